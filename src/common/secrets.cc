@@ -1,0 +1,39 @@
+#include "common/secrets.h"
+
+#include <sodium.h>
+
+#include <cstdlib>
+#include <cstdio>
+
+namespace allot {
+
+void initSecrets() {
+  if (sodium_init() < 0) {
+    std::fprintf(stderr, "fatal: libsodium failed to initialise\n");
+    std::abort();
+  }
+}
+
+std::string newToken(std::string_view prefix) {
+  unsigned char raw[32];
+  randombytes_buf(raw, sizeof raw);
+  char b64[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+  sodium_bin2base64(b64, sizeof b64, raw, sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+  return std::string(prefix) + "_" + b64;
+}
+
+std::string hashToken(std::string_view token) {
+  unsigned char out[32];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(token.data()),
+                     token.size(), nullptr, 0);
+  char hex[65];
+  sodium_bin2hex(hex, sizeof hex, out, sizeof out);
+  return hex;
+}
+
+bool hashesEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace allot

@@ -1,0 +1,136 @@
+#include "common/time_format.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+
+namespace allot {
+namespace {
+
+bool parseInt(std::string_view s, int64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string formatIso8601(TimeMs t) {
+  if (t == 0) return "";
+  time_t secs = static_cast<time_t>(t / 1000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Result<TimeMs> parseDurationMs(std::string_view text) {
+  if (text.empty()) return Status::InvalidArgument("empty duration");
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  std::string num(text.substr(0, i));
+  std::string_view unit = text.substr(i);
+  double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stod(num, &used);
+    if (used != num.size()) throw std::invalid_argument("trailing");
+  } catch (...) {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a duration (use e.g. 90s, 15m, 2h, 1d)");
+  }
+  double mult = 1000;
+  if (unit.empty() || unit == "s") mult = 1000;
+  else if (unit == "ms") mult = 1;
+  else if (unit == "m") mult = 60'000;
+  else if (unit == "h") mult = 3'600'000;
+  else if (unit == "d") mult = 86'400'000;
+  else
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' has an unknown unit (use ms, s, m, h or d)");
+  return static_cast<TimeMs>(value * mult);
+}
+
+Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
+  if (text == "now") return now;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    auto d = parseDurationMs(text.substr(1));
+    if (!d.ok()) return d.status();
+    return text[0] == '+' ? now + *d : now - *d;
+  }
+  // YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM|-HH:MM]
+  auto bad = [&] {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a time (use ISO 8601 like 2026-11-30T14:00:00Z, or +2h)");
+  };
+  if (text.size() < 10 || text[4] != '-' || text[7] != '-') return bad();
+  int64_t y, mo, d, h = 0, mi = 0, s = 0, frac = 0;
+  if (!parseInt(text.substr(0, 4), y) || !parseInt(text.substr(5, 2), mo) ||
+      !parseInt(text.substr(8, 2), d))
+    return bad();
+  size_t pos = 10;
+  int64_t offsetMin = 0;
+  if (pos < text.size() && (text[pos] == 'T' || text[pos] == ' ')) {
+    if (text.size() < pos + 6 || text[pos + 3] != ':') return bad();
+    if (!parseInt(text.substr(pos + 1, 2), h) || !parseInt(text.substr(pos + 4, 2), mi)) return bad();
+    pos += 6;
+    if (pos < text.size() && text[pos] == ':') {
+      if (!parseInt(text.substr(pos + 1, 2), s)) return bad();
+      pos += 3;
+      if (pos < text.size() && text[pos] == '.') {
+        size_t start = ++pos;
+        while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+        std::string f(text.substr(start, pos - start));
+        f = (f + "000").substr(0, 3);
+        if (!parseInt(f, frac)) return bad();
+      }
+    }
+    if (pos < text.size()) {
+      if (text[pos] == 'Z') {
+        ++pos;
+      } else if (text[pos] == '+' || text[pos] == '-') {
+        int64_t oh, om;
+        if (text.size() < pos + 6 || !parseInt(text.substr(pos + 1, 2), oh) ||
+            !parseInt(text.substr(pos + 4, 2), om))
+          return bad();
+        offsetMin = (oh * 60 + om) * (text[pos] == '+' ? 1 : -1);
+        pos += 6;
+      }
+    }
+  }
+  if (pos != text.size()) return bad();
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return bad();
+  struct tm tm {};
+  tm.tm_year = static_cast<int>(y - 1900);
+  tm.tm_mon = static_cast<int>(mo - 1);
+  tm.tm_mday = static_cast<int>(d);
+  tm.tm_hour = static_cast<int>(h);
+  tm.tm_min = static_cast<int>(mi);
+  tm.tm_sec = static_cast<int>(s);
+  time_t secs = timegm(&tm);
+  return (static_cast<TimeMs>(secs) - offsetMin * 60) * 1000 + frac;
+}
+
+std::string formatDuration(TimeMs ms) {
+  if (ms < 0) ms = 0;
+  char buf[48];
+  if (ms < 1000) {
+    snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+  } else if (ms < 60'000) {
+    snprintf(buf, sizeof buf, "%.1fs", ms / 1000.0);
+  } else if (ms < 3'600'000) {
+    snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+             static_cast<long long>((ms / 1000) % 60));
+  } else if (ms < 86'400'000) {
+    snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+             static_cast<long long>((ms / 60'000) % 60));
+  } else {
+    snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(ms / 86'400'000),
+             static_cast<long long>((ms / 3'600'000) % 24));
+  }
+  return buf;
+}
+
+}  // namespace allot

@@ -1,0 +1,43 @@
+#include "common/time_format.h"
+
+#include <gtest/gtest.h>
+
+namespace allot {
+namespace {
+
+TEST(TimeFormat, RoundTripsIso8601) {
+  auto t = parseTime("2026-11-30T05:29:58Z", 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(formatIso8601(*t), "2026-11-30T05:29:58Z");
+}
+
+TEST(TimeFormat, AppliesOffsets) {
+  auto utc = parseTime("2026-11-30T05:00:00Z", 0);
+  auto msk = parseTime("2026-11-30T08:00:00+03:00", 0);
+  ASSERT_TRUE(utc.ok() && msk.ok());
+  EXPECT_EQ(*utc, *msk);
+}
+
+TEST(TimeFormat, RelativeForms) {
+  EXPECT_EQ(*parseTime("+2h", 1000), 1000 + 7'200'000);
+  EXPECT_EQ(*parseTime("-15m", 1'000'000), 100'000);
+  EXPECT_EQ(*parseTime("now", 42), 42);
+}
+
+TEST(TimeFormat, RejectsGarbageWithMessage) {
+  auto t = parseTime("tomorrow-ish", 0);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("tomorrow-ish"), std::string::npos);
+  EXPECT_FALSE(parseTime("2026-13-01", 0).ok());
+  EXPECT_FALSE(parseDurationMs("5y").ok());
+}
+
+TEST(TimeFormat, Durations) {
+  EXPECT_EQ(*parseDurationMs("90s"), 90'000);
+  EXPECT_EQ(*parseDurationMs("1.5h"), 5'400'000);
+  EXPECT_EQ(*parseDurationMs("30"), 30'000);
+  EXPECT_EQ(formatDuration(192'000), "3m12s");
+}
+
+}  // namespace
+}  // namespace allot

@@ -1,0 +1,156 @@
+#include "model/agent_protocol.h"
+
+#include "model/json.h"
+
+namespace allot::model {
+namespace {
+
+// Wraps nlohmann's exceptions (missing key, wrong type) into a Status naming what was wrong.
+template <typename F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("bad ") + what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+const char* actualStateName(ActualState s) {
+  switch (s) {
+    case ActualState::kRunning: return "running";
+    case ActualState::kExited: return "exited";
+    case ActualState::kLost: return "lost";
+    case ActualState::kFailedToStart: return "failed_to_start";
+  }
+  return "unknown";
+}
+
+nlohmann::json toJson(const Inventory& inv) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : inv.gpus) gpus.push_back(toJson(g));
+  return {{"hostname", inv.hostname},         {"cpus", inv.cpus},
+          {"memory_mib", inv.memoryMib},      {"gpus", gpus},
+          {"gpu_provider", inv.gpuProvider},  {"simulated", inv.simulated},
+          {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup}};
+}
+
+Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
+  return guarded("inventory", [&]() -> Result<Inventory> {
+    Inventory inv;
+    inv.hostname = j.at("hostname").get<std::string>();
+    inv.cpus = j.at("cpus").get<int>();
+    inv.memoryMib = j.at("memory_mib").get<int64_t>();
+    for (const auto& g : j.at("gpus")) inv.gpus.push_back(gpuFromJson(g));
+    inv.gpuProvider = j.value("gpu_provider", "");
+    inv.simulated = j.value("simulated", false);
+    inv.agentVersion = j.value("agent_version", "");
+    inv.cgroup = j.value("cgroup", "none");
+    return inv;
+  });
+}
+
+nlohmann::json toJson(const DesiredJob& d) {
+  return {{"id", d.id},
+          {"command", d.command},
+          {"env", d.env},
+          {"gpu_indices", d.gpuIndices},
+          {"gpu_uuids", d.gpuUuids},
+          {"gpu_minors", d.gpuMinors},
+          {"cancel", d.cancel},
+          {"grace_ms", d.graceMs},
+          {"log_offset", d.logOffset}};
+}
+
+Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
+  return guarded("desired job", [&]() -> Result<DesiredJob> {
+    DesiredJob d;
+    d.id = j.at("id").get<int64_t>();
+    d.command = j.at("command").get<std::vector<std::string>>();
+    d.env = j.value("env", std::map<std::string, std::string>{});
+    d.gpuIndices = j.value("gpu_indices", std::vector<int>{});
+    d.gpuUuids = j.value("gpu_uuids", std::vector<std::string>{});
+    d.gpuMinors = j.value("gpu_minors", std::vector<int>{});
+    d.cancel = j.value("cancel", false);
+    d.graceMs = j.value("grace_ms", int64_t{10'000});
+    d.logOffset = j.value("log_offset", int64_t{0});
+    return d;
+  });
+}
+
+nlohmann::json toJson(const ActualJob& a) {
+  nlohmann::json j = {{"id", a.id},
+                      {"state", actualStateName(a.state)},
+                      {"pid", a.pid},
+                      {"started_ms", a.startedAt},
+                      {"finished_ms", a.finishedAt},
+                      {"message", a.message}};
+  j["exit_code"] = a.exitCode ? nlohmann::json(*a.exitCode) : nlohmann::json(nullptr);
+  j["signal"] = a.signal ? nlohmann::json(*a.signal) : nlohmann::json(nullptr);
+  return j;
+}
+
+Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
+  return guarded("job status", [&]() -> Result<ActualJob> {
+    ActualJob a;
+    a.id = j.at("id").get<int64_t>();
+    auto st = j.at("state").get<std::string>();
+    if (st == "running") a.state = ActualState::kRunning;
+    else if (st == "exited") a.state = ActualState::kExited;
+    else if (st == "lost") a.state = ActualState::kLost;
+    else if (st == "failed_to_start") a.state = ActualState::kFailedToStart;
+    else return Status::InvalidArgument("bad job status: unknown state '" + st + "'");
+    a.pid = j.value("pid", 0);
+    if (j.contains("exit_code") && !j["exit_code"].is_null()) a.exitCode = j["exit_code"].get<int>();
+    if (j.contains("signal") && !j["signal"].is_null()) a.signal = j["signal"].get<int>();
+    a.startedAt = j.value("started_ms", TimeMs{0});
+    a.finishedAt = j.value("finished_ms", TimeMs{0});
+    a.message = j.value("message", "");
+    return a;
+  });
+}
+
+static nlohmann::json jobsArray(const std::vector<ActualJob>& jobs) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& a : jobs) arr.push_back(toJson(a));
+  return arr;
+}
+
+std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs) {
+  return nlohmann::json{{"type", "hello"}, {"inventory", toJson(inv)}, {"jobs", jobsArray(jobs)}}
+      .dump();
+}
+
+std::string encodeStatus(const std::vector<ActualJob>& jobs) {
+  return nlohmann::json{{"type", "status"}, {"jobs", jobsArray(jobs)}}.dump();
+}
+
+std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& d : jobs) arr.push_back(toJson(d));
+  return nlohmann::json{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}}.dump();
+}
+
+std::string encodeLogChunk(const LogChunk& c) {
+  std::string out =
+      nlohmann::json{{"type", "log"}, {"job", c.job}, {"offset", c.offset}}.dump();
+  out += '\n';
+  out += c.data;
+  return out;
+}
+
+Result<LogChunk> decodeLogChunk(const std::string& frame) {
+  auto nl = frame.find('\n');
+  if (nl == std::string::npos) return Status::InvalidArgument("log frame without header line");
+  return guarded("log frame", [&]() -> Result<LogChunk> {
+    auto h = nlohmann::json::parse(frame.substr(0, nl));
+    LogChunk c;
+    c.job = h.at("job").get<int64_t>();
+    c.offset = h.at("offset").get<int64_t>();
+    c.data = frame.substr(nl + 1);
+    return c;
+  });
+}
+
+}  // namespace allot::model

@@ -1,0 +1,83 @@
+#pragma once
+// The agent protocol: messages on the one WebSocket an agent keeps open to allotd
+// (GET /api/v1/agent/stream, authenticated with the host's credential).
+//
+// Level-triggered: allotd sends the whole desired state of the host whenever it changes; the
+// agent sends the whole actual state of its workloads whenever it changes and with each
+// heartbeat. Either side may restart at any moment; the next exchange repairs the world.
+//
+//   agent -> allotd  text   {"type":"hello", "inventory":{...}, "jobs":[ActualJob...]}
+//   agent -> allotd  text   {"type":"status", "jobs":[ActualJob...]}        (also the heartbeat)
+//   agent -> allotd  binary '{"type":"log","job":ID,"offset":N}\n' followed by raw output bytes
+//   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N}
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "model/model.h"
+
+namespace allot::model {
+
+struct Inventory {
+  std::string hostname;
+  int cpus = 0;
+  int64_t memoryMib = 0;
+  std::vector<Gpu> gpus;
+  std::string gpuProvider;  // "nvml" or "simulated"
+  bool simulated = false;
+  std::string agentVersion;
+  std::string cgroup;  // "v1", "v2" or "none"
+};
+
+// A job the host should be running (or stopping, when cancel is set).
+struct DesiredJob {
+  int64_t id = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<int> gpuIndices;
+  std::vector<std::string> gpuUuids;
+  std::vector<int> gpuMinors;  // for /dev/nvidiaN device rules
+  bool cancel = false;
+  int64_t graceMs = 10'000;
+  int64_t logOffset = 0;  // bytes of output allotd already holds
+};
+
+enum class ActualState { kRunning, kExited, kLost, kFailedToStart };
+const char* actualStateName(ActualState s);
+
+struct ActualJob {
+  int64_t id = 0;
+  ActualState state = ActualState::kRunning;
+  int pid = 0;
+  std::optional<int> exitCode;
+  std::optional<int> signal;
+  TimeMs startedAt = 0;
+  TimeMs finishedAt = 0;
+  std::string message;  // why it failed to start, or was lost
+};
+
+struct LogChunk {
+  int64_t job = 0;
+  int64_t offset = 0;
+  std::string data;
+};
+
+nlohmann::json toJson(const Inventory& inv);
+Result<Inventory> inventoryFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const DesiredJob& d);
+Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const ActualJob& a);
+Result<ActualJob> actualJobFromJson(const nlohmann::json& j);
+
+std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs);
+std::string encodeStatus(const std::vector<ActualJob>& jobs);
+std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs);
+std::string encodeLogChunk(const LogChunk& chunk);
+Result<LogChunk> decodeLogChunk(const std::string& frame);
+
+}  // namespace allot::model

@@ -1,0 +1,165 @@
+#include "model/json.h"
+
+#include "common/time_format.h"
+
+namespace allot::model {
+namespace {
+
+json optionalInt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+std::optional<int> readOptionalInt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<int>();
+}
+
+}  // namespace
+
+json toJson(const Team& t) {
+  return {{"name", t.name}, {"created_at", formatIso8601(t.createdAt)}};
+}
+
+json toJson(const User& u) {
+  return {{"name", u.name},
+          {"team", u.team.empty() ? json(nullptr) : json(u.team)},
+          {"role", roleName(u.role)},
+          {"created_at", formatIso8601(u.createdAt)}};
+}
+
+json toJson(const Project& p) {
+  return {{"name", p.name}, {"team", p.team}, {"created_at", formatIso8601(p.createdAt)}};
+}
+
+json toJson(const Gpu& g) {
+  return {{"index", g.index},          {"uuid", g.uuid},
+          {"minor", g.minor},          {"model", g.model},
+          {"memory_mib", g.memoryMib}, {"numa_node", g.numaNode},
+          {"driver_version", g.driverVersion}, {"cuda_version", g.cudaVersion}};
+}
+
+Gpu gpuFromJson(const json& j) {
+  Gpu g;
+  g.index = j.value("index", 0);
+  g.uuid = j.value("uuid", "");
+  g.minor = j.value("minor", 0);
+  g.model = j.value("model", "");
+  g.memoryMib = j.value("memory_mib", int64_t{0});
+  g.numaNode = j.value("numa_node", -1);
+  g.driverVersion = j.value("driver_version", "");
+  g.cudaVersion = j.value("cuda_version", "");
+  return g;
+}
+
+json toJson(const Host& h) {
+  json gpus = json::array();
+  for (const auto& g : h.gpus) gpus.push_back(toJson(g));
+  return {{"name", h.name},
+          {"state", hostStateName(h.state)},
+          {"simulated", h.simulated},
+          {"gpu_provider", h.gpuProvider},
+          {"cpus", h.cpus},
+          {"memory_mib", h.memoryMib},
+          {"gpus", gpus},
+          {"agent_version", h.agentVersion},
+          {"cgroup", h.cgroup},
+          {"joined_at", formatIso8601(h.joinedAt)},
+          {"last_seen_at", formatIso8601(h.lastSeenAt)}};
+}
+
+json toJson(const Job& j) {
+  return {{"id", j.id},
+          {"name", j.name},
+          {"team", j.team},
+          {"project", j.project.empty() ? json(nullptr) : json(j.project)},
+          {"user", j.user},
+          {"command", j.command},
+          {"env", j.env},
+          {"gpus", j.gpus},
+          {"gpu_model", j.gpuModel.empty() ? json(nullptr) : json(j.gpuModel)},
+          {"state", jobStateName(j.state)},
+          {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
+          {"host", j.host.empty() ? json(nullptr) : json(j.host)},
+          {"gpu_indices", j.gpuIndices},
+          {"gpu_uuids", j.gpuUuids},
+          {"exit_code", optionalInt(j.exitCode)},
+          {"signal", optionalInt(j.signal)},
+          {"cancel_requested", j.cancelRequested},
+          {"submitted_at", formatIso8601(j.submittedAt)},
+          {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
+          {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
+}
+
+json toStoreDoc(const Host& h) {
+  json gpus = json::array();
+  for (const auto& g : h.gpus) gpus.push_back(toJson(g));
+  return {{"name", h.name},          {"simulated", h.simulated}, {"gpu_provider", h.gpuProvider},
+          {"cpus", h.cpus},          {"memory_mib", h.memoryMib}, {"gpus", gpus},
+          {"agent_version", h.agentVersion}, {"cgroup", h.cgroup},
+          {"joined_ms", h.joinedAt}, {"last_seen_ms", h.lastSeenAt}};
+}
+
+Host hostFromStoreDoc(const json& d) {
+  Host h;
+  h.name = d.at("name").get<std::string>();
+  h.simulated = d.value("simulated", false);
+  h.gpuProvider = d.value("gpu_provider", "");
+  h.cpus = d.value("cpus", 0);
+  h.memoryMib = d.value("memory_mib", int64_t{0});
+  for (const auto& g : d.value("gpus", json::array())) h.gpus.push_back(gpuFromJson(g));
+  h.agentVersion = d.value("agent_version", "");
+  h.cgroup = d.value("cgroup", "");
+  h.joinedAt = d.value("joined_ms", TimeMs{0});
+  h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
+  return h;
+}
+
+json toStoreDoc(const Job& j) {
+  return {{"id", j.id},
+          {"name", j.name},
+          {"team", j.team},
+          {"project", j.project},
+          {"user", j.user},
+          {"command", j.command},
+          {"env", j.env},
+          {"gpus", j.gpus},
+          {"gpu_model", j.gpuModel},
+          {"state", jobStateName(j.state)},
+          {"reason", j.reason},
+          {"host", j.host},
+          {"gpu_indices", j.gpuIndices},
+          {"gpu_uuids", j.gpuUuids},
+          {"exit_code", optionalInt(j.exitCode)},
+          {"signal", optionalInt(j.signal)},
+          {"cancel_requested", j.cancelRequested},
+          {"submitted_ms", j.submittedAt},
+          {"scheduled_ms", j.scheduledAt},
+          {"started_ms", j.startedAt},
+          {"finished_ms", j.finishedAt}};
+}
+
+Job jobFromStoreDoc(const json& d) {
+  Job j;
+  j.id = d.at("id").get<int64_t>();
+  j.name = d.value("name", "");
+  j.team = d.value("team", "");
+  j.project = d.value("project", "");
+  j.user = d.value("user", "");
+  j.command = d.value("command", std::vector<std::string>{});
+  j.env = d.value("env", std::map<std::string, std::string>{});
+  j.gpus = d.value("gpus", 0);
+  j.gpuModel = d.value("gpu_model", "");
+  j.state = parseJobState(d.value("state", "queued")).value_or(JobState::kQueued);
+  j.reason = d.value("reason", "");
+  j.host = d.value("host", "");
+  j.gpuIndices = d.value("gpu_indices", std::vector<int>{});
+  j.gpuUuids = d.value("gpu_uuids", std::vector<std::string>{});
+  j.exitCode = readOptionalInt(d, "exit_code");
+  j.signal = readOptionalInt(d, "signal");
+  j.cancelRequested = d.value("cancel_requested", false);
+  j.submittedAt = d.value("submitted_ms", TimeMs{0});
+  j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
+  j.startedAt = d.value("started_ms", TimeMs{0});
+  j.finishedAt = d.value("finished_ms", TimeMs{0});
+  return j;
+}
+
+}  // namespace allot::model

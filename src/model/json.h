@@ -1,0 +1,28 @@
+#pragma once
+// JSON forms of the domain values. One form serves the API, the store's documents and the agent
+// protocol, so a field has one name everywhere (snake_case). Times are ISO 8601 in the API
+// ("*_at") and Unix milliseconds in stored documents ("*_ms"); `forStore` picks.
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+
+namespace allot::model {
+
+using nlohmann::json;
+
+json toJson(const Team& t);
+json toJson(const User& u);
+json toJson(const Project& p);
+json toJson(const Gpu& g);
+json toJson(const Host& h);
+json toJson(const Job& j);
+
+// Documents for the store: every field, times in ms, secrets' hashes included.
+json toStoreDoc(const Host& h);
+json toStoreDoc(const Job& j);
+Host hostFromStoreDoc(const json& doc);
+Job jobFromStoreDoc(const json& doc);
+Gpu gpuFromJson(const json& j);
+
+}  // namespace allot::model

@@ -1,0 +1,43 @@
+#include "model/model.h"
+
+namespace allot::model {
+
+const char* roleName(Role r) { return r == Role::kPlatformAdmin ? "platform-admin" : "member"; }
+
+std::optional<Role> parseRole(const std::string& s) {
+  if (s == "member") return Role::kMember;
+  if (s == "platform-admin") return Role::kPlatformAdmin;
+  return std::nullopt;
+}
+
+const char* hostStateName(HostState s) {
+  return s == HostState::kOnline ? "online" : "unreachable";
+}
+
+const char* jobStateName(JobState s) {
+  switch (s) {
+    case JobState::kQueued: return "queued";
+    case JobState::kScheduled: return "scheduled";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+    case JobState::kLost: return "lost";
+  }
+  return "unknown";
+}
+
+std::optional<JobState> parseJobState(const std::string& s) {
+  for (auto st : {JobState::kQueued, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+                  JobState::kFailed, JobState::kCancelled, JobState::kLost}) {
+    if (s == jobStateName(st)) return st;
+  }
+  return std::nullopt;
+}
+
+bool isTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
+         s == JobState::kLost;
+}
+
+}  // namespace allot::model

@@ -1,0 +1,78 @@
+#pragma once
+// Store: durable state of the control plane. allotd keeps the live world in memory and loads it
+// from the store at start; every change goes to the store as a WriteBatch before it is
+// acknowledged. The interface speaks in domain values only, so a PostgreSQL backend can sit
+// behind it without changes above.
+//
+// Durability: when `commit` returns ok, or `submit`'s callback runs with ok, the batch is on
+// disk. Batches are applied in the order they were handed in, so a later completion implies
+// every earlier batch is durable too. Implementations group concurrent batches into one
+// transaction (group commit) so that durability does not cost throughput.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "model/model.h"
+
+namespace allot::store {
+
+// One change. Upserts replace the whole row keyed by the value's id/name.
+struct PutTeam { model::Team team; };
+struct PutUser { model::User user; };
+struct PutToken { model::ApiToken token; };
+struct DeleteToken { std::string id; };
+struct PutProject { model::Project project; };
+struct PutJoinToken { model::JoinToken token; };
+struct PutHost { model::Host host; };
+struct PutJob { model::Job job; };
+// Small named values: id counters and the like.
+struct PutMeta { std::string key; std::string value; };
+
+using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
+                             PutHost, PutJob, PutMeta>;
+
+struct WriteBatch {
+  std::vector<WriteOp> ops;
+  template <typename Op>
+  WriteBatch& add(Op op) {
+    ops.emplace_back(std::move(op));
+    return *this;
+  }
+  bool empty() const { return ops.empty(); }
+};
+
+// Everything the store holds, as loaded at start.
+struct Contents {
+  std::vector<model::Team> teams;
+  std::vector<model::User> users;
+  std::vector<model::ApiToken> tokens;
+  std::vector<model::Project> projects;
+  std::vector<model::JoinToken> joinTokens;
+  std::vector<model::Host> hosts;
+  std::vector<model::Job> jobs;
+  std::vector<std::pair<std::string, std::string>> meta;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Reads every row. Called once at start, before any write.
+  virtual Result<Contents> loadAll() = 0;
+
+  // Applies the batch durably and returns when it is on disk. Blocks the caller.
+  virtual Status commit(WriteBatch batch) = 0;
+
+  // Queues the batch for the next group commit; `done` runs on the store's writer thread once
+  // the batch is durable (or failed). Never blocks on disk.
+  virtual void submit(WriteBatch batch, std::function<void(Status)> done) = 0;
+
+  // Schema version this store is at, after migrations.
+  virtual int schemaVersion() const = 0;
+};
+
+}  // namespace allot::store
