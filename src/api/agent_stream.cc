@@ -1,0 +1,162 @@
+#include "api/agent_stream.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+
+#include <spdlog/spdlog.h>
+
+#include "api/server.h"
+#include "model/agent_protocol.h"
+
+namespace allot::api {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using asio::use_awaitable;
+
+namespace {
+
+using Ws = websocket::stream<beast::tcp_stream>;
+
+// Outgoing side of one agent connection: a queue drained by one writer coroutine, because a
+// WebSocket allows only one write in flight.
+class WsAgentLink final : public control::AgentLink {
+ public:
+  WsAgentLink(std::shared_ptr<Ws> ws) : ws_(std::move(ws)), wake_(ws_->get_executor()) {}
+
+  // control::AgentLink
+  void send(std::string message) override {
+    if (closed_) return;
+    // Desired state is level-triggered: only the newest one matters.
+    outbox_.clear();
+    outbox_.push_back(std::move(message));
+    wake_.cancel();
+  }
+
+  asio::awaitable<void> writer() {
+    auto self = ws_;  // keeps the stream alive while writing
+    while (!closed_) {
+      if (outbox_.empty()) {
+        wake_.expires_at(asio::steady_timer::time_point::max());
+        co_await wake_.async_wait(asio::as_tuple(use_awaitable));
+        continue;
+      }
+      std::string msg = std::move(outbox_.front());
+      outbox_.pop_front();
+      ws_->text(true);
+      auto [ec, n] = co_await ws_->async_write(asio::buffer(msg), asio::as_tuple(use_awaitable));
+      if (ec) break;
+    }
+  }
+
+  void close() {
+    closed_ = true;
+    wake_.cancel();
+  }
+
+ private:
+  std::shared_ptr<Ws> ws_;
+  asio::steady_timer wake_;
+  std::deque<std::string> outbox_;
+  bool closed_ = false;
+};
+
+// The writer coroutine owns a reference to its link, so the link outlives it.
+asio::awaitable<void> runWriter(std::shared_ptr<WsAgentLink> link) { co_await link->writer(); }
+
+Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
+  std::vector<model::ActualJob> out;
+  auto it = msg.find("jobs");
+  if (it == msg.end() || !it->is_array()) return Status::InvalidArgument("message without jobs array");
+  for (const auto& j : *it) {
+    auto a = model::actualJobFromJson(j);
+    if (!a.ok()) return a.status();
+    out.push_back(*a);
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream, HttpRequest req) {
+  auto auth = req[http::field::authorization];
+  std::optional<control::Principal> who;
+  if (auth.size() > 7 && auth.substr(0, 7) == "Bearer ")
+    who = server.cluster().authenticate(auth.substr(7));
+  if (!who || who->kind != control::Principal::Kind::kHost) {
+    auto res = ApiResponse::error(Status::Unauthenticated("agent stream needs a host credential"));
+    http::response<http::string_body> out{res.status, req.version()};
+    out.set(http::field::content_type, res.contentType);
+    out.body() = res.body;
+    out.prepare_payload();
+    co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+    co_return;
+  }
+  const std::string host = who->name;
+  auto ws = std::make_shared<Ws>(std::move(stream));
+  ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws->read_message_max(16 << 20);
+  auto [aec] = co_await ws->async_accept(req, asio::as_tuple(use_awaitable));
+  if (aec) co_return;
+
+  auto link = std::make_shared<WsAgentLink>(ws);
+  bool helloSeen = false;
+  beast::flat_buffer buf;
+  for (;;) {
+    buf.clear();
+    auto [ec, n] = co_await ws->async_read(buf, asio::as_tuple(use_awaitable));
+    if (ec) break;
+    std::string data = beast::buffers_to_string(buf.data());
+    if (!ws->got_text()) {
+      auto chunk = model::decodeLogChunk(data);
+      if (!chunk.ok()) {
+        spdlog::warn("agent {}: bad log frame: {}", host, chunk.status().message());
+        continue;
+      }
+      auto st = server.cluster().agentLog(host, *chunk);
+      if (!st.ok()) spdlog::debug("agent {}: log chunk dropped: {}", host, st.message());
+      server.notifyJob(chunk->job);
+      continue;
+    }
+    auto msg = nlohmann::json::parse(data, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) {
+      spdlog::warn("agent {}: malformed message dropped", host);
+      continue;
+    }
+    std::string type = msg.value("type", "");
+    auto jobs = readJobs(msg);
+    if (!jobs.ok()) {
+      spdlog::warn("agent {}: {} message dropped: {}", host, type, jobs.status().message());
+      continue;
+    }
+    if (type == "hello") {
+      auto inv = model::inventoryFromJson(msg.value("inventory", nlohmann::json::object()));
+      if (!inv.ok()) {
+        spdlog::warn("agent {}: bad hello: {}", host, inv.status().message());
+        break;
+      }
+      if (!helloSeen) asio::co_spawn(ws->get_executor(), runWriter(link), asio::detached);
+      helloSeen = true;
+      auto change = server.cluster().agentConnected(host, link.get(), *inv, *jobs);
+      co_await server.apply(change);
+    } else if (type == "status" && helloSeen) {
+      auto change = server.cluster().agentStatus(host, *jobs);
+      co_await server.apply(change);
+    } else {
+      spdlog::warn("agent {}: unexpected message type '{}'", host, type);
+      continue;
+    }
+    for (const auto& a : *jobs) server.notifyJob(a.id);
+  }
+  link->close();
+  server.cluster().agentDisconnected(host, link.get());
+}
+
+}  // namespace allot::api

@@ -1,0 +1,49 @@
+#pragma once
+// What a route handler sees and returns. Handlers are coroutines on allotd's I/O thread.
+
+#include <utility>  // GCC 12: before Asio's coroutine headers
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "control/principal.h"
+
+namespace allot::api {
+
+namespace http = boost::beast::http;
+using HttpRequest = http::request<http::string_body>;
+
+struct ApiRequest {
+  const HttpRequest& raw;
+  std::map<std::string, std::string> params;  // from the path pattern: {id} -> "42"
+  std::map<std::string, std::string> query;
+  std::optional<control::Principal> principal;  // set on every authenticated route
+  const control::Principal& who() const { return *principal; }
+};
+
+struct ApiResponse {
+  http::status status = http::status::ok;
+  std::string body;
+  std::string contentType = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
+    return ApiResponse{s, j.dump(), "application/json", {}};
+  }
+  static ApiResponse error(const Status& st);
+};
+
+using Handler = std::function<boost::asio::awaitable<ApiResponse>(ApiRequest&)>;
+
+// Maps a Status code to its HTTP status; the only place that does.
+http::status httpStatusOf(Code code);
+
+}  // namespace allot::api

@@ -1,0 +1,104 @@
+#include "api/json_input.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace allot::api {
+
+std::string jsonTypeName(const nlohmann::json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  return v.type_name();
+}
+
+Result<JsonInput> JsonInput::parse(const std::string& body, std::initializer_list<const char*> allowed) {
+  nlohmann::json j;
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
+    j = nlohmann::json::object();
+  } else {
+    j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_discarded()) return Status::InvalidArgument("body: malformed JSON", "body");
+  }
+  if (!j.is_object())
+    return Status::InvalidArgument("body: must be a JSON object, got " + jsonTypeName(j), "body");
+  for (const auto& [k, v] : j.items()) {
+    bool known = std::any_of(allowed.begin(), allowed.end(),
+                             [&](const char* a) { return k == a; });
+    if (!known) {
+      std::string list;
+      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      return Status::InvalidArgument(k + ": unknown field (known: " + list + ")", k);
+    }
+  }
+  return JsonInput(std::move(j));
+}
+
+Result<std::string> JsonInput::requiredString(const char* field) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null())
+    return Status::InvalidArgument(std::string(field) + ": required", field);
+  if (!it->is_string())
+    return Status::InvalidArgument(std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
+  return it->get<std::string>();
+}
+
+Result<std::string> JsonInput::optionalString(const char* field, std::string fallback) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return fallback;
+  if (!it->is_string())
+    return Status::InvalidArgument(std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
+  return it->get<std::string>();
+}
+
+Result<int> JsonInput::optionalInt(const char* field, int fallback, int min, int max) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    return Status::InvalidArgument(std::string(field) + ": must be an integer, got " + jsonTypeName(*it), field);
+  auto v = it->get<int64_t>();
+  if (v < min || v > max)
+    return Status::InvalidArgument(std::string(field) + ": must be between " + std::to_string(min) +
+                                       " and " + std::to_string(max) + ", got " + std::to_string(v),
+                                   field);
+  return static_cast<int>(v);
+}
+
+Result<std::vector<std::string>> JsonInput::requiredStringArray(const char* field) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null())
+    return Status::InvalidArgument(std::string(field) + ": required", field);
+  if (!it->is_array())
+    return Status::InvalidArgument(std::string(field) + ": must be an array of strings, got " + jsonTypeName(*it), field);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const auto& e = (*it)[i];
+    if (!e.is_string())
+      return Status::InvalidArgument(std::string(field) + "[" + std::to_string(i) +
+                                         "]: must be a string, got " + jsonTypeName(e),
+                                     field);
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> JsonInput::optionalStringMap(const char* field) const {
+  std::map<std::string, std::string> out;
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return out;
+  if (!it->is_object())
+    return Status::InvalidArgument(std::string(field) + ": must be an object of strings, got " + jsonTypeName(*it), field);
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string())
+      return Status::InvalidArgument(std::string(field) + "." + k + ": must be a string, got " + jsonTypeName(v), field);
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+const nlohmann::json* JsonInput::object(const char* field) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || !it->is_object()) return nullptr;
+  return &*it;
+}
+
+}  // namespace allot::api

@@ -1,0 +1,38 @@
+#pragma once
+// Strict reading of a JSON request body: it must be an object, every field must be known, and
+// each field must have the right type. Errors name the field, and nothing is half-read: handlers
+// read every field first, then act.
+
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace allot::api {
+
+class JsonInput {
+ public:
+  // An empty body reads as {}.
+  static Result<JsonInput> parse(const std::string& body, std::initializer_list<const char*> allowed);
+
+  Result<std::string> requiredString(const char* field) const;
+  Result<std::string> optionalString(const char* field, std::string fallback = "") const;
+  Result<int> optionalInt(const char* field, int fallback, int min, int max) const;
+  Result<std::vector<std::string>> requiredStringArray(const char* field) const;
+  Result<std::map<std::string, std::string>> optionalStringMap(const char* field) const;
+  const nlohmann::json* object(const char* field) const;
+  const nlohmann::json& root() const { return j_; }
+
+ private:
+  explicit JsonInput(nlohmann::json j) : j_(std::move(j)) {}
+  nlohmann::json j_;
+};
+
+// The JSON type name a person would use: "string", "number", "array"...
+std::string jsonTypeName(const nlohmann::json& v);
+
+}  // namespace allot::api

@@ -1,0 +1,94 @@
+#include "api/router.h"
+
+namespace allot::api {
+namespace {
+
+std::vector<std::string_view> splitPath(std::string_view p) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < p.size()) {
+    if (p[i] == '/') {
+      ++i;
+      continue;
+    }
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    out.push_back(p.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 && hexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(hexValue(s[i + 1]) * 16 + hexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void Router::add(http::verb method, std::string pattern, Handler handler, bool authenticated) {
+  routes_.push_back({method, std::move(pattern), authenticated, std::move(handler)});
+}
+
+Router::Match Router::match(http::verb method, std::string_view path) const {
+  Match m;
+  auto parts = splitPath(path);
+  for (const auto& r : routes_) {
+    auto pat = splitPath(r.pattern);
+    if (pat.size() != parts.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (size_t i = 0; i < pat.size() && ok; ++i) {
+      if (pat[i].size() > 2 && pat[i].front() == '{' && pat[i].back() == '}') {
+        params[std::string(pat[i].substr(1, pat[i].size() - 2))] = percentDecode(parts[i]);
+      } else {
+        ok = pat[i] == parts[i];
+      }
+    }
+    if (!ok) continue;
+    if (r.method != method) {
+      m.pathKnown = true;
+      continue;
+    }
+    m.route = &r;
+    m.params = std::move(params);
+    return m;
+  }
+  return m;
+}
+
+std::map<std::string, std::string> parseQuery(std::string_view q) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  while (i < q.size()) {
+    size_t amp = q.find('&', i);
+    if (amp == std::string_view::npos) amp = q.size();
+    auto kv = q.substr(i, amp - i);
+    auto eq = kv.find('=');
+    if (!kv.empty()) {
+      if (eq == std::string_view::npos) out[percentDecode(kv)] = "";
+      else out[percentDecode(kv.substr(0, eq))] = percentDecode(kv.substr(eq + 1));
+    }
+    i = amp + 1;
+  }
+  return out;
+}
+
+}  // namespace allot::api

@@ -1,0 +1,38 @@
+#pragma once
+// Router: method + path pattern ("/api/v1/jobs/{id}") to handler. The route table is also what
+// the OpenAPI test compares against the published document.
+
+#include <string>
+#include <vector>
+
+#include "api/http_types.h"
+
+namespace allot::api {
+
+struct Route {
+  http::verb method;
+  std::string pattern;
+  bool authenticated = true;
+  Handler handler;
+};
+
+class Router {
+ public:
+  void add(http::verb method, std::string pattern, Handler handler, bool authenticated = true);
+
+  struct Match {
+    const Route* route = nullptr;
+    std::map<std::string, std::string> params;
+    bool pathKnown = false;  // some route has this path, with another method (405)
+  };
+  Match match(http::verb method, std::string_view path) const;
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  std::vector<Route> routes_;
+};
+
+// Splits "a=1&b=x%20y" into decoded pairs.
+std::map<std::string, std::string> parseQuery(std::string_view query);
+
+}  // namespace allot::api

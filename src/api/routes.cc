@@ -1,0 +1,257 @@
+// The REST API's routes: read and check the input, ask the Cluster, commit, reply.
+// The shapes are documented in docs/api.md and published in openapi.json.
+
+#include <charconv>
+
+#include "api/json_input.h"
+#include "api/server.h"
+#include "common/time_format.h"
+#include "control/authz.h"
+#include "model/json.h"
+
+namespace allot::api {
+
+namespace asio = boost::asio;
+using control::Principal;
+
+namespace {
+
+using Awaitable = asio::awaitable<ApiResponse>;
+
+template <typename T>
+nlohmann::json arrayOf(const std::vector<T>& items) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& i : items) arr.push_back(model::toJson(i));
+  return arr;
+}
+
+Result<int64_t> parseJobId(const std::string& s) {
+  std::string_view v = s;
+  if (v.rfind("j-", 0) == 0) v.remove_prefix(2);
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
+  if (ec != std::errc() || p != v.data() + v.size() || id <= 0)
+    return Status::InvalidArgument("id: '" + s + "' is not a job id", "id");
+  return id;
+}
+
+Result<int64_t> queryInt(const ApiRequest& r, const char* key, int64_t fallback, int64_t min, int64_t max) {
+  auto it = r.query.find(key);
+  if (it == r.query.end()) return fallback;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || p != it->second.data() + it->second.size() || v < min || v > max)
+    return Status::InvalidArgument(std::string(key) + ": must be an integer between " +
+                                       std::to_string(min) + " and " + std::to_string(max),
+                                   key);
+  return v;
+}
+
+nlohmann::json jobJson(Server& s, const model::Job& j) {
+  auto out = model::toJson(j);
+  if (j.state == model::JobState::kQueued) {
+    auto w = s.cluster().waitOf(j.id);
+    out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
+  }
+  return out;
+}
+
+#define TRY_ASSIGN(var, expr)                         \
+  auto var##_r = (expr);                              \
+  if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
+  auto var = std::move(var##_r).value()
+
+}  // namespace
+
+void registerRoutes(Router& router, Server& s) {
+  using V = http::verb;
+
+  router.add(V::get, "/healthz", [](ApiRequest&) -> Awaitable {
+    co_return ApiResponse::json({{"status", "ok"}});
+  }, false);
+
+  router.add(V::get, "/api/v1/openapi.json", [](ApiRequest&) -> Awaitable {
+    co_return ApiResponse{http::status::ok, openApiDocument(), "application/json", {}};
+  }, false);
+
+  router.add(V::get, "/api/v1/whoami", [](ApiRequest& r) -> Awaitable {
+    const auto& p = r.who();
+    co_return ApiResponse::json({{"name", p.name},
+                                 {"team", p.team.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.team)},
+                                 {"role", model::roleName(p.role)}});
+  });
+
+  // ---- teams, users, projects ----
+  router.add(V::post, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name"}));
+    TRY_ASSIGN(name, in.requiredString("name"));
+    TRY_ASSIGN(change, s.cluster().createTeam(r.who(), name));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value), http::status::created);
+  });
+  router.add(V::get, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(arrayOf(s.cluster().listTeams(r.who())));
+  });
+
+  router.add(V::post, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team", "role"}));
+    TRY_ASSIGN(name, in.requiredString("name"));
+    TRY_ASSIGN(team, in.optionalString("team"));
+    TRY_ASSIGN(roleText, in.optionalString("role", "member"));
+    auto role = model::parseRole(roleText);
+    if (!role)
+      co_return ApiResponse::error(Status::InvalidArgument(
+          "role: must be 'member' or 'platform-admin', got '" + roleText + "'", "role"));
+    TRY_ASSIGN(change, s.cluster().createUser(r.who(), name, team, *role));
+    co_await s.apply(change);
+    auto out = model::toJson(change.value.user);
+    out["token"] = change.value.token;
+    co_return ApiResponse::json(out, http::status::created);
+  });
+  router.add(V::get, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(arrayOf(s.cluster().listUsers(r.who())));
+  });
+
+  router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team"}));
+    TRY_ASSIGN(name, in.requiredString("name"));
+    TRY_ASSIGN(team, in.optionalString("team"));
+    TRY_ASSIGN(change, s.cluster().createProject(r.who(), name, team));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value), http::status::created);
+  });
+  router.add(V::get, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(arrayOf(s.cluster().listProjects(r.who())));
+  });
+
+  // ---- hosts ----
+  router.add(V::post, "/api/v1/hosts/join-tokens", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"ttl"}));
+    TRY_ASSIGN(ttlText, in.optionalString("ttl", "24h"));
+    auto ttl = parseDurationMs(ttlText);
+    if (!ttl.ok())
+      co_return ApiResponse::error(Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
+    TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl));
+    co_await s.apply(change);
+    co_return ApiResponse::json({{"id", change.value.token.id},
+                                 {"token", change.value.secret},
+                                 {"expires_at", formatIso8601(change.value.token.expiresAt)}},
+                                http::status::created);
+  });
+
+  router.add(V::post, "/api/v1/hosts/join", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "join_token", "inventory"}));
+    TRY_ASSIGN(name, in.optionalString("name"));
+    TRY_ASSIGN(secret, in.requiredString("join_token"));
+    const auto* invJson = in.object("inventory");
+    if (!invJson)
+      co_return ApiResponse::error(Status::InvalidArgument("inventory: required object", "inventory"));
+    auto inv = model::inventoryFromJson(*invJson);
+    if (!inv.ok())
+      co_return ApiResponse::error(Status::InvalidArgument("inventory: " + inv.status().message(), "inventory"));
+    TRY_ASSIGN(change, s.cluster().joinHost(secret, name, *inv));
+    co_await s.apply(change);
+    co_return ApiResponse::json({{"host", model::toJson(change.value.host)},
+                                 {"credential", change.value.credential}});
+  }, false);
+
+  router.add(V::get, "/api/v1/hosts", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(arrayOf(s.cluster().listHosts(r.who())));
+  });
+  router.add(V::get, "/api/v1/hosts/{name}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
+    auto out = model::toJson(host);
+    nlohmann::json allocs = nlohmann::json::array();
+    for (const auto& a : s.cluster().allocations(host.name)) {
+      // Holders from other teams are shown as busy without naming them.
+      bool visible = control::authz::canSeeTeam(r.who(), a.team);
+      allocs.push_back({{"gpu_index", a.gpuIndex},
+                        {"job_id", visible ? nlohmann::json(a.jobId) : nlohmann::json(nullptr)},
+                        {"team", visible ? nlohmann::json(a.team) : nlohmann::json(nullptr)},
+                        {"user", visible ? nlohmann::json(a.user) : nlohmann::json(nullptr)}});
+    }
+    out["allocations"] = allocs;
+    co_return ApiResponse::json(out);
+  });
+
+  // ---- jobs ----
+  router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
+                                    {"name", "team", "project", "command", "env", "gpus", "gpu_model"}));
+    control::JobRequest req;
+    TRY_ASSIGN(name, in.optionalString("name"));
+    TRY_ASSIGN(team, in.optionalString("team"));
+    TRY_ASSIGN(project, in.optionalString("project"));
+    TRY_ASSIGN(command, in.requiredStringArray("command"));
+    TRY_ASSIGN(env, in.optionalStringMap("env"));
+    TRY_ASSIGN(gpus, in.optionalInt("gpus", 0, 0, 1024));
+    TRY_ASSIGN(gpuModel, in.optionalString("gpu_model"));
+    req.name = name;
+    req.team = team;
+    req.project = project;
+    req.command = std::move(command);
+    req.env = std::move(env);
+    req.gpus = gpus;
+    req.gpuModel = gpuModel;
+    TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
+    co_await s.apply(change);
+    co_return ApiResponse::json(jobJson(s, change.value), http::status::created);
+  });
+
+  router.add(V::get, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
+    control::JobFilter f;
+    if (auto it = r.query.find("state"); it != r.query.end() && !it->second.empty()) {
+      f.state = model::parseJobState(it->second);
+      if (!f.state)
+        co_return ApiResponse::error(Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
+    }
+    if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
+    TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 100000));
+    f.limit = static_cast<size_t>(limit);
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& j : s.cluster().listJobs(r.who(), f)) arr.push_back(jobJson(s, j));
+    co_return ApiResponse::json(arr);
+  });
+
+  router.add(V::get, "/api/v1/jobs/{id}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(id, parseJobId(r.params["id"]));
+    TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
+    co_return ApiResponse::json(jobJson(s, job));
+  });
+
+  router.add(V::get, "/api/v1/jobs/{id}/logs", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(id, parseJobId(r.params["id"]));
+    TRY_ASSIGN(offset, queryInt(r, "offset", 0, 0, INT64_MAX));
+    TRY_ASSIGN(wait, queryInt(r, "wait", 0, 0, 30));
+    TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
+    if (wait > 0 && s.logs().size(id) <= offset && !model::isTerminal(job.state)) {
+      co_await s.waitForJobNews(id, std::chrono::seconds(wait));
+      TRY_ASSIGN(again, s.cluster().getJob(r.who(), id));
+      job = std::move(again);
+    }
+    TRY_ASSIGN(data, s.logs().read(id, offset, 4 << 20));
+    ApiResponse res{http::status::ok, std::move(data), "text/plain; charset=utf-8", {}};
+    res.headers.emplace_back("X-Allot-Log-Size", std::to_string(s.logs().size(id)));
+    res.headers.emplace_back("X-Allot-Job-State", model::jobStateName(job.state));
+    co_return res;
+  });
+
+  router.add(V::post, "/api/v1/jobs/{id}/cancel", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    (void)in;
+    TRY_ASSIGN(id, parseJobId(r.params["id"]));
+    TRY_ASSIGN(change, s.cluster().cancelJob(r.who(), id));
+    co_await s.apply(change);
+    s.notifyJob(id);
+    co_return ApiResponse::json(jobJson(s, change.value));
+  });
+
+  // The agent stream is a WebSocket upgrade handled before routing; this entry keeps it in the
+  // route table (and so in the OpenAPI check) and answers plain GETs clearly.
+  router.add(V::get, "/api/v1/agent/stream", [](ApiRequest&) -> Awaitable {
+    co_return ApiResponse::error(Status::InvalidArgument(
+        "the agent stream needs a WebSocket upgrade with a host credential"));
+  }, false);
+}
+
+}  // namespace allot::api

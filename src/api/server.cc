@@ -1,0 +1,258 @@
+#include "api/server.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "api/agent_stream.h"
+#include "control/async_commit.h"
+
+namespace allot::api {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kIdleTimeout = std::chrono::seconds(120);
+
+Status writeSecretFile(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  ::fchmod(fd, 0600);
+  std::string line = content + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ok = ::fsync(fd) == 0 && ok;
+  ::close(fd);
+  return ok ? Status::Ok() : Status::Unavailable("cannot write " + path);
+}
+
+}  // namespace
+
+Server::Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store)
+    : config_(std::move(config)), clock_(clock), store_(std::move(store)) {}
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock& clock,
+                                               std::unique_ptr<store::Store> store) {
+  std::unique_ptr<Server> s(new Server(std::move(config), clock, std::move(store)));
+  s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs");
+  ALLOT_RETURN_IF_ERROR(s->logs_->init());
+  s->scheduler_ = std::make_unique<sched::FifoFirstFitScheduler>();
+  s->cluster_ = std::make_unique<control::Cluster>(clock, *s->scheduler_, *s->logs_,
+                                                   s->config_.cluster);
+  auto contents = s->store_->loadAll();
+  if (!contents.ok()) return contents.status().withContext("failed to load the store");
+  s->cluster_->load(*contents);
+  if (auto admin = s->cluster_->bootstrapAdmin()) {
+    ALLOT_RETURN_IF_ERROR(s->store_->commit(admin->batch));
+    std::string path = s->config_.dataDir + "/admin.token";
+    ALLOT_RETURN_IF_ERROR(writeSecretFile(path, admin->value));
+    s->newAdminToken_ = admin->value;
+  }
+  s->cluster_->setOnQueueChanged([raw = s.get()] { raw->wakeScheduler(); });
+  registerRoutes(s->router_, *s);
+  spdlog::info("loaded state: teams={} users={} hosts={} jobs={} schema_version={}",
+               s->cluster_->world().teams.size(), s->cluster_->world().users.size(),
+               s->cluster_->world().hosts.size(), s->cluster_->world().jobs.size(),
+               s->store_->schemaVersion());
+  return s;
+}
+
+Result<uint16_t> Server::listen() {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(config_.listenAddress, ec);
+  if (ec) return Status::InvalidArgument("listen: bad address '" + config_.listenAddress + "'");
+  tcp::endpoint ep(addr, config_.port);
+  acceptor_.emplace(io_);
+  acceptor_->open(ep.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(ep, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + config_.listenAddress + ":" +
+                               std::to_string(config_.port) + ": " + ec.message());
+  }
+  return acceptor_->local_endpoint().port();
+}
+
+void Server::run(bool handleSignals) {
+  asio::signal_set signals(io_);
+  if (handleSignals) {
+    signals.add(SIGINT);
+    signals.add(SIGTERM);
+    signals.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (!ec) {
+        spdlog::info("signal {}: shutting down", sig);
+        io_.stop();
+      }
+    });
+  }
+  asio::co_spawn(io_, acceptLoop(), asio::detached);
+  asio::co_spawn(io_, schedulingLoop(), asio::detached);
+  asio::co_spawn(io_, livenessLoop(), asio::detached);
+  io_.run();
+}
+
+void Server::stop() { asio::post(io_, [this] { io_.stop(); }); }
+
+asio::awaitable<void> Server::commit(store::WriteBatch batch) {
+  Status st = co_await control::asyncCommit(*store_, std::move(batch),
+                                            co_await asio::this_coro::executor, use_awaitable);
+  if (!st.ok()) {
+    // Memory already holds the change; serving it without the disk would break the promise that
+    // an acknowledged write is durable. Crash, and let the restart reload from disk.
+    spdlog::critical("durable write failed, exiting: {}", st.toString());
+    std::abort();
+  }
+}
+
+void Server::wakeScheduler() {
+  scheduleNeeded_ = true;
+  schedulerWake_.cancel();
+}
+
+asio::awaitable<void> Server::schedulingLoop() {
+  for (;;) {
+    if (!scheduleNeeded_) {
+      schedulerWake_.expires_at(asio::steady_timer::time_point::max());
+      co_await schedulerWake_.async_wait(asio::as_tuple(use_awaitable));
+      continue;
+    }
+    scheduleNeeded_ = false;
+    auto change = cluster_->schedulePass();
+    if (change.value.empty()) continue;
+    co_await commit(change.batch);
+    cluster_->placementsDurable(change.value);
+    cluster_->push(change.pushHosts);
+    for (int64_t id : change.value) notifyJob(id);
+  }
+}
+
+asio::awaitable<void> Server::livenessLoop() {
+  asio::steady_timer timer(io_);
+  for (;;) {
+    timer.expires_after(std::chrono::seconds(1));
+    co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    auto change = cluster_->checkLiveness();
+    co_await apply(change);
+  }
+}
+
+asio::awaitable<void> Server::waitForJobNews(int64_t job, std::chrono::milliseconds timeout) {
+  asio::steady_timer timer(io_);
+  timer.expires_after(timeout);
+  auto it = jobWatchers_.emplace(job, &timer);
+  co_await timer.async_wait(asio::as_tuple(use_awaitable));
+  jobWatchers_.erase(it);
+}
+
+void Server::notifyJob(int64_t job) {
+  auto [b, e] = jobWatchers_.equal_range(job);
+  for (auto it = b; it != e; ++it) it->second->cancel();
+}
+
+asio::awaitable<void> Server::acceptLoop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_->async_accept(asio::as_tuple(use_awaitable));
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      spdlog::warn("accept failed: {}", ec.message());
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(io_, session(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Server::session(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(config_.maxBodyBytes);
+    parser.header_limit(64 * 1024);
+    stream.expires_after(kIdleTimeout);
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+    if (ec == http::error::body_limit) {
+      auto res = ApiResponse::error(Status::TooLarge(
+          "body: larger than " + std::to_string(config_.maxBodyBytes) + " bytes"));
+      http::response<http::string_body> out{res.status, 11};
+      out.set(http::field::content_type, res.contentType);
+      out.keep_alive(false);
+      out.body() = std::move(res.body);
+      out.prepare_payload();
+      co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+      break;
+    }
+    if (ec) break;
+    HttpRequest req = parser.release();
+
+    if (beast::websocket::is_upgrade(req)) {
+      stream.expires_never();
+      co_await serveAgentStream(*this, std::move(stream), std::move(req));
+      co_return;
+    }
+
+    std::string_view target = req.target();
+    auto qpos = target.find('?');
+    std::string_view path = target.substr(0, qpos);
+    ApiResponse res;
+    auto match = router_.match(req.method(), path);
+    if (!match.route) {
+      res = match.pathKnown
+                ? ApiResponse::error(Status::InvalidArgument(
+                      std::string(req.method_string()) + " is not allowed on " + std::string(path)))
+                : ApiResponse::error(Status::NotFound("no such endpoint: " + std::string(path)));
+      if (match.pathKnown) res.status = http::status::method_not_allowed;
+    } else {
+      ApiRequest areq{req, std::move(match.params), {}, std::nullopt};
+      if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
+      bool authorized = true;
+      if (match.route->authenticated) {
+        auto auth = req[http::field::authorization];
+        std::string_view token;
+        if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
+          token = auth.substr(7);
+        areq.principal = token.empty() ? std::nullopt : cluster_->authenticate(token);
+        if (!areq.principal) {
+          authorized = false;
+          res = ApiResponse::error(Status::Unauthenticated(
+              token.empty() ? "missing bearer token (Authorization: Bearer <token>)"
+                            : "invalid or expired token"));
+        } else if (areq.principal->kind == control::Principal::Kind::kHost) {
+          authorized = false;  // host credentials speak only the agent protocol
+          res = ApiResponse::error(Status::PermissionDenied("a host credential cannot call " + std::string(path)));
+        }
+      }
+      if (authorized) res = co_await match.route->handler(areq);
+    }
+    http::response<http::string_body> out{res.status, req.version()};
+    out.set(http::field::server, "allotd");
+    out.set(http::field::content_type, res.contentType);
+    for (auto& [k, v] : res.headers) out.set(k, v);
+    out.keep_alive(req.keep_alive());
+    out.body() = std::move(res.body);
+    out.prepare_payload();
+    auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+    if (wec || !out.keep_alive()) break;
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace allot::api

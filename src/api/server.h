@@ -1,0 +1,95 @@
+#pragma once
+// Server: allotd's composition root below main(). Owns the I/O context (one thread runs every
+// handler, the scheduling loop and the agents' streams), the store, the Cluster and the HTTP
+// listener. Writes go through `commit`, which waits for the store's group commit.
+
+#include <utility>  // GCC 12: before Asio's coroutine headers
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/router.h"
+#include "common/clock.h"
+#include "control/cluster.h"
+#include "control/log_store.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
+
+namespace allot::api {
+
+struct ServerConfig {
+  std::string listenAddress = "127.0.0.1";
+  uint16_t port = 7070;  // 0: the OS chooses
+  std::string dataDir = ".allot";
+  size_t maxBodyBytes = 1 << 20;
+  control::ClusterOptions cluster;
+};
+
+class Server {
+ public:
+  // Opens nothing itself: the store comes in opened. Loads state and creates the first admin.
+  static Result<std::unique_ptr<Server>> create(ServerConfig config, const Clock& clock,
+                                                std::unique_ptr<store::Store> store);
+  ~Server();
+
+  // Binds the listener; returns the port actually bound.
+  Result<uint16_t> listen();
+  // The admin token, when this start created the admin (first start only).
+  const std::optional<std::string>& newAdminToken() const { return newAdminToken_; }
+  // Runs until stop() (from any thread) or SIGINT/SIGTERM when handleSignals is set.
+  void run(bool handleSignals);
+  void stop();
+
+  // For handlers, on the I/O thread.
+  control::Cluster& cluster() { return *cluster_; }
+  control::LogStore& logs() { return *logs_; }
+  const Clock& clock() const { return clock_; }
+  const ServerConfig& config() const { return config_; }
+  const Router& router() const { return router_; }
+  boost::asio::io_context& io() { return io_; }
+  // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
+  boost::asio::awaitable<void> commit(store::WriteBatch batch);
+  template <typename T>
+  boost::asio::awaitable<void> apply(const control::Change<T>& change) {
+    if (!change.batch.empty()) co_await commit(change.batch);
+    cluster_->push(change.pushHosts);
+  }
+  // Job watchers: a logs request with `wait` sleeps until its job has news or the time is up.
+  boost::asio::awaitable<void> waitForJobNews(int64_t job, std::chrono::milliseconds timeout);
+  void notifyJob(int64_t job);
+
+ private:
+  Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
+  boost::asio::awaitable<void> acceptLoop();
+  boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket);
+  boost::asio::awaitable<void> schedulingLoop();
+  boost::asio::awaitable<void> livenessLoop();
+  void wakeScheduler();
+
+  ServerConfig config_;
+  const Clock& clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<control::LogStore> logs_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<control::Cluster> cluster_;
+  Router router_;
+  boost::asio::io_context io_{1};
+  std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+  boost::asio::steady_timer schedulerWake_{io_};
+  bool scheduleNeeded_ = false;
+  std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
+  std::optional<std::string> newAdminToken_;
+};
+
+// Registers every route of the API on the router (routes.cc).
+void registerRoutes(Router& router, Server& server);
+// The OpenAPI document served at /api/v1/openapi.json.
+const std::string& openApiDocument();
+
+}  // namespace allot::api

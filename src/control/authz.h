@@ -1,0 +1,25 @@
+#pragma once
+// Authorization, in one place. Every path that reads or changes an object asks here.
+// Rule of visibility: what a caller may not see does not exist for them (NotFound, never 403).
+// The identity-and-access issue extends these functions; callers stay as they are.
+
+#include "common/status.h"
+#include "control/principal.h"
+#include "model/model.h"
+
+namespace allot::control::authz {
+
+// Platform settings: teams, users, join tokens.
+Status requireAdmin(const Principal& p, const char* what);
+// A team's objects (projects, jobs) are visible to its members and to platform admins.
+bool canSeeTeam(const Principal& p, const std::string& team);
+bool canSeeJob(const Principal& p, const model::Job& job);
+// Cancelling: the job's own team (any member, as Slurm's scancel within an account allows for
+// coordinators; per-user limits come with team-admin roles) and platform admins.
+Status canCancelJob(const Principal& p, const model::Job& job);
+// Submitting work into a team: its members, and admins on behalf of any team.
+Status canSubmitTo(const Principal& p, const std::string& team);
+// Hosts in the shared pool are visible to every user.
+bool canSeeHost(const Principal& p, const model::Host& host);
+
+}  // namespace allot::control::authz

@@ -1,0 +1,606 @@
+#include "control/cluster.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/secrets.h"
+#include "control/authz.h"
+
+namespace allot::control {
+
+using model::Job;
+using model::JobState;
+
+namespace {
+
+constexpr size_t kMaxCommandArgs = 4096;
+constexpr int kMaxGpusPerJob = 1024;
+
+std::string sanitizeHostName(const std::string& s) { return s; }
+
+}  // namespace
+
+Status validateName(const std::string& value, const char* field) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(std::string(field) + ": " + why, field);
+  };
+  if (value.empty()) return bad("must not be empty");
+  if (value.size() > 63) return bad("must be at most 63 characters");
+  if (!std::isalnum(static_cast<unsigned char>(value[0])) || std::isupper(static_cast<unsigned char>(value[0])))
+    return bad("'" + value + "' must start with a lowercase letter or digit");
+  for (char c : value) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!ok) return bad("'" + value + "' may contain only a-z, 0-9, '-', '_' and '.'");
+  }
+  return Status::Ok();
+}
+
+Cluster::Cluster(const Clock& clock, const sched::Scheduler& scheduler, LogStore& logs,
+                 ClusterOptions options)
+    : clock_(clock), scheduler_(scheduler), logs_(logs), options_(options) {}
+
+void Cluster::load(const store::Contents& contents) { world_.load(contents); }
+
+std::string Cluster::newSecretId(const char* kind) {
+  return std::string(kind) + "-" + std::to_string(world_.nextSecretSeq++);
+}
+
+std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
+  if (!world_.users.empty()) return std::nullopt;
+  Change<std::string> c;
+  model::User admin{"admin", "", model::Role::kPlatformAdmin, clock_.nowMs()};
+  model::ApiToken tok{newSecretId("tok"), admin.name, "", clock_.nowMs(), 0};
+  c.value = newToken(tok.id);
+  tok.hash = hashToken(c.value);
+  world_.users[admin.name] = admin;
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutUser{admin}).add(store::PutToken{tok});
+  return c;
+}
+
+std::optional<Principal> Cluster::authenticate(std::string_view bearer) const {
+  // Tokens are "<id>_<secret>"; the id finds the row, the hash comparison is constant-time.
+  auto sep = bearer.find('_');
+  if (sep == std::string_view::npos) return std::nullopt;
+  auto it = world_.tokens.find(std::string(bearer.substr(0, sep)));
+  if (it == world_.tokens.end()) return std::nullopt;
+  const auto& tok = it->second;
+  if (!hashesEqual(tok.hash, hashToken(bearer))) return std::nullopt;
+  if (tok.expiresAt != 0 && tok.expiresAt <= clock_.nowMs()) return std::nullopt;
+  Principal p;
+  if (tok.owner.rfind("host:", 0) == 0) {
+    p.kind = Principal::Kind::kHost;
+    p.name = tok.owner.substr(5);
+    if (!world_.hosts.count(p.name)) return std::nullopt;
+    return p;
+  }
+  auto u = world_.users.find(tok.owner);
+  if (u == world_.users.end()) return std::nullopt;
+  p.kind = Principal::Kind::kUser;
+  p.name = u->second.name;
+  p.team = u->second.team;
+  p.role = u->second.role;
+  return p;
+}
+
+// ---- Teams, users, projects -------------------------------------------------------------
+
+Result<Change<model::Team>> Cluster::createTeam(const Principal& p, const std::string& name) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create teams"));
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  if (world_.teams.count(name)) return Status::AlreadyExists("team '" + name + "' already exists");
+  Change<model::Team> c;
+  c.value = model::Team{name, clock_.nowMs()};
+  world_.teams[name] = c.value;
+  c.batch.add(store::PutTeam{c.value});
+  return c;
+}
+
+std::vector<model::Team> Cluster::listTeams(const Principal& p) const {
+  std::vector<model::Team> out;
+  for (const auto& [name, t] : world_.teams) {
+    if (authz::canSeeTeam(p, name)) out.push_back(t);
+  }
+  return out;
+}
+
+Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::string& name,
+                                                const std::string& team, model::Role role) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create users"));
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  if (role == model::Role::kMember && team.empty())
+    return Status::InvalidArgument("team: a member must belong to a team", "team");
+  if (!team.empty() && !world_.teams.count(team))
+    return Status::NotFound("no team '" + team + "'");
+  if (world_.users.count(name)) return Status::AlreadyExists("user '" + name + "' already exists");
+  Change<CreatedUser> c;
+  c.value.user = model::User{name, team, role, clock_.nowMs()};
+  model::ApiToken tok{newSecretId("tok"), name, "", clock_.nowMs(), 0};
+  c.value.token = newToken(tok.id);
+  tok.hash = hashToken(c.value.token);
+  world_.users[name] = c.value.user;
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutUser{c.value.user}).add(store::PutToken{tok});
+  return c;
+}
+
+std::vector<model::User> Cluster::listUsers(const Principal& p) const {
+  std::vector<model::User> out;
+  for (const auto& [name, u] : world_.users) {
+    if (p.isAdmin() || (p.isUser() && !p.team.empty() && u.team == p.team) || u.name == p.name)
+      out.push_back(u);
+  }
+  return out;
+}
+
+Result<Change<model::Project>> Cluster::createProject(const Principal& p, const std::string& name,
+                                                      const std::string& teamIn) {
+  std::string team = teamIn.empty() ? p.team : teamIn;
+  if (team.empty())
+    return Status::InvalidArgument("team: required (you belong to no team)", "team");
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
+    return Status::NotFound("no team '" + team + "'");
+  auto key = World::projectKey(team, name);
+  if (world_.projects.count(key))
+    return Status::AlreadyExists("project '" + name + "' already exists in team '" + team + "'");
+  Change<model::Project> c;
+  c.value = model::Project{name, team, clock_.nowMs()};
+  world_.projects[key] = c.value;
+  c.batch.add(store::PutProject{c.value});
+  return c;
+}
+
+std::vector<model::Project> Cluster::listProjects(const Principal& p) const {
+  std::vector<model::Project> out;
+  for (const auto& [key, pr] : world_.projects) {
+    if (authz::canSeeTeam(p, pr.team)) out.push_back(pr);
+  }
+  return out;
+}
+
+// ---- Hosts -------------------------------------------------------------------------------
+
+Result<Change<CreatedJoinToken>> Cluster::createJoinToken(const Principal& p, int64_t ttlMs) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create join tokens"));
+  if (ttlMs <= 0) return Status::InvalidArgument("ttl: must be positive", "ttl");
+  Change<CreatedJoinToken> c;
+  auto now = clock_.nowMs();
+  c.value.token = model::JoinToken{newSecretId("join"), "", p.name, now, now + ttlMs};
+  c.value.secret = newToken(c.value.token.id);
+  c.value.token.hash = hashToken(c.value.secret);
+  world_.joinTokens[c.value.token.id] = c.value.token;
+  c.batch.add(store::PutJoinToken{c.value.token});
+  return c;
+}
+
+Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std::string& nameIn,
+                                             const model::Inventory& inv) {
+  auto sep = secret.find('_');
+  auto it = sep == std::string_view::npos
+                ? world_.joinTokens.end()
+                : world_.joinTokens.find(std::string(secret.substr(0, sep)));
+  if (it == world_.joinTokens.end() || !hashesEqual(it->second.hash, hashToken(secret)))
+    return Status::Unauthenticated("join_token: unknown join token");
+  if (it->second.expiresAt <= clock_.nowMs())
+    return Status::Unauthenticated("join_token: the join token has expired; make a new one with `allot host join-token`");
+  std::string name = sanitizeHostName(nameIn.empty() ? inv.hostname : nameIn);
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  Change<JoinedHost> c;
+  auto now = clock_.nowMs();
+  model::Host h;
+  auto existing = world_.hosts.find(name);
+  if (existing != world_.hosts.end()) {
+    // Re-joining (a reinstalled host, a lost credential): the host keeps its name and history;
+    // its old credentials stop working.
+    h = existing->second;
+    for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
+      if (t->second.owner == "host:" + name) {
+        c.batch.add(store::DeleteToken{t->first});
+        t = world_.tokens.erase(t);
+      } else {
+        ++t;
+      }
+    }
+  } else {
+    h.name = name;
+    h.joinedAt = now;
+  }
+  h.cpus = inv.cpus;
+  h.memoryMib = inv.memoryMib;
+  h.gpus = inv.gpus;
+  h.simulated = inv.simulated;
+  h.gpuProvider = inv.gpuProvider;
+  h.agentVersion = inv.agentVersion;
+  h.cgroup = inv.cgroup;
+  world_.hosts[name] = h;
+  model::ApiToken tok{newSecretId("hst"), "host:" + name, "", now, 0};
+  c.value.credential = newToken(tok.id);
+  tok.hash = hashToken(c.value.credential);
+  world_.tokens[tok.id] = tok;
+  c.value.host = h;
+  c.batch.add(store::PutHost{h}).add(store::PutToken{tok});
+  spdlog::info("host joined: host={} gpus={} provider={}{}", name, h.gpus.size(), h.gpuProvider,
+               h.simulated ? " (SIMULATED)" : "");
+  return c;
+}
+
+std::vector<model::Host> Cluster::listHosts(const Principal& p) const {
+  std::vector<model::Host> out;
+  for (const auto& [name, h] : world_.hosts) {
+    if (authz::canSeeHost(p, h)) out.push_back(h);
+  }
+  return out;
+}
+
+Result<model::Host> Cluster::getHost(const Principal& p, const std::string& name) const {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'");
+  return it->second;
+}
+
+std::vector<GpuAllocation> Cluster::allocations(const std::string& host) const {
+  std::vector<GpuAllocation> out;
+  auto it = world_.gpuHolders.find(host);
+  if (it == world_.gpuHolders.end()) return out;
+  for (const auto& [gpu, jobId] : it->second) {
+    const auto& j = world_.jobs.at(jobId);
+    out.push_back({gpu, jobId, j.team, j.user});
+  }
+  return out;
+}
+
+// ---- Jobs --------------------------------------------------------------------------------
+
+Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
+  if (!p.isUser()) return Status::PermissionDenied("hosts cannot submit jobs");
+  std::string team = r.team.empty() ? p.team : r.team;
+  if (team.empty())
+    return Status::InvalidArgument("team: required (you belong to no team)", "team");
+  ALLOT_RETURN_IF_ERROR(authz::canSubmitTo(p, team));
+  if (!world_.teams.count(team)) return Status::NotFound("no team '" + team + "'");
+  if (r.command.empty() || r.command[0].empty())
+    return Status::InvalidArgument("command: must name a program to run", "command");
+  if (r.command.size() > kMaxCommandArgs)
+    return Status::InvalidArgument("command: too many arguments", "command");
+  if (r.gpus < 0 || r.gpus > kMaxGpusPerJob)
+    return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
+                                   "gpus");
+  if (!r.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(r.name, "name"));
+  if (!r.project.empty() && !world_.projects.count(World::projectKey(team, r.project)))
+    return Status::NotFound("no project '" + r.project + "' in team '" + team + "'");
+  for (const auto& [k, v] : r.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      return Status::InvalidArgument("env: bad variable name '" + k + "'", "env");
+    if (k.rfind("ALLOT_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES")
+      return Status::InvalidArgument("env: '" + k + "' is set by Allot and cannot be overridden",
+                                     "env");
+  }
+  Change<Job> c;
+  Job& j = c.value;
+  j.id = world_.nextJobId++;
+  j.name = r.name.empty() ? std::string(r.command[0].substr(r.command[0].rfind('/') + 1)) : r.name;
+  if (j.name.size() > 63) j.name.resize(63);
+  j.team = team;
+  j.project = r.project;
+  j.user = p.name;
+  j.command = std::move(r.command);
+  j.env = std::move(r.env);
+  j.gpus = r.gpus;
+  j.gpuModel = r.gpuModel;
+  j.state = JobState::kQueued;
+  j.reason = "waiting for the scheduler";
+  j.submittedAt = clock_.nowMs();
+  world_.jobs[j.id] = j;
+  world_.onJobChanged(nullptr, j);
+  c.batch.add(store::PutJob{j});
+  if (onQueueChanged_) onQueueChanged_();
+  return c;
+}
+
+std::vector<Job> Cluster::listJobs(const Principal& p, const JobFilter& f) const {
+  std::vector<Job> out;
+  for (auto it = world_.jobs.rbegin(); it != world_.jobs.rend() && out.size() < f.limit; ++it) {
+    const Job& j = it->second;
+    if (!authz::canSeeJob(p, j)) continue;
+    if (f.state && j.state != *f.state) continue;
+    if (!f.team.empty() && j.team != f.team) continue;
+    out.push_back(j);
+    if (j.state == JobState::kQueued) {
+      if (auto w = waitOf(j.id)) out.back().reason = w->reason;
+    }
+  }
+  return out;
+}
+
+Result<Job> Cluster::getJob(const Principal& p, int64_t id) const {
+  auto it = world_.jobs.find(id);
+  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
+    return Status::NotFound("no job " + std::to_string(id));
+  Job j = it->second;
+  if (j.state == JobState::kQueued) {
+    if (auto w = waitOf(id)) j.reason = w->reason;
+  }
+  return j;
+}
+
+std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
+  auto it = world_.waits.find(id);
+  if (it == world_.waits.end()) return std::nullopt;
+  return it->second;
+}
+
+void Cluster::updateJob(Job& job, const Job& before, store::WriteBatch& batch) {
+  world_.onJobChanged(&before, job);
+  batch.add(store::PutJob{job});
+}
+
+void Cluster::finishJob(Job& job, JobState state, std::string reason, store::WriteBatch& batch) {
+  Job before = job;
+  job.state = state;
+  job.reason = std::move(reason);
+  if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
+  updateJob(job, before, batch);
+  if (onQueueChanged_) onQueueChanged_();  // GPUs came free
+}
+
+Result<Change<Job>> Cluster::cancelJob(const Principal& p, int64_t id) {
+  auto it = world_.jobs.find(id);
+  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
+    return Status::NotFound("no job " + std::to_string(id));
+  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
+  Job& j = it->second;
+  Change<Job> c;
+  if (model::isTerminal(j.state)) {
+    return Status::FailedPrecondition("job " + std::to_string(id) + " has already ended (" +
+                                      model::jobStateName(j.state) + ")");
+  }
+  if (j.state == JobState::kQueued) {
+    j.cancelRequested = true;
+    finishJob(j, JobState::kCancelled, "cancelled by " + p.name + " while queued", c.batch);
+  } else if (!j.cancelRequested) {
+    // Placed: the agent stops the process tree; the job ends when the agent says it has.
+    Job before = j;
+    j.cancelRequested = true;
+    j.reason = "cancel requested by " + p.name;
+    updateJob(j, before, c.batch);
+    c.pushHosts.insert(j.host);
+  }
+  c.value = j;
+  return c;
+}
+
+// ---- Scheduling --------------------------------------------------------------------------
+
+Change<std::vector<int64_t>> Cluster::schedulePass() {
+  Change<std::vector<int64_t>> c;
+  if (world_.queued.empty()) return c;
+  sched::Snapshot snap;
+  snap.now = clock_.nowMs();
+  for (const auto& [name, h] : world_.hosts) {
+    sched::HostView v{name, h.state == model::HostState::kOnline, {}};
+    const auto& holders = world_.gpuHolders[name];
+    for (const auto& g : h.gpus) v.gpus.push_back({g.index, g.model, !holders.count(g.index)});
+    snap.hosts.push_back(std::move(v));
+  }
+  snap.pending.reserve(world_.queued.size());
+  for (int64_t id : world_.queued) {
+    const Job& j = world_.jobs.at(id);
+    snap.pending.push_back({j.id, j.gpus, j.gpuModel, j.submittedAt});
+  }
+  auto decisions = scheduler_.decide(snap);
+  auto now = clock_.nowMs();
+  for (const auto& pl : decisions.placements) {
+    Job& j = world_.jobs.at(pl.jobId);
+    Job before = j;
+    const auto& host = world_.hosts.at(pl.host);
+    j.state = JobState::kScheduled;
+    j.reason.clear();
+    j.host = pl.host;
+    j.gpuIndices = pl.gpuIndices;
+    j.gpuUuids.clear();
+    for (int idx : pl.gpuIndices) {
+      for (const auto& g : host.gpus) {
+        if (g.index == idx) j.gpuUuids.push_back(g.uuid);
+      }
+    }
+    j.scheduledAt = now;
+    updateJob(j, before, c.batch);
+    c.pushHosts.insert(pl.host);
+    c.value.push_back(j.id);
+    placementsInFlight_.insert(j.id);
+  }
+  world_.waits.clear();
+  for (const auto& w : decisions.waits) world_.waits[w.jobId] = w;
+  return c;
+}
+
+void Cluster::placementsDurable(const std::vector<int64_t>& jobs) {
+  for (int64_t id : jobs) placementsInFlight_.erase(id);
+}
+
+// ---- Agents ------------------------------------------------------------------------------
+
+std::string Cluster::desiredMessage(const std::string& host) {
+  std::vector<model::DesiredJob> out;
+  auto hj = world_.hostJobs.find(host);
+  const auto& h = world_.hosts.at(host);
+  if (hj != world_.hostJobs.end()) {
+    for (int64_t id : hj->second) {
+      if (placementsInFlight_.count(id)) continue;
+      const Job& j = world_.jobs.at(id);
+      model::DesiredJob d;
+      d.id = j.id;
+      d.command = j.command;
+      d.env = j.env;
+      d.gpuIndices = j.gpuIndices;
+      d.gpuUuids = j.gpuUuids;
+      for (int idx : j.gpuIndices) {
+        for (const auto& g : h.gpus) {
+          if (g.index == idx) d.gpuMinors.push_back(g.minor);
+        }
+      }
+      d.cancel = j.cancelRequested;
+      d.graceMs = options_.cancelGraceMs;
+      d.logOffset = logs_.size(j.id);
+      out.push_back(std::move(d));
+    }
+  }
+  return model::encodeDesired(out, options_.heartbeatMs);
+}
+
+void Cluster::push(const std::set<std::string>& hosts) {
+  for (const auto& h : hosts) {
+    auto it = links_.find(h);
+    if (it != links_.end() && world_.hosts.count(h)) it->second->send(desiredMessage(h));
+  }
+}
+
+Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
+                                    const model::Inventory& inv,
+                                    const std::vector<model::ActualJob>& jobs) {
+  Change<int> c;
+  c.value = 0;
+  auto& h = world_.hosts.at(host);
+  links_[host] = link;
+  h.state = model::HostState::kOnline;
+  h.unreachableSince = 0;
+  h.lastSeenAt = clock_.nowMs();
+  // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
+  // indexes; a GPU that vanished shows up as its jobs failing on the host.
+  h.cpus = inv.cpus;
+  h.memoryMib = inv.memoryMib;
+  h.gpus = inv.gpus;
+  h.simulated = inv.simulated;
+  h.gpuProvider = inv.gpuProvider;
+  h.agentVersion = inv.agentVersion;
+  h.cgroup = inv.cgroup;
+  c.batch.add(store::PutHost{h});
+  spdlog::info("agent connected: host={} gpus={} jobs_reported={}", host, h.gpus.size(),
+               jobs.size());
+
+  std::set<int64_t> reported;
+  for (const auto& a : jobs) {
+    reported.insert(a.id);
+    applyActual(host, a, c.batch, c.pushHosts);
+  }
+  // A job allotd thinks runs there but the agent does not know was lost with the agent's state.
+  auto hj = world_.hostJobs[host];  // copy: finishing jobs edits the index
+  for (int64_t id : hj) {
+    Job& j = world_.jobs.at(id);
+    if (j.state == JobState::kRunning && !reported.count(id)) {
+      finishJob(j, JobState::kLost, "the agent on " + host + " no longer knows this job", c.batch);
+    }
+  }
+  c.pushHosts.insert(host);
+  if (onQueueChanged_) onQueueChanged_();
+  return c;
+}
+
+Change<int> Cluster::agentStatus(const std::string& host, const std::vector<model::ActualJob>& jobs) {
+  Change<int> c;
+  c.value = 0;
+  auto it = world_.hosts.find(host);
+  if (it == world_.hosts.end()) return c;
+  it->second.lastSeenAt = clock_.nowMs();
+  for (const auto& a : jobs) applyActual(host, a, c.batch, c.pushHosts);
+  return c;
+}
+
+void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
+                          store::WriteBatch& batch, std::set<std::string>& push) {
+  auto it = world_.jobs.find(a.id);
+  if (it == world_.jobs.end() || it->second.host != host || model::isTerminal(it->second.state)) {
+    // Unknown here, ended here, or placed elsewhere: the agent stops and forgets it when it sees
+    // the desired state without it.
+    push.insert(host);
+    return;
+  }
+  Job& j = it->second;
+  Job before = j;
+  switch (a.state) {
+    case model::ActualState::kRunning:
+      if (j.state == JobState::kScheduled) {
+        j.state = JobState::kRunning;
+        j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
+        updateJob(j, before, batch);
+      }
+      return;
+    case model::ActualState::kExited: {
+      j.exitCode = a.exitCode;
+      j.signal = a.signal;
+      if (!j.startedAt) j.startedAt = a.startedAt;
+      j.finishedAt = a.finishedAt ? a.finishedAt : clock_.nowMs();
+      std::string how = a.exitCode ? "exited with code " + std::to_string(*a.exitCode)
+                        : a.signal ? "killed by signal " + std::to_string(*a.signal)
+                                   : "stopped before it started";
+      if (j.cancelRequested) {
+        finishJob(j, JobState::kCancelled, "cancelled; " + how, batch);
+      } else if (a.exitCode && *a.exitCode == 0) {
+        finishJob(j, JobState::kSucceeded, how, batch);
+      } else {
+        finishJob(j, JobState::kFailed, how, batch);
+      }
+      push.insert(host);
+      return;
+    }
+    case model::ActualState::kFailedToStart:
+      j.finishedAt = a.finishedAt ? a.finishedAt : clock_.nowMs();
+      finishJob(j, JobState::kFailed, "failed to start job " + std::to_string(j.id) + " on host " + host + ": " + a.message, batch);
+      push.insert(host);
+      return;
+    case model::ActualState::kLost:
+      finishJob(j, JobState::kLost, "lost on " + host + ": " + a.message, batch);
+      push.insert(host);
+      return;
+  }
+}
+
+Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) {
+  auto it = world_.jobs.find(chunk.job);
+  if (it == world_.jobs.end() || it->second.host != host)
+    return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
+  return logs_.append(chunk.job, chunk.offset, chunk.data);
+}
+
+void Cluster::agentDisconnected(const std::string& host, AgentLink* link) {
+  auto it = links_.find(host);
+  if (it == links_.end() || it->second != link) return;  // a newer connection replaced it
+  links_.erase(it);
+  auto& h = world_.hosts.at(host);
+  if (h.state == model::HostState::kOnline) {
+    h.state = model::HostState::kUnreachable;
+    h.unreachableSince = clock_.nowMs();
+    spdlog::warn("host unreachable: host={} (agent disconnected)", host);
+  }
+}
+
+Change<int> Cluster::checkLiveness() {
+  Change<int> c;
+  c.value = 0;
+  auto now = clock_.nowMs();
+  for (auto& [name, h] : world_.hosts) {
+    if (h.state == model::HostState::kOnline && now - h.lastSeenAt > 3 * options_.heartbeatMs) {
+      h.state = model::HostState::kUnreachable;
+      h.unreachableSince = now;
+      spdlog::warn("host unreachable: host={} (no heartbeat for {} ms)", name, now - h.lastSeenAt);
+    }
+    if (h.state != model::HostState::kUnreachable) continue;
+    if (h.unreachableSince == 0) h.unreachableSince = now;  // loaded from the store after a restart
+    if (now - h.unreachableSince < options_.lostAfterMs) continue;
+    auto hj = world_.hostJobs[name];
+    for (int64_t id : hj) {
+      Job& j = world_.jobs.at(id);
+      finishJob(j, JobState::kLost,
+                "host " + name + " unreachable for more than " +
+                    std::to_string(options_.lostAfterMs / 1000) + "s",
+                c.batch);
+      ++c.value;
+    }
+  }
+  return c;
+}
+
+}  // namespace allot::control

@@ -1,0 +1,176 @@
+#pragma once
+// Cluster: every operation on the control plane's state. Each operation checks its caller and
+// its input first (a refused request changes nothing), then changes the in-memory World and
+// returns a Change: the value to show plus the WriteBatch that makes it durable and the hosts
+// whose agents must hear about it. The caller commits the batch, waits until it is durable,
+// then replies and pushes (see Server). Batches commit in order, so memory may run ahead of the
+// disk only by writes that are not yet acknowledged to anyone.
+//
+// Threading: one thread (allotd's I/O thread) calls everything here.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "control/log_store.h"
+#include "control/principal.h"
+#include "control/world.h"
+#include "model/agent_protocol.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
+
+namespace allot::control {
+
+template <typename T>
+struct Change {
+  T value;
+  store::WriteBatch batch;
+  std::set<std::string> pushHosts;  // agents to send their desired state once durable
+};
+
+// What a new job asks for, as validated types; Cluster checks names and limits.
+struct JobRequest {
+  std::string name;
+  std::string team;  // empty: the caller's team
+  std::string project;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  int gpus = 0;
+  std::string gpuModel;
+};
+
+struct JobFilter {
+  std::optional<model::JobState> state;
+  std::string team;
+  size_t limit = 1000;
+};
+
+struct CreatedUser {
+  model::User user;
+  std::string token;
+};
+struct CreatedJoinToken {
+  model::JoinToken token;
+  std::string secret;
+};
+struct JoinedHost {
+  model::Host host;
+  std::string credential;
+};
+
+// Who holds a GPU right now, for `host show`.
+struct GpuAllocation {
+  int gpuIndex = 0;
+  int64_t jobId = 0;
+  std::string team;
+  std::string user;
+};
+
+// The agent side of a connected host: where to send its desired state.
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  virtual void send(std::string message) = 0;
+};
+
+struct ClusterOptions {
+  int64_t heartbeatMs = 5'000;
+  // An unreachable host's jobs are declared lost after this long.
+  int64_t lostAfterMs = 5 * 60'000;
+  int64_t cancelGraceMs = 10'000;
+};
+
+class Cluster {
+ public:
+  Cluster(const Clock& clock, const sched::Scheduler& scheduler, LogStore& logs,
+          ClusterOptions options);
+
+  void load(const store::Contents& contents);
+
+  // On first start: the platform admin "admin" and its token (returned once); nullopt if users
+  // already exist.
+  std::optional<Change<std::string>> bootstrapAdmin();
+
+  std::optional<Principal> authenticate(std::string_view bearer) const;
+
+  // Teams, users, projects.
+  Result<Change<model::Team>> createTeam(const Principal& p, const std::string& name);
+  std::vector<model::Team> listTeams(const Principal& p) const;
+  Result<Change<CreatedUser>> createUser(const Principal& p, const std::string& name,
+                                         const std::string& team, model::Role role);
+  std::vector<model::User> listUsers(const Principal& p) const;
+  Result<Change<model::Project>> createProject(const Principal& p, const std::string& name,
+                                               const std::string& team);
+  std::vector<model::Project> listProjects(const Principal& p) const;
+
+  // Hosts.
+  Result<Change<CreatedJoinToken>> createJoinToken(const Principal& p, int64_t ttlMs);
+  Result<Change<JoinedHost>> joinHost(std::string_view joinSecret, const std::string& name,
+                                      const model::Inventory& inventory);
+  std::vector<model::Host> listHosts(const Principal& p) const;
+  Result<model::Host> getHost(const Principal& p, const std::string& name) const;
+  std::vector<GpuAllocation> allocations(const std::string& host) const;
+
+  // Jobs.
+  Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
+  std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
+  Result<model::Job> getJob(const Principal& p, int64_t id) const;
+  // Queue position (1 = next) and wait reason of a queued job, from the last scheduling pass.
+  std::optional<sched::Wait> waitOf(int64_t id) const;
+  Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id);
+
+  // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
+  // them only after `placementsDurable` (a placement lost in a crash must never have run).
+  Change<std::vector<int64_t>> schedulePass();
+  void placementsDurable(const std::vector<int64_t>& jobs);
+
+  // Agents.
+  Change<int> agentConnected(const std::string& host, AgentLink* link,
+                             const model::Inventory& inventory,
+                             const std::vector<model::ActualJob>& jobs);
+  Change<int> agentStatus(const std::string& host, const std::vector<model::ActualJob>& jobs);
+  Status agentLog(const std::string& host, const model::LogChunk& chunk);
+  void agentDisconnected(const std::string& host, AgentLink* link);
+  // Periodic: hosts silent too long become unreachable; jobs of hosts unreachable too long are
+  // lost and their GPUs freed.
+  Change<int> checkLiveness();
+  // Sends each named host's agent its desired state, if connected.
+  void push(const std::set<std::string>& hosts);
+  std::string desiredMessage(const std::string& host);
+
+  // Wakes the scheduling loop; set by the Server.
+  void setOnQueueChanged(std::function<void()> fn) { onQueueChanged_ = std::move(fn); }
+
+  const World& world() const { return world_; }
+  const ClusterOptions& options() const { return options_; }
+
+ private:
+  std::string newSecretId(const char* kind);
+  // Changes a job in memory and records the write; keeps indexes right.
+  void updateJob(model::Job& job, const model::Job& before, store::WriteBatch& batch);
+  void applyActual(const std::string& host, const model::ActualJob& actual,
+                   store::WriteBatch& batch, std::set<std::string>& push);
+  void finishJob(model::Job& job, model::JobState state, std::string reason,
+                 store::WriteBatch& batch);
+
+  const Clock& clock_;
+  const sched::Scheduler& scheduler_;
+  LogStore& logs_;
+  ClusterOptions options_;
+  World world_;
+  std::map<std::string, AgentLink*> links_;
+  std::function<void()> onQueueChanged_;
+  std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
+};
+
+// Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.
+Status validateName(const std::string& value, const char* field);
+
+}  // namespace allot::control

@@ -1,0 +1,246 @@
+#include "control/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/secrets.h"
+
+namespace allot::control {
+namespace {
+
+using model::JobState;
+
+class RecordingLink : public AgentLink {
+ public:
+  void send(std::string message) override { messages.push_back(std::move(message)); }
+  std::vector<std::string> messages;
+};
+
+model::Inventory inventory(int gpus) {
+  model::Inventory inv;
+  inv.hostname = "h";
+  inv.cpus = 16;
+  inv.memoryMib = 65536;
+  inv.gpuProvider = "simulated";
+  inv.simulated = true;
+  for (int i = 0; i < gpus; ++i) inv.gpus.push_back({i, "GPU-" + std::to_string(i), i, "A100", 81920, 0, "", ""});
+  return inv;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    initSecrets();
+    dir_ = std::filesystem::temp_directory_path() / ("allot-cluster-" + std::to_string(::getpid()));
+    logs_ = std::make_unique<LogStore>(dir_.string());
+    ASSERT_TRUE(logs_->init().ok());
+    ClusterOptions opts;
+    opts.lostAfterMs = 60'000;
+    cluster_ = std::make_unique<Cluster>(clock_, scheduler_, *logs_, opts);
+    auto admin = cluster_->bootstrapAdmin();
+    ASSERT_TRUE(admin.has_value());
+    admin_ = *cluster_->authenticate(admin->value);
+    ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
+    ASSERT_TRUE(cluster_->createTeam(admin_, "nlp").ok());
+    auto alice = cluster_->createUser(admin_, "alice", "vision", model::Role::kMember);
+    ASSERT_TRUE(alice.ok());
+    alice_ = *cluster_->authenticate(alice->value.token);
+    auto bob = cluster_->createUser(admin_, "bob", "nlp", model::Role::kMember);
+    bob_ = *cluster_->authenticate(bob->value.token);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string joinHost(const std::string& name, int gpus) {
+    auto jt = cluster_->createJoinToken(admin_, 3'600'000);
+    EXPECT_TRUE(jt.ok());
+    auto joined = cluster_->joinHost(jt->value.secret, name, inventory(gpus));
+    EXPECT_TRUE(joined.ok()) << joined.status().toString();
+    cluster_->agentConnected(name, &link_, inventory(gpus), {});
+    return joined->value.credential;
+  }
+
+  int64_t submit(const Principal& p, int gpus) {
+    JobRequest r;
+    r.command = {"sleep", "1"};
+    r.gpus = gpus;
+    auto c = cluster_->submitJob(p, r);
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c->value.id;
+  }
+
+  FakeClock clock_;
+  sched::FifoFirstFitScheduler scheduler_;
+  std::filesystem::path dir_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<Cluster> cluster_;
+  RecordingLink link_;
+  Principal admin_, alice_, bob_;
+};
+
+TEST_F(ClusterTest, TokensAuthenticateOnlyWhenExact) {
+  EXPECT_EQ(alice_.name, "alice");
+  EXPECT_EQ(alice_.team, "vision");
+  EXPECT_FALSE(cluster_->authenticate("tok-1_wrong").has_value());
+  EXPECT_FALSE(cluster_->authenticate("garbage").has_value());
+  EXPECT_FALSE(cluster_->bootstrapAdmin().has_value());  // only on first start
+}
+
+TEST_F(ClusterTest, StoresOnlyTokenHashes) {
+  auto u = cluster_->createUser(admin_, "carol", "vision", model::Role::kMember);
+  ASSERT_TRUE(u.ok());
+  for (const auto& op : u->batch.ops) {
+    if (auto* t = std::get_if<store::PutToken>(&op)) {
+      EXPECT_NE(t->token.hash, u->value.token);
+      EXPECT_EQ(t->token.hash.find(u->value.token), std::string::npos);
+    }
+  }
+}
+
+TEST_F(ClusterTest, MembersCannotAdminister) {
+  auto t = cluster_->createTeam(alice_, "rogue");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), Code::kPermissionDenied);
+  EXPECT_FALSE(cluster_->createUser(alice_, "x", "vision", model::Role::kMember).ok());
+  EXPECT_FALSE(cluster_->createJoinToken(alice_, 1000).ok());
+}
+
+TEST_F(ClusterTest, BadInputChangesNothing) {
+  auto before = cluster_->world().jobs.size();
+  JobRequest r;
+  r.command = {};
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "command");
+  r.command = {"x"};
+  r.gpus = -1;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "gpus");
+  r.gpus = 0;
+  r.project = "nope";
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().code(), Code::kNotFound);
+  r.project = "";
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "env");
+  EXPECT_EQ(cluster_->world().jobs.size(), before);
+  EXPECT_FALSE(cluster_->createTeam(admin_, "Bad Name!").ok());
+}
+
+TEST_F(ClusterTest, AnotherTeamsJobsDoNotExist) {
+  int64_t id = submit(alice_, 0);
+  EXPECT_TRUE(cluster_->getJob(alice_, id).ok());
+  EXPECT_EQ(cluster_->getJob(bob_, id).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->cancelJob(bob_, id).status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->listJobs(bob_, {}).empty());
+  EXPECT_EQ(cluster_->listJobs(admin_, {}).size(), 1u);
+  JobRequest r;
+  r.command = {"x"};
+  r.team = "vision";
+  EXPECT_EQ(cluster_->submitJob(bob_, r).status().code(), Code::kNotFound);
+}
+
+TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
+  joinHost("gpu-01", 4);
+  int64_t a = submit(alice_, 2);
+  int64_t b = submit(alice_, 2);
+  int64_t c = submit(alice_, 1);
+  auto pass = cluster_->schedulePass();
+  EXPECT_EQ(pass.value.size(), 2u);
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kScheduled);
+  EXPECT_EQ(cluster_->getJob(alice_, b)->gpuIndices, (std::vector<int>{2, 3}));
+  auto waiting = cluster_->getJob(alice_, c);
+  EXPECT_EQ(waiting->state, JobState::kQueued);
+  EXPECT_NE(waiting->reason.find("free"), std::string::npos);
+  EXPECT_EQ(cluster_->waitOf(c)->position, 1);
+  // Not durable yet: the agent must not hear of them.
+  EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)), std::string::npos);
+  cluster_->placementsDurable(pass.value);
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)), std::string::npos);
+}
+
+TEST_F(ClusterTest, AgentReportsDriveJobStates) {
+  joinHost("gpu-01", 2);
+  int64_t a = submit(alice_, 1);
+  auto pass = cluster_->schedulePass();
+  cluster_->placementsDurable(pass.value);
+  model::ActualJob run{a, model::ActualState::kRunning, 123, {}, {}, clock_.nowMs(), 0, ""};
+  cluster_->agentStatus("gpu-01", {run});
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+  model::ActualJob done = run;
+  done.state = model::ActualState::kExited;
+  done.exitCode = 3;
+  cluster_->agentStatus("gpu-01", {done});
+  auto j = cluster_->getJob(alice_, a);
+  EXPECT_EQ(j->state, JobState::kFailed);
+  EXPECT_EQ(j->exitCode, 3);
+  EXPECT_TRUE(cluster_->allocations("gpu-01").empty());  // GPUs free again
+}
+
+TEST_F(ClusterTest, CancelOfRunningJobWaitsForTheAgent) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  auto c = cluster_->cancelJob(alice_, a);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value.state, JobState::kScheduled);
+  EXPECT_TRUE(c->pushHosts.count("gpu-01"));
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos);
+  model::ActualJob killed{a, model::ActualState::kExited, 1, {}, 15, 1, 2, ""};
+  cluster_->agentStatus("gpu-01", {killed});
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kCancelled);
+  EXPECT_EQ(cluster_->cancelJob(alice_, a).status().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(ClusterTest, UnreachableHostLosesItsJobsAfterTimeout) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  cluster_->agentDisconnected("gpu-01", &link_);
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").state, model::HostState::kUnreachable);
+  clock_.advance(30'000);
+  cluster_->checkLiveness();
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+  clock_.advance(31'000);
+  auto c = cluster_->checkLiveness();
+  EXPECT_EQ(c.value, 1);
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kLost);
+}
+
+TEST_F(ClusterTest, ReconnectingAgentThatForgotAJobMakesItLost) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  cluster_->agentDisconnected("gpu-01", &link_);
+  cluster_->agentConnected("gpu-01", &link_, inventory(1), {});
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kLost);
+}
+
+TEST_F(ClusterTest, ReconnectingAgentReadoptsRunningJob) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
+  cluster_->agentStatus("gpu-01", {run});
+  cluster_->agentDisconnected("gpu-01", &link_);
+  cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").state, model::HostState::kOnline);
+}
+
+TEST_F(ClusterTest, ExpiredJoinTokenIsRefused) {
+  auto jt = cluster_->createJoinToken(admin_, 1000);
+  clock_.advance(2000);
+  auto joined = cluster_->joinHost(jt->value.secret, "late", inventory(1));
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.status().code(), Code::kUnauthenticated);
+}
+
+TEST_F(ClusterTest, HostCredentialAuthenticatesAsHost) {
+  auto cred = joinHost("gpu-02", 1);
+  auto p = cluster_->authenticate(cred);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->kind, Principal::Kind::kHost);
+  EXPECT_EQ(p->name, "gpu-02");
+}
+
+}  // namespace
+}  // namespace allot::control

@@ -1,0 +1,72 @@
+#include "control/world.h"
+
+#include <charconv>
+
+namespace allot::control {
+namespace {
+
+// Public token ids look like "tok-12"; the sequence resumes after the largest one seen.
+int64_t seqOf(const std::string& id) {
+  auto dash = id.rfind('-');
+  if (dash == std::string::npos) return 0;
+  int64_t v = 0;
+  std::from_chars(id.data() + dash + 1, id.data() + id.size(), v);
+  return v;
+}
+
+bool holdsGpus(model::JobState s) {
+  return s == model::JobState::kScheduled || s == model::JobState::kRunning;
+}
+
+}  // namespace
+
+void World::load(const store::Contents& c) {
+  for (const auto& t : c.teams) teams[t.name] = t;
+  for (const auto& u : c.users) users[u.name] = u;
+  for (const auto& t : c.tokens) {
+    tokens[t.id] = t;
+    nextSecretSeq = std::max(nextSecretSeq, seqOf(t.id) + 1);
+  }
+  for (const auto& p : c.projects) projects[projectKey(p.team, p.name)] = p;
+  for (const auto& j : c.joinTokens) {
+    joinTokens[j.id] = j;
+    nextSecretSeq = std::max(nextSecretSeq, seqOf(j.id) + 1);
+  }
+  for (auto h : c.hosts) {
+    h.state = model::HostState::kUnreachable;  // until its agent connects again
+    hosts[h.name] = h;
+  }
+  for (const auto& j : c.jobs) {
+    jobs[j.id] = j;
+    nextJobId = std::max(nextJobId, j.id + 1);
+  }
+  reindex();
+}
+
+void World::reindex() {
+  queued.clear();
+  gpuHolders.clear();
+  hostJobs.clear();
+  for (const auto& [id, j] : jobs) onJobChanged(nullptr, j);
+}
+
+void World::onJobChanged(const model::Job* before, const model::Job& after) {
+  if (before) {
+    if (before->state == model::JobState::kQueued) queued.erase(before->id);
+    if (holdsGpus(before->state)) {
+      for (int g : before->gpuIndices) gpuHolders[before->host].erase(g);
+      hostJobs[before->host].erase(before->id);
+    }
+  }
+  if (after.state == model::JobState::kQueued) {
+    queued.insert(after.id);
+  } else {
+    waits.erase(after.id);
+  }
+  if (holdsGpus(after.state)) {
+    for (int g : after.gpuIndices) gpuHolders[after.host][g] = after.id;
+    hostJobs[after.host].insert(after.id);
+  }
+}
+
+}  // namespace allot::control

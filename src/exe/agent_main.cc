@@ -1,0 +1,82 @@
+// allot-agent: one per GPU host. Flags become objects here and nowhere else.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "agent/exec/cgroup_manager.h"
+#include "agent/exec/process_executor.h"
+#include "agent/gpu/gpu_provider_factory.h"
+#include "agent/runtime/agent.h"
+#include "common/log.h"
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::cerr << "allot-agent: " << msg << "\n";
+  return 1;
+}
+
+// allot-job-shim is installed next to allot-agent.
+std::string defaultShimPath() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "allot-job-shim";
+  return (self.parent_path() / "allot-job-shim").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
+  std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
+  std::string logLevel = "info", shim = defaultShimPath();
+  app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
+  app.add_option("--join-token", joinToken, "join token from `allot host join-token` (first start only)");
+  app.add_option("--name", name, "host name in Allot (default: this machine's hostname)");
+  app.add_option("--gpus", gpus, "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
+  app.add_option("--work-dir", workDir, "state, job directories and logs (default /var/lib/allot-agent)");
+  app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
+  app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
+  CLI11_PARSE(app, argc, argv);
+
+  allot::setupLogging("allot-agent", logLevel);
+  std::error_code ec;
+  std::filesystem::create_directories(workDir, ec);
+  if (ec) return fail("cannot create work dir " + workDir + ": " + ec.message());
+  workDir = std::filesystem::absolute(workDir).string();
+
+  std::string seed = name.empty() ? workDir : name;
+  std::string note;
+  auto provider = allot::agent::makeGpuProvider(gpus, seed, &note);
+  if (!provider.ok()) return fail(provider.status().message());
+  if (!note.empty()) spdlog::warn("{}", note);
+  if ((*provider)->simulated()) {
+    spdlog::warn("GPUs on this host are SIMULATED ({}); jobs get fake GPU UUIDs", gpus);
+  }
+
+  allot::SystemClock clock;
+  allot::agent::CgroupManager cgroups;
+  allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups);
+  allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode()};
+  allot::agent::Agent agent(cfg, **provider, executor, clock);
+  auto joined = agent.ensureJoined();
+  if (!joined.ok()) return fail(joined.message());
+  spdlog::info("agent for host '{}' starting: gpus={} provider={} cgroup={}", agent.hostName(),
+               agent.inventory().gpus.size(), (*provider)->name(), cgroups.mode());
+
+  boost::asio::io_context io(1);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int sig) {
+    // Jobs keep running: they belong to the host, not to this process, and are re-adopted.
+    spdlog::info("signal {}: agent stopping; running jobs continue", sig);
+    io.stop();
+  });
+  agent.run(io);
+  io.run();
+  return 0;
+}

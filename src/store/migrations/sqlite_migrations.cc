@@ -1,0 +1,91 @@
+#include "store/migrations/sqlite_migrations.h"
+
+#include <array>
+
+namespace allot::store {
+namespace {
+
+// Keys and the fields someone filters on are real columns; hosts and jobs also carry their full
+// store document (model::toStoreDoc) in `doc`, which is what loadAll reads back. Times are Unix
+// milliseconds. Columns are NOT NULL with '' / 0 for "none", matching the model's conventions.
+constexpr std::string_view kV1Initial = R"sql(
+CREATE TABLE teams (
+  name       TEXT PRIMARY KEY,
+  created_ms INTEGER NOT NULL
+);
+
+CREATE TABLE users (
+  name       TEXT PRIMARY KEY,
+  team       TEXT NOT NULL,
+  role       TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX users_by_team ON users (team);
+
+CREATE TABLE tokens (
+  id         TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  hash       TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL
+);
+CREATE INDEX tokens_by_hash ON tokens (hash);
+CREATE INDEX tokens_by_owner ON tokens (owner);
+
+CREATE TABLE projects (
+  name       TEXT PRIMARY KEY,
+  team       TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX projects_by_team ON projects (team);
+
+CREATE TABLE join_tokens (
+  id         TEXT PRIMARY KEY,
+  hash       TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL
+);
+CREATE INDEX join_tokens_by_hash ON join_tokens (hash);
+
+CREATE TABLE hosts (
+  name                 TEXT PRIMARY KEY,
+  state                TEXT NOT NULL,
+  joined_ms            INTEGER NOT NULL,
+  last_seen_ms         INTEGER NOT NULL,
+  unreachable_since_ms INTEGER NOT NULL,
+  doc                  TEXT NOT NULL
+);
+
+CREATE TABLE jobs (
+  id           INTEGER PRIMARY KEY,
+  name         TEXT NOT NULL,
+  team         TEXT NOT NULL,
+  project      TEXT NOT NULL,
+  user_name    TEXT NOT NULL,
+  state        TEXT NOT NULL,
+  host         TEXT NOT NULL,
+  submitted_ms INTEGER NOT NULL,
+  finished_ms  INTEGER NOT NULL,
+  doc          TEXT NOT NULL
+);
+CREATE INDEX jobs_by_state ON jobs (state);
+CREATE INDEX jobs_by_team_state ON jobs (team, state);
+CREATE INDEX jobs_by_user ON jobs (user_name);
+CREATE INDEX jobs_by_host ON jobs (host);
+
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)sql";
+
+constexpr std::array kMigrations = {
+    Migration{1, "initial schema", kV1Initial},
+};
+
+}  // namespace
+
+std::span<const Migration> sqliteMigrations() { return kMigrations; }
+
+}  // namespace allot::store

@@ -1,0 +1,95 @@
+#include "store/sqlite/sqlite_handle.h"
+
+namespace allot::store::sqlite {
+namespace {
+
+// How long a connection waits on another connection's lock before giving up with SQLITE_BUSY.
+// Only another process (a backup tool, an operator's sqlite3 shell) can hold one for long.
+constexpr int kBusyTimeoutMs = 5000;
+
+}  // namespace
+
+Status statusFromCode(int rc, std::string message) {
+  switch (rc & 0xff) {
+    case SQLITE_OK:
+      return Status::Ok();
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_PROTOCOL:
+    case SQLITE_NOLFS:
+      return Status::Unavailable(std::move(message));
+    default:
+      return Status::Internal(std::move(message));
+  }
+}
+
+Status lastError(sqlite3* db, int rc, const std::string& what) {
+  const char* reason = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return statusFromCode(rc, what + ": " + reason);
+}
+
+Result<DbHandle> openConnection(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  DbHandle db(raw);  // closes it on every path, including a failed open
+  if (rc != SQLITE_OK) {
+    return statusFromCode(rc, raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
+  }
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  return db;
+}
+
+Status exec(sqlite3* db, std::string_view sql) {
+  std::string owned(sql);  // sqlite3_exec wants a terminated string
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, owned.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string message = err != nullptr ? err : sqlite3_errstr(rc);
+  sqlite3_free(err);
+  return statusFromCode(rc, std::move(message));
+}
+
+Result<StmtHandle> prepare(sqlite3* db, std::string_view sql, bool persistent) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                              persistent ? SQLITE_PREPARE_PERSISTENT : 0, &raw, nullptr);
+  StmtHandle stmt(raw);
+  if (rc != SQLITE_OK) return lastError(db, rc, "failed to prepare statement");
+  return stmt;
+}
+
+Result<int64_t> pragmaInt(sqlite3* db, std::string_view pragma) {
+  auto stmt = prepare(db, "PRAGMA " + std::string(pragma));
+  if (!stmt.ok()) return stmt.status();
+  int rc = sqlite3_step(stmt->get());
+  if (rc != SQLITE_ROW) return lastError(db, rc, "failed to read PRAGMA " + std::string(pragma));
+  return sqlite3_column_int64(stmt->get(), 0);
+}
+
+Result<std::string> pragmaText(sqlite3* db, std::string_view pragma) {
+  auto stmt = prepare(db, "PRAGMA " + std::string(pragma));
+  if (!stmt.ok()) return stmt.status();
+  int rc = sqlite3_step(stmt->get());
+  if (rc != SQLITE_ROW) return lastError(db, rc, "failed to run PRAGMA " + std::string(pragma));
+  return columnText(stmt->get(), 0);
+}
+
+Status Binder::run() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::Ok();
+  return statusFromCode(rc, sqlite3_errmsg(sqlite3_db_handle(stmt_)));
+}
+
+std::string columnText(sqlite3_stmt* stmt, int col) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
+  if (p == nullptr) return {};
+  return std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt, col)));
+}
+
+}  // namespace allot::store::sqlite

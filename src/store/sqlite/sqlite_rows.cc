@@ -1,0 +1,310 @@
+#include "store/sqlite/sqlite_rows.h"
+
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "model/json.h"
+
+namespace allot::store::sqlite {
+namespace {
+
+// Upserts replace every column, so a put always leaves exactly the value handed in.
+constexpr std::string_view kPutTeam =
+    "INSERT INTO teams (name, created_ms) VALUES (?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET created_ms = excluded.created_ms";
+constexpr std::string_view kPutUser =
+    "INSERT INTO users (name, team, role, created_ms) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET team = excluded.team, role = excluded.role, "
+    "created_ms = excluded.created_ms";
+constexpr std::string_view kPutToken =
+    "INSERT INTO tokens (id, owner, hash, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, hash = excluded.hash, "
+    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms";
+constexpr std::string_view kDeleteToken = "DELETE FROM tokens WHERE id = ?";
+constexpr std::string_view kPutProject =
+    "INSERT INTO projects (name, team, created_ms) VALUES (?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET team = excluded.team, created_ms = excluded.created_ms";
+constexpr std::string_view kPutJoinToken =
+    "INSERT INTO join_tokens (id, hash, created_by, created_ms, expires_ms) "
+    "VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, created_by = excluded.created_by, "
+    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms";
+constexpr std::string_view kPutHost =
+    "INSERT INTO hosts (name, state, joined_ms, last_seen_ms, unreachable_since_ms, doc) "
+    "VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET state = excluded.state, joined_ms = excluded.joined_ms, "
+    "last_seen_ms = excluded.last_seen_ms, "
+    "unreachable_since_ms = excluded.unreachable_since_ms, doc = excluded.doc";
+constexpr std::string_view kPutJob =
+    "INSERT INTO jobs (id, name, team, project, user_name, state, host, submitted_ms, "
+    "finished_ms, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET name = excluded.name, team = excluded.team, "
+    "project = excluded.project, user_name = excluded.user_name, state = excluded.state, "
+    "host = excluded.host, submitted_ms = excluded.submitted_ms, "
+    "finished_ms = excluded.finished_ms, doc = excluded.doc";
+constexpr std::string_view kPutMeta =
+    "INSERT INTO meta (key, value) VALUES (?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+// Runs `body`, turning an exception from encoding (nlohmann throws on invalid UTF-8) into a
+// Status, and adds the row's name to any error.
+Status guarded(const std::string& what, const std::function<Status()>& body) {
+  try {
+    Status st = body();
+    return st.ok() ? st : st.withContext("failed to write " + what);
+  } catch (const model::json::exception& e) {
+    return Status::InvalidArgument("failed to write " + what + ": " + e.what());
+  } catch (const std::exception& e) {
+    return Status::Internal("failed to write " + what + ": " + e.what());
+  }
+}
+
+std::string jobLabel(int64_t id) { return "job " + std::to_string(id); }
+
+std::optional<model::HostState> parseHostState(const std::string& s) {
+  if (s == model::hostStateName(model::HostState::kOnline)) return model::HostState::kOnline;
+  if (s == model::hostStateName(model::HostState::kUnreachable)) {
+    return model::HostState::kUnreachable;
+  }
+  return std::nullopt;
+}
+
+// Steps through every row of `sql`, calling `row` for each; stops at the first error.
+Status forEachRow(sqlite3* db, std::string_view sql,
+                  const std::function<Status(sqlite3_stmt*)>& row) {
+  auto stmt = prepare(db, sql);
+  if (!stmt.ok()) return stmt.status();
+  for (;;) {
+    int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return lastError(db, rc, "failed to read rows");
+    ALLOT_RETURN_IF_ERROR(row(stmt->get()));
+  }
+}
+
+// Decodes a stored document; a row that does not parse is corruption, not a user error.
+template <typename T>
+Result<T> fromDoc(const std::string& doc, T (*decode)(const model::json&)) {
+  try {
+    return decode(model::json::parse(doc));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("stored document does not decode: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
+  WriteStatements s;
+  struct Entry {
+    StmtHandle* slot;
+    std::string_view sql;
+  };
+  const Entry entries[] = {
+      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
+      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},       {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},       {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
+  };
+  for (const Entry& e : entries) {
+    auto stmt = prepare(db, e.sql, /*persistent=*/true);
+    if (!stmt.ok()) return stmt.status();
+    *e.slot = std::move(stmt).value();
+  }
+  return s;
+}
+
+Status WriteStatements::apply(const WriteOp& op) {
+  return std::visit([this](const auto& o) { return put(o); }, op);
+}
+
+Status WriteStatements::begin() { return Binder(begin_.get()).run(); }
+
+Status WriteStatements::commit() { return Binder(commit_.get()).run(); }
+
+void WriteStatements::rollback() {
+  if (sqlite3_get_autocommit(sqlite3_db_handle(rollback_.get())) != 0) return;
+  // A failed rollback leaves nothing to do but report the error that led here, which the caller
+  // already holds; SQLite rolls back on its own when the connection closes.
+  (void)Binder(rollback_.get()).run();
+}
+
+Status WriteStatements::put(const PutTeam& op) {
+  const model::Team& t = op.team;
+  return guarded("team " + t.name,
+                 [&] { return Binder(team_.get()).text(t.name).integer(t.createdAt).run(); });
+}
+
+Status WriteStatements::put(const PutUser& op) {
+  const model::User& u = op.user;
+  return guarded("user " + u.name, [&] {
+    return Binder(user_.get())
+        .text(u.name)
+        .text(u.team)
+        .text(model::roleName(u.role))
+        .integer(u.createdAt)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutToken& op) {
+  const model::ApiToken& t = op.token;
+  return guarded("token " + t.id, [&] {
+    return Binder(token_.get())
+        .text(t.id)
+        .text(t.owner)
+        .text(t.hash)
+        .integer(t.createdAt)
+        .integer(t.expiresAt)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const DeleteToken& op) {
+  return guarded("token " + op.id + " (delete)",
+                 [&] { return Binder(deleteToken_.get()).text(op.id).run(); });
+}
+
+Status WriteStatements::put(const PutProject& op) {
+  const model::Project& p = op.project;
+  return guarded("project " + p.name, [&] {
+    return Binder(project_.get()).text(p.name).text(p.team).integer(p.createdAt).run();
+  });
+}
+
+Status WriteStatements::put(const PutJoinToken& op) {
+  const model::JoinToken& t = op.token;
+  return guarded("join token " + t.id, [&] {
+    return Binder(joinToken_.get())
+        .text(t.id)
+        .text(t.hash)
+        .text(t.createdBy)
+        .integer(t.createdAt)
+        .integer(t.expiresAt)
+        .run();
+  });
+}
+
+// The host document leaves out state and unreachable_since (they describe the connection, not the
+// machine); the columns keep them so a load gives back exactly what was put.
+Status WriteStatements::put(const PutHost& op) {
+  const model::Host& h = op.host;
+  return guarded("host " + h.name, [&] {
+    const std::string doc = model::toStoreDoc(h).dump();
+    return Binder(host_.get())
+        .text(h.name)
+        .text(model::hostStateName(h.state))
+        .integer(h.joinedAt)
+        .integer(h.lastSeenAt)
+        .integer(h.unreachableSince)
+        .text(doc)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutJob& op) {
+  const model::Job& j = op.job;
+  return guarded(jobLabel(j.id), [&] {
+    const std::string doc = model::toStoreDoc(j).dump();
+    return Binder(job_.get())
+        .integer(j.id)
+        .text(j.name)
+        .text(j.team)
+        .text(j.project)
+        .text(j.user)
+        .text(model::jobStateName(j.state))
+        .text(j.host)
+        .integer(j.submittedAt)
+        .integer(j.finishedAt)
+        .text(doc)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutMeta& op) {
+  return guarded("meta " + op.key,
+                 [&] { return Binder(meta_.get()).text(op.key).text(op.value).run(); });
+}
+
+Result<Contents> loadContents(sqlite3* db) {
+  Contents c;
+  Status st =
+      forEachRow(db, "SELECT name, created_ms FROM teams ORDER BY name", [&](sqlite3_stmt* s) {
+        c.teams.push_back({columnText(s, 0), columnInt(s, 1)});
+        return Status::Ok();
+      });
+  if (!st.ok()) return st.withContext("failed to load teams");
+
+  st = forEachRow(
+      db, "SELECT name, team, role, created_ms FROM users ORDER BY name", [&](sqlite3_stmt* s) {
+        model::User u{columnText(s, 0), columnText(s, 1), model::Role::kMember, columnInt(s, 3)};
+        const std::string role = columnText(s, 2);
+        auto parsed = model::parseRole(role);
+        if (!parsed) return Status::Internal("user " + u.name + " has unknown role '" + role + "'");
+        u.role = *parsed;
+        c.users.push_back(std::move(u));
+        return Status::Ok();
+      });
+  if (!st.ok()) return st.withContext("failed to load users");
+
+  st = forEachRow(db, "SELECT id, owner, hash, created_ms, expires_ms FROM tokens ORDER BY id",
+                  [&](sqlite3_stmt* s) {
+                    c.tokens.push_back({columnText(s, 0), columnText(s, 1), columnText(s, 2),
+                                        columnInt(s, 3), columnInt(s, 4)});
+                    return Status::Ok();
+                  });
+  if (!st.ok()) return st.withContext("failed to load tokens");
+
+  st = forEachRow(db, "SELECT name, team, created_ms FROM projects ORDER BY name",
+                  [&](sqlite3_stmt* s) {
+                    c.projects.push_back({columnText(s, 0), columnText(s, 1), columnInt(s, 2)});
+                    return Status::Ok();
+                  });
+  if (!st.ok()) return st.withContext("failed to load projects");
+
+  st = forEachRow(
+      db, "SELECT id, hash, created_by, created_ms, expires_ms FROM join_tokens ORDER BY id",
+      [&](sqlite3_stmt* s) {
+        c.joinTokens.push_back({columnText(s, 0), columnText(s, 1), columnText(s, 2),
+                                columnInt(s, 3), columnInt(s, 4)});
+        return Status::Ok();
+      });
+  if (!st.ok()) return st.withContext("failed to load join tokens");
+
+  st =
+      forEachRow(db, "SELECT name, state, unreachable_since_ms, doc FROM hosts ORDER BY name",
+                 [&](sqlite3_stmt* s) {
+                   const std::string name = columnText(s, 0);
+                   auto host = fromDoc<model::Host>(columnText(s, 3), &model::hostFromStoreDoc);
+                   if (!host.ok()) return host.status().withContext("host " + name);
+                   const std::string state = columnText(s, 1);
+                   auto parsed = parseHostState(state);
+                   if (!parsed)
+                     return Status::Internal("host " + name + " has unknown state '" + state + "'");
+                   host->state = *parsed;
+                   host->unreachableSince = columnInt(s, 2);
+                   c.hosts.push_back(std::move(host).value());
+                   return Status::Ok();
+                 });
+  if (!st.ok()) return st.withContext("failed to load hosts");
+
+  st = forEachRow(db, "SELECT id, doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
+    auto job = fromDoc<model::Job>(columnText(s, 1), &model::jobFromStoreDoc);
+    if (!job.ok()) return job.status().withContext(jobLabel(columnInt(s, 0)));
+    c.jobs.push_back(std::move(job).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load jobs");
+
+  st = forEachRow(db, "SELECT key, value FROM meta ORDER BY key", [&](sqlite3_stmt* s) {
+    c.meta.emplace_back(columnText(s, 0), columnText(s, 1));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load meta");
+  return c;
+}
+
+}  // namespace allot::store::sqlite

@@ -1,0 +1,469 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "model/json.h"
+#include "store/migrations/sqlite_migrations.h"
+
+namespace allot::store {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed afterwards.
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "allot-store-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = (dir_ / "allot.db").string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<SqliteStore> openStore() {
+    auto store = SqliteStore::open(path_);
+    EXPECT_TRUE(store.ok()) << store.status().toString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  Contents load(SqliteStore& store) {
+    auto c = store.loadAll();
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c.ok() ? std::move(c).value() : Contents{};
+  }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+// Holds the writer thread inside a done callback until released, so batches submitted meanwhile
+// are all queued when the writer next looks: a deterministic way to get one group.
+class WriterGate {
+ public:
+  void close(Store& store) {
+    store.submit(WriteBatch{}, [this](Status) {
+      {
+        std::lock_guard lock(mu_);
+        holding_ = true;
+      }
+      cv_.notify_all();
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return released_; });
+    });
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return holding_; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool holding_ = false;   // GUARDED_BY(mu_)
+  bool released_ = false;  // GUARDED_BY(mu_)
+};
+
+model::Job makeJob(int64_t id) {
+  model::Job j;
+  j.id = id;
+  j.name = "train-" + std::to_string(id);
+  j.team = "vision";
+  j.project = "resnet";
+  j.user = "alice";
+  j.command = {"python3", "train.py", "--epochs=3"};
+  j.env = {{"SEED", "7"}, {"WANDB_MODE", "offline"}};
+  j.gpus = 2;
+  j.gpuModel = "H100";
+  j.submittedAt = 1'700'000'000'000 + id;
+  return j;
+}
+
+model::Host makeHost() {
+  model::Host h;
+  h.name = "gpu-07";
+  h.state = model::HostState::kOnline;
+  h.simulated = true;
+  h.gpuProvider = "simulated";
+  h.cpus = 64;
+  h.memoryMib = 512 * 1024;
+  model::Gpu g;
+  g.index = 0;
+  g.uuid = "GPU-abc";
+  g.minor = 0;
+  g.model = "H100";
+  g.memoryMib = 81559;
+  g.numaNode = 0;
+  g.driverVersion = "550.54";
+  g.cudaVersion = "12.4";
+  h.gpus = {g, g};
+  h.gpus[1].index = 1;
+  h.gpus[1].uuid = "GPU-def";
+  h.agentVersion = "0.1.0";
+  h.cgroup = "v2";
+  h.joinedAt = 1'700'000'000'000;
+  h.lastSeenAt = 1'700'000'050'000;
+  return h;
+}
+
+// A done callback and the Status it receives. The promise is shared with the callback so the
+// writer thread never touches a promise the test has already destroyed.
+class Completion {
+ public:
+  std::function<void(Status)> callback() {
+    return [p = promise_](Status s) { p->set_value(std::move(s)); };
+  }
+  Status get() { return future_.get(); }
+
+ private:
+  std::shared_ptr<std::promise<Status>> promise_ = std::make_shared<std::promise<Status>>();
+  std::future<Status> future_ = promise_->get_future();
+};
+
+TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+
+  model::Job job = makeJob(42);
+  job.state = model::JobState::kFailed;
+  job.reason = "exit code 3";
+  job.host = "gpu-07";
+  job.gpuIndices = {0, 1};
+  job.gpuUuids = {"GPU-abc", "GPU-def"};
+  job.exitCode = 3;
+  job.cancelRequested = true;
+  job.scheduledAt = 1;
+  job.startedAt = 2;
+  job.finishedAt = 3;
+  model::Host host = makeHost();
+  host.state = model::HostState::kUnreachable;
+  host.unreachableSince = 1'700'000'060'000;
+
+  WriteBatch batch;
+  batch.add(PutTeam{{"vision", 10}})
+      .add(PutUser{{"alice", "vision", model::Role::kMember, 11}})
+      .add(PutUser{{"root", "", model::Role::kPlatformAdmin, 12}})
+      .add(PutToken{{"tok-1", "alice", "hash-1", 13, 99}})
+      .add(PutToken{{"tok-2", "host:gpu-07", "hash-2", 14, 0}})
+      .add(DeleteToken{"tok-2"})
+      .add(PutProject{{"resnet", "vision", 15}})
+      .add(PutJoinToken{{"join-1", "jhash", "root", 16, 17}})
+      .add(PutHost{host})
+      .add(PutJob{job})
+      .add(PutMeta{"next_job_id", "43"});
+  ASSERT_TRUE(store->commit(std::move(batch)).ok());
+
+  Contents c = load(*store);
+  ASSERT_EQ(c.teams.size(), 1u);
+  EXPECT_EQ(c.teams[0].name, "vision");
+  EXPECT_EQ(c.teams[0].createdAt, 10);
+
+  ASSERT_EQ(c.users.size(), 2u);
+  EXPECT_EQ(c.users[0].name, "alice");
+  EXPECT_EQ(c.users[0].team, "vision");
+  EXPECT_EQ(c.users[0].role, model::Role::kMember);
+  EXPECT_EQ(c.users[0].createdAt, 11);
+  EXPECT_EQ(c.users[1].name, "root");
+  EXPECT_EQ(c.users[1].team, "");
+  EXPECT_EQ(c.users[1].role, model::Role::kPlatformAdmin);
+
+  ASSERT_EQ(c.tokens.size(), 1u);  // tok-2 was deleted later in the same batch
+  EXPECT_EQ(c.tokens[0].id, "tok-1");
+  EXPECT_EQ(c.tokens[0].owner, "alice");
+  EXPECT_EQ(c.tokens[0].hash, "hash-1");
+  EXPECT_EQ(c.tokens[0].createdAt, 13);
+  EXPECT_EQ(c.tokens[0].expiresAt, 99);
+
+  ASSERT_EQ(c.projects.size(), 1u);
+  EXPECT_EQ(c.projects[0].name, "resnet");
+  EXPECT_EQ(c.projects[0].team, "vision");
+  EXPECT_EQ(c.projects[0].createdAt, 15);
+
+  ASSERT_EQ(c.joinTokens.size(), 1u);
+  EXPECT_EQ(c.joinTokens[0].id, "join-1");
+  EXPECT_EQ(c.joinTokens[0].hash, "jhash");
+  EXPECT_EQ(c.joinTokens[0].createdBy, "root");
+  EXPECT_EQ(c.joinTokens[0].createdAt, 16);
+  EXPECT_EQ(c.joinTokens[0].expiresAt, 17);
+
+  ASSERT_EQ(c.hosts.size(), 1u);
+  EXPECT_EQ(model::toStoreDoc(c.hosts[0]), model::toStoreDoc(host));
+  EXPECT_EQ(c.hosts[0].state, model::HostState::kUnreachable);
+  EXPECT_EQ(c.hosts[0].unreachableSince, host.unreachableSince);
+  ASSERT_EQ(c.hosts[0].gpus.size(), 2u);
+  EXPECT_EQ(c.hosts[0].gpus[1].uuid, "GPU-def");
+
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_EQ(model::toStoreDoc(c.jobs[0]), model::toStoreDoc(job));
+  EXPECT_EQ(c.jobs[0].exitCode, std::optional<int>(3));
+  EXPECT_EQ(c.jobs[0].signal, std::nullopt);
+
+  ASSERT_EQ(c.meta.size(), 1u);
+  EXPECT_EQ(c.meta[0], (std::pair<std::string, std::string>{"next_job_id", "43"}));
+}
+
+TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  model::Job job = makeJob(7);
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(PutJob{job})
+                               .add(PutUser{{"bob", "vision", model::Role::kMember, 1}})
+                               .add(PutMeta{"k", "v1"}))
+                  .ok());
+
+  job.state = model::JobState::kRunning;
+  job.host = "gpu-01";
+  job.gpuIndices = {3};
+  job.env.clear();
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(PutJob{job})
+                               .add(PutUser{{"bob", "", model::Role::kPlatformAdmin, 2}})
+                               .add(PutMeta{"k", "v2"}))
+                  .ok());
+
+  Contents c = load(*store);
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_EQ(c.jobs[0].state, model::JobState::kRunning);
+  EXPECT_EQ(c.jobs[0].host, "gpu-01");
+  EXPECT_EQ(c.jobs[0].gpuIndices, std::vector<int>{3});
+  EXPECT_TRUE(c.jobs[0].env.empty());
+  ASSERT_EQ(c.users.size(), 1u);
+  EXPECT_EQ(c.users[0].team, "");
+  EXPECT_EQ(c.users[0].role, model::Role::kPlatformAdmin);
+  EXPECT_EQ(c.users[0].createdAt, 2);
+  ASSERT_EQ(c.meta.size(), 1u);
+  EXPECT_EQ(c.meta[0].second, "v2");
+}
+
+TEST_F(SqliteStoreTest, DeleteTokenRemovesOnlyThatToken) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(PutToken{{"tok-1", "alice", "h1", 1, 0}})
+                               .add(PutToken{{"tok-2", "alice", "h2", 1, 0}}))
+                  .ok());
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(DeleteToken{"tok-1"})).ok());
+  // Deleting a token that is not there is not an error: the end state is what was asked for.
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(DeleteToken{"tok-404"})).ok());
+
+  Contents c = load(*store);
+  ASSERT_EQ(c.tokens.size(), 1u);
+  EXPECT_EQ(c.tokens[0].id, "tok-2");
+}
+
+TEST_F(SqliteStoreTest, JobsLoadOrderedById) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  WriteBatch batch;
+  for (int64_t id : {5, 100, 2, 31}) batch.add(PutJob{makeJob(id)});
+  ASSERT_TRUE(store->commit(std::move(batch)).ok());
+  Contents c = load(*store);
+  std::vector<int64_t> ids;
+  for (const auto& j : c.jobs) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{2, 5, 31, 100}));
+}
+
+TEST_F(SqliteStoreTest, CommittedDataSurvivesCloseAndReopen) {
+  {
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(
+        store->commit(WriteBatch{}.add(PutTeam{{"vision", 1}}).add(PutJob{makeJob(1)})).ok());
+  }
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  Contents c = load(*store);
+  ASSERT_EQ(c.teams.size(), 1u);
+  EXPECT_EQ(c.teams[0].name, "vision");
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_EQ(c.jobs[0].name, "train-1");
+}
+
+TEST_F(SqliteStoreTest, DestructorDrainsSubmittedBatches) {
+  constexpr int kBatches = 200;
+  std::atomic<int> ok{0};
+  {
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    for (int i = 1; i <= kBatches; ++i) {
+      store->submit(WriteBatch{}.add(PutJob{makeJob(i)}), [&ok](Status s) {
+        if (s.ok()) ++ok;
+      });
+    }
+  }
+  EXPECT_EQ(ok.load(), kBatches);
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(load(*store).jobs.size(), static_cast<size_t>(kBatches));
+}
+
+TEST_F(SqliteStoreTest, ConcurrentSubmittersAllCommitAndAreGrouped) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 500;
+  const uint64_t before = store->transactionsCommitted();
+
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int64_t id = int64_t{t} * kPerThread + i + 1;
+        Status s = store->commit(WriteBatch{}.add(PutJob{makeJob(id)}));
+        if (s.ok())
+          ++ok;
+        else
+          ++failed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  EXPECT_EQ(ok.load(), kThreads * kPerThread);
+  EXPECT_EQ(failed.load(), 0);
+  Contents c = load(*store);
+  ASSERT_EQ(c.jobs.size(), static_cast<size_t>(kThreads * kPerThread));
+  for (size_t i = 0; i < c.jobs.size(); ++i) EXPECT_EQ(c.jobs[i].id, static_cast<int64_t>(i + 1));
+  const uint64_t transactions = store->transactionsCommitted() - before;
+  EXPECT_GT(transactions, 0u);
+  EXPECT_LT(transactions, static_cast<uint64_t>(kThreads * kPerThread));
+}
+
+TEST_F(SqliteStoreTest, QueuedBatchesCommitInOneTransactionAndCompleteInOrder) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  WriterGate gate;
+  gate.close(*store);
+  const uint64_t before = store->transactionsCommitted();
+
+  constexpr int kBatches = 10;
+  std::mutex mu;
+  std::vector<int> order;  // GUARDED_BY(mu)
+  std::vector<Completion> done(kBatches);
+  for (int i = 0; i < kBatches; ++i) {
+    store->submit(WriteBatch{}.add(PutJob{makeJob(i + 1)}),
+                  [&mu, &order, i, cb = done[i].callback()](Status s) {
+                    {
+                      std::lock_guard lock(mu);
+                      order.push_back(i);
+                    }
+                    cb(std::move(s));
+                  });
+  }
+  gate.release();
+  for (auto& d : done) EXPECT_TRUE(d.get().ok());
+
+  EXPECT_EQ(store->transactionsCommitted() - before, 1u);
+  std::vector<int> expected(kBatches);
+  for (int i = 0; i < kBatches; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(load(*store).jobs.size(), static_cast<size_t>(kBatches));
+}
+
+TEST_F(SqliteStoreTest, BadBatchInAGroupFailsAloneAndOthersCommit) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  WriterGate gate;
+  gate.close(*store);
+
+  model::Job bad = makeJob(2);
+  bad.name = "not utf-8 \xff\xfe";  // cannot be encoded as a JSON document
+  Completion first, middle, last;
+  store->submit(WriteBatch{}.add(PutJob{makeJob(1)}), first.callback());
+  // The good op before the bad one must not survive: a batch is all or nothing.
+  store->submit(WriteBatch{}.add(PutMeta{"partial", "yes"}).add(PutJob{bad}), middle.callback());
+  store->submit(WriteBatch{}.add(PutJob{makeJob(3)}), last.callback());
+  gate.release();
+
+  EXPECT_TRUE(first.get().ok());
+  Status badStatus = middle.get();
+  EXPECT_EQ(badStatus.code(), Code::kInvalidArgument);
+  EXPECT_THAT(badStatus.message(), HasSubstr("job 2"));
+  EXPECT_TRUE(last.get().ok());
+
+  Contents c = load(*store);
+  ASSERT_EQ(c.jobs.size(), 2u);
+  EXPECT_EQ(c.jobs[0].id, 1);
+  EXPECT_EQ(c.jobs[1].id, 3);
+  EXPECT_TRUE(c.meta.empty());
+}
+
+TEST_F(SqliteStoreTest, CommitFromADoneCallbackIsRefusedNotDeadlocked) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  Completion inner;
+  store->submit(WriteBatch{}, [&store, cb = inner.callback()](Status) {
+    cb(store->commit(WriteBatch{}.add(PutMeta{"k", "v"})));
+  });
+  Status s = inner.get();
+  EXPECT_EQ(s.code(), Code::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("writer thread"));
+}
+
+TEST_F(SqliteStoreTest, FreshDatabaseIsMigratedAndReopeningKeepsTheVersion) {
+  const int latest = sqliteMigrations().back().version;
+  {
+    auto store = openStore();
+    ASSERT_NE(store, nullptr);
+    EXPECT_GE(store->schemaVersion(), 1);
+    EXPECT_EQ(store->schemaVersion(), latest);
+    ASSERT_TRUE(store->commit(WriteBatch{}.add(PutTeam{{"vision", 1}})).ok());
+  }
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schemaVersion(), latest);
+  EXPECT_EQ(load(*store).teams.size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, DatabaseFromANewerVersionIsRefused) {
+  { ASSERT_NE(openStore(), nullptr); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  auto store = SqliteStore::open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path_));
+  EXPECT_THAT(store.status().message(), HasSubstr("999"));
+  EXPECT_THAT(store.status().message(), HasSubstr("newer"));
+}
+
+TEST_F(SqliteStoreTest, OpeningInAMissingDirectoryFailsNamingThePath) {
+  const std::string path = (dir_ / "no" / "such" / "dir" / "allot.db").string();
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Code::kUnavailable);
+  EXPECT_THAT(store.status().message(), HasSubstr("failed to open store " + path + ": "));
+  EXPECT_THAT(store.status().message(), HasSubstr("unable to open database file"));
+}
+
+}  // namespace
+}  // namespace allot::store
