@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make run`: starts allotd on embedded SQLite under ./.allot and one local allot-agent (real GPUs
+# through NVML when the host has them, otherwise a simulated 8-GPU host), in the background, and
+# prints how to use them. `make stop` (this script with "stop") stops both. Running jobs survive
+# an agent restart; they are re-adopted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STATE_DIR=${ALLOT_STATE_DIR:-$PWD/.allot}
+LISTEN=${ALLOT_LISTEN:-127.0.0.1:7070}
+BIN=${ALLOT_BIN:-$PWD/build/bin}
+SERVER="http://$LISTEN"
+mkdir -p "$STATE_DIR"
+
+stop_one() {
+  local pidfile="$STATE_DIR/$1.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$pidfile"
+}
+
+if [ "${1:-}" = "stop" ]; then
+  stop_one agent
+  stop_one allotd
+  echo "stopped allotd and the local agent (state kept in $STATE_DIR)"
+  exit 0
+fi
+
+stop_one agent
+stop_one allotd
+
+"$BIN/allotd" --listen "$LISTEN" --data-dir "$STATE_DIR" >"$STATE_DIR/allotd.out" 2>"$STATE_DIR/allotd.log" &
+echo $! >"$STATE_DIR/allotd.pid"
+for _ in $(seq 100); do
+  curl -fs "$SERVER/healthz" >/dev/null 2>&1 && break
+  if ! kill -0 "$(cat "$STATE_DIR/allotd.pid")" 2>/dev/null; then
+    echo "allotd failed to start:"; tail -20 "$STATE_DIR/allotd.log"; exit 1
+  fi
+  sleep 0.1
+done
+ADMIN_TOKEN=$(cat "$STATE_DIR/admin.token")
+export ALLOT_SERVER="$SERVER" ALLOT_TOKEN="$ADMIN_TOKEN"
+
+JOIN_ARGS=()
+if [ ! -f "$STATE_DIR/agent/credential.json" ]; then
+  JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
+  JOIN_ARGS=(--join-token "$JOIN_TOKEN")
+fi
+"$BIN/allot-agent" --server "$SERVER" "${JOIN_ARGS[@]}" --name local --gpus auto \
+  --work-dir "$STATE_DIR/agent" >"$STATE_DIR/agent.log" 2>&1 &
+echo $! >"$STATE_DIR/agent.pid"
+for _ in $(seq 100); do
+  "$BIN/allot" host list -o json 2>/dev/null | grep -q '"state": *"online"' && break
+  sleep 0.1
+done
+
+PROVIDER=$("$BIN/allot" host show local -o json | sed -n 's/.*"gpu_provider": *"\([^"]*\)".*/\1/p' | head -1)
+GPUS=$("$BIN/allot" host show local -o json | grep -c '"uuid"' || true)
+cat <<MSG
+
+Allot is running.
+  server:      $SERVER   (web console: $SERVER/ once the console lands)
+  admin token: $ADMIN_TOKEN
+  local agent: host 'local' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
+  logs:        $STATE_DIR/allotd.log, $STATE_DIR/agent.log
+
+Try:
+  export ALLOT_SERVER=$SERVER ALLOT_TOKEN=$ADMIN_TOKEN PATH=$BIN:\$PATH
+  allot host list
+  allot team create ml && allot run --team ml --gpus 2 --wait -- sh -c 'echo \$CUDA_VISIBLE_DEVICES'
+  allot job list
+
+Stop with: make stop
+MSG

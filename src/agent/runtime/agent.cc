@@ -1,0 +1,325 @@
+#include "agent/runtime/agent.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "agent/runtime/http_join.h"
+
+namespace allot::agent {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr char kAgentVersion[] = "0.1.0";
+constexpr auto kTick = std::chrono::milliseconds(50);
+constexpr int64_t kMaxLogChunk = 256 * 1024;
+
+std::string credentialPath(const std::string& workDir) { return workDir + "/credential.json"; }
+
+Result<Credential> loadCredential(const std::string& workDir) {
+  std::ifstream in(credentialPath(workDir));
+  if (!in) return Status::NotFound("no saved credential");
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("host") || !j.contains("token"))
+    return Status::InvalidArgument("credential file " + credentialPath(workDir) + " is corrupt");
+  return Credential{j["host"].get<std::string>(), j["token"].get<std::string>()};
+}
+
+Status saveCredential(const std::string& workDir, const Credential& c) {
+  std::string path = credentialPath(workDir);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
+  std::string body = nlohmann::json{{"host", c.host}, {"token", c.token}}.dump();
+  bool ok = ::write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size());
+  ok = ::fsync(fd) == 0 && ok;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::Unavailable("cannot write " + path);
+  return Status::Ok();
+}
+
+std::string machineHostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  std::string h = buf;
+  for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto dot = h.find('.'); dot != std::string::npos) h.resize(dot);
+  return h.empty() ? "localhost" : h;
+}
+
+// Reads [offset, offset+max) of a file; empty when nothing new.
+std::string readFrom(const std::string& path, int64_t offset, int64_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out(static_cast<size_t>(max), '\0');
+  ssize_t n = ::pread(fd, out.data(), out.size(), offset);
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Clock& clock)
+    : config_(std::move(config)), gpus_(gpus), executor_(executor), clock_(clock) {
+  if (config_.name.empty()) config_.name = machineHostname();
+}
+
+model::Inventory Agent::inventory() {
+  model::Inventory inv;
+  inv.hostname = machineHostname();
+  inv.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  inv.memoryMib = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / (1024 * 1024);
+  auto gpus = gpus_.discover();
+  if (gpus.ok()) {
+    gpuList_ = *gpus;
+  } else {
+    spdlog::error("GPU discovery failed: {}", gpus.status().message());
+  }
+  inv.gpus = gpuList_;
+  inv.gpuProvider = gpus_.name();
+  inv.simulated = gpus_.simulated();
+  inv.agentVersion = kAgentVersion;
+  inv.cgroup = config_.cgroupMode.empty() ? "none" : config_.cgroupMode;
+  return inv;
+}
+
+Status Agent::ensureJoined() {
+  auto saved = loadCredential(config_.workDir);
+  if (saved.ok()) {
+    credential_ = *saved;
+    return Status::Ok();
+  }
+  if (saved.status().code() != Code::kNotFound) return saved.status();
+  if (config_.joinToken.empty())
+    return Status::InvalidArgument("this host has not joined yet: pass --join-token (make one with `allot host join-token`)");
+  auto addr = parseServerUrl(config_.serverUrl);
+  if (!addr.ok()) return addr.status();
+  auto joined = joinCluster(*addr, config_.joinToken, config_.name, inventory());
+  if (!joined.ok()) return joined.status();
+  credential_ = Credential{joined->host, joined->credential};
+  ALLOT_RETURN_IF_ERROR(saveCredential(config_.workDir, credential_));
+  spdlog::info("joined the cluster as host '{}'", credential_.host);
+  return Status::Ok();
+}
+
+void Agent::run(asio::io_context& io) {
+  asio::co_spawn(io, connectionLoop(), asio::detached);
+}
+
+std::vector<model::ActualJob> Agent::actualJobs() {
+  auto jobs = executor_.poll();
+  for (const auto& [id, a] : cancelledBeforeStart_) jobs.push_back(a);
+  return jobs;
+}
+
+void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
+  std::set<int64_t> wanted;
+  auto now = clock_.nowMs();
+  for (const auto& d : desired) {
+    wanted.insert(d.id);
+    logShipped_[d.id] = d.logOffset;
+    if (!executor_.knows(d.id)) {
+      if (cancelledBeforeStart_.count(d.id)) continue;
+      if (d.cancel) {
+        model::ActualJob a;
+        a.id = d.id;
+        a.state = model::ActualState::kExited;
+        a.finishedAt = now;
+        a.message = "cancelled before it started";
+        cancelledBeforeStart_[d.id] = a;
+        continue;
+      }
+      JobSpec spec;
+      spec.id = d.id;
+      spec.command = d.command;
+      spec.env = d.env;
+      spec.gpuUuids = d.gpuUuids;
+      spec.gpuIndices = d.gpuIndices;
+      spec.gpuMinors = d.gpuMinors;
+      spec.realGpus = !gpus_.simulated();
+      auto a = executor_.start(spec);
+      spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
+                   a.message.empty() ? "" : ": " + a.message);
+    } else if (d.cancel && !stopping_.count(d.id)) {
+      stopping_.insert(d.id);
+      executor_.stop(d.id, d.graceMs);
+      spdlog::info("job {}: stopping (cancelled), grace {} ms", d.id, d.graceMs);
+    }
+  }
+  // What allotd no longer wants: finished jobs are forgotten, running ones stopped.
+  for (const auto& a : executor_.poll()) {
+    if (wanted.count(a.id)) continue;
+    if (a.state == model::ActualState::kRunning) {
+      if (!stopping_.count(a.id)) {
+        stopping_.insert(a.id);
+        executor_.stop(a.id, 10'000);
+        spdlog::warn("job {}: not wanted by allotd any more; stopping", a.id);
+      }
+    } else {
+      executor_.forget(a.id);
+      stopping_.erase(a.id);
+      logShipped_.erase(a.id);
+    }
+  }
+  for (auto it = cancelledBeforeStart_.begin(); it != cancelledBeforeStart_.end();) {
+    it = wanted.count(it->first) ? std::next(it) : cancelledBeforeStart_.erase(it);
+  }
+  statusDirty_ = true;
+}
+
+asio::awaitable<void> Agent::connectionLoop() {
+  auto backoff = std::chrono::milliseconds(100);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    auto st = co_await session();
+    if (st.code() == Code::kUnauthenticated) {
+      spdlog::error("allotd refused this host's credential ({}); re-join with a new --join-token "
+                    "after removing {}", st.message(), credentialPath(config_.workDir));
+    } else {
+      spdlog::warn("connection to allotd ended: {}; retrying in {} ms", st.message(), backoff.count());
+    }
+    timer.expires_after(backoff);
+    co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    if (st.code() == Code::kOk) backoff = std::chrono::milliseconds(100);
+  }
+}
+
+asio::awaitable<Status> Agent::session() {
+  auto addr = parseServerUrl(config_.serverUrl);
+  if (!addr.ok()) co_return addr.status();
+  auto ex = co_await asio::this_coro::executor;
+  asio::ip::tcp::resolver resolver(ex);
+  auto [rec, endpoints] = co_await resolver.async_resolve(addr->host, addr->port, asio::as_tuple(use_awaitable));
+  if (rec) co_return Status::Unavailable("cannot resolve " + addr->host + ": " + rec.message());
+  auto ws = std::make_shared<websocket::stream<beast::tcp_stream>>(ex);
+  beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
+  auto [cec, ep] = co_await beast::get_lowest_layer(*ws).async_connect(endpoints, asio::as_tuple(use_awaitable));
+  if (cec) co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " + cec.message());
+  beast::get_lowest_layer(*ws).socket().set_option(asio::ip::tcp::no_delay(true));
+  beast::get_lowest_layer(*ws).expires_never();
+  ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+  ws->read_message_max(64 << 20);
+  std::string token = credential_.token;
+  ws->set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
+    req.set(beast::http::field::authorization, "Bearer " + token);
+  }));
+  websocket::response_type res;
+  auto [hec] = co_await ws->async_handshake(res, addr->host + ":" + addr->port, "/api/v1/agent/stream",
+                                            asio::as_tuple(use_awaitable));
+  if (hec) {
+    if (res.result() == beast::http::status::unauthorized) co_return Status::Unauthenticated(res.body());
+    co_return Status::Unavailable("WebSocket handshake failed: " + hec.message());
+  }
+  spdlog::info("connected to allotd at {} as host '{}'", config_.serverUrl, credential_.host);
+
+  // New connection: allotd tells us what it holds of each log with its first desired state.
+  haveDesired_ = false;
+  logShipped_.clear();
+  auto hello = model::encodeHello(inventory(), actualJobs());
+  ws->text(true);
+  auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
+  if (wec) co_return Status::Unavailable("send failed: " + wec.message());
+
+  // The reader applies desired states; this coroutine (the only writer) ticks: poll the
+  // executor, ship new output, then report status when it changed or a heartbeat is due.
+  bool open = true;
+  int64_t heartbeatMs = 5000;
+  asio::steady_timer tick(ex);
+  auto reader = [&, ws]() -> asio::awaitable<void> {
+    beast::flat_buffer buf;
+    for (;;) {
+      buf.clear();
+      auto [ec, n] = co_await ws->async_read(buf, asio::as_tuple(use_awaitable));
+      if (ec) break;
+      auto msg = nlohmann::json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+      if (!msg.is_object() || msg.value("type", "") != "desired") continue;
+      std::vector<model::DesiredJob> desired;
+      for (const auto& j : msg.value("jobs", nlohmann::json::array())) {
+        auto d = model::desiredJobFromJson(j);
+        if (d.ok()) desired.push_back(*d);
+      }
+      heartbeatMs = msg.value("heartbeat_ms", heartbeatMs);
+      haveDesired_ = true;
+      reconcile(desired);
+      tick.cancel();
+    }
+    open = false;
+    tick.cancel();
+  };
+  asio::co_spawn(ex, reader(), asio::detached);
+
+  std::string lastStatus;
+  TimeMs lastSent = 0;
+  Status result = Status::Unavailable("connection closed by allotd");
+  while (open) {
+    tick.expires_after(kTick);
+    co_await tick.async_wait(asio::as_tuple(use_awaitable));
+    if (!open) break;
+    auto jobs = actualJobs();
+    if (haveDesired_) {
+      // Output before status, so that allotd has every byte when it hears a job ended.
+      bool failed = false;
+      for (const auto& a : jobs) {
+        auto it = logShipped_.find(a.id);
+        if (it == logShipped_.end()) continue;
+        for (;;) {
+          std::string data = readFrom(executor_.logPath(a.id), it->second, kMaxLogChunk);
+          if (data.empty()) break;
+          auto frame = model::encodeLogChunk({a.id, it->second, data});
+          ws->binary(true);
+          auto [ec, n] = co_await ws->async_write(asio::buffer(frame), asio::as_tuple(use_awaitable));
+          if (ec) {
+            failed = true;
+            break;
+          }
+          it->second += static_cast<int64_t>(data.size());
+          if (static_cast<int64_t>(data.size()) < kMaxLogChunk) break;
+        }
+        if (failed) break;
+      }
+      if (failed) break;
+    }
+    std::string status = model::encodeStatus(jobs);
+    auto now = clock_.nowMs();
+    if (status != lastStatus || statusDirty_ || now - lastSent >= heartbeatMs) {
+      ws->text(true);
+      auto [ec, n] = co_await ws->async_write(asio::buffer(status), asio::as_tuple(use_awaitable));
+      if (ec) break;
+      lastStatus = std::move(status);
+      lastSent = now;
+      statusDirty_ = false;
+    }
+  }
+  boost::system::error_code ignored;
+  beast::get_lowest_layer(*ws).socket().close(ignored);
+  // Let the reader see the close before its frame goes away with this one.
+  while (open) {
+    tick.expires_after(std::chrono::milliseconds(10));
+    co_await tick.async_wait(asio::as_tuple(use_awaitable));
+  }
+  co_return result;
+}
+
+}  // namespace allot::agent

@@ -1,0 +1,75 @@
+#pragma once
+// Agent: the host side of Allot. Holds one WebSocket to allotd, converges the host's workloads to
+// the desired state allotd sends, ships their output, and reports their actual state (which is
+// also its heartbeat). Level-triggered: after either side restarts, the next hello/desired
+// exchange repairs the world; jobs that ran on while the agent was away are re-adopted by the
+// executor from its work directory.
+//
+// Threading: everything runs on the io_context passed to run(), one thread.
+
+#include <utility>  // GCC 12: before Asio's coroutine headers
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "agent/exec/executor.h"
+#include "agent/gpu/gpu_provider.h"
+#include "common/clock.h"
+#include "model/agent_protocol.h"
+
+namespace allot::agent {
+
+struct AgentConfig {
+  std::string serverUrl;  // http://host:port
+  std::string joinToken;  // needed only until the host holds its own credential
+  std::string name;       // host name; default: the machine's hostname
+  std::string workDir;
+  std::string cgroupMode;  // what the executor's confinement is, for the inventory
+};
+
+// The host's own credential, kept in the work directory after joining.
+struct Credential {
+  std::string host;
+  std::string token;
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Clock& clock);
+
+  // Joins with the join token unless a credential is already saved. Blocking; before run().
+  Status ensureJoined();
+  // Runs the connection loop until the io_context stops.
+  void run(boost::asio::io_context& io);
+  const std::string& hostName() const { return credential_.host; }
+
+  model::Inventory inventory();
+
+ private:
+  boost::asio::awaitable<void> connectionLoop();
+  boost::asio::awaitable<Status> session();
+  void reconcile(const std::vector<model::DesiredJob>& desired);
+  std::vector<model::ActualJob> actualJobs();
+
+  AgentConfig config_;
+  GpuProvider& gpus_;
+  Executor& executor_;
+  const Clock& clock_;
+  Credential credential_;
+  std::vector<model::Gpu> gpuList_;
+
+  // Per connection: how many bytes of each job's output allotd holds (from desired state).
+  std::map<int64_t, int64_t> logShipped_;
+  bool haveDesired_ = false;
+  std::set<int64_t> stopping_;
+  // Jobs cancelled before they started here: reported once as stopped, until allotd drops them.
+  std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
+  bool statusDirty_ = true;
+};
+
+}  // namespace allot::agent
