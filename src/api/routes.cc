@@ -177,7 +177,8 @@ void registerRoutes(Router& router, Server& s) {
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"name", "team", "project", "command", "env", "gpus", "gpu_model"}));
+                                    {"name", "team", "project", "command", "env", "gpus", "gpu_model",
+                                     "cpu_millis", "memory_mib"}));
     control::JobRequest req;
     TRY_ASSIGN(name, in.optionalString("name"));
     TRY_ASSIGN(team, in.optionalString("team"));
@@ -186,6 +187,8 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(env, in.optionalStringMap("env"));
     TRY_ASSIGN(gpus, in.optionalInt("gpus", 0, 0, 1024));
     TRY_ASSIGN(gpuModel, in.optionalString("gpu_model"));
+    TRY_ASSIGN(cpuMillis, in.optionalInt("cpu_millis", 0, 0, 1'000'000));
+    TRY_ASSIGN(memoryMib, in.optionalInt("memory_mib", 0, 0, 64 * 1024 * 1024));
     req.name = name;
     req.team = team;
     req.project = project;
@@ -193,6 +196,8 @@ void registerRoutes(Router& router, Server& s) {
     req.env = std::move(env);
     req.gpus = gpus;
     req.gpuModel = gpuModel;
+    req.cpuMillis = cpuMillis;
+    req.memoryMib = memoryMib;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(change);
     co_return ApiResponse::json(jobJson(s, change.value), http::status::created);

@@ -290,6 +290,8 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.env = std::move(r.env);
   j.gpus = r.gpus;
   j.gpuModel = r.gpuModel;
+  j.cpuMillis = r.cpuMillis;
+  j.memoryMib = r.memoryMib;
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();
@@ -442,6 +444,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
           if (g.index == idx) d.gpuMinors.push_back(g.minor);
         }
       }
+      d.cpuMillis = j.cpuMillis;
+      d.memoryMib = j.memoryMib;
       d.cancel = j.cancelRequested;
       d.graceMs = options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id);

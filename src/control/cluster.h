@@ -44,6 +44,8 @@ struct JobRequest {
   std::map<std::string, std::string> env;
   int gpus = 0;
   std::string gpuModel;
+  int cpuMillis = 0;
+  int64_t memoryMib = 0;
 };
 
 struct JobFilter {

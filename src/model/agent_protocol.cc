@@ -58,6 +58,8 @@ nlohmann::json toJson(const DesiredJob& d) {
           {"gpu_indices", d.gpuIndices},
           {"gpu_uuids", d.gpuUuids},
           {"gpu_minors", d.gpuMinors},
+          {"cpu_millis", d.cpuMillis},
+          {"memory_mib", d.memoryMib},
           {"cancel", d.cancel},
           {"grace_ms", d.graceMs},
           {"log_offset", d.logOffset}};
@@ -72,6 +74,8 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     d.gpuIndices = j.value("gpu_indices", std::vector<int>{});
     d.gpuUuids = j.value("gpu_uuids", std::vector<std::string>{});
     d.gpuMinors = j.value("gpu_minors", std::vector<int>{});
+    d.cpuMillis = j.value("cpu_millis", 0);
+    d.memoryMib = j.value("memory_mib", int64_t{0});
     d.cancel = j.value("cancel", false);
     d.graceMs = j.value("grace_ms", int64_t{10'000});
     d.logOffset = j.value("log_offset", int64_t{0});

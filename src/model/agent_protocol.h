@@ -42,6 +42,8 @@ struct DesiredJob {
   std::vector<int> gpuIndices;
   std::vector<std::string> gpuUuids;
   std::vector<int> gpuMinors;  // for /dev/nvidiaN device rules
+  int cpuMillis = 0;           // 0 = no CPU limit
+  int64_t memoryMib = 0;       // 0 = no memory limit
   bool cancel = false;
   int64_t graceMs = 10'000;
   int64_t logOffset = 0;  // bytes of output allotd already holds

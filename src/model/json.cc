@@ -75,6 +75,8 @@ json toJson(const Job& j) {
           {"env", j.env},
           {"gpus", j.gpus},
           {"gpu_model", j.gpuModel.empty() ? json(nullptr) : json(j.gpuModel)},
+          {"cpu_millis", j.cpuMillis},
+          {"memory_mib", j.memoryMib},
           {"state", jobStateName(j.state)},
           {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
           {"host", j.host.empty() ? json(nullptr) : json(j.host)},
@@ -122,6 +124,8 @@ json toStoreDoc(const Job& j) {
           {"env", j.env},
           {"gpus", j.gpus},
           {"gpu_model", j.gpuModel},
+          {"cpu_millis", j.cpuMillis},
+          {"memory_mib", j.memoryMib},
           {"state", jobStateName(j.state)},
           {"reason", j.reason},
           {"host", j.host},
@@ -147,6 +151,8 @@ Job jobFromStoreDoc(const json& d) {
   j.env = d.value("env", std::map<std::string, std::string>{});
   j.gpus = d.value("gpus", 0);
   j.gpuModel = d.value("gpu_model", "");
+  j.cpuMillis = d.value("cpu_millis", 0);
+  j.memoryMib = d.value("memory_mib", int64_t{0});
   j.state = parseJobState(d.value("state", "queued")).value_or(JobState::kQueued);
   j.reason = d.value("reason", "");
   j.host = d.value("host", "");

@@ -96,6 +96,8 @@ struct Job {
   std::map<std::string, std::string> env;
   int gpus = 0;
   std::string gpuModel;  // empty = any model
+  int cpuMillis = 0;      // CPU limit in millicores; 0 = unlimited
+  int64_t memoryMib = 0;  // memory limit; 0 = unlimited
   JobState state = JobState::kQueued;
   std::string reason;    // why it waits, or why it ended the way it did
   std::string host;

@@ -21,6 +21,7 @@ std::string impossibleReason(const std::vector<HostView>& hosts, const PendingJo
     totalMatching += n;
   }
   if (best >= job.gpus) return "";
+  if (hosts.empty()) return "no host has joined the cluster yet";
   std::string what = job.gpuModel.empty() ? "GPUs" : job.gpuModel + " GPUs";
   if (totalMatching == 0 && !job.gpuModel.empty())
     return "no host has " + job.gpuModel + " GPUs";

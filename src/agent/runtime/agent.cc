@@ -158,6 +158,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.gpuIndices = d.gpuIndices;
       spec.gpuMinors = d.gpuMinors;
       spec.realGpus = !gpus_.simulated();
+      spec.cpuMillis = d.cpuMillis;
+      spec.memoryLimitMib = d.memoryMib;
       auto a = executor_.start(spec);
       spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
                    a.message.empty() ? "" : ": " + a.message);
