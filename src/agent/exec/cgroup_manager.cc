@@ -1,0 +1,224 @@
+#include "agent/exec/cgroup_manager.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kNvidiaMajor = 195;
+constexpr int kNvidiaCtlMinor = 255;
+constexpr int64_t kCpuPeriodUs = 100'000;
+constexpr int64_t kMinCpuQuotaUs = 1'000;  // the kernel refuses less
+
+bool exists(const std::string& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+// mkdir that accepts an existing directory.
+bool makeDir(const std::string& p) { return ::mkdir(p.c_str(), 0755) == 0 || errno == EEXIST; }
+
+// cgroup files take one value per write(2); std::ofstream could split or merge writes.
+Status writeValue(const std::string& file, const std::string& value) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::Unavailable("failed to open " + file + ": " + std::strerror(errno));
+  }
+  ssize_t n = ::write(fd, value.data(), value.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    return Status::Unavailable("failed to write '" + value + "' to " + file + ": " +
+                               std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+std::string jobGroupName(int64_t id) { return "job-" + std::to_string(id); }
+
+// The major number the kernel gave a driver, from /proc/devices; -1 when it is not loaded.
+int charMajor(const std::string& driver) {
+  std::ifstream in("/proc/devices");
+  std::string line;
+  bool chars = false;
+  while (std::getline(in, line)) {
+    if (line == "Character devices:") {
+      chars = true;
+    } else if (line == "Block devices:") {
+      chars = false;
+    } else if (chars) {
+      std::istringstream l(line);
+      int major;
+      std::string name;
+      if (l >> major >> name && name == driver) return major;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+CgroupManager::CgroupManager(std::string groupName, std::string mountRoot,
+                             std::string selfCgroupFile)
+    : groupName_(std::move(groupName)) {
+  if (exists(mountRoot + "/cgroup.controllers")) {
+    probeV2(mountRoot);
+  } else {
+    probeV1(mountRoot, selfCgroupFile);
+  }
+}
+
+void CgroupManager::probeV2(const std::string& mountRoot) {
+  std::string base = mountRoot + "/" + groupName_;
+  if (!makeDir(base)) return;
+  // Controllers must be enabled on every level above a group for its files to exist. Failures
+  // surface later, and only for jobs that ask for the limit.
+  for (const std::string& dir : {mountRoot, base}) {
+    for (const char* c : {"+memory", "+cpu"}) (void)writeValue(dir + "/cgroup.subtree_control", c);
+  }
+  hierarchies_.push_back({"", base});
+  mode_ = "v2";
+}
+
+void CgroupManager::probeV1(const std::string& mountRoot, const std::string& selfCgroupFile) {
+  // "4:memory:/system.slice/allot-agent.service" -> our own group in each hierarchy.
+  std::map<std::string, std::string> own;
+  std::ifstream in(selfCgroupFile);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::stringstream controllers(line.substr(a + 1, b - a - 1));
+    std::string c;
+    while (std::getline(controllers, c, ',')) own[c] = line.substr(b + 1);
+  }
+  for (const char* controller : {"memory", "cpu", "devices"}) {
+    std::string root = mountRoot + "/" + controller;
+    if (!exists(root + "/cgroup.procs")) continue;
+    std::string parent = root;
+    auto it = own.find(controller);
+    // Inside a cgroup namespace or a partial mount our path may not be visible: use the root.
+    if (it != own.end() && it->second != "/" && exists(root + it->second)) parent += it->second;
+    std::string base = parent + "/" + groupName_;
+    if (!makeDir(base)) continue;  // not ours to write (no root, read-only mount)
+    hierarchies_.push_back({controller, base});
+  }
+  if (!hierarchies_.empty()) mode_ = "v1";
+}
+
+Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
+  std::vector<std::string> dirs;
+  for (const Hierarchy& h : hierarchies_) {
+    std::string dir = h.base + "/" + jobGroupName(spec.id);
+    if (!makeDir(dir)) {
+      Status st =
+          Status::Unavailable("failed to create cgroup " + dir + ": " + std::strerror(errno));
+      remove(dirs);
+      return st;
+    }
+    dirs.push_back(dir);
+    Status st = applyLimits(h, dir, spec);
+    if (!st.ok()) {
+      remove(dirs);
+      return st;
+    }
+  }
+  return dirs;
+}
+
+Status CgroupManager::applyLimits(const Hierarchy& h, const std::string& dir,
+                                  const JobSpec& spec) const {
+  const bool v2 = h.controller.empty();
+  if (spec.memoryLimitMib > 0 && (v2 || h.controller == "memory")) {
+    std::string bytes = std::to_string(spec.memoryLimitMib * 1024 * 1024);
+    ALLOT_RETURN_IF_ERROR(writeValue(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"), bytes));
+  }
+  if (spec.cpuMillis > 0 && (v2 || h.controller == "cpu")) {
+    int64_t quota = std::max<int64_t>(kMinCpuQuotaUs, spec.cpuMillis * kCpuPeriodUs / 1000);
+    if (v2) {
+      ALLOT_RETURN_IF_ERROR(
+          writeValue(dir + "/cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs)));
+    } else {
+      ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+      ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_quota_us", std::to_string(quota)));
+    }
+  }
+  if (spec.realGpus && h.controller == "devices") return writeDeviceRules(dir, spec);
+  return Status::Ok();
+}
+
+// A v1 devices group starts as its parent's: usually "allow everything". In that mode an allow
+// rule only removes an identical deny rule, so "deny 195:*, allow 195:N" would leave 195:N
+// denied. Instead we deny every GPU minor the job was not given, one rule each. The allow rules
+// matter only under a parent that denies by default (a container); there they may be refused
+// when the parent lacks them, which the job will notice as a missing device.
+Status CgroupManager::writeDeviceRules(const std::string& dir, const JobSpec& spec) const {
+  std::set<int> mine(spec.gpuMinors.begin(), spec.gpuMinors.end());
+  auto rule = [](int major, const std::string& minor) {
+    return "c " + std::to_string(major) + ":" + minor + " rwm";
+  };
+  // nvidia-modeset (195:254) is denied with the GPUs: compute jobs have no use for it.
+  for (int minor = 0; minor < kNvidiaCtlMinor; ++minor) {
+    if (mine.count(minor)) continue;
+    ALLOT_RETURN_IF_ERROR(
+        writeValue(dir + "/devices.deny", rule(kNvidiaMajor, std::to_string(minor))));
+  }
+  for (int minor : mine) {
+    (void)writeValue(dir + "/devices.allow", rule(kNvidiaMajor, std::to_string(minor)));
+  }
+  (void)writeValue(dir + "/devices.allow", rule(kNvidiaMajor, std::to_string(kNvidiaCtlMinor)));
+  int uvm = charMajor("nvidia-uvm");  // dynamic major: /dev/nvidia-uvm and nvidia-uvm-tools
+  if (uvm >= 0) (void)writeValue(dir + "/devices.allow", rule(uvm, "*"));
+  return Status::Ok();
+}
+
+std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& keep) const {
+  std::vector<std::string> out;
+  for (const Hierarchy& h : hierarchies_) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(h.base, ec)) {
+      std::string name = entry.path().filename().string();
+      if (name.rfind("job-", 0) != 0) continue;
+      std::string digits = name.substr(4);
+      if (digits.empty() || digits.size() > 18 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      if (!keep.count(std::stoll(digits))) out.push_back(entry.path().string());
+    }
+  }
+  return out;
+}
+
+std::vector<int> CgroupManager::pids(const std::vector<std::string>& groups) {
+  std::set<int> all;
+  for (const auto& dir : groups) {
+    std::ifstream in(dir + "/cgroup.procs");
+    int pid;
+    while (in >> pid) all.insert(pid);
+  }
+  return {all.begin(), all.end()};
+}
+
+bool CgroupManager::remove(const std::vector<std::string>& groups) {
+  bool all = true;
+  for (const auto& dir : groups) {
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) all = false;
+  }
+  return all;
+}
+
+}  // namespace allot::agent

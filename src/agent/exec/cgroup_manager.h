@@ -1,0 +1,72 @@
+#pragma once
+// CgroupManager: confines jobs with the host's cgroups. It probes once, at construction, for
+// cgroup v2 (a unified hierarchy at the mount root, with cgroup.controllers), else v1 (one
+// hierarchy per controller), else nothing usable: then mode() is "none", create() gives no groups
+// and jobs run unconfined. A host without cgroups never fails a job; the host reports its mode so
+// allotd can show what confinement it offers.
+//
+// Where the groups go:
+//   v1  <hierarchy>/<the agent's own group>/allot/job-<id>, for memory, cpu and devices. Nesting
+//       under the agent's own group keeps jobs inside whatever the agent itself was given (a
+//       systemd slice with Delegate=yes, a container) and v1 allows processes in inner groups.
+//   v2  <mount>/allot/job-<id>. Not under the agent's group: v2 forbids enabling controllers for
+//       children of a group that itself holds processes (the agent), and the root is exempt.
+//
+// Device confinement is v1 only (devices.deny/allow). v2 controls devices with an eBPF program
+// attached to the group, which we do not ship yet; on v2 jobs with real GPUs still get only their
+// GPUs in CUDA_VISIBLE_DEVICES but could open other /dev/nvidiaN. See docs/agent.md "Confinement".
+//
+// Called from the agent's loop only. Group directories are returned to the caller, which persists
+// them with the job, so pids() and remove() work on jobs from before an agent restart.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/exec/executor.h"
+#include "common/status.h"
+
+namespace allot::agent {
+
+class CgroupManager {
+ public:
+  // groupName names the directory job groups are made in ("allot/job-<id>"): agents sharing a
+  // host (test clusters) use different names so that job ids cannot collide.
+  explicit CgroupManager(std::string groupName = "allot", std::string mountRoot = "/sys/fs/cgroup",
+                         std::string selfCgroupFile = "/proc/self/cgroup");
+
+  // "v1", "v2" or "none".
+  const std::string& mode() const { return mode_; }
+
+  // Creates the job's groups and applies spec's limits: memory when memoryLimitMib > 0, CPU
+  // bandwidth when cpuMillis > 0, and (v1) device rules when realGpus. Returns the group
+  // directories, whose cgroup.procs the job's shim joins; empty in mode "none". An error (a
+  // limit that cannot be written) leaves nothing behind.
+  Result<std::vector<std::string>> create(const JobSpec& spec);
+
+  // Job groups under this manager's directories whose id is not in `keep`: left by jobs the
+  // executor no longer knows (forgotten while a process lingered, then the agent restarted).
+  std::vector<std::string> strayGroups(const std::set<int64_t>& keep) const;
+
+  // Every process in the groups.
+  static std::vector<int> pids(const std::vector<std::string>& groups);
+  // Removes the groups; false while any still holds a process (retry after they exit).
+  static bool remove(const std::vector<std::string>& groups);
+
+ private:
+  struct Hierarchy {
+    std::string controller;  // v1: "memory", "cpu", "devices"; v2: ""
+    std::string base;        // the allot/ directory job groups are made in
+  };
+  void probeV2(const std::string& mountRoot);
+  void probeV1(const std::string& mountRoot, const std::string& selfCgroupFile);
+
+  std::string groupName_;
+  Status applyLimits(const Hierarchy& h, const std::string& dir, const JobSpec& spec) const;
+  Status writeDeviceRules(const std::string& dir, const JobSpec& spec) const;
+
+  std::string mode_ = "none";
+  std::vector<Hierarchy> hierarchies_;
+};
+
+}  // namespace allot::agent

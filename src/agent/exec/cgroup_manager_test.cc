@@ -1,0 +1,69 @@
+#include "agent/exec/cgroup_manager.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(CgroupManager, NoHierarchyMeansModeNoneAndNoGroups) {
+  char tmpl[] = "/tmp/allot-cgroup-test-XXXXXX";
+  std::string root = mkdtemp(tmpl);
+  CgroupManager m("allot-test", root, root + "/no-such-file");
+  EXPECT_EQ(m.mode(), "none");
+  JobSpec s;
+  s.id = 1;
+  s.memoryLimitMib = 100;
+  auto groups = m.create(s);
+  ASSERT_TRUE(groups.ok());
+  EXPECT_TRUE(groups->empty());
+  fs::remove_all(root);
+}
+
+TEST(CgroupManager, CreatesLimitsAndRemovesJobGroups) {
+  CgroupManager m("allot-test");
+  if (m.mode() == "none") GTEST_SKIP() << "no writable cgroup hierarchy here";
+  JobSpec s;
+  s.id = 9'000'001;
+  s.memoryLimitMib = 32;
+  s.cpuMillis = 5;  // below the kernel's minimum quota: clamped, not refused
+  auto groups = m.create(s);
+  ASSERT_TRUE(groups.ok()) << groups.status().toString();
+  ASSERT_FALSE(groups->empty());
+  bool sawMemory = false;
+  for (const auto& g : *groups) {
+    EXPECT_NE(g.find("/allot-test/job-9000001"), std::string::npos) << g;
+    EXPECT_TRUE(fs::is_directory(g));
+    if (fs::exists(g + "/memory.limit_in_bytes")) {
+      EXPECT_EQ(readFile(g + "/memory.limit_in_bytes"), "33554432\n");
+      sawMemory = true;
+    }
+    if (fs::exists(g + "/memory.max")) {
+      EXPECT_EQ(readFile(g + "/memory.max"), "33554432\n");
+      sawMemory = true;
+    }
+    if (fs::exists(g + "/cpu.cfs_quota_us")) {
+      EXPECT_EQ(readFile(g + "/cpu.cfs_quota_us"), "1000\n");
+    }
+  }
+  EXPECT_TRUE(sawMemory);
+  EXPECT_TRUE(CgroupManager::pids(*groups).empty());
+  EXPECT_TRUE(CgroupManager::remove(*groups));
+  for (const auto& g : *groups) EXPECT_FALSE(fs::exists(g));
+}
+
+}  // namespace
+}  // namespace allot::agent

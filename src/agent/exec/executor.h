@@ -1,0 +1,50 @@
+#pragma once
+// Executor: runs the host's jobs and reports their actual state. The agent's connection loop
+// turns allotd's desired state into start()/stop()/forget() calls and reports poll()'s answer.
+//
+// Implementations are driven from one thread (the agent's loop); none is thread-safe. Jobs
+// outlive the Executor: destroying it leaves them running, and a new Executor over the same
+// state re-adopts them (the agent restarted).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/agent_protocol.h"
+
+namespace allot::agent {
+
+struct JobSpec {
+  int64_t id = 0;
+  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
+  std::map<std::string, std::string> env;
+  std::vector<std::string> gpuUuids;  // become CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES
+  std::vector<int> gpuIndices;
+  std::vector<int> gpuMinors;  // /dev/nvidia<minor> the job may open when realGpus
+  bool realGpus = false;       // false for simulated GPUs: no device rules to write
+  int64_t memoryLimitMib = 0;  // 0 = no limit
+  int cpuMillis = 0;           // 0 = no limit; 1000 = one CPU
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Starts the job; returns its state: running, or failed_to_start with a message. Starting a
+  // job it already knows returns that job's state and starts nothing.
+  virtual model::ActualJob start(const JobSpec& spec) = 0;
+  // SIGTERM to the job's whole tree now, SIGKILL to whatever is left after graceMs (enforced by
+  // poll()). Stopping a job that is already stopping keeps the earlier deadline.
+  virtual void stop(int64_t id, int64_t graceMs) = 0;
+  // Re-checks every job (reaps children, escalates kills, notices exits) and returns the state of
+  // every job it knows, running and finished.
+  virtual std::vector<model::ActualJob> poll() = 0;
+  // Forgets a finished job and removes its working directory; allotd has recorded its end. A job
+  // still running is killed first.
+  virtual void forget(int64_t id) = 0;
+  virtual bool knows(int64_t id) const = 0;
+  // The job's combined stdout+stderr file.
+  virtual std::string logPath(int64_t id) const = 0;
+};
+
+}  // namespace allot::agent

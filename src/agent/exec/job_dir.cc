@@ -1,0 +1,176 @@
+#include "agent/exec/job_dir.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::optional<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status ioError(const std::string& what, const std::string& path, int err) {
+  return Status::Unavailable("failed to " + what + " " + path + ": " + std::strerror(err));
+}
+
+// Parses JSON without letting nlohmann's exceptions out of the module.
+template <typename T, typename F>
+Result<T> fromJsonFile(const std::string& path, F&& f) {
+  auto text = slurp(path);
+  if (!text) return Status::NotFound("no " + path);
+  try {
+    return f(json::parse(*text));
+  } catch (const std::exception& e) {
+    return Status::Internal("unreadable " + path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+JobDir::JobDir(const std::string& workDir, int64_t id)
+    : path_(workDir + "/jobs/" + std::to_string(id)) {}
+
+Status JobDir::create() const {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  fs::create_directories(workPath(), ec);
+  if (ec) return Status::Unavailable("failed to create " + workPath() + ": " + ec.message());
+  int fd = ::open(logPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ioError("create", logPath(), errno);
+  ::close(fd);
+  return Status::Ok();
+}
+
+Status JobDir::remove() const {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  if (ec) return Status::Unavailable("failed to remove " + path_ + ": " + ec.message());
+  return Status::Ok();
+}
+
+Status JobDir::writeFile(const std::string& name, const std::string& content) const {
+  std::string final = path_ + "/" + name;
+  std::string tmp = final + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ioError("create", tmp, errno);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return ioError("write", tmp, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  // Durable before it is visible: after a host crash the file is whole or absent.
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), final.c_str()) != 0) return ioError("rename", tmp, errno);
+  return Status::Ok();
+}
+
+Status JobDir::writeRecord(const JobRecord& r) const {
+  const JobSpec& s = r.spec;
+  json j = {{"id", s.id},
+            {"command", s.command},
+            {"env", s.env},
+            {"gpu_uuids", s.gpuUuids},
+            {"gpu_indices", s.gpuIndices},
+            {"gpu_minors", s.gpuMinors},
+            {"real_gpus", s.realGpus},
+            {"memory_limit_mib", s.memoryLimitMib},
+            {"cpu_millis", s.cpuMillis},
+            {"started_at", r.startedAt},
+            {"cgroups", r.cgroups}};
+  return writeFile("spec.json", j.dump(2) + "\n");
+}
+
+Result<JobRecord> JobDir::readRecord() const {
+  return fromJsonFile<JobRecord>(path_ + "/spec.json", [](const json& j) {
+    JobRecord r;
+    JobSpec& s = r.spec;
+    s.id = j.at("id").get<int64_t>();
+    s.command = j.at("command").get<std::vector<std::string>>();
+    s.env = j.at("env").get<std::map<std::string, std::string>>();
+    s.gpuUuids = j.at("gpu_uuids").get<std::vector<std::string>>();
+    s.gpuIndices = j.at("gpu_indices").get<std::vector<int>>();
+    s.gpuMinors = j.at("gpu_minors").get<std::vector<int>>();
+    s.realGpus = j.at("real_gpus").get<bool>();
+    s.memoryLimitMib = j.at("memory_limit_mib").get<int64_t>();
+    s.cpuMillis = j.at("cpu_millis").get<int>();
+    r.startedAt = j.at("started_at").get<TimeMs>();
+    r.cgroups = j.at("cgroups").get<std::vector<std::string>>();
+    return r;
+  });
+}
+
+Status JobDir::writeShim(const ShimRecord& s) const {
+  json j = {{"pid", s.pid}, {"start_ticks", s.startTicks}};
+  return writeFile("shim.json", j.dump() + "\n");
+}
+
+std::optional<ShimRecord> JobDir::readShim() const {
+  auto r = fromJsonFile<ShimRecord>(path_ + "/shim.json", [](const json& j) {
+    return ShimRecord{j.at("pid").get<pid_t>(), j.at("start_ticks").get<uint64_t>()};
+  });
+  if (!r.ok()) return std::nullopt;
+  return *r;
+}
+
+std::optional<ShimRecord> JobDir::readJobPid() const {
+  auto text = slurp(pidPath());
+  if (!text) return std::nullopt;
+  std::istringstream in(*text);
+  ShimRecord r;
+  if (!(in >> r.pid >> r.startTicks) || r.pid <= 0) return std::nullopt;
+  return r;
+}
+
+Status JobDir::writeOutcome(const JobOutcome& o) const {
+  json j = {{"state", model::actualStateName(o.state)}, {"finished_at", o.finishedAt}};
+  if (o.exitCode) j["exit_code"] = *o.exitCode;
+  if (o.signal) j["signal"] = *o.signal;
+  if (!o.message.empty()) j["message"] = o.message;
+  return writeFile("status.json", j.dump() + "\n");
+}
+
+Result<std::optional<JobOutcome>> JobDir::readOutcome() const {
+  if (!fs::exists(statusPath())) return std::optional<JobOutcome>();
+  auto r = fromJsonFile<JobOutcome>(statusPath(), [](const json& j) {
+    JobOutcome o;
+    std::string state = j.at("state").get<std::string>();
+    if (state == "exited") {
+      o.state = model::ActualState::kExited;
+    } else if (state == "failed_to_start") {
+      o.state = model::ActualState::kFailedToStart;
+    } else {
+      throw std::runtime_error("unknown state '" + state + "'");
+    }
+    if (j.contains("exit_code")) o.exitCode = j["exit_code"].get<int>();
+    if (j.contains("signal")) o.signal = j["signal"].get<int>();
+    o.finishedAt = j.value("finished_at", TimeMs{0});
+    o.message = j.value("message", "");
+    return o;
+  });
+  if (!r.ok()) return r.status();
+  return std::optional<JobOutcome>(*r);
+}
+
+}  // namespace allot::agent

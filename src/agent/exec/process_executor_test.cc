@@ -1,0 +1,414 @@
+#include "agent/exec/process_executor.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "agent/exec/proc.h"
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ActualJob;
+using model::ActualState;
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Waits for cond, checking every few milliseconds; false if it did not hold within timeout.
+bool eventually(const std::function<bool()>& cond,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
+
+bool processGone(pid_t pid) {
+  auto st = readProcStat(pid);
+  return !st || st->state == 'Z';  // a zombie has finished; only its parent's wait is missing
+}
+
+JobSpec shellJob(int64_t id, const std::string& script) {
+  JobSpec s;
+  s.id = id;
+  s.command = {"sh", "-c", script};
+  return s;
+}
+
+class ProcessExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/allot-exec-test-XXXXXX";
+    workDir_ = mkdtemp(tmpl);
+    exec_ = makeExecutor();
+  }
+  void TearDown() override {
+    // Leave no job behind, whatever the test did.
+    if (!exec_) exec_ = makeExecutor();
+    for (const auto& a : exec_->poll()) {
+      if (a.state == ActualState::kRunning) exec_->stop(a.id, 0);
+    }
+    eventually([&] {
+      for (const auto& a : exec_->poll()) {
+        if (a.state == ActualState::kRunning) return false;
+      }
+      return true;
+    });
+    for (const auto& a : exec_->poll()) exec_->forget(a.id);
+    exec_.reset();
+    fs::remove_all(workDir_);
+  }
+
+  virtual CgroupManager* cgroups() { return nullptr; }
+  std::unique_ptr<ProcessExecutor> makeExecutor() {
+    return std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups());
+  }
+
+  std::optional<ActualJob> find(int64_t id) {
+    for (const auto& a : exec_->poll()) {
+      if (a.id == id) return a;
+    }
+    return std::nullopt;
+  }
+  // Polls until the job has ended; its final state.
+  ActualJob waitForEnd(int64_t id) {
+    std::optional<ActualJob> a;
+    bool ended = eventually([&] {
+      a = find(id);
+      return a && a->state != ActualState::kRunning;
+    });
+    EXPECT_TRUE(ended) << "job " << id << " did not end";
+    return a.value_or(ActualJob{});
+  }
+  std::string jobFile(int64_t id, const std::string& name) {
+    return workDir_ + "/jobs/" + std::to_string(id) + "/" + name;
+  }
+  std::string workFile(int64_t id, const std::string& name) { return jobFile(id, "work/" + name); }
+  bool fileHasLines(const std::string& path, int n) {
+    std::string s = readFile(path);
+    return std::count(s.begin(), s.end(), '\n') >= n;
+  }
+
+  std::string workDir_;
+  FakeClock clock_;
+  std::unique_ptr<ProcessExecutor> exec_;
+};
+
+TEST_F(ProcessExecutorTest, JobSeesItsGpusAndIdInItsEnvironment) {
+  JobSpec s = shellJob(7,
+                       "echo \"C=$CUDA_VISIBLE_DEVICES N=$NVIDIA_VISIBLE_DEVICES "
+                       "J=$ALLOT_JOB_ID F=$FOO\"");
+  s.gpuUuids = {"GPU-aaa", "GPU-bbb"};
+  s.env = {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "all"}};  // a job cannot widen its GPUs
+  ActualJob started = exec_->start(s);
+  EXPECT_NE(started.state, ActualState::kFailedToStart) << started.message;  // may have ended
+  EXPECT_EQ(started.startedAt, clock_.nowMs());
+  ActualJob a = waitForEnd(7);
+  EXPECT_EQ(a.exitCode, 0);
+  EXPECT_EQ(readFile(exec_->logPath(7)), "C=GPU-aaa,GPU-bbb N=GPU-aaa,GPU-bbb J=7 F=bar\n");
+}
+
+TEST_F(ProcessExecutorTest, JobWithoutGpusSeesNone) {
+  exec_->start(shellJob(8, "echo \"C=[$CUDA_VISIBLE_DEVICES] N=$NVIDIA_VISIBLE_DEVICES\""));
+  waitForEnd(8);
+  EXPECT_EQ(readFile(exec_->logPath(8)), "C=[] N=void\n");
+}
+
+TEST_F(ProcessExecutorTest, CapturesStdoutAndStderrInOneLogAndRunsInItsWorkDir) {
+  exec_->start(shellJob(1, "echo out; echo err >&2; pwd"));
+  waitForEnd(1);
+  std::string log = readFile(exec_->logPath(1));
+  EXPECT_EQ(log, "out\nerr\n" + fs::canonical(jobFile(1, "work")).string() + "\n");
+  EXPECT_EQ(exec_->logPath(1), jobFile(1, "output.log"));
+}
+
+TEST_F(ProcessExecutorTest, RecordsExitCode) {
+  ActualJob started = exec_->start(shellJob(2, "exit 3"));
+  ActualJob a = waitForEnd(2);
+  EXPECT_EQ(a.state, ActualState::kExited);
+  EXPECT_EQ(a.exitCode, 3);
+  EXPECT_FALSE(a.signal.has_value());
+  EXPECT_GT(a.finishedAt, 0);
+  EXPECT_GT(a.pid, 0);
+  EXPECT_EQ(a.pid, started.pid);
+}
+
+TEST_F(ProcessExecutorTest, MissingCommandFailsToStartWithAMessage) {
+  JobSpec s;
+  s.id = 3;
+  s.command = {"no-such-command-xyz", "--flag"};
+  ActualJob a = exec_->start(s);
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_EQ(a.message, "no such file 'no-such-command-xyz'");
+  EXPECT_TRUE(exec_->knows(3));
+  auto polled = find(3);
+  ASSERT_TRUE(polled);
+  EXPECT_EQ(polled->state, ActualState::kFailedToStart);
+  // A restarted agent still reports it.
+  exec_ = makeExecutor();
+  polled = find(3);
+  ASSERT_TRUE(polled);
+  EXPECT_EQ(polled->state, ActualState::kFailedToStart);
+  EXPECT_EQ(polled->message, "no such file 'no-such-command-xyz'");
+}
+
+TEST_F(ProcessExecutorTest, EmptyCommandFailsToStart) {
+  JobSpec s;
+  s.id = 4;
+  ActualJob a = exec_->start(s);
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_EQ(a.message, "empty command");
+}
+
+TEST_F(ProcessExecutorTest, MissingShimFailsToStartNamingIt) {
+  ProcessExecutor broken(workDir_, "/nonexistent/allot-job-shim", clock_, nullptr);
+  ActualJob a = broken.start(shellJob(5, "true"));
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_NE(a.message.find("/nonexistent/allot-job-shim"), std::string::npos) << a.message;
+}
+
+TEST_F(ProcessExecutorTest, StartingAKnownJobAgainStartsNothing) {
+  ActualJob first =
+      exec_->start(shellJob(6, "echo once; while [ ! -e release ]; do sleep 0.01; done"));
+  ActualJob again = exec_->start(shellJob(6, "echo twice"));
+  EXPECT_EQ(again.state, ActualState::kRunning);
+  EXPECT_EQ(again.pid, first.pid);
+  std::ofstream(workFile(6, "release")).close();
+  waitForEnd(6);
+  EXPECT_EQ(readFile(exec_->logPath(6)), "once\n");
+}
+
+TEST_F(ProcessExecutorTest, StopKillsTheWholeTree) {
+  // Records the pids of a background and a foreground sleep, then waits on both.
+  exec_->start(shellJob(10,
+                        "sleep 1000 & echo $! >> pids; "
+                        "sh -c 'echo $$ >> pids; exec sleep 1000'; wait"));
+  ASSERT_TRUE(eventually([&] { return fileHasLines(workFile(10, "pids"), 2); }));
+  std::istringstream in(readFile(workFile(10, "pids")));
+  pid_t bg = 0, fg = 0;
+  in >> bg >> fg;
+  ASSERT_FALSE(processGone(bg));
+  ASSERT_FALSE(processGone(fg));
+
+  exec_->stop(10, 60'000);
+  ActualJob a = waitForEnd(10);
+  EXPECT_EQ(a.state, ActualState::kExited);
+  EXPECT_EQ(a.signal, SIGTERM);
+  EXPECT_TRUE(eventually([&] { return processGone(bg) && processGone(fg); }));
+}
+
+TEST_F(ProcessExecutorTest, JobIgnoringSigtermIsKilledAfterTheGrace) {
+  exec_->start(shellJob(11, "trap '' TERM; echo ready > ready; while :; do sleep 0.01; done"));
+  ASSERT_TRUE(eventually([&] { return fs::exists(workFile(11, "ready")); }));
+  exec_->stop(11, 5'000);
+  // Within the grace it survives the SIGTERM (the fake clock has not moved)...
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(find(11)->state, ActualState::kRunning);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // ...and a second stop() does not shorten the grace.
+  exec_->stop(11, 0);
+  EXPECT_EQ(find(11)->state, ActualState::kRunning);
+  clock_.advance(5'000);
+  ActualJob a = waitForEnd(11);
+  EXPECT_EQ(a.signal, SIGKILL);
+}
+
+TEST_F(ProcessExecutorTest, RunningJobIsReadoptedByANewExecutor) {
+  ActualJob started =
+      exec_->start(shellJob(20, "while [ ! -e release ]; do sleep 0.01; done; exit 4"));
+  ASSERT_EQ(started.state, ActualState::kRunning);
+  exec_.reset();  // the agent stops; the job does not
+
+  exec_ = makeExecutor();
+  EXPECT_TRUE(exec_->knows(20));
+  auto a = find(20);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->state, ActualState::kRunning);
+  EXPECT_EQ(a->pid, started.pid);
+  EXPECT_EQ(a->startedAt, started.startedAt);
+
+  std::ofstream(workFile(20, "release")).close();
+  ActualJob ended = waitForEnd(20);
+  EXPECT_EQ(ended.state, ActualState::kExited);
+  EXPECT_EQ(ended.exitCode, 4);
+}
+
+TEST_F(ProcessExecutorTest, ReadoptedJobCanBeStopped) {
+  exec_->start(shellJob(21, "sleep 1000"));
+  exec_ = makeExecutor();
+  exec_->stop(21, 60'000);
+  ActualJob a = waitForEnd(21);
+  EXPECT_EQ(a.signal, SIGTERM);
+}
+
+TEST_F(ProcessExecutorTest, JobThatEndedWhileNoExecutorRanReportsItsExitCode) {
+  exec_->start(shellJob(22, "while [ ! -e release ]; do sleep 0.01; done; exit 5"));
+  exec_.reset();
+  std::ofstream(workFile(22, "release")).close();
+  ASSERT_TRUE(eventually([&] { return fs::exists(jobFile(22, "status.json")); }));
+
+  exec_ = makeExecutor();
+  auto a = find(22);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->state, ActualState::kExited);
+  EXPECT_EQ(a->exitCode, 5);
+}
+
+TEST_F(ProcessExecutorTest, JobWhoseShimDiedWhileNoExecutorRanIsLostAndKilled) {
+  ActualJob started = exec_->start(shellJob(23, "sleep 1000"));
+  exec_.reset();
+  std::ifstream shimFile(jobFile(23, "shim.json"));
+  std::string text((std::istreambuf_iterator<char>(shimFile)), {});
+  pid_t shim = std::stoi(text.substr(text.find("\"pid\":") + 6));
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  ASSERT_TRUE(eventually([&] { return processGone(shim); }));
+
+  exec_ = makeExecutor();
+  auto a = find(23);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->state, ActualState::kLost);
+  EXPECT_NE(a->message.find("exited without recording"), std::string::npos) << a->message;
+  EXPECT_TRUE(eventually([&] { return processGone(started.pid); }));
+}
+
+TEST_F(ProcessExecutorTest, ForgetRemovesTheJobAndItsDirectory) {
+  exec_->start(shellJob(30, "true"));
+  waitForEnd(30);
+  exec_->forget(30);
+  EXPECT_FALSE(exec_->knows(30));
+  EXPECT_FALSE(fs::exists(jobFile(30, "")));
+  exec_ = makeExecutor();
+  EXPECT_FALSE(exec_->knows(30));
+}
+
+TEST_F(ProcessExecutorTest, LeftoverBackgroundProcessesDieWithTheJob) {
+  ActualJob a = exec_->start(shellJob(31, "sleep 1000 & echo $! > bg"));
+  ASSERT_TRUE(eventually([&] { return fileHasLines(workFile(31, "bg"), 1); }));
+  pid_t bg = std::stoi(readFile(workFile(31, "bg")));
+  waitForEnd(31);
+  EXPECT_TRUE(eventually([&] { return processGone(bg); }));
+}
+
+// With the host's cgroups: skipped where they are missing or not writable (not root).
+class ConfinedExecutorTest : public ProcessExecutorTest {
+ protected:
+  void SetUp() override {
+    cgroups_ = std::make_unique<CgroupManager>("allot-test");
+    if (cgroups_->mode() == "none") GTEST_SKIP() << "no writable cgroup hierarchy here";
+    ProcessExecutorTest::SetUp();
+  }
+  CgroupManager* cgroups() override { return cgroups_.get(); }
+
+  // The directory of the job's group in the hierarchy holding `controller`, found from the
+  // job's own /proc/<pid>/cgroup: proof the process is in it.
+  std::string groupOf(pid_t pid, const std::string& controller) {
+    std::istringstream in(readFile("/proc/" + std::to_string(pid) + "/cgroup"));
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t a = line.find(':'), b = line.find(':', a + 1);
+      std::string ctrls = "," + line.substr(a + 1, b - a - 1) + ",";
+      std::string path = line.substr(b + 1);
+      if (cgroups_->mode() == "v2" && ctrls == ",,") return "/sys/fs/cgroup" + path;
+      if (cgroups_->mode() == "v1" && ctrls.find("," + controller + ",") != std::string::npos) {
+        return "/sys/fs/cgroup/" + controller + path;
+      }
+    }
+    return "";
+  }
+
+  std::unique_ptr<CgroupManager> cgroups_;
+};
+
+TEST_F(ConfinedExecutorTest, MemoryAndCpuLimitsLandInTheJobsGroup) {
+  JobSpec s = shellJob(40, "sleep 1000");
+  s.memoryLimitMib = 64;
+  s.cpuMillis = 500;
+  ActualJob a = exec_->start(s);
+  ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
+  std::string mem = groupOf(a.pid, "memory");
+  ASSERT_NE(mem.find("/allot-test/job-40"), std::string::npos) << mem;
+  if (cgroups_->mode() == "v1") {
+    EXPECT_EQ(readFile(mem + "/memory.limit_in_bytes"), "67108864\n");
+    EXPECT_EQ(readFile(groupOf(a.pid, "cpu") + "/cpu.cfs_quota_us"), "50000\n");
+  } else {
+    EXPECT_EQ(readFile(mem + "/memory.max"), "67108864\n");
+    EXPECT_EQ(readFile(mem + "/cpu.max"), "50000 100000\n");
+  }
+  exec_->stop(40, 0);
+  waitForEnd(40);
+  exec_->forget(40);
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();  // retries removing groups that were still emptying
+    return !fs::exists(mem);
+  }));
+}
+
+TEST_F(ConfinedExecutorTest, StopKillsProcessesThatLeftTheProcessGroup) {
+  // setsid takes the sleep out of the job's process group; only the cgroup still holds it.
+  exec_->start(shellJob(41,
+                        "setsid sh -c 'echo $$ > escaped; exec sleep 1000' & "
+                        "while :; do sleep 0.01; done"));
+  ASSERT_TRUE(eventually([&] { return fileHasLines(workFile(41, "escaped"), 1); }));
+  pid_t escaped = std::stoi(readFile(workFile(41, "escaped")));
+  exec_->stop(41, 0);
+  waitForEnd(41);
+  EXPECT_TRUE(eventually([&] { return processGone(escaped); }));
+}
+
+TEST_F(ConfinedExecutorTest, RestartedExecutorRemovesGroupsOfJobsItDoesNotKnow) {
+  JobSpec stray;
+  stray.id = 43;
+  auto groups = cgroups_->create(stray);
+  ASSERT_TRUE(groups.ok()) << groups.status().toString();
+  ASSERT_FALSE(groups->empty());
+  exec_->start(shellJob(44, "sleep 1000"));
+  exec_ = makeExecutor();
+  for (const auto& g : *groups) EXPECT_FALSE(fs::exists(g)) << g;
+  EXPECT_EQ(find(44)->state, ActualState::kRunning);  // a job it knows keeps its groups
+}
+
+TEST_F(ConfinedExecutorTest, JobMayOpenOnlyItsOwnGpuDevices) {
+  if (cgroups_->mode() != "v1") GTEST_SKIP() << "device rules need cgroup v1 here";
+  // Device nodes for GPUs 0 and 1. No NVIDIA driver is loaded, so opening an allowed one fails
+  // with ENXIO ("No such device or address") and a denied one with EPERM.
+  std::string devs = workDir_ + "/dev";
+  fs::create_directories(devs);
+  for (int minor : {0, 1}) {
+    std::string node = devs + "/nvidia" + std::to_string(minor);
+    if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(195, minor)) != 0) {
+      GTEST_SKIP() << "cannot create device nodes here";
+    }
+  }
+  JobSpec s = shellJob(42, "cat " + devs + "/nvidia0; cat " + devs + "/nvidia1; true");
+  s.realGpus = true;
+  s.gpuMinors = {0};
+  s.gpuUuids = {"GPU-0"};
+  ActualJob started = exec_->start(s);
+  ASSERT_NE(started.state, ActualState::kFailedToStart) << started.message;
+  waitForEnd(42);
+  std::string log = readFile(exec_->logPath(42));
+  EXPECT_NE(log.find("nvidia0: No such device or address"), std::string::npos) << log;
+  EXPECT_NE(log.find("nvidia1: Operation not permitted"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace allot::agent

@@ -1,0 +1,287 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "agent/gpu/gpu_provider_factory.h"
+#include "agent/gpu/nvml_gpu_provider.h"
+#include "agent/gpu/simulated_gpu_provider.h"
+
+namespace allot::agent {
+namespace {
+
+std::vector<model::Gpu> discoverSim(const std::string& spec, const std::string& seed = "host-a") {
+  auto p = SimulatedGpuProvider::create(spec, seed);
+  EXPECT_TRUE(p.ok()) << p.status().toString();
+  if (!p.ok()) return {};
+  auto gpus = (*p)->discover();
+  EXPECT_TRUE(gpus.ok());
+  return gpus.ok() ? *gpus : std::vector<model::Gpu>{};
+}
+
+// A TOML file in a fresh temporary directory, removed with the test.
+class TempToml {
+ public:
+  explicit TempToml(const std::string& text) {
+    char tmpl[] = "/tmp/allot-gpu-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    path_ = dir_ + "/host.toml";
+    std::ofstream(path_) << text;
+  }
+  ~TempToml() { std::filesystem::remove_all(dir_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+TEST(SimulatedGpuProvider, ShorthandSpecGivesThatManyGpusOfThatModel) {
+  auto gpus = discoverSim("sim:4xA100");
+  ASSERT_EQ(gpus.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(gpus[i].index, i);
+    EXPECT_EQ(gpus[i].minor, i);
+    EXPECT_EQ(gpus[i].model, "A100");  // short, as users type it in --gpu-model
+    EXPECT_EQ(gpus[i].memoryMib, 81920);
+  }
+  EXPECT_EQ(gpus[0].numaNode, 0);
+  EXPECT_EQ(gpus[3].numaNode, 1);
+}
+
+TEST(SimulatedGpuProvider, MixedSpecLaysOutTermsInOrder) {
+  auto gpus = discoverSim("sim:2xA100,2xH200,1xFOO");
+  ASSERT_EQ(gpus.size(), 5u);
+  EXPECT_EQ(gpus[1].model, "A100");
+  EXPECT_EQ(gpus[2].model, "H200");
+  EXPECT_EQ(gpus[2].memoryMib, 143771);
+  EXPECT_EQ(gpus[4].model, "FOO");
+  EXPECT_EQ(gpus[4].memoryMib, 16384);
+}
+
+TEST(SimulatedGpuProvider, KnownModelMemory) {
+  EXPECT_EQ(SimulatedGpuProvider::defaultMemoryMib("H100"), 81920);
+  EXPECT_EQ(SimulatedGpuProvider::defaultMemoryMib("V100"), 32768);
+  EXPECT_EQ(SimulatedGpuProvider::defaultMemoryMib("L4"), 23034);
+  EXPECT_EQ(SimulatedGpuProvider::defaultMemoryMib("T4"), 15360);
+  EXPECT_EQ(SimulatedGpuProvider::defaultMemoryMib("B200"), 16384);
+}
+
+TEST(SimulatedGpuProvider, UuidsAreStablePerHostUniqueAcrossHostsAndMarkedSimulated) {
+  auto a1 = discoverSim("sim:8xH100", "gpu-01");
+  auto a2 = discoverSim("sim:8xH100", "gpu-01");
+  auto b = discoverSim("sim:8xH100", "gpu-02");
+  std::set<std::string> all;
+  for (size_t i = 0; i < a1.size(); ++i) {
+    EXPECT_EQ(a1[i].uuid, a2[i].uuid);
+    EXPECT_EQ(a1[i].uuid.rfind("GPU-sim-", 0), 0u) << a1[i].uuid;
+    all.insert(a1[i].uuid);
+    all.insert(b[i].uuid);
+  }
+  EXPECT_EQ(all.size(), 16u);
+}
+
+TEST(SimulatedGpuProvider, LabelsItselfSimulated) {
+  auto p = SimulatedGpuProvider::create("sim:1xT4", "h");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE((*p)->simulated());
+  EXPECT_EQ((*p)->name(), "simulated");
+}
+
+TEST(SimulatedGpuProvider, BadSpecsAreInvalidArgumentNamingTheSpec) {
+  for (const std::string spec :
+       {"sim:", "sim:4x", "sim:xA100", "sim:0xA100", "sim:4A100", "sim:-1xA100", "sim:4xA100,",
+        "sim:4xA 100", "sim:99999xH100", "sim:65xH100", "nvml:4xA100"}) {
+    auto p = SimulatedGpuProvider::create(spec, "h");
+    ASSERT_FALSE(p.ok()) << spec;
+    EXPECT_EQ(p.status().code(), Code::kInvalidArgument) << spec;
+    EXPECT_NE(p.status().message().find("'" + spec + "'"), std::string::npos)
+        << p.status().message();
+  }
+}
+
+TEST(SimulatedGpuProvider, TomlFileDescribesEachGpuAndItsTopology) {
+  TempToml f(R"(
+driver_version = "550.54.15"
+cuda_version = "12.4"
+[[gpu]]
+model = "H100"
+count = 2
+numa_node = 0
+nvlink_group = 0
+pcie_switch = 0
+[[gpu]]
+model = "L4"
+numa_node = 1
+pcie_switch = 3
+[[gpu]]
+model = "X1"
+memory_mib = 1000
+)");
+  auto p = SimulatedGpuProvider::create("sim:" + f.path(), "h");
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  auto gpus = (*p)->discover();
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ((*gpus)[1].model, "H100");
+  EXPECT_EQ((*gpus)[1].numaNode, 0);
+  EXPECT_EQ((*gpus)[1].driverVersion, "550.54.15");
+  EXPECT_EQ((*gpus)[1].cudaVersion, "12.4");
+  EXPECT_EQ((*gpus)[2].model, "L4");
+  EXPECT_EQ((*gpus)[2].memoryMib, 23034);
+  EXPECT_EQ((*gpus)[2].numaNode, 1);
+  EXPECT_EQ((*gpus)[3].memoryMib, 1000);
+  EXPECT_EQ((*gpus)[3].numaNode, -1);
+  EXPECT_EQ((*p)->driverVersion(), "550.54.15");
+  const auto& topo = (*p)->topology();
+  ASSERT_EQ(topo.size(), 4u);
+  EXPECT_EQ(topo[0].nvlinkGroup, 0);
+  EXPECT_EQ(topo[1].nvlinkGroup, 0);
+  EXPECT_EQ(topo[2].nvlinkGroup, -1);
+  EXPECT_EQ(topo[2].pcieSwitch, 3);
+}
+
+TEST(SimulatedGpuProvider, BadTomlFilesNameTheProblem) {
+  {
+    TempToml f("[[gpu]]\nmodel = \n");
+    auto p = SimulatedGpuProvider::create("sim:" + f.path(), "h");
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(p.status().message().find("line 2"), std::string::npos) << p.status().message();
+  }
+  {
+    TempToml f("driver_version = \"1\"\n");
+    auto p = SimulatedGpuProvider::create("sim:" + f.path(), "h");
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find("no [[gpu]]"), std::string::npos) << p.status().message();
+  }
+  {
+    TempToml f("[[gpu]]\nmemory_mib = 5\n");
+    auto p = SimulatedGpuProvider::create("sim:" + f.path(), "h");
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find("needs model"), std::string::npos) << p.status().message();
+  }
+  auto missing = SimulatedGpuProvider::create("sim:/nonexistent/host.toml", "h");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/host.toml"), std::string::npos);
+}
+
+TEST(ShortGpuModel, StripsVendorAndVariant) {
+  EXPECT_EQ(shortGpuModel("NVIDIA H200"), "H200");
+  EXPECT_EQ(shortGpuModel("NVIDIA A100-SXM4-80GB"), "A100");
+  EXPECT_EQ(shortGpuModel("NVIDIA H100 80GB HBM3"), "H100");
+  EXPECT_EQ(shortGpuModel("Tesla V100-PCIE-32GB"), "V100");
+  EXPECT_EQ(shortGpuModel("Tesla T4"), "T4");
+  EXPECT_EQ(shortGpuModel("NVIDIA L4"), "L4");
+  EXPECT_EQ(shortGpuModel("NVIDIA RTX A6000"), "A6000");
+  EXPECT_EQ(shortGpuModel("NVIDIA GeForce RTX 4090"), "RTX4090");
+}
+
+TEST(NvmlGpuProvider, OpenFailsCleanlyWithoutTheDriver) {
+  if (std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "this machine has a GPU driver";
+  auto p = NvmlGpuProvider::open();
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kUnavailable);
+  EXPECT_EQ(p.status().message(), "libnvidia-ml.so.1 not found: is the NVIDIA driver installed?");
+}
+
+TEST(NvmlGpuProvider, OpenFailsCleanlyOnALibraryThatIsNotNvml) {
+  auto p = NvmlGpuProvider::open("libm.so.6");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kUnavailable);
+  EXPECT_NE(p.status().message().find("lacks nvmlInit_v2"), std::string::npos)
+      << p.status().message();
+}
+
+// The fake library answers through the same dlopen/dlsym path the real one does.
+class FakeNvml : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    unsetenv("FAKE_NVML_GPUS");
+    unsetenv("FAKE_NVML_INIT_FAIL");
+  }
+  const std::string lib_ = ALLOT_FAKE_NVML_PATH;
+};
+
+TEST_F(FakeNvml, DiscoversGpusWithShortModelsAndRealMinors) {
+  auto p = NvmlGpuProvider::open(lib_);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_FALSE((*p)->simulated());
+  EXPECT_EQ((*p)->name(), "nvml");
+  EXPECT_EQ((*p)->driverVersion(), "550.54.15");
+  auto gpus = (*p)->discover();
+  ASSERT_TRUE(gpus.ok()) << gpus.status().toString();
+  ASSERT_EQ(gpus->size(), 2u);
+  EXPECT_EQ((*gpus)[1].index, 1);
+  EXPECT_EQ((*gpus)[1].minor, 5);
+  EXPECT_EQ((*gpus)[1].uuid, "GPU-0fa4e000-0000-0000-0000-000000000001");
+  EXPECT_EQ((*gpus)[1].model, "H200");
+  EXPECT_EQ((*gpus)[1].memoryMib, 143771);
+  EXPECT_EQ((*gpus)[1].numaNode, -1);  // no such PCI device in sysfs here
+  EXPECT_EQ((*gpus)[1].driverVersion, "550.54.15");
+  EXPECT_EQ((*gpus)[1].cudaVersion, "12.4");
+}
+
+TEST_F(FakeNvml, InitFailureCarriesNvmlErrorString) {
+  setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+  auto p = NvmlGpuProvider::open(lib_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), "failed to initialise NVML: Driver Not Loaded");
+}
+
+TEST(GpuProviderFactory, AutoFallsBackToSimulatedWithANote) {
+  std::string note;
+  auto p = makeGpuProvider("auto", "h", &note, "libnvidia-ml-missing.so.1");
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_TRUE((*p)->simulated());
+  auto gpus = (*p)->discover();
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->size(), 8u);
+  EXPECT_EQ((*gpus)[0].model, "H100");
+  EXPECT_EQ(note,
+            "NVML unavailable (libnvidia-ml-missing.so.1 not found: is the NVIDIA driver "
+            "installed?); using a SIMULATED 8xH100 host");
+}
+
+TEST_F(FakeNvml, AutoPrefersNvmlWhenItHasGpus) {
+  std::string note = "stale";
+  auto p = makeGpuProvider("auto", "h", &note, lib_);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_EQ((*p)->name(), "nvml");
+  EXPECT_EQ(note, "");
+}
+
+TEST_F(FakeNvml, AutoFallsBackWhenNvmlHasNoGpus) {
+  setenv("FAKE_NVML_GPUS", "0", 1);
+  std::string note;
+  auto p = makeGpuProvider("auto", "h", &note, lib_);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE((*p)->simulated());
+  EXPECT_EQ(note, "NVML reports no GPUs; using a SIMULATED 8xH100 host");
+}
+
+TEST(GpuProviderFactory, NvmlSpecDoesNotFallBack) {
+  std::string note;
+  auto p = makeGpuProvider("nvml", "h", &note, "libnvidia-ml-missing.so.1");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kUnavailable);
+}
+
+TEST(GpuProviderFactory, SimSpecAndUnknownSpec) {
+  auto p = makeGpuProvider("sim:2xL4", "h", nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->discover()->size(), 2u);
+  auto bad = makeGpuProvider("gpus-please", "h", nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'gpus-please'"), std::string::npos);
+  auto badSim = makeGpuProvider("sim:4x", "h", nullptr);
+  ASSERT_FALSE(badSim.ok());
+  EXPECT_EQ(badSim.status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace allot::agent

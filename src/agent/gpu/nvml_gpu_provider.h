@@ -1,0 +1,44 @@
+#pragma once
+// NvmlGpuProvider: the host's real GPUs, read through NVML. libnvidia-ml.so.1 is loaded at run
+// time (dlopen), so the agent builds and runs on machines without the NVIDIA driver; only open()
+// fails there. NVML is initialised for the provider's lifetime and shut down by its destructor.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/gpu/gpu_provider.h"
+
+namespace allot::agent {
+
+class NvmlGpuProvider final : public GpuProvider {
+ public:
+  static constexpr char kDefaultLibrary[] = "libnvidia-ml.so.1";
+
+  // Loads the library and initialises NVML. Unavailable when the library is missing, lacks a
+  // function we need, or nvmlInit fails (the message carries nvmlErrorString). `library` is
+  // replaceable so tests can load a fake NVML.
+  static Result<std::unique_ptr<NvmlGpuProvider>> open(
+      const std::string& library = kDefaultLibrary);
+  ~NvmlGpuProvider() override;
+  NvmlGpuProvider(const NvmlGpuProvider&) = delete;
+  NvmlGpuProvider& operator=(const NvmlGpuProvider&) = delete;
+
+  // GpuProvider
+  Result<std::vector<model::Gpu>> discover() override;
+  std::string name() const override { return "nvml"; }
+  bool simulated() const override { return false; }
+  std::string driverVersion() const override;
+
+ private:
+  struct Api;
+  explicit NvmlGpuProvider(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+// The name users type for a GPU, from NVML's marketing name: "NVIDIA A100-SXM4-80GB" -> "A100",
+// "NVIDIA H200" -> "H200", "Tesla V100-PCIE-32GB" -> "V100", "NVIDIA RTX A6000" -> "A6000",
+// "NVIDIA GeForce RTX 4090" -> "RTX4090".
+std::string shortGpuModel(const std::string& fullName);
+
+}  // namespace allot::agent

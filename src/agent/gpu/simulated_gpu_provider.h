@@ -1,0 +1,67 @@
+#pragma once
+// SimulatedGpuProvider: GPUs that do not exist, for developing and testing Allot on machines
+// without GPUs. A development aid only: name() is "simulated" and every listing says so.
+//
+// Specs:
+//   sim:4xA100              four A100s
+//   sim:2xA100,2xH100       terms are laid out in order: indices 0-1 are A100, 2-3 are H100
+//   sim:/path/to/host.toml  a file describing each GPU (a path starts with '/' or '.', or ends
+//                           in ".toml")
+//
+// The TOML file (all keys but `model` optional):
+//   driver_version = "550.54.15"   # default "simulated"
+//   cuda_version = "12.4"          # default "simulated"
+//   [[gpu]]
+//   model = "H100"                 # short name, as users type it in --gpu-model
+//   count = 4                      # this entry repeated; default 1
+//   memory_mib = 81920             # default from the model (A100/H100 81920, H200 143771, ...)
+//   numa_node = 0                  # default -1 (unknown)
+//   nvlink_group = 0               # GPUs sharing a group are NVLink-connected; default -1 (none)
+//   pcie_switch = 0                # GPUs sharing a switch are PCIe peers; default -1 (unknown)
+//
+// UUIDs are "GPU-sim-<8 hex digits of a hash of hostSeed>-<index>": stable across restarts of the
+// same host, different between hosts, and plainly not real NVIDIA UUIDs. The minor number is the
+// index, as /dev/nvidia<index> would be on a real host.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/gpu/gpu_provider.h"
+
+namespace allot::agent {
+
+// Where a simulated GPU sits. model::Gpu has no fields for this yet, so it is kept alongside,
+// index for index, for the scheduler's topology work to pick up later.
+struct SimulatedGpuTopology {
+  int nvlinkGroup = -1;
+  int pcieSwitch = -1;
+};
+
+class SimulatedGpuProvider final : public GpuProvider {
+ public:
+  // Parses spec ("sim:..."); InvalidArgument naming the spec when it is malformed, or the file
+  // when it cannot be read or parsed.
+  static Result<std::unique_ptr<SimulatedGpuProvider>> create(const std::string& spec,
+                                                              const std::string& hostSeed);
+
+  // Memory of a model by its short name ("H200" -> 143771); 16384 for a model we do not know.
+  static int64_t defaultMemoryMib(const std::string& model);
+
+  // GpuProvider
+  Result<std::vector<model::Gpu>> discover() override { return gpus_; }
+  std::string name() const override { return "simulated"; }
+  bool simulated() const override { return true; }
+  std::string driverVersion() const override { return driverVersion_; }
+
+  const std::vector<SimulatedGpuTopology>& topology() const { return topology_; }
+
+ private:
+  SimulatedGpuProvider() = default;
+
+  std::vector<model::Gpu> gpus_;
+  std::vector<SimulatedGpuTopology> topology_;
+  std::string driverVersion_;
+};
+
+}  // namespace allot::agent
