@@ -1,0 +1,104 @@
+// allot login, allot whoami.
+
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/table.h"
+
+namespace allot::cli {
+namespace {
+
+struct LoginOpts {
+  bool noVerify = false;
+};
+
+// login's server: flag, environment, the current config file, default. A broken config file does
+// not stop a login, which replaces it.
+std::string loginServer(Context& ctx) {
+  if (!ctx.flags.server.empty()) return ctx.flags.server;
+  if (auto s = ctx.env()("ALLOT_SERVER")) return *s;
+  if (auto path = configPath(ctx.env()); path.ok()) {
+    if (auto file = loadConfig(*path); file.ok() && !file->server.empty()) return file->server;
+  }
+  return kDefaultServer;
+}
+
+// login's token: the flag, else one line from stdin, so it need not sit in shell history.
+std::string loginToken(Context& ctx) {
+  if (!ctx.flags.token.empty()) return ctx.flags.token;
+  if (::isatty(STDIN_FILENO)) ctx.err() << "Token: " << std::flush;
+  std::string line;
+  std::getline(ctx.in(), line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+int login(Context& ctx, const LoginOpts& o) {
+  std::string server = loginServer(ctx);
+  auto parsed = parseServerUrl(server);
+  if (!parsed.ok()) return ctx.usageError(parsed.status());
+  server = parsed->text;
+  std::string token = loginToken(ctx);
+  if (token.empty()) {
+    return ctx.usageError(Status::InvalidArgument(
+        "no token given: use `allot login --server URL --token TOKEN` or type it on stdin"));
+  }
+  auto path = configPath(ctx.env());
+  if (!path.ok()) return ctx.fail(path.status());
+
+  json who = nullptr;
+  if (!o.noVerify) {
+    auto http = HttpClient::create(server, token);
+    if (!http.ok()) return ctx.fail(http.status());
+    ApiClient api(std::move(http.value()));
+    auto res = api.get("/whoami");
+    if (!res.ok()) return ctx.fail(res.status().withContext("login failed, nothing saved"));
+    who = *res;
+  }
+  if (Status st = saveConfig(*path, ConfigFile{server, token}); !st.ok()) return ctx.fail(st);
+
+  if (ctx.jsonOutput()) {
+    return ctx.printJson({{"server", server}, {"config_path", *path}, {"user", who}});
+  }
+  if (who.is_null()) {
+    ctx.out() << "Saved server " << server << " and token to " << *path << " (not verified)\n";
+  } else {
+    ctx.out() << "Logged in to " << server << " as " << text(who, "name") << " (team "
+              << text(who, "team") << ", " << text(who, "role") << "). Saved to " << *path << "\n";
+  }
+  return 0;
+}
+
+int whoami(Context& ctx) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto who = (*api)->get("/whoami");
+  if (!who.ok()) return ctx.fail(who.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*who);
+  Details d;
+  d.add("name", text(*who, "name"));
+  d.add("team", text(*who, "team"));
+  d.add("role", text(*who, "role"));
+  d.add("server", (*api)->serverUrl());
+  ctx.out() << d.render();
+  return 0;
+}
+
+}  // namespace
+
+void addAuthCommands(CLI::App& app, Context& ctx) {
+  auto loginOpts = std::make_shared<LoginOpts>();
+  auto* loginCmd = app.add_subcommand(
+      "login", "Save a server and token to the config file (checks them with the server first)");
+  loginCmd->footer(
+      "The token comes from --token, or from one line on stdin when --token is not given.\n"
+      "The server comes from --server, ALLOT_SERVER, the current config, or the default.");
+  loginCmd->add_flag("--no-verify", loginOpts->noVerify, "Save without asking the server");
+  onRun(loginCmd, ctx, loginOpts, login);
+
+  auto* whoamiCmd = app.add_subcommand("whoami", "Show who the token belongs to");
+  onRun(whoamiCmd, ctx, std::make_shared<int>(0), [](Context& c, int) { return whoami(c); });
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,57 @@
+#include "cli/cli.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/context.h"
+
+namespace allot::cli {
+
+int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::istream& in,
+            std::ostream& out, std::ostream& err, const Clock& clock) {
+  Context ctx(env, in, out, err, clock);
+  CLI::App app("allot: run jobs on a shared fleet of GPU hosts", "allot");
+  // Global flags may come after the subcommand too: `allot job list -o json`.
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.add_option("--server", ctx.flags.server,
+                 "Server URL (default: $ALLOT_SERVER, the config file, http://127.0.0.1:7070)");
+  app.add_option("--token", ctx.flags.token, "API token (default: $ALLOT_TOKEN, the config file)");
+  app.add_option("-o,--output", ctx.flags.output, "Output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.footer(
+      "Config file: $ALLOT_CONFIG, $XDG_CONFIG_HOME/allot/config.json or "
+      "~/.config/allot/config.json (written by `allot login`).");
+
+  addAuthCommands(app, ctx);
+  addOrgCommands(app, ctx);
+  addHostCommands(app, ctx);
+  addJobCommands(app, ctx);
+
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    // `allot run python -c x` reads -c as a flag of `run`; say where the command belongs.
+    // CLI11 has not marked the subcommand as parsed when it throws, so look at the words.
+    auto dashes = std::find(args.begin(), args.end(), "--");
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr &&
+        std::find(args.begin(), dashes, "run") != dashes) {
+      err << e.what() << "\nPut the job's command after `--`: allot run [flags] -- CMD [ARGS...]\n";
+      return kUsageExit;
+    }
+    int code = app.exit(e, out, err);
+    return code == static_cast<int>(CLI::ExitCodes::Success) ? 0 : kUsageExit;
+  }
+  return ctx.runAction();
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  SystemClock clock;
+  return runWith(args, processEnv(), std::cin, std::cout, std::cerr, clock);
+}
+
+}  // namespace allot::cli

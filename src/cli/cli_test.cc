@@ -1,0 +1,310 @@
+// The whole CLI against a fake API server on a real loopback socket.
+
+#include "cli/cli.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/fake_server.h"
+#include "common/time_format.h"
+
+namespace allot::cli {
+namespace {
+
+using nlohmann::json;
+using testing::FakeRequest;
+using testing::FakeResponse;
+using testing::FakeServer;
+using testing::jsonReply;
+
+const char* kToken = "tok-7.s3cr3t";
+
+json queuedJob() {
+  return {{"id", 42},
+          {"name", "train"},
+          {"team", "ml"},
+          {"project", nullptr},
+          {"user", "alice"},
+          {"command", {"python", "train.py"}},
+          {"env", {{"SEED", "1"}}},
+          {"gpus", 8},
+          {"gpu_model", "H100"},
+          {"state", "queued"},
+          {"reason", "waiting for 8 free H100 GPUs"},
+          {"host", nullptr},
+          {"gpu_indices", json::array()},
+          {"gpu_uuids", json::array()},
+          {"exit_code", nullptr},
+          {"signal", nullptr},
+          {"cancel_requested", false},
+          {"submitted_at", "2026-11-30T11:57:00Z"},
+          {"started_at", nullptr},
+          {"finished_at", nullptr},
+          {"position", 2}};
+}
+
+FakeResponse api(const FakeRequest& r) {
+  if (r.authorization != std::string("Bearer ") + kToken) {
+    return jsonReply(401, R"({"error":{"code":"unauthenticated","message":"unknown token"}})");
+  }
+  if (r.target == "/api/v1/whoami") {
+    return jsonReply(200, R"({"name":"alice","team":"ml","role":"member"})");
+  }
+  if (r.target == "/api/v1/jobs?state=queued")
+    return jsonReply(200, json::array({queuedJob()}).dump());
+  if (r.target == "/api/v1/jobs/42") return jsonReply(200, queuedJob().dump());
+  if (r.target == "/api/v1/jobs/43") {
+    json j = queuedJob();
+    j["id"] = 43;
+    j["state"] = "failed";
+    j["exit_code"] = 3;
+    j["reason"] = "exited with code 3";
+    return jsonReply(200, j.dump());
+  }
+  if (r.method == "POST" && r.target == "/api/v1/jobs") {
+    json body = json::parse(r.body);
+    json j = queuedJob();
+    j["id"] = body["command"][0] == "fail" ? 43 : 42;
+    return jsonReply(201, j.dump());
+  }
+  if (r.target.rfind("/api/v1/jobs/43/logs", 0) == 0) {
+    FakeResponse res;
+    res.body = r.target.find("offset=0") != std::string::npos ? "epoch 1\n" : "";
+    res.headers = {{"X-Allot-Log-Size", "8"}, {"X-Allot-Job-State", "failed"}};
+    return res;
+  }
+  if (r.target == "/api/v1/hosts") {
+    return jsonReply(200, R"([{"name":"gpu-01","state":"online","simulated":true,
+      "gpu_provider":"simulated","cpus":64,"memory_mib":524288,
+      "gpus":[{"index":0,"model":"H100"},{"index":1,"model":"H100"}],
+      "agent_version":"0.1.0","cgroup":"v2","joined_at":"2026-11-30T10:00:00Z",
+      "last_seen_at":"2026-11-30T11:59:58Z"}])");
+  }
+  if (r.method == "POST" && r.target == "/api/v1/users") {
+    json body = json::parse(r.body);
+    body["created_at"] = "2026-11-30T12:00:00Z";
+    body["token"] = "tok-9.newsecret";
+    return jsonReply(201, body.dump());
+  }
+  if (r.method == "POST" && r.target == "/api/v1/hosts/join-tokens") {
+    return jsonReply(
+        201, R"({"id":"jt-1","token":"jt-1.joinsecret","expires_at":"2026-12-01T12:00:00Z"})");
+  }
+  if (r.method == "POST" && r.target == "/api/v1/teams") {
+    return jsonReply(409,
+                     R"({"error":{"code":"already_exists","message":"team 'ml' already exists"}})");
+  }
+  return jsonReply(404, R"({"error":{"code":"not_found","message":"no such route"}})");
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  CliTest() : server_(api), clock_(*parseTime("2026-11-30T12:00:00Z", 0)) {}
+
+  void SetUp() override {
+    char tmpl[] = "/tmp/allot_cli_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    home_ = tmpl;
+    vars_ = {{"HOME", home_}, {"ALLOT_SERVER", server_.url()}, {"ALLOT_TOKEN", kToken}};
+  }
+  void TearDown() override { std::filesystem::remove_all(home_); }
+
+  int run(std::vector<std::string> args, std::string stdinText = "") {
+    out_.str("");
+    err_.str("");
+    std::istringstream in(stdinText);
+    auto env = [this](const std::string& name) -> std::optional<std::string> {
+      auto it = vars_.find(name);
+      if (it == vars_.end() || it->second.empty()) return std::nullopt;
+      return it->second;
+    };
+    return runWith(args, env, in, out_, err_, clock_);
+  }
+
+  FakeServer server_;
+  FakeClock clock_;
+  std::string home_;
+  std::map<std::string, std::string> vars_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CliTest, HelpWorks) {
+  EXPECT_EQ(run({"--help"}), 0);
+  EXPECT_NE(out_.str().find("run"), std::string::npos);
+  EXPECT_EQ(run({"run", "--help"}), 0);
+  EXPECT_NE(out_.str().find("--gpus"), std::string::npos);
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(run({}), 2);
+  EXPECT_EQ(run({"job", "list", "--state", "sleeping"}), 2);
+  EXPECT_EQ(run({"run", "--gpus", "-1", "--", "x"}), 2);
+  EXPECT_EQ(run({"job", "show", "abc"}), 2);
+  EXPECT_EQ(err_.str(), "allot: 'abc' is not a job id (use e.g. 42 or j-42)\n");
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(CliTest, CommandWithoutDashesGetsAHint) {
+  EXPECT_EQ(run({"run", "--gpus", "1", "python", "-c", "print(1)"}), 2);
+  EXPECT_NE(err_.str().find("Put the job's command after `--`"), std::string::npos) << err_.str();
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(CliTest, BadEnvEntryIsOneLineAndSendsNothing) {
+  EXPECT_EQ(run({"run", "--env", "A=1", "--env", "OOPS", "--", "python", "x.py"}), 2);
+  EXPECT_EQ(err_.str(), "allot: --env 'OOPS': expected KEY=VALUE\n");
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(CliTest, RunSendsTheJobAndPrintsItsId) {
+  EXPECT_EQ(run({"run",   "--gpus", "8",      "--gpu-model", "H100",     "--name", "train",
+                 "--env", "SEED=1", "--cpus", "2",           "--memory", "16Gi",   "--team",
+                 "ml",    "--",     "python", "train.py",    "--lr",     "3e-4"}),
+            0);
+  EXPECT_EQ(out_.str(), "j-42\n");
+  json body = json::parse(server_.requests().at(0).body);
+  EXPECT_EQ(body, json({{"command", {"python", "train.py", "--lr", "3e-4"}},
+                        {"gpus", 8},
+                        {"cpu_millis", 2000},
+                        {"memory_mib", 16384},
+                        {"gpu_model", "H100"},
+                        {"name", "train"},
+                        {"team", "ml"},
+                        {"env", {{"SEED", "1"}}}}));
+}
+
+TEST_F(CliTest, BadResourceLimitIsAUsageError) {
+  EXPECT_EQ(run({"run", "--memory", "lots", "--", "x"}), 2);
+  EXPECT_NE(err_.str().find("--memory 'lots'"), std::string::npos);
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(CliTest, RunDefaultsToZeroGpus) {
+  EXPECT_EQ(run({"run", "--", "nvidia-smi"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(0).body)["gpus"], 0);
+}
+
+TEST_F(CliTest, RunWaitStreamsOutputAndExitsWithTheJobsCode) {
+  EXPECT_EQ(run({"run", "--wait", "--", "fail"}), 3);
+  EXPECT_EQ(out_.str(), "epoch 1\n");
+  EXPECT_NE(err_.str().find("job j-43 failed: exit code 3"), std::string::npos);
+}
+
+TEST_F(CliTest, JobListJsonIsTheApiArray) {
+  EXPECT_EQ(run({"job", "list", "--state", "queued", "-o", "json"}), 0);
+  EXPECT_EQ(json::parse(out_.str()), json::array({queuedJob()}));
+}
+
+TEST_F(CliTest, JobListTableShowsReasonAndRelativeTimes) {
+  EXPECT_EQ(run({"job", "list", "--state", "queued"}), 0);
+  std::string out = out_.str();
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "ID    NAME   USER   PROJECT  STATE   GPUS     HOST  SUBMITTED  DURATION  REASON");
+  EXPECT_NE(out.find("j-42  train  alice  -        queued  8x H100  -     3m ago     -         "
+                     "waiting for 8 free H100 GPUs"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(CliTest, JobShowPrintsEveryFieldWithPositionWhileQueued) {
+  EXPECT_EQ(run({"job", "show", "j-42"}), 0);
+  std::string out = out_.str();
+  for (const char* want :
+       {"queue position:   2", "reason:           waiting for 8 free H100 GPUs",
+        "command:          python train.py", "env:              SEED=1",
+        "submitted:        2026-11-30T11:57:00Z (3m ago)", "exit code:        -"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  }
+  EXPECT_EQ(server_.requests().at(0).target, "/api/v1/jobs/42");
+}
+
+TEST_F(CliTest, HostListMarksSimulatedProviders) {
+  EXPECT_EQ(run({"host", "list"}), 0);
+  EXPECT_NE(out_.str().find("simulated (simulated)"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("2x H100"), std::string::npos);
+  EXPECT_NE(out_.str().find("512 GiB"), std::string::npos);
+}
+
+TEST_F(CliTest, UserCreateShowsTheTokenOnceWithALoginLine) {
+  EXPECT_EQ(run({"user", "create", "bob", "--team", "ml"}), 0);
+  EXPECT_NE(out_.str().find("Token: tok-9.newsecret"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("will not be shown again"), std::string::npos);
+  EXPECT_NE(out_.str().find("allot login --server " + server_.url() + " --token tok-9.newsecret"),
+            std::string::npos);
+  EXPECT_EQ(json::parse(server_.requests().at(0).body),
+            json({{"name", "bob"}, {"team", "ml"}, {"role", "member"}}));
+  EXPECT_EQ(run({"user", "create", "carol"}), 2);  // a member needs a team
+}
+
+TEST_F(CliTest, JoinTokenPrintsTheAgentCommandLine) {
+  EXPECT_EQ(run({"host", "join-token", "--ttl", "24h"}), 0);
+  EXPECT_NE(
+      out_.str().find("allot-agent --server " + server_.url() + " --join-token jt-1.joinsecret"),
+      std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("(in 1d)"), std::string::npos);
+  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"ttl", "24h"}}));
+  EXPECT_EQ(run({"host", "join-token", "--ttl", "soon"}), 2);
+}
+
+TEST_F(CliTest, ApiErrorsPrintTheServersMessage) {
+  EXPECT_EQ(run({"team", "create", "ml"}), 1);
+  EXPECT_EQ(err_.str(), "allot: team 'ml' already exists\n");
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(CliTest, UnreachableServerIsOneLine) {
+  int port = 0;
+  {
+    FakeServer gone([](const FakeRequest&) { return jsonReply(200, "{}"); });
+    port = gone.port();
+  }
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(run({"--server", url, "whoami"}), 1);
+  EXPECT_EQ(err_.str(), "allot: cannot reach server at " + url + ": Connection refused\n");
+}
+
+TEST_F(CliTest, HttpsIsRefused) {
+  EXPECT_EQ(run({"--server", "https://allot.example.com", "whoami"}), 1);
+  EXPECT_EQ(err_.str(),
+            "allot: https is not supported yet; use http:// or a TLS-terminating proxy\n");
+}
+
+TEST_F(CliTest, LoginVerifiesSavesPrivatelyAndNeverPrintsTheToken) {
+  vars_.erase("ALLOT_TOKEN");
+  vars_.erase("ALLOT_SERVER");
+  EXPECT_EQ(run({"login", "--server", server_.url(), "--token", kToken}), 0);
+  EXPECT_EQ(out_.str().find(kToken), std::string::npos);
+  std::string path = home_ + "/.config/allot/config.json";
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  // Later commands use the saved server and token.
+  EXPECT_EQ(run({"whoami"}), 0);
+  EXPECT_NE(out_.str().find("alice"), std::string::npos);
+  EXPECT_EQ(out_.str().find(kToken), std::string::npos);
+  EXPECT_EQ(run({"whoami", "-o", "json"}), 0);
+  // Pretty, and in the order the API sent the fields.
+  EXPECT_EQ(out_.str(),
+            "{\n  \"name\": \"alice\",\n  \"team\": \"ml\",\n  \"role\": \"member\"\n}\n");
+}
+
+TEST_F(CliTest, LoginReadsTheTokenFromStdinAndRefusesABadOne) {
+  vars_.erase("ALLOT_TOKEN");
+  EXPECT_EQ(run({"login"}, "wrong-token\n"), 1);
+  EXPECT_NE(err_.str().find("login failed, nothing saved: unknown token"), std::string::npos)
+      << err_.str();
+  EXPECT_FALSE(std::filesystem::exists(home_ + "/.config/allot/config.json"));
+  EXPECT_EQ(run({"login"}, std::string(kToken) + "\n"), 0);
+  EXPECT_TRUE(std::filesystem::exists(home_ + "/.config/allot/config.json"));
+}
+
+}  // namespace
+}  // namespace allot::cli

@@ -1,0 +1,16 @@
+#pragma once
+// The CLI's commands, one file per noun. Each function adds its subcommands to the root app; a
+// chosen command records its action on the Context, and cli.cc runs it after parsing succeeds.
+
+#include <CLI/CLI.hpp>
+
+#include "cli/context.h"
+
+namespace allot::cli {
+
+void addAuthCommands(CLI::App& app, Context& ctx);  // login, whoami
+void addOrgCommands(CLI::App& app, Context& ctx);   // team, user, project
+void addHostCommands(CLI::App& app, Context& ctx);  // host
+void addJobCommands(CLI::App& app, Context& ctx);   // run, job
+
+}  // namespace allot::cli

@@ -1,0 +1,164 @@
+#include "cli/format.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+#include "common/time_format.h"
+
+namespace allot::cli {
+
+std::string formatJobId(int64_t id) { return "j-" + std::to_string(id); }
+
+Result<int64_t> parseJobId(std::string_view text) {
+  std::string_view digits = text;
+  if (digits.size() > 2 && (digits[0] == 'j' || digits[0] == 'J') && digits[1] == '-') {
+    digits.remove_prefix(2);
+  }
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || id <= 0) {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a job id (use e.g. 42 or j-42)");
+  }
+  return id;
+}
+
+Result<std::map<std::string, std::string>> parseEnvEntries(
+    const std::vector<std::string>& entries) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : entries) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--env '" + e + "': expected KEY=VALUE", "env");
+    }
+    env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  return env;
+}
+
+Result<int> parseCpuMillis(std::string_view text) {
+  auto bad = [&] {
+    return Status::InvalidArgument("--cpus '" + std::string(text) +
+                                   "': expected cores (2, 0.5) or millicores (250m)");
+  };
+  std::string num(text);
+  bool millis = !num.empty() && num.back() == 'm';
+  if (millis) num.pop_back();
+  double value = 0;
+  auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), value);
+  if (num.empty() || ec != std::errc() || p != num.data() + num.size() || value < 0) return bad();
+  double result = millis ? value : value * 1000;
+  if (result > 1e9) return bad();
+  return static_cast<int>(result + 0.5);
+}
+
+Result<int64_t> parseMemoryMib(std::string_view text) {
+  auto bad = [&] {
+    return Status::InvalidArgument("--memory '" + std::string(text) +
+                                   "': expected MiB (512) or a size like 512Mi, 16Gi, 1Ti");
+  };
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  std::string num(text.substr(0, i));
+  std::string_view unit = text.substr(i);
+  double value = 0;
+  auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), value);
+  if (num.empty() || ec != std::errc() || p != num.data() + num.size()) return bad();
+  double mult = 0;
+  if (unit.empty() || unit == "M" || unit == "Mi" || unit == "MiB")
+    mult = 1;
+  else if (unit == "G" || unit == "Gi" || unit == "GiB")
+    mult = 1024;
+  else if (unit == "T" || unit == "Ti" || unit == "TiB")
+    mult = 1024 * 1024;
+  else
+    return bad();
+  return static_cast<int64_t>(value * mult + 0.5);
+}
+
+std::string coarseDuration(TimeMs ms) {
+  if (ms < 0) ms = 0;
+  int64_t s = ms / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m";
+  if (s < 86400) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string relativeTime(std::string_view iso, TimeMs now) {
+  if (iso.empty()) return "-";
+  auto t = parseTime(iso, now);
+  if (!t.ok()) return "-";
+  TimeMs delta = now - *t;
+  if (delta >= 0 && delta < 1000) return "just now";
+  if (delta < 0) return "in " + coarseDuration(-delta);
+  return coarseDuration(delta) + " ago";
+}
+
+std::string jobDuration(const json& job, TimeMs now) {
+  std::string started = text(job, "started_at", "");
+  if (started.empty()) return "-";
+  auto start = parseTime(started, now);
+  if (!start.ok()) return "-";
+  TimeMs end = now;
+  if (std::string finished = text(job, "finished_at", ""); !finished.empty()) {
+    auto f = parseTime(finished, now);
+    if (f.ok()) end = *f;
+  }
+  return formatDuration(end - *start);
+}
+
+std::string formatMib(int64_t mib) {
+  if (mib < 1024) return std::to_string(mib) + " MiB";
+  char buf[32];
+  if (mib % 1024 == 0) {
+    snprintf(buf, sizeof buf, "%lld GiB", static_cast<long long>(mib / 1024));
+  } else {
+    snprintf(buf, sizeof buf, "%.1f GiB", mib / 1024.0);
+  }
+  return buf;
+}
+
+std::string shellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !a.empty() && a.find_first_not_of(
+                                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                                   "VWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+std::string text(const json& obj, const char* key, const std::string& missing) {
+  if (!obj.is_object()) return missing;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return missing;
+  if (it->is_string()) {
+    const auto& s = it->get_ref<const std::string&>();
+    return s.empty() ? missing : s;
+  }
+  if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
+  return it->dump();
+}
+
+std::string jobIdText(const json& job) {
+  auto it = job.find("id");
+  if (it == job.end()) return "-";
+  if (it->is_number_integer()) return formatJobId(it->get<int64_t>());
+  std::string s = text(job, "id");
+  auto id = parseJobId(s);
+  return id.ok() ? formatJobId(*id) : s;
+}
+
+}  // namespace allot::cli

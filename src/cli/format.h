@@ -1,0 +1,46 @@
+#pragma once
+// Text forms for the CLI's human output and its arguments: job ids, times relative to now, sizes,
+// command lines, and reading loosely-typed API JSON. Pure functions; `now` is an input.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/json.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace allot::cli {
+
+// "j-42".
+std::string formatJobId(int64_t id);
+// Accepts "42" and "j-42"; anything else is an InvalidArgument naming the text.
+Result<int64_t> parseJobId(std::string_view text);
+// `--env` entries "K=V" into a map (a later entry for a key wins). The first entry without '=' or
+// with an empty key is an InvalidArgument naming that entry.
+Result<std::map<std::string, std::string>> parseEnvEntries(const std::vector<std::string>& entries);
+
+// `--cpus` as millicores: "2" -> 2000, "0.5" -> 500, "250m" -> 250.
+Result<int> parseCpuMillis(std::string_view text);
+// `--memory` as MiB: "512" and "512Mi" -> 512, "16G"/"16Gi" -> 16384, "1T"/"1Ti" -> 1048576.
+Result<int64_t> parseMemoryMib(std::string_view text);
+
+// "3m ago" / "in 5h" / "just now" for an ISO 8601 time; "-" for an empty or unparsable one.
+std::string relativeTime(std::string_view iso, TimeMs now);
+// Coarse age: "45s", "3m", "2h", "5d".
+std::string coarseDuration(TimeMs ms);
+// How long a job ran, or has been running: "3m12s"; "-" before it started.
+std::string jobDuration(const json& job, TimeMs now);
+// "80 GiB", "1.5 GiB", "512 MiB".
+std::string formatMib(int64_t mib);
+// The command as one shell-like line, quoting arguments that need it.
+std::string shellJoin(const std::vector<std::string>& argv);
+
+// A field as text: strings as they are, numbers and bools printed, null/missing as `missing`.
+std::string text(const json& obj, const char* key, const std::string& missing = "-");
+// The job's id as "j-42", whether the API sent a number or a string.
+std::string jobIdText(const json& job);
+
+}  // namespace allot::cli

@@ -1,0 +1,113 @@
+#include "cli/format.h"
+
+#include <gtest/gtest.h>
+
+#include "common/time_format.h"
+
+namespace allot::cli {
+namespace {
+
+TEST(JobIdTest, AcceptsNumberAndPrefixedForms) {
+  EXPECT_EQ(*parseJobId("42"), 42);
+  EXPECT_EQ(*parseJobId("j-42"), 42);
+  EXPECT_EQ(*parseJobId("J-7"), 7);
+  EXPECT_EQ(formatJobId(42), "j-42");
+}
+
+TEST(JobIdTest, RejectsEverythingElseNamingTheText) {
+  for (const char* bad :
+       {"", "j-", "j42", "-3", "0", "4x", "job-4", "j--4", "99999999999999999999"}) {
+    auto r = parseJobId(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("'" + std::string(bad) + "'"), std::string::npos);
+  }
+}
+
+TEST(JobIdTest, JobIdTextReadsNumbersAndStrings) {
+  EXPECT_EQ(jobIdText(json{{"id", 9}}), "j-9");
+  EXPECT_EQ(jobIdText(json{{"id", "j-9"}}), "j-9");
+  EXPECT_EQ(jobIdText(json{{"id", "9"}}), "j-9");
+}
+
+TEST(EnvTest, ParsesKeyValueEntries) {
+  auto env = parseEnvEntries({"A=1", "B=x=y", "C=", "A=2"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->at("A"), "2");  // the later entry wins
+  EXPECT_EQ(env->at("B"), "x=y");
+  EXPECT_EQ(env->at("C"), "");
+  EXPECT_TRUE(parseEnvEntries({})->empty());
+}
+
+TEST(EnvTest, NamesTheFirstBadEntry) {
+  auto r = parseEnvEntries({"A=1", "NOEQUALS", "=v"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "--env 'NOEQUALS': expected KEY=VALUE");
+  auto r2 = parseEnvEntries({"=v"});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("'=v'"), std::string::npos);
+}
+
+TEST(ResourceTest, CpusAndMemory) {
+  EXPECT_EQ(*parseCpuMillis("2"), 2000);
+  EXPECT_EQ(*parseCpuMillis("0.5"), 500);
+  EXPECT_EQ(*parseCpuMillis("250m"), 250);
+  for (const char* bad : {"", "m", "two", "-1", "1.5x"})
+    EXPECT_FALSE(parseCpuMillis(bad).ok()) << bad;
+  EXPECT_EQ(*parseMemoryMib("512"), 512);
+  EXPECT_EQ(*parseMemoryMib("512Mi"), 512);
+  EXPECT_EQ(*parseMemoryMib("16G"), 16384);
+  EXPECT_EQ(*parseMemoryMib("1.5Gi"), 1536);
+  EXPECT_EQ(*parseMemoryMib("1Ti"), 1048576);
+  for (const char* bad : {"", "Gi", "16 GB", "16KB", "x"}) {
+    auto r = parseMemoryMib(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--memory '" + std::string(bad) + "'"), std::string::npos);
+  }
+}
+
+TEST(RelativeTimeTest, PastFutureAndMissing) {
+  TimeMs now = *parseTime("2026-11-30T12:00:00Z", 0);
+  EXPECT_EQ(relativeTime("2026-11-30T11:57:00Z", now), "3m ago");
+  EXPECT_EQ(relativeTime("2026-11-30T11:59:15Z", now), "45s ago");
+  EXPECT_EQ(relativeTime("2026-11-30T09:00:00Z", now), "3h ago");
+  EXPECT_EQ(relativeTime("2026-11-25T12:00:00Z", now), "5d ago");
+  EXPECT_EQ(relativeTime("2026-11-30T12:00:00Z", now), "just now");
+  EXPECT_EQ(relativeTime("2026-12-01T12:00:00Z", now), "in 1d");
+  EXPECT_EQ(relativeTime("", now), "-");
+  EXPECT_EQ(relativeTime("garbage", now), "-");
+}
+
+TEST(JobDurationTest, RunningFinishedAndNotStarted) {
+  TimeMs now = *parseTime("2026-11-30T12:00:00Z", 0);
+  EXPECT_EQ(
+      jobDuration(json{{"started_at", "2026-11-30T11:56:48Z"}, {"finished_at", nullptr}}, now),
+      "3m12s");
+  EXPECT_EQ(jobDuration(json{{"started_at", "2026-11-30T10:00:00Z"},
+                             {"finished_at", "2026-11-30T10:00:30Z"}},
+                        now),
+            "30.0s");
+  EXPECT_EQ(jobDuration(json{{"started_at", nullptr}}, now), "-");
+}
+
+TEST(FormatTest, MemoryAndShellJoin) {
+  EXPECT_EQ(formatMib(512), "512 MiB");
+  EXPECT_EQ(formatMib(81920), "80 GiB");
+  EXPECT_EQ(formatMib(1536), "1.5 GiB");
+  EXPECT_EQ(shellJoin({"python", "train.py", "--lr=3e-4"}), "python train.py --lr=3e-4");
+  EXPECT_EQ(shellJoin({"sh", "-c", "echo 'hi' there"}), "sh -c 'echo '\\''hi'\\'' there'");
+  EXPECT_EQ(shellJoin({""}), "''");
+}
+
+TEST(FormatTest, TextOfJsonFields) {
+  json j = {{"s", "x"}, {"e", ""}, {"n", 3}, {"b", true}, {"z", nullptr}};
+  EXPECT_EQ(text(j, "s"), "x");
+  EXPECT_EQ(text(j, "e"), "-");
+  EXPECT_EQ(text(j, "n"), "3");
+  EXPECT_EQ(text(j, "b"), "yes");
+  EXPECT_EQ(text(j, "z"), "-");
+  EXPECT_EQ(text(j, "missing", "none"), "none");
+}
+
+}  // namespace
+}  // namespace allot::cli

@@ -1,0 +1,170 @@
+// allot host: the shared pool of GPU hosts, and the join tokens that let agents into it.
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/table.h"
+#include "common/time_format.h"
+
+namespace allot::cli {
+namespace {
+
+struct HostOpts {
+  std::string name;
+  std::string ttl;
+};
+
+// "nvml", or "simulated (simulated)"-style: the provider with a mark when its GPUs are not real.
+std::string providerText(const json& host) {
+  std::string provider = text(host, "gpu_provider", "");
+  auto sim = host.find("simulated");
+  if (sim != host.end() && sim->is_boolean() && sim->get<bool>()) {
+    return provider.empty() ? "(simulated)" : provider + " (simulated)";
+  }
+  return provider.empty() ? "-" : provider;
+}
+
+// "8x H100 80GB HBM3", "2x A100, 1x T4", "0".
+std::string gpuSummary(const json& host) {
+  auto gpus = host.find("gpus");
+  if (gpus == host.end() || !gpus->is_array() || gpus->empty()) return "0";
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& g : *gpus) {
+    std::string model = text(g, "model", "?");
+    auto it = std::find_if(counts.begin(), counts.end(), [&](auto& p) { return p.first == model; });
+    if (it == counts.end())
+      counts.emplace_back(model, 1);
+    else
+      ++it->second;
+  }
+  std::string out;
+  for (const auto& [model, n] : counts) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + "x " + model;
+  }
+  return out;
+}
+
+std::string memoryText(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return "-";
+  return formatMib(it->get<int64_t>());
+}
+
+std::string timeText(const json& obj, const char* key, TimeMs now) {
+  std::string iso = text(obj, key, "");
+  if (iso.empty()) return "-";
+  return iso + " (" + relativeTime(iso, now) + ")";
+}
+
+int hostList(Context& ctx) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto hosts = (*api)->get("/hosts");
+  if (!hosts.ok()) return ctx.fail(hosts.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*hosts);
+  Table table({"NAME", "STATE", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
+  for (const auto& h : *hosts) {
+    table.addRow({text(h, "name"), text(h, "state"), gpuSummary(h), providerText(h),
+                  text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
+                  relativeTime(text(h, "last_seen_at", ""), ctx.now())});
+  }
+  ctx.out() << table.render();
+  return 0;
+}
+
+int hostShow(Context& ctx, const HostOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->get("/hosts/" + urlEncode(o.name));
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  const json& h = *host;
+  Details d;
+  d.add("name", text(h, "name"));
+  d.add("state", text(h, "state"));
+  d.add("gpu provider", providerText(h));
+  d.add("cpus", text(h, "cpus"));
+  d.add("memory", memoryText(h, "memory_mib"));
+  d.add("cgroup", text(h, "cgroup"));
+  d.add("agent version", text(h, "agent_version"));
+  d.add("joined", timeText(h, "joined_at", ctx.now()));
+  d.add("last seen", timeText(h, "last_seen_at", ctx.now()));
+  static const std::set<std::string> kShown = {
+      "name",   "state",         "simulated", "gpu_provider", "cpus", "memory_mib",
+      "cgroup", "agent_version", "joined_at", "last_seen_at", "gpus", "allocations"};
+  for (const auto& [key, value] : h.items()) {
+    if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  ctx.out() << d.render();
+
+  std::map<int, std::string> usedBy;
+  for (const auto& a : h.value("allocations", json::array())) {
+    if (!a.contains("gpu_index") || !a["gpu_index"].is_number_integer()) continue;
+    json job = {{"id", a.value("job_id", json(nullptr))}};
+    usedBy[a["gpu_index"].get<int>()] =
+        jobIdText(job) + " (" + text(a, "team") + "/" + text(a, "user") + ")";
+  }
+  Table gpus({"GPU", "MODEL", "MEMORY", "NUMA", "DRIVER", "CUDA", "UUID", "JOB"});
+  for (const auto& g : h.value("gpus", json::array())) {
+    int index = g.value("index", -1);
+    auto used = usedBy.find(index);
+    gpus.addRow({text(g, "index"), text(g, "model"), memoryText(g, "memory_mib"),
+                 text(g, "numa_node"), text(g, "driver_version"), text(g, "cuda_version"),
+                 text(g, "uuid"), used == usedBy.end() ? "-" : used->second});
+  }
+  ctx.out() << "\n" << (gpus.empty() ? std::string("no GPUs\n") : gpus.render());
+  return 0;
+}
+
+int joinToken(Context& ctx, const HostOpts& o) {
+  json body = json::object();
+  if (!o.ttl.empty()) {
+    auto ttl = parseDurationMs(o.ttl);
+    if (!ttl.ok()) return ctx.usageError(ttl.status().withContext("--ttl"));
+    body["ttl"] = o.ttl;
+  }
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto made = (*api)->post("/hosts/join-tokens", body);
+  if (!made.ok()) return ctx.fail(made.status());
+  // Showing the token is this command's purpose: it is shown once.
+  if (ctx.jsonOutput()) return ctx.printJson(*made);
+  std::string token = text(*made, "token", "");
+  std::string expires = text(*made, "expires_at", "");
+  ctx.out() << "Join token: " << token << "\n";
+  if (!expires.empty()) {
+    ctx.out() << "Expires:    " << expires << " (" << relativeTime(expires, ctx.now()) << ")\n";
+  }
+  ctx.out() << "It will not be shown again. On each GPU host, run:\n"
+            << "  allot-agent --server " << (*api)->serverUrl() << " --join-token " << token
+            << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void addHostCommands(CLI::App& app, Context& ctx) {
+  auto* host = app.add_subcommand("host", "GPU hosts in the shared pool");
+  host->require_subcommand(1);
+  auto o = std::make_shared<HostOpts>();
+
+  auto* list = host->add_subcommand("list", "List hosts");
+  onRun(list, ctx, o, [](Context& c, const HostOpts&) { return hostList(c); });
+
+  auto* show = host->add_subcommand("show", "Show a host, its GPUs and which jobs hold them");
+  show->add_option("NAME", o->name, "Host name")->required();
+  onRun(show, ctx, o, hostShow);
+
+  auto* join = host->add_subcommand("join-token",
+                                    "Make a token that lets agents join the pool (platform-admin)");
+  join->add_option("--ttl", o->ttl,
+                   "How long the token stays valid, e.g. 24h, 7d "
+                   "(default: the server's, 24h)");
+  onRun(join, ctx, o, joinToken);
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,264 @@
+#include "cli/http_client.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+// GCC 12 needs <utility> ahead of Boost.Asio; keep clang-format from sorting it after.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace allot::cli {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr const char* kUserAgent = "allot-cli/0.1";
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string seconds(std::chrono::milliseconds ms) {
+  auto s = ms.count() / 1000.0;
+  char buf[32];
+  snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
+}
+
+bool isIdempotent(http::verb v) {
+  return v == http::verb::get || v == http::verb::head || v == http::verb::options;
+}
+
+// Errors that mean "the server closed our idle keep-alive connection".
+bool isStaleConnection(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+}
+
+}  // namespace
+
+Result<ServerUrl> parseServerUrl(std::string_view url) {
+  ServerUrl out;
+  out.text = std::string(url);
+  std::string_view rest = url;
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("bad server URL '" + std::string(url) + "': " + why);
+  };
+  if (auto pos = rest.find("://"); pos != std::string_view::npos) {
+    std::string scheme = lower(rest.substr(0, pos));
+    if (scheme == "https") {
+      return Status::InvalidArgument(
+          "https is not supported yet; use http:// or a TLS-terminating proxy");
+    }
+    if (scheme != "http") return bad("unsupported scheme '" + scheme + "'; use http://host:port");
+    rest.remove_prefix(pos + 3);
+  } else {
+    out.text = "http://" + out.text;
+  }
+  std::string_view authority = rest.substr(0, rest.find('/'));
+  std::string_view path =
+      authority.size() < rest.size() ? rest.substr(authority.size()) : std::string_view{};
+  if (authority.find('@') != std::string_view::npos) {
+    return bad("credentials in the URL are not supported; use --token");
+  }
+  if (path.find_first_of("?#") != std::string_view::npos)
+    return bad("no query or fragment allowed");
+  std::string_view portText;
+  if (!authority.empty() && authority[0] == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed '[' in the host");
+    out.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return bad("expected ':' after ']'");
+      portText = after.substr(1);
+    }
+  } else {
+    auto colon = authority.rfind(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) portText = authority.substr(colon + 1);
+  }
+  if (out.host.empty()) return bad("no host");
+  if (portText.empty()) {
+    out.port = "80";
+  } else {
+    int port = 0;
+    auto [p, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+    if (ec != std::errc() || p != portText.data() + portText.size() || port < 1 || port > 65535) {
+      return bad("port must be a number from 1 to 65535");
+    }
+    out.port = std::string(portText);
+  }
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  out.basePath = std::string(path);
+  while (!out.text.empty() && out.text.back() == '/') out.text.pop_back();
+  return out;
+}
+
+std::string HttpResponse::header(std::string_view name) const {
+  auto it = headers.find(lower(name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+struct HttpClient::Impl {
+  ServerUrl url;
+  std::string token;
+  HttpClientOptions options;
+  asio::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+  bool connected = false;
+  int connectionsOpened = 0;
+
+  // Runs queued async work to completion; tcp_stream's expiry is what bounds it.
+  void runPending() {
+    ioc.restart();
+    ioc.run();
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.close();
+    buffer.clear();
+    connected = false;
+  }
+
+  Status unreachable(const std::string& why) const {
+    return Status::Unavailable("cannot reach server at " + url.text + ": " + why);
+  }
+
+  Status connect() {
+    tcp::resolver resolver(ioc);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(url.host, url.port, ec);
+    if (ec) return unreachable(ec.message());
+    stream.expires_after(options.connectTimeout);
+    stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    runPending();
+    if (ec == beast::error::timeout) {
+      return unreachable("no connection within " + seconds(options.connectTimeout));
+    }
+    if (ec) return unreachable(ec.message());
+    stream.socket().set_option(tcp::no_delay(true), ec);
+    connected = true;
+    ++connectionsOpened;
+    return Status::Ok();
+  }
+
+  // One request and its reply on the open connection. `wrote` tells the caller whether the
+  // request left in full, and `readAny` whether any reply byte arrived, so it can decide to retry.
+  Result<HttpResponse> exchange(http::verb verb, std::string_view target, std::string_view body,
+                                std::chrono::milliseconds timeout, bool& wrote, bool& readAny,
+                                beast::error_code& ecOut) {
+    http::request<http::string_body> req{verb, url.basePath + std::string(target), 11};
+    req.set(http::field::host, url.port == "80" ? url.host : url.host + ":" + url.port);
+    req.set(http::field::user_agent, kUserAgent);
+    req.set(http::field::accept, "application/json");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty()) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = std::string(body);
+    }
+    req.keep_alive(true);
+    req.prepare_payload();
+
+    beast::error_code ec;
+    stream.expires_after(timeout);
+    http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+    runPending();
+    wrote = !ec;
+    if (ec) {
+      ecOut = ec;
+      return Status::Unavailable(ec.message());
+    }
+
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(boost::none);
+    size_t before = buffer.size();
+    http::async_read(stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    runPending();
+    readAny = parser.got_some() || buffer.size() != before;
+    if (ec) {
+      ecOut = ec;
+      if (ec == beast::error::timeout) {
+        return Status::Unavailable("no reply from server at " + url.text + " within " +
+                                   seconds(timeout));
+      }
+      return Status::Unavailable("lost connection to server at " + url.text + ": " + ec.message());
+    }
+    auto& res = parser.get();
+    HttpResponse out;
+    out.status = static_cast<int>(res.result_int());
+    for (const auto& field : res) {
+      out.headers[lower(field.name_string())] = std::string(field.value());
+    }
+    out.body = std::move(res.body());
+    if (!res.keep_alive()) close();
+    return out;
+  }
+};
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpClient::~HttpClient() {
+  if (impl_ && impl_->connected) impl_->close();
+}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::create(std::string_view url, std::string token,
+                                                       HttpClientOptions options) {
+  auto parsed = parseServerUrl(url);
+  if (!parsed.ok()) return parsed.status();
+  auto impl = std::make_unique<Impl>();
+  impl->url = std::move(parsed.value());
+  impl->token = std::move(token);
+  impl->options = options;
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+Result<HttpResponse> HttpClient::request(std::string_view method, std::string_view target,
+                                         std::string_view body, std::chrono::milliseconds timeout) {
+  Impl& d = *impl_;
+  http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) {
+    return Status::Internal("unknown HTTP method '" + std::string(method) + "'");
+  }
+  if (timeout.count() <= 0) timeout = d.options.requestTimeout;
+
+  // A reused connection may have been closed by the server while idle; then open a fresh one and
+  // send again, but only when that cannot run a write twice.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool reused = d.connected;
+    if (!d.connected) ALLOT_RETURN_IF_ERROR(d.connect());
+    bool wrote = false, readAny = false;
+    beast::error_code ec;
+    auto res = d.exchange(verb, target, body, timeout, wrote, readAny, ec);
+    if (res.ok()) return res;
+    d.close();
+    bool retry = reused && !readAny && ec != beast::error::timeout &&
+                 (!wrote || (isIdempotent(verb) && isStaleConnection(ec)));
+    if (!retry) {
+      if (!wrote && !reused) return d.unreachable(ec.message());
+      return res.status();
+    }
+  }
+  return d.unreachable("the connection kept closing");
+}
+
+const ServerUrl& HttpClient::url() const { return impl_->url; }
+bool HttpClient::hasToken() const { return !impl_->token.empty(); }
+int HttpClient::connectionsOpened() const { return impl_->connectionsOpened; }
+
+}  // namespace allot::cli

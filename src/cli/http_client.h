@@ -1,0 +1,69 @@
+#pragma once
+// HttpClient: a synchronous HTTP/1.1 client over plain TCP, for the CLI. It talks to one server,
+// keeps one keep-alive connection open across calls and reopens it when the server has closed it.
+// Not thread-safe: the CLI's one thread calls it. Errors come back as Status (kUnavailable for
+// "cannot reach", kInvalidArgument for a bad URL); no exception leaves this module.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace allot::cli {
+
+// A parsed server address: http://host[:port][/base].
+struct ServerUrl {
+  std::string host;      // without IPv6 brackets
+  std::string port;      // "80" when the URL names none
+  std::string basePath;  // "" or "/prefix", never ending in '/'
+  std::string text;      // the URL as given, for messages
+};
+
+// Accepts "http://host:port[/base]" and, as a convenience, "host:port". Refuses https:// with a
+// message that says what to do instead.
+Result<ServerUrl> parseServerUrl(std::string_view url);
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // keys lower-cased
+
+  // The header's value, or "" when absent; `name` is matched case-insensitively.
+  std::string header(std::string_view name) const;
+};
+
+struct HttpClientOptions {
+  std::chrono::milliseconds connectTimeout{10'000};
+  std::chrono::milliseconds requestTimeout{30'000};
+};
+
+class HttpClient {
+ public:
+  // `token` may be empty: then no Authorization header is sent.
+  static Result<std::unique_ptr<HttpClient>> create(std::string_view url, std::string token,
+                                                    HttpClientOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends one request; `target` is the path and query under the URL's base path ("/api/v1/x?y=1").
+  // `timeout` of zero means the client's requestTimeout. Any HTTP status is a successful Result.
+  Result<HttpResponse> request(std::string_view method, std::string_view target,
+                               std::string_view body = {},
+                               std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
+
+  const ServerUrl& url() const;
+  bool hasToken() const;
+  // How many TCP connections this client has opened so far (keep-alive makes it stay at 1).
+  int connectionsOpened() const;
+
+ private:
+  struct Impl;
+  explicit HttpClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace allot::cli

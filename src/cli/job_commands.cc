@@ -1,0 +1,290 @@
+// allot run, allot job: submitting work, watching it, stopping it.
+
+#include <cstdio>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/job_follow.h"
+#include "cli/table.h"
+
+namespace allot::cli {
+namespace {
+
+constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeeded",
+                                      "failed", "cancelled", "lost"};
+
+struct RunOpts {
+  int gpus = 0;
+  std::string gpuModel;
+  std::string project;
+  std::string name;
+  std::string team;
+  std::string cpus;
+  std::string memory;
+  std::vector<std::string> env;
+  bool wait = false;
+  std::vector<std::string> command;
+};
+
+struct JobOpts {
+  std::string id;
+  std::string state;
+  std::string team;
+  int limit = 0;
+  bool follow = false;
+};
+
+std::string gpusText(const json& job) {
+  std::string n = text(job, "gpus", "0");
+  std::string model = text(job, "gpu_model", "");
+  return model.empty() ? n : n + "x " + model;
+}
+
+std::string listText(const json& job, const char* key) {
+  auto it = job.find(key);
+  if (it == job.end() || !it->is_array() || it->empty()) return "-";
+  std::string out;
+  for (const auto& v : *it) {
+    if (!out.empty()) out += ",";
+    out += v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  return out;
+}
+
+std::string envText(const json& job) {
+  auto it = job.find("env");
+  if (it == job.end() || !it->is_object() || it->empty()) return "-";
+  std::vector<std::string> entries;
+  for (const auto& [k, v] : it->items()) {
+    entries.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+  }
+  return shellJoin(entries);
+}
+
+std::string commandText(const json& job) {
+  auto it = job.find("command");
+  if (it == job.end() || !it->is_array()) return "-";
+  std::vector<std::string> argv;
+  for (const auto& a : *it) argv.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+  return shellJoin(argv);
+}
+
+// A resource limit, where 0 or absent means none.
+template <typename Fn>
+std::string limitText(const json& job, const char* key, Fn format) {
+  auto it = job.find(key);
+  if (it == job.end() || !it->is_number_integer() || it->get<int64_t>() <= 0) return "none";
+  return format(it->get<int64_t>());
+}
+
+std::string timeText(const json& job, const char* key, TimeMs now) {
+  std::string iso = text(job, key, "");
+  return iso.empty() ? "-" : iso + " (" + relativeTime(iso, now) + ")";
+}
+
+int submit(Context& ctx, const RunOpts& o) {
+  auto env = parseEnvEntries(o.env);
+  if (!env.ok()) return ctx.usageError(env.status());
+  json body = {{"command", o.command}, {"gpus", o.gpus}};
+  if (!o.cpus.empty()) {
+    auto millis = parseCpuMillis(o.cpus);
+    if (!millis.ok()) return ctx.usageError(millis.status());
+    body["cpu_millis"] = *millis;
+  }
+  if (!o.memory.empty()) {
+    auto mib = parseMemoryMib(o.memory);
+    if (!mib.ok()) return ctx.usageError(mib.status());
+    body["memory_mib"] = *mib;
+  }
+  if (!o.name.empty()) body["name"] = o.name;
+  if (!o.team.empty()) body["team"] = o.team;
+  if (!o.gpuModel.empty()) body["gpu_model"] = o.gpuModel;
+  if (!o.project.empty()) body["project"] = o.project;
+  if (!env->empty()) body["env"] = *env;
+
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto job = (*api)->post("/jobs", body);
+  if (!job.ok()) return ctx.fail(job.status());
+  std::string id = jobIdText(*job);
+  auto idNum = parseJobId(id);
+  if (!o.wait) {
+    if (ctx.jsonOutput()) return ctx.printJson(*job);
+    ctx.out() << id << "\n";
+    if (std::string reason = text(*job, "reason", ""); !reason.empty()) {
+      ctx.err() << id << " " << text(*job, "state") << ": " << reason << "\n";
+    }
+    return 0;
+  }
+  if (!idNum.ok()) return ctx.fail(Status::Internal("server returned a job without an id"));
+
+  ctx.err() << "Submitted " << id
+            << "; streaming its output (Ctrl-C stops watching, not the job)\n";
+  // With -o json, stdout carries only the final job, so the job's output goes to stderr.
+  std::ostream& sink = ctx.jsonOutput() ? ctx.err() : ctx.out();
+  auto state = streamLogs(**api, *idNum, sink, /*follow=*/true);
+  if (!state.ok()) return ctx.fail(state.status().withContext("while following " + id));
+  auto final = (*api)->get("/jobs/" + std::to_string(*idNum));
+  if (!final.ok()) return ctx.fail(final.status());
+  int code = exitCodeForJob(*final);
+  if (ctx.jsonOutput()) ctx.printJson(*final);
+  if (code != 0) ctx.err() << endingSummary(*final) << "\n";
+  return code;
+}
+
+int jobList(Context& ctx, const JobOpts& o) {
+  std::string query;
+  auto param = [&](const char* key, const std::string& value) {
+    query += (query.empty() ? "?" : "&") + std::string(key) + "=" + urlEncode(value);
+  };
+  if (!o.state.empty()) param("state", o.state);
+  if (!o.team.empty()) param("team", o.team);
+  if (o.limit > 0) param("limit", std::to_string(o.limit));
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto jobs = (*api)->get("/jobs" + query);
+  if (!jobs.ok()) return ctx.fail(jobs.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*jobs);
+  Table table({"ID", "NAME", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED", "DURATION",
+               "REASON"});
+  for (const auto& j : *jobs) {
+    table.addRow({jobIdText(j), text(j, "name"), text(j, "user"), text(j, "project"),
+                  text(j, "state"), gpusText(j), text(j, "host"),
+                  relativeTime(text(j, "submitted_at", ""), ctx.now()), jobDuration(j, ctx.now()),
+                  text(j, "reason", "")});
+  }
+  ctx.out() << table.render();
+  return 0;
+}
+
+int jobShow(Context& ctx, const JobOpts& o) {
+  auto id = parseJobId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto job = (*api)->get("/jobs/" + std::to_string(*id));
+  if (!job.ok()) return ctx.fail(job.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*job);
+  const json& j = *job;
+  TimeMs now = ctx.now();
+  Details d;
+  d.add("id", jobIdText(j));
+  d.add("name", text(j, "name"));
+  d.add("state", text(j, "state"));
+  d.add("reason", text(j, "reason"));
+  if (j.contains("position")) d.add("queue position", text(j, "position"));
+  d.add("cancel requested", text(j, "cancel_requested", "no"));
+  d.add("team", text(j, "team"));
+  d.add("project", text(j, "project"));
+  d.add("user", text(j, "user"));
+  d.add("command", commandText(j));
+  d.add("env", envText(j));
+  d.add("gpus", text(j, "gpus", "0"));
+  d.add("gpu model", text(j, "gpu_model", "any"));
+  d.add("cpu limit", limitText(j, "cpu_millis", [](int64_t m) {
+          char buf[32];
+          snprintf(buf, sizeof buf, "%g cores", m / 1000.0);
+          return std::string(buf);
+        }));
+  d.add("memory limit", limitText(j, "memory_mib", formatMib));
+  d.add("host", text(j, "host"));
+  d.add("gpu indices", listText(j, "gpu_indices"));
+  d.add("gpu uuids", listText(j, "gpu_uuids"));
+  d.add("exit code", text(j, "exit_code"));
+  d.add("signal", text(j, "signal"));
+  d.add("submitted", timeText(j, "submitted_at", now));
+  d.add("started", timeText(j, "started_at", now));
+  d.add("finished", timeText(j, "finished_at", now));
+  d.add("duration", jobDuration(j, now));
+  // Fields this CLI does not know yet still show.
+  static const std::set<std::string> kShown = {
+      "id",        "name",       "state",        "reason",     "position",    "cancel_requested",
+      "team",      "project",    "user",         "command",    "env",         "gpus",
+      "gpu_model", "cpu_millis", "memory_mib",   "host",       "gpu_indices", "gpu_uuids",
+      "exit_code", "signal",     "submitted_at", "started_at", "finished_at"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  ctx.out() << d.render();
+  return 0;
+}
+
+int jobLogs(Context& ctx, const JobOpts& o) {
+  auto id = parseJobId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto state = streamLogs(**api, *id, ctx.out(), o.follow);
+  if (!state.ok()) return ctx.fail(state.status());
+  return 0;
+}
+
+int jobCancel(Context& ctx, const JobOpts& o) {
+  auto id = parseJobId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto job = (*api)->post("/jobs/" + std::to_string(*id) + "/cancel", json::object());
+  if (!job.ok()) return ctx.fail(job.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*job);
+  std::string state = text(*job, "state");
+  if (state == "cancelled") {
+    ctx.out() << "Cancelled " << jobIdText(*job) << "\n";
+  } else {
+    ctx.out() << "Cancel requested for " << jobIdText(*job) << " (" << state
+              << "); it becomes cancelled once its agent has stopped it\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addJobCommands(CLI::App& app, Context& ctx) {
+  auto r = std::make_shared<RunOpts>();
+  auto* run = app.add_subcommand("run", "Submit a job: allot run [flags] -- CMD [ARGS...]");
+  run->add_option("--gpus", r->gpus, "GPUs the job needs")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--gpu-model", r->gpuModel, "Only GPUs of this model (default: any)");
+  run->add_option("--project", r->project, "Project to file the job under");
+  run->add_option("--name", r->name, "A name for the job");
+  run->add_option("--team", r->team, "Submit for this team (platform-admin; default: yours)");
+  run->add_option("--cpus", r->cpus, "CPU limit: cores (2, 0.5) or millicores (250m)");
+  run->add_option("--memory", r->memory, "Memory limit: MiB (512) or 512Mi, 16Gi, 1Ti");
+  run->add_option("--env", r->env, "Environment entry KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  run->add_flag("--wait", r->wait,
+                "Stream the job's output and exit with its exit status when it ends");
+  run->add_option("COMMAND", r->command, "The command and its arguments, after --")->required();
+  run->footer("Example: allot run --gpus 2 --env SEED=1 --wait -- python train.py --lr 3e-4");
+  onRun(run, ctx, r, submit);
+
+  auto* job = app.add_subcommand("job", "Jobs: list, inspect, follow, cancel");
+  job->require_subcommand(1);
+  auto o = std::make_shared<JobOpts>();
+
+  auto* list = job->add_subcommand("list", "List jobs, newest first");
+  list->add_option("--state", o->state, "Only jobs in this state")
+      ->check(
+          CLI::IsMember(std::vector<std::string>(std::begin(kJobStates), std::end(kJobStates))));
+  list->add_option("--team", o->team, "Only this team's jobs (platform-admin)");
+  list->add_option("--limit", o->limit, "At most this many (server default 1000)")
+      ->check(CLI::PositiveNumber);
+  onRun(list, ctx, o, jobList);
+
+  auto* show = job->add_subcommand("show", "Show every field of a job");
+  show->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+  onRun(show, ctx, o, jobShow);
+
+  auto* logs = job->add_subcommand("logs", "Print a job's output");
+  logs->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+  logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the job ends");
+  onRun(logs, ctx, o, jobLogs);
+
+  auto* cancel = job->add_subcommand("cancel", "Stop a job");
+  cancel->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+  onRun(cancel, ctx, o, jobCancel);
+}
+
+}  // namespace allot::cli

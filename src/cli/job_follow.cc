@@ -1,0 +1,70 @@
+#include "cli/job_follow.h"
+
+#include "cli/format.h"
+
+namespace allot::cli {
+
+bool isTerminalState(std::string_view state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "lost";
+}
+
+int exitCodeForJob(const json& job) {
+  std::string state = text(job, "state", "");
+  if (state == "succeeded") return 0;
+  auto code = job.find("exit_code");
+  if (code != job.end() && code->is_number_integer() && code->get<int>() != 0) {
+    return code->get<int>() & 0xFF;
+  }
+  auto sig = job.find("signal");
+  if (sig != job.end() && sig->is_number_integer() && sig->get<int>() > 0) {
+    return (128 + sig->get<int>()) & 0xFF;
+  }
+  return 1;
+}
+
+std::string endingSummary(const json& job) {
+  std::string out = "job " + jobIdText(job) + " " + text(job, "state", "ended");
+  std::vector<std::string> parts;
+  auto code = job.find("exit_code");
+  if (code != job.end() && code->is_number_integer()) {
+    parts.push_back("exit code " + std::to_string(code->get<int>()));
+  }
+  auto sig = job.find("signal");
+  if (sig != job.end() && sig->is_number_integer()) {
+    parts.push_back("signal " + std::to_string(sig->get<int>()));
+  }
+  if (std::string reason = text(job, "reason", ""); !reason.empty()) parts.push_back(reason);
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? ": " : "; ") + parts[i];
+  return out;
+}
+
+Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,
+                               int waitSeconds) {
+  int64_t offset = 0;
+  std::string state;
+  while (true) {
+    auto chunk = api.jobLogs(jobId, offset, follow ? waitSeconds : 0);
+    if (!chunk.ok()) return chunk.status();
+    out.write(chunk->bytes.data(), static_cast<std::streamsize>(chunk->bytes.size()));
+    out.flush();
+    offset += static_cast<int64_t>(chunk->bytes.size());
+    if (!chunk->jobState.empty()) state = chunk->jobState;
+    bool allRead = chunk->totalSize < 0 || offset >= chunk->totalSize;
+    // An empty chunk while the server claims more bytes would loop forever; take it as the end.
+    bool noProgress = chunk->bytes.empty();
+    if (!follow && (allRead || noProgress)) break;
+    if (follow && isTerminalState(state) && (allRead || noProgress)) break;
+    if (follow && state.empty() && noProgress) {
+      // A server that does not send X-Allot-Job-State: ask for the job itself.
+      auto job = api.get("/jobs/" + std::to_string(jobId));
+      if (!job.ok()) return job.status();
+      state = text(*job, "state", "");
+      if (isTerminalState(state)) {
+        continue;  // one more read picks up bytes written after the last chunk
+      }
+    }
+  }
+  return state;
+}
+
+}  // namespace allot::cli

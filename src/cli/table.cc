@@ -1,0 +1,74 @@
+#include "cli/table.h"
+
+#include <algorithm>
+
+namespace allot::cli {
+namespace {
+
+std::string oneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f') c = ' ';
+  }
+  return s;
+}
+
+void pad(std::string& out, size_t n) { out.append(n, ' '); }
+
+}  // namespace
+
+size_t displayWidth(const std::string& s) {
+  // Count every byte that does not continue a multi-byte sequence.
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+
+void Table::addRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  for (auto& c : cells) c = oneLine(std::move(c));
+  rows_.push_back(std::move(cells));
+}
+
+std::string Table::render() const {
+  std::vector<size_t> widths(headers_.size());
+  for (size_t i = 0; i < headers_.size(); ++i) widths[i] = displayWidth(headers_[i]);
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], displayWidth(row[i]));
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) pad(text, 2);
+      text += cells[i];
+      if (i + 1 < cells.size()) pad(text, widths[i] - displayWidth(cells[i]));
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  };
+  line(headers_);
+  for (const auto& row : rows_) line(row);
+  return out;
+}
+
+void Details::add(std::string key, std::string value) {
+  lines_.emplace_back(std::move(key), std::move(value));
+}
+
+std::string Details::render() const {
+  size_t width = 0;
+  for (const auto& [k, v] : lines_) width = std::max(width, displayWidth(k));
+  std::string out;
+  for (const auto& [k, v] : lines_) {
+    std::string text = k + ":";
+    if (!v.empty()) {
+      pad(text, width - displayWidth(k) + 1);
+      text += oneLine(v);
+    }
+    out += text + "\n";
+  }
+  return out;
+}
+
+}  // namespace allot::cli

@@ -1,0 +1,38 @@
+#pragma once
+// Table: the CLI's human output. Columns are aligned on display width (UTF-8 aware), separated by
+// two spaces, with no trailing blanks; a cell's control characters become spaces so one row stays
+// one line. A plain value: build, then render once.
+
+#include <string>
+#include <vector>
+
+namespace allot::cli {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers);
+  // A row shorter than the header is padded with empty cells; a longer one is an error of the
+  // caller and is cut to the header's width.
+  void addRow(std::vector<std::string> cells);
+  bool empty() const { return rows_.empty(); }
+  std::string render() const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Key/value lines for one object ("name:   alice"), keys aligned.
+class Details {
+ public:
+  void add(std::string key, std::string value);
+  std::string render() const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> lines_;
+};
+
+// How many terminal columns `s` takes: UTF-8 code points, not bytes.
+size_t displayWidth(const std::string& s);
+
+}  // namespace allot::cli
