@@ -28,6 +28,7 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+constexpr int kPassRestFactor = 4;
 
 Status writeSecretFile(const std::string& path, const std::string& content) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -127,6 +128,7 @@ void Server::wakeScheduler() {
 }
 
 asio::awaitable<void> Server::schedulingLoop() {
+  asio::steady_timer rest(io_);
   for (;;) {
     if (!scheduleNeeded_) {
       schedulerWake_.expires_at(asio::steady_timer::time_point::max());
@@ -134,12 +136,22 @@ asio::awaitable<void> Server::schedulingLoop() {
       continue;
     }
     scheduleNeeded_ = false;
+    auto started = std::chrono::steady_clock::now();
     auto change = cluster_->schedulePass();
-    if (change.value.empty()) continue;
-    co_await commit(change.batch);
-    cluster_->placementsDurable(change.value);
-    cluster_->push(change.pushHosts);
-    for (int64_t id : change.value) notifyJob(id);
+    auto took = std::chrono::steady_clock::now() - started;
+    if (!change.value.empty()) {
+      co_await commit(change.batch);
+      cluster_->placementsDurable(change.value);
+      cluster_->push(change.pushHosts);
+      for (int64_t id : change.value) notifyJob(id);
+    }
+    // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
+    // back would starve the API on this one thread; resting kPassRestFactor times as long as the
+    // pass took caps scheduling at a fifth of the thread. Short passes (a short queue) never rest.
+    if (took > std::chrono::milliseconds(1)) {
+      rest.expires_after(took * kPassRestFactor);
+      co_await rest.async_wait(asio::as_tuple(use_awaitable));
+    }
   }
 }
 

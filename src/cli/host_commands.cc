@@ -17,12 +17,13 @@ struct HostOpts {
   std::string ttl;
 };
 
-// "nvml", or "simulated (simulated)"-style: the provider with a mark when its GPUs are not real.
+// "nvml", or "SIMULATED" in capitals when the GPUs are not real, so nobody mistakes a test host
+// for hardware.
 std::string providerText(const json& host) {
   std::string provider = text(host, "gpu_provider", "");
   auto sim = host.find("simulated");
   if (sim != host.end() && sim->is_boolean() && sim->get<bool>()) {
-    return provider.empty() ? "(simulated)" : provider + " (simulated)";
+    return provider.empty() || provider == "simulated" ? "SIMULATED" : provider + " (SIMULATED)";
   }
   return provider.empty() ? "-" : provider;
 }

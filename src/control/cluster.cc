@@ -310,9 +310,7 @@ std::vector<Job> Cluster::listJobs(const Principal& p, const JobFilter& f) const
     if (f.state && j.state != *f.state) continue;
     if (!f.team.empty() && j.team != f.team) continue;
     out.push_back(j);
-    if (j.state == JobState::kQueued) {
-      if (auto w = waitOf(j.id)) out.back().reason = w->reason;
-    }
+    if (j.state == JobState::kQueued) out.back().reason = waitReason(j);
   }
   return out;
 }
@@ -322,16 +320,22 @@ Result<Job> Cluster::getJob(const Principal& p, int64_t id) const {
   if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
     return Status::NotFound("no job " + std::to_string(id));
   Job j = it->second;
-  if (j.state == JobState::kQueued) {
-    if (auto w = waitOf(id)) j.reason = w->reason;
-  }
+  if (j.state == JobState::kQueued) j.reason = waitReason(j);
   return j;
 }
 
 std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
-  auto it = world_.waits.find(id);
-  if (it == world_.waits.end()) return std::nullopt;
-  return it->second;
+  auto it = std::lower_bound(world_.waits.begin(), world_.waits.end(), id,
+                             [](const sched::Wait& w, int64_t v) { return w.jobId < v; });
+  if (it == world_.waits.end() || it->jobId != id) return std::nullopt;
+  auto job = world_.jobs.find(id);
+  if (job == world_.jobs.end() || job->second.state != JobState::kQueued) return std::nullopt;
+  return *it;
+}
+
+std::string Cluster::waitReason(const Job& job) const {
+  auto w = waitOf(job.id);
+  return w ? sched::describeWait(*w, job.gpus, job.gpuModel) : job.reason;
 }
 
 void Cluster::updateJob(Job& job, const Job& before, store::WriteBatch& batch) {
@@ -414,8 +418,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     c.value.push_back(j.id);
     placementsInFlight_.insert(j.id);
   }
-  world_.waits.clear();
-  for (const auto& w : decisions.waits) world_.waits[w.jobId] = w;
+  world_.waits = std::move(decisions.waits);
   return c;
 }
 

@@ -124,8 +124,9 @@ class Cluster {
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
   Result<model::Job> getJob(const Principal& p, int64_t id) const;
-  // Queue position (1 = next) and wait reason of a queued job, from the last scheduling pass.
+  // Queue position (1 = next) and why a queued job waits, from the last scheduling pass.
   std::optional<sched::Wait> waitOf(int64_t id) const;
+  std::string waitReason(const model::Job& job) const;
   Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id);
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of

@@ -58,11 +58,7 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
       hostJobs[before->host].erase(before->id);
     }
   }
-  if (after.state == model::JobState::kQueued) {
-    queued.insert(after.id);
-  } else {
-    waits.erase(after.id);
-  }
+  if (after.state == model::JobState::kQueued) queued.insert(after.id);
   if (holdsGpus(after.state)) {
     for (int g : after.gpuIndices) gpuHolders[after.host][g] = after.id;
     hostJobs[after.host].insert(after.id);

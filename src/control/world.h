@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "sched/scheduler.h"
@@ -29,7 +30,9 @@ struct World {
   std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
   std::map<std::string, std::map<int, int64_t>> gpuHolders;  // host -> GPU index -> job id
   std::map<std::string, std::set<int64_t>> hostJobs;  // host -> its scheduled/running jobs
-  std::map<int64_t, sched::Wait> waits;  // the last scheduling pass's word on each queued job
+  // The last scheduling pass's word on each job still queued, in queue (= id) order, so a
+  // lookup is a binary search and a pass refills it without allocating per job.
+  std::vector<sched::Wait> waits;
 
   void load(const store::Contents& contents);
   void reindex();

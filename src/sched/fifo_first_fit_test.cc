@@ -30,7 +30,7 @@ TEST(FifoFirstFit, TooBigForAnyHostSaysSo) {
   s.pending = {{1, 16, "", 0}, {2, 1, "", 0}};
   auto d = FifoFirstFitScheduler().decide(s);
   ASSERT_EQ(d.waits.size(), 1u);
-  EXPECT_NE(d.waits[0].reason.find("no host has 16"), std::string::npos);
+  EXPECT_NE(describeWait(d.waits[0], 16, "").find("no host has 16"), std::string::npos);
   // An impossible job does not block the queue forever.
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].jobId, 2);
@@ -44,7 +44,7 @@ TEST(FifoFirstFit, HeadBlocksTheRest) {
   auto d = FifoFirstFitScheduler().decide(s);
   EXPECT_TRUE(d.placements.empty());
   ASSERT_EQ(d.waits.size(), 2u);
-  EXPECT_NE(d.waits[1].reason.find("behind job 1"), std::string::npos);
+  EXPECT_NE(describeWait(d.waits[1], 1, "").find("behind job 1"), std::string::npos);
   EXPECT_EQ(d.waits[1].position, 2);
 }
 
@@ -56,7 +56,7 @@ TEST(FifoFirstFit, RespectsModelAndSkipsOfflineHosts) {
   auto d = FifoFirstFitScheduler().decide(s);
   EXPECT_TRUE(d.placements.empty());
   ASSERT_EQ(d.waits.size(), 2u);
-  EXPECT_NE(d.waits[1].reason.find("no host has V100"), std::string::npos);
+  EXPECT_NE(describeWait(d.waits[1], 1, "V100").find("no host has V100"), std::string::npos);
 }
 
 TEST(FifoFirstFit, CpuOnlyJobsNeedAnOnlineHost) {
@@ -68,6 +68,25 @@ TEST(FifoFirstFit, CpuOnlyJobsNeedAnOnlineHost) {
   d = FifoFirstFitScheduler().decide(s);
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].host, "a");
+}
+
+TEST(FifoFirstFit, EmptyFleetSaysNoHostJoined) {
+  Snapshot s;
+  s.pending = {{1, 2, "", 0}};
+  auto d = FifoFirstFitScheduler().decide(s);
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].kind, WaitKind::kNoHosts);
+  EXPECT_EQ(describeWait(d.waits[0], 2, ""), "no host has joined the cluster yet");
+}
+
+TEST(FifoFirstFit, TooBigCountsOnlyTheWantedModel) {
+  Snapshot s;
+  s.hosts = {host("a", 8, "A100"), host("b", 2, "H100")};
+  s.pending = {{1, 4, "H100", 0}};
+  auto d = FifoFirstFitScheduler().decide(s);
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].kind, WaitKind::kTooBig);
+  EXPECT_EQ(describeWait(d.waits[0], 4, "H100"), "no host has 4 H100 GPUs (the largest has 2)");
 }
 
 TEST(FifoFirstFit, IsDeterministic) {

@@ -43,12 +43,27 @@ struct Placement {
   std::vector<int> gpuIndices;
 };
 
-// Why a job still waits, in words a user understands, and where it stands in the queue.
+// Why a job still waits. Kept compact (no text) because a pass produces one per queued job;
+// describeWait turns it into words when someone asks.
+enum class WaitKind {
+  kNoHosts,          // no host has joined
+  kNoSuchModel,      // no host has GPUs of the wanted model
+  kTooBig,           // no host has that many GPUs (of the model): it can never fit as asked
+  kNeedsOnlineHost,  // a CPU-only job and no host is online
+  kNeedsFreeGpus,    // it fits on some host, but not now
+  kBehindInQueue,    // FIFO: it waits behind an earlier job
+};
+
 struct Wait {
   int64_t jobId = 0;
-  std::string reason;
-  int position = 0;  // 1 = next to be placed
+  WaitKind kind = WaitKind::kNeedsFreeGpus;
+  int position = 0;       // 1 = next to be placed
+  int64_t blockedBy = 0;  // kBehindInQueue: the job at the head
+  int largestHost = 0;    // kTooBig: the most GPUs (of the model) any host has
 };
+
+// "no host has 16 A100 GPUs (the largest has 8)", "behind job 12 in the queue (FIFO)", ...
+std::string describeWait(const Wait& wait, int gpus, const std::string& gpuModel);
 
 struct Decisions {
   std::vector<Placement> placements;
