@@ -200,7 +200,10 @@ void registerRoutes(Router& router, Server& s) {
     req.memoryMib = memoryMib;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(change);
-    co_return ApiResponse::json(jobJson(s, change.value), http::status::created);
+    // The scheduling pass usually ran while the submission was being committed: reply with the
+    // job as it is now (placed, or with its real wait reason).
+    auto now = s.cluster().getJob(r.who(), change.value.id);
+    co_return ApiResponse::json(jobJson(s, now.ok() ? *now : change.value), http::status::created);
   });
 
   router.add(V::get, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {

@@ -39,11 +39,17 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
     auto dashes = std::find(args.begin(), args.end(), "--");
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr &&
         std::find(args.begin(), dashes, "run") != dashes) {
-      err << e.what() << "\nPut the job's command after `--`: allot run [flags] -- CMD [ARGS...]\n";
+      err << "allot: " << e.what()
+          << "; put the job's command after `--`: allot run [flags] -- CMD [ARGS...]\n";
       return kUsageExit;
     }
-    int code = app.exit(e, out, err);
-    return code == static_cast<int>(CLI::ExitCodes::Success) ? 0 : kUsageExit;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      app.exit(e, out, err);  // --help and friends
+      return 0;
+    }
+    // Usage errors are one line, like every other error of the CLI.
+    err << "allot: " << e.what() << " (see --help)\n";
+    return kUsageExit;
   }
   return ctx.runAction();
 }

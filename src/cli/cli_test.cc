@@ -152,7 +152,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 
 TEST_F(CliTest, CommandWithoutDashesGetsAHint) {
   EXPECT_EQ(run({"run", "--gpus", "1", "python", "-c", "print(1)"}), 2);
-  EXPECT_NE(err_.str().find("Put the job's command after `--`"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("put the job's command after `--`"), std::string::npos) << err_.str();
   EXPECT_TRUE(server_.requests().empty());
 }
 

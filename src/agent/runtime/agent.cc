@@ -195,7 +195,10 @@ asio::awaitable<void> Agent::connectionLoop() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     auto st = co_await session();
-    if (st.code() == Code::kUnauthenticated) {
+    if (st.ok()) {
+      backoff = std::chrono::milliseconds(100);
+      spdlog::warn("connection to allotd closed; reconnecting in {} ms", backoff.count());
+    } else if (st.code() == Code::kUnauthenticated) {
       spdlog::error("allotd refused this host's credential ({}); re-join with a new --join-token "
                     "after removing {}", st.message(), credentialPath(config_.workDir));
     } else {
@@ -203,8 +206,7 @@ asio::awaitable<void> Agent::connectionLoop() {
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(asio::as_tuple(use_awaitable));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-    if (st.code() == Code::kOk) backoff = std::chrono::milliseconds(100);
+    if (!st.ok()) backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
 }
 
@@ -274,7 +276,8 @@ asio::awaitable<Status> Agent::session() {
 
   std::string lastStatus;
   TimeMs lastSent = 0;
-  Status result = Status::Unavailable("connection closed by allotd");
+  // A session that got this far was healthy: its end resets the reconnect backoff.
+  Status result = Status::Ok();
   while (open) {
     tick.expires_after(kTick);
     co_await tick.async_wait(asio::as_tuple(use_awaitable));

@@ -1,0 +1,100 @@
+// One job's life through the CLI: its output, its exit status, its environment, its end.
+
+#include <regex>
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+class JobsTest : public TestCluster {
+ protected:
+  void SetUp() override {
+    TestCluster::SetUp();
+    startAgent("node-a", "sim:1xA100");
+    createTeam("ml");
+    token_ = createUser("carol", "ml");
+  }
+  std::string token_;
+};
+
+// The job id from `allot run --wait`'s "Submitted j-N; ..." line on stderr; 0 if absent.
+int64_t submittedId(const CliResult& r) {
+  std::smatch m;
+  static const std::regex kId("Submitted j-([0-9]+)");
+  if (!std::regex_search(r.err, m, kId)) return 0;
+  return std::stoll(m[1].str());
+}
+
+// Reads a pid the job wrote; 0 until the file is complete.
+pid_t readPid(const std::string& file) {
+  std::string text = trim(readFile(file));
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return static_cast<pid_t>(std::stol(text));
+}
+
+TEST_F(JobsTest, RunWaitPrintsOutputAndExitsWithTheJobsStatus) {
+  auto r = cliAs(token_, {"run", "--wait", "--", "sh", "-c", "echo hello; exit 7"});
+  EXPECT_EQ(r.code, 7) << r.describe();
+  EXPECT_EQ(r.out, "hello\n") << r.describe();
+  int64_t id = submittedId(r);
+  ASSERT_GT(id, 0) << r.describe();
+  EXPECT_EQ(logs(token_, id), "hello\n");
+  json j = job(token_, id);
+  EXPECT_EQ(j["state"], "failed") << j.dump();
+  EXPECT_EQ(j["exit_code"], 7) << j.dump();
+
+  // --env reaches the job, values with spaces and '=' intact; -o json --wait prints the job.
+  auto e = cliAs(token_, {"run", "--wait", "-o", "json", "--env", "GREETING=hi there=1", "--env",
+                          "OTHER=x", "--", "sh", "-c", "echo \"$GREETING/$OTHER\""});
+  ASSERT_EQ(e.code, 0) << e.describe();
+  json done = e.parsed();
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["exit_code"], 0) << done.dump();
+  EXPECT_EQ(done["env"], json({{"GREETING", "hi there=1"}, {"OTHER", "x"}})) << done.dump();
+  EXPECT_NE(e.err.find("hi there=1/x\n"), std::string::npos) << e.describe();
+  EXPECT_EQ(logs(token_, done["id"].get<int64_t>()), "hi there=1/x\n");
+
+  // A job killed by signal N makes `run --wait` exit 128+N.
+  auto k = cliAs(token_, {"run", "--wait", "--", "sh", "-c", "echo before; kill -9 $$"});
+  EXPECT_EQ(k.code, 128 + 9) << k.describe();
+  EXPECT_EQ(k.out, "before\n") << k.describe();
+  int64_t killed = submittedId(k);
+  ASSERT_GT(killed, 0) << k.describe();
+  json kj = job(token_, killed);
+  EXPECT_EQ(kj["state"], "failed") << kj.dump();
+  EXPECT_EQ(kj["signal"], 9) << kj.dump();
+}
+
+TEST_F(JobsTest, CancelKillsTheWholeProcessTree) {
+  std::string shPid = path("sh.pid"), childPid = path("child.pid");
+  int64_t id = submit(token_, {},
+                      {"sh", "-c",
+                       "echo $$ > '" + shPid + ".tmp'; mv '" + shPid + ".tmp' '" + shPid + "'; " +
+                           "sleep 1000 & echo $! > '" + childPid + ".tmp'; mv '" + childPid +
+                           ".tmp' '" + childPid + "'; sleep 1000"});
+  ASSERT_TRUE(waitForJobState(token_, id, "running"));
+  pid_t sh = 0, child = 0;
+  ASSERT_TRUE(waitFor([&] {
+    sh = readPid(shPid);
+    child = readPid(childPid);
+    return sh > 0 && child > 0;
+  })) << "the job never wrote its pids";
+  ASSERT_FALSE(processGone(sh));
+  ASSERT_FALSE(processGone(child));
+
+  json c = cliJson(token_, {"job", "cancel", std::to_string(id)});
+  EXPECT_EQ(c["cancel_requested"], true) << c.dump();
+  json j;
+  ASSERT_TRUE(waitForJobState(token_, id, "cancelled", &j));
+  EXPECT_TRUE(waitFor([&] { return processGone(sh); })) << "the job's shell " << sh << " survived";
+  EXPECT_TRUE(waitFor([&] { return processGone(child); }))
+      << "the job's background child " << child << " survived the cancel";
+
+  // Cancelling again is refused: it has ended.
+  auto again = cliAs(token_, {"job", "cancel", std::to_string(id)});
+  EXPECT_NE(again.code, 0) << again.describe();
+}
+
+}  // namespace
+}  // namespace allot::it

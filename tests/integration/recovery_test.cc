@@ -1,0 +1,217 @@
+// Crashes: allotd or an agent killed with SIGKILL, then restarted (or not).
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+class RecoveryTest : public TestCluster {};
+
+// allotd with a short lost-after, so that an agent that stays away loses its jobs quickly.
+class LostAfterTest : public TestCluster {
+ protected:
+  std::vector<std::string> serverFlags() const override {
+    return {"--heartbeat", "1s", "--lost-after", "3s"};
+  }
+};
+
+// Prints "start", waits for `first`, prints "middle", waits for `second`, then prints 1..2000.
+std::vector<std::string> twoStageJob(const std::string& first, const std::string& second) {
+  return {"sh", "-c",
+          "echo start; while [ ! -e '" + first + "' ]; do sleep 0.1; done; echo middle; " +
+              "while [ ! -e '" + second + "' ]; do sleep 0.1; done; seq 1 2000"};
+}
+
+std::string twoStageOutput() {
+  std::string out = "start\nmiddle\n";
+  for (int i = 1; i <= 2000; ++i) out += std::to_string(i) + "\n";
+  return out;
+}
+
+std::vector<std::string> sorted(const json& arr) {
+  std::vector<std::string> out;
+  for (const auto& v : arr) out.push_back(v.dump());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
+  startAgent("gpu-a", "sim:4xA100");
+  createTeam("ml");
+  std::string erin = createUser("erin", "ml");
+  std::string first = path("first"), second = path("second");
+  int64_t longJob = submit(erin, {"--gpus", "1"}, twoStageJob(first, second));
+  ASSERT_TRUE(waitForJobState(erin, longJob, "running"));
+  ASSERT_TRUE(waitFor([&] { return logs(erin, longJob) == "start\n"; }));
+
+  // Submissions keep coming while allotd dies; a 201 means the job must survive. They ask for
+  // 8 GPUs, which no host has, so they stay queued and cost nothing.
+  std::mutex mu;
+  std::vector<int64_t> acked;
+  std::string submitError;
+  std::atomic<bool> stop{false}, finished{false};
+  const uint16_t port = port_;
+  std::thread submitter([&] {
+    for (int i = 0; i < 1000 && !stop; ++i) {
+      std::string body =
+          R"({"command":["true"],"gpus":8,"name":"burst-)" + std::to_string(i) + R"("})";
+      try {
+        auto r = httpRequest(port, "POST", "/api/v1/jobs", body, erin);
+        std::lock_guard lock(mu);
+        if (r.status != 201) {
+          submitError = "HTTP " + std::to_string(r.status) + ": " + r.body;
+          break;
+        }
+        acked.push_back(r.parsed().at("id").get<int64_t>());
+      } catch (const std::exception&) {
+        break;  // allotd died with this request in flight: not acknowledged
+      }
+    }
+    finished = true;
+  });
+  bool enough = waitFor([&] {
+    std::lock_guard lock(mu);
+    return acked.size() >= 50 || finished;
+  });
+  killServer();
+  stop = true;
+  submitter.join();
+  ASSERT_TRUE(enough && submitError.empty() && acked.size() >= 50)
+      << acked.size() << " acknowledged; " << submitError;
+  RecordProperty("acknowledged_before_kill", static_cast<int>(acked.size()));
+
+  // Output the job writes while allotd is down must not be lost.
+  writeFile(first, "");
+  startServer();
+
+  std::map<int64_t, json> listed;
+  for (const auto& j : cliJson(erin, {"job", "list", "--limit", "100000"})) {
+    listed[j.at("id").get<int64_t>()] = j;
+  }
+  std::set<int64_t> unique(acked.begin(), acked.end());
+  EXPECT_EQ(unique.size(), acked.size()) << "allotd acknowledged the same id twice";
+  for (int64_t id : acked) {
+    auto it = listed.find(id);
+    if (it == listed.end()) {
+      ADD_FAILURE() << "acknowledged job " << id << " is gone after the restart";
+      continue;
+    }
+    EXPECT_EQ(it->second["state"], "queued") << it->second.dump();
+    EXPECT_EQ(it->second["command"], json::array({"true"})) << it->second.dump();
+    EXPECT_EQ(it->second["gpus"], 8) << it->second.dump();
+  }
+  // No acknowledged id is handed out again.
+  int64_t after = submit(erin, {"--gpus", "8"}, {"true"});
+  EXPECT_GT(after, *std::max_element(acked.begin(), acked.end()));
+
+  // The agent comes back by itself; its job never stopped running.
+  ASSERT_TRUE(waitForHostState("gpu-a", "online"));
+  json j = job(erin, longJob);
+  EXPECT_EQ(j["state"], "running") << j.dump();
+  EXPECT_EQ(j["host"], "gpu-a") << j.dump();
+  std::string got;
+  EXPECT_TRUE(waitFor([&] { return (got = logs(erin, longJob)) == "start\nmiddle\n"; }))
+      << "logs after the restart: '" << got << "'";
+
+  writeFile(second, "");
+  ASSERT_TRUE(waitForJobState(erin, longJob, "succeeded", &j));
+  EXPECT_EQ(j["exit_code"], 0) << j.dump();
+  EXPECT_TRUE(logs(erin, longJob) == twoStageOutput()) << "output incomplete after the restart";
+}
+
+TEST_F(RecoveryTest, AgentKill9RunningJobIsReadopted) {
+  startAgent("gpu-a", "sim:4xA100");
+  createTeam("ml");
+  std::string fred = createUser("fred", "ml");
+  std::string first = path("first"), second = path("second");
+  int64_t id = submit(fred, {"--gpus", "2"}, twoStageJob(first, second));
+  json before;
+  ASSERT_TRUE(waitForJobState(fred, id, "running", &before));
+  ASSERT_TRUE(waitFor([&] { return logs(fred, id) == "start\n"; }));
+
+  killAgent("gpu-a");
+  ASSERT_TRUE(waitForHostState("gpu-a", "unreachable"));
+  // Its job is not given up on while the host may come back.
+  json j = job(fred, id);
+  EXPECT_EQ(j["state"], "running") << j.dump();
+  writeFile(first, "");  // the job goes on writing output with no agent watching
+
+  restartAgent("gpu-a");  // same work dir, no join token
+  ASSERT_TRUE(waitForHostState("gpu-a", "online"));
+  j = job(fred, id);
+  EXPECT_EQ(j["state"], "running") << j.dump();
+  EXPECT_EQ(j["gpu_uuids"], before["gpu_uuids"]) << j.dump();
+  std::string got;
+  EXPECT_TRUE(waitFor([&] { return (got = logs(fred, id)) == "start\nmiddle\n"; }))
+      << "logs after the agent restart: '" << got << "'";
+
+  writeFile(second, "");
+  ASSERT_TRUE(waitForJobState(fred, id, "succeeded", &j));
+  EXPECT_EQ(j["exit_code"], 0) << j.dump();
+  EXPECT_TRUE(logs(fred, id) == twoStageOutput()) << "output incomplete after the agent restart";
+  EXPECT_TRUE(waitFor([&] { return host("gpu-a").at("allocations").empty(); }))
+      << host("gpu-a").dump();
+}
+
+TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {
+  startAgent("gpu-a", "sim:4xA100");
+  createTeam("ml");
+  std::string gina = createUser("gina", "ml");
+  std::string pidFile = path("job.pid");
+  int64_t id = submit(gina, {"--gpus", "4"},
+                      {"sh", "-c",
+                       "echo $$ > '" + pidFile + ".tmp'; mv '" + pidFile + ".tmp' '" + pidFile +
+                           "'; while true; do sleep 0.1; done"});
+  json running;
+  ASSERT_TRUE(waitForJobState(gina, id, "running", &running));
+  pid_t pid = 0;
+  ASSERT_TRUE(waitFor([&] {
+    std::string t = trim(readFile(pidFile));
+    pid = t.empty() ? 0 : static_cast<pid_t>(std::stol(t));
+    return pid > 0;
+  }));
+
+  killAgent("gpu-a");
+  json lost;
+  ASSERT_TRUE(waitForJobState(gina, id, "lost", &lost));
+  EXPECT_FALSE(textOf(lost, "reason").empty()) << lost.dump();
+  json h = host("gpu-a");
+  EXPECT_EQ(h["state"], "unreachable") << h.dump();
+  EXPECT_TRUE(h.at("allocations").empty()) << "a lost job still holds GPUs: " << h.dump();
+
+  // The freed GPUs go to the next job once the host is back; the lost job's processes, which
+  // outlived the agent, are stopped rather than left on those GPUs.
+  int64_t next = submit(gina, {"--gpus", "4"}, {"sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\""});
+  restartAgent("gpu-a");
+  json done;
+  ASSERT_TRUE(waitForJobState(gina, next, "succeeded", &done));
+  EXPECT_EQ(sorted(done["gpu_uuids"]), sorted(running["gpu_uuids"])) << done.dump();
+  EXPECT_TRUE(waitFor([&] { return processGone(pid); }))
+      << "the lost job (pid " << pid << ") still runs after its agent came back";
+  EXPECT_EQ(job(gina, id)["state"], "lost");
+}
+
+TEST_F(RecoveryTest, WritesAcknowledgedJustBeforeKill9Survive) {
+  createTeam("durable");
+  std::string token = createUser("hank", "durable");
+  restartServer();  // kill -9 right after the replies
+
+  bool found = false;
+  for (const auto& t : cliJson(adminToken_, {"team", "list"}))
+    found |= textOf(t, "name") == "durable";
+  EXPECT_TRUE(found) << "team 'durable' is gone after kill -9";
+  json me = cliJson(token, {"whoami"});
+  EXPECT_EQ(me["name"], "hank") << me.dump();
+  EXPECT_EQ(me["team"], "durable") << me.dump();
+}
+
+}  // namespace
+}  // namespace allot::it
