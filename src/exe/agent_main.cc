@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = defaultShimPath();
+  int standbys = 1;
   app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
   app.add_option("--join-token", joinToken, "join token from `allot host join-token` (first start only)");
   app.add_option("--name", name, "host name in Allot (default: this machine's hostname)");
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--work-dir", workDir, "state, job directories and logs (default /var/lib/allot-agent)");
   app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
   app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
+  app.add_option("--standby-shims", standbys,
+                 "shims kept ready in fresh cgroups, so a job starts without waiting for the "
+                 "kernel's cgroup attach (default 1; 0 turns it off)")
+      ->check(CLI::Range(0, 16));
   CLI11_PARSE(app, argc, argv);
 
   allot::setupLogging("allot-agent", logLevel);
@@ -60,8 +65,12 @@ int main(int argc, char** argv) {
   }
 
   allot::SystemClock clock;
-  allot::agent::CgroupManager cgroups;
-  allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups);
+  // One cgroup subtree per agent ("allot-<name>"): an agent removes groups it does not know, so
+  // two agents on one machine (tests, a migration) must not share a subtree.
+  std::string groupName = "allot";
+  if (!name.empty()) groupName += "-" + name;
+  allot::agent::CgroupManager cgroups(groupName);
+  allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
   allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode()};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();

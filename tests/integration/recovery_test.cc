@@ -168,8 +168,9 @@ TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {
   std::string pidFile = path("job.pid");
   int64_t id = submit(gina, {"--gpus", "4"},
                       {"sh", "-c",
-                       "echo $$ > '" + pidFile + ".tmp'; mv '" + pidFile + ".tmp' '" + pidFile +
-                           "'; while true; do sleep 0.1; done"});
+                       // It lingers a second after SIGTERM, as real training jobs do.
+                       "trap 'sleep 1; exit 0' TERM; echo $$ > '" + pidFile + ".tmp'; mv '" +
+                           pidFile + ".tmp' '" + pidFile + "'; while true; do sleep 0.1; done"});
   json running;
   ASSERT_TRUE(waitForJobState(gina, id, "running", &running));
   pid_t pid = 0;
@@ -189,11 +190,19 @@ TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {
 
   // The freed GPUs go to the next job once the host is back; the lost job's processes, which
   // outlived the agent, are stopped rather than left on those GPUs.
-  int64_t next = submit(gina, {"--gpus", "4"}, {"sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\""});
+  // The next job must not start while the lost one still runs on the same GPUs.
+  std::string p = std::to_string(pid);
+  int64_t next = submit(
+      gina, {"--gpus", "4"},
+      {"sh", "-c",
+       "if [ -e /proc/" + p + " ] && ! grep -q '^State:.*Z' /proc/" + p +
+           "/status; then echo OVERLAP; fi; echo \"$CUDA_VISIBLE_DEVICES\""});
   restartAgent("gpu-a");
   json done;
   ASSERT_TRUE(waitForJobState(gina, next, "succeeded", &done));
   EXPECT_EQ(sorted(done["gpu_uuids"]), sorted(running["gpu_uuids"])) << done.dump();
+  EXPECT_EQ(logs(gina, next).find("OVERLAP"), std::string::npos)
+      << "a new job started on GPUs a lost job still held";
   EXPECT_TRUE(waitFor([&] { return processGone(pid); }))
       << "the lost job (pid " << pid << ") still runs after its agent came back";
   EXPECT_EQ(job(gina, id)["state"], "lost");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -48,6 +49,18 @@ Status writeValue(const std::string& file, const std::string& value) {
 }
 
 std::string jobGroupName(int64_t id) { return "job-" + std::to_string(id); }
+std::string spareGroupName(int64_t slot) { return "slot-" + std::to_string(slot); }
+
+// The number after `prefix` in a group's name ("job-42" -> 42); nullopt for other names.
+std::optional<int64_t> numberAfter(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
+}
 
 // The major number the kernel gave a driver, from /proc/devices; -1 when it is not loaded.
 int charMajor(const std::string& driver) {
@@ -130,7 +143,7 @@ Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
       return st;
     }
     dirs.push_back(dir);
-    Status st = applyLimits(h, dir, spec);
+    Status st = applyHierarchyLimits(h, dir, spec);
     if (!st.ok()) {
       remove(dirs);
       return st;
@@ -139,8 +152,52 @@ Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
   return dirs;
 }
 
-Status CgroupManager::applyLimits(const Hierarchy& h, const std::string& dir,
+Result<std::vector<std::string>> CgroupManager::createSpare() {
+  // A slot-<n> that exists anywhere may belong to a running job of an earlier agent (or be a
+  // stale standby's, on its way out): never share it, take the next number.
+  constexpr int kMaxTries = 1000;
+  for (int tries = 0; tries < kMaxTries; ++tries, ++nextSlot_) {
+    std::vector<std::string> dirs;
+    bool taken = false;
+    for (const Hierarchy& h : hierarchies_) {
+      std::string dir = h.base + "/" + spareGroupName(nextSlot_);
+      if (::mkdir(dir.c_str(), 0755) == 0) {
+        dirs.push_back(dir);
+        continue;
+      }
+      int err = errno;
+      remove(dirs);
+      if (err != EEXIST) {
+        return Status::Unavailable("failed to create cgroup " + dir + ": " + std::strerror(err));
+      }
+      taken = true;
+      break;
+    }
+    if (!taken) {
+      ++nextSlot_;
+      return dirs;
+    }
+  }
+  return Status::Unavailable("failed to create a spare cgroup: slot-" +
+                             std::to_string(nextSlot_ - kMaxTries) + " to slot-" +
+                             std::to_string(nextSlot_ - 1) + " all exist");
+}
+
+Status CgroupManager::applyLimits(const std::vector<std::string>& groups,
                                   const JobSpec& spec) const {
+  if (groups.size() != hierarchies_.size()) {
+    return Status::Internal("cannot apply limits to " + std::to_string(groups.size()) +
+                            " groups: this host has " + std::to_string(hierarchies_.size()) +
+                            " cgroup hierarchies");
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    ALLOT_RETURN_IF_ERROR(applyHierarchyLimits(hierarchies_[i], groups[i], spec));
+  }
+  return Status::Ok();
+}
+
+Status CgroupManager::applyHierarchyLimits(const Hierarchy& h, const std::string& dir,
+                                           const JobSpec& spec) const {
   const bool v2 = h.controller.empty();
   if (spec.memoryLimitMib > 0 && (v2 || h.controller == "memory")) {
     std::string bytes = std::to_string(spec.memoryLimitMib * 1024 * 1024);
@@ -185,19 +242,19 @@ Status CgroupManager::writeDeviceRules(const std::string& dir, const JobSpec& sp
   return Status::Ok();
 }
 
-std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& keep) const {
+std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& keepJobs,
+                                                    const std::set<std::string>& keepGroups) const {
   std::vector<std::string> out;
   for (const Hierarchy& h : hierarchies_) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(h.base, ec)) {
       std::string name = entry.path().filename().string();
-      if (name.rfind("job-", 0) != 0) continue;
-      std::string digits = name.substr(4);
-      if (digits.empty() || digits.size() > 18 ||
-          digits.find_first_not_of("0123456789") != std::string::npos) {
-        continue;
+      std::string dir = entry.path().string();
+      if (auto id = numberAfter(name, "job-")) {
+        if (!keepJobs.count(*id) && !keepGroups.count(dir)) out.push_back(dir);
+      } else if (numberAfter(name, "slot-")) {
+        if (!keepGroups.count(dir)) out.push_back(dir);
       }
-      if (!keep.count(std::stoll(digits))) out.push_back(entry.path().string());
     }
   }
   return out;

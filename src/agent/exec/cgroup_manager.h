@@ -6,11 +6,14 @@
 // allotd can show what confinement it offers.
 //
 // Where the groups go:
-//   v1  <hierarchy>/<the agent's own group>/allot/job-<id>, for memory, cpu and devices. Nesting
+//   v1  <hierarchy>/<the agent's own group>/allot/<group>, for memory, cpu and devices. Nesting
 //       under the agent's own group keeps jobs inside whatever the agent itself was given (a
 //       systemd slice with Delegate=yes, a container) and v1 allows processes in inner groups.
-//   v2  <mount>/allot/job-<id>. Not under the agent's group: v2 forbids enabling controllers for
+//   v2  <mount>/allot/<group>. Not under the agent's group: v2 forbids enabling controllers for
 //       children of a group that itself holds processes (the agent), and the root is exempt.
+// <group> is job-<id> for a group made for one job (create()), or slot-<n> for a spare group made
+// ahead of any job (createSpare()) that a standby shim joins early and a job later takes over,
+// limits written then (applyLimits()). See process_executor.h.
 //
 // Device confinement is v1 only (devices.deny/allow). v2 controls devices with an eBPF program
 // attached to the group, which we do not ship yet; on v2 jobs with real GPUs still get only their
@@ -44,9 +47,20 @@ class CgroupManager {
   // limit that cannot be written) leaves nothing behind.
   Result<std::vector<std::string>> create(const JobSpec& spec);
 
-  // Job groups under this manager's directories whose id is not in `keep`: left by jobs the
-  // executor no longer knows (forgotten while a process lingered, then the agent restarted).
-  std::vector<std::string> strayGroups(const std::set<int64_t>& keep) const;
+  // Creates a fresh spare group (slot-<n>, a name no existing group has) in every hierarchy, with
+  // no limits: for a standby shim to join before there is a job. Empty in mode "none". An error
+  // leaves nothing behind.
+  Result<std::vector<std::string>> createSpare();
+  // Writes spec's limits (as create() does) into groups made by this manager: one per hierarchy,
+  // in the order create() and createSpare() return them. Leaves earlier writes on error.
+  Status applyLimits(const std::vector<std::string>& groups, const JobSpec& spec) const;
+
+  // Groups under this manager's directories that no known job holds: job groups whose id is not
+  // in `keepJobs` (forgotten while a process lingered, then the agent restarted) and spare groups
+  // not in `keepGroups` (a standby of an earlier agent, or the groups of a job it took over that
+  // the executor no longer knows).
+  std::vector<std::string> strayGroups(const std::set<int64_t>& keepJobs,
+                                       const std::set<std::string>& keepGroups) const;
 
   // Every process in the groups.
   static std::vector<int> pids(const std::vector<std::string>& groups);
@@ -61,12 +75,14 @@ class CgroupManager {
   void probeV2(const std::string& mountRoot);
   void probeV1(const std::string& mountRoot, const std::string& selfCgroupFile);
 
-  std::string groupName_;
-  Status applyLimits(const Hierarchy& h, const std::string& dir, const JobSpec& spec) const;
+  Status applyHierarchyLimits(const Hierarchy& h, const std::string& dir,
+                              const JobSpec& spec) const;
   Status writeDeviceRules(const std::string& dir, const JobSpec& spec) const;
 
+  std::string groupName_;
   std::string mode_ = "none";
   std::vector<Hierarchy> hierarchies_;
+  int64_t nextSlot_ = 1;  // where createSpare() starts looking for an unused slot-<n>
 };
 
 }  // namespace allot::agent

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace allot::agent {
@@ -63,6 +65,42 @@ TEST(CgroupManager, CreatesLimitsAndRemovesJobGroups) {
   EXPECT_TRUE(CgroupManager::pids(*groups).empty());
   EXPECT_TRUE(CgroupManager::remove(*groups));
   for (const auto& g : *groups) EXPECT_FALSE(fs::exists(g));
+}
+
+TEST(CgroupManager, SpareGroupsTakeLimitsLaterAndAreStrayUntilAJobHoldsThem) {
+  CgroupManager m("allot-test");
+  if (m.mode() == "none") GTEST_SKIP() << "no writable cgroup hierarchy here";
+  auto a = m.createSpare();
+  auto b = m.createSpare();
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  ASSERT_TRUE(b.ok()) << b.status().toString();
+  ASSERT_FALSE(a->empty());
+  EXPECT_NE(*a, *b);
+  for (const auto& g : *a) {
+    EXPECT_NE(g.find("/allot-test/slot-"), std::string::npos) << g;
+    EXPECT_TRUE(fs::is_directory(g));
+  }
+  JobSpec s;
+  s.id = 9'000'002;
+  s.memoryLimitMib = 32;
+  ASSERT_TRUE(m.applyLimits(*a, s).ok());
+  bool sawMemory = false;
+  for (const auto& g : *a) {
+    for (const char* file : {"/memory.limit_in_bytes", "/memory.max"}) {
+      if (fs::exists(g + file)) {
+        EXPECT_EQ(readFile(g + file), "33554432\n");
+        sawMemory = true;
+      }
+    }
+  }
+  EXPECT_TRUE(sawMemory);
+  EXPECT_FALSE(m.applyLimits({}, s).ok());  // not this manager's groups
+
+  auto stray = m.strayGroups({}, std::set<std::string>(a->begin(), a->end()));
+  for (const auto& g : *a) EXPECT_EQ(std::count(stray.begin(), stray.end(), g), 0) << g;
+  for (const auto& g : *b) EXPECT_EQ(std::count(stray.begin(), stray.end(), g), 1) << g;
+  EXPECT_TRUE(CgroupManager::remove(*a));
+  EXPECT_TRUE(CgroupManager::remove(*b));
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ class Executor {
   // still running is killed first.
   virtual void forget(int64_t id) = 0;
   virtual bool knows(int64_t id) const = 0;
+  // The GPU indexes the job was started with (also for re-adopted jobs); empty when unknown.
+  virtual std::vector<int> gpusOf(int64_t id) const = 0;
   // The job's combined stdout+stderr file.
   virtual std::string logPath(int64_t id) const = 0;
 };

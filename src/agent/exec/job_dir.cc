@@ -79,8 +79,10 @@ Status JobDir::writeFile(const std::string& name, const std::string& content) co
     }
     done += static_cast<size_t>(n);
   }
-  // Durable before it is visible: after a host crash the file is whole or absent.
-  ::fsync(fd);
+  // Renamed into place, so a reader never sees part of a file. No fsync: these files only have
+  // to outlive the agent process (a restarted agent reads them back from the page cache), not
+  // the host, whose crash kills the jobs they describe too. An fsync here sat on every job start
+  // and cost up to tens of ms on a busy disk.
   ::close(fd);
   if (::rename(tmp.c_str(), final.c_str()) != 0) return ioError("rename", tmp, errno);
   return Status::Ok();

@@ -11,6 +11,7 @@
 //   work/        the job's working directory
 //
 // Every file is written whole to a temporary name and renamed, so a reader sees all or nothing.
+// None is fsynced: they must survive the agent, not the host (see writeFile()).
 // status.json is the one the shim writes too; its format is defined here and in job_shim_main.cc.
 
 #include <sys/types.h>

@@ -15,10 +15,26 @@
 //                       [--cgroup GROUP_DIR]... -- COMMAND [ARG]...
 // The environment it is given is the job's.
 //
+// Standby: allot-job-shim --standby-fd N [--cgroup GROUP_DIR]...
+// The agent starts one of these ahead of any job (see process_executor.h), so that step 1, which
+// costs the kernel ~10 ms on cgroup v1, is paid before a job arrives. Its environment is empty and
+// descriptor N is a stream socket to the agent. It closes every other inherited descriptor, joins
+// the (spare, limit-free) groups, writes one byte 'R' to N, and waits. The agent writes the job's
+// limits into the groups and then sends the job on N:
+//   <u32 length, host order><payload of `length` bytes>
+//   payload: "<n>\0" then n NUL-terminated arguments (what would follow argv[0] above, without
+//            --cgroup), then "<m>\0" then m NUL-terminated "KEY=VALUE" environment entries.
+// From then on it is an ordinary shim from step 2, with N as its report descriptor. It runs
+// nothing of the job's before the whole job has arrived; if N reaches end-of-file first (the agent
+// exited or retired it) it exits with status 0 and writes nothing. If it cannot join a group it
+// exits with status 1 without writing 'R'. process_executor.cc writes the other end; keep the two
+// in step.
+//
 // Only libc here: one shim runs per job for the job's whole life, so it should cost little.
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,13 +42,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+extern char** environ;
+
 namespace {
+
+// The most a standby accepts as one job: far above any real command line and environment.
+constexpr uint32_t kMaxJobMessage = 64u << 20;
 
 struct Args {
   std::string jobDir, log, cwd;
@@ -103,7 +125,8 @@ bool writeAll(int fd, const std::string& s) {
   return true;
 }
 
-// Whole or absent, even across a host crash.
+// Whole or absent to any reader. Not fsynced: like the agent's own job files (job_dir.cc) these
+// need to outlive the agent, not the host, whose crash ends the job as well.
 void writeAtomically(const std::string& path, const std::string& content) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -113,7 +136,6 @@ void writeAtomically(const std::string& path, const std::string& content) {
     return;
   }
   writeAll(fd, content);
-  fsync(fd);
   close(fd);
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     std::fprintf(stderr, "allot-job-shim: cannot rename %s: %s\n", tmp.c_str(),
@@ -205,29 +227,58 @@ void closeInherited(int keep) {
   _exit(127);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a;
-  if (!parseArgs(argc, argv, &a)) {
-    std::fprintf(stderr,
-                 "usage: allot-job-shim --job-dir DIR --log FILE --cwd DIR [--report-fd N] "
-                 "[--cgroup DIR]... -- COMMAND [ARG]...\n");
-    return 2;
-  }
-
-  for (const auto& group : a.cgroups) {
+// Joins every group (writes our pid to its cgroup.procs); false with *error set on the first
+// that fails.
+bool joinCgroups(const std::vector<std::string>& groups, std::string* error) {
+  std::string self = std::to_string(getpid());
+  for (const auto& group : groups) {
     std::string procs = group + "/cgroup.procs";
     int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    std::string self = std::to_string(getpid());
     if (fd < 0 || !writeAll(fd, self)) {
-      // Refuse to run unconfined in a group we were told to use.
-      writeFailedToStart(a, "cannot join cgroup " + group + ": " + std::strerror(errno));
-      return 1;
+      *error = "cannot join cgroup " + group + ": " + std::strerror(errno);
+      if (fd >= 0) close(fd);
+      return false;
     }
     close(fd);
   }
+  return true;
+}
 
+bool readAll(int fd, char* buf, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = read(fd, buf + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Splits "<n>\0" + n strings from payload at *pos; false if it is malformed.
+bool takeStrings(const std::string& payload, size_t* pos, std::vector<std::string>* out) {
+  auto next = [&](std::string* s) {
+    size_t end = payload.find('\0', *pos);
+    if (end == std::string::npos) return false;
+    *s = payload.substr(*pos, end - *pos);
+    *pos = end + 1;
+    return true;
+  };
+  std::string count;
+  if (!next(&count) || count.empty() || count.size() > 9 ||
+      count.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  for (long n = std::atol(count.c_str()); n > 0; --n) {
+    std::string s;
+    if (!next(&s)) return false;
+    out->push_back(std::move(s));
+  }
+  return true;
+}
+
+// Steps 2-6: runs the job described by a, once the shim is in its groups.
+int runJob(const Args& a) {
   int log = open(a.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) {
     writeFailedToStart(a, "cannot open log " + a.log + ": " + std::strerror(errno));
@@ -287,4 +338,89 @@ int main(int argc, char** argv) {
   kill(-child, SIGKILL);
   writeExited(a, status);
   return 0;
+}
+
+// The standby protocol described at the top of this file.
+int runStandby(int argc, char** argv) {
+  int fd = -1;
+  std::vector<std::string> groups;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--standby-fd") {
+      fd = std::atoi(argv[i + 1]);
+    } else if (k == "--cgroup") {
+      groups.push_back(argv[i + 1]);
+    } else {
+      fd = -1;
+      break;
+    }
+  }
+  if (fd <= STDERR_FILENO || argc % 2 == 0) {
+    std::fprintf(stderr, "usage: allot-job-shim --standby-fd N [--cgroup DIR]...\n");
+    return 2;
+  }
+  // A standby may wait a long time; it must not hold the agent's sockets or files meanwhile.
+  closeInherited(fd);
+  std::string error;
+  if (!joinCgroups(groups, &error)) {
+    std::fprintf(stderr, "allot-job-shim: standby: %s\n", error.c_str());
+    return 1;
+  }
+  if (send(fd, "R", 1, MSG_NOSIGNAL) != 1) return 0;  // the agent is gone already
+
+  uint32_t size = 0;
+  if (!readAll(fd, reinterpret_cast<char*>(&size), sizeof size)) return 0;  // retired: no job
+  if (size > kMaxJobMessage) {
+    std::fprintf(stderr, "allot-job-shim: standby: a job of %u bytes is too big\n", size);
+    return 2;
+  }
+  std::string payload(size, '\0');
+  if (!readAll(fd, payload.data(), size)) return 0;
+
+  // They back argv and environ for the rest of the shim's life.
+  static std::vector<std::string> args, env;
+  size_t pos = 0;
+  if (!takeStrings(payload, &pos, &args) || !takeStrings(payload, &pos, &env) ||
+      pos != payload.size()) {
+    std::fprintf(stderr, "allot-job-shim: standby: malformed job message\n");
+    return 2;
+  }
+  std::vector<char*> argvJob = {argv[0]};
+  for (auto& s : args) argvJob.push_back(s.data());
+  argvJob.push_back(nullptr);
+  static std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  Args a;
+  if (!parseArgs(static_cast<int>(argvJob.size()) - 1, argvJob.data(), &a)) {
+    std::fprintf(stderr, "allot-job-shim: standby: malformed job arguments\n");
+    if (!a.jobDir.empty()) writeFailedToStart(a, "allot-job-shim got malformed job arguments");
+    return 2;
+  }
+  a.reportFd = fd;  // the agent waits on this socket's end-of-file as on any report descriptor
+  a.cgroups = groups;
+  environ = envp.data();  // the job's; execvp looks the command up in its PATH
+  return runJob(a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--standby-fd") == 0) return runStandby(argc, argv);
+  Args a;
+  if (!parseArgs(argc, argv, &a)) {
+    std::fprintf(stderr,
+                 "usage: allot-job-shim --job-dir DIR --log FILE --cwd DIR [--report-fd N] "
+                 "[--cgroup DIR]... -- COMMAND [ARG]...\n"
+                 "       allot-job-shim --standby-fd N [--cgroup DIR]...\n");
+    return 2;
+  }
+  std::string error;
+  if (!joinCgroups(a.cgroups, &error)) {
+    // Refuse to run unconfined in a group we were told to use.
+    writeFailedToStart(a, error);
+    return 1;
+  }
+  return runJob(a);
 }

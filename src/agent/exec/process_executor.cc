@@ -4,11 +4,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -75,6 +78,37 @@ void waitForClose(int fd, int64_t timeoutMs) {
   }
 }
 
+// The standby's half of the protocol is in job_shim_main.cc: a u32 length, then "<n>\0" and n
+// NUL-terminated arguments, then "<m>\0" and m environment entries. A string is cut at its first
+// NUL, as execve would cut it on the direct path.
+std::string jobMessage(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::string payload;
+  auto put = [&payload](const std::vector<std::string>& strings) {
+    payload += std::to_string(strings.size());
+    payload += '\0';
+    for (const auto& s : strings) {
+      payload += s.c_str();
+      payload += '\0';
+    }
+  };
+  put(args);
+  put(env);
+  uint32_t size = static_cast<uint32_t>(payload.size());
+  return std::string(reinterpret_cast<const char*>(&size), sizeof size) + payload;
+}
+
+Status sendAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    // MSG_NOSIGNAL: a standby that died must not take the agent with it (SIGPIPE).
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Unavailable(std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 bool isNumber(const std::string& s) {
   return !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -82,13 +116,28 @@ bool isNumber(const std::string& s) {
 }  // namespace
 
 ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, const Clock& clock,
-                                 CgroupManager* cgroups)
+                                 CgroupManager* cgroups, int standbys)
     : workDir_(std::move(workDir)),
       shimPath_(std::move(shimPath)),
       clock_(clock),
-      cgroups_(cgroups) {
+      cgroups_(cgroups),
+      // Without groups to join a standby would save only the spawn; not worth a process.
+      standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
   adoptAll();
   removeStrayCgroups();
+}
+
+ProcessExecutor::~ProcessExecutor() {
+  // Nothing left behind on a clean stop. (After a crash each standby sees its socket close and
+  // exits; the next executor removes its groups.)
+  for (Standby& s : standbys_) {
+    ::close(s.socket);
+    if (sameLiveProcess(s.shim.pid, s.shim.startTicks)) ::kill(s.shim.pid, SIGKILL);
+    int status;
+    while (::waitpid(s.shim.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    (void)CgroupManager::remove(s.cgroups);
+  }
 }
 
 void ProcessExecutor::adoptAll() {
@@ -112,6 +161,7 @@ void ProcessExecutor::adoptAll() {
     job.actual.state = ActualState::kRunning;
     job.actual.startedAt = record->startedAt;
     job.cgroups = record->cgroups;
+    job.gpuIndices = record->spec.gpuIndices;
     job.shim = job.dir.readShim();
     refresh(job);
     spdlog::info("re-adopted job={} state={}", id, model::actualStateName(job.actual.state));
@@ -122,10 +172,15 @@ void ProcessExecutor::adoptAll() {
 void ProcessExecutor::removeStrayCgroups() {
   if (cgroups_ == nullptr) return;
   std::set<int64_t> known;
-  for (const auto& [id, job] : jobs_) known.insert(id);
-  std::vector<std::string> stray = cgroups_->strayGroups(known);
+  std::set<std::string> held;  // a job started on a standby holds slot-<n> groups
+  for (const auto& [id, job] : jobs_) {
+    known.insert(id);
+    held.insert(job.cgroups.begin(), job.cgroups.end());
+  }
+  std::vector<std::string> stray = cgroups_->strayGroups(known, held);
   if (stray.empty()) return;
-  spdlog::warn("removing {} cgroups of jobs this agent no longer knows", stray.size());
+  spdlog::warn("removing {} cgroups of jobs or standby shims this agent no longer knows",
+               stray.size());
   // Whatever still runs there belongs to no job anyone tracks, and may hold GPUs.
   for (int pid : CgroupManager::pids(stray)) ::kill(pid, SIGKILL);
   if (!CgroupManager::remove(stray)) cgroupsToRemove_.push_back(stray);
@@ -140,22 +195,13 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   job.actual.id = spec.id;
   job.actual.state = ActualState::kRunning;
   job.actual.startedAt = clock_.nowMs();
+  job.gpuIndices = spec.gpuIndices;
 
   if (Status st = job.dir.create(); !st.ok()) return failToStart(job, spec, st.message());
   if (spec.command.empty() || spec.command[0].empty()) {
     return failToStart(job, spec, "empty command");
   }
-  if (cgroups_ != nullptr) {
-    auto groups = cgroups_->create(spec);
-    if (!groups.ok()) {
-      return failToStart(job, spec, "failed to confine the job: " + groups.status().message());
-    }
-    job.cgroups = *groups;
-  }
-  if (Status st = job.dir.writeRecord({spec, job.actual.startedAt, job.cgroups}); !st.ok()) {
-    return failToStart(job, spec, st.message());
-  }
-
+  std::vector<std::string> env = jobEnvironment(spec);
   std::vector<std::string> args = {shimPath_,
                                    "--job-dir",
                                    job.dir.path(),
@@ -165,27 +211,107 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
                                    job.dir.workPath(),
                                    "--report-fd",
                                    std::to_string(kReportFd)};
-  for (const auto& g : job.cgroups) {
-    args.push_back("--cgroup");
-    args.push_back(g);
-  }
-  args.push_back("--");
-  args.insert(args.end(), spec.command.begin(), spec.command.end());
-  std::vector<std::string> env = jobEnvironment(spec);
-  std::vector<char*> argv = cStrings(args), envp = cStrings(env);
 
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    return failToStart(job, spec, std::string("cannot create a pipe: ") + std::strerror(errno));
+  int report = -1;  // closed by the shim once the command was exec'd
+  if (std::optional<Standby> standby = takeStandby()) {
+    std::vector<std::string> jobArgs = args;
+    jobArgs.push_back("--");
+    jobArgs.insert(jobArgs.end(), spec.command.begin(), spec.command.end());
+    // The limits go in before the shim hears of the job: nothing of the job's runs unconfined.
+    if (Status st = cgroups_->applyLimits(standby->cgroups, spec); !st.ok()) {
+      spdlog::warn("job={}: cannot use standby shim {} ({}); starting a shim of its own", spec.id,
+                   standby->shim.pid, st.message());
+      retireStandby(*standby);
+    } else {
+      job.cgroups = standby->cgroups;
+      if (Status st = job.dir.writeRecord({spec, job.actual.startedAt, job.cgroups}); !st.ok()) {
+        retireStandby(*standby);
+        return failToStart(job, spec, st.message());
+      }
+      if (handOver(job, *standby, jobArgs, env)) {
+        report = standby->socket;
+      } else {
+        job.cgroups.clear();
+        job.shim.reset();
+      }
+    }
   }
+
+  if (report < 0) {
+    if (Status st = confineAndRecord(job, spec); !st.ok()) {
+      return failToStart(job, spec, st.message());
+    }
+    for (const auto& g : job.cgroups) {
+      args.push_back("--cgroup");
+      args.push_back(g);
+    }
+    args.push_back("--");
+    args.insert(args.end(), spec.command.begin(), spec.command.end());
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) {
+      return failToStart(job, spec, std::string("cannot create a pipe: ") + std::strerror(errno));
+    }
+    auto shim = spawnShim(args, env, ends[1]);
+    if (!shim.ok()) {
+      ::close(ends[0]);
+      return failToStart(job, spec, shim.status().message());
+    }
+    job.shim = *shim;
+    if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
+      spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
+                   spec.id, st.message());
+    }
+    report = ends[0];
+  }
+  waitForClose(report, kStartTimeoutMs);
+  ::close(report);
+  refresh(job);
+  return job.actual;
+}
+
+Status ProcessExecutor::confineAndRecord(Job& job, const JobSpec& spec) {
+  if (cgroups_ != nullptr) {
+    auto groups = cgroups_->create(spec);
+    if (!groups.ok()) {
+      return Status::Unavailable("failed to confine the job: " + groups.status().message());
+    }
+    job.cgroups = *groups;
+  }
+  return job.dir.writeRecord({spec, job.actual.startedAt, job.cgroups});
+}
+
+bool ProcessExecutor::handOver(Job& job, Standby& standby, const std::vector<std::string>& args,
+                               const std::vector<std::string>& env) {
+  // Recorded before the shim can act on the job, as on the direct path.
+  job.shim = standby.shim;
+  if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
+    spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
+                 job.actual.id, st.message());
+  }
+  // argv[0] stays the standby's own.
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (Status st = sendAll(standby.socket, jobMessage(rest, env)); !st.ok()) {
+    spdlog::warn("job={}: standby shim {} cannot take it ({}); starting a shim of its own",
+                 job.actual.id, standby.shim.pid, st.message());
+    retireStandby(standby);
+    return false;
+  }
+  return true;
+}
+
+Result<ShimRecord> ProcessExecutor::spawnShim(const std::vector<std::string>& args,
+                                              const std::vector<std::string>& env, int childEnd) {
+  std::vector<std::string> argStrings = args, envStrings = env;
+  std::vector<char*> argv = cStrings(argStrings), envp = cStrings(envStrings);
   // Moved above kReportFd so the dup2 below really clears close-on-exec on the shim's copy.
-  int reportWrite = ::fcntl(report[1], F_DUPFD_CLOEXEC, kReportFd + 1);
-  ::close(report[1]);
+  int high = ::fcntl(childEnd, F_DUPFD_CLOEXEC, kReportFd + 1);
+  ::close(childEnd);
+  if (high < 0) return Status::Unavailable(std::string("cannot dup: ") + std::strerror(errno));
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, reportWrite, kReportFd);
+  posix_spawn_file_actions_adddup2(&actions, high, kReportFd);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // A session of its own: the shim outlives the agent and no terminal signal reaches it.
@@ -200,22 +326,103 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   int rc = posix_spawn(&pid, shimPath_.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  ::close(reportWrite);
-  if (rc != 0) {
-    ::close(report[0]);
-    return failToStart(job, spec, "cannot run " + shimPath_ + ": " + std::strerror(rc));
-  }
-
+  ::close(high);
+  if (rc != 0) return Status::Unavailable("cannot run " + shimPath_ + ": " + std::strerror(rc));
   auto stat = readProcStat(pid);  // still there: only we can reap it
-  job.shim = ShimRecord{pid, stat ? stat->startTicks : 0};
-  if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
-    spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
-                 spec.id, st.message());
+  return ShimRecord{pid, stat ? stat->startTicks : 0};
+}
+
+Result<ProcessExecutor::Standby> ProcessExecutor::spawnStandby() {
+  auto groups = cgroups_->createSpare();
+  if (!groups.ok()) return groups.status();
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    int err = errno;
+    CgroupManager::remove(*groups);
+    return Status::Unavailable(std::string("cannot create a socket pair: ") + std::strerror(err));
   }
-  waitForClose(report[0], kStartTimeoutMs);
-  ::close(report[0]);
-  refresh(job);
-  return job.actual;
+  // Bounds start() should a live standby stop reading with the job half sent.
+  timeval timeout = {kStartTimeoutMs / 1000, 0};
+  ::setsockopt(ends[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  std::vector<std::string> args = {shimPath_, "--standby-fd", std::to_string(kReportFd)};
+  for (const auto& g : *groups) {
+    args.push_back("--cgroup");
+    args.push_back(g);
+  }
+  // An empty environment: the job's comes with the job.
+  auto shim = spawnShim(args, {}, ends[1]);
+  if (!shim.ok()) {
+    ::close(ends[0]);
+    CgroupManager::remove(*groups);
+    return shim.status();
+  }
+  return Standby{*shim, *groups, ends[0], false};
+}
+
+bool ProcessExecutor::standbyAlive(Standby& s) {
+  char buf[16];
+  for (;;) {
+    ssize_t n = ::recv(s.socket, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      s.ready = true;  // it sends nothing but 'R'
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    // End of file: the shim, the only other holder of the socket, has exited.
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+void ProcessExecutor::replenishStandbys() {
+  std::erase_if(standbys_, [this](Standby& s) {
+    if (standbyAlive(s)) return false;
+    spdlog::warn(
+        "standby allot-job-shim (pid {}) exited before it got a job (see its stderr); "
+        "jobs start without a standby for {} s",
+        s.shim.pid, kStandbyRetryMs / 1000);
+    retireStandby(s);
+    standbyRetryAt_ = clock_.nowMs() + kStandbyRetryMs;
+    return true;
+  });
+  while (static_cast<int>(standbys_.size()) < standbyTarget_ && clock_.nowMs() >= standbyRetryAt_) {
+    auto standby = spawnStandby();
+    if (!standby.ok()) {
+      spdlog::warn("cannot prepare a standby allot-job-shim; jobs start without one for {} s: {}",
+                   kStandbyRetryMs / 1000, standby.status().message());
+      standbyRetryAt_ = clock_.nowMs() + kStandbyRetryMs;
+      return;
+    }
+    standbys_.push_back(std::move(*standby));
+  }
+}
+
+std::optional<ProcessExecutor::Standby> ProcessExecutor::takeStandby() {
+  for (auto it = standbys_.begin(); it != standbys_.end(); ++it) {
+    // Readiness as of now: poll() may not have seen the 'R' yet. A dead one is left to poll().
+    if (standbyAlive(*it) && it->ready) {
+      Standby s = std::move(*it);
+      standbys_.erase(it);
+      return s;
+    }
+  }
+  // A standby still joining its groups is not waited for: a shim of the job's own joins in the
+  // same kernel grace period or right after it (when joining is cheap), so it is about as quick.
+  return std::nullopt;
+}
+
+void ProcessExecutor::retireStandby(Standby& s) {
+  ::close(s.socket);
+  s.socket = -1;
+  if (sameLiveProcess(s.shim.pid, s.shim.startTicks)) ::kill(s.shim.pid, SIGKILL);
+  shimsToReap_.push_back(s.shim);
+  reapOrphanedShims();
+  if (!CgroupManager::remove(s.cgroups)) cgroupsToRemove_.push_back(s.cgroups);
+}
+
+std::vector<ProcessExecutor::StandbyInfo> ProcessExecutor::standbys() const {
+  std::vector<StandbyInfo> out;
+  for (const Standby& s : standbys_) out.push_back({s.shim.pid, s.cgroups, s.ready});
+  return out;
 }
 
 model::ActualJob ProcessExecutor::failToStart(Job& job, const JobSpec& spec,
@@ -356,6 +563,7 @@ void ProcessExecutor::stop(int64_t id, int64_t graceMs) {
 std::vector<model::ActualJob> ProcessExecutor::poll() {
   std::erase_if(cgroupsToRemove_, [](const auto& groups) { return CgroupManager::remove(groups); });
   reapOrphanedShims();
+  replenishStandbys();
   std::vector<model::ActualJob> out;
   for (auto& [id, job] : jobs_) {
     refresh(job);

@@ -9,11 +9,26 @@
 // the agent was down report their real outcome, and jobs whose shim died with no outcome
 // (killed -9, OOM) report lost.
 //
+// Standby shims. Joining a cgroup v1 hierarchy costs the kernel ~10 ms (an RCU grace period on
+// the first migration), which would be paid on every job start. So where the host has cgroups the
+// executor keeps `standbys` shims (default 1) spawned ahead of any job, each already in a fresh
+// spare group of its own (slot-<n>, see cgroup_manager.h) and waiting on a socket with nothing of
+// any job's to run. start() takes a ready one: writes the job's limits and device rules into its
+// groups, records the job (its groups are the slot's, its shim the standby), and only then sends
+// the shim the job (protocol in job_shim_main.cc). poll() replaces standbys that were used or
+// died; start() never makes or waits for one. Without a ready standby (jobs came faster than
+// they were replaced), with cgroups mode "none", or when the standby cannot take the job, start()
+// spawns a shim for the job as before: into job-<id> groups. A standby that dies on its own (it
+// could not join its groups) is replaced only after kStandbyRetryMs. Standbys are not jobs:
+// destroying the executor kills them, and one left by an agent that died exits when its socket
+// closes; its group is removed by the next executor, like other groups that no known job holds.
+//
 // Owns nothing it is given: clock and cgroups (which may be null: run unconfined) must outlive
 // it. Driven from the agent's loop only; not thread-safe.
 
 #include <sys/types.h>
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,11 +43,14 @@ namespace allot::agent {
 
 class ProcessExecutor final : public Executor {
  public:
-  // workDir holds jobs/<id>/ for every job; shimPath is the allot-job-shim binary.
+  // workDir holds jobs/<id>/ for every job; shimPath is the allot-job-shim binary; standbys is
+  // how many standby shims to keep ready (0: none; ignored without cgroups).
   ProcessExecutor(std::string workDir, std::string shimPath, const Clock& clock,
-                  CgroupManager* cgroups);
-  // Leaves jobs running, for the next ProcessExecutor to adopt.
-  ~ProcessExecutor() override = default;
+                  CgroupManager* cgroups, int standbys = 1);
+  // Leaves jobs running, for the next ProcessExecutor to adopt. Kills the standby shims.
+  ~ProcessExecutor() override;
+  ProcessExecutor(const ProcessExecutor&) = delete;
+  ProcessExecutor& operator=(const ProcessExecutor&) = delete;
 
   // Executor
   model::ActualJob start(const JobSpec& spec) override;
@@ -40,10 +58,24 @@ class ProcessExecutor final : public Executor {
   std::vector<model::ActualJob> poll() override;
   void forget(int64_t id) override;
   bool knows(int64_t id) const override { return jobs_.count(id) > 0; }
+  std::vector<int> gpusOf(int64_t id) const override {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? std::vector<int>{} : it->second.gpuIndices;
+  }
   std::string logPath(int64_t id) const override { return JobDir(workDir_, id).logPath(); }
 
   // How long start() waits for the shim to report that the command was exec'd.
   static constexpr int64_t kStartTimeoutMs = 10'000;
+  // How long poll() waits before replacing a standby that could not be made or died unused.
+  static constexpr int64_t kStandbyRetryMs = 10'000;
+
+  struct StandbyInfo {
+    pid_t pid = 0;
+    std::vector<std::string> cgroups;  // its spare groups, which the job it takes will keep
+    bool ready = false;                // it has joined them and waits for a job
+  };
+  // The standby shims as of the last poll() or start(), oldest first (tests, diagnostics).
+  std::vector<StandbyInfo> standbys() const;
 
  private:
   struct Job {
@@ -51,6 +83,7 @@ class ProcessExecutor final : public Executor {
     JobDir dir;
     model::ActualJob actual;
     std::vector<std::string> cgroups;
+    std::vector<int> gpuIndices;
     std::optional<ShimRecord> shim;     // unknown only if the agent died while spawning it
     std::optional<ShimRecord> process;  // the job's main process; its pid is its process group
     bool shimReaped = false;
@@ -58,8 +91,37 @@ class ProcessExecutor final : public Executor {
     std::optional<TimeMs> killAt;  // stop() was called: SIGKILL is due then
   };
 
+  // A shim spawned ahead of any job, in spare groups, waiting for one on `socket`.
+  struct Standby {
+    ShimRecord shim;
+    std::vector<std::string> cgroups;
+    int socket = -1;  // the executor's end; the shim's is its descriptor kReportFd
+    bool ready = false;
+  };
+
   void adoptAll();
   model::ActualJob failToStart(Job& job, const JobSpec& spec, const std::string& message);
+  // Gives the job groups of its own (job-<id>) and writes its record; an error is the job's
+  // failed_to_start message.
+  Status confineAndRecord(Job& job, const JobSpec& spec);
+  // Hands the job to the standby, whose groups it was recorded with; false (the standby retired)
+  // if the standby could not take it.
+  bool handOver(Job& job, Standby& standby, const std::vector<std::string>& args,
+                const std::vector<std::string>& env);
+  // posix_spawns the shim in a session of its own, with childEnd (closed here) as its descriptor
+  // kReportFd.
+  Result<ShimRecord> spawnShim(const std::vector<std::string>& args,
+                               const std::vector<std::string>& env, int childEnd);
+  // Tops the standbys up to standbyTarget_, after dropping dead ones.
+  void replenishStandbys();
+  Result<Standby> spawnStandby();
+  // Reads what the standby said ('R': ready); false once it has exited.
+  bool standbyAlive(Standby& s);
+  // A ready, live standby, removed from standbys_; nullopt if there is none.
+  std::optional<Standby> takeStandby();
+  // Kills the standby; its reaping and the removal of its groups finish in later poll()s if need
+  // be.
+  void retireStandby(Standby& s);
   // Brings job.actual up to date with the job's files and processes.
   void refresh(Job& job);
   bool shimAlive(Job& job);
@@ -82,8 +144,11 @@ class ProcessExecutor final : public Executor {
   std::map<int64_t, Job> jobs_;
   // Groups of forgotten jobs that still held a dying process; removed on a later poll().
   std::vector<std::vector<std::string>> cgroupsToRemove_;
-  // Shims of forgotten jobs, still to be reaped once they exit.
+  // Shims of forgotten jobs and retired standbys, still to be reaped once they exit.
   std::vector<ShimRecord> shimsToReap_;
+  int standbyTarget_;
+  std::deque<Standby> standbys_;
+  TimeMs standbyRetryAt_ = 0;  // no new standby before then, after one failed
 };
 
 }  // namespace allot::agent

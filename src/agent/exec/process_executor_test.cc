@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -79,7 +81,8 @@ class ProcessExecutorTest : public ::testing::Test {
 
   virtual CgroupManager* cgroups() { return nullptr; }
   std::unique_ptr<ProcessExecutor> makeExecutor() {
-    return std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups());
+    return std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups(),
+                                             standbys_);
   }
 
   std::optional<ActualJob> find(int64_t id) {
@@ -107,8 +110,16 @@ class ProcessExecutorTest : public ::testing::Test {
     return std::count(s.begin(), s.end(), '\n') >= n;
   }
 
+  // The pid of the job's shim as its directory records it.
+  pid_t shimPidOf(int64_t id) {
+    std::string text = readFile(jobFile(id, "shim.json"));
+    size_t at = text.find("\"pid\":");
+    return at == std::string::npos ? 0 : std::stoi(text.substr(at + 6));
+  }
+
   std::string workDir_;
   FakeClock clock_;
+  int standbys_ = 1;  // standby shims makeExecutor() asks for (used only with cgroups)
   std::unique_ptr<ProcessExecutor> exec_;
 };
 
@@ -335,10 +346,39 @@ class ConfinedExecutorTest : public ProcessExecutorTest {
     return "";
   }
 
+  // Polls until the executor has a standby shim that has joined its groups; that standby.
+  ProcessExecutor::StandbyInfo readyStandby() {
+    std::optional<ProcessExecutor::StandbyInfo> ready;
+    bool found = eventually([&] {
+      exec_->poll();
+      for (const auto& s : exec_->standbys()) {
+        if (s.ready) ready = s;
+      }
+      return ready.has_value();
+    });
+    EXPECT_TRUE(found) << "no standby shim became ready";
+    return ready.value_or(ProcessExecutor::StandbyInfo{});
+  }
+  static bool holds(const std::vector<std::string>& groups, const std::string& group) {
+    return std::find(groups.begin(), groups.end(), group) != groups.end();
+  }
+  void expectLimits(pid_t pid, const std::string& mem) {
+    if (cgroups_->mode() == "v1") {
+      EXPECT_EQ(readFile(mem + "/memory.limit_in_bytes"), "67108864\n");
+      EXPECT_EQ(readFile(groupOf(pid, "cpu") + "/cpu.cfs_quota_us"), "50000\n");
+    } else {
+      EXPECT_EQ(readFile(mem + "/memory.max"), "67108864\n");
+      EXPECT_EQ(readFile(mem + "/cpu.max"), "50000 100000\n");
+    }
+  }
+
   std::unique_ptr<CgroupManager> cgroups_;
 };
 
 TEST_F(ConfinedExecutorTest, MemoryAndCpuLimitsLandInTheJobsGroup) {
+  // The direct path: no standby, so the job gets job-<id> groups of its own.
+  standbys_ = 0;
+  exec_ = makeExecutor();
   JobSpec s = shellJob(40, "sleep 1000");
   s.memoryLimitMib = 64;
   s.cpuMillis = 500;
@@ -346,13 +386,7 @@ TEST_F(ConfinedExecutorTest, MemoryAndCpuLimitsLandInTheJobsGroup) {
   ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
   std::string mem = groupOf(a.pid, "memory");
   ASSERT_NE(mem.find("/allot-test/job-40"), std::string::npos) << mem;
-  if (cgroups_->mode() == "v1") {
-    EXPECT_EQ(readFile(mem + "/memory.limit_in_bytes"), "67108864\n");
-    EXPECT_EQ(readFile(groupOf(a.pid, "cpu") + "/cpu.cfs_quota_us"), "50000\n");
-  } else {
-    EXPECT_EQ(readFile(mem + "/memory.max"), "67108864\n");
-    EXPECT_EQ(readFile(mem + "/cpu.max"), "50000 100000\n");
-  }
+  expectLimits(a.pid, mem);
   exec_->stop(40, 0);
   waitForEnd(40);
   exec_->forget(40);
@@ -360,6 +394,148 @@ TEST_F(ConfinedExecutorTest, MemoryAndCpuLimitsLandInTheJobsGroup) {
     exec_->poll();  // retries removing groups that were still emptying
     return !fs::exists(mem);
   }));
+}
+
+TEST_F(ConfinedExecutorTest, JobStartsOnAReadyStandbyInItsGroupsWithTheJobsLimits) {
+  ProcessExecutor::StandbyInfo standby = readyStandby();
+  ASSERT_GT(standby.pid, 0);
+  JobSpec s = shellJob(45, "sleep 1000");
+  s.memoryLimitMib = 64;
+  s.cpuMillis = 500;
+  ActualJob a = exec_->start(s);
+  ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
+  EXPECT_EQ(shimPidOf(45), standby.pid);  // the standby became the job's shim
+  std::string mem = groupOf(a.pid, "memory");
+  EXPECT_NE(mem.find("/allot-test/slot-"), std::string::npos) << mem;
+  EXPECT_TRUE(holds(standby.cgroups, mem)) << mem;
+  expectLimits(a.pid, mem);
+  exec_->stop(45, 0);
+  EXPECT_EQ(waitForEnd(45).signal, SIGTERM);
+  exec_->forget(45);
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();
+    return !fs::exists(mem);
+  }));
+}
+
+TEST_F(ConfinedExecutorTest, UsedStandbyIsReplacedAndTheNextJobStartsOnTheNewOne) {
+  ProcessExecutor::StandbyInfo first = readyStandby();
+  ActualJob a = exec_->start(shellJob(46, "sleep 1000"));
+  ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
+  EXPECT_TRUE(holds(first.cgroups, groupOf(a.pid, "memory")));
+
+  ProcessExecutor::StandbyInfo second = readyStandby();
+  EXPECT_NE(second.pid, first.pid);
+  EXPECT_NE(second.cgroups, first.cgroups);
+  EXPECT_EQ(exec_->standbys().size(), 1u);  // one standby, as asked
+  ActualJob b = exec_->start(shellJob(47, "sleep 1000"));
+  ASSERT_EQ(b.state, ActualState::kRunning) << b.message;
+  EXPECT_EQ(shimPidOf(47), second.pid);
+  EXPECT_TRUE(holds(second.cgroups, groupOf(b.pid, "memory")));
+}
+
+TEST_F(ConfinedExecutorTest, StandbyRunsTheJobWithItsEnvironmentLogAndWorkDir) {
+  standbys_ = 2;
+  exec_ = makeExecutor();
+  readyStandby();
+  JobSpec s =
+      shellJob(50, "echo \"J=$ALLOT_JOB_ID F=$FOO C=$CUDA_VISIBLE_DEVICES P=$PATH\"; pwd >&2");
+  s.env = {{"FOO", "a b"}};
+  s.gpuUuids = {"GPU-aaa"};
+  ActualJob a = exec_->start(s);
+  ASSERT_NE(a.state, ActualState::kFailedToStart) << a.message;
+  EXPECT_EQ(waitForEnd(50).exitCode, 0);
+  EXPECT_EQ(
+      readFile(exec_->logPath(50)),
+      "J=50 F=a b C=GPU-aaa P=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
+          fs::canonical(jobFile(50, "work")).string() + "\n");
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();
+    auto all = exec_->standbys();
+    return all.size() == 2 && all[0].ready && all[1].ready;
+  }));
+}
+
+TEST_F(ConfinedExecutorTest, MissingCommandOnAStandbyFailsToStartWithAMessage) {
+  ProcessExecutor::StandbyInfo standby = readyStandby();
+  JobSpec s;
+  s.id = 49;
+  s.command = {"no-such-command-xyz"};
+  ActualJob a = exec_->start(s);
+  EXPECT_EQ(shimPidOf(49), standby.pid);
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_EQ(a.message, "no such file 'no-such-command-xyz'");
+}
+
+TEST_F(ConfinedExecutorTest, JobStartedOnAStandbyIsReadoptedKeepsItsGroupsAndIsStoppedWhole) {
+  readyStandby();
+  // setsid takes the sleep out of the job's process group; only the cgroup still holds it.
+  ActualJob started = exec_->start(shellJob(48,
+                                            "setsid sh -c 'echo $$ > escaped; exec sleep 1000' & "
+                                            "while :; do sleep 0.01; done"));
+  ASSERT_EQ(started.state, ActualState::kRunning) << started.message;
+  ASSERT_TRUE(eventually([&] { return fileHasLines(workFile(48, "escaped"), 1); }));
+  pid_t escaped = std::stoi(readFile(workFile(48, "escaped")));
+  std::string mem = groupOf(escaped, "memory");
+  ASSERT_NE(mem.find("/allot-test/slot-"), std::string::npos) << mem;
+
+  exec_ = makeExecutor();  // the agent restarts: slot groups a job holds are not stray
+  EXPECT_EQ(find(48)->state, ActualState::kRunning);
+  EXPECT_FALSE(processGone(escaped));
+  EXPECT_EQ(groupOf(escaped, "memory"), mem);
+
+  exec_->stop(48, 0);
+  EXPECT_EQ(waitForEnd(48).signal, SIGTERM);
+  EXPECT_TRUE(eventually([&] { return processGone(escaped); }));
+}
+
+TEST_F(ConfinedExecutorTest, RestartedExecutorRemovesTheStandbyOfAnAgentThatDied) {
+  exec_.reset();
+  // An agent in a child process makes a standby, then dies without cleaning up.
+  int info[2];
+  ASSERT_EQ(::pipe(info), 0);
+  pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    ::close(info[0]);
+    ProcessExecutor doomed(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups_.get());
+    for (int i = 0; i < 4000; ++i) {
+      doomed.poll();
+      auto all = doomed.standbys();
+      if (!all.empty() && all[0].ready) {
+        std::string out = std::to_string(all[0].pid) + "\n";
+        for (const auto& g : all[0].cgroups) out += g + "\n";
+        (void)!::write(info[1], out.data(), out.size());
+        break;
+      }
+      ::usleep(5'000);
+    }
+    ::_exit(0);  // no destructor runs: as if killed
+  }
+  ::close(info[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(info[0], buf, sizeof buf)) > 0;) text.append(buf, n);
+  ::close(info[0]);
+  int status;
+  ASSERT_EQ(::waitpid(agent, &status, 0), agent);
+  std::istringstream in(text);
+  pid_t stale = 0;
+  ASSERT_TRUE(in >> stale) << "the dying agent made no standby";
+  std::vector<std::string> staleGroups;
+  for (std::string g; in >> g;) staleGroups.push_back(g);
+  ASSERT_FALSE(staleGroups.empty());
+  for (const auto& g : staleGroups) ASSERT_TRUE(fs::exists(g)) << g;
+
+  // Without standbys of its own, which could be given the freed slot's name again.
+  standbys_ = 0;
+  exec_ = makeExecutor();
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();  // retries removing groups whose process was still exiting
+    return std::none_of(staleGroups.begin(), staleGroups.end(),
+                        [](const std::string& g) { return fs::exists(g); });
+  }));
+  EXPECT_TRUE(eventually([&] { return processGone(stale); }));
 }
 
 TEST_F(ConfinedExecutorTest, StopKillsProcessesThatLeftTheProcessGroup) {

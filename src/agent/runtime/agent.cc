@@ -134,13 +134,28 @@ std::vector<model::ActualJob> Agent::actualJobs() {
 }
 
 void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
+  lastDesired_ = desired;
+  waitingForGpus_ = false;
   std::set<int64_t> wanted;
+  for (const auto& d : desired) wanted.insert(d.id);
+  // GPUs still held by processes allotd no longer wants here (a job declared lost while this
+  // host was away runs until it is stopped): nothing new starts on them until those end.
+  std::set<int> held;
+  for (const auto& a : executor_.poll()) {
+    if (a.state != model::ActualState::kRunning || wanted.count(a.id)) continue;
+    for (int g : executor_.gpusOf(a.id)) held.insert(g);
+  }
   auto now = clock_.nowMs();
   for (const auto& d : desired) {
-    wanted.insert(d.id);
-    logShipped_[d.id] = d.logOffset;
+    logShipped_.try_emplace(d.id, d.logOffset);
     if (!executor_.knows(d.id)) {
       if (cancelledBeforeStart_.count(d.id)) continue;
+      bool gpuBusy = std::any_of(d.gpuIndices.begin(), d.gpuIndices.end(),
+                                 [&](int g) { return held.count(g) > 0; });
+      if (gpuBusy && !d.cancel) {
+        waitingForGpus_ = true;  // retried every tick until the old process is gone
+        continue;
+      }
       if (d.cancel) {
         model::ActualJob a;
         a.id = d.id;
@@ -240,6 +255,7 @@ asio::awaitable<Status> Agent::session() {
 
   // New connection: allotd tells us what it holds of each log with its first desired state.
   haveDesired_ = false;
+  logOffsetsKnown_ = false;
   logShipped_.clear();
   auto hello = model::encodeHello(inventory(), actualJobs());
   ws->text(true);
@@ -266,6 +282,12 @@ asio::awaitable<Status> Agent::session() {
       }
       heartbeatMs = msg.value("heartbeat_ms", heartbeatMs);
       haveDesired_ = true;
+      // allotd's word on how much output it holds is the truth for a new connection only; after
+      // that, what this side shipped is ahead of it.
+      if (!logOffsetsKnown_) {
+        for (const auto& d : desired) logShipped_[d.id] = d.logOffset;
+        logOffsetsKnown_ = true;
+      }
       reconcile(desired);
       tick.cancel();
     }
@@ -282,6 +304,7 @@ asio::awaitable<Status> Agent::session() {
     tick.expires_after(kTick);
     co_await tick.async_wait(asio::as_tuple(use_awaitable));
     if (!open) break;
+    if (waitingForGpus_) reconcile(lastDesired_);
     auto jobs = actualJobs();
     if (haveDesired_) {
       // Output before status, so that allotd has every byte when it hears a job ended.

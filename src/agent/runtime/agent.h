@@ -66,6 +66,9 @@ class Agent {
   // Per connection: how many bytes of each job's output allotd holds (from desired state).
   std::map<int64_t, int64_t> logShipped_;
   bool haveDesired_ = false;
+  bool logOffsetsKnown_ = false;
+  std::vector<model::DesiredJob> lastDesired_;
+  bool waitingForGpus_ = false;  // a job waits for a stopping process to release its GPUs
   std::set<int64_t> stopping_;
   // Jobs cancelled before they started here: reported once as stopped, until allotd drops them.
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
