@@ -214,7 +214,7 @@ void registerRoutes(Router& router, Server& s) {
         co_return ApiResponse::error(Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
     }
     if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
-    TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 100000));
+    TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 10000));
     f.limit = static_cast<size_t>(limit);
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& j : s.cluster().listJobs(r.who(), f)) arr.push_back(jobJson(s, j));

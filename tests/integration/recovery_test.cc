@@ -93,7 +93,7 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
   startServer();
 
   std::map<int64_t, json> listed;
-  for (const auto& j : cliJson(erin, {"job", "list", "--limit", "100000"})) {
+  for (const auto& j : cliJson(erin, {"job", "list", "--limit", "10000"})) {
     listed[j.at("id").get<int64_t>()] = j;
   }
   std::set<int64_t> unique(acked.begin(), acked.end());
