@@ -16,7 +16,7 @@
 // --max-seconds; only 127.0.0.1 is ever contacted.
 
 // clang-format off
-#include <utility>  // GCC 12: before Asio's coroutine headers
+#include <utility>
 // clang-format on
 #include <sys/resource.h>
 

@@ -1,5 +1,7 @@
 #include "api/agent_stream.h"
 
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -8,8 +10,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
-
-#include <spdlog/spdlog.h>
 
 #include "api/server.h"
 #include "model/agent_protocol.h"
@@ -74,7 +74,8 @@ asio::awaitable<void> runWriter(std::shared_ptr<WsAgentLink> link) { co_await li
 Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
   std::vector<model::ActualJob> out;
   auto it = msg.find("jobs");
-  if (it == msg.end() || !it->is_array()) return Status::InvalidArgument("message without jobs array");
+  if (it == msg.end() || !it->is_array())
+    return Status::InvalidArgument("message without jobs array");
   for (const auto& j : *it) {
     auto a = model::actualJobFromJson(j);
     if (!a.ok()) return a.status();

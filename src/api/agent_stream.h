@@ -1,10 +1,9 @@
 #pragma once
 // The server end of an agent's WebSocket (see model/agent_protocol.h).
 
-#include <utility>  // GCC 12: before Asio's coroutine headers
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <utility>
 
 #include "api/http_types.h"
 

@@ -1,17 +1,15 @@
 #pragma once
 // What a route handler sees and returns. Handlers are coroutines on allotd's I/O thread.
 
-#include <utility>  // GCC 12: before Asio's coroutine headers
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "control/principal.h"

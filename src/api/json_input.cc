@@ -11,7 +11,8 @@ std::string jsonTypeName(const nlohmann::json& v) {
   return v.type_name();
 }
 
-Result<JsonInput> JsonInput::parse(const std::string& body, std::initializer_list<const char*> allowed) {
+Result<JsonInput> JsonInput::parse(const std::string& body,
+                                   std::initializer_list<const char*> allowed) {
   nlohmann::json j;
   if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
     j = nlohmann::json::object();
@@ -22,8 +23,7 @@ Result<JsonInput> JsonInput::parse(const std::string& body, std::initializer_lis
   if (!j.is_object())
     return Status::InvalidArgument("body: must be a JSON object, got " + jsonTypeName(j), "body");
   for (const auto& [k, v] : j.items()) {
-    bool known = std::any_of(allowed.begin(), allowed.end(),
-                             [&](const char* a) { return k == a; });
+    bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; });
     if (!known) {
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
@@ -38,7 +38,8 @@ Result<std::string> JsonInput::requiredString(const char* field) const {
   if (it == j_.end() || it->is_null())
     return Status::InvalidArgument(std::string(field) + ": required", field);
   if (!it->is_string())
-    return Status::InvalidArgument(std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
+    return Status::InvalidArgument(
+        std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
   return it->get<std::string>();
 }
 
@@ -46,7 +47,8 @@ Result<std::string> JsonInput::optionalString(const char* field, std::string fal
   auto it = j_.find(field);
   if (it == j_.end() || it->is_null()) return fallback;
   if (!it->is_string())
-    return Status::InvalidArgument(std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
+    return Status::InvalidArgument(
+        std::string(field) + ": must be a string, got " + jsonTypeName(*it), field);
   return it->get<std::string>();
 }
 
@@ -54,7 +56,8 @@ Result<int> JsonInput::optionalInt(const char* field, int fallback, int min, int
   auto it = j_.find(field);
   if (it == j_.end() || it->is_null()) return fallback;
   if (!it->is_number_integer())
-    return Status::InvalidArgument(std::string(field) + ": must be an integer, got " + jsonTypeName(*it), field);
+    return Status::InvalidArgument(
+        std::string(field) + ": must be an integer, got " + jsonTypeName(*it), field);
   auto v = it->get<int64_t>();
   if (v < min || v > max)
     return Status::InvalidArgument(std::string(field) + ": must be between " + std::to_string(min) +
@@ -68,7 +71,8 @@ Result<std::vector<std::string>> JsonInput::requiredStringArray(const char* fiel
   if (it == j_.end() || it->is_null())
     return Status::InvalidArgument(std::string(field) + ": required", field);
   if (!it->is_array())
-    return Status::InvalidArgument(std::string(field) + ": must be an array of strings, got " + jsonTypeName(*it), field);
+    return Status::InvalidArgument(
+        std::string(field) + ": must be an array of strings, got " + jsonTypeName(*it), field);
   std::vector<std::string> out;
   for (size_t i = 0; i < it->size(); ++i) {
     const auto& e = (*it)[i];
@@ -86,10 +90,12 @@ Result<std::map<std::string, std::string>> JsonInput::optionalStringMap(const ch
   auto it = j_.find(field);
   if (it == j_.end() || it->is_null()) return out;
   if (!it->is_object())
-    return Status::InvalidArgument(std::string(field) + ": must be an object of strings, got " + jsonTypeName(*it), field);
+    return Status::InvalidArgument(
+        std::string(field) + ": must be an object of strings, got " + jsonTypeName(*it), field);
   for (const auto& [k, v] : it->items()) {
     if (!v.is_string())
-      return Status::InvalidArgument(std::string(field) + "." + k + ": must be a string, got " + jsonTypeName(v), field);
+      return Status::InvalidArgument(
+          std::string(field) + "." + k + ": must be a string, got " + jsonTypeName(v), field);
     out[k] = v.get<std::string>();
   }
   return out;

@@ -5,10 +5,9 @@
 
 #include <initializer_list>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -17,7 +16,8 @@ namespace allot::api {
 class JsonInput {
  public:
   // An empty body reads as {}.
-  static Result<JsonInput> parse(const std::string& body, std::initializer_list<const char*> allowed);
+  static Result<JsonInput> parse(const std::string& body,
+                                 std::initializer_list<const char*> allowed);
 
   Result<std::string> requiredString(const char* field) const;
   Result<std::string> optionalString(const char* field, std::string fallback = "") const;

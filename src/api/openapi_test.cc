@@ -17,8 +17,8 @@ namespace {
 
 TEST(OpenApi, DocumentMatchesTheRouteTable) {
   initSecrets();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("allot-openapi-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("allot-openapi-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto store = store::SqliteStore::open((dir / "allot.db").string());
   ASSERT_TRUE(store.ok()) << store.status().toString();
@@ -44,7 +44,8 @@ TEST(OpenApi, DocumentMatchesTheRouteTable) {
     routed.insert(m + " " + r.pattern);
   }
   for (const auto& r : routed) EXPECT_TRUE(documented.count(r)) << "undocumented route: " << r;
-  for (const auto& d : documented) EXPECT_TRUE(routed.count(d)) << "documented but not served: " << d;
+  for (const auto& d : documented)
+    EXPECT_TRUE(routed.count(d)) << "documented but not served: " << d;
   std::filesystem::remove_all(dir);
 }
 

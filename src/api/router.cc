@@ -31,7 +31,8 @@ std::string percentDecode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 && hexValue(s[i + 2]) >= 0) {
+    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 &&
+               hexValue(s[i + 2]) >= 0) {
       out += static_cast<char>(hexValue(s[i + 1]) * 16 + hexValue(s[i + 2]));
       i += 2;
     } else {
@@ -83,8 +84,10 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
     auto kv = q.substr(i, amp - i);
     auto eq = kv.find('=');
     if (!kv.empty()) {
-      if (eq == std::string_view::npos) out[percentDecode(kv)] = "";
-      else out[percentDecode(kv.substr(0, eq))] = percentDecode(kv.substr(eq + 1));
+      if (eq == std::string_view::npos)
+        out[percentDecode(kv)] = "";
+      else
+        out[percentDecode(kv.substr(0, eq))] = percentDecode(kv.substr(eq + 1));
     }
     i = amp + 1;
   }

@@ -35,7 +35,8 @@ Result<int64_t> parseJobId(const std::string& s) {
   return id;
 }
 
-Result<int64_t> queryInt(const ApiRequest& r, const char* key, int64_t fallback, int64_t min, int64_t max) {
+Result<int64_t> queryInt(const ApiRequest& r, const char* key, int64_t fallback, int64_t min,
+                         int64_t max) {
   auto it = r.query.find(key);
   if (it == r.query.end()) return fallback;
   int64_t v = 0;
@@ -56,8 +57,8 @@ nlohmann::json jobJson(Server& s, const model::Job& j) {
   return out;
 }
 
-#define TRY_ASSIGN(var, expr)                         \
-  auto var##_r = (expr);                              \
+#define TRY_ASSIGN(var, expr)                                        \
+  auto var##_r = (expr);                                             \
   if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
   auto var = std::move(var##_r).value()
 
@@ -66,19 +67,26 @@ nlohmann::json jobJson(Server& s, const model::Job& j) {
 void registerRoutes(Router& router, Server& s) {
   using V = http::verb;
 
-  router.add(V::get, "/healthz", [](ApiRequest&) -> Awaitable {
-    co_return ApiResponse::json({{"status", "ok"}});
-  }, false);
+  router.add(
+      V::get, "/healthz",
+      [](ApiRequest&) -> Awaitable {
+        co_return ApiResponse::json({{"status", "ok"}});
+      },
+      false);
 
-  router.add(V::get, "/api/v1/openapi.json", [](ApiRequest&) -> Awaitable {
-    co_return ApiResponse{http::status::ok, openApiDocument(), "application/json", {}};
-  }, false);
+  router.add(
+      V::get, "/api/v1/openapi.json",
+      [](ApiRequest&) -> Awaitable {
+        co_return ApiResponse{http::status::ok, openApiDocument(), "application/json", {}};
+      },
+      false);
 
   router.add(V::get, "/api/v1/whoami", [](ApiRequest& r) -> Awaitable {
     const auto& p = r.who();
-    co_return ApiResponse::json({{"name", p.name},
-                                 {"team", p.team.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.team)},
-                                 {"role", model::roleName(p.role)}});
+    co_return ApiResponse::json(
+        {{"name", p.name},
+         {"team", p.team.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.team)},
+         {"role", model::roleName(p.role)}});
   });
 
   // ---- teams, users, projects ----
@@ -130,7 +138,8 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(ttlText, in.optionalString("ttl", "24h"));
     auto ttl = parseDurationMs(ttlText);
     if (!ttl.ok())
-      co_return ApiResponse::error(Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
+      co_return ApiResponse::error(
+          Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
     TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl));
     co_await s.apply(change);
     co_return ApiResponse::json({{"id", change.value.token.id},
@@ -139,21 +148,26 @@ void registerRoutes(Router& router, Server& s) {
                                 http::status::created);
   });
 
-  router.add(V::post, "/api/v1/hosts/join", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "join_token", "inventory"}));
-    TRY_ASSIGN(name, in.optionalString("name"));
-    TRY_ASSIGN(secret, in.requiredString("join_token"));
-    const auto* invJson = in.object("inventory");
-    if (!invJson)
-      co_return ApiResponse::error(Status::InvalidArgument("inventory: required object", "inventory"));
-    auto inv = model::inventoryFromJson(*invJson);
-    if (!inv.ok())
-      co_return ApiResponse::error(Status::InvalidArgument("inventory: " + inv.status().message(), "inventory"));
-    TRY_ASSIGN(change, s.cluster().joinHost(secret, name, *inv));
-    co_await s.apply(change);
-    co_return ApiResponse::json({{"host", model::toJson(change.value.host)},
-                                 {"credential", change.value.credential}});
-  }, false);
+  router.add(
+      V::post, "/api/v1/hosts/join",
+      [&s](ApiRequest& r) -> Awaitable {
+        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "join_token", "inventory"}));
+        TRY_ASSIGN(name, in.optionalString("name"));
+        TRY_ASSIGN(secret, in.requiredString("join_token"));
+        const auto* invJson = in.object("inventory");
+        if (!invJson)
+          co_return ApiResponse::error(
+              Status::InvalidArgument("inventory: required object", "inventory"));
+        auto inv = model::inventoryFromJson(*invJson);
+        if (!inv.ok())
+          co_return ApiResponse::error(
+              Status::InvalidArgument("inventory: " + inv.status().message(), "inventory"));
+        TRY_ASSIGN(change, s.cluster().joinHost(secret, name, *inv));
+        co_await s.apply(change);
+        co_return ApiResponse::json(
+            {{"host", model::toJson(change.value.host)}, {"credential", change.value.credential}});
+      },
+      false);
 
   router.add(V::get, "/api/v1/hosts", [&s](ApiRequest& r) -> Awaitable {
     co_return ApiResponse::json(arrayOf(s.cluster().listHosts(r.who())));
@@ -176,9 +190,9 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"name", "team", "project", "command", "env", "gpus", "gpu_model",
-                                     "cpu_millis", "memory_mib"}));
+    TRY_ASSIGN(in,
+               JsonInput::parse(r.raw.body(), {"name", "team", "project", "command", "env", "gpus",
+                                               "gpu_model", "cpu_millis", "memory_mib"}));
     control::JobRequest req;
     TRY_ASSIGN(name, in.optionalString("name"));
     TRY_ASSIGN(team, in.optionalString("team"));
@@ -211,7 +225,8 @@ void registerRoutes(Router& router, Server& s) {
     if (auto it = r.query.find("state"); it != r.query.end() && !it->second.empty()) {
       f.state = model::parseJobState(it->second);
       if (!f.state)
-        co_return ApiResponse::error(Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
+        co_return ApiResponse::error(
+            Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
     }
     if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
     TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 10000));
@@ -256,10 +271,13 @@ void registerRoutes(Router& router, Server& s) {
 
   // The agent stream is a WebSocket upgrade handled before routing; this entry keeps it in the
   // route table (and so in the OpenAPI check) and answers plain GETs clearly.
-  router.add(V::get, "/api/v1/agent/stream", [](ApiRequest&) -> Awaitable {
-    co_return ApiResponse::error(Status::InvalidArgument(
-        "the agent stream needs a WebSocket upgrade with a host credential"));
-  }, false);
+  router.add(
+      V::get, "/api/v1/agent/stream",
+      [](ApiRequest&) -> Awaitable {
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "the agent stream needs a WebSocket upgrade with a host credential"));
+      },
+      false);
 }
 
 }  // namespace allot::api

@@ -1,6 +1,7 @@
 #include "api/server.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "api/agent_stream.h"
 #include "control/async_commit.h"
@@ -54,8 +53,8 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs");
   ALLOT_RETURN_IF_ERROR(s->logs_->init());
   s->scheduler_ = std::make_unique<sched::FifoFirstFitScheduler>();
-  s->cluster_ = std::make_unique<control::Cluster>(clock, *s->scheduler_, *s->logs_,
-                                                   s->config_.cluster);
+  s->cluster_ =
+      std::make_unique<control::Cluster>(clock, *s->scheduler_, *s->logs_, s->config_.cluster);
   auto contents = s->store_->loadAll();
   if (!contents.ok()) return contents.status().withContext("failed to load the store");
   s->cluster_->load(*contents);
@@ -109,7 +108,9 @@ void Server::run(bool handleSignals) {
   io_.run();
 }
 
-void Server::stop() { asio::post(io_, [this] { io_.stop(); }); }
+void Server::stop() {
+  asio::post(io_, [this] { io_.stop(); });
+}
 
 asio::awaitable<void> Server::commit(store::WriteBatch batch) {
   Status st = co_await control::asyncCommit(*store_, std::move(batch),
@@ -201,8 +202,8 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
     stream.expires_after(kIdleTimeout);
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
     if (ec == http::error::body_limit) {
-      auto res = ApiResponse::error(Status::TooLarge(
-          "body: larger than " + std::to_string(config_.maxBodyBytes) + " bytes"));
+      auto res = ApiResponse::error(
+          Status::TooLarge("body: larger than " + std::to_string(config_.maxBodyBytes) + " bytes"));
       http::response<http::string_body> out{res.status, 11};
       out.set(http::field::content_type, res.contentType);
       out.keep_alive(false);
@@ -248,7 +249,8 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
                             : "invalid or expired token"));
         } else if (areq.principal->kind == control::Principal::Kind::kHost) {
           authorized = false;  // host credentials speak only the agent protocol
-          res = ApiResponse::error(Status::PermissionDenied("a host credential cannot call " + std::string(path)));
+          res = ApiResponse::error(
+              Status::PermissionDenied("a host credential cannot call " + std::string(path)));
         }
       }
       if (authorized) res = co_await match.route->handler(areq);

@@ -3,8 +3,6 @@
 // handler, the scheduling loop and the agents' streams), the store, the Cluster and the HTTP
 // listener. Writes go through `commit`, which waits for the store's group commit.
 
-#include <utility>  // GCC 12: before Asio's coroutine headers
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -13,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "api/router.h"
 #include "common/clock.h"

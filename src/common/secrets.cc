@@ -2,8 +2,8 @@
 
 #include <sodium.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 namespace allot {
 

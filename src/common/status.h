@@ -12,15 +12,15 @@ namespace allot {
 
 enum class Code {
   kOk,
-  kInvalidArgument,   // bad input: 400
-  kNotFound,          // unknown id, or not visible to the caller: 404
-  kAlreadyExists,     // 409
-  kFailedPrecondition,// the object is in the wrong state for this: 409
-  kUnauthenticated,   // 401
-  kPermissionDenied,  // 403
-  kTooLarge,          // 413
-  kUnavailable,       // a peer or the disk is not there right now: 503
-  kInternal,          // a broken invariant: 500
+  kInvalidArgument,     // bad input: 400
+  kNotFound,            // unknown id, or not visible to the caller: 404
+  kAlreadyExists,       // 409
+  kFailedPrecondition,  // the object is in the wrong state for this: 409
+  kUnauthenticated,     // 401
+  kPermissionDenied,    // 403
+  kTooLarge,            // 413
+  kUnavailable,         // a peer or the disk is not there right now: 503
+  kInternal,            // a broken invariant: 500
 };
 
 const char* codeName(Code code);
@@ -35,11 +35,15 @@ class [[nodiscard]] Status {
     return s;
   }
   static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
-  static Status AlreadyExists(std::string msg) { return Status(Code::kAlreadyExists, std::move(msg)); }
+  static Status AlreadyExists(std::string msg) {
+    return Status(Code::kAlreadyExists, std::move(msg));
+  }
   static Status FailedPrecondition(std::string msg) {
     return Status(Code::kFailedPrecondition, std::move(msg));
   }
-  static Status Unauthenticated(std::string msg) { return Status(Code::kUnauthenticated, std::move(msg)); }
+  static Status Unauthenticated(std::string msg) {
+    return Status(Code::kUnauthenticated, std::move(msg));
+  }
   static Status PermissionDenied(std::string msg) {
     return Status(Code::kPermissionDenied, std::move(msg));
   }
@@ -72,7 +76,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -93,8 +97,8 @@ class [[nodiscard]] Result {
 
 }  // namespace allot
 
-#define ALLOT_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::allot::Status _st = (expr);            \
-    if (!_st.ok()) return _st;               \
+#define ALLOT_RETURN_IF_ERROR(expr) \
+  do {                              \
+    ::allot::Status _st = (expr);   \
+    if (!_st.ok()) return _st;      \
   } while (0)

@@ -29,7 +29,8 @@ std::string formatIso8601(TimeMs t) {
 Result<TimeMs> parseDurationMs(std::string_view text) {
   if (text.empty()) return Status::InvalidArgument("empty duration");
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   std::string num(text.substr(0, i));
   std::string_view unit = text.substr(i);
   double value = 0;
@@ -42,11 +43,16 @@ Result<TimeMs> parseDurationMs(std::string_view text) {
                                    "' is not a duration (use e.g. 90s, 15m, 2h, 1d)");
   }
   double mult = 1000;
-  if (unit.empty() || unit == "s") mult = 1000;
-  else if (unit == "ms") mult = 1;
-  else if (unit == "m") mult = 60'000;
-  else if (unit == "h") mult = 3'600'000;
-  else if (unit == "d") mult = 86'400'000;
+  if (unit.empty() || unit == "s")
+    mult = 1000;
+  else if (unit == "ms")
+    mult = 1;
+  else if (unit == "m")
+    mult = 60'000;
+  else if (unit == "h")
+    mult = 3'600'000;
+  else if (unit == "d")
+    mult = 86'400'000;
   else
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' has an unknown unit (use ms, s, m, h or d)");
@@ -62,8 +68,9 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
   }
   // YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|+HH:MM|-HH:MM]
   auto bad = [&] {
-    return Status::InvalidArgument("'" + std::string(text) +
-                                   "' is not a time (use ISO 8601 like 2026-11-30T14:00:00Z, or +2h)");
+    return Status::InvalidArgument(
+        "'" + std::string(text) +
+        "' is not a time (use ISO 8601 like 2026-11-30T14:00:00Z, or +2h)");
   };
   if (text.size() < 10 || text[4] != '-' || text[7] != '-') return bad();
   int64_t y, mo, d, h = 0, mi = 0, s = 0, frac = 0;
@@ -74,7 +81,8 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
   int64_t offsetMin = 0;
   if (pos < text.size() && (text[pos] == 'T' || text[pos] == ' ')) {
     if (text.size() < pos + 6 || text[pos + 3] != ':') return bad();
-    if (!parseInt(text.substr(pos + 1, 2), h) || !parseInt(text.substr(pos + 4, 2), mi)) return bad();
+    if (!parseInt(text.substr(pos + 1, 2), h) || !parseInt(text.substr(pos + 4, 2), mi))
+      return bad();
     pos += 6;
     if (pos < text.size() && text[pos] == ':') {
       if (!parseInt(text.substr(pos + 1, 2), s)) return bad();

@@ -2,12 +2,11 @@
 // Bridges the store's group commit to Asio coroutines: `co_await asyncCommit(store, batch, ex)`
 // resumes on executor `ex` once the batch is durable.
 
-#include <utility>  // GCC 12: before Asio's coroutine headers
-
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <memory>
+#include <utility>
 
 #include "store/store.h"
 

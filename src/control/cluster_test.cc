@@ -24,7 +24,8 @@ model::Inventory inventory(int gpus) {
   inv.memoryMib = 65536;
   inv.gpuProvider = "simulated";
   inv.simulated = true;
-  for (int i = 0; i < gpus; ++i) inv.gpus.push_back({i, "GPU-" + std::to_string(i), i, "A100", 81920, 0, "", ""});
+  for (int i = 0; i < gpus; ++i)
+    inv.gpus.push_back({i, "GPU-" + std::to_string(i), i, "A100", 81920, 0, "", ""});
   return inv;
 }
 
@@ -150,9 +151,11 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
   EXPECT_NE(waiting->reason.find("free"), std::string::npos);
   EXPECT_EQ(cluster_->waitOf(c)->position, 1);
   // Not durable yet: the agent must not hear of them.
-  EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)), std::string::npos);
+  EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)),
+            std::string::npos);
   cluster_->placementsDurable(pass.value);
-  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)), std::string::npos);
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)),
+            std::string::npos);
 }
 
 TEST_F(ClusterTest, AgentReportsDriveJobStates) {

@@ -19,7 +19,9 @@ Status LogStore::init() {
   return Status::Ok();
 }
 
-std::string LogStore::pathOf(int64_t job) const { return dir_ + "/" + std::to_string(job) + ".log"; }
+std::string LogStore::pathOf(int64_t job) const {
+  return dir_ + "/" + std::to_string(job) + ".log";
+}
 
 int64_t LogStore::size(int64_t job) {
   auto it = sizes_.find(job);
@@ -40,7 +42,9 @@ Status LogStore::append(int64_t job, int64_t offset, const std::string& data) {
   int64_t skip = have - offset;
   if (skip >= static_cast<int64_t>(data.size())) return Status::Ok();
   int fd = ::open(pathOf(job).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::Unavailable("cannot open log of job " + std::to_string(job) + ": " + std::strerror(errno));
+  if (fd < 0)
+    return Status::Unavailable("cannot open log of job " + std::to_string(job) + ": " +
+                               std::strerror(errno));
   const char* p = data.data() + skip;
   size_t left = data.size() - skip;
   while (left > 0) {
@@ -50,7 +54,8 @@ Status LogStore::append(int64_t job, int64_t offset, const std::string& data) {
       int err = errno;
       ::close(fd);
       sizes_.erase(job);
-      return Status::Unavailable("cannot write log of job " + std::to_string(job) + ": " + std::strerror(err));
+      return Status::Unavailable("cannot write log of job " + std::to_string(job) + ": " +
+                                 std::strerror(err));
     }
     p += n;
     left -= n;
@@ -65,7 +70,8 @@ Result<std::string> LogStore::read(int64_t job, int64_t offset, int64_t maxBytes
   int fd = ::open(pathOf(job).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return out;
-    return Status::Unavailable("cannot read log of job " + std::to_string(job) + ": " + std::strerror(errno));
+    return Status::Unavailable("cannot read log of job " + std::to_string(job) + ": " +
+                               std::strerror(errno));
   }
   int64_t total = size(job);
   if (offset < total) {

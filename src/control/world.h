@@ -17,8 +17,8 @@ namespace allot::control {
 struct World {
   std::map<std::string, model::Team> teams;
   std::map<std::string, model::User> users;
-  std::map<std::string, model::ApiToken> tokens;  // by token id
-  std::map<std::string, model::Project> projects;  // by "team/name"
+  std::map<std::string, model::ApiToken> tokens;       // by token id
+  std::map<std::string, model::Project> projects;      // by "team/name"
   std::map<std::string, model::JoinToken> joinTokens;  // by id
   std::map<std::string, model::Host> hosts;
   std::map<int64_t, model::Job> jobs;
@@ -29,7 +29,7 @@ struct World {
   // Derived state, rebuilt by `reindex` and kept current by Cluster.
   std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
   std::map<std::string, std::map<int, int64_t>> gpuHolders;  // host -> GPU index -> job id
-  std::map<std::string, std::set<int64_t>> hostJobs;  // host -> its scheduled/running jobs
+  std::map<std::string, std::set<int64_t>> hostJobs;         // host -> its scheduled/running jobs
   // The last scheduling pass's word on each job still queued, in queue (= id) order, so a
   // lookup is a binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;

@@ -37,10 +37,13 @@ int main(int argc, char** argv) {
   std::string logLevel = "info", shim = defaultShimPath();
   int standbys = 1;
   app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
-  app.add_option("--join-token", joinToken, "join token from `allot host join-token` (first start only)");
+  app.add_option("--join-token", joinToken,
+                 "join token from `allot host join-token` (first start only)");
   app.add_option("--name", name, "host name in Allot (default: this machine's hostname)");
-  app.add_option("--gpus", gpus, "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
-  app.add_option("--work-dir", workDir, "state, job directories and logs (default /var/lib/allot-agent)");
+  app.add_option("--gpus", gpus,
+                 "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
+  app.add_option("--work-dir", workDir,
+                 "state, job directories and logs (default /var/lib/allot-agent)");
   app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
   app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
   app.add_option("--standby-shims", standbys,

@@ -1,9 +1,9 @@
 // allotd: the control plane. Flags and the TOML config become a ServerConfig here and nowhere
 // else; flags override the file.
 
-#include <CLI/CLI.hpp>
 #include <toml++/toml.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 
@@ -36,12 +36,15 @@ int main(int argc, char** argv) {
   CLI::App app{"allotd: the Allot control plane (API, scheduler, store)"};
   Flags f;
   app.add_option("--config", f.configFile, "TOML config file (flags override it)");
-  app.add_option("--listen", f.listen, "address:port to listen on (default 127.0.0.1:7070; port 0 = any)");
-  app.add_option("--data-dir", f.dataDir, "where the database, logs and admin.token live (default ./.allot)");
+  app.add_option("--listen", f.listen,
+                 "address:port to listen on (default 127.0.0.1:7070; port 0 = any)");
+  app.add_option("--data-dir", f.dataDir,
+                 "where the database, logs and admin.token live (default ./.allot)");
   app.add_option("--log-level", f.logLevel, "trace|debug|info|warn|error (default info)");
   app.add_flag("--log-json", f.logJson, "log one JSON object per line");
   app.add_option("--heartbeat", f.heartbeat, "agent heartbeat interval (default 5s)");
-  app.add_option("--lost-after", f.lostAfter, "declare an unreachable host's jobs lost after this long (default 5m)");
+  app.add_option("--lost-after", f.lostAfter,
+                 "declare an unreachable host's jobs lost after this long (default 5m)");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
@@ -69,7 +72,8 @@ int main(int argc, char** argv) {
 
   allot::api::ServerConfig cfg;
   auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return fail("--listen: expected ADDRESS:PORT, got '" + listen + "'");
+  if (colon == std::string::npos)
+    return fail("--listen: expected ADDRESS:PORT, got '" + listen + "'");
   cfg.listenAddress = listen.substr(0, colon);
   if (cfg.listenAddress.size() > 2 && cfg.listenAddress.front() == '[')
     cfg.listenAddress = cfg.listenAddress.substr(1, cfg.listenAddress.size() - 2);

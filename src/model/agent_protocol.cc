@@ -19,10 +19,14 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
 
 const char* actualStateName(ActualState s) {
   switch (s) {
-    case ActualState::kRunning: return "running";
-    case ActualState::kExited: return "exited";
-    case ActualState::kLost: return "lost";
-    case ActualState::kFailedToStart: return "failed_to_start";
+    case ActualState::kRunning:
+      return "running";
+    case ActualState::kExited:
+      return "exited";
+    case ActualState::kLost:
+      return "lost";
+    case ActualState::kFailedToStart:
+      return "failed_to_start";
   }
   return "unknown";
 }
@@ -30,9 +34,9 @@ const char* actualStateName(ActualState s) {
 nlohmann::json toJson(const Inventory& inv) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inv.gpus) gpus.push_back(toJson(g));
-  return {{"hostname", inv.hostname},         {"cpus", inv.cpus},
-          {"memory_mib", inv.memoryMib},      {"gpus", gpus},
-          {"gpu_provider", inv.gpuProvider},  {"simulated", inv.simulated},
+  return {{"hostname", inv.hostname},          {"cpus", inv.cpus},
+          {"memory_mib", inv.memoryMib},       {"gpus", gpus},
+          {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
           {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup}};
 }
 
@@ -100,13 +104,19 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     ActualJob a;
     a.id = j.at("id").get<int64_t>();
     auto st = j.at("state").get<std::string>();
-    if (st == "running") a.state = ActualState::kRunning;
-    else if (st == "exited") a.state = ActualState::kExited;
-    else if (st == "lost") a.state = ActualState::kLost;
-    else if (st == "failed_to_start") a.state = ActualState::kFailedToStart;
-    else return Status::InvalidArgument("bad job status: unknown state '" + st + "'");
+    if (st == "running")
+      a.state = ActualState::kRunning;
+    else if (st == "exited")
+      a.state = ActualState::kExited;
+    else if (st == "lost")
+      a.state = ActualState::kLost;
+    else if (st == "failed_to_start")
+      a.state = ActualState::kFailedToStart;
+    else
+      return Status::InvalidArgument("bad job status: unknown state '" + st + "'");
     a.pid = j.value("pid", 0);
-    if (j.contains("exit_code") && !j["exit_code"].is_null()) a.exitCode = j["exit_code"].get<int>();
+    if (j.contains("exit_code") && !j["exit_code"].is_null())
+      a.exitCode = j["exit_code"].get<int>();
     if (j.contains("signal") && !j["signal"].is_null()) a.signal = j["signal"].get<int>();
     a.startedAt = j.value("started_ms", TimeMs{0});
     a.finishedAt = j.value("finished_ms", TimeMs{0});
@@ -137,8 +147,7 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
 }
 
 std::string encodeLogChunk(const LogChunk& c) {
-  std::string out =
-      nlohmann::json{{"type", "log"}, {"job", c.job}, {"offset", c.offset}}.dump();
+  std::string out = nlohmann::json{{"type", "log"}, {"job", c.job}, {"offset", c.offset}}.dump();
   out += '\n';
   out += c.data;
   return out;

@@ -12,11 +12,10 @@
 //   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N}
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "model/model.h"

@@ -30,10 +30,14 @@ json toJson(const Project& p) {
 }
 
 json toJson(const Gpu& g) {
-  return {{"index", g.index},          {"uuid", g.uuid},
-          {"minor", g.minor},          {"model", g.model},
-          {"memory_mib", g.memoryMib}, {"numa_node", g.numaNode},
-          {"driver_version", g.driverVersion}, {"cuda_version", g.cudaVersion}};
+  return {{"index", g.index},
+          {"uuid", g.uuid},
+          {"minor", g.minor},
+          {"model", g.model},
+          {"memory_mib", g.memoryMib},
+          {"numa_node", g.numaNode},
+          {"driver_version", g.driverVersion},
+          {"cuda_version", g.cudaVersion}};
 }
 
 Gpu gpuFromJson(const json& j) {
@@ -93,10 +97,16 @@ json toJson(const Job& j) {
 json toStoreDoc(const Host& h) {
   json gpus = json::array();
   for (const auto& g : h.gpus) gpus.push_back(toJson(g));
-  return {{"name", h.name},          {"simulated", h.simulated}, {"gpu_provider", h.gpuProvider},
-          {"cpus", h.cpus},          {"memory_mib", h.memoryMib}, {"gpus", gpus},
-          {"agent_version", h.agentVersion}, {"cgroup", h.cgroup},
-          {"joined_ms", h.joinedAt}, {"last_seen_ms", h.lastSeenAt}};
+  return {{"name", h.name},
+          {"simulated", h.simulated},
+          {"gpu_provider", h.gpuProvider},
+          {"cpus", h.cpus},
+          {"memory_mib", h.memoryMib},
+          {"gpus", gpus},
+          {"agent_version", h.agentVersion},
+          {"cgroup", h.cgroup},
+          {"joined_ms", h.joinedAt},
+          {"last_seen_ms", h.lastSeenAt}};
 }
 
 Host hostFromStoreDoc(const json& d) {

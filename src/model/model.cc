@@ -16,13 +16,20 @@ const char* hostStateName(HostState s) {
 
 const char* jobStateName(JobState s) {
   switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kScheduled: return "scheduled";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kLost: return "lost";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kScheduled:
+      return "scheduled";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kLost:
+      return "lost";
   }
   return "unknown";
 }

@@ -69,13 +69,13 @@ const char* hostStateName(HostState s);
 struct Host {
   std::string name;
   HostState state = HostState::kUnreachable;
-  bool simulated = false;       // GPUs come from the simulated provider, not NVML
-  std::string gpuProvider;      // "nvml" or "simulated"
+  bool simulated = false;   // GPUs come from the simulated provider, not NVML
+  std::string gpuProvider;  // "nvml" or "simulated"
   int cpus = 0;
   int64_t memoryMib = 0;
   std::vector<Gpu> gpus;
   std::string agentVersion;
-  std::string cgroup;           // what confinement the host offers: "v1", "v2", "none"
+  std::string cgroup;  // what confinement the host offers: "v1", "v2", "none"
   TimeMs joinedAt = 0;
   TimeMs lastSeenAt = 0;        // last message from its agent
   TimeMs unreachableSince = 0;  // 0 while online
@@ -95,11 +95,11 @@ struct Job {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int gpus = 0;
-  std::string gpuModel;  // empty = any model
+  std::string gpuModel;   // empty = any model
   int cpuMillis = 0;      // CPU limit in millicores; 0 = unlimited
   int64_t memoryMib = 0;  // memory limit; 0 = unlimited
   JobState state = JobState::kQueued;
-  std::string reason;    // why it waits, or why it ended the way it did
+  std::string reason;  // why it waits, or why it ended the way it did
   std::string host;
   std::vector<int> gpuIndices;
   std::vector<std::string> gpuUuids;

@@ -40,12 +40,15 @@ class FleetShape {
 std::string describeWait(const Wait& w, int gpus, const std::string& gpuModel) {
   std::string what = gpuModel.empty() ? "GPUs" : gpuModel + " GPUs";
   switch (w.kind) {
-    case WaitKind::kNoHosts: return "no host has joined the cluster yet";
-    case WaitKind::kNoSuchModel: return "no host has " + gpuModel + " GPUs";
+    case WaitKind::kNoHosts:
+      return "no host has joined the cluster yet";
+    case WaitKind::kNoSuchModel:
+      return "no host has " + gpuModel + " GPUs";
     case WaitKind::kTooBig:
       return "no host has " + std::to_string(gpus) + " " + what + " (the largest has " +
              std::to_string(w.largestHost) + ")";
-    case WaitKind::kNeedsOnlineHost: return "waiting for an online host";
+    case WaitKind::kNeedsOnlineHost:
+      return "waiting for an online host";
     case WaitKind::kNeedsFreeGpus:
       return "waiting for " + std::to_string(gpus) + " free " + what + " on one host";
     case WaitKind::kBehindInQueue:

@@ -21,16 +21,35 @@
 namespace allot::store {
 
 // One change. Upserts replace the whole row keyed by the value's id/name.
-struct PutTeam { model::Team team; };
-struct PutUser { model::User user; };
-struct PutToken { model::ApiToken token; };
-struct DeleteToken { std::string id; };
-struct PutProject { model::Project project; };
-struct PutJoinToken { model::JoinToken token; };
-struct PutHost { model::Host host; };
-struct PutJob { model::Job job; };
+struct PutTeam {
+  model::Team team;
+};
+struct PutUser {
+  model::User user;
+};
+struct PutToken {
+  model::ApiToken token;
+};
+struct DeleteToken {
+  std::string id;
+};
+struct PutProject {
+  model::Project project;
+};
+struct PutJoinToken {
+  model::JoinToken token;
+};
+struct PutHost {
+  model::Host host;
+};
+struct PutJob {
+  model::Job job;
+};
 // Small named values: id counters and the like.
-struct PutMeta { std::string key; std::string value; };
+struct PutMeta {
+  std::string key;
+  std::string value;
+};
 
 using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
                              PutHost, PutJob, PutMeta>;

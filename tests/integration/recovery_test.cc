@@ -192,11 +192,10 @@ TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {
   // outlived the agent, are stopped rather than left on those GPUs.
   // The next job must not start while the lost one still runs on the same GPUs.
   std::string p = std::to_string(pid);
-  int64_t next = submit(
-      gina, {"--gpus", "4"},
-      {"sh", "-c",
-       "if [ -e /proc/" + p + " ] && ! grep -q '^State:.*Z' /proc/" + p +
-           "/status; then echo OVERLAP; fi; echo \"$CUDA_VISIBLE_DEVICES\""});
+  int64_t next = submit(gina, {"--gpus", "4"},
+                        {"sh", "-c",
+                         "if [ -e /proc/" + p + " ] && ! grep -q '^State:.*Z' /proc/" + p +
+                             "/status; then echo OVERLAP; fi; echo \"$CUDA_VISIBLE_DEVICES\""});
   restartAgent("gpu-a");
   json done;
   ASSERT_TRUE(waitForJobState(gina, next, "succeeded", &done));

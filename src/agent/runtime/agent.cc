@@ -1,6 +1,7 @@
 #include "agent/runtime/agent.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,11 +13,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "agent/runtime/http_join.h"
 
@@ -89,7 +88,8 @@ model::Inventory Agent::inventory() {
   model::Inventory inv;
   inv.hostname = machineHostname();
   inv.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  inv.memoryMib = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / (1024 * 1024);
+  inv.memoryMib =
+      static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / (1024 * 1024);
   auto gpus = gpus_.discover();
   if (gpus.ok()) {
     gpuList_ = *gpus;
@@ -112,7 +112,8 @@ Status Agent::ensureJoined() {
   }
   if (saved.status().code() != Code::kNotFound) return saved.status();
   if (config_.joinToken.empty())
-    return Status::InvalidArgument("this host has not joined yet: pass --join-token (make one with `allot host join-token`)");
+    return Status::InvalidArgument(
+        "this host has not joined yet: pass --join-token (make one with `allot host join-token`)");
   auto addr = parseServerUrl(config_.serverUrl);
   if (!addr.ok()) return addr.status();
   auto joined = joinCluster(*addr, config_.joinToken, config_.name, inventory());
@@ -123,9 +124,7 @@ Status Agent::ensureJoined() {
   return Status::Ok();
 }
 
-void Agent::run(asio::io_context& io) {
-  asio::co_spawn(io, connectionLoop(), asio::detached);
-}
+void Agent::run(asio::io_context& io) { asio::co_spawn(io, connectionLoop(), asio::detached); }
 
 std::vector<model::ActualJob> Agent::actualJobs() {
   auto jobs = executor_.poll();
@@ -214,10 +213,13 @@ asio::awaitable<void> Agent::connectionLoop() {
       backoff = std::chrono::milliseconds(100);
       spdlog::warn("connection to allotd closed; reconnecting in {} ms", backoff.count());
     } else if (st.code() == Code::kUnauthenticated) {
-      spdlog::error("allotd refused this host's credential ({}); re-join with a new --join-token "
-                    "after removing {}", st.message(), credentialPath(config_.workDir));
+      spdlog::error(
+          "allotd refused this host's credential ({}); re-join with a new --join-token "
+          "after removing {}",
+          st.message(), credentialPath(config_.workDir));
     } else {
-      spdlog::warn("connection to allotd ended: {}; retrying in {} ms", st.message(), backoff.count());
+      spdlog::warn("connection to allotd ended: {}; retrying in {} ms", st.message(),
+                   backoff.count());
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(asio::as_tuple(use_awaitable));
@@ -230,12 +232,15 @@ asio::awaitable<Status> Agent::session() {
   if (!addr.ok()) co_return addr.status();
   auto ex = co_await asio::this_coro::executor;
   asio::ip::tcp::resolver resolver(ex);
-  auto [rec, endpoints] = co_await resolver.async_resolve(addr->host, addr->port, asio::as_tuple(use_awaitable));
+  auto [rec, endpoints] =
+      co_await resolver.async_resolve(addr->host, addr->port, asio::as_tuple(use_awaitable));
   if (rec) co_return Status::Unavailable("cannot resolve " + addr->host + ": " + rec.message());
   auto ws = std::make_shared<websocket::stream<beast::tcp_stream>>(ex);
   beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
-  auto [cec, ep] = co_await beast::get_lowest_layer(*ws).async_connect(endpoints, asio::as_tuple(use_awaitable));
-  if (cec) co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " + cec.message());
+  auto [cec, ep] =
+      co_await beast::get_lowest_layer(*ws).async_connect(endpoints, asio::as_tuple(use_awaitable));
+  if (cec)
+    co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " + cec.message());
   beast::get_lowest_layer(*ws).socket().set_option(asio::ip::tcp::no_delay(true));
   beast::get_lowest_layer(*ws).expires_never();
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
@@ -245,10 +250,11 @@ asio::awaitable<Status> Agent::session() {
     req.set(beast::http::field::authorization, "Bearer " + token);
   }));
   websocket::response_type res;
-  auto [hec] = co_await ws->async_handshake(res, addr->host + ":" + addr->port, "/api/v1/agent/stream",
-                                            asio::as_tuple(use_awaitable));
+  auto [hec] = co_await ws->async_handshake(res, addr->host + ":" + addr->port,
+                                            "/api/v1/agent/stream", asio::as_tuple(use_awaitable));
   if (hec) {
-    if (res.result() == beast::http::status::unauthorized) co_return Status::Unauthenticated(res.body());
+    if (res.result() == beast::http::status::unauthorized)
+      co_return Status::Unauthenticated(res.body());
     co_return Status::Unavailable("WebSocket handshake failed: " + hec.message());
   }
   spdlog::info("connected to allotd at {} as host '{}'", config_.serverUrl, credential_.host);
@@ -317,7 +323,8 @@ asio::awaitable<Status> Agent::session() {
           if (data.empty()) break;
           auto frame = model::encodeLogChunk({a.id, it->second, data});
           ws->binary(true);
-          auto [ec, n] = co_await ws->async_write(asio::buffer(frame), asio::as_tuple(use_awaitable));
+          auto [ec, n] =
+              co_await ws->async_write(asio::buffer(frame), asio::as_tuple(use_awaitable));
           if (ec) {
             failed = true;
             break;

@@ -7,8 +7,6 @@
 //
 // Threading: everything runs on the io_context passed to run(), one thread.
 
-#include <utility>  // GCC 12: before Asio's coroutine headers
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "agent/exec/executor.h"
 #include "agent/gpu/gpu_provider.h"

@@ -1,12 +1,11 @@
 #include "agent/runtime/http_join.h"
 
-#include <utility>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace allot::agent {
 
@@ -17,7 +16,9 @@ namespace http = beast::http;
 Result<ServerAddress> parseServerUrl(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind("https://", 0) == 0)
-    return Status::InvalidArgument("--server: https is not supported yet; use http:// on a trusted network or a TLS-terminating proxy");
+    return Status::InvalidArgument(
+        "--server: https is not supported yet; use http:// on a trusted network or a "
+        "TLS-terminating proxy");
   if (url.rfind(scheme, 0) != 0)
     return Status::InvalidArgument("--server: expected http://HOST:PORT, got '" + url + "'");
   std::string rest = url.substr(scheme.size());
@@ -48,9 +49,10 @@ Result<JoinResult> joinCluster(const ServerAddress& server, const std::string& j
     http::request<http::string_body> req{http::verb::post, "/api/v1/hosts/join", 11};
     req.set(http::field::host, server.host);
     req.set(http::field::content_type, "application/json");
-    req.body() = nlohmann::json{{"name", name}, {"join_token", joinToken},
-                                {"inventory", model::toJson(inventory)}}
-                     .dump();
+    req.body() =
+        nlohmann::json{
+            {"name", name}, {"join_token", joinToken}, {"inventory", model::toJson(inventory)}}
+            .dump();
     req.prepare_payload();
     http::write(stream, req);
     beast::flat_buffer buf;
