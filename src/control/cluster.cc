@@ -206,13 +206,7 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
     h.name = name;
     h.joinedAt = now;
   }
-  h.cpus = inv.cpus;
-  h.memoryMib = inv.memoryMib;
-  h.gpus = inv.gpus;
-  h.simulated = inv.simulated;
-  h.gpuProvider = inv.gpuProvider;
-  h.agentVersion = inv.agentVersion;
-  h.cgroup = inv.cgroup;
+  model::applyInventory(h, inv);
   world_.hosts[name] = h;
   model::ApiToken tok{newSecretId("hst"), "host:" + name, "", now, 0};
   c.value.credential = newToken(tok.id);

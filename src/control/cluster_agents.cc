@@ -61,13 +61,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   h.lastSeenAt = clock_.nowMs();
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
   // indexes; a GPU that vanished shows up as its jobs failing on the host.
-  h.cpus = inv.cpus;
-  h.memoryMib = inv.memoryMib;
-  h.gpus = inv.gpus;
-  h.simulated = inv.simulated;
-  h.gpuProvider = inv.gpuProvider;
-  h.agentVersion = inv.agentVersion;
-  h.cgroup = inv.cgroup;
+  model::applyInventory(h, inv);
   c.batch.add(store::PutHost{h});
   spdlog::info("agent connected: host={} gpus={} jobs_reported={}", host, h.gpus.size(),
                jobs.size());

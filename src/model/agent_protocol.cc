@@ -31,6 +31,16 @@ const char* actualStateName(ActualState s) {
   return "unknown";
 }
 
+void applyInventory(Host& h, const Inventory& inv) {
+  h.cpus = inv.cpus;
+  h.memoryMib = inv.memoryMib;
+  h.gpus = inv.gpus;
+  h.simulated = inv.simulated;
+  h.gpuProvider = inv.gpuProvider;
+  h.agentVersion = inv.agentVersion;
+  h.cgroup = inv.cgroup;
+}
+
 nlohmann::json toJson(const Inventory& inv) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inv.gpus) gpus.push_back(toJson(g));

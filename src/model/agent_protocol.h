@@ -68,6 +68,9 @@ struct LogChunk {
   std::string data;
 };
 
+// The agent's inventory is the truth about its host's hardware: copies it onto the Host.
+void applyInventory(Host& host, const Inventory& inv);
+
 nlohmann::json toJson(const Inventory& inv);
 Result<Inventory> inventoryFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const DesiredJob& d);
