@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "agent/exec/bpf_device_filter.h"
+
 namespace allot::agent {
 namespace {
 
@@ -214,6 +216,8 @@ Status CgroupManager::applyHierarchyLimits(const Hierarchy& h, const std::string
     }
   }
   if (spec.realGpus && h.controller == "devices") return writeDeviceRules(dir, spec);
+  // v2 has no devices files: the same rules, as an eBPF program attached to the group.
+  if (spec.realGpus && v2) return attachGpuDeviceFilter(dir, spec.gpuMinors);
   return Status::Ok();
 }
 

@@ -15,9 +15,10 @@
 // ahead of any job (createSpare()) that a standby shim joins early and a job later takes over,
 // limits written then (applyLimits()). See process_executor.h.
 //
-// Device confinement is v1 only (devices.deny/allow). v2 controls devices with an eBPF program
-// attached to the group, which we do not ship yet; on v2 jobs with real GPUs still get only their
-// GPUs in CUDA_VISIBLE_DEVICES but could open other /dev/nvidiaN. See docs/agent.md "Confinement".
+// Device confinement, for jobs on real GPUs: v1 writes devices.deny/allow rules; v2 attaches a
+// BPF_PROG_TYPE_CGROUP_DEVICE program to the job's group (bpf_device_filter.h) with the same
+// effect. Either way a job whose device rules cannot be applied is not started. See
+// docs/agent.md "Confinement".
 //
 // Called from the agent's loop only. Group directories are returned to the caller, which persists
 // them with the job, so pids() and remove() work on jobs from before an agent restart.
@@ -42,9 +43,9 @@ class CgroupManager {
   const std::string& mode() const { return mode_; }
 
   // Creates the job's groups and applies spec's limits: memory when memoryLimitMib > 0, CPU
-  // bandwidth when cpuMillis > 0, and (v1) device rules when realGpus. Returns the group
-  // directories, whose cgroup.procs the job's shim joins; empty in mode "none". An error (a
-  // limit that cannot be written) leaves nothing behind.
+  // bandwidth when cpuMillis > 0, and device rules (v1 files, v2 eBPF) when realGpus. Returns
+  // the group directories, whose cgroup.procs the job's shim joins; empty in mode "none". An
+  // error (a limit or device filter that cannot be applied) leaves nothing behind.
   Result<std::vector<std::string>> create(const JobSpec& spec);
 
   // Creates a fresh spare group (slot-<n>, a name no existing group has) in every hierarchy, with

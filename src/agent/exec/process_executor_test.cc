@@ -409,7 +409,7 @@ TEST_F(ConfinedExecutorTest, JobStartsOnAReadyStandbyInItsGroupsWithTheJobsLimit
   EXPECT_NE(mem.find("/allot-test/slot-"), std::string::npos) << mem;
   EXPECT_TRUE(holds(standby.cgroups, mem)) << mem;
   expectLimits(a.pid, mem);
-  exec_->stop(45, 0);
+  exec_->stop(45, 30'000);  // a long grace: the SIGTERM, not a SIGKILL race, ends it
   EXPECT_EQ(waitForEnd(45).signal, SIGTERM);
   exec_->forget(45);
   EXPECT_TRUE(eventually([&] {
@@ -484,7 +484,7 @@ TEST_F(ConfinedExecutorTest, JobStartedOnAStandbyIsReadoptedKeepsItsGroupsAndIsS
   EXPECT_FALSE(processGone(escaped));
   EXPECT_EQ(groupOf(escaped, "memory"), mem);
 
-  exec_->stop(48, 0);
+  exec_->stop(48, 30'000);  // a long grace: the SIGTERM, not a SIGKILL race, ends it
   EXPECT_EQ(waitForEnd(48).signal, SIGTERM);
   EXPECT_TRUE(eventually([&] { return processGone(escaped); }));
 }
