@@ -1,0 +1,124 @@
+#include "sched/placement/cluster.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+
+namespace allot::sched::placement {
+namespace {
+
+[[noreturn]] void brokenInvariant(const char* what, int node) {
+  std::fprintf(stderr, "placement invariant broken on node %d: %s\n", node, what);
+  std::abort();
+}
+
+}  // namespace
+
+Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
+  ClusterState s;
+  s.nodes_.reserve(specs.size());
+  for (const auto& spec : specs) {
+    if (spec.gpus < 0 || spec.gpus > kMaxGpusPerNode || spec.cpuMilli < 0 || spec.memoryMib < 0) {
+      return Status::InvalidArgument("node " + spec.name + ": resources out of range (gpus " +
+                                     std::to_string(spec.gpus) + ", at most " +
+                                     std::to_string(kMaxGpusPerNode) + ")");
+    }
+    int model = s.modelId(spec.model);
+    if (model < 0) {
+      if (s.models_.size() == 64) {
+        return Status::InvalidArgument("node " + spec.name + ": more than 64 GPU models");
+      }
+      model = static_cast<int>(s.models_.size());
+      s.models_.push_back(spec.model);
+    }
+    Node n;
+    n.cpuFree = n.cpuCap = spec.cpuMilli;
+    n.memFree = n.memCap = spec.memoryMib;
+    n.gpuOffset = static_cast<uint32_t>(s.gpuFree_.size());
+    n.numGpu = static_cast<uint8_t>(spec.gpus);
+    n.model = static_cast<uint8_t>(model);
+    n.fullFree = static_cast<uint8_t>(spec.gpus);
+    n.maxFree = spec.gpus > 0 ? kGpuMilli : 0;
+    n.gpuFreeTotal = int64_t{spec.gpus} * kGpuMilli;
+    s.gpuFree_.insert(s.gpuFree_.end(), spec.gpus, kGpuMilli);
+    s.totalGpuMilli_ += n.gpuFreeTotal;
+    s.nodes_.push_back(n);
+    s.names_.push_back(spec.name);
+  }
+  return s;
+}
+
+int ClusterState::modelId(const std::string& model) const {
+  auto it = std::find(models_.begin(), models_.end(), model);
+  return it == models_.end() ? -1 : static_cast<int>(it - models_.begin());
+}
+
+uint64_t ClusterState::modelMask(const std::vector<std::string>& models) const {
+  if (models.empty()) return kAnyModel;
+  uint64_t mask = 0;
+  for (const auto& m : models) {
+    int id = modelId(m);
+    if (id >= 0) mask |= uint64_t{1} << id;
+  }
+  return mask;
+}
+
+bool ClusterState::fits(int node, const Task& t) const {
+  const Node& n = nodes_[node];
+  if (n.cpuFree < t.cpuMilli || n.memFree < t.memoryMib) return false;
+  if (t.numGpu == 0) return true;
+  if (!((t.allowedModels >> n.model) & 1)) return false;
+  if (t.shared()) return n.maxFree >= t.gpuMilli;
+  return n.fullFree >= t.numGpu;
+}
+
+bool ClusterState::gpuFits(int node, int gpu, const Task& t) const {
+  int free = gpuFree_[nodes_[node].gpuOffset + gpu];
+  return t.shared() ? free >= t.gpuMilli : free == kGpuMilli;
+}
+
+uint32_t ClusterState::firstGpus(int node, const Task& t) const {
+  uint32_t mask = 0;
+  int need = t.shared() ? 1 : t.numGpu;
+  for (int g = 0; g < nodes_[node].numGpu && need > 0; ++g) {
+    if (gpuFits(node, g, t)) {
+      mask |= uint32_t{1} << g;
+      --need;
+    }
+  }
+  return mask;
+}
+
+void ClusterState::apply(const Task& t, const Choice& c) {
+  if (c.node < 0 || c.node >= size()) brokenInvariant("no such node", c.node);
+  Node& n = nodes_[c.node];
+  if (!fits(c.node, t)) brokenInvariant("task does not fit", c.node);
+  int want = t.numGpu == 0 ? 0 : (t.shared() ? 1 : t.numGpu);
+  if (std::popcount(c.gpus) != want) brokenInvariant("wrong number of GPUs", c.node);
+  if (n.numGpu < 32 && (c.gpus >> n.numGpu) != 0) brokenInvariant("no such GPU", c.node);
+  for (int g = 0; g < n.numGpu; ++g) {
+    if (!((c.gpus >> g) & 1)) continue;
+    if (!gpuFits(c.node, g, t)) brokenInvariant("GPU cannot take the task", c.node);
+  }
+  n.cpuFree -= t.cpuMilli;
+  n.memFree -= t.memoryMib;
+  if (want == 0) return;
+  int take = t.shared() ? t.gpuMilli : kGpuMilli;
+  uint16_t maxFree = 0;
+  int fullFree = 0;
+  for (int g = 0; g < n.numGpu; ++g) {
+    uint16_t& free = gpuFree_[n.gpuOffset + g];
+    if ((c.gpus >> g) & 1) {
+      free = static_cast<uint16_t>(free - take);
+      n.gpuFreeTotal -= take;
+      allocatedGpuMilli_ += take;
+    }
+    maxFree = std::max(maxFree, free);
+    fullFree += free == kGpuMilli;
+  }
+  n.maxFree = maxFree;
+  n.fullFree = static_cast<uint8_t>(fullFree);
+}
+
+}  // namespace allot::sched::placement

@@ -1,0 +1,108 @@
+#pragma once
+// The placement model: nodes with CPU, memory and GPUs that can be shared in milli-GPU units, and
+// tasks that ask for some of each. ClusterState is the mutable view one placement run works on;
+// it is a plain value owned by the caller (one thread), and it never does I/O.
+//
+// Rules it enforces (apply() checks them and aborts on a broken one):
+// - a shared task (one GPU, gpu_milli < 1000) goes on one GPU with that much free capacity, so it
+//   never lands on a GPU held whole (a whole-held GPU has 0 free);
+// - a whole-GPU task takes only GPUs that are entirely free;
+// - CPU and memory must fit; the node's GPU model must be in the task's allowed set.
+//
+// Per-node state is ~48 bytes plus 2 bytes per GPU, far under the 1 KiB per GPU budget.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace allot::sched::placement {
+
+inline constexpr int kGpuMilli = 1000;      // one whole GPU
+inline constexpr int kMaxGpusPerNode = 32;  // GPUs of a node are addressed by a 32-bit mask
+inline constexpr uint64_t kAnyModel = ~uint64_t{0};
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpuMilli = 0;
+  int64_t memoryMib = 0;
+  int gpus = 0;
+  std::string model;  // may be empty for a CPU-only node
+};
+
+struct Task {
+  int64_t cpuMilli = 0;
+  int64_t memoryMib = 0;
+  int numGpu = 0;
+  int gpuMilli = 0;                    // per GPU; < 1000 only when shared (numGpu == 1)
+  uint64_t allowedModels = kAnyModel;  // bit i = model id i (ClusterState::modelId)
+
+  bool shared() const { return numGpu == 1 && gpuMilli > 0 && gpuMilli < kGpuMilli; }
+  // GPU capacity asked for, in milli-GPU.
+  int64_t gpuRequest() const { return shared() ? gpuMilli : int64_t{numGpu} * kGpuMilli; }
+};
+
+// Where one task goes: a node index and the GPUs on it (bit i = GPU i of that node).
+struct Choice {
+  int node = -1;
+  uint32_t gpus = 0;
+  bool ok() const { return node >= 0; }
+};
+
+class ClusterState {
+ public:
+  // Fails on a node with more than kMaxGpusPerNode GPUs, negative resources, or more than 64
+  // distinct GPU models.
+  static Result<ClusterState> create(const std::vector<NodeSpec>& nodes);
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const std::string& name(int node) const { return names_[node]; }
+
+  // Model name -> id, -1 when no node has it. modelMask turns a list of names into a task's
+  // allowed set (empty list = any model; names no node has are simply never satisfied).
+  int modelId(const std::string& model) const;
+  uint64_t modelMask(const std::vector<std::string>& models) const;
+
+  int numGpus(int node) const { return nodes_[node].numGpu; }
+  int gpuFree(int node, int gpu) const { return gpuFree_[nodes_[node].gpuOffset + gpu]; }
+  int fullFreeGpus(int node) const { return nodes_[node].fullFree; }
+  int64_t gpuFreeTotal(int node) const { return nodes_[node].gpuFreeTotal; }
+  int64_t cpuFree(int node) const { return nodes_[node].cpuFree; }
+  int64_t memFree(int node) const { return nodes_[node].memFree; }
+  int64_t cpuCap(int node) const { return nodes_[node].cpuCap; }
+  int64_t memCap(int node) const { return nodes_[node].memCap; }
+
+  // Whether the task fits on the node at all (CPU, memory, model, and some GPUs to take).
+  bool fits(int node, const Task& task) const;
+  // Whether GPU `gpu` of the node can take (its share of) the task.
+  bool gpuFits(int node, int gpu, const Task& task) const;
+  // The lowest-indexed GPUs that can take the task on a node where fits() holds.
+  uint32_t firstGpus(int node, const Task& task) const;
+
+  // Takes the resources. The choice must satisfy every rule above: a violation is a bug in the
+  // policy and aborts.
+  void apply(const Task& task, const Choice& choice);
+
+  int64_t totalGpuMilli() const { return totalGpuMilli_; }
+  int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
+
+ private:
+  struct Node {
+    int64_t cpuFree = 0, memFree = 0, cpuCap = 0, memCap = 0;
+    int64_t gpuFreeTotal = 0;
+    uint32_t gpuOffset = 0;
+    uint8_t numGpu = 0;
+    uint8_t model = 0;
+    uint8_t fullFree = 0;
+    uint16_t maxFree = 0;  // the most free milli on one GPU
+  };
+  std::vector<Node> nodes_;
+  std::vector<uint16_t> gpuFree_;  // free milli per GPU, nodes_[i].gpuOffset.. for node i
+  std::vector<std::string> names_;
+  std::vector<std::string> models_;
+  int64_t totalGpuMilli_ = 0;
+  int64_t allocatedGpuMilli_ = 0;
+};
+
+}  // namespace allot::sched::placement
