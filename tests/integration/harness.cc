@@ -440,6 +440,16 @@ void TestCluster::restartAgent(const std::string& name) {
   spawnAgent(name, agent, /*join=*/false);
 }
 
+std::unique_ptr<Process> TestCluster::spawnCliAs(const std::string& token,
+                                                 const std::vector<std::string>& args,
+                                                 const std::string& name) {
+  std::vector<std::string> argv = {binPath("allot"), "--server", url_, "--token", token};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string base = path("cli/" + name);
+  return Process::spawn(argv, base + ".out", base + ".err",
+                        childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
+}
+
 CliResult TestCluster::cliAs(const std::string& token, const std::vector<std::string>& args) {
   int n = ++cliRuns_;
   std::vector<std::string> argv = {binPath("allot"), "--server", url_};

@@ -127,6 +127,10 @@ class TestCluster : public ::testing::Test {
 
   // The CLI, with --server and --token given and no config file; `token` "" means none.
   CliResult cliAs(const std::string& token, const std::vector<std::string>& args);
+  // The same command left running (e.g. `job logs -f`); output in root_/cli/<name>.out|.err.
+  std::unique_ptr<Process> spawnCliAs(const std::string& token,
+                                      const std::vector<std::string>& args,
+                                      const std::string& name);
   CliResult cli(const std::vector<std::string>& args) { return cliAs(adminToken_, args); }
   // Runs with `-o json`; throws unless it exits 0 with a JSON document on stdout.
   json cliJson(const std::string& token, const std::vector<std::string>& args);

@@ -66,6 +66,30 @@ TEST_F(JobsTest, RunWaitPrintsOutputAndExitsWithTheJobsStatus) {
   EXPECT_EQ(kj["signal"], 9) << kj.dump();
 }
 
+TEST_F(JobsTest, LogsFollowStreamsUntilTheJobEnds) {
+  std::string release = path("release");
+  // Without --wait, `run` prints just the job's id ("j-N") on stdout.
+  auto run = cliAs(token_, {"run", "--", "sh", "-c",
+                            "echo first; while [ ! -e '" + release +
+                                "' ]; do sleep 0.05; done; seq 1 500; exit 3"});
+  ASSERT_EQ(run.code, 0) << run.describe();
+  std::string idText = trim(run.out);
+  ASSERT_EQ(idText.rfind("j-", 0), 0u) << run.describe();
+  int64_t id = std::stoll(idText.substr(2));
+  ASSERT_TRUE(waitFor([&] { return logs(token_, id) == "first\n"; }));
+  auto follower = spawnCliAs(token_, {"job", "logs", std::to_string(id), "-f"}, "follow");
+  // It prints what is there and keeps following while the job runs.
+  ASSERT_TRUE(waitFor([&] { return follower->stdoutText() == "first\n"; }));
+  EXPECT_TRUE(follower->running());
+  writeFile(release, "");
+  auto code = follower->waitFor(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << "logs -f did not stop when the job ended";
+  std::string want = "first\n";
+  for (int i = 1; i <= 500; ++i) want += std::to_string(i) + "\n";
+  EXPECT_EQ(follower->stdoutText(), want);
+  EXPECT_EQ(job(token_, id)["state"], "failed");
+}
+
 TEST_F(JobsTest, CancelKillsTheWholeProcessTree) {
   std::string shPid = path("sh.pid"), childPid = path("child.pid");
   int64_t id = submit(token_, {},
