@@ -231,9 +231,14 @@ void registerRoutes(Router& router, Server& s) {
     if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
     TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 10000));
     f.limit = static_cast<size_t>(limit);
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& j : s.cluster().listJobs(r.who(), f)) arr.push_back(jobJson(s, j));
-    co_return ApiResponse::json(arr);
+    // Serialized job by job: a long listing never exists as one JSON tree in memory.
+    std::string body = "[";
+    s.cluster().visitJobs(r.who(), f, [&](const model::Job& j) {
+      if (body.size() > 1) body += ',';
+      body += jobJson(s, j).dump();
+    });
+    body += ']';
+    co_return ApiResponse{http::status::ok, std::move(body), "application/json", {}};
   });
 
   router.add(V::get, "/api/v1/jobs/{id}", [&s](ApiRequest& r) -> Awaitable {

@@ -295,16 +295,28 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   return c;
 }
 
-std::vector<Job> Cluster::listJobs(const Principal& p, const JobFilter& f) const {
-  std::vector<Job> out;
-  for (auto it = world_.jobs.rbegin(); it != world_.jobs.rend() && out.size() < f.limit; ++it) {
+void Cluster::visitJobs(const Principal& p, const JobFilter& f,
+                        const std::function<void(const Job&)>& fn) const {
+  size_t seen = 0;
+  for (auto it = world_.jobs.rbegin(); it != world_.jobs.rend() && seen < f.limit; ++it) {
     const Job& j = it->second;
     if (!authz::canSeeJob(p, j)) continue;
     if (f.state && j.state != *f.state) continue;
     if (!f.team.empty() && j.team != f.team) continue;
-    out.push_back(j);
-    if (j.state == JobState::kQueued) out.back().reason = waitReason(j);
+    ++seen;
+    if (j.state == JobState::kQueued) {
+      Job withReason = j;
+      withReason.reason = waitReason(j);
+      fn(withReason);
+    } else {
+      fn(j);
+    }
   }
+}
+
+std::vector<Job> Cluster::listJobs(const Principal& p, const JobFilter& f) const {
+  std::vector<Job> out;
+  visitJobs(p, f, [&](const Job& j) { out.push_back(j); });
   return out;
 }
 

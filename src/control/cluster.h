@@ -123,6 +123,10 @@ class Cluster {
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
+  // The same jobs, newest first, handed to `fn` one at a time without copying the list; a queued
+  // job comes with its current wait reason.
+  void visitJobs(const Principal& p, const JobFilter& filter,
+                 const std::function<void(const model::Job&)>& fn) const;
   Result<model::Job> getJob(const Principal& p, int64_t id) const;
   // Queue position (1 = next) and why a queued job waits, from the last scheduling pass.
   std::optional<sched::Wait> waitOf(int64_t id) const;

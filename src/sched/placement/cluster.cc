@@ -1,6 +1,7 @@
 #include "sched/placement/cluster.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,13 @@ namespace {
 [[noreturn]] void brokenInvariant(const char* what, int node) {
   std::fprintf(stderr, "placement invariant broken on node %d: %s\n", node, what);
   std::abort();
+}
+
+// Stamps come from one process-wide counter so two states never share a stamp for different
+// contents (see ClusterState::stamp).
+uint64_t nextStamp() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 }  // namespace
@@ -41,6 +49,7 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
     n.fullFree = static_cast<uint8_t>(spec.gpus);
     n.maxFree = spec.gpus > 0 ? kGpuMilli : 0;
     n.gpuFreeTotal = int64_t{spec.gpus} * kGpuMilli;
+    n.stamp = nextStamp();
     s.gpuFree_.insert(s.gpuFree_.end(), spec.gpus, kGpuMilli);
     s.totalGpuMilli_ += n.gpuFreeTotal;
     s.nodes_.push_back(n);
@@ -103,6 +112,7 @@ void ClusterState::apply(const Task& t, const Choice& c) {
   }
   n.cpuFree -= t.cpuMilli;
   n.memFree -= t.memoryMib;
+  n.stamp = nextStamp();
   if (want == 0) return;
   int take = t.shared() ? t.gpuMilli : kGpuMilli;
   uint16_t maxFree = 0;

@@ -9,7 +9,7 @@
 // - a whole-GPU task takes only GPUs that are entirely free;
 // - CPU and memory must fit; the node's GPU model must be in the task's allowed set.
 //
-// Per-node state is ~48 bytes plus 2 bytes per GPU, far under the 1 KiB per GPU budget.
+// Per-node state is ~56 bytes plus 2 bytes per GPU, far under the 1 KiB per GPU budget.
 
 #include <cstdint>
 #include <string>
@@ -72,6 +72,11 @@ class ClusterState {
   int64_t memFree(int node) const { return nodes_[node].memFree; }
   int64_t cpuCap(int node) const { return nodes_[node].cpuCap; }
   int64_t memCap(int node) const { return nodes_[node].memCap; }
+  int model(int node) const { return nodes_[node].model; }
+  int maxFreeMilli(int node) const { return nodes_[node].maxFree; }
+  // Changes whenever the node's free resources change, and is unique across every ClusterState
+  // of the process, so a policy may cache per-node results keyed by it.
+  uint64_t stamp(int node) const { return nodes_[node].stamp; }
 
   // Whether the task fits on the node at all (CPU, memory, model, and some GPUs to take).
   bool fits(int node, const Task& task) const;
@@ -96,6 +101,7 @@ class ClusterState {
     uint8_t model = 0;
     uint8_t fullFree = 0;
     uint16_t maxFree = 0;  // the most free milli on one GPU
+    uint64_t stamp = 0;
   };
   std::vector<Node> nodes_;
   std::vector<uint16_t> gpuFree_;  // free milli per GPU, nodes_[i].gpuOffset.. for node i

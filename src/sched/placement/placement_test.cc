@@ -98,7 +98,7 @@ TEST(Fgd, KeepsWholeGpusFreeForAMultiGpuWorkload) {
   // And the fragmentation it reports agrees with the delta it acted on.
   const auto w = WorkloadDistribution::fromTasks(workload);
   double before = w.fragmentation(s, 1);
-  double predicted = w.gpuDelta(s.gpuFree(1, 0), 300, s.fullFreeGpus(1));
+  double predicted = w.delta(s, 1, shared(300), c.gpus);
   s.apply(shared(300), c);
   EXPECT_NEAR(w.fragmentation(s, 1) - before, predicted, 1e-6);
 }
@@ -119,10 +119,7 @@ TEST(Fgd, DeltaMatchesRecomputedFragmentation) {
     if (!s.fits(0, t)) continue;
     Choice c{0, s.firstGpus(0, t)};
     double before = w.fragmentation(s, 0);
-    double predicted = t.numGpu == 0 ? 0
-                       : t.shared() ? w.gpuDelta(s.gpuFree(0, std::countr_zero(c.gpus)), t.gpuMilli,
-                                                 s.fullFreeGpus(0))
-                                    : w.wholeDelta(t.numGpu, s.fullFreeGpus(0));
+    double predicted = w.delta(s, 0, t, c.gpus);
     s.apply(t, c);
     EXPECT_NEAR(w.fragmentation(s, 0) - before, predicted, 1e-6);
   }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "sched/placement/policy.h"
@@ -73,141 +74,199 @@ Choice BestFitPolicy::choose(const ClusterState& s, const Task& t) {
   return {best, t.shared() ? tightestGpu(s, best, t) : s.firstGpus(best, t)};
 }
 
+size_t WorkloadDistribution::KeyHash::operator()(const std::array<int64_t, 5>& k) const {
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (int64_t v : k) h = (h ^ uint64_t(v)) * 0x100000001b3ULL + (h >> 29);
+  return size_t(h);
+}
+
+namespace {
+std::array<int64_t, 5> keyOf(const Task& t) {
+  return {t.cpuMilli, t.memoryMib, t.numGpu, t.numGpu == 0 ? 0 : t.gpuMilli,
+          int64_t(t.numGpu == 0 ? 0 : t.allowedModels)};
+}
+}  // namespace
+
 WorkloadDistribution WorkloadDistribution::fromTasks(const std::vector<Task>& tasks) {
   WorkloadDistribution w;
-  // Counts by demand: one-GPU shapes by milli, multi-GPU shapes by GPU count, CPU-only.
-  std::array<double, kGpuMilli + 1> single{};
-  std::array<double, kMaxGpusPerNode + 1> multi{};
-  double cpuOnly = 0, total = 0;
+  std::vector<uint64_t> models;
+  double total = 0;
   for (const auto& t : tasks) {
     if (t.numGpu < 0 || t.numGpu > kMaxGpusPerNode) continue;
     total += 1;
-    if (t.numGpu == 0) {
-      cpuOnly += 1;
-    } else if (t.numGpu == 1) {
-      single[t.shared() ? t.gpuMilli : kGpuMilli] += 1;
-    } else {
-      multi[t.numGpu] += 1;
+    auto key = keyOf(t);
+    auto [it, added] = w.index_.try_emplace(key, -2);
+    if (t.numGpu == 0) continue;  // CPU-only: counted in the total, never uses GPU capacity
+    if (added) {
+      it->second = static_cast<int>(w.types_.size());
+      Type type;
+      type.cpu = t.cpuMilli;
+      type.mem = t.memoryMib;
+      type.numGpu = t.numGpu;
+      type.demand = t.shared() ? t.gpuMilli : kGpuMilli;  // milli for now, an index below
+      w.types_.push_back(type);
+      models.push_back(t.allowedModels);
     }
+    w.types_[it->second].weight += 1;
   }
-  if (total == 0) return w;
-  double tail = 0;
-  for (int x = kGpuMilli; x >= 0; --x) {
-    w.singleTail_[x] = tail / total;  // shapes with demand strictly above x
-    tail += single[x];
+  for (auto& type : w.types_) {
+    type.weight /= total;
+    w.demands_.push_back(type.demand);
   }
-  double multiTotal = 0;
-  for (double m : multi) multiTotal += m;
-  double satisfied = 0;  // multi shapes with k <= c
-  for (int c = 0; c <= kMaxGpusPerNode + 1; ++c) {
-    if (c <= kMaxGpusPerNode && c >= 2) satisfied += multi[c];
-    w.multiHold_[c] = double(kGpuMilli) * c * satisfied / total;
+  std::sort(w.demands_.begin(), w.demands_.end());
+  w.demands_.erase(std::unique(w.demands_.begin(), w.demands_.end()), w.demands_.end());
+  for (auto& type : w.types_) {
+    type.demand = static_cast<int>(
+        std::lower_bound(w.demands_.begin(), w.demands_.end(), type.demand) - w.demands_.begin());
   }
-  w.totalWeight_ = (multiTotal + cpuOnly) / total;
-  for (const auto& t : tasks) {
-    if (t.numGpu >= 0 && t.numGpu <= kMaxGpusPerNode) w.cpuSorted_.push_back(t.cpuMilli);
+  for (int x = 0, j = -1; x <= kGpuMilli; ++x) {
+    while (j + 1 < int(w.demands_.size()) && w.demands_[j + 1] <= x) ++j;
+    w.demandAtMost_[x] = static_cast<int16_t>(j);
   }
-  std::sort(w.cpuSorted_.begin(), w.cpuSorted_.end());
-  // Distinct CPU demands with the share of tasks above each: a short table to search.
-  const double n = double(w.cpuSorted_.size());
-  for (size_t i = 0; i < w.cpuSorted_.size(); ++i) {
-    if (i + 1 == w.cpuSorted_.size() || w.cpuSorted_[i + 1] != w.cpuSorted_[i]) {
-      w.cpuSteps_.push_back(w.cpuSorted_[i]);
-      w.cpuAbove_.push_back(double(w.cpuSorted_.size() - i - 1) / n);
+  for (int m = 0; m < 64; ++m) {
+    for (int i = 0; i < int(w.types_.size()); ++i) {
+      if ((models[i] >> m) & 1) w.byModel_[m].push_back(i);
     }
+    std::stable_sort(w.byModel_[m].begin(), w.byModel_[m].end(),
+                     [&](int a, int b) { return w.types_[a].cpu < w.types_[b].cpu; });
   }
-  w.cpuSorted_.clear();
   return w;
 }
 
-// F(node) = sum_g x_g * singleTail(x_g) + totalWeight * sum_g x_g - multiHold(fullFree): for a
-// multi shape that fits, the entirely free GPUs are usable, so they leave the fragment.
-double WorkloadDistribution::cpuShort(int64_t cpuFree) const {
-  // The last step <= cpuFree: tasks above it need more than is free.
-  auto it = std::upper_bound(cpuSteps_.begin(), cpuSteps_.end(), cpuFree);
-  if (it == cpuSteps_.begin()) return cpuSteps_.empty() ? 0 : 1;
-  return cpuAbove_[it - cpuSteps_.begin() - 1];
+int WorkloadDistribution::typeOf(const Task& t) const {
+  if (t.numGpu == 0) return -1;
+  auto it = index_.find(keyOf(t));
+  return it == index_.end() ? -1 : it->second;
 }
 
-double WorkloadDistribution::combine(int64_t cpuFree, int64_t gpuFree, double gpuFrag) const {
-  double w = cpuShort(cpuFree);
-  return w * double(gpuFree) + (1 - w) * gpuFrag;
+double WorkloadDistribution::usableOf(int64_t cpuFree, int64_t memFree, int model,
+                                      const uint16_t* free, int n) const {
+  if (n == 0 || demands_.empty()) return 0;
+  // at[j]: free milli of GPUs whose largest satisfiable demand is demands_[j]; its suffix sum is
+  // the capacity usable by a one-GPU type asking demands_[j].
+  double at[kGpuMilli + 1];
+  const int d = static_cast<int>(demands_.size());
+  std::fill(at, at + d, 0.0);
+  int fullFree = 0;
+  for (int g = 0; g < n; ++g) {
+    int j = demandAtMost_[free[g]];
+    if (j >= 0) at[j] += free[g];
+    fullFree += free[g] == kGpuMilli;
+  }
+  for (int j = d - 2; j >= 0; --j) at[j] += at[j + 1];
+  double u = 0;
+  for (int i : byModel_[model]) {
+    const Type& t = types_[i];
+    if (t.cpu > cpuFree) break;
+    if (t.mem > memFree) continue;
+    if (t.numGpu > 1 && t.numGpu > fullFree) continue;
+    u += t.weight * at[t.demand];
+  }
+  return u;
+}
+
+double WorkloadDistribution::usable(const ClusterState& s, int node) const {
+  uint16_t free[kMaxGpusPerNode];
+  for (int g = 0; g < s.numGpus(node); ++g) free[g] = static_cast<uint16_t>(s.gpuFree(node, g));
+  return usableOf(s.cpuFree(node), s.memFree(node), s.model(node), free, s.numGpus(node));
+}
+
+double WorkloadDistribution::usableAfter(const ClusterState& s, int node, const Task& t,
+                                         uint32_t gpus) const {
+  uint16_t free[kMaxGpusPerNode];
+  const int take = t.shared() ? t.gpuMilli : kGpuMilli;
+  for (int g = 0; g < s.numGpus(node); ++g) {
+    free[g] = static_cast<uint16_t>(s.gpuFree(node, g) - (((gpus >> g) & 1) ? take : 0));
+  }
+  return usableOf(s.cpuFree(node) - t.cpuMilli, s.memFree(node) - t.memoryMib, s.model(node), free,
+                  s.numGpus(node));
 }
 
 double WorkloadDistribution::fragmentation(const ClusterState& s, int node) const {
-  return combine(s.cpuFree(node), s.gpuFreeTotal(node), gpuFragmentation(s, node));
+  return double(s.gpuFreeTotal(node)) - usable(s, node);
 }
 
-double WorkloadDistribution::gpuFragmentation(const ClusterState& s, int node) const {
-  double f = 0;
-  for (int g = 0; g < s.numGpus(node); ++g) {
-    int x = s.gpuFree(node, g);
-    f += x * singleTail_[x] + totalWeight_ * x;
+double WorkloadDistribution::delta(const ClusterState& s, int node, const Task& t,
+                                   uint32_t gpus) const {
+  double request = t.numGpu == 0 ? 0 : double(t.gpuRequest());
+  return -request - (usableAfter(s, node, t, gpus) - usable(s, node));
+}
+
+double FgdPolicy::usableNow(const ClusterState& s, int node) {
+  NodeUsable& c = usable_[node];
+  if (c.stamp != s.stamp(node)) {
+    c.stamp = s.stamp(node);
+    c.usable = workload_.usable(s, node);
   }
-  return f - multiHold_[std::min(s.fullFreeGpus(node), kMaxGpusPerNode + 1)];
+  return c.usable;
 }
 
-double WorkloadDistribution::gpuDelta(int free, int take, int fullFree) const {
-  int after = free - take;
-  double d = after * singleTail_[after] - free * singleTail_[free] - totalWeight_ * take;
-  if (free == kGpuMilli && take > 0) {
-    int c = std::min(fullFree, kMaxGpusPerNode + 1);
-    d -= multiHold_[c - 1] - multiHold_[c];
+FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t) {
+  constexpr double kTie = 1e-9;
+  Eval e;
+  e.stamp = s.stamp(n);
+  const double before = usableNow(s, n);
+  const double request = t.numGpu == 0 ? 0 : double(t.gpuRequest());
+  if (!t.shared()) {
+    e.delta = -request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before);
+    return e;
   }
-  return d;
-}
-
-double WorkloadDistribution::wholeDelta(int k, int fullFree) const {
-  int c = std::min(fullFree, kMaxGpusPerNode + 1);
-  int after = std::max(c - k, 0);
-  // Each taken GPU goes 1000 -> 0: its single-shape fragment term is 0 before and after.
-  return -totalWeight_ * k * kGpuMilli - (multiHold_[after] - multiHold_[c]);
+  // GPUs with the same free capacity are interchangeable: evaluate each distinct value once,
+  // on its lowest-indexed GPU. Ties go to the GPU with less free capacity.
+  e.delta = std::numeric_limits<double>::infinity();
+  int bestFree = kGpuMilli + 1;
+  uint32_t seen[(kGpuMilli + 32) / 32] = {};
+  for (int g = 0; g < s.numGpus(n); ++g) {
+    int free = s.gpuFree(n, g);
+    if (free < t.gpuMilli || ((seen[free / 32] >> (free % 32)) & 1)) continue;
+    seen[free / 32] |= uint32_t{1} << (free % 32);
+    double d = -request - (workload_.usableAfter(s, n, t, uint32_t{1} << g) - before);
+    if (d < e.delta - kTie || (d <= e.delta + kTie && free < bestFree)) {
+      e.delta = d;
+      e.gpu = g;
+      bestFree = free;
+    }
+  }
+  return e;
 }
 
 Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
   constexpr double kTie = 1e-9;
-  Choice best;
+  if (int(usable_.size()) != s.size()) {
+    usable_.assign(s.size(), NodeUsable{});
+    byType_.clear();
+  }
+  const int type = workload_.typeOf(t);
+  std::vector<Eval>* cache = nullptr;
+  if (type >= 0) {
+    if (byType_.size() < size_t(workload_.numTypes())) byType_.resize(workload_.numTypes());
+    cache = &byType_[type];
+    if (int(cache->size()) != s.size()) cache->assign(s.size(), Eval{});
+  }
+  int best = -1, bestGpu = -1;
   double bestDelta = std::numeric_limits<double>::infinity();
   double bestLeft = std::numeric_limits<double>::infinity();
   for (int n = 0; n < s.size(); ++n) {
     if (!s.fits(n, t)) continue;
-    double delta = 0;
-    uint32_t gpus = 0;
-    if (t.numGpu == 0) {
-      delta = 0;
-    } else if (t.shared()) {
-      delta = std::numeric_limits<double>::infinity();
-      int full = s.fullFreeGpus(n);
-      for (int g = 0; g < s.numGpus(n); ++g) {
-        int free = s.gpuFree(n, g);
-        if (free < t.gpuMilli) continue;
-        double d = workload_.gpuDelta(free, t.gpuMilli, full);
-        if (d < delta - kTie) {
-          delta = d;
-          gpus = uint32_t{1} << g;
-        }
-      }
+    Eval e;
+    if (cache != nullptr) {
+      Eval& c = (*cache)[n];
+      if (c.stamp != s.stamp(n)) c = evaluate(s, n, t);
+      e = c;
     } else {
-      delta = workload_.wholeDelta(t.numGpu, s.fullFreeGpus(n));
+      e = evaluate(s, n, t);
     }
-    if (t.cpuMilli > 0 && s.numGpus(n) > 0) {
-      // CPU the task takes can strand GPUs: tasks needing more CPU than is left cannot use them.
-      double gpuFrag = workload_.gpuFragmentation(s, n);
-      int64_t gpuFree = s.gpuFreeTotal(n);
-      delta =
-          workload_.combine(s.cpuFree(n) - t.cpuMilli, gpuFree - t.gpuRequest(), gpuFrag + delta) -
-          workload_.combine(s.cpuFree(n), gpuFree, gpuFrag);
-    }
-    if (delta > bestDelta + kTie) continue;
+    if (e.delta > bestDelta + kTie) continue;
     double left = leftAfter(s, n, t);
-    if (delta < bestDelta - kTie || left < bestLeft) {
-      best = {n, gpus};
-      bestDelta = delta;
+    if (e.delta < bestDelta - kTie || (std::getenv("TIEIDX") == nullptr && left < bestLeft)) {
+      best = n;
+      bestGpu = e.gpu;
+      bestDelta = e.delta;
       bestLeft = left;
     }
   }
-  if (best.ok() && !t.shared()) best.gpus = s.firstGpus(best.node, t);
-  return best;
+  if (best < 0) return {};
+  return {best, t.shared() ? uint32_t{1} << bestGpu : s.firstGpus(best, t)};
 }
 
 Result<std::unique_ptr<PlacementPolicy>> makePolicy(const std::string& name, uint64_t seed,

@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sched/placement/cluster.h"
@@ -48,44 +49,56 @@ class BestFitPolicy final : public PlacementPolicy {
   Choice choose(const ClusterState& state, const Task& task) override;
 };
 
-// The target workload: how often each (num_gpu, gpu_milli) shape occurs, precomputed into tables
-// so that the fragmentation of a node, and its change under one placement, costs O(GPUs).
+// The target workload (Weng et al., ATC'23): the task types seen in a task list, each a
+// (CPU, memory, GPU count, milli per GPU, allowed models) class with its popularity.
 //
-// Fragmentation of a node for one task shape m (Weng et al., ATC'23) is the free GPU capacity m
-// cannot use: for a one-GPU shape asking d milli, the free capacity of GPUs with less than d
-// free; for a k-GPU shape, the free capacity of partly used GPUs when k GPUs are entirely free,
-// and all free capacity otherwise; for a CPU-only shape, all free capacity. The node's
-// fragmentation is the expectation over the workload.
+// The fragmentation of a node is the expected free GPU capacity (milli) that a task drawn from
+// the workload cannot use. A type that cannot go on the node at all (CPU, memory, model, not
+// enough GPUs), and a CPU-only type, leaves all of the node's free GPU capacity fragmented; a type
+// that can leaves fragmented the GPUs it cannot use: for a one-GPU type asking d milli, the GPUs
+// with less than d free; for a k-GPU type, every GPU that is not entirely free. So
+// F(node) = free(node) - U(node), where U is the expected usable capacity, and placing a task
+// changes F by -request - (U after - U before). Computing U costs O(types allowed on the model).
 class WorkloadDistribution {
  public:
-  // Shapes are counted as given; tasks with num_gpu > kMaxGpusPerNode are ignored.
+  // Identical tasks form one type; tasks with num_gpu > kMaxGpusPerNode are ignored.
   static WorkloadDistribution fromTasks(const std::vector<Task>& tasks);
 
-  // Tasks of the workload that need more CPU than a node has left cannot use any of its GPUs;
-  // CPU and GPU shapes are taken as independent, so that stays O(log tasks).
   double fragmentation(const ClusterState& state, int node) const;
-  // The GPU-shape part alone, before CPU is considered.
-  double gpuFragmentation(const ClusterState& state, int node) const;
-  // Fragmentation from a node's free CPU, free GPU milli and GPU-shape part.
-  double combine(int64_t cpuFree, int64_t gpuFree, double gpuFrag) const;
-  // The change of the GPU-shape part when a GPU with `free` milli gives `take` milli.
-  double gpuDelta(int free, int take, int fullFree) const;
-  // The change when `k` entirely free GPUs are taken whole from a node with `fullFree` of them.
-  double wholeDelta(int k, int fullFree) const;
+  // U(node): the expected free GPU milli a task of the workload can use there.
+  double usable(const ClusterState& state, int node) const;
+  // U(node) after `task` takes its resources there on `gpus` (which must fit).
+  double usableAfter(const ClusterState& state, int node, const Task& task, uint32_t gpus) const;
+  // The change of F(node) when `task` goes there on `gpus`.
+  double delta(const ClusterState& state, int node, const Task& task, uint32_t gpus) const;
+
+  // The task's type, or -1 when no task of the workload is identical to it.
+  int typeOf(const Task& task) const;
+  int numTypes() const { return static_cast<int>(types_.size()); }
 
  private:
-  std::array<double, kGpuMilli + 1> singleTail_{};       // P(one-GPU shape with demand > x)
-  std::array<double, kMaxGpusPerNode + 2> multiHold_{};  // 1000 * c * P(multi shape with k <= c)
-  double cpuShort(int64_t cpuFree) const;  // share of tasks needing more CPU than cpuFree
-  double totalWeight_ = 0;
-  std::vector<int64_t> cpuSorted_;  // only while building
-  std::vector<int64_t> cpuSteps_;   // distinct CPU demands, ascending
-  std::vector<double> cpuAbove_;  // share of tasks demanding more than cpuSteps_[i]  // P(multi) +
-                                  // P(CPU-only): weight of a node's whole free capacity
+  struct Type {
+    int64_t cpu = 0, mem = 0;
+    int numGpu = 0;
+    int demand = 0;  // index in demands_ of the milli asked per GPU
+    double weight = 0;
+  };
+  struct KeyHash {
+    size_t operator()(const std::array<int64_t, 5>& k) const;
+  };
+  double usableOf(int64_t cpuFree, int64_t memFree, int model, const uint16_t* free, int n) const;
+
+  std::vector<Type> types_;  // GPU types only (CPU-only types never use GPU capacity)
+  std::array<std::vector<int>, 64> byModel_;  // GPU types allowed on each model, CPU ascending
+  std::vector<int> demands_;                  // distinct milli-per-GPU demands, ascending
+  std::array<int16_t, kGpuMilli + 1> demandAtMost_{};  // largest demand index <= x, or -1
+  std::unordered_map<std::array<int64_t, 5>, int, KeyHash> index_;  // task -> type (-2: CPU-only)
 };
 
-// Fragmentation Gradient Descent: the node (and GPU) whose fragmentation grows least; ties go to
-// the BestFit order, then the lowest index, so decisions are deterministic.
+// Fragmentation Gradient Descent: the node (and, for a shared task, the GPU) whose
+// fragmentation grows least; ties go to the BestFit order, then the lowest index, so decisions
+// are deterministic. Each node's U and each (node, task type) decision are cached under the
+// node's stamp, so after a placement only the touched node is evaluated again.
 class FgdPolicy final : public PlacementPolicy {
  public:
   explicit FgdPolicy(WorkloadDistribution workload) : workload_(std::move(workload)) {}
@@ -93,7 +106,21 @@ class FgdPolicy final : public PlacementPolicy {
   Choice choose(const ClusterState& state, const Task& task) override;
 
  private:
+  struct Eval {
+    uint64_t stamp = 0;
+    double delta = 0;
+    int gpu = -1;  // for a shared task: the GPU chosen on the node
+  };
+  struct NodeUsable {
+    uint64_t stamp = 0;
+    double usable = 0;
+  };
+  Eval evaluate(const ClusterState& state, int node, const Task& task);
+  double usableNow(const ClusterState& state, int node);
+
   WorkloadDistribution workload_;
+  std::vector<NodeUsable> usable_;
+  std::vector<std::vector<Eval>> byType_;
 };
 
 // "random", "firstfit", "bestfit", "fgd". The workload is used by fgd only; seed by random only.
