@@ -45,7 +45,11 @@ Status writeSecretFile(const std::string& path, const std::string& content) {
 Server::Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store)
     : config_(std::move(config)), clock_(clock), store_(std::move(store)) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  // The store's writer thread finishes in-flight commits and posts their completions to io_;
+  // stop it while io_ still exists (members are destroyed in reverse order, io_ before store_).
+  store_.reset();
+}
 
 Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock& clock,
                                                std::unique_ptr<store::Store> store) {
