@@ -229,6 +229,17 @@ void registerRoutes(Router& router, Server& s) {
             Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
     }
     if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
+    // Times: ISO 8601 ("2026-11-30T08:00:00Z") or relative to now ("-2h").
+    for (auto [key, target] :
+         {std::pair{"since", &f.submittedSince}, {"until", &f.submittedUntil}}) {
+      auto it = r.query.find(key);
+      if (it == r.query.end() || it->second.empty()) continue;
+      auto t = parseTime(it->second, s.clock().nowMs());
+      if (!t.ok())
+        co_return ApiResponse::error(
+            Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key));
+      *target = *t;
+    }
     TRY_ASSIGN(limit, queryInt(r, "limit", 1000, 1, 10000));
     f.limit = static_cast<size_t>(limit);
     // Serialized job by job: a long listing never exists as one JSON tree in memory.

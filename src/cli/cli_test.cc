@@ -141,6 +141,21 @@ TEST_F(CliTest, HelpWorks) {
   EXPECT_NE(out_.str().find("--gpus"), std::string::npos);
 }
 
+TEST_F(CliTest, JobListResolvesRelativeTimesBeforeAsking) {
+  // The test clock is 2026-11-30T12:00:00Z.
+  run({"job", "list", "--since", "-2h", "--until", "2026-11-30T13:00:00+03:00"});
+  auto reqs = server_.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().target,
+            "/api/v1/jobs?since=2026-11-30T10%3A00%3A00Z&until=2026-11-30T10%3A00%3A00Z");
+}
+
+TEST_F(CliTest, JobListRefusesABadTime) {
+  EXPECT_EQ(run({"job", "list", "--since", "yesterday-ish"}), 2);
+  EXPECT_NE(err_.str().find("--since"), std::string::npos) << err_.str();
+  EXPECT_TRUE(server_.requests().empty());
+}
+
 TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(run({}), 2);
   EXPECT_EQ(run({"job", "list", "--state", "sleeping"}), 2);

@@ -7,6 +7,7 @@
 #include "cli/format.h"
 #include "cli/job_follow.h"
 #include "cli/table.h"
+#include "common/time_format.h"
 
 namespace allot::cli {
 namespace {
@@ -31,6 +32,8 @@ struct JobOpts {
   std::string id;
   std::string state;
   std::string team;
+  std::string since;
+  std::string until;
   int limit = 0;
   bool follow = false;
 };
@@ -141,6 +144,13 @@ int jobList(Context& ctx, const JobOpts& o) {
   if (!o.state.empty()) param("state", o.state);
   if (!o.team.empty()) param("team", o.team);
   if (o.limit > 0) param("limit", std::to_string(o.limit));
+  // Relative times ("-2h") are resolved here, so the server sees the moment the user meant.
+  for (auto [key, value] : {std::pair{"since", &o.since}, {"until", &o.until}}) {
+    if (value->empty()) continue;
+    auto t = parseTime(*value, ctx.now());
+    if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
+    param(key, formatIso8601(*t));
+  }
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto jobs = (*api)->get("/jobs" + query);
@@ -269,6 +279,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
       ->check(
           CLI::IsMember(std::vector<std::string>(std::begin(kJobStates), std::end(kJobStates))));
   list->add_option("--team", o->team, "Only this team's jobs (platform-admin)");
+  list->add_option("--since", o->since,
+                   "Only jobs submitted at or after TIME (ISO 8601, or relative: -2h, -30m)");
+  list->add_option("--until", o->until, "Only jobs submitted before TIME (ISO 8601 or relative)");
   list->add_option("--limit", o->limit, "At most this many (server default 1000)")
       ->check(CLI::PositiveNumber);
   onRun(list, ctx, o, jobList);

@@ -303,6 +303,8 @@ void Cluster::visitJobs(const Principal& p, const JobFilter& f,
     if (!authz::canSeeJob(p, j)) continue;
     if (f.state && j.state != *f.state) continue;
     if (!f.team.empty() && j.team != f.team) continue;
+    if (f.submittedSince != 0 && j.submittedAt < f.submittedSince) continue;
+    if (f.submittedUntil != 0 && j.submittedAt >= f.submittedUntil) continue;
     ++seen;
     if (j.state == JobState::kQueued) {
       Job withReason = j;

@@ -51,6 +51,8 @@ struct JobRequest {
 struct JobFilter {
   std::optional<model::JobState> state;
   std::string team;
+  TimeMs submittedSince = 0;  // 0: no lower bound
+  TimeMs submittedUntil = 0;  // 0: no upper bound (exclusive)
   size_t limit = 1000;
 };
 

@@ -137,6 +137,22 @@ TEST_F(ClusterTest, AnotherTeamsJobsDoNotExist) {
   EXPECT_EQ(cluster_->submitJob(bob_, r).status().code(), Code::kNotFound);
 }
 
+TEST_F(ClusterTest, ListsJobsSubmittedInATimeWindow) {
+  int64_t early = submit(alice_, 0);
+  clock_.advance(60'000);
+  int64_t late = submit(alice_, 0);
+  JobFilter f;
+  f.submittedSince = clock_.nowMs() - 30'000;
+  auto recent = cluster_->listJobs(alice_, f);
+  ASSERT_EQ(recent.size(), 1u);
+  EXPECT_EQ(recent[0].id, late);
+  f = {};
+  f.submittedUntil = clock_.nowMs() - 30'000;
+  auto old = cluster_->listJobs(alice_, f);
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].id, early);
+}
+
 TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
   joinHost("gpu-01", 4);
   int64_t a = submit(alice_, 2);

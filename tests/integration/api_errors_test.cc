@@ -197,6 +197,8 @@ TEST_F(ApiErrorsTest, BadInputIsRefusedAndChangesNothing) {
       {"GET", "/api/v1/jobs?limit=0", "", alice, 400, "invalid_argument", "limit"},
       {"GET", "/api/v1/jobs?limit=abc", "", alice, 400, "invalid_argument", "limit"},
       {"GET", "/api/v1/jobs?limit=-5", "", alice, 400, "invalid_argument", "limit"},
+      {"GET", "/api/v1/jobs?since=yesterday", "", alice, 400, "invalid_argument", "since"},
+      {"GET", "/api/v1/jobs?until=2026-13-01", "", alice, 400, "invalid_argument", "until"},
       // One job.
       {"GET", "/api/v1/jobs/abc", "", alice, 400, "invalid_argument"},
       {"GET", "/api/v1/jobs/0", "", alice, 400, "invalid_argument"},
