@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 
 #include "sched/placement/policy.h"
@@ -258,7 +257,7 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     }
     if (e.delta > bestDelta + kTie) continue;
     double left = leftAfter(s, n, t);
-    if (e.delta < bestDelta - kTie || (std::getenv("TIEIDX") == nullptr && left < bestLeft)) {
+    if (e.delta < bestDelta - kTie || left < bestLeft) {
       best = n;
       bestGpu = e.gpu;
       bestDelta = e.delta;
