@@ -283,11 +283,47 @@ void TestCluster::SetUp() {
   startServer();
 }
 
+// An agent named N keeps its jobs' cgroups under allot-N in each hierarchy it was started in
+// (this process's own, which it inherits). Once its processes are gone, the empty groups are
+// removed so repeated runs leave nothing behind in /sys/fs/cgroup.
+namespace {
+
+void removeAgentCgroups(const std::string& agentName) {
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(self, line)) {
+    auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string mount = controllers.empty() ? "unified" : controllers;
+    if (mount.rfind("name=", 0) == 0) mount = mount.substr(5);
+    fs::path base = fs::path("/sys/fs/cgroup") / mount;
+    base += line.substr(second + 1);
+    base /= "allot-" + agentName;
+    std::error_code ec;
+    if (!fs::is_directory(base, ec)) continue;
+    // Children first; rmdir (not remove_all) because a cgroup's files cannot be unlinked.
+    std::vector<fs::path> dirs;
+    for (auto it = fs::recursive_directory_iterator(base, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec)) dirs.push_back(it->path());
+    }
+    std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+      return a.string().size() > b.string().size();
+    });
+    for (const auto& d : dirs) ::rmdir(d.c_str());
+    ::rmdir(base.c_str());
+  }
+}
+
+}  // namespace
+
 void TestCluster::TearDown() {
   if (HasFailure()) dumpLogs();
   for (auto& [name, agent] : agents_) agent.proc.reset();
   server_.reset();
   killStrayProcesses();
+  for (const auto& [name, agent] : agents_) removeAgentCgroups(name);
   const char* keep = std::getenv("ALLOT_IT_KEEP");
   if (keep && *keep) {
     std::cerr << "keeping " << root_ << "\n";
