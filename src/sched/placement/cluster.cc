@@ -54,6 +54,9 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
     s.totalGpuMilli_ += n.gpuFreeTotal;
     s.nodes_.push_back(n);
     s.names_.push_back(spec.name);
+    s.bounds_.emplace_back();
+    s.stamps_.push_back(0);
+    s.syncBound(static_cast<int>(s.nodes_.size()) - 1);
   }
   return s;
 }
@@ -73,13 +76,10 @@ uint64_t ClusterState::modelMask(const std::vector<std::string>& models) const {
   return mask;
 }
 
-bool ClusterState::fits(int node, const Task& t) const {
+void ClusterState::syncBound(int node) {
   const Node& n = nodes_[node];
-  if (n.cpuFree < t.cpuMilli || n.memFree < t.memoryMib) return false;
-  if (t.numGpu == 0) return true;
-  if (!((t.allowedModels >> n.model) & 1)) return false;
-  if (t.shared()) return n.maxFree >= t.gpuMilli;
-  return n.fullFree >= t.numGpu;
+  bounds_[node] = Bound{n.cpuFree, n.memFree, n.maxFree, n.fullFree, n.model};
+  stamps_[node] = n.stamp;
 }
 
 bool ClusterState::gpuFits(int node, int gpu, const Task& t) const {
@@ -113,7 +113,10 @@ void ClusterState::apply(const Task& t, const Choice& c) {
   n.cpuFree -= t.cpuMilli;
   n.memFree -= t.memoryMib;
   n.stamp = nextStamp();
-  if (want == 0) return;
+  if (want == 0) {
+    syncBound(c.node);
+    return;
+  }
   int take = t.shared() ? t.gpuMilli : kGpuMilli;
   uint16_t maxFree = 0;
   int fullFree = 0;
@@ -129,6 +132,7 @@ void ClusterState::apply(const Task& t, const Choice& c) {
   }
   n.maxFree = maxFree;
   n.fullFree = static_cast<uint8_t>(fullFree);
+  syncBound(c.node);
 }
 
 }  // namespace allot::sched::placement

@@ -9,7 +9,8 @@
 // - a whole-GPU task takes only GPUs that are entirely free;
 // - CPU and memory must fit; the node's GPU model must be in the task's allowed set.
 //
-// Per-node state is ~56 bytes plus 2 bytes per GPU, far under the 1 KiB per GPU budget.
+// Per-node state is ~120 bytes (incl. a compact copy for fits()) plus 2 bytes per GPU, far
+// under the 1 KiB per GPU budget.
 
 #include <cstdint>
 #include <string>
@@ -76,10 +77,17 @@ class ClusterState {
   int maxFreeMilli(int node) const { return nodes_[node].maxFree; }
   // Changes whenever the node's free resources change, and is unique across every ClusterState
   // of the process, so a policy may cache per-node results keyed by it.
-  uint64_t stamp(int node) const { return nodes_[node].stamp; }
+  uint64_t stamp(int node) const { return stamps_[node]; }
 
   // Whether the task fits on the node at all (CPU, memory, model, and some GPUs to take).
-  bool fits(int node, const Task& task) const;
+  bool fits(int node, const Task& task) const {
+    const Bound& b = bounds_[node];
+    if (b.cpuFree < task.cpuMilli || b.memFree < task.memoryMib) return false;
+    if (task.numGpu == 0) return true;
+    if (!((task.allowedModels >> b.model) & 1)) return false;
+    if (task.shared()) return b.maxFree >= task.gpuMilli;
+    return b.fullFree >= task.numGpu;
+  }
   // Whether GPU `gpu` of the node can take (its share of) the task.
   bool gpuFits(int node, int gpu, const Task& task) const;
   // The lowest-indexed GPUs that can take the task on a node where fits() holds.
@@ -103,7 +111,18 @@ class ClusterState {
     uint16_t maxFree = 0;  // the most free milli on one GPU
     uint64_t stamp = 0;
   };
+  // The fields fits() reads, kept compact and in step with nodes_ so a scan over every node
+  // touches 24 bytes per node.
+  struct Bound {
+    int64_t cpuFree = 0, memFree = 0;
+    uint16_t maxFree = 0;
+    uint8_t fullFree = 0;
+    uint8_t model = 0;
+  };
+  void syncBound(int node);
   std::vector<Node> nodes_;
+  std::vector<Bound> bounds_;
+  std::vector<uint64_t> stamps_;
   std::vector<uint16_t> gpuFree_;  // free milli per GPU, nodes_[i].gpuOffset.. for node i
   std::vector<std::string> names_;
   std::vector<std::string> models_;

@@ -138,8 +138,43 @@ int WorkloadDistribution::typeOf(const Task& t) const {
   return it == index_.end() ? -1 : it->second;
 }
 
+bool WorkloadDistribution::MemoKey::operator==(const MemoKey& o) const {
+  return cpu == o.cpu && mem == o.mem && model == o.model && n == o.n && free == o.free;
+}
+
+size_t WorkloadDistribution::MemoHash::operator()(const MemoKey& k) const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    h = (h ^ v) * 1099511628211ull;
+    h ^= h >> 29;
+  };
+  mix(uint64_t(k.cpu));
+  mix(uint64_t(k.mem));
+  mix(uint64_t(k.model) << 8 | k.n);
+  for (int g = 0; g < k.n; ++g) mix(k.free[g]);
+  return size_t(h);
+}
+
 double WorkloadDistribution::usableOf(int64_t cpuFree, int64_t memFree, int model,
                                       const uint16_t* free, int n) const {
+  if (n == 0 || demands_.empty()) return 0;
+  MemoKey k;
+  k.cpu = cpuFree;
+  k.mem = memFree;
+  k.model = static_cast<uint8_t>(model);
+  k.n = static_cast<uint8_t>(n);
+  std::copy(free, free + n, k.free.begin());
+  std::sort(k.free.begin(), k.free.begin() + n);
+  auto it = memo_.find(k);
+  if (it != memo_.end()) return it->second;
+  if (memo_.size() >= (size_t{1} << 18)) memo_.clear();
+  double u = usableCompute(cpuFree, memFree, model, free, n);
+  memo_.emplace(k, u);
+  return u;
+}
+
+double WorkloadDistribution::usableCompute(int64_t cpuFree, int64_t memFree, int model,
+                                           const uint16_t* free, int n) const {
   if (n == 0 || demands_.empty()) return 0;
   // at[j]: free milli of GPUs whose largest satisfiable demand is demands_[j]; its suffix sum is
   // the capacity usable by a one-GPU type asking demands_[j].
@@ -234,12 +269,27 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
   if (int(usable_.size()) != s.size()) {
     usable_.assign(s.size(), NodeUsable{});
     byType_.clear();
+    cpuOnly_.clear();
+    cpuOnlyCount_ = 0;
   }
   const int type = workload_.typeOf(t);
   std::vector<Eval>* cache = nullptr;
   if (type >= 0) {
     if (byType_.size() < size_t(workload_.numTypes())) byType_.resize(workload_.numTypes());
     cache = &byType_[type];
+    if (int(cache->size()) != s.size()) cache->assign(s.size(), Eval{});
+  } else if (t.numGpu == 0) {
+    auto& byMem = cpuOnly_[t.cpuMilli];
+    auto it = byMem.find(t.memoryMib);
+    if (it == byMem.end()) {
+      if (cpuOnlyCount_ >= 64) {  // a cache: start over rather than grow without bound
+        cpuOnly_.clear();
+        cpuOnlyCount_ = 0;
+      }
+      ++cpuOnlyCount_;
+      it = cpuOnly_[t.cpuMilli].emplace(t.memoryMib, std::vector<Eval>()).first;
+    }
+    cache = &it->second;
     if (int(cache->size()) != s.size()) cache->assign(s.size(), Eval{});
   }
   int best = -1, bestGpu = -1;

@@ -87,6 +87,22 @@ class WorkloadDistribution {
     size_t operator()(const std::array<int64_t, 5>& k) const;
   };
   double usableOf(int64_t cpuFree, int64_t memFree, int model, const uint16_t* free, int n) const;
+  double usableCompute(int64_t cpuFree, int64_t memFree, int model, const uint16_t* free,
+                       int n) const;
+  // usableOf depends only on the multiset of per-GPU free values (its sums are of integers, so
+  // exact in any order), so it is memoized on (CPU, memory, model, sorted free values): nodes in
+  // the same state share one computation. The memo is a cache only (cleared when large); it makes
+  // a WorkloadDistribution object single-threaded, like the policy that owns it.
+  struct MemoKey {
+    int64_t cpu = 0, mem = 0;
+    uint8_t model = 0, n = 0;
+    std::array<uint16_t, kMaxGpusPerNode> free{};
+    bool operator==(const MemoKey& o) const;
+  };
+  struct MemoHash {
+    size_t operator()(const MemoKey& k) const;
+  };
+  mutable std::unordered_map<MemoKey, double, MemoHash> memo_;
 
   std::vector<Type> types_;  // GPU types only (CPU-only types never use GPU capacity)
   std::array<std::vector<int>, 64> byModel_;  // GPU types allowed on each model, CPU ascending
@@ -121,6 +137,9 @@ class FgdPolicy final : public PlacementPolicy {
   WorkloadDistribution workload_;
   std::vector<NodeUsable> usable_;
   std::vector<std::vector<Eval>> byType_;
+  // CPU-only tasks have no workload type; their evaluations are cached per (CPU, memory) asked.
+  std::unordered_map<int64_t, std::unordered_map<int64_t, std::vector<Eval>>> cpuOnly_;
+  size_t cpuOnlyCount_ = 0;
 };
 
 // "random", "firstfit", "bestfit", "fgd". The workload is used by fgd only; seed by random only.
