@@ -42,10 +42,8 @@ void applyInventory(Host& h, const Inventory& inv) {
 }
 
 nlohmann::json toJson(const Inventory& inv) {
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& g : inv.gpus) gpus.push_back(toJson(g));
   return {{"hostname", inv.hostname},          {"cpus", inv.cpus},
-          {"memory_mib", inv.memoryMib},       {"gpus", gpus},
+          {"memory_mib", inv.memoryMib},       {"gpus", gpusJson(inv.gpus)},
           {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
           {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup}};
 }

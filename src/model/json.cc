@@ -53,20 +53,34 @@ Gpu gpuFromJson(const json& j) {
   return g;
 }
 
-json toJson(const Host& h) {
-  json gpus = json::array();
-  for (const auto& g : h.gpus) gpus.push_back(toJson(g));
+json gpusJson(const std::vector<Gpu>& gpus) {
+  json out = json::array();
+  for (const auto& g : gpus) out.push_back(toJson(g));
+  return out;
+}
+
+namespace {
+
+// What the API and the store both say of a host: its hardware and its agent.
+json hostHardware(const Host& h) {
   return {{"name", h.name},
-          {"state", hostStateName(h.state)},
           {"simulated", h.simulated},
           {"gpu_provider", h.gpuProvider},
           {"cpus", h.cpus},
           {"memory_mib", h.memoryMib},
-          {"gpus", gpus},
+          {"gpus", gpusJson(h.gpus)},
           {"agent_version", h.agentVersion},
-          {"cgroup", h.cgroup},
-          {"joined_at", formatIso8601(h.joinedAt)},
-          {"last_seen_at", formatIso8601(h.lastSeenAt)}};
+          {"cgroup", h.cgroup}};
+}
+
+}  // namespace
+
+json toJson(const Host& h) {
+  json out = hostHardware(h);
+  out["state"] = hostStateName(h.state);
+  out["joined_at"] = formatIso8601(h.joinedAt);
+  out["last_seen_at"] = formatIso8601(h.lastSeenAt);
+  return out;
 }
 
 json toJson(const Job& j) {
@@ -95,18 +109,10 @@ json toJson(const Job& j) {
 }
 
 json toStoreDoc(const Host& h) {
-  json gpus = json::array();
-  for (const auto& g : h.gpus) gpus.push_back(toJson(g));
-  return {{"name", h.name},
-          {"simulated", h.simulated},
-          {"gpu_provider", h.gpuProvider},
-          {"cpus", h.cpus},
-          {"memory_mib", h.memoryMib},
-          {"gpus", gpus},
-          {"agent_version", h.agentVersion},
-          {"cgroup", h.cgroup},
-          {"joined_ms", h.joinedAt},
-          {"last_seen_ms", h.lastSeenAt}};
+  json out = hostHardware(h);
+  out["joined_ms"] = h.joinedAt;
+  out["last_seen_ms"] = h.lastSeenAt;
+  return out;
 }
 
 Host hostFromStoreDoc(const json& d) {

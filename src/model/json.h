@@ -15,6 +15,7 @@ json toJson(const Team& t);
 json toJson(const User& u);
 json toJson(const Project& p);
 json toJson(const Gpu& g);
+json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
 json toJson(const Job& j);
 
