@@ -56,9 +56,8 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   std::unique_ptr<Server> s(new Server(std::move(config), clock, std::move(store)));
   s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs");
   ALLOT_RETURN_IF_ERROR(s->logs_->init());
-  s->scheduler_ = std::make_unique<sched::FifoFirstFitScheduler>();
   s->cluster_ =
-      std::make_unique<control::Cluster>(clock, *s->scheduler_, *s->logs_, s->config_.cluster);
+      std::make_unique<control::Cluster>(clock, *s->logs_, s->config_.cluster);
   auto contents = s->store_->loadAll();
   if (!contents.ok()) return contents.status().withContext("failed to load the store");
   s->cluster_->load(*contents);

@@ -17,7 +17,6 @@
 #include "common/clock.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
-#include "sched/scheduler.h"
 #include "store/store.h"
 
 namespace allot::api {
@@ -75,7 +74,6 @@ class Server {
   const Clock& clock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<control::LogStore> logs_;
-  std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<control::Cluster> cluster_;
   Router router_;
   boost::asio::io_context io_{1};

@@ -13,7 +13,7 @@ namespace allot::cli {
 namespace {
 
 constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeeded",
-                                      "failed", "cancelled", "lost"};
+                                      "failed", "cancelled", "lost", "preempted"};
 
 struct RunOpts {
   int gpus = 0;

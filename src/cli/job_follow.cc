@@ -5,7 +5,8 @@
 namespace allot::cli {
 
 bool isTerminalState(std::string_view state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "lost";
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "lost" ||
+         state == "preempted";
 }
 
 int exitCodeForJob(const json& job) {

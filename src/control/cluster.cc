@@ -35,9 +35,9 @@ Status validateName(const std::string& value, const char* field) {
   return Status::Ok();
 }
 
-Cluster::Cluster(const Clock& clock, const sched::Scheduler& scheduler, LogStore& logs,
+Cluster::Cluster(const Clock& clock, LogStore& logs,
                  ClusterOptions options)
-    : clock_(clock), scheduler_(scheduler), logs_(logs), options_(options) {}
+    : clock_(clock), logs_(logs), options_(options) {}
 
 void Cluster::load(const store::Contents& contents) { world_.load(contents); }
 
@@ -331,20 +331,6 @@ Result<Job> Cluster::getJob(const Principal& p, int64_t id) const {
   return j;
 }
 
-std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
-  auto it = std::lower_bound(world_.waits.begin(), world_.waits.end(), id,
-                             [](const sched::Wait& w, int64_t v) { return w.jobId < v; });
-  if (it == world_.waits.end() || it->jobId != id) return std::nullopt;
-  auto job = world_.jobs.find(id);
-  if (job == world_.jobs.end() || job->second.state != JobState::kQueued) return std::nullopt;
-  return *it;
-}
-
-std::string Cluster::waitReason(const Job& job) const {
-  auto w = waitOf(job.id);
-  return w ? sched::describeWait(*w, job.gpus, job.gpuModel) : job.reason;
-}
-
 void Cluster::updateJob(Job& job, const Job& before, store::WriteBatch& batch) {
   world_.onJobChanged(&before, job);
   batch.add(store::PutJob{job});
@@ -383,54 +369,6 @@ Result<Change<Job>> Cluster::cancelJob(const Principal& p, int64_t id) {
   }
   c.value = j;
   return c;
-}
-
-// ---- Scheduling --------------------------------------------------------------------------
-
-Change<std::vector<int64_t>> Cluster::schedulePass() {
-  Change<std::vector<int64_t>> c;
-  if (world_.queued.empty()) return c;
-  sched::Snapshot snap;
-  snap.now = clock_.nowMs();
-  for (const auto& [name, h] : world_.hosts) {
-    sched::HostView v{name, h.state == model::HostState::kOnline, {}};
-    const auto& holders = world_.gpuHolders[name];
-    for (const auto& g : h.gpus) v.gpus.push_back({g.index, g.model, !holders.count(g.index)});
-    snap.hosts.push_back(std::move(v));
-  }
-  snap.pending.reserve(world_.queued.size());
-  for (int64_t id : world_.queued) {
-    const Job& j = world_.jobs.at(id);
-    snap.pending.push_back({j.id, j.gpus, j.gpuModel, j.submittedAt});
-  }
-  auto decisions = scheduler_.decide(snap);
-  auto now = clock_.nowMs();
-  for (const auto& pl : decisions.placements) {
-    Job& j = world_.jobs.at(pl.jobId);
-    Job before = j;
-    const auto& host = world_.hosts.at(pl.host);
-    j.state = JobState::kScheduled;
-    j.reason.clear();
-    j.host = pl.host;
-    j.gpuIndices = pl.gpuIndices;
-    j.gpuUuids.clear();
-    for (int idx : pl.gpuIndices) {
-      for (const auto& g : host.gpus) {
-        if (g.index == idx) j.gpuUuids.push_back(g.uuid);
-      }
-    }
-    j.scheduledAt = now;
-    updateJob(j, before, c.batch);
-    c.pushHosts.insert(pl.host);
-    c.value.push_back(j.id);
-    placementsInFlight_.insert(j.id);
-  }
-  world_.waits = std::move(decisions.waits);
-  return c;
-}
-
-void Cluster::placementsDurable(const std::vector<int64_t>& jobs) {
-  for (int64_t id : jobs) placementsInFlight_.erase(id);
 }
 
 }  // namespace allot::control

@@ -17,13 +17,15 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
 #include "common/status.h"
 #include "control/log_store.h"
 #include "control/principal.h"
 #include "control/world.h"
 #include "model/agent_protocol.h"
-#include "sched/scheduler.h"
+#include "sched/fleet.h"
 #include "store/store.h"
 
 namespace allot::control {
@@ -89,12 +91,16 @@ struct ClusterOptions {
   // An unreachable host's jobs are declared lost after this long.
   int64_t lostAfterMs = 5 * 60'000;
   int64_t cancelGraceMs = 10'000;
+  // A preempted job gets SIGTERM, then SIGKILL after this long (Kubernetes' default is 30 s).
+  int64_t preemptGraceMs = 30'000;
+  // Half-life of the usage history that fair share weighs (Slurm's PriorityDecayHalfLife).
+  int64_t usageHalfLifeMs = 24 * 3'600'000;
+  sched::Policy scheduling;
 };
 
 class Cluster {
  public:
-  Cluster(const Clock& clock, const sched::Scheduler& scheduler, LogStore& logs,
-          ClusterOptions options);
+  Cluster(const Clock& clock, LogStore& logs, ClusterOptions options);
 
   void load(const store::Contents& contents);
 
@@ -133,10 +139,13 @@ class Cluster {
   // Queue position (1 = next) and why a queued job waits, from the last scheduling pass.
   std::optional<sched::Wait> waitOf(int64_t id) const;
   std::string waitReason(const model::Job& job) const;
+  // Why a job waits or went where it went, as the last pass decided (see `explain` in the API).
+  Result<nlohmann::json> explainJob(const Principal& p, int64_t id) const;
   Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id);
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
+  // Victims of preemption are marked evicting and their agents told to stop them.
   Change<std::vector<int64_t>> schedulePass();
   void placementsDurable(const std::vector<int64_t>& jobs);
 
@@ -168,9 +177,12 @@ class Cluster {
                    store::WriteBatch& batch, std::set<std::string>& push);
   void finishJob(model::Job& job, model::JobState state, std::string reason,
                  store::WriteBatch& batch);
+  // A preempted job has stopped: back to the queue if preemptible, otherwise ended.
+  void preemptedJobStopped(model::Job& job, const std::string& how, store::WriteBatch& batch);
+  sched::Snapshot snapshot() const;
+  void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
 
   const Clock& clock_;
-  const sched::Scheduler& scheduler_;
   LogStore& logs_;
   ClusterOptions options_;
   World world_;

@@ -33,8 +33,9 @@ std::string Cluster::desiredMessage(const std::string& host) {
       }
       d.cpuMillis = j.cpuMillis;
       d.memoryMib = j.memoryMib;
-      d.cancel = j.cancelRequested;
-      d.graceMs = options_.cancelGraceMs;
+      // A preempted job is stopped like a cancelled one, with the preemption grace.
+      d.cancel = j.cancelRequested || j.evicting;
+      d.graceMs = j.evicting && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id);
       out.push_back(std::move(d));
     }
@@ -124,6 +125,8 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
                                    : "stopped before it started";
       if (j.cancelRequested) {
         finishJob(j, JobState::kCancelled, "cancelled; " + how, batch);
+      } else if (j.evicting) {
+        preemptedJobStopped(j, how, batch);
       } else if (a.exitCode && *a.exitCode == 0) {
         finishJob(j, JobState::kSucceeded, how, batch);
       } else {

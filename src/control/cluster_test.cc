@@ -38,7 +38,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(logs_->init().ok());
     ClusterOptions opts;
     opts.lostAfterMs = 60'000;
-    cluster_ = std::make_unique<Cluster>(clock_, scheduler_, *logs_, opts);
+    cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
     auto admin = cluster_->bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
     admin_ = *cluster_->authenticate(admin->value);
@@ -71,7 +71,6 @@ class ClusterTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  sched::FifoFirstFitScheduler scheduler_;
   std::filesystem::path dir_;
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<Cluster> cluster_;

@@ -54,13 +54,21 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   if (before) {
     if (before->state == model::JobState::kQueued) queued.erase(before->id);
     if (holdsGpus(before->state)) {
-      for (int g : before->gpuIndices) gpuHolders[before->host].erase(g);
+      auto& holders = gpuHolders[before->host];
+      for (int g : before->gpuIndices) {
+        for (auto [it, end] = holders.equal_range(g); it != end; ++it) {
+          if (it->second == before->id) {
+            holders.erase(it);
+            break;
+          }
+        }
+      }
       hostJobs[before->host].erase(before->id);
     }
   }
   if (after.state == model::JobState::kQueued) queued.insert(after.id);
   if (holdsGpus(after.state)) {
-    for (int g : after.gpuIndices) gpuHolders[after.host][g] = after.id;
+    for (int g : after.gpuIndices) gpuHolders[after.host].emplace(g, after.id);
     hostJobs[after.host].insert(after.id);
   }
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "sched/scheduler.h"
+#include "sched/fleet.h"
 #include "store/store.h"
 
 namespace allot::control {
@@ -28,11 +28,16 @@ struct World {
 
   // Derived state, rebuilt by `reindex` and kept current by Cluster.
   std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
-  std::map<std::string, std::map<int, int64_t>> gpuHolders;  // host -> GPU index -> job id
+  // host -> GPU index -> job ids (several when fractions share a GPU)
+  std::map<std::string, std::multimap<int, int64_t>> gpuHolders;
   std::map<std::string, std::set<int64_t>> hostJobs;         // host -> its scheduled/running jobs
-  // The last scheduling pass's word on each job still queued, in queue (= id) order, so a
-  // lookup is a binary search and a pass refills it without allocating per job.
+  // The last scheduling pass's word on each job still queued, sorted by job id, so a lookup is a
+  // binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;
+  // How the last pass placed each job it placed, for `explain`; dropped when the job ends.
+  std::map<int64_t, sched::Placement> placedBy;
+  // Each team's quota position after the last pass.
+  std::map<std::string, sched::TeamStatus> teamStatus;
 
   void load(const store::Contents& contents);
   void reindex();

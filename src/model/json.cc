@@ -102,7 +102,12 @@ json toJson(const Job& j) {
           {"gpu_uuids", j.gpuUuids},
           {"exit_code", optionalInt(j.exitCode)},
           {"signal", optionalInt(j.signal)},
+          {"priority", j.priority},
+          {"preemptible", j.preemptible},
           {"cancel_requested", j.cancelRequested},
+          {"evicting", j.evicting},
+          {"evicted_for", j.evictedFor.empty() ? json(nullptr) : json(j.evictedFor)},
+          {"preemptions", j.preemptions},
           {"submitted_at", formatIso8601(j.submittedAt)},
           {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
           {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
@@ -149,7 +154,13 @@ json toStoreDoc(const Job& j) {
           {"gpu_uuids", j.gpuUuids},
           {"exit_code", optionalInt(j.exitCode)},
           {"signal", optionalInt(j.signal)},
+          {"priority", j.priority},
+          {"preemptible", j.preemptible},
           {"cancel_requested", j.cancelRequested},
+          {"evicting", j.evicting},
+          {"evicting_since_ms", j.evictingSince},
+          {"evicted_for", j.evictedFor},
+          {"preemptions", j.preemptions},
           {"submitted_ms", j.submittedAt},
           {"scheduled_ms", j.scheduledAt},
           {"started_ms", j.startedAt},
@@ -177,6 +188,12 @@ Job jobFromStoreDoc(const json& d) {
   j.exitCode = readOptionalInt(d, "exit_code");
   j.signal = readOptionalInt(d, "signal");
   j.cancelRequested = d.value("cancel_requested", false);
+  j.priority = d.value("priority", 0);
+  j.preemptible = d.value("preemptible", false);
+  j.evicting = d.value("evicting", false);
+  j.evictingSince = d.value("evicting_since_ms", TimeMs{0});
+  j.evictedFor = d.value("evicted_for", "");
+  j.preemptions = d.value("preemptions", 0);
   j.submittedAt = d.value("submitted_ms", TimeMs{0});
   j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
   j.startedAt = d.value("started_ms", TimeMs{0});

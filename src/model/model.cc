@@ -30,13 +30,15 @@ const char* jobStateName(JobState s) {
       return "cancelled";
     case JobState::kLost:
       return "lost";
+    case JobState::kPreempted:
+      return "preempted";
   }
   return "unknown";
 }
 
 std::optional<JobState> parseJobState(const std::string& s) {
   for (auto st : {JobState::kQueued, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
-                  JobState::kFailed, JobState::kCancelled, JobState::kLost}) {
+                  JobState::kFailed, JobState::kCancelled, JobState::kLost, JobState::kPreempted}) {
     if (s == jobStateName(st)) return st;
   }
   return std::nullopt;
@@ -44,7 +46,7 @@ std::optional<JobState> parseJobState(const std::string& s) {
 
 bool isTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
-         s == JobState::kLost;
+         s == JobState::kLost || s == JobState::kPreempted;
 }
 
 }  // namespace allot::model

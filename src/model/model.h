@@ -81,7 +81,18 @@ struct Host {
   TimeMs unreachableSince = 0;  // 0 while online
 };
 
-enum class JobState { kQueued, kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+// kPreempted: stopped to give its GPUs back to a team that was guaranteed them, and not requeued
+// because it was not marked preemptible.
+enum class JobState {
+  kQueued,
+  kScheduled,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kLost,
+  kPreempted
+};
 const char* jobStateName(JobState s);
 std::optional<JobState> parseJobState(const std::string& s);
 bool isTerminal(JobState s);
@@ -98,6 +109,8 @@ struct Job {
   std::string gpuModel;   // empty = any model
   int cpuMillis = 0;      // CPU limit in millicores; 0 = unlimited
   int64_t memoryMib = 0;  // memory limit; 0 = unlimited
+  int priority = 0;       // higher goes first; lower is preempted first
+  bool preemptible = false;  // requeued (rather than stopped for good) when preempted
   JobState state = JobState::kQueued;
   std::string reason;  // why it waits, or why it ended the way it did
   std::string host;
@@ -106,6 +119,12 @@ struct Job {
   std::optional<int> exitCode;
   std::optional<int> signal;
   bool cancelRequested = false;
+  // Preemption: chosen as a victim, it is being stopped (SIGTERM, then kill after the grace);
+  // when it has stopped it is requeued if preemptible, otherwise it ends as preempted.
+  bool evicting = false;
+  TimeMs evictingSince = 0;
+  std::string evictedFor;  // "reclaimed by team ml for job 42"
+  int preemptions = 0;     // how many times it was preempted and requeued
   TimeMs submittedAt = 0;
   TimeMs scheduledAt = 0;
   TimeMs startedAt = 0;

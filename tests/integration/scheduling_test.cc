@@ -122,7 +122,7 @@ TEST_F(SchedulingTest, JobLargerThanAnyHostStaysQueuedWithReason) {
       << big << ": " << j.dump();
   EXPECT_EQ(j["state"], "queued") << j.dump();
   ASSERT_TRUE(j["reason"].is_string()) << j.dump();
-  EXPECT_NE(j["reason"].get<std::string>().find("no host has 16"), std::string::npos) << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("has 16 GPUs (the largest has 4)"), std::string::npos) << j.dump();
   EXPECT_GE(j["position"].get<int>(), 1);
 
   // It cannot ever run, so it does not hold up work that can.
@@ -131,13 +131,13 @@ TEST_F(SchedulingTest, JobLargerThanAnyHostStaysQueuedWithReason) {
 
   j = job(bob, big);
   EXPECT_EQ(j["state"], "queued") << j.dump();
-  EXPECT_NE(textOf(j, "reason").find("no host has 16"), std::string::npos) << j.dump();
+  EXPECT_NE(textOf(j, "reason").find("has 16 GPUs (the largest has 4)"), std::string::npos) << j.dump();
   // `job list` shows the same reason.
   bool listed = false;
   for (const auto& e : cliJson(bob, {"job", "list", "--state", "queued"})) {
     if (e.value("id", int64_t{0}) != big) continue;
     listed = true;
-    EXPECT_NE(textOf(e, "reason").find("no host has 16"), std::string::npos) << e.dump();
+    EXPECT_NE(textOf(e, "reason").find("has 16 GPUs (the largest has 4)"), std::string::npos) << e.dump();
   }
   EXPECT_TRUE(listed) << "job " << big << " missing from `job list --state queued`";
 }

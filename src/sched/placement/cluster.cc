@@ -135,4 +135,30 @@ void ClusterState::apply(const Task& t, const Choice& c) {
   syncBound(c.node);
 }
 
+void ClusterState::release(const Task& t, const Choice& c) {
+  if (c.node < 0 || c.node >= size()) brokenInvariant("no such node", c.node);
+  Node& n = nodes_[c.node];
+  n.cpuFree += t.cpuMilli;
+  n.memFree += t.memoryMib;
+  if (n.cpuFree > n.cpuCap || n.memFree > n.memCap) brokenInvariant("released too much", c.node);
+  n.stamp = nextStamp();
+  int give = t.shared() ? t.gpuMilli : kGpuMilli;
+  uint16_t maxFree = 0;
+  int fullFree = 0;
+  for (int g = 0; g < n.numGpu; ++g) {
+    uint16_t& free = gpuFree_[n.gpuOffset + g];
+    if (t.numGpu > 0 && ((c.gpus >> g) & 1)) {
+      if (free + give > kGpuMilli) brokenInvariant("released a GPU that was free", c.node);
+      free = static_cast<uint16_t>(free + give);
+      n.gpuFreeTotal += give;
+      allocatedGpuMilli_ -= give;
+    }
+    maxFree = std::max(maxFree, free);
+    fullFree += free == kGpuMilli;
+  }
+  n.maxFree = maxFree;
+  n.fullFree = static_cast<uint8_t>(fullFree);
+  syncBound(c.node);
+}
+
 }  // namespace allot::sched::placement

@@ -96,6 +96,9 @@ class ClusterState {
   // Takes the resources. The choice must satisfy every rule above: a violation is a bug in the
   // policy and aborts.
   void apply(const Task& task, const Choice& choice);
+  // Gives back what apply(task, choice) took, so a tentative hold can be lifted. The choice must
+  // be one that was applied: giving back more than was taken is a bug and aborts.
+  void release(const Task& task, const Choice& choice);
 
   int64_t totalGpuMilli() const { return totalGpuMilli_; }
   int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }

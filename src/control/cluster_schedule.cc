@@ -1,0 +1,257 @@
+// Scheduling in the control plane: the snapshot the fleet scheduler decides on, built from the
+// world; its decisions applied (placements, evictions, waits); and preempted jobs stopping.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/time_format.h"
+#include "control/authz.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+
+using model::Job;
+using model::JobState;
+
+namespace {
+
+// The scheduler's view of a queued job.
+sched::Request requestOf(const Job& j) {
+  sched::Request r;
+  r.id = j.id;
+  r.team = j.team;
+  r.project = j.project;
+  r.priority = j.priority;
+  r.preemptible = j.preemptible;
+  r.submittedAt = j.submittedAt;
+  r.gpus = j.gpus;
+  if (!j.gpuModel.empty()) r.models = {j.gpuModel};
+  r.cpuMillis = j.cpuMillis;
+  r.memoryMib = j.memoryMib;
+  return r;
+}
+
+nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
+  nlohmann::json out = {{"kind", sched::waitKindName(w.kind)},
+                        {"reason", sched::describeWait(w, r)},
+                        {"position", w.position}};
+  if (w.kind == sched::WaitKind::kTooBig) out["largest_host_gpus"] = w.largest;
+  if (w.kind == sched::WaitKind::kFragmented || w.kind == sched::WaitKind::kNoFreeGpus) {
+    out["free_gpus_total"] = static_cast<double>(w.freeTotal) / sched::kMilliPerGpu;
+    out["most_free_on_one_host"] = w.largest;
+  }
+  if (w.hostsWanted > 0) {
+    out["gang_hosts_ready"] = w.hostsReady;
+    out["gang_hosts_wanted"] = w.hostsWanted;
+  }
+  if (!w.host.empty()) out["reserved_host"] = w.host;
+  if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
+  if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
+  return out;
+}
+
+nlohmann::json teamStatusJson(const sched::TeamStatus& t) {
+  auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
+  return {{"team", t.team},
+          {"guaranteed_gpus", gpus(t.guaranteedMilli)},
+          {"within_guarantee_gpus", gpus(t.withinMilli)},
+          {"borrowed_gpus", gpus(t.borrowedMilli)},
+          {"lendable_gpus", gpus(t.lendableMilli)},
+          {"fair_share", t.share}};
+}
+
+}  // namespace
+
+sched::Snapshot Cluster::snapshot() const {
+  sched::Snapshot s;
+  s.now = clock_.nowMs();
+  s.policy = options_.scheduling;
+  s.hosts.reserve(world_.hosts.size());
+  for (const auto& [name, h] : world_.hosts) {
+    sched::HostView v;
+    v.name = name;
+    v.schedulable = h.state == model::HostState::kOnline;
+    v.cpuMillis = int64_t{h.cpus} * 1000;
+    v.memoryMib = h.memoryMib;
+    if (!h.gpus.empty()) {
+      v.driverVersion = h.gpus.front().driverVersion;
+      v.cudaVersion = h.gpus.front().cudaVersion;
+    }
+    for (const auto& g : h.gpus) {
+      sched::GpuView gv;
+      gv.index = g.index;
+      gv.model = g.model;
+      gv.memoryMib = g.memoryMib;
+      gv.numaNode = g.numaNode;
+      v.gpus.push_back(std::move(gv));
+    }
+    s.hosts.push_back(std::move(v));
+  }
+  for (const auto& [name, t] : world_.teams) {
+    sched::TeamView tv;
+    tv.name = name;
+    s.teams.push_back(std::move(tv));
+  }
+  for (const auto& [host, ids] : world_.hostJobs) {
+    for (int64_t id : ids) {
+      const Job& j = world_.jobs.at(id);
+      sched::RunningJob r;
+      r.id = j.id;
+      r.team = j.team;
+      r.project = j.project;
+      r.priority = j.priority;
+      r.preemptible = j.preemptible;
+      r.startedAt = j.scheduledAt;
+      r.evicting = j.evicting;
+      r.slices.push_back({j.host, j.gpuIndices, sched::kMilliPerGpu, j.cpuMillis, j.memoryMib});
+      s.running.push_back(std::move(r));
+    }
+  }
+  s.pending.reserve(world_.queued.size());
+  for (int64_t id : world_.queued) s.pending.push_back(requestOf(world_.jobs.at(id)));
+  return s;
+}
+
+Change<std::vector<int64_t>> Cluster::schedulePass() {
+  Change<std::vector<int64_t>> c;
+  if (world_.queued.empty()) {
+    world_.waits.clear();
+    return c;
+  }
+  auto decisions = sched::decide(snapshot());
+  if (!decisions.ok()) {
+    // A snapshot the scheduler refuses is a bug here; keep serving and say so.
+    spdlog::error("scheduling pass refused its snapshot: {}", decisions.status().message());
+    return c;
+  }
+  auto now = clock_.nowMs();
+  for (const auto& e : decisions->evictions) evict(e, c);
+  for (auto& pl : decisions->placements) {
+    Job& j = world_.jobs.at(pl.jobId);
+    Job before = j;
+    const sched::Slice& slice = pl.slices.front();  // one host: the job model has one
+    const auto& host = world_.hosts.at(slice.host);
+    j.state = JobState::kScheduled;
+    j.reason.clear();
+    j.host = slice.host;
+    j.gpuIndices = slice.gpus;
+    j.gpuUuids.clear();
+    for (int idx : slice.gpus) {
+      for (const auto& g : host.gpus) {
+        if (g.index == idx) j.gpuUuids.push_back(g.uuid);
+      }
+    }
+    j.scheduledAt = now;
+    updateJob(j, before, c.batch);
+    c.pushHosts.insert(slice.host);
+    c.value.push_back(j.id);
+    placementsInFlight_.insert(j.id);
+    world_.placedBy[j.id] = std::move(pl);
+  }
+  // Explanations of placements are kept while the job holds its GPUs.
+  std::erase_if(world_.placedBy, [&](const auto& kv) {
+    auto it = world_.jobs.find(kv.first);
+    return it == world_.jobs.end() || it->second.state == JobState::kQueued ||
+           model::isTerminal(it->second.state);
+  });
+  world_.waits = std::move(decisions->waits);
+  std::sort(world_.waits.begin(), world_.waits.end(),
+            [](const sched::Wait& a, const sched::Wait& b) { return a.jobId < b.jobId; });
+  world_.teamStatus.clear();
+  for (auto& t : decisions->teams) world_.teamStatus[t.team] = std::move(t);
+  return c;
+}
+
+void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
+  auto it = world_.jobs.find(e.jobId);
+  if (it == world_.jobs.end() || it->second.evicting || model::isTerminal(it->second.state)) return;
+  Job& j = it->second;
+  Job before = j;
+  j.evicting = true;
+  j.evictingSince = clock_.nowMs();
+  j.evictedFor = e.reason;
+  j.reason = "preempted: " + e.reason + (e.requeue ? "; it will be requeued" : "") +
+             " (stopping, grace " + std::to_string(options_.preemptGraceMs / 1000) + "s)";
+  updateJob(j, before, c.batch);
+  c.pushHosts.insert(j.host);
+  spdlog::info("preempting job {} on {}: {}", j.id, j.host, e.reason);
+}
+
+void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBatch& batch) {
+  if (!j.preemptible) {
+    finishJob(j, JobState::kPreempted, "preempted: " + j.evictedFor + "; " + how, batch);
+    return;
+  }
+  Job before = j;
+  j.state = JobState::kQueued;
+  j.reason = "requeued after preemption (" + j.evictedFor + ")";
+  j.host.clear();
+  j.gpuIndices.clear();
+  j.gpuUuids.clear();
+  j.exitCode.reset();
+  j.signal.reset();
+  j.evicting = false;
+  j.evictingSince = 0;
+  j.scheduledAt = 0;
+  j.startedAt = 0;
+  ++j.preemptions;
+  updateJob(j, before, batch);
+  if (onQueueChanged_) onQueueChanged_();
+}
+
+void Cluster::placementsDurable(const std::vector<int64_t>& jobs) {
+  for (int64_t id : jobs) placementsInFlight_.erase(id);
+}
+
+std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
+  auto it = std::lower_bound(world_.waits.begin(), world_.waits.end(), id,
+                             [](const sched::Wait& w, int64_t v) { return w.jobId < v; });
+  if (it == world_.waits.end() || it->jobId != id) return std::nullopt;
+  auto job = world_.jobs.find(id);
+  if (job == world_.jobs.end() || job->second.state != JobState::kQueued) return std::nullopt;
+  return *it;
+}
+
+std::string Cluster::waitReason(const Job& job) const {
+  auto w = waitOf(job.id);
+  return w ? sched::describeWait(*w, requestOf(job)) : job.reason;
+}
+
+Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const {
+  auto it = world_.jobs.find(id);
+  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
+    return Status::NotFound("no job " + std::to_string(id));
+  const Job& j = it->second;
+  nlohmann::json out = {{"job", j.id}, {"state", model::jobStateName(j.state)}};
+  if (auto ts = world_.teamStatus.find(j.team); ts != world_.teamStatus.end())
+    out["team_quota"] = teamStatusJson(ts->second);
+  if (j.state == JobState::kQueued) {
+    if (auto w = waitOf(id)) {
+      out["wait"] = waitJson(*w, requestOf(j));
+    } else {
+      out["wait"] = {{"kind", "not_yet_considered"}, {"reason", j.reason}};
+    }
+    return out;
+  }
+  if (auto pl = world_.placedBy.find(id); pl != world_.placedBy.end()) {
+    const sched::Placement& p = pl->second;
+    auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
+    nlohmann::json placed = {{"by", sched::placedByName(p.by)},
+                             {"within_guarantee_gpus", gpus(p.withinMilli)},
+                             {"borrowed_gpus", gpus(p.borrowedMilli)},
+                             {"policy", options_.scheduling.placement}};
+    nlohmann::json slices = nlohmann::json::array();
+    for (const auto& s : p.slices) {
+      slices.push_back({{"host", s.host}, {"gpus", s.gpus}, {"gpu_milli", s.gpuMilli}});
+    }
+    placed["slices"] = std::move(slices);
+    if (p.reservedFor != 0) placed["backfilled_before_job"] = p.reservedFor;
+    out["placement"] = std::move(placed);
+  }
+  if (j.evicting) out["evicting"] = {{"for", j.evictedFor}};
+  if (!j.reason.empty()) out["reason"] = j.reason;
+  return out;
+}
+
+}  // namespace allot::control

@@ -1,0 +1,897 @@
+// One pass of the fleet scheduler (see fleet.h for the rules, in order).
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "sched/fleet.h"
+#include "sched/fleet_segments.h"
+#include "sched/placement/policy.h"
+#include "sched/quota/quota.h"
+
+namespace allot::sched {
+namespace {
+
+namespace pl = placement;
+namespace q = quota;
+
+constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+// A borrow limit of "none", in milli-GPUs: more than any fleet has, with room to add to it.
+constexpr int kUnlimited = std::numeric_limits<int>::max() / 4;
+
+enum class Phase { kOwn, kPool, kLent };
+
+struct Reservation {
+  int64_t jobId = 0;
+  int node = -1;
+  TimeMs startAt = 0;  // 0: unknown
+  pl::Task block;      // the free GPUs it holds
+  uint32_t blockGpus = 0;
+};
+
+// Per request, what the pass learned about it.
+struct Item {
+  const Request* r = nullptr;
+  int rank = 0;  // queue order: priority, then submission
+  bool placed = false;
+  std::optional<Wait> wait;
+  int wholeHostNode = -1;  // whole host: the idle node picked for it
+};
+
+bool fractional(const Request& r) { return r.gpuMilli < kMilliPerGpu && r.gpus > 0; }
+bool cpuOnly(const Request& r) { return r.gpus == 0 && !r.wholeHost; }
+
+class Pass {
+ public:
+  Pass(const Snapshot& s, fleet::Fleet& f) : s_(s), f_(f), st_(f.state()) {}
+  Result<Decisions> run();
+
+ private:
+  Status validate() const;
+  void applyRunning();
+  uint64_t mask(const Request& r, Phase phase, const std::string& model = "") const;
+  uint64_t visibleMask(const Request& r) const {
+    return mask(r, Phase::kOwn) | mask(r, Phase::kPool) | mask(r, Phase::kLent);
+  }
+  pl::Task taskFor(const Request& r, uint64_t allowed) const;
+  bool kindAllowed(int node, uint64_t allowed) const {
+    return (f_.kindBit(f_.segments()[node].kind) & allowed) != 0;
+  }
+  std::optional<Wait> impossible(const Request& r) const;
+  void pickWholeHosts(std::vector<Item>& items);
+  // Places the request with the tasks' mask; applies and records it. False when it does not fit.
+  bool tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm);
+  int chooseCpuOnly(const pl::Task& t) const;
+  uint32_t pickGpus(int node, const pl::Task& t, uint32_t policyChoice) const;
+  void record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Admission* adm,
+              int64_t reservedFor = 0);
+  bool tryBackfill(Item& it, const pl::Task& t);
+  void reserve(Item& it, const pl::Task& t);
+  void reclaimDedicated(Item& it);
+  Wait unplacedWait(const Request& r, const pl::Task& t) const;
+  q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
+  std::string quotaModel(const Request& r, const Item& it) const;
+
+  const Snapshot& s_;
+  fleet::Fleet& f_;
+  pl::ClusterState& st_;
+  std::unique_ptr<pl::PlacementPolicy> policy_;
+  std::map<std::string, const TeamView*> teams_;
+  std::set<std::string> lenders_;  // teams lending dedicated capacity
+  std::vector<int64_t> kindMinGpuMemory_;
+  std::vector<std::vector<int>> runningOnNode_;      // node -> indices into s_.running
+  std::vector<std::vector<TimeMs>> gpuFreeAt_;       // node -> GPU -> when it is free (kNever)
+  std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
+  std::set<std::tuple<uint64_t, int64_t, int64_t, int, int, int>> failedShapes_;
+  std::vector<Reservation> reservations_;
+  std::set<int> wholeHostTaken_;
+  std::map<int64_t, const RunningJob*> running_;
+  std::set<int64_t> evicted_;  // chosen as victims in this pass
+  Decisions out_;
+  bool leaving(const RunningJob& j) const { return j.evicting || evicted_.count(j.id) > 0; }
+};
+
+Status Pass::validate() const {
+  std::set<int64_t> ids;
+  auto checkTeam = [&](const std::string& team, int64_t id) -> Status {
+    if (!teams_.count(team))
+      return Status::InvalidArgument("job " + std::to_string(id) + ": unknown team '" + team + "'",
+                                     "team");
+    if (!ids.insert(id).second)
+      return Status::InvalidArgument("job " + std::to_string(id) + " appears twice", "id");
+    return Status::Ok();
+  };
+  for (const auto& j : s_.running) ALLOT_RETURN_IF_ERROR(checkTeam(j.team, j.id));
+  for (const auto& r : s_.pending) {
+    ALLOT_RETURN_IF_ERROR(checkTeam(r.team, r.id));
+    auto bad = [&](const char* what, const char* field) {
+      return Status::InvalidArgument("job " + std::to_string(r.id) + ": " + what, field);
+    };
+    if (r.gpus < 0 || r.gpus > pl::kMaxGpusPerNode) return bad("gpus out of range", "gpus");
+    if (r.gpuMilli <= 0 || r.gpuMilli > kMilliPerGpu) return bad("gpuMilli out of range", "gpuMilli");
+    if (r.gpuMilli < kMilliPerGpu && r.gpus != 1) return bad("a fraction needs gpus == 1", "gpuMilli");
+    if (r.hosts < 1) return bad("hosts must be >= 1", "hosts");
+    if (r.cpuMillis < 0 || r.memoryMib < 0 || r.gpuMemoryMib < 0)
+      return bad("negative resources", "cpuMillis");
+  }
+  for (const auto& t : s_.teams) {
+    if (!(t.weight > 0) || !std::isfinite(t.weight))
+      return Status::InvalidArgument("team '" + t.name + "' has weight <= 0", "weight");
+  }
+  return Status::Ok();
+}
+
+void Pass::applyRunning() {
+  const int nodes = st_.size();
+  runningOnNode_.assign(nodes, {});
+  gpuFreeAt_.assign(nodes, {});
+  for (int n = 0; n < nodes; ++n) gpuFreeAt_[n].assign(st_.numGpus(n), 0);
+  for (size_t i = 0; i < s_.running.size(); ++i) {
+    const RunningJob& j = s_.running[i];
+    const TimeMs ends = j.endsBy > 0 ? j.endsBy : kNever;
+    for (const Slice& sl : j.slices) {
+      for (int node : f_.applyRunning(sl)) {
+        if (runningOnNode_[node].empty() || runningOnNode_[node].back() != static_cast<int>(i))
+          runningOnNode_[node].push_back(static_cast<int>(i));
+      }
+      int host = f_.hostIndex(sl.host);
+      if (host < 0) continue;
+      for (int g : sl.gpus) {
+        auto [node, local] = f_.locate(host, g);
+        if (node < 0) continue;
+        gpuFreeAt_[node][local] = std::max(gpuFreeAt_[node][local], ends);
+        if (f_.kindOf(node).owner.empty()) {
+          projectUsage_[{j.team, j.project}] += sl.gpuMilli;
+        }
+      }
+    }
+  }
+}
+
+uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model) const {
+  uint64_t m = 0;
+  const auto& kinds = f_.kinds();
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const fleet::Kind& kind = kinds[k];
+    switch (phase) {
+      case Phase::kOwn:
+        if (kind.owner != r.team) continue;
+        break;
+      case Phase::kPool:
+        if (!kind.owner.empty()) continue;
+        break;
+      case Phase::kLent:
+        if (kind.owner.empty() || kind.owner == r.team || !lenders_.count(kind.owner)) continue;
+        break;
+    }
+    if (!cpuOnly(r)) {
+      if (kind.model.empty()) continue;
+      if (!r.models.empty() && std::find(r.models.begin(), r.models.end(), kind.model) ==
+                                   r.models.end())
+        continue;
+      if (!model.empty() && kind.model != model) continue;
+      if (kind.shared != fractional(r)) continue;
+      if (!r.minDriver.empty() && !versionAtLeast(kind.driver, r.minDriver)) continue;
+      if (!r.minCuda.empty() && !versionAtLeast(kind.cuda, r.minCuda)) continue;
+      if (r.gpuMemoryMib > 0 && kindMinGpuMemory_[k] < r.gpuMemoryMib) continue;
+    }
+    m |= f_.kindBit(static_cast<int>(k));
+  }
+  return m;
+}
+
+pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
+  pl::Task t;
+  t.cpuMilli = r.cpuMillis;
+  t.memoryMib = r.memoryMib;
+  t.numGpu = r.gpus;
+  t.gpuMilli = kMilliPerGpu;
+  t.allowedModels = allowed;
+  if (fractional(r)) {
+    // A fraction gets that fraction of the GPU's memory too, so asking for more memory than the
+    // fraction carries raises the fraction (on the smallest GPU it may land on).
+    int64_t milli = r.gpuMilli;
+    if (r.gpuMemoryMib > 0) {
+      int64_t smallest = 0;
+      for (size_t k = 0; k < f_.kinds().size(); ++k) {
+        if ((f_.kindBit(static_cast<int>(k)) & allowed) == 0) continue;
+        if (smallest == 0 || kindMinGpuMemory_[k] < smallest) smallest = kindMinGpuMemory_[k];
+      }
+      if (smallest > 0) milli = std::max(milli, (r.gpuMemoryMib * 1000 + smallest - 1) / smallest);
+    }
+    t.gpuMilli = static_cast<int>(std::min<int64_t>(milli, kMilliPerGpu));
+  }
+  if (r.wholeHost) t.numGpu = 0;
+  return t;
+}
+
+// A wait that no amount of waiting for others changes: the fleet lacks what it asks.
+std::optional<Wait> Pass::impossible(const Request& r) const {
+  Wait w;
+  w.jobId = r.id;
+  if (st_.size() == 0) {
+    w.kind = WaitKind::kNoHosts;
+    return w;
+  }
+  if (cpuOnly(r)) return std::nullopt;
+  const uint64_t visible = visibleMask(r);
+  int largest = 0, hostsBig = 0;
+  bool any = false;
+  std::set<int> hostsWithRoom;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, visible)) continue;
+    any = true;
+    int cap = r.wholeHost ? st_.numGpus(n) : (fractional(r) ? 1 : st_.numGpus(n));
+    largest = std::max(largest, cap);
+    if (cap >= r.gpus && st_.cpuCap(n) >= r.cpuMillis && st_.memCap(n) >= r.memoryMib)
+      hostsWithRoom.insert(f_.segments()[n].host);
+  }
+  hostsBig = static_cast<int>(hostsWithRoom.size());
+  if (!any) {
+    w.kind = WaitKind::kNoSuchModel;
+    return w;
+  }
+  if (!r.wholeHost && largest < r.gpus) {
+    w.kind = WaitKind::kTooBig;
+    w.largest = largest;
+    return w;
+  }
+  if (r.hosts > 1 && hostsBig < r.hosts) {
+    w.kind = WaitKind::kTooBig;
+    w.largest = largest;
+    w.hostsReady = hostsBig;
+    w.hostsWanted = r.hosts;
+    return w;
+  }
+  return std::nullopt;
+}
+
+// Whole-host requests, in queue order, each get an idle single-segment host: their own dedicated
+// first, then the pool, then lent capacity; the fewest GPUs first.
+void Pass::pickWholeHosts(std::vector<Item>& items) {
+  for (Item& it : items) {
+    const Request& r = *it.r;
+    if (!r.wholeHost || it.wait) continue;
+    std::tuple<int, int, int> best{3, 0, 0};
+    for (int n = 0; n < st_.size(); ++n) {
+      const int host = f_.segments()[n].host;
+      if (!f_.hasOneSegment(host) || wholeHostTaken_.count(n) || st_.numGpus(n) == 0) continue;
+      if (st_.fullFreeGpus(n) != st_.numGpus(n) || st_.cpuFree(n) != st_.cpuCap(n) ||
+          st_.memFree(n) != st_.memCap(n))
+        continue;
+      int phase = kindAllowed(n, mask(r, Phase::kOwn))    ? 0
+                  : kindAllowed(n, mask(r, Phase::kPool)) ? 1
+                  : kindAllowed(n, mask(r, Phase::kLent)) ? 2
+                                                           : 3;
+      std::tuple<int, int, int> key{phase, st_.numGpus(n), n};
+      if (phase < 3 && key < best) best = key;
+    }
+    if (std::get<0>(best) == 3) {
+      it.wait = Wait{r.id, WaitKind::kNoIdleHost};
+      continue;
+    }
+    it.wholeHostNode = std::get<2>(best);
+    wholeHostTaken_.insert(it.wholeHostNode);
+  }
+}
+
+int Pass::chooseCpuOnly(const pl::Task& t) const {
+  // Best fit on CPU: the node left with the smallest share of its CPU free.
+  int best = -1;
+  double bestLeft = 2;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, t.allowedModels) || !st_.fits(n, t)) continue;
+    double left = st_.cpuCap(n) > 0
+                      ? double(st_.cpuFree(n) - t.cpuMilli) / double(st_.cpuCap(n))
+                      : 1.0;
+    if (left < bestLeft) {
+      best = n;
+      bestLeft = left;
+    }
+  }
+  return best;
+}
+
+// For a multi-GPU request, the free GPUs that sit closest together: the smallest NVLink domain
+// with room, else PCIe switch, else NUMA node; otherwise the policy's choice stands.
+uint32_t Pass::pickGpus(int node, const pl::Task& t, uint32_t policyChoice) const {
+  if (t.shared() || t.numGpu < 2) return policyChoice;
+  const auto& gpus = f_.segments()[node].gpus;
+  using Key = int GpuView::*;
+  for (Key key : {&GpuView::nvlinkDomain, &GpuView::pcieSwitch, &GpuView::numaNode}) {
+    std::map<int, std::pair<int, uint32_t>> groups;  // domain -> (size, free GPUs)
+    for (int g = 0; g < static_cast<int>(gpus.size()); ++g) {
+      int d = gpus[g]->*key;
+      if (d < 0) continue;
+      groups[d].first++;
+      if (st_.gpuFits(node, g, t)) groups[d].second |= uint32_t{1} << g;
+    }
+    int bestSize = std::numeric_limits<int>::max();
+    uint32_t best = 0;
+    for (const auto& [d, g] : groups) {
+      if (std::popcount(g.second) < t.numGpu || g.first >= bestSize) continue;
+      bestSize = g.first;
+      uint32_t pick = 0, left = g.second;
+      for (int k = 0; k < t.numGpu; ++k) {
+        uint32_t low = left & (~left + 1);
+        pick |= low;
+        left &= ~low;
+      }
+      best = pick;
+    }
+    if (best != 0) return best;
+  }
+  return policyChoice;
+}
+
+void Pass::record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Admission* adm,
+                  int64_t reservedFor) {
+  Placement p;
+  p.jobId = it.r->id;
+  p.slices = std::move(slices);
+  p.by = by;
+  if (adm) {
+    p.withinMilli = adm->withinGpus;
+    p.borrowedMilli = adm->borrowedGpus;
+  }
+  p.reservedFor = reservedFor;
+  it.placed = true;
+  it.wait.reset();
+  out_.placements.push_back(std::move(p));
+}
+
+bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm) {
+  const Request& r = *it.r;
+  if (allowed == 0) return false;
+  pl::Task t = taskFor(r, allowed);
+  if (r.wholeHost) {
+    int n = it.wholeHostNode;
+    if (n < 0 || !kindAllowed(n, allowed)) return false;
+    t.numGpu = st_.numGpus(n);
+    t.cpuMilli = st_.cpuFree(n);
+    t.memoryMib = st_.memFree(n);
+    if (!st_.fits(n, t) || st_.fullFreeGpus(n) != st_.numGpus(n)) return false;
+    uint32_t all = st_.firstGpus(n, t);
+    st_.apply(t, {n, all});
+    record(it, {f_.toSlice(n, all, t)}, by, adm);
+    return true;
+  }
+  auto shape = std::tuple(allowed, t.cpuMilli, t.memoryMib, t.numGpu, t.gpuMilli, r.hosts);
+  if (failedShapes_.count(shape)) return false;
+  if (cpuOnly(r)) {
+    int n = chooseCpuOnly(t);
+    if (n < 0) {
+      failedShapes_.insert(shape);
+      return false;
+    }
+    st_.apply(t, {n, 0});
+    record(it, {f_.toSlice(n, 0, t)}, by, adm);
+    return true;
+  }
+  if (r.hosts == 1) {
+    pl::Choice c = policy_->choose(st_, t);
+    if (!c.ok()) {
+      failedShapes_.insert(shape);
+      return false;
+    }
+    c.gpus = pickGpus(c.node, t, c.gpus);
+    st_.apply(t, c);
+    record(it, {f_.toSlice(c.node, c.gpus, t)}, by, adm);
+    return true;
+  }
+  // A gang: every rank on a distinct host, all of one GPU model, or none at all. Ranks on
+  // distinct hosts do not compete, so enough distinct hosts with room means all ranks fit.
+  std::map<std::string, std::set<int>> hostsByModel;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (kindAllowed(n, allowed) && st_.fits(n, t))
+      hostsByModel[f_.kindOf(n).model].insert(f_.segments()[n].host);
+  }
+  std::string model;
+  size_t most = 0;
+  for (const auto& [m, hosts] : hostsByModel) {
+    if (hosts.size() > most) {
+      most = hosts.size();
+      model = m;
+    }
+  }
+  if (static_cast<int>(most) < r.hosts) {
+    failedShapes_.insert(shape);
+    return false;
+  }
+  uint64_t modelMask = 0;
+  for (size_t k = 0; k < f_.kinds().size(); ++k) {
+    if (f_.kinds()[k].model == model) modelMask |= f_.kindBit(static_cast<int>(k));
+  }
+  t.allowedModels &= modelMask;
+  std::set<int> usedHosts;
+  std::vector<Slice> slices;
+  for (int rank = 0; rank < r.hosts; ++rank) {
+    pl::Choice c = policy_->choose(st_, t);
+    if (!c.ok() || usedHosts.count(f_.segments()[c.node].host)) {
+      c = {};
+      for (int n = 0; n < st_.size() && !c.ok(); ++n) {
+        if (kindAllowed(n, t.allowedModels) && st_.fits(n, t) &&
+            !usedHosts.count(f_.segments()[n].host))
+          c = {n, st_.firstGpus(n, t)};
+      }
+    }
+    c.gpus = pickGpus(c.node, t, c.gpus);
+    st_.apply(t, c);
+    usedHosts.insert(f_.segments()[c.node].host);
+    slices.push_back(f_.toSlice(c.node, c.gpus, t));
+  }
+  record(it, std::move(slices), by, adm);
+  return true;
+}
+
+// Room held for an earlier request may be used by one whose declared runtime ends before the
+// reserved start.
+bool Pass::tryBackfill(Item& it, const pl::Task& t) {
+  const Request& r = *it.r;
+  if (r.maxRuntimeMs <= 0 || r.hosts != 1 || cpuOnly(r)) return false;
+  for (Reservation& res : reservations_) {
+    if (res.startAt == 0 || s_.now + r.maxRuntimeMs > res.startAt) continue;
+    if (!kindAllowed(res.node, t.allowedModels)) continue;
+    if (res.blockGpus != 0) st_.release(res.block, {res.node, res.blockGpus});
+    bool placed = false;
+    if (st_.fits(res.node, t)) {
+      uint32_t gpus = pickGpus(res.node, t, st_.firstGpus(res.node, t));
+      st_.apply(t, {res.node, gpus});
+      record(it, {f_.toSlice(res.node, gpus, t)}, PlacedBy::kBackfill, nullptr, res.jobId);
+      placed = true;
+    }
+    // Hold again whatever is still free of what it held.
+    uint32_t still = 0;
+    for (int g = 0; g < st_.numGpus(res.node); ++g) {
+      if (((res.blockGpus >> g) & 1) && st_.gpuFree(res.node, g) == pl::kGpuMilli)
+        still |= uint32_t{1} << g;
+    }
+    res.block.numGpu = std::popcount(still);
+    res.blockGpus = still;
+    if (still != 0) st_.apply(res.block, {res.node, still});
+    if (placed) return true;
+  }
+  return false;
+}
+
+// An admitted request with no room now holds the segment where it can start soonest.
+void Pass::reserve(Item& it, const pl::Task& t) {
+  const Request& r = *it.r;
+  if (r.hosts != 1 || t.shared() || r.wholeHost || cpuOnly(r) ||
+      static_cast<int>(reservations_.size()) >= s_.policy.maxReservations)
+    return;
+  int bestNode = -1;
+  std::tuple<TimeMs, int, int> best{kNever, 0, 0};
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, t.allowedModels) || st_.numGpus(n) < t.numGpu ||
+        st_.cpuCap(n) < t.cpuMilli || st_.memCap(n) < t.memoryMib)
+      continue;
+    std::vector<TimeMs> at;
+    for (int g = 0; g < st_.numGpus(n); ++g) {
+      at.push_back(st_.gpuFree(n, g) == pl::kGpuMilli ? 0 : gpuFreeAt_[n][g]);
+    }
+    std::nth_element(at.begin(), at.begin() + (t.numGpu - 1), at.end());
+    TimeMs start = at[t.numGpu - 1];
+    std::tuple<TimeMs, int, int> key{start, -st_.fullFreeGpus(n), n};
+    if (bestNode < 0 || key < best) {
+      best = key;
+      bestNode = n;
+    }
+  }
+  if (bestNode < 0) return;
+  Reservation res;
+  res.jobId = r.id;
+  res.node = bestNode;
+  res.startAt = std::get<0>(best) == kNever ? 0 : std::get<0>(best);
+  res.block.numGpu = 0;
+  res.block.allowedModels = pl::kAnyModel;
+  for (int g = 0; g < st_.numGpus(bestNode) && res.block.numGpu < t.numGpu; ++g) {
+    if (st_.gpuFree(bestNode, g) == pl::kGpuMilli) {
+      res.blockGpus |= uint32_t{1} << g;
+      ++res.block.numGpu;
+    }
+  }
+  if (res.blockGpus != 0) st_.apply(res.block, {bestNode, res.blockGpus});
+  Wait w{r.id, WaitKind::kReserved};
+  w.host = f_.hostOf(bestNode).name;
+  w.startAt = res.startAt;
+  it.wait = w;
+  reservations_.push_back(res);
+}
+
+// An owner's request that finds its dedicated capacity used by borrowers takes it back: on the
+// segment that needs the fewest victims (lowest priority and most recent first).
+void Pass::reclaimDedicated(Item& it) {
+  const Request& r = *it.r;
+  const uint64_t own = mask(r, Phase::kOwn);
+  if (own == 0 || r.hosts != 1) return;
+  pl::Task t = taskFor(r, own);
+  if (r.wholeHost) return;
+  std::vector<int64_t> bestVictims, bestLeaving;
+  bool found = false;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, own)) continue;
+    std::vector<int> lent;
+    for (int i : runningOnNode_[n]) {
+      if (s_.running[i].team != r.team) lent.push_back(i);
+    }
+    if (lent.empty()) continue;
+    std::sort(lent.begin(), lent.end(), [&](int a, int b) {
+      const RunningJob& x = s_.running[a];
+      const RunningJob& y = s_.running[b];
+      return std::tuple(!leaving(x), x.priority, -x.startedAt, -x.id) <
+             std::tuple(!leaving(y), y.priority, -y.startedAt, -y.id);
+    });
+    // Give back, one job at a time, what it holds on this node, until the request fits.
+    std::vector<int> free(st_.numGpus(n));
+    for (int g = 0; g < st_.numGpus(n); ++g) free[g] = st_.gpuFree(n, g);
+    int64_t cpu = st_.cpuFree(n), mem = st_.memFree(n);
+    auto fitsNow = [&] {
+      if (cpu < t.cpuMilli || mem < t.memoryMib) return false;
+      int whole = 0;
+      for (int v : free) {
+        if (t.shared() ? v >= t.gpuMilli : v == pl::kGpuMilli) ++whole;
+      }
+      return whole >= (t.shared() ? 1 : t.numGpu);
+    };
+    std::vector<int64_t> victims, leavingIds;
+    const int host = f_.segments()[n].host;
+    for (int i : lent) {
+      if (fitsNow()) break;
+      const RunningJob& j = s_.running[i];
+      for (const Slice& sl : j.slices) {
+        if (f_.hostIndex(sl.host) != host) continue;
+        for (int g : sl.gpus) {
+          auto [node, local] = f_.locate(host, g);
+          if (node == n) free[local] = std::min(pl::kGpuMilli, free[local] + sl.gpuMilli);
+        }
+        cpu += sl.cpuMillis;
+        mem += sl.memoryMib;
+      }
+      (leaving(j) ? leavingIds : victims).push_back(j.id);
+    }
+    if (!fitsNow()) continue;
+    if (!found || victims.size() < bestVictims.size()) {
+      found = true;
+      bestVictims = victims;
+      bestLeaving = leavingIds;
+    }
+  }
+  if (!found) return;
+  Wait w{r.id, WaitKind::kWaitingForGrace};
+  for (int64_t id : bestVictims) {
+    const RunningJob& j = *running_.at(id);
+    out_.evictions.push_back({id, j.preemptible, r.id,
+                              "reclaimed by team " + r.team + " (its dedicated capacity) for job " +
+                                  std::to_string(r.id)});
+    evicted_.insert(id);
+    w.waitingFor.push_back(id);
+  }
+  for (int64_t id : bestLeaving) w.waitingFor.push_back(id);
+  it.wait = w;
+}
+
+Wait Pass::unplacedWait(const Request& r, const pl::Task& t) const {
+  Wait w{r.id, WaitKind::kFragmented};
+  if (cpuOnly(r)) {
+    w.kind = WaitKind::kNeedsOnlineHost;
+    return w;
+  }
+  std::set<int> hostsReady;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, t.allowedModels)) continue;
+    w.freeTotal += st_.gpuFreeTotal(n);
+    w.largest = std::max(w.largest, t.shared() ? (st_.maxFreeMilli(n) >= t.gpuMilli ? 1 : 0)
+                                               : st_.fullFreeGpus(n));
+    if (st_.fits(n, t)) hostsReady.insert(f_.segments()[n].host);
+  }
+  if (r.hosts > 1) {
+    w.kind = WaitKind::kGang;
+    w.hostsReady = static_cast<int>(hostsReady.size());
+    w.hostsWanted = r.hosts;
+  } else if (w.freeTotal < t.gpuRequest() * r.hosts) {
+    w.kind = WaitKind::kNoFreeGpus;
+  }
+  return w;
+}
+
+std::string Pass::quotaModel(const Request& r, const Item& it) const {
+  if (it.wholeHostNode >= 0) return f_.kindOf(it.wholeHostNode).model;
+  if (r.models.size() == 1) return r.models.front();
+  if (r.models.empty()) return "";  // quota picks the model
+  // Several allowed models: the one with the most free pool capacity for it.
+  const uint64_t pool = mask(r, Phase::kPool);
+  std::map<std::string, int64_t> free;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (kindAllowed(n, pool)) free[f_.kindOf(n).model] += st_.gpuFreeTotal(n);
+  }
+  std::string best = r.models.front();
+  int64_t most = -1;
+  for (const auto& m : r.models) {
+    auto itf = free.find(m);
+    if (itf != free.end() && itf->second > most) {
+      most = itf->second;
+      best = m;
+    }
+  }
+  return best;
+}
+
+q::QuotaSnapshot Pass::quotaSnapshot(const std::vector<Item*>& forQuota) {
+  q::QuotaSnapshot qs;
+  qs.now = s_.now;
+  qs.policy.shareWindowMs = s_.policy.shareWindowMs;
+  // Pool capacity per model, in milli-GPUs.
+  for (int n = 0; n < st_.size(); ++n) {
+    const fleet::Kind& k = f_.kindOf(n);
+    if (k.owner.empty() && !k.model.empty())
+      qs.capacity[k.model] += int64_t{st_.numGpus(n)} * kMilliPerGpu;
+  }
+  int64_t capacityTotal = 0;
+  for (const auto& [m, c] : qs.capacity) capacityTotal += c;
+  // Guarantees beyond what the pool has now (hosts away, or quotas set ahead of hardware) are
+  // scaled down in proportion, per model first, then overall.
+  std::map<std::string, int64_t> specific;
+  for (const auto& t : s_.teams) {
+    for (const auto& [m, g] : t.guaranteed) {
+      if (!m.empty()) specific[m] += int64_t{g} * kMilliPerGpu;
+    }
+  }
+  auto scaled = [](int64_t v, int64_t num, int64_t den) {
+    return den <= 0 ? int64_t{0} : v * num / den;
+  };
+  int64_t specificAfter = 0;
+  for (const auto& t : s_.teams) {
+    q::Team qt;
+    qt.name = t.name;
+    qt.weight = t.weight;
+    qt.usageGpuSeconds = std::max(0.0, t.usageGpuSeconds) * kMilliPerGpu;
+    for (const auto& [m, g] : t.guaranteed) {
+      if (m.empty()) continue;
+      int64_t v = int64_t{g} * kMilliPerGpu;
+      int64_t cap = qs.capacity.count(m) ? qs.capacity.at(m) : 0;
+      if (specific[m] > cap) v = scaled(v, cap, specific[m]);
+      qt.guaranteed[m] = static_cast<int>(v);
+      specificAfter += v;
+    }
+    out_.teams.push_back({t.name});
+    qs.teams.push_back(std::move(qt));
+  }
+  int64_t anyTotal = 0;
+  for (const auto& t : s_.teams) {
+    auto it = t.guaranteed.find("");
+    if (it != t.guaranteed.end()) anyTotal += int64_t{it->second} * kMilliPerGpu;
+  }
+  const int64_t anyRoom = std::max<int64_t>(0, capacityTotal - specificAfter);
+  for (size_t i = 0; i < s_.teams.size(); ++i) {
+    const TeamView& t = s_.teams[i];
+    q::Team& qt = qs.teams[i];
+    auto it = t.guaranteed.find("");
+    if (it != t.guaranteed.end()) {
+      int64_t v = int64_t{it->second} * kMilliPerGpu;
+      if (anyTotal > anyRoom) v = scaled(v, anyRoom, anyTotal);
+      qt.guaranteed[""] = static_cast<int>(v);
+    }
+    int64_t g = 0;
+    for (const auto& [m, v] : qt.guaranteed) g += v;
+    qt.borrowLimit = t.borrowLimit < 0
+                         ? kUnlimited
+                         : static_cast<int>(std::min<int64_t>(int64_t{t.borrowLimit} * 1000, INT32_MAX));
+    qt.lendLimit = t.lendLimit < 0 ? static_cast<int>(g)
+                                   : static_cast<int>(std::min<int64_t>(int64_t{t.lendLimit} * 1000, g));
+  }
+  // Running work in the pool.
+  for (const RunningJob& j : s_.running) {
+    q::Allocation a;
+    a.jobId = j.id;
+    a.team = j.team;
+    a.priority = j.priority;
+    a.preemptible = j.preemptible;
+    a.startedAt = j.startedAt;
+    a.evicting = j.evicting;
+    for (const Slice& sl : j.slices) {
+      int host = f_.hostIndex(sl.host);
+      if (host < 0) continue;
+      for (int g : sl.gpus) {
+        auto [node, local] = f_.locate(host, g);
+        if (node < 0 || !f_.kindOf(node).owner.empty()) continue;
+        if (a.model.empty()) a.model = f_.kindOf(node).model;
+        a.gpus += sl.gpuMilli;
+      }
+    }
+    if (a.gpus > 0) qs.running.push_back(std::move(a));
+  }
+  for (Item* it : forQuota) {
+    const Request& r = *it->r;
+    q::Request qr;
+    qr.jobId = r.id;
+    qr.team = r.team;
+    qr.model = quotaModel(r, *it);
+    int64_t milli = it->wholeHostNode >= 0
+                        ? int64_t{st_.numGpus(it->wholeHostNode)} * kMilliPerGpu
+                        : int64_t{r.gpus} * taskFor(r, mask(r, Phase::kPool)).gpuMilli * r.hosts;
+    qr.gpus = static_cast<int>(std::min<int64_t>(milli, INT32_MAX));
+    // Within a team, a project under its split of the guarantee goes first.
+    bool underSplit = false;
+    if (const TeamView* tv = teams_.at(r.team); tv->projectSplits.count(r.project)) {
+      int64_t split = 0;
+      for (const auto& [m, g] : tv->projectSplits.at(r.project)) split += int64_t{g} * 1000;
+      auto used = projectUsage_.find({r.team, r.project});
+      underSplit = (used == projectUsage_.end() ? 0 : used->second) < split;
+    }
+    qr.priority = r.priority * 2 + (underSplit ? 1 : 0);
+    qr.submittedAt = r.submittedAt;
+    qs.pending.push_back(std::move(qr));
+  }
+  return qs;
+}
+
+WaitKind fromQuota(q::WaitReason reason) {
+  switch (reason) {
+    case q::WaitReason::kUnknownModel:
+      return WaitKind::kNoSuchModel;
+    case q::WaitReason::kExceedsCapacity:
+      return WaitKind::kTooBig;
+    case q::WaitReason::kOverQuota:
+      return WaitKind::kOverQuota;
+    case q::WaitReason::kNoFreeGpus:
+      return WaitKind::kNoFreeGpus;
+    case q::WaitReason::kWaitingForLenders:
+      return WaitKind::kWaitingForLenders;
+    case q::WaitReason::kWaitingForGrace:
+      return WaitKind::kWaitingForGrace;
+    case q::WaitReason::kGuaranteeInUse:
+      return WaitKind::kGuaranteeInUse;
+  }
+  return WaitKind::kNoFreeGpus;
+}
+
+Result<Decisions> Pass::run() {
+  for (const auto& t : s_.teams) {
+    if (!teams_.emplace(t.name, &t).second)
+      return Status::InvalidArgument("team '" + t.name + "' appears twice", "teams");
+    if (t.lendDedicated) lenders_.insert(t.name);
+  }
+  ALLOT_RETURN_IF_ERROR(validate());
+  for (const auto& j : s_.running) running_[j.id] = &j;
+  kindMinGpuMemory_.assign(f_.kinds().size(), std::numeric_limits<int64_t>::max());
+  for (const auto& seg : f_.segments()) {
+    if (!seg.gpus.empty())
+      kindMinGpuMemory_[seg.kind] = std::min(kindMinGpuMemory_[seg.kind], seg.gpuMemoryMib);
+  }
+  applyRunning();
+
+  // Queue order: priority, then submission.
+  std::vector<Item> items(s_.pending.size());
+  for (size_t i = 0; i < items.size(); ++i) items[i].r = &s_.pending[i];
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return std::tuple(-int64_t{a.r->priority}, a.r->submittedAt, a.r->id) <
+           std::tuple(-int64_t{b.r->priority}, b.r->submittedAt, b.r->id);
+  });
+  std::map<int64_t, Item*> byId;
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].rank = static_cast<int>(i);
+    byId[items[i].r->id] = &items[i];
+  }
+
+  std::vector<pl::Task> workload;
+  workload.reserve(items.size());
+  for (Item& it : items) {
+    it.wait = impossible(*it.r);
+    // The placement policy's picture of the workload: each request as the pool will see it.
+    if (!it.wait && !cpuOnly(*it.r))
+      workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, quotaModel(*it.r, it))));
+  }
+  auto policy = pl::makePolicy(s_.policy.placement, s_.policy.seed, workload);
+  if (!policy.ok()) return policy.status();
+  policy_ = std::move(*policy);
+  pickWholeHosts(items);
+
+  // 1. Dedicated capacity of the request's own team; CPU-only work anywhere it may go.
+  std::vector<Item*> forQuota;
+  for (Item& it : items) {
+    if (it.wait) continue;
+    const Request& r = *it.r;
+    if (cpuOnly(r)) {
+      if (!tryPlace(it, mask(r, Phase::kOwn) | mask(r, Phase::kPool), PlacedBy::kQuota, nullptr))
+        it.wait = unplacedWait(r, taskFor(r, visibleMask(r)));
+      continue;
+    }
+    if (tryPlace(it, mask(r, Phase::kOwn), PlacedBy::kDedicated, nullptr)) continue;
+    if (mask(r, Phase::kPool) != 0 &&
+        (!r.wholeHost || kindAllowed(it.wholeHostNode, mask(r, Phase::kPool))))
+      forQuota.push_back(&it);
+  }
+
+  // 2. Quota over the pool, then placement in its order.
+  q::QuotaSnapshot qs = quotaSnapshot(forQuota);
+  auto qd = q::decideQuota(qs);
+  if (!qd.ok()) return qd.status();
+  for (const q::Victim& v : qd->victims) {
+    out_.evictions.push_back({v.jobId, v.preemptible, v.forJob, v.reason});
+    evicted_.insert(v.jobId);
+  }
+  // Placement in queue order: an admitted request is placed (or, fragmented, reserves room); one
+  // that quota allows but that finds its GPUs in use reserves room too, so that later, smaller
+  // work cannot starve it, except by backfilling before it starts.
+  std::map<int64_t, const q::Admission*> admitted;
+  for (const q::Admission& adm : qd->admissions) admitted[adm.jobId] = &adm;
+  std::map<int64_t, const q::QuotaWait*> refused;
+  for (const q::QuotaWait& w : qd->waits) refused[w.jobId] = &w;
+  for (Item* itp : forQuota) {
+    Item& it = *itp;
+    const Request& r = *it.r;
+    if (auto a = admitted.find(r.id); a != admitted.end()) {
+      const uint64_t pool = mask(r, Phase::kPool, a->second->model);
+      if (tryPlace(it, pool, PlacedBy::kQuota, a->second)) continue;
+      pl::Task t = taskFor(r, pool);
+      if (tryBackfill(it, t)) continue;
+      it.wait = r.wholeHost ? Wait{r.id, WaitKind::kNoIdleHost} : unplacedWait(r, t);
+      if (it.wait->kind == WaitKind::kFragmented || it.wait->kind == WaitKind::kNoFreeGpus)
+        reserve(it, t);
+      continue;
+    }
+    const q::QuotaWait& w = *refused.at(r.id);
+    Wait wait{r.id, fromQuota(w.reason)};
+    wait.waitingFor = w.waitingFor;
+    it.wait = wait;
+    if (wait.kind == WaitKind::kNoFreeGpus && !r.wholeHost) {
+      pl::Task t = taskFor(r, mask(r, Phase::kPool, quotaModel(r, it)));
+      it.wait = unplacedWait(r, t);
+      reserve(it, t);
+    }
+  }
+  for (size_t i = 0; i < qd->ledger.size(); ++i) {
+    const q::TeamLedger& l = qd->ledger[i];
+    for (auto& ts : out_.teams) {
+      if (ts.team == l.team) {
+        ts.guaranteedMilli = l.guaranteed;
+        ts.withinMilli = l.withinGpus;
+        ts.borrowedMilli = l.borrowedGpus;
+        ts.lendableMilli = l.lendable;
+        ts.share = l.share;
+      }
+    }
+  }
+
+  // 3. What is still unplaced may use capacity other teams dedicated and lend; owners reclaim.
+  for (Item& it : items) {
+    if (it.placed || cpuOnly(*it.r)) continue;
+    if (it.wait && (it.wait->kind == WaitKind::kWaitingForGrace ||
+                    it.wait->kind == WaitKind::kReserved))
+      continue;
+    if (impossible(*it.r)) continue;
+    if (tryPlace(it, mask(*it.r, Phase::kLent), PlacedBy::kLentDedicated, nullptr)) continue;
+    if (!it.wait || it.wait->kind == WaitKind::kNoIdleHost ||
+        it.wait->kind == WaitKind::kFragmented || it.wait->kind == WaitKind::kNoFreeGpus ||
+        it.wait->kind == WaitKind::kOverQuota || it.wait->kind == WaitKind::kGang)
+      reclaimDedicated(it);
+    if (!it.wait) it.wait = unplacedWait(*it.r, taskFor(*it.r, visibleMask(*it.r)));
+  }
+
+  // Waits in queue order, numbered.
+  int position = 0;
+  for (Item& it : items) {
+    if (it.placed) continue;
+    Wait w = it.wait.value_or(Wait{it.r->id, WaitKind::kNoFreeGpus});
+    w.jobId = it.r->id;
+    w.position = ++position;
+    out_.waits.push_back(std::move(w));
+  }
+  return std::move(out_);
+}
+
+}  // namespace
+
+Result<Decisions> decide(const Snapshot& snapshot) {
+  auto fleet = fleet::Fleet::build(snapshot);
+  if (!fleet.ok()) return fleet.status();
+  return Pass(snapshot, *fleet).run();
+}
+
+}  // namespace allot::sched

@@ -1,0 +1,157 @@
+#include "sched/fleet_segments.h"
+
+#include <algorithm>
+#include <bit>
+#include <tuple>
+
+namespace allot::sched::fleet {
+namespace {
+
+namespace pl = placement;
+
+std::string encode(const Kind& k) {
+  // The placement model only compares kind names; the separator cannot occur in names people type.
+  return k.model + '\x1f' + k.owner + '\x1f' + (k.shared ? "s" : "x") + '\x1f' + k.driver + '\x1f' +
+         k.cuda;
+}
+
+}  // namespace
+
+bool operator<(const Kind& a, const Kind& b) {
+  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda) <
+         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda);
+}
+
+Result<Fleet> Fleet::build(const Snapshot& snap) {
+  Fleet f;
+  f.hosts_ = &snap.hosts;
+  f.byHost_.resize(snap.hosts.size());
+  std::map<Kind, int> kindIds;
+  std::vector<pl::NodeSpec> specs;
+  auto kindId = [&](const Kind& k) {
+    auto [it, added] = kindIds.emplace(k, static_cast<int>(f.kinds_.size()));
+    if (added) f.kinds_.push_back(k);
+    return it->second;
+  };
+  for (size_t h = 0; h < snap.hosts.size(); ++h) {
+    const HostView& host = snap.hosts[h];
+    if (!host.schedulable) continue;
+    f.hostByName_[host.name] = static_cast<int>(h);
+    // Group GPUs by kind, keeping index order inside a group.
+    std::map<Kind, std::vector<const GpuView*>> groups;
+    for (const auto& g : host.gpus) {
+      Kind k{g.model, host.dedicatedTo.empty() ? g.dedicatedTo : host.dedicatedTo, g.shared,
+             host.driverVersion, host.cudaVersion};
+      groups[k].push_back(&g);
+    }
+    if (groups.empty()) groups[Kind{"", host.dedicatedTo, false, "", ""}];
+    const int totalGpus = std::max<int>(1, static_cast<int>(host.gpus.size()));
+    int64_t cpuLeft = host.cpuMillis, memLeft = host.memoryMib;
+    size_t n = 0;
+    for (auto& [kind, gpus] : groups) {
+      ++n;
+      if (gpus.size() > static_cast<size_t>(pl::kMaxGpusPerNode)) {
+        return Status::InvalidArgument("host " + host.name + " has more than " +
+                                       std::to_string(pl::kMaxGpusPerNode) + " GPUs of one kind");
+      }
+      std::sort(gpus.begin(), gpus.end(),
+                [](const GpuView* a, const GpuView* b) { return a->index < b->index; });
+      Segment seg;
+      seg.host = static_cast<int>(h);
+      seg.kind = kindId(kind);
+      seg.gpus = gpus;
+      seg.gpuMemoryMib = gpus.empty() ? 0 : gpus.front()->memoryMib;
+      for (const GpuView* g : gpus) {
+        seg.gpuIndex.push_back(g->index);
+        seg.gpuMemoryMib = std::min(seg.gpuMemoryMib, g->memoryMib);
+      }
+      // CPU and memory in proportion to GPUs; the last group takes the rounding remainder.
+      int64_t cpu = n == groups.size() ? cpuLeft : host.cpuMillis * int64_t(gpus.size()) / totalGpus;
+      int64_t mem = n == groups.size() ? memLeft : host.memoryMib * int64_t(gpus.size()) / totalGpus;
+      cpuLeft -= cpu;
+      memLeft -= mem;
+      f.byHost_[h].push_back(static_cast<int>(f.segments_.size()));
+      specs.push_back({host.name, cpu, mem, static_cast<int>(gpus.size()), encode(kind)});
+      f.segments_.push_back(std::move(seg));
+    }
+  }
+  if (f.kinds_.size() > 64) {
+    return Status::InvalidArgument(
+        "the fleet has " + std::to_string(f.kinds_.size()) +
+        " kinds of GPU capacity (model x owner x mode x driver x CUDA); the scheduler handles 64");
+  }
+  auto state = pl::ClusterState::create(specs);
+  if (!state.ok()) return state.status();
+  f.state_ = std::move(*state);
+  for (const auto& k : f.kinds_) f.kindBit_.push_back(uint64_t{1} << f.state_.modelId(encode(k)));
+  return f;
+}
+
+int Fleet::hostIndex(const std::string& name) const {
+  auto it = hostByName_.find(name);
+  return it == hostByName_.end() ? -1 : it->second;
+}
+
+std::pair<int, int> Fleet::locate(int host, int gpuIndex) const {
+  for (int node : byHost_[host]) {
+    const auto& idx = segments_[node].gpuIndex;
+    auto it = std::find(idx.begin(), idx.end(), gpuIndex);
+    if (it != idx.end()) return {node, static_cast<int>(it - idx.begin())};
+  }
+  return {-1, -1};
+}
+
+std::vector<int> Fleet::applyRunning(const Slice& slice) {
+  std::vector<int> touched;
+  int host = hostIndex(slice.host);
+  if (host < 0) return touched;
+  // GPUs per segment.
+  std::map<int, uint32_t> perNode;
+  for (int g : slice.gpus) {
+    auto [node, local] = locate(host, g);
+    if (node >= 0) perNode[node] |= uint32_t{1} << local;
+  }
+  if (perNode.empty() && !byHost_[host].empty()) perNode[byHost_[host].front()] = 0;
+  bool first = true;
+  for (auto [node, mask] : perNode) {
+    pl::Task t;
+    // CPU and memory go to the first segment, as far as they fit there.
+    if (first) {
+      t.cpuMilli = std::min(slice.cpuMillis, state_.cpuFree(node));
+      t.memoryMib = std::min(slice.memoryMib, state_.memFree(node));
+      t.cpuMilli = std::max<int64_t>(0, t.cpuMilli);
+      t.memoryMib = std::max<int64_t>(0, t.memoryMib);
+    }
+    first = false;
+    const bool fraction = slice.gpuMilli < kMilliPerGpu;
+    uint32_t fitting = 0;
+    for (int local = 0; local < state_.numGpus(node); ++local) {
+      if (!((mask >> local) & 1)) continue;
+      int free = state_.gpuFree(node, local);
+      if (fraction ? free >= slice.gpuMilli : free == pl::kGpuMilli) fitting |= uint32_t{1} << local;
+    }
+    if (fraction && fitting != 0) fitting = fitting & (~fitting + 1);  // one GPU
+    t.numGpu = std::popcount(fitting);
+    t.gpuMilli = fraction ? slice.gpuMilli : pl::kGpuMilli;
+    t.allowedModels = pl::kAnyModel;
+    if (t.numGpu == 0 && t.cpuMilli == 0 && t.memoryMib == 0) continue;
+    state_.apply(t, {node, fitting});
+    touched.push_back(node);
+  }
+  return touched;
+}
+
+Slice Fleet::toSlice(int node, uint32_t gpus, const pl::Task& task) const {
+  Slice s;
+  const Segment& seg = segments_[node];
+  s.host = (*hosts_)[seg.host].name;
+  for (int local = 0; local < static_cast<int>(seg.gpuIndex.size()); ++local) {
+    if ((gpus >> local) & 1) s.gpus.push_back(seg.gpuIndex[local]);
+  }
+  s.gpuMilli = task.shared() ? task.gpuMilli : kMilliPerGpu;
+  s.cpuMillis = task.cpuMilli;
+  s.memoryMib = task.memoryMib;
+  return s;
+}
+
+}  // namespace allot::sched::fleet

@@ -1,0 +1,457 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "sched/fleet.h"
+
+namespace allot::sched {
+namespace {
+
+HostView host(const std::string& name, int gpus, const std::string& model = "A100") {
+  HostView h;
+  h.name = name;
+  h.cpuMillis = 64'000;
+  h.memoryMib = 512 * 1024;
+  h.driverVersion = "535.104.05";
+  h.cudaVersion = "12.2";
+  for (int i = 0; i < gpus; ++i) h.gpus.push_back({i, model, 81'920});
+  return h;
+}
+
+Request req(int64_t id, const std::string& team, int gpus, TimeMs at = 0) {
+  Request r;
+  r.id = id;
+  r.team = team;
+  r.gpus = gpus;
+  r.submittedAt = at == 0 ? id : at;
+  return r;
+}
+
+RunningJob running(int64_t id, const std::string& team, const std::string& h,
+                   std::vector<int> gpus, TimeMs started = 1) {
+  RunningJob j;
+  j.id = id;
+  j.team = team;
+  j.startedAt = started;
+  j.slices.push_back({h, std::move(gpus)});
+  return j;
+}
+
+TeamView team(const std::string& name, int guaranteed = 0, int borrowLimit = -1) {
+  TeamView t;
+  t.name = name;
+  if (guaranteed > 0) t.guaranteed[""] = guaranteed;
+  t.borrowLimit = borrowLimit;
+  return t;
+}
+
+Decisions run(const Snapshot& s) {
+  auto d = decide(s);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  return d.ok() ? *d : Decisions{};
+}
+
+const Placement* placementOf(const Decisions& d, int64_t id) {
+  for (const auto& p : d.placements) {
+    if (p.jobId == id) return &p;
+  }
+  return nullptr;
+}
+
+const Wait* waitOf(const Decisions& d, int64_t id) {
+  for (const auto& w : d.waits) {
+    if (w.jobId == id) return &w;
+  }
+  return nullptr;
+}
+
+TEST(Fleet, PlacesWholeGpusWithoutQuotasConfigured) {
+  Snapshot s;
+  s.hosts = {host("h1", 4), host("h2", 8)};
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 8), req(2, "ml", 4)};
+  auto d = run(s);
+  ASSERT_EQ(d.placements.size(), 2u);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "h2");
+  EXPECT_EQ(placementOf(d, 2)->slices[0].host, "h1");
+  EXPECT_TRUE(d.waits.empty());
+}
+
+TEST(Fleet, WaitReasonsNameWhatIsMissing) {
+  Snapshot s;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 1)};
+  EXPECT_EQ(run(s).waits.at(0).kind, WaitKind::kNoHosts);
+
+  s.hosts = {host("h1", 4)};
+  s.pending = {req(1, "ml", 8), req(2, "ml", 1)};
+  s.pending[1].models = {"H100"};
+  auto d = run(s);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kTooBig);
+  EXPECT_EQ(waitOf(d, 1)->largest, 4);
+  EXPECT_EQ(describeWait(*waitOf(d, 1), s.pending[0]),
+            "no host team ml may use has 8 GPUs (the largest has 4)");
+  EXPECT_EQ(waitOf(d, 2)->kind, WaitKind::kNoSuchModel);
+  EXPECT_EQ(waitOf(d, 1)->position, 1);
+  EXPECT_EQ(waitOf(d, 2)->position, 2);
+}
+
+TEST(Fleet, FragmentedRequestReservesAndReportsNumbers) {
+  Snapshot s;
+  s.now = 1000;
+  s.hosts = {host("h1", 4), host("h2", 4)};
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "h1", {0, 1}), running(11, "ml", "h2", {0, 1})};
+  s.running[0].endsBy = 5000;
+  s.pending = {req(1, "ml", 4)};
+  auto d = run(s);
+  ASSERT_EQ(d.waits.size(), 1u);
+  EXPECT_EQ(d.waits[0].kind, WaitKind::kReserved);
+  EXPECT_EQ(d.waits[0].host, "h1");  // h1 frees first: its job declared when it ends
+  EXPECT_EQ(d.waits[0].startAt, 5000);
+}
+
+TEST(Fleet, BackfillUsesReservedRoomOnlyWhenItEndsInTime) {
+  Snapshot s;
+  s.now = 1000;
+  s.hosts = {host("h1", 8)};
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "h1", {0, 1, 2, 3})};
+  s.running[0].endsBy = 1000 + 3'600'000;
+  s.pending = {req(1, "ml", 8), req(2, "ml", 2), req(3, "ml", 2)};
+  s.pending[1].maxRuntimeMs = 1'800'000;  // ends before the 8-GPU job can start
+  s.pending[2].maxRuntimeMs = 7'200'000;  // would delay it
+  auto d = run(s);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kReserved);
+  ASSERT_NE(placementOf(d, 2), nullptr);
+  EXPECT_EQ(placementOf(d, 2)->by, PlacedBy::kBackfill);
+  EXPECT_EQ(placementOf(d, 2)->reservedFor, 1);
+  EXPECT_EQ(placementOf(d, 3), nullptr);
+}
+
+TEST(Fleet, FractionsGoOnlyOnSharedGpusAndWholeOnlyOnExclusive) {
+  Snapshot s;
+  s.hosts = {host("h1", 2)};
+  s.hosts[0].gpus[1].shared = true;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 1), req(2, "ml", 1), req(3, "ml", 1), req(4, "ml", 1)};
+  s.pending[1].gpuMilli = 500;
+  s.pending[2].gpuMilli = 500;
+  s.pending[3].gpuMilli = 300;  // the shared GPU is full after two halves
+  auto d = run(s);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].gpus, std::vector<int>{0});
+  EXPECT_EQ(placementOf(d, 2)->slices[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(placementOf(d, 2)->slices[0].gpuMilli, 500);
+  EXPECT_EQ(placementOf(d, 3)->slices[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(placementOf(d, 4), nullptr);
+}
+
+TEST(Fleet, GpuMemoryRaisesAFraction) {
+  Snapshot s;
+  s.hosts = {host("h1", 1)};
+  s.hosts[0].gpus[0].shared = true;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 1)};
+  s.pending[0].gpuMilli = 100;
+  s.pending[0].gpuMemoryMib = 40'960;  // half of the 80 GiB GPU
+  auto d = run(s);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].gpuMilli, 500);
+}
+
+TEST(Fleet, DedicatedHostIsInvisibleToOtherTeams) {
+  Snapshot s;
+  s.hosts = {host("ours", 4)};
+  s.hosts[0].dedicatedTo = "ml";
+  s.teams = {team("ml"), team("cv")};
+  s.pending = {req(1, "cv", 1), req(2, "ml", 2)};
+  auto d = run(s);
+  EXPECT_EQ(placementOf(d, 1), nullptr);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kNoSuchModel);
+  ASSERT_NE(placementOf(d, 2), nullptr);
+  EXPECT_EQ(placementOf(d, 2)->by, PlacedBy::kDedicated);
+}
+
+TEST(Fleet, DedicatedSingleGpusStayWithTheirTeam) {
+  Snapshot s;
+  s.hosts = {host("h1", 4)};
+  s.hosts[0].gpus[2].dedicatedTo = "ml";
+  s.hosts[0].gpus[3].dedicatedTo = "ml";
+  s.teams = {team("ml"), team("cv")};
+  s.pending = {req(1, "cv", 3), req(2, "cv", 2), req(3, "ml", 2)};
+  auto d = run(s);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kTooBig);  // cv sees only two GPUs
+  EXPECT_EQ(placementOf(d, 2)->slices[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(placementOf(d, 3)->slices[0].gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(placementOf(d, 3)->by, PlacedBy::kDedicated);
+}
+
+TEST(Fleet, LentDedicatedCapacityIsReclaimedByItsOwner) {
+  Snapshot s;
+  s.hosts = {host("ours", 4)};
+  s.hosts[0].dedicatedTo = "ml";
+  s.teams = {team("ml"), team("cv")};
+  s.teams[0].lendDedicated = true;
+  s.pending = {req(1, "cv", 4)};
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 1)->by, PlacedBy::kLentDedicated);
+
+  s.running = {running(1, "cv", "ours", {0, 1, 2, 3})};
+  s.running[0].preemptible = true;
+  s.pending = {req(2, "ml", 2)};
+  d = run(s);
+  ASSERT_EQ(d.evictions.size(), 1u);
+  EXPECT_EQ(d.evictions[0].jobId, 1);
+  EXPECT_TRUE(d.evictions[0].requeue);
+  EXPECT_EQ(waitOf(d, 2)->kind, WaitKind::kWaitingForGrace);
+
+  s.running[0].evicting = true;  // next pass: still leaving; nobody new is evicted
+  d = run(s);
+  EXPECT_TRUE(d.evictions.empty());
+  EXPECT_EQ(waitOf(d, 2)->waitingFor, std::vector<int64_t>{1});
+}
+
+TEST(Fleet, GuaranteeReclaimsBorrowedWork) {
+  Snapshot s;
+  s.hosts = {host("h1", 4)};
+  s.teams = {team("ml", 4), team("cv", 0)};
+  s.running = {running(10, "cv", "h1", {0, 1}, 5), running(11, "cv", "h1", {2, 3}, 6)};
+  s.running[1].preemptible = true;
+  s.pending = {req(1, "ml", 2)};
+  auto d = run(s);
+  ASSERT_EQ(d.evictions.size(), 1u);
+  EXPECT_EQ(d.evictions[0].jobId, 11);  // the most recent
+  EXPECT_TRUE(d.evictions[0].requeue);
+  EXPECT_EQ(d.evictions[0].forJob, 1);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kWaitingForGrace);
+}
+
+TEST(Fleet, BorrowLimitHolds) {
+  Snapshot s;
+  s.hosts = {host("h1", 8)};
+  s.teams = {team("ml", 2, 1), team("cv", 0)};
+  s.pending = {req(1, "ml", 2), req(2, "ml", 2), req(3, "ml", 1)};
+  auto d = run(s);
+  EXPECT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(waitOf(d, 2)->kind, WaitKind::kOverQuota);  // 2 more would borrow 2 > 1
+  EXPECT_NE(placementOf(d, 3), nullptr);
+  EXPECT_EQ(d.teams[0].borrowedMilli, 1000);
+}
+
+TEST(Fleet, MultiGpuRequestsStayInOneNvlinkDomain) {
+  Snapshot s;
+  s.hosts = {host("h1", 8)};
+  for (auto& g : s.hosts[0].gpus) g.nvlinkDomain = g.index / 4;
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "h1", {1})};
+  s.pending = {req(1, "ml", 4)};
+  auto d = run(s);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].gpus, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(Fleet, GangIsAllOrNothingOnDistinctHosts) {
+  Snapshot s;
+  s.hosts = {host("h1", 4), host("h2", 4), host("h3", 4)};
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "h3", {0})};
+  s.pending = {req(1, "ml", 4)};
+  s.pending[0].hosts = 3;
+  auto d = run(s);
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kGang);
+  EXPECT_EQ(waitOf(d, 1)->hostsReady, 2);
+
+  s.running.clear();
+  d = run(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  std::set<std::string> hosts;
+  for (const auto& sl : d.placements[0].slices) hosts.insert(sl.host);
+  EXPECT_EQ(hosts.size(), 3u);
+}
+
+TEST(Fleet, WholeHostTakesTheSmallestIdleHost) {
+  Snapshot s;
+  s.hosts = {host("big", 8), host("small", 2), host("busy", 1)};
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "busy", {0})};
+  s.pending = {req(1, "ml", 0)};
+  s.pending[0].wholeHost = true;
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "small");
+  EXPECT_EQ(placementOf(d, 1)->slices[0].gpus.size(), 2u);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].cpuMillis, 64'000);
+}
+
+TEST(Fleet, DriverMinimumIsAConstraint) {
+  Snapshot s;
+  s.hosts = {host("old", 4), host("new", 4)};
+  s.hosts[0].driverVersion = "470.82";
+  s.hosts[1].driverVersion = "550.54";
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 4), req(2, "ml", 4)};
+  s.pending[0].minDriver = "535";
+  s.pending[1].minDriver = "535";
+  auto d = run(s);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "new");
+  EXPECT_EQ(placementOf(d, 2), nullptr);
+  EXPECT_TRUE(versionAtLeast("535.104.05", "535.54"));
+  EXPECT_FALSE(versionAtLeast("535.54", "535.104"));
+  EXPECT_TRUE(versionAtLeast("12.2", "12"));
+  EXPECT_FALSE(versionAtLeast("", "1"));
+}
+
+TEST(Fleet, PriorityGoesFirstAndCpuOnlyWorkAvoidsForeignDedicatedHosts) {
+  Snapshot s;
+  s.hosts = {host("pool", 2), host("theirs", 0)};
+  s.hosts[1].dedicatedTo = "cv";
+  s.teams = {team("ml"), team("cv")};
+  s.pending = {req(1, "ml", 2), req(2, "ml", 2), req(3, "ml", 0)};
+  s.pending[1].priority = 10;
+  s.pending[2].cpuMillis = 1000;
+  auto d = run(s);
+  EXPECT_NE(placementOf(d, 2), nullptr);
+  EXPECT_EQ(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 3)->slices[0].host, "pool");
+}
+
+TEST(Fleet, RefusesAnUnknownTeam) {
+  Snapshot s;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "nope", 1)};
+  auto d = decide(s);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().field(), "team");
+}
+
+// Property test: random fleets and queues; after each pass, the placements added to what runs
+// never over-commit a GPU, keep fractions on shared GPUs and whole GPUs off them, keep dedicated
+// capacity to its team unless lent, place gangs whole on distinct hosts, respect borrow limits,
+// and the same snapshot gives the same decisions.
+TEST(FleetProperty, InvariantsHoldOnRandomFleets) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  const std::vector<std::string> teams = {"a", "b", "c"};
+  for (int round = 0; round < 150; ++round) {
+    Snapshot s;
+    s.now = 1'000'000;
+    int hosts = 1 + pick(6);
+    for (int h = 0; h < hosts; ++h) {
+      HostView hv = host("h" + std::to_string(h), pick(9), pick(2) ? "A100" : "H100");
+      if (pick(5) == 0) hv.dedicatedTo = teams[pick(3)];
+      for (auto& g : hv.gpus) {
+        g.shared = pick(4) == 0;
+        if (pick(6) == 0) g.dedicatedTo = teams[pick(3)];
+        g.nvlinkDomain = pick(2) ? g.index / 4 : -1;
+      }
+      s.hosts.push_back(hv);
+    }
+    for (const auto& t : teams) {
+      TeamView tv = team(t, pick(4), pick(3) == 0 ? pick(3) : -1);
+      tv.lendDedicated = pick(2);
+      tv.weight = 1 + pick(3);
+      s.teams.push_back(tv);
+    }
+    int64_t id = 1;
+    // Some running work, placed by an earlier pass of the same scheduler.
+    for (int i = 0; i < 6; ++i) {
+      Request r = req(id++, teams[pick(3)], pick(3));
+      if (pick(3) == 0) {
+        r.gpus = 1;
+        r.gpuMilli = 100 * (1 + pick(9));
+      }
+      s.pending.push_back(r);
+    }
+    auto first = run(s);
+    for (const auto& p : first.placements) {
+      RunningJob j;
+      j.id = p.jobId;
+      for (const auto& r : s.pending) {
+        if (r.id == p.jobId) j.team = r.team;
+      }
+      j.startedAt = 10;
+      j.endsBy = pick(2) ? s.now + pick(100'000) : 0;
+      j.preemptible = pick(2);
+      j.slices = p.slices;
+      s.running.push_back(j);
+    }
+    s.pending.clear();
+    for (int i = 0; i < 12; ++i) {
+      Request r = req(id++, teams[pick(3)], pick(5));
+      int shape = pick(6);
+      if (shape == 0) {
+        r.gpus = 1;
+        r.gpuMilli = 100 * (1 + pick(9));
+      } else if (shape == 1) {
+        r.hosts = 2 + pick(2);
+        r.gpus = 1 + pick(2);
+      } else if (shape == 2) {
+        r.wholeHost = true;
+        r.gpus = 0;
+      }
+      r.priority = pick(3);
+      r.maxRuntimeMs = pick(2) ? pick(200'000) + 1 : 0;
+      r.cpuMillis = pick(3) * 1000;
+      if (pick(4) == 0) r.models = {"H100"};
+      s.pending.push_back(r);
+    }
+    auto d = run(s);
+    auto again = run(s);
+    ASSERT_EQ(d.placements.size(), again.placements.size());
+    for (size_t i = 0; i < d.placements.size(); ++i) {
+      EXPECT_EQ(d.placements[i].jobId, again.placements[i].jobId);
+      EXPECT_EQ(d.placements[i].slices.size(), again.placements[i].slices.size());
+    }
+    ASSERT_EQ(d.evictions.size(), again.evictions.size());
+
+    std::map<std::string, const HostView*> byName;
+    for (const auto& h : s.hosts) byName[h.name] = &h;
+    std::map<std::string, std::string> teamOf;
+    for (const auto& r : s.pending) teamOf[std::to_string(r.id)] = r.team;
+    std::map<std::pair<std::string, int>, int> used;
+    auto take = [&](const Slice& sl, const std::string& t, bool isNew) {
+      const HostView& h = *byName.at(sl.host);
+      for (int g : sl.gpus) {
+        used[{sl.host, g}] += sl.gpuMilli;
+        EXPECT_LE((used[{sl.host, g}]), 1000) << "GPU over-committed on " << sl.host;
+        if (!isNew) continue;
+        const GpuView& gv = h.gpus.at(g);
+        EXPECT_EQ(gv.shared, sl.gpuMilli < 1000) << "fraction/whole on the wrong GPU mode";
+        std::string owner = h.dedicatedTo.empty() ? gv.dedicatedTo : h.dedicatedTo;
+        if (!owner.empty() && owner != t) {
+          bool lends = false;
+          for (const auto& tv : s.teams) lends = lends || (tv.name == owner && tv.lendDedicated);
+          EXPECT_TRUE(lends) << "team " << t << " on " << owner << "'s dedicated GPU";
+        }
+      }
+    };
+    for (const auto& j : s.running) {
+      for (const auto& sl : j.slices) take(sl, j.team, false);
+    }
+    for (const auto& p : d.placements) {
+      const Request* r = nullptr;
+      for (const auto& pr : s.pending) {
+        if (pr.id == p.jobId) r = &pr;
+      }
+      ASSERT_NE(r, nullptr);
+      ASSERT_EQ(static_cast<int>(p.slices.size()), r->hosts);
+      std::set<std::string> distinct;
+      for (const auto& sl : p.slices) {
+        distinct.insert(sl.host);
+        if (!r->wholeHost) EXPECT_EQ(static_cast<int>(sl.gpus.size()), r->gpus);
+        take(sl, r->team, true);
+      }
+      EXPECT_EQ(static_cast<int>(distinct.size()), r->hosts);
+    }
+    for (size_t i = 0; i < d.teams.size(); ++i) {
+      if (s.teams[i].borrowLimit >= 0) {
+        EXPECT_LE(d.teams[i].borrowedMilli, s.teams[i].borrowLimit * 1000);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace allot::sched

@@ -1,0 +1,153 @@
+// Words for the fleet scheduler's compact decisions, made only when someone asks.
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/time_format.h"
+#include "sched/fleet.h"
+
+namespace allot::sched {
+namespace {
+
+std::string gpusText(const Request& r) {
+  std::string models;
+  for (const auto& m : r.models) models += (models.empty() ? "" : "/") + m;
+  if (r.gpuMilli < kMilliPerGpu) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%g", r.gpuMilli / 10.0);
+    return std::string(pct) + "% of a shared " +
+           (models.empty() ? "" : models + " ") + "GPU";
+  }
+  return std::to_string(r.gpus) + " " + (models.empty() ? "" : models + " ") +
+         (r.gpus == 1 ? "GPU" : "GPUs");
+}
+
+std::string milliText(int64_t milli) {
+  if (milli % kMilliPerGpu == 0) return std::to_string(milli / kMilliPerGpu);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(milli) / kMilliPerGpu);
+  return buf;
+}
+
+}  // namespace
+
+const char* placedByName(PlacedBy by) {
+  switch (by) {
+    case PlacedBy::kDedicated:
+      return "dedicated";
+    case PlacedBy::kQuota:
+      return "quota";
+    case PlacedBy::kLentDedicated:
+      return "lent_dedicated";
+    case PlacedBy::kBackfill:
+      return "backfill";
+  }
+  return "quota";
+}
+
+const char* waitKindName(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::kNoHosts:
+      return "no_hosts";
+    case WaitKind::kNoSuchModel:
+      return "no_such_model";
+    case WaitKind::kTooBig:
+      return "too_big";
+    case WaitKind::kNeedsOnlineHost:
+      return "needs_host";
+    case WaitKind::kOverQuota:
+      return "over_quota";
+    case WaitKind::kNoFreeGpus:
+      return "no_free_gpus";
+    case WaitKind::kWaitingForLenders:
+      return "waiting_for_lenders";
+    case WaitKind::kWaitingForGrace:
+      return "waiting_for_preemption";
+    case WaitKind::kGuaranteeInUse:
+      return "guarantee_in_use";
+    case WaitKind::kFragmented:
+      return "fragmented";
+    case WaitKind::kGang:
+      return "waiting_for_gang";
+    case WaitKind::kNoIdleHost:
+      return "no_idle_host";
+    case WaitKind::kReserved:
+      return "reserved";
+  }
+  return "waiting";
+}
+
+std::string describeWait(const Wait& w, const Request& r) {
+  const std::string what = gpusText(r);
+  switch (w.kind) {
+    case WaitKind::kNoHosts:
+      return "no host is online to run it";
+    case WaitKind::kNoSuchModel:
+      if (r.gpuMilli < kMilliPerGpu)
+        return "no host team " + r.team + " may use has a shared GPU that matches";
+      return "no host team " + r.team + " may use has " +
+             (r.models.empty() ? std::string("GPUs") : what) +
+             (r.minDriver.empty() && r.minCuda.empty() ? "" : " with the driver and CUDA asked");
+    case WaitKind::kTooBig:
+      if (w.hostsWanted > 0)
+        return "a gang of " + std::to_string(w.hostsWanted) + " hosts x " + what + ", but only " +
+               std::to_string(w.hostsReady) + " hosts team " + r.team + " may use are that big";
+      return "no host team " + r.team + " may use has " + what + " (the largest has " +
+             std::to_string(w.largest) + ")";
+    case WaitKind::kNeedsOnlineHost:
+      return "waiting for a host with the CPU and memory free";
+    case WaitKind::kOverQuota:
+      return "over quota: team " + r.team + " is at its guarantee and its borrow limit";
+    case WaitKind::kNoFreeGpus:
+      return "quota allows " + what + " for team " + r.team + ", but they are in use";
+    case WaitKind::kWaitingForLenders:
+      return "waiting for lenders: the idle capacity other teams may lend is in use";
+    case WaitKind::kWaitingForGrace: {
+      std::string ids;
+      for (int64_t id : w.waitingFor) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+      return "reclaiming capacity for team " + r.team + ": waiting for job" +
+             (w.waitingFor.size() == 1 ? " " : "s ") + ids + " to leave (preemption grace)";
+    }
+    case WaitKind::kGuaranteeInUse:
+      return "within team " + r.team +
+             "'s guarantee, but the GPUs are held by other teams' guaranteed work";
+    case WaitKind::kFragmented:
+      return "fragmented: " + milliText(w.freeTotal) + " GPUs are free in total, but no host has " +
+             what + " free together with the CPU and memory asked (the most on one host is " +
+             std::to_string(w.largest) + ")";
+    case WaitKind::kGang:
+      return "waiting for a gang: " + std::to_string(w.hostsReady) + " of " +
+             std::to_string(w.hostsWanted) + " hosts have " + what + " free";
+    case WaitKind::kNoIdleHost:
+      return "waiting for an idle host team " + r.team + " may use";
+    case WaitKind::kReserved:
+      return "waiting for " + what + " to come free; first in line on " + w.host +
+             (w.startAt > 0 ? ", expected to start by " + formatIso8601(w.startAt) : "");
+  }
+  return "waiting";
+}
+
+bool versionAtLeast(const std::string& have, const std::string& want) {
+  size_t i = 0, j = 0;
+  while (i < have.size() || j < want.size()) {
+    size_t ie = have.find('.', i), je = want.find('.', j);
+    if (ie == std::string::npos) ie = have.size();
+    if (je == std::string::npos) je = want.size();
+    std::string a = i < have.size() ? have.substr(i, ie - i) : "0";
+    std::string b = j < want.size() ? want.substr(j, je - j) : "0";
+    char* endA = nullptr;
+    char* endB = nullptr;
+    long long na = std::strtoll(a.c_str(), &endA, 10);
+    long long nb = std::strtoll(b.c_str(), &endB, 10);
+    if (*endA == '\0' && *endB == '\0' && !a.empty() && !b.empty()) {
+      if (na != nb) return na > nb;
+    } else if (a != b) {
+      return a > b;
+    }
+    i = ie + 1;
+    j = je + 1;
+  }
+  return true;
+}
+
+}  // namespace allot::sched
