@@ -1,8 +1,13 @@
 #pragma once
-// The FGD paper's allocation-ratio protocol (Weng et al., ATC'23): tasks arrive in a random order
-// drawn per seed, never depart, and are placed one by one (a task that fits nowhere is skipped)
-// until the GPU capacity requested by arrived tasks reaches 130% of the cluster's. The figure is
-// the allocated share of GPU capacity when arrivals reach 100% and 130%. Pure: no I/O, no clock.
+// The FGD paper's allocation-ratio protocol (Weng et al., ATC'23), as its simulator
+// (kubernetes-scheduler-simulator) runs it; docs/benchmarks.md ("Protocol") lists each choice.
+// Per seed: the nodes are listed in a random order (the simulator prefixes node names with a
+// random permutation, so ties between equal scores fall at random); the tasks arrive as a random
+// permutation of the pod list followed by copies drawn from it with replacement, until the GPU
+// capacity they request would pass 130% of the cluster's (a list already above 130% loses random
+// tasks instead). Tasks never depart; one that fits nowhere is skipped. The figure at X% is the
+// mean allocated share of GPU capacity over the decisions after which the arrived requests,
+// rounded to a whole percent, are X% of capacity. Pure: no I/O, no clock.
 
 #include <cstdint>
 #include <string>
@@ -30,8 +35,16 @@ struct AllocResult {
   std::vector<SeedResult> perSeed;
 };
 
-// When the task list runs out before the 130% mark, it is shuffled again and replayed (the
-// paper's simulator likewise inflates the workload by resampling).
+// The arrival sequence of one seed, as indices into `tasks`: a permutation of all of them, then
+// copies drawn uniformly with replacement while the GPU request of the sequence stays within
+// 130% of `capacityMilli`; when the whole list asks for more than that, random tasks are left out
+// of the permutation until it fits. Deterministic in (tasks, capacity, seed).
+std::vector<int> arrivalSequence(const std::vector<sched::placement::Task>& tasks,
+                                 int64_t capacityMilli, uint64_t seed);
+
+// The order nodes are listed in for one seed: a permutation of 0..n-1, deterministic in (n, seed).
+std::vector<int> nodeOrder(size_t n, uint64_t seed);
+
 Result<AllocResult> runAlloc(const std::vector<sched::placement::NodeSpec>& nodes,
                              const std::vector<sched::placement::Task>& tasks,
                              const std::string& policy, const std::vector<uint64_t>& seeds);

@@ -107,8 +107,8 @@ Result<std::vector<pl::NodeSpec>> loadNodes(const std::string& path) {
 
 Result<std::vector<TraceTask>> loadTasks(const std::string& path) {
   auto r = CsvReader::open(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
-  const bool hasSpec = r->has("gpu_spec");  // absent in some variants: any model
   if (!r.ok()) return r.status();
+  const bool hasSpec = r->has("gpu_spec");  // absent in some variants: any model
   std::vector<TraceTask> tasks;
   while (r->next()) {
     auto name = r->text("name");

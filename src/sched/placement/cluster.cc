@@ -26,20 +26,19 @@ uint64_t nextStamp() {
 Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
   ClusterState s;
   s.nodes_.reserve(specs.size());
+  // Model ids follow the models' names, not the node order, so states over the same nodes listed
+  // in different orders agree on them (a task's allowed set can be resolved against either).
+  for (const auto& spec : specs) s.models_.push_back(spec.model);
+  std::sort(s.models_.begin(), s.models_.end());
+  s.models_.erase(std::unique(s.models_.begin(), s.models_.end()), s.models_.end());
+  if (s.models_.size() > 64) return Status::InvalidArgument("more than 64 GPU models");
   for (const auto& spec : specs) {
     if (spec.gpus < 0 || spec.gpus > kMaxGpusPerNode || spec.cpuMilli < 0 || spec.memoryMib < 0) {
       return Status::InvalidArgument("node " + spec.name + ": resources out of range (gpus " +
                                      std::to_string(spec.gpus) + ", at most " +
                                      std::to_string(kMaxGpusPerNode) + ")");
     }
-    int model = s.modelId(spec.model);
-    if (model < 0) {
-      if (s.models_.size() == 64) {
-        return Status::InvalidArgument("node " + spec.name + ": more than 64 GPU models");
-      }
-      model = static_cast<int>(s.models_.size());
-      s.models_.push_back(spec.model);
-    }
+    const int model = s.modelId(spec.model);
     Node n;
     n.cpuFree = n.cpuCap = spec.cpuMilli;
     n.memFree = n.memCap = spec.memoryMib;
@@ -52,6 +51,8 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
     n.stamp = nextStamp();
     s.gpuFree_.insert(s.gpuFree_.end(), spec.gpus, kGpuMilli);
     s.totalGpuMilli_ += n.gpuFreeTotal;
+    s.maxCpuCap_ = std::max(s.maxCpuCap_, spec.cpuMilli);
+    s.maxNumGpus_ = std::max(s.maxNumGpus_, spec.gpus);
     s.nodes_.push_back(n);
     s.names_.push_back(spec.name);
     s.bounds_.emplace_back();
@@ -62,8 +63,8 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
 }
 
 int ClusterState::modelId(const std::string& model) const {
-  auto it = std::find(models_.begin(), models_.end(), model);
-  return it == models_.end() ? -1 : static_cast<int>(it - models_.begin());
+  auto it = std::lower_bound(models_.begin(), models_.end(), model);
+  return it == models_.end() || *it != model ? -1 : static_cast<int>(it - models_.begin());
 }
 
 uint64_t ClusterState::modelMask(const std::vector<std::string>& models) const {

@@ -60,8 +60,9 @@ class ClusterState {
   int size() const { return static_cast<int>(nodes_.size()); }
   const std::string& name(int node) const { return names_[node]; }
 
-  // Model name -> id, -1 when no node has it. modelMask turns a list of names into a task's
-  // allowed set (empty list = any model; names no node has are simply never satisfied).
+  // Model name -> id, -1 when no node has it. Ids follow the names' sorted order, whatever the
+  // node order. modelMask turns a list of names into a task's allowed set (empty list = any
+  // model; names no node has are simply never satisfied).
   int modelId(const std::string& model) const;
   uint64_t modelMask(const std::vector<std::string>& models) const;
 
@@ -101,6 +102,9 @@ class ClusterState {
   void release(const Task& task, const Choice& choice);
 
   int64_t totalGpuMilli() const { return totalGpuMilli_; }
+  // The largest node's CPU and GPU count (the paper's BestFit normalizes by them).
+  int64_t maxCpuCap() const { return maxCpuCap_; }
+  int maxNumGpus() const { return maxNumGpus_; }
   int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
 
  private:
@@ -131,6 +135,8 @@ class ClusterState {
   std::vector<std::string> models_;
   int64_t totalGpuMilli_ = 0;
   int64_t allocatedGpuMilli_ = 0;
+  int64_t maxCpuCap_ = 0;
+  int maxNumGpus_ = 0;
 };
 
 }  // namespace allot::sched::placement

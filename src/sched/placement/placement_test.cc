@@ -3,6 +3,7 @@
 #include <bit>
 #include <map>
 #include <random>
+#include <set>
 
 #include "sched/placement/policy.h"
 
@@ -128,6 +129,49 @@ TEST(Fgd, DeltaMatchesRecomputedFragmentation) {
 // Every policy over random clusters and task streams: after each decision, an independent ledger
 // of what was placed on each GPU shows no GPU over-committed and whole GPUs exclusive; the same
 // seed gives the same decisions.
+TEST(BestFit, ScoresCpuAndGpuButNotMemory) {
+  // Identical but for free memory: memory is not scored, so the tie goes to the lower index.
+  ClusterState s =
+      cluster({{"roomy", 64000, 1'000'000, 4, "V100"}, {"tight", 64000, 2048, 4, "V100"}});
+  BestFitPolicy policy;
+  EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
+  // Less CPU left after placement wins.
+  ClusterState t =
+      cluster({{"big", 96000, 100000, 4, "V100"}, {"small", 32000, 100000, 4, "V100"}});
+  EXPECT_EQ(policy.choose(t, whole(1)).node, 1);
+}
+
+TEST(Random, SharedTaskGoesOnARandomFittingGpu) {
+  std::set<uint32_t> seen;
+  for (uint64_t seed = 1; seed <= 64; ++seed) {
+    ClusterState s = cluster({{"a", 64000, 100000, 4, "V100"}});
+    s.apply(shared(800), {0, 1u});  // GPU 0 has 200 free: too little for 500
+    RandomPolicy policy(seed);
+    Choice c = policy.choose(s, shared(500));
+    ASSERT_TRUE(c.ok());
+    EXPECT_NE(c.gpus, 1u);
+    seen.insert(c.gpus);
+  }
+  EXPECT_EQ(seen.size(), 3u);  // GPUs 1, 2 and 3 all drawn
+}
+
+TEST(Fgd, NearlyEqualFragmentationTiesAndBestFitDecides) {
+  // Half the workload is CPU-only, one task in a thousand needs 40 CPUs. Placing a 1-GPU task on
+  // `lean` (40.5 CPUs) also shuts that rare type out, so fragmentation grows by 7 milli-GPU more
+  // there than on `fat`: both get the same integer score (62), and the BestFit order (less CPU
+  // left) picks `lean`.
+  std::vector<Task> workload;
+  for (int i = 0; i < 500; ++i) workload.push_back(whole(1));
+  for (int i = 0; i < 499; ++i) workload.push_back(Task{1000, 1024, 0, 0, kAnyModel});
+  workload.push_back(Task{40000, 1024, 1, 1000, kAnyModel});
+  ClusterState s = cluster({{"fat", 64000, 100000, 8, "V100"}, {"lean", 40500, 100000, 8, "V100"}});
+  WorkloadDistribution w = WorkloadDistribution::fromTasks(workload);
+  EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
+  EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
+  FgdPolicy policy(std::move(w));
+  EXPECT_EQ(policy.choose(s, whole(1)).node, 1);
+}
+
 TEST(Placement, PropertyNoGpuOverCommittedAndDeterministic) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     std::mt19937_64 rng(seed);

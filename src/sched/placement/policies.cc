@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sched/placement/policy.h"
@@ -6,17 +7,19 @@
 namespace allot::sched::placement {
 namespace {
 
-// What is left of a node after the task, as a sum of fractions of its capacity (BestFit score;
-// lower is tighter).
+// What is left of a node after the task (BestFit score; lower is tighter), as in the FGD paper's
+// simulator: free CPU and free GPU capacity after placement, each normalized by the largest node's
+// and weighted 1/2. Memory must fit but does not count.
 double leftAfter(const ClusterState& s, int node, const Task& t) {
-  double left = 0;
-  if (s.cpuCap(node) > 0) left += double(s.cpuFree(node) - t.cpuMilli) / double(s.cpuCap(node));
-  if (s.memCap(node) > 0) left += double(s.memFree(node) - t.memoryMib) / double(s.memCap(node));
-  if (s.numGpus(node) > 0) {
-    left += double(s.gpuFreeTotal(node) - t.gpuRequest()) / double(s.numGpus(node) * kGpuMilli);
-  }
-  return left;
+  const double cpuScale = s.maxCpuCap() > 0 ? 0.5 / double(s.maxCpuCap()) : 0;
+  const double gpuScale = s.maxNumGpus() > 0 ? 0.5 / double(s.maxNumGpus() * kGpuMilli) : 0;
+  return double(s.cpuFree(node) - t.cpuMilli) * cpuScale +
+         double(s.gpuFreeTotal(node) - t.gpuRequest()) * gpuScale;
 }
+
+// The FGD paper's node score for a change of fragmentation `delta` (milli-GPU, positive = more
+// fragmented): 100 * sigmoid(-delta / 1000), truncated to an integer. Higher is better.
+int fgdScore(double delta) { return static_cast<int>(100.0 / (1.0 + std::exp(delta / 1000.0))); }
 
 // For a shared task: the fitting GPU with the least free capacity (lowest index on ties).
 uint32_t tightestGpu(const ClusterState& s, int node, const Task& t) {
@@ -48,7 +51,12 @@ Choice RandomPolicy::choose(const ClusterState& s, const Task& t) {
   }
   if (fitting_.empty()) return {};
   int node = fitting_[next() % fitting_.size()];
-  return {node, s.firstGpus(node, t)};
+  if (!t.shared()) return {node, s.firstGpus(node, t)};
+  int seen = 0, gpu = -1;  // a uniformly random fitting GPU (reservoir sampling)
+  for (int g = 0; g < s.numGpus(node); ++g) {
+    if (s.gpuFree(node, g) >= t.gpuMilli && next() % ++seen == 0) gpu = g;
+  }
+  return {node, uint32_t{1} << gpu};
 }
 
 Choice FirstFitPolicy::choose(const ClusterState& s, const Task& t) {
@@ -242,12 +250,12 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
   const double before = usableNow(s, n);
   const double request = t.numGpu == 0 ? 0 : double(t.gpuRequest());
   if (!t.shared()) {
-    e.delta = -request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before);
+    e.score = fgdScore(-request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before));
     return e;
   }
   // GPUs with the same free capacity are interchangeable: evaluate each distinct value once,
   // on its lowest-indexed GPU. Ties go to the GPU with less free capacity.
-  e.delta = std::numeric_limits<double>::infinity();
+  double best = std::numeric_limits<double>::infinity();
   int bestFree = kGpuMilli + 1;
   uint32_t seen[(kGpuMilli + 32) / 32] = {};
   for (int g = 0; g < s.numGpus(n); ++g) {
@@ -255,17 +263,17 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
     if (free < t.gpuMilli || ((seen[free / 32] >> (free % 32)) & 1)) continue;
     seen[free / 32] |= uint32_t{1} << (free % 32);
     double d = -request - (workload_.usableAfter(s, n, t, uint32_t{1} << g) - before);
-    if (d < e.delta - kTie || (d <= e.delta + kTie && free < bestFree)) {
-      e.delta = d;
+    if (d < best - kTie || (d <= best + kTie && free < bestFree)) {
+      best = d;
       e.gpu = g;
       bestFree = free;
     }
   }
+  e.score = fgdScore(best);
   return e;
 }
 
 Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
-  constexpr double kTie = 1e-9;
   if (int(usable_.size()) != s.size()) {
     usable_.assign(s.size(), NodeUsable{});
     byType_.clear();
@@ -292,8 +300,7 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     cache = &it->second;
     if (int(cache->size()) != s.size()) cache->assign(s.size(), Eval{});
   }
-  int best = -1, bestGpu = -1;
-  double bestDelta = std::numeric_limits<double>::infinity();
+  int best = -1, bestGpu = -1, bestScore = -1;
   double bestLeft = std::numeric_limits<double>::infinity();
   for (int n = 0; n < s.size(); ++n) {
     if (!s.fits(n, t)) continue;
@@ -305,12 +312,12 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     } else {
       e = evaluate(s, n, t);
     }
-    if (e.delta > bestDelta + kTie) continue;
+    if (e.score < bestScore) continue;
     double left = leftAfter(s, n, t);
-    if (e.delta < bestDelta - kTie || left < bestLeft) {
+    if (e.score > bestScore || left < bestLeft) {
       best = n;
       bestGpu = e.gpu;
-      bestDelta = e.delta;
+      bestScore = e.score;
       bestLeft = left;
     }
   }
