@@ -8,12 +8,13 @@
 // How a pass decides (docs/scheduler.md tells the same for users):
 // 1. Capacity. Every schedulable host becomes one or more placement nodes ("segments"): its GPUs
 //    in the shared pool, its GPUs dedicated to a team (a whole host, or single GPUs), and its
-//    GPUs in shared mode (fractional work only) are separate segments; a host with more than one
-//    segment splits its CPU and memory among them in proportion to their GPUs. Each segment gets
-//    a placement "kind" (GPU model, owner, shared mode, driver and CUDA version), and a request's
-//    set of allowed kinds says where it may go: so dedicated capacity is invisible to other
-//    teams, fractions go only to shared GPUs, whole GPUs only to exclusive ones, and version
-//    minimums hold, all with the placement policy's one bitmask test.
+//    GPUs in shared mode are separate segments; a host with more than one segment splits its CPU
+//    and memory among them in proportion to their GPUs. Each segment gets a placement "kind" (GPU
+//    model, owner, shared mode, driver and CUDA version), and a request's set of allowed kinds
+//    says where it may go: so dedicated capacity is invisible to other teams, fractions go only
+//    to shared GPUs (whole-GPU work takes a shared GPU only while nothing is on it, and no
+//    fraction joins a GPU held whole), and version minimums hold, all with the placement
+//    policy's one bitmask test.
 // 2. Dedicated capacity first. A request of a team that owns dedicated capacity is tried there
 //    first; that needs no quota.
 // 3. Quota. The rest goes through the quota policy (sched/quota), counted in milli-GPUs over the
@@ -47,7 +48,7 @@ struct GpuView {
   int index = 0;
   std::string model;
   int64_t memoryMib = 0;
-  bool shared = false;      // shared mode: takes fractional work only
+  bool shared = false;      // shared mode: takes fractions, and whole work only when all free
   std::string dedicatedTo;  // a team, or empty; ignored when the host itself is dedicated
   // Topology, -1 when unknown. GPUs with the same nvlinkDomain are joined by NVLink; the same
   // pcieSwitch sit under one PCIe switch; numaNode is their CPU socket.

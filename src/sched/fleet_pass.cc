@@ -175,7 +175,7 @@ uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model) con
                                    r.models.end())
         continue;
       if (!model.empty() && kind.model != model) continue;
-      if (kind.shared != fractional(r)) continue;
+      if (fractional(r) && !kind.shared) continue;
       if (!r.minDriver.empty() && !versionAtLeast(kind.driver, r.minDriver)) continue;
       if (!r.minCuda.empty() && !versionAtLeast(kind.cuda, r.minCuda)) continue;
       if (r.gpuMemoryMib > 0 && kindMinGpuMemory_[k] < r.gpuMemoryMib) continue;

@@ -131,21 +131,26 @@ TEST(Fleet, BackfillUsesReservedRoomOnlyWhenItEndsInTime) {
   EXPECT_EQ(placementOf(d, 3), nullptr);
 }
 
-TEST(Fleet, FractionsGoOnlyOnSharedGpusAndWholeOnlyOnExclusive) {
+TEST(Fleet, FractionsGoOnlyOnSharedGpus) {
   Snapshot s;
   s.hosts = {host("h1", 2)};
   s.hosts[0].gpus[1].shared = true;
   s.teams = {team("ml")};
-  s.pending = {req(1, "ml", 1), req(2, "ml", 1), req(3, "ml", 1), req(4, "ml", 1)};
+  s.running = {running(10, "ml", "h1", {0})};
+  s.pending = {req(2, "ml", 1), req(3, "ml", 1), req(4, "ml", 1), req(5, "ml", 1)};
+  s.pending[0].gpuMilli = 500;
   s.pending[1].gpuMilli = 500;
-  s.pending[2].gpuMilli = 500;
-  s.pending[3].gpuMilli = 300;  // the shared GPU is full after two halves
+  s.pending[2].gpuMilli = 300;  // the shared GPU is full after two halves
   auto d = run(s);
-  EXPECT_EQ(placementOf(d, 1)->slices[0].gpus, std::vector<int>{0});
   EXPECT_EQ(placementOf(d, 2)->slices[0].gpus, std::vector<int>{1});
   EXPECT_EQ(placementOf(d, 2)->slices[0].gpuMilli, 500);
   EXPECT_EQ(placementOf(d, 3)->slices[0].gpus, std::vector<int>{1});
   EXPECT_EQ(placementOf(d, 4), nullptr);
+  EXPECT_EQ(placementOf(d, 5), nullptr);  // a whole GPU never joins fractions
+
+  s.pending = {req(6, "ml", 1)};  // while nothing is on it, a shared GPU can be taken whole
+  ASSERT_NE(placementOf(run(s), 6), nullptr);
+  EXPECT_EQ(placementOf(run(s), 6)->slices[0].gpus, std::vector<int>{1});
 }
 
 TEST(Fleet, GpuMemoryRaisesAFraction) {
@@ -418,7 +423,7 @@ TEST(FleetProperty, InvariantsHoldOnRandomFleets) {
         EXPECT_LE((used[{sl.host, g}]), 1000) << "GPU over-committed on " << sl.host;
         if (!isNew) continue;
         const GpuView& gv = h.gpus.at(g);
-        EXPECT_EQ(gv.shared, sl.gpuMilli < 1000) << "fraction/whole on the wrong GPU mode";
+        if (sl.gpuMilli < 1000) EXPECT_TRUE(gv.shared) << "a fraction on an exclusive GPU";
         std::string owner = h.dedicatedTo.empty() ? gv.dedicatedTo : h.dedicatedTo;
         if (!owner.empty() && owner != t) {
           bool lends = false;
