@@ -62,7 +62,18 @@ class Pass {
   bool kindAllowed(int node, uint64_t allowed) const {
     return (f_.kindBit(f_.segments()[node].kind) & allowed) != 0;
   }
-  std::optional<Wait> impossible(const Request& r) const;
+  // Every change to the placement state goes through these, so cached answers know when they
+  // are stale.
+  void take(const pl::Task& t, const pl::Choice& c) {
+    st_.apply(t, c);
+    ++version_;
+  }
+  void giveBack(const pl::Task& t, const pl::Choice& c) {
+    st_.release(t, c);
+    ++version_;
+  }
+  std::optional<Wait> impossible(const Request& r);
+  std::optional<Wait> impossibleUncached(const Request& r) const;
   void pickWholeHosts(std::vector<Item>& items);
   // Places the request with the tasks' mask; applies and records it. False when it does not fit.
   bool tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm);
@@ -73,7 +84,8 @@ class Pass {
   bool tryBackfill(Item& it, const pl::Task& t);
   void reserve(Item& it, const pl::Task& t);
   void reclaimDedicated(Item& it);
-  Wait unplacedWait(const Request& r, const pl::Task& t) const;
+  Wait unplacedWait(const Request& r, const pl::Task& t);
+  Wait unplacedWaitUncached(const Request& r, const pl::Task& t) const;
   q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
   std::string quotaModel(const Request& r, const Item& it) const;
 
@@ -84,10 +96,18 @@ class Pass {
   std::map<std::string, const TeamView*> teams_;
   std::set<std::string> lenders_;  // teams lending dedicated capacity
   std::vector<int64_t> kindMinGpuMemory_;
+  std::map<std::string, int64_t> poolFree_;  // model -> free milli in the pool, at the start
   std::vector<std::vector<int>> runningOnNode_;      // node -> indices into s_.running
   std::vector<std::vector<TimeMs>> gpuFreeAt_;       // node -> GPU -> when it is free (kNever)
   std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
   std::set<std::tuple<uint64_t, int64_t, int64_t, int, int, int>> failedShapes_;
+  // A deep queue repeats a few shapes: what the fleet lacks for a shape, and how a shape waits in
+  // the current state, are worked out once per shape (and state version), not once per request.
+  uint64_t version_ = 0;
+  std::map<std::tuple<uint64_t, bool, bool, int, int64_t, int64_t, int>, std::optional<Wait>>
+      impossibleCache_;
+  std::map<std::tuple<uint64_t, int64_t, int64_t, int, int, int, bool>, std::pair<uint64_t, Wait>>
+      unplacedCache_;
   std::vector<Reservation> reservations_;
   std::set<int> wholeHostTaken_;
   std::map<int64_t, const RunningJob*> running_;
@@ -210,8 +230,19 @@ pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
   return t;
 }
 
+std::optional<Wait> Pass::impossible(const Request& r) {
+  auto key = std::tuple(visibleMask(r), r.wholeHost, fractional(r), r.gpus, r.cpuMillis,
+                        r.memoryMib, r.hosts);
+  auto it = impossibleCache_.find(key);
+  if (it == impossibleCache_.end()) it = impossibleCache_.emplace(key, impossibleUncached(r)).first;
+  if (!it->second) return std::nullopt;
+  Wait w = *it->second;
+  w.jobId = r.id;
+  return w;
+}
+
 // A wait that no amount of waiting for others changes: the fleet lacks what it asks.
-std::optional<Wait> Pass::impossible(const Request& r) const {
+std::optional<Wait> Pass::impossibleUncached(const Request& r) const {
   Wait w;
   w.jobId = r.id;
   if (st_.size() == 0) {
@@ -220,18 +251,21 @@ std::optional<Wait> Pass::impossible(const Request& r) const {
   }
   if (cpuOnly(r)) return std::nullopt;
   const uint64_t visible = visibleMask(r);
-  int largest = 0, hostsBig = 0;
+  int largest = 0, hostsBig = 0, lastHost = -1;
   bool any = false;
-  std::set<int> hostsWithRoom;
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, visible)) continue;
     any = true;
     int cap = r.wholeHost ? st_.numGpus(n) : (fractional(r) ? 1 : st_.numGpus(n));
     largest = std::max(largest, cap);
-    if (cap >= r.gpus && st_.cpuCap(n) >= r.cpuMillis && st_.memCap(n) >= r.memoryMib)
-      hostsWithRoom.insert(f_.segments()[n].host);
+    // A host's segments are consecutive, so counting changes of host counts distinct hosts.
+    const int host = f_.segments()[n].host;
+    if (host != lastHost && cap >= r.gpus && st_.cpuCap(n) >= r.cpuMillis &&
+        st_.memCap(n) >= r.memoryMib) {
+      ++hostsBig;
+      lastHost = host;
+    }
   }
-  hostsBig = static_cast<int>(hostsWithRoom.size());
   if (!any) {
     w.kind = WaitKind::kNoSuchModel;
     return w;
@@ -357,7 +391,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     t.memoryMib = st_.memFree(n);
     if (!st_.fits(n, t) || st_.fullFreeGpus(n) != st_.numGpus(n)) return false;
     uint32_t all = st_.firstGpus(n, t);
-    st_.apply(t, {n, all});
+    take(t, {n, all});
     record(it, {f_.toSlice(n, all, t)}, by, adm);
     return true;
   }
@@ -369,7 +403,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       failedShapes_.insert(shape);
       return false;
     }
-    st_.apply(t, {n, 0});
+    take(t, {n, 0});
     record(it, {f_.toSlice(n, 0, t)}, by, adm);
     return true;
   }
@@ -380,7 +414,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       return false;
     }
     c.gpus = pickGpus(c.node, t, c.gpus);
-    st_.apply(t, c);
+    take(t, c);
     record(it, {f_.toSlice(c.node, c.gpus, t)}, by, adm);
     return true;
   }
@@ -421,7 +455,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       }
     }
     c.gpus = pickGpus(c.node, t, c.gpus);
-    st_.apply(t, c);
+    take(t, c);
     usedHosts.insert(f_.segments()[c.node].host);
     slices.push_back(f_.toSlice(c.node, c.gpus, t));
   }
@@ -437,11 +471,11 @@ bool Pass::tryBackfill(Item& it, const pl::Task& t) {
   for (Reservation& res : reservations_) {
     if (res.startAt == 0 || s_.now + r.maxRuntimeMs > res.startAt) continue;
     if (!kindAllowed(res.node, t.allowedModels)) continue;
-    if (res.blockGpus != 0) st_.release(res.block, {res.node, res.blockGpus});
+    if (res.blockGpus != 0) giveBack(res.block, {res.node, res.blockGpus});
     bool placed = false;
     if (st_.fits(res.node, t)) {
       uint32_t gpus = pickGpus(res.node, t, st_.firstGpus(res.node, t));
-      st_.apply(t, {res.node, gpus});
+      take(t, {res.node, gpus});
       record(it, {f_.toSlice(res.node, gpus, t)}, PlacedBy::kBackfill, nullptr, res.jobId);
       placed = true;
     }
@@ -453,7 +487,7 @@ bool Pass::tryBackfill(Item& it, const pl::Task& t) {
     }
     res.block.numGpu = std::popcount(still);
     res.blockGpus = still;
-    if (still != 0) st_.apply(res.block, {res.node, still});
+    if (still != 0) take(res.block, {res.node, still});
     if (placed) return true;
   }
   return false;
@@ -496,7 +530,7 @@ void Pass::reserve(Item& it, const pl::Task& t) {
       ++res.block.numGpu;
     }
   }
-  if (res.blockGpus != 0) st_.apply(res.block, {bestNode, res.blockGpus});
+  if (res.blockGpus != 0) take(res.block, {bestNode, res.blockGpus});
   Wait w{r.id, WaitKind::kReserved};
   w.host = f_.hostOf(bestNode).name;
   w.startAt = res.startAt;
@@ -576,23 +610,38 @@ void Pass::reclaimDedicated(Item& it) {
   it.wait = w;
 }
 
-Wait Pass::unplacedWait(const Request& r, const pl::Task& t) const {
+Wait Pass::unplacedWait(const Request& r, const pl::Task& t) {
+  auto key = std::tuple(t.allowedModels, t.cpuMilli, t.memoryMib, t.numGpu, t.gpuMilli, r.hosts,
+                        cpuOnly(r));
+  auto it = unplacedCache_.find(key);
+  if (it == unplacedCache_.end() || it->second.first != version_)
+    it = unplacedCache_.insert_or_assign(key, std::pair(version_, unplacedWaitUncached(r, t))).first;
+  Wait w = it->second.second;
+  w.jobId = r.id;
+  return w;
+}
+
+Wait Pass::unplacedWaitUncached(const Request& r, const pl::Task& t) const {
   Wait w{r.id, WaitKind::kFragmented};
   if (cpuOnly(r)) {
     w.kind = WaitKind::kNeedsOnlineHost;
     return w;
   }
-  std::set<int> hostsReady;
+  int hostsReady = 0, lastHost = -1;
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, t.allowedModels)) continue;
     w.freeTotal += st_.gpuFreeTotal(n);
     w.largest = std::max(w.largest, t.shared() ? (st_.maxFreeMilli(n) >= t.gpuMilli ? 1 : 0)
                                                : st_.fullFreeGpus(n));
-    if (st_.fits(n, t)) hostsReady.insert(f_.segments()[n].host);
+    const int host = f_.segments()[n].host;
+    if (host != lastHost && st_.fits(n, t)) {
+      ++hostsReady;
+      lastHost = host;
+    }
   }
   if (r.hosts > 1) {
     w.kind = WaitKind::kGang;
-    w.hostsReady = static_cast<int>(hostsReady.size());
+    w.hostsReady = hostsReady;
     w.hostsWanted = r.hosts;
   } else if (w.freeTotal < t.gpuRequest() * r.hosts) {
     w.kind = WaitKind::kNoFreeGpus;
@@ -604,17 +653,12 @@ std::string Pass::quotaModel(const Request& r, const Item& it) const {
   if (it.wholeHostNode >= 0) return f_.kindOf(it.wholeHostNode).model;
   if (r.models.size() == 1) return r.models.front();
   if (r.models.empty()) return "";  // quota picks the model
-  // Several allowed models: the one with the most free pool capacity for it.
-  const uint64_t pool = mask(r, Phase::kPool);
-  std::map<std::string, int64_t> free;
-  for (int n = 0; n < st_.size(); ++n) {
-    if (kindAllowed(n, pool)) free[f_.kindOf(n).model] += st_.gpuFreeTotal(n);
-  }
+  // Several allowed models: the one with the most free pool capacity at the start of the pass.
   std::string best = r.models.front();
   int64_t most = -1;
   for (const auto& m : r.models) {
-    auto itf = free.find(m);
-    if (itf != free.end() && itf->second > most) {
+    auto itf = poolFree_.find(m);
+    if (itf != poolFree_.end() && itf->second > most) {
       most = itf->second;
       best = m;
     }
@@ -765,6 +809,10 @@ Result<Decisions> Pass::run() {
       kindMinGpuMemory_[seg.kind] = std::min(kindMinGpuMemory_[seg.kind], seg.gpuMemoryMib);
   }
   applyRunning();
+  for (int n = 0; n < st_.size(); ++n) {
+    const fleet::Kind& k = f_.kindOf(n);
+    if (k.owner.empty() && !k.model.empty()) poolFree_[k.model] += st_.gpuFreeTotal(n);
+  }
 
   // Queue order: priority, then submission.
   std::vector<Item> items(s_.pending.size());
@@ -779,13 +827,24 @@ Result<Decisions> Pass::run() {
     byId[items[i].r->id] = &items[i];
   }
 
+  std::set<std::string> poolModels;
+  for (const auto& k : f_.kinds()) {
+    if (k.owner.empty() && !k.model.empty()) poolModels.insert(k.model);
+  }
   std::vector<pl::Task> workload;
   workload.reserve(items.size());
   for (Item& it : items) {
     it.wait = impossible(*it.r);
-    // The placement policy's picture of the workload: each request as the pool will see it.
-    if (!it.wait && !cpuOnly(*it.r))
-      workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, quotaModel(*it.r, it))));
+    // The placement policy's picture of the workload: each request as the pool will see it. An
+    // any-model request is placed on the one model quota admits it on, so it appears once per
+    // model (FGD caches by task type, and the type must be the one placed).
+    if (it.wait || cpuOnly(*it.r)) continue;
+    std::string model = quotaModel(*it.r, it);
+    if (!model.empty()) {
+      workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, model)));
+    } else {
+      for (const auto& m : poolModels) workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, m)));
+    }
   }
   auto policy = pl::makePolicy(s_.policy.placement, s_.policy.seed, workload);
   if (!policy.ok()) return policy.status();

@@ -1,0 +1,166 @@
+// The fleet scheduler's pass (sched::decide: quota, placement, reservations, waits) on large
+// snapshots: decisions per second, the cost of a deep queue, and memory per GPU.
+// Run: build/bin/fleet_bench --benchmark_counters_tabular=true
+//
+// - FillPass/<hosts>/<gpus per host>: an empty fleet and a queue of 1-8 GPU and fractional
+//   requests of 4 teams with guarantees; one pass places as many as fit. decisions_per_s counts
+//   every request decided (placed or told why it waits).
+// - DeepQueue/<hosts>/<queued>: a full fleet and a deep queue of requests that cannot start: the
+//   pass must answer each with its reason without trying every request on every host.
+// - Memory: bytes allocated by one pass at its peak, per GPU, at 80,000 GPUs.
+
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
+
+#include "sched/fleet.h"
+
+// Live and peak heap bytes, for the memory figure. Counting is off unless a benchmark turns it
+// on, so the others measure time without the bookkeeping in the way.
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<int64_t> live{0}, peak{0};
+}  // namespace
+
+void* operator new(size_t n) {
+  void* p = std::malloc(n + 16);
+  if (!p) throw std::bad_alloc();
+  *static_cast<size_t*>(p) = n;
+  if (counting.load(std::memory_order_relaxed)) {
+    int64_t now = live.fetch_add(int64_t(n)) + int64_t(n);
+    int64_t old = peak.load();
+    while (now > old && !peak.compare_exchange_weak(old, now)) {
+    }
+  }
+  return static_cast<char*>(p) + 16;
+}
+void operator delete(void* p) noexcept {
+  if (!p) return;
+  char* base = static_cast<char*>(p) - 16;
+  if (counting.load(std::memory_order_relaxed)) live.fetch_sub(int64_t(*reinterpret_cast<size_t*>(base)));
+  std::free(base);
+}
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+namespace {
+
+using namespace allot::sched;
+
+Snapshot fleet(int hosts, int gpusPerHost) {
+  Snapshot s;
+  s.now = 1'000'000;
+  for (int h = 0; h < hosts; ++h) {
+    HostView v;
+    v.name = "gpu-" + std::to_string(h);
+    v.cpuMillis = 128'000;
+    v.memoryMib = 1'048'576;
+    v.driverVersion = "550.54";
+    v.cudaVersion = "12.4";
+    for (int g = 0; g < gpusPerHost; ++g) {
+      GpuView gv;
+      gv.index = g;
+      gv.model = h % 2 ? "H100" : "A100";
+      gv.memoryMib = 81'920;
+      gv.shared = h % 8 == 0;  // one host in eight shares its GPUs
+      gv.nvlinkDomain = g / 4;
+      v.gpus.push_back(gv);
+    }
+    s.hosts.push_back(std::move(v));
+  }
+  const int totalGpus = hosts * gpusPerHost;
+  for (const char* name : {"cv", "ml", "nlp", "speech"}) {
+    TeamView t;
+    t.name = name;
+    t.guaranteed[""] = totalGpus / 5;
+    s.teams.push_back(t);
+  }
+  return s;
+}
+
+void queue(Snapshot& s, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  static const char* teams[] = {"cv", "ml", "nlp", "speech"};
+  for (int i = 0; i < count; ++i) {
+    Request r;
+    r.id = 1'000'000 + i;
+    r.team = teams[rng() % 4];
+    r.submittedAt = i;
+    r.cpuMillis = 4000;
+    r.memoryMib = 32'768;
+    int kind = static_cast<int>(rng() % 10);
+    r.gpus = kind < 5 ? 1 : (kind < 7 ? 2 : (kind < 8 ? 4 : 8));
+    if (kind == 9) {
+      r.gpus = 1;
+      r.gpuMilli = 250 * (1 + static_cast<int>(rng() % 3));
+    }
+    r.priority = static_cast<int>(rng() % 3);
+    s.pending.push_back(r);
+  }
+}
+
+void FillPass(benchmark::State& st) {
+  Snapshot s = fleet(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  queue(s, static_cast<int>(st.range(0) * st.range(1) / 2), 1);
+  size_t placed = 0;
+  for (auto _ : st) {
+    auto d = decide(s);
+    placed = d->placements.size();
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["placed"] = double(placed);
+  st.counters["decisions_per_s"] =
+      benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(FillPass)->Args({1213, 8})->Args({10000, 8})->Unit(benchmark::kMillisecond);
+
+// A full fleet: every GPU held by a running job; `queued` requests wait.
+void DeepQueue(benchmark::State& st) {
+  Snapshot s = fleet(static_cast<int>(st.range(0)), 8);
+  int64_t id = 1;
+  for (const auto& h : s.hosts) {
+    for (const auto& g : h.gpus) {
+      RunningJob j;
+      j.id = id++;
+      j.team = s.teams[id % 4].name;
+      j.startedAt = 1;
+      j.endsBy = j.id % 3 ? 2'000'000 + j.id : 0;
+      j.slices.push_back({h.name, {g.index}, kMilliPerGpu, 1000, 1024});
+      s.running.push_back(std::move(j));
+    }
+  }
+  queue(s, static_cast<int>(st.range(1)), 2);
+  for (auto _ : st) {
+    auto d = decide(s);
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["queued"] = double(s.pending.size());
+  st.counters["requests_per_s"] =
+      benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(DeepQueue)->Args({1213, 100'000})->Args({10000, 100'000})->Unit(benchmark::kMillisecond);
+
+// Peak bytes one pass allocates (the scheduler's own state: the fleet's placement model, quota
+// books, per-request bookkeeping), per GPU, at 10,000 hosts x 8 GPUs with 40,000 queued.
+void Memory(benchmark::State& st) {
+  Snapshot s = fleet(10'000, 8);
+  queue(s, 40'000, 3);
+  double perGpu = 0;
+  for (auto _ : st) {
+    live = 0;
+    peak = 0;
+    counting = true;
+    auto d = decide(s);
+    counting = false;
+    benchmark::DoNotOptimize(d);
+    perGpu = double(peak.load()) / 80'000.0;
+  }
+  st.counters["peak_bytes_per_gpu"] = perGpu;
+}
+BENCHMARK(Memory)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
