@@ -22,6 +22,9 @@ struct Flags {
   std::string logLevel;
   std::string heartbeat;
   std::string lostAfter;
+  std::string placement;
+  std::string preemptGrace;
+  std::string usageHalfLife;
   bool logJson = false;
 };
 
@@ -45,10 +48,17 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat", f.heartbeat, "agent heartbeat interval (default 5s)");
   app.add_option("--lost-after", f.lostAfter,
                  "declare an unreachable host's jobs lost after this long (default 5m)");
+  app.add_option("--placement", f.placement,
+                 "placement policy: fgd (default), bestfit, firstfit or random");
+  app.add_option("--preempt-grace", f.preemptGrace,
+                 "time a preempted job has between SIGTERM and SIGKILL (default 30s)");
+  app.add_option("--usage-half-life", f.usageHalfLife,
+                 "half-life of the usage history fair share weighs (default 24h)");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
   std::string heartbeat = "5s", lostAfter = "5m";
+  std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -57,6 +67,9 @@ int main(int argc, char** argv) {
       logLevel = tbl["log_level"].value_or(logLevel);
       heartbeat = tbl["agents"]["heartbeat"].value_or(heartbeat);
       lostAfter = tbl["agents"]["lost_after"].value_or(lostAfter);
+      placement = tbl["scheduler"]["placement"].value_or(placement);
+      preemptGrace = tbl["scheduler"]["preempt_grace"].value_or(preemptGrace);
+      usageHalfLife = tbl["scheduler"]["usage_half_life"].value_or(usageHalfLife);
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -66,6 +79,9 @@ int main(int argc, char** argv) {
   if (!f.logLevel.empty()) logLevel = f.logLevel;
   if (!f.heartbeat.empty()) heartbeat = f.heartbeat;
   if (!f.lostAfter.empty()) lostAfter = f.lostAfter;
+  if (!f.placement.empty()) placement = f.placement;
+  if (!f.preemptGrace.empty()) preemptGrace = f.preemptGrace;
+  if (!f.usageHalfLife.empty()) usageHalfLife = f.usageHalfLife;
 
   allot::setupLogging("allotd", logLevel, f.logJson);
   allot::initSecrets();
@@ -91,6 +107,17 @@ int main(int argc, char** argv) {
   if (!lost.ok() || *lost <= 0) return fail("--lost-after: " + lost.status().message());
   cfg.cluster.heartbeatMs = *hb;
   cfg.cluster.lostAfterMs = *lost;
+  if (placement != "fgd" && placement != "bestfit" && placement != "firstfit" &&
+      placement != "random")
+    return fail("--placement: expected fgd, bestfit, firstfit or random, got '" + placement + "'");
+  cfg.cluster.scheduling.placement = placement;
+  auto grace = allot::parseDurationMs(preemptGrace);
+  if (!grace.ok() || *grace < 0) return fail("--preempt-grace: " + grace.status().message());
+  cfg.cluster.preemptGraceMs = *grace;
+  auto halfLife = allot::parseDurationMs(usageHalfLife);
+  if (!halfLife.ok() || *halfLife <= 0)
+    return fail("--usage-half-life: " + halfLife.status().message());
+  cfg.cluster.usageHalfLifeMs = *halfLife;
 
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);
