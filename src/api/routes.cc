@@ -258,6 +258,13 @@ void registerRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(jobJson(s, job));
   });
 
+  // Why a job waits, or how it was placed, as the last scheduling pass decided.
+  router.add(V::get, "/api/v1/jobs/{id}/explain", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(id, parseJobId(r.params["id"]));
+    TRY_ASSIGN(out, s.cluster().explainJob(r.who(), id));
+    co_return ApiResponse::json(std::move(out));
+  });
+
   router.add(V::get, "/api/v1/jobs/{id}/logs", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(offset, queryInt(r, "offset", 0, 0, INT64_MAX));
