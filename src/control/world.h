@@ -14,6 +14,17 @@
 
 namespace allot::control {
 
+// A team's quota position as the last scheduling pass saw it, for `GET /teams/{team}/quota`.
+// Filled by the scheduling side; `known` stays false until a pass has looked at the team.
+struct TeamQuotaStatus {
+  int guaranteed = 0;  // GPUs guaranteed, all models together
+  int within = 0;      // GPUs in use within the guarantee
+  int borrowed = 0;    // GPUs in use beyond it
+  int lendable = 0;    // idle guarantee others may borrow now
+  double share = 0;    // fair-share key: lower goes first when borrowing
+  bool known = false;
+};
+
 struct World {
   std::map<std::string, model::Team> teams;
   std::map<std::string, model::User> users;
@@ -33,6 +44,7 @@ struct World {
   // The last scheduling pass's word on each job still queued, in queue (= id) order, so a
   // lookup is a binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;
+  std::map<std::string, TeamQuotaStatus> quotaStatus;  // by team; written by the scheduling pass
 
   void load(const store::Contents& contents);
   void reindex();
