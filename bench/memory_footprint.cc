@@ -91,7 +91,7 @@ model::Job makeJob(int64_t id, const std::vector<model::Host>& hosts) {
            {"HF_HOME", "/data/cache/huggingface"},
            {"RUN_ID", "run-" + std::to_string(id)}};
   j.gpus = 1 << (id % 4);  // 1, 2, 4, 8
-  j.gpuModel = id % 3 == 0 ? "H100" : "";
+  if (id % 3 == 0) j.gpuModels = {"H100"};
   const model::Host& h = hosts[static_cast<size_t>(id) % hosts.size()];
   j.host = h.name;
   for (int g = 0; g < j.gpus; ++g) {
@@ -124,8 +124,15 @@ Status populate(const std::string& dataDir, int hostCount, int jobCount) {
   auto& st = **opened;
   store::WriteBatch org;
   for (const char* team : {"vision", "nlp", "speech", "infra"}) {
-    org.add(store::PutTeam{{team, kEpoch}});
-    org.add(store::PutProject{{std::string(team) + "-main", team, kEpoch}});
+    model::Team t;
+    t.name = team;
+    t.createdAt = kEpoch;
+    model::Project p;
+    p.name = std::string(team) + "-main";
+    p.team = team;
+    p.createdAt = kEpoch;
+    org.add(store::PutTeam{t});
+    org.add(store::PutProject{p});
   }
   const char* users[][2] = {
       {"alice", "vision"}, {"bob", "nlp"}, {"carol", "speech"}, {"dave", "infra"}};

@@ -66,6 +66,52 @@ Result<int> JsonInput::optionalInt(const char* field, int fallback, int min, int
   return static_cast<int>(v);
 }
 
+Result<bool> JsonInput::optionalBool(const char* field, bool fallback) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return fallback;
+  if (!it->is_boolean())
+    return Status::InvalidArgument(
+        std::string(field) + ": must be true or false, got " + jsonTypeName(*it), field);
+  return it->get<bool>();
+}
+
+Result<double> JsonInput::optionalNumber(const char* field, double fallback) const {
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return fallback;
+  if (!it->is_number())
+    return Status::InvalidArgument(
+        std::string(field) + ": must be a number, got " + jsonTypeName(*it), field);
+  return it->get<double>();
+}
+
+Result<std::vector<std::string>> JsonInput::optionalStringArray(const char* field) const {
+  if (!has(field) || j_.at(field).is_null()) return std::vector<std::string>{};
+  return requiredStringArray(field);
+}
+
+Result<std::map<std::string, int>> JsonInput::optionalIntMap(const char* field, int min,
+                                                             int max) const {
+  std::map<std::string, int> out;
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return out;
+  if (!it->is_object())
+    return Status::InvalidArgument(
+        std::string(field) + ": must be an object of integers, got " + jsonTypeName(*it), field);
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_number_integer())
+      return Status::InvalidArgument(
+          std::string(field) + "." + k + ": must be an integer, got " + jsonTypeName(v), field);
+    auto n = v.get<int64_t>();
+    if (n < min || n > max)
+      return Status::InvalidArgument(std::string(field) + "." + k + ": must be between " +
+                                         std::to_string(min) + " and " + std::to_string(max) +
+                                         ", got " + std::to_string(n),
+                                     field);
+    out[k] = static_cast<int>(n);
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> JsonInput::requiredStringArray(const char* field) const {
   auto it = j_.find(field);
   if (it == j_.end() || it->is_null())

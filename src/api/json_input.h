@@ -22,7 +22,15 @@ class JsonInput {
   Result<std::string> requiredString(const char* field) const;
   Result<std::string> optionalString(const char* field, std::string fallback = "") const;
   Result<int> optionalInt(const char* field, int fallback, int min, int max) const;
+  Result<bool> optionalBool(const char* field, bool fallback) const;
+  // Any JSON number (2 and 2.5 alike).
+  Result<double> optionalNumber(const char* field, double fallback) const;
   Result<std::vector<std::string>> requiredStringArray(const char* field) const;
+  Result<std::vector<std::string>> optionalStringArray(const char* field) const;
+  // An object of integers, {"A100": 4}, each between min and max.
+  Result<std::map<std::string, int>> optionalIntMap(const char* field, int min, int max) const;
+  // Whether the body has the field at all, null included: for "omitted keeps, null clears".
+  bool has(const char* field) const { return j_.contains(field); }
   Result<std::map<std::string, std::string>> optionalStringMap(const char* field) const;
   const nlohmann::json* object(const char* field) const;
   const nlohmann::json& root() const { return j_; }

@@ -34,6 +34,29 @@ TEST(JsonInput, TypeErrorsNameTheField) {
   EXPECT_FALSE(in->optionalStringMap("env").ok());
 }
 
+TEST(JsonInput, BoolsNumbersArraysAndIntMaps) {
+  auto in = JsonInput::parse(
+      R"({"b":true,"s":"yes","w":2,"f":2.5,"models":["A100"],"g":{"A100":4,"any":2},)"
+      R"("neg":{"A100":-1},"frac":{"A100":1.5},"n":null})",
+      {"b", "s", "w", "f", "models", "g", "neg", "frac", "n"});
+  ASSERT_TRUE(in.ok());
+  EXPECT_TRUE(*in->optionalBool("b", false));
+  EXPECT_EQ(in->optionalBool("s", false).status().field(), "s");
+  EXPECT_TRUE(*in->optionalBool("missing", true));
+  EXPECT_EQ(*in->optionalNumber("w", 1), 2.0);
+  EXPECT_EQ(*in->optionalNumber("f", 1), 2.5);
+  EXPECT_EQ(in->optionalNumber("s", 1).status().field(), "s");
+  EXPECT_EQ(*in->optionalStringArray("models"), std::vector<std::string>{"A100"});
+  EXPECT_TRUE(in->optionalStringArray("n")->empty());
+  auto g = in->optionalIntMap("g", 0, 10);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->at("any"), 2);
+  EXPECT_EQ(in->optionalIntMap("neg", 0, 10).status().field(), "neg");
+  EXPECT_EQ(in->optionalIntMap("frac", 0, 10).status().field(), "frac");
+  EXPECT_TRUE(in->has("n"));
+  EXPECT_FALSE(in->has("missing"));
+}
+
 TEST(JsonInput, RangesAndDefaults) {
   auto in = JsonInput::parse(R"({"gpus":-1})", {"gpus", "name"});
   ASSERT_TRUE(in.ok());

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "api/json_input.h"
+#include "api/route_helpers.h"
 #include "api/server.h"
 #include "common/time_format.h"
 #include "control/authz.h"
@@ -15,8 +16,6 @@ namespace asio = boost::asio;
 using control::Principal;
 
 namespace {
-
-using Awaitable = asio::awaitable<ApiResponse>;
 
 template <typename T>
 nlohmann::json arrayOf(const std::vector<T>& items) {
@@ -57,10 +56,54 @@ nlohmann::json jobJson(Server& s, const model::Job& j) {
   return out;
 }
 
-#define TRY_ASSIGN(var, expr)                                        \
-  auto var##_r = (expr);                                             \
-  if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
-  auto var = std::move(var##_r).value()
+// The body of POST /jobs as typed values; Cluster::submitJob checks what they mean together.
+Result<control::JobRequest> readJobRequest(const JsonInput& in) {
+  control::JobRequest req;
+  auto assign = [](auto& target, auto result) -> Status {
+    if (!result.ok()) return result.status();
+    target = std::move(result).value();
+    return Status::Ok();
+  };
+  ALLOT_RETURN_IF_ERROR(assign(req.name, in.optionalString("name")));
+  ALLOT_RETURN_IF_ERROR(assign(req.team, in.optionalString("team")));
+  ALLOT_RETURN_IF_ERROR(assign(req.project, in.optionalString("project")));
+  ALLOT_RETURN_IF_ERROR(assign(req.command, in.requiredStringArray("command")));
+  ALLOT_RETURN_IF_ERROR(assign(req.env, in.optionalStringMap("env")));
+  ALLOT_RETURN_IF_ERROR(assign(req.gpus, in.optionalInt("gpus", 0, 0, 1024)));
+  // "gpu_model": "A100" is shorthand for "gpu_models": ["A100"].
+  if (in.has("gpu_model") && in.has("gpu_models"))
+    return Status::InvalidArgument("gpu_model: give gpu_models or gpu_model, not both",
+                                   "gpu_model");
+  std::string one;
+  ALLOT_RETURN_IF_ERROR(assign(one, in.optionalString("gpu_model")));
+  if (!one.empty()) req.gpuModels = {one};
+  if (in.has("gpu_models"))
+    ALLOT_RETURN_IF_ERROR(assign(req.gpuModels, in.optionalStringArray("gpu_models")));
+  ALLOT_RETURN_IF_ERROR(assign(req.gpuMilli, in.optionalInt("gpu_milli", 1000, 1, 1000)));
+  ALLOT_RETURN_IF_ERROR(
+      assign(req.gpuMemoryMib, in.optionalInt("gpu_memory_mib", 0, 0, 16 * 1024 * 1024)));
+  ALLOT_RETURN_IF_ERROR(assign(req.cpuMillis, in.optionalInt("cpu_millis", 0, 0, 1'000'000)));
+  ALLOT_RETURN_IF_ERROR(
+      assign(req.memoryMib, in.optionalInt("memory_mib", 0, 0, 64 * 1024 * 1024)));
+  ALLOT_RETURN_IF_ERROR(assign(
+      req.priority, in.optionalInt("priority", 0, control::kMinPriority, control::kMaxPriority)));
+  ALLOT_RETURN_IF_ERROR(assign(req.preemptible, in.optionalBool("preemptible", false)));
+  ALLOT_RETURN_IF_ERROR(assign(req.wholeHost, in.optionalBool("whole_host", false)));
+  std::string runtime;
+  ALLOT_RETURN_IF_ERROR(assign(runtime, in.optionalString("max_runtime")));
+  if (!runtime.empty()) {
+    auto ms = parseDurationMs(runtime);
+    if (!ms.ok())
+      return Status::InvalidArgument("max_runtime: " + ms.status().message(), "max_runtime");
+    if (*ms <= 0)
+      return Status::InvalidArgument("max_runtime: must be positive, got '" + runtime + "'",
+                                     "max_runtime");
+    req.maxRuntimeMs = *ms;
+  }
+  ALLOT_RETURN_IF_ERROR(assign(req.minDriver, in.optionalString("min_driver")));
+  ALLOT_RETURN_IF_ERROR(assign(req.minCuda, in.optionalString("min_cuda")));
+  return req;
+}
 
 }  // namespace
 
@@ -109,7 +152,8 @@ void registerRoutes(Router& router, Server& s) {
     auto role = model::parseRole(roleText);
     if (!role)
       co_return ApiResponse::error(Status::InvalidArgument(
-          "role: must be 'member' or 'platform-admin', got '" + roleText + "'", "role"));
+          "role: must be 'member', 'team-admin' or 'platform-admin', got '" + roleText + "'",
+          "role"));
     TRY_ASSIGN(change, s.cluster().createUser(r.who(), name, team, *role));
     co_await s.apply(change);
     auto out = model::toJson(change.value.user);
@@ -176,7 +220,7 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
     auto out = model::toJson(host);
     nlohmann::json allocs = nlohmann::json::array();
-    for (const auto& a : s.cluster().allocations(host.name)) {
+    for (const auto& a : s.cluster().allocations(r.who(), host.name)) {
       // Holders from other teams are shown as busy without naming them.
       bool visible = control::authz::canSeeTeam(r.who(), a.team);
       allocs.push_back({{"gpu_index", a.gpuIndex},
@@ -190,28 +234,12 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in,
-               JsonInput::parse(r.raw.body(), {"name", "team", "project", "command", "env", "gpus",
-                                               "gpu_model", "cpu_millis", "memory_mib"}));
-    control::JobRequest req;
-    TRY_ASSIGN(name, in.optionalString("name"));
-    TRY_ASSIGN(team, in.optionalString("team"));
-    TRY_ASSIGN(project, in.optionalString("project"));
-    TRY_ASSIGN(command, in.requiredStringArray("command"));
-    TRY_ASSIGN(env, in.optionalStringMap("env"));
-    TRY_ASSIGN(gpus, in.optionalInt("gpus", 0, 0, 1024));
-    TRY_ASSIGN(gpuModel, in.optionalString("gpu_model"));
-    TRY_ASSIGN(cpuMillis, in.optionalInt("cpu_millis", 0, 0, 1'000'000));
-    TRY_ASSIGN(memoryMib, in.optionalInt("memory_mib", 0, 0, 64 * 1024 * 1024));
-    req.name = name;
-    req.team = team;
-    req.project = project;
-    req.command = std::move(command);
-    req.env = std::move(env);
-    req.gpus = gpus;
-    req.gpuModel = gpuModel;
-    req.cpuMillis = cpuMillis;
-    req.memoryMib = memoryMib;
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
+                                    {"name", "team", "project", "command", "env", "gpus",
+                                     "gpu_model", "gpu_models", "gpu_milli", "gpu_memory_mib",
+                                     "cpu_millis", "memory_mib", "priority", "preemptible",
+                                     "whole_host", "max_runtime", "min_driver", "min_cuda"}));
+    TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(change);
     // The scheduling pass usually ran while the submission was being committed: reply with the
@@ -301,6 +329,8 @@ void registerRoutes(Router& router, Server& s) {
             "the agent stream needs a WebSocket upgrade with a host credential"));
       },
       false);
+
+  registerSharingRoutes(router, s);
 }
 
 }  // namespace allot::api

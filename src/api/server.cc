@@ -166,6 +166,8 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await timer.async_wait(asio::as_tuple(use_awaitable));
     auto change = cluster_->checkLiveness();
     co_await apply(change);
+    auto overdue = cluster_->enforceMaxRuntime();
+    co_await apply(overdue);
   }
 }
 

@@ -86,6 +86,8 @@ class Server {
 
 // Registers every route of the API on the router (routes.cc).
 void registerRoutes(Router& router, Server& server);
+// Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
+void registerSharingRoutes(Router& router, Server& server);
 // The OpenAPI document served at /api/v1/openapi.json.
 const std::string& openApiDocument();
 

@@ -34,7 +34,11 @@ class [[nodiscard]] Status {
     s.field_ = std::move(field);
     return s;
   }
-  static Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
+  static Status NotFound(std::string msg, std::string field = {}) {
+    Status s(Code::kNotFound, std::move(msg));
+    s.field_ = std::move(field);
+    return s;
+  }
   static Status AlreadyExists(std::string msg) {
     return Status(Code::kAlreadyExists, std::move(msg));
   }

@@ -121,6 +121,15 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
   return (static_cast<TimeMs>(secs) - offsetMin * 60) * 1000 + frac;
 }
 
+std::string formatDurationSpec(TimeMs ms) {
+  if (ms <= 0) return "0s";
+  for (auto [unit, size] :
+       {std::pair{"d", 86'400'000LL}, {"h", 3'600'000LL}, {"m", 60'000LL}, {"s", 1'000LL}}) {
+    if (ms % size == 0) return std::to_string(ms / size) + unit;
+  }
+  return std::to_string(ms) + "ms";
+}
+
 std::string formatDuration(TimeMs ms) {
   if (ms < 0) ms = 0;
   char buf[48];

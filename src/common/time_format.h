@@ -16,6 +16,9 @@ std::string formatIso8601(TimeMs t);
 // "+2h", "-15m".
 Result<TimeMs> parseTime(std::string_view text, TimeMs now);
 Result<TimeMs> parseDurationMs(std::string_view text);
+// The shortest text parseDurationMs reads back as exactly `ms`: "2h", "90m", "1500ms"; "0s" for
+// 0. For durations people declared, shown back as they would write them.
+std::string formatDurationSpec(TimeMs ms);
 // "3m12s", "1h05m", "450ms": short and readable, for tables.
 std::string formatDuration(TimeMs ms);
 

@@ -39,5 +39,16 @@ TEST(TimeFormat, Durations) {
   EXPECT_EQ(formatDuration(192'000), "3m12s");
 }
 
+TEST(TimeFormat, DurationSpecsReadBackExactly) {
+  EXPECT_EQ(formatDurationSpec(7'200'000), "2h");
+  EXPECT_EQ(formatDurationSpec(5'400'000), "90m");
+  EXPECT_EQ(formatDurationSpec(172'800'000), "2d");
+  EXPECT_EQ(formatDurationSpec(1'500), "1500ms");
+  EXPECT_EQ(formatDurationSpec(0), "0s");
+  for (TimeMs ms : {1LL, 999LL, 61'000LL, 3'660'000LL, 90'000'000LL}) {
+    EXPECT_EQ(*parseDurationMs(formatDurationSpec(ms)), ms) << ms;
+  }
+}
+
 }  // namespace
 }  // namespace allot

@@ -25,6 +25,35 @@ Status canSubmitTo(const Principal& p, const std::string& team) {
   return Status::NotFound("no team '" + team + "'");
 }
 
-bool canSeeHost(const Principal& p, const model::Host&) { return p.isUser(); }
+Status canManageTeam(const Principal& p, const std::string& team) {
+  if (!canSeeTeam(p, team)) return Status::NotFound("no team '" + team + "'");
+  if (p.isAdmin() || p.role == model::Role::kTeamAdmin) return Status::Ok();
+  return Status::PermissionDenied("only a team-admin of team '" + team +
+                                  "' or a platform admin may do this");
+}
+
+namespace {
+
+// Visible to `p` when reserved for nobody, for p's own team, or when p is a platform admin.
+bool dedicationVisible(const Principal& p, const std::string& dedicatedTo) {
+  if (!p.isUser()) return false;
+  return dedicatedTo.empty() || p.isAdmin() || (!p.team.empty() && p.team == dedicatedTo);
+}
+
+}  // namespace
+
+bool canSeeHost(const Principal& p, const model::Host& host) {
+  return dedicationVisible(p, host.dedicatedTo);
+}
+
+bool canSeeGpu(const Principal& p, const model::Gpu& gpu) {
+  return dedicationVisible(p, gpu.dedicatedTo);
+}
+
+model::Host visibleHost(const Principal& p, const model::Host& host) {
+  model::Host out = host;
+  std::erase_if(out.gpus, [&](const model::Gpu& g) { return !canSeeGpu(p, g); });
+  return out;
+}
 
 }  // namespace allot::control::authz

@@ -19,7 +19,17 @@ bool canSeeJob(const Principal& p, const model::Job& job);
 Status canCancelJob(const Principal& p, const model::Job& job);
 // Submitting work into a team: its members, and admins on behalf of any team.
 Status canSubmitTo(const Principal& p, const std::string& team);
-// Hosts in the shared pool are visible to every user.
+// Running a team: its projects and the split of its quota among them. Platform admins and the
+// team's team-admins; other members of the team are refused (403), other teams get NotFound.
+Status canManageTeam(const Principal& p, const std::string& team);
+
+// Dedicated capacity is "only us": a host dedicated to a team exists only for that team's users
+// and platform admins; hosts in the shared pool are visible to every user.
 bool canSeeHost(const Principal& p, const model::Host& host);
+// A GPU dedicated to a team, on a pool host, is likewise invisible to other teams.
+bool canSeeGpu(const Principal& p, const model::Gpu& gpu);
+// The host as `p` may see it: GPUs dedicated to other teams left out (so absent from its lists
+// and counts). Call only for a host canSeeHost allows.
+model::Host visibleHost(const Principal& p, const model::Host& host);
 
 }  // namespace allot::control::authz

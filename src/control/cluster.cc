@@ -35,6 +35,23 @@ Status validateName(const std::string& value, const char* field) {
   return Status::Ok();
 }
 
+Status validateGpuModel(const std::string& value, const std::string& field) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(field + ": " + why, field);
+  };
+  if (value.empty()) return bad("a GPU model must not be empty");
+  if (value.size() > 128) return bad("a GPU model is at most 128 characters");
+  if (value == "any") return bad("'any' is not a GPU model");
+  if (value.front() == ' ' || value.back() == ' ')
+    return bad("GPU model '" + value + "' must not start or end with a space");
+  for (char c : value) {
+    if (c < 0x20 || c > 0x7e || c == ',' || c == '=')
+      return bad("GPU model '" + value +
+                 "' may contain only printable ASCII other than ',' and '='");
+  }
+  return Status::Ok();
+}
+
 Cluster::Cluster(const Clock& clock, LogStore& logs,
                  ClusterOptions options)
     : clock_(clock), logs_(logs), options_(options) {}
@@ -90,7 +107,8 @@ Result<Change<model::Team>> Cluster::createTeam(const Principal& p, const std::s
   ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
   if (world_.teams.count(name)) return Status::AlreadyExists("team '" + name + "' already exists");
   Change<model::Team> c;
-  c.value = model::Team{name, clock_.nowMs()};
+  c.value.name = name;
+  c.value.createdAt = clock_.nowMs();
   world_.teams[name] = c.value;
   c.batch.add(store::PutTeam{c.value});
   return c;
@@ -108,8 +126,9 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::s
                                                 const std::string& team, model::Role role) {
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create users"));
   ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
-  if (role == model::Role::kMember && team.empty())
-    return Status::InvalidArgument("team: a member must belong to a team", "team");
+  if (role != model::Role::kPlatformAdmin && team.empty())
+    return Status::InvalidArgument(
+        std::string("team: a ") + model::roleName(role) + " must belong to a team", "team");
   if (!team.empty() && !world_.teams.count(team)) return Status::NotFound("no team '" + team + "'");
   if (world_.users.count(name)) return Status::AlreadyExists("user '" + name + "' already exists");
   Change<CreatedUser> c;
@@ -144,7 +163,9 @@ Result<Change<model::Project>> Cluster::createProject(const Principal& p, const 
   if (world_.projects.count(key))
     return Status::AlreadyExists("project '" + name + "' already exists in team '" + team + "'");
   Change<model::Project> c;
-  c.value = model::Project{name, team, clock_.nowMs()};
+  c.value.name = name;
+  c.value.team = team;
+  c.value.createdAt = clock_.nowMs();
   world_.projects[key] = c.value;
   c.batch.add(store::PutProject{c.value});
   return c;
@@ -222,7 +243,7 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
 std::vector<model::Host> Cluster::listHosts(const Principal& p) const {
   std::vector<model::Host> out;
   for (const auto& [name, h] : world_.hosts) {
-    if (authz::canSeeHost(p, h)) out.push_back(h);
+    if (authz::canSeeHost(p, h)) out.push_back(authz::visibleHost(p, h));
   }
   return out;
 }
@@ -231,14 +252,19 @@ Result<model::Host> Cluster::getHost(const Principal& p, const std::string& name
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
-  return it->second;
+  return authz::visibleHost(p, it->second);
 }
 
-std::vector<GpuAllocation> Cluster::allocations(const std::string& host) const {
+std::vector<GpuAllocation> Cluster::allocations(const Principal& p, const std::string& host) const {
   std::vector<GpuAllocation> out;
+  auto h = world_.hosts.find(host);
   auto it = world_.gpuHolders.find(host);
-  if (it == world_.gpuHolders.end()) return out;
+  if (h == world_.hosts.end() || it == world_.gpuHolders.end()) return out;
+  if (!authz::canSeeHost(p, h->second)) return out;
   for (const auto& [gpu, jobId] : it->second) {
+    auto g = std::find_if(h->second.gpus.begin(), h->second.gpus.end(),
+                          [&](const model::Gpu& x) { return x.index == gpu; });
+    if (g != h->second.gpus.end() && !authz::canSeeGpu(p, *g)) continue;
     const auto& j = world_.jobs.at(jobId);
     out.push_back({gpu, jobId, j.team, j.user});
   }
@@ -261,6 +287,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   if (r.gpus < 0 || r.gpus > kMaxGpusPerJob)
     return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
                                    "gpus");
+  ALLOT_RETURN_IF_ERROR(checkSchedulingFields(r));
   if (!r.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(r.name, "name"));
   if (!r.project.empty() && !world_.projects.count(World::projectKey(team, r.project)))
     return Status::NotFound("no project '" + r.project + "' in team '" + team + "'");
@@ -282,9 +309,17 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.command = std::move(r.command);
   j.env = std::move(r.env);
   j.gpus = r.gpus;
-  j.gpuModel = r.gpuModel;
+  j.gpuModels = std::move(r.gpuModels);
+  j.gpuMilli = r.gpuMilli;
+  j.gpuMemoryMib = r.gpuMemoryMib;
   j.cpuMillis = r.cpuMillis;
   j.memoryMib = r.memoryMib;
+  j.priority = r.priority;
+  j.preemptible = r.preemptible;
+  j.wholeHost = r.wholeHost;
+  j.maxRuntimeMs = r.maxRuntimeMs;
+  j.minDriver = std::move(r.minDriver);
+  j.minCuda = std::move(r.minCuda);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();

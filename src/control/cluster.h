@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "control/job_request.h"
 #include "control/log_store.h"
 #include "control/principal.h"
 #include "control/world.h"
@@ -37,17 +38,27 @@ struct Change {
   std::set<std::string> pushHosts;  // agents to send their desired state once durable
 };
 
-// What a new job asks for, as validated types; Cluster checks names and limits.
-struct JobRequest {
-  std::string name;
-  std::string team;  // empty: the caller's team
-  std::string project;
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  int gpus = 0;
-  std::string gpuModel;
-  int cpuMillis = 0;
-  int64_t memoryMib = 0;
+// A change to a team's quota settings; a field left empty keeps its value. `guaranteed`, when
+// set, replaces the whole map.
+struct QuotaUpdate {
+  std::optional<std::map<std::string, int>> guaranteed;
+  std::optional<int> borrowLimit;  // -1 = no limit
+  std::optional<int> lendLimit;    // -1 = all of its idle guarantee
+  std::optional<double> weight;
+  std::optional<bool> lendDedicated;
+};
+
+// A team's quota as `GET /teams/{team}/quota` shows it.
+struct TeamQuotaView {
+  model::Team team;
+  std::vector<model::Project> projects;   // the team's projects holding a split of its guarantee
+  std::optional<TeamQuotaStatus> status;  // absent until a scheduling pass has seen the team
+};
+
+// Admin settings of one GPU; a field left empty keeps its value.
+struct GpuSettings {
+  std::optional<std::string> dedicatedTo;  // "" = not dedicated
+  std::optional<bool> shared;
 };
 
 struct JobFilter {
@@ -120,13 +131,33 @@ class Cluster {
                                                const std::string& team);
   std::vector<model::Project> listProjects(const Principal& p) const;
 
+  // Quotas (cluster_quota.cc).
+  Result<Change<model::Team>> setTeamQuota(const Principal& p, const std::string& team,
+                                           const QuotaUpdate& update);
+  Result<TeamQuotaView> teamQuota(const Principal& p, const std::string& team) const;
+  Result<Change<model::Project>> setProjectQuota(const Principal& p, const std::string& team,
+                                                 const std::string& project,
+                                                 std::map<std::string, int> guaranteed);
+  // The scheduling pass records where each team stands; teamQuota shows it.
+  void setQuotaStatus(std::map<std::string, TeamQuotaStatus> status) {
+    world_.quotaStatus = std::move(status);
+  }
+
   // Hosts.
   Result<Change<CreatedJoinToken>> createJoinToken(const Principal& p, int64_t ttlMs);
   Result<Change<JoinedHost>> joinHost(std::string_view joinSecret, const std::string& name,
                                       const model::Inventory& inventory);
   std::vector<model::Host> listHosts(const Principal& p) const;
   Result<model::Host> getHost(const Principal& p, const std::string& name) const;
-  std::vector<GpuAllocation> allocations(const std::string& host) const;
+  // Who holds the host's GPUs, leaving out GPUs `p` may not see.
+  std::vector<GpuAllocation> allocations(const Principal& p, const std::string& host) const;
+
+  // Dedication and sharing (cluster_hosts.cc): admin settings that change where the scheduler
+  // may place work; nothing is pushed to agents.
+  Result<Change<model::Host>> dedicateHost(const Principal& p, const std::string& host,
+                                           const std::string& team);
+  Result<Change<model::Host>> setGpu(const Principal& p, const std::string& host, int index,
+                                     const GpuSettings& settings);
 
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
@@ -159,6 +190,9 @@ class Cluster {
   // Periodic: hosts silent too long become unreachable; jobs of hosts unreachable too long are
   // lost and their GPUs freed.
   Change<int> checkLiveness();
+  // Periodic, beside checkLiveness: running jobs past their max runtime are cancelled through the
+  // cancel path (the agent stops them with the usual grace). The value counts them.
+  Change<int> enforceMaxRuntime();
   // Sends each named host's agent its desired state, if connected.
   void push(const std::set<std::string>& hosts);
   std::string desiredMessage(const std::string& host);
@@ -193,5 +227,9 @@ class Cluster {
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.
 Status validateName(const std::string& value, const char* field);
+// GPU model names as NVML reports them ("A100", "NVIDIA H100 80GB HBM3"): 1-128 printable ASCII
+// characters without ',' or '=' (the CLI's list separators), no space at either end, and not
+// "any", which stands for every model.
+Status validateGpuModel(const std::string& value, const std::string& field);
 
 }  // namespace allot::control

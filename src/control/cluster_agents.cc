@@ -124,7 +124,10 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
                         : a.signal ? "killed by signal " + std::to_string(*a.signal)
                                    : "stopped before it started";
       if (j.cancelRequested) {
-        finishJob(j, JobState::kCancelled, "cancelled; " + how, batch);
+        // The reason recorded when the cancel was asked for says why ("cancel requested by
+        // alice", "exceeded its maximum runtime of 2h"); `how` says how it ended.
+        finishJob(j, JobState::kCancelled, (j.reason.empty() ? "cancelled" : j.reason) + "; " + how,
+                  batch);
       } else if (j.evicting) {
         preemptedJobStopped(j, how, batch);
       } else if (a.exitCode && *a.exitCode == 0) {

@@ -26,9 +26,15 @@ sched::Request requestOf(const Job& j) {
   r.preemptible = j.preemptible;
   r.submittedAt = j.submittedAt;
   r.gpus = j.gpus;
-  if (!j.gpuModel.empty()) r.models = {j.gpuModel};
+  r.gpuMilli = j.gpuMilli;
+  r.gpuMemoryMib = j.gpuMemoryMib;
+  r.models = j.gpuModels;
   r.cpuMillis = j.cpuMillis;
   r.memoryMib = j.memoryMib;
+  r.wholeHost = j.wholeHost;
+  r.minDriver = j.minDriver;
+  r.minCuda = j.minCuda;
+  r.maxRuntimeMs = j.maxRuntimeMs;
   return r;
 }
 
@@ -51,13 +57,12 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
   return out;
 }
 
-nlohmann::json teamStatusJson(const sched::TeamStatus& t) {
-  auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
-  return {{"team", t.team},
-          {"guaranteed_gpus", gpus(t.guaranteedMilli)},
-          {"within_guarantee_gpus", gpus(t.withinMilli)},
-          {"borrowed_gpus", gpus(t.borrowedMilli)},
-          {"lendable_gpus", gpus(t.lendableMilli)},
+nlohmann::json teamStatusJson(const std::string& team, const TeamQuotaStatus& t) {
+  return {{"team", team},
+          {"guaranteed_gpus", t.guaranteed},
+          {"within_guarantee_gpus", t.within},
+          {"borrowed_gpus", t.borrowed},
+          {"lendable_gpus", t.lendable},
           {"fair_share", t.share}};
 }
 
@@ -74,6 +79,7 @@ sched::Snapshot Cluster::snapshot() const {
     v.schedulable = h.state == model::HostState::kOnline;
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
+    v.dedicatedTo = h.dedicatedTo;
     if (!h.gpus.empty()) {
       v.driverVersion = h.gpus.front().driverVersion;
       v.cudaVersion = h.gpus.front().cudaVersion;
@@ -84,6 +90,8 @@ sched::Snapshot Cluster::snapshot() const {
       gv.model = g.model;
       gv.memoryMib = g.memoryMib;
       gv.numaNode = g.numaNode;
+      gv.shared = g.shared;
+      gv.dedicatedTo = g.dedicatedTo;
       v.gpus.push_back(std::move(gv));
     }
     s.hosts.push_back(std::move(v));
@@ -91,7 +99,19 @@ sched::Snapshot Cluster::snapshot() const {
   for (const auto& [name, t] : world_.teams) {
     sched::TeamView tv;
     tv.name = name;
+    tv.guaranteed = t.quota.guaranteed;
+    tv.borrowLimit = t.quota.borrowLimit;
+    tv.lendLimit = t.quota.lendLimit;
+    tv.weight = t.quota.weight;
+    tv.lendDedicated = t.lendDedicated;
+    tv.usageGpuSeconds = t.usageGpuSeconds;
     s.teams.push_back(std::move(tv));
+  }
+  for (const auto& [key, p] : world_.projects) {
+    if (p.guaranteed.empty()) continue;
+    for (auto& tv : s.teams) {
+      if (tv.name == p.team) tv.projectSplits[p.name] = p.guaranteed;
+    }
   }
   for (const auto& [host, ids] : world_.hostJobs) {
     for (int64_t id : ids) {
@@ -103,8 +123,16 @@ sched::Snapshot Cluster::snapshot() const {
       r.priority = j.priority;
       r.preemptible = j.preemptible;
       r.startedAt = j.scheduledAt;
+      r.endsBy = j.maxRuntimeMs > 0 ? j.scheduledAt + j.maxRuntimeMs : 0;
       r.evicting = j.evicting;
-      r.slices.push_back({j.host, j.gpuIndices, sched::kMilliPerGpu, j.cpuMillis, j.memoryMib});
+      sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
+      if (j.wholeHost) {
+        // It holds the whole host, whatever its own limits say.
+        const auto& h = world_.hosts.at(j.host);
+        slice.cpuMillis = int64_t{h.cpus} * 1000;
+        slice.memoryMib = h.memoryMib;
+      }
+      r.slices.push_back(std::move(slice));
       s.running.push_back(std::move(r));
     }
   }
@@ -136,6 +164,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     j.reason.clear();
     j.host = slice.host;
     j.gpuIndices = slice.gpus;
+    if (j.wholeHost) j.gpus = static_cast<int>(slice.gpus.size());
     j.gpuUuids.clear();
     for (int idx : slice.gpus) {
       for (const auto& g : host.gpus) {
@@ -158,8 +187,13 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
   world_.waits = std::move(decisions->waits);
   std::sort(world_.waits.begin(), world_.waits.end(),
             [](const sched::Wait& a, const sched::Wait& b) { return a.jobId < b.jobId; });
-  world_.teamStatus.clear();
-  for (auto& t : decisions->teams) world_.teamStatus[t.team] = std::move(t);
+  world_.quotaStatus.clear();
+  auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
+  for (const auto& t : decisions->teams) {
+    world_.quotaStatus[t.team] = {gpus(t.guaranteedMilli), gpus(t.withinMilli),
+                                  gpus(t.borrowedMilli),   gpus(t.lendableMilli),
+                                  t.share,                 true};
+  }
   return c;
 }
 
@@ -224,8 +258,8 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     return Status::NotFound("no job " + std::to_string(id));
   const Job& j = it->second;
   nlohmann::json out = {{"job", j.id}, {"state", model::jobStateName(j.state)}};
-  if (auto ts = world_.teamStatus.find(j.team); ts != world_.teamStatus.end())
-    out["team_quota"] = teamStatusJson(ts->second);
+  if (auto ts = world_.quotaStatus.find(j.team); ts != world_.quotaStatus.end())
+    out["team_quota"] = teamStatusJson(j.team, ts->second);
   if (j.state == JobState::kQueued) {
     if (auto w = waitOf(id)) {
       out["wait"] = waitJson(*w, requestOf(j));

@@ -14,6 +14,19 @@
 
 namespace allot::control {
 
+// A team's quota position as the last scheduling pass saw it, for `GET /teams/{team}/quota`.
+// Filled by the scheduling side; `known` stays false until a pass has looked at the team.
+struct TeamQuotaStatus {
+  // In GPUs; fractional jobs make fractions. Guarantees beyond what the pool has now are shown
+  // as scaled down (see docs/scheduler.md).
+  double guaranteed = 0;  // GPUs guaranteed, all models together
+  double within = 0;      // GPUs in use within the guarantee
+  double borrowed = 0;    // GPUs in use beyond it
+  double lendable = 0;    // idle guarantee others may borrow now
+  double share = 0;    // fair-share key: lower goes first when borrowing
+  bool known = false;
+};
+
 struct World {
   std::map<std::string, model::Team> teams;
   std::map<std::string, model::User> users;
@@ -36,8 +49,7 @@ struct World {
   std::vector<sched::Wait> waits;
   // How the last pass placed each job it placed, for `explain`; dropped when the job ends.
   std::map<int64_t, sched::Placement> placedBy;
-  // Each team's quota position after the last pass.
-  std::map<std::string, sched::TeamStatus> teamStatus;
+  std::map<std::string, TeamQuotaStatus> quotaStatus;  // by team; written by the scheduling pass
 
   void load(const store::Contents& contents);
   void reindex();

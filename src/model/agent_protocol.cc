@@ -34,7 +34,21 @@ const char* actualStateName(ActualState s) {
 void applyInventory(Host& h, const Inventory& inv) {
   h.cpus = inv.cpus;
   h.memoryMib = inv.memoryMib;
-  h.gpus = inv.gpus;
+  // Dedication and sharing are the admin's word about a GPU, not the agent's: they follow the
+  // physical GPU (its UUID, else its index) across re-reports, and the agent cannot set them.
+  std::vector<Gpu> gpus = inv.gpus;
+  for (auto& g : gpus) {
+    g.dedicatedTo.clear();
+    g.shared = false;
+    for (const auto& old : h.gpus) {
+      bool same = !g.uuid.empty() ? old.uuid == g.uuid : old.index == g.index;
+      if (!same) continue;
+      g.dedicatedTo = old.dedicatedTo;
+      g.shared = old.shared;
+      break;
+    }
+  }
+  h.gpus = std::move(gpus);
   h.simulated = inv.simulated;
   h.gpuProvider = inv.gpuProvider;
   h.agentVersion = inv.agentVersion;

@@ -68,7 +68,8 @@ struct LogChunk {
   std::string data;
 };
 
-// The agent's inventory is the truth about its host's hardware: copies it onto the Host.
+// The agent's inventory is the truth about its host's hardware: copies it onto the Host, keeping
+// the admin's settings (dedication, sharing) of each GPU it already knew.
 void applyInventory(Host& host, const Inventory& inv);
 
 nlohmann::json toJson(const Inventory& inv);

@@ -12,10 +12,64 @@ std::optional<int> readOptionalInt(const json& j, const char* key) {
   return it->get<int>();
 }
 
+json limitJson(int v) { return v < 0 ? json(nullptr) : json(v); }
+int readLimit(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return -1;
+  return it->get<int>();
+}
+
+json nullIfEmpty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
 }  // namespace
 
+json guaranteedJson(const std::map<std::string, int>& guaranteed) {
+  json out = json::object();
+  for (const auto& [model, n] : guaranteed) out[model.empty() ? kAnyModelJsonKey : model] = n;
+  return out;
+}
+
+std::map<std::string, int> guaranteedFromJson(const json& j) {
+  std::map<std::string, int> out;
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) out[k == kAnyModelJsonKey ? "" : k] = v.get<int>();
+  return out;
+}
+
+json quotaJson(const Team& t) {
+  return {{"guaranteed", guaranteedJson(t.quota.guaranteed)},
+          {"borrow_limit", limitJson(t.quota.borrowLimit)},
+          {"lend_limit", limitJson(t.quota.lendLimit)},
+          {"weight", t.quota.weight},
+          {"lend_dedicated", t.lendDedicated}};
+}
+
 json toJson(const Team& t) {
-  return {{"name", t.name}, {"created_at", formatIso8601(t.createdAt)}};
+  return {{"name", t.name}, {"created_at", formatIso8601(t.createdAt)}, {"quota", quotaJson(t)}};
+}
+
+json toStoreDoc(const Team& t) {
+  json out = quotaJson(t);
+  out["name"] = t.name;
+  out["created_ms"] = t.createdAt;
+  out["usage_gpu_seconds"] = t.usageGpuSeconds;
+  out["usage_ms"] = t.usageAt;
+  return out;
+}
+
+// Teams stored before quotas existed have an empty document: every field has its default.
+Team teamFromStoreDoc(const json& d) {
+  Team t;
+  t.name = d.value("name", "");
+  t.createdAt = d.value("created_ms", TimeMs{0});
+  t.quota.guaranteed = guaranteedFromJson(d.value("guaranteed", json::object()));
+  t.quota.borrowLimit = readLimit(d, "borrow_limit");
+  t.quota.lendLimit = readLimit(d, "lend_limit");
+  t.quota.weight = d.value("weight", 1.0);
+  t.lendDedicated = d.value("lend_dedicated", false);
+  t.usageGpuSeconds = d.value("usage_gpu_seconds", 0.0);
+  t.usageAt = d.value("usage_ms", TimeMs{0});
+  return t;
 }
 
 json toJson(const User& u) {
@@ -26,7 +80,26 @@ json toJson(const User& u) {
 }
 
 json toJson(const Project& p) {
-  return {{"name", p.name}, {"team", p.team}, {"created_at", formatIso8601(p.createdAt)}};
+  return {{"name", p.name},
+          {"team", p.team},
+          {"created_at", formatIso8601(p.createdAt)},
+          {"guaranteed", guaranteedJson(p.guaranteed)}};
+}
+
+json toStoreDoc(const Project& p) {
+  return {{"name", p.name},
+          {"team", p.team},
+          {"created_ms", p.createdAt},
+          {"guaranteed", guaranteedJson(p.guaranteed)}};
+}
+
+Project projectFromStoreDoc(const json& d) {
+  Project p;
+  p.name = d.value("name", "");
+  p.team = d.value("team", "");
+  p.createdAt = d.value("created_ms", TimeMs{0});
+  p.guaranteed = guaranteedFromJson(d.value("guaranteed", json::object()));
+  return p;
 }
 
 json toJson(const Gpu& g) {
@@ -37,7 +110,9 @@ json toJson(const Gpu& g) {
           {"memory_mib", g.memoryMib},
           {"numa_node", g.numaNode},
           {"driver_version", g.driverVersion},
-          {"cuda_version", g.cudaVersion}};
+          {"cuda_version", g.cudaVersion},
+          {"dedicated_to", nullIfEmpty(g.dedicatedTo)},
+          {"shared", g.shared}};
 }
 
 Gpu gpuFromJson(const json& j) {
@@ -50,6 +125,8 @@ Gpu gpuFromJson(const json& j) {
   g.numaNode = j.value("numa_node", -1);
   g.driverVersion = j.value("driver_version", "");
   g.cudaVersion = j.value("cuda_version", "");
+  if (auto it = j.find("dedicated_to"); it != j.end() && it->is_string()) g.dedicatedTo = *it;
+  g.shared = j.value("shared", false);
   return g;
 }
 
@@ -78,45 +155,55 @@ json hostHardware(const Host& h) {
 json toJson(const Host& h) {
   json out = hostHardware(h);
   out["state"] = hostStateName(h.state);
+  out["dedicated_to"] = nullIfEmpty(h.dedicatedTo);
   out["joined_at"] = formatIso8601(h.joinedAt);
   out["last_seen_at"] = formatIso8601(h.lastSeenAt);
   return out;
 }
 
 json toJson(const Job& j) {
-  return {{"id", j.id},
-          {"name", j.name},
-          {"team", j.team},
-          {"project", j.project.empty() ? json(nullptr) : json(j.project)},
-          {"user", j.user},
-          {"command", j.command},
-          {"env", j.env},
-          {"gpus", j.gpus},
-          {"gpu_model", j.gpuModel.empty() ? json(nullptr) : json(j.gpuModel)},
-          {"cpu_millis", j.cpuMillis},
-          {"memory_mib", j.memoryMib},
-          {"state", jobStateName(j.state)},
-          {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
-          {"host", j.host.empty() ? json(nullptr) : json(j.host)},
-          {"gpu_indices", j.gpuIndices},
-          {"gpu_uuids", j.gpuUuids},
-          {"exit_code", optionalInt(j.exitCode)},
-          {"signal", optionalInt(j.signal)},
-          {"priority", j.priority},
-          {"preemptible", j.preemptible},
-          {"cancel_requested", j.cancelRequested},
-          {"evicting", j.evicting},
-          {"evicted_for", j.evictedFor.empty() ? json(nullptr) : json(j.evictedFor)},
-          {"preemptions", j.preemptions},
-          {"submitted_at", formatIso8601(j.submittedAt)},
-          {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
-          {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
+  return {
+      {"id", j.id},
+      {"name", j.name},
+      {"team", j.team},
+      {"project", j.project.empty() ? json(nullptr) : json(j.project)},
+      {"user", j.user},
+      {"command", j.command},
+      {"env", j.env},
+      {"gpus", j.gpus},
+      {"gpu_models", j.gpuModels},
+      {"gpu_milli", j.gpuMilli},
+      {"gpu_memory_mib", j.gpuMemoryMib},
+      {"cpu_millis", j.cpuMillis},
+      {"memory_mib", j.memoryMib},
+      {"priority", j.priority},
+      {"preemptible", j.preemptible},
+      {"whole_host", j.wholeHost},
+      {"max_runtime", j.maxRuntimeMs ? json(formatDurationSpec(j.maxRuntimeMs)) : json(nullptr)},
+      {"min_driver", nullIfEmpty(j.minDriver)},
+      {"min_cuda", nullIfEmpty(j.minCuda)},
+      {"state", jobStateName(j.state)},
+      {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
+      {"host", j.host.empty() ? json(nullptr) : json(j.host)},
+      {"gpu_indices", j.gpuIndices},
+      {"gpu_uuids", j.gpuUuids},
+      {"exit_code", optionalInt(j.exitCode)},
+      {"signal", optionalInt(j.signal)},
+      {"cancel_requested", j.cancelRequested},
+      {"preemptions", j.preemptions},
+      {"evicting", j.evicting},
+      {"evicting_since", j.evictingSince ? json(formatIso8601(j.evictingSince)) : json(nullptr)},
+      {"evicted_for", nullIfEmpty(j.evictedFor)},
+      {"submitted_at", formatIso8601(j.submittedAt)},
+      {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
+      {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
 }
 
 json toStoreDoc(const Host& h) {
   json out = hostHardware(h);
   out["joined_ms"] = h.joinedAt;
   out["last_seen_ms"] = h.lastSeenAt;
+  out["dedicated_to"] = h.dedicatedTo;
   return out;
 }
 
@@ -132,6 +219,7 @@ Host hostFromStoreDoc(const json& d) {
   h.cgroup = d.value("cgroup", "");
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
+  h.dedicatedTo = d.value("dedicated_to", "");
   return h;
 }
 
@@ -144,9 +232,17 @@ json toStoreDoc(const Job& j) {
           {"command", j.command},
           {"env", j.env},
           {"gpus", j.gpus},
-          {"gpu_model", j.gpuModel},
+          {"gpu_models", j.gpuModels},
+          {"gpu_milli", j.gpuMilli},
+          {"gpu_memory_mib", j.gpuMemoryMib},
           {"cpu_millis", j.cpuMillis},
           {"memory_mib", j.memoryMib},
+          {"priority", j.priority},
+          {"preemptible", j.preemptible},
+          {"whole_host", j.wholeHost},
+          {"max_runtime_ms", j.maxRuntimeMs},
+          {"min_driver", j.minDriver},
+          {"min_cuda", j.minCuda},
           {"state", jobStateName(j.state)},
           {"reason", j.reason},
           {"host", j.host},
@@ -154,13 +250,11 @@ json toStoreDoc(const Job& j) {
           {"gpu_uuids", j.gpuUuids},
           {"exit_code", optionalInt(j.exitCode)},
           {"signal", optionalInt(j.signal)},
-          {"priority", j.priority},
-          {"preemptible", j.preemptible},
           {"cancel_requested", j.cancelRequested},
+          {"preemptions", j.preemptions},
           {"evicting", j.evicting},
           {"evicting_since_ms", j.evictingSince},
           {"evicted_for", j.evictedFor},
-          {"preemptions", j.preemptions},
           {"submitted_ms", j.submittedAt},
           {"scheduled_ms", j.scheduledAt},
           {"started_ms", j.startedAt},
@@ -177,9 +271,21 @@ Job jobFromStoreDoc(const json& d) {
   j.command = d.value("command", std::vector<std::string>{});
   j.env = d.value("env", std::map<std::string, std::string>{});
   j.gpus = d.value("gpus", 0);
-  j.gpuModel = d.value("gpu_model", "");
+  if (auto it = d.find("gpu_models"); it != d.end()) {
+    j.gpuModels = it->get<std::vector<std::string>>();
+  } else if (std::string one = d.value("gpu_model", ""); !one.empty()) {
+    j.gpuModels = {one};  // written before a job could name several models
+  }
+  j.gpuMilli = d.value("gpu_milli", 1000);
+  j.gpuMemoryMib = d.value("gpu_memory_mib", int64_t{0});
   j.cpuMillis = d.value("cpu_millis", 0);
   j.memoryMib = d.value("memory_mib", int64_t{0});
+  j.priority = d.value("priority", 0);
+  j.preemptible = d.value("preemptible", false);
+  j.wholeHost = d.value("whole_host", false);
+  j.maxRuntimeMs = d.value("max_runtime_ms", int64_t{0});
+  j.minDriver = d.value("min_driver", "");
+  j.minCuda = d.value("min_cuda", "");
   j.state = parseJobState(d.value("state", "queued")).value_or(JobState::kQueued);
   j.reason = d.value("reason", "");
   j.host = d.value("host", "");
@@ -188,12 +294,10 @@ Job jobFromStoreDoc(const json& d) {
   j.exitCode = readOptionalInt(d, "exit_code");
   j.signal = readOptionalInt(d, "signal");
   j.cancelRequested = d.value("cancel_requested", false);
-  j.priority = d.value("priority", 0);
-  j.preemptible = d.value("preemptible", false);
+  j.preemptions = d.value("preemptions", 0);
   j.evicting = d.value("evicting", false);
   j.evictingSince = d.value("evicting_since_ms", TimeMs{0});
   j.evictedFor = d.value("evicted_for", "");
-  j.preemptions = d.value("preemptions", 0);
   j.submittedAt = d.value("submitted_ms", TimeMs{0});
   j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
   j.startedAt = d.value("started_ms", TimeMs{0});

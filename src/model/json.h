@@ -11,7 +11,14 @@ namespace allot::model {
 
 using nlohmann::json;
 
+// GPU counts by model; the any-model key "" reads and writes as "any".
+inline constexpr const char* kAnyModelJsonKey = "any";
+json guaranteedJson(const std::map<std::string, int>& guaranteed);
+std::map<std::string, int> guaranteedFromJson(const json& j);
+
 json toJson(const Team& t);
+// A team's quota settings: {"guaranteed","borrow_limit","lend_limit","weight","lend_dedicated"}.
+json quotaJson(const Team& t);
 json toJson(const User& u);
 json toJson(const Project& p);
 json toJson(const Gpu& g);
@@ -20,6 +27,10 @@ json toJson(const Host& h);
 json toJson(const Job& j);
 
 // Documents for the store: every field, times in ms, secrets' hashes included.
+json toStoreDoc(const Team& t);
+json toStoreDoc(const Project& p);
+Team teamFromStoreDoc(const json& doc);
+Project projectFromStoreDoc(const json& doc);
 json toStoreDoc(const Host& h);
 json toStoreDoc(const Job& j);
 Host hostFromStoreDoc(const json& doc);

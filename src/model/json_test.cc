@@ -46,12 +46,113 @@ TEST(ModelJson, HostRoundTrip) {
   Host h;
   h.name = "h1";
   h.simulated = true;
-  h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", ""});
+  h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", "", "", false});
   Host back = hostFromStoreDoc(toStoreDoc(h));
   EXPECT_EQ(back.name, "h1");
   EXPECT_TRUE(back.simulated);
   ASSERT_EQ(back.gpus.size(), 1u);
   EXPECT_EQ(back.gpus[0].model, "A100");
+}
+
+TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
+  Job j;
+  j.id = 7;
+  j.gpus = 1;
+  j.gpuModels = {"A100", "H100 80GB HBM3"};
+  j.gpuMilli = 250;
+  j.gpuMemoryMib = 10240;
+  j.priority = -5;
+  j.preemptible = true;
+  j.wholeHost = true;
+  j.maxRuntimeMs = 7'200'000;
+  j.minDriver = "535.104";
+  j.minCuda = "12.2";
+  j.preemptions = 2;
+  j.evicting = true;
+  j.evictingSince = 5000;
+  j.evictedFor = "reclaimed by team ml for job 42";
+  Job back = jobFromStoreDoc(toStoreDoc(j));
+  EXPECT_EQ(toStoreDoc(back), toStoreDoc(j));
+  EXPECT_EQ(back.gpuModels, j.gpuModels);
+  EXPECT_EQ(back.gpuMilli, 250);
+  EXPECT_EQ(back.evictedFor, j.evictedFor);
+
+  auto api = toJson(j);
+  EXPECT_EQ(api["gpu_models"], json({"A100", "H100 80GB HBM3"}));
+  EXPECT_EQ(api["max_runtime"], "2h");
+  EXPECT_EQ(api["min_cuda"], "12.2");
+  EXPECT_EQ(api["evicting_since"], "1970-01-01T00:00:05Z");
+  EXPECT_FALSE(api.contains("gpu_model"));
+}
+
+TEST(ModelJson, JobDocumentsFromBeforeSchedulingFieldsLoadWithDefaults) {
+  json old = {{"id", 3}, {"gpus", 2}, {"gpu_model", "H100"}, {"state", "queued"}};
+  Job j = jobFromStoreDoc(old);
+  EXPECT_EQ(j.gpuModels, std::vector<std::string>{"H100"});
+  EXPECT_EQ(j.gpuMilli, 1000);
+  EXPECT_EQ(j.priority, 0);
+  EXPECT_FALSE(j.preemptible);
+  EXPECT_EQ(j.maxRuntimeMs, 0);
+  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).gpuModels.empty());
+  auto api = toJson(j);
+  EXPECT_TRUE(api["max_runtime"].is_null());
+  EXPECT_TRUE(api["min_driver"].is_null());
+}
+
+TEST(ModelJson, TeamQuotaRoundTripsAndShowsAnyModelAsAny) {
+  Team t;
+  t.name = "ml";
+  t.createdAt = 10;
+  t.quota.guaranteed = {{"A100", 4}, {"", 2}};
+  t.quota.borrowLimit = 3;
+  t.quota.weight = 2.5;
+  t.lendDedicated = true;
+  t.usageGpuSeconds = 1234.5;
+  t.usageAt = 99;
+  Team back = teamFromStoreDoc(toStoreDoc(t));
+  EXPECT_EQ(back.name, "ml");
+  EXPECT_EQ(back.createdAt, 10);
+  EXPECT_EQ(back.quota.guaranteed, t.quota.guaranteed);
+  EXPECT_EQ(back.quota.borrowLimit, 3);
+  EXPECT_EQ(back.quota.lendLimit, -1);
+  EXPECT_EQ(back.quota.weight, 2.5);
+  EXPECT_TRUE(back.lendDedicated);
+  EXPECT_EQ(back.usageGpuSeconds, 1234.5);
+  EXPECT_EQ(back.usageAt, 99);
+
+  auto q = toJson(t)["quota"];
+  EXPECT_EQ(q["guaranteed"], json({{"A100", 4}, {"any", 2}}));
+  EXPECT_EQ(q["borrow_limit"], 3);
+  EXPECT_TRUE(q["lend_limit"].is_null());
+
+  Team old = teamFromStoreDoc(json::object());  // a team stored before quotas
+  EXPECT_TRUE(old.quota.guaranteed.empty());
+  EXPECT_EQ(old.quota.borrowLimit, -1);
+  EXPECT_EQ(old.quota.weight, 1.0);
+}
+
+TEST(ModelJson, ProjectSplitAndHostDedicationRoundTrip) {
+  Project p{"resnet", "ml", 5, {{"A100", 2}, {"", 1}}};
+  Project back = projectFromStoreDoc(toStoreDoc(p));
+  EXPECT_EQ(back.guaranteed, p.guaranteed);
+  EXPECT_EQ(back.team, "ml");
+  EXPECT_EQ(toJson(p)["guaranteed"], json({{"A100", 2}, {"any", 1}}));
+
+  Host h;
+  h.name = "h1";
+  h.dedicatedTo = "ml";
+  h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", "", "", false});
+  h.gpus.push_back(Gpu{1, "GPU-2", 1, "A100", 81920, 0, "", "", "", false});
+  h.gpus[0].dedicatedTo = "ml";
+  h.gpus[1].shared = true;
+  Host hb = hostFromStoreDoc(toStoreDoc(h));
+  EXPECT_EQ(hb.dedicatedTo, "ml");
+  EXPECT_EQ(hb.gpus[0].dedicatedTo, "ml");
+  EXPECT_FALSE(hb.gpus[0].shared);
+  EXPECT_TRUE(hb.gpus[1].shared);
+  EXPECT_EQ(toJson(h)["dedicated_to"], "ml");
+  EXPECT_TRUE(toJson(h)["gpus"][1]["dedicated_to"].is_null());
+  EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).dedicatedTo.empty());
 }
 
 }  // namespace

@@ -2,11 +2,22 @@
 
 namespace allot::model {
 
-const char* roleName(Role r) { return r == Role::kPlatformAdmin ? "platform-admin" : "member"; }
+const char* roleName(Role r) {
+  switch (r) {
+    case Role::kPlatformAdmin:
+      return "platform-admin";
+    case Role::kTeamAdmin:
+      return "team-admin";
+    case Role::kMember:
+      return "member";
+  }
+  return "member";
+}
 
 std::optional<Role> parseRole(const std::string& s) {
-  if (s == "member") return Role::kMember;
-  if (s == "platform-admin") return Role::kPlatformAdmin;
+  for (auto r : {Role::kMember, Role::kPlatformAdmin, Role::kTeamAdmin}) {
+    if (s == roleName(r)) return r;
+  }
   return std::nullopt;
 }
 

@@ -12,13 +12,32 @@
 
 namespace allot::model {
 
-enum class Role { kMember, kPlatformAdmin };
+// A team-admin is a member of one team who may also manage that team's projects and split its
+// quota among them.
+enum class Role { kMember, kPlatformAdmin, kTeamAdmin };
 const char* roleName(Role r);
 std::optional<Role> parseRole(const std::string& s);
+
+// What a team is promised and how it shares. GPU counts are per GPU model; the key "" means any
+// model (shown as "any" in JSON). The quota policy (sched/quota) gives these their meaning.
+struct Quota {
+  std::map<std::string, int> guaranteed;
+  int borrowLimit = -1;  // most GPUs it may use beyond its guarantee; -1 = no limit
+  int lendLimit = -1;    // most of its idle guarantee others may use; -1 = all of it
+  double weight = 1.0;   // its fair-share weight when borrowing; > 0
+};
 
 struct Team {
   std::string name;
   TimeMs createdAt = 0;
+  Quota quota;
+  // The team lets others use its idle dedicated hosts and GPUs, and takes them back by
+  // preemption when it needs them.
+  bool lendDedicated = false;
+  // Decayed GPU-seconds of use, as of usageAt: the fair-share history. Written by the scheduling
+  // side; kept here so a restart does not forget who used a lot lately.
+  double usageGpuSeconds = 0;
+  TimeMs usageAt = 0;
 };
 
 struct User {
@@ -41,6 +60,9 @@ struct Project {
   std::string name;
   std::string team;
   TimeMs createdAt = 0;
+  // Its split of the team's guarantee, same keys as Quota::guaranteed. Over a team's projects the
+  // split never exceeds the team's guarantee, key by key.
+  std::map<std::string, int> guaranteed;
 };
 
 // An admin-made token that lets agents join. Reusable until it expires, like kubeadm's.
@@ -61,6 +83,9 @@ struct Gpu {
   int numaNode = -1;
   std::string driverVersion;
   std::string cudaVersion;
+  // Admin settings, not hardware: they survive the agent re-reporting its inventory.
+  std::string dedicatedTo;  // team this GPU is reserved for; empty = the host's pool
+  bool shared = false;      // fractional jobs may share it
 };
 
 enum class HostState { kOnline, kUnreachable };
@@ -79,6 +104,7 @@ struct Host {
   TimeMs joinedAt = 0;
   TimeMs lastSeenAt = 0;        // last message from its agent
   TimeMs unreachableSince = 0;  // 0 while online
+  std::string dedicatedTo;      // team the whole host is reserved for; empty = the shared pool
 };
 
 // kPreempted: stopped to give its GPUs back to a team that was guaranteed them, and not requeued
@@ -106,11 +132,17 @@ struct Job {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int gpus = 0;
-  std::string gpuModel;   // empty = any model
-  int cpuMillis = 0;      // CPU limit in millicores; 0 = unlimited
-  int64_t memoryMib = 0;  // memory limit; 0 = unlimited
-  int priority = 0;       // higher goes first; lower is preempted first
-  bool preemptible = false;  // requeued (rather than stopped for good) when preempted
+  std::vector<std::string> gpuModels;  // any of these; empty = any model
+  int gpuMilli = 1000;       // share of each GPU; below 1000 only with gpus == 1 (a shared GPU)
+  int64_t gpuMemoryMib = 0;  // GPU memory it needs on each GPU; 0 = not stated
+  int cpuMillis = 0;         // CPU limit in millicores; 0 = unlimited
+  int64_t memoryMib = 0;     // memory limit; 0 = unlimited
+  int priority = 0;          // -1000..1000, higher first
+  bool preemptible = false;  // may be stopped and requeued to make room
+  bool wholeHost = false;    // every GPU, CPU and byte of one host; the scheduler fills gpus
+  int64_t maxRuntimeMs = 0;  // declared limit, enforced; 0 = none
+  std::string minDriver;     // lowest NVIDIA driver version it runs on ("535.104"); empty = any
+  std::string minCuda;       // lowest CUDA version ("12.2"); empty = any
   JobState state = JobState::kQueued;
   std::string reason;  // why it waits, or why it ended the way it did
   std::string host;
@@ -119,12 +151,12 @@ struct Job {
   std::optional<int> exitCode;
   std::optional<int> signal;
   bool cancelRequested = false;
-  // Preemption: chosen as a victim, it is being stopped (SIGTERM, then kill after the grace);
-  // when it has stopped it is requeued if preemptible, otherwise it ends as preempted.
+  // Written by the scheduler: how often it was preempted, whether it is leaving now to make
+  // room, and for what.
+  int preemptions = 0;
   bool evicting = false;
   TimeMs evictingSince = 0;
-  std::string evictedFor;  // "reclaimed by team ml for job 42"
-  int preemptions = 0;     // how many times it was preempted and requeued
+  std::string evictedFor;
   TimeMs submittedAt = 0;
   TimeMs scheduledAt = 0;
   TimeMs startedAt = 0;

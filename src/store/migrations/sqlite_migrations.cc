@@ -80,8 +80,28 @@ CREATE TABLE meta (
 );
 )sql";
 
+// Quotas: teams and projects gain a document (quota settings, usage history, a project's split of
+// its team's guarantee), '{}' for rows written before, which loads as every default. Projects
+// were keyed by name alone, so two teams' projects of one name shared a row; they are now keyed
+// by (team, name), which also serves lookups by team.
+constexpr std::string_view kV2Quotas = R"sql(
+ALTER TABLE teams ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
+
+CREATE TABLE projects_v2 (
+  name       TEXT NOT NULL,
+  team       TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  doc        TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (team, name)
+);
+INSERT INTO projects_v2 (name, team, created_ms) SELECT name, team, created_ms FROM projects;
+DROP TABLE projects;
+ALTER TABLE projects_v2 RENAME TO projects;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
+    Migration{2, "team quotas and project splits", kV2Quotas},
 };
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace {
 
 // Upserts replace every column, so a put always leaves exactly the value handed in.
 constexpr std::string_view kPutTeam =
-    "INSERT INTO teams (name, created_ms) VALUES (?, ?) "
-    "ON CONFLICT (name) DO UPDATE SET created_ms = excluded.created_ms";
+    "INSERT INTO teams (name, created_ms, doc) VALUES (?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET created_ms = excluded.created_ms, doc = excluded.doc";
 constexpr std::string_view kPutUser =
     "INSERT INTO users (name, team, role, created_ms) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (name) DO UPDATE SET team = excluded.team, role = excluded.role, "
@@ -23,8 +23,8 @@ constexpr std::string_view kPutToken =
     "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms";
 constexpr std::string_view kDeleteToken = "DELETE FROM tokens WHERE id = ?";
 constexpr std::string_view kPutProject =
-    "INSERT INTO projects (name, team, created_ms) VALUES (?, ?, ?) "
-    "ON CONFLICT (name) DO UPDATE SET team = excluded.team, created_ms = excluded.created_ms";
+    "INSERT INTO projects (name, team, created_ms, doc) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (team, name) DO UPDATE SET created_ms = excluded.created_ms, doc = excluded.doc";
 constexpr std::string_view kPutJoinToken =
     "INSERT INTO join_tokens (id, hash, created_by, created_ms, expires_ms) "
     "VALUES (?, ?, ?, ?, ?) "
@@ -134,8 +134,10 @@ void WriteStatements::rollback() {
 
 Status WriteStatements::put(const PutTeam& op) {
   const model::Team& t = op.team;
-  return guarded("team " + t.name,
-                 [&] { return Binder(team_.get()).text(t.name).integer(t.createdAt).run(); });
+  return guarded("team " + t.name, [&] {
+    const std::string doc = model::toStoreDoc(t).dump();
+    return Binder(team_.get()).text(t.name).integer(t.createdAt).text(doc).run();
+  });
 }
 
 Status WriteStatements::put(const PutUser& op) {
@@ -170,8 +172,9 @@ Status WriteStatements::put(const DeleteToken& op) {
 
 Status WriteStatements::put(const PutProject& op) {
   const model::Project& p = op.project;
-  return guarded("project " + p.name, [&] {
-    return Binder(project_.get()).text(p.name).text(p.team).integer(p.createdAt).run();
+  return guarded("project " + p.team + "/" + p.name, [&] {
+    const std::string doc = model::toStoreDoc(p).dump();
+    return Binder(project_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
   });
 }
 
@@ -231,9 +234,15 @@ Status WriteStatements::put(const PutMeta& op) {
 
 Result<Contents> loadContents(sqlite3* db) {
   Contents c;
+  // Teams and projects: the columns are the truth for their keys; the document carries the rest.
   Status st =
-      forEachRow(db, "SELECT name, created_ms FROM teams ORDER BY name", [&](sqlite3_stmt* s) {
-        c.teams.push_back({columnText(s, 0), columnInt(s, 1)});
+      forEachRow(db, "SELECT name, created_ms, doc FROM teams ORDER BY name", [&](sqlite3_stmt* s) {
+        const std::string name = columnText(s, 0);
+        auto team = fromDoc<model::Team>(columnText(s, 2), &model::teamFromStoreDoc);
+        if (!team.ok()) return team.status().withContext("team " + name);
+        team->name = name;
+        team->createdAt = columnInt(s, 1);
+        c.teams.push_back(std::move(team).value());
         return Status::Ok();
       });
   if (!st.ok()) return st.withContext("failed to load teams");
@@ -258,9 +267,18 @@ Result<Contents> loadContents(sqlite3* db) {
                   });
   if (!st.ok()) return st.withContext("failed to load tokens");
 
-  st = forEachRow(db, "SELECT name, team, created_ms FROM projects ORDER BY name",
+  st = forEachRow(db, "SELECT name, team, created_ms, doc FROM projects ORDER BY name, team",
                   [&](sqlite3_stmt* s) {
-                    c.projects.push_back({columnText(s, 0), columnText(s, 1), columnInt(s, 2)});
+                    const std::string name = columnText(s, 0);
+                    const std::string team = columnText(s, 1);
+                    auto project =
+                        fromDoc<model::Project>(columnText(s, 3), &model::projectFromStoreDoc);
+                    if (!project.ok())
+                      return project.status().withContext("project " + team + "/" + name);
+                    project->name = name;
+                    project->team = team;
+                    project->createdAt = columnInt(s, 2);
+                    c.projects.push_back(std::move(project).value());
                     return Status::Ok();
                   });
   if (!st.ok()) return st.withContext("failed to load projects");

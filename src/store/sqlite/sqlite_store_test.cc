@@ -94,9 +94,16 @@ model::Job makeJob(int64_t id) {
   j.command = {"python3", "train.py", "--epochs=3"};
   j.env = {{"SEED", "7"}, {"WANDB_MODE", "offline"}};
   j.gpus = 2;
-  j.gpuModel = "H100";
+  j.gpuModels = {"H100"};
   j.submittedAt = 1'700'000'000'000 + id;
   return j;
+}
+
+model::Team makeTeam(const std::string& name, TimeMs createdAt) {
+  model::Team t;
+  t.name = name;
+  t.createdAt = createdAt;
+  return t;
 }
 
 model::Host makeHost() {
@@ -155,18 +162,41 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   job.scheduledAt = 1;
   job.startedAt = 2;
   job.finishedAt = 3;
+  job.gpuModels = {"H100", "A100"};
+  job.gpuMilli = 500;
+  job.gpuMemoryMib = 20480;
+  job.priority = 100;
+  job.preemptible = true;
+  job.maxRuntimeMs = 3'600'000;
+  job.minDriver = "535.104";
+  job.minCuda = "12.2";
+  job.preemptions = 1;
+  job.evicting = true;
+  job.evictingSince = 4;
+  job.evictedFor = "reclaimed by team ml for job 9";
   model::Host host = makeHost();
   host.state = model::HostState::kUnreachable;
   host.unreachableSince = 1'700'000'060'000;
+  host.dedicatedTo = "vision";
+  host.gpus[0].dedicatedTo = "vision";
+  host.gpus[1].shared = true;
+  model::Team team = makeTeam("vision", 10);
+  team.quota.guaranteed = {{"H100", 4}, {"", 2}};
+  team.quota.borrowLimit = 2;
+  team.quota.lendLimit = 1;
+  team.quota.weight = 1.5;
+  team.lendDedicated = true;
+  team.usageGpuSeconds = 3600.25;
+  team.usageAt = 18;
 
   WriteBatch batch;
-  batch.add(PutTeam{{"vision", 10}})
+  batch.add(PutTeam{team})
       .add(PutUser{{"alice", "vision", model::Role::kMember, 11}})
       .add(PutUser{{"root", "", model::Role::kPlatformAdmin, 12}})
       .add(PutToken{{"tok-1", "alice", "hash-1", 13, 99}})
       .add(PutToken{{"tok-2", "host:gpu-07", "hash-2", 14, 0}})
       .add(DeleteToken{"tok-2"})
-      .add(PutProject{{"resnet", "vision", 15}})
+      .add(PutProject{{"resnet", "vision", 15, {{"H100", 3}, {"", 1}}}})
       .add(PutJoinToken{{"join-1", "jhash", "root", 16, 17}})
       .add(PutHost{host})
       .add(PutJob{job})
@@ -177,6 +207,9 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   ASSERT_EQ(c.teams.size(), 1u);
   EXPECT_EQ(c.teams[0].name, "vision");
   EXPECT_EQ(c.teams[0].createdAt, 10);
+  EXPECT_EQ(model::toStoreDoc(c.teams[0]), model::toStoreDoc(team));
+  EXPECT_EQ(c.teams[0].quota.guaranteed, team.quota.guaranteed);
+  EXPECT_EQ(c.teams[0].usageGpuSeconds, 3600.25);
 
   ASSERT_EQ(c.users.size(), 2u);
   EXPECT_EQ(c.users[0].name, "alice");
@@ -198,6 +231,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   EXPECT_EQ(c.projects[0].name, "resnet");
   EXPECT_EQ(c.projects[0].team, "vision");
   EXPECT_EQ(c.projects[0].createdAt, 15);
+  EXPECT_EQ(c.projects[0].guaranteed, (std::map<std::string, int>{{"H100", 3}, {"", 1}}));
 
   ASSERT_EQ(c.joinTokens.size(), 1u);
   EXPECT_EQ(c.joinTokens[0].id, "join-1");
@@ -212,10 +246,15 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   EXPECT_EQ(c.hosts[0].unreachableSince, host.unreachableSince);
   ASSERT_EQ(c.hosts[0].gpus.size(), 2u);
   EXPECT_EQ(c.hosts[0].gpus[1].uuid, "GPU-def");
+  EXPECT_EQ(c.hosts[0].dedicatedTo, "vision");
+  EXPECT_EQ(c.hosts[0].gpus[0].dedicatedTo, "vision");
+  EXPECT_TRUE(c.hosts[0].gpus[1].shared);
 
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_EQ(model::toStoreDoc(c.jobs[0]), model::toStoreDoc(job));
   EXPECT_EQ(c.jobs[0].exitCode, std::optional<int>(3));
+  EXPECT_EQ(c.jobs[0].gpuModels, job.gpuModels);
+  EXPECT_EQ(c.jobs[0].evictedFor, job.evictedFor);
   EXPECT_EQ(c.jobs[0].signal, std::nullopt);
 
   ASSERT_EQ(c.meta.size(), 1u);
@@ -292,7 +331,8 @@ TEST_F(SqliteStoreTest, CommittedDataSurvivesCloseAndReopen) {
     auto store = openStore();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(
-        store->commit(WriteBatch{}.add(PutTeam{{"vision", 1}}).add(PutJob{makeJob(1)})).ok());
+        store->commit(WriteBatch{}.add(PutTeam{makeTeam("vision", 1)}).add(PutJob{makeJob(1)}))
+            .ok());
   }
   auto store = openStore();
   ASSERT_NE(store, nullptr);
@@ -433,12 +473,85 @@ TEST_F(SqliteStoreTest, FreshDatabaseIsMigratedAndReopeningKeepsTheVersion) {
     ASSERT_NE(store, nullptr);
     EXPECT_GE(store->schemaVersion(), 1);
     EXPECT_EQ(store->schemaVersion(), latest);
-    ASSERT_TRUE(store->commit(WriteBatch{}.add(PutTeam{{"vision", 1}})).ok());
+    ASSERT_TRUE(store->commit(WriteBatch{}.add(PutTeam{makeTeam("vision", 1)})).ok());
   }
   auto store = openStore();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schemaVersion(), latest);
   EXPECT_EQ(load(*store).teams.size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, ProjectsOfTheSameNameInTwoTeamsAreTwoRows) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 1}}}})
+                               .add(PutProject{{"resnet", "nlp", 2, {}}})
+                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 2}}}}))
+                  .ok());
+  Contents c = load(*store);
+  ASSERT_EQ(c.projects.size(), 2u);
+  EXPECT_EQ(c.projects[0].team, "nlp");
+  EXPECT_TRUE(c.projects[0].guaranteed.empty());
+  EXPECT_EQ(c.projects[1].team, "vision");
+  EXPECT_EQ(c.projects[1].guaranteed.at("A100"), 2);
+}
+
+// A database written by the first release (schema 1, documents without the scheduling fields)
+// opens, migrates, and loads with every new field at its default.
+TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    std::string sql = std::string(sqliteMigrations()[0].sql) + R"sql(
+      PRAGMA user_version = 1;
+      INSERT INTO teams VALUES ('vision', 10);
+      INSERT INTO projects VALUES ('resnet', 'vision', 11);
+      INSERT INTO users VALUES ('alice', 'vision', 'member', 12);
+      INSERT INTO hosts VALUES ('gpu-07', 'online', 1, 2, 0,
+        '{"name":"gpu-07","gpus":[{"index":0,"uuid":"GPU-a","model":"H100"}],"joined_ms":1}');
+      INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
+        '{"id":5,"name":"train","team":"vision","gpus":2,"gpu_model":"H100","state":"queued"}');
+    )sql";
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
+    sqlite3_close(db);
+  }
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
+  Contents c = load(*store);
+  ASSERT_EQ(c.teams.size(), 1u);
+  EXPECT_EQ(c.teams[0].name, "vision");
+  EXPECT_EQ(c.teams[0].createdAt, 10);
+  EXPECT_TRUE(c.teams[0].quota.guaranteed.empty());
+  EXPECT_EQ(c.teams[0].quota.borrowLimit, -1);
+  EXPECT_EQ(c.teams[0].quota.lendLimit, -1);
+  EXPECT_EQ(c.teams[0].quota.weight, 1.0);
+  EXPECT_FALSE(c.teams[0].lendDedicated);
+  EXPECT_EQ(c.teams[0].usageGpuSeconds, 0);
+  ASSERT_EQ(c.projects.size(), 1u);
+  EXPECT_EQ(c.projects[0].team, "vision");
+  EXPECT_EQ(c.projects[0].createdAt, 11);
+  EXPECT_TRUE(c.projects[0].guaranteed.empty());
+  ASSERT_EQ(c.hosts.size(), 1u);
+  EXPECT_EQ(c.hosts[0].dedicatedTo, "");
+  ASSERT_EQ(c.hosts[0].gpus.size(), 1u);
+  EXPECT_EQ(c.hosts[0].gpus[0].dedicatedTo, "");
+  EXPECT_FALSE(c.hosts[0].gpus[0].shared);
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_EQ(c.jobs[0].gpuModels, std::vector<std::string>{"H100"});
+  EXPECT_EQ(c.jobs[0].gpuMilli, 1000);
+  EXPECT_EQ(c.jobs[0].priority, 0);
+  EXPECT_EQ(c.jobs[0].maxRuntimeMs, 0);
+  EXPECT_EQ(c.jobs[0].preemptions, 0);
+
+  // And it takes the new fields from now on.
+  model::Team t = c.teams[0];
+  t.quota.guaranteed = {{"H100", 1}};
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(PutTeam{t})).ok());
+  EXPECT_EQ(load(*store).teams[0].quota.guaranteed.at("H100"), 1);
 }
 
 TEST_F(SqliteStoreTest, DatabaseFromANewerVersionIsRefused) {

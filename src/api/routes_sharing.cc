@@ -1,0 +1,143 @@
+// Routes for sharing the fleet: team quotas and their split among projects, hosts and GPUs
+// dedicated to a team, GPUs in shared (fractional) mode. Shapes in docs/api.md.
+
+#include <charconv>
+
+#include "api/json_input.h"
+#include "api/route_helpers.h"
+#include "api/server.h"
+#include "model/json.h"
+
+namespace allot::api {
+namespace {
+
+constexpr int kMaxGuaranteedGpus = 100'000;
+
+// {"A100": 4, "any": 2} -> {"A100": 4, "": 2}.
+Result<std::map<std::string, int>> readGuarantee(const JsonInput& in) {
+  auto g = in.optionalIntMap("guaranteed", 0, kMaxGuaranteedGpus);
+  if (!g.ok()) return g.status();
+  std::map<std::string, int> out;
+  for (auto& [k, v] : *g) out[k == model::kAnyModelJsonKey ? "" : k] = v;
+  return out;
+}
+
+// A limit: omitted keeps it (nullopt), null means none (-1).
+Result<std::optional<int>> readLimit(const JsonInput& in, const char* field) {
+  if (!in.has(field)) return std::optional<int>();
+  auto v = in.optionalInt(field, -1, 0, kMaxGuaranteedGpus);
+  if (!v.ok()) return v.status();
+  return std::optional<int>(*v);
+}
+
+nlohmann::json quotaViewJson(const control::TeamQuotaView& v) {
+  auto out = model::quotaJson(v.team);
+  out["team"] = v.team.name;
+  nlohmann::json projects = nlohmann::json::array();
+  for (const auto& p : v.projects)
+    projects.push_back({{"name", p.name}, {"guaranteed", model::guaranteedJson(p.guaranteed)}});
+  out["projects"] = projects;
+  if (v.status) {
+    out["status"] = {{"guaranteed", v.status->guaranteed},
+                     {"within", v.status->within},
+                     {"borrowed", v.status->borrowed},
+                     {"lendable", v.status->lendable},
+                     {"share", v.status->share}};
+  }
+  return out;
+}
+
+Result<int> parseGpuIndex(const std::string& s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0)
+    return Status::InvalidArgument("index: '" + s + "' is not a GPU index", "index");
+  return v;
+}
+
+}  // namespace
+
+void registerSharingRoutes(Router& router, Server& s) {
+  using V = http::verb;
+
+  router.add(V::put, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed", "borrow_limit", "lend_limit",
+                                                   "weight", "lend_dedicated"}));
+    control::QuotaUpdate u;
+    if (in.has("guaranteed")) {
+      TRY_ASSIGN(g, readGuarantee(in));
+      u.guaranteed = std::move(g);
+    }
+    TRY_ASSIGN(borrow, readLimit(in, "borrow_limit"));
+    TRY_ASSIGN(lend, readLimit(in, "lend_limit"));
+    u.borrowLimit = borrow;
+    u.lendLimit = lend;
+    if (in.has("weight")) {
+      if (in.root()["weight"].is_null())
+        co_return ApiResponse::error(
+            Status::InvalidArgument("weight: must be a number, got null", "weight"));
+      TRY_ASSIGN(w, in.optionalNumber("weight", 1.0));
+      u.weight = w;
+    }
+    if (in.has("lend_dedicated")) {
+      TRY_ASSIGN(ld, in.optionalBool("lend_dedicated", false));
+      u.lendDedicated = ld;
+    }
+    TRY_ASSIGN(change, s.cluster().setTeamQuota(r.who(), r.params["team"], u));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::get, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(view, s.cluster().teamQuota(r.who(), r.params["team"]));
+    co_return ApiResponse::json(quotaViewJson(view));
+  });
+
+  router.add(V::put, "/api/v1/teams/{team}/projects/{project}/quota",
+             [&s](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed"}));
+               if (!in.has("guaranteed"))
+                 co_return ApiResponse::error(
+                     Status::InvalidArgument("guaranteed: required", "guaranteed"));
+               TRY_ASSIGN(g, readGuarantee(in));
+               TRY_ASSIGN(change, s.cluster().setProjectQuota(r.who(), r.params["team"],
+                                                              r.params["project"], std::move(g)));
+               co_await s.apply(change);
+               co_return ApiResponse::json(model::toJson(change.value));
+             });
+
+  router.add(V::put, "/api/v1/hosts/{name}/dedication", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"team"}));
+    if (!in.has("team"))
+      co_return ApiResponse::error(
+          Status::InvalidArgument("team: required (a team, or null to return the host to the "
+                                  "shared pool)",
+                                  "team"));
+    TRY_ASSIGN(team, in.optionalString("team"));
+    TRY_ASSIGN(change, s.cluster().dedicateHost(r.who(), r.params["name"], team));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::put, "/api/v1/hosts/{name}/gpus/{index}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"dedicated_to", "shared"}));
+    TRY_ASSIGN(index, parseGpuIndex(r.params["index"]));
+    control::GpuSettings settings;
+    if (in.has("dedicated_to")) {
+      TRY_ASSIGN(team, in.optionalString("dedicated_to"));
+      settings.dedicatedTo = team;
+    }
+    if (in.has("shared")) {
+      if (in.root()["shared"].is_null())
+        co_return ApiResponse::error(
+            Status::InvalidArgument("shared: must be true or false, got null", "shared"));
+      TRY_ASSIGN(shared, in.optionalBool("shared", false));
+      settings.shared = shared;
+    }
+    TRY_ASSIGN(change, s.cluster().setGpu(r.who(), r.params["name"], index, settings));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+}
+
+}  // namespace allot::api

@@ -1,0 +1,82 @@
+#pragma once
+// ClusterTest: a Cluster on a FakeClock with teams vision (alice) and nlp (bob) and a platform
+// admin, for the Cluster's unit tests. Test-only.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "common/secrets.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+
+class RecordingLink : public AgentLink {
+ public:
+  void send(std::string message) override { messages.push_back(std::move(message)); }
+  std::vector<std::string> messages;
+};
+
+inline model::Inventory inventory(int gpus) {
+  model::Inventory inv;
+  inv.hostname = "h";
+  inv.cpus = 16;
+  inv.memoryMib = 65536;
+  inv.gpuProvider = "simulated";
+  inv.simulated = true;
+  for (int i = 0; i < gpus; ++i)
+    inv.gpus.push_back({i, "GPU-" + std::to_string(i), i, "A100", 81920, 0, "", "", "", false});
+  return inv;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    initSecrets();
+    dir_ = std::filesystem::temp_directory_path() / ("allot-cluster-" + std::to_string(::getpid()));
+    logs_ = std::make_unique<LogStore>(dir_.string());
+    ASSERT_TRUE(logs_->init().ok());
+    ClusterOptions opts;
+    opts.lostAfterMs = 60'000;
+    cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
+    auto admin = cluster_->bootstrapAdmin();
+    ASSERT_TRUE(admin.has_value());
+    admin_ = *cluster_->authenticate(admin->value);
+    ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
+    ASSERT_TRUE(cluster_->createTeam(admin_, "nlp").ok());
+    auto alice = cluster_->createUser(admin_, "alice", "vision", model::Role::kMember);
+    ASSERT_TRUE(alice.ok());
+    alice_ = *cluster_->authenticate(alice->value.token);
+    auto bob = cluster_->createUser(admin_, "bob", "nlp", model::Role::kMember);
+    bob_ = *cluster_->authenticate(bob->value.token);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string joinHost(const std::string& name, int gpus) {
+    auto jt = cluster_->createJoinToken(admin_, 3'600'000);
+    EXPECT_TRUE(jt.ok());
+    auto joined = cluster_->joinHost(jt->value.secret, name, inventory(gpus));
+    EXPECT_TRUE(joined.ok()) << joined.status().toString();
+    cluster_->agentConnected(name, &link_, inventory(gpus), {});
+    return joined->value.credential;
+  }
+
+  int64_t submit(const Principal& p, int gpus) {
+    JobRequest r;
+    r.command = {"sleep", "1"};
+    r.gpus = gpus;
+    auto c = cluster_->submitJob(p, r);
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c->value.id;
+  }
+
+  FakeClock clock_;
+  std::filesystem::path dir_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<Cluster> cluster_;
+  RecordingLink link_;
+  Principal admin_, alice_, bob_;
+};
+
+}  // namespace allot::control

@@ -1,0 +1,91 @@
+#include "control/job_request.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "control/cluster.h"
+
+namespace allot::control {
+namespace {
+
+constexpr size_t kMaxGpuModels = 32;
+constexpr int64_t kMaxGpuMemoryMib = 16LL * 1024 * 1024;
+
+}  // namespace
+
+Status validateVersion(const std::string& value, const char* field) {
+  auto bad = [&] {
+    return Status::InvalidArgument(std::string(field) + ": '" + value +
+                                       "' is not a version (use dotted numbers, e.g. 535.104 or "
+                                       "12.2)",
+                                   field);
+  };
+  if (value.empty() || value.size() > 32) return bad();
+  int parts = 0;
+  size_t digits = 0;
+  for (char c : value) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      ++digits;
+    } else if (c == '.' && digits > 0) {
+      ++parts;
+      digits = 0;
+    } else {
+      return bad();
+    }
+  }
+  if (digits == 0 || parts > 3) return bad();
+  return Status::Ok();
+}
+
+Status checkSchedulingFields(JobRequest& r) {
+  if (r.gpuModels.size() > kMaxGpuModels)
+    return Status::InvalidArgument(
+        "gpu_models: at most " + std::to_string(kMaxGpuModels) + " models", "gpu_models");
+  std::vector<std::string> models;
+  bool any = false;
+  for (const auto& m : r.gpuModels) {
+    if (m == "any") {
+      any = true;
+      continue;
+    }
+    ALLOT_RETURN_IF_ERROR(validateGpuModel(m, "gpu_models"));
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  if (any && !models.empty())
+    return Status::InvalidArgument("gpu_models: 'any' cannot be combined with named models",
+                                   "gpu_models");
+  r.gpuModels = std::move(models);
+
+  if (r.gpuMilli < 1 || r.gpuMilli > 1000)
+    return Status::InvalidArgument(
+        "gpu_milli: must be between 1 and 1000, got " + std::to_string(r.gpuMilli), "gpu_milli");
+  if (r.gpuMilli < 1000 && r.gpus != 1)
+    return Status::InvalidArgument(
+        "gpu_milli: a fraction of a GPU needs gpus = 1, got gpus = " + std::to_string(r.gpus),
+        "gpu_milli");
+  if (r.gpuMemoryMib < 0 || r.gpuMemoryMib > kMaxGpuMemoryMib)
+    return Status::InvalidArgument(
+        "gpu_memory_mib: must be between 0 and " + std::to_string(kMaxGpuMemoryMib),
+        "gpu_memory_mib");
+  if (r.gpuMemoryMib > 0 && r.gpus == 0 && !r.wholeHost)
+    return Status::InvalidArgument("gpu_memory_mib: a job without GPUs needs no GPU memory",
+                                   "gpu_memory_mib");
+  if (r.wholeHost) {
+    if (r.gpus != 0)
+      return Status::InvalidArgument(
+          "gpus: a whole-host job gets every GPU of its host; leave gpus out or 0", "gpus");
+    if (r.gpuMilli != 1000)
+      return Status::InvalidArgument("gpu_milli: a whole-host job takes whole GPUs", "gpu_milli");
+  }
+  if (r.priority < kMinPriority || r.priority > kMaxPriority)
+    return Status::InvalidArgument("priority: must be between " + std::to_string(kMinPriority) +
+                                       " and " + std::to_string(kMaxPriority),
+                                   "priority");
+  if (r.maxRuntimeMs < 0 || r.maxRuntimeMs > kMaxRuntimeLimitMs)
+    return Status::InvalidArgument("max_runtime: must be positive and at most 365d", "max_runtime");
+  if (!r.minDriver.empty()) ALLOT_RETURN_IF_ERROR(validateVersion(r.minDriver, "min_driver"));
+  if (!r.minCuda.empty()) ALLOT_RETURN_IF_ERROR(validateVersion(r.minCuda, "min_cuda"));
+  return Status::Ok();
+}
+
+}  // namespace allot::control

@@ -1,0 +1,87 @@
+// Quotas through allotd and real agents: a team borrows idle guaranteed capacity, and gives it
+// back when the team it belongs to asks: the borrowed job is preempted (SIGTERM, then SIGKILL
+// after the grace), requeued when it is preemptible and ended as `preempted` otherwise.
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+class QuotaTest : public TestCluster {
+ protected:
+  std::vector<std::string> serverFlags() const override {
+    return {"--heartbeat", "1s", "--preempt-grace", "2s"};
+  }
+
+  // POST /api/v1/jobs with the fields given; returns the job id.
+  int64_t submitJson(const std::string& token, json body) {
+    auto r = httpRequest(port_, "POST", "/api/v1/jobs", body.dump(), token);
+    if (r.status != 201) throw std::runtime_error("submit: " + std::to_string(r.status) + " " + r.body);
+    return r.parsed().at("id").get<int64_t>();
+  }
+  json explain(const std::string& token, int64_t id) {
+    auto r = httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", token);
+    if (r.status != 200) throw std::runtime_error("explain: " + std::to_string(r.status) + " " + r.body);
+    return r.parsed();
+  }
+};
+
+// Holds its GPUs until killed; on SIGTERM says so and leaves, as a well-behaved job does.
+std::vector<std::string> holdUntilTerm() {
+  return {"sh", "-c", "trap 'echo got SIGTERM; exit 143' TERM; while true; do sleep 0.1; done"};
+}
+
+TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
+  startAgent("gpu-a", "sim:4xA100");
+  createTeam("ml");
+  createTeam("cv");
+  std::string alice = createUser("alice", "ml");
+  std::string carol = createUser("carol", "cv");
+  // ml is guaranteed the whole host; cv has no guarantee and borrows what ml leaves idle.
+  auto q = httpRequest(port_, "PUT", "/api/v1/teams/ml/quota", R"({"guaranteed":{"any":4}})",
+                       adminToken_);
+  ASSERT_EQ(q.status, 200) << q.body;
+
+  int64_t steady = submitJson(carol, {{"command", holdUntilTerm()}, {"gpus", 2}});
+  ASSERT_TRUE(waitForJobState(carol, steady, "running"));
+  int64_t flexible =
+      submitJson(carol, {{"command", holdUntilTerm()}, {"gpus", 2}, {"preemptible", true}});
+  json last;
+  ASSERT_TRUE(waitForJobState(carol, flexible, "running", &last)) << last.dump();
+  json placed = explain(carol, flexible);
+  EXPECT_EQ(placed["placement"]["by"], "quota") << placed.dump();
+  EXPECT_EQ(placed["placement"]["borrowed_gpus"], 2.0) << placed.dump();
+
+  // ml asks for 2 of its 4: the most recent borrowed job goes, and comes back to the queue.
+  int64_t mine = submitJson(alice, {{"command", {"sleep", "30"}}, {"gpus", 2}});
+  ASSERT_TRUE(waitForJobState(alice, mine, "running", &last)) << last.dump();
+  ASSERT_TRUE(waitFor([&] { return textOf(job(carol, flexible), "state") == "queued"; }));
+  json requeued = job(carol, flexible);
+  EXPECT_EQ(requeued["preemptions"], 1) << requeued.dump();
+  EXPECT_NE(textOf(requeued, "reason").find("reclaimed by team ml for job " + std::to_string(mine)),
+            std::string::npos)
+      << requeued.dump();
+  EXPECT_NE(logs(carol, flexible).find("got SIGTERM"), std::string::npos);
+  EXPECT_EQ(textOf(job(carol, steady), "state"), "running");
+  // While ml holds its guarantee and cv's other job holds the rest, the requeued job waits.
+  json why = explain(carol, flexible);
+  EXPECT_EQ(why["state"], "queued") << why.dump();
+  EXPECT_TRUE(why["wait"].contains("kind")) << why.dump();
+
+  // ml asks for the rest: cv's other job is not preemptible, so it ends as preempted.
+  int64_t more = submitJson(alice, {{"command", {"sleep", "30"}}, {"gpus", 2}});
+  ASSERT_TRUE(waitForJobState(carol, steady, "preempted", &last)) << last.dump();
+  EXPECT_NE(textOf(last, "reason").find("reclaimed by team ml"), std::string::npos) << last.dump();
+  ASSERT_TRUE(waitForJobState(alice, more, "running", &last)) << last.dump();
+  json quota = explain(alice, more)["team_quota"];
+  EXPECT_EQ(quota["within_guarantee_gpus"], 4.0) << quota.dump();
+  EXPECT_EQ(quota["borrowed_gpus"], 0.0) << quota.dump();
+  // Another team's job does not exist for carol.
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(more) + "/explain", "",
+                        carol)
+                .status,
+            404);
+}
+
+}  // namespace
+}  // namespace allot::it
