@@ -121,6 +121,10 @@ Result<json> ApiClient::post(const std::string& path, const json& body) {
   return call("POST", path, body.dump());
 }
 
+Result<json> ApiClient::put(const std::string& path, const json& body) {
+  return call("PUT", path, body.dump());
+}
+
 Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds) {
   std::string target = std::string(kApiBase) + "/jobs/" + std::to_string(jobId) +
                        "/logs?offset=" + std::to_string(offset);

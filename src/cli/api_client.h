@@ -37,6 +37,7 @@ class ApiClient {
   // `path` is under /api/v1 ("/jobs?state=queued").
   Result<json> get(const std::string& path);
   Result<json> post(const std::string& path, const json& body);
+  Result<json> put(const std::string& path, const json& body);
   // Long-polls for output past `offset`; the server waits up to `waitSeconds` for new bytes.
   Result<LogChunk> jobLogs(int64_t jobId, int64_t offset, int waitSeconds);
 

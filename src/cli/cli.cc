@@ -27,6 +27,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
 
   addAuthCommands(app, ctx);
   addOrgCommands(app, ctx);
+  addQuotaCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
 

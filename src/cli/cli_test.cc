@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,13 @@ json queuedJob() {
           {"command", {"python", "train.py"}},
           {"env", {{"SEED", "1"}}},
           {"gpus", 8},
-          {"gpu_model", "H100"},
+          {"gpu_models", {"H100"}},
+          {"gpu_milli", 1000},
+          {"priority", 0},
+          {"preemptible", false},
+          {"whole_host", false},
+          {"preemptions", 0},
+          {"evicting", false},
           {"state", "queued"},
           {"reason", "waiting for 8 free H100 GPUs"},
           {"host", nullptr},
@@ -59,6 +66,55 @@ FakeResponse api(const FakeRequest& r) {
   if (r.target == "/api/v1/jobs?state=queued")
     return jsonReply(200, json::array({queuedJob()}).dump());
   if (r.target == "/api/v1/jobs/42") return jsonReply(200, queuedJob().dump());
+  if (r.target == "/api/v1/jobs/44") {
+    json j = queuedJob();
+    j["id"] = 44;
+    j["state"] = "running";
+    j["gpus"] = 1;
+    j["gpu_milli"] = 500;
+    j["gpu_models"] = {"A100", "H100"};
+    j["gpu_memory_mib"] = 10240;
+    j["priority"] = 5;
+    j["preemptible"] = true;
+    j["max_runtime"] = "2h";
+    j["min_cuda"] = "12.2";
+    j["preemptions"] = 2;
+    j["evicting"] = true;
+    j["evicting_since"] = "2026-11-30T11:59:00Z";
+    j["evicted_for"] = "reclaimed by team nlp for job 7";
+    return jsonReply(200, j.dump());
+  }
+  if (r.method == "PUT" && r.target == "/api/v1/teams/ml/quota") {
+    json body = json::parse(r.body);
+    json q = {{"guaranteed", body.value("guaranteed", json::object())},
+              {"borrow_limit", body.value("borrow_limit", json(nullptr))},
+              {"lend_limit", body.value("lend_limit", json(nullptr))},
+              {"weight", body.value("weight", 1.0)},
+              {"lend_dedicated", body.value("lend_dedicated", false)}};
+    return jsonReply(
+        200, json({{"name", "ml"}, {"created_at", "2026-11-30T10:00:00Z"}, {"quota", q}}).dump());
+  }
+  if (r.target == "/api/v1/teams/ml/quota") {
+    return jsonReply(200, R"({"team":"ml","guaranteed":{"A100":4,"any":2},"borrow_limit":null,
+      "lend_limit":2,"weight":2.0,"lend_dedicated":false,
+      "projects":[{"name":"resnet","guaranteed":{"A100":3}}],
+      "status":{"guaranteed":6,"within":5,"borrowed":1,"lendable":1,"share":0.25}})");
+  }
+  if (r.method == "PUT" && r.target == "/api/v1/teams/ml/projects/resnet/quota") {
+    json body = json::parse(r.body);
+    return jsonReply(
+        200, json({{"name", "resnet"}, {"team", "ml"}, {"guaranteed", body["guaranteed"]}}).dump());
+  }
+  if (r.method == "PUT" && r.target.rfind("/api/v1/hosts/gpu-01", 0) == 0) {
+    json body = json::parse(r.body);
+    json gpu = {{"index", 1}, {"model", "H100"}, {"dedicated_to", nullptr}, {"shared", false}};
+    if (body.contains("dedicated_to")) gpu["dedicated_to"] = body["dedicated_to"];
+    if (body.contains("shared")) gpu["shared"] = body["shared"];
+    return jsonReply(200, json({{"name", "gpu-01"},
+                                {"dedicated_to", body.value("team", json(nullptr))},
+                                {"gpus", {gpu}}})
+                              .dump());
+  }
   if (r.target == "/api/v1/jobs/43") {
     json j = queuedJob();
     j["id"] = 43;
@@ -188,10 +244,152 @@ TEST_F(CliTest, RunSendsTheJobAndPrintsItsId) {
                         {"gpus", 8},
                         {"cpu_millis", 2000},
                         {"memory_mib", 16384},
-                        {"gpu_model", "H100"},
+                        {"gpu_models", {"H100"}},
                         {"name", "train"},
                         {"team", "ml"},
                         {"env", {{"SEED", "1"}}}}));
+}
+
+TEST_F(CliTest, RunSendsFractionsAndSchedulingFlags) {
+  EXPECT_EQ(run({"run", "--gpus", "0.5", "--gpu-model", "A100,H100", "--gpu-memory", "10GiB",
+                 "--priority", "-5", "--preemptible", "--max-runtime", "2h", "--min-driver",
+                 "535.104", "--min-cuda", "12.2", "--", "serve"}),
+            0);
+  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"command", {"serve"}},
+                                                              {"gpus", 1},
+                                                              {"gpu_milli", 500},
+                                                              {"gpu_memory_mib", 10240},
+                                                              {"max_runtime", "2h"},
+                                                              {"gpu_models", {"A100", "H100"}},
+                                                              {"priority", -5},
+                                                              {"preemptible", true},
+                                                              {"min_driver", "535.104"},
+                                                              {"min_cuda", "12.2"}}));
+}
+
+TEST_F(CliTest, WholeHostLeavesGpusToTheScheduler) {
+  EXPECT_EQ(run({"run", "--whole-host", "--", "train"}), 0);
+  json body = json::parse(server_.requests().at(0).body);
+  EXPECT_EQ(body["whole_host"], true);
+  EXPECT_FALSE(body.contains("gpus"));
+  EXPECT_EQ(run({"run", "--whole-host", "--gpus", "2", "--", "train"}), 2);
+  EXPECT_EQ(err_.str(), "allot: --whole-host takes every GPU of one host; leave out --gpus\n");
+  EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+TEST_F(CliTest, BadSchedulingFlagsAreOneLineUsageErrors) {
+  EXPECT_EQ(run({"run", "--gpus", "1.5", "--", "x"}), 2);
+  EXPECT_EQ(err_.str(),
+            "allot: --gpus '1.5': a fraction must be below 1 GPU (0.5 is half of one shared "
+            "GPU)\n");
+  EXPECT_EQ(run({"run", "--gpus", "two", "--", "x"}), 2);
+  EXPECT_EQ(run({"run", "--max-runtime", "soon", "--", "x"}), 2);
+  EXPECT_NE(err_.str().find("--max-runtime"), std::string::npos) << err_.str();
+  EXPECT_EQ(run({"run", "--gpu-memory", "lots", "--", "x"}), 2);
+  EXPECT_NE(err_.str().find("--gpu-memory 'lots'"), std::string::npos) << err_.str();
+  std::string err = err_.str();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(CliTest, JobShowPrintsSchedulingFieldsWhenSet) {
+  EXPECT_EQ(run({"job", "show", "44"}), 0);
+  std::string out = out_.str();
+  for (const char* want :
+       {"gpus:             0.5 (a fraction of one shared GPU)", "gpu model:        A100,H100",
+        "gpu memory:       10 GiB", "priority:         5", "preemptible:      yes",
+        "max runtime:      2h", "min cuda:         12.2", "preemptions:      2",
+        "evicting:         yes, since 2026-11-30T11:59:00Z (1m ago)",
+        "evicted for:      reclaimed by team nlp for job 7"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  }
+  // A plain job does not mention them.
+  EXPECT_EQ(run({"job", "show", "42"}), 0);
+  for (const char* absent : {"priority", "preemptible", "evicting", "preemptions", "max runtime"})
+    EXPECT_EQ(out_.str().find(absent), std::string::npos) << absent << "\n" << out_.str();
+}
+
+TEST_F(CliTest, TeamQuotaSetSendsTheQuota) {
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--gpus", "A100=4", "--gpus", "H100=1,T4=0", "--any",
+                 "2", "--borrow-limit", "none", "--lend-limit", "2", "--weight", "2.5",
+                 "--lend-dedicated", "true"}),
+            0);
+  auto req = server_.requests().at(0);
+  EXPECT_EQ(req.method, "PUT");
+  EXPECT_EQ(req.target, "/api/v1/teams/ml/quota");
+  EXPECT_EQ(json::parse(req.body),
+            json({{"guaranteed", {{"A100", 4}, {"H100", 1}, {"T4", 0}, {"any", 2}}},
+                  {"borrow_limit", nullptr},
+                  {"lend_limit", 2},
+                  {"weight", 2.5},
+                  {"lend_dedicated", true}}));
+  EXPECT_NE(out_.str().find("Set the quota of team ml"), std::string::npos) << out_.str();
+
+  // Only what is given is sent: the server keeps the rest.
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--weight", "3"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(1).body), json({{"weight", 3.0}}));
+}
+
+TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {
+  EXPECT_EQ(run({"team", "quota", "set", "ml"}), 2);
+  EXPECT_NE(err_.str().find("nothing to set"), std::string::npos);
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--gpus", "A100"}), 2);
+  EXPECT_EQ(err_.str(), "allot: --gpus 'A100': expected MODEL=N, e.g. A100=4\n");
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--borrow-limit", "lots"}), 2);
+  EXPECT_EQ(err_.str(), "allot: --borrow-limit 'lots': expected a number of GPUs or 'none'\n");
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--weight", "heavy"}), 2);
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--lend-dedicated", "maybe"}), 2);
+  EXPECT_TRUE(server_.requests().empty());
+  // The server's refusal is one line too.
+  EXPECT_EQ(run({"team", "quota", "set", "other", "--weight", "2"}), 1);
+  EXPECT_EQ(err_.str(), "allot: no such route\n");
+}
+
+TEST_F(CliTest, TeamQuotaShowPrintsSettingsUseAndSplit) {
+  EXPECT_EQ(run({"team", "quota", "show", "ml"}), 0);
+  std::string out = out_.str();
+  for (const char* want : {"guaranteed:     4x A100, 2x any model\n", "borrow limit:   none\n",
+                           "lend limit:     2\n", "weight:         2\n", "lend dedicated: no\n",
+                           "in use:         5 within guarantee, 1 borrowed\n",
+                           "lendable now:   1\n", "share:          0.25\n", "resnet   3x A100\n"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  }
+}
+
+TEST_F(CliTest, ProjectQuotaSetSendsTheSplit) {
+  EXPECT_EQ(run({"project", "quota", "set", "resnet", "--team", "ml", "--gpus", "A100=2"}), 0);
+  auto req = server_.requests().at(0);
+  EXPECT_EQ(req.method, "PUT");
+  EXPECT_EQ(req.target, "/api/v1/teams/ml/projects/resnet/quota");
+  EXPECT_EQ(json::parse(req.body), json({{"guaranteed", {{"A100", 2}}}}));
+  EXPECT_NE(out_.str().find("2x A100 guaranteed"), std::string::npos) << out_.str();
+  EXPECT_EQ(run({"project", "quota", "set", "resnet", "--gpus", "A100=2"}), 2);  // --team
+}
+
+TEST_F(CliTest, HostDedicationAndGpuSettings) {
+  EXPECT_EQ(run({"host", "dedicate", "gpu-01", "--team", "ml"}), 0);
+  EXPECT_EQ(server_.requests().at(0).target, "/api/v1/hosts/gpu-01/dedication");
+  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"team", "ml"}}));
+  EXPECT_NE(out_.str().find("dedicated to team ml"), std::string::npos) << out_.str();
+  EXPECT_EQ(run({"host", "undedicate", "gpu-01"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(1).body), json({{"team", nullptr}}));
+
+  EXPECT_EQ(run({"host", "gpu", "gpu-01", "1", "--dedicate", "ml", "--shared"}), 0);
+  EXPECT_EQ(server_.requests().at(2).method, "PUT");
+  EXPECT_EQ(server_.requests().at(2).target, "/api/v1/hosts/gpu-01/gpus/1");
+  EXPECT_EQ(json::parse(server_.requests().at(2).body),
+            json({{"dedicated_to", "ml"}, {"shared", true}}));
+  EXPECT_EQ(out_.str(), "GPU 1 of host gpu-01: dedicated to team ml, shared\n");
+  EXPECT_EQ(run({"host", "gpu", "gpu-01", "1", "--undedicate", "--exclusive"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(3).body),
+            json({{"dedicated_to", nullptr}, {"shared", false}}));
+
+  EXPECT_EQ(run({"host", "gpu", "gpu-01", "1"}), 2);
+  EXPECT_NE(err_.str().find("nothing to set"), std::string::npos);
+  EXPECT_EQ(run({"host", "gpu", "gpu-01", "1", "--shared", "--exclusive"}), 2);
+  EXPECT_EQ(run({"host", "gpu", "gpu-01", "1", "--dedicate", "ml", "--undedicate"}), 2);
+  EXPECT_EQ(run({"host", "dedicate", "gpu-01"}), 2);  // --team is required
+  EXPECT_EQ(server_.requests().size(), 4u);
 }
 
 TEST_F(CliTest, BadResourceLimitIsAUsageError) {

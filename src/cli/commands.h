@@ -12,5 +12,7 @@ void addAuthCommands(CLI::App& app, Context& ctx);  // login, whoami
 void addOrgCommands(CLI::App& app, Context& ctx);   // team, user, project
 void addHostCommands(CLI::App& app, Context& ctx);  // host
 void addJobCommands(CLI::App& app, Context& ctx);   // run, job
+// team quota, project quota; after addOrgCommands, whose team and project commands it extends.
+void addQuotaCommands(CLI::App& app, Context& ctx);
 
 }  // namespace allot::cli

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <optional>
 
 #include "common/time_format.h"
 
@@ -53,9 +54,9 @@ Result<int> parseCpuMillis(std::string_view text) {
   return static_cast<int>(result + 0.5);
 }
 
-Result<int64_t> parseMemoryMib(std::string_view text) {
+Result<int64_t> parseMemoryMib(std::string_view text, std::string_view flag) {
   auto bad = [&] {
-    return Status::InvalidArgument("--memory '" + std::string(text) +
+    return Status::InvalidArgument(std::string(flag) + " '" + std::string(text) +
                                    "': expected MiB (512) or a size like 512Mi, 16Gi, 1Ti");
   };
   size_t i = 0;
@@ -77,6 +78,87 @@ Result<int64_t> parseMemoryMib(std::string_view text) {
   else
     return bad();
   return static_cast<int64_t>(value * mult + 0.5);
+}
+
+namespace {
+
+// A whole number >= 0 that fits an int, or nullopt.
+std::optional<int> readCount(std::string_view text) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < 0)
+    return std::nullopt;
+  return v;
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+Result<GpuAmount> parseGpuAmount(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("--gpus '" + std::string(text) + "': " + why);
+  };
+  auto dot = text.find('.');
+  if (dot == std::string_view::npos) {
+    auto n = readCount(text);
+    if (!n) return bad("expected a number of GPUs (2) or a fraction of one (0.5)");
+    return GpuAmount{*n, 1000};
+  }
+  auto whole = text.substr(0, dot);
+  auto frac = text.substr(dot + 1);
+  auto w = readCount(whole.empty() ? "0" : whole);
+  if (!w || frac.empty() || frac.size() > 3 || !readCount(frac))
+    return bad("expected a number of GPUs (2) or a fraction of one with at most 3 decimals (0.5)");
+  std::string thousandths(frac);
+  thousandths.resize(3, '0');
+  int milli = *readCount(thousandths);
+  if (milli == 0) return GpuAmount{*w, 1000};  // "2.0"
+  if (*w != 0) return bad("a fraction must be below 1 GPU (0.5 is half of one shared GPU)");
+  return GpuAmount{1, milli};
+}
+
+Result<std::map<std::string, int>> parseGpuCounts(const std::vector<std::string>& entries) {
+  std::map<std::string, int> out;
+  for (const auto& entry : entries) {
+    for (const auto& item : splitList(entry)) {
+      std::string_view view = item;
+      auto eq = view.find('=');
+      std::string_view model = eq == std::string_view::npos ? "" : trimmed(view.substr(0, eq));
+      auto count =
+          eq == std::string_view::npos ? std::nullopt : readCount(trimmed(view.substr(eq + 1)));
+      if (model.empty() || !count)
+        return Status::InvalidArgument("--gpus '" + item + "': expected MODEL=N, e.g. A100=4");
+      out[std::string(model)] = *count;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> splitList(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    auto item = trimmed(text.substr(start, comma - start));
+    if (!item.empty()) out.emplace_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+Result<int> parseLimit(std::string_view text, std::string_view flag) {
+  if (text == "none") return -1;
+  auto n = readCount(text);
+  if (!n)
+    return Status::InvalidArgument(std::string(flag) + " '" + std::string(text) +
+                                   "': expected a number of GPUs or 'none'");
+  return *n;
 }
 
 std::string coarseDuration(TimeMs ms) {
@@ -150,6 +232,12 @@ std::string text(const json& obj, const char* key, const std::string& missing) {
   }
   if (it->is_boolean()) return it->get<bool>() ? "yes" : "no";
   return it->dump();
+}
+
+bool isTrue(const json& obj, const char* key) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
 }
 
 std::string jobIdText(const json& job) {

@@ -25,7 +25,23 @@ Result<std::map<std::string, std::string>> parseEnvEntries(const std::vector<std
 // `--cpus` as millicores: "2" -> 2000, "0.5" -> 500, "250m" -> 250.
 Result<int> parseCpuMillis(std::string_view text);
 // `--memory` as MiB: "512" and "512Mi" -> 512, "16G"/"16Gi" -> 16384, "1T"/"1Ti" -> 1048576.
-Result<int64_t> parseMemoryMib(std::string_view text);
+// Errors name `flag`.
+Result<int64_t> parseMemoryMib(std::string_view text, std::string_view flag = "--memory");
+
+// `allot run --gpus`: a whole number of GPUs, or a fraction of one shared GPU in thousandths.
+struct GpuAmount {
+  int gpus = 0;
+  int milli = 1000;  // per GPU; below 1000 only with gpus == 1
+};
+// "2" -> {2, 1000}; "0.5" -> {1, 500}; "0.25" -> {1, 250}. A fraction must be below 1 with at
+// most three decimals ("1.5" and "0.0001" are refused).
+Result<GpuAmount> parseGpuAmount(std::string_view text);
+// `--gpus A100=4 --gpus H100=2,T4=1` -> {A100: 4, H100: 2, T4: 1}; counts are whole numbers >= 0.
+Result<std::map<std::string, int>> parseGpuCounts(const std::vector<std::string>& entries);
+// "A100,H100" -> {"A100", "H100"}, spaces around names dropped.
+std::vector<std::string> splitList(std::string_view text);
+// A limit flag: a whole number >= 0, or "none" -> -1. Errors name `flag`.
+Result<int> parseLimit(std::string_view text, std::string_view flag);
 
 // "3m ago" / "in 5h" / "just now" for an ISO 8601 time; "-" for an empty or unparsable one.
 std::string relativeTime(std::string_view iso, TimeMs now);
@@ -40,6 +56,8 @@ std::string shellJoin(const std::vector<std::string>& argv);
 
 // A field as text: strings as they are, numbers and bools printed, null/missing as `missing`.
 std::string text(const json& obj, const char* key, const std::string& missing = "-");
+// Whether a boolean field is present and true.
+bool isTrue(const json& obj, const char* key);
 // The job's id as "j-42", whether the API sent a number or a string.
 std::string jobIdText(const json& job);
 

@@ -66,6 +66,47 @@ TEST(ResourceTest, CpusAndMemory) {
   }
 }
 
+TEST(ResourceTest, GpuAmountsWholeAndFractional) {
+  auto is = [](const char* text, int gpus, int milli) {
+    auto r = parseGpuAmount(text);
+    EXPECT_TRUE(r.ok()) << text << ": " << r.status().toString();
+    if (r.ok()) {
+      EXPECT_EQ(r->gpus, gpus) << text;
+      EXPECT_EQ(r->milli, milli) << text;
+    }
+  };
+  is("0", 0, 1000);
+  is("8", 8, 1000);
+  is("0.5", 1, 500);
+  is(".25", 1, 250);
+  is("0.125", 1, 125);
+  is("2.0", 2, 1000);
+  for (const char* bad : {"", "-1", "1.5", "0.0001", "half", "0.5x", "1e3", "."}) {
+    auto r = parseGpuAmount(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--gpus '" + std::string(bad) + "'"), std::string::npos);
+  }
+  EXPECT_EQ(parseMemoryMib("10GiB", "--gpu-memory").value(), 10240);
+  EXPECT_NE(parseMemoryMib("lots", "--gpu-memory").status().message().find("--gpu-memory 'lots'"),
+            std::string::npos);
+}
+
+TEST(ResourceTest, GpuCountsListsAndLimits) {
+  auto counts = parseGpuCounts({"A100=4", "H100 = 2,T4=0"});
+  ASSERT_TRUE(counts.ok()) << counts.status().toString();
+  EXPECT_EQ(*counts, (std::map<std::string, int>{{"A100", 4}, {"H100", 2}, {"T4", 0}}));
+  for (const char* bad : {"A100", "=4", "A100=-1", "A100=x", "A100=1.5"}) {
+    auto r = parseGpuCounts({bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("expected MODEL=N"), std::string::npos);
+  }
+  EXPECT_EQ(splitList(" A100, H100 80GB ,,"), (std::vector<std::string>{"A100", "H100 80GB"}));
+  EXPECT_EQ(*parseLimit("none", "--borrow-limit"), -1);
+  EXPECT_EQ(*parseLimit("4", "--borrow-limit"), 4);
+  EXPECT_EQ(parseLimit("-1", "--borrow-limit").status().message(),
+            "--borrow-limit '-1': expected a number of GPUs or 'none'");
+}
+
 TEST(RelativeTimeTest, PastFutureAndMissing) {
   TimeMs now = *parseTime("2026-11-30T12:00:00Z", 0);
   EXPECT_EQ(relativeTime("2026-11-30T11:57:00Z", now), "3m ago");

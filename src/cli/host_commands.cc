@@ -15,6 +15,12 @@ namespace {
 struct HostOpts {
   std::string name;
   std::string ttl;
+  std::string team;
+  int gpu = -1;
+  std::string dedicate;
+  bool undedicate = false;
+  bool shared = false;
+  bool exclusive = false;
 };
 
 // "nvml", or "SIMULATED" in capitals when the GPUs are not real, so nobody mistakes a test host
@@ -67,11 +73,12 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
+  Table table(
+      {"NAME", "STATE", "DEDICATED", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
   for (const auto& h : *hosts) {
-    table.addRow({text(h, "name"), text(h, "state"), gpuSummary(h), providerText(h),
-                  text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
-                  relativeTime(text(h, "last_seen_at", ""), ctx.now())});
+    table.addRow({text(h, "name"), text(h, "state"), text(h, "dedicated_to"), gpuSummary(h),
+                  providerText(h), text(h, "cpus"), memoryText(h, "memory_mib"),
+                  text(h, "agent_version"), relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
   ctx.out() << table.render();
   return 0;
@@ -87,6 +94,7 @@ int hostShow(Context& ctx, const HostOpts& o) {
   Details d;
   d.add("name", text(h, "name"));
   d.add("state", text(h, "state"));
+  d.add("dedicated to", text(h, "dedicated_to", "- (shared pool)"));
   d.add("gpu provider", providerText(h));
   d.add("cpus", text(h, "cpus"));
   d.add("memory", memoryText(h, "memory_mib"));
@@ -95,8 +103,9 @@ int hostShow(Context& ctx, const HostOpts& o) {
   d.add("joined", timeText(h, "joined_at", ctx.now()));
   d.add("last seen", timeText(h, "last_seen_at", ctx.now()));
   static const std::set<std::string> kShown = {
-      "name",   "state",         "simulated", "gpu_provider", "cpus", "memory_mib",
-      "cgroup", "agent_version", "joined_at", "last_seen_at", "gpus", "allocations"};
+      "name",       "state",       "simulated",     "gpu_provider", "cpus",
+      "memory_mib", "cgroup",      "agent_version", "joined_at",    "last_seen_at",
+      "gpus",       "allocations", "dedicated_to"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -109,15 +118,58 @@ int hostShow(Context& ctx, const HostOpts& o) {
     usedBy[a["gpu_index"].get<int>()] =
         jobIdText(job) + " (" + text(a, "team") + "/" + text(a, "user") + ")";
   }
-  Table gpus({"GPU", "MODEL", "MEMORY", "NUMA", "DRIVER", "CUDA", "UUID", "JOB"});
+  Table gpus(
+      {"GPU", "MODEL", "MEMORY", "NUMA", "DRIVER", "CUDA", "UUID", "DEDICATED", "MODE", "JOB"});
   for (const auto& g : h.value("gpus", json::array())) {
     int index = g.value("index", -1);
     auto used = usedBy.find(index);
     gpus.addRow({text(g, "index"), text(g, "model"), memoryText(g, "memory_mib"),
                  text(g, "numa_node"), text(g, "driver_version"), text(g, "cuda_version"),
-                 text(g, "uuid"), used == usedBy.end() ? "-" : used->second});
+                 text(g, "uuid"), text(g, "dedicated_to"),
+                 isTrue(g, "shared") ? "shared" : "exclusive",
+                 used == usedBy.end() ? "-" : used->second});
   }
   ctx.out() << "\n" << (gpus.empty() ? std::string("no GPUs\n") : gpus.render());
+  return 0;
+}
+
+int dedicate(Context& ctx, const HostOpts& o, const std::string& team) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/dedication",
+                          {{"team", team.empty() ? json(nullptr) : json(team)}});
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  if (team.empty()) {
+    ctx.out() << "Host " << o.name << " is back in the shared pool\n";
+  } else {
+    ctx.out() << "Host " << o.name << " is dedicated to team " << team
+              << "; other teams no longer see it\n";
+  }
+  return 0;
+}
+
+int gpuSettings(Context& ctx, const HostOpts& o) {
+  json body = json::object();
+  if (!o.dedicate.empty()) body["dedicated_to"] = o.dedicate;
+  if (o.undedicate) body["dedicated_to"] = nullptr;
+  if (o.shared) body["shared"] = true;
+  if (o.exclusive) body["shared"] = false;
+  if (body.empty())
+    return ctx.usageError(Status::InvalidArgument(
+        "nothing to set: give --dedicate TEAM, --undedicate, --shared or --exclusive"));
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu), body);
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  for (const auto& g : host->value("gpus", json::array())) {
+    if (g.value("index", -1) != o.gpu) continue;
+    std::string team = text(g, "dedicated_to", "");
+    ctx.out() << "GPU " << o.gpu << " of host " << o.name << ": "
+              << (team.empty() ? "not dedicated" : "dedicated to team " + team) << ", "
+              << (isTrue(g, "shared") ? "shared" : "exclusive") << "\n";
+  }
   return 0;
 }
 
@@ -149,7 +201,7 @@ int joinToken(Context& ctx, const HostOpts& o) {
 }  // namespace
 
 void addHostCommands(CLI::App& app, Context& ctx) {
-  auto* host = app.add_subcommand("host", "GPU hosts in the shared pool");
+  auto* host = app.add_subcommand("host", "GPU hosts: the shared pool and dedicated hosts");
   host->require_subcommand(1);
   auto o = std::make_shared<HostOpts>();
 
@@ -166,6 +218,33 @@ void addHostCommands(CLI::App& app, Context& ctx) {
                    "How long the token stays valid, e.g. 24h, 7d "
                    "(default: the server's, 24h)");
   onRun(join, ctx, o, joinToken);
+
+  auto* ded = host->add_subcommand(
+      "dedicate", "Reserve a host for one team; others no longer see it (platform-admin)");
+  ded->add_option("HOST", o->name, "Host name")->required();
+  ded->add_option("--team", o->team, "The team it is reserved for")->required();
+  onRun(ded, ctx, o, [](Context& c, const HostOpts& x) { return dedicate(c, x, x.team); });
+
+  auto* unded =
+      host->add_subcommand("undedicate", "Return a host to the shared pool (platform-admin)");
+  unded->add_option("HOST", o->name, "Host name")->required();
+  onRun(unded, ctx, o, [](Context& c, const HostOpts& x) { return dedicate(c, x, ""); });
+
+  auto* gpu = host->add_subcommand(
+      "gpu", "Dedicate one GPU to a team, or share it among fractional jobs (platform-admin)");
+  gpu->add_option("HOST", o->name, "Host name")->required();
+  gpu->add_option("INDEX", o->gpu, "GPU index, as in `allot host show`")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  auto* dedOpt = gpu->add_option("--dedicate", o->dedicate, "Reserve the GPU for this team");
+  auto* undedOpt =
+      gpu->add_flag("--undedicate", o->undedicate, "Return the GPU to its host's pool");
+  dedOpt->excludes(undedOpt);
+  auto* sharedOpt =
+      gpu->add_flag("--shared", o->shared, "Fractional jobs may share it (allot run --gpus 0.5)");
+  auto* exclOpt = gpu->add_flag("--exclusive", o->exclusive, "One job at a time (the default)");
+  sharedOpt->excludes(exclOpt);
+  onRun(gpu, ctx, o, gpuSettings);
 }
 
 }  // namespace allot::cli

@@ -16,8 +16,15 @@ constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeed
                                       "failed", "cancelled", "lost", "preempted"};
 
 struct RunOpts {
-  int gpus = 0;
-  std::string gpuModel;
+  std::string gpus;      // "2", or a fraction of one shared GPU: "0.5"
+  std::string gpuModel;  // "A100" or "A100,H100"
+  std::string gpuMemory;
+  int priority = 0;
+  bool preemptible = false;
+  bool wholeHost = false;
+  std::string maxRuntime;
+  std::string minDriver;
+  std::string minCuda;
   std::string project;
   std::string name;
   std::string team;
@@ -38,12 +45,6 @@ struct JobOpts {
   bool follow = false;
 };
 
-std::string gpusText(const json& job) {
-  std::string n = text(job, "gpus", "0");
-  std::string model = text(job, "gpu_model", "");
-  return model.empty() ? n : n + "x " + model;
-}
-
 std::string listText(const json& job, const char* key) {
   auto it = job.find(key);
   if (it == job.end() || !it->is_array() || it->empty()) return "-";
@@ -53,6 +54,24 @@ std::string listText(const json& job, const char* key) {
     out += v.is_string() ? v.get<std::string>() : v.dump();
   }
   return out;
+}
+
+// "0.5": a fraction of one shared GPU.
+std::string fractionText(int64_t milli) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%g", milli / 1000.0);
+  return buf;
+}
+
+// "8x H100", "2x A100,H100", "0.5x A100", "host" (a whole host), "0".
+std::string gpusText(const json& job) {
+  if (isTrue(job, "whole_host")) return "host";
+  std::string n = text(job, "gpus", "0");
+  auto milli = job.find("gpu_milli");
+  if (milli != job.end() && milli->is_number_integer() && milli->get<int64_t>() < 1000)
+    n = fractionText(milli->get<int64_t>());
+  std::string models = listText(job, "gpu_models");
+  return models == "-" ? n : n + "x " + models;
 }
 
 std::string envText(const json& job) {
@@ -86,10 +105,41 @@ std::string timeText(const json& job, const char* key, TimeMs now) {
   return iso.empty() ? "-" : iso + " (" + relativeTime(iso, now) + ")";
 }
 
+// "2", "0.5 (a fraction of one shared GPU)", "every GPU of one host".
+std::string gpuAmountText(const json& job) {
+  if (isTrue(job, "whole_host")) return "every GPU of one host";
+  auto milli = job.find("gpu_milli");
+  if (milli != job.end() && milli->is_number_integer() && milli->get<int64_t>() < 1000)
+    return fractionText(milli->get<int64_t>()) + " (a fraction of one shared GPU)";
+  return text(job, "gpus", "0");
+}
+
 int submit(Context& ctx, const RunOpts& o) {
   auto env = parseEnvEntries(o.env);
   if (!env.ok()) return ctx.usageError(env.status());
-  json body = {{"command", o.command}, {"gpus", o.gpus}};
+  json body = {{"command", o.command}};
+  if (o.wholeHost && !o.gpus.empty())
+    return ctx.usageError(
+        Status::InvalidArgument("--whole-host takes every GPU of one host; leave out --gpus"));
+  if (!o.wholeHost) {
+    auto amount = parseGpuAmount(o.gpus.empty() ? "0" : o.gpus);
+    if (!amount.ok()) return ctx.usageError(amount.status());
+    body["gpus"] = amount->gpus;
+    if (amount->milli < 1000) body["gpu_milli"] = amount->milli;
+  }
+  if (!o.gpuMemory.empty()) {
+    auto mib = parseMemoryMib(o.gpuMemory, "--gpu-memory");
+    if (!mib.ok()) return ctx.usageError(mib.status());
+    body["gpu_memory_mib"] = *mib;
+  }
+  if (!o.maxRuntime.empty()) {
+    auto ms = parseDurationMs(o.maxRuntime);
+    if (!ms.ok()) return ctx.usageError(ms.status().withContext("--max-runtime"));
+    if (*ms <= 0)
+      return ctx.usageError(
+          Status::InvalidArgument("--max-runtime '" + o.maxRuntime + "': must be positive"));
+    body["max_runtime"] = o.maxRuntime;
+  }
   if (!o.cpus.empty()) {
     auto millis = parseCpuMillis(o.cpus);
     if (!millis.ok()) return ctx.usageError(millis.status());
@@ -102,7 +152,12 @@ int submit(Context& ctx, const RunOpts& o) {
   }
   if (!o.name.empty()) body["name"] = o.name;
   if (!o.team.empty()) body["team"] = o.team;
-  if (!o.gpuModel.empty()) body["gpu_model"] = o.gpuModel;
+  if (auto models = splitList(o.gpuModel); !models.empty()) body["gpu_models"] = models;
+  if (o.priority != 0) body["priority"] = o.priority;
+  if (o.preemptible) body["preemptible"] = true;
+  if (o.wholeHost) body["whole_host"] = true;
+  if (!o.minDriver.empty()) body["min_driver"] = o.minDriver;
+  if (!o.minCuda.empty()) body["min_cuda"] = o.minCuda;
   if (!o.project.empty()) body["project"] = o.project;
   if (!env->empty()) body["env"] = *env;
 
@@ -190,8 +245,20 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("user", text(j, "user"));
   d.add("command", commandText(j));
   d.add("env", envText(j));
-  d.add("gpus", text(j, "gpus", "0"));
-  d.add("gpu model", text(j, "gpu_model", "any"));
+  d.add("gpus", gpuAmountText(j));
+  d.add("gpu model", listText(j, "gpu_models") == "-" ? "any" : listText(j, "gpu_models"));
+  // Scheduling fields, when they say more than the defaults.
+  if (auto mib = j.find("gpu_memory_mib");
+      mib != j.end() && mib->is_number_integer() && mib->get<int64_t>() > 0)
+    d.add("gpu memory", formatMib(mib->get<int64_t>()));
+  if (std::string p = text(j, "priority", "0"); p != "0") d.add("priority", p);
+  if (isTrue(j, "preemptible")) d.add("preemptible", "yes");
+  if (std::string m = text(j, "max_runtime", ""); !m.empty()) d.add("max runtime", m);
+  if (std::string v = text(j, "min_driver", ""); !v.empty()) d.add("min driver", v);
+  if (std::string v = text(j, "min_cuda", ""); !v.empty()) d.add("min cuda", v);
+  if (std::string p = text(j, "preemptions", "0"); p != "0") d.add("preemptions", p);
+  if (isTrue(j, "evicting")) d.add("evicting", "yes, since " + timeText(j, "evicting_since", now));
+  if (std::string why = text(j, "evicted_for", ""); !why.empty()) d.add("evicted for", why);
   d.add("cpu limit", limitText(j, "cpu_millis", [](int64_t m) {
           char buf[32];
           snprintf(buf, sizeof buf, "%g cores", m / 1000.0);
@@ -209,10 +276,13 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("duration", jobDuration(j, now));
   // Fields this CLI does not know yet still show.
   static const std::set<std::string> kShown = {
-      "id",        "name",       "state",        "reason",     "position",    "cancel_requested",
-      "team",      "project",    "user",         "command",    "env",         "gpus",
-      "gpu_model", "cpu_millis", "memory_mib",   "host",       "gpu_indices", "gpu_uuids",
-      "exit_code", "signal",     "submitted_at", "started_at", "finished_at"};
+      "id",          "name",         "state",       "reason",         "position",
+      "team",        "project",      "user",        "command",        "env",
+      "gpus",        "gpu_models",   "gpu_milli",   "gpu_memory_mib", "cpu_millis",
+      "memory_mib",  "priority",     "preemptible", "whole_host",     "max_runtime",
+      "min_driver",  "min_cuda",     "preemptions", "evicting",       "evicting_since",
+      "evicted_for", "host",         "gpu_indices", "gpu_uuids",      "exit_code",
+      "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested"};
   for (const auto& [key, value] : j.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -253,10 +323,21 @@ int jobCancel(Context& ctx, const JobOpts& o) {
 void addJobCommands(CLI::App& app, Context& ctx) {
   auto r = std::make_shared<RunOpts>();
   auto* run = app.add_subcommand("run", "Submit a job: allot run [flags] -- CMD [ARGS...]");
-  run->add_option("--gpus", r->gpus, "GPUs the job needs")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  run->add_option("--gpu-model", r->gpuModel, "Only GPUs of this model (default: any)");
+  run->add_option("--gpus", r->gpus,
+                  "GPUs the job needs (default 0), or a fraction of one shared GPU: 0.5");
+  run->add_option("--gpu-model", r->gpuModel,
+                  "Only GPUs of these models, e.g. A100 or A100,H100 (default: any)");
+  run->add_option("--gpu-memory", r->gpuMemory,
+                  "GPU memory it needs on each GPU (with a fraction: on the shared GPU), e.g. "
+                  "10Gi");
+  run->add_option("--priority", r->priority, "-1000..1000; higher goes first (default 0)");
+  run->add_flag("--preemptible", r->preemptible,
+                "It may be stopped and requeued to make room for other work");
+  run->add_flag("--whole-host", r->wholeHost, "Every GPU, CPU and byte of memory of one host");
+  run->add_option("--max-runtime", r->maxRuntime,
+                  "Cancel it if it runs longer than this, e.g. 2h; also helps it start sooner");
+  run->add_option("--min-driver", r->minDriver, "Only hosts with at least this driver: 535.104");
+  run->add_option("--min-cuda", r->minCuda, "Only hosts with at least this CUDA version: 12.2");
   run->add_option("--project", r->project, "Project to file the job under");
   run->add_option("--name", r->name, "A name for the job");
   run->add_option("--team", r->team, "Submit for this team (platform-admin; default: yours)");

@@ -54,8 +54,8 @@ int create(Context& ctx, const std::string& path, const json& body, const std::s
 }
 
 int userCreate(Context& ctx, const NameOpts& o) {
-  if (o.team.empty() && o.role == "member") {
-    return ctx.usageError(Status::InvalidArgument("--team is required for a member"));
+  if (o.team.empty() && o.role != "platform-admin") {
+    return ctx.usageError(Status::InvalidArgument("--team is required for a " + o.role));
   }
   json body = {{"name", o.name}, {"role", o.role}};
   if (!o.team.empty()) body["team"] = o.team;
@@ -100,8 +100,10 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
                                      "Create a user and print their token, once (platform-admin)");
     cmd->add_option("NAME", o->name, "User name")->required();
     cmd->add_option("--team", o->team, "The user's team (required for a member)");
-    cmd->add_option("--role", o->role, "member or platform-admin")
-        ->check(CLI::IsMember({"member", "platform-admin"}))
+    cmd->add_option("--role", o->role,
+                    "member, team-admin (also manages the team's projects and their quotas) or "
+                    "platform-admin")
+        ->check(CLI::IsMember({"member", "team-admin", "platform-admin"}))
         ->capture_default_str();
     onRun(cmd, ctx, o, userCreate);
     auto* list = user->add_subcommand("list", "List users");

@@ -1,0 +1,202 @@
+// allot team quota, allot project quota: what each team is guaranteed and how it shares, and
+// how a team splits its guarantee among its projects.
+
+#include <charconv>
+#include <cstdio>
+#include <tuple>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/table.h"
+
+namespace allot::cli {
+namespace {
+
+struct QuotaOpts {
+  std::string team;
+  std::string project;
+  std::vector<std::string> gpus;  // MODEL=N entries
+  std::string any;
+  std::string borrowLimit;
+  std::string lendLimit;
+  std::string weight;
+  std::string lendDedicated;
+};
+
+// --gpus and --any together give the whole guarantee; "any" is the API's key for any model.
+Result<json> guaranteeBody(const QuotaOpts& o) {
+  auto counts = parseGpuCounts(o.gpus);
+  if (!counts.ok()) return counts.status();
+  json g = json::object();
+  for (const auto& [model, n] : *counts) g[model] = n;
+  if (!o.any.empty()) {
+    auto n = parseLimit(o.any, "--any");
+    if (!n.ok() || *n < 0)
+      return Status::InvalidArgument("--any '" + o.any + "': expected a number of GPUs");
+    g["any"] = *n;
+  }
+  return g;
+}
+
+// "4x A100, 2x any model", or "none".
+std::string guaranteeText(const json& g) {
+  if (!g.is_object() || g.empty()) return "none";
+  std::string out;
+  for (const auto& [model, n] : g.items()) {
+    if (!out.empty()) out += ", ";
+    out += n.dump() + "x " + (model == "any" ? std::string("any model") : model);
+  }
+  return out;
+}
+
+std::string limitText(const json& q, const char* key, const char* none) {
+  auto it = q.find(key);
+  return it == q.end() || it->is_null() ? none : it->dump();
+}
+
+// 2 rather than 2.0; 2.5 stays.
+std::string numberText(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return "-";
+  char buf[32];
+  snprintf(buf, sizeof buf, "%g", it->get<double>());
+  return buf;
+}
+
+int quotaSet(Context& ctx, const QuotaOpts& o) {
+  json body = json::object();
+  if (!o.gpus.empty() || !o.any.empty()) {
+    auto g = guaranteeBody(o);
+    if (!g.ok()) return ctx.usageError(g.status());
+    body["guaranteed"] = *g;
+  }
+  for (auto [flag, value, key] : {std::tuple{"--borrow-limit", &o.borrowLimit, "borrow_limit"},
+                                  {"--lend-limit", &o.lendLimit, "lend_limit"}}) {
+    if (value->empty()) continue;
+    auto n = parseLimit(*value, flag);
+    if (!n.ok()) return ctx.usageError(n.status());
+    body[key] = *n < 0 ? json(nullptr) : json(*n);
+  }
+  if (!o.weight.empty()) {
+    double w = 0;
+    auto [p, ec] = std::from_chars(o.weight.data(), o.weight.data() + o.weight.size(), w);
+    if (ec != std::errc() || p != o.weight.data() + o.weight.size())
+      return ctx.usageError(
+          Status::InvalidArgument("--weight '" + o.weight + "': expected a number, e.g. 2"));
+    body["weight"] = w;
+  }
+  if (!o.lendDedicated.empty()) body["lend_dedicated"] = o.lendDedicated == "true";
+  if (body.empty())
+    return ctx.usageError(Status::InvalidArgument(
+        "nothing to set: give --gpus, --any, --borrow-limit, --lend-limit, --weight or "
+        "--lend-dedicated"));
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto team = (*api)->put("/teams/" + urlEncode(o.team) + "/quota", body);
+  if (!team.ok()) return ctx.fail(team.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*team);
+  const json q = team->value("quota", json::object());
+  ctx.out() << "Set the quota of team " << text(*team, "name") << ": "
+            << guaranteeText(q.value("guaranteed", json::object())) << " guaranteed, borrow limit "
+            << limitText(q, "borrow_limit", "none") << ", lend limit "
+            << limitText(q, "lend_limit", "all idle") << ", weight " << numberText(q, "weight")
+            << "\n";
+  return 0;
+}
+
+int quotaShow(Context& ctx, const QuotaOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto q = (*api)->get("/teams/" + urlEncode(o.team) + "/quota");
+  if (!q.ok()) return ctx.fail(q.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*q);
+  Details d;
+  d.add("team", text(*q, "team"));
+  d.add("guaranteed", guaranteeText(q->value("guaranteed", json::object())));
+  d.add("borrow limit", limitText(*q, "borrow_limit", "none"));
+  d.add("lend limit", limitText(*q, "lend_limit", "all idle guarantee"));
+  d.add("weight", numberText(*q, "weight"));
+  d.add("lend dedicated", isTrue(*q, "lend_dedicated") ? "yes" : "no");
+  auto st = q->find("status");
+  if (st != q->end() && st->is_object()) {
+    d.add("in use",
+          text(*st, "within") + " within guarantee, " + text(*st, "borrowed") + " borrowed");
+    d.add("lendable now", text(*st, "lendable"));
+    d.add("share", numberText(*st, "share"));
+  } else {
+    d.add("in use", "not known yet (no scheduling pass has looked at this team)");
+  }
+  ctx.out() << d.render();
+  Table projects({"PROJECT", "GUARANTEED"});
+  for (const auto& p : q->value("projects", json::array()))
+    projects.addRow({text(p, "name"), guaranteeText(p.value("guaranteed", json::object()))});
+  if (!projects.empty()) ctx.out() << "\n" << projects.render();
+  return 0;
+}
+
+int projectQuotaSet(Context& ctx, const QuotaOpts& o) {
+  auto g = guaranteeBody(o);
+  if (!g.ok()) return ctx.usageError(g.status());
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto project =
+      (*api)->put("/teams/" + urlEncode(o.team) + "/projects/" + urlEncode(o.project) + "/quota",
+                  {{"guaranteed", *g}});
+  if (!project.ok()) return ctx.fail(project.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*project);
+  ctx.out() << "Set the quota of project " << text(*project, "name") << " in team "
+            << text(*project, "team") << ": "
+            << guaranteeText(project->value("guaranteed", json::object())) << " guaranteed\n";
+  return 0;
+}
+
+void addGuaranteeFlags(CLI::App* cmd, QuotaOpts& o) {
+  cmd->add_option("--gpus", o.gpus,
+                  "Guaranteed GPUs of a model, MODEL=N (repeat, or A100=4,H100=2); with --any, "
+                  "the whole guarantee: models left out lose theirs")
+      ->allow_extra_args(false);
+  cmd->add_option("--any", o.any, "Guaranteed GPUs usable on any model");
+}
+
+}  // namespace
+
+void addQuotaCommands(CLI::App& app, Context& ctx) {
+  auto* quota = app.get_subcommand("team")->add_subcommand(
+      "quota", "A team's guaranteed GPUs, borrowing and lending, fair-share weight");
+  quota->require_subcommand(1);
+  {
+    auto o = std::make_shared<QuotaOpts>();
+    auto* set = quota->add_subcommand("set", "Set a team's quota (platform-admin)");
+    set->add_option("TEAM", o->team, "Team name")->required();
+    addGuaranteeFlags(set, *o);
+    set->add_option("--borrow-limit", o->borrowLimit,
+                    "Most GPUs it may use beyond its guarantee, or none");
+    set->add_option("--lend-limit", o->lendLimit,
+                    "Most of its idle guarantee others may use, or none (all of it)");
+    set->add_option("--weight", o->weight, "Fair-share weight when borrowing (> 0)");
+    set->add_option("--lend-dedicated", o->lendDedicated,
+                    "Let others use its idle dedicated hosts and GPUs, preemptibly")
+        ->check(CLI::IsMember({"true", "false"}));
+    set->footer("Example: allot team quota set ml --gpus A100=4 --any 2 --borrow-limit 4");
+    onRun(set, ctx, o, quotaSet);
+
+    auto* show = quota->add_subcommand("show", "Show a team's quota and how much it uses");
+    show->add_option("TEAM", o->team, "Team name")->required();
+    onRun(show, ctx, o, quotaShow);
+  }
+
+  auto* pquota = app.get_subcommand("project")->add_subcommand(
+      "quota", "A project's split of its team's guaranteed GPUs");
+  pquota->require_subcommand(1);
+  {
+    auto o = std::make_shared<QuotaOpts>();
+    auto* set = pquota->add_subcommand(
+        "set", "Set a project's split of its team's guarantee (team-admin, platform-admin)");
+    set->add_option("PROJECT", o->project, "Project name")->required();
+    set->add_option("--team", o->team, "The project's team")->required();
+    addGuaranteeFlags(set, *o);
+    onRun(set, ctx, o, projectQuotaSet);
+  }
+}
+
+}  // namespace allot::cli
