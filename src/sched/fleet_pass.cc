@@ -823,7 +823,23 @@ Result<Decisions> Pass::run() {
   for (const q::Admission& adm : qd->admissions) admitted[adm.jobId] = &adm;
   std::map<int64_t, const q::QuotaWait*> refused;
   for (const q::QuotaWait& w : qd->waits) refused[w.jobId] = &w;
+  // Requests admitted (even partly) within their team's guarantee go first, then the rest, each
+  // group in queue order: quota ranked the guaranteed ones ahead and may have reclaimed borrowed
+  // work for them, so an earlier request that quota refused must not reserve the room they were
+  // admitted to (it would sit idle: the refused one may not use it either).
+  std::vector<Item*> placeOrder;
+  placeOrder.reserve(forQuota.size());
+  auto withinGuarantee = [&](const Item* it) {
+    auto a = admitted.find(it->r->id);
+    return a != admitted.end() && a->second->withinGpus > 0;
+  };
   for (Item* itp : forQuota) {
+    if (withinGuarantee(itp)) placeOrder.push_back(itp);
+  }
+  for (Item* itp : forQuota) {
+    if (!withinGuarantee(itp)) placeOrder.push_back(itp);
+  }
+  for (Item* itp : placeOrder) {
     Item& it = *itp;
     const Request& r = *it.r;
     if (auto a = admitted.find(r.id); a != admitted.end()) {
