@@ -603,21 +603,36 @@ Wait Pass::unplacedWait(const Request& r, const pl::Task& t) const {
 std::string Pass::quotaModel(const Request& r, const Item& it) const {
   if (it.wholeHostNode >= 0) return f_.kindOf(it.wholeHostNode).model;
   if (r.models.size() == 1) return r.models.front();
-  if (r.models.empty()) return "";  // quota picks the model
-  // Several allowed models: the one with the most free pool capacity for it.
+  // Only models whose pool hosts could ever hold it (GPUs, CPU, memory) are candidates: quota
+  // reserves GPUs on the model it is given and placement then keeps to it, so a model where it
+  // never fits would leave it waiting forever (an 8-GPU task asking 120 CPUs fits only on the
+  // hosts with 128). Among them, the one with the most free pool capacity.
   const uint64_t pool = mask(r, Phase::kPool);
-  std::map<std::string, int64_t> free;
+  std::set<std::string> models;
+  std::map<std::string, int64_t> free;  // models that can hold it -> free milli
   for (int n = 0; n < st_.size(); ++n) {
-    if (kindAllowed(n, pool)) free[f_.kindOf(n).model] += st_.gpuFreeTotal(n);
+    if (!kindAllowed(n, pool)) continue;
+    const std::string& m = f_.kindOf(n).model;
+    models.insert(m);
+    const int gpus = fractional(r) ? 1 : st_.numGpus(n);
+    if (gpus >= r.gpus && st_.cpuCap(n) >= r.cpuMillis && st_.memCap(n) >= r.memoryMib)
+      free[m] += st_.gpuFreeTotal(n);
   }
-  std::string best = r.models.front();
+  if (r.models.empty() && free.size() == models.size()) return "";  // quota picks the model
+  if (free.empty()) return r.models.empty() ? "" : r.models.front();
+  std::string best;
   int64_t most = -1;
-  for (const auto& m : r.models) {
+  auto consider = [&](const std::string& m) {
     auto itf = free.find(m);
     if (itf != free.end() && itf->second > most) {
       most = itf->second;
       best = m;
     }
+  };
+  if (r.models.empty()) {
+    for (const auto& [m, v] : free) consider(m);
+  } else {
+    for (const auto& m : r.models) consider(m);
   }
   return best;
 }

@@ -252,6 +252,26 @@ TEST(Fleet, ARefusedBorrowerDoesNotReserveTheRoomAdmittedToAGuarantee) {
   EXPECT_TRUE(d.evictions.empty());
 }
 
+// Quota puts any-model work on the model with the most free GPUs; a request that fits only on
+// another model's hosts (by CPU here) must be admitted there, or it waits forever (allot-sim replay
+// on openb: 8-GPU tasks asking 120 CPUs, which only the 128-CPU G3 hosts hold, never started).
+TEST(Fleet, AnyModelRequestIsAdmittedOnAModelWhoseHostsCanHoldIt) {
+  Snapshot s;
+  HostView big = host("big", 8, "G3");
+  big.cpuMillis = 128'000;
+  HostView small1 = host("small1", 8, "G2"), small2 = host("small2", 8, "G2");
+  small1.cpuMillis = small2.cpuMillis = 96'000;
+  s.hosts = {small1, big, small2};
+  s.teams = {team("ml", 4)};
+  Request r = req(1, "ml", 8);
+  r.cpuMillis = 120'000;
+  s.pending = {r, req(2, "ml", 2)};
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr) << describeWait(*waitOf(d, 1), s.pending[0]);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "big");
+  ASSERT_NE(placementOf(d, 2), nullptr);
+}
+
 TEST(Fleet, BorrowLimitHolds) {
   Snapshot s;
   s.hosts = {host("h1", 8)};
