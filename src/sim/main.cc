@@ -125,7 +125,8 @@ nlohmann::json teamJson(const sim::TeamReplay& t) {
            {{"count", t.delay.count},
             {"mean", t.delay.meanS},
             {"p50", t.delay.p50S},
-            {"p99", t.delay.p99S}}},
+            {"p99", t.delay.p99S},
+            {"max", t.delay.maxS}}},
           {"gpu_seconds_received", t.gpuSecondsReceived},
           {"gpu_seconds_demanded", t.gpuSecondsDemanded},
           {"service_ratio", t.serviceRatio}};
@@ -157,15 +158,16 @@ void printReplay(const sim::ReplayResult& r, double wall) {
               r.policy.c_str(), static_cast<long long>(r.passes), wall,
               r.passes > 0 ? 1000.0 * wall / double(r.passes) : 0.0,
               static_cast<long long>(r.endMs / 1000));
-  std::printf("%-7s %6s %6s %9s %11s %10s %10s %8s %6s %6s %12s %12s %7s\n", "team", "tasks",
-              "placed", "completed", "delay_mean", "delay_p50", "delay_p99", "requeued", "killed",
-              "never", "gpu_s_recv", "gpu_s_dem", "ratio");
+  std::printf("%-7s %6s %6s %9s %11s %10s %10s %10s %8s %6s %6s %12s %12s %7s\n", "team", "tasks",
+              "placed", "completed", "delay_mean", "delay_p50", "delay_p99", "delay_max",
+              "requeued", "killed", "never", "gpu_s_recv", "gpu_s_dem", "ratio");
   auto row = [](const sim::TeamReplay& t) {
     std::printf(
-        "%-7s %6lld %6lld %9lld %10.0fs %9.0fs %9.0fs %8lld %6lld %6lld %12.4g %12.4g %7.4f\n",
+        "%-7s %6lld %6lld %9lld %10.0fs %9.0fs %9.0fs %9.0fs %8lld %6lld %6lld %12.4g %12.4g "
+        "%7.4f\n",
         t.team.c_str(), static_cast<long long>(t.tasks), static_cast<long long>(t.placed),
         static_cast<long long>(t.completed), t.delay.meanS, t.delay.p50S, t.delay.p99S,
-        static_cast<long long>(t.requeued), static_cast<long long>(t.killed),
+        t.delay.maxS, static_cast<long long>(t.requeued), static_cast<long long>(t.killed),
         static_cast<long long>(t.neverPlaced), t.gpuSecondsReceived, t.gpuSecondsDemanded,
         t.serviceRatio);
   };
@@ -277,14 +279,14 @@ int runReplayCommand(const ReplayArgs& a) {
     return 0;
   }
   if (done.size() > 1) {
-    std::printf("\n%-9s %11s %10s %10s %9s %9s %7s %6s %7s %8s %8s\n", "policy", "delay_mean",
-                "delay_p50", "delay_p99", "util_mean", "requeued", "killed", "never", "jain",
-                "passes", "wall_s");
+    std::printf("\n%-9s %11s %10s %10s %10s %9s %9s %7s %6s %7s %8s %8s\n", "policy", "delay_mean",
+                "delay_p50", "delay_p99", "delay_max", "util_mean", "requeued", "killed", "never",
+                "jain", "passes", "wall_s");
     for (const auto& [r, wall] : done) {
       std::printf(
-          "%-9s %10.0fs %9.0fs %9.0fs %8.2f%% %9lld %7lld %6lld %7.4f %8lld %8.2f\n",
+          "%-9s %10.0fs %9.0fs %9.0fs %9.0fs %8.2f%% %9lld %7lld %6lld %7.4f %8lld %8.2f\n",
           r.policy.c_str(), r.overall.delay.meanS, r.overall.delay.p50S, r.overall.delay.p99S,
-          r.meanUtilisation, static_cast<long long>(r.overall.requeued),
+          r.overall.delay.maxS, r.meanUtilisation, static_cast<long long>(r.overall.requeued),
           static_cast<long long>(r.overall.killed), static_cast<long long>(r.overall.neverPlaced),
           r.jain, static_cast<long long>(r.passes), wall);
     }

@@ -43,6 +43,7 @@ DelayStats delayStats(std::vector<double> delays) {
   };
   d.p50S = rank(0.50);
   d.p99S = rank(0.99);
+  d.maxS = delays.back();
   return d;
 }
 

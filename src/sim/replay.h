@@ -71,7 +71,7 @@ struct ReplayOptions {
 
 struct DelayStats {
   int64_t count = 0;
-  double meanS = 0, p50S = 0, p99S = 0;  // nearest rank
+  double meanS = 0, p50S = 0, p99S = 0, maxS = 0;  // percentiles by nearest rank
 };
 
 struct TeamReplay {

@@ -61,6 +61,7 @@ TEST(ReplayTest, WaitsForRoomAndMeasuresDelayAndUtilisation) {
   EXPECT_DOUBLE_EQ(r->overall.delay.meanS, 30.0);  // 0, 90, 0
   EXPECT_DOUBLE_EQ(r->overall.delay.p50S, 0.0);
   EXPECT_DOUBLE_EQ(r->overall.delay.p99S, 90.0);
+  EXPECT_DOUBLE_EQ(r->overall.delay.maxS, 90.0);
   // 100% for 100 s, 50% for 20 s, 75% for 10 s, 50% for 20 s.
   EXPECT_NEAR(r->meanUtilisation, (100.0 * 100 + 50 * 20 + 75 * 10 + 50 * 20) / 150, 1e-9);
   EXPECT_EQ(r->utilisation, (std::vector<double>{100, 100, 50, 0}));  // at 0, 50, 100, 150 s
