@@ -87,7 +87,7 @@ class Pass {
   Wait unplacedWait(const Request& r, const pl::Task& t);
   Wait unplacedWaitUncached(const Request& r, const pl::Task& t) const;
   q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
-  std::string quotaModel(const Request& r, const Item& it) const;
+  std::string quotaModel(const Request& r, const Item& it);
 
   const Snapshot& s_;
   fleet::Fleet& f_;
@@ -96,7 +96,13 @@ class Pass {
   std::map<std::string, const TeamView*> teams_;
   std::set<std::string> lenders_;  // teams lending dedicated capacity
   std::vector<int64_t> kindMinGpuMemory_;
-  std::map<std::string, int64_t> poolFree_;  // model -> free milli in the pool, at the start
+  // Per request shape (pool mask, GPUs, CPU, memory): the pool models whose hosts could hold it,
+  // with their free milli at the start of the pass (see quotaModel).
+  struct ModelRoom {
+    std::set<std::string> models;
+    std::map<std::string, int64_t> free;
+  };
+  std::map<std::tuple<uint64_t, int, int64_t, int64_t>, ModelRoom> modelRoom_;
   std::vector<std::vector<int>> runningOnNode_;      // node -> indices into s_.running
   std::vector<std::vector<TimeMs>> gpuFreeAt_;       // node -> GPU -> when it is free (kNever)
   std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
@@ -649,19 +655,45 @@ Wait Pass::unplacedWaitUncached(const Request& r, const pl::Task& t) const {
   return w;
 }
 
-std::string Pass::quotaModel(const Request& r, const Item& it) const {
+std::string Pass::quotaModel(const Request& r, const Item& it) {
   if (it.wholeHostNode >= 0) return f_.kindOf(it.wholeHostNode).model;
   if (r.models.size() == 1) return r.models.front();
-  if (r.models.empty()) return "";  // quota picks the model
-  // Several allowed models: the one with the most free pool capacity at the start of the pass.
-  std::string best = r.models.front();
+  // Only models whose pool hosts could ever hold it (GPUs, CPU, memory) are candidates: quota
+  // reserves GPUs on the model it is given and placement then keeps to it, so a model where it
+  // never fits would leave it waiting forever (an 8-GPU task asking 120 CPUs fits only on the
+  // hosts with 128). Among them, the one with the most free pool capacity at the start of the
+  // pass. Worked out once per request shape: a deep queue repeats a few.
+  const uint64_t pool = mask(r, Phase::kPool);
+  auto key = std::tuple(pool, fractional(r) ? 1 : r.gpus, r.cpuMillis, r.memoryMib);
+  auto cached = modelRoom_.find(key);
+  if (cached == modelRoom_.end()) {
+    ModelRoom room;
+    for (int n = 0; n < st_.size(); ++n) {
+      if (!kindAllowed(n, pool)) continue;
+      const std::string& m = f_.kindOf(n).model;
+      room.models.insert(m);
+      const int gpus = fractional(r) ? 1 : st_.numGpus(n);
+      if (gpus >= r.gpus && st_.cpuCap(n) >= r.cpuMillis && st_.memCap(n) >= r.memoryMib)
+        room.free[m] += st_.gpuFreeTotal(n);
+    }
+    cached = modelRoom_.emplace(key, std::move(room)).first;
+  }
+  const auto& free = cached->second.free;
+  if (r.models.empty() && free.size() == cached->second.models.size()) return "";  // quota picks
+  if (free.empty()) return r.models.empty() ? "" : r.models.front();
+  std::string best;
   int64_t most = -1;
-  for (const auto& m : r.models) {
-    auto itf = poolFree_.find(m);
-    if (itf != poolFree_.end() && itf->second > most) {
+  auto consider = [&](const std::string& m) {
+    auto itf = free.find(m);
+    if (itf != free.end() && itf->second > most) {
       most = itf->second;
       best = m;
     }
+  };
+  if (r.models.empty()) {
+    for (const auto& [m, v] : free) consider(m);
+  } else {
+    for (const auto& m : r.models) consider(m);
   }
   return best;
 }
@@ -809,10 +841,6 @@ Result<Decisions> Pass::run() {
       kindMinGpuMemory_[seg.kind] = std::min(kindMinGpuMemory_[seg.kind], seg.gpuMemoryMib);
   }
   applyRunning();
-  for (int n = 0; n < st_.size(); ++n) {
-    const fleet::Kind& k = f_.kindOf(n);
-    if (k.owner.empty() && !k.model.empty()) poolFree_[k.model] += st_.gpuFreeTotal(n);
-  }
 
   // Queue order: priority, then submission.
   std::vector<Item> items(s_.pending.size());
@@ -882,7 +910,23 @@ Result<Decisions> Pass::run() {
   for (const q::Admission& adm : qd->admissions) admitted[adm.jobId] = &adm;
   std::map<int64_t, const q::QuotaWait*> refused;
   for (const q::QuotaWait& w : qd->waits) refused[w.jobId] = &w;
+  // Requests admitted (even partly) within their team's guarantee go first, then the rest, each
+  // group in queue order: quota ranked the guaranteed ones ahead and may have reclaimed borrowed
+  // work for them, so an earlier request that quota refused must not reserve the room they were
+  // admitted to (it would sit idle: the refused one may not use it either).
+  std::vector<Item*> placeOrder;
+  placeOrder.reserve(forQuota.size());
+  auto withinGuarantee = [&](const Item* it) {
+    auto a = admitted.find(it->r->id);
+    return a != admitted.end() && a->second->withinGpus > 0;
+  };
   for (Item* itp : forQuota) {
+    if (withinGuarantee(itp)) placeOrder.push_back(itp);
+  }
+  for (Item* itp : forQuota) {
+    if (!withinGuarantee(itp)) placeOrder.push_back(itp);
+  }
+  for (Item* itp : placeOrder) {
     Item& it = *itp;
     const Request& r = *it.r;
     if (auto a = admitted.find(r.id); a != admitted.end()) {

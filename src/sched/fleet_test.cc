@@ -233,6 +233,45 @@ TEST(Fleet, GuaranteeReclaimsBorrowedWork) {
   EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kWaitingForGrace);
 }
 
+// Once the borrower's job is gone, the GPU goes to the request within guarantee, even though an
+// earlier borrowing request (the requeued victim, which keeps its submission time) waits: quota
+// refuses that one for want of free GPUs, and its reservation must not take the GPU quota just
+// admitted another team's guarantee to (allot-sim replay found the GPU left idle, the owner
+// waiting until other work ended).
+TEST(Fleet, ARefusedBorrowerDoesNotReserveTheRoomAdmittedToAGuarantee) {
+  Snapshot s;
+  s.hosts = {host("h1", 4)};
+  s.teams = {team("ml", 2), team("cv", 2)};
+  s.running = {running(10, "cv", "h1", {0}, 5), running(11, "cv", "h1", {1}, 5),
+               running(12, "cv", "h1", {2}, 5)};
+  s.pending = {req(13, "cv", 1, 1), req(1, "ml", 1, 100)};  // 13: cv's victim, requeued
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr) << describeWait(*waitOf(d, 1), s.pending[1]);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].gpus, std::vector<int>{3});
+  EXPECT_EQ(placementOf(d, 13), nullptr);
+  EXPECT_TRUE(d.evictions.empty());
+}
+
+// Quota puts any-model work on the model with the most free GPUs; a request that fits only on
+// another model's hosts (by CPU here) must be admitted there, or it waits forever (allot-sim replay
+// on openb: 8-GPU tasks asking 120 CPUs, which only the 128-CPU G3 hosts hold, never started).
+TEST(Fleet, AnyModelRequestIsAdmittedOnAModelWhoseHostsCanHoldIt) {
+  Snapshot s;
+  HostView big = host("big", 8, "G3");
+  big.cpuMillis = 128'000;
+  HostView small1 = host("small1", 8, "G2"), small2 = host("small2", 8, "G2");
+  small1.cpuMillis = small2.cpuMillis = 96'000;
+  s.hosts = {small1, big, small2};
+  s.teams = {team("ml", 4)};
+  Request r = req(1, "ml", 8);
+  r.cpuMillis = 120'000;
+  s.pending = {r, req(2, "ml", 2)};
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr) << describeWait(*waitOf(d, 1), s.pending[0]);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "big");
+  ASSERT_NE(placementOf(d, 2), nullptr);
+}
+
 TEST(Fleet, BorrowLimitHolds) {
   Snapshot s;
   s.hosts = {host("h1", 8)};

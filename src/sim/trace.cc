@@ -60,6 +60,15 @@ class CsvReader {
     if (i >= fields_.size()) return Status::InvalidArgument(where() + ": missing " + column);
     return fields_[i];
   }
+  // A number, or `absent` when the column is missing or the field empty.
+  Result<int64_t> optionalNumber(const std::string& column, int64_t min, int64_t max,
+                                 int64_t absent) const {
+    if (!has(column)) return absent;
+    auto t = text(column);
+    if (!t.ok()) return t.status();
+    if (t->empty()) return absent;
+    return number(column, min, max);
+  }
   Result<int64_t> number(const std::string& column, int64_t min, int64_t max) const {
     auto t = text(column);
     if (!t.ok()) return t.status();
@@ -133,6 +142,18 @@ Result<std::vector<TraceTask>> loadTasks(const std::string& path) {
     t.task.numGpu = static_cast<int>(*num);
     t.task.gpuMilli = *num == 0 ? 0 : (*milli == 0 ? pl::kGpuMilli : static_cast<int>(*milli));
     if (!spec->empty()) t.gpuSpec = split(*spec, '|');
+    auto created = r->optionalNumber("creation_time", 0, kBig, -1);
+    auto deleted = r->optionalNumber("deletion_time", 0, kBig, -1);
+    auto scheduled = r->optionalNumber("scheduled_time", 0, kBig, -1);
+    auto qos = r->has("qos") ? r->text("qos") : Result<std::string>(std::string());
+    for (const Status* s :
+         {&created.status(), &deleted.status(), &scheduled.status(), &qos.status()}) {
+      if (!s->ok()) return *s;
+    }
+    t.creationTime = *created;
+    t.deletionTime = *deleted;
+    t.scheduledTime = *scheduled;
+    t.qos = *qos;
     tasks.push_back(std::move(t));
   }
   return tasks;
