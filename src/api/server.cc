@@ -143,7 +143,9 @@ asio::awaitable<void> Server::schedulingLoop() {
     auto started = std::chrono::steady_clock::now();
     auto change = cluster_->schedulePass();
     auto took = std::chrono::steady_clock::now() - started;
-    if (!change.value.empty()) {
+    // Placements and evictions both write; an eviction with no placement still has to reach the
+    // victim's agent.
+    if (!change.batch.empty() || !change.pushHosts.empty()) {
       co_await commit(change.batch);
       cluster_->placementsDurable(change.value);
       cluster_->push(change.pushHosts);

@@ -229,6 +229,7 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
   j.evictingSince = 0;
   j.scheduledAt = 0;
   j.startedAt = 0;
+  j.finishedAt = 0;
   ++j.preemptions;
   updateJob(j, before, batch);
   if (onQueueChanged_) onQueueChanged_();

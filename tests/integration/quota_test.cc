@@ -58,9 +58,9 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
   ASSERT_TRUE(waitFor([&] { return textOf(job(carol, flexible), "state") == "queued"; }));
   json requeued = job(carol, flexible);
   EXPECT_EQ(requeued["preemptions"], 1) << requeued.dump();
-  EXPECT_NE(textOf(requeued, "reason").find("reclaimed by team ml for job " + std::to_string(mine)),
-            std::string::npos)
+  EXPECT_EQ(textOf(requeued, "evicted_for"), "reclaimed by team ml for job " + std::to_string(mine))
       << requeued.dump();
+  EXPECT_TRUE(requeued["finished_at"].is_null()) << requeued.dump();
   EXPECT_NE(logs(carol, flexible).find("got SIGTERM"), std::string::npos);
   EXPECT_EQ(textOf(job(carol, steady), "state"), "running");
   // While ml holds its guarantee and cv's other job holds the rest, the requeued job waits.
