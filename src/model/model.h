@@ -61,6 +61,12 @@ struct Gpu {
   int numaNode = -1;
   std::string driverVersion;
   std::string cudaVersion;
+  // Topology, -1 when unknown or shared with no other GPU: GPUs of a host with the same
+  // nvlinkDomain are joined by NVLink (directly or through NVSwitches); the same pcieSwitch sit
+  // under one PCIe switch. Last, not beside numaNode, so that brace-initialised Gpus elsewhere
+  // (tests write {index, uuid, minor, model, memory, numa, driver, cuda}) keep their meaning.
+  int nvlinkDomain = -1;
+  int pcieSwitch = -1;
 };
 
 enum class HostState { kOnline, kUnreachable };
