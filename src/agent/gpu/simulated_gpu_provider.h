@@ -19,12 +19,12 @@
 //   nvlink_group = 0               # GPUs sharing a group are NVLink-connected; default -1 (none)
 //   pcie_switch = 0                # GPUs sharing a switch are PCIe peers; default -1 (unknown)
 //
-// Shorthand specs describe a two-socket HGX-style host: the first half of the GPUs on NUMA node 0,
-// the rest on node 1; within each term, runs of up to 4 GPUs share an NVLink domain and pairs
+// Shorthand specs describe a two-socket host: the first half of the GPUs on NUMA node 0, the
+// rest on node 1; within each term, runs of up to 4 GPUs share an NVLink domain and pairs
 // share a PCIe switch, numbered across the host in index order. A GPU left alone in its run has
 // -1 (it shares that with no other GPU), and terms never share. sim:8xH100 has domains
-// 0,0,0,0,1,1,1,1 and switches 0,0,1,1,2,2,3,3; sim:2xA100,3xL4 has domains 0,0,1,1,-1 and
-// switches 0,0,1,1,-1. A file sets all three itself.
+// 0,0,0,0,1,1,1,1 and switches 0,0,1,1,2,2,3,3; sim:2xA100,5xH100 has domains 0,0,1,1,1,1,-1
+// and switches 0,0,1,1,2,2,-1. A file sets all three itself.
 //
 // UUIDs are "GPU-sim-<8 hex digits of a hash of hostSeed>-<index>": stable across restarts of the
 // same host, different between hosts, and plainly not real NVIDIA UUIDs. The minor number is the
