@@ -170,6 +170,8 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await apply(change);
     auto overdue = cluster_->enforceMaxRuntime();
     co_await apply(overdue);
+    auto usage = cluster_->accountUsage();
+    co_await apply(usage);
   }
 }
 

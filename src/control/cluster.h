@@ -178,6 +178,10 @@ class Cluster {
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
   // Victims of preemption are marked evicting and their agents told to stop them.
   Change<std::vector<int64_t>> schedulePass();
+  // Fair share's memory: advances each team's decayed GPU-seconds by what it holds now (called
+  // every second by the liveness loop, and before each pass). Written to the store at most once a
+  // minute per team: losing under a minute of history in a crash changes no one's share much.
+  Change<int> accountUsage();
   void placementsDurable(const std::vector<int64_t>& jobs);
 
   // Agents.
@@ -223,6 +227,7 @@ class Cluster {
   std::map<std::string, AgentLink*> links_;
   std::function<void()> onQueueChanged_;
   std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
+  std::map<std::string, TimeMs> usagePersistedAt_;  // by team
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

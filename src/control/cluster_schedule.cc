@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/time_format.h"
+#include "sched/quota/quota.h"
 #include "control/authz.h"
 #include "control/cluster.h"
 
@@ -90,6 +91,8 @@ sched::Snapshot Cluster::snapshot() const {
       gv.model = g.model;
       gv.memoryMib = g.memoryMib;
       gv.numaNode = g.numaNode;
+      gv.nvlinkDomain = g.nvlinkDomain;
+      gv.pcieSwitch = g.pcieSwitch;
       gv.shared = g.shared;
       gv.dedicatedTo = g.dedicatedTo;
       v.gpus.push_back(std::move(gv));
@@ -141,8 +144,44 @@ sched::Snapshot Cluster::snapshot() const {
   return s;
 }
 
+Change<int> Cluster::accountUsage() {
+  constexpr TimeMs kPersistEveryMs = 60'000;
+  Change<int> c;
+  c.value = 0;
+  const TimeMs now = clock_.nowMs();
+  std::map<std::string, int64_t> heldMilli;
+  for (const auto& [host, ids] : world_.hostJobs) {
+    for (int64_t id : ids) {
+      const Job& j = world_.jobs.at(id);
+      heldMilli[j.team] += int64_t{j.gpuMilli} * static_cast<int64_t>(j.gpuIndices.size());
+    }
+  }
+  for (auto& [name, t] : world_.teams) {
+    if (t.usageAt == 0) t.usageAt = now;  // a new team, or history from before it was kept
+    const TimeMs elapsed = now - t.usageAt;
+    if (elapsed <= 0) continue;
+    // advanceUsage is linear in the GPUs held, so milli-GPUs in and out keep fractions exact.
+    auto held = heldMilli.find(name);
+    const int milli = held == heldMilli.end() ? 0 : static_cast<int>(held->second);
+    const double before = t.usageGpuSeconds;
+    t.usageGpuSeconds =
+        sched::quota::advanceUsage(t.usageGpuSeconds * sched::kMilliPerGpu, milli, elapsed,
+                                   options_.usageHalfLifeMs) /
+        sched::kMilliPerGpu;
+    t.usageAt = now;
+    auto& last = usagePersistedAt_[name];
+    if (now - last >= kPersistEveryMs && t.usageGpuSeconds != before) {
+      last = now;
+      c.batch.add(store::PutTeam{t});
+      ++c.value;
+    }
+  }
+  return c;
+}
+
 Change<std::vector<int64_t>> Cluster::schedulePass() {
   Change<std::vector<int64_t>> c;
+  accountUsage();  // in memory only here; the liveness loop writes it
   if (world_.queued.empty()) {
     world_.waits.clear();
     return c;

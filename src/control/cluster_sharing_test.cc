@@ -12,14 +12,6 @@ namespace {
 
 using model::JobState;
 
-template <typename Op, typename T>
-const Op* findOp(const Change<T>& c) {
-  for (const auto& op : c.batch.ops) {
-    if (auto* o = std::get_if<Op>(&op)) return o;
-  }
-  return nullptr;
-}
-
 class SharingTest : public ClusterTest {
  protected:
   void SetUp() override {

@@ -193,3 +193,28 @@ TEST_F(ClusterTest, HostCredentialAuthenticatesAsHost) {
 
 }  // namespace
 }  // namespace allot::control
+
+namespace allot::control {
+namespace {
+
+TEST_F(ClusterTest, UsageHistoryGrowsWithWhatATeamHoldsAndIsWrittenAtMostOnceAMinute) {
+  joinHost("gpu-01", 4);
+  submit(alice_, 2);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  clock_.advance(3'600'000);
+  auto c = cluster_->accountUsage();
+  // Two GPUs for an hour, decayed with a 24-hour half-life while it accrued: a little under
+  // 7,200 GPU-seconds.
+  const auto& vision = cluster_->world().teams.at("vision");
+  EXPECT_GT(vision.usageGpuSeconds, 7'000);
+  EXPECT_LT(vision.usageGpuSeconds, 7'200);
+  EXPECT_EQ(cluster_->world().teams.at("nlp").usageGpuSeconds, 0);
+  ASSERT_EQ(c.value, 1);
+  EXPECT_NE(findOp<store::PutTeam>(c), nullptr);
+  clock_.advance(1'000);
+  EXPECT_EQ(cluster_->accountUsage().value, 0);  // grew in memory, not written yet
+  EXPECT_GT(cluster_->world().teams.at("vision").usageGpuSeconds, vision.usageGpuSeconds - 1);
+}
+
+}  // namespace
+}  // namespace allot::control

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <variant>
 
 #include "common/secrets.h"
 #include "control/cluster.h"
@@ -28,6 +29,15 @@ inline model::Inventory inventory(int gpus) {
   for (int i = 0; i < gpus; ++i)
     inv.gpus.push_back({i, "GPU-" + std::to_string(i), i, "A100", 81920, 0, "", "", "", false});
   return inv;
+}
+
+// The first write of kind Op in a change's batch, or nullptr.
+template <typename Op, typename T>
+const Op* findOp(const Change<T>& c) {
+  for (const auto& op : c.batch.ops) {
+    if (auto* o = std::get_if<Op>(&op)) return o;
+  }
+  return nullptr;
 }
 
 class ClusterTest : public ::testing::Test {

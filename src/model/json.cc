@@ -109,6 +109,8 @@ json toJson(const Gpu& g) {
           {"model", g.model},
           {"memory_mib", g.memoryMib},
           {"numa_node", g.numaNode},
+          {"nvlink_domain", g.nvlinkDomain},
+          {"pcie_switch", g.pcieSwitch},
           {"driver_version", g.driverVersion},
           {"cuda_version", g.cudaVersion},
           {"dedicated_to", nullIfEmpty(g.dedicatedTo)},
@@ -123,6 +125,9 @@ Gpu gpuFromJson(const json& j) {
   g.model = j.value("model", "");
   g.memoryMib = j.value("memory_mib", int64_t{0});
   g.numaNode = j.value("numa_node", -1);
+  // Absent in stores and from agents older than topology reporting: unknown.
+  g.nvlinkDomain = j.value("nvlink_domain", -1);
+  g.pcieSwitch = j.value("pcie_switch", -1);
   g.driverVersion = j.value("driver_version", "");
   g.cudaVersion = j.value("cuda_version", "");
   if (auto it = j.find("dedicated_to"); it != j.end() && it->is_string()) g.dedicatedTo = *it;

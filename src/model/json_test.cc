@@ -155,5 +155,28 @@ TEST(ModelJson, ProjectSplitAndHostDedicationRoundTrip) {
   EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).dedicatedTo.empty());
 }
 
+TEST(ModelJson, GpuTopologyRoundTripsAndIsUnknownWhenAbsent) {
+  Gpu g;
+  g.index = 3;
+  g.numaNode = 1;
+  g.nvlinkDomain = 0;
+  g.pcieSwitch = 2;
+  json out = toJson(g);
+  EXPECT_EQ(out["nvlink_domain"], 0);
+  EXPECT_EQ(out["pcie_switch"], 2);
+  Gpu back = gpuFromJson(out);
+  EXPECT_EQ(back.nvlinkDomain, 0);
+  EXPECT_EQ(back.pcieSwitch, 2);
+  EXPECT_EQ(back.numaNode, 1);
+
+  // What an older agent or store wrote: no topology keys at all.
+  out.erase("nvlink_domain");
+  out.erase("pcie_switch");
+  Gpu old = gpuFromJson(out);
+  EXPECT_EQ(old.nvlinkDomain, -1);
+  EXPECT_EQ(old.pcieSwitch, -1);
+  EXPECT_EQ(old.index, 3);
+}
+
 }  // namespace
 }  // namespace allot::model

@@ -86,6 +86,12 @@ struct Gpu {
   // Admin settings, not hardware: they survive the agent re-reporting its inventory.
   std::string dedicatedTo;  // team this GPU is reserved for; empty = the host's pool
   bool shared = false;      // fractional jobs may share it
+  // Topology, -1 when unknown or shared with no other GPU: GPUs of a host with the same
+  // nvlinkDomain are joined by NVLink (directly or through NVSwitches); the same pcieSwitch sit
+  // under one PCIe switch. Last, not beside numaNode, so that brace-initialised Gpus elsewhere
+  // (tests write {index, uuid, minor, model, memory, numa, driver, cuda}) keep their meaning.
+  int nvlinkDomain = -1;
+  int pcieSwitch = -1;
 };
 
 enum class HostState { kOnline, kUnreachable };

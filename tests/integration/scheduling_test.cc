@@ -50,6 +50,11 @@ TEST_F(SchedulingTest, JobsGetDisjointGpus) {
     json shown = host(h);
     for (const auto& g : shown.at("gpus")) uuidOf[h][g.at("index").get<int>()] = g.at("uuid");
   }
+  // The agent's topology reaches the API: sim:4xA100 is one NVLink domain on two PCIe switches.
+  for (const auto& g : host("gpu-a").at("gpus")) {
+    EXPECT_EQ(g.at("nvlink_domain"), 0) << g.dump();
+    EXPECT_EQ(g.at("pcie_switch"), g.at("index").get<int>() / 2) << g.dump();
+  }
   std::map<std::pair<std::string, int>, int64_t> holder;
   for (const auto& j : jobs) {
     ASSERT_TRUE(j.at("host").is_string()) << j.dump();

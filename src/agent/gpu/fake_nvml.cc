@@ -1,10 +1,28 @@
 // A fake libnvidia-ml for tests, in the spirit of DCGM's injection NVML: NvmlGpuProvider loads
-// it by path and discovers GPUs that answer like a two-GPU H200 host. Environment knobs:
-//   FAKE_NVML_GPUS=N        how many GPUs (default 2)
+// it by path and discovers GPUs that answer like a two-GPU H200 host. Environment knobs, read on
+// every call:
+//   FAKE_NVML_GPUS=N        how many GPUs (default 2); GPU i is at PCI bus 0xF0 + i
 //   FAKE_NVML_INIT_FAIL=1   nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED (9)
+//   FAKE_NVML_NVLINK=...    NVLink as a machine of that shape would report it:
+//     none (default)  PCIe cards: every NVLink query is NVML_ERROR_NOT_SUPPORTED
+//     pairs           12 links a GPU (more answer NVML_ERROR_INVALID_ARGUMENT); links 0-3 of GPU
+//                     2k and 2k+1 join them (the peer's address even when FAKE_NVML_GPUS hides
+//                     it), the rest are disabled
+//     nvswitch        18 links a GPU, all active, all to NVSwitches at 00000000:C<link%6>:00.0
+//     error           nvmlDeviceGetNvLinkState fails with NVML_ERROR_UNKNOWN (999)
+//   FAKE_NVML_NO_REMOTE_TYPE=1  nvmlDeviceGetNvLinkRemoteDeviceType is NVML_ERROR_NOT_SUPPORTED,
+//                     as on drivers that cannot tell a switch from a GPU
+//   FAKE_NVML_PCIE_SWITCH_SIZE=N  GPUs i and j share a PCIe switch when i/N == j/N: common
+//                     ancestor SINGLE (10) for a pair i/2 == j/2, else MULTIPLE (20); other
+//                     pairs HOSTBRIDGE (30) within i/2N, else SYSTEM (50). Default 1: no sharing
+//   FAKE_NVML_TOPOLOGY_FAIL=1  nvmlDeviceGetTopologyCommonAncestor fails with
+//                     NVML_ERROR_NOT_SUPPORTED (3)
+// Built a second time with FAKE_NVML_NO_TOPOLOGY defined, it lacks every topology function, like
+// a driver too old to have them.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -12,6 +30,18 @@ struct FakeDevice {
   unsigned index;
 };
 FakeDevice gDevices[16];
+
+constexpr int kSuccess = 0;
+constexpr int kInvalidArgument = 2;
+constexpr int kNotSupported = 3;
+constexpr int kUnknown = 999;
+
+// Unused in the build without topology functions.
+[[maybe_unused]] bool flag(const char* name) { return std::getenv(name) != nullptr; }
+[[maybe_unused]] std::string env(const char* name, const char* otherwise) {
+  const char* v = std::getenv(name);
+  return v ? v : otherwise;
+}
 
 unsigned gpuCount() {
   const char* n = std::getenv("FAKE_NVML_GPUS");
@@ -73,9 +103,76 @@ int nvmlDeviceGetMemoryInfo(FakeDevice*, nvmlMemory_t* m) {
 }
 int nvmlDeviceGetPciInfo_v3(FakeDevice* d, nvmlPciInfo_t* p) {
   std::memset(p, 0, sizeof *p);
-  std::snprintf(p->busId, sizeof p->busId, "00000000:F%u:00.0", d->index);
+  p->bus = 0xF0 + d->index;
+  std::snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", p->bus);
   return 0;
 }
+
+#ifndef FAKE_NVML_NO_TOPOLOGY
+// How link `link` of GPU d answers under FAKE_NVML_NVLINK: an NVML error, or success with whether
+// it is active and, if so, the PCI bus of its far end and whether that is a switch.
+struct Link {
+  int rc = kNotSupported;
+  bool active = false;
+  unsigned remoteBus = 0;
+  bool toSwitch = false;
+};
+Link linkOf(const FakeDevice* d, unsigned link) {
+  std::string mode = env("FAKE_NVML_NVLINK", "none");
+  Link l;
+  if (mode == "pairs") {
+    if (link >= 12) return {kInvalidArgument};
+    l.rc = kSuccess;
+    l.active = link < 4;
+    l.remoteBus = 0xF0 + (d->index ^ 1u);
+  } else if (mode == "nvswitch") {
+    if (link >= 18) return {kInvalidArgument};
+    l.rc = kSuccess;
+    l.active = true;
+    l.remoteBus = 0xC0 + link % 6;
+    l.toSwitch = true;
+  } else if (mode == "error") {
+    l.rc = kUnknown;
+  }
+  return l;
+}
+
+int nvmlDeviceGetNvLinkState(FakeDevice* d, unsigned link, int* isActive) {
+  Link l = linkOf(d, link);
+  if (l.rc == kSuccess) *isActive = l.active ? 1 : 0;
+  return l.rc;
+}
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(FakeDevice* d, unsigned link, nvmlPciInfo_t* p) {
+  Link l = linkOf(d, link);
+  if (l.rc != kSuccess) return l.rc;
+  if (!l.active) return kInvalidArgument;
+  std::memset(p, 0, sizeof *p);
+  std::snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", l.remoteBus);
+  p->bus = l.remoteBus;
+  return kSuccess;
+}
+int nvmlDeviceGetNvLinkRemoteDeviceType(FakeDevice* d, unsigned link, int* type) {
+  if (flag("FAKE_NVML_NO_REMOTE_TYPE")) return kNotSupported;
+  Link l = linkOf(d, link);
+  if (l.rc != kSuccess) return l.rc;
+  if (!l.active) return kInvalidArgument;
+  *type = l.toSwitch ? 2 : 0;  // NVML_NVLINK_DEVICE_TYPE_SWITCH : _GPU
+  return kSuccess;
+}
+int nvmlDeviceGetTopologyCommonAncestor(FakeDevice* a, FakeDevice* b, int* level) {
+  if (flag("FAKE_NVML_TOPOLOGY_FAIL")) return kNotSupported;
+  if (a == b) return kInvalidArgument;
+  unsigned n = static_cast<unsigned>(std::atoi(env("FAKE_NVML_PCIE_SWITCH_SIZE", "1").c_str()));
+  if (n == 0) n = 1;
+  unsigned i = a->index, j = b->index;
+  if (i / n == j / n) {
+    *level = i / 2 == j / 2 ? 10 : 20;  // SINGLE : MULTIPLE
+  } else {
+    *level = i / (2 * n) == j / (2 * n) ? 30 : 50;  // HOSTBRIDGE : SYSTEM
+  }
+  return kSuccess;
+}
+#endif  // FAKE_NVML_NO_TOPOLOGY
 int nvmlSystemGetDriverVersion(char* buf, unsigned len) { return copyOut("550.54.15", buf, len); }
 int nvmlSystemGetCudaDriverVersion_v2(int* v) {
   *v = 12040;

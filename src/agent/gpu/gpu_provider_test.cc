@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
+#include <sstream>
 
 #include "agent/gpu/gpu_provider_factory.h"
 #include "agent/gpu/nvml_gpu_provider.h"
@@ -136,12 +140,46 @@ memory_mib = 1000
   EXPECT_EQ((*gpus)[3].memoryMib, 1000);
   EXPECT_EQ((*gpus)[3].numaNode, -1);
   EXPECT_EQ((*p)->driverVersion(), "550.54.15");
-  const auto& topo = (*p)->topology();
-  ASSERT_EQ(topo.size(), 4u);
-  EXPECT_EQ(topo[0].nvlinkGroup, 0);
-  EXPECT_EQ(topo[1].nvlinkGroup, 0);
-  EXPECT_EQ(topo[2].nvlinkGroup, -1);
-  EXPECT_EQ(topo[2].pcieSwitch, 3);
+  EXPECT_EQ((*gpus)[0].nvlinkDomain, 0);
+  EXPECT_EQ((*gpus)[1].nvlinkDomain, 0);
+  EXPECT_EQ((*gpus)[1].pcieSwitch, 0);
+  EXPECT_EQ((*gpus)[2].nvlinkDomain, -1);
+  EXPECT_EQ((*gpus)[2].pcieSwitch, 3);
+  EXPECT_EQ((*gpus)[3].nvlinkDomain, -1);  // a file entry without topology has none
+  EXPECT_EQ((*gpus)[3].pcieSwitch, -1);
+}
+
+std::vector<int> nvlinkDomains(const std::vector<model::Gpu>& gpus) {
+  std::vector<int> out;
+  for (const auto& g : gpus) out.push_back(g.nvlinkDomain);
+  return out;
+}
+std::vector<int> pcieSwitches(const std::vector<model::Gpu>& gpus) {
+  std::vector<int> out;
+  for (const auto& g : gpus) out.push_back(g.pcieSwitch);
+  return out;
+}
+std::vector<int> numaNodes(const std::vector<model::Gpu>& gpus) {
+  std::vector<int> out;
+  for (const auto& g : gpus) out.push_back(g.numaNode);
+  return out;
+}
+
+TEST(SimulatedGpuProvider, ShorthandSpecHasAnHgxLikeTopology) {
+  auto gpus = discoverSim("sim:8xH100");
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(pcieSwitches(gpus), (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(numaNodes(gpus), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
+TEST(SimulatedGpuProvider, ShorthandTermsNeverShareDomainsOrSwitches) {
+  // A lone GPU, at the end of a term or as a term of its own, has no NVLink peer.
+  auto gpus = discoverSim("sim:2xA100,5xH100,1xL4");
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>{0, 0, 1, 1, 1, 1, -1, -1}));
+  EXPECT_EQ(pcieSwitches(gpus), (std::vector<int>{0, 0, 1, 1, 2, 2, -1, -1}));
+  auto six = discoverSim("sim:6xA100,2xH100");
+  EXPECT_EQ(nvlinkDomains(six), (std::vector<int>{0, 0, 0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(pcieSwitches(six), (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
 }
 
 TEST(SimulatedGpuProvider, BadTomlFilesNameTheProblem) {
@@ -200,8 +238,22 @@ TEST(NvmlGpuProvider, OpenFailsCleanlyOnALibraryThatIsNotNvml) {
 class FakeNvml : public ::testing::Test {
  protected:
   void TearDown() override {
-    unsetenv("FAKE_NVML_GPUS");
-    unsetenv("FAKE_NVML_INIT_FAIL");
+    for (const char* knob :
+         {"FAKE_NVML_GPUS", "FAKE_NVML_INIT_FAIL", "FAKE_NVML_NVLINK", "FAKE_NVML_NO_REMOTE_TYPE",
+          "FAKE_NVML_PCIE_SWITCH_SIZE", "FAKE_NVML_TOPOLOGY_FAIL"}) {
+      unsetenv(knob);
+    }
+  }
+  // The fake's GPUs, with the knobs set as given.
+  std::vector<model::Gpu> discover(const std::vector<std::pair<const char*, const char*>>& knobs,
+                                   const std::string& lib = ALLOT_FAKE_NVML_PATH) {
+    for (const auto& [k, v] : knobs) setenv(k, v, 1);
+    auto p = NvmlGpuProvider::open(lib);
+    EXPECT_TRUE(p.ok()) << p.status().toString();
+    if (!p.ok()) return {};
+    auto gpus = (*p)->discover();
+    EXPECT_TRUE(gpus.ok()) << gpus.status().toString();
+    return gpus.ok() ? *gpus : std::vector<model::Gpu>{};
   }
   const std::string lib_ = ALLOT_FAKE_NVML_PATH;
 };
@@ -223,6 +275,98 @@ TEST_F(FakeNvml, DiscoversGpusWithShortModelsAndRealMinors) {
   EXPECT_EQ((*gpus)[1].numaNode, -1);  // no such PCI device in sysfs here
   EXPECT_EQ((*gpus)[1].driverVersion, "550.54.15");
   EXPECT_EQ((*gpus)[1].cudaVersion, "12.4");
+}
+
+TEST_F(FakeNvml, NvlinkPairsAreDomainsOfTwo) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_NVLINK", "pairs"}});
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>{0, 0, 1, 1}));
+}
+
+TEST_F(FakeNvml, NvlinkPeerThatNvmlDoesNotShowJoinsNothing) {
+  // GPU 2's partner is GPU 3, which this agent does not see (say, a container given three).
+  auto gpus = discover({{"FAKE_NVML_GPUS", "3"}, {"FAKE_NVML_NVLINK", "pairs"}});
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>{0, 0, -1}));
+}
+
+TEST_F(FakeNvml, NvswitchMachineIsOneDomain) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "8"}, {"FAKE_NVML_NVLINK", "nvswitch"}});
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>(8, 0)));
+}
+
+TEST_F(FakeNvml, NvswitchMachineIsOneDomainWhenNvmlCannotTellSwitchesFromGpus) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "8"},
+                        {"FAKE_NVML_NVLINK", "nvswitch"},
+                        {"FAKE_NVML_NO_REMOTE_TYPE", "1"}});
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>(8, 0)));
+  // Pairs still pair: their far ends are our own GPUs, found by PCI address.
+  auto pairs = discover({{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_NVLINK", "pairs"}});
+  EXPECT_EQ(nvlinkDomains(pairs), (std::vector<int>{0, 0, 1, 1}));
+}
+
+TEST_F(FakeNvml, WithoutNvlinkGpusHaveNoDomain) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "4"}});
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>(4, -1)));
+}
+
+TEST_F(FakeNvml, NvlinkErrorsLeaveDomainsUnknownAndInventoryWhole) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "4"},
+                        {"FAKE_NVML_NVLINK", "error"},
+                        {"FAKE_NVML_PCIE_SWITCH_SIZE", "2"}});
+  ASSERT_EQ(gpus.size(), 4u);
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>(4, -1)));
+  EXPECT_EQ(pcieSwitches(gpus), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(gpus[3].model, "H200");
+}
+
+TEST_F(FakeNvml, PcieSwitchesGroupGpusBelowOneSwitchButNotAcrossHostBridges) {
+  // Within each four: SINGLE for 0-1, MULTIPLE for 0-2; between the fours: HOSTBRIDGE.
+  auto gpus = discover({{"FAKE_NVML_GPUS", "8"}, {"FAKE_NVML_PCIE_SWITCH_SIZE", "4"}});
+  EXPECT_EQ(pcieSwitches(gpus), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  auto alone = discover({{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_PCIE_SWITCH_SIZE", "1"}});
+  EXPECT_EQ(pcieSwitches(alone), (std::vector<int>(4, -1)));
+}
+
+TEST_F(FakeNvml, PcieTopologyErrorLeavesSwitchesUnknown) {
+  auto gpus = discover({{"FAKE_NVML_GPUS", "4"},
+                        {"FAKE_NVML_PCIE_SWITCH_SIZE", "2"},
+                        {"FAKE_NVML_TOPOLOGY_FAIL", "1"},
+                        {"FAKE_NVML_NVLINK", "pairs"}});
+  EXPECT_EQ(pcieSwitches(gpus), (std::vector<int>(4, -1)));
+  EXPECT_EQ(nvlinkDomains(gpus), (std::vector<int>{0, 0, 1, 1}));
+}
+
+TEST_F(FakeNvml, MissingTopologyFunctionsLeaveItUnknownAndSayWhyOnce) {
+  auto out = std::make_shared<std::ostringstream>();
+  auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(*out));
+  logger->set_level(spdlog::level::debug);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+
+  setenv("FAKE_NVML_GPUS", "4", 1);
+  setenv("FAKE_NVML_NVLINK", "pairs", 1);  // ignored: the library lacks the functions
+  setenv("FAKE_NVML_PCIE_SWITCH_SIZE", "2", 1);
+  auto p = NvmlGpuProvider::open(ALLOT_FAKE_NVML_NO_TOPOLOGY_PATH);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  for (int round = 0; round < 2; ++round) {
+    auto gpus = (*p)->discover();
+    ASSERT_TRUE(gpus.ok()) << gpus.status().toString();
+    ASSERT_EQ(gpus->size(), 4u);
+    EXPECT_EQ(nvlinkDomains(*gpus), (std::vector<int>(4, -1)));
+    EXPECT_EQ(pcieSwitches(*gpus), (std::vector<int>(4, -1)));
+    EXPECT_EQ((*gpus)[2].uuid, "GPU-0fa4e000-0000-0000-0000-000000000002");
+  }
+  spdlog::set_default_logger(previous);
+
+  std::string log = out->str();
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("NVML lacks nvmlDeviceGetNvLinkState"), 1u) << log;
+  EXPECT_EQ(count("NVML lacks nvmlDeviceGetTopologyCommonAncestor"), 1u) << log;
+  EXPECT_NE(log.find("[debug]"), std::string::npos) << log;
 }
 
 TEST_F(FakeNvml, InitFailureCarriesNvmlErrorString) {

@@ -5,6 +5,12 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+
+#include "common/log.h"
 
 namespace allot::agent {
 namespace {
@@ -13,6 +19,8 @@ namespace {
 // NVIDIA. Only the types and functions we call; layouts are NVML's, stable across drivers.
 using nvmlReturn_t = int;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr nvmlReturn_t kNvmlErrorInvalidArgument = 2;  // e.g. a link number the GPU lacks
+constexpr nvmlReturn_t kNvmlErrorNotSupported = 3;     // e.g. NVLink on a PCIe-only GPU
 using nvmlDevice_t = struct nvmlDevice_st*;
 struct nvmlMemory_t {
   unsigned long long total;
@@ -31,6 +39,16 @@ struct nvmlPciInfo_t {
 constexpr unsigned kUuidBufferSize = 96;     // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kNameBufferSize = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 constexpr unsigned kVersionBufferSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
+constexpr unsigned kNvlinkMaxLinks = 18;     // NVML_NVLINK_MAX_LINKS (6 and 12 in older drivers)
+constexpr int kNvmlFeatureEnabled = 1;       // nvmlEnableState_t NVML_FEATURE_ENABLED
+// nvmlIntNvLinkDeviceType_t: what is at the far end of an NVLink.
+constexpr int kNvlinkDeviceTypeGpu = 0;
+constexpr int kNvlinkDeviceTypeIbmNpu = 1;
+constexpr int kNvlinkDeviceTypeSwitch = 2;
+constexpr int kNvlinkDeviceTypeUnknown = 0xFF;
+// nvmlGpuTopologyLevel_t: SINGLE (10) is one PCIe switch between two GPUs, MULTIPLE (20) several
+// switches but no host bridge; both mean the GPUs sit under one (top-level) switch.
+constexpr int kNvmlTopologyMultiple = 20;
 
 }  // namespace
 
@@ -49,6 +67,19 @@ struct NvmlGpuProvider::Api {
   // Optional: older drivers lack them, and we can live without CUDA version or NUMA node.
   nvmlReturn_t (*getCudaVersion)(int*) = nullptr;
   nvmlReturn_t (*getPciInfo)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+  // Optional, for topology: without them GPUs report -1 (unknown) for NVLink domain and PCIe
+  // switch, and inventory goes on.
+  nvmlReturn_t (*getNvLinkState)(nvmlDevice_t, unsigned int, int*) = nullptr;
+  nvmlReturn_t (*getNvLinkRemotePciInfo)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*getNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned int, int*) = nullptr;
+  nvmlReturn_t (*getTopologyCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
+
+  // Why topology is unknown, each said once (at debug level) for the provider's lifetime:
+  // discover() runs for every inventory, and the reason rarely changes.
+  std::set<std::string> noted;
+  void note(const std::string& why) {
+    if (noted.insert(why).second) spdlog::debug("GPU topology: {}", why);
+  }
 
   std::string error(nvmlReturn_t rc) const {
     const char* s = errorString ? errorString(rc) : nullptr;
@@ -77,6 +108,49 @@ int numaNodeOf(const nvmlPciInfo_t& pci) {
   if (!(in >> node)) return -1;
   return node;
 }
+
+// A PCI address as "domain:bus:device", the same whichever way NVML spelled it; empty when
+// NVML gave none. Functions are left out: a GPU or NVSwitch is function 0.
+std::string pciKey(const nvmlPciInfo_t& pci) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  char key[32];
+  if (std::sscanf(pci.busId, "%x:%x:%x.%x", &domain, &bus, &device, &function) == 4) {
+    std::snprintf(key, sizeof key, "%x:%x:%x", domain, bus, device);
+    return key;
+  }
+  if (pci.domain == 0 && pci.bus == 0 && pci.device == 0) return {};
+  std::snprintf(key, sizeof key, "%x:%x:%x", pci.domain, pci.bus, pci.device);
+  return key;
+}
+
+// Union-find over a host's GPUs, for grouping them by what they share.
+class Groups {
+ public:
+  explicit Groups(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  void join(size_t a, size_t b) { parent_[root(a)] = root(b); }
+  // Each GPU's group: 0, 1, ... in the order of each group's lowest index; -1 for a GPU that
+  // shares its group with no other.
+  std::vector<int> labels() {
+    std::vector<int> size(parent_.size(), 0);
+    for (size_t i = 0; i < parent_.size(); ++i) ++size[root(i)];
+    std::map<size_t, int> label;
+    std::vector<int> out(parent_.size(), -1);
+    for (size_t i = 0; i < parent_.size(); ++i) {
+      size_t r = root(i);
+      if (size[r] < 2) continue;
+      auto it = label.emplace(r, static_cast<int>(label.size())).first;
+      out[i] = it->second;
+    }
+    return out;
+  }
+
+ private:
+  size_t root(size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  std::vector<size_t> parent_;
+};
 
 std::string cudaVersionText(int v) {
   // NVML encodes 12.4 as 12040.
@@ -118,6 +192,10 @@ Result<std::unique_ptr<NvmlGpuProvider>> NvmlGpuProvider::open(const std::string
     bind(lib, "nvmlSystemGetCudaDriverVersion", api->getCudaVersion);
   }
   bind(lib, "nvmlDeviceGetPciInfo_v3", api->getPciInfo);
+  bind(lib, "nvmlDeviceGetNvLinkState", api->getNvLinkState);
+  bind(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", api->getNvLinkRemotePciInfo);
+  bind(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", api->getNvLinkRemoteDeviceType);
+  bind(lib, "nvmlDeviceGetTopologyCommonAncestor", api->getTopologyCommonAncestor);
 
   nvmlReturn_t rc = api->init();
   if (rc != kNvmlSuccess) {
@@ -154,6 +232,8 @@ Result<std::vector<model::Gpu>> NvmlGpuProvider::discover() {
   }
 
   std::vector<model::Gpu> gpus;
+  std::vector<nvmlDevice_t> devices;
+  std::vector<std::string> busIds;  // pciKey of each GPU; empty when unknown
   for (unsigned i = 0; i < count; ++i) {
     auto fail = [&](const char* what, nvmlReturn_t r) {
       return Status::Unavailable("failed to get " + std::string(what) + " of GPU " +
@@ -177,13 +257,114 @@ Result<std::vector<model::Gpu>> NvmlGpuProvider::discover() {
     g.model = shortGpuModel(name);
     g.memoryMib = static_cast<int64_t>(mem.total / (1024 * 1024));
     nvmlPciInfo_t pci = {};
-    if (api_->getPciInfo && api_->getPciInfo(dev, &pci) == kNvmlSuccess)
+    std::string busId;
+    if (api_->getPciInfo && api_->getPciInfo(dev, &pci) == kNvmlSuccess) {
       g.numaNode = numaNodeOf(pci);
+      busId = pciKey(pci);
+    }
     g.driverVersion = driver;
     g.cudaVersion = cuda;
     gpus.push_back(g);
+    devices.push_back(dev);
+    busIds.push_back(busId);
   }
+  findNvlinkDomains(devices, busIds, gpus);
+  findPcieSwitches(devices, gpus);
   return gpus;
+}
+
+// NVLink domains are the connected components of GPUs joined by active links. A link's far end
+// is a GPU of this host (found by PCI address), an NVSwitch, something else (an IBM NPU), or a GPU
+// NVML does not show us (the agent sees a subset). On NVSwitch systems every GPU's links go to
+// switches, all on one fabric, so every GPU with a link to a switch is in one domain. Without
+// nvmlDeviceGetNvLinkRemoteDeviceType (older drivers) a far end that is not one of our GPUs is
+// taken to be a switch.
+void NvmlGpuProvider::findNvlinkDomains(const std::vector<nvmlDevice_st*>& devices,
+                                        const std::vector<std::string>& busIds,
+                                        std::vector<model::Gpu>& gpus) {
+  if (!api_->getNvLinkState || !api_->getNvLinkRemotePciInfo || !api_->getPciInfo) {
+    api_->note(
+        "NVML lacks nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkRemotePciInfo_v2 or "
+        "nvmlDeviceGetPciInfo_v3; NVLink domains unknown");
+    return;
+  }
+  std::map<std::string, size_t> byBusId;
+  for (size_t i = 0; i < busIds.size(); ++i) {
+    if (!busIds[i].empty()) byBusId[busIds[i]] = i;
+  }
+  Groups groups(devices.size());
+  std::optional<size_t> firstOnSwitch;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    auto failed = [&](const char* what, nvmlReturn_t rc) {
+      api_->note(std::string(what) + " failed on GPU " + std::to_string(i) + ": " +
+                 api_->error(rc) + "; its own NVLinks are left out");
+    };
+    for (unsigned link = 0; link < kNvlinkMaxLinks; ++link) {
+      int state = 0;
+      nvmlReturn_t rc = api_->getNvLinkState(devices[i], link, &state);
+      // No NVLink at all, or fewer links than the most NVML knows of.
+      if (rc == kNvmlErrorNotSupported || rc == kNvmlErrorInvalidArgument) continue;
+      if (rc != kNvmlSuccess) {
+        failed("nvmlDeviceGetNvLinkState", rc);
+        break;
+      }
+      if (state != kNvmlFeatureEnabled) continue;
+      int type = kNvlinkDeviceTypeUnknown;
+      if (!api_->getNvLinkRemoteDeviceType ||
+          api_->getNvLinkRemoteDeviceType(devices[i], link, &type) != kNvmlSuccess ||
+          (type != kNvlinkDeviceTypeGpu && type != kNvlinkDeviceTypeIbmNpu &&
+           type != kNvlinkDeviceTypeSwitch)) {
+        type = kNvlinkDeviceTypeUnknown;
+      }
+      std::optional<size_t> peer;
+      if (type != kNvlinkDeviceTypeSwitch) {
+        nvmlPciInfo_t remote = {};
+        rc = api_->getNvLinkRemotePciInfo(devices[i], link, &remote);
+        if (rc != kNvmlSuccess) {
+          failed("nvmlDeviceGetNvLinkRemotePciInfo_v2", rc);
+          continue;
+        }
+        auto it = byBusId.find(pciKey(remote));
+        if (it != byBusId.end() && it->second != i) peer = it->second;
+      }
+      if (peer) {
+        groups.join(i, *peer);
+      } else if (type == kNvlinkDeviceTypeSwitch || type == kNvlinkDeviceTypeUnknown) {
+        if (!firstOnSwitch) firstOnSwitch = i;
+        groups.join(i, *firstOnSwitch);
+      }
+      // else: a GPU we cannot see, or not a GPU; it joins nothing here.
+    }
+  }
+  std::vector<int> labels = groups.labels();
+  for (size_t i = 0; i < gpus.size(); ++i) gpus[i].nvlinkDomain = labels[i];
+}
+
+// PCIe switches: GPUs whose closest common ancestor is a switch (NVML_TOPOLOGY_SINGLE or
+// MULTIPLE, not a host bridge or further) are grouped, transitively. Any failed query leaves
+// every GPU's switch unknown rather than half a picture.
+void NvmlGpuProvider::findPcieSwitches(const std::vector<nvmlDevice_st*>& devices,
+                                       std::vector<model::Gpu>& gpus) {
+  if (!api_->getTopologyCommonAncestor) {
+    api_->note("NVML lacks nvmlDeviceGetTopologyCommonAncestor; PCIe switches unknown");
+    return;
+  }
+  Groups groups(devices.size());
+  for (size_t a = 0; a < devices.size(); ++a) {
+    for (size_t b = a + 1; b < devices.size(); ++b) {
+      int level = 0;
+      nvmlReturn_t rc = api_->getTopologyCommonAncestor(devices[a], devices[b], &level);
+      if (rc != kNvmlSuccess) {
+        api_->note("nvmlDeviceGetTopologyCommonAncestor failed for GPUs " + std::to_string(a) +
+                   " and " + std::to_string(b) + ": " + api_->error(rc) +
+                   "; PCIe switches unknown");
+        return;
+      }
+      if (level <= kNvmlTopologyMultiple) groups.join(a, b);
+    }
+  }
+  std::vector<int> labels = groups.labels();
+  for (size_t i = 0; i < gpus.size(); ++i) gpus[i].pcieSwitch = labels[i];
 }
 
 std::string shortGpuModel(const std::string& fullName) {

@@ -2,12 +2,20 @@
 // NvmlGpuProvider: the host's real GPUs, read through NVML. libnvidia-ml.so.1 is loaded at run
 // time (dlopen), so the agent builds and runs on machines without the NVIDIA driver; only open()
 // fails there. NVML is initialised for the provider's lifetime and shut down by its destructor.
+//
+// Besides each GPU's identity and memory it reports topology: the NVLink domain (GPUs joined by
+// active NVLinks, directly or through NVSwitches) and the PCIe switch each GPU shares with
+// others. Topology is best effort: the NVML functions it needs are optional, and when one is
+// missing or fails the GPUs say -1 (unknown), the reason is logged once at debug level, and
+// discover() still succeeds.
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/gpu/gpu_provider.h"
+
+struct nvmlDevice_st;  // NVML's opaque device; nvmlDevice_t is a pointer to it
 
 namespace allot::agent {
 
@@ -33,6 +41,12 @@ class NvmlGpuProvider final : public GpuProvider {
  private:
   struct Api;
   explicit NvmlGpuProvider(std::unique_ptr<Api> api);
+  // Fill in gpus[i].nvlinkDomain / pcieSwitch; devices[i] and busIds[i] are GPU i's NVML handle
+  // and PCI address (empty when unknown).
+  void findNvlinkDomains(const std::vector<nvmlDevice_st*>& devices,
+                         const std::vector<std::string>& busIds, std::vector<model::Gpu>& gpus);
+  void findPcieSwitches(const std::vector<nvmlDevice_st*>& devices, std::vector<model::Gpu>& gpus);
+
   std::unique_ptr<Api> api_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <map>
@@ -12,14 +13,19 @@ namespace {
 constexpr char kPrefix[] = "sim:";
 // More GPUs than any real host has: a typo like "sim:800xH100" is an error, not a giant host.
 constexpr int kMaxGpus = 64;
+// Shorthand topology (see the header): NVLink domains and PCIe switches, GPUs per each.
+constexpr int kNvlinkDomainSize = 4;
+constexpr int kGpusPerPcieSwitch = 2;
 
 // One kind of GPU, before UUIDs and indices are handed out.
 struct GpuTemplate {
   std::string model;
   int count = 1;
   int64_t memoryMib = 0;
+  // From a file only; shorthand specs get the layout described in the header.
   int numaNode = -1;
-  SimulatedGpuTopology topology;
+  int nvlinkDomain = -1;
+  int pcieSwitch = -1;
 };
 
 struct HostTemplate {
@@ -50,12 +56,10 @@ Status badSpec(const std::string& spec, const std::string& why) {
   return Status::InvalidArgument("invalid simulated GPU spec '" + spec + "': " + why);
 }
 
-// "4xA100,2xH100" -> templates. Two sockets' worth of NUMA nodes and one NVLink domain per term,
-// like the DGX-style hosts these stand in for.
+// "4xA100,2xH100" -> templates; create() lays out their topology.
 Result<HostTemplate> parseTerms(const std::string& spec, const std::string& body) {
   HostTemplate host;
   size_t pos = 0;
-  int term = 0;
   while (pos <= body.size()) {
     size_t comma = body.find(',', pos);
     if (comma == std::string::npos) comma = body.size();
@@ -78,9 +82,7 @@ Result<HostTemplate> parseTerms(const std::string& spec, const std::string& body
     g.model = model;
     g.count = count;
     g.memoryMib = SimulatedGpuProvider::defaultMemoryMib(model);
-    g.topology.nvlinkGroup = term;
     host.gpus.push_back(g);
-    ++term;
     pos = comma + 1;
   }
   return host;
@@ -119,11 +121,19 @@ Result<HostTemplate> parseFile(const std::string& spec, const std::string& path)
     g.memoryMib = (*t)["memory_mib"].value_or(SimulatedGpuProvider::defaultMemoryMib(g.model));
     if (g.memoryMib <= 0) return badSpec(spec, entry + " has a bad memory_mib");
     g.numaNode = static_cast<int>((*t)["numa_node"].value_or(int64_t{-1}));
-    g.topology.nvlinkGroup = static_cast<int>((*t)["nvlink_group"].value_or(int64_t{-1}));
-    g.topology.pcieSwitch = static_cast<int>((*t)["pcie_switch"].value_or(int64_t{-1}));
+    g.nvlinkDomain = static_cast<int>((*t)["nvlink_group"].value_or(int64_t{-1}));
+    g.pcieSwitch = static_cast<int>((*t)["pcie_switch"].value_or(int64_t{-1}));
     host.gpus.push_back(g);
   }
   return host;
+}
+
+// Shorthand topology: a term of `count` GPUs split into runs of `size`; how many runs have two or
+// more GPUs, and which of them GPU `i` of the term is in (-1 when its run is just itself).
+int groupsIn(int count, int size) { return count / size + (count % size >= 2 ? 1 : 0); }
+int groupOf(int i, int count, int size, int first) {
+  int runStart = i - i % size;
+  return std::min(size, count - runStart) >= 2 ? first + i / size : -1;
 }
 
 bool looksLikePath(const std::string& body) {
@@ -166,6 +176,7 @@ Result<std::unique_ptr<SimulatedGpuProvider>> SimulatedGpuProvider::create(
   std::unique_ptr<SimulatedGpuProvider> p(new SimulatedGpuProvider());
   p->driverVersion_ = host->driverVersion;
   int index = 0;
+  int nextDomain = 0, nextSwitch = 0;
   for (const auto& t : host->gpus) {
     for (int i = 0; i < t.count; ++i, ++index) {
       model::Gpu g;
@@ -174,15 +185,24 @@ Result<std::unique_ptr<SimulatedGpuProvider>> SimulatedGpuProvider::create(
       g.uuid = "GPU-sim-" + std::string(seed) + "-" + std::to_string(index);
       g.model = t.model;
       g.memoryMib = t.memoryMib;
-      // Shorthand specs describe two-socket hosts: the first half of the GPUs on node 0.
-      g.numaNode = fromFile ? t.numaNode : (total >= 2 ? index * 2 / total : 0);
       g.driverVersion = host->driverVersion;
       g.cudaVersion = host->cudaVersion;
-      SimulatedGpuTopology topo = t.topology;
-      if (!fromFile) topo.pcieSwitch = index / 2;  // two GPUs per switch, as on HGX boards
+      if (fromFile) {
+        g.numaNode = t.numaNode;
+        g.nvlinkDomain = t.nvlinkDomain;
+        g.pcieSwitch = t.pcieSwitch;
+      } else {
+        // Two sockets: the first half of the GPUs on node 0.
+        g.numaNode = total >= 2 ? index * 2 / total : 0;
+        // Runs within the term; a GPU left alone in its run shares nothing, so has -1.
+        g.nvlinkDomain = groupOf(i, t.count, kNvlinkDomainSize, nextDomain);
+        g.pcieSwitch = groupOf(i, t.count, kGpusPerPcieSwitch, nextSwitch);
+      }
       p->gpus_.push_back(g);
-      p->topology_.push_back(topo);
     }
+    // The next term starts on fresh domains and switches.
+    nextDomain += groupsIn(t.count, kNvlinkDomainSize);
+    nextSwitch += groupsIn(t.count, kGpusPerPcieSwitch);
   }
   return p;
 }

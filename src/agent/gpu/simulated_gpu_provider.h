@@ -19,6 +19,13 @@
 //   nvlink_group = 0               # GPUs sharing a group are NVLink-connected; default -1 (none)
 //   pcie_switch = 0                # GPUs sharing a switch are PCIe peers; default -1 (unknown)
 //
+// Shorthand specs describe a two-socket host: the first half of the GPUs on NUMA node 0, the
+// rest on node 1; within each term, runs of up to 4 GPUs share an NVLink domain and pairs
+// share a PCIe switch, numbered across the host in index order. A GPU left alone in its run has
+// -1 (it shares that with no other GPU), and terms never share. sim:8xH100 has domains
+// 0,0,0,0,1,1,1,1 and switches 0,0,1,1,2,2,3,3; sim:2xA100,5xH100 has domains 0,0,1,1,1,1,-1
+// and switches 0,0,1,1,2,2,-1. A file sets all three itself.
+//
 // UUIDs are "GPU-sim-<8 hex digits of a hash of hostSeed>-<index>": stable across restarts of the
 // same host, different between hosts, and plainly not real NVIDIA UUIDs. The minor number is the
 // index, as /dev/nvidia<index> would be on a real host.
@@ -30,13 +37,6 @@
 #include "agent/gpu/gpu_provider.h"
 
 namespace allot::agent {
-
-// Where a simulated GPU sits. model::Gpu has no fields for this yet, so it is kept alongside,
-// index for index, for the scheduler's topology work to pick up later.
-struct SimulatedGpuTopology {
-  int nvlinkGroup = -1;
-  int pcieSwitch = -1;
-};
 
 class SimulatedGpuProvider final : public GpuProvider {
  public:
@@ -54,13 +54,10 @@ class SimulatedGpuProvider final : public GpuProvider {
   bool simulated() const override { return true; }
   std::string driverVersion() const override { return driverVersion_; }
 
-  const std::vector<SimulatedGpuTopology>& topology() const { return topology_; }
-
  private:
   SimulatedGpuProvider() = default;
 
   std::vector<model::Gpu> gpus_;
-  std::vector<SimulatedGpuTopology> topology_;
   std::string driverVersion_;
 };
 
