@@ -290,6 +290,61 @@ int jobShow(Context& ctx, const JobOpts& o) {
   return 0;
 }
 
+// `allot job explain`: the scheduler's word on a job, from the last pass.
+int jobExplain(Context& ctx, const JobOpts& o) {
+  auto id = parseJobId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto why = (*api)->get("/jobs/" + std::to_string(*id) + "/explain");
+  if (!why.ok()) return ctx.fail(why.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*why);
+  const json& e = *why;
+  Details d;
+  d.add("job", "j-" + e.value("job", json(0)).dump());
+  d.add("state", text(e, "state"));
+  auto number = [](const json& v) {
+    if (!v.is_number()) return v.dump();
+    char buf[32];
+    snprintf(buf, sizeof buf, "%g", v.get<double>());
+    return std::string(buf);
+  };
+  if (auto w = e.find("wait"); w != e.end() && w->is_object()) {
+    d.add("waits because", text(*w, "reason"));
+    d.add("kind", text(*w, "kind"));
+    if (w->contains("position")) d.add("queue position", text(*w, "position"));
+    for (const auto& [key, label] :
+         {std::pair{"free_gpus_total", "free GPUs in total"}, {"most_free_on_one_host", "most free on one host"},
+          {"largest_host_gpus", "largest host"}, {"gang_hosts_ready", "gang hosts ready"},
+          {"gang_hosts_wanted", "gang hosts wanted"}, {"reserved_host", "reserved host"},
+          {"expected_start", "expected start"}}) {
+      if (auto v = w->find(key); v != w->end())
+        d.add(label, v->is_string() ? v->get<std::string>() : number(*v));
+    }
+    if (auto v = w->find("waiting_for_jobs"); v != w->end()) d.add("waiting for jobs", v->dump());
+  }
+  if (auto p = e.find("placement"); p != e.end() && p->is_object()) {
+    d.add("placed by", text(*p, "by"));
+    d.add("policy", text(*p, "policy"));
+    d.add("within guarantee", number(p->value("within_guarantee_gpus", json(0.0))) + " GPUs");
+    d.add("borrowed", number(p->value("borrowed_gpus", json(0.0))) + " GPUs");
+    for (const auto& sl : p->value("slices", json::array()))
+      d.add("on", text(sl, "host") + " GPUs " + sl.value("gpus", json::array()).dump());
+    if (auto b = p->find("backfilled_before_job"); b != p->end())
+      d.add("backfilled before", "j-" + b->dump());
+  }
+  if (auto q = e.find("team_quota"); q != e.end() && q->is_object()) {
+    d.add("team " + text(*q, "team"),
+          "guaranteed " + number(q->value("guaranteed_gpus", json(0.0))) + ", within " +
+              number(q->value("within_guarantee_gpus", json(0.0))) + ", borrowed " +
+              number(q->value("borrowed_gpus", json(0.0))) + ", lendable " +
+              number(q->value("lendable_gpus", json(0.0))) + " GPUs");
+  }
+  if (std::string r = text(e, "reason", ""); !r.empty() && !e.contains("wait")) d.add("reason", r);
+  ctx.out() << d.render();
+  return 0;
+}
+
 int jobLogs(Context& ctx, const JobOpts& o) {
   auto id = parseJobId(o.id);
   if (!id.ok()) return ctx.usageError(id.status());
@@ -351,7 +406,7 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->footer("Example: allot run --gpus 2 --env SEED=1 --wait -- python train.py --lr 3e-4");
   onRun(run, ctx, r, submit);
 
-  auto* job = app.add_subcommand("job", "Jobs: list, inspect, follow, cancel");
+  auto* job = app.add_subcommand("job", "Jobs: list, inspect, explain, follow, cancel");
   job->require_subcommand(1);
   auto o = std::make_shared<JobOpts>();
 
@@ -370,6 +425,11 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   auto* show = job->add_subcommand("show", "Show every field of a job");
   show->add_option("ID", o->id, "Job id: 42 or j-42")->required();
   onRun(show, ctx, o, jobShow);
+
+  auto* explain = job->add_subcommand(
+      "explain", "Why a job waits (reason, position, numbers) or how it was placed");
+  explain->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+  onRun(explain, ctx, o, jobExplain);
 
   auto* logs = job->add_subcommand("logs", "Print a job's output");
   logs->add_option("ID", o->id, "Job id: 42 or j-42")->required();

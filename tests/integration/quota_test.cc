@@ -51,6 +51,10 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
   json placed = explain(carol, flexible);
   EXPECT_EQ(placed["placement"]["by"], "quota") << placed.dump();
   EXPECT_EQ(placed["placement"]["borrowed_gpus"], 2.0) << placed.dump();
+  auto shown = cliAs(carol, {"job", "explain", std::to_string(flexible)});
+  ASSERT_EQ(shown.code, 0) << shown.describe();
+  EXPECT_NE(shown.out.find("placed by:"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("borrowed:"), std::string::npos) << shown.out;
 
   // ml asks for 2 of its 4: the most recent borrowed job goes, and comes back to the queue.
   int64_t mine = submitJson(alice, {{"command", {"sleep", "30"}}, {"gpus", 2}});
@@ -67,6 +71,8 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
   json why = explain(carol, flexible);
   EXPECT_EQ(why["state"], "queued") << why.dump();
   EXPECT_TRUE(why["wait"].contains("kind")) << why.dump();
+  shown = cliAs(carol, {"job", "explain", std::to_string(flexible)});
+  EXPECT_NE(shown.out.find("waits because:"), std::string::npos) << shown.out;
 
   // ml asks for the rest: cv's other job is not preemptible, so it ends as preempted.
   int64_t more = submitJson(alice, {{"command", {"sleep", "30"}}, {"gpus", 2}});
