@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -24,6 +26,18 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.id = j.id;
       d.command = j.command;
       d.env = j.env;
+      if (j.gpuMilli < 1000 && !j.gpuIndices.empty()) {
+        // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
+        // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
+        char fraction[16];
+        std::snprintf(fraction, sizeof fraction, "%g", j.gpuMilli / 1000.0);
+        d.env["ALLOT_GPU_FRACTION"] = fraction;
+        d.env.emplace("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string((j.gpuMilli + 9) / 10));
+        for (const auto& g : h.gpus) {
+          if (g.index == j.gpuIndices.front() && g.memoryMib > 0)
+            d.env["ALLOT_GPU_MEMORY_MIB"] = std::to_string(g.memoryMib * j.gpuMilli / 1000);
+        }
+      }
       d.gpuIndices = j.gpuIndices;
       d.gpuUuids = j.gpuUuids;
       for (int idx : j.gpuIndices) {

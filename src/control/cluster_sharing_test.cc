@@ -404,3 +404,30 @@ TEST_F(SharingTest, RunningJobPastItsMaxRuntimeIsCancelled) {
 
 }  // namespace
 }  // namespace allot::control
+
+namespace allot::control {
+namespace {
+
+TEST_F(ClusterTest, AFractionOfASharedGpuIsToldItsShare) {
+  joinHost("gpu-01", 1);
+  GpuSettings s;
+  s.shared = true;
+  ASSERT_TRUE(cluster_->setGpu(admin_, "gpu-01", 0, s).ok());
+  JobRequest r;
+  r.command = {"python", "serve.py"};
+  r.gpus = 1;
+  r.gpuMilli = 250;
+  auto c = cluster_->submitJob(alice_, r);
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  auto placed = cluster_->schedulePass().value;
+  ASSERT_EQ(placed.size(), 1u);
+  cluster_->placementsDurable(placed);
+  std::string desired = cluster_->desiredMessage("gpu-01");
+  EXPECT_NE(desired.find("\"ALLOT_GPU_FRACTION\":\"0.25\""), std::string::npos) << desired;
+  EXPECT_NE(desired.find("\"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\":\"25\""), std::string::npos)
+      << desired;
+  EXPECT_NE(desired.find("\"ALLOT_GPU_MEMORY_MIB\":\"20480\""), std::string::npos) << desired;
+}
+
+}  // namespace
+}  // namespace allot::control
