@@ -874,6 +874,25 @@ Result<Decisions> Pass::run() {
       for (const auto& m : poolModels) workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, m)));
     }
   }
+  // What runs is the workload too: with a short queue (the usual case in allotd) the queue alone
+  // says little about the shapes to keep room for.
+  for (const RunningJob& j : s_.running) {
+    if (j.slices.empty() || j.slices.front().gpus.empty()) continue;
+    const Slice& sl = j.slices.front();
+    int host = f_.hostIndex(sl.host);
+    if (host < 0) continue;
+    auto [node, local] = f_.locate(host, sl.gpus.front());
+    if (node < 0) continue;
+    Request r;
+    r.team = j.team;
+    r.gpus = static_cast<int>(sl.gpus.size());
+    r.gpuMilli = sl.gpuMilli;
+    r.cpuMillis = sl.cpuMillis;
+    r.memoryMib = sl.memoryMib;
+    const std::string& model = f_.kindOf(node).model;
+    r.models = {model};
+    workload.push_back(taskFor(r, mask(r, Phase::kPool, model)));
+  }
   auto policy = pl::makePolicy(s_.policy.placement, s_.policy.seed, workload);
   if (!policy.ok()) return policy.status();
   policy_ = std::move(*policy);
