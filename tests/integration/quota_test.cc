@@ -91,3 +91,49 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
 
 }  // namespace
 }  // namespace allot::it
+
+namespace allot::it {
+namespace {
+
+class DedicationTest : public TestCluster {};
+
+// "Only us": a host dedicated to ml is not there for cv, in listings or in placement; ml's work
+// goes there first.
+TEST_F(DedicationTest, ADedicatedHostIsInvisibleAndUnusableForOtherTeams) {
+  startAgent("ours", "sim:2xA100");
+  startAgent("pool", "sim:2xA100");
+  createTeam("ml");
+  createTeam("cv");
+  std::string alice = createUser("alice", "ml");
+  std::string carol = createUser("carol", "cv");
+  auto d = cli({"host", "dedicate", "ours", "--team", "ml"});
+  ASSERT_EQ(d.code, 0) << d.describe();
+
+  auto hosts = cliJson(carol, {"host", "list"});
+  ASSERT_EQ(hosts.size(), 1u) << hosts.dump();
+  EXPECT_EQ(hosts[0]["name"], "pool");
+  auto shown = cliAs(carol, {"host", "show", "ours"});
+  EXPECT_NE(shown.code, 0);
+  EXPECT_NE(shown.err.find("no host 'ours'"), std::string::npos) << shown.describe();
+
+  // cv asks for more than the pool has: it waits, told only about the hosts it may use.
+  int64_t big = submit(carol, {"--gpus", "2"}, {"sleep", "30"});
+  int64_t more = submit(carol, {"--gpus", "2"}, {"sleep", "30"});
+  ASSERT_TRUE(waitForJobState(carol, big, "running"));
+  json waiting;
+  ASSERT_TRUE(waitFor([&] {
+    waiting = job(carol, more);
+    return textOf(waiting, "reason").find("first in line on pool") != std::string::npos;
+  })) << waiting.dump();
+  EXPECT_EQ(textOf(waiting, "state"), "queued");
+
+  int64_t mine = submit(alice, {"--gpus", "2"}, {"sleep", "30"});
+  json placed;
+  ASSERT_TRUE(waitForJobState(alice, mine, "running", &placed)) << placed.dump();
+  EXPECT_EQ(textOf(placed, "host"), "ours");
+  auto why = cliJson(alice, {"job", "explain", std::to_string(mine)});
+  EXPECT_EQ(why["placement"]["by"], "dedicated") << why.dump();
+}
+
+}  // namespace
+}  // namespace allot::it
