@@ -181,7 +181,7 @@ class Cluster {
   // Fair share's memory: advances each team's decayed GPU-seconds by what it holds now (called
   // every second by the liveness loop, and before each pass). Written to the store at most once a
   // minute per team: losing under a minute of history in a crash changes no one's share much.
-  Change<int> accountUsage();
+  Change<int> accountUsage(bool persist = true);
   void placementsDurable(const std::vector<int64_t>& jobs);
 
   // Agents.
@@ -228,6 +228,7 @@ class Cluster {
   std::function<void()> onQueueChanged_;
   std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
+  std::set<int64_t> evictionsInFlight_;  // marked evicting in memory, not yet on disk
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

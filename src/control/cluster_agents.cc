@@ -48,8 +48,11 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.cpuMillis = j.cpuMillis;
       d.memoryMib = j.memoryMib;
       // A preempted job is stopped like a cancelled one, with the preemption grace.
-      d.cancel = j.cancelRequested || j.evicting;
-      d.graceMs = j.evicting && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
+      // An eviction not yet durable is not told: a crash before the commit would kill a job the
+      // store still thinks runs.
+      const bool evict = j.evicting && !evictionsInFlight_.count(j.id);
+      d.cancel = j.cancelRequested || evict;
+      d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id);
       out.push_back(std::move(d));
     }
@@ -130,6 +133,13 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
       }
       return;
     case model::ActualState::kExited: {
+      // A requeued job placed again where it ran before: the agent may still report the exit of
+      // the run that was preempted until it has seen the new desired state. That exit is older
+      // than this placement.
+      if (j.preemptions > 0 && a.finishedAt != 0 && a.finishedAt < j.scheduledAt) {
+        push.insert(host);
+        return;
+      }
       j.exitCode = a.exitCode;
       j.signal = a.signal;
       if (!j.startedAt) j.startedAt = a.startedAt;
@@ -202,6 +212,12 @@ Change<int> Cluster::checkLiveness() {
     auto hj = world_.hostJobs[name];
     for (int64_t id : hj) {
       Job& j = world_.jobs.at(id);
+      if (j.evicting && !j.cancelRequested) {
+        // It was leaving anyway: requeue it (or end it as preempted) as if it had stopped.
+        preemptedJobStopped(j, "its host " + name + " became unreachable", c.batch);
+        ++c.value;
+        continue;
+      }
       finishJob(j, JobState::kLost,
                 "host " + name + " unreachable for more than " +
                     std::to_string(options_.lostAfterMs / 1000) + "s",

@@ -126,7 +126,10 @@ sched::Snapshot Cluster::snapshot() const {
       r.priority = j.priority;
       r.preemptible = j.preemptible;
       r.startedAt = j.scheduledAt;
-      r.endsBy = j.maxRuntimeMs > 0 ? j.scheduledAt + j.maxRuntimeMs : 0;
+      // Enforcement counts from the start and then gives the cancel grace.
+      r.endsBy = j.maxRuntimeMs > 0 ? (j.startedAt ? j.startedAt : j.scheduledAt) +
+                                          j.maxRuntimeMs + options_.cancelGraceMs
+                                    : 0;
       r.evicting = j.evicting;
       sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
       if (j.wholeHost) {
@@ -144,7 +147,7 @@ sched::Snapshot Cluster::snapshot() const {
   return s;
 }
 
-Change<int> Cluster::accountUsage() {
+Change<int> Cluster::accountUsage(bool persist) {
   constexpr TimeMs kPersistEveryMs = 60'000;
   Change<int> c;
   c.value = 0;
@@ -169,6 +172,7 @@ Change<int> Cluster::accountUsage() {
                                    options_.usageHalfLifeMs) /
         sched::kMilliPerGpu;
     t.usageAt = now;
+    if (!persist) continue;
     auto& last = usagePersistedAt_[name];
     if (now - last >= kPersistEveryMs && t.usageGpuSeconds != before) {
       last = now;
@@ -181,7 +185,7 @@ Change<int> Cluster::accountUsage() {
 
 Change<std::vector<int64_t>> Cluster::schedulePass() {
   Change<std::vector<int64_t>> c;
-  accountUsage();  // in memory only here; the liveness loop writes it
+  accountUsage(/*persist=*/false);  // the liveness loop writes it
   if (world_.queued.empty()) {
     world_.waits.clear();
     return c;
@@ -203,6 +207,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     j.reason.clear();
     j.host = slice.host;
     j.gpuIndices = slice.gpus;
+    j.gpuMilli = slice.gpuMilli;  // a fraction raised for the GPU memory asked is what it holds
     if (j.wholeHost) j.gpus = static_cast<int>(slice.gpus.size());
     j.gpuUuids.clear();
     for (int idx : slice.gpus) {
@@ -243,6 +248,7 @@ void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
   Job before = j;
   j.evicting = true;
   j.evictingSince = clock_.nowMs();
+  evictionsInFlight_.insert(j.id);
   j.evictedFor = e.reason;
   j.reason = "preempted: " + e.reason + (e.requeue ? "; it will be requeued" : "") +
              " (stopping, grace " + std::to_string(options_.preemptGraceMs / 1000) + "s)";
@@ -276,6 +282,8 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
 
 void Cluster::placementsDurable(const std::vector<int64_t>& jobs) {
   for (int64_t id : jobs) placementsInFlight_.erase(id);
+  // Passes commit one at a time, in order: once a pass's batch is durable, so are its evictions.
+  evictionsInFlight_.clear();
 }
 
 std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {

@@ -186,6 +186,7 @@ struct Wait {
   WaitKind kind = WaitKind::kNoFreeGpus;
   int position = 0;  // 1 = next to be considered
   int largest = 0;
+  bool cpuMemory = false;  // kTooBig: hosts have the GPUs, but none also the CPU and memory
   int64_t freeTotal = 0;  // milli
   int hostsReady = 0;
   int hostsWanted = 0;

@@ -64,9 +64,16 @@ class Pass {
   }
   // Every change to the placement state goes through these, so cached answers know when they
   // are stale.
-  void take(const pl::Task& t, const pl::Choice& c) {
+  // `freeAt`: when the GPUs taken come free again (kNever when nobody can say), for reservations.
+  void take(const pl::Task& t, const pl::Choice& c, TimeMs freeAt) {
     st_.apply(t, c);
     ++version_;
+    for (int g = 0; g < st_.numGpus(c.node); ++g) {
+      if ((c.gpus >> g) & 1) gpuFreeAt_[c.node][g] = std::max(gpuFreeAt_[c.node][g], freeAt);
+    }
+  }
+  TimeMs endOf(const Request& r) const {
+    return r.maxRuntimeMs > 0 ? s_.now + r.maxRuntimeMs : kNever;
   }
   void giveBack(const pl::Task& t, const pl::Choice& c) {
     st_.release(t, c);
@@ -138,7 +145,7 @@ Status Pass::validate() const {
     auto bad = [&](const char* what, const char* field) {
       return Status::InvalidArgument("job " + std::to_string(r.id) + ": " + what, field);
     };
-    if (r.gpus < 0 || r.gpus > pl::kMaxGpusPerNode) return bad("gpus out of range", "gpus");
+    if (r.gpus < 0) return bad("gpus must be >= 0", "gpus");  // too many waits as too big
     if (r.gpuMilli <= 0 || r.gpuMilli > kMilliPerGpu) return bad("gpuMilli out of range", "gpuMilli");
     if (r.gpuMilli < kMilliPerGpu && r.gpus != 1) return bad("a fraction needs gpus == 1", "gpuMilli");
     if (r.hosts < 1) return bad("hosts must be >= 1", "hosts");
@@ -281,6 +288,13 @@ std::optional<Wait> Pass::impossibleUncached(const Request& r) const {
     w.largest = largest;
     return w;
   }
+  // Enough GPUs somewhere, but no such host also has the CPU and memory asked: never fits.
+  if (!r.wholeHost && hostsBig == 0) {
+    w.kind = WaitKind::kTooBig;
+    w.largest = largest;
+    w.cpuMemory = true;
+    return w;
+  }
   if (r.hosts > 1 && hostsBig < r.hosts) {
     w.kind = WaitKind::kTooBig;
     w.largest = largest;
@@ -298,16 +312,18 @@ void Pass::pickWholeHosts(std::vector<Item>& items) {
     const Request& r = *it.r;
     if (!r.wholeHost || it.wait) continue;
     std::tuple<int, int, int> best{3, 0, 0};
+    const uint64_t own = mask(r, Phase::kOwn), pool = mask(r, Phase::kPool),
+                   lent = mask(r, Phase::kLent);
     for (int n = 0; n < st_.size(); ++n) {
       const int host = f_.segments()[n].host;
       if (!f_.hasOneSegment(host) || wholeHostTaken_.count(n) || st_.numGpus(n) == 0) continue;
       if (st_.fullFreeGpus(n) != st_.numGpus(n) || st_.cpuFree(n) != st_.cpuCap(n) ||
           st_.memFree(n) != st_.memCap(n))
         continue;
-      int phase = kindAllowed(n, mask(r, Phase::kOwn))    ? 0
-                  : kindAllowed(n, mask(r, Phase::kPool)) ? 1
-                  : kindAllowed(n, mask(r, Phase::kLent)) ? 2
-                                                           : 3;
+      int phase = kindAllowed(n, own)    ? 0
+                  : kindAllowed(n, pool) ? 1
+                  : kindAllowed(n, lent) ? 2
+                                         : 3;
       std::tuple<int, int, int> key{phase, st_.numGpus(n), n};
       if (phase < 3 && key < best) best = key;
     }
@@ -395,9 +411,11 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     t.numGpu = st_.numGpus(n);
     t.cpuMilli = st_.cpuFree(n);
     t.memoryMib = st_.memFree(n);
-    if (!st_.fits(n, t) || st_.fullFreeGpus(n) != st_.numGpus(n)) return false;
+    if (!st_.fits(n, t) || st_.fullFreeGpus(n) != st_.numGpus(n) ||
+        st_.cpuFree(n) != st_.cpuCap(n) || st_.memFree(n) != st_.memCap(n))
+      return false;
     uint32_t all = st_.firstGpus(n, t);
-    take(t, {n, all});
+    take(t, {n, all}, endOf(r));
     record(it, {f_.toSlice(n, all, t)}, by, adm);
     return true;
   }
@@ -409,7 +427,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       failedShapes_.insert(shape);
       return false;
     }
-    take(t, {n, 0});
+    take(t, {n, 0}, endOf(r));
     record(it, {f_.toSlice(n, 0, t)}, by, adm);
     return true;
   }
@@ -420,7 +438,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       return false;
     }
     c.gpus = pickGpus(c.node, t, c.gpus);
-    take(t, c);
+    take(t, c, endOf(r));
     record(it, {f_.toSlice(c.node, c.gpus, t)}, by, adm);
     return true;
   }
@@ -461,7 +479,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
       }
     }
     c.gpus = pickGpus(c.node, t, c.gpus);
-    take(t, c);
+    take(t, c, endOf(r));
     usedHosts.insert(f_.segments()[c.node].host);
     slices.push_back(f_.toSlice(c.node, c.gpus, t));
   }
@@ -473,7 +491,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
 // reserved start.
 bool Pass::tryBackfill(Item& it, const pl::Task& t) {
   const Request& r = *it.r;
-  if (r.maxRuntimeMs <= 0 || r.hosts != 1 || cpuOnly(r)) return false;
+  if (r.maxRuntimeMs <= 0 || r.hosts != 1 || cpuOnly(r) || r.wholeHost) return false;
   for (Reservation& res : reservations_) {
     if (res.startAt == 0 || s_.now + r.maxRuntimeMs > res.startAt) continue;
     if (!kindAllowed(res.node, t.allowedModels)) continue;
@@ -481,7 +499,7 @@ bool Pass::tryBackfill(Item& it, const pl::Task& t) {
     bool placed = false;
     if (st_.fits(res.node, t)) {
       uint32_t gpus = pickGpus(res.node, t, st_.firstGpus(res.node, t));
-      take(t, {res.node, gpus});
+      take(t, {res.node, gpus}, endOf(r));
       record(it, {f_.toSlice(res.node, gpus, t)}, PlacedBy::kBackfill, nullptr, res.jobId);
       placed = true;
     }
@@ -493,7 +511,7 @@ bool Pass::tryBackfill(Item& it, const pl::Task& t) {
     }
     res.block.numGpu = std::popcount(still);
     res.blockGpus = still;
-    if (still != 0) take(res.block, {res.node, still});
+    if (still != 0) take(res.block, {res.node, still}, res.startAt == 0 ? kNever : res.startAt);
     if (placed) return true;
   }
   return false;
@@ -536,7 +554,7 @@ void Pass::reserve(Item& it, const pl::Task& t) {
       ++res.block.numGpu;
     }
   }
-  if (res.blockGpus != 0) take(res.block, {bestNode, res.blockGpus});
+  if (res.blockGpus != 0) take(res.block, {bestNode, res.blockGpus}, std::get<0>(best));
   Wait w{r.id, WaitKind::kReserved};
   w.host = f_.hostOf(bestNode).name;
   w.startAt = res.startAt;
@@ -556,9 +574,21 @@ void Pass::reclaimDedicated(Item& it) {
   bool found = false;
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, own)) continue;
+    // Borrowers: other teams' jobs holding GPUs of this segment (CPU or memory that merely
+    // spilled over here from another segment of the host is not borrowing it).
+    const int hostOfNode = f_.segments()[n].host;
+    auto holdsGpuHere = [&](const RunningJob& j) {
+      for (const Slice& sl : j.slices) {
+        if (f_.hostIndex(sl.host) != hostOfNode) continue;
+        for (int g : sl.gpus) {
+          if (f_.locate(hostOfNode, g).first == n) return true;
+        }
+      }
+      return false;
+    };
     std::vector<int> lent;
     for (int i : runningOnNode_[n]) {
-      if (s_.running[i].team != r.team) lent.push_back(i);
+      if (s_.running[i].team != r.team && holdsGpuHere(s_.running[i])) lent.push_back(i);
     }
     if (lent.empty()) continue;
     std::sort(lent.begin(), lent.end(), [&](int a, int b) {
@@ -909,6 +939,9 @@ Result<Decisions> Pass::run() {
       continue;
     }
     if (tryPlace(it, mask(r, Phase::kOwn), PlacedBy::kDedicated, nullptr)) continue;
+    // Its own capacity, lent out to others, comes back before it queues for the pool.
+    reclaimDedicated(it);
+    if (it.wait) continue;
     if (mask(r, Phase::kPool) != 0 &&
         (!r.wholeHost || kindAllowed(it.wholeHostNode, mask(r, Phase::kPool))))
       forQuota.push_back(&it);
@@ -981,7 +1014,8 @@ Result<Decisions> Pass::run() {
     }
   }
 
-  // 3. What is still unplaced may use capacity other teams dedicated and lend; owners reclaim.
+  // 3. What is still unplaced may use capacity other teams dedicated and lend (owners took theirs
+  // back in step 1).
   for (Item& it : items) {
     if (it.placed || cpuOnly(*it.r)) continue;
     if (it.wait && (it.wait->kind == WaitKind::kWaitingForGrace ||
@@ -989,10 +1023,6 @@ Result<Decisions> Pass::run() {
       continue;
     if (impossible(*it.r)) continue;
     if (tryPlace(it, mask(*it.r, Phase::kLent), PlacedBy::kLentDedicated, nullptr)) continue;
-    if (!it.wait || it.wait->kind == WaitKind::kNoIdleHost ||
-        it.wait->kind == WaitKind::kFragmented || it.wait->kind == WaitKind::kNoFreeGpus ||
-        it.wait->kind == WaitKind::kOverQuota || it.wait->kind == WaitKind::kGang)
-      reclaimDedicated(it);
     if (!it.wait) it.wait = unplacedWait(*it.r, taskFor(*it.r, visibleMask(*it.r)));
   }
 

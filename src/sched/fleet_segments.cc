@@ -111,19 +111,24 @@ std::vector<int> Fleet::applyRunning(const Slice& slice) {
     auto [node, local] = locate(host, g);
     if (node >= 0) perNode[node] |= uint32_t{1} << local;
   }
-  if (perNode.empty() && !byHost_[host].empty()) perNode[byHost_[host].front()] = 0;
-  bool first = true;
+  // CPU and memory go first to the segments that hold its GPUs, then spill over to the host's
+  // other segments as far as they have room: a host's CPU and memory are one pool in reality,
+  // split between segments only for placement, so the total is what must be right.
+  int64_t cpuLeft = std::max<int64_t>(0, slice.cpuMillis);
+  int64_t memLeft = std::max<int64_t>(0, slice.memoryMib);
+  for (int node : byHost_[host]) perNode.emplace(node, 0);  // GPU-less segments last
+  std::vector<std::pair<int, uint32_t>> order;
   for (auto [node, mask] : perNode) {
+    if (mask != 0) order.emplace_back(node, mask);
+  }
+  for (auto [node, mask] : perNode) {
+    if (mask == 0) order.emplace_back(node, mask);
+  }
+  for (auto [node, mask] : order) {
     pl::Task t;
-    // CPU and memory go to the first segment, as far as they fit there.
-    if (first) {
-      t.cpuMilli = std::min(slice.cpuMillis, state_.cpuFree(node));
-      t.memoryMib = std::min(slice.memoryMib, state_.memFree(node));
-      t.cpuMilli = std::max<int64_t>(0, t.cpuMilli);
-      t.memoryMib = std::max<int64_t>(0, t.memoryMib);
-    }
-    first = false;
-    const bool fraction = slice.gpuMilli < kMilliPerGpu;
+    t.cpuMilli = std::min(cpuLeft, std::max<int64_t>(0, state_.cpuFree(node)));
+    t.memoryMib = std::min(memLeft, std::max<int64_t>(0, state_.memFree(node)));
+    const bool fraction = slice.gpuMilli > 0 && slice.gpuMilli < kMilliPerGpu;
     uint32_t fitting = 0;
     for (int local = 0; local < state_.numGpus(node); ++local) {
       if (!((mask >> local) & 1)) continue;
@@ -136,6 +141,8 @@ std::vector<int> Fleet::applyRunning(const Slice& slice) {
     t.allowedModels = pl::kAnyModel;
     if (t.numGpu == 0 && t.cpuMilli == 0 && t.memoryMib == 0) continue;
     state_.apply(t, {node, fitting});
+    cpuLeft -= t.cpuMilli;
+    memLeft -= t.memoryMib;
     touched.push_back(node);
   }
   return touched;

@@ -361,6 +361,53 @@ TEST(Fleet, PriorityGoesFirstAndCpuOnlyWorkAvoidsForeignDedicatedHosts) {
   EXPECT_EQ(placementOf(d, 3)->slices[0].host, "pool");
 }
 
+TEST(Fleet, OneOversizedRequestWaitsAndTheRestAreScheduled) {
+  Snapshot s;
+  s.hosts = {host("h1", 8)};
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 64), req(2, "ml", 2), req(3, "ml", 4)};
+  s.pending[2].cpuMillis = 100'000;  // hosts have 64 cores
+  auto d = run(s);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kTooBig);
+  EXPECT_NE(placementOf(d, 2), nullptr);
+  ASSERT_NE(waitOf(d, 3), nullptr);
+  EXPECT_EQ(waitOf(d, 3)->kind, WaitKind::kTooBig);
+  EXPECT_EQ(describeWait(*waitOf(d, 3), s.pending[2]),
+            "no host team ml may use has 100 CPU cores and 0 GiB of memory next to 4 GPUs");
+}
+
+TEST(Fleet, AnOwnerTakesBackLentCapacityEvenWhenThePoolIsFull) {
+  Snapshot s;
+  s.hosts = {host("ours", 4), host("pool", 4)};
+  s.hosts[0].dedicatedTo = "ml";
+  s.teams = {team("ml"), team("cv")};
+  s.teams[0].lendDedicated = true;
+  s.running = {running(10, "cv", "ours", {0, 1, 2, 3}), running(11, "cv", "pool", {0, 1, 2, 3})};
+  s.pending = {req(1, "ml", 2)};
+  auto d = run(s);
+  ASSERT_EQ(d.evictions.size(), 1u);
+  EXPECT_EQ(d.evictions[0].jobId, 10);
+  EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kWaitingForGrace);
+}
+
+TEST(Fleet, CpuOfAJobSpillsOverToTheHostsOtherSegments) {
+  // 4 GPUs, 2 dedicated to ml: two segments of 32 cores each. A pool job using 48 cores leaves
+  // 16 on the host, wherever the split put them.
+  Snapshot s;
+  s.hosts = {host("h1", 4)};
+  s.hosts[0].gpus[2].dedicatedTo = "ml";
+  s.hosts[0].gpus[3].dedicatedTo = "ml";
+  s.teams = {team("ml"), team("cv")};
+  s.running = {running(10, "cv", "h1", {0})};
+  s.running[0].slices[0].cpuMillis = 48'000;
+  s.pending = {req(1, "ml", 1), req(2, "ml", 1)};
+  s.pending[0].cpuMillis = 16'000;
+  s.pending[1].cpuMillis = 1'000;  // nothing left after the first
+  auto d = run(s);
+  EXPECT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 2), nullptr);
+}
+
 TEST(Fleet, RefusesAnUnknownTeam) {
   Snapshot s;
   s.teams = {team("ml")};

@@ -22,6 +22,13 @@ std::string gpusText(const Request& r) {
          (r.gpus == 1 ? "GPU" : "GPUs");
 }
 
+std::string cpuMemoryText(const Request& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g CPU cores and %g GiB of memory", r.cpuMillis / 1000.0,
+                static_cast<double>(r.memoryMib) / 1024.0);
+  return buf;
+}
+
 std::string milliText(int64_t milli) {
   if (milli % kMilliPerGpu == 0) return std::to_string(milli / kMilliPerGpu);
   char buf[32];
@@ -92,6 +99,8 @@ std::string describeWait(const Wait& w, const Request& r) {
       if (w.hostsWanted > 0)
         return "a gang of " + std::to_string(w.hostsWanted) + " hosts x " + what + ", but only " +
                std::to_string(w.hostsReady) + " hosts team " + r.team + " may use are that big";
+      if (w.cpuMemory)
+        return "no host team " + r.team + " may use has " + cpuMemoryText(r) + " next to " + what;
       return "no host team " + r.team + " may use has " + what + " (the largest has " +
              std::to_string(w.largest) + ")";
     case WaitKind::kNeedsOnlineHost:
