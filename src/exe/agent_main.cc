@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = defaultShimPath();
+  std::string cgroupName;
   int standbys = 1;
   app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
   app.add_option("--join-token", joinToken,
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
       ->check(CLI::Range(0, 16));
+  app.add_option("--cgroup-name", cgroupName,
+                 "name of this agent's cgroup subtree (default allot-<name>)");
   CLI11_PARSE(app, argc, argv);
 
   allot::setupLogging("allot-agent", logLevel);
@@ -70,8 +73,8 @@ int main(int argc, char** argv) {
   allot::SystemClock clock;
   // One cgroup subtree per agent ("allot-<name>"): an agent removes groups it does not know, so
   // two agents on one machine (tests, a migration) must not share a subtree.
-  std::string groupName = "allot";
-  if (!name.empty()) groupName += "-" + name;
+  std::string groupName = cgroupName;
+  if (groupName.empty()) groupName = name.empty() ? "allot" : "allot-" + name;
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
   allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode()};

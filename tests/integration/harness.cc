@@ -283,12 +283,12 @@ void TestCluster::SetUp() {
   startServer();
 }
 
-// An agent named N keeps its jobs' cgroups under allot-N in each hierarchy it was started in
-// (this process's own, which it inherits). Once its processes are gone, the empty groups are
+// An agent keeps its jobs' cgroups under its subtree (cgroupName) in each hierarchy it was started
+// in (this process's own, which it inherits). Once its processes are gone, the empty groups are
 // removed so repeated runs leave nothing behind in /sys/fs/cgroup.
 namespace {
 
-void removeAgentCgroups(const std::string& agentName) {
+void removeAgentCgroups(const std::string& group) {
   std::ifstream self("/proc/self/cgroup");
   std::string line;
   while (std::getline(self, line)) {
@@ -299,7 +299,7 @@ void removeAgentCgroups(const std::string& agentName) {
     if (mount.rfind("name=", 0) == 0) mount = mount.substr(5);
     fs::path base = fs::path("/sys/fs/cgroup") / mount;
     base += line.substr(second + 1);
-    base /= "allot-" + agentName;
+    base /= group;
     std::error_code ec;
     if (!fs::is_directory(base, ec)) continue;
     // Children first; rmdir (not remove_all) because a cgroup's files cannot be unlinked.
@@ -311,19 +311,28 @@ void removeAgentCgroups(const std::string& agentName) {
     std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
       return a.string().size() > b.string().size();
     });
-    for (const auto& d : dirs) ::rmdir(d.c_str());
-    ::rmdir(base.c_str());
+    dirs.push_back(base);
+    // A process just killed leaves its group busy until it has been reaped: retry for a while.
+    for (const auto& d : dirs) {
+      for (int tries = 0; ::rmdir(d.c_str()) != 0 && errno == EBUSY && tries < 100; ++tries) {
+        std::this_thread::sleep_for(10ms);
+      }
+    }
   }
 }
 
 }  // namespace
+
+std::string TestCluster::cgroupName(const std::string& name) const {
+  return fs::path(root_).filename().string() + "-" + name;
+}
 
 void TestCluster::TearDown() {
   if (HasFailure()) dumpLogs();
   for (auto& [name, agent] : agents_) agent.proc.reset();
   server_.reset();
   killStrayProcesses();
-  for (const auto& [name, agent] : agents_) removeAgentCgroups(name);
+  for (const auto& [name, agent] : agents_) removeAgentCgroups(cgroupName(name));
   const char* keep = std::getenv("ALLOT_IT_KEEP");
   if (keep && *keep) {
     std::cerr << "keeping " << root_ << "\n";
@@ -435,7 +444,7 @@ void TestCluster::spawnAgent(const std::string& name, Agent& agent, bool join) {
   int n = ++agent.starts;
   std::vector<std::string> argv = {
       binPath("allot-agent"), "--server",   url_, "--name", name, "--gpus", agent.gpus,
-      "--work-dir",           agent.workDir};
+      "--work-dir",           agent.workDir, "--cgroup-name", cgroupName(name)};
   if (join) {
     argv.push_back("--join-token");
     argv.push_back(fetchJoinToken());

@@ -149,6 +149,10 @@ class TestCluster : public ::testing::Test {
                        json* last = nullptr);
   bool waitForHostState(const std::string& name, const std::string& state);
 
+  // The cgroup subtree of agent `name`: unique to this test's temp dir, so that test runs side by
+  // side on one machine never touch each other's groups.
+  std::string cgroupName(const std::string& name) const;
+
   // A path inside this test's temp dir.
   std::string path(const std::string& rel) const { return root_ + "/" + rel; }
 
