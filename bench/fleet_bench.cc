@@ -5,8 +5,9 @@
 // - FillPass/<hosts>/<gpus per host>: an empty fleet and a queue of 1-8 GPU and fractional
 //   requests of 4 teams with guarantees; one pass places as many as fit. decisions_per_s counts
 //   every request decided (placed or told why it waits).
-// - DeepQueue/<hosts>/<queued>: a full fleet and a deep queue of requests that cannot start: the
-//   pass must answer each with its reason without trying every request on every host.
+// - DeepQueue/<hosts>/<queued>/<varied>: a full fleet and a deep queue of requests that cannot
+//   start: the pass must answer each with its reason without trying every request on every host,
+//   also when every request asks a different CPU and memory (varied = 1).
 // - Memory: bytes allocated by one pass at its peak, per GPU, at 80,000 GPUs.
 
 #include <benchmark/benchmark.h>
@@ -80,7 +81,8 @@ Snapshot fleet(int hosts, int gpusPerHost) {
   return s;
 }
 
-void queue(Snapshot& s, int count, uint64_t seed) {
+// `varied`: every request asks a different amount of CPU and memory, as a real queue does.
+void queue(Snapshot& s, int count, uint64_t seed, bool varied = false) {
   std::mt19937_64 rng(seed);
   static const char* teams[] = {"cv", "ml", "nlp", "speech"};
   for (int i = 0; i < count; ++i) {
@@ -88,8 +90,8 @@ void queue(Snapshot& s, int count, uint64_t seed) {
     r.id = 1'000'000 + i;
     r.team = teams[rng() % 4];
     r.submittedAt = i;
-    r.cpuMillis = 4000;
-    r.memoryMib = 32'768;
+    r.cpuMillis = varied ? 500 + static_cast<int64_t>(rng() % 16'000) : 4000;
+    r.memoryMib = varied ? 1024 + static_cast<int64_t>(rng() % 131'072) : 32'768;
     int kind = static_cast<int>(rng() % 10);
     r.gpus = kind < 5 ? 1 : (kind < 7 ? 2 : (kind < 8 ? 4 : 8));
     if (kind == 9) {
@@ -131,7 +133,7 @@ void DeepQueue(benchmark::State& st) {
       s.running.push_back(std::move(j));
     }
   }
-  queue(s, static_cast<int>(st.range(1)), 2);
+  queue(s, static_cast<int>(st.range(1)), 2, st.range(2) != 0);
   for (auto _ : st) {
     auto d = decide(s);
     benchmark::DoNotOptimize(d);
@@ -140,7 +142,12 @@ void DeepQueue(benchmark::State& st) {
   st.counters["requests_per_s"] =
       benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(DeepQueue)->Args({1213, 100'000})->Args({10000, 100'000})->Unit(benchmark::kMillisecond);
+// Third argument 1: every queued request asks a different CPU and memory.
+BENCHMARK(DeepQueue)
+    ->Args({1213, 100'000, 0})
+    ->Args({10000, 100'000, 0})
+    ->Args({10000, 100'000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // Peak bytes one pass allocates (the scheduler's own state: the fleet's placement model, quota
 // books, per-request bookkeeping), per GPU, at 10,000 hosts x 8 GPUs with 40,000 queued.

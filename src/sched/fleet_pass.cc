@@ -80,7 +80,19 @@ class Pass {
     ++version_;
   }
   std::optional<Wait> impossible(const Request& r);
-  std::optional<Wait> impossibleUncached(const Request& r) const;
+  // What the fleet offers a request's visibility and GPU count (see impossible()).
+  struct Capacity {
+    bool any = false;  // some segment it may use at all
+    int largest = 0;   // the most GPUs (of the kinds it may use) on one segment
+    // (CPU, memory) capacity -> distinct hosts with a segment that has enough GPUs
+    std::map<std::pair<int64_t, int64_t>, int> bigEnough;
+  };
+  Capacity capacityFor(const Request& r) const;
+  // A task that could not be placed in this pass: later requests that ask at least as much
+  // (same kinds, GPUs, fraction and hosts; no less CPU and memory) cannot be placed either,
+  // since a pass only ever takes capacity.
+  bool failedBefore(const pl::Task& t, int hosts) const;
+  void failed(const pl::Task& t, int hosts);
   void pickWholeHosts(std::vector<Item>& items);
   // Places the request with the tasks' mask; applies and records it. False when it does not fit.
   bool tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm);
@@ -103,22 +115,22 @@ class Pass {
   std::map<std::string, const TeamView*> teams_;
   std::set<std::string> lenders_;  // teams lending dedicated capacity
   std::vector<int64_t> kindMinGpuMemory_;
-  // Per request shape (pool mask, GPUs, CPU, memory): the pool models whose hosts could hold it,
-  // with their free milli at the start of the pass (see quotaModel).
+  // Per (pool kinds, GPUs): the pool models, and the free milli at the start of the pass of the
+  // segments with that many GPUs, by (model, CPU capacity, memory capacity) (see quotaModel).
   struct ModelRoom {
     std::set<std::string> models;
-    std::map<std::string, int64_t> free;
+    std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> free;
   };
-  std::map<std::tuple<uint64_t, int, int64_t, int64_t>, ModelRoom> modelRoom_;
+  std::map<std::tuple<uint64_t, int>, ModelRoom> modelRoom_;
   std::vector<std::vector<int>> runningOnNode_;      // node -> indices into s_.running
   std::vector<std::vector<TimeMs>> gpuFreeAt_;       // node -> GPU -> when it is free (kNever)
   std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
-  std::set<std::tuple<uint64_t, int64_t, int64_t, int, int, int>> failedShapes_;
+  std::map<std::tuple<uint64_t, int, int, int>, std::vector<std::pair<int64_t, int64_t>>>
+      failedShapes_;
   // A deep queue repeats a few shapes: what the fleet lacks for a shape, and how a shape waits in
   // the current state, are worked out once per shape (and state version), not once per request.
   uint64_t version_ = 0;
-  std::map<std::tuple<uint64_t, bool, bool, int, int64_t, int64_t, int>, std::optional<Wait>>
-      impossibleCache_;
+  std::map<std::tuple<uint64_t, bool, bool, int>, Capacity> capacityCache_;
   std::map<std::tuple<uint64_t, int64_t, int64_t, int, int, int, bool>, std::pair<uint64_t, Wait>>
       unplacedCache_;
   std::vector<Reservation> reservations_;
@@ -244,18 +256,6 @@ pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
 }
 
 std::optional<Wait> Pass::impossible(const Request& r) {
-  auto key = std::tuple(visibleMask(r), r.wholeHost, fractional(r), r.gpus, r.cpuMillis,
-                        r.memoryMib, r.hosts);
-  auto it = impossibleCache_.find(key);
-  if (it == impossibleCache_.end()) it = impossibleCache_.emplace(key, impossibleUncached(r)).first;
-  if (!it->second) return std::nullopt;
-  Wait w = *it->second;
-  w.jobId = r.id;
-  return w;
-}
-
-// A wait that no amount of waiting for others changes: the fleet lacks what it asks.
-std::optional<Wait> Pass::impossibleUncached(const Request& r) const {
   Wait w;
   w.jobId = r.id;
   if (st_.size() == 0) {
@@ -263,46 +263,59 @@ std::optional<Wait> Pass::impossibleUncached(const Request& r) const {
     return w;
   }
   if (cpuOnly(r)) return std::nullopt;
-  const uint64_t visible = visibleMask(r);
-  int largest = 0, hostsBig = 0, lastHost = -1;
-  bool any = false;
-  for (int n = 0; n < st_.size(); ++n) {
-    if (!kindAllowed(n, visible)) continue;
-    any = true;
-    int cap = r.wholeHost ? st_.numGpus(n) : (fractional(r) ? 1 : st_.numGpus(n));
-    largest = std::max(largest, cap);
-    // A host's segments are consecutive, so counting changes of host counts distinct hosts.
-    const int host = f_.segments()[n].host;
-    if (host != lastHost && cap >= r.gpus && st_.cpuCap(n) >= r.cpuMillis &&
-        st_.memCap(n) >= r.memoryMib) {
-      ++hostsBig;
-      lastHost = host;
-    }
-  }
-  if (!any) {
+  // What the fleet offers this team for this many GPUs does not depend on the CPU and memory
+  // asked, so it is summed up once per (visibility, GPUs) and each request compares against the
+  // few distinct (CPU, memory) capacities: a deep queue costs a scan of the hosts per shape, not
+  // per request.
+  auto key = std::tuple(visibleMask(r), r.wholeHost, fractional(r), r.gpus);
+  auto it = capacityCache_.find(key);
+  if (it == capacityCache_.end()) it = capacityCache_.emplace(key, capacityFor(r)).first;
+  const Capacity& cap = it->second;
+  if (!cap.any) {
     w.kind = WaitKind::kNoSuchModel;
     return w;
   }
-  if (!r.wholeHost && largest < r.gpus) {
+  w.largest = cap.largest;
+  if (!r.wholeHost && cap.largest < r.gpus) {
     w.kind = WaitKind::kTooBig;
-    w.largest = largest;
     return w;
+  }
+  int hostsBig = 0;
+  for (const auto& [cpuMem, hosts] : cap.bigEnough) {
+    if (cpuMem.first >= r.cpuMillis && cpuMem.second >= r.memoryMib) hostsBig += hosts;
   }
   // Enough GPUs somewhere, but no such host also has the CPU and memory asked: never fits.
   if (!r.wholeHost && hostsBig == 0) {
     w.kind = WaitKind::kTooBig;
-    w.largest = largest;
     w.cpuMemory = true;
     return w;
   }
   if (r.hosts > 1 && hostsBig < r.hosts) {
     w.kind = WaitKind::kTooBig;
-    w.largest = largest;
     w.hostsReady = hostsBig;
     w.hostsWanted = r.hosts;
     return w;
   }
   return std::nullopt;
+}
+
+Pass::Capacity Pass::capacityFor(const Request& r) const {
+  Capacity c;
+  const uint64_t visible = visibleMask(r);
+  int lastHost = -1;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, visible)) continue;
+    c.any = true;
+    int gpus = r.wholeHost ? st_.numGpus(n) : (fractional(r) ? 1 : st_.numGpus(n));
+    c.largest = std::max(c.largest, gpus);
+    // A host's segments are consecutive, so counting changes of host counts distinct hosts.
+    const int host = f_.segments()[n].host;
+    if (host != lastHost && gpus >= r.gpus) {
+      ++c.bigEnough[{st_.cpuCap(n), st_.memCap(n)}];
+      lastHost = host;
+    }
+  }
+  return c;
 }
 
 // Whole-host requests, in queue order, each get an idle single-segment host: their own dedicated
@@ -419,12 +432,11 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     record(it, {f_.toSlice(n, all, t)}, by, adm);
     return true;
   }
-  auto shape = std::tuple(allowed, t.cpuMilli, t.memoryMib, t.numGpu, t.gpuMilli, r.hosts);
-  if (failedShapes_.count(shape)) return false;
+  if (failedBefore(t, r.hosts)) return false;
   if (cpuOnly(r)) {
     int n = chooseCpuOnly(t);
     if (n < 0) {
-      failedShapes_.insert(shape);
+      failed(t, r.hosts);
       return false;
     }
     take(t, {n, 0}, endOf(r));
@@ -434,7 +446,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
   if (r.hosts == 1) {
     pl::Choice c = policy_->choose(st_, t);
     if (!c.ok()) {
-      failedShapes_.insert(shape);
+      failed(t, r.hosts);
       return false;
     }
     c.gpus = pickGpus(c.node, t, c.gpus);
@@ -458,7 +470,7 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     }
   }
   if (static_cast<int>(most) < r.hosts) {
-    failedShapes_.insert(shape);
+    failed(t, r.hosts);
     return false;
   }
   uint64_t modelMask = 0;
@@ -485,6 +497,22 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
   }
   record(it, std::move(slices), by, adm);
   return true;
+}
+
+bool Pass::failedBefore(const pl::Task& t, int hosts) const {
+  auto it = failedShapes_.find(std::tuple(t.allowedModels, t.numGpu, t.gpuMilli, hosts));
+  if (it == failedShapes_.end()) return false;
+  for (const auto& [cpu, mem] : it->second) {
+    if (cpu <= t.cpuMilli && mem <= t.memoryMib) return true;
+  }
+  return false;
+}
+
+void Pass::failed(const pl::Task& t, int hosts) {
+  auto& points = failedShapes_[std::tuple(t.allowedModels, t.numGpu, t.gpuMilli, hosts)];
+  // Keep only the smallest asks: one that asks no less than another adds nothing.
+  std::erase_if(points, [&](const auto& p) { return p.first >= t.cpuMilli && p.second >= t.memoryMib; });
+  points.emplace_back(t.cpuMilli, t.memoryMib);
 }
 
 // Room held for an earlier request may be used by one whose declared runtime ends before the
@@ -647,8 +675,11 @@ void Pass::reclaimDedicated(Item& it) {
 }
 
 Wait Pass::unplacedWait(const Request& r, const pl::Task& t) {
-  auto key = std::tuple(t.allowedModels, t.cpuMilli, t.memoryMib, t.numGpu, t.gpuMilli, r.hosts,
-                        cpuOnly(r));
+  // A single-host GPU request's wait (free GPUs in total, the most on one host) does not depend on
+  // its CPU and memory; a gang's and a CPU-only request's do.
+  const bool byResources = r.hosts > 1 || cpuOnly(r);
+  auto key = std::tuple(t.allowedModels, byResources ? t.cpuMilli : -1,
+                        byResources ? t.memoryMib : -1, t.numGpu, t.gpuMilli, r.hosts, cpuOnly(r));
   auto it = unplacedCache_.find(key);
   if (it == unplacedCache_.end() || it->second.first != version_)
     it = unplacedCache_.insert_or_assign(key, std::pair(version_, unplacedWaitUncached(r, t))).first;
@@ -693,8 +724,10 @@ std::string Pass::quotaModel(const Request& r, const Item& it) {
   // never fits would leave it waiting forever (an 8-GPU task asking 120 CPUs fits only on the
   // hosts with 128). Among them, the one with the most free pool capacity at the start of the
   // pass. Worked out once per request shape: a deep queue repeats a few.
+  // The per-node scan is done once per (pool kinds, GPUs); a request then sums the few distinct
+  // (model, CPU, memory) capacities it fits.
   const uint64_t pool = mask(r, Phase::kPool);
-  auto key = std::tuple(pool, fractional(r) ? 1 : r.gpus, r.cpuMillis, r.memoryMib);
+  auto key = std::tuple(pool, fractional(r) ? 1 : r.gpus);
   auto cached = modelRoom_.find(key);
   if (cached == modelRoom_.end()) {
     ModelRoom room;
@@ -703,12 +736,15 @@ std::string Pass::quotaModel(const Request& r, const Item& it) {
       const std::string& m = f_.kindOf(n).model;
       room.models.insert(m);
       const int gpus = fractional(r) ? 1 : st_.numGpus(n);
-      if (gpus >= r.gpus && st_.cpuCap(n) >= r.cpuMillis && st_.memCap(n) >= r.memoryMib)
-        room.free[m] += st_.gpuFreeTotal(n);
+      if (gpus >= r.gpus) room.free[{m, st_.cpuCap(n), st_.memCap(n)}] += st_.gpuFreeTotal(n);
     }
     cached = modelRoom_.emplace(key, std::move(room)).first;
   }
-  const auto& free = cached->second.free;
+  std::map<std::string, int64_t> free;  // models that can hold it -> free milli
+  for (const auto& [shape, milli] : cached->second.free) {
+    const auto& [m, cpu, mem] = shape;
+    if (cpu >= r.cpuMillis && mem >= r.memoryMib) free[m] += milli;
+  }
   if (r.models.empty() && free.size() == cached->second.models.size()) return "";  // quota picks
   if (free.empty()) return r.models.empty() ? "" : r.models.front();
   std::string best;
