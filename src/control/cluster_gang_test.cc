@@ -237,6 +237,17 @@ TEST_F(GangTest, EachRankKeepsItsOwnLog) {
   EXPECT_EQ(cluster_->agentLog("gpu-c", {id, 0, "x"}).code(), Code::kNotFound);
 }
 
+TEST_F(GangTest, AGangCountsEachOfItsGpusOnceInTheUsageHistory) {
+  submitGang(alice_, 2, 2);
+  place();
+  clock_.advance(3'600'000);
+  cluster_->accountUsage();
+  // Four GPUs for an hour, decayed a little while it accrued.
+  const double used = cluster_->world().teams.at("vision").usageGpuSeconds;
+  EXPECT_GT(used, 14'000);
+  EXPECT_LT(used, 14'400);
+}
+
 TEST_F(GangTest, GangFieldsAreChecked) {
   JobRequest r;
   r.command = {"x"};

@@ -47,5 +47,21 @@ TEST_F(GangTest, EachRankRunsOnItsOwnHostWithTheRendezvousAndItsOwnLog) {
   EXPECT_NE(bad.body.find("rank"), std::string::npos) << bad.body;
 }
 
+TEST_F(GangTest, ARankThatFailsStopsTheOtherAndFailsTheJobNamingIt) {
+  // Rank 1 fails at once; rank 0 would run for a minute unless it is stopped.
+  int64_t id = submit(token_, {"--hosts", "2", "--gpus", "1"},
+                      {"sh", "-c", "if [ \"$RANK\" = 1 ]; then exit 3; fi; echo up; sleep 60"});
+  json last;
+  ASSERT_TRUE(waitForJobState(token_, id, "failed", &last)) << last.dump();
+  json j = job(token_, id);
+  const std::string host1 = j["ranks"][1]["host"];
+  EXPECT_EQ(j["reason"], "rank 1 on " + host1 + " exited with code 3") << j.dump();
+  EXPECT_EQ(j["exit_code"], 3) << j.dump();
+  EXPECT_EQ(j["ranks"][1]["exit_code"], 3) << j.dump();
+  // Rank 0 was stopped (by a signal, or before it started), well before its minute was up.
+  EXPECT_EQ(j["ranks"][0]["state"], "exited") << j.dump();
+  EXPECT_NE(j["ranks"][0]["exit_code"], 0) << j.dump();
+}
+
 }  // namespace
 }  // namespace allot::it
