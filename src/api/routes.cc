@@ -89,6 +89,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
       req.priority, in.optionalInt("priority", 0, control::kMinPriority, control::kMaxPriority)));
   ALLOT_RETURN_IF_ERROR(assign(req.preemptible, in.optionalBool("preemptible", false)));
   ALLOT_RETURN_IF_ERROR(assign(req.wholeHost, in.optionalBool("whole_host", false)));
+  ALLOT_RETURN_IF_ERROR(assign(req.hosts, in.optionalInt("hosts", 1, 1, control::kMaxGangHosts)));
   std::string runtime;
   ALLOT_RETURN_IF_ERROR(assign(runtime, in.optionalString("max_runtime")));
   if (!runtime.empty()) {
@@ -234,11 +235,11 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"name", "team", "project", "command", "env", "gpus",
-                                     "gpu_model", "gpu_models", "gpu_milli", "gpu_memory_mib",
-                                     "cpu_millis", "memory_mib", "priority", "preemptible",
-                                     "whole_host", "max_runtime", "min_driver", "min_cuda"}));
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team", "project", "command", "env",
+                                                   "gpus", "gpu_model", "gpu_models", "gpu_milli",
+                                                   "gpu_memory_mib", "cpu_millis", "memory_mib",
+                                                   "priority", "preemptible", "whole_host", "hosts",
+                                                   "max_runtime", "min_driver", "min_cuda"}));
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(change);
@@ -297,15 +298,22 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(offset, queryInt(r, "offset", 0, 0, INT64_MAX));
     TRY_ASSIGN(wait, queryInt(r, "wait", 0, 0, 30));
+    TRY_ASSIGN(rank64, queryInt(r, "rank", 0, 0, control::kMaxGangHosts - 1));
     TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
-    if (wait > 0 && s.logs().size(id) <= offset && !model::isTerminal(job.state)) {
+    const int rank = static_cast<int>(rank64);
+    if (rank >= job.hosts)
+      co_return ApiResponse::error(Status::InvalidArgument(
+          "rank: job " + std::to_string(id) + " has ranks 0.." + std::to_string(job.hosts - 1) +
+              ", got " + std::to_string(rank),
+          "rank"));
+    if (wait > 0 && s.logs().size(id, rank) <= offset && !model::isTerminal(job.state)) {
       co_await s.waitForJobNews(id, std::chrono::seconds(wait));
       TRY_ASSIGN(again, s.cluster().getJob(r.who(), id));
       job = std::move(again);
     }
-    TRY_ASSIGN(data, s.logs().read(id, offset, 4 << 20));
+    TRY_ASSIGN(data, s.logs().read(id, offset, 4 << 20, rank));
     ApiResponse res{http::status::ok, std::move(data), "text/plain; charset=utf-8", {}};
-    res.headers.emplace_back("X-Allot-Log-Size", std::to_string(s.logs().size(id)));
+    res.headers.emplace_back("X-Allot-Log-Size", std::to_string(s.logs().size(id, rank)));
     res.headers.emplace_back("X-Allot-Job-State", model::jobStateName(job.state));
     co_return res;
   });

@@ -125,10 +125,11 @@ Result<json> ApiClient::put(const std::string& path, const json& body) {
   return call("PUT", path, body.dump());
 }
 
-Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds) {
+Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank) {
   std::string target = std::string(kApiBase) + "/jobs/" + std::to_string(jobId) +
                        "/logs?offset=" + std::to_string(offset);
   if (waitSeconds > 0) target += "&wait=" + std::to_string(waitSeconds);
+  if (rank > 0) target += "&rank=" + std::to_string(rank);
   // The server may hold the request for waitSeconds; allow for that on top of the usual timeout.
   auto res = http_->request("GET", target, {}, std::chrono::seconds(waitSeconds + 30));
   if (!res.ok()) return res.status();

@@ -39,7 +39,8 @@ class ApiClient {
   Result<json> post(const std::string& path, const json& body);
   Result<json> put(const std::string& path, const json& body);
   // Long-polls for output past `offset`; the server waits up to `waitSeconds` for new bytes.
-  Result<LogChunk> jobLogs(int64_t jobId, int64_t offset, int waitSeconds);
+  // `rank`: which process of a multi-host job (0 for a single-host job).
+  Result<LogChunk> jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank = 0);
 
   const std::string& serverUrl() const { return http_->url().text; }
 

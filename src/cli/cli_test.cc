@@ -277,6 +277,19 @@ TEST_F(CliTest, WholeHostLeavesGpusToTheScheduler) {
   EXPECT_EQ(server_.requests().size(), 1u);
 }
 
+TEST_F(CliTest, HostsAsksForAGangAndLogsPickARank) {
+  EXPECT_EQ(run({"run", "--hosts", "2", "--gpus", "4", "--", "torchrun", "train.py"}), 0);
+  json body = json::parse(server_.requests().at(0).body);
+  EXPECT_EQ(body["hosts"], 2);
+  EXPECT_EQ(body["gpus"], 4);
+  EXPECT_EQ(run({"run", "--", "train"}), 0);
+  EXPECT_FALSE(json::parse(server_.requests().at(1).body).contains("hosts"));
+  EXPECT_EQ(run({"run", "--hosts", "0", "--", "train"}), 2);
+  EXPECT_EQ(server_.requests().size(), 2u);
+  EXPECT_EQ(run({"job", "logs", "43", "--rank", "1"}), 0);
+  EXPECT_NE(server_.requests().back().target.find("rank=1"), std::string::npos);
+}
+
 TEST_F(CliTest, BadSchedulingFlagsAreOneLineUsageErrors) {
   EXPECT_EQ(run({"run", "--gpus", "1.5", "--", "x"}), 2);
   EXPECT_EQ(err_.str(),

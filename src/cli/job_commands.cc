@@ -22,6 +22,7 @@ struct RunOpts {
   int priority = 0;
   bool preemptible = false;
   bool wholeHost = false;
+  int hosts = 1;
   std::string maxRuntime;
   std::string minDriver;
   std::string minCuda;
@@ -43,6 +44,7 @@ struct JobOpts {
   std::string until;
   int limit = 0;
   bool follow = false;
+  int rank = 0;
 };
 
 std::string listText(const json& job, const char* key) {
@@ -156,6 +158,7 @@ int submit(Context& ctx, const RunOpts& o) {
   if (o.priority != 0) body["priority"] = o.priority;
   if (o.preemptible) body["preemptible"] = true;
   if (o.wholeHost) body["whole_host"] = true;
+  if (o.hosts != 1) body["hosts"] = o.hosts;
   if (!o.minDriver.empty()) body["min_driver"] = o.minDriver;
   if (!o.minCuda.empty()) body["min_cuda"] = o.minCuda;
   if (!o.project.empty()) body["project"] = o.project;
@@ -268,6 +271,17 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("host", text(j, "host"));
   d.add("gpu indices", listText(j, "gpu_indices"));
   d.add("gpu uuids", listText(j, "gpu_uuids"));
+  if (auto hosts = j.find("hosts"); hosts != j.end() && hosts->is_number() && *hosts != 1)
+    d.add("hosts", hosts->dump());
+  if (auto ranks = j.find("ranks"); ranks != j.end() && ranks->is_array()) {
+    for (const auto& k : *ranks) {
+      std::string line = text(k, "host") + " gpus " + listText(k, "gpu_indices") + ", " +
+                         text(k, "state");
+      if (std::string code = text(k, "exit_code", ""); !code.empty()) line += " code " + code;
+      if (std::string sig = text(k, "signal", ""); !sig.empty()) line += " signal " + sig;
+      d.add("rank " + text(k, "rank"), line);
+    }
+  }
   d.add("exit code", text(j, "exit_code"));
   d.add("signal", text(j, "signal"));
   d.add("submitted", timeText(j, "submitted_at", now));
@@ -282,7 +296,8 @@ int jobShow(Context& ctx, const JobOpts& o) {
       "memory_mib",  "priority",     "preemptible", "whole_host",     "max_runtime",
       "min_driver",  "min_cuda",     "preemptions", "evicting",       "evicting_since",
       "evicted_for", "host",         "gpu_indices", "gpu_uuids",      "exit_code",
-      "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested"};
+      "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested",
+      "hosts",       "ranks"};
   for (const auto& [key, value] : j.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -350,7 +365,7 @@ int jobLogs(Context& ctx, const JobOpts& o) {
   if (!id.ok()) return ctx.usageError(id.status());
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
-  auto state = streamLogs(**api, *id, ctx.out(), o.follow);
+  auto state = streamLogs(**api, *id, ctx.out(), o.follow, 10, o.rank);
   if (!state.ok()) return ctx.fail(state.status());
   return 0;
 }
@@ -389,6 +404,10 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->add_flag("--preemptible", r->preemptible,
                 "It may be stopped and requeued to make room for other work");
   run->add_flag("--whole-host", r->wholeHost, "Every GPU, CPU and byte of memory of one host");
+  run->add_option("--hosts", r->hosts,
+                  "Run one process on each of N hosts (1..64), --gpus GPUs each, started "
+                  "together with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set")
+      ->check(CLI::Range(1, 64));
   run->add_option("--max-runtime", r->maxRuntime,
                   "Cancel it if it runs longer than this, e.g. 2h; also helps it start sooner");
   run->add_option("--min-driver", r->minDriver, "Only hosts with at least this driver: 535.104");
@@ -434,6 +453,8 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   auto* logs = job->add_subcommand("logs", "Print a job's output");
   logs->add_option("ID", o->id, "Job id: 42 or j-42")->required();
   logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the job ends");
+  logs->add_option("--rank", o->rank, "Which process of a multi-host job (default 0)")
+      ->check(CLI::NonNegativeNumber);
   onRun(logs, ctx, o, jobLogs);
 
   auto* cancel = job->add_subcommand("cancel", "Stop a job");

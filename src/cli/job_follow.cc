@@ -40,11 +40,11 @@ std::string endingSummary(const json& job) {
 }
 
 Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,
-                               int waitSeconds) {
+                               int waitSeconds, int rank) {
   int64_t offset = 0;
   std::string state;
   while (true) {
-    auto chunk = api.jobLogs(jobId, offset, follow ? waitSeconds : 0);
+    auto chunk = api.jobLogs(jobId, offset, follow ? waitSeconds : 0, rank);
     if (!chunk.ok()) return chunk.status();
     out.write(chunk->bytes.data(), static_cast<std::streamsize>(chunk->bytes.size()));
     out.flush();

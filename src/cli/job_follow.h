@@ -26,7 +26,8 @@ std::string endingSummary(const json& job);
 // Writes the job's output to `out`, flushing as it arrives. Without `follow`, stops once the bytes
 // that exist now are written; with it, long-polls (GET .../logs?offset=N&wait=waitSeconds) until
 // the job is terminal and every byte is read. Returns the last job state the server reported.
+// `rank` picks the process of a multi-host job.
 Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,
-                               int waitSeconds = 10);
+                               int waitSeconds = 10, int rank = 0);
 
 }  // namespace allot::cli

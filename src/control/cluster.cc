@@ -317,6 +317,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.priority = r.priority;
   j.preemptible = r.preemptible;
   j.wholeHost = r.wholeHost;
+  j.hosts = r.hosts;
   j.maxRuntimeMs = r.maxRuntimeMs;
   j.minDriver = std::move(r.minDriver);
   j.minCuda = std::move(r.minCuda);
@@ -400,7 +401,7 @@ Result<Change<Job>> Cluster::cancelJob(const Principal& p, int64_t id) {
     j.cancelRequested = true;
     j.reason = "cancel requested by " + p.name;
     updateJob(j, before, c.batch);
-    c.pushHosts.insert(j.host);
+    for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
   }
   c.value = j;
   return c;

@@ -213,6 +213,9 @@ class Cluster {
   void updateJob(model::Job& job, const model::Job& before, store::WriteBatch& batch);
   void applyActual(const std::string& host, const model::ActualJob& actual,
                    store::WriteBatch& batch, std::set<std::string>& push);
+  // A report about one rank of a gang (a job with ranks) on `host`.
+  void applyRankActual(model::Job& job, const std::string& host, const model::ActualJob& actual,
+                       store::WriteBatch& batch, std::set<std::string>& push);
   void finishJob(model::Job& job, model::JobState state, std::string reason,
                  store::WriteBatch& batch);
   // A preempted job has stopped: back to the queue if preemptible, otherwise ended.

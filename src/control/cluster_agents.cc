@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "control/cluster.h"
@@ -11,6 +12,26 @@ namespace allot::control {
 
 using model::Job;
 using model::JobState;
+using model::Rank;
+using model::RankState;
+
+namespace {
+
+// torchrun's default port is 29500; a gang's rendezvous port is spread over the thousand above it
+// by job id, so two gangs sharing a rank-0 host rarely collide, and a restart keeps the port.
+int masterPort(int64_t jobId) { return 29500 + static_cast<int>(jobId % 1000); }
+
+bool rankEnded(const Rank& r) {
+  return r.state == RankState::kExited || r.state == RankState::kFailedToStart ||
+         r.state == RankState::kLost;
+}
+
+bool rankFailed(const Rank& r) {
+  return r.state == RankState::kFailedToStart || r.state == RankState::kLost ||
+         (r.state == RankState::kExited && !(r.exitCode && *r.exitCode == 0));
+}
+
+}  // namespace
 
 // ---- Agents ------------------------------------------------------------------------------
 
@@ -22,10 +43,24 @@ std::string Cluster::desiredMessage(const std::string& host) {
     for (int64_t id : hj->second) {
       if (placementsInFlight_.count(id)) continue;
       const Job& j = world_.jobs.at(id);
+      const int rank = model::rankOn(j, host);
+      const auto& gpuIndices = j.ranks.empty() ? j.gpuIndices : j.ranks[rank].gpuIndices;
       model::DesiredJob d;
       d.id = j.id;
       d.command = j.command;
       d.env = j.env;
+      if (!j.ranks.empty()) {
+        // The rendezvous torchrun and NCCL read. MASTER_ADDR is the name rank 0's host joined
+        // with: it must resolve between the hosts (docs/scheduler.md).
+        std::string hosts;
+        for (const auto& k : j.ranks) hosts += (hosts.empty() ? "" : ",") + k.host;
+        d.env["RANK"] = std::to_string(rank);
+        d.env["WORLD_SIZE"] = std::to_string(j.ranks.size());
+        d.env["MASTER_ADDR"] = j.ranks.front().host;
+        d.env["MASTER_PORT"] = std::to_string(masterPort(j.id));
+        d.env["ALLOT_RANK"] = std::to_string(rank);
+        d.env["ALLOT_HOSTS"] = hosts;
+      }
       if (j.gpuMilli < 1000 && !j.gpuIndices.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
         // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
@@ -38,22 +73,22 @@ std::string Cluster::desiredMessage(const std::string& host) {
             d.env["ALLOT_GPU_MEMORY_MIB"] = std::to_string(g.memoryMib * j.gpuMilli / 1000);
         }
       }
-      d.gpuIndices = j.gpuIndices;
-      d.gpuUuids = j.gpuUuids;
-      for (int idx : j.gpuIndices) {
+      d.gpuIndices = gpuIndices;
+      d.gpuUuids = j.ranks.empty() ? j.gpuUuids : j.ranks[rank].gpuUuids;
+      for (int idx : gpuIndices) {
         for (const auto& g : h.gpus) {
           if (g.index == idx) d.gpuMinors.push_back(g.minor);
         }
       }
       d.cpuMillis = j.cpuMillis;
       d.memoryMib = j.memoryMib;
-      // A preempted job is stopped like a cancelled one, with the preemption grace.
-      // An eviction not yet durable is not told: a crash before the commit would kill a job the
-      // store still thinks runs.
+      // A preempted job is stopped like a cancelled one, with the preemption grace; so are the
+      // ranks of a gang one of whose ranks failed. An eviction not yet durable is not told: a
+      // crash before the commit would kill a job the store still thinks runs.
       const bool evict = j.evicting && !evictionsInFlight_.count(j.id);
-      d.cancel = j.cancelRequested || evict;
+      d.cancel = j.cancelRequested || evict || j.failedRank >= 0;
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
-      d.logOffset = logs_.size(j.id);
+      d.logOffset = logs_.size(j.id, rank);
       out.push_back(std::move(d));
     }
   }
@@ -93,7 +128,17 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   auto hj = world_.hostJobs[host];  // copy: finishing jobs edits the index
   for (int64_t id : hj) {
     Job& j = world_.jobs.at(id);
-    if (j.state == JobState::kRunning && !reported.count(id)) {
+    if (reported.count(id) || model::isTerminal(j.state)) continue;
+    if (!j.ranks.empty()) {
+      Rank& k = j.ranks[model::rankOn(j, host)];
+      if (k.state == RankState::kRunning) {
+        model::ActualJob a;
+        a.id = id;
+        a.state = model::ActualState::kLost;
+        a.message = "the agent no longer knows this job";
+        applyActual(host, a, c.batch, c.pushHosts);
+      }
+    } else if (j.state == JobState::kRunning) {
       finishJob(j, JobState::kLost, "the agent on " + host + " no longer knows this job", c.batch);
     }
   }
@@ -116,13 +161,18 @@ Change<int> Cluster::agentStatus(const std::string& host,
 void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
                           store::WriteBatch& batch, std::set<std::string>& push) {
   auto it = world_.jobs.find(a.id);
-  if (it == world_.jobs.end() || it->second.host != host || model::isTerminal(it->second.state)) {
+  if (it == world_.jobs.end() || model::rankOn(it->second, host) < 0 ||
+      model::isTerminal(it->second.state)) {
     // Unknown here, ended here, or placed elsewhere: the agent stops and forgets it when it sees
     // the desired state without it.
     push.insert(host);
     return;
   }
   Job& j = it->second;
+  if (!j.ranks.empty()) {
+    applyRankActual(j, host, a, batch, push);
+    return;
+  }
   Job before = j;
   switch (a.state) {
     case model::ActualState::kRunning:
@@ -177,11 +227,90 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
   }
 }
 
+void Cluster::applyRankActual(Job& j, const std::string& host, const model::ActualJob& a,
+                              store::WriteBatch& batch, std::set<std::string>& push) {
+  const int rank = model::rankOn(j, host);
+  Rank& k = j.ranks[rank];
+  if (rankEnded(k)) return;  // its end is known; later reports repeat it
+  Job before = j;
+  const auto now = clock_.nowMs();
+  switch (a.state) {
+    case model::ActualState::kRunning:
+      if (k.state == RankState::kRunning) return;
+      k.state = RankState::kRunning;
+      if (!j.startedAt || (a.startedAt && a.startedAt < j.startedAt))
+        j.startedAt = a.startedAt ? a.startedAt : now;
+      // Running once every rank runs: until then the gang is still starting.
+      if (j.state == JobState::kScheduled &&
+          std::all_of(j.ranks.begin(), j.ranks.end(),
+                      [](const Rank& r) { return r.state == RankState::kRunning; }))
+        j.state = JobState::kRunning;
+      updateJob(j, before, batch);
+      return;
+    case model::ActualState::kExited:
+      k.state = RankState::kExited;
+      k.exitCode = a.exitCode;
+      k.signal = a.signal;
+      k.message = a.exitCode ? "exited with code " + std::to_string(*a.exitCode)
+                  : a.signal ? "killed by signal " + std::to_string(*a.signal)
+                             : "stopped before it started";
+      break;
+    case model::ActualState::kFailedToStart:
+      k.state = RankState::kFailedToStart;
+      k.message = "failed to start: " + a.message;
+      break;
+    case model::ActualState::kLost:
+      k.state = RankState::kLost;
+      k.message = "lost: " + a.message;
+      break;
+  }
+  if (!j.startedAt) j.startedAt = a.startedAt;
+  const std::string what = "rank " + std::to_string(rank) + " on " + host + " " + k.message;
+  if (rankFailed(k) && j.failedRank < 0 && !j.cancelRequested && !j.evicting) {
+    // The gang cannot go on without it: the other ranks are stopped like a cancel.
+    j.failedRank = rank;
+    j.reason = what + "; stopping the other ranks";
+    for (const auto& h : model::rankHosts(j)) push.insert(h);
+    spdlog::info("job {}: {}; stopping the other ranks", j.id, what);
+  }
+  push.insert(host);
+  if (!std::all_of(j.ranks.begin(), j.ranks.end(), rankEnded)) {
+    updateJob(j, before, batch);
+    return;
+  }
+  // Every rank has stopped: the job ends.
+  j.finishedAt = a.finishedAt ? a.finishedAt : now;
+  if (j.failedRank >= 0) {
+    const Rank& f = j.ranks[j.failedRank];
+    j.exitCode = f.exitCode;
+    j.signal = f.signal;
+  } else {
+    j.exitCode = j.ranks.front().exitCode;
+    j.signal = j.ranks.front().signal;
+  }
+  const bool lost = std::any_of(j.ranks.begin(), j.ranks.end(),
+                                [](const Rank& r) { return r.state == RankState::kLost; });
+  if (j.cancelRequested) {
+    finishJob(j, JobState::kCancelled,
+              (before.reason.empty() ? "cancelled" : before.reason) + "; every rank stopped",
+              batch);
+  } else if (j.evicting) {
+    preemptedJobStopped(j, "every rank stopped", batch);
+  } else if (j.failedRank >= 0) {
+    const Rank& f = j.ranks[j.failedRank];
+    finishJob(j, lost ? JobState::kLost : JobState::kFailed,
+              "rank " + std::to_string(j.failedRank) + " on " + f.host + " " + f.message, batch);
+  } else {
+    finishJob(j, JobState::kSucceeded,
+              "all " + std::to_string(j.ranks.size()) + " ranks exited with code 0", batch);
+  }
+}
+
 Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) {
   auto it = world_.jobs.find(chunk.job);
-  if (it == world_.jobs.end() || it->second.host != host)
-    return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
-  return logs_.append(chunk.job, chunk.offset, chunk.data);
+  const int rank = it == world_.jobs.end() ? -1 : model::rankOn(it->second, host);
+  if (rank < 0) return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
+  return logs_.append(chunk.job, chunk.offset, chunk.data, rank);
 }
 
 void Cluster::agentDisconnected(const std::string& host, AgentLink* link) {
@@ -214,14 +343,24 @@ Change<int> Cluster::checkLiveness() {
       Job& j = world_.jobs.at(id);
       if (j.evicting && !j.cancelRequested) {
         // It was leaving anyway: requeue it (or end it as preempted) as if it had stopped.
+        for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
         preemptedJobStopped(j, "its host " + name + " became unreachable", c.batch);
         ++c.value;
         continue;
       }
-      finishJob(j, JobState::kLost,
-                "host " + name + " unreachable for more than " +
-                    std::to_string(options_.lostAfterMs / 1000) + "s",
-                c.batch);
+      std::string why = "host " + name + " unreachable for more than " +
+                        std::to_string(options_.lostAfterMs / 1000) + "s";
+      if (!j.ranks.empty()) {
+        // The whole gang is lost with one of its hosts; the other agents stop their ranks when
+        // the job leaves their desired state.
+        const int rank = model::rankOn(j, name);
+        j.failedRank = rank;
+        j.ranks[rank].state = RankState::kLost;
+        j.ranks[rank].message = "lost: " + why;
+        why = "rank " + std::to_string(rank) + " on " + name + " lost: " + why;
+        for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
+      }
+      finishJob(j, JobState::kLost, why, c.batch);
       ++c.value;
     }
   }

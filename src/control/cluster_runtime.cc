@@ -12,23 +12,24 @@ Change<int> Cluster::enforceMaxRuntime() {
   Change<int> c;
   c.value = 0;
   auto now = clock_.nowMs();
-  for (const auto& [host, ids] : world_.hostJobs) {
-    for (int64_t id : ids) {
-      model::Job& j = world_.jobs.at(id);
-      if (j.state != model::JobState::kRunning || j.maxRuntimeMs <= 0 || j.cancelRequested ||
-          j.startedAt == 0 || now - j.startedAt <= j.maxRuntimeMs)
-        continue;
-      // The same path as `allot job cancel`: the agent stops the process tree with the usual
-      // grace, and the job ends as cancelled, keeping this reason.
-      model::Job before = j;
-      j.cancelRequested = true;
-      j.reason = "exceeded its maximum runtime of " + formatDurationSpec(j.maxRuntimeMs);
-      updateJob(j, before, c.batch);
-      c.pushHosts.insert(host);
-      ++c.value;
-      spdlog::info("job over its max runtime: job={} host={} max_runtime_ms={}", id, host,
-                   j.maxRuntimeMs);
-    }
+  // Collected first: updateJob edits hostJobs, and a gang is listed under each of its hosts.
+  std::set<int64_t> ids;
+  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (int64_t id : ids) {
+    model::Job& j = world_.jobs.at(id);
+    if (j.state != model::JobState::kRunning || j.maxRuntimeMs <= 0 || j.cancelRequested ||
+        j.startedAt == 0 || now - j.startedAt <= j.maxRuntimeMs)
+      continue;
+    // The same path as `allot job cancel`: the agent stops the process tree with the usual
+    // grace, and the job ends as cancelled, keeping this reason.
+    model::Job before = j;
+    j.cancelRequested = true;
+    j.reason = "exceeded its maximum runtime of " + formatDurationSpec(j.maxRuntimeMs);
+    updateJob(j, before, c.batch);
+    for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
+    ++c.value;
+    spdlog::info("job over its max runtime: job={} host={} max_runtime_ms={}", id, j.host,
+                 j.maxRuntimeMs);
   }
   return c;
 }

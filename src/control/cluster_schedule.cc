@@ -33,6 +33,7 @@ sched::Request requestOf(const Job& j) {
   r.cpuMillis = j.cpuMillis;
   r.memoryMib = j.memoryMib;
   r.wholeHost = j.wholeHost;
+  r.hosts = j.hosts;
   r.minDriver = j.minDriver;
   r.minCuda = j.minCuda;
   r.maxRuntimeMs = j.maxRuntimeMs;
@@ -119,6 +120,7 @@ sched::Snapshot Cluster::snapshot() const {
   for (const auto& [host, ids] : world_.hostJobs) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
+      if (host != j.host) continue;  // a gang is listed under each of its hosts; take it once
       sched::RunningJob r;
       r.id = j.id;
       r.team = j.team;
@@ -131,14 +133,19 @@ sched::Snapshot Cluster::snapshot() const {
                                           j.maxRuntimeMs + options_.cancelGraceMs
                                     : 0;
       r.evicting = j.evicting;
-      sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
-      if (j.wholeHost) {
-        // It holds the whole host, whatever its own limits say.
-        const auto& h = world_.hosts.at(j.host);
-        slice.cpuMillis = int64_t{h.cpus} * 1000;
-        slice.memoryMib = h.memoryMib;
+      if (j.ranks.empty()) {
+        sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
+        if (j.wholeHost) {
+          // It holds the whole host, whatever its own limits say.
+          const auto& h = world_.hosts.at(j.host);
+          slice.cpuMillis = int64_t{h.cpus} * 1000;
+          slice.memoryMib = h.memoryMib;
+        }
+        r.slices.push_back(std::move(slice));
+      } else {
+        for (const auto& k : j.ranks)
+          r.slices.push_back({k.host, k.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib});
       }
-      r.slices.push_back(std::move(slice));
       s.running.push_back(std::move(r));
     }
   }
@@ -156,7 +163,10 @@ Change<int> Cluster::accountUsage(bool persist) {
   for (const auto& [host, ids] : world_.hostJobs) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
-      heldMilli[j.team] += int64_t{j.gpuMilli} * static_cast<int64_t>(j.gpuIndices.size());
+      // Each host counts its own rank's GPUs, so a gang counts all of its GPUs once.
+      const int rank = model::rankOn(j, host);
+      const size_t held = j.ranks.empty() ? j.gpuIndices.size() : j.ranks[rank].gpuIndices.size();
+      heldMilli[j.team] += int64_t{j.gpuMilli} * static_cast<int64_t>(held);
     }
   }
   for (auto& [name, t] : world_.teams) {
@@ -201,23 +211,32 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
   for (auto& pl : decisions->placements) {
     Job& j = world_.jobs.at(pl.jobId);
     Job before = j;
-    const sched::Slice& slice = pl.slices.front();  // one host: the job model has one
-    const auto& host = world_.hosts.at(slice.host);
+    // One rank per slice, in the scheduler's order; rank 0 also fills the flat fields.
+    j.ranks.clear();
+    for (const sched::Slice& slice : pl.slices) {
+      const auto& host = world_.hosts.at(slice.host);
+      model::Rank k;
+      k.host = slice.host;
+      k.gpuIndices = slice.gpus;
+      for (int idx : slice.gpus) {
+        for (const auto& g : host.gpus) {
+          if (g.index == idx) k.gpuUuids.push_back(g.uuid);
+        }
+      }
+      c.pushHosts.insert(slice.host);
+      j.ranks.push_back(std::move(k));
+    }
     j.state = JobState::kScheduled;
     j.reason.clear();
-    j.host = slice.host;
-    j.gpuIndices = slice.gpus;
-    j.gpuMilli = slice.gpuMilli;  // a fraction raised for the GPU memory asked is what it holds
-    if (j.wholeHost) j.gpus = static_cast<int>(slice.gpus.size());
-    j.gpuUuids.clear();
-    for (int idx : slice.gpus) {
-      for (const auto& g : host.gpus) {
-        if (g.index == idx) j.gpuUuids.push_back(g.uuid);
-      }
-    }
+    j.host = j.ranks.front().host;
+    j.gpuIndices = j.ranks.front().gpuIndices;
+    j.gpuUuids = j.ranks.front().gpuUuids;
+    j.gpuMilli = pl.slices.front().gpuMilli;  // a fraction raised for GPU memory is what it holds
+    if (j.wholeHost) j.gpus = static_cast<int>(j.gpuIndices.size());
+    if (j.hosts <= 1) j.ranks.clear();  // a single-host job keeps only the flat fields
+    j.failedRank = -1;
     j.scheduledAt = now;
     updateJob(j, before, c.batch);
-    c.pushHosts.insert(slice.host);
     c.value.push_back(j.id);
     placementsInFlight_.insert(j.id);
     world_.placedBy[j.id] = std::move(pl);
@@ -253,7 +272,7 @@ void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
   j.reason = "preempted: " + e.reason + (e.requeue ? "; it will be requeued" : "") +
              " (stopping, grace " + std::to_string(options_.preemptGraceMs / 1000) + "s)";
   updateJob(j, before, c.batch);
-  c.pushHosts.insert(j.host);
+  for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
   spdlog::info("preempting job {} on {}: {}", j.id, j.host, e.reason);
 }
 
@@ -268,6 +287,8 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
   j.host.clear();
   j.gpuIndices.clear();
   j.gpuUuids.clear();
+  j.ranks.clear();
+  j.failedRank = -1;
   j.exitCode.reset();
   j.signal.reset();
   j.evicting = false;

@@ -77,6 +77,19 @@ Status checkSchedulingFields(JobRequest& r) {
     if (r.gpuMilli != 1000)
       return Status::InvalidArgument("gpu_milli: a whole-host job takes whole GPUs", "gpu_milli");
   }
+  if (r.hosts < 1 || r.hosts > kMaxGangHosts)
+    return Status::InvalidArgument("hosts: must be between 1 and " + std::to_string(kMaxGangHosts) +
+                                       ", got " + std::to_string(r.hosts),
+                                   "hosts");
+  if (r.hosts > 1) {
+    if (r.wholeHost)
+      return Status::InvalidArgument("hosts: a whole-host job runs on one host", "hosts");
+    if (r.gpus < 1)
+      return Status::InvalidArgument("hosts: a multi-host job needs gpus >= 1 on each host",
+                                     "hosts");
+    if (r.gpuMilli != 1000)
+      return Status::InvalidArgument("hosts: a multi-host job takes whole GPUs", "hosts");
+  }
   if (r.priority < kMinPriority || r.priority > kMaxPriority)
     return Status::InvalidArgument("priority: must be between " + std::to_string(kMinPriority) +
                                        " and " + std::to_string(kMaxPriority),

@@ -26,6 +26,7 @@ struct JobRequest {
   int priority = 0;
   bool preemptible = false;
   bool wholeHost = false;  // gpus must be 0: the scheduler gives it every GPU of the host
+  int hosts = 1;           // > 1: a gang, one process per host with `gpus` whole GPUs each
   int64_t maxRuntimeMs = 0;
   std::string minDriver;
   std::string minCuda;
@@ -33,6 +34,7 @@ struct JobRequest {
 
 inline constexpr int kMinPriority = -1000;
 inline constexpr int kMaxPriority = 1000;
+inline constexpr int kMaxGangHosts = 64;
 inline constexpr int64_t kMaxRuntimeLimitMs = 365LL * 86'400'000;
 
 // Checks GPU shape, priority, runtime limit and version minimums, naming the field at fault, and

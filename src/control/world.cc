@@ -18,6 +18,16 @@ bool holdsGpus(model::JobState s) {
   return s == model::JobState::kScheduled || s == model::JobState::kRunning;
 }
 
+// Calls fn(host, gpuIndices) for each rank of a placed job.
+template <typename F>
+void forEachRank(const model::Job& j, F fn) {
+  if (j.ranks.empty()) {
+    fn(j.host, j.gpuIndices);
+    return;
+  }
+  for (const auto& r : j.ranks) fn(r.host, r.gpuIndices);
+}
+
 }  // namespace
 
 void World::load(const store::Contents& c) {
@@ -54,22 +64,26 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   if (before) {
     if (before->state == model::JobState::kQueued) queued.erase(before->id);
     if (holdsGpus(before->state)) {
-      auto& holders = gpuHolders[before->host];
-      for (int g : before->gpuIndices) {
-        for (auto [it, end] = holders.equal_range(g); it != end; ++it) {
-          if (it->second == before->id) {
-            holders.erase(it);
-            break;
+      forEachRank(*before, [&](const std::string& host, const std::vector<int>& gpus) {
+        auto& holders = gpuHolders[host];
+        for (int g : gpus) {
+          for (auto [it, end] = holders.equal_range(g); it != end; ++it) {
+            if (it->second == before->id) {
+              holders.erase(it);
+              break;
+            }
           }
         }
-      }
-      hostJobs[before->host].erase(before->id);
+        hostJobs[host].erase(before->id);
+      });
     }
   }
   if (after.state == model::JobState::kQueued) queued.insert(after.id);
   if (holdsGpus(after.state)) {
-    for (int g : after.gpuIndices) gpuHolders[after.host].emplace(g, after.id);
-    hostJobs[after.host].insert(after.id);
+    forEachRank(after, [&](const std::string& host, const std::vector<int>& gpus) {
+      for (int g : gpus) gpuHolders[host].emplace(g, after.id);
+      hostJobs[host].insert(after.id);
+    });
   }
 }
 

@@ -43,7 +43,8 @@ struct World {
   std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
   // host -> GPU index -> job ids (several when fractions share a GPU)
   std::map<std::string, std::multimap<int, int64_t>> gpuHolders;
-  std::map<std::string, std::set<int64_t>> hostJobs;         // host -> its scheduled/running jobs
+  // host -> its scheduled/running jobs; a gang is listed under every host it has a rank on
+  std::map<std::string, std::set<int64_t>> hostJobs;
   // The last scheduling pass's word on each job still queued, sorted by job id, so a lookup is a
   // binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;

@@ -157,6 +157,10 @@ json hostHardware(const Host& h) {
 
 }  // namespace
 
+// The job's fields without its ranks, which toJson and toStoreDoc add for a gang.
+static json toJsonFlat(const Job& j);
+static json toStoreDocFlat(const Job& j);
+
 json toJson(const Host& h) {
   json out = hostHardware(h);
   out["state"] = hostStateName(h.state);
@@ -166,7 +170,28 @@ json toJson(const Host& h) {
   return out;
 }
 
+static json ranksJson(const std::vector<Rank>& ranks) {
+  json out = json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const Rank& k = ranks[r];
+    out.push_back({{"rank", r},
+                   {"host", k.host},
+                   {"gpu_indices", k.gpuIndices},
+                   {"gpu_uuids", k.gpuUuids},
+                   {"state", rankStateName(k.state)},
+                   {"exit_code", optionalInt(k.exitCode)},
+                   {"signal", optionalInt(k.signal)}});
+  }
+  return out;
+}
+
 json toJson(const Job& j) {
+  json out = toJsonFlat(j);
+  if (!j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
+  return out;
+}
+
+json toJsonFlat(const Job& j) {
   return {
       {"id", j.id},
       {"name", j.name},
@@ -184,6 +209,7 @@ json toJson(const Job& j) {
       {"priority", j.priority},
       {"preemptible", j.preemptible},
       {"whole_host", j.wholeHost},
+      {"hosts", j.hosts},
       {"max_runtime", j.maxRuntimeMs ? json(formatDurationSpec(j.maxRuntimeMs)) : json(nullptr)},
       {"min_driver", nullIfEmpty(j.minDriver)},
       {"min_cuda", nullIfEmpty(j.minCuda)},
@@ -229,6 +255,26 @@ Host hostFromStoreDoc(const json& d) {
 }
 
 json toStoreDoc(const Job& j) {
+  json out = toStoreDocFlat(j);
+  if (!j.ranks.empty()) {
+    json ranks = json::array();
+    for (const Rank& k : j.ranks) {
+      json r = {{"host", k.host},
+                {"gpu_indices", k.gpuIndices},
+                {"gpu_uuids", k.gpuUuids},
+                {"state", rankStateName(k.state)},
+                {"exit_code", optionalInt(k.exitCode)},
+                {"signal", optionalInt(k.signal)}};
+      if (!k.message.empty()) r["message"] = k.message;
+      ranks.push_back(std::move(r));
+    }
+    out["ranks"] = std::move(ranks);
+    out["failed_rank"] = j.failedRank;
+  }
+  return out;
+}
+
+json toStoreDocFlat(const Job& j) {
   return {{"id", j.id},
           {"name", j.name},
           {"team", j.team},
@@ -245,6 +291,7 @@ json toStoreDoc(const Job& j) {
           {"priority", j.priority},
           {"preemptible", j.preemptible},
           {"whole_host", j.wholeHost},
+          {"hosts", j.hosts},
           {"max_runtime_ms", j.maxRuntimeMs},
           {"min_driver", j.minDriver},
           {"min_cuda", j.minCuda},
@@ -288,6 +335,7 @@ Job jobFromStoreDoc(const json& d) {
   j.priority = d.value("priority", 0);
   j.preemptible = d.value("preemptible", false);
   j.wholeHost = d.value("whole_host", false);
+  j.hosts = d.value("hosts", 1);
   j.maxRuntimeMs = d.value("max_runtime_ms", int64_t{0});
   j.minDriver = d.value("min_driver", "");
   j.minCuda = d.value("min_cuda", "");
@@ -296,6 +344,18 @@ Job jobFromStoreDoc(const json& d) {
   j.host = d.value("host", "");
   j.gpuIndices = d.value("gpu_indices", std::vector<int>{});
   j.gpuUuids = d.value("gpu_uuids", std::vector<std::string>{});
+  for (const auto& r : d.value("ranks", json::array())) {
+    Rank k;
+    k.host = r.value("host", "");
+    k.gpuIndices = r.value("gpu_indices", std::vector<int>{});
+    k.gpuUuids = r.value("gpu_uuids", std::vector<std::string>{});
+    k.state = parseRankState(r.value("state", "pending")).value_or(RankState::kPending);
+    k.exitCode = readOptionalInt(r, "exit_code");
+    k.signal = readOptionalInt(r, "signal");
+    k.message = r.value("message", "");
+    j.ranks.push_back(std::move(k));
+  }
+  j.failedRank = d.value("failed_rank", -1);
   j.exitCode = readOptionalInt(d, "exit_code");
   j.signal = readOptionalInt(d, "signal");
   j.cancelRequested = d.value("cancel_requested", false);

@@ -60,4 +60,46 @@ bool isTerminal(JobState s) {
          s == JobState::kLost || s == JobState::kPreempted;
 }
 
+const char* rankStateName(RankState s) {
+  switch (s) {
+    case RankState::kPending:
+      return "pending";
+    case RankState::kRunning:
+      return "running";
+    case RankState::kExited:
+      return "exited";
+    case RankState::kFailedToStart:
+      return "failed_to_start";
+    case RankState::kLost:
+      return "lost";
+  }
+  return "pending";
+}
+
+std::optional<RankState> parseRankState(const std::string& s) {
+  for (auto st : {RankState::kPending, RankState::kRunning, RankState::kExited,
+                  RankState::kFailedToStart, RankState::kLost}) {
+    if (s == rankStateName(st)) return st;
+  }
+  return std::nullopt;
+}
+
+int rankOn(const Job& job, const std::string& host) {
+  if (job.ranks.empty()) return !job.host.empty() && job.host == host ? 0 : -1;
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    if (job.ranks[r].host == host) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+std::vector<std::string> rankHosts(const Job& job) {
+  std::vector<std::string> out;
+  if (job.ranks.empty()) {
+    if (!job.host.empty()) out.push_back(job.host);
+    return out;
+  }
+  for (const auto& r : job.ranks) out.push_back(r.host);
+  return out;
+}
+
 }  // namespace allot::model

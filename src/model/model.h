@@ -129,6 +129,23 @@ const char* jobStateName(JobState s);
 std::optional<JobState> parseJobState(const std::string& s);
 bool isTerminal(JobState s);
 
+// What the agent last said about one rank of a gang job.
+enum class RankState { kPending, kRunning, kExited, kFailedToStart, kLost };
+const char* rankStateName(RankState s);
+std::optional<RankState> parseRankState(const std::string& s);
+
+// One process of a gang (multi-host) job: where it runs and how it went. Rank 0 is also kept in
+// the job's flat host/gpuIndices/gpuUuids fields, so that readers of single-host jobs keep working.
+struct Rank {
+  std::string host;
+  std::vector<int> gpuIndices;
+  std::vector<std::string> gpuUuids;
+  RankState state = RankState::kPending;
+  std::optional<int> exitCode;
+  std::optional<int> signal;
+  std::string message;  // how it ended, in words ("exited with code 3")
+};
+
 struct Job {
   int64_t id = 0;
   std::string name;
@@ -146,6 +163,7 @@ struct Job {
   int priority = 0;          // -1000..1000, higher first
   bool preemptible = false;  // may be stopped and requeued to make room
   bool wholeHost = false;    // every GPU, CPU and byte of one host; the scheduler fills gpus
+  int hosts = 1;             // > 1: a gang of `hosts` processes, one per host, `gpus` GPUs each
   int64_t maxRuntimeMs = 0;  // declared limit, enforced; 0 = none
   std::string minDriver;     // lowest NVIDIA driver version it runs on ("535.104"); empty = any
   std::string minCuda;       // lowest CUDA version ("12.2"); empty = any
@@ -154,6 +172,12 @@ struct Job {
   std::string host;
   std::vector<int> gpuIndices;
   std::vector<std::string> gpuUuids;
+  // A placed gang's ranks in rank order (rank 0 first, mirroring host/gpuIndices/gpuUuids); empty
+  // for a single-host job and for a gang not placed.
+  std::vector<Rank> ranks;
+  // A gang: the first rank that failed, started no process or was lost, whose failure stops the
+  // other ranks and decides how the job ends; -1 while none has.
+  int failedRank = -1;
   std::optional<int> exitCode;
   std::optional<int> signal;
   bool cancelRequested = false;
@@ -168,5 +192,10 @@ struct Job {
   TimeMs startedAt = 0;
   TimeMs finishedAt = 0;
 };
+
+// The rank of `job` that runs on `host`, or -1. A single-host job's one process is rank 0.
+int rankOn(const Job& job, const std::string& host);
+// Every host a placed job has a rank on, in rank order; empty when not placed.
+std::vector<std::string> rankHosts(const Job& job);
 
 }  // namespace allot::model

@@ -1,0 +1,307 @@
+// Gang (multi-host) jobs through the control plane: placement on distinct hosts, each rank's
+// desired state and rendezvous environment, outcomes that end the gang, and logs per rank.
+
+#include <gtest/gtest.h>
+
+#include "control/cluster.h"
+#include "control/cluster_test_fixture.h"
+#include "model/json.h"
+
+namespace allot::control {
+namespace {
+
+using model::ActualJob;
+using model::ActualState;
+using model::JobState;
+using model::RankState;
+
+class GangTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    joinHost("gpu-a", 2);
+    joinHost("gpu-b", 2);
+  }
+
+  int64_t submitGang(const Principal& p, int hosts, int gpus, bool preemptible = false) {
+    JobRequest r;
+    r.command = {"torchrun", "train.py"};
+    r.gpus = gpus;
+    r.hosts = hosts;
+    r.preemptible = preemptible;
+    auto c = cluster_->submitJob(p, r);
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c.ok() ? c->value.id : 0;
+  }
+
+  // Places what is queued and makes it durable; returns the hosts told about it.
+  std::set<std::string> place() {
+    auto pass = cluster_->schedulePass();
+    cluster_->placementsDurable(pass.value);
+    return pass.pushHosts;
+  }
+
+  // The desired entry of `id` in the host's desired state, or null.
+  nlohmann::json desired(const std::string& host, int64_t id) {
+    auto msg = nlohmann::json::parse(cluster_->desiredMessage(host));
+    for (const auto& j : msg.at("jobs")) {
+      if (j.at("id").get<int64_t>() == id) return j;
+    }
+    return nullptr;
+  }
+
+  ActualJob report(int64_t id, ActualState state, std::optional<int> code = {},
+                   std::optional<int> signal = {}) {
+    return {id, state, 1, code, signal, clock_.nowMs(), 0, ""};
+  }
+
+  model::Job job(int64_t id) { return *cluster_->getJob(admin_, id); }
+};
+
+TEST_F(GangTest, AGangIsPlacedOnDistinctHostsAndHoldsEveryRanksGpus) {
+  int64_t id = submitGang(alice_, 2, 2);
+  auto pushed = place();
+  auto j = job(id);
+  EXPECT_EQ(j.state, JobState::kScheduled);
+  ASSERT_EQ(j.ranks.size(), 2u);
+  EXPECT_NE(j.ranks[0].host, j.ranks[1].host);
+  EXPECT_EQ(j.host, j.ranks[0].host);  // rank 0 stays in the flat fields
+  EXPECT_EQ(j.gpuIndices, j.ranks[0].gpuIndices);
+  EXPECT_EQ(j.ranks[1].gpuUuids.size(), 2u);
+  EXPECT_EQ(pushed, (std::set<std::string>{"gpu-a", "gpu-b"}));
+  // Nothing else fits on either host while the gang holds them.
+  EXPECT_EQ(cluster_->allocations(admin_, "gpu-a").size(), 2u);
+  EXPECT_EQ(cluster_->allocations(admin_, "gpu-b").size(), 2u);
+  int64_t other = submit(bob_, 1);
+  place();
+  EXPECT_EQ(job(other).state, JobState::kQueued);
+}
+
+TEST_F(GangTest, EachHostIsToldItsRankAndTheRendezvous) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto d = desired(j.ranks[rank].host, id);
+    ASSERT_FALSE(d.is_null()) << "rank " << rank;
+    const auto& env = d.at("env");
+    EXPECT_EQ(env.at("RANK"), std::to_string(rank));
+    EXPECT_EQ(env.at("ALLOT_RANK"), std::to_string(rank));
+    EXPECT_EQ(env.at("WORLD_SIZE"), "2");
+    EXPECT_EQ(env.at("MASTER_ADDR"), j.ranks[0].host);
+    EXPECT_EQ(env.at("MASTER_PORT"), std::to_string(29500 + id % 1000));
+    EXPECT_EQ(env.at("ALLOT_HOSTS"), j.ranks[0].host + "," + j.ranks[1].host);
+    EXPECT_EQ(d.at("gpu_uuids"), j.ranks[rank].gpuUuids);
+    EXPECT_FALSE(d.at("cancel").get<bool>());
+  }
+}
+
+TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  EXPECT_EQ(job(id).state, JobState::kScheduled);  // rank 1 has not started yet
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  EXPECT_EQ(job(id).state, JobState::kRunning);
+  cluster_->agentStatus(b, {report(id, ActualState::kExited, 0)});
+  EXPECT_EQ(job(id).state, JobState::kRunning);  // rank 0 still runs
+  EXPECT_EQ(job(id).ranks[1].state, RankState::kExited);
+  cluster_->agentStatus(a, {report(id, ActualState::kExited, 0)});
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kSucceeded);
+  EXPECT_EQ(j.exitCode, 0);
+  EXPECT_TRUE(cluster_->allocations(admin_, a).empty());
+  EXPECT_TRUE(cluster_->allocations(admin_, b).empty());
+}
+
+TEST_F(GangTest, ARankFailingStopsTheOthersAndFailsTheJobNamingIt) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto c = cluster_->agentStatus(b, {report(id, ActualState::kExited, 3)});
+  EXPECT_TRUE(c.pushHosts.count(a));
+  EXPECT_EQ(job(id).state, JobState::kRunning);  // until rank 0 has stopped too
+  EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
+  EXPECT_EQ(desired(a, id).at("grace_ms"), cluster_->options().cancelGraceMs);
+  // Rank 0 dies of the SIGTERM; the job's end is rank 1's doing.
+  cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kFailed);
+  EXPECT_EQ(j.reason, "rank 1 on " + b + " exited with code 3");
+  EXPECT_EQ(j.exitCode, 3);
+  EXPECT_EQ(j.ranks[0].signal, 15);
+}
+
+TEST_F(GangTest, ARankThatIsLostLosesTheGang) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  // gpu-b's agent restarted and forgot the rank: that rank is lost, and so is the gang.
+  cluster_->agentConnected(b, &link_, inventory(2), {});
+  EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
+  cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kLost);
+  EXPECT_NE(j.reason.find("rank 1 on " + b + " lost"), std::string::npos) << j.reason;
+}
+
+TEST_F(GangTest, AnUnreachableHostLosesTheWholeGang) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  cluster_->agentDisconnected(b, &link_);
+  clock_.advance(61'000);
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});  // a stays in touch
+  auto c = cluster_->checkLiveness();
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kLost);
+  EXPECT_NE(j.reason.find("rank 1 on " + b), std::string::npos) << j.reason;
+  EXPECT_TRUE(c.pushHosts.count(a));  // rank 0 leaves gpu-a's desired state and is stopped
+  EXPECT_TRUE(desired(a, id).is_null());
+  EXPECT_TRUE(cluster_->allocations(admin_, a).empty());
+}
+
+TEST_F(GangTest, CancelStopsEveryRank) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto c = cluster_->cancelJob(alice_, id);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->pushHosts, (std::set<std::string>{a, b}));
+  EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
+  EXPECT_TRUE(desired(b, id).at("cancel").get<bool>());
+  cluster_->agentStatus(b, {report(id, ActualState::kExited, {}, 15)});
+  EXPECT_EQ(job(id).state, JobState::kRunning);
+  cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kCancelled);
+  EXPECT_EQ(j.reason.rfind("cancel requested by alice", 0), 0u) << j.reason;
+}
+
+TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
+  QuotaUpdate q;
+  q.guaranteed = std::map<std::string, int>{{"", 2}};
+  ASSERT_TRUE(cluster_->setTeamQuota(admin_, "nlp", q).ok());
+  int64_t id = submitGang(alice_, 2, 2, /*preemptible=*/true);  // borrows all four GPUs
+  place();
+  auto j = job(id);
+  ASSERT_EQ(j.state, JobState::kScheduled);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  int64_t claim = submit(bob_, 2);  // within nlp's guarantee: reclaims
+  auto pass = cluster_->schedulePass();
+  EXPECT_TRUE(job(id).evicting);
+  EXPECT_TRUE(pass.pushHosts.count(a) && pass.pushHosts.count(b));
+  // Agents hear of an eviction only once it is durable.
+  EXPECT_FALSE(desired(a, id).at("cancel").get<bool>());
+  cluster_->placementsDurable(pass.value);
+  EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
+  EXPECT_TRUE(desired(b, id).at("cancel").get<bool>());
+  EXPECT_EQ(desired(b, id).at("grace_ms"), cluster_->options().preemptGraceMs);
+  cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
+  EXPECT_TRUE(job(id).evicting);  // rank 1 still holds its GPUs
+  cluster_->agentStatus(b, {report(id, ActualState::kExited, {}, 15)});
+  j = job(id);
+  EXPECT_EQ(j.state, JobState::kQueued);
+  EXPECT_EQ(j.preemptions, 1);
+  EXPECT_TRUE(j.ranks.empty());
+  EXPECT_TRUE(j.host.empty());
+  place();
+  EXPECT_EQ(job(claim).state, JobState::kScheduled);
+}
+
+TEST_F(GangTest, EachRankKeepsItsOwnLog) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  ASSERT_TRUE(cluster_->agentLog(a, {id, 0, "rank0\n"}).ok());
+  ASSERT_TRUE(cluster_->agentLog(b, {id, 0, "rank1 line\n"}).ok());
+  EXPECT_EQ(*logs_->read(id, 0, 1024, 0), "rank0\n");
+  EXPECT_EQ(*logs_->read(id, 0, 1024, 1), "rank1 line\n");
+  // Each host resumes its own rank's log.
+  EXPECT_EQ(desired(a, id).at("log_offset"), 6);
+  EXPECT_EQ(desired(b, id).at("log_offset"), 11);
+  EXPECT_EQ(cluster_->agentLog("gpu-c", {id, 0, "x"}).code(), Code::kNotFound);
+}
+
+TEST_F(GangTest, AGangCountsEachOfItsGpusOnceInTheUsageHistory) {
+  submitGang(alice_, 2, 2);
+  place();
+  clock_.advance(3'600'000);
+  cluster_->accountUsage();
+  // Four GPUs for an hour, decayed a little while it accrued.
+  const double used = cluster_->world().teams.at("vision").usageGpuSeconds;
+  EXPECT_GT(used, 14'000);
+  EXPECT_LT(used, 14'400);
+}
+
+TEST_F(GangTest, GangFieldsAreChecked) {
+  JobRequest r;
+  r.command = {"x"};
+  r.gpus = 1;
+  r.hosts = 0;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
+  r.hosts = 65;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
+  r.hosts = 2;
+  r.gpus = 0;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
+  r.gpus = 1;
+  r.gpuMilli = 500;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
+  r.gpuMilli = 1000;
+  r.gpus = 0;
+  r.wholeHost = true;
+  EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
+}
+
+TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  cluster_->agentStatus(job(id).ranks[1].host, {report(id, ActualState::kExited, 3)});
+  auto j = job(id);
+  auto back = model::jobFromStoreDoc(model::toStoreDoc(j));
+  EXPECT_EQ(back.hosts, 2);
+  ASSERT_EQ(back.ranks.size(), 2u);
+  EXPECT_EQ(back.failedRank, 1);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(back.ranks[r].host, j.ranks[r].host);
+    EXPECT_EQ(back.ranks[r].gpuIndices, j.ranks[r].gpuIndices);
+    EXPECT_EQ(back.ranks[r].gpuUuids, j.ranks[r].gpuUuids);
+    EXPECT_EQ(back.ranks[r].state, j.ranks[r].state);
+    EXPECT_EQ(back.ranks[r].exitCode, j.ranks[r].exitCode);
+  }
+  // A restart rebuilds the indexes from the ranks.
+  World w;
+  store::Contents contents;
+  contents.jobs.push_back(back);
+  w.load(contents);
+  EXPECT_TRUE(w.hostJobs["gpu-a"].count(id));
+  EXPECT_TRUE(w.hostJobs["gpu-b"].count(id));
+  EXPECT_EQ(w.gpuHolders["gpu-b"].size(), 2u);
+  auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}});
+  EXPECT_EQ(old.hosts, 1);
+  EXPECT_TRUE(old.ranks.empty());
+  EXPECT_EQ(model::toJson(old).count("ranks"), 0u);
+  EXPECT_EQ(model::toJson(j).at("ranks").size(), 2u);
+  EXPECT_EQ(model::toJson(j).at("ranks")[1].at("exit_code"), 3);
+}
+
+}  // namespace
+}  // namespace allot::control
