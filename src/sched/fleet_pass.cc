@@ -137,6 +137,7 @@ class Pass {
   std::set<int> wholeHostTaken_;
   std::map<int64_t, const RunningJob*> running_;
   std::set<int64_t> evicted_;  // chosen as victims in this pass
+  std::map<std::string, std::vector<int>> lentOut_;  // team -> its segments others hold GPUs on
   Decisions out_;
   bool leaving(const RunningJob& j) const { return j.evicting || evicted_.count(j.id) > 0; }
 };
@@ -596,11 +597,28 @@ void Pass::reclaimDedicated(Item& it) {
   const Request& r = *it.r;
   const uint64_t own = mask(r, Phase::kOwn);
   if (own == 0 || r.hosts != 1) return;
-  pl::Task t = taskFor(r, own);
   if (r.wholeHost) return;
+  // The team's segments that others hold GPUs on, found once per pass: most requests of a team
+  // whose dedicated capacity is not lent out cost nothing here.
+  auto cached = lentOut_.find(r.team);
+  if (cached == lentOut_.end()) {
+    std::vector<int> nodes;
+    for (int n = 0; n < st_.size(); ++n) {
+      if (f_.kindOf(n).owner != r.team) continue;
+      for (int i : runningOnNode_[n]) {
+        if (s_.running[i].team != r.team) {
+          nodes.push_back(n);
+          break;
+        }
+      }
+    }
+    cached = lentOut_.emplace(r.team, std::move(nodes)).first;
+  }
+  if (cached->second.empty()) return;
+  pl::Task t = taskFor(r, own);
   std::vector<int64_t> bestVictims, bestLeaving;
   bool found = false;
-  for (int n = 0; n < st_.size(); ++n) {
+  for (int n : cached->second) {
     if (!kindAllowed(n, own)) continue;
     // Borrowers: other teams' jobs holding GPUs of this segment (CPU or memory that merely
     // spilled over here from another segment of the host is not borrowing it).
