@@ -48,14 +48,20 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
     const int totalGpus = std::max<int>(1, static_cast<int>(host.gpus.size()));
     int64_t cpuLeft = host.cpuMillis, memLeft = host.memoryMib;
     size_t n = 0;
+    // A group larger than a placement node can address becomes several segments of at most
+    // kMaxGpusPerNode GPUs (a request never spans two).
+    std::vector<std::pair<Kind, std::vector<const GpuView*>>> parts;
     for (auto& [kind, gpus] : groups) {
-      ++n;
-      if (gpus.size() > static_cast<size_t>(pl::kMaxGpusPerNode)) {
-        return Status::InvalidArgument("host " + host.name + " has more than " +
-                                       std::to_string(pl::kMaxGpusPerNode) + " GPUs of one kind");
-      }
       std::sort(gpus.begin(), gpus.end(),
                 [](const GpuView* a, const GpuView* b) { return a->index < b->index; });
+      if (gpus.empty()) parts.emplace_back(kind, gpus);
+      for (size_t at = 0; at < gpus.size(); at += pl::kMaxGpusPerNode) {
+        size_t end = std::min(gpus.size(), at + pl::kMaxGpusPerNode);
+        parts.emplace_back(kind, std::vector<const GpuView*>(gpus.begin() + at, gpus.begin() + end));
+      }
+    }
+    for (const auto& [kind, gpus] : parts) {
+      ++n;
       Segment seg;
       seg.host = static_cast<int>(h);
       seg.kind = kindId(kind);
@@ -65,9 +71,10 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
         seg.gpuIndex.push_back(g->index);
         seg.gpuMemoryMib = std::min(seg.gpuMemoryMib, g->memoryMib);
       }
-      // CPU and memory in proportion to GPUs; the last group takes the rounding remainder.
-      int64_t cpu = n == groups.size() ? cpuLeft : host.cpuMillis * int64_t(gpus.size()) / totalGpus;
-      int64_t mem = n == groups.size() ? memLeft : host.memoryMib * int64_t(gpus.size()) / totalGpus;
+      // CPU and memory in proportion to GPUs; the last part takes the rounding remainder.
+      const bool last = n == parts.size();
+      int64_t cpu = last ? cpuLeft : host.cpuMillis * int64_t(gpus.size()) / totalGpus;
+      int64_t mem = last ? memLeft : host.memoryMib * int64_t(gpus.size()) / totalGpus;
       cpuLeft -= cpu;
       memLeft -= mem;
       f.byHost_[h].push_back(static_cast<int>(f.segments_.size()));

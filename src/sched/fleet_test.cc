@@ -408,6 +408,17 @@ TEST(Fleet, CpuOfAJobSpillsOverToTheHostsOtherSegments) {
   EXPECT_EQ(placementOf(d, 2), nullptr);
 }
 
+TEST(Fleet, AHostWithMoreGpusThanANodeAddressesIsSplitNotRefused) {
+  Snapshot s;
+  s.hosts = {host("big", 40)};
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 32), req(2, "ml", 8), req(3, "ml", 1)};
+  auto d = run(s);
+  EXPECT_NE(placementOf(d, 1), nullptr);
+  EXPECT_NE(placementOf(d, 2), nullptr);
+  EXPECT_EQ(waitOf(d, 3)->kind, WaitKind::kReserved);
+}
+
 TEST(Fleet, RefusesAnUnknownTeam) {
   Snapshot s;
   s.teams = {team("ml")};
