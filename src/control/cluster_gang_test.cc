@@ -23,6 +23,21 @@ class GangTest : public ClusterTest {
     joinHost("gpu-b", 2);
   }
 
+  // A 2-host x 2-GPU gang of alice's, placed, with both ranks reported running.
+  struct Gang {
+    int64_t id = 0;
+    std::string a, b;  // the hosts of rank 0 and rank 1
+  };
+  Gang runningGang() {
+    int64_t id = submitGang(alice_, 2, 2);
+    place();
+    auto j = job(id);
+    Gang g{id, j.ranks.at(0).host, j.ranks.at(1).host};
+    cluster_->agentStatus(g.a, {report(id, ActualState::kRunning)});
+    cluster_->agentStatus(g.b, {report(id, ActualState::kRunning)});
+    return g;
+  }
+
   int64_t submitGang(const Principal& p, int hosts, int gpus, bool preemptible = false) {
     JobRequest r;
     r.command = {"torchrun", "train.py"};
@@ -117,12 +132,7 @@ TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
 }
 
 TEST_F(GangTest, ARankFailingStopsTheOthersAndFailsTheJobNamingIt) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
-  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto [id, a, b] = runningGang();
   auto c = cluster_->agentStatus(b, {report(id, ActualState::kExited, 3)});
   EXPECT_TRUE(c.pushHosts.count(a));
   EXPECT_EQ(job(id).state, JobState::kRunning);  // until rank 0 has stopped too
@@ -130,7 +140,7 @@ TEST_F(GangTest, ARankFailingStopsTheOthersAndFailsTheJobNamingIt) {
   EXPECT_EQ(desired(a, id).at("grace_ms"), cluster_->options().cancelGraceMs);
   // Rank 0 dies of the SIGTERM; the job's end is rank 1's doing.
   cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
-  j = job(id);
+  auto j = job(id);
   EXPECT_EQ(j.state, JobState::kFailed);
   EXPECT_EQ(j.reason, "rank 1 on " + b + " exited with code 3");
   EXPECT_EQ(j.exitCode, 3);
@@ -138,33 +148,23 @@ TEST_F(GangTest, ARankFailingStopsTheOthersAndFailsTheJobNamingIt) {
 }
 
 TEST_F(GangTest, ARankThatIsLostLosesTheGang) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
-  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto [id, a, b] = runningGang();
   // gpu-b's agent restarted and forgot the rank: that rank is lost, and so is the gang.
   cluster_->agentConnected(b, &link_, inventory(2), {});
   EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
   cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
-  j = job(id);
+  auto j = job(id);
   EXPECT_EQ(j.state, JobState::kLost);
   EXPECT_NE(j.reason.find("rank 1 on " + b + " lost"), std::string::npos) << j.reason;
 }
 
 TEST_F(GangTest, AnUnreachableHostLosesTheWholeGang) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
-  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto [id, a, b] = runningGang();
   cluster_->agentDisconnected(b, &link_);
   clock_.advance(61'000);
   cluster_->agentStatus(a, {report(id, ActualState::kRunning)});  // a stays in touch
   auto c = cluster_->checkLiveness();
-  j = job(id);
+  auto j = job(id);
   EXPECT_EQ(j.state, JobState::kLost);
   EXPECT_NE(j.reason.find("rank 1 on " + b), std::string::npos) << j.reason;
   EXPECT_TRUE(c.pushHosts.count(a));  // rank 0 leaves gpu-a's desired state and is stopped
@@ -173,12 +173,7 @@ TEST_F(GangTest, AnUnreachableHostLosesTheWholeGang) {
 }
 
 TEST_F(GangTest, CancelStopsEveryRank) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
-  cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
+  auto [id, a, b] = runningGang();
   auto c = cluster_->cancelJob(alice_, id);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->pushHosts, (std::set<std::string>{a, b}));
@@ -187,7 +182,7 @@ TEST_F(GangTest, CancelStopsEveryRank) {
   cluster_->agentStatus(b, {report(id, ActualState::kExited, {}, 15)});
   EXPECT_EQ(job(id).state, JobState::kRunning);
   cluster_->agentStatus(a, {report(id, ActualState::kExited, {}, 15)});
-  j = job(id);
+  auto j = job(id);
   EXPECT_EQ(j.state, JobState::kCancelled);
   EXPECT_EQ(j.reason.rfind("cancel requested by alice", 0), 0u) << j.reason;
 }
