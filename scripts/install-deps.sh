@@ -10,6 +10,9 @@ packages=(
   libsodium-dev libsqlite3-dev sqlite3 libpq-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps iproute2
+  # promtool checks the /metrics output in the tests; the Prometheus daemon it comes with is
+  # neither started nor used.
+  prometheus
 )
 
 missing=()

@@ -287,6 +287,15 @@ void registerRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(jobJson(s, job));
   });
 
+  // Prometheus scrapes this with a platform admin's token (deploy/prometheus.yml): the labels
+  // name every team, user and host.
+  router.add(V::get, "/metrics", [&s](ApiRequest& r) -> Awaitable {
+    if (!r.who().isAdmin())
+      co_return ApiResponse::error(Status::PermissionDenied("metrics are for platform admins"));
+    co_return ApiResponse{http::status::ok, renderMetrics(s.cluster().world(), s.metrics()),
+                          "text/plain; version=0.0.4; charset=utf-8", {}};
+  });
+
   // Why a job waits, or how it was placed, as the last scheduling pass decided.
   router.add(V::get, "/api/v1/jobs/{id}/explain", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseJobId(r.params["id"]));

@@ -143,6 +143,7 @@ asio::awaitable<void> Server::schedulingLoop() {
     auto started = std::chrono::steady_clock::now();
     auto change = cluster_->schedulePass();
     auto took = std::chrono::steady_clock::now() - started;
+    metrics_.schedulingPass(std::chrono::duration<double>(took).count(), change.value.size());
     // Placements and evictions both write; an eviction with no placement still has to reach the
     // victim's agent.
     if (!change.batch.empty() || !change.pushHosts.empty()) {
@@ -230,6 +231,7 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
       co_return;
     }
 
+    const auto requestStarted = std::chrono::steady_clock::now();
     std::string_view target = req.target();
     auto qpos = target.find('?');
     std::string_view path = target.substr(0, qpos);
@@ -264,6 +266,11 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
       }
       if (authorized) res = co_await match.route->handler(areq);
     }
+    metrics_.request(match.route ? match.route->pattern : std::string("(unmatched)"),
+                     std::string(req.method_string()), static_cast<int>(res.status),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                   requestStarted)
+                         .count());
     http::response<http::string_body> out{res.status, req.version()};
     out.set(http::field::server, "allotd");
     out.set(http::field::content_type, res.contentType);

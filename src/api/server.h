@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "api/metrics.h"
 #include "api/router.h"
 #include "common/clock.h"
 #include "control/cluster.h"
@@ -50,6 +51,7 @@ class Server {
   const Clock& clock() const { return clock_; }
   const ServerConfig& config() const { return config_; }
   const Router& router() const { return router_; }
+  const ServerMetrics& metrics() const { return metrics_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -75,6 +77,7 @@ class Server {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<control::LogStore> logs_;
   std::unique_ptr<control::Cluster> cluster_;
+  ServerMetrics metrics_;
   Router router_;
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;

@@ -133,6 +133,18 @@ TEST_F(DedicationTest, ADedicatedHostIsInvisibleAndUnusableForOtherTeams) {
   EXPECT_EQ(textOf(placed, "host"), "ours");
   auto why = cliJson(alice, {"job", "explain", std::to_string(mine)});
   EXPECT_EQ(why["placement"]["by"], "dedicated") << why.dump();
+
+  // Prometheus sees who holds what (admins only: the labels name every team and host).
+  auto metrics = httpRequest(port_, "GET", "/metrics", "", adminToken_);
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_NE(metrics.body.find("allot_gpu_allocated{host=\"ours\""), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("team=\"ml\",project=\"\",user=\"alice\",job=\"" +
+                              std::to_string(mine) + "\"} 1"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(httpRequest(port_, "GET", "/metrics", "", carol).status, 403);
+  EXPECT_EQ(httpRequest(port_, "GET", "/metrics").status, 401);
 }
 
 }  // namespace

@@ -1,0 +1,227 @@
+#include "api/metrics.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace allot::api {
+namespace {
+
+std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  // The shortest form that reads back exactly; plain decimals where they stay short.
+  const double a = std::fabs(v);
+  const auto format = a != 0 && (a < 1e-4 || a >= 1e15) ? std::chars_format::general
+                                                          : std::chars_format::fixed;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, format);
+  return std::string(buf, end);
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+// name{labels} value
+void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+  out += name;
+  if (!labels.empty()) out += '{' + labels + '}';
+  out += ' ';
+  out += number(value);
+  out += '\n';
+}
+
+std::string label(const char* key, const std::string& value) {
+  return std::string(key) + "=\"" + escapeLabel(value) + '"';
+}
+
+std::vector<double> latencyBounds() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+}
+
+}  // namespace
+
+std::string escapeLabel(const std::string& value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name,
+                       const std::string& labels) const {
+  const std::string prefix = labels.empty() ? "" : labels + ",";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    double le = i < bounds_.size() ? bounds_[i] : INFINITY;
+    sample(out, name + "_bucket", prefix + "le=\"" + number(le) + '"',
+           static_cast<double>(cumulative));
+  }
+  sample(out, name + "_sum", labels, sum_);
+  sample(out, name + "_count", labels, static_cast<double>(count_));
+}
+
+ServerMetrics::ServerMetrics() : passSeconds(latencyBounds()) {}
+
+void ServerMetrics::request(const std::string& route, const std::string& method, int status,
+                            double seconds) {
+  ++requests[{route, method, status}];
+  requestSeconds.try_emplace(route, latencyBounds()).first->second.observe(seconds);
+}
+
+void ServerMetrics::schedulingPass(double seconds, size_t placed) {
+  passSeconds.observe(seconds);
+  ++passes;
+  placements += placed;
+}
+
+std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
+  std::string out;
+  out.reserve(4096 + 256 * w.hosts.size());
+
+  header(out, "allot_hosts", "gauge", "Hosts by state.");
+  int online = 0;
+  for (const auto& [name, h] : w.hosts) online += h.state == model::HostState::kOnline;
+  sample(out, "allot_hosts", label("state", "online"), online);
+  sample(out, "allot_hosts", label("state", "unreachable"),
+         static_cast<double>(w.hosts.size()) - online);
+
+  header(out, "allot_host_up", "gauge",
+         "1 while the host's agent is connected and heartbeating, else 0.");
+  for (const auto& [name, h] : w.hosts) {
+    sample(out, "allot_host_up",
+           label("host", name) + "," + label("simulated", h.simulated ? "true" : "false"),
+           h.state == model::HostState::kOnline ? 1 : 0);
+  }
+
+  header(out, "allot_gpu_info", "gauge",
+         "One per GPU of the fleet, with its model, mode and dedication as labels.");
+  for (const auto& [name, h] : w.hosts) {
+    for (const auto& g : h.gpus) {
+      const std::string owner = h.dedicatedTo.empty() ? g.dedicatedTo : h.dedicatedTo;
+      sample(out, "allot_gpu_info",
+             label("host", name) + "," + label("gpu", std::to_string(g.index)) + "," +
+                 label("uuid", g.uuid) + "," + label("model", g.model) + "," +
+                 label("shared", g.shared ? "true" : "false") + "," +
+                 label("dedicated_to", owner),
+             1);
+    }
+  }
+
+  header(out, "allot_gpu_allocated", "gauge",
+         "Share of a GPU held by a job (1 = the whole GPU), labelled with who holds it.");
+  for (const auto& [hostName, holders] : w.gpuHolders) {
+    const auto host = w.hosts.find(hostName);
+    if (host == w.hosts.end()) continue;
+    for (const auto& [gpu, jobId] : holders) {
+      const auto job = w.jobs.find(jobId);
+      if (job == w.jobs.end()) continue;
+      const model::Job& j = job->second;
+      std::string uuid, gpuModel;
+      for (const auto& g : host->second.gpus) {
+        if (g.index == gpu) {
+          uuid = g.uuid;
+          gpuModel = g.model;
+        }
+      }
+      sample(out, "allot_gpu_allocated",
+             label("host", hostName) + "," + label("gpu", std::to_string(gpu)) + "," +
+                 label("uuid", uuid) + "," + label("model", gpuModel) + "," +
+                 label("team", j.team) + "," + label("project", j.project) + "," +
+                 label("user", j.user) + "," + label("job", std::to_string(j.id)),
+             j.gpuMilli / 1000.0);
+    }
+  }
+
+  // Jobs: how many are in each state now, and how many ever ended in each (jobs are kept).
+  std::map<model::JobState, int64_t> byState;
+  int64_t preemptions = 0;
+  for (const auto& [id, j] : w.jobs) {
+    ++byState[j.state];
+    preemptions += j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
+  }
+  static const model::JobState kStates[] = {
+      model::JobState::kQueued,    model::JobState::kScheduled, model::JobState::kRunning,
+      model::JobState::kSucceeded, model::JobState::kFailed,    model::JobState::kCancelled,
+      model::JobState::kLost,      model::JobState::kPreempted};
+  header(out, "allot_jobs", "gauge", "Jobs in each state that is not final, now.");
+  for (auto st : kStates) {
+    if (model::isTerminal(st)) continue;
+    sample(out, "allot_jobs", label("state", model::jobStateName(st)), byState[st]);
+  }
+  header(out, "allot_jobs_submitted_total", "counter", "Jobs ever submitted.");
+  sample(out, "allot_jobs_submitted_total", "", static_cast<double>(w.nextJobId - 1));
+  header(out, "allot_jobs_ended_total", "counter", "Jobs that ended, by how they ended.");
+  for (auto st : kStates) {
+    if (!model::isTerminal(st)) continue;
+    sample(out, "allot_jobs_ended_total", label("state", model::jobStateName(st)), byState[st]);
+  }
+  header(out, "allot_preemptions_total", "counter",
+         "Times a job was preempted (requeued or stopped) to give GPUs back to a guarantee.");
+  sample(out, "allot_preemptions_total", "", static_cast<double>(preemptions));
+
+  header(out, "allot_team_gpus", "gauge",
+         "A team's quota position from the last scheduling pass, in GPUs.");
+  for (const auto& [team, st] : w.quotaStatus) {
+    if (!st.known) continue;
+    for (auto [kind, value] : {std::pair{"guaranteed", st.guaranteed}, {"within", st.within},
+                               {"borrowed", st.borrowed}, {"lendable", st.lendable}}) {
+      sample(out, "allot_team_gpus", label("team", team) + "," + label("kind", kind), value);
+    }
+  }
+
+  header(out, "allot_scheduling_pass_duration_seconds", "histogram",
+         "Time one scheduling pass took (snapshot, decisions, applying them in memory).");
+  m.passSeconds.render(out, "allot_scheduling_pass_duration_seconds", "");
+  header(out, "allot_scheduling_passes_total", "counter", "Scheduling passes run.");
+  sample(out, "allot_scheduling_passes_total", "", static_cast<double>(m.passes));
+  header(out, "allot_placements_total", "counter", "Jobs placed by the scheduler.");
+  sample(out, "allot_placements_total", "", static_cast<double>(m.placements));
+
+  header(out, "allot_api_requests_total", "counter",
+         "API requests by route pattern, method and status code.");
+  for (const auto& [key, n] : m.requests) {
+    const auto& [route, method, status] = key;
+    sample(out, "allot_api_requests_total",
+           label("route", route) + "," + label("method", method) + "," +
+               label("code", std::to_string(status)),
+           static_cast<double>(n));
+  }
+  header(out, "allot_api_request_duration_seconds", "histogram",
+         "Time from a request read to its reply written, by route pattern.");
+  for (const auto& [route, h] : m.requestSeconds) {
+    h.render(out, "allot_api_request_duration_seconds", label("route", route));
+  }
+  return out;
+}
+
+}  // namespace allot::api

@@ -1,0 +1,57 @@
+#pragma once
+// Prometheus metrics of allotd, served at GET /metrics in the text exposition format (0.0.4).
+//
+// What allotd measures as it goes (request and scheduling-pass latencies) lives in
+// ServerMetrics; everything else (hosts, GPUs and who holds them, jobs by state, queue length,
+// team quota positions) is read from the world when scraped, so nothing here can drift from it.
+// Job counters are derived from the world too: jobs are never deleted, so the number that ended
+// in each state only grows, across restarts included.
+//
+// Threading: allotd's one I/O thread records and renders.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "control/world.h"
+
+namespace allot::api {
+
+// A cumulative histogram with fixed upper bounds (seconds), as Prometheus wants it.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // Appends `name_bucket{...,le=...}`, `name_sum` and `name_count` lines; `labels` is either
+  // empty or `key="value",...` without braces.
+  void render(std::string& out, const std::string& name, const std::string& labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative; one more for +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct ServerMetrics {
+  ServerMetrics();
+  // One API request: the route's pattern (bounded cardinality), method, status and seconds.
+  void request(const std::string& route, const std::string& method, int status, double seconds);
+  void schedulingPass(double seconds, size_t placed);
+
+  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests;
+  std::map<std::string, Histogram> requestSeconds;  // by route
+  Histogram passSeconds;
+  uint64_t passes = 0;
+  uint64_t placements = 0;
+};
+
+std::string renderMetrics(const control::World& world, const ServerMetrics& metrics);
+
+// `a\"b` for a label value: backslash, double quote and newline escaped.
+std::string escapeLabel(const std::string& value);
+
+}  // namespace allot::api
