@@ -11,13 +11,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -216,6 +215,13 @@ class Cluster {
   // A report about one rank of a gang (a job with ranks) on `host`.
   void applyRankActual(model::Job& job, const std::string& host, const model::ActualJob& actual,
                        store::WriteBatch& batch, std::set<std::string>& push);
+  // The ledger side of a job change: an open entry per rank when it starts holding GPUs, a close
+  // entry for each when it stops (cluster_ledger.cc).
+  void recordLedger(const model::Job& before, const model::Job& after, store::WriteBatch& batch);
+  // A correction: the given intervals on `host` ended at `end` (when it was last seen).
+  void correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
+                        const std::string& host, TimeMs end, const std::string& why,
+                        store::WriteBatch& batch);
   void finishJob(model::Job& job, model::JobState state, std::string reason,
                  store::WriteBatch& batch);
   // A preempted job has stopped: back to the queue if preemptible, otherwise ended.
@@ -229,9 +235,9 @@ class Cluster {
   World world_;
   std::map<std::string, AgentLink*> links_;
   std::function<void()> onQueueChanged_;
-  std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
+  std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
-  std::set<int64_t> evictionsInFlight_;  // marked evicting in memory, not yet on disk
+  std::set<int64_t> evictionsInFlight_;             // marked evicting in memory, not yet on disk
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

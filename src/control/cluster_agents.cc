@@ -360,7 +360,10 @@ Change<int> Cluster::checkLiveness() {
         why = "rank " + std::to_string(rank) + " on " + name + " lost: " + why;
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
       }
+      // Its GPUs on this host were last known held when the host was last heard from.
+      const auto held = world_.ledger.openPlacement(id);
       finishJob(j, JobState::kLost, why, c.batch);
+      correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
       ++c.value;
     }
   }
