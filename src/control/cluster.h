@@ -23,6 +23,7 @@
 #include "control/job_request.h"
 #include "control/log_store.h"
 #include "control/principal.h"
+#include "control/usage_report.h"
 #include "control/world.h"
 #include "model/agent_protocol.h"
 #include "sched/fleet.h"
@@ -106,6 +107,8 @@ struct ClusterOptions {
   // Half-life of the usage history that fair share weighs (Slurm's PriorityDecayHalfLife).
   int64_t usageHalfLifeMs = 24 * 3'600'000;
   sched::Policy scheduling;
+  // Price of one GPU-hour by GPU model, for the cost column of usage reports; empty = no costs.
+  std::map<std::string, double> pricePerGpuHour;
 };
 
 class Cluster {
@@ -172,6 +175,10 @@ class Cluster {
   // Why a job waits or went where it went, as the last pass decided (see `explain` in the API).
   Result<nlohmann::json> explainJob(const Principal& p, int64_t id) const;
   Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id);
+
+  // Accounting (cluster_ledger.cc): allocated GPU time from the ledger. Members see only their
+  // own team (naming another team is NotFound); platform admins see every team, or the one named.
+  Result<std::vector<UsageRow>> usage(const Principal& p, UsageQuery q) const;
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).

@@ -344,7 +344,9 @@ Change<int> Cluster::checkLiveness() {
       if (j.evicting && !j.cancelRequested) {
         // It was leaving anyway: requeue it (or end it as preempted) as if it had stopped.
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
+        const auto held = world_.ledger.openPlacement(id);
         preemptedJobStopped(j, "its host " + name + " became unreachable", c.batch);
+        correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
         ++c.value;
         continue;
       }

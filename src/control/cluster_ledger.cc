@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "control/authz.h"
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -42,6 +43,7 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
   }
   if (!held && holds) {
     auto open = [&](const std::string& host, const std::vector<int>& gpus) {
+      if (gpus.empty()) return;  // a CPU-only job holds no GPUs: nothing to account
       model::LedgerEntry e;
       e.jobId = after.id;
       e.team = after.team;
@@ -64,6 +66,19 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
       for (const auto& r : after.ranks) open(r.host, r.gpuIndices);
     }
   }
+}
+
+Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) const {
+  if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
+  if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
+    return Status::NotFound("no team '" + q.team + "'");
+  if (!p.isAdmin()) {
+    if (p.team.empty()) return std::vector<UsageRow>{};
+    q.team = p.team;
+  }
+  if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
+  q.now = clock_.nowMs();
+  return usageReport(world_.ledger, q);
 }
 
 void Cluster::correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,

@@ -28,7 +28,7 @@ void LedgerIndex::apply(const model::LedgerEntry& e) {
   LedgerInterval i;
   i.openSeq = e.seq;
   i.start = e.startAt;
-  i.milli = static_cast<int64_t>(std::max<size_t>(e.gpuIndices.size(), 1)) * e.gpuMilli;
+  i.milli = static_cast<int64_t>(e.gpuIndices.size()) * e.gpuMilli;
   i.names[static_cast<int>(UsageBy::kTeam)] = tables_[0].intern(e.team);
   i.names[static_cast<int>(UsageBy::kProject)] = tables_[1].intern(projectKey(e.team, e.project));
   i.names[static_cast<int>(UsageBy::kUser)] = tables_[2].intern(e.user);
