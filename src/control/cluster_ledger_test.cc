@@ -209,6 +209,39 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
   EXPECT_EQ(requeued, 2);
 }
 
+// A fraction of a shared GPU is accounted as that fraction, and its ledger entry says so.
+TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
+  GpuSettings shared;
+  shared.shared = true;
+  keep(cluster_->setGpu(admin_, "gpu-a", 0, shared));
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest r;
+  r.command = {"python", "infer.py"};
+  r.gpus = 1;
+  r.gpuMilli = 250;
+  const int64_t id = keep(cluster_->submitJob(bob_, r)).value.id;
+  place();
+  ASSERT_EQ(job(id).state, JobState::kScheduled);
+  report("gpu-a", id, ActualState::kRunning);
+  clock_.advance(40 * kS);
+  report("gpu-a", id, ActualState::kExited, 0);
+  clock_.advance(kS);
+  auto rows = usageReport(cluster_->world().ledger,
+                          {UsageBy::kUser, t0, clock_.nowMs(), clock_.nowMs(), ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "bob");
+  EXPECT_EQ(rows[0].milliGpuMs, 250 * 40 * kS);
+  EXPECT_EQ(rows[0].peakMilli, 250);
+  auto contents = store_->loadAll();
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->ledger.size(), 2u);
+  EXPECT_EQ(contents->ledger[0].gpuMilli, 250);
+  EXPECT_EQ(contents->ledger[0].gpuIndices, std::vector<int>{0});
+  EXPECT_EQ(contents->ledger[0].host, "gpu-a");
+  EXPECT_EQ(contents->ledger[0].gpuModel, "A100");
+  EXPECT_EQ(contents->ledger[1].reason, "succeeded");
+}
+
 // ---- The report on a hand-built ledger ---------------------------------------------------------
 
 model::LedgerEntry opened(int64_t seq, const std::string& team, const std::string& user,
