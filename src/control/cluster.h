@@ -179,6 +179,9 @@ class Cluster {
   // Accounting (cluster_ledger.cc): allocated GPU time from the ledger. Members see only their
   // own team (naming another team is NotFound); platform admins see every team, or the one named.
   Result<std::vector<UsageRow>> usage(const Principal& p, UsageQuery q) const;
+  // After load: jobs holding GPUs with no open ledger entry (placed before the ledger existed,
+  // schema < 3) get their open entries now, from when they were placed. The value counts them.
+  Change<int> adoptUnledgeredJobs();
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).

@@ -81,6 +81,23 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
   return usageReport(world_.ledger, q);
 }
 
+Change<int> Cluster::adoptUnledgeredJobs() {
+  Change<int> c;
+  c.value = 0;
+  std::set<int64_t> ids;
+  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (int64_t id : ids) {
+    const model::Job& j = world_.jobs.at(id);
+    if (!world_.ledger.openPlacement(id).empty()) continue;
+    model::Job before = j;
+    before.state = model::JobState::kQueued;
+    const size_t ops = c.batch.ops.size();
+    recordLedger(before, j, c.batch);
+    if (c.batch.ops.size() > ops) ++c.value;
+  }
+  return c;
+}
+
 void Cluster::correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
                                const std::string& host, TimeMs end, const std::string& why,
                                store::WriteBatch& batch) {

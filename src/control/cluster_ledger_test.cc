@@ -242,6 +242,36 @@ TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
   EXPECT_EQ(contents->ledger[1].reason, "succeeded");
 }
 
+// A database from before the ledger: a job running then gets its open entry at the next start,
+// from when it was placed, and is accounted from then on.
+TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest r;
+  r.command = {"python", "train.py"};
+  r.gpus = 2;
+  const int64_t id = keep(cluster_->submitJob(alice_, r)).value.id;
+  place();
+  report(job(id).host, id, ActualState::kRunning);
+  clock_.advance(10 * kS);
+  auto contents = store_->loadAll();
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->ledger.size(), 1u);
+  contents->ledger.clear();  // as an older allotd left it
+  cluster_ = std::make_unique<Cluster>(clock_, *logs_, ClusterOptions{});
+  cluster_->load(*contents);
+  auto adopted = cluster_->adoptUnledgeredJobs();
+  EXPECT_EQ(adopted.value, 1);
+  ASSERT_EQ(adopted.batch.ops.size(), 1u);
+  const auto& e = std::get<store::AppendLedger>(adopted.batch.ops[0]).entry;
+  EXPECT_EQ(e.jobId, id);
+  EXPECT_EQ(e.startAt, t0);
+  EXPECT_EQ(cluster_->adoptUnledgeredJobs().value, 0);  // once only
+  auto rows = usageReport(cluster_->world().ledger,
+                          {UsageBy::kTeam, t0, clock_.nowMs(), clock_.nowMs(), ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].milliGpuMs, 2000 * 10 * kS);
+}
+
 // ---- The report on a hand-built ledger ---------------------------------------------------------
 
 model::LedgerEntry opened(int64_t seq, const std::string& team, const std::string& user,
