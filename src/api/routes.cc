@@ -348,6 +348,7 @@ void registerRoutes(Router& router, Server& s) {
       false);
 
   registerSharingRoutes(router, s);
+  registerUsageRoutes(router, s);
 }
 
 }  // namespace allot::api

@@ -56,11 +56,14 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   std::unique_ptr<Server> s(new Server(std::move(config), clock, std::move(store)));
   s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs");
   ALLOT_RETURN_IF_ERROR(s->logs_->init());
-  s->cluster_ =
-      std::make_unique<control::Cluster>(clock, *s->logs_, s->config_.cluster);
+  s->cluster_ = std::make_unique<control::Cluster>(clock, *s->logs_, s->config_.cluster);
   auto contents = s->store_->loadAll();
   if (!contents.ok()) return contents.status().withContext("failed to load the store");
   s->cluster_->load(*contents);
+  if (auto adopted = s->cluster_->adoptUnledgeredJobs(); !adopted.batch.empty()) {
+    ALLOT_RETURN_IF_ERROR(s->store_->commit(adopted.batch));
+    spdlog::info("ledger: opened entries for {} jobs placed before it existed", adopted.value);
+  }
   if (auto admin = s->cluster_->bootstrapAdmin()) {
     ALLOT_RETURN_IF_ERROR(s->store_->commit(admin->batch));
     std::string path = s->config_.dataDir + "/admin.token";

@@ -91,6 +91,8 @@ class Server {
 void registerRoutes(Router& router, Server& server);
 // Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
 void registerSharingRoutes(Router& router, Server& server);
+// The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
+void registerUsageRoutes(Router& router, Server& server);
 // The OpenAPI document served at /api/v1/openapi.json.
 const std::string& openApiDocument();
 

@@ -18,8 +18,9 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   app.add_option("--server", ctx.flags.server,
                  "Server URL (default: $ALLOT_SERVER, the config file, http://127.0.0.1:7070)");
   app.add_option("--token", ctx.flags.token, "API token (default: $ALLOT_TOKEN, the config file)");
-  app.add_option("-o,--output", ctx.flags.output, "Output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", ctx.flags.output,
+                 "Output format: table or json (and csv for `report usage`)")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   app.footer(
       "Config file: $ALLOT_CONFIG, $XDG_CONFIG_HOME/allot/config.json or "
@@ -30,6 +31,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addQuotaCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
+  addReportCommands(app, ctx);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

@@ -84,6 +84,16 @@ FakeResponse api(const FakeRequest& r) {
     j["evicted_for"] = "reclaimed by team nlp for job 7";
     return jsonReply(200, j.dump());
   }
+  if (r.target.rfind("/api/v1/usage?", 0) == 0) {
+    if (r.target.find("team=other") != std::string::npos)
+      return jsonReply(404, R"({"error":{"code":"not_found","message":"no team 'other'"}})");
+    return jsonReply(200, R"({"by":"project","from":"2026-11-30T10:00:00Z",
+      "to":"2026-11-30T12:00:00Z","rows":[
+      {"name":"ml/resnet","gpu_hours_allocated":12.5,"gpu_hours_used":null,"efficiency":null,
+       "idle_gpu_hours":null,"peak_gpus":2.5,"cost":31.25},
+      {"name":"ml/a,b","gpu_hours_allocated":0.000277,"gpu_hours_used":null,"efficiency":null,
+       "idle_gpu_hours":null,"peak_gpus":1,"cost":null}]})");
+  }
   if (r.method == "PUT" && r.target == "/api/v1/teams/ml/quota") {
     json body = json::parse(r.body);
     json q = {{"guaranteed", body.value("guaranteed", json::object())},
@@ -204,6 +214,53 @@ TEST_F(CliTest, JobListResolvesRelativeTimesBeforeAsking) {
   ASSERT_FALSE(reqs.empty());
   EXPECT_EQ(reqs.back().target,
             "/api/v1/jobs?since=2026-11-30T10%3A00%3A00Z&until=2026-11-30T10%3A00%3A00Z");
+}
+
+TEST_F(CliTest, ReportUsageAsksForTheWindowAndWritesCsv) {
+  // The test clock is 2026-11-30T12:00:00Z.
+  EXPECT_EQ(run({"report", "usage", "--by", "project", "--from", "-2h", "--to",
+                 "2026-11-30T15:00:00+03:00", "--team", "ml", "-o", "csv"}),
+            0)
+      << err_.str();
+  auto reqs = server_.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().target,
+            "/api/v1/usage?by=project&from=2026-11-30T10%3A00%3A00Z&to=2026-11-30T12%3A00%3A00Z"
+            "&team=ml");
+  EXPECT_EQ(out_.str(),
+            "name,gpu_hours_allocated,gpu_hours_used,efficiency,idle_gpu_hours,peak_gpus,cost\n"
+            "ml/resnet,12.5,,,,2.5,31.25\n"
+            "\"ml/a,b\",0.000277,,,,1,\n");
+}
+
+TEST_F(CliTest, ReportUsageTableShowsMissingTelemetryAsDashes) {
+  EXPECT_EQ(run({"report", "usage", "--by", "project"}), 0) << err_.str();
+  EXPECT_EQ(server_.requests().back().target, "/api/v1/usage?by=project");
+  const std::string out = out_.str();
+  EXPECT_NE(out.find("usage by project from 2026-11-30T10:00:00Z to 2026-11-30T12:00:00Z"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("NAME       GPU-HOURS  USED  EFFICIENCY  IDLE  PEAK GPUS  COST"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ml/resnet  12.5       -     -           -     2.5        31.25"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run({"report", "usage", "--by", "team", "-o", "json"}), 0);
+  EXPECT_EQ(json::parse(out_.str()).at("rows").size(), 2u);
+}
+
+TEST_F(CliTest, ReportUsageErrorsAreOneLine) {
+  EXPECT_EQ(run({"report", "usage", "--by", "color"}), 2);
+  EXPECT_EQ(run({"report", "usage"}), 2);
+  EXPECT_EQ(run({"report", "usage", "--by", "team", "--from", "yesterday-ish"}), 2);
+  EXPECT_NE(err_.str().find("--from"), std::string::npos) << err_.str();
+  EXPECT_EQ(run({"job", "list", "-o", "csv"}), 2);
+  EXPECT_NE(err_.str().find("csv"), std::string::npos) << err_.str();
+  EXPECT_TRUE(server_.requests().empty());
+  EXPECT_EQ(run({"report", "usage", "--by", "team", "--team", "other"}), 1);
+  EXPECT_EQ(err_.str(), "allot: no team 'other'\n");
+  EXPECT_EQ(out_.str(), "");
 }
 
 TEST_F(CliTest, JobListRefusesABadTime) {

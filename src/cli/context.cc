@@ -28,6 +28,13 @@ int Context::fail(const Status& status) {
   return 1;
 }
 
+int Context::runAction() {
+  if (flags.output == "csv" && !csvAllowed_)
+    return usageError(Status::InvalidArgument(
+        "--output: csv is for `allot report usage`; use table or json here"));
+  return action_ ? action_() : 0;
+}
+
 int Context::usageError(const Status& status) {
   fail(status);
   return kUsageExit;

@@ -20,7 +20,7 @@ namespace allot::cli {
 struct GlobalFlags {
   std::string server;
   std::string token;
-  std::string output = "table";  // "table" or "json"
+  std::string output = "table";  // "table", "json", or "csv" (only where allowCsv was called)
 };
 
 class Context {
@@ -51,7 +51,9 @@ class Context {
 
   // The command chosen on the command line; set by its CLI11 callback, run after parsing.
   void setAction(std::function<int()> action) { action_ = std::move(action); }
-  int runAction() { return action_ ? action_() : 0; }
+  // A command that writes CSV says so from its callback; -o csv elsewhere is a usage error.
+  void allowCsv() { csvAllowed_ = true; }
+  int runAction();
 
  private:
   EnvLookup env_;
@@ -62,6 +64,7 @@ class Context {
   std::optional<Settings> settings_;
   std::unique_ptr<ApiClient> api_;
   std::function<int()> action_;
+  bool csvAllowed_ = false;
 };
 
 // Makes `cmd` run fn(ctx, *opts) once the whole command line has parsed.

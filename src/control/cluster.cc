@@ -52,8 +52,7 @@ Status validateGpuModel(const std::string& value, const std::string& field) {
   return Status::Ok();
 }
 
-Cluster::Cluster(const Clock& clock, LogStore& logs,
-                 ClusterOptions options)
+Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
     : clock_(clock), logs_(logs), options_(options) {}
 
 void Cluster::load(const store::Contents& contents) { world_.load(contents); }
@@ -368,6 +367,7 @@ Result<Job> Cluster::getJob(const Principal& p, int64_t id) const {
 }
 
 void Cluster::updateJob(Job& job, const Job& before, store::WriteBatch& batch) {
+  recordLedger(before, job, batch);
   world_.onJobChanged(&before, job);
   batch.add(store::PutJob{job});
 }

@@ -11,19 +11,19 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/clock.h"
 #include "common/status.h"
 #include "control/job_request.h"
 #include "control/log_store.h"
 #include "control/principal.h"
+#include "control/usage_report.h"
 #include "control/world.h"
 #include "model/agent_protocol.h"
 #include "sched/fleet.h"
@@ -107,6 +107,8 @@ struct ClusterOptions {
   // Half-life of the usage history that fair share weighs (Slurm's PriorityDecayHalfLife).
   int64_t usageHalfLifeMs = 24 * 3'600'000;
   sched::Policy scheduling;
+  // Price of one GPU-hour by GPU model, for the cost column of usage reports; empty = no costs.
+  std::map<std::string, double> pricePerGpuHour;
 };
 
 class Cluster {
@@ -174,6 +176,13 @@ class Cluster {
   Result<nlohmann::json> explainJob(const Principal& p, int64_t id) const;
   Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id);
 
+  // Accounting (cluster_ledger.cc): allocated GPU time from the ledger. Members see only their
+  // own team (naming another team is NotFound); platform admins see every team, or the one named.
+  Result<std::vector<UsageRow>> usage(const Principal& p, UsageQuery q) const;
+  // After load: jobs holding GPUs with no open ledger entry (placed before the ledger existed,
+  // schema < 3) get their open entries now, from when they were placed. The value counts them.
+  Change<int> adoptUnledgeredJobs();
+
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
   // Victims of preemption are marked evicting and their agents told to stop them.
@@ -216,6 +225,13 @@ class Cluster {
   // A report about one rank of a gang (a job with ranks) on `host`.
   void applyRankActual(model::Job& job, const std::string& host, const model::ActualJob& actual,
                        store::WriteBatch& batch, std::set<std::string>& push);
+  // The ledger side of a job change: an open entry per rank when it starts holding GPUs, a close
+  // entry for each when it stops (cluster_ledger.cc).
+  void recordLedger(const model::Job& before, const model::Job& after, store::WriteBatch& batch);
+  // A correction: the given intervals on `host` ended at `end` (when it was last seen).
+  void correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
+                        const std::string& host, TimeMs end, const std::string& why,
+                        store::WriteBatch& batch);
   void finishJob(model::Job& job, model::JobState state, std::string reason,
                  store::WriteBatch& batch);
   // A preempted job has stopped: back to the queue if preemptible, otherwise ended.
@@ -229,9 +245,9 @@ class Cluster {
   World world_;
   std::map<std::string, AgentLink*> links_;
   std::function<void()> onQueueChanged_;
-  std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
+  std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
-  std::set<int64_t> evictionsInFlight_;  // marked evicting in memory, not yet on disk
+  std::set<int64_t> evictionsInFlight_;             // marked evicting in memory, not yet on disk
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

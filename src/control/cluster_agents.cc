@@ -344,7 +344,9 @@ Change<int> Cluster::checkLiveness() {
       if (j.evicting && !j.cancelRequested) {
         // It was leaving anyway: requeue it (or end it as preempted) as if it had stopped.
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
+        const auto held = world_.ledger.openPlacement(id);
         preemptedJobStopped(j, "its host " + name + " became unreachable", c.batch);
+        correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
         ++c.value;
         continue;
       }
@@ -360,7 +362,10 @@ Change<int> Cluster::checkLiveness() {
         why = "rank " + std::to_string(rank) + " on " + name + " lost: " + why;
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
       }
+      // Its GPUs on this host were last known held when the host was last heard from.
+      const auto held = world_.ledger.openPlacement(id);
       finishJob(j, JobState::kLost, why, c.batch);
+      correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
       ++c.value;
     }
   }

@@ -50,6 +50,7 @@ void World::load(const store::Contents& c) {
     jobs[j.id] = j;
     nextJobId = std::max(nextJobId, j.id + 1);
   }
+  for (const auto& e : c.ledger) ledger.apply(e);
   reindex();
 }
 

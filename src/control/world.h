@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "control/ledger_index.h"
 #include "model/model.h"
 #include "sched/fleet.h"
 #include "store/store.h"
@@ -23,7 +24,7 @@ struct TeamQuotaStatus {
   double within = 0;      // GPUs in use within the guarantee
   double borrowed = 0;    // GPUs in use beyond it
   double lendable = 0;    // idle guarantee others may borrow now
-  double share = 0;    // fair-share key: lower goes first when borrowing
+  double share = 0;       // fair-share key: lower goes first when borrowing
   bool known = false;
 };
 
@@ -35,6 +36,9 @@ struct World {
   std::map<std::string, model::JoinToken> joinTokens;  // by id
   std::map<std::string, model::Host> hosts;
   std::map<int64_t, model::Job> jobs;
+
+  // The allocation ledger, folded for usage reports; Cluster appends to it beside the store.
+  LedgerIndex ledger;
 
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind

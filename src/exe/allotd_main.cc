@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "api/server.h"
 #include "common/log.h"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
   std::string heartbeat = "5s", lostAfter = "5m";
   std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
+  std::map<std::string, double> pricePerGpuHour;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -70,6 +72,16 @@ int main(int argc, char** argv) {
       placement = tbl["scheduler"]["placement"].value_or(placement);
       preemptGrace = tbl["scheduler"]["preempt_grace"].value_or(preemptGrace);
       usageHalfLife = tbl["scheduler"]["usage_half_life"].value_or(usageHalfLife);
+      // [prices] A100 = 2.5: the price of one GPU-hour by GPU model, for usage reports' cost.
+      if (const toml::table* prices = tbl["prices"].as_table()) {
+        for (const auto& [model, price] : *prices) {
+          auto v = price.value<double>();
+          if (!v || *v < 0)
+            return fail("config " + f.configFile + ": prices." + std::string(model.str()) +
+                        ": expected a price per GPU-hour (a number >= 0)");
+          pricePerGpuHour[std::string(model.str())] = *v;
+        }
+      }
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
   if (!halfLife.ok() || *halfLife <= 0)
     return fail("--usage-half-life: " + halfLife.status().message());
   cfg.cluster.usageHalfLifeMs = *halfLife;
+  cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
 
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);

@@ -25,6 +25,25 @@ const char* hostStateName(HostState s) {
   return s == HostState::kOnline ? "online" : "unreachable";
 }
 
+const char* ledgerKindName(LedgerKind k) {
+  switch (k) {
+    case LedgerKind::kOpen:
+      return "open";
+    case LedgerKind::kClose:
+      return "close";
+    case LedgerKind::kCorrect:
+      return "correct";
+  }
+  return "?";
+}
+
+std::optional<LedgerKind> parseLedgerKind(const std::string& s) {
+  for (auto k : {LedgerKind::kOpen, LedgerKind::kClose, LedgerKind::kCorrect}) {
+    if (s == ledgerKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
 const char* jobStateName(JobState s) {
   switch (s) {
     case JobState::kQueued:

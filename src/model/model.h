@@ -193,6 +193,33 @@ struct Job {
   TimeMs finishedAt = 0;
 };
 
+// The allocation ledger (accounting): who held which GPUs when, append-only. An open entry records
+// one host's share of a placed job (one per rank of a gang) from `startAt`; a close entry (`ref` =
+// the open entry's seq) says when the job stopped holding them; a correction entry gives a closed
+// interval a better end (a host that went silent: it ended when the host was last seen). Entries
+// are never changed once written; the last close or correction of an interval wins.
+enum class LedgerKind { kOpen, kClose, kCorrect };
+const char* ledgerKindName(LedgerKind k);
+std::optional<LedgerKind> parseLedgerKind(const std::string& s);
+
+struct LedgerEntry {
+  int64_t seq = 0;  // append order, from 1
+  LedgerKind kind = LedgerKind::kOpen;
+  int64_t ref = 0;  // close/correct: the seq of the open entry; 0 for an open entry
+  int64_t jobId = 0;
+  // Open entries only (close and correction entries leave them empty).
+  std::string team;
+  std::string project;
+  std::string user;
+  std::string host;
+  std::string gpuModel;
+  std::vector<int> gpuIndices;
+  int gpuMilli = 1000;  // milli-GPUs held on each of gpuIndices
+  TimeMs startAt = 0;   // open: when the job was placed
+  TimeMs endAt = 0;     // close/correct: when the hold ended
+  std::string reason;   // close/correct: why ("succeeded", "requeued", "host last seen", ...)
+};
+
 // The rank of `job` that runs on `host`, or -1. A single-host job's one process is rank 0.
 int rankOn(const Job& job, const std::string& host);
 // Every host a placed job has a rank on, in rank order; empty when not placed.

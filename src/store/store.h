@@ -51,8 +51,13 @@ struct PutMeta {
   std::string value;
 };
 
+// Appends one ledger entry; never replaces one (a second entry with the same seq fails the batch).
+struct AppendLedger {
+  model::LedgerEntry entry;
+};
+
 using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta>;
+                             PutHost, PutJob, PutMeta, AppendLedger>;
 
 struct WriteBatch {
   std::vector<WriteOp> ops;
@@ -74,6 +79,7 @@ struct Contents {
   std::vector<model::Host> hosts;
   std::vector<model::Job> jobs;
   std::vector<std::pair<std::string, std::string>> meta;
+  std::vector<model::LedgerEntry> ledger;  // in seq order
 };
 
 class Store {

@@ -217,8 +217,8 @@ TEST_F(ApiErrorsTest, BadInputIsRefusedAndChangesNothing) {
        "invalid_argument", "hosts"},
       {"POST", "/api/v1/jobs", R"({"command":["true"],"gpus":1,"hosts":"2"})", alice, 400,
        "invalid_argument", "hosts"},
-      {"POST", "/api/v1/jobs", R"({"command":["true"],"hosts":2})", alice, 400,
-       "invalid_argument", "hosts"},
+      {"POST", "/api/v1/jobs", R"({"command":["true"],"hosts":2})", alice, 400, "invalid_argument",
+       "hosts"},
       {"POST", "/api/v1/jobs", R"({"command":["true"],"whole_host":true,"hosts":2})", alice, 400,
        "invalid_argument", "hosts"},
       {"POST", "/api/v1/jobs", R"({"command":["true"],"max_runtime":"soon"})", alice, 400,
@@ -290,6 +290,15 @@ TEST_F(ApiErrorsTest, BadInputIsRefusedAndChangesNothing) {
        "invalid_argument", "force"},
       {"POST", "/api/v1/jobs/" + mine + "/cancel", huge, alice, 413, "too_large"},
       {"POST", "/api/v1/jobs/" + mine + "/cancel", "", alice, 409, "failed_precondition"},
+      // Usage reports.
+      {"GET", "/api/v1/usage", "", "", 401, "unauthenticated"},
+      {"GET", "/api/v1/usage", "", hostCred, 403, "permission_denied"},
+      {"GET", "/api/v1/usage?by=color", "", alice, 400, "invalid_argument", "by"},
+      {"GET", "/api/v1/usage?from=yesterday-ish", "", alice, 400, "invalid_argument", "from"},
+      {"GET", "/api/v1/usage?to=2026-13-45", "", admin, 400, "invalid_argument", "to"},
+      {"GET", "/api/v1/usage?from=-1h&to=-2h", "", alice, 400, "invalid_argument", "from"},
+      {"GET", "/api/v1/usage?team=other", "", alice, 404, "not_found"},
+      {"GET", "/api/v1/usage?team=nope", "", admin, 404, "not_found"},
       // No such endpoint.
       {"GET", "/api/v1/nope", "", admin, 404, "not_found"},
   };
@@ -336,6 +345,36 @@ void expectUsageError(const CliResult& r, const std::string& mention) {
     EXPECT_NE(msg.find(mention), std::string::npos);
   }
   EXPECT_EQ(r.out, "");
+}
+
+// The usage report shows members their own team only, and admins every team.
+TEST_F(ApiErrorsTest, UsageReportShowsMembersOnlyTheirTeam) {
+  // The jobs of SetUp hold no GPU, so they are not in the ledger; these hold one each.
+  for (const auto& token : {alice_, bob_}) {
+    int64_t id = submit(token, {"--gpus", "1"}, {"true"});
+    ASSERT_TRUE(waitForJobState(token, id, "succeeded"));
+  }
+  auto names = [&](const std::string& token, const std::string& query) {
+    HttpResult r = httpRequest(port_, "GET", "/api/v1/usage" + query, "", token);
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::vector<std::string> out;
+    json body = r.parsed();
+    for (const auto& row : body.at("rows")) {
+      EXPECT_TRUE(row.at("gpu_hours_used").is_null());
+      EXPECT_TRUE(row.at("cost").is_null());  // no prices configured
+      EXPECT_GT(row.at("gpu_hours_allocated").get<double>(), 0) << r.body;
+      EXPECT_EQ(row.at("peak_gpus").get<double>(), 1) << r.body;
+      out.push_back(row.at("name").get<std::string>());
+    }
+    return out;
+  };
+  EXPECT_EQ(names(adminToken_, "?by=team"), (std::vector<std::string>{"ml", "other"}));
+  EXPECT_EQ(names(adminToken_, "?by=team&team=other"), (std::vector<std::string>{"other"}));
+  EXPECT_EQ(names(alice_, "?by=team"), (std::vector<std::string>{"ml"}));
+  EXPECT_EQ(names(alice_, "?by=user"), (std::vector<std::string>{"alice"}));
+  EXPECT_EQ(names(alice_, "?by=host&team=ml"), (std::vector<std::string>{"node-a"}));
+  EXPECT_EQ(names(bob_, "?by=gpu-model"), (std::vector<std::string>{"A100"}));
+  EXPECT_TRUE(names(alice_, "?from=-30d&to=-29d").empty());
 }
 
 TEST_F(ApiErrorsTest, CliRefusesABadEnvEntry) {

@@ -99,9 +99,37 @@ DROP TABLE projects;
 ALTER TABLE projects_v2 RENAME TO projects;
 )sql";
 
+// Accounting: the allocation ledger, append-only (one row per entry, see model::LedgerEntry).
+// Triggers refuse updates and deletes, so a bug cannot rewrite history. gpu_indices is a
+// comma-separated list. Close and correction rows leave the open entry's columns empty.
+constexpr std::string_view kV3Ledger = R"sql(
+CREATE TABLE ledger (
+  seq         INTEGER PRIMARY KEY,
+  kind        TEXT NOT NULL,
+  ref         INTEGER NOT NULL,
+  job_id      INTEGER NOT NULL,
+  team        TEXT NOT NULL,
+  project     TEXT NOT NULL,
+  user_name   TEXT NOT NULL,
+  host        TEXT NOT NULL,
+  gpu_model   TEXT NOT NULL,
+  gpu_indices TEXT NOT NULL,
+  gpu_milli   INTEGER NOT NULL,
+  start_ms    INTEGER NOT NULL,
+  end_ms      INTEGER NOT NULL,
+  reason      TEXT NOT NULL
+);
+CREATE INDEX ledger_by_job ON ledger (job_id);
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
+    Migration{3, "allocation ledger", kV3Ledger},
 };
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(SqliteMigrateTest, ShippedMigrationsApplyToAFreshDatabase) {
   ASSERT_TRUE(v.ok()) << v.status().toString();
   EXPECT_EQ(*v, sqliteMigrations().back().version);
   for (const char* table :
-       {"teams", "users", "tokens", "projects", "join_tokens", "hosts", "jobs", "meta"}) {
+       {"teams", "users", "tokens", "projects", "join_tokens", "hosts", "jobs", "meta", "ledger"}) {
     EXPECT_TRUE(tableExists(db.get(), table)) << table;
   }
 }

@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_rows.h"
 
+#include <charconv>
 #include <exception>
 #include <functional>
 #include <string>
@@ -46,6 +47,34 @@ constexpr std::string_view kPutJob =
 constexpr std::string_view kPutMeta =
     "INSERT INTO meta (key, value) VALUES (?, ?) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+constexpr std::string_view kAppendLedger =
+    "INSERT INTO ledger (seq, kind, ref, job_id, team, project, user_name, host, gpu_model, "
+    "gpu_indices, gpu_milli, start_ms, end_ms, reason) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+std::string joinIndices(const std::vector<int>& v) {
+  std::string out;
+  for (int i : v) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(i);
+  }
+  return out;
+}
+
+std::optional<std::vector<int>> splitIndices(const std::string& s) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    int v = 0;
+    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + comma, v);
+    if (ec != std::errc() || p != s.data() + comma) return std::nullopt;
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
 
 // Runs `body`, turning an exception from encoding (nlohmann throws on invalid UTF-8) into a
 // Status, and adds the row's name to any error.
@@ -102,12 +131,13 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
-      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},       {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},       {&s.begin_, "BEGIN IMMEDIATE"},
-      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},           {&s.user_, kPutUser},
+      {&s.token_, kPutToken},         {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},           {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
+      {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
+      {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -232,6 +262,28 @@ Status WriteStatements::put(const PutMeta& op) {
                  [&] { return Binder(meta_.get()).text(op.key).text(op.value).run(); });
 }
 
+Status WriteStatements::put(const AppendLedger& op) {
+  const model::LedgerEntry& e = op.entry;
+  return guarded("ledger entry " + std::to_string(e.seq) + " of " + jobLabel(e.jobId), [&] {
+    return Binder(ledger_.get())
+        .integer(e.seq)
+        .text(model::ledgerKindName(e.kind))
+        .integer(e.ref)
+        .integer(e.jobId)
+        .text(e.team)
+        .text(e.project)
+        .text(e.user)
+        .text(e.host)
+        .text(e.gpuModel)
+        .text(joinIndices(e.gpuIndices))
+        .integer(e.gpuMilli)
+        .integer(e.startAt)
+        .integer(e.endAt)
+        .text(e.reason)
+        .run();
+  });
+}
+
 Result<Contents> loadContents(sqlite3* db) {
   Contents c;
   // Teams and projects: the columns are the truth for their keys; the document carries the rest.
@@ -322,6 +374,43 @@ Result<Contents> loadContents(sqlite3* db) {
     return Status::Ok();
   });
   if (!st.ok()) return st.withContext("failed to load meta");
+
+  st = forEachRow(
+      db,
+      "SELECT seq, kind, ref, job_id, team, project, user_name, host, gpu_model, gpu_indices, "
+      "gpu_milli, start_ms, end_ms, reason FROM ledger ORDER BY seq",
+      [&](sqlite3_stmt* s) {
+        model::LedgerEntry e;
+        e.seq = columnInt(s, 0);
+        const std::string kind = columnText(s, 1);
+        auto parsedKind = model::parseLedgerKind(kind);
+        if (!parsedKind) {
+          return Status::Internal("ledger entry " + std::to_string(e.seq) + " has unknown kind '" +
+                                  kind + "'");
+        }
+        e.kind = *parsedKind;
+        e.ref = columnInt(s, 2);
+        e.jobId = columnInt(s, 3);
+        e.team = columnText(s, 4);
+        e.project = columnText(s, 5);
+        e.user = columnText(s, 6);
+        e.host = columnText(s, 7);
+        e.gpuModel = columnText(s, 8);
+        const std::string indices = columnText(s, 9);
+        auto parsed = splitIndices(indices);
+        if (!parsed) {
+          return Status::Internal("ledger entry " + std::to_string(e.seq) +
+                                  " has bad gpu_indices '" + indices + "'");
+        }
+        e.gpuIndices = std::move(*parsed);
+        e.gpuMilli = static_cast<int>(columnInt(s, 10));
+        e.startAt = columnInt(s, 11);
+        e.endAt = columnInt(s, 12);
+        e.reason = columnText(s, 13);
+        c.ledger.push_back(std::move(e));
+        return Status::Ok();
+      });
+  if (!st.ok()) return st.withContext("failed to load the ledger");
   return c;
 }
 

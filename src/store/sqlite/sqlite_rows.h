@@ -36,6 +36,7 @@ class WriteStatements {
   Status put(const PutHost& op);
   Status put(const PutJob& op);
   Status put(const PutMeta& op);
+  Status put(const AppendLedger& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -46,6 +47,7 @@ class WriteStatements {
   StmtHandle host_;
   StmtHandle job_;
   StmtHandle meta_;
+  StmtHandle ledger_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;

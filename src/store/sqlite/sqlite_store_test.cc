@@ -580,3 +580,121 @@ TEST_F(SqliteStoreTest, OpeningInAMissingDirectoryFailsNamingThePath) {
 
 }  // namespace
 }  // namespace allot::store
+
+namespace allot::store {
+namespace {
+
+model::LedgerEntry openEntry(int64_t seq, int64_t job, std::vector<int> gpus, int milli,
+                             TimeMs start) {
+  model::LedgerEntry e;
+  e.seq = seq;
+  e.jobId = job;
+  e.team = "vision";
+  e.project = "resnet";
+  e.user = "alice";
+  e.host = "gpu-07";
+  e.gpuModel = "NVIDIA H100 80GB HBM3";
+  e.gpuIndices = std::move(gpus);
+  e.gpuMilli = milli;
+  e.startAt = start;
+  return e;
+}
+
+TEST_F(SqliteStoreTest, LedgerEntriesRoundTripInSeqOrder) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  model::LedgerEntry close;
+  close.seq = 3;
+  close.kind = model::LedgerKind::kClose;
+  close.ref = 1;
+  close.jobId = 7;
+  close.endAt = 5'000;
+  close.reason = "lost";
+  model::LedgerEntry fix = close;
+  fix.seq = 4;
+  fix.kind = model::LedgerKind::kCorrect;
+  fix.endAt = 4'000;
+  fix.reason = "host last seen";
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(AppendLedger{openEntry(2, 8, {}, 250, 1'500)})
+                               .add(AppendLedger{openEntry(1, 7, {0, 3}, 1000, 1'000)}))
+                  .ok());
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(AppendLedger{fix}).add(AppendLedger{close})).ok());
+  store.reset();
+  store = openStore();
+  Contents c = load(*store);
+  ASSERT_EQ(c.ledger.size(), 4u);
+  const auto& o = c.ledger[0];
+  EXPECT_EQ(o.seq, 1);
+  EXPECT_EQ(o.kind, model::LedgerKind::kOpen);
+  EXPECT_EQ(o.jobId, 7);
+  EXPECT_EQ(o.team, "vision");
+  EXPECT_EQ(o.project, "resnet");
+  EXPECT_EQ(o.user, "alice");
+  EXPECT_EQ(o.host, "gpu-07");
+  EXPECT_EQ(o.gpuModel, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(o.gpuIndices, (std::vector<int>{0, 3}));
+  EXPECT_EQ(o.gpuMilli, 1000);
+  EXPECT_EQ(o.startAt, 1'000);
+  EXPECT_EQ(c.ledger[1].gpuIndices, std::vector<int>{});
+  EXPECT_EQ(c.ledger[1].gpuMilli, 250);
+  EXPECT_EQ(c.ledger[2].kind, model::LedgerKind::kClose);
+  EXPECT_EQ(c.ledger[2].ref, 1);
+  EXPECT_EQ(c.ledger[2].endAt, 5'000);
+  EXPECT_EQ(c.ledger[2].reason, "lost");
+  EXPECT_EQ(c.ledger[3].kind, model::LedgerKind::kCorrect);
+  EXPECT_EQ(c.ledger[3].endAt, 4'000);
+}
+
+TEST_F(SqliteStoreTest, LedgerIsAppendOnly) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(AppendLedger{openEntry(1, 7, {0}, 1000, 1)})).ok());
+  // The same seq again is refused, not an overwrite.
+  Status again = store->commit(WriteBatch{}.add(AppendLedger{openEntry(1, 9, {1}, 1000, 2)}));
+  EXPECT_FALSE(again.ok());
+  EXPECT_THAT(again.message(), HasSubstr("ledger entry 1 of job 9"));
+  // And SQL that tries to rewrite history fails too.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_NE(sqlite3_exec(db, "UPDATE ledger SET start_ms = 0", nullptr, nullptr, &err), SQLITE_OK);
+  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
+  sqlite3_free(err);
+  EXPECT_NE(sqlite3_exec(db, "DELETE FROM ledger", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Contents c = load(*store);
+  ASSERT_EQ(c.ledger.size(), 1u);
+  EXPECT_EQ(c.ledger[0].jobId, 7);
+}
+
+// A database of schema 2 (before the ledger) migrates: its jobs stay, the ledger starts empty and
+// takes entries.
+TEST_F(SqliteStoreTest, SchemaTwoDatabaseGainsAnEmptyLedger) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    std::string sql = std::string(sqliteMigrations()[0].sql) +
+                      std::string(sqliteMigrations()[1].sql) +
+                      R"sql(
+      PRAGMA user_version = 2;
+      INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
+        '{"id":5,"name":"train","team":"vision","gpus":2,"state":"queued"}');
+    )sql";
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
+    sqlite3_close(db);
+  }
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schemaVersion(), 3);
+  Contents c = load(*store);
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_TRUE(c.ledger.empty());
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(AppendLedger{openEntry(1, 5, {0}, 1000, 9)})).ok());
+  EXPECT_EQ(load(*store).ledger.size(), 1u);
+}
+
+}  // namespace
+}  // namespace allot::store

@@ -1,0 +1,77 @@
+// Routes for accounting: the usage report over the allocation ledger. Shapes in docs/api.md.
+
+#include <cmath>
+
+#include "api/route_helpers.h"
+#include "api/server.h"
+#include "common/time_format.h"
+#include "control/usage_report.h"
+
+namespace allot::api {
+namespace {
+
+constexpr TimeMs kDefaultWindowMs = 30LL * 24 * 3'600'000;
+constexpr double kMilliGpuMsPerGpuHour = 1000.0 * 3'600'000;
+
+// The row's cost when every GPU model it used has a price; null otherwise (an unknown price is
+// not a price of zero).
+nlohmann::json costOf(const control::UsageRow& row, const std::map<std::string, double>& prices) {
+  if (prices.empty()) return nullptr;
+  double cost = 0;
+  for (const auto& [model, milliGpuMs] : row.milliGpuMsByModel) {
+    auto it = prices.find(model);
+    if (it == prices.end()) return nullptr;
+    cost += milliGpuMs / kMilliGpuMsPerGpuHour * it->second;
+  }
+  return std::round(cost * 100) / 100;
+}
+
+}  // namespace
+
+void registerUsageRoutes(Router& router, Server& s) {
+  using V = boost::beast::http::verb;
+  router.add(V::get, "/api/v1/usage", [&s](ApiRequest& r) -> Awaitable {
+    control::UsageQuery q;
+    if (auto it = r.query.find("by"); it != r.query.end()) {
+      auto by = control::parseUsageBy(it->second);
+      if (!by)
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "by: expected team, project, user, host or gpu-model, got '" + it->second + "'", "by"));
+      q.by = *by;
+    }
+    const TimeMs now = s.clock().nowMs();
+    q.to = now;
+    bool fromGiven = false;
+    for (auto [key, target] : {std::pair{"to", &q.to}, {"from", &q.from}}) {
+      auto it = r.query.find(key);
+      if (it == r.query.end() || it->second.empty()) continue;
+      auto t = parseTime(it->second, now);
+      if (!t.ok())
+        co_return ApiResponse::error(
+            Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key));
+      *target = *t;
+      fromGiven = fromGiven || std::string_view(key) == "from";
+    }
+    if (!fromGiven) q.from = q.to - kDefaultWindowMs;
+    if (auto it = r.query.find("team"); it != r.query.end()) q.team = it->second;
+    TRY_ASSIGN(rows, s.cluster().usage(r.who(), q));
+    const auto& prices = s.cluster().options().pricePerGpuHour;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& row : rows) {
+      out.push_back({{"name", row.name},
+                     {"gpu_hours_allocated", row.milliGpuMs / kMilliGpuMsPerGpuHour},
+                     // Need GPU telemetry, which allotd does not collect yet.
+                     {"gpu_hours_used", nullptr},
+                     {"efficiency", nullptr},
+                     {"idle_gpu_hours", nullptr},
+                     {"peak_gpus", row.peakMilli / 1000.0},
+                     {"cost", costOf(row, prices)}});
+    }
+    co_return ApiResponse::json({{"by", control::usageByName(q.by)},
+                                 {"from", formatIso8601(q.from)},
+                                 {"to", formatIso8601(q.to)},
+                                 {"rows", std::move(out)}});
+  });
+}
+
+}  // namespace allot::api

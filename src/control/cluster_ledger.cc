@@ -1,0 +1,119 @@
+// The allocation ledger's writes: every change of whether a job holds GPUs appends entries to the
+// same WriteBatch as the job change, so the ledger is exactly as durable as the job. See
+// model::LedgerEntry.
+
+#include <algorithm>
+
+#include "control/authz.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+namespace {
+
+bool holdsGpus(model::JobState s) {
+  return s == model::JobState::kScheduled || s == model::JobState::kRunning;
+}
+
+}  // namespace
+
+void Cluster::recordLedger(const model::Job& before, const model::Job& after,
+                           store::WriteBatch& batch) {
+  const bool held = holdsGpus(before.state);
+  const bool holds = holdsGpus(after.state);
+  auto append = [&](model::LedgerEntry e) {
+    e.seq = world_.ledger.nextSeq();
+    world_.ledger.apply(e);
+    batch.add(store::AppendLedger{std::move(e)});
+  };
+  if (held && !holds) {
+    const TimeMs now = clock_.nowMs();
+    for (int64_t seq : world_.ledger.openPlacement(after.id)) {
+      const LedgerInterval* i = world_.ledger.interval(seq);
+      model::LedgerEntry e;
+      e.kind = model::LedgerKind::kClose;
+      e.ref = seq;
+      e.jobId = after.id;
+      // An end the agent reported (the process exited while allotd was away) is the truth.
+      e.endAt = after.finishedAt > 0 && after.finishedAt < now ? after.finishedAt : now;
+      if (i) e.endAt = std::max(e.endAt, i->start);
+      e.reason =
+          after.state == model::JobState::kQueued ? "requeued" : model::jobStateName(after.state);
+      append(std::move(e));
+    }
+  }
+  if (!held && holds) {
+    auto open = [&](const std::string& host, const std::vector<int>& gpus) {
+      if (gpus.empty()) return;  // a CPU-only job holds no GPUs: nothing to account
+      model::LedgerEntry e;
+      e.jobId = after.id;
+      e.team = after.team;
+      e.project = after.project;
+      e.user = after.user;
+      e.host = host;
+      if (auto h = world_.hosts.find(host); h != world_.hosts.end() && !gpus.empty()) {
+        for (const auto& g : h->second.gpus) {
+          if (g.index == gpus.front()) e.gpuModel = g.model;
+        }
+      }
+      e.gpuIndices = gpus;
+      e.gpuMilli = after.gpuMilli;
+      e.startAt = after.scheduledAt > 0 ? after.scheduledAt : clock_.nowMs();
+      append(std::move(e));
+    };
+    if (after.ranks.empty()) {
+      open(after.host, after.gpuIndices);
+    } else {
+      for (const auto& r : after.ranks) open(r.host, r.gpuIndices);
+    }
+  }
+}
+
+Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) const {
+  if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
+  if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
+    return Status::NotFound("no team '" + q.team + "'");
+  if (!p.isAdmin()) {
+    if (p.team.empty()) return std::vector<UsageRow>{};
+    q.team = p.team;
+  }
+  if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
+  q.now = clock_.nowMs();
+  return usageReport(world_.ledger, q);
+}
+
+Change<int> Cluster::adoptUnledgeredJobs() {
+  Change<int> c;
+  c.value = 0;
+  std::set<int64_t> ids;
+  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (int64_t id : ids) {
+    const model::Job& j = world_.jobs.at(id);
+    if (!world_.ledger.openPlacement(id).empty()) continue;
+    model::Job before = j;
+    before.state = model::JobState::kQueued;
+    const size_t ops = c.batch.ops.size();
+    recordLedger(before, j, c.batch);
+    if (c.batch.ops.size() > ops) ++c.value;
+  }
+  return c;
+}
+
+void Cluster::correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
+                               const std::string& host, TimeMs end, const std::string& why,
+                               store::WriteBatch& batch) {
+  for (int64_t seq : openSeqs) {
+    const LedgerInterval* i = world_.ledger.interval(seq);
+    if (!i || i->end == 0 || world_.ledger.hostOf(*i) != host || end >= i->end) continue;
+    model::LedgerEntry e;
+    e.seq = world_.ledger.nextSeq();
+    e.kind = model::LedgerKind::kCorrect;
+    e.ref = seq;
+    e.endAt = std::max(end, i->start);
+    e.jobId = jobId;
+    e.reason = why;
+    world_.ledger.apply(e);
+    batch.add(store::AppendLedger{std::move(e)});
+  }
+}
+
+}  // namespace allot::control

@@ -1,0 +1,360 @@
+// The allocation ledger through the control plane: a scripted scenario on a FakeClock whose every
+// change is committed to a real SqliteStore, with an allotd restart in the middle, checked to the
+// exact GPU-millisecond; and the usage report's grouping, clipping and peak on a hand-built index.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/secrets.h"
+#include "control/cluster.h"
+#include "control/cluster_test_fixture.h"
+#include "control/usage_report.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace allot::control {
+namespace {
+
+using model::ActualJob;
+using model::ActualState;
+using model::JobState;
+using model::LedgerKind;
+
+constexpr TimeMs kS = 1000;
+
+class LedgerScenarioTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    initSecrets();
+    dir_ = std::filesystem::temp_directory_path() / ("allot-ledger-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    logs_ = std::make_unique<LogStore>((dir_ / "logs").string());
+    ASSERT_TRUE(logs_->init().ok());
+    auto s = store::SqliteStore::open((dir_ / "allot.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    store_ = std::move(s).value();
+    start();
+    auto admin = cluster_->bootstrapAdmin();
+    ASSERT_TRUE(admin.has_value());
+    keep(*admin);
+    admin_ = *cluster_->authenticate(admin->value);
+    keep(cluster_->createTeam(admin_, "vision"));
+    keep(cluster_->createTeam(admin_, "nlp"));
+    alice_ = *cluster_->authenticate(
+        keep(cluster_->createUser(admin_, "alice", "vision", model::Role::kMember)).value.token);
+    bob_ = *cluster_->authenticate(
+        keep(cluster_->createUser(admin_, "bob", "nlp", model::Role::kMember)).value.token);
+    QuotaUpdate q;
+    q.guaranteed = std::map<std::string, int>{{"", 2}};
+    keep(cluster_->setTeamQuota(admin_, "nlp", q));
+    for (const char* h : {"gpu-a", "gpu-b"}) {
+      auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
+      keep(cluster_->joinHost(jt.value.secret, h, inventory(2)));
+      keep(cluster_->agentConnected(h, &link_, inventory(2), {}));
+    }
+  }
+  void TearDown() override {
+    cluster_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A fresh Cluster from what the store holds: allotd starting (again).
+  void start() {
+    auto contents = store_->loadAll();
+    ASSERT_TRUE(contents.ok()) << contents.status().toString();
+    ClusterOptions opts;
+    opts.lostAfterMs = 60 * kS;
+    cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
+    cluster_->load(*contents);
+  }
+
+  template <typename T>
+  Change<T>& keep(Change<T>& c) {
+    EXPECT_TRUE(store_->commit(c.batch).ok());
+    return c;
+  }
+  template <typename T>
+  Change<T> keep(Change<T>&& c) {
+    EXPECT_TRUE(store_->commit(c.batch).ok());
+    return std::move(c);
+  }
+  template <typename T>
+  Change<T> keep(Result<Change<T>> r) {
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_TRUE(store_->commit(r->batch).ok());
+    return std::move(r).value();
+  }
+
+  void place() {
+    auto pass = keep(cluster_->schedulePass());
+    cluster_->placementsDurable(pass.value);
+  }
+  void report(const std::string& host, int64_t id, ActualState state,
+              std::optional<int> code = {}) {
+    keep(cluster_->agentStatus(host, {{id, state, 1, code, {}, clock_.nowMs(), 0, ""}}));
+  }
+  model::Job job(int64_t id) { return *cluster_->getJob(admin_, id); }
+
+  std::map<std::string, int64_t> milliGpuMs(UsageBy by, TimeMs from, TimeMs to) {
+    std::map<std::string, int64_t> out;
+    for (const auto& r :
+         usageReport(cluster_->world().ledger, {by, from, to, clock_.nowMs(), ""})) {
+      out[r.name] = r.milliGpuMs;
+    }
+    return out;
+  }
+
+  FakeClock clock_;
+  std::filesystem::path dir_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<Cluster> cluster_;
+  RecordingLink link_;
+  Principal admin_, alice_, bob_;
+};
+
+// Two hosts of two GPUs; nlp is guaranteed two. GPU-seconds by the script:
+//   gang (alice, 2 ranks x 2 GPUs), placed at 0, preempted, stopped at 130: 4 x 130 = 520
+//   claim (bob, 2 GPUs), placed at 130, allotd restarts at 200, succeeds at 400: 2 x 270 = 540
+//   gang again from 400; gpu-b last heard from at 500 and declared lost at 561:
+//     rank on gpu-b 2 x 100 = 200 (corrected to when it was last seen), the other 2 x 161 = 322
+TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHost) {
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest gangReq;
+  gangReq.command = {"torchrun", "train.py"};
+  gangReq.gpus = 2;
+  gangReq.hosts = 2;
+  gangReq.preemptible = true;
+  gangReq.project = "";
+  const int64_t gang = keep(cluster_->submitJob(alice_, gangReq)).value.id;
+  place();
+  ASSERT_EQ(job(gang).state, JobState::kScheduled);
+  report("gpu-a", gang, ActualState::kRunning);
+  report("gpu-b", gang, ActualState::kRunning);
+
+  clock_.advance(100 * kS);
+  JobRequest claimReq;
+  claimReq.command = {"python", "eval.py"};
+  claimReq.gpus = 2;
+  const int64_t claim = keep(cluster_->submitJob(bob_, claimReq)).value.id;
+  place();
+  ASSERT_TRUE(job(gang).evicting);
+  clock_.advance(30 * kS);
+  report("gpu-a", gang, ActualState::kExited, 143);
+  report("gpu-b", gang, ActualState::kExited, 143);
+  ASSERT_EQ(job(gang).state, JobState::kQueued);
+  place();
+  ASSERT_EQ(job(claim).state, JobState::kScheduled);
+  const std::string claimHost = job(claim).host;
+  report(claimHost, claim, ActualState::kRunning);
+
+  clock_.advance(70 * kS);
+  start();  // allotd restarts: the world, ledger included, comes back from the store
+  EXPECT_EQ(milliGpuMs(UsageBy::kTeam, t0, clock_.nowMs()),
+            (std::map<std::string, int64_t>{{"nlp", 2 * 70 * kS * 1000},
+                                            {"vision", 4 * 130 * kS * 1000}}));
+  for (const char* h : {"gpu-a", "gpu-b"}) {
+    std::vector<ActualJob> actual;
+    if (h == claimHost) actual.push_back({claim, ActualState::kRunning, 1, {}, {}, t0, 0, ""});
+    keep(cluster_->agentConnected(h, &link_, inventory(2), actual));
+  }
+
+  clock_.advance(200 * kS);
+  report(claimHost, claim, ActualState::kExited, 0);
+  ASSERT_EQ(job(claim).state, JobState::kSucceeded);
+  place();
+  ASSERT_EQ(job(gang).state, JobState::kScheduled);
+  report("gpu-a", gang, ActualState::kRunning);
+  clock_.advance(100 * kS);
+  report("gpu-a", gang, ActualState::kRunning);
+  report("gpu-b", gang, ActualState::kRunning);
+  cluster_->agentDisconnected("gpu-b", &link_);
+  clock_.advance(61 * kS);
+  report("gpu-a", gang, ActualState::kRunning);
+  keep(cluster_->checkLiveness());
+  ASSERT_EQ(job(gang).state, JobState::kLost);
+
+  const TimeMs end = clock_.nowMs();
+  clock_.advance(3600 * kS);  // nothing is held any more: later reports add nothing
+  for (int pass = 0; pass < 2; ++pass) {
+    EXPECT_EQ(milliGpuMs(UsageBy::kTeam, t0, clock_.nowMs()),
+              (std::map<std::string, int64_t>{{"nlp", 540 * kS * 1000},
+                                              {"vision", (520 + 200 + 322) * kS * 1000}}));
+    EXPECT_EQ(
+        milliGpuMs(UsageBy::kUser, t0, end),
+        (std::map<std::string, int64_t>{{"alice", 1042 * kS * 1000}, {"bob", 540 * kS * 1000}}));
+    auto hosts = milliGpuMs(UsageBy::kHost, t0, end);
+    EXPECT_EQ(hosts["gpu-a"] + hosts["gpu-b"], 1582 * kS * 1000);
+    EXPECT_EQ(milliGpuMs(UsageBy::kGpuModel, t0, end),
+              (std::map<std::string, int64_t>{{"A100", 1582 * kS * 1000}}));
+    start();  // and the same after another restart
+  }
+
+  // The store holds the history as appended entries: 2 opens + 2 closes for the first placement,
+  // 1 + 1 for the claim, 2 + 2 for the second, and one correction for the rank on gpu-b.
+  auto contents = store_->loadAll();
+  ASSERT_TRUE(contents.ok());
+  std::map<LedgerKind, int> kinds;
+  for (const auto& e : contents->ledger) ++kinds[e.kind];
+  EXPECT_EQ(kinds[LedgerKind::kOpen], 5);
+  EXPECT_EQ(kinds[LedgerKind::kClose], 5);
+  ASSERT_EQ(kinds[LedgerKind::kCorrect], 1);
+  const auto& fix = contents->ledger.back();
+  EXPECT_EQ(fix.kind, LedgerKind::kCorrect);
+  EXPECT_EQ(fix.jobId, gang);
+  EXPECT_EQ(fix.endAt, t0 + 500 * kS);
+  int requeued = 0;
+  for (const auto& e : contents->ledger) requeued += e.reason == "requeued";
+  EXPECT_EQ(requeued, 2);
+}
+
+// A fraction of a shared GPU is accounted as that fraction, and its ledger entry says so.
+TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
+  GpuSettings shared;
+  shared.shared = true;
+  keep(cluster_->setGpu(admin_, "gpu-a", 0, shared));
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest r;
+  r.command = {"python", "infer.py"};
+  r.gpus = 1;
+  r.gpuMilli = 250;
+  const int64_t id = keep(cluster_->submitJob(bob_, r)).value.id;
+  place();
+  ASSERT_EQ(job(id).state, JobState::kScheduled);
+  report("gpu-a", id, ActualState::kRunning);
+  clock_.advance(40 * kS);
+  report("gpu-a", id, ActualState::kExited, 0);
+  clock_.advance(kS);
+  auto rows = usageReport(cluster_->world().ledger,
+                          {UsageBy::kUser, t0, clock_.nowMs(), clock_.nowMs(), ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "bob");
+  EXPECT_EQ(rows[0].milliGpuMs, 250 * 40 * kS);
+  EXPECT_EQ(rows[0].peakMilli, 250);
+  auto contents = store_->loadAll();
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->ledger.size(), 2u);
+  EXPECT_EQ(contents->ledger[0].gpuMilli, 250);
+  EXPECT_EQ(contents->ledger[0].gpuIndices, std::vector<int>{0});
+  EXPECT_EQ(contents->ledger[0].host, "gpu-a");
+  EXPECT_EQ(contents->ledger[0].gpuModel, "A100");
+  EXPECT_EQ(contents->ledger[1].reason, "succeeded");
+}
+
+// A database from before the ledger: a job running then gets its open entry at the next start,
+// from when it was placed, and is accounted from then on.
+TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest r;
+  r.command = {"python", "train.py"};
+  r.gpus = 2;
+  const int64_t id = keep(cluster_->submitJob(alice_, r)).value.id;
+  place();
+  report(job(id).host, id, ActualState::kRunning);
+  clock_.advance(10 * kS);
+  auto contents = store_->loadAll();
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->ledger.size(), 1u);
+  contents->ledger.clear();  // as an older allotd left it
+  cluster_ = std::make_unique<Cluster>(clock_, *logs_, ClusterOptions{});
+  cluster_->load(*contents);
+  auto adopted = cluster_->adoptUnledgeredJobs();
+  EXPECT_EQ(adopted.value, 1);
+  ASSERT_EQ(adopted.batch.ops.size(), 1u);
+  const auto& e = std::get<store::AppendLedger>(adopted.batch.ops[0]).entry;
+  EXPECT_EQ(e.jobId, id);
+  EXPECT_EQ(e.startAt, t0);
+  EXPECT_EQ(cluster_->adoptUnledgeredJobs().value, 0);  // once only
+  auto rows = usageReport(cluster_->world().ledger,
+                          {UsageBy::kTeam, t0, clock_.nowMs(), clock_.nowMs(), ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].milliGpuMs, 2000 * 10 * kS);
+}
+
+// ---- The report on a hand-built ledger ---------------------------------------------------------
+
+model::LedgerEntry opened(int64_t seq, const std::string& team, const std::string& user,
+                          const std::string& host, const std::string& gpuModel, int gpus, int milli,
+                          TimeMs start) {
+  model::LedgerEntry e;
+  e.seq = seq;
+  e.jobId = seq;
+  e.team = team;
+  e.project = "p";
+  e.user = user;
+  e.host = host;
+  e.gpuModel = gpuModel;
+  for (int g = 0; g < gpus; ++g) e.gpuIndices.push_back(g);
+  e.gpuMilli = milli;
+  e.startAt = start;
+  return e;
+}
+
+model::LedgerEntry closed(int64_t seq, int64_t ref, TimeMs end,
+                          LedgerKind kind = LedgerKind::kClose) {
+  model::LedgerEntry e;
+  e.seq = seq;
+  e.kind = kind;
+  e.ref = ref;
+  e.jobId = ref;
+  e.endAt = end;
+  return e;
+}
+
+TEST(UsageReportTest, GroupsClipsToTheWindowAndFindsThePeak) {
+  LedgerIndex index;
+  index.apply(opened(1, "vision", "alice", "h1", "A100", 2, 1000, 0));
+  index.apply(opened(2, "vision", "carol", "h2", "H100", 1, 500, 10));
+  index.apply(opened(3, "nlp", "bob", "h1", "A100", 1, 1000, 20));
+  index.apply(closed(4, 1, 100));
+  index.apply(closed(5, 2, 40));
+  index.apply(closed(6, 2, 30, LedgerKind::kCorrect));                    // the later word wins
+  index.apply(opened(7, "vision", "alice", "h1", "A100", 1, 1000, 100));  // open until now
+
+  auto rows = usageReport(index, {UsageBy::kTeam, 0, 1000, 150, ""});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "nlp");
+  EXPECT_EQ(rows[0].milliGpuMs, 1000 * 130);  // open: counts up to now
+  EXPECT_EQ(rows[1].name, "vision");
+  EXPECT_EQ(rows[1].milliGpuMs, 2000 * 100 + 500 * 20 + 1000 * 50);
+  EXPECT_EQ(rows[1].peakMilli, 2500);  // 2 GPUs and half of one, from 10 to 30
+  EXPECT_EQ(rows[1].milliGpuMsByModel.at("H100"), 500 * 20);
+
+  // [50, 120): clipped at both ends; the hand-over at 100 is not an overlap.
+  rows = usageReport(index, {UsageBy::kUser, 50, 120, 150, ""});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "alice");
+  EXPECT_EQ(rows[0].milliGpuMs, 2000 * 50 + 1000 * 20);
+  EXPECT_EQ(rows[0].peakMilli, 2000);
+  EXPECT_EQ(rows[1].name, "bob");
+  EXPECT_EQ(rows[1].milliGpuMs, 1000 * 70);
+
+  rows = usageReport(index, {UsageBy::kHost, 0, 1000, 150, "vision"});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "h1");
+  EXPECT_EQ(rows[0].milliGpuMs, 2000 * 100 + 1000 * 50);  // bob's share on h1 is left out
+  EXPECT_EQ(rows[1].name, "h2");
+
+  rows = usageReport(index, {UsageBy::kProject, 0, 1000, 150, ""});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "nlp/p");
+  EXPECT_TRUE(usageReport(index, {UsageBy::kTeam, 0, 1000, 150, "nobody"}).empty());
+  EXPECT_TRUE(usageReport(index, {UsageBy::kTeam, 500, 1000, 150, ""}).empty());
+}
+
+TEST(UsageReportTest, AClockThatSteppedBackStillGivesTheExactPeak) {
+  LedgerIndex index;
+  index.apply(opened(1, "t", "u", "h", "A100", 1, 1000, 100));
+  index.apply(opened(2, "t", "u", "h", "A100", 1, 1000, 50));  // appended later, started earlier
+  index.apply(closed(3, 1, 200));
+  index.apply(closed(4, 2, 120));
+  EXPECT_FALSE(index.startsSorted());
+  auto rows = usageReport(index, {UsageBy::kTeam, 0, 1000, 1000, ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].milliGpuMs, 1000 * 100 + 1000 * 70);
+  EXPECT_EQ(rows[0].peakMilli, 2000);
+}
+
+}  // namespace
+}  // namespace allot::control
