@@ -11,13 +11,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -88,6 +87,9 @@ struct GpuAllocation {
   int64_t jobId = 0;
   std::string team;
   std::string user;
+  std::string project;
+  TimeMs since = 0;  // when the job was given the GPU
+  int gpuMilli = 1000;
 };
 
 // The agent side of a connected host: where to send its desired state.
@@ -190,6 +192,10 @@ class Cluster {
                              const std::vector<model::ActualJob>& jobs);
   Change<int> agentStatus(const std::string& host, const std::vector<model::ActualJob>& jobs);
   Status agentLog(const std::string& host, const model::LogChunk& chunk);
+  // A sample round from `host`'s agent: kept as each GPU's latest readings. Rejected whole
+  // (InvalidArgument/PermissionDenied, nothing kept) when it names another host or a GPU index
+  // the host does not have.
+  Status agentTelemetry(const std::string& host, const model::Telemetry& telemetry);
   void agentDisconnected(const std::string& host, AgentLink* link);
   // Periodic: hosts silent too long become unreachable; jobs of hosts unreachable too long are
   // lost and their GPUs freed.
@@ -229,9 +235,9 @@ class Cluster {
   World world_;
   std::map<std::string, AgentLink*> links_;
   std::function<void()> onQueueChanged_;
-  std::set<int64_t> placementsInFlight_;  // placed in memory, not yet on disk
+  std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
-  std::set<int64_t> evictionsInFlight_;  // marked evicting in memory, not yet on disk
+  std::set<int64_t> evictionsInFlight_;             // marked evicting in memory, not yet on disk
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

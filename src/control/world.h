@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/agent_protocol.h"
 #include "model/model.h"
 #include "sched/fleet.h"
 #include "store/store.h"
@@ -23,9 +24,21 @@ struct TeamQuotaStatus {
   double within = 0;      // GPUs in use within the guarantee
   double borrowed = 0;    // GPUs in use beyond it
   double lendable = 0;    // idle guarantee others may borrow now
-  double share = 0;    // fair-share key: lower goes first when borrowing
+  double share = 0;       // fair-share key: lower goes first when borrowing
   bool known = false;
 };
+
+// The latest readings of one GPU, as its agent sent them. In memory only: telemetry is a live view,
+// lost (and refilled within one interval) when allotd restarts.
+struct GpuTelemetry {
+  model::GpuSample sample;
+  TimeMs sampledAt = 0;   // the agent's clock
+  TimeMs receivedAt = 0;  // allotd's clock: freshness is judged by this, immune to clock skew
+  int64_t intervalMs = 0;
+};
+
+// A sample counts as current while it is younger than this many of its agent's intervals.
+inline constexpr int64_t kTelemetryFreshIntervals = 3;
 
 struct World {
   std::map<std::string, model::Team> teams;
@@ -51,6 +64,11 @@ struct World {
   // How the last pass placed each job it placed, for `explain`; dropped when the job ends.
   std::map<int64_t, sched::Placement> placedBy;
   std::map<std::string, TeamQuotaStatus> quotaStatus;  // by team; written by the scheduling pass
+  // host -> GPU index -> its latest readings; written by Cluster::agentTelemetry.
+  std::map<std::string, std::map<int, GpuTelemetry>> telemetry;
+
+  // The readings of a GPU if they are current at `now`, else null.
+  const GpuTelemetry* freshTelemetry(const std::string& host, int gpu, TimeMs now) const;
 
   void load(const store::Contents& contents);
   void reindex();
