@@ -49,6 +49,17 @@ TEST_F(TelemetryTest, DeclaredUtilisationShowsOnTheJobsGpuWithItsHolder) {
   EXPECT_EQ(utilOf(gpuOf(h, 1 - index)), 0) << h.dump(2);
   EXPECT_TRUE(gpuOf(h, 1 - index).at("holders").empty());
 
+  // A member of another team sees the pool GPU busy and its readings, but not whose job it is.
+  createTeam("cv");
+  std::string carol = createUser("carol", "cv");
+  json theirs = gpuOf(cliJson(carol, {"host", "show", "node-a"}), index);
+  ASSERT_EQ(theirs.at("holders").size(), 1u) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["job_id"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["team"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["project"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["user"].is_null()) << theirs.dump();
+  EXPECT_EQ(utilOf(theirs), 70) << theirs.dump();
+
   // What is written to the job's util file while it runs wins.
   std::string file;
   ASSERT_TRUE(waitFor([&] { return !(file = trim(logs(alice, id))).empty(); }));
