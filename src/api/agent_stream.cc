@@ -132,6 +132,12 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
       continue;
     }
     std::string type = msg.value("type", "");
+    if (type == "telemetry") {
+      auto t = model::telemetryFromJson(msg);
+      Status st = t.ok() ? server.cluster().agentTelemetry(host, *t) : t.status();
+      if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
+      continue;
+    }
     auto jobs = readJobs(msg);
     if (!jobs.ok()) {
       spdlog::warn("agent {}: {} message dropped: {}", host, type, jobs.status().message());

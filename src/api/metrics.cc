@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 namespace allot::api {
 namespace {
@@ -11,8 +12,8 @@ std::string number(double v) {
   char buf[32];
   // The shortest form that reads back exactly; plain decimals where they stay short.
   const double a = std::fabs(v);
-  const auto format = a != 0 && (a < 1e-4 || a >= 1e15) ? std::chars_format::general
-                                                          : std::chars_format::fixed;
+  const auto format =
+      a != 0 && (a < 1e-4 || a >= 1e15) ? std::chars_format::general : std::chars_format::fixed;
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, format);
   return std::string(buf, end);
 }
@@ -46,6 +47,80 @@ std::vector<double> latencyBounds() {
   return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 }
 
+// One label set per GPU with current telemetry: its identity and, while allocated, its holders.
+// A GPU shared by fractions of several jobs names them all, comma-separated in job order, so
+// each GPU stays one series.
+std::vector<std::pair<std::string, const control::GpuTelemetry*>> telemetrySeries(
+    const control::World& w, TimeMs now) {
+  std::vector<std::pair<std::string, const control::GpuTelemetry*>> out;
+  for (const auto& [hostName, h] : w.hosts) {
+    const auto holders = w.gpuHolders.find(hostName);
+    for (const auto& g : h.gpus) {
+      const auto* t = w.freshTelemetry(hostName, g.index, now);
+      if (!t) continue;
+      std::string labels = label("host", hostName) + "," + label("gpu", std::to_string(g.index)) +
+                           "," + label("uuid", g.uuid) + "," + label("model", g.model);
+      std::string team, project, user;
+      bool held = false;
+      if (holders != w.gpuHolders.end()) {
+        auto [from, to] = holders->second.equal_range(g.index);
+        for (auto it = from; it != to; ++it) {
+          const auto job = w.jobs.find(it->second);
+          if (job == w.jobs.end()) continue;
+          const char* sep = held ? "," : "";
+          team += sep + job->second.team;
+          project += sep + job->second.project;
+          user += sep + job->second.user;
+          held = true;
+        }
+      }
+      if (held) {
+        labels +=
+            "," + label("team", team) + "," + label("project", project) + "," + label("user", user);
+      }
+      out.emplace_back(std::move(labels), t);
+    }
+  }
+  return out;
+}
+
+void renderTelemetry(std::string& out, const control::World& w, TimeMs now) {
+  const auto series = telemetrySeries(w, now);
+  // One family per reading; a GPU whose driver does not give a reading has no series in it.
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    header(out, name, type, help);
+    for (const auto& [labels, t] : series) {
+      if (auto v = value(t->sample)) sample(out, name, labels, *v);
+    }
+  };
+  using Sample = model::GpuSample;
+  using Opt = std::optional<double>;
+  family("allot_gpu_utilization_ratio", "gauge",
+         "Share of time the GPU ran a kernel over the driver's last sample period (0..1).",
+         [](const Sample& s) { return s.utilizationPct ? Opt(*s.utilizationPct / 100) : Opt(); });
+  family("allot_gpu_memory_used_bytes", "gauge", "GPU memory in use.", [](const Sample& s) {
+    return s.memoryUsedMib ? Opt(static_cast<double>(*s.memoryUsedMib) * 1024 * 1024) : Opt();
+  });
+  family("allot_gpu_temperature_celsius", "gauge", "GPU core temperature.",
+         [](const Sample& s) { return s.temperatureC ? Opt(*s.temperatureC) : Opt(); });
+  family("allot_gpu_power_watts", "gauge", "GPU power draw.",
+         [](const Sample& s) { return s.powerW ? Opt(*s.powerW) : Opt(); });
+  family("allot_gpu_sm_clock_hertz", "gauge", "GPU SM clock.", [](const Sample& s) {
+    return s.smClockMhz ? Opt(static_cast<double>(*s.smClockMhz) * 1e6) : Opt();
+  });
+  header(out, "allot_gpu_ecc_errors_total", "counter",
+         "Memory ECC errors over the GPU's lifetime (NVML aggregate counts), by kind.");
+  for (const auto& [labels, t] : series) {
+    for (auto [kind, value] : {std::pair{"corrected", t->sample.eccCorrected},
+                               {"uncorrected", t->sample.eccUncorrected}}) {
+      if (value) {
+        sample(out, "allot_gpu_ecc_errors_total", labels + "," + label("kind", kind),
+               static_cast<double>(*value));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string escapeLabel(const std::string& value) {
@@ -76,8 +151,7 @@ void Histogram::observe(double value) {
   ++count_;
 }
 
-void Histogram::render(std::string& out, const std::string& name,
-                       const std::string& labels) const {
+void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
   const std::string prefix = labels.empty() ? "" : labels + ",";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
@@ -104,7 +178,7 @@ void ServerMetrics::schedulingPass(double seconds, size_t placed) {
   placements += placed;
 }
 
-std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
+std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeMs now) {
   std::string out;
   out.reserve(4096 + 256 * w.hosts.size());
 
@@ -131,8 +205,7 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
       sample(out, "allot_gpu_info",
              label("host", name) + "," + label("gpu", std::to_string(g.index)) + "," +
                  label("uuid", g.uuid) + "," + label("model", g.model) + "," +
-                 label("shared", g.shared ? "true" : "false") + "," +
-                 label("dedicated_to", owner),
+                 label("shared", g.shared ? "true" : "false") + "," + label("dedicated_to", owner),
              1);
     }
   }
@@ -162,6 +235,8 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
     }
   }
 
+  renderTelemetry(out, w, now);
+
   // Jobs: how many are in each state now, and how many ever ended in each (jobs are kept).
   std::map<model::JobState, int64_t> byState;
   int64_t preemptions = 0;
@@ -169,10 +244,10 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
     ++byState[j.state];
     preemptions += j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
   }
-  static const model::JobState kStates[] = {
-      model::JobState::kQueued,    model::JobState::kScheduled, model::JobState::kRunning,
-      model::JobState::kSucceeded, model::JobState::kFailed,    model::JobState::kCancelled,
-      model::JobState::kLost,      model::JobState::kPreempted};
+  static const model::JobState kStates[] = {model::JobState::kQueued,  model::JobState::kScheduled,
+                                            model::JobState::kRunning, model::JobState::kSucceeded,
+                                            model::JobState::kFailed,  model::JobState::kCancelled,
+                                            model::JobState::kLost,    model::JobState::kPreempted};
   header(out, "allot_jobs", "gauge", "Jobs in each state that is not final, now.");
   for (auto st : kStates) {
     if (model::isTerminal(st)) continue;
@@ -193,8 +268,10 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m) {
          "A team's quota position from the last scheduling pass, in GPUs.");
   for (const auto& [team, st] : w.quotaStatus) {
     if (!st.known) continue;
-    for (auto [kind, value] : {std::pair{"guaranteed", st.guaranteed}, {"within", st.within},
-                               {"borrowed", st.borrowed}, {"lendable", st.lendable}}) {
+    for (auto [kind, value] : {std::pair{"guaranteed", st.guaranteed},
+                               {"within", st.within},
+                               {"borrowed", st.borrowed},
+                               {"lendable", st.lendable}}) {
       sample(out, "allot_team_gpus", label("team", team) + "," + label("kind", kind), value);
     }
   }

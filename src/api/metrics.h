@@ -4,6 +4,8 @@
 // What allotd measures as it goes (request and scheduling-pass latencies) lives in
 // ServerMetrics; everything else (hosts, GPUs and who holds them, jobs by state, queue length,
 // team quota positions) is read from the world when scraped, so nothing here can drift from it.
+// Per-GPU telemetry (utilisation, memory, temperature, power, SM clock, ECC counts) is the latest
+// sample the host's agent sent, labelled with who holds the GPU while it is allocated.
 // Job counters are derived from the world too: jobs are never deleted, so the number that ended
 // in each state only grows, across restarts included.
 //
@@ -49,7 +51,9 @@ struct ServerMetrics {
   uint64_t placements = 0;
 };
 
-std::string renderMetrics(const control::World& world, const ServerMetrics& metrics);
+// `now` decides which GPU telemetry is current: a GPU whose agent has not reported for three of
+// its intervals has no telemetry series, rather than its last readings forever.
+std::string renderMetrics(const control::World& world, const ServerMetrics& metrics, TimeMs now);
 
 // `a\"b` for a label value: backslash, double quote and newline escaped.
 std::string escapeLabel(const std::string& value);

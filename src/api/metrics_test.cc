@@ -10,6 +10,8 @@
 namespace allot::api {
 namespace {
 
+constexpr TimeMs kNow = 1'700'000'000'000;
+
 control::World sampleWorld() {
   control::World w;
   model::Host h;
@@ -46,6 +48,21 @@ control::World sampleWorld() {
   w.nextJobId = 4;
   w.reindex();
   w.quotaStatus["ml"] = {4, 1.5, 0, 2.5, 0.4, true};
+  // GPU 1 (held by half of job 2) reports everything; GPU 0 is on a driver without ECC or power.
+  model::GpuSample full;
+  full.index = 1;
+  full.utilizationPct = 70;
+  full.memoryUsedMib = 1024;
+  full.temperatureC = 61;
+  full.powerW = 312.5;
+  full.smClockMhz = 1980;
+  full.eccCorrected = 3;
+  full.eccUncorrected = 0;
+  model::GpuSample partial;
+  partial.index = 0;
+  partial.utilizationPct = 5;
+  w.telemetry["gpu-01"][1] = {full, kNow - 500, kNow - 500, 5000};
+  w.telemetry["gpu-01"][0] = {partial, kNow - 500, kNow - 500, 5000};
   return w;
 }
 
@@ -53,7 +70,7 @@ TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   ServerMetrics m;
   m.request("/api/v1/jobs", "POST", 201, 0.002);
   m.schedulingPass(0.0004, 2);
-  std::string out = renderMetrics(sampleWorld(), m);
+  std::string out = renderMetrics(sampleWorld(), m, kNow);
   EXPECT_NE(out.find("allot_host_up{host=\"gpu-01\",simulated=\"true\"} 1\n"), std::string::npos)
       << out;
   EXPECT_NE(out.find("allot_gpu_allocated{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\","
@@ -67,8 +84,49 @@ TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   EXPECT_NE(out.find("allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n"), std::string::npos);
   EXPECT_NE(out.find("allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(out.find("allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1"),
-            std::string::npos);
+  EXPECT_NE(
+      out.find("allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1"),
+      std::string::npos);
+}
+
+TEST(Metrics, GpuTelemetryGaugesInBaseUnitsLabelledWithTheHolder) {
+  ServerMetrics m;
+  std::string out = renderMetrics(sampleWorld(), m, kNow);
+  const std::string held =
+      "{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\",team=\"ml\","
+      "project=\"llm \\\"big\\\"\",user=\"alice\"}";
+  EXPECT_NE(out.find("allot_gpu_utilization_ratio" + held + " 0.7\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("allot_gpu_memory_used_bytes" + held + " 1073741824\n"), std::string::npos);
+  EXPECT_NE(out.find("allot_gpu_temperature_celsius" + held + " 61\n"), std::string::npos);
+  EXPECT_NE(out.find("allot_gpu_power_watts" + held + " 312.5\n"), std::string::npos);
+  EXPECT_NE(out.find("allot_gpu_sm_clock_hertz" + held + " 1980000000\n"), std::string::npos);
+  EXPECT_NE(out.find("allot_gpu_ecc_errors_total" + held.substr(0, held.size() - 1) +
+                     ",kind=\"corrected\"} 3\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("# TYPE allot_gpu_ecc_errors_total counter\n"), std::string::npos);
+  // GPU 0 is held by job 1 too; it has only utilisation, and no series for what it lacks.
+  EXPECT_NE(out.find("allot_gpu_utilization_ratio{host=\"gpu-01\",gpu=\"0\""), std::string::npos);
+  EXPECT_EQ(out.find("allot_gpu_power_watts{host=\"gpu-01\",gpu=\"0\""), std::string::npos);
+}
+
+TEST(Metrics, StaleTelemetryHasNoSeries) {
+  ServerMetrics m;
+  // Three 5 s intervals after the last sample: the agent is gone or stuck.
+  std::string out = renderMetrics(sampleWorld(), m, kNow - 500 + 15'000);
+  EXPECT_EQ(out.find("allot_gpu_utilization_ratio{"), std::string::npos) << out;
+  EXPECT_NE(out.find("# TYPE allot_gpu_utilization_ratio gauge"), std::string::npos);
+}
+
+TEST(Metrics, AnIdleGpuHasTelemetryWithoutHolderLabels) {
+  control::World w = sampleWorld();
+  w.jobs.erase(2);
+  w.reindex();
+  std::string out = renderMetrics(w, ServerMetrics(), kNow);
+  EXPECT_NE(out.find("allot_gpu_utilization_ratio{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\","
+                     "model=\"A100\"} 0.7\n"),
+            std::string::npos)
+      << out;
 }
 
 // The exposition format as Prometheus itself reads it: promtool (Debian's prometheus package,
@@ -84,7 +142,7 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
               ("allot-metrics-" + std::to_string(::getpid()) + ".txt");
   {
     std::ofstream f(path);
-    f << renderMetrics(sampleWorld(), m);
+    f << renderMetrics(sampleWorld(), m, kNow);
   }
   std::string cmd = "promtool check metrics < " + path.string() + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");

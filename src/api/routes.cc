@@ -221,15 +221,39 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
     auto out = model::toJson(host);
     nlohmann::json allocs = nlohmann::json::array();
+    std::map<int, nlohmann::json> holders;  // by GPU index
     for (const auto& a : s.cluster().allocations(r.who(), host.name)) {
       // Holders from other teams are shown as busy without naming them.
       bool visible = control::authz::canSeeTeam(r.who(), a.team);
-      allocs.push_back({{"gpu_index", a.gpuIndex},
-                        {"job_id", visible ? nlohmann::json(a.jobId) : nlohmann::json(nullptr)},
-                        {"team", visible ? nlohmann::json(a.team) : nlohmann::json(nullptr)},
-                        {"user", visible ? nlohmann::json(a.user) : nlohmann::json(nullptr)}});
+      auto named = [&](nlohmann::json v) { return visible ? v : nlohmann::json(nullptr); };
+      nlohmann::json alloc = {
+          {"gpu_index", a.gpuIndex},
+          {"job_id", named(a.jobId)},
+          {"team", named(a.team)},
+          {"project", named(a.project)},
+          {"user", named(a.user)},
+          {"gpu_milli", a.gpuMilli},
+          {"since", a.since ? nlohmann::json(formatIso8601(a.since)) : nlohmann::json(nullptr)}};
+      allocs.push_back(alloc);
+      alloc.erase("gpu_index");
+      holders[a.gpuIndex].push_back(std::move(alloc));
     }
     out["allocations"] = allocs;
+    // Per GPU: who holds it (several jobs when fractions share it) and its readings now, absent
+    // when the agent has sent none lately.
+    const TimeMs now = s.clock().nowMs();
+    for (auto& g : out["gpus"]) {
+      const int index = g.value("index", -1);
+      auto h = holders.find(index);
+      g["holders"] = h == holders.end() ? nlohmann::json::array() : h->second;
+      const auto* t = s.cluster().world().freshTelemetry(host.name, index, now);
+      if (!t) continue;
+      nlohmann::json readings = model::toJson(t->sample);
+      readings.erase("index");
+      readings.erase("pids");  // host-local process ids mean nothing to API users
+      readings["sampled_at"] = formatIso8601(t->sampledAt);
+      g["telemetry"] = readings;
+    }
     co_return ApiResponse::json(out);
   });
 
@@ -292,8 +316,10 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::get, "/metrics", [&s](ApiRequest& r) -> Awaitable {
     if (!r.who().isAdmin())
       co_return ApiResponse::error(Status::PermissionDenied("metrics are for platform admins"));
-    co_return ApiResponse{http::status::ok, renderMetrics(s.cluster().world(), s.metrics()),
-                          "text/plain; version=0.0.4; charset=utf-8", {}};
+    co_return ApiResponse{http::status::ok,
+                          renderMetrics(s.cluster().world(), s.metrics(), s.clock().nowMs()),
+                          "text/plain; version=0.0.4; charset=utf-8",
+                          {}};
   });
 
   // Why a job waits, or how it was placed, as the last scheduling pass decided.

@@ -1,6 +1,7 @@
 // allot host: the shared pool of GPU hosts, and the join tokens that let agents into it.
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -111,23 +112,40 @@ int hostShow(Context& ctx, const HostOpts& o) {
   }
   ctx.out() << d.render();
 
-  std::map<int, std::string> usedBy;
-  for (const auto& a : h.value("allocations", json::array())) {
-    if (!a.contains("gpu_index") || !a["gpu_index"].is_number_integer()) continue;
-    json job = {{"id", a.value("job_id", json(nullptr))}};
-    usedBy[a["gpu_index"].get<int>()] =
-        jobIdText(job) + " (" + text(a, "team") + "/" + text(a, "user") + ")";
-  }
-  Table gpus(
-      {"GPU", "MODEL", "MEMORY", "NUMA", "DRIVER", "CUDA", "UUID", "DEDICATED", "MODE", "JOB"});
+  // Holders per GPU (several when fractions share it); a holder of a team the caller cannot
+  // see comes without names.
+  auto holderText = [](const json& holders) -> std::string {
+    std::string out;
+    for (const auto& a : holders) {
+      json job = {{"id", a.value("job_id", json(nullptr))}};
+      if (!out.empty()) out += ", ";
+      out += jobIdText(job) + " (" + text(a, "team") + "/" + text(a, "project") + "/" +
+             text(a, "user") + ")";
+    }
+    return out.empty() ? "-" : out;
+  };
+  // A reading of the GPU's current telemetry, "-" when absent (no recent sample).
+  auto reading = [](const json& g, const char* key, const char* unit) -> std::string {
+    auto t = g.find("telemetry");
+    if (t == g.end() || !t->contains(key) || !(*t)[key].is_number()) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%s", (*t)[key].get<double>(), unit);
+    return buf;
+  };
+  auto memUsed = [](const json& g) -> std::string {
+    auto t = g.find("telemetry");
+    if (t == g.end()) return "-";
+    return memoryText(*t, "memory_used_mib");
+  };
+  Table gpus({"GPU", "MODEL", "MEMORY", "NUMA", "DRIVER", "CUDA", "UUID", "DEDICATED", "MODE",
+              "UTIL", "MEM USED", "TEMP", "POWER", "HELD BY"});
   for (const auto& g : h.value("gpus", json::array())) {
-    int index = g.value("index", -1);
-    auto used = usedBy.find(index);
     gpus.addRow({text(g, "index"), text(g, "model"), memoryText(g, "memory_mib"),
                  text(g, "numa_node"), text(g, "driver_version"), text(g, "cuda_version"),
                  text(g, "uuid"), text(g, "dedicated_to"),
-                 isTrue(g, "shared") ? "shared" : "exclusive",
-                 used == usedBy.end() ? "-" : used->second});
+                 isTrue(g, "shared") ? "shared" : "exclusive", reading(g, "utilization_pct", "%"),
+                 memUsed(g), reading(g, "temperature_c", "C"), reading(g, "power_w", "W"),
+                 holderText(g.value("holders", json::array()))});
   }
   ctx.out() << "\n" << (gpus.empty() ? std::string("no GPUs\n") : gpus.render());
   return 0;

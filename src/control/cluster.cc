@@ -265,7 +265,8 @@ std::vector<GpuAllocation> Cluster::allocations(const Principal& p, const std::s
                           [&](const model::Gpu& x) { return x.index == gpu; });
     if (g != h->second.gpus.end() && !authz::canSeeGpu(p, *g)) continue;
     const auto& j = world_.jobs.at(jobId);
-    out.push_back({gpu, jobId, j.team, j.user});
+    out.push_back({gpu, jobId, j.team, j.user, j.project, j.startedAt ? j.startedAt : j.scheduledAt,
+                   j.gpuMilli});
   }
   return out;
 }
@@ -293,7 +294,11 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   for (const auto& [k, v] : r.env) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
       return Status::InvalidArgument("env: bad variable name '" + k + "'", "env");
-    if (k.rfind("ALLOT_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES")
+    // ALLOT_SIM_GPU_UTIL is the one the user sets: the utilisation a job declares to a simulated
+    // host (docs/agent.md); real hosts ignore it.
+    const bool reserved = (k.rfind("ALLOT_", 0) == 0 && k != "ALLOT_SIM_GPU_UTIL") ||
+                          k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES";
+    if (reserved)
       return Status::InvalidArgument("env: '" + k + "' is set by Allot and cannot be overridden",
                                      "env");
   }

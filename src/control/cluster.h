@@ -88,6 +88,9 @@ struct GpuAllocation {
   int64_t jobId = 0;
   std::string team;
   std::string user;
+  std::string project;
+  TimeMs since = 0;  // when the job was given the GPU
+  int gpuMilli = 1000;
 };
 
 // The agent side of a connected host: where to send its desired state.
@@ -199,6 +202,10 @@ class Cluster {
                              const std::vector<model::ActualJob>& jobs);
   Change<int> agentStatus(const std::string& host, const std::vector<model::ActualJob>& jobs);
   Status agentLog(const std::string& host, const model::LogChunk& chunk);
+  // A sample round from `host`'s agent: kept as each GPU's latest readings. Rejected whole
+  // (InvalidArgument/PermissionDenied, nothing kept) when it names another host or a GPU index
+  // the host does not have.
+  Status agentTelemetry(const std::string& host, const model::Telemetry& telemetry);
   void agentDisconnected(const std::string& host, AgentLink* link);
   // Periodic: hosts silent too long become unreachable; jobs of hosts unreachable too long are
   // lost and their GPUs freed.

@@ -313,6 +313,27 @@ Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) 
   return logs_.append(chunk.job, chunk.offset, chunk.data, rank);
 }
 
+Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& t) {
+  if (t.host != host) {
+    return Status::PermissionDenied("telemetry names host '" + t.host + "' but came from '" + host +
+                                    "'");
+  }
+  auto h = world_.hosts.find(host);
+  if (h == world_.hosts.end()) return Status::NotFound("no host '" + host + "'");
+  for (const auto& s : t.gpus) {
+    bool known = std::any_of(h->second.gpus.begin(), h->second.gpus.end(),
+                             [&](const model::Gpu& g) { return g.index == s.index; });
+    if (!known) {
+      return Status::InvalidArgument("telemetry for GPU " + std::to_string(s.index) +
+                                     ", which host '" + host + "' does not have");
+    }
+  }
+  const TimeMs now = clock_.nowMs();
+  auto& mine = world_.telemetry[host];
+  for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
+  return Status::Ok();
+}
+
 void Cluster::agentDisconnected(const std::string& host, AgentLink* link) {
   auto it = links_.find(host);
   if (it == links_.end() || it->second != link) return;  // a newer connection replaced it

@@ -88,4 +88,13 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   }
 }
 
+const GpuTelemetry* World::freshTelemetry(const std::string& host, int gpu, TimeMs now) const {
+  auto h = telemetry.find(host);
+  if (h == telemetry.end()) return nullptr;
+  auto g = h->second.find(gpu);
+  if (g == h->second.end()) return nullptr;
+  const GpuTelemetry& t = g->second;
+  return now - t.receivedAt < kTelemetryFreshIntervals * t.intervalMs ? &t : nullptr;
+}
+
 }  // namespace allot::control

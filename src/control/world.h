@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/ledger_index.h"
+#include "model/agent_protocol.h"
 #include "model/model.h"
 #include "sched/fleet.h"
 #include "store/store.h"
@@ -27,6 +28,18 @@ struct TeamQuotaStatus {
   double share = 0;       // fair-share key: lower goes first when borrowing
   bool known = false;
 };
+
+// The latest readings of one GPU, as its agent sent them. In memory only: telemetry is a live view,
+// lost (and refilled within one interval) when allotd restarts.
+struct GpuTelemetry {
+  model::GpuSample sample;
+  TimeMs sampledAt = 0;   // the agent's clock
+  TimeMs receivedAt = 0;  // allotd's clock: freshness is judged by this, immune to clock skew
+  int64_t intervalMs = 0;
+};
+
+// A sample counts as current while it is younger than this many of its agent's intervals.
+inline constexpr int64_t kTelemetryFreshIntervals = 3;
 
 struct World {
   std::map<std::string, model::Team> teams;
@@ -55,6 +68,11 @@ struct World {
   // How the last pass placed each job it placed, for `explain`; dropped when the job ends.
   std::map<int64_t, sched::Placement> placedBy;
   std::map<std::string, TeamQuotaStatus> quotaStatus;  // by team; written by the scheduling pass
+  // host -> GPU index -> its latest readings; written by Cluster::agentTelemetry.
+  std::map<std::string, std::map<int, GpuTelemetry>> telemetry;
+
+  // The readings of a GPU if they are current at `now`, else null.
+  const GpuTelemetry* freshTelemetry(const std::string& host, int gpu, TimeMs now) const;
 
   void load(const store::Contents& contents);
   void reindex();

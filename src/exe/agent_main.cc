@@ -13,6 +13,7 @@
 #include "agent/gpu/gpu_provider_factory.h"
 #include "agent/runtime/agent.h"
 #include "common/log.h"
+#include "common/time_format.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   std::string logLevel = "info", shim = defaultShimPath();
   std::string cgroupName;
   int standbys = 1;
+  std::string telemetryInterval = "5s";
   app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
   app.add_option("--join-token", joinToken,
                  "join token from `allot host join-token` (first start only)");
@@ -53,7 +55,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 16));
   app.add_option("--cgroup-name", cgroupName,
                  "name of this agent's cgroup subtree (default allot-<name>)");
+  app.add_option("--telemetry-interval", telemetryInterval,
+                 "how often GPUs are sampled and the readings sent to allotd (default 5s, "
+                 "least 1s)");
   CLI11_PARSE(app, argc, argv);
+  auto intervalMs = allot::parseDurationMs(telemetryInterval);
+  if (!intervalMs.ok()) {
+    return fail("--telemetry-interval: " + intervalMs.status().message());
+  }
+  if (*intervalMs < allot::agent::kMinTelemetryIntervalMs) {
+    return fail("--telemetry-interval: must be at least 1s, not " + telemetryInterval);
+  }
 
   allot::setupLogging("allot-agent", logLevel);
   std::error_code ec;
@@ -77,7 +89,7 @@ int main(int argc, char** argv) {
   if (groupName.empty()) groupName = name.empty() ? "allot" : "allot-" + name;
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
-  allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode()};
+  allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode(), *intervalMs};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -147,6 +147,74 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
   });
 }
 
+namespace {
+template <typename T>
+void putOptional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+template <typename T>
+void getOptional(const nlohmann::json& j, const char* key, std::optional<T>& v) {
+  auto it = j.find(key);
+  if (it != j.end() && !it->is_null()) v = it->get<T>();
+}
+}  // namespace
+
+nlohmann::json toJson(const GpuSample& s) {
+  nlohmann::json j = {{"index", s.index}, {"pids", s.pids}};
+  putOptional(j, "utilization_pct", s.utilizationPct);
+  putOptional(j, "memory_used_mib", s.memoryUsedMib);
+  putOptional(j, "temperature_c", s.temperatureC);
+  putOptional(j, "power_w", s.powerW);
+  putOptional(j, "sm_clock_mhz", s.smClockMhz);
+  putOptional(j, "ecc_corrected", s.eccCorrected);
+  putOptional(j, "ecc_uncorrected", s.eccUncorrected);
+  return j;
+}
+
+Result<GpuSample> gpuSampleFromJson(const nlohmann::json& j) {
+  return guarded("GPU sample", [&]() -> Result<GpuSample> {
+    GpuSample s;
+    s.index = j.at("index").get<int>();
+    getOptional(j, "utilization_pct", s.utilizationPct);
+    getOptional(j, "memory_used_mib", s.memoryUsedMib);
+    getOptional(j, "temperature_c", s.temperatureC);
+    getOptional(j, "power_w", s.powerW);
+    getOptional(j, "sm_clock_mhz", s.smClockMhz);
+    getOptional(j, "ecc_corrected", s.eccCorrected);
+    getOptional(j, "ecc_uncorrected", s.eccUncorrected);
+    s.pids = j.value("pids", std::vector<int>{});
+    if (s.utilizationPct && (*s.utilizationPct < 0 || *s.utilizationPct > 100))
+      return Status::InvalidArgument("bad GPU sample: utilization_pct out of 0..100");
+    return s;
+  });
+}
+
+nlohmann::json toJson(const Telemetry& t) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& s : t.gpus) gpus.push_back(toJson(s));
+  return {{"type", "telemetry"},
+          {"host", t.host},
+          {"at_ms", t.at},
+          {"interval_ms", t.intervalMs},
+          {"gpus", gpus}};
+}
+
+Result<Telemetry> telemetryFromJson(const nlohmann::json& j) {
+  return guarded("telemetry", [&]() -> Result<Telemetry> {
+    Telemetry t;
+    t.host = j.at("host").get<std::string>();
+    t.at = j.at("at_ms").get<TimeMs>();
+    t.intervalMs = j.at("interval_ms").get<int64_t>();
+    if (t.intervalMs <= 0) return Status::InvalidArgument("bad telemetry: interval_ms <= 0");
+    for (const auto& g : j.at("gpus")) {
+      auto s = gpuSampleFromJson(g);
+      if (!s.ok()) return s.status();
+      t.gpus.push_back(*s);
+    }
+    return t;
+  });
+}
+
 static nlohmann::json jobsArray(const std::vector<ActualJob>& jobs) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& a : jobs) arr.push_back(toJson(a));

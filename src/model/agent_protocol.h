@@ -9,6 +9,9 @@
 //   agent -> allotd  text   {"type":"hello", "inventory":{...}, "jobs":[ActualJob...]}
 //   agent -> allotd  text   {"type":"status", "jobs":[ActualJob...]}        (also the heartbeat)
 //   agent -> allotd  binary '{"type":"log","job":ID,"offset":N}\n' followed by raw output bytes
+//   agent -> allotd  text   {"type":"telemetry", "host":H, "at_ms":T, "interval_ms":N,
+//   "gpus":[GpuSample...]}
+//                           one per sample round (every --telemetry-interval), all GPUs
 //   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N}
 
 #include <map>
@@ -68,6 +71,29 @@ struct LogChunk {
   std::string data;
 };
 
+// One GPU's readings in one sample round. A field the driver could not give is absent (nullopt),
+// not zero: an idle GPU and an unknown one must not look alike.
+struct GpuSample {
+  int index = 0;
+  std::optional<double> utilizationPct;  // 0..100
+  std::optional<int64_t> memoryUsedMib;
+  std::optional<double> temperatureC;
+  std::optional<double> powerW;
+  std::optional<int64_t> smClockMhz;
+  std::optional<int64_t> eccCorrected;  // aggregate (lifetime) counts, as NVML keeps them
+  std::optional<int64_t> eccUncorrected;
+  std::vector<int> pids;  // processes on the GPU (NVML compute processes)
+};
+
+// A sample round: every GPU of the host at one moment, and how often the agent samples, so that
+// allotd can tell a stale sample from a fresh one.
+struct Telemetry {
+  std::string host;  // the sending host, as its credential names it; allotd checks it
+  TimeMs at = 0;
+  int64_t intervalMs = 0;
+  std::vector<GpuSample> gpus;
+};
+
 // The agent's inventory is the truth about its host's hardware: copies it onto the Host, keeping
 // the admin's settings (dedication, sharing) of each GPU it already knew.
 void applyInventory(Host& host, const Inventory& inv);
@@ -78,6 +104,11 @@ nlohmann::json toJson(const DesiredJob& d);
 Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const ActualJob& a);
 Result<ActualJob> actualJobFromJson(const nlohmann::json& j);
+
+nlohmann::json toJson(const GpuSample& s);
+Result<GpuSample> gpuSampleFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const Telemetry& t);  // with "type":"telemetry"
+Result<Telemetry> telemetryFromJson(const nlohmann::json& j);
 
 std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs);
 std::string encodeStatus(const std::vector<ActualJob>& jobs);

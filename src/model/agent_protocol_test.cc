@@ -56,6 +56,66 @@ TEST(AgentProtocol, ReportedInventoryKeepsTheAdminsGpuSettings) {
   EXPECT_EQ(h.cpus, 32);
 }
 
+TEST(AgentProtocol, TelemetryRoundTripsKeepingAbsentReadingsAbsent) {
+  Telemetry t;
+  t.host = "gpu-07";
+  t.at = 1'700'000'000'123;
+  t.intervalMs = 5000;
+  GpuSample full;
+  full.index = 0;
+  full.utilizationPct = 70;
+  full.memoryUsedMib = 4096;
+  full.temperatureC = 61;
+  full.powerW = 312.25;
+  full.smClockMhz = 1980;
+  full.eccCorrected = 3;
+  full.eccUncorrected = 0;
+  full.pids = {4242, 4243};
+  GpuSample sparse;  // a driver that gave memory only
+  sparse.index = 1;
+  sparse.memoryUsedMib = 0;
+  t.gpus = {full, sparse};
+
+  auto j = nlohmann::json::parse(toJson(t).dump());
+  EXPECT_EQ(j["type"], "telemetry");
+  EXPECT_FALSE(j["gpus"][1].contains("utilization_pct"));
+  auto back = telemetryFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(back->host, "gpu-07");
+  EXPECT_EQ(back->at, t.at);
+  EXPECT_EQ(back->intervalMs, 5000);
+  ASSERT_EQ(back->gpus.size(), 2u);
+  const auto& f = back->gpus[0];
+  EXPECT_EQ(f.utilizationPct, 70.0);
+  EXPECT_EQ(f.memoryUsedMib, 4096);
+  EXPECT_EQ(f.temperatureC, 61.0);
+  EXPECT_EQ(f.powerW, 312.25);
+  EXPECT_EQ(f.smClockMhz, 1980);
+  EXPECT_EQ(f.eccCorrected, 3);
+  EXPECT_EQ(f.eccUncorrected, 0);
+  EXPECT_EQ(f.pids, (std::vector<int>{4242, 4243}));
+  const auto& s = back->gpus[1];
+  EXPECT_EQ(s.memoryUsedMib, 0);  // zero is a reading, not an absence
+  EXPECT_FALSE(s.utilizationPct || s.temperatureC || s.powerW || s.smClockMhz || s.eccCorrected);
+}
+
+TEST(AgentProtocol, RejectsBadTelemetry) {
+  auto good = toJson(Telemetry{"h", 1, 1000, {GpuSample{}}});
+  ASSERT_TRUE(telemetryFromJson(good).ok());
+  auto noHost = good;
+  noHost.erase("host");
+  EXPECT_FALSE(telemetryFromJson(noHost).ok());
+  auto badInterval = good;
+  badInterval["interval_ms"] = 0;
+  EXPECT_FALSE(telemetryFromJson(badInterval).ok());
+  auto badUtil = good;
+  badUtil["gpus"][0]["utilization_pct"] = 140;
+  EXPECT_FALSE(telemetryFromJson(badUtil).ok());
+  auto badType = good;
+  badType["gpus"][0]["power_w"] = "lots";
+  EXPECT_FALSE(telemetryFromJson(badType).ok());
+}
+
 TEST(AgentProtocol, RejectsMalformed) {
   EXPECT_FALSE(actualJobFromJson(nlohmann::json{{"id", 1}, {"state", "dancing"}}).ok());
   EXPECT_FALSE(desiredJobFromJson(nlohmann::json{{"id", "x"}}).ok());

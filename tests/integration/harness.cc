@@ -442,9 +442,18 @@ std::string TestCluster::fetchJoinToken() {
 
 void TestCluster::spawnAgent(const std::string& name, Agent& agent, bool join) {
   int n = ++agent.starts;
-  std::vector<std::string> argv = {
-      binPath("allot-agent"), "--server",   url_, "--name", name, "--gpus", agent.gpus,
-      "--work-dir",           agent.workDir, "--cgroup-name", cgroupName(name)};
+  std::vector<std::string> argv = {binPath("allot-agent"),
+                                   "--server",
+                                   url_,
+                                   "--name",
+                                   name,
+                                   "--gpus",
+                                   agent.gpus,
+                                   "--work-dir",
+                                   agent.workDir,
+                                   "--cgroup-name",
+                                   cgroupName(name)};
+  for (const auto& f : agentFlags()) argv.push_back(f);
   if (join) {
     argv.push_back("--join-token");
     argv.push_back(fetchJoinToken());

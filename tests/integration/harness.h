@@ -113,6 +113,8 @@ class TestCluster : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
   virtual std::vector<std::string> serverFlags() const { return {"--heartbeat", "1s"}; }
+  // Extra flags for every allot-agent this cluster starts.
+  virtual std::vector<std::string> agentFlags() const { return {}; }
 
   // allotd.
   void startServer();    // on port_ (0 the first time), data dir root_/data

@@ -17,8 +17,13 @@
 //                     pairs HOSTBRIDGE (30) within i/2N, else SYSTEM (50). Default 1: no sharing
 //   FAKE_NVML_TOPOLOGY_FAIL=1  nvmlDeviceGetTopologyCommonAncestor fails with
 //                     NVML_ERROR_NOT_SUPPORTED (3)
+//   Sampling: GPU i reports utilisation 10*i+5 % (FAKE_NVML_UTIL=P: P % on every GPU),
+//   (i+1) GiB of memory used, 40+i C, 250.5 W, SM clock 1980 MHz, i corrected and 0
+//   uncorrected ECC errors, and one compute process, pid 1000+i.
+//   FAKE_NVML_NO_ECC=1  nvmlDeviceGetTotalEccErrors is NVML_ERROR_NOT_SUPPORTED (ECC off)
 // Built a second time with FAKE_NVML_NO_TOPOLOGY defined, it lacks every topology function, like
-// a driver too old to have them.
+// a driver too old to have them; built with FAKE_NVML_NO_SAMPLING, it lacks every optional
+// sampling function (all but nvmlDeviceGetMemoryInfo).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,10 +100,10 @@ int nvmlDeviceGetMinorNumber(FakeDevice* d, unsigned* minor) {
   *minor = d->index + 4;  // minors need not equal indices; the agent must not assume so
   return 0;
 }
-int nvmlDeviceGetMemoryInfo(FakeDevice*, nvmlMemory_t* m) {
+int nvmlDeviceGetMemoryInfo(FakeDevice* d, nvmlMemory_t* m) {
   m->total = 143771ull * 1024 * 1024;
-  m->free = m->total;
-  m->used = 0;
+  m->used = (d->index + 1ull) * 1024 * 1024 * 1024;
+  m->free = m->total - m->used;
   return 0;
 }
 int nvmlDeviceGetPciInfo_v3(FakeDevice* d, nvmlPciInfo_t* p) {
@@ -173,6 +178,53 @@ int nvmlDeviceGetTopologyCommonAncestor(FakeDevice* a, FakeDevice* b, int* level
   return kSuccess;
 }
 #endif  // FAKE_NVML_NO_TOPOLOGY
+#ifndef FAKE_NVML_NO_SAMPLING
+struct nvmlUtilization_t {
+  unsigned gpu, memory;
+};
+struct nvmlProcessInfo_t {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+};
+int nvmlDeviceGetUtilizationRates(FakeDevice* d, nvmlUtilization_t* u) {
+  const char* p = std::getenv("FAKE_NVML_UTIL");
+  u->gpu = p ? static_cast<unsigned>(std::atoi(p)) : 10 * d->index + 5;
+  u->memory = 0;
+  return kSuccess;
+}
+int nvmlDeviceGetTemperature(FakeDevice* d, int sensor, unsigned* t) {
+  if (sensor != 0) return kInvalidArgument;
+  *t = 40 + d->index;
+  return kSuccess;
+}
+int nvmlDeviceGetPowerUsage(FakeDevice*, unsigned* mw) {
+  *mw = 250500;
+  return kSuccess;
+}
+int nvmlDeviceGetClockInfo(FakeDevice*, int type, unsigned* mhz) {
+  if (type != 1) return kInvalidArgument;  // only NVML_CLOCK_SM is faked
+  *mhz = 1980;
+  return kSuccess;
+}
+int nvmlDeviceGetTotalEccErrors(FakeDevice* d, int errorType, int counterType,
+                                unsigned long long* n) {
+  if (std::getenv("FAKE_NVML_NO_ECC")) return kNotSupported;
+  if (counterType != 1) return kInvalidArgument;  // only aggregate counts are faked
+  *n = errorType == 0 ? d->index : 0;
+  return kSuccess;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(FakeDevice* d, unsigned* count,
+                                            nvmlProcessInfo_t* infos) {
+  if (*count < 1) {
+    *count = 1;
+    return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  *count = 1;
+  infos[0] = {1000 + d->index, 512ull * 1024 * 1024, 0xFFFFFFFF, 0xFFFFFFFF};
+  return kSuccess;
+}
+#endif  // FAKE_NVML_NO_SAMPLING
 int nvmlSystemGetDriverVersion(char* buf, unsigned len) { return copyOut("550.54.15", buf, len); }
 int nvmlSystemGetCudaDriverVersion_v2(int* v) {
   *v = 12040;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/agent_protocol.h"
 #include "model/model.h"
 
 namespace allot::agent {
@@ -24,6 +25,19 @@ class GpuProvider {
   virtual bool simulated() const = 0;
   // The driver version the GPUs run under; empty when unknown.
   virtual std::string driverVersion() const { return {}; }
+
+  // Every GPU's readings now, ordered by index. A reading the driver cannot give is left absent
+  // in each sample (and the reason logged once); an error means no GPU could be read at all.
+  virtual Result<std::vector<model::GpuSample>> sample() = 0;
+
+  // What a job on the host declares about its GPU use. Only a simulated provider, which has no
+  // hardware to read, makes its readings from these; real providers ignore them.
+  struct Workload {
+    std::vector<int> gpuIndices;
+    double declaredUtilPct = 0;  // ALLOT_SIM_GPU_UTIL at start
+    std::string utilFile;        // $ALLOT_SIM_GPU_UTIL_FILE: a number written here overrides it
+  };
+  virtual void setWorkloads(std::vector<Workload> workloads) { (void)workloads; }
 };
 
 }  // namespace allot::agent

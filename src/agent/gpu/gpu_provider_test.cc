@@ -207,6 +207,56 @@ TEST(SimulatedGpuProvider, BadTomlFilesNameTheProblem) {
   EXPECT_NE(missing.status().message().find("/nonexistent/host.toml"), std::string::npos);
 }
 
+TEST(SimulatedGpuProvider, IdleGpusSampleZeroUtilisation) {
+  auto p = SimulatedGpuProvider::create("sim:2xH100", "host-a");
+  ASSERT_TRUE(p.ok());
+  auto s = (*p)->sample();
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0].utilizationPct, 0.0);
+  EXPECT_EQ((*s)[1].memoryUsedMib, 0);
+}
+
+TEST(SimulatedGpuProvider, UtilisationIsWhatWorkloadsDeclareFromEnvThenFile) {
+  auto p = SimulatedGpuProvider::create("sim:4xH100", "host-a");
+  ASSERT_TRUE(p.ok());
+  TempToml dir("");  // only for its directory
+  const std::string file = std::filesystem::path(dir.path()).parent_path() / "util";
+  (*p)->setWorkloads({{{1, 2}, 70, file}});
+  auto s = (*p)->sample();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)[0].utilizationPct, 0.0);
+  EXPECT_EQ((*s)[1].utilizationPct, 70.0);
+  EXPECT_EQ((*s)[2].utilizationPct, 70.0);
+  EXPECT_EQ((*s)[1].memoryUsedMib, 81920 * 70 / 100);
+
+  // A number written to the file while running overrides the start value, on the next round.
+  std::ofstream(file) << "35\n";
+  s = (*p)->sample();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)[1].utilizationPct, 35.0);
+  // Something that is not a number leaves the declared value.
+  std::ofstream(file) << "busy\n";
+  s = (*p)->sample();
+  EXPECT_EQ((*s)[1].utilizationPct, 70.0);
+
+  (*p)->setWorkloads({});
+  s = (*p)->sample();
+  EXPECT_EQ((*s)[1].utilizationPct, 0.0);
+}
+
+TEST(SimulatedGpuProvider, FractionsOnASharedGpuAddUpCappedAt100) {
+  auto p = SimulatedGpuProvider::create("sim:1xA100", "host-a");
+  ASSERT_TRUE(p.ok());
+  (*p)->setWorkloads({{{0}, 30, ""}, {{0}, 45, ""}});
+  auto s = (*p)->sample();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)[0].utilizationPct, 75.0);
+  (*p)->setWorkloads({{{0}, 60, ""}, {{0}, 60, ""}});
+  s = (*p)->sample();
+  EXPECT_EQ((*s)[0].utilizationPct, 100.0);
+}
+
 TEST(ShortGpuModel, StripsVendorAndVariant) {
   EXPECT_EQ(shortGpuModel("NVIDIA H200"), "H200");
   EXPECT_EQ(shortGpuModel("NVIDIA A100-SXM4-80GB"), "A100");
@@ -238,9 +288,9 @@ TEST(NvmlGpuProvider, OpenFailsCleanlyOnALibraryThatIsNotNvml) {
 class FakeNvml : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* knob :
-         {"FAKE_NVML_GPUS", "FAKE_NVML_INIT_FAIL", "FAKE_NVML_NVLINK", "FAKE_NVML_NO_REMOTE_TYPE",
-          "FAKE_NVML_PCIE_SWITCH_SIZE", "FAKE_NVML_TOPOLOGY_FAIL"}) {
+    for (const char* knob : {"FAKE_NVML_GPUS", "FAKE_NVML_INIT_FAIL", "FAKE_NVML_NVLINK",
+                             "FAKE_NVML_NO_REMOTE_TYPE", "FAKE_NVML_PCIE_SWITCH_SIZE",
+                             "FAKE_NVML_TOPOLOGY_FAIL", "FAKE_NVML_UTIL", "FAKE_NVML_NO_ECC"}) {
       unsetenv(knob);
     }
   }
@@ -367,6 +417,73 @@ TEST_F(FakeNvml, MissingTopologyFunctionsLeaveItUnknownAndSayWhyOnce) {
   EXPECT_EQ(count("NVML lacks nvmlDeviceGetNvLinkState"), 1u) << log;
   EXPECT_EQ(count("NVML lacks nvmlDeviceGetTopologyCommonAncestor"), 1u) << log;
   EXPECT_NE(log.find("[debug]"), std::string::npos) << log;
+}
+
+TEST_F(FakeNvml, SampleReadsEveryGpuThroughTheSession) {
+  setenv("FAKE_NVML_GPUS", "3", 1);
+  auto p = NvmlGpuProvider::open(lib_);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  auto samples = (*p)->sample();
+  ASSERT_TRUE(samples.ok()) << samples.status().toString();
+  ASSERT_EQ(samples->size(), 3u);
+  const auto& s = (*samples)[2];
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.utilizationPct, 25.0);
+  EXPECT_EQ(s.memoryUsedMib, 3 * 1024);
+  EXPECT_EQ(s.temperatureC, 42.0);
+  EXPECT_DOUBLE_EQ(*s.powerW, 250.5);  // NVML's milliwatts, in watts
+  EXPECT_EQ(s.smClockMhz, 1980);
+  EXPECT_EQ(s.eccCorrected, 2);
+  EXPECT_EQ(s.eccUncorrected, 0);
+  EXPECT_EQ(s.pids, std::vector<int>{1002});
+
+  // Readings follow the device from one round to the next.
+  setenv("FAKE_NVML_UTIL", "70", 1);
+  samples = (*p)->sample();
+  ASSERT_TRUE(samples.ok());
+  EXPECT_EQ((*samples)[0].utilizationPct, 70.0);
+}
+
+TEST_F(FakeNvml, EccNotSupportedLeavesEccAbsentNotZero) {
+  setenv("FAKE_NVML_NO_ECC", "1", 1);
+  auto p = NvmlGpuProvider::open(lib_);
+  ASSERT_TRUE(p.ok());
+  auto samples = (*p)->sample();
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 2u);
+  EXPECT_FALSE((*samples)[1].eccCorrected.has_value());
+  EXPECT_FALSE((*samples)[1].eccUncorrected.has_value());
+  EXPECT_EQ((*samples)[1].utilizationPct, 15.0);
+}
+
+TEST_F(FakeNvml, MissingSamplingSymbolsLeaveThoseReadingsAbsentLoggedOnce) {
+  auto out = std::make_shared<std::ostringstream>();
+  auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(*out));
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  auto p = NvmlGpuProvider::open(ALLOT_FAKE_NVML_NO_SAMPLING_PATH);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  for (int round = 0; round < 3; ++round) {
+    auto samples = (*p)->sample();
+    ASSERT_TRUE(samples.ok()) << samples.status().toString();
+    ASSERT_EQ(samples->size(), 2u);
+    const auto& s = (*samples)[1];
+    EXPECT_EQ(s.memoryUsedMib, 2 * 1024);  // nvmlDeviceGetMemoryInfo is always there
+    EXPECT_FALSE(s.utilizationPct || s.temperatureC || s.powerW || s.smClockMhz || s.eccCorrected ||
+                 s.eccUncorrected);
+    EXPECT_TRUE(s.pids.empty());
+  }
+  spdlog::set_default_logger(previous);
+  std::string log = out->str();
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("NVML lacks nvmlDeviceGetUtilizationRates"), 1u) << log;
+  EXPECT_EQ(count("NVML lacks nvmlDeviceGetTotalEccErrors"), 1u) << log;
+  EXPECT_EQ(count("NVML lacks nvmlDeviceGetComputeRunningProcesses"), 1u) << log;
 }
 
 TEST_F(FakeNvml, InitFailureCarriesNvmlErrorString) {

@@ -49,6 +49,24 @@ constexpr int kNvlinkDeviceTypeUnknown = 0xFF;
 // nvmlGpuTopologyLevel_t: SINGLE (10) is one PCIe switch between two GPUs, MULTIPLE (20) several
 // switches but no host bridge; both mean the GPUs sit under one (top-level) switch.
 constexpr int kNvmlTopologyMultiple = 20;
+// For sampling.
+struct nvmlUtilization_t {
+  unsigned int gpu;  // percent of time a kernel ran, over the driver's last sample period
+  unsigned int memory;
+};
+// nvmlProcessInfo_t as the _v2 and _v3 functions fill it (the same layout).
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr int kNvmlTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+constexpr int kNvmlClockSm = 1;                 // NVML_CLOCK_SM
+constexpr int kNvmlMemoryErrorCorrected = 0;    // NVML_MEMORY_ERROR_TYPE_CORRECTED
+constexpr int kNvmlMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kNvmlAggregateEcc = 1;            // NVML_AGGREGATE_ECC: since the GPU was made
+constexpr unsigned kMaxProcesses = 256;
 
 }  // namespace
 
@@ -73,12 +91,26 @@ struct NvmlGpuProvider::Api {
   nvmlReturn_t (*getNvLinkRemotePciInfo)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*getNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned int, int*) = nullptr;
   nvmlReturn_t (*getTopologyCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
+  // Optional, for sampling: without one, that reading is absent from every sample.
+  nvmlReturn_t (*getUtilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*getTemperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*getPowerUsage)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*getClockInfo)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*getTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  nvmlReturn_t (*getComputeProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
 
   // Why topology is unknown, each said once (at debug level) for the provider's lifetime:
   // discover() runs for every inventory, and the reason rarely changes.
   std::set<std::string> noted;
   void note(const std::string& why) {
     if (noted.insert(why).second) spdlog::debug("GPU topology: {}", why);
+  }
+
+  // The same for readings a sample leaves out, at info level: an operator wondering why a panel
+  // is empty should find the reason in the agent's log.
+  std::set<std::string> sampleNoted;
+  void sampleNote(const std::string& why) {
+    if (sampleNoted.insert(why).second) spdlog::info("GPU telemetry: {}", why);
   }
 
   std::string error(nvmlReturn_t rc) const {
@@ -196,6 +228,14 @@ Result<std::unique_ptr<NvmlGpuProvider>> NvmlGpuProvider::open(const std::string
   bind(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", api->getNvLinkRemotePciInfo);
   bind(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", api->getNvLinkRemoteDeviceType);
   bind(lib, "nvmlDeviceGetTopologyCommonAncestor", api->getTopologyCommonAncestor);
+  bind(lib, "nvmlDeviceGetUtilizationRates", api->getUtilization);
+  bind(lib, "nvmlDeviceGetTemperature", api->getTemperature);
+  bind(lib, "nvmlDeviceGetPowerUsage", api->getPowerUsage);
+  bind(lib, "nvmlDeviceGetClockInfo", api->getClockInfo);
+  bind(lib, "nvmlDeviceGetTotalEccErrors", api->getTotalEccErrors);
+  if (!bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", api->getComputeProcesses)) {
+    bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", api->getComputeProcesses);
+  }
 
   nvmlReturn_t rc = api->init();
   if (rc != kNvmlSuccess) {
@@ -271,6 +311,100 @@ Result<std::vector<model::Gpu>> NvmlGpuProvider::discover() {
   findNvlinkDomains(devices, busIds, gpus);
   findPcieSwitches(devices, gpus);
   return gpus;
+}
+
+Result<std::vector<model::GpuSample>> NvmlGpuProvider::sample() {
+  unsigned count = 0;
+  nvmlReturn_t rc = api_->getCount(&count);
+  if (rc != kNvmlSuccess) return Status::Unavailable("failed to get GPU count: " + api_->error(rc));
+  Api& api = *api_;
+  // A reading is absent when its function is missing or fails; either reason is logged once.
+  auto missing = [&](const char* symbol) {
+    api.sampleNote(std::string("NVML lacks ") + symbol + "; that reading is left out");
+  };
+  auto failed = [&](const char* symbol, unsigned gpu, nvmlReturn_t r) {
+    api.sampleNote(std::string(symbol) + " failed on GPU " + std::to_string(gpu) + ": " +
+                   api.error(r) + "; that reading is left out");
+  };
+  std::vector<model::GpuSample> out;
+  out.reserve(count);
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if ((rc = api.getHandleByIndex(i, &dev)) != kNvmlSuccess) {
+      failed("nvmlDeviceGetHandleByIndex_v2", i, rc);
+      continue;
+    }
+    model::GpuSample s;
+    s.index = static_cast<int>(i);
+    if (!api.getUtilization) {
+      missing("nvmlDeviceGetUtilizationRates");
+    } else {
+      nvmlUtilization_t u = {};
+      if ((rc = api.getUtilization(dev, &u)) == kNvmlSuccess) {
+        s.utilizationPct = u.gpu;
+      } else {
+        failed("nvmlDeviceGetUtilizationRates", i, rc);
+      }
+    }
+    nvmlMemory_t mem = {};
+    if ((rc = api.getMemory(dev, &mem)) == kNvmlSuccess) {
+      s.memoryUsedMib = static_cast<int64_t>(mem.used / (1024 * 1024));
+    } else {
+      failed("nvmlDeviceGetMemoryInfo", i, rc);
+    }
+    unsigned v = 0;
+    if (!api.getTemperature) {
+      missing("nvmlDeviceGetTemperature");
+    } else if ((rc = api.getTemperature(dev, kNvmlTemperatureGpu, &v)) == kNvmlSuccess) {
+      s.temperatureC = v;
+    } else {
+      failed("nvmlDeviceGetTemperature", i, rc);
+    }
+    if (!api.getPowerUsage) {
+      missing("nvmlDeviceGetPowerUsage");
+    } else if ((rc = api.getPowerUsage(dev, &v)) == kNvmlSuccess) {
+      s.powerW = v / 1000.0;  // NVML says milliwatts
+    } else {
+      failed("nvmlDeviceGetPowerUsage", i, rc);
+    }
+    if (!api.getClockInfo) {
+      missing("nvmlDeviceGetClockInfo");
+    } else if ((rc = api.getClockInfo(dev, kNvmlClockSm, &v)) == kNvmlSuccess) {
+      s.smClockMhz = v;
+    } else {
+      failed("nvmlDeviceGetClockInfo", i, rc);
+    }
+    if (!api.getTotalEccErrors) {
+      missing("nvmlDeviceGetTotalEccErrors");
+    } else {
+      unsigned long long n = 0;
+      if ((rc = api.getTotalEccErrors(dev, kNvmlMemoryErrorCorrected, kNvmlAggregateEcc, &n)) ==
+          kNvmlSuccess) {
+        s.eccCorrected = static_cast<int64_t>(n);
+        if ((rc = api.getTotalEccErrors(dev, kNvmlMemoryErrorUncorrected, kNvmlAggregateEcc, &n)) ==
+            kNvmlSuccess) {
+          s.eccUncorrected = static_cast<int64_t>(n);
+        }
+      }
+      // NOT_SUPPORTED on GPUs without ECC (or with it off): absent, not zero.
+      if (rc != kNvmlSuccess) failed("nvmlDeviceGetTotalEccErrors", i, rc);
+    }
+    if (!api.getComputeProcesses) {
+      missing("nvmlDeviceGetComputeRunningProcesses_v3 and _v2");
+    } else {
+      nvmlProcessInfo_t procs[kMaxProcesses];
+      unsigned n = kMaxProcesses;
+      if ((rc = api.getComputeProcesses(dev, &n, procs)) == kNvmlSuccess) {
+        for (unsigned p = 0; p < n && p < kMaxProcesses; ++p) {
+          s.pids.push_back(static_cast<int>(procs[p].pid));
+        }
+      } else {
+        failed("nvmlDeviceGetComputeRunningProcesses", i, rc);
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 // NVLink domains are the connected components of GPUs joined by active links. A link's far end

@@ -37,6 +37,9 @@ class NvmlGpuProvider final : public GpuProvider {
   std::string name() const override { return "nvml"; }
   bool simulated() const override { return false; }
   std::string driverVersion() const override;
+  // Utilisation, memory used, temperature, power, SM clock, aggregate ECC counts and compute
+  // processes, through the provider's one NVML session. All but memory are optional symbols.
+  Result<std::vector<model::GpuSample>> sample() override;
 
  private:
   struct Api;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 
 namespace allot::agent {
@@ -205,6 +207,42 @@ Result<std::unique_ptr<SimulatedGpuProvider>> SimulatedGpuProvider::create(
     nextSwitch += groupsIn(t.count, kGpusPerPcieSwitch);
   }
   return p;
+}
+
+// A workload's declared utilisation now: its util file when that holds a number, else what it
+// declared at start. Out-of-range numbers are clamped to 0..100.
+static double declaredUtil(const GpuProvider::Workload& w) {
+  double pct = w.declaredUtilPct;
+  if (!w.utilFile.empty()) {
+    std::ifstream in(w.utilFile);
+    double fromFile = 0;
+    if (in >> fromFile) pct = fromFile;
+  }
+  return std::clamp(pct, 0.0, 100.0);
+}
+
+Result<std::vector<model::GpuSample>> SimulatedGpuProvider::sample() {
+  std::map<int, double> util;
+  for (const auto& w : workloads_) {
+    const double pct = declaredUtil(w);
+    for (int g : w.gpuIndices) util[g] += pct;
+  }
+  std::vector<model::GpuSample> out;
+  out.reserve(gpus_.size());
+  for (const auto& g : gpus_) {
+    model::GpuSample s;
+    s.index = g.index;
+    const double u = std::min(100.0, util.count(g.index) ? util[g.index] : 0.0);
+    s.utilizationPct = u;
+    s.memoryUsedMib = static_cast<int64_t>(static_cast<double>(g.memoryMib) * u / 100);
+    s.temperatureC = 30 + 0.5 * u;
+    s.powerW = 60 + 6 * u;
+    s.smClockMhz = u > 0 ? 1980 : 210;
+    s.eccCorrected = 0;
+    s.eccUncorrected = 0;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace allot::agent

@@ -29,6 +29,13 @@
 // UUIDs are "GPU-sim-<8 hex digits of a hash of hostSeed>-<index>": stable across restarts of the
 // same host, different between hosts, and plainly not real NVIDIA UUIDs. The minor number is the
 // index, as /dev/nvidia<index> would be on a real host.
+//
+// Telemetry is what the host's workloads declare (setWorkloads, a test aid; see docs/agent.md):
+// a GPU's utilisation is the sum over the jobs on it of each one's declared percent (the number
+// last written to its util file, else its ALLOT_SIM_GPU_UTIL), capped at 100; 0 with no job.
+// The other readings follow it so that dashboards show something plausible: memory used is that
+// percent of the GPU's memory, temperature 30 + 0.5 * util C, power 60 + 6 * util W, SM clock
+// 1980 MHz when busy and 210 MHz idle, no ECC errors, no processes.
 
 #include <memory>
 #include <string>
@@ -53,12 +60,15 @@ class SimulatedGpuProvider final : public GpuProvider {
   std::string name() const override { return "simulated"; }
   bool simulated() const override { return true; }
   std::string driverVersion() const override { return driverVersion_; }
+  Result<std::vector<model::GpuSample>> sample() override;
+  void setWorkloads(std::vector<Workload> workloads) override { workloads_ = std::move(workloads); }
 
  private:
   SimulatedGpuProvider() = default;
 
   std::vector<model::Gpu> gpus_;
   std::string driverVersion_;
+  std::vector<Workload> workloads_;
 };
 
 }  // namespace allot::agent

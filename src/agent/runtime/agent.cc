@@ -168,6 +168,9 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.id = d.id;
       spec.command = d.command;
       spec.env = d.env;
+      if (gpus_.simulated() && !d.gpuIndices.empty()) {
+        spec.env["ALLOT_SIM_GPU_UTIL_FILE"] = simUtilFile(d.id);
+      }
       spec.gpuUuids = d.gpuUuids;
       spec.gpuIndices = d.gpuIndices;
       spec.gpuMinors = d.gpuMinors;
@@ -202,6 +205,43 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
     it = wanted.count(it->first) ? std::next(it) : cancelledBeforeStart_.erase(it);
   }
   statusDirty_ = true;
+}
+
+std::string Agent::simUtilFile(int64_t jobId) const {
+  std::string log = executor_.logPath(jobId);
+  return log.substr(0, log.rfind('/') + 1) + "sim_gpu_util";
+}
+
+std::string Agent::telemetryMessage() {
+  if (gpus_.simulated()) {
+    // What the running jobs declare is all a simulated GPU has to report.
+    std::vector<GpuProvider::Workload> workloads;
+    std::set<int64_t> running;
+    for (const auto& a : executor_.poll()) {
+      if (a.state == model::ActualState::kRunning) running.insert(a.id);
+    }
+    for (const auto& d : lastDesired_) {
+      if (!running.count(d.id)) continue;
+      GpuProvider::Workload w;
+      w.gpuIndices = d.gpuIndices;
+      auto it = d.env.find("ALLOT_SIM_GPU_UTIL");
+      if (it != d.env.end()) w.declaredUtilPct = std::atof(it->second.c_str());
+      w.utilFile = simUtilFile(d.id);
+      workloads.push_back(std::move(w));
+    }
+    gpus_.setWorkloads(std::move(workloads));
+  }
+  auto samples = gpus_.sample();
+  if (!samples.ok()) {
+    spdlog::warn("GPU sampling failed: {}", samples.status().message());
+    return {};
+  }
+  model::Telemetry t;
+  t.host = credential_.host;
+  t.at = clock_.nowMs();
+  t.intervalMs = config_.telemetryIntervalMs;
+  t.gpus = std::move(*samples);
+  return model::toJson(t).dump();
 }
 
 asio::awaitable<void> Agent::connectionLoop() {
@@ -304,6 +344,7 @@ asio::awaitable<Status> Agent::session() {
 
   std::string lastStatus;
   TimeMs lastSent = 0;
+  TimeMs lastSampled = 0;
   // A session that got this far was healthy: its end resets the reconnect backoff.
   Status result = Status::Ok();
   while (open) {
@@ -345,6 +386,16 @@ asio::awaitable<Status> Agent::session() {
       lastStatus = std::move(status);
       lastSent = now;
       statusDirty_ = false;
+    }
+    if (now - lastSampled >= config_.telemetryIntervalMs) {
+      lastSampled = now;
+      std::string telemetry = telemetryMessage();
+      if (!telemetry.empty()) {
+        ws->text(true);
+        auto [ec, n] =
+            co_await ws->async_write(asio::buffer(telemetry), asio::as_tuple(use_awaitable));
+        if (ec) break;
+      }
     }
   }
   boost::system::error_code ignored;

@@ -29,7 +29,12 @@ struct AgentConfig {
   std::string name;       // host name; default: the machine's hostname
   std::string workDir;
   std::string cgroupMode;  // what the executor's confinement is, for the inventory
+  // How often GPUs are sampled; each round is one telemetry message to allotd.
+  int64_t telemetryIntervalMs = 5000;
 };
+
+// The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
+inline constexpr int64_t kMinTelemetryIntervalMs = 1000;
 
 // The host's own credential, kept in the work directory after joining.
 struct Credential {
@@ -54,6 +59,10 @@ class Agent {
   boost::asio::awaitable<Status> session();
   void reconcile(const std::vector<model::DesiredJob>& desired);
   std::vector<model::ActualJob> actualJobs();
+  // One sample round, encoded; empty when the provider could not be read (logged).
+  std::string telemetryMessage();
+  // The file a job on a simulated host writes its GPU utilisation to (ALLOT_SIM_GPU_UTIL_FILE).
+  std::string simUtilFile(int64_t jobId) const;
 
   AgentConfig config_;
   GpuProvider& gpus_;

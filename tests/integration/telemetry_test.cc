@@ -1,0 +1,77 @@
+// Live GPU telemetry end to end: a simulated agent samples what its job declares, and
+// `allot host show` shows it on the job's GPU with the job as holder.
+
+#include <fstream>
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+class TelemetryTest : public TestCluster {
+ protected:
+  std::vector<std::string> agentFlags() const override { return {"--telemetry-interval", "1s"}; }
+};
+
+// The GPU entry of `host show -o json` with this index; null when absent.
+json gpuOf(const json& host, int index) {
+  for (const auto& g : host.value("gpus", json::array())) {
+    if (g.value("index", -1) == index) return g;
+  }
+  return nullptr;
+}
+
+double utilOf(const json& gpu) {
+  if (!gpu.is_object() || !gpu.contains("telemetry")) return -1;
+  return gpu["telemetry"].value("utilization_pct", -1.0);
+}
+
+TEST_F(TelemetryTest, DeclaredUtilisationShowsOnTheJobsGpuWithItsHolder) {
+  startAgent("node-a", "sim:2xA100");
+  createTeam("ml");
+  std::string alice = createUser("alice", "ml");
+  // Declares 70% and prints the file through which its utilisation can be changed.
+  int64_t id = submit(alice, {"--gpus", "1", "--env", "ALLOT_SIM_GPU_UTIL=70"},
+                      {"sh", "-c", "echo \"$ALLOT_SIM_GPU_UTIL_FILE\"; sleep 60"});
+  ASSERT_TRUE(waitForJobState(alice, id, "running"));
+  json j = job(alice, id);
+  const int index = j.at("gpu_indices").at(0).get<int>();
+
+  json h;
+  ASSERT_TRUE(waitFor([&] { return utilOf(gpuOf(h = host("node-a"), index)) == 70; })) << h.dump(2);
+  json g = gpuOf(h, index);
+  ASSERT_EQ(g.at("holders").size(), 1u) << g.dump();
+  EXPECT_EQ(g["holders"][0].value("job_id", int64_t{0}), id);
+  EXPECT_EQ(g["holders"][0].value("team", ""), "ml");
+  EXPECT_EQ(g["holders"][0].value("user", ""), "alice");
+  EXPECT_TRUE(g["holders"][0]["since"].is_string()) << g.dump();
+  // The other GPU is idle, and says so.
+  EXPECT_EQ(utilOf(gpuOf(h, 1 - index)), 0) << h.dump(2);
+  EXPECT_TRUE(gpuOf(h, 1 - index).at("holders").empty());
+
+  // A member of another team sees the pool GPU busy and its readings, but not whose job it is.
+  createTeam("cv");
+  std::string carol = createUser("carol", "cv");
+  json theirs = gpuOf(cliJson(carol, {"host", "show", "node-a"}), index);
+  ASSERT_EQ(theirs.at("holders").size(), 1u) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["job_id"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["team"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["project"].is_null()) << theirs.dump();
+  EXPECT_TRUE(theirs["holders"][0]["user"].is_null()) << theirs.dump();
+  EXPECT_EQ(utilOf(theirs), 70) << theirs.dump();
+
+  // What is written to the job's util file while it runs wins.
+  std::string file;
+  ASSERT_TRUE(waitFor([&] { return !(file = trim(logs(alice, id))).empty(); }));
+  ASSERT_EQ(file.front(), '/') << file;
+  std::ofstream(file) << "35\n";
+  ASSERT_TRUE(waitFor([&] { return utilOf(gpuOf(h = host("node-a"), index)) == 35; })) << h.dump(2);
+
+  // Once the job is gone its GPU is idle again.
+  auto r = cli({"job", "cancel", std::to_string(id)});
+  EXPECT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(waitFor([&] { return utilOf(gpuOf(h = host("node-a"), index)) == 0; })) << h.dump(2);
+}
+
+}  // namespace
+}  // namespace allot::it
