@@ -241,12 +241,6 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     placementsInFlight_.insert(j.id);
     world_.placedBy[j.id] = std::move(pl);
   }
-  // Explanations of placements are kept while the job holds its GPUs.
-  std::erase_if(world_.placedBy, [&](const auto& kv) {
-    auto it = world_.jobs.find(kv.first);
-    return it == world_.jobs.end() || it->second.state == JobState::kQueued ||
-           model::isTerminal(it->second.state);
-  });
   world_.waits = std::move(decisions->waits);
   std::sort(world_.waits.begin(), world_.waits.end(),
             [](const sched::Wait& a, const sched::Wait& b) { return a.jobId < b.jobId; });

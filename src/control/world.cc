@@ -62,6 +62,7 @@ void World::reindex() {
 }
 
 void World::onJobChanged(const model::Job* before, const model::Job& after) {
+  if (!holdsGpus(after.state)) placedBy.erase(after.id);  // its explanation is history now
   if (before) {
     if (before->state == model::JobState::kQueued) queued.erase(before->id);
     if (holdsGpus(before->state)) {

@@ -65,7 +65,8 @@ struct World {
   // The last scheduling pass's word on each job still queued, sorted by job id, so a lookup is a
   // binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;
-  // How the last pass placed each job it placed, for `explain`; dropped when the job ends.
+  // How the last pass placed each job it placed, for `explain`; onJobChanged drops it when the
+  // job ends or goes back to the queue.
   std::map<int64_t, sched::Placement> placedBy;
   std::map<std::string, TeamQuotaStatus> quotaStatus;  // by team; written by the scheduling pass
   // host -> GPU index -> its latest readings; written by Cluster::agentTelemetry.

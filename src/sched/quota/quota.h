@@ -52,7 +52,7 @@
 namespace allot::sched::quota {
 
 // The key of a team's any-model guarantee, and a request's model when any model will do (the same
-// convention as PendingJob::gpuModel).
+// convention as a fleet request with no models, sched::Request::models).
 inline const std::string kAnyModel;
 
 struct Team {
