@@ -53,9 +53,12 @@ Status validateGpuModel(const std::string& value, const std::string& field) {
 }
 
 Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
-    : clock_(clock), logs_(logs), options_(options) {}
+    : clock_(clock), logs_(logs), options_(options), idleEpoch_(clock.nowMs()) {}
 
-void Cluster::load(const store::Contents& contents) { world_.load(contents); }
+void Cluster::load(const store::Contents& contents) {
+  world_.load(contents);
+  idleEpoch_ = clock_.nowMs();
+}
 
 std::string Cluster::newSecretId(const char* kind) {
   return std::string(kind) + "-" + std::to_string(world_.nextSecretSeq++);

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "control/idle_policy.h"
 #include "control/job_request.h"
 #include "control/log_store.h"
 #include "control/principal.h"
@@ -112,6 +113,38 @@ struct ClusterOptions {
   sched::Policy scheduling;
   // Price of one GPU-hour by GPU model, for the cost column of usage reports; empty = no costs.
   std::map<std::string, double> pricePerGpuHour;
+  // The idle-allocation policy of teams and projects that set none (allotd.toml [idle]).
+  model::IdlePolicy idleDefault;
+};
+
+// Which events `GET /events` lists; empty fields match everything.
+struct EventFilter {
+  std::string team;
+  int64_t jobId = 0;
+  std::optional<model::EventKind> kind;
+  TimeMs since = 0;  // at or after
+  size_t limit = 100;
+};
+
+// A job flagged idle, as its owners and the usage report see it.
+struct IdleAllocation {
+  int64_t jobId = 0;
+  std::string team;
+  std::string project;
+  std::string user;
+  std::vector<std::string> hosts;  // rank order
+  int gpus = 0;                    // on all hosts together
+  TimeMs idleSince = 0;
+  TimeMs notifiedAt = 0;
+  TimeMs reclaimAt = 0;  // 0 = not to be reclaimed
+  double thresholdPct = 0;
+};
+
+// What one idle check did: the events to announce (and send to webhooks once durable), and the
+// jobs it evicted, whose eviction the caller confirms with evictionsDurable after the commit.
+struct IdleCheck {
+  std::vector<model::Event> events;
+  std::vector<int64_t> reclaimed;
 };
 
 class Cluster {
@@ -213,6 +246,33 @@ class Cluster {
   // Periodic, beside checkLiveness: running jobs past their max runtime are cancelled through the
   // cancel path (the agent stops them with the usual grace). The value counts them.
   Change<int> enforceMaxRuntime();
+  // Idle allocations (cluster_idle.cc). Policies: GET for the team's members and platform admins,
+  // set by platform admins and the team's team-admins; `project` "" means the team's own.
+  Result<EffectiveIdlePolicy> idlePolicy(const Principal& p, const std::string& team,
+                                         const std::string& project) const;
+  Result<Change<EffectiveIdlePolicy>> setIdlePolicy(const Principal& p, const std::string& team,
+                                                    const std::string& project,
+                                                    const IdlePolicyUpdate& update);
+  // The project inherits its team's policy again.
+  Result<Change<EffectiveIdlePolicy>> clearProjectIdlePolicy(const Principal& p,
+                                                             const std::string& team,
+                                                             const std::string& project);
+  EffectiveIdlePolicy effectiveIdlePolicyOf(const std::string& team,
+                                            const std::string& project) const;
+  // Periodic, beside enforceMaxRuntime: flags jobs whose GPUs all stayed under their policy's
+  // threshold for its duration, clears them when busy again, reclaims after the grace.
+  Change<IdleCheck> checkIdleAllocations();
+  // The jobs' evictions are durable: their agents may now be told to stop them.
+  void evictionsDurable(const std::vector<int64_t>& jobs);
+  // The job's idle flag, when it is flagged now.
+  std::optional<IdleAllocation> idleFlag(int64_t jobId) const;
+  // Flagged jobs `p` may see; `team` "" = every team it may see (another team: NotFound).
+  Result<std::vector<IdleAllocation>> idleAllocations(const Principal& p,
+                                                      const std::string& team) const;
+  // Recent events, oldest first, the newest `limit` of those matching; members see their own
+  // team's (naming another team is NotFound).
+  Result<std::vector<model::Event>> events(const Principal& p, const EventFilter& f) const;
+
   // Sends each named host's agent its desired state, if connected.
   void push(const std::set<std::string>& hosts);
   std::string desiredMessage(const std::string& host);
@@ -244,6 +304,11 @@ class Cluster {
   // A preempted job has stopped: back to the queue if preemptible, otherwise ended.
   void preemptedJobStopped(model::Job& job, const std::string& how, store::WriteBatch& batch);
   sched::Snapshot snapshot() const;
+  // Idle detection: brings the track of a running job up to date at `now` (cluster_idle.cc).
+  IdleTrack& trackIdle(const model::Job& j, TimeMs now);
+  void noteTelemetry(const std::string& host);
+  model::Event& addEvent(model::EventKind kind, const model::Job& j, std::string message,
+                         const nlohmann::json& details, store::WriteBatch& batch);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
 
   const Clock& clock_;
@@ -255,6 +320,8 @@ class Cluster {
   std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
   std::set<int64_t> evictionsInFlight_;             // marked evicting in memory, not yet on disk
+  std::map<int64_t, IdleTrack> idle_;               // running jobs, by id
+  TimeMs idleEpoch_ = 0;  // allotd's start: no job counts as idle from before it
 };
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.

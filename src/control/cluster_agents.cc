@@ -331,6 +331,7 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
   const TimeMs now = clock_.nowMs();
   auto& mine = world_.telemetry[host];
   for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
+  noteTelemetry(host);
   return Status::Ok();
 }
 

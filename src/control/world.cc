@@ -51,6 +51,8 @@ void World::load(const store::Contents& c) {
     nextJobId = std::max(nextJobId, j.id + 1);
   }
   for (const auto& e : c.ledger) ledger.apply(e);
+  events.assign(c.events.begin(), c.events.end());
+  if (!events.empty()) nextEventId = std::max(nextEventId, events.back().id + 1);
   reindex();
 }
 

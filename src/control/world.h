@@ -3,6 +3,7 @@
 // only through Cluster. Not thread-safe: allotd touches it from its one I/O thread.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -52,6 +53,12 @@ struct World {
 
   // The allocation ledger, folded for usage reports; Cluster appends to it beside the store.
   LedgerIndex ledger;
+
+  // The newest events (at most store::kEventsLoaded), oldest first. Memory serves the API: the
+  // events an owner wants are the recent ones, and a bounded window keeps listing cheap; the
+  // store keeps every event for audit.
+  std::deque<model::Event> events;
+  int64_t nextEventId = 1;
 
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind

@@ -21,6 +21,27 @@ int readLimit(const json& j, const char* key) {
 
 json nullIfEmpty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+json idlePolicyStoreDoc(const IdlePolicy& p) {
+  return {{"threshold_pct", p.thresholdPct},
+          {"after_ms", p.afterMs},
+          {"action", idleActionName(p.action)},
+          {"grace_ms", p.graceMs},
+          {"webhook", p.webhook}};
+}
+
+// Absent in documents written before idle policies: none set, the default applies.
+std::optional<IdlePolicy> readIdlePolicy(const json& d) {
+  auto it = d.find("idle_policy");
+  if (it == d.end() || !it->is_object()) return std::nullopt;
+  IdlePolicy p;
+  p.thresholdPct = it->value("threshold_pct", p.thresholdPct);
+  p.afterMs = it->value("after_ms", p.afterMs);
+  p.action = parseIdleAction(it->value("action", "notify")).value_or(IdleAction::kNotify);
+  p.graceMs = it->value("grace_ms", p.graceMs);
+  p.webhook = it->value("webhook", "");
+  return p;
+}
+
 }  // namespace
 
 json guaranteedJson(const std::map<std::string, int>& guaranteed) {
@@ -54,6 +75,7 @@ json toStoreDoc(const Team& t) {
   out["created_ms"] = t.createdAt;
   out["usage_gpu_seconds"] = t.usageGpuSeconds;
   out["usage_ms"] = t.usageAt;
+  if (t.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*t.idlePolicy);
   return out;
 }
 
@@ -69,6 +91,7 @@ Team teamFromStoreDoc(const json& d) {
   t.lendDedicated = d.value("lend_dedicated", false);
   t.usageGpuSeconds = d.value("usage_gpu_seconds", 0.0);
   t.usageAt = d.value("usage_ms", TimeMs{0});
+  t.idlePolicy = readIdlePolicy(d);
   return t;
 }
 
@@ -87,10 +110,12 @@ json toJson(const Project& p) {
 }
 
 json toStoreDoc(const Project& p) {
-  return {{"name", p.name},
-          {"team", p.team},
-          {"created_ms", p.createdAt},
-          {"guaranteed", guaranteedJson(p.guaranteed)}};
+  json out = {{"name", p.name},
+              {"team", p.team},
+              {"created_ms", p.createdAt},
+              {"guaranteed", guaranteedJson(p.guaranteed)}};
+  if (p.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*p.idlePolicy);
+  return out;
 }
 
 Project projectFromStoreDoc(const json& d) {
@@ -99,7 +124,23 @@ Project projectFromStoreDoc(const json& d) {
   p.team = d.value("team", "");
   p.createdAt = d.value("created_ms", TimeMs{0});
   p.guaranteed = guaranteedFromJson(d.value("guaranteed", json::object()));
+  p.idlePolicy = readIdlePolicy(d);
   return p;
+}
+
+json toJson(const Event& e) {
+  json details = json::parse(e.details, nullptr, /*allow_exceptions=*/false);
+  if (!details.is_object()) details = json::object();
+  return {{"id", e.id},
+          {"at", formatIso8601(e.at)},
+          {"kind", eventKindName(e.kind)},
+          {"team", e.team},
+          {"project", nullIfEmpty(e.project)},
+          {"user", e.user},
+          {"job", e.jobId},
+          {"hosts", e.hosts},
+          {"message", e.message},
+          {"details", std::move(details)}};
 }
 
 json toJson(const Gpu& g) {

@@ -25,6 +25,8 @@ json toJson(const Gpu& g);
 json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
 json toJson(const Job& j);
+// An event as the API and webhooks show it.
+json toJson(const Event& e);
 
 // Documents for the store: every field, times in ms, secrets' hashes included.
 json toStoreDoc(const Team& t);

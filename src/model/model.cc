@@ -44,6 +44,37 @@ std::optional<LedgerKind> parseLedgerKind(const std::string& s) {
   return std::nullopt;
 }
 
+const char* idleActionName(IdleAction a) {
+  return a == IdleAction::kReclaim ? "reclaim" : "notify";
+}
+
+std::optional<IdleAction> parseIdleAction(const std::string& s) {
+  for (auto a : {IdleAction::kNotify, IdleAction::kReclaim}) {
+    if (s == idleActionName(a)) return a;
+  }
+  return std::nullopt;
+}
+
+const char* eventKindName(EventKind k) {
+  switch (k) {
+    case EventKind::kAllocationIdle:
+      return "allocation_idle";
+    case EventKind::kAllocationBusyAgain:
+      return "allocation_busy_again";
+    case EventKind::kAllocationReclaimed:
+      return "allocation_reclaimed";
+  }
+  return "?";
+}
+
+std::optional<EventKind> parseEventKind(const std::string& s) {
+  for (auto k : {EventKind::kAllocationIdle, EventKind::kAllocationBusyAgain,
+                 EventKind::kAllocationReclaimed}) {
+    if (s == eventKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
 const char* jobStateName(JobState s) {
   switch (s) {
     case JobState::kQueued:

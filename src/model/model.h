@@ -27,6 +27,23 @@ struct Quota {
   double weight = 1.0;   // its fair-share weight when borrowing; > 0
 };
 
+// What to do about an allocation whose GPUs all stay under `thresholdPct` utilisation for
+// `afterMs`: tell its owners (an event, the job's `idle` field, the webhook), and with kReclaim
+// also take the GPUs back `graceMs` after telling them. Set per team or project; absent there,
+// the team's or the platform's applies (see control/idle_policy.h).
+enum class IdleAction { kNotify, kReclaim };
+const char* idleActionName(IdleAction a);
+std::optional<IdleAction> parseIdleAction(const std::string& s);
+
+struct IdlePolicy {
+  double thresholdPct = 5;               // 0..100
+  int64_t afterMs = 30 * 60'000;         // > 0
+  IdleAction action = IdleAction::kNotify;
+  int64_t graceMs = 15 * 60'000;         // >= 0
+  std::string webhook;                   // http:// URL to POST events to; empty = none
+  bool operator==(const IdlePolicy&) const = default;
+};
+
 struct Team {
   std::string name;
   TimeMs createdAt = 0;
@@ -38,6 +55,7 @@ struct Team {
   // side; kept here so a restart does not forget who used a lot lately.
   double usageGpuSeconds = 0;
   TimeMs usageAt = 0;
+  std::optional<IdlePolicy> idlePolicy;  // absent: the platform's default
 };
 
 struct User {
@@ -63,6 +81,7 @@ struct Project {
   // Its split of the team's guarantee, same keys as Quota::guaranteed. Over a team's projects the
   // split never exceeds the team's guarantee, key by key.
   std::map<std::string, int> guaranteed;
+  std::optional<IdlePolicy> idlePolicy;  // absent: its team's
 };
 
 // An admin-made token that lets agents join. Reusable until it expires, like kubeadm's.
@@ -218,6 +237,26 @@ struct LedgerEntry {
   TimeMs startAt = 0;   // open: when the job was placed
   TimeMs endAt = 0;     // close/correct: when the hold ended
   std::string reason;   // close/correct: why ("succeeded", "requeued", "host last seen", ...)
+};
+
+// Something that happened to an allocation, for its owners (API, CLI, webhook). Append-only:
+// written once, never changed. `details` is a JSON object, kept as text so that the model stays
+// free of a JSON dependency.
+enum class EventKind { kAllocationIdle, kAllocationBusyAgain, kAllocationReclaimed };
+const char* eventKindName(EventKind k);
+std::optional<EventKind> parseEventKind(const std::string& s);
+
+struct Event {
+  int64_t id = 0;  // append order, from 1
+  TimeMs at = 0;
+  EventKind kind = EventKind::kAllocationIdle;
+  std::string team;
+  std::string project;
+  std::string user;
+  int64_t jobId = 0;
+  std::vector<std::string> hosts;  // rank order
+  std::string message;
+  std::string details = "{}";
 };
 
 // The rank of `job` that runs on `host`, or -1. A single-host job's one process is rank 0.

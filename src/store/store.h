@@ -56,8 +56,16 @@ struct AppendLedger {
   model::LedgerEntry entry;
 };
 
+// Appends one event (model::Event); never replaces one, like the ledger.
+struct AppendEvent {
+  model::Event event;
+};
+
 using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta, AppendLedger>;
+                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent>;
+
+// loadAll reads back at most this many events, the newest; older ones stay in the store.
+inline constexpr size_t kEventsLoaded = 10'000;
 
 struct WriteBatch {
   std::vector<WriteOp> ops;
@@ -80,6 +88,7 @@ struct Contents {
   std::vector<model::Job> jobs;
   std::vector<std::pair<std::string, std::string>> meta;
   std::vector<model::LedgerEntry> ledger;  // in seq order
+  std::vector<model::Event> events;        // the newest kEventsLoaded, in id order
 };
 
 class Store {

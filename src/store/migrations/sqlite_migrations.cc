@@ -126,10 +126,34 @@ CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
   BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 )sql";
 
+// Events about allocations (idle, busy again, reclaimed), append-only like the ledger. hosts is a
+// comma-separated list; details a JSON object.
+constexpr std::string_view kV4Events = R"sql(
+CREATE TABLE events (
+  id        INTEGER PRIMARY KEY,
+  at_ms     INTEGER NOT NULL,
+  kind      TEXT NOT NULL,
+  team      TEXT NOT NULL,
+  project   TEXT NOT NULL,
+  user_name TEXT NOT NULL,
+  job_id    INTEGER NOT NULL,
+  hosts     TEXT NOT NULL,
+  message   TEXT NOT NULL,
+  details   TEXT NOT NULL
+);
+CREATE INDEX events_by_team ON events (team, id);
+CREATE INDEX events_by_job ON events (job_id);
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
     Migration{3, "allocation ledger", kV3Ledger},
+    Migration{4, "allocation events", kV4Events},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_rows.h"
 
+#include <algorithm>
 #include <charconv>
 #include <exception>
 #include <functional>
@@ -51,6 +52,28 @@ constexpr std::string_view kAppendLedger =
     "INSERT INTO ledger (seq, kind, ref, job_id, team, project, user_name, host, gpu_model, "
     "gpu_indices, gpu_milli, start_ms, end_ms, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+constexpr std::string_view kAppendEvent =
+    "INSERT INTO events (id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
+    "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+std::string joinStrings(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+std::vector<std::string> splitStrings(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
 
 std::string joinIndices(const std::vector<int>& v) {
   std::string out;
@@ -136,6 +159,7 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
       {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
       {&s.host_, kPutHost},           {&s.job_, kPutJob},
       {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},
       {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
       {&s.rollback_, "ROLLBACK"},
   };
@@ -284,6 +308,24 @@ Status WriteStatements::put(const AppendLedger& op) {
   });
 }
 
+Status WriteStatements::put(const AppendEvent& op) {
+  const model::Event& e = op.event;
+  return guarded("event " + std::to_string(e.id) + " of " + jobLabel(e.jobId), [&] {
+    return Binder(event_.get())
+        .integer(e.id)
+        .integer(e.at)
+        .text(model::eventKindName(e.kind))
+        .text(e.team)
+        .text(e.project)
+        .text(e.user)
+        .integer(e.jobId)
+        .text(joinStrings(e.hosts))
+        .text(e.message)
+        .text(e.details)
+        .run();
+  });
+}
+
 Result<Contents> loadContents(sqlite3* db) {
   Contents c;
   // Teams and projects: the columns are the truth for their keys; the document carries the rest.
@@ -411,6 +453,35 @@ Result<Contents> loadContents(sqlite3* db) {
         return Status::Ok();
       });
   if (!st.ok()) return st.withContext("failed to load the ledger");
+
+  // The newest events only: the API serves what memory holds (see Cluster::events).
+  st = forEachRow(db,
+                  "SELECT id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
+                  "details FROM events ORDER BY id DESC LIMIT " +
+                      std::to_string(kEventsLoaded),
+                  [&](sqlite3_stmt* s) {
+                    model::Event e;
+                    e.id = columnInt(s, 0);
+                    e.at = columnInt(s, 1);
+                    const std::string kind = columnText(s, 2);
+                    auto parsed = model::parseEventKind(kind);
+                    if (!parsed) {
+                      return Status::Internal("event " + std::to_string(e.id) +
+                                              " has unknown kind '" + kind + "'");
+                    }
+                    e.kind = *parsed;
+                    e.team = columnText(s, 3);
+                    e.project = columnText(s, 4);
+                    e.user = columnText(s, 5);
+                    e.jobId = columnInt(s, 6);
+                    e.hosts = splitStrings(columnText(s, 7));
+                    e.message = columnText(s, 8);
+                    e.details = columnText(s, 9);
+                    c.events.push_back(std::move(e));
+                    return Status::Ok();
+                  });
+  if (!st.ok()) return st.withContext("failed to load events");
+  std::reverse(c.events.begin(), c.events.end());
   return c;
 }
 

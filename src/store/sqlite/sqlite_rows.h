@@ -37,6 +37,7 @@ class WriteStatements {
   Status put(const PutJob& op);
   Status put(const PutMeta& op);
   Status put(const AppendLedger& op);
+  Status put(const AppendEvent& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -48,6 +49,7 @@ class WriteStatements {
   StmtHandle job_;
   StmtHandle meta_;
   StmtHandle ledger_;
+  StmtHandle event_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;

@@ -688,12 +688,42 @@ TEST_F(SqliteStoreTest, SchemaTwoDatabaseGainsAnEmptyLedger) {
   }
   auto store = openStore();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schemaVersion(), 3);
+  EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
   Contents c = load(*store);
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_TRUE(c.ledger.empty());
   ASSERT_TRUE(store->commit(WriteBatch{}.add(AppendLedger{openEntry(1, 5, {0}, 1000, 9)})).ok());
   EXPECT_EQ(load(*store).ledger.size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, EventsRoundTripInOrderAndAreNeverReplaced) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  model::Event e;
+  e.id = 1;
+  e.at = 1'000;
+  e.kind = model::EventKind::kAllocationIdle;
+  e.team = "vision";
+  e.user = "alice";
+  e.jobId = 7;
+  e.hosts = {"gpu-01", "gpu-02"};
+  e.message = "idle";
+  e.details = R"({"threshold_pct":5})";
+  model::Event later = e;
+  later.id = 2;
+  later.kind = model::EventKind::kAllocationReclaimed;
+  later.project = "resnet";
+  later.hosts = {};
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(AppendEvent{later}).add(AppendEvent{e})).ok());
+  Contents c = load(*store);
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.events[0].id, 1);
+  EXPECT_EQ(c.events[0].hosts, (std::vector<std::string>{"gpu-01", "gpu-02"}));
+  EXPECT_EQ(c.events[0].details, e.details);
+  EXPECT_EQ(c.events[1].kind, model::EventKind::kAllocationReclaimed);
+  EXPECT_EQ(c.events[1].project, "resnet");
+  EXPECT_TRUE(c.events[1].hosts.empty());
+  EXPECT_FALSE(store->commit(WriteBatch{}.add(AppendEvent{e})).ok());
 }
 
 }  // namespace

@@ -1,0 +1,139 @@
+#include "control/idle_policy.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "common/time_format.h"
+
+namespace allot::control {
+namespace {
+
+constexpr int64_t kMaxDurationMs = 30LL * 24 * 3'600'000;  // 30 days
+constexpr size_t kMaxWebhookLength = 2048;
+
+std::string percentText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+const char* policySourceName(PolicySource s) {
+  switch (s) {
+    case PolicySource::kPlatform:
+      return "platform";
+    case PolicySource::kTeam:
+      return "team";
+    case PolicySource::kProject:
+      return "project";
+  }
+  return "?";
+}
+
+EffectiveIdlePolicy effectiveIdlePolicy(const model::IdlePolicy& platform, const model::Team* team,
+                                        const model::Project* project) {
+  if (project && project->idlePolicy) return {*project->idlePolicy, PolicySource::kProject};
+  if (team && team->idlePolicy) return {*team->idlePolicy, PolicySource::kTeam};
+  return {platform, PolicySource::kPlatform};
+}
+
+Status validateIdlePolicy(const model::IdlePolicy& p) {
+  // !(x >= 0) also refuses NaN.
+  if (!(p.thresholdPct >= 0) || p.thresholdPct > 100)
+    return Status::InvalidArgument(
+        "threshold_pct: must be between 0 and 100, got " + percentText(p.thresholdPct),
+        "threshold_pct");
+  if (p.afterMs <= 0 || p.afterMs > kMaxDurationMs)
+    return Status::InvalidArgument("after: must be above 0 and at most 30d, got '" +
+                                       formatDurationSpec(p.afterMs) + "'",
+                                   "after");
+  if (p.graceMs < 0 || p.graceMs > kMaxDurationMs)
+    return Status::InvalidArgument("grace: must be between 0s and 30d", "grace");
+  if (!p.webhook.empty()) {
+    auto t = parseWebhookUrl(p.webhook);
+    if (!t.ok()) return t.status();
+  }
+  return Status::Ok();
+}
+
+Result<WebhookTarget> parseWebhookUrl(const std::string& url) {
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("webhook: " + why, "webhook");
+  };
+  if (url.size() > kMaxWebhookLength)
+    return bad("longer than " + std::to_string(kMaxWebhookLength) + " characters");
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f) return bad("must be printable ASCII without spaces");
+  }
+  constexpr std::string_view kScheme = "http://";
+  // The URL itself is never echoed: it may carry a secret.
+  if (url.rfind(kScheme, 0) != 0)
+    return bad("must start with http:// (allotd has no TLS client; use a local relay for https)");
+  std::string_view rest = std::string_view(url).substr(kScheme.size());
+  const size_t slash = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, slash);
+  WebhookTarget t;
+  if (slash != std::string_view::npos) {
+    t.target = std::string(rest.substr(slash));
+    if (t.target.front() == '?') t.target = "/" + t.target;
+  }
+  if (t.target.find('#') != std::string::npos) return bad("must not have a #fragment");
+  if (authority.find('@') != std::string_view::npos)
+    return bad("must not carry user:password@ (put a secret in the path or query instead)");
+  if (authority.find('[') != std::string_view::npos)
+    return bad("IPv6 literals are not supported; use a host name");
+  const size_t colon = authority.find(':');
+  std::string_view host = authority.substr(0, colon);
+  if (host.empty() || host.size() > 253) return bad("needs a host");
+  for (char c : host) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
+      return bad("host has a character other than letters, digits, '-' and '.'");
+  }
+  t.host = std::string(host);
+  if (colon != std::string_view::npos) {
+    std::string_view port = authority.substr(colon + 1);
+    int v = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (port.empty() || ec != std::errc() || p != port.data() + port.size() || v < 1 || v > 65535)
+      return bad("port must be between 1 and 65535");
+    t.port = static_cast<uint16_t>(v);
+  }
+  return t;
+}
+
+IdleStep stepIdle(IdleTrack& t, const model::IdlePolicy& p, TimeMs now) {
+  if (!t.flagged()) {
+    if (now - t.lastBusyAt < p.afterMs) return IdleStep::kNone;
+    t.idleSince = t.lastBusyAt;
+    t.notifiedAt = now;
+    t.reclaimAt = p.action == model::IdleAction::kReclaim ? now + p.graceMs : 0;
+    t.reclaimed = false;
+    return IdleStep::kFlag;
+  }
+  if (t.lastBusyAt > t.idleSince) {
+    t.idleSince = t.notifiedAt = t.reclaimAt = 0;
+    t.reclaimed = false;
+    return IdleStep::kBusyAgain;
+  }
+  // The policy may change while a job is flagged: a new reclaim policy counts its grace from
+  // now (its owners were told only of a notification), a notify policy cancels a pending reclaim.
+  if (p.action != model::IdleAction::kReclaim) {
+    t.reclaimAt = 0;
+    return IdleStep::kNone;
+  }
+  if (t.reclaimAt == 0) t.reclaimAt = now + p.graceMs;
+  if (!t.reclaimed && now >= t.reclaimAt) {
+    t.reclaimed = true;
+    return IdleStep::kReclaim;
+  }
+  return IdleStep::kNone;
+}
+
+std::string describeIdle(const model::IdlePolicy& p) {
+  return "GPUs under " + percentText(p.thresholdPct) + "% for " + formatDurationSpec(p.afterMs);
+}
+
+}  // namespace allot::control
