@@ -53,6 +53,13 @@ nlohmann::json jobJson(Server& s, const model::Job& j) {
     auto w = s.cluster().waitOf(j.id);
     out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
   }
+  // The owner's view of an idle flag (see docs/accounting.md); absent while not flagged.
+  if (auto idle = s.cluster().idleFlag(j.id)) {
+    auto at = [](TimeMs t) { return t ? nlohmann::json(formatIso8601(t)) : nlohmann::json(); };
+    out["idle"] = {{"since", at(idle->idleSince)},
+                   {"notified_at", at(idle->notifiedAt)},
+                   {"reclaim_at", at(idle->reclaimAt)}};
+  }
   return out;
 }
 
@@ -375,6 +382,7 @@ void registerRoutes(Router& router, Server& s) {
 
   registerSharingRoutes(router, s);
   registerUsageRoutes(router, s);
+  registerIdleRoutes(router, s);
 }
 
 }  // namespace allot::api

@@ -67,10 +67,13 @@ void registerUsageRoutes(Router& router, Server& s) {
                      {"peak_gpus", row.peakMilli / 1000.0},
                      {"cost", costOf(row, prices)}});
     }
+    // Jobs flagged idle right now (routes_idle.cc), whatever the window.
+    TRY_ASSIGN(idle, idleAllocationsJson(s, r.who(), q.team));
     co_return ApiResponse::json({{"by", control::usageByName(q.by)},
                                  {"from", formatIso8601(q.from)},
                                  {"to", formatIso8601(q.to)},
-                                 {"rows", std::move(out)}});
+                                 {"rows", std::move(out)},
+                                 {"idle_allocations", std::move(idle)}});
   });
 }
 

@@ -16,6 +16,7 @@
 
 #include "api/agent_stream.h"
 #include "control/async_commit.h"
+#include "model/json.h"
 
 namespace allot::api {
 
@@ -176,6 +177,19 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await apply(overdue);
     auto usage = cluster_->accountUsage();
     co_await apply(usage);
+    co_await checkIdle();
+  }
+}
+
+asio::awaitable<void> Server::checkIdle() {
+  auto idle = cluster_->checkIdleAllocations();
+  if (!idle.batch.empty()) co_await commit(idle.batch);
+  cluster_->evictionsDurable(idle.value.reclaimed);
+  cluster_->push(idle.pushHosts);
+  for (int64_t id : idle.value.reclaimed) notifyJob(id);
+  for (const auto& e : idle.value.events) {
+    const auto policy = cluster_->effectiveIdlePolicyOf(e.team, e.project).policy;
+    if (!policy.webhook.empty()) webhooks_.send(policy.webhook, model::toJson(e).dump());
   }
 }
 

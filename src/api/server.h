@@ -15,6 +15,7 @@
 
 #include "api/metrics.h"
 #include "api/router.h"
+#include "api/webhook.h"
 #include "common/clock.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
@@ -70,6 +71,9 @@ class Server {
   boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket);
   boost::asio::awaitable<void> schedulingLoop();
   boost::asio::awaitable<void> livenessLoop();
+  // The idle check of each liveness tick: commit, let reclaimed jobs' agents stop them, and send
+  // each event to its policy's webhook.
+  boost::asio::awaitable<void> checkIdle();
   void wakeScheduler();
 
   ServerConfig config_;
@@ -82,6 +86,7 @@ class Server {
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   boost::asio::steady_timer schedulerWake_{io_};
+  WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
@@ -93,6 +98,11 @@ void registerRoutes(Router& router, Server& server);
 void registerSharingRoutes(Router& router, Server& server);
 // The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
 void registerUsageRoutes(Router& router, Server& server);
+// Idle-allocation policies and events (routes_idle.cc); called by registerRoutes.
+void registerIdleRoutes(Router& router, Server& server);
+// The usage report's `idle_allocations`: flagged jobs `p` may see, of `team` ("" = all it sees).
+Result<nlohmann::json> idleAllocationsJson(Server& server, const control::Principal& p,
+                                           const std::string& team);
 // The OpenAPI document served at /api/v1/openapi.json.
 const std::string& openApiDocument();
 

@@ -125,6 +125,8 @@ Result<json> ApiClient::put(const std::string& path, const json& body) {
   return call("PUT", path, body.dump());
 }
 
+Result<json> ApiClient::del(const std::string& path) { return call("DELETE", path, ""); }
+
 Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank) {
   std::string target = std::string(kApiBase) + "/jobs/" + std::to_string(jobId) +
                        "/logs?offset=" + std::to_string(offset);

@@ -29,6 +29,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addAuthCommands(app, ctx);
   addOrgCommands(app, ctx);
   addQuotaCommands(app, ctx);
+  addIdleCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);

@@ -14,6 +14,8 @@ void addHostCommands(CLI::App& app, Context& ctx);  // host
 void addJobCommands(CLI::App& app, Context& ctx);   // run, job
 // team quota, project quota; after addOrgCommands, whose team and project commands it extends.
 void addQuotaCommands(CLI::App& app, Context& ctx);
+// team idle-policy (after addOrgCommands), events.
+void addIdleCommands(CLI::App& app, Context& ctx);
 void addReportCommands(CLI::App& app, Context& ctx);  // report usage
 
 }  // namespace allot::cli

@@ -262,6 +262,13 @@ int jobShow(Context& ctx, const JobOpts& o) {
   if (std::string p = text(j, "preemptions", "0"); p != "0") d.add("preemptions", p);
   if (isTrue(j, "evicting")) d.add("evicting", "yes, since " + timeText(j, "evicting_since", now));
   if (std::string why = text(j, "evicted_for", ""); !why.empty()) d.add("evicted for", why);
+  if (auto idle = j.find("idle"); idle != j.end() && idle->is_object()) {
+    std::string line = "GPUs idle since " + timeText(*idle, "since", now);
+    line += text(*idle, "reclaim_at", "").empty()
+                ? "; notified, not to be reclaimed"
+                : "; to be reclaimed at " + timeText(*idle, "reclaim_at", now) + " unless busy";
+    d.add("idle", line);
+  }
   d.add("cpu limit", limitText(j, "cpu_millis", [](int64_t m) {
           char buf[32];
           snprintf(buf, sizeof buf, "%g cores", m / 1000.0);

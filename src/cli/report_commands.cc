@@ -47,6 +47,19 @@ std::string csvField(const std::string& v) {
   return out + "\"";
 }
 
+// Jobs flagged idle now, after the usage table; nothing when there are none.
+void printIdleAllocations(Context& ctx, const json& report) {
+  auto idle = report.find("idle_allocations");
+  if (idle == report.end() || !idle->is_array() || idle->empty()) return;
+  Table t({"JOB", "TEAM", "PROJECT", "USER", "HOST", "GPUS", "IDLE SINCE", "UNDER", "RECLAIM AT"});
+  for (const auto& a : *idle) {
+    t.addRow({formatJobId(a.value("job", int64_t{0})), text(a, "team"), text(a, "project"),
+              text(a, "user"), text(a, "host"), text(a, "gpus"), text(a, "idle_since"),
+              number(a, "threshold", 1) + "%", text(a, "reclaim_at")});
+  }
+  ctx.out() << "\nidle allocations now:\n" << t.render();
+}
+
 int reportUsage(Context& ctx, const UsageOpts& o) {
   std::string query = "?by=" + urlEncode(o.by);
   // Relative times ("-30d") are resolved here, so the server sees the moment the user meant.
@@ -86,6 +99,7 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
   ctx.out() << "usage by " << text(*report, "by") << " from " << text(*report, "from") << " to "
             << text(*report, "to") << "\n";
   if (!table.empty()) ctx.out() << table.render();
+  printIdleAllocations(ctx, *report);
   return 0;
 }
 

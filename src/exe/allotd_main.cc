@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   std::string heartbeat = "5s", lostAfter = "5m";
   std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
   std::map<std::string, double> pricePerGpuHour;
+  // [idle]: the idle-allocation policy of teams and projects that set none.
+  allot::model::IdlePolicy idleDefault;
+  std::string idleAfter = "30m", idleGrace = "15m", idleAction = "notify";
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -81,6 +84,16 @@ int main(int argc, char** argv) {
                         ": expected a price per GPU-hour (a number >= 0)");
           pricePerGpuHour[std::string(model.str())] = *v;
         }
+      }
+      if (const toml::table* idle = tbl["idle"].as_table()) {
+        const toml::node* threshold = idle->get("threshold_pct");
+        if (threshold && !threshold->value<double>())
+          return fail("config " + f.configFile + ": idle.threshold_pct: expected a number");
+        if (threshold) idleDefault.thresholdPct = *threshold->value<double>();
+        idleAfter = (*idle)["after"].value_or(idleAfter);
+        idleGrace = (*idle)["grace"].value_or(idleGrace);
+        idleAction = (*idle)["action"].value_or(idleAction);
+        idleDefault.webhook = (*idle)["webhook"].value_or(std::string());
       }
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
@@ -131,6 +144,18 @@ int main(int argc, char** argv) {
     return fail("--usage-half-life: " + halfLife.status().message());
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
+  auto after = allot::parseDurationMs(idleAfter);
+  if (!after.ok()) return fail("config: idle.after: " + after.status().message());
+  idleDefault.afterMs = *after;
+  auto idleGraceMs = allot::parseDurationMs(idleGrace);
+  if (!idleGraceMs.ok()) return fail("config: idle.grace: " + idleGraceMs.status().message());
+  idleDefault.graceMs = *idleGraceMs;
+  auto action = allot::model::parseIdleAction(idleAction);
+  if (!action) return fail("config: idle.action: expected notify or reclaim, got '" + idleAction + "'");
+  idleDefault.action = *action;
+  if (auto st = allot::control::validateIdlePolicy(idleDefault); !st.ok())
+    return fail("config: idle." + st.message());
+  cfg.cluster.idleDefault = idleDefault;
 
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);

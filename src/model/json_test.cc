@@ -131,8 +131,26 @@ TEST(ModelJson, TeamQuotaRoundTripsAndShowsAnyModelAsAny) {
   EXPECT_EQ(old.quota.weight, 1.0);
 }
 
+TEST(ModelJson, IdlePoliciesRoundTripAndAreAbsentInOlderDocuments) {
+  Team t;
+  t.name = "ml";
+  IdlePolicy pol;
+  pol.thresholdPct = 12.5;
+  pol.afterMs = 60'000;
+  pol.action = IdleAction::kReclaim;
+  pol.graceMs = 0;
+  pol.webhook = "http://hooks:8080/x";
+  t.idlePolicy = pol;
+  EXPECT_EQ(teamFromStoreDoc(toStoreDoc(t)).idlePolicy, pol);
+  Project p;
+  p.idlePolicy = pol;
+  EXPECT_EQ(projectFromStoreDoc(toStoreDoc(p)).idlePolicy, pol);
+  EXPECT_FALSE(teamFromStoreDoc(json::object()).idlePolicy);
+  EXPECT_FALSE(projectFromStoreDoc(json::object()).idlePolicy);
+}
+
 TEST(ModelJson, ProjectSplitAndHostDedicationRoundTrip) {
-  Project p{"resnet", "ml", 5, {{"A100", 2}, {"", 1}}};
+  Project p{"resnet", "ml", 5, {{"A100", 2}, {"", 1}}, std::nullopt};
   Project back = projectFromStoreDoc(toStoreDoc(p));
   EXPECT_EQ(back.guaranteed, p.guaranteed);
   EXPECT_EQ(back.team, "ml");

@@ -196,7 +196,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
       .add(PutToken{{"tok-1", "alice", "hash-1", 13, 99}})
       .add(PutToken{{"tok-2", "host:gpu-07", "hash-2", 14, 0}})
       .add(DeleteToken{"tok-2"})
-      .add(PutProject{{"resnet", "vision", 15, {{"H100", 3}, {"", 1}}}})
+      .add(PutProject{{"resnet", "vision", 15, {{"H100", 3}, {"", 1}}, std::nullopt}})
       .add(PutJoinToken{{"join-1", "jhash", "root", 16, 17}})
       .add(PutHost{host})
       .add(PutJob{job})
@@ -486,9 +486,9 @@ TEST_F(SqliteStoreTest, ProjectsOfTheSameNameInTwoTeamsAreTwoRows) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store
                   ->commit(WriteBatch{}
-                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 1}}}})
-                               .add(PutProject{{"resnet", "nlp", 2, {}}})
-                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 2}}}}))
+                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 1}}, std::nullopt}})
+                               .add(PutProject{{"resnet", "nlp", 2, {}, std::nullopt}})
+                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 2}}, std::nullopt}}))
                   .ok());
   Contents c = load(*store);
   ASSERT_EQ(c.projects.size(), 2u);
