@@ -39,8 +39,8 @@ Result<std::optional<int64_t>> readDuration(const JsonInput& in, const char* fie
   auto text = in.optionalString(field);
   if (!text.ok()) return text.status();
   auto ms = parseDurationMs(*text);
-  if (!ms.ok()) return Status::InvalidArgument(std::string(field) + ": " + ms.status().message(),
-                                               field);
+  if (!ms.ok())
+    return Status::InvalidArgument(std::string(field) + ": " + ms.status().message(), field);
   return std::optional<int64_t>(*ms);
 }
 
@@ -96,9 +96,11 @@ Result<control::EventFilter> readEventFilter(const ApiRequest& r, TimeMs now) {
   if (auto* kind = q("kind")) {
     f.kind = model::parseEventKind(*kind);
     if (!f.kind)
-      return Status::InvalidArgument("kind: expected allocation_idle, allocation_busy_again or "
-                                     "allocation_reclaimed, got '" + *kind + "'",
-                                     "kind");
+      return Status::InvalidArgument(
+          "kind: expected allocation_idle, allocation_busy_again or "
+          "allocation_reclaimed, got '" +
+              *kind + "'",
+          "kind");
   }
   if (auto* since = q("since")) {
     auto t = parseTime(*since, now);
@@ -125,15 +127,16 @@ Result<nlohmann::json> idleAllocationsJson(Server& s, const control::Principal& 
   for (const auto& a : *idle) {
     std::string hosts;
     for (const auto& h : a.hosts) hosts += (hosts.empty() ? "" : ",") + h;
-    out.push_back({{"job", a.jobId},
-                   {"team", a.team},
-                   {"project", a.project.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.project)},
-                   {"user", a.user},
-                   {"host", hosts},
-                   {"gpus", a.gpus},
-                   {"idle_since", timeOrNull(a.idleSince)},
-                   {"threshold", a.thresholdPct},
-                   {"reclaim_at", timeOrNull(a.reclaimAt)}});
+    out.push_back(
+        {{"job", a.jobId},
+         {"team", a.team},
+         {"project", a.project.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.project)},
+         {"user", a.user},
+         {"host", hosts},
+         {"gpus", a.gpus},
+         {"idle_since", timeOrNull(a.idleSince)},
+         {"threshold", a.thresholdPct},
+         {"reclaim_at", timeOrNull(a.reclaimAt)}});
   }
   return out;
 }

@@ -6,8 +6,10 @@
 //
 // Threading: call send() on the thread that runs the io_context.
 
-// GCC 12 needs <utility> ahead of Boost.Asio's coroutine headers.
+// GCC 12 needs <utility> ahead of Boost.Asio's coroutine headers; clang-format would sort it.
+// clang-format off
 #include <utility>
+// clang-format on
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>

@@ -84,6 +84,39 @@ FakeResponse api(const FakeRequest& r) {
     j["evicted_for"] = "reclaimed by team nlp for job 7";
     return jsonReply(200, j.dump());
   }
+  // Idle allocations: policies, events, the idle part of the usage report, an idle job.
+  if (r.target.find("/idle-policy") != std::string::npos) {
+    json p = {{"team", "ml"},       {"project", nullptr},   {"threshold_pct", 5},
+              {"after", "30m"},     {"action", "notify"},   {"grace", "15m"},
+              {"webhook", nullptr}, {"webhook_set", false}, {"source", "platform"}};
+    if (r.method == "PUT") {
+      json body = json::parse(r.body);
+      for (const auto& [k, v] : body.items()) p[k] = v;
+      p["source"] = "team";
+    }
+    if (r.method == "DELETE") p["source"] = "team";
+    return jsonReply(200, p.dump());
+  }
+  if (r.target.rfind("/api/v1/events?", 0) == 0) {
+    return jsonReply(200, R"([{"id":3,"at":"2026-11-30T11:58:00Z","kind":"allocation_idle",
+      "team":"ml","project":null,"user":"alice","job":46,"hosts":["gpu-01"],
+      "message":"job 46 (alice): GPUs under 5% for 30m","details":{}}])");
+  }
+  if (r.target == "/api/v1/usage?by=host") {
+    return jsonReply(200, R"({"by":"host","from":"2026-11-30T10:00:00Z",
+      "to":"2026-11-30T12:00:00Z","rows":[],"idle_allocations":[{"job":46,"team":"ml",
+      "project":"nb","user":"alice","host":"gpu-01","gpus":2,"idle_since":"2026-11-30T11:28:00Z",
+      "threshold":5,"reclaim_at":"2026-11-30T12:13:00Z"}]})");
+  }
+  if (r.target == "/api/v1/jobs/46") {
+    json j = queuedJob();
+    j["id"] = 46;
+    j["state"] = "running";
+    j["idle"] = {{"since", "2026-11-30T11:28:00Z"},
+                 {"notified_at", "2026-11-30T11:58:00Z"},
+                 {"reclaim_at", "2026-11-30T12:13:00Z"}};
+    return jsonReply(200, j.dump());
+  }
   if (r.target.rfind("/api/v1/usage?", 0) == 0) {
     if (r.target.find("team=other") != std::string::npos)
       return jsonReply(404, R"({"error":{"code":"not_found","message":"no team 'other'"}})");
@@ -398,6 +431,64 @@ TEST_F(CliTest, TeamQuotaSetSendsTheQuota) {
   // Only what is given is sent: the server keeps the rest.
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--weight", "3"}), 0);
   EXPECT_EQ(json::parse(server_.requests().at(1).body), json({{"weight", 3.0}}));
+}
+
+TEST_F(CliTest, TeamIdlePolicySetSendsOnlyWhatIsGiven) {
+  EXPECT_EQ(run({"team", "idle-policy", "set", "ml", "--threshold", "10", "--after", "1h",
+                 "--action", "reclaim", "--grace", "5m", "--webhook", "http://hooks:8080/x"}),
+            0)
+      << err_.str();
+  auto req = server_.requests().at(0);
+  EXPECT_EQ(req.method, "PUT");
+  EXPECT_EQ(req.target, "/api/v1/teams/ml/idle-policy");
+  EXPECT_EQ(json::parse(req.body), json({{"threshold_pct", 10.0},
+                                         {"after", "1h"},
+                                         {"action", "reclaim"},
+                                         {"grace", "5m"},
+                                         {"webhook", "http://hooks:8080/x"}}));
+  EXPECT_NE(out_.str().find("Set the idle policy of team ml: idle when all GPUs stay under 10% "
+                            "for 1h; reclaim after a grace of 5m"),
+            std::string::npos)
+      << out_.str();
+
+  EXPECT_EQ(run({"team", "idle-policy", "set", "ml", "--project", "nb", "--webhook", ""}), 0);
+  EXPECT_EQ(server_.requests().at(1).target, "/api/v1/teams/ml/projects/nb/idle-policy");
+  EXPECT_EQ(json::parse(server_.requests().at(1).body), json({{"webhook", ""}}));
+
+  EXPECT_EQ(run({"team", "idle-policy", "set", "ml"}), 2);                         // a usage error
+  EXPECT_EQ(run({"team", "idle-policy", "set", "ml", "--threshold", "lots"}), 2);  // a usage error
+  EXPECT_EQ(run({"team", "idle-policy", "set", "ml", "--action", "explode"}), 2);  // a usage error
+  EXPECT_EQ(server_.requests().size(), 2u);  // refused before sending
+
+  EXPECT_EQ(run({"team", "idle-policy", "unset", "ml", "--project", "nb"}), 0);
+  EXPECT_EQ(server_.requests().back().method, "DELETE");
+  EXPECT_EQ(run({"team", "idle-policy", "show", "ml"}), 0);
+  EXPECT_NE(out_.str().find("from:"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("platform"), std::string::npos) << out_.str();
+}
+
+TEST_F(CliTest, EventsReportAndJobShowTellOfIdleAllocations) {
+  EXPECT_EQ(run({"events", "--job", "j-46", "--kind", "allocation_idle"}), 0) << err_.str();
+  EXPECT_EQ(server_.requests().back().target,
+            "/api/v1/events?limit=100&job=46&kind=allocation_idle");
+  EXPECT_NE(out_.str().find("allocation_idle"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("job 46 (alice): GPUs under 5% for 30m"), std::string::npos)
+      << out_.str();
+
+  EXPECT_EQ(run({"report", "usage", "--by", "host"}), 0) << err_.str();
+  const std::string report = out_.str();
+  EXPECT_NE(report.find("idle allocations now:"), std::string::npos) << report;
+  EXPECT_NE(report.find("2026-11-30T11:28:00Z"), std::string::npos) << report;
+  EXPECT_NE(report.find("5%"), std::string::npos) << report;
+  // No idle allocations, no section.
+  EXPECT_EQ(run({"report", "usage", "--by", "project"}), 0);
+  EXPECT_EQ(out_.str().find("idle allocations"), std::string::npos) << out_.str();
+
+  EXPECT_EQ(run({"job", "show", "46"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("GPUs idle since 2026-11-30T11:28:00Z"), std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("to be reclaimed at 2026-11-30T12:13:00Z"), std::string::npos)
+      << out_.str();
 }
 
 TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {

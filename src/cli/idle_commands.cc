@@ -1,6 +1,9 @@
 // allot team idle-policy, allot events: when an allocation counts as idle and what happens then,
 // and the events that report it (GET/PUT/DELETE .../idle-policy, GET /events).
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/table.h"
@@ -36,8 +39,17 @@ std::string webhookText(const json& p) {
   return isTrue(p, "webhook_set") ? "set (shown to team-admins)" : "none";
 }
 
+// 10 rather than 10.0; 12.5 stays.
+std::string percentText(const json& p) {
+  auto it = p.find("threshold_pct");
+  if (it == p.end() || !it->is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", it->get<double>());
+  return buf;
+}
+
 std::string policyLine(const json& p) {
-  std::string line = "idle when all GPUs stay under " + text(p, "threshold_pct") + "% for " +
+  std::string line = "idle when all GPUs stay under " + percentText(p) + " for " +
                      text(p, "after") + "; " + text(p, "action");
   if (text(p, "action") == "reclaim") line += " after a grace of " + text(p, "grace");
   return line;
@@ -79,7 +91,7 @@ int policyShow(Context& ctx, const PolicyOpts& o) {
   Details d;
   d.add("owner", ownerText(o));
   d.add("from", text(*p, "source"));
-  d.add("threshold", text(*p, "threshold_pct") + "%");
+  d.add("threshold", percentText(*p));
   d.add("after", text(*p, "after"));
   d.add("action", text(*p, "action"));
   d.add("grace", text(*p, "grace"));
@@ -94,8 +106,8 @@ int policyUnset(Context& ctx, const PolicyOpts& o) {
   auto p = (*api)->del(policyPath(o));
   if (!p.ok()) return ctx.fail(p.status());
   if (ctx.jsonOutput()) return ctx.printJson(*p);
-  ctx.out() << "Project " << o.team << "/" << o.project << " now follows its "
-            << text(*p, "source") << "'s idle policy: " << policyLine(*p) << "\n";
+  ctx.out() << "Project " << o.team << "/" << o.project << " now follows its " << text(*p, "source")
+            << "'s idle policy: " << policyLine(*p) << "\n";
   return 0;
 }
 
@@ -156,8 +168,7 @@ void addIdleCommands(CLI::App& app, Context& ctx) {
     set->add_option("--after", o->after, "How long all GPUs must stay idle (default 30m)");
     set->add_option("--action", o->action, "notify, or reclaim after the grace (default notify)")
         ->check(CLI::IsMember({"notify", "reclaim"}));
-    set->add_option("--grace", o->grace,
-                    "Between notifying and reclaiming (default 15m)");
+    set->add_option("--grace", o->grace, "Between notifying and reclaiming (default 15m)");
     set->add_option("--webhook", o->webhook,
                     "http:// URL that receives each event as JSON; \"\" removes it")
         ->each([o](const std::string&) { o->webhookGiven = true; });

@@ -211,15 +211,15 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
       }
       case IdleStep::kBusyAgain:
         c.value.events.push_back(addEvent(model::EventKind::kAllocationBusyAgain, j,
-                                          what + ": busy again",
-                                          policyDetails(policy, t), c.batch));
+                                          what + ": busy again", policyDetails(policy, t),
+                                          c.batch));
         break;
       case IdleStep::kReclaim: {
         const std::string reason = "reclaimed: " + describeIdle(policy);
-        c.value.events.push_back(addEvent(model::EventKind::kAllocationReclaimed, j,
-                                          what + ": " + reason +
-                                              (j.preemptible ? "; requeued" : "; stopped"),
-                                          policyDetails(policy, t), c.batch));
+        c.value.events.push_back(
+            addEvent(model::EventKind::kAllocationReclaimed, j,
+                     what + ": " + reason + (j.preemptible ? "; requeued" : "; stopped"),
+                     policyDetails(policy, t), c.batch));
         // The preemption path: the agent stops it with the preempt grace; a preemptible job goes
         // back to the queue, any other ends `preempted` with this reason.
         Change<std::vector<int64_t>> evicted;
@@ -275,8 +275,7 @@ Result<std::vector<model::Event>> Cluster::events(const Principal& p, const Even
   if (!f.team.empty() && (!world_.teams.count(f.team) || !authz::canSeeTeam(p, f.team)))
     return Status::NotFound("no team '" + f.team + "'");
   std::vector<model::Event> out;
-  for (auto it = world_.events.rbegin(); it != world_.events.rend() && out.size() < f.limit;
-       ++it) {
+  for (auto it = world_.events.rbegin(); it != world_.events.rend() && out.size() < f.limit; ++it) {
     const model::Event& e = *it;
     if (e.at < f.since) break;  // appended in time order
     if (!f.team.empty() && e.team != f.team) continue;

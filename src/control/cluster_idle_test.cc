@@ -117,8 +117,7 @@ TEST_F(ClusterIdleTest, AJobUnderTheThresholdForTheDurationIsFlaggedOnce) {
   // Another team sees neither the flag nor the event.
   EXPECT_TRUE(cluster_->idleAllocations(bob_, "")->empty());
   EXPECT_TRUE(cluster_->events(bob_, {})->empty());
-  EXPECT_EQ(cluster_->events(bob_, EventFilter{.team = "vision"}).status().code(),
-            Code::kNotFound);
+  EXPECT_EQ(cluster_->events(bob_, EventFilter{.team = "vision"}).status().code(), Code::kNotFound);
 }
 
 TEST_F(ClusterIdleTest, BusyTimeResetsTheClockAndBusyAfterAFlagClearsIt) {
@@ -285,9 +284,9 @@ TEST(IdlePolicy, WebhookUrlsArePlainHttpWithAHost) {
   EXPECT_EQ(t->port, 9000);
   EXPECT_EQ(t->target, "/hook?k=v");
   EXPECT_EQ(parseWebhookUrl("http://example.com")->target, "/");
-  for (const char* bad : {"https://example.com/", "ftp://x/", "http://", "http://a b/",
-                          "http://u:p@example.com/", "http://example.com:0/",
-                          "http://example.com:99999/", "http://[::1]/"}) {
+  for (const char* bad :
+       {"https://example.com/", "ftp://x/", "http://", "http://a b/", "http://u:p@example.com/",
+        "http://example.com:0/", "http://example.com:99999/", "http://[::1]/"}) {
     EXPECT_FALSE(parseWebhookUrl(bad).ok()) << bad;
   }
 }

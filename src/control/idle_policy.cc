@@ -47,9 +47,9 @@ Status validateIdlePolicy(const model::IdlePolicy& p) {
         "threshold_pct: must be between 0 and 100, got " + percentText(p.thresholdPct),
         "threshold_pct");
   if (p.afterMs <= 0 || p.afterMs > kMaxDurationMs)
-    return Status::InvalidArgument("after: must be above 0 and at most 30d, got '" +
-                                       formatDurationSpec(p.afterMs) + "'",
-                                   "after");
+    return Status::InvalidArgument(
+        "after: must be above 0 and at most 30d, got '" + formatDurationSpec(p.afterMs) + "'",
+        "after");
   if (p.graceMs < 0 || p.graceMs > kMaxDurationMs)
     return Status::InvalidArgument("grace: must be between 0s and 30d", "grace");
   if (!p.webhook.empty()) {

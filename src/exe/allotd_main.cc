@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   if (!idleGraceMs.ok()) return fail("config: idle.grace: " + idleGraceMs.status().message());
   idleDefault.graceMs = *idleGraceMs;
   auto action = allot::model::parseIdleAction(idleAction);
-  if (!action) return fail("config: idle.action: expected notify or reclaim, got '" + idleAction + "'");
+  if (!action)
+    return fail("config: idle.action: expected notify or reclaim, got '" + idleAction + "'");
   idleDefault.action = *action;
   if (auto st = allot::control::validateIdlePolicy(idleDefault); !st.ok())
     return fail("config: idle." + st.message());

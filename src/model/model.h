@@ -36,11 +36,11 @@ const char* idleActionName(IdleAction a);
 std::optional<IdleAction> parseIdleAction(const std::string& s);
 
 struct IdlePolicy {
-  double thresholdPct = 5;               // 0..100
-  int64_t afterMs = 30 * 60'000;         // > 0
+  double thresholdPct = 5;        // 0..100
+  int64_t afterMs = 30 * 60'000;  // > 0
   IdleAction action = IdleAction::kNotify;
-  int64_t graceMs = 15 * 60'000;         // >= 0
-  std::string webhook;                   // http:// URL to POST events to; empty = none
+  int64_t graceMs = 15 * 60'000;  // >= 0
+  std::string webhook;            // http:// URL to POST events to; empty = none
   bool operator==(const IdlePolicy&) const = default;
 };
 

@@ -62,7 +62,8 @@ class WebhookReceiver {
         ssize_t n = ::recv(c, buf, sizeof buf, 0);
         if (n <= 0) break;
         data.append(buf, static_cast<size_t>(n));
-        if (headerEnd == std::string::npos && (headerEnd = data.find("\r\n\r\n")) != std::string::npos) {
+        if (headerEnd == std::string::npos &&
+            (headerEnd = data.find("\r\n\r\n")) != std::string::npos) {
           std::string lower = data.substr(0, headerEnd);
           for (auto& ch : lower) ch = static_cast<char>(std::tolower(ch));
           auto cl = lower.find("content-length:");
@@ -126,8 +127,8 @@ TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
   const std::vector<std::string> sleeper = {"sh", "-c",
                                             "echo \"$ALLOT_SIM_GPU_UTIL_FILE\"; sleep 600"};
   int64_t busy = submit(alice, {"--gpus", "1", "--env", "ALLOT_SIM_GPU_UTIL=80"}, sleeper);
-  int64_t idle = submit(alice, {"--gpus", "1", "--preemptible", "--env", "ALLOT_SIM_GPU_UTIL=0"},
-                        sleeper);
+  int64_t idle =
+      submit(alice, {"--gpus", "1", "--preemptible", "--env", "ALLOT_SIM_GPU_UTIL=0"}, sleeper);
   int64_t notebook = submit(
       alice, {"--gpus", "1", "--project", "notebooks", "--env", "ALLOT_SIM_GPU_UTIL=0"}, sleeper);
   for (int64_t id : {busy, idle, notebook}) ASSERT_TRUE(waitForJobState(alice, id, "running"));
@@ -152,11 +153,13 @@ TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
     int kinds = 0;
     for (const auto& [line, body] : got) {
       if (body.is_object() && body.value("job", int64_t{0}) == idle)
-        kinds |= textOf(body, "kind") == "allocation_idle" ? 1
-                 : textOf(body, "kind") == "allocation_reclaimed" ? 2 : 0;
+        kinds |= textOf(body, "kind") == "allocation_idle"        ? 1
+                 : textOf(body, "kind") == "allocation_reclaimed" ? 2
+                                                                  : 0;
     }
     return kinds == 3;
-  })) << got.size() << " webhook calls";
+  })) << got.size()
+      << " webhook calls";
   EXPECT_EQ(got.front().first, "POST /hooks/s3cret HTTP/1.1");
 
   // The notebook job is flagged but kept, and listed by the usage report as idle.
@@ -171,8 +174,9 @@ TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
   std::string file = trim(logs(alice, notebook));
   ASSERT_FALSE(file.empty());
   std::ofstream(file) << "90\n";
-  ASSERT_TRUE(waitFor([&] { return hasKind(ev = events(alice, notebook), "allocation_busy_again"); }))
-      << ev.dump(2);
+  ASSERT_TRUE(waitFor([&] {
+    return hasKind(ev = events(alice, notebook), "allocation_busy_again");
+  })) << ev.dump(2);
   EXPECT_FALSE(job(alice, notebook).contains("idle"));
   EXPECT_EQ(job(alice, notebook).value("state", ""), "running");
 

@@ -484,12 +484,13 @@ TEST_F(SqliteStoreTest, FreshDatabaseIsMigratedAndReopeningKeepsTheVersion) {
 TEST_F(SqliteStoreTest, ProjectsOfTheSameNameInTwoTeamsAreTwoRows) {
   auto store = openStore();
   ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store
-                  ->commit(WriteBatch{}
-                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 1}}, std::nullopt}})
-                               .add(PutProject{{"resnet", "nlp", 2, {}, std::nullopt}})
-                               .add(PutProject{{"resnet", "vision", 1, {{"A100", 2}}, std::nullopt}}))
-                  .ok());
+  ASSERT_TRUE(
+      store
+          ->commit(WriteBatch{}
+                       .add(PutProject{{"resnet", "vision", 1, {{"A100", 1}}, std::nullopt}})
+                       .add(PutProject{{"resnet", "nlp", 2, {}, std::nullopt}})
+                       .add(PutProject{{"resnet", "vision", 1, {{"A100", 2}}, std::nullopt}}))
+          .ok());
   Contents c = load(*store);
   ASSERT_EQ(c.projects.size(), 2u);
   EXPECT_EQ(c.projects[0].team, "nlp");
