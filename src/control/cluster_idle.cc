@@ -221,7 +221,8 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
                      what + ": " + reason + (j.preemptible ? "; requeued" : "; stopped"),
                      policyDetails(policy, t), c.batch));
         // The preemption path: the agent stops it with the preempt grace; a preemptible job goes
-        // back to the queue, any other ends `preempted` with this reason.
+        // back to the queue, any other ends `preempted` with this reason. Interactive sessions
+        // (not built yet) are to be stopped the same way, their reason recorded.
         Change<std::vector<int64_t>> evicted;
         evict(sched::Eviction{j.id, j.preemptible, 0, reason}, evicted);
         for (auto& op : evicted.batch.ops) c.batch.ops.push_back(std::move(op));
