@@ -277,6 +277,28 @@ TEST_F(ClusterIdleTest, EventsAndPoliciesSurviveARestart) {
   EXPECT_EQ(restarted.world().nextEventId, (*events)[1].id + 1);
 }
 
+TEST(IdlePolicy, APolicyChangedWhileFlaggedAppliesFromThen) {
+  model::IdlePolicy notify;
+  notify.afterMs = 10'000;
+  model::IdlePolicy reclaim = notify;
+  reclaim.action = model::IdleAction::kReclaim;
+  reclaim.graceMs = 5'000;
+  IdleTrack t;
+  t.lastBusyAt = 0;
+  EXPECT_EQ(stepIdle(t, notify, 10'000), IdleStep::kFlag);
+  EXPECT_EQ(t.reclaimAt, 0);
+  // Now reclaim: the grace counts from the change, not from the notification.
+  EXPECT_EQ(stepIdle(t, reclaim, 20'000), IdleStep::kNone);
+  EXPECT_EQ(t.reclaimAt, 25'000);
+  // Back to notify before the grace ends: nothing is reclaimed.
+  EXPECT_EQ(stepIdle(t, notify, 24'000), IdleStep::kNone);
+  EXPECT_EQ(stepIdle(t, notify, 60'000), IdleStep::kNone);
+  EXPECT_EQ(t.reclaimAt, 0);
+  EXPECT_EQ(stepIdle(t, reclaim, 61'000), IdleStep::kNone);
+  EXPECT_EQ(stepIdle(t, reclaim, 66'000), IdleStep::kReclaim);
+  EXPECT_EQ(stepIdle(t, reclaim, 67'000), IdleStep::kNone);  // once
+}
+
 TEST(IdlePolicy, WebhookUrlsArePlainHttpWithAHost) {
   auto t = parseWebhookUrl("http://127.0.0.1:9000/hook?k=v");
   ASSERT_TRUE(t.ok());
