@@ -25,7 +25,7 @@ nlohmann::json policyJson(const control::Principal& p, const std::string& team,
   const bool manager = control::authz::canManageTeam(p, team).ok();
   return {{"team", team},
           {"project", project.empty() ? nlohmann::json(nullptr) : nlohmann::json(project)},
-          {"threshold_pct", pol.thresholdPct},
+          {"threshold_percent", pol.thresholdPct},
           {"after", formatDurationSpec(pol.afterMs)},
           {"action", model::idleActionName(pol.action)},
           {"grace", formatDurationSpec(pol.graceMs)},
@@ -46,13 +46,14 @@ Result<std::optional<int64_t>> readDuration(const JsonInput& in, const char* fie
 
 // The PUT body: every field optional; omitted ones keep what the owner sees now.
 Result<control::IdlePolicyUpdate> readPolicyUpdate(const std::string& body) {
-  auto in = JsonInput::parse(body, {"threshold_pct", "after", "action", "grace", "webhook"});
+  auto in = JsonInput::parse(body, {"threshold_percent", "after", "action", "grace", "webhook"});
   if (!in.ok()) return in.status();
   control::IdlePolicyUpdate u;
-  if (in->has("threshold_pct")) {
-    if (in->root()["threshold_pct"].is_null())
-      return Status::InvalidArgument("threshold_pct: must be a number, got null", "threshold_pct");
-    auto v = in->optionalNumber("threshold_pct", 0);
+  if (in->has("threshold_percent")) {
+    if (in->root()["threshold_percent"].is_null())
+      return Status::InvalidArgument("threshold_percent: must be a number, got null",
+                                     "threshold_percent");
+    auto v = in->optionalNumber("threshold_percent", 0);
     if (!v.ok()) return v.status();
     u.thresholdPct = *v;
   }

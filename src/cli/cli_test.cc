@@ -86,7 +86,7 @@ FakeResponse api(const FakeRequest& r) {
   }
   // Idle allocations: policies, events, the idle part of the usage report, an idle job.
   if (r.target.find("/idle-policy") != std::string::npos) {
-    json p = {{"team", "ml"},       {"project", nullptr},   {"threshold_pct", 5},
+    json p = {{"team", "ml"},       {"project", nullptr},   {"threshold_percent", 5},
               {"after", "30m"},     {"action", "notify"},   {"grace", "15m"},
               {"webhook", nullptr}, {"webhook_set", false}, {"source", "platform"}};
     if (r.method == "PUT") {
@@ -441,7 +441,7 @@ TEST_F(CliTest, TeamIdlePolicySetSendsOnlyWhatIsGiven) {
   auto req = server_.requests().at(0);
   EXPECT_EQ(req.method, "PUT");
   EXPECT_EQ(req.target, "/api/v1/teams/ml/idle-policy");
-  EXPECT_EQ(json::parse(req.body), json({{"threshold_pct", 10.0},
+  EXPECT_EQ(json::parse(req.body), json({{"threshold_percent", 10.0},
                                          {"after", "1h"},
                                          {"action", "reclaim"},
                                          {"grace", "5m"},

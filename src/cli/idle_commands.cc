@@ -41,7 +41,7 @@ std::string webhookText(const json& p) {
 
 // 10 rather than 10.0; 12.5 stays.
 std::string percentText(const json& p) {
-  auto it = p.find("threshold_pct");
+  auto it = p.find("threshold_percent");
   if (it == p.end() || !it->is_number()) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g%%", it->get<double>());
@@ -63,7 +63,7 @@ int policySet(Context& ctx, const PolicyOpts& o) {
     if (end == o.threshold.c_str() || *end != '\0')
       return ctx.usageError(
           Status::InvalidArgument("--threshold '" + o.threshold + "': expected a percentage"));
-    body["threshold_pct"] = v;
+    body["threshold_percent"] = v;
   }
   // Durations are checked by the server, which names the field in its error.
   if (!o.after.empty()) body["after"] = o.after;

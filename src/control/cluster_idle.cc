@@ -56,7 +56,7 @@ bool busyNow(const World& w, const Job& j, double thresholdPct, TimeMs now) {
 }
 
 nlohmann::json policyDetails(const model::IdlePolicy& p, const IdleTrack& t) {
-  return {{"threshold_pct", p.thresholdPct},
+  return {{"threshold_percent", p.thresholdPct},
           {"after", formatDurationSpec(p.afterMs)},
           {"action", model::idleActionName(p.action)},
           {"grace", formatDurationSpec(p.graceMs)},

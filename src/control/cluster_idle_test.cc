@@ -181,7 +181,7 @@ TEST_F(ClusterIdleTest, PoliciesAreCheckedAndOnlyManagersMaySetThem) {
   bad.thresholdPct = 150;
   auto r = cluster_->setIdlePolicy(admin_, "vision", "", bad);
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(r.status().field(), "threshold_pct");
+  EXPECT_EQ(r.status().field(), "threshold_percent");
   IdlePolicyUpdate hook;
   hook.webhook = "ftp://example.com/x";
   r = cluster_->setIdlePolicy(admin_, "vision", "", hook);
@@ -269,7 +269,7 @@ TEST_F(ClusterIdleTest, EventsAndPoliciesSurviveARestart) {
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ((*events)[0].kind, EventKind::kAllocationIdle);
   EXPECT_EQ((*events)[1].kind, EventKind::kAllocationBusyAgain);
-  EXPECT_EQ(model::toJson((*events)[0])["details"]["threshold_pct"], 10);
+  EXPECT_EQ(model::toJson((*events)[0])["details"]["threshold_percent"], 10);
   auto kinds = restarted.events(alice_, EventFilter{.kind = EventKind::kAllocationBusyAgain});
   ASSERT_EQ(kinds->size(), 1u);
   EXPECT_EQ(restarted.idlePolicy(alice_, "vision", "")->policy.afterMs, 5'000);

@@ -44,8 +44,8 @@ Status validateIdlePolicy(const model::IdlePolicy& p) {
   // !(x >= 0) also refuses NaN.
   if (!(p.thresholdPct >= 0) || p.thresholdPct > 100)
     return Status::InvalidArgument(
-        "threshold_pct: must be between 0 and 100, got " + percentText(p.thresholdPct),
-        "threshold_pct");
+        "threshold_percent: must be between 0 and 100, got " + percentText(p.thresholdPct),
+        "threshold_percent");
   if (p.afterMs <= 0 || p.afterMs > kMaxDurationMs)
     return Status::InvalidArgument(
         "after: must be above 0 and at most 30d, got '" + formatDurationSpec(p.afterMs) + "'",

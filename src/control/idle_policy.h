@@ -36,7 +36,7 @@ struct IdlePolicyUpdate {
   std::optional<std::string> webhook;
 };
 
-// Checks every field; the error names the first bad one (threshold_pct, after, grace, webhook).
+// Checks every field; the error names the first bad one (threshold_percent, after, grace, webhook).
 Status validateIdlePolicy(const model::IdlePolicy& p);
 
 // Where a webhook goes. Only plain http:// (allotd has no TLS client); no user:password@.

@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
         }
       }
       if (const toml::table* idle = tbl["idle"].as_table()) {
-        const toml::node* threshold = idle->get("threshold_pct");
+        const toml::node* threshold = idle->get("threshold_percent");
         if (threshold && !threshold->value<double>())
-          return fail("config " + f.configFile + ": idle.threshold_pct: expected a number");
+          return fail("config " + f.configFile + ": idle.threshold_percent: expected a number");
         if (threshold) idleDefault.thresholdPct = *threshold->value<double>();
         idleAfter = (*idle)["after"].value_or(idleAfter);
         idleGrace = (*idle)["grace"].value_or(idleGrace);

@@ -22,7 +22,7 @@ int readLimit(const json& j, const char* key) {
 json nullIfEmpty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 json idlePolicyStoreDoc(const IdlePolicy& p) {
-  return {{"threshold_pct", p.thresholdPct},
+  return {{"threshold_percent", p.thresholdPct},
           {"after_ms", p.afterMs},
           {"action", idleActionName(p.action)},
           {"grace_ms", p.graceMs},
@@ -34,7 +34,7 @@ std::optional<IdlePolicy> readIdlePolicy(const json& d) {
   auto it = d.find("idle_policy");
   if (it == d.end() || !it->is_object()) return std::nullopt;
   IdlePolicy p;
-  p.thresholdPct = it->value("threshold_pct", p.thresholdPct);
+  p.thresholdPct = it->value("threshold_percent", p.thresholdPct);
   p.afterMs = it->value("after_ms", p.afterMs);
   p.action = parseIdleAction(it->value("action", "notify")).value_or(IdleAction::kNotify);
   p.graceMs = it->value("grace_ms", p.graceMs);

@@ -205,9 +205,9 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
     std::string field;
   };
   const std::vector<Case> cases = {
-      {"PUT", team, R"({"threshold_pct":150})", admin, 400, "threshold_pct"},
-      {"PUT", team, R"({"threshold_pct":-1})", admin, 400, "threshold_pct"},
-      {"PUT", team, R"({"threshold_pct":"ten"})", admin, 400, "threshold_pct"},
+      {"PUT", team, R"({"threshold_percent":150})", admin, 400, "threshold_percent"},
+      {"PUT", team, R"({"threshold_percent":-1})", admin, 400, "threshold_percent"},
+      {"PUT", team, R"({"threshold_percent":"ten"})", admin, 400, "threshold_percent"},
       {"PUT", team, R"({"after":"soon"})", admin, 400, "after"},
       {"PUT", team, R"({"after":"0s"})", admin, 400, "after"},
       {"PUT", team, R"({"grace":"-5m"})", admin, 400, "grace"},
@@ -216,10 +216,10 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
       {"PUT", team, R"({"webhook":"https://example.com/x"})", admin, 400, "webhook"},
       {"PUT", team, R"({"thresold_pct":5})", admin, 400, "thresold_pct"},
       {"PUT", project, R"({"action":"sometimes"})", admin, 400, "action"},
-      {"PUT", team, R"({"threshold_pct":10})", alice, 403, ""},
+      {"PUT", team, R"({"threshold_percent":10})", alice, 403, ""},
       {"DELETE", project, "", alice, 403, ""},
       {"GET", team, "", carol, 404, ""},
-      {"PUT", team, R"({"threshold_pct":10})", carol, 404, ""},
+      {"PUT", team, R"({"threshold_percent":10})", carol, 404, ""},
       {"GET", project, "", carol, 404, ""},
       {"GET", "/api/v1/teams/ml/projects/nope/idle-policy", "", admin, 404, ""},
       {"GET", "/api/v1/teams/nope/idle-policy", "", admin, 404, ""},
@@ -241,7 +241,7 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
   for (const auto& target : {team, project}) {
     json p = httpRequest(port_, "GET", target, "", admin).parsed();
     EXPECT_EQ(p.value("source", ""), "platform") << p.dump();
-    EXPECT_EQ(p.value("threshold_pct", 0.0), 5.0) << p.dump();
+    EXPECT_EQ(p.value("threshold_percent", 0.0), 5.0) << p.dump();
   }
   // The CLI says what is wrong, and exits non-zero.
   auto r = cli({"team", "idle-policy", "set", "ml", "--after", "soon"});

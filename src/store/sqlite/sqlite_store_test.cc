@@ -709,7 +709,7 @@ TEST_F(SqliteStoreTest, EventsRoundTripInOrderAndAreNeverReplaced) {
   e.jobId = 7;
   e.hosts = {"gpu-01", "gpu-02"};
   e.message = "idle";
-  e.details = R"({"threshold_pct":5})";
+  e.details = R"({"threshold_percent":5})";
   model::Event later = e;
   later.id = 2;
   later.kind = model::EventKind::kAllocationReclaimed;
