@@ -19,6 +19,7 @@
 #include "control/cluster.h"
 #include "control/log_store.h"
 #include "store/store.h"
+#include "telemetry/telemetry_store.h"
 
 namespace allot::api {
 
@@ -28,6 +29,8 @@ struct ServerConfig {
   std::string dataDir = ".allot";
   size_t maxBodyBytes = 1 << 20;
   control::ClusterOptions cluster;
+  // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
+  telemetry::TelemetryRetention telemetryRetention;
 };
 
 class Server {
@@ -52,6 +55,7 @@ class Server {
   const ServerConfig& config() const { return config_; }
   const Router& router() const { return router_; }
   const ServerMetrics& metrics() const { return metrics_; }
+  telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -75,6 +79,7 @@ class Server {
   ServerConfig config_;
   const Clock& clock_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<telemetry::TelemetryStore> telemetry_;
   std::unique_ptr<control::LogStore> logs_;
   std::unique_ptr<control::Cluster> cluster_;
   ServerMetrics metrics_;

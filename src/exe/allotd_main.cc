@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <tuple>
 
 #include "api/server.h"
 #include "common/log.h"
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   std::string heartbeat = "5s", lostAfter = "5m";
   std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
   std::map<std::string, double> pricePerGpuHour;
+  std::string rawRetention = "24h", minuteRetention = "30d", hourRetention = "730d";
+  double idleBelowPct = 5;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -72,6 +75,10 @@ int main(int argc, char** argv) {
       placement = tbl["scheduler"]["placement"].value_or(placement);
       preemptGrace = tbl["scheduler"]["preempt_grace"].value_or(preemptGrace);
       usageHalfLife = tbl["scheduler"]["usage_half_life"].value_or(usageHalfLife);
+      rawRetention = tbl["telemetry"]["raw_retention"].value_or(rawRetention);
+      minuteRetention = tbl["telemetry"]["minute_retention"].value_or(minuteRetention);
+      hourRetention = tbl["telemetry"]["hour_retention"].value_or(hourRetention);
+      idleBelowPct = tbl["idle"]["threshold_percent"].value_or(idleBelowPct);
       // [prices] A100 = 2.5: the price of one GPU-hour by GPU model, for usage reports' cost.
       if (const toml::table* prices = tbl["prices"].as_table()) {
         for (const auto& [model, price] : *prices) {
@@ -131,6 +138,18 @@ int main(int argc, char** argv) {
     return fail("--usage-half-life: " + halfLife.status().message());
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
+  if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
+    return fail("idle.threshold_percent: expected 0 to 100");
+  cfg.cluster.idleBelowPct = idleBelowPct;
+  for (auto [key, text, into] :
+       {std::tuple{"telemetry.raw_retention", &rawRetention, &cfg.telemetryRetention.rawMs},
+        {"telemetry.minute_retention", &minuteRetention, &cfg.telemetryRetention.minutesMs},
+        {"telemetry.hour_retention", &hourRetention, &cfg.telemetryRetention.hoursMs}}) {
+    auto ms = allot::parseDurationMs(*text);
+    if (!ms.ok() || *ms < 0)
+      return fail(std::string(key) + ": expected a duration such as 30d, or 0 to keep for ever");
+    *into = *ms;
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);
