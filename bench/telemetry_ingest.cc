@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/secrets.h"
 #include "control/cluster.h"
@@ -43,6 +44,7 @@ model::Inventory inventory(int gpus) {
 
 int run(int rounds, int hosts, int gpusPerHost) {
   initSecrets();
+  spdlog::set_level(spdlog::level::warn);  // 125 hosts joining need not be told
   const auto dir = std::filesystem::temp_directory_path() /
                    ("allot-ingest-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

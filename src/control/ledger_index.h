@@ -3,7 +3,7 @@
 // usage reports. The store holds the entries; this holds one compact interval per open entry,
 // with its latest end, the running total of its measured use (from GPU samples, see
 // telemetry/attribution.h), and names interned so that a year of a large fleet fits in memory
-// (72 bytes an interval). Not thread-safe: allotd's I/O thread owns it, like World.
+// (80 bytes an interval). Not thread-safe: allotd's I/O thread owns it, like World.
 
 #include <cstdint>
 #include <string>
