@@ -375,6 +375,7 @@ void registerRoutes(Router& router, Server& s) {
 
   registerSharingRoutes(router, s);
   registerUsageRoutes(router, s);
+  registerTelemetryRoutes(router, s);
 }
 
 }  // namespace allot::api

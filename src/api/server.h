@@ -98,6 +98,8 @@ void registerRoutes(Router& router, Server& server);
 void registerSharingRoutes(Router& router, Server& server);
 // The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
 void registerUsageRoutes(Router& router, Server& server);
+// A GPU's history from telemetry.db (routes_telemetry.cc); called by registerRoutes.
+void registerTelemetryRoutes(Router& router, Server& server);
 // The OpenAPI document served at /api/v1/openapi.json.
 const std::string& openApiDocument();
 

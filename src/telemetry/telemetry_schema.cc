@@ -8,8 +8,8 @@ namespace {
 // Times are Unix milliseconds; `bucket` is the start of a minute or hour. Usage columns are
 // milli-GPU-milliseconds (telemetry/usage_cell.h); `alloc` is the ledger seq of the allocation's
 // open entry. Readings a GPU did not report are NULL in gpu_samples. Rollup tables are keyed the
-// way they are read (one GPU's or one allocation's buckets in time order); retention deletes by
-// bucket scan them, once an hour.
+// way they are read (one GPU's or one allocation's buckets in time order), and so are raw samples;
+// retention deletes by time scan them, once an hour.
 constexpr std::string_view kV1 = R"sql(
 CREATE TABLE gpu_samples (
   host            TEXT NOT NULL,
@@ -23,7 +23,7 @@ CREATE TABLE gpu_samples (
   ecc_corrected   INTEGER,
   ecc_uncorrected INTEGER
 );
-CREATE INDEX gpu_samples_by_time ON gpu_samples (at_ms);
+CREATE INDEX gpu_samples_by_gpu ON gpu_samples (host, gpu, at_ms);
 
 CREATE TABLE gpu_minutes (
   host              TEXT NOT NULL,

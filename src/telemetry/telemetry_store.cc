@@ -363,6 +363,51 @@ Status TelemetryStore::retain() {
   return Status::Ok();
 }
 
+Result<std::vector<GpuPoint>> TelemetryStore::gpuHistory(const std::string& host, int gpu,
+                                                         TimeMs from, TimeMs to,
+                                                         Resolution resolution, size_t limit) {
+  std::string sql;
+  if (resolution == Resolution::kRaw) {
+    sql = "SELECT at_ms, 1, util_pct, memory_mib, temperature_c, power_w FROM gpu_samples"
+          " WHERE host = ? AND gpu = ? AND at_ms >= ? AND at_ms < ? ORDER BY at_ms LIMIT ?";
+  } else {
+    // A bucket that began before `from` but reaches into the window belongs to it.
+    const char* table = resolution == Resolution::kMinute ? "gpu_minutes" : "gpu_hours";
+    sql = std::string("SELECT bucket, samples, CASE WHEN util_samples > 0 THEN util_sum / "
+                      "util_samples END, memory_max_mib, temperature_max_c, CASE WHEN "
+                      "power_samples > 0 THEN power_sum_w / power_samples END FROM ") +
+          table + " WHERE host = ? AND gpu = ? AND bucket >= ? AND bucket < ? ORDER BY bucket LIMIT ?";
+    from = bucketOf(from, resolution == Resolution::kMinute ? kMinuteMs : kHourMs);
+  }
+  std::lock_guard lock(readMu_);
+  auto stmt = sqlite::prepare(readDb_.get(), sql);
+  if (!stmt.ok()) return stmt.status().withContext("failed to read " + path_);
+  sqlite3_stmt* st = stmt->get();
+  sqlite3_bind_text(st, 1, host.data(), static_cast<int>(host.size()), SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, gpu);
+  sqlite3_bind_int64(st, 3, from);
+  sqlite3_bind_int64(st, 4, to);
+  sqlite3_bind_int64(st, 5, static_cast<int64_t>(limit));
+  std::vector<GpuPoint> out;
+  auto real = [&](int col) -> std::optional<double> {
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(st, col);
+  };
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    GpuPoint p;
+    p.at = sqlite::columnInt(st, 0);
+    p.samples = sqlite::columnInt(st, 1);
+    p.utilizationPct = real(2);
+    if (sqlite3_column_type(st, 3) != SQLITE_NULL) p.memoryMaxMib = sqlite::columnInt(st, 3);
+    p.temperatureMaxC = real(4);
+    p.powerW = real(5);
+    out.push_back(p);
+  }
+  if (rc != SQLITE_DONE) return sqlite::lastError(readDb_.get(), rc, "failed to read " + path_);
+  return out;
+}
+
 UsageCell TelemetryStore::sumTier(bool hours, int64_t alloc, TimeMs from, TimeMs to) {
   const int64_t size = hours ? kHourMs : kMinuteMs;
   sqlite3_stmt* stmt = hours ? sumHours_.get() : sumMinutes_.get();

@@ -43,6 +43,18 @@ struct TelemetryRetention {
   int64_t hoursMs = 730 * 24 * kHourMs;
 };
 
+enum class Resolution { kRaw, kMinute, kHour };
+
+// One point of a GPU's history: a raw sample (samples = 1) or a minute or hour folded.
+struct GpuPoint {
+  TimeMs at = 0;  // the sample's time, or the bucket's start
+  int64_t samples = 0;
+  std::optional<double> utilizationPct;  // mean; absent when no sample carried one
+  std::optional<int64_t> memoryMaxMib;
+  std::optional<double> temperatureMaxC;
+  std::optional<double> powerW;  // mean
+};
+
 class TelemetryStore {
  public:
   // Opens (creating if needed) the database at `path`. `clock` dates retention.
@@ -66,6 +78,10 @@ class TelemetryStore {
   // from the minute tier (or, where minutes have expired, the hour tier), buckets that the window
   // cuts prorated. nullopt when part of the window is older than the hour tier keeps.
   std::optional<UsageCell> usageWithin(int64_t alloc, TimeMs from, TimeMs to);
+
+  // One GPU's points within [from, to), oldest first, at most `limit` of them.
+  Result<std::vector<GpuPoint>> gpuHistory(const std::string& host, int gpu, TimeMs from,
+                                           TimeMs to, Resolution resolution, size_t limit);
 
   // Deletes what each tier no longer keeps, on the writer thread, and waits for it. The writer
   // also does this by itself every hour.

@@ -115,6 +115,27 @@ TEST_F(TelemetryStoreTest, SamplesAndGpuRollupsAreKept) {
   EXPECT_EQ(count("gpu_samples WHERE util_pct IS NULL"), 1);
   EXPECT_EQ(count("gpu_minutes"), 2);
   EXPECT_EQ(count("gpu_hours WHERE samples = 3 AND util_sum = 100 AND memory_max_mib = 1000"), 1);
+
+  // A GPU's history at each resolution: means and maxima, NULL utilisation kept unknown.
+  auto raw = store_->gpuHistory("gpu-a", 1, hour, hour + kHourMs, Resolution::kRaw, 100);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_EQ(raw->size(), 2u);
+  EXPECT_EQ((*raw)[0].utilizationPct, 40);
+  EXPECT_FALSE((*raw)[1].utilizationPct);
+  auto minutes =
+      store_->gpuHistory("gpu-a", 1, hour + 30'000, hour + kHourMs, Resolution::kMinute, 100);
+  ASSERT_TRUE(minutes.ok());
+  ASSERT_EQ(minutes->size(), 2u);  // the minute the window starts inside belongs to it
+  EXPECT_EQ((*minutes)[0].utilizationPct, 40);
+  EXPECT_EQ((*minutes)[1].temperatureMaxC, 55);
+  auto hours = store_->gpuHistory("gpu-a", 1, hour, hour + kHourMs, Resolution::kHour, 100);
+  ASSERT_TRUE(hours.ok());
+  ASSERT_EQ(hours->size(), 1u);
+  EXPECT_EQ((*hours)[0].samples, 3);
+  EXPECT_EQ((*hours)[0].utilizationPct, 50);
+  EXPECT_EQ((*hours)[0].memoryMaxMib, 1000);
+  EXPECT_TRUE(store_->gpuHistory("gpu-a", 0, hour, hour + kHourMs, Resolution::kRaw, 100)->empty());
+  EXPECT_EQ(store_->gpuHistory("gpu-a", 1, hour, hour + kHourMs, Resolution::kRaw, 1)->size(), 1u);
 }
 
 TEST_F(TelemetryStoreTest, RetentionCutsEachTierAtItsAge) {
