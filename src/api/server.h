@@ -55,6 +55,7 @@ class Server {
   const ServerConfig& config() const { return config_; }
   const Router& router() const { return router_; }
   const ServerMetrics& metrics() const { return metrics_; }
+  ServerMetrics& metrics() { return metrics_; }
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
