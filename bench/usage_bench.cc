@@ -3,7 +3,7 @@
 // intervals, spread over 10 teams, 50 projects and 200 users. The report scans every interval
 // once; the target is a report over the whole year in under 500 ms. Numbers in docs/benchmarks.md.
 //
-//   build/bin/usage_bench --benchmark_min_time=1s
+//   build/bin/usage_bench --benchmark_min_time=1
 
 #include <benchmark/benchmark.h>
 

@@ -135,6 +135,10 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
     if (type == "telemetry") {
       auto t = model::telemetryFromJson(msg);
       Status st = t.ok() ? server.cluster().agentTelemetry(host, *t) : t.status();
+      const auto gpus = msg.find("gpus");
+      server.metrics().telemetryRound(
+          t.ok() ? t->gpus.size() : (gpus != msg.end() && gpus->is_array() ? gpus->size() : 0),
+          st.ok());
       if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
       continue;
     }

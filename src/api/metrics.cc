@@ -284,6 +284,14 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   header(out, "allot_placements_total", "counter", "Jobs placed by the scheduler.");
   sample(out, "allot_placements_total", "", static_cast<double>(m.placements));
 
+  header(out, "allot_telemetry_samples_total", "counter",
+         "GPU samples taken in from agents (one per GPU per telemetry round).");
+  sample(out, "allot_telemetry_samples_total", "", static_cast<double>(m.telemetrySamples));
+  header(out, "allot_telemetry_rejected_samples_total", "counter",
+         "GPU samples in telemetry rounds rejected (another host named, unknown GPU, malformed).");
+  sample(out, "allot_telemetry_rejected_samples_total", "",
+         static_cast<double>(m.telemetryRejected));
+
   header(out, "allot_api_requests_total", "counter",
          "API requests by route pattern, method and status code.");
   for (const auto& [key, n] : m.requests) {

@@ -43,12 +43,18 @@ struct ServerMetrics {
   // One API request: the route's pattern (bounded cardinality), method, status and seconds.
   void request(const std::string& route, const std::string& method, int status, double seconds);
   void schedulingPass(double seconds, size_t placed);
+  // One telemetry round from an agent, taken in or rejected.
+  void telemetryRound(size_t samples, bool accepted) {
+    (accepted ? telemetrySamples : telemetryRejected) += samples;
+  }
 
   std::map<std::tuple<std::string, std::string, int>, uint64_t> requests;
   std::map<std::string, Histogram> requestSeconds;  // by route
   Histogram passSeconds;
   uint64_t passes = 0;
   uint64_t placements = 0;
+  uint64_t telemetrySamples = 0;
+  uint64_t telemetryRejected = 0;
 };
 
 // `now` decides which GPU telemetry is current: a GPU whose agent has not reported for three of

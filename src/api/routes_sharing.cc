@@ -47,14 +47,6 @@ nlohmann::json quotaViewJson(const control::TeamQuotaView& v) {
   return out;
 }
 
-Result<int> parseGpuIndex(const std::string& s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0)
-    return Status::InvalidArgument("index: '" + s + "' is not a GPU index", "index");
-  return v;
-}
-
 }  // namespace
 
 void registerSharingRoutes(Router& router, Server& s) {

@@ -1,4 +1,5 @@
-// Routes for accounting: the usage report over the allocation ledger. Shapes in docs/api.md.
+// Routes for accounting: the usage report over the allocation ledger and the use that GPU samples
+// measured. Shapes in docs/api.md.
 
 #include <cmath>
 
@@ -58,12 +59,22 @@ void registerUsageRoutes(Router& router, Server& s) {
     const auto& prices = s.cluster().options().pricePerGpuHour;
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) {
+      // Without a single sample (no agent reported, or every reading lacked utilisation) the
+      // use is unknown, which is not the same as zero.
+      const bool measured = row.usage.measured > 0;
+      auto hours = [&](int64_t v) -> nlohmann::json {
+        if (!measured) return nullptr;
+        return v / kMilliGpuMsPerGpuHour;
+      };
+      nlohmann::json efficiency = nullptr;
+      if (measured && row.milliGpuMs > 0)
+        efficiency = std::round(1e4 * row.usage.used / static_cast<double>(row.milliGpuMs)) / 1e4;
       out.push_back({{"name", row.name},
                      {"gpu_hours_allocated", row.milliGpuMs / kMilliGpuMsPerGpuHour},
-                     // Need GPU telemetry, which allotd does not collect yet.
-                     {"gpu_hours_used", nullptr},
-                     {"efficiency", nullptr},
-                     {"idle_gpu_hours", nullptr},
+                     {"gpu_hours_measured", row.usage.measured / kMilliGpuMsPerGpuHour},
+                     {"gpu_hours_used", hours(row.usage.used)},
+                     {"efficiency", efficiency},
+                     {"idle_gpu_hours", hours(row.usage.idle)},
                      {"peak_gpus", row.peakMilli / 1000.0},
                      {"cost", costOf(row, prices)}});
     }
@@ -72,6 +83,7 @@ void registerUsageRoutes(Router& router, Server& s) {
     co_return ApiResponse::json({{"by", control::usageByName(q.by)},
                                  {"from", formatIso8601(q.from)},
                                  {"to", formatIso8601(q.to)},
+                                 {"idle_below_percent", s.cluster().options().idleBelowPct},
                                  {"rows", std::move(out)},
                                  {"idle_allocations", std::move(idle)}});
   });

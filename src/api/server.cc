@@ -47,6 +47,9 @@ Server::Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::S
     : config_(std::move(config)), clock_(clock), store_(std::move(store)) {}
 
 Server::~Server() {
+  // Readings not yet handed over go to telemetry.db before its writer stops.
+  if (telemetry_ && cluster_) telemetry_->submit(cluster_->drainTelemetry());
+  telemetry_.reset();
   // The store's writer thread finishes in-flight commits and posts their completions to io_;
   // stop it while io_ still exists (members are destroyed in reverse order, io_ before store_).
   store_.reset();
@@ -61,6 +64,16 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   auto contents = s->store_->loadAll();
   if (!contents.ok()) return contents.status().withContext("failed to load the store");
   s->cluster_->load(*contents);
+  auto telemetry = telemetry::TelemetryStore::open(s->config_.dataDir + "/telemetry.db",
+                                                   s->config_.telemetryRetention, clock);
+  if (!telemetry.ok()) return telemetry.status();
+  s->telemetry_ = std::move(telemetry).value();
+  auto totals = s->telemetry_->loadTotals();
+  if (!totals.ok()) return totals.status();
+  s->cluster_->loadUsageTotals(*totals);
+  s->cluster_->setUsageHistory([raw = s->telemetry_.get()](int64_t seq, TimeMs from, TimeMs to) {
+    return raw->usageWithin(seq, from, to);
+  });
   if (auto adopted = s->cluster_->adoptUnledgeredJobs(); !adopted.batch.empty()) {
     ALLOT_RETURN_IF_ERROR(s->store_->commit(adopted.batch));
     spdlog::info("ledger: opened entries for {} jobs placed before it existed", adopted.value);
@@ -177,6 +190,7 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await apply(overdue);
     auto usage = cluster_->accountUsage();
     co_await apply(usage);
+    telemetry_->submit(cluster_->drainTelemetry());
     co_await checkIdle();
   }
 }

@@ -20,6 +20,7 @@
 #include "control/cluster.h"
 #include "control/log_store.h"
 #include "store/store.h"
+#include "telemetry/telemetry_store.h"
 
 namespace allot::api {
 
@@ -29,6 +30,8 @@ struct ServerConfig {
   std::string dataDir = ".allot";
   size_t maxBodyBytes = 1 << 20;
   control::ClusterOptions cluster;
+  // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
+  telemetry::TelemetryRetention telemetryRetention;
 };
 
 class Server {
@@ -53,6 +56,8 @@ class Server {
   const ServerConfig& config() const { return config_; }
   const Router& router() const { return router_; }
   const ServerMetrics& metrics() const { return metrics_; }
+  ServerMetrics& metrics() { return metrics_; }
+  telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -79,6 +84,7 @@ class Server {
   ServerConfig config_;
   const Clock& clock_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<telemetry::TelemetryStore> telemetry_;
   std::unique_ptr<control::LogStore> logs_;
   std::unique_ptr<control::Cluster> cluster_;
   ServerMetrics metrics_;
@@ -98,6 +104,8 @@ void registerRoutes(Router& router, Server& server);
 void registerSharingRoutes(Router& router, Server& server);
 // The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
 void registerUsageRoutes(Router& router, Server& server);
+// A GPU's history from telemetry.db (routes_telemetry.cc); called by registerRoutes.
+void registerTelemetryRoutes(Router& router, Server& server);
 // Idle-allocation policies and events (routes_idle.cc); called by registerRoutes.
 void registerIdleRoutes(Router& router, Server& server);
 // The usage report's `idle_allocations`: flagged jobs `p` may see, of `team` ("" = all it sees).

@@ -121,11 +121,12 @@ FakeResponse api(const FakeRequest& r) {
     if (r.target.find("team=other") != std::string::npos)
       return jsonReply(404, R"({"error":{"code":"not_found","message":"no team 'other'"}})");
     return jsonReply(200, R"({"by":"project","from":"2026-11-30T10:00:00Z",
-      "to":"2026-11-30T12:00:00Z","rows":[
-      {"name":"ml/resnet","gpu_hours_allocated":12.5,"gpu_hours_used":null,"efficiency":null,
-       "idle_gpu_hours":null,"peak_gpus":2.5,"cost":31.25},
-      {"name":"ml/a,b","gpu_hours_allocated":0.000277,"gpu_hours_used":null,"efficiency":null,
-       "idle_gpu_hours":null,"peak_gpus":1,"cost":null}]})");
+      "to":"2026-11-30T12:00:00Z","idle_below_percent":5,"rows":[
+      {"name":"ml/resnet","gpu_hours_allocated":12.5,"gpu_hours_measured":12,
+       "gpu_hours_used":6.25,"efficiency":0.5,"idle_gpu_hours":3,"peak_gpus":2.5,"cost":31.25},
+      {"name":"ml/a,b","gpu_hours_allocated":0.000277,"gpu_hours_measured":0,
+       "gpu_hours_used":null,"efficiency":null,"idle_gpu_hours":null,"peak_gpus":1,
+       "cost":null}]})");
   }
   if (r.method == "PUT" && r.target == "/api/v1/teams/ml/quota") {
     json body = json::parse(r.body);
@@ -261,22 +262,27 @@ TEST_F(CliTest, ReportUsageAsksForTheWindowAndWritesCsv) {
             "/api/v1/usage?by=project&from=2026-11-30T10%3A00%3A00Z&to=2026-11-30T12%3A00%3A00Z"
             "&team=ml");
   EXPECT_EQ(out_.str(),
-            "name,gpu_hours_allocated,gpu_hours_used,efficiency,idle_gpu_hours,peak_gpus,cost\n"
-            "ml/resnet,12.5,,,,2.5,31.25\n"
-            "\"ml/a,b\",0.000277,,,,1,\n");
+            "name,gpu_hours_allocated,gpu_hours_measured,gpu_hours_used,efficiency,idle_gpu_hours,"
+            "peak_gpus,cost\n"
+            "ml/resnet,12.5,12,6.25,0.5,3,2.5,31.25\n"
+            "\"ml/a,b\",0.000277,0,,,,1,\n");
 }
 
-TEST_F(CliTest, ReportUsageTableShowsMissingTelemetryAsDashes) {
+TEST_F(CliTest, ReportUsageTableShowsEfficiencyAsPercentAndMissingTelemetryAsDashes) {
   EXPECT_EQ(run({"report", "usage", "--by", "project"}), 0) << err_.str();
   EXPECT_EQ(server_.requests().back().target, "/api/v1/usage?by=project");
   const std::string out = out_.str();
-  EXPECT_NE(out.find("usage by project from 2026-11-30T10:00:00Z to 2026-11-30T12:00:00Z"),
+  EXPECT_NE(out.find("usage by project from 2026-11-30T10:00:00Z to 2026-11-30T12:00:00Z (idle: "
+                     "under 5% utilisation)"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("NAME       GPU-HOURS  USED  EFFICIENCY  IDLE  PEAK GPUS  COST"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("ml/resnet  12.5       -     -           -     2.5        31.25"),
+  EXPECT_NE(out.find("ml/resnet  12.5       6.25  50%         3     2.5        31.25"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ml/a,b     0          -     -           -     1          -"),
             std::string::npos)
       << out;
   EXPECT_EQ(run({"report", "usage", "--by", "team", "-o", "json"}), 0);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cli/api_client.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/table.h"
@@ -22,6 +23,7 @@ struct HostOpts {
   bool undedicate = false;
   bool shared = false;
   bool exclusive = false;
+  std::string from, to, resolution = "minute";
 };
 
 // "nvml", or "SIMULATED" in capitals when the GPUs are not real, so nobody mistakes a test host
@@ -216,6 +218,43 @@ int joinToken(Context& ctx, const HostOpts& o) {
   return 0;
 }
 
+// A number from a history point with `decimals` places, "-" when null.
+std::string pointNumber(const json& p, const char* key, int decimals) {
+  auto it = p.find(key);
+  if (it == p.end() || !it->is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, it->get<double>());
+  return buf;
+}
+
+int gpuHistory(Context& ctx, const HostOpts& o) {
+  std::string query = "?resolution=" + urlEncode(o.resolution);
+  for (auto [key, value] : {std::pair{"from", &o.from}, {"to", &o.to}}) {
+    if (value->empty()) continue;
+    auto t = parseTime(*value, ctx.now());
+    if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
+    query += std::string("&") + key + "=" + urlEncode(formatIso8601(*t));
+  }
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto history = (*api)->get("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu) +
+                             "/history" + query);
+  if (!history.ok()) return ctx.fail(history.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*history);
+  Table table({"TIME", "SAMPLES", "UTIL %", "MEMORY", "TEMP C", "POWER W"});
+  for (const auto& p : history->value("points", json::array())) {
+    table.addRow({text(p, "at"), std::to_string(p.value("samples", int64_t{0})),
+                  pointNumber(p, "utilization_pct", 1), memoryText(p, "memory_max_mib"),
+                  pointNumber(p, "temperature_max_c", 0), pointNumber(p, "power_w", 0)});
+  }
+  ctx.out() << o.name << " GPU " << o.gpu << ", " << text(*history, "resolution") << " from "
+            << text(*history, "from") << " to " << text(*history, "to") << "\n";
+  if (!table.empty()) ctx.out() << table.render();
+  if (history->value("truncated", false))
+    ctx.out() << "(the first 10,000 points; narrow --from/--to or use --resolution hour)\n";
+  return 0;
+}
+
 }  // namespace
 
 void addHostCommands(CLI::App& app, Context& ctx) {
@@ -263,6 +302,18 @@ void addHostCommands(CLI::App& app, Context& ctx) {
   auto* exclOpt = gpu->add_flag("--exclusive", o->exclusive, "One job at a time (the default)");
   sharedOpt->excludes(exclOpt);
   onRun(gpu, ctx, o, gpuSettings);
+
+  auto* history = host->add_subcommand(
+      "history", "A GPU's utilisation, memory, temperature and power over time");
+  history->add_option("HOST", o->name, "Host name")->required();
+  history->add_option("INDEX", o->gpu, "GPU index, as in `allot host show`")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  history->add_option("--from", o->from, "Start (ISO 8601 or relative: -2h; default 1h before --to)");
+  history->add_option("--to", o->to, "End, exclusive (ISO 8601 or relative; default now)");
+  history->add_option("--resolution", o->resolution, "raw, minute (default) or hour")
+      ->check(CLI::IsMember({"raw", "minute", "hour"}));
+  onRun(history, ctx, o, gpuHistory);
 }
 
 }  // namespace allot::cli

@@ -1,5 +1,5 @@
-// `allot report usage`: allocated GPU-hours from the allocation ledger (GET /usage), as a table,
-// CSV or JSON.
+// `allot report usage`: allocated GPU-hours from the allocation ledger and how much of them the GPUs
+// really worked (GET /usage), as a table, CSV or JSON.
 
 #include <cmath>
 #include <cstdio>
@@ -20,9 +20,9 @@ struct UsageOpts {
   std::string team;
 };
 
-constexpr const char* kColumns[] = {"name",       "gpu_hours_allocated", "gpu_hours_used",
-                                    "efficiency", "idle_gpu_hours",      "peak_gpus",
-                                    "cost"};
+constexpr const char* kColumns[] = {"name",           "gpu_hours_allocated", "gpu_hours_measured",
+                                    "gpu_hours_used", "efficiency",          "idle_gpu_hours",
+                                    "peak_gpus",      "cost"};
 
 // A number with at most `decimals` places and no trailing zeros; "" for null or missing.
 std::string number(const json& row, const char* key, int decimals) {
@@ -89,15 +89,21 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
     return 0;
   }
   auto orDash = [](std::string s) { return s.empty() ? std::string("-") : s; };
+  auto percent = [&](const json& r) {
+    if (!r.contains("efficiency") || !r["efficiency"].is_number()) return std::string("-");
+    json scaled = {{"v", r["efficiency"].get<double>() * 100}};
+    return number(scaled, "v", 1) + "%";
+  };
   Table table({"NAME", "GPU-HOURS", "USED", "EFFICIENCY", "IDLE", "PEAK GPUS", "COST"});
   for (const auto& r : rows) {
     table.addRow({text(r, "name"), orDash(number(r, "gpu_hours_allocated", 2)),
-                  orDash(number(r, "gpu_hours_used", 2)), orDash(number(r, "efficiency", 2)),
+                  orDash(number(r, "gpu_hours_used", 2)), percent(r),
                   orDash(number(r, "idle_gpu_hours", 2)), orDash(number(r, "peak_gpus", 3)),
                   orDash(number(r, "cost", 2))});
   }
   ctx.out() << "usage by " << text(*report, "by") << " from " << text(*report, "from") << " to "
-            << text(*report, "to") << "\n";
+            << text(*report, "to") << " (idle: under " << number(*report, "idle_below_percent", 1)
+            << "% utilisation)\n";
   if (!table.empty()) ctx.out() << table.render();
   printIdleAllocations(ctx, *report);
   return 0;
@@ -106,11 +112,12 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
 }  // namespace
 
 void addReportCommands(CLI::App& app, Context& ctx) {
-  auto* report = app.add_subcommand("report", "Reports: allocated GPU-hours");
+  auto* report = app.add_subcommand("report", "Reports: GPU-hours allocated and used");
   report->require_subcommand(1);
   auto o = std::make_shared<UsageOpts>();
   auto* usage = report->add_subcommand(
-      "usage", "Allocated GPU-hours by team, project, user, host or GPU model (-o table|csv|json)");
+      "usage",
+      "GPU-hours allocated and used by team, project, user, host or GPU model (-o table|csv|json)");
   usage->add_option("--by", o->by, "What a row is: team, project, user, host or gpu-model")
       ->required()
       ->check(CLI::IsMember({"team", "project", "user", "host", "gpu-model"}));
@@ -122,8 +129,9 @@ void addReportCommands(CLI::App& app, Context& ctx) {
                     "default now)");
   usage->add_option("--team", o->team, "Only this team (platform-admin; members see their own)");
   usage->footer(
-      "GPU-hours used, efficiency and idle GPU-hours need GPU telemetry, not collected yet: "
-      "shown as -. Cost needs [prices] in allotd's config.");
+      "USED weighs allocated time by GPU utilisation; EFFICIENCY is USED / GPU-HOURS; IDLE is "
+      "allocated time whose samples read under the idle threshold. They show - when no agent "
+      "sampled the GPUs. Cost needs [prices] in allotd's config.");
   usage->callback([&ctx, o] {
     ctx.allowCsv();
     ctx.setAction([&ctx, o] { return reportUsage(ctx, *o); });

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/secrets.h"
 #include "control/authz.h"
@@ -53,10 +54,24 @@ Status validateGpuModel(const std::string& value, const std::string& field) {
 }
 
 Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
-    : clock_(clock), logs_(logs), options_(options), idleEpoch_(clock.nowMs()) {}
+    : clock_(clock),
+      logs_(logs),
+      options_(options),
+      usage_(options.idleBelowPct),
+      idleEpoch_(clock.nowMs()) {}
 
 void Cluster::load(const store::Contents& contents) {
   world_.load(contents);
+  // Samples may still come for allocations open now or closed moments ago; the attributor needs
+  // their holds, not the whole history.
+  const TimeMs recent = clock_.nowMs() - 10 * 60'000;
+  std::unordered_set<int64_t> live;
+  for (const auto& i : world_.ledger.intervals()) {
+    if (i.end == 0 || i.end >= recent) live.insert(i.openSeq);
+  }
+  for (const auto& e : contents.ledger) {
+    if (live.count(e.kind == model::LedgerKind::kOpen ? e.seq : e.ref)) usage_.onLedger(e);
+  }
   idleEpoch_ = clock_.nowMs();
 }
 

@@ -29,6 +29,7 @@
 #include "model/agent_protocol.h"
 #include "sched/fleet.h"
 #include "store/store.h"
+#include "telemetry/attribution.h"
 
 namespace allot::control {
 
@@ -113,6 +114,8 @@ struct ClusterOptions {
   sched::Policy scheduling;
   // Price of one GPU-hour by GPU model, for the cost column of usage reports; empty = no costs.
   std::map<std::string, double> pricePerGpuHour;
+  // Allocated GPU time whose samples read under this utilisation counts as idle in reports.
+  double idleBelowPct = 5;
   // The idle-allocation policy of teams and projects that set none (allotd.toml [idle]).
   model::IdlePolicy idleDefault;
 };
@@ -218,6 +221,12 @@ class Cluster {
   // After load: jobs holding GPUs with no open ledger entry (placed before the ledger existed,
   // schema < 3) get their open entries now, from when they were placed. The value counts them.
   Change<int> adoptUnledgeredJobs();
+  // Measured use (cluster_ledger.cc). At start: each allocation's running totals, as the
+  // telemetry store kept them. Then: where reports read the use inside part of an interval.
+  void loadUsageTotals(const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals);
+  void setUsageHistory(UsageWithin history) { history_ = std::move(history); }
+  // Samples, rollups and attributed use since the last call, for the telemetry store.
+  telemetry::TelemetryBatch drainTelemetry() { return usage_.drain(); }
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
@@ -235,7 +244,8 @@ class Cluster {
                              const std::vector<model::ActualJob>& jobs);
   Change<int> agentStatus(const std::string& host, const std::vector<model::ActualJob>& jobs);
   Status agentLog(const std::string& host, const model::LogChunk& chunk);
-  // A sample round from `host`'s agent: kept as each GPU's latest readings. Rejected whole
+  // A sample round from `host`'s agent: kept as each GPU's latest readings, and attributed to the
+  // allocations holding the GPUs (see telemetry/attribution.h). Rejected whole
   // (InvalidArgument/PermissionDenied, nothing kept) when it names another host or a GPU index
   // the host does not have.
   Status agentTelemetry(const std::string& host, const model::Telemetry& telemetry);
@@ -320,6 +330,8 @@ class Cluster {
   std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team
   std::set<int64_t> evictionsInFlight_;             // marked evicting in memory, not yet on disk
+  telemetry::UsageAttributor usage_;                // samples -> allocations, until drained
+  UsageWithin history_;                             // the telemetry store's tiers; empty in tests
   std::map<int64_t, IdleTrack> idle_;               // running jobs, by id
   TimeMs idleEpoch_ = 0;  // allotd's start: no job counts as idle from before it
 };

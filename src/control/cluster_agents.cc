@@ -331,6 +331,9 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
   const TimeMs now = clock_.nowMs();
   auto& mine = world_.telemetry[host];
   for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
+  usage_.addRound(host, t, now, [this](int64_t alloc, const telemetry::UsageCell& c) {
+    world_.ledger.addUsage(alloc, c);
+  });
   noteTelemetry(host);
   return Status::Ok();
 }

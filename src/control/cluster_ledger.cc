@@ -23,6 +23,7 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
   auto append = [&](model::LedgerEntry e) {
     e.seq = world_.ledger.nextSeq();
     world_.ledger.apply(e);
+    usage_.onLedger(e);
     batch.add(store::AppendLedger{std::move(e)});
   };
   if (held && !holds) {
@@ -78,7 +79,18 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
   }
   if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
   q.now = clock_.nowMs();
-  return usageReport(world_.ledger, q);
+  return usageReport(world_.ledger, q,
+                     [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
+                       std::optional<telemetry::UsageCell> part =
+                           history_ ? history_(seq, from, to) : telemetry::UsageCell{};
+                       if (part) *part += usage_.pendingWithin(seq, from, to);
+                       return part;
+                     });
+}
+
+void Cluster::loadUsageTotals(
+    const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
+  for (const auto& [seq, cell] : totals) world_.ledger.addUsage(seq, cell);
 }
 
 Change<int> Cluster::adoptUnledgeredJobs() {
@@ -112,6 +124,7 @@ void Cluster::correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSe
     e.jobId = jobId;
     e.reason = why;
     world_.ledger.apply(e);
+    usage_.onLedger(e);
     batch.add(store::AppendLedger{std::move(e)});
   }
 }

@@ -1,6 +1,7 @@
 // The allocation ledger through the control plane: a scripted scenario on a FakeClock whose every
 // change is committed to a real SqliteStore, with an allotd restart in the middle, checked to the
-// exact GPU-millisecond; and the usage report's grouping, clipping and peak on a hand-built index.
+// exact GPU-millisecond; the same for the use GPU samples measured, kept in a real telemetry.db;
+// and the usage report's grouping, clipping and peak on a hand-built index.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "control/cluster_test_fixture.h"
 #include "control/usage_report.h"
 #include "store/sqlite/sqlite_store.h"
+#include "telemetry/telemetry_store.h"
 
 namespace allot::control {
 namespace {
@@ -55,18 +57,31 @@ class LedgerScenarioTest : public ::testing::Test {
   }
   void TearDown() override {
     cluster_.reset();
+    telemetry_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
 
-  // A fresh Cluster from what the store holds: allotd starting (again).
+  // A fresh Cluster from what the stores hold: allotd stopping, as Server does, and starting
+  // (again).
   void start() {
+    if (cluster_ && telemetry_) telemetry_->submit(cluster_->drainTelemetry());
+    telemetry_.reset();
     auto contents = store_->loadAll();
     ASSERT_TRUE(contents.ok()) << contents.status().toString();
     ClusterOptions opts;
     opts.lostAfterMs = 60 * kS;
     cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
     cluster_->load(*contents);
+    auto t = telemetry::TelemetryStore::open((dir_ / "telemetry.db").string(), {}, clock_);
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    telemetry_ = std::move(t).value();
+    auto totals = telemetry_->loadTotals();
+    ASSERT_TRUE(totals.ok());
+    cluster_->loadUsageTotals(*totals);
+    cluster_->setUsageHistory([this](int64_t seq, TimeMs from, TimeMs to) {
+      return telemetry_->usageWithin(seq, from, to);
+    });
   }
 
   template <typename T>
@@ -109,6 +124,7 @@ class LedgerScenarioTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<LogStore> logs_;
   std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<telemetry::TelemetryStore> telemetry_;
   std::unique_ptr<Cluster> cluster_;
   RecordingLink link_;
   Principal admin_, alice_, bob_;
@@ -207,6 +223,68 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
   int requeued = 0;
   for (const auto& e : contents->ledger) requeued += e.reason == "requeued";
   EXPECT_EQ(requeued, 2);
+}
+
+// Used and idle GPU time from samples, through an allotd restart and an agent restart: the job
+// holds two GPUs from t0 to t0+160 s; its agent samples every 5 s, 50% busy for 100 s, then 0%.
+// Ground truth: 320 GPU-s measured, 100 GPU-s used, 120 GPU-s idle; the minute from 60 s to
+// 120 s alone holds 120 measured, 40 used, 40 idle.
+TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts) {
+  clock_.set(telemetry::bucketOf(clock_.nowMs(), telemetry::kHourMs) + telemetry::kHourMs);
+  const TimeMs t0 = clock_.nowMs();
+  JobRequest r;
+  r.command = {"python", "train.py"};
+  r.gpus = 2;
+  const int64_t id = keep(cluster_->submitJob(alice_, r)).value.id;
+  place();
+  ASSERT_EQ(job(id).state, JobState::kScheduled);
+  const std::string host = job(id).host;
+  report(host, id, ActualState::kRunning);
+  // The agent's clock is 3 minutes off; only the intervals between its samples count.
+  TimeMs agentClock = t0 + 180 * kS;
+  auto sample = [&](double pct) {
+    clock_.advance(5 * kS);
+    agentClock += 5 * kS;
+    model::Telemetry t{host, agentClock, 5 * kS, {}};
+    for (int g : job(id).gpuIndices) {
+      model::GpuSample s;
+      s.index = g;
+      s.utilizationPct = pct;
+      t.gpus.push_back(s);
+    }
+    ASSERT_TRUE(cluster_->agentTelemetry(host, t).ok());
+  };
+  for (int i = 0; i < 12; ++i) sample(50);
+  start();  // allotd restarts at 60 s
+  keep(cluster_->agentConnected(host, &link_, inventory(2),
+                                {{id, ActualState::kRunning, 1, {}, {}, t0, 0, ""}}));
+  for (int i = 0; i < 4; ++i) sample(50);
+  // The agent restarts at 80 s: it reconnects with its job and samples on from a new clock.
+  cluster_->agentDisconnected(host, &link_);
+  keep(cluster_->agentConnected(host, &link_, inventory(2),
+                                {{id, ActualState::kRunning, 1, {}, {}, t0, 0, ""}}));
+  agentClock = 1'000 * kS;
+  for (int i = 0; i < 4; ++i) sample(50);
+  for (int i = 0; i < 12; ++i) sample(0);
+  report(host, id, ActualState::kExited, 0);
+  ASSERT_EQ(job(id).state, JobState::kSucceeded);
+  clock_.advance(10 * kS);
+  constexpr int64_t kGpuS = kS * 1000;  // one GPU-second in milli-GPU-ms
+
+  auto check = [&](TimeMs from, TimeMs to, int64_t measured, int64_t used, int64_t idle) {
+    auto rows = cluster_->usage(admin_, {UsageBy::kUser, from, to, 0, ""});
+    ASSERT_TRUE(rows.ok());
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].usage.measured, measured * kGpuS);
+    EXPECT_EQ((*rows)[0].usage.used, used * kGpuS);
+    EXPECT_EQ((*rows)[0].usage.idle, idle * kGpuS);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "before the restart" : "after the restart");
+    check(t0, clock_.nowMs(), 320, 100, 120);
+    check(t0 + 60 * kS, t0 + 120 * kS, 120, 40, 40);
+    start();
+  }
 }
 
 // A fraction of a shared GPU is accounted as that fraction, and its ledger entry says so.

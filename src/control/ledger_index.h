@@ -1,8 +1,9 @@
 #pragma once
 // LedgerIndex: the allocation ledger (model::LedgerEntry) folded into intervals, kept in World for
 // usage reports. The store holds the entries; this holds one compact interval per open entry,
-// with its latest end, and names interned so that a year of a large fleet fits in memory
-// (48 bytes an interval). Not thread-safe: allotd's I/O thread owns it, like World.
+// with its latest end, the running total of its measured use (from GPU samples, see
+// telemetry/attribution.h), and names interned so that a year of a large fleet fits in memory
+// (80 bytes an interval). Not thread-safe: allotd's I/O thread owns it, like World.
 
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "common/clock.h"
 #include "model/model.h"
+#include "telemetry/usage_cell.h"
 
 namespace allot::control {
 
@@ -24,6 +26,7 @@ struct LedgerInterval {
   TimeMs end = 0;                         // 0 while open
   int64_t milli = 0;                      // milli-GPUs held: GPUs x milli per GPU
   uint32_t names[kUsageDimensions] = {};  // ids in LedgerIndex::names(dim), by UsageBy
+  telemetry::UsageCell usage;             // what samples said of it so far, whole
 };
 
 class LedgerIndex {
@@ -31,6 +34,11 @@ class LedgerIndex {
   // Folds in one entry; entries come in seq order. A close or correction of an unknown interval
   // is ignored (the store refuses none, and an index must load whatever history holds).
   void apply(const model::LedgerEntry& e);
+
+  // Adds measured use to the interval an open entry began; unknown entries are ignored.
+  void addUsage(int64_t openSeq, const telemetry::UsageCell& c) {
+    if (LedgerInterval* i = find(openSeq)) i->usage += c;
+  }
 
   int64_t nextSeq() const { return nextSeq_; }
   // Intervals in seq order, which is start order unless the clock stepped back (startsSorted).

@@ -13,6 +13,7 @@ constexpr const char* kByNames[kUsageDimensions] = {"team", "project", "user", "
 struct Group {
   bool seen = false;
   int64_t milliGpuMs = 0;
+  telemetry::UsageCell usage;
   int64_t held = 0;
   int64_t peak = 0;
   std::priority_queue<std::pair<TimeMs, int64_t>, std::vector<std::pair<TimeMs, int64_t>>,
@@ -31,7 +32,8 @@ std::optional<UsageBy> parseUsageBy(const std::string& s) {
 
 const char* usageByName(UsageBy by) { return kByNames[static_cast<int>(by)]; }
 
-std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q) {
+std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q,
+                                  const UsageWithin& within) {
   const auto& intervals = index.intervals();
   const int dim = static_cast<int>(q.by);
   const int teamDim = static_cast<int>(UsageBy::kTeam);
@@ -69,6 +71,14 @@ std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q)
     g.seen = true;
     const int64_t amount = i.milli * (e - s);
     g.milliGpuMs += amount;
+    const TimeMs end = i.end == 0 ? q.now : i.end;
+    if (s == i.start && e == end) {
+      g.usage += i.usage;
+    } else if (!i.usage.empty()) {
+      std::optional<telemetry::UsageCell> part;
+      if (within) part = within(i.openSeq, s, e);
+      g.usage += part ? *part : i.usage.scaled(e - s, std::max<TimeMs>(1, end - i.start));
+    }
     byModel[i.names[dim] * modelCount + i.names[modelDim]] += amount;
     // Holds are [s, e): one that ended at s no longer counts.
     while (!g.ends.empty() && g.ends.top().first <= s) {
@@ -85,7 +95,7 @@ std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q)
   const auto& models = index.names(UsageBy::kGpuModel);
   for (size_t id = 0; id < groupCount; ++id) {
     if (!groups[id].seen) continue;
-    UsageRow r{names[id], groups[id].milliGpuMs, groups[id].peak, {}};
+    UsageRow r{names[id], groups[id].milliGpuMs, groups[id].usage, groups[id].peak, {}};
     for (size_t m = 0; m < modelCount; ++m) {
       if (int64_t v = byModel[id * modelCount + m]; v > 0) r.milliGpuMsByModel[models[m]] = v;
     }

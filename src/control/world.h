@@ -30,8 +30,8 @@ struct TeamQuotaStatus {
   bool known = false;
 };
 
-// The latest readings of one GPU, as its agent sent them. In memory only: telemetry is a live view,
-// lost (and refilled within one interval) when allotd restarts.
+// The latest readings of one GPU, as its agent sent them: the live view, lost (and refilled within
+// one interval) when allotd restarts. The history goes to telemetry.db (telemetry/).
 struct GpuTelemetry {
   model::GpuSample sample;
   TimeMs sampledAt = 0;   // the agent's clock

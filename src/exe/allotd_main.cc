@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <tuple>
 
 #include "api/server.h"
 #include "common/log.h"
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   std::string heartbeat = "5s", lostAfter = "5m";
   std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
   std::map<std::string, double> pricePerGpuHour;
+  std::string rawRetention = "24h", minuteRetention = "30d", hourRetention = "730d";
+  double idleBelowPct = 5;
   // [idle]: the idle-allocation policy of teams and projects that set none.
   allot::model::IdlePolicy idleDefault;
   std::string idleAfter = "30m", idleGrace = "15m", idleAction = "notify";
@@ -75,6 +78,10 @@ int main(int argc, char** argv) {
       placement = tbl["scheduler"]["placement"].value_or(placement);
       preemptGrace = tbl["scheduler"]["preempt_grace"].value_or(preemptGrace);
       usageHalfLife = tbl["scheduler"]["usage_half_life"].value_or(usageHalfLife);
+      rawRetention = tbl["telemetry"]["raw_retention"].value_or(rawRetention);
+      minuteRetention = tbl["telemetry"]["minute_retention"].value_or(minuteRetention);
+      hourRetention = tbl["telemetry"]["hour_retention"].value_or(hourRetention);
+      idleBelowPct = tbl["idle"]["threshold_percent"].value_or(idleBelowPct);
       // [prices] A100 = 2.5: the price of one GPU-hour by GPU model, for usage reports' cost.
       if (const toml::table* prices = tbl["prices"].as_table()) {
         for (const auto& [model, price] : *prices) {
@@ -85,11 +92,8 @@ int main(int argc, char** argv) {
           pricePerGpuHour[std::string(model.str())] = *v;
         }
       }
+      // [idle] threshold_percent (above) is also the default policy's threshold.
       if (const toml::table* idle = tbl["idle"].as_table()) {
-        const toml::node* threshold = idle->get("threshold_percent");
-        if (threshold && !threshold->value<double>())
-          return fail("config " + f.configFile + ": idle.threshold_percent: expected a number");
-        if (threshold) idleDefault.thresholdPct = *threshold->value<double>();
         idleAfter = (*idle)["after"].value_or(idleAfter);
         idleGrace = (*idle)["grace"].value_or(idleGrace);
         idleAction = (*idle)["action"].value_or(idleAction);
@@ -144,6 +148,20 @@ int main(int argc, char** argv) {
     return fail("--usage-half-life: " + halfLife.status().message());
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
+  if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
+    return fail("idle.threshold_percent: expected 0 to 100");
+  cfg.cluster.idleBelowPct = idleBelowPct;
+  for (auto [key, text, into] :
+       {std::tuple{"telemetry.raw_retention", &rawRetention, &cfg.telemetryRetention.rawMs},
+        {"telemetry.minute_retention", &minuteRetention, &cfg.telemetryRetention.minutesMs},
+        {"telemetry.hour_retention", &hourRetention, &cfg.telemetryRetention.hoursMs}}) {
+    auto ms = allot::parseDurationMs(*text);
+    if (!ms.ok() || *ms < 0)
+      return fail(std::string(key) + ": expected a duration such as 30d, or 0 to keep for ever");
+    *into = *ms;
+  }
+  // One idle threshold: the report's, and the default policy's unless [idle] says otherwise.
+  idleDefault.thresholdPct = idleBelowPct;
   auto after = allot::parseDurationMs(idleAfter);
   if (!after.ok()) return fail("config: idle.after: " + after.status().message());
   idleDefault.afterMs = *after;

@@ -1,7 +1,10 @@
-// Live GPU telemetry end to end: a simulated agent samples what its job declares, and
-// `allot host show` shows it on the job's GPU with the job as holder.
+// GPU telemetry end to end: a simulated agent samples what its job declares; `allot host show`
+// shows it on the job's GPU with the job as holder, and the usage report counts the job's GPU
+// time as used by what the samples said, kept in telemetry.db across a restart.
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "harness.h"
 
@@ -71,6 +74,59 @@ TEST_F(TelemetryTest, DeclaredUtilisationShowsOnTheJobsGpuWithItsHolder) {
   auto r = cli({"job", "cancel", std::to_string(id)});
   EXPECT_EQ(r.code, 0) << r.describe();
   ASSERT_TRUE(waitFor([&] { return utilOf(gpuOf(h = host("node-a"), index)) == 0; })) << h.dump(2);
+}
+
+TEST_F(TelemetryTest, TheUsageReportWeighsAllocatedTimeByTheSamples) {
+  startAgent("node-a", "sim:2xA100");
+  createTeam("ml");
+  std::string alice = createUser("alice", "ml");
+  // 60% on both GPUs for 4 seconds; the GPUs read 0% only while the job is not yet started.
+  int64_t id = submit(alice, {"--gpus", "2", "--env", "ALLOT_SIM_GPU_UTIL=60"}, {"sleep", "4"});
+  ASSERT_TRUE(waitForJobState(alice, id, "succeeded"));
+  // allotd hands samples to telemetry.db every second; let the last ones land.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+
+  auto row = [&] {
+    json report = cliJson(alice, {"report", "usage", "--by", "user", "--from", "-1h"});
+    EXPECT_EQ(report.at("rows").size(), 1u) << report.dump();
+    return report.at("rows").at(0);
+  };
+  json r = row();
+  ASSERT_TRUE(r.at("gpu_hours_used").is_number()) << r.dump();
+  const double allocated = r.at("gpu_hours_allocated").get<double>();
+  const double measured = r.at("gpu_hours_measured").get<double>();
+  const double used = r.at("gpu_hours_used").get<double>();
+  EXPECT_GT(measured, 0) << r.dump();
+  EXPECT_LE(measured, allocated * 1.0001) << r.dump();
+  EXPECT_GT(used, 0) << r.dump();
+  EXPECT_LE(used, measured * 0.6 * 1.0001) << "no sample read over 60%: " << r.dump();
+  EXPECT_NEAR(r.at("efficiency").get<double>(), used / allocated, 1e-4) << r.dump();
+  EXPECT_TRUE(r.at("idle_gpu_hours").is_number()) << r.dump();
+
+  // The GPU's own history: raw samples at 60% while the job ran, kept in telemetry.db.
+  const int index = job(alice, id).at("gpu_indices").at(0).get<int>();
+  json history = cliJson(alice, {"host", "history", "node-a", std::to_string(index),
+                                 "--resolution", "raw", "--from", "-10m"});
+  int busy = 0;
+  for (const auto& p : history.at("points")) busy += p.value("utilization_pct", -1.0) == 60;
+  EXPECT_GE(busy, 1) << history.dump();
+  json minutes = cliJson(alice, {"host", "history", "node-a", std::to_string(index)});
+  EXPECT_FALSE(minutes.at("points").empty()) << minutes.dump();
+  // Bad input names its field; a GPU the host does not have is not found.
+  HttpResult bad = httpRequest(port_, "GET",
+                               "/api/v1/hosts/node-a/gpus/0/history?resolution=weekly", "", alice);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.parsed()["error"].value("field", ""), "resolution") << bad.body;
+  bad = httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/0/history?from=-1m&to=-2m", "",
+                    alice);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/7/history", "", alice).status,
+            404);
+
+  restartServer();
+  json again = row();
+  EXPECT_EQ(again.at("gpu_hours_used"), r.at("gpu_hours_used")) << again.dump();
+  EXPECT_EQ(again.at("idle_gpu_hours"), r.at("idle_gpu_hours")) << again.dump();
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ TEST_F(UsageTest, AllocatedGpuTimeIsReportedPricedAndKeptAcrossARestart) {
   CliResult csv = cliAs(alice, {"report", "usage", "--by", "user", "-o", "csv"});
   ASSERT_EQ(csv.code, 0) << csv.describe();
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
-            "name,gpu_hours_allocated,gpu_hours_used,efficiency,idle_gpu_hours,peak_gpus,cost");
+            "name,gpu_hours_allocated,gpu_hours_measured,gpu_hours_used,efficiency,idle_gpu_hours,"
+            "peak_gpus,cost");
   EXPECT_EQ(csv.out.find("alice,", csv.out.find('\n')), csv.out.find('\n') + 1) << csv.out;
 }
 

@@ -66,6 +66,14 @@ class Binder {
     sqlite3_bind_int64(stmt_, ++next_, v);
     return *this;
   }
+  Binder& real(double v) {
+    sqlite3_bind_double(stmt_, ++next_, v);
+    return *this;
+  }
+  Binder& null() {
+    sqlite3_bind_null(stmt_, ++next_);
+    return *this;
+  }
   // Steps a statement that returns no rows. The error is SQLite's reason alone; callers say
   // which row it was about.
   Status run();

@@ -1,0 +1,172 @@
+// Telemetry ingest end to end: agents' WebSocket streams into a real allotd on loopback. It starts
+// allotd (fresh data dir), joins --hosts hosts of 8 simulated GPUs through the API, places a
+// one-GPU job on every GPU (so that every sample is attributed to an allocation), then opens one
+// agent stream per host and sends telemetry rounds (8 GPUs, every reading) as fast as allotd takes
+// them, from --threads sender threads, for --seconds. The rate is allotd's own count of samples
+// taken in (allot_telemetry_samples_total in /metrics) over the sending window; allotd's CPU time
+// comes from /proc. The senders share the machine with allotd. Only 127.0.0.1 is contacted.
+//
+//   build/bin/telemetry_load --hosts 125 --seconds 10
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "bench_util.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using Clock = std::chrono::steady_clock;
+using allot::bench::httpRequest;
+using nlohmann::json;
+
+int fail(const std::string& msg) {
+  std::cerr << "telemetry_load: " << msg << "\n";
+  return 1;
+}
+
+json inventory(int gpus) {
+  json g = json::array();
+  for (int i = 0; i < gpus; ++i) {
+    g.push_back({{"index", i}, {"uuid", "GPU-" + std::to_string(i)}, {"model", "H100"},
+                 {"memory_mib", 81920}});
+  }
+  return {{"hostname", "bench"}, {"cpus", 64}, {"memory_mib", 1 << 20},
+          {"gpu_provider", "simulated"}, {"simulated", true}, {"gpus", g}};
+}
+
+// A counter without labels from /metrics; -1 if it cannot be read.
+double counter(uint16_t port, const std::string& token, const std::string& name) {
+  auto r = httpRequest(port, "GET", "/metrics", token, "");
+  if (!r.ok() || r->status != 200) return -1;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(line.find(' ') + 1));
+  }
+  return -1;
+}
+double samplesTaken(uint16_t port, const std::string& token) {
+  return counter(port, token, "allot_telemetry_samples_total");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Telemetry ingest through agent WebSocket streams into allotd on loopback"};
+  int hosts = 125, threads = 1, seconds = 10, gpus = 8;
+  std::string bin = allot::bench::selfDir();
+  app.add_option("--hosts", hosts, "agent streams (default 125)");
+  app.add_option("--gpus-per-host", gpus, "GPUs per host (default 8)");
+  app.add_option("--threads", threads, "sender threads (default 1)");
+  app.add_option("--seconds", seconds, "sending window (default 10)");
+  app.add_option("--bin", bin, "where allotd is (default: next to this binary)");
+  CLI11_PARSE(app, argc, argv);
+
+  auto dir = allot::bench::makeScratchDir("allot-telemetry-load");
+  if (!dir.ok()) return fail(dir.status().toString());
+  auto d = allot::bench::startAllotd(bin + "/allotd", *dir + "/data");
+  if (!d.ok()) return fail(d.status().toString());
+  const std::string admin = d->adminToken;
+  auto call = [&](const std::string& method, const std::string& target, const json& body,
+                  const std::string& token) -> json {
+    auto r = httpRequest(d->port, method, target, token, body.is_null() ? "" : body.dump());
+    if (!r.ok() || r->status >= 300) {
+      std::cerr << method << " " << target << ": "
+                << (r.ok() ? r->body : r.status().toString()) << "\n";
+      std::exit(1);
+    }
+    return json::parse(r->body);
+  };
+  call("POST", "/api/v1/teams", {{"name", "ml"}}, admin);
+  const std::string alice =
+      call("POST", "/api/v1/users", {{"name", "alice"}, {"team", "ml"}}, admin).at("token");
+  const std::string joinToken = call("POST", "/api/v1/hosts/join-tokens", json::object(), admin).at("token");
+  std::vector<std::string> names, credentials;
+  for (int h = 0; h < hosts; ++h) {
+    names.push_back("load-" + std::to_string(h));
+    json joined = call("POST", "/api/v1/hosts/join",
+                       {{"name", names.back()}, {"join_token", joinToken}, {"inventory", inventory(gpus)}},
+                       "");
+    credentials.push_back(joined.at("credential"));
+  }
+
+  asio::io_context io;
+  const auto endpoint = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), d->port);
+  std::vector<std::unique_ptr<websocket::stream<beast::tcp_stream>>> streams;
+  for (int h = 0; h < hosts; ++h) {
+    auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(io);
+    beast::get_lowest_layer(*ws).connect(endpoint);
+    const std::string token = credentials[h];
+    ws->set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
+      req.set(beast::http::field::authorization, "Bearer " + token);
+    }));
+    ws->handshake("127.0.0.1", "/api/v1/agent/stream");
+    ws->text(true);
+    ws->write(asio::buffer(json{{"type", "hello"}, {"inventory", inventory(gpus)}, {"jobs", json::array()}}.dump()));
+    streams.push_back(std::move(ws));
+  }
+  // One job per GPU, so every sample has an allocation to go to.
+  for (int j = 0; j < hosts * gpus; ++j)
+    call("POST", "/api/v1/jobs", {{"command", {"sleep", "3600"}}, {"gpus", 1}}, alice);
+
+  // Each round's message differs only in its time; encode a template once per GPU count.
+  json round = {{"type", "telemetry"}, {"interval_ms", 1000}, {"gpus", json::array()}};
+  for (int g = 0; g < gpus; ++g) {
+    round["gpus"].push_back({{"index", g}, {"utilization_pct", 40 + g}, {"memory_used_mib", 40000},
+                             {"temperature_c", 61}, {"power_w", 512.5}, {"sm_clock_mhz", 1980},
+                             {"ecc_corrected", 0}, {"ecc_uncorrected", 0}, {"pids", {1000 + g}}});
+  }
+  const double before = samplesTaken(d->port, admin);
+  const double cpuBefore = allot::bench::procCpuSeconds(d->process.pid());
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> sent{0};
+  std::vector<std::thread> senders;
+  const auto start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    senders.emplace_back([&, t] {
+      int64_t at = 1'767'225'600'000;
+      std::vector<std::string> texts(hosts);
+      while (!stop) {
+        at += 1000;
+        for (int h = t; h < hosts && !stop; h += threads) {
+          json msg = round;
+          msg["host"] = names[h];
+          msg["at_ms"] = at;
+          beast::error_code ec;
+          streams[h]->write(asio::buffer(msg.dump()), ec);
+          if (ec) return;
+          sent += gpus;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const double after = samplesTaken(d->port, admin);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpuAfter = allot::bench::procCpuSeconds(d->process.pid());
+  stop = true;
+  for (auto& s : senders) s.join();
+  for (auto& ws : streams) beast::get_lowest_layer(*ws).close();
+  std::printf("hosts %d x %d GPUs, %d sender threads, %.1f s\n", hosts, gpus, threads, elapsed);
+  std::printf("samples taken in by allotd: %.0f (%.0f samples/s); sent %lld\n", after - before,
+              (after - before) / elapsed, static_cast<long long>(sent.load()));
+  std::printf("samples rejected: %.0f\n",
+              counter(d->port, admin, "allot_telemetry_rejected_samples_total"));
+  std::printf("allotd CPU: %.2f s over the window (%.0f%% of one core)\n", cpuAfter - cpuBefore,
+              100 * (cpuAfter - cpuBefore) / elapsed);
+  d->process.stop();
+  allot::bench::removeTree(*dir);
+  return after > before ? 0 : 1;
+}
