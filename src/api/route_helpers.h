@@ -2,9 +2,11 @@
 // Small helpers shared by the files that register routes.
 
 #include <charconv>
+#include <map>
 #include <string>
 
 #include "api/server.h"
+#include "common/time_format.h"
 
 namespace allot::api {
 
@@ -15,6 +17,30 @@ using Awaitable = boost::asio::awaitable<ApiResponse>;
   auto var##_r = (expr);                                             \
   if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
   auto var = std::move(var##_r).value()
+
+// A time window [from, to) from the query's `from` and `to` (ISO 8601 or relative to `now`):
+// `to` defaults to now, `from` to `defaultMs` before `to`. A bad time is a 400 naming its
+// parameter; so is `from` not before `to`.
+struct TimeWindow {
+  TimeMs from = 0;
+  TimeMs to = 0;
+};
+inline Result<TimeWindow> parseWindow(const std::map<std::string, std::string>& query, TimeMs now,
+                                      TimeMs defaultMs) {
+  TimeWindow w{0, now};
+  bool fromGiven = false;
+  for (auto [key, target] : {std::pair{"to", &w.to}, {"from", &w.from}}) {
+    auto it = query.find(key);
+    if (it == query.end() || it->second.empty()) continue;
+    auto t = parseTime(it->second, now);
+    if (!t.ok()) return Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key);
+    *target = *t;
+    fromGiven = fromGiven || std::string_view(key) == "from";
+  }
+  if (!fromGiven) w.from = w.to - defaultMs;
+  if (w.from >= w.to) return Status::InvalidArgument("from: must be before to", "from");
+  return w;
+}
 
 // A GPU index from a path parameter.
 inline Result<int> parseGpuIndex(const std::string& s) {

@@ -38,28 +38,13 @@ void registerTelemetryRoutes(Router& router, Server& s) {
     if (std::none_of(gpus.begin(), gpus.end(), [&](const model::Gpu& g) { return g.index == index; }))
       co_return ApiResponse::error(Status::NotFound("host '" + host.name + "' has no GPU " +
                                                     std::to_string(index)));
-    const TimeMs now = s.clock().nowMs();
-    TimeMs from = now - kDefaultWindowMs, to = now;
-    bool fromGiven = false;
-    for (auto [key, target] : {std::pair{"to", &to}, {"from", &from}}) {
-      auto it = r.query.find(key);
-      if (it == r.query.end() || it->second.empty()) continue;
-      auto t = parseTime(it->second, now);
-      if (!t.ok())
-        co_return ApiResponse::error(
-            Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key));
-      *target = *t;
-      fromGiven = fromGiven || std::string_view(key) == "from";
-    }
-    if (!fromGiven) from = to - kDefaultWindowMs;
-    if (from >= to)
-      co_return ApiResponse::error(Status::InvalidArgument("from: must be before to", "from"));
+    TRY_ASSIGN(window, parseWindow(r.query, s.clock().nowMs(), kDefaultWindowMs));
     auto resolution = telemetry::Resolution::kMinute;
     if (auto it = r.query.find("resolution"); it != r.query.end()) {
       TRY_ASSIGN(res, parseResolution(it->second));
       resolution = res;
     }
-    TRY_ASSIGN(points, s.telemetry().gpuHistory(host.name, index, from, to, resolution,
+    TRY_ASSIGN(points, s.telemetry().gpuHistory(host.name, index, window.from, window.to, resolution,
                                                 kMaxPoints + 1));
     const bool truncated = points.size() > kMaxPoints;
     if (truncated) points.resize(kMaxPoints);
@@ -76,8 +61,8 @@ void registerTelemetryRoutes(Router& router, Server& s) {
     co_return ApiResponse::json({{"host", host.name},
                                  {"gpu", index},
                                  {"resolution", names[static_cast<int>(resolution)]},
-                                 {"from", formatIso8601(from)},
-                                 {"to", formatIso8601(to)},
+                                 {"from", formatIso8601(window.from)},
+                                 {"to", formatIso8601(window.to)},
                                  {"truncated", truncated},
                                  {"points", std::move(out)}});
   });

@@ -40,20 +40,9 @@ void registerUsageRoutes(Router& router, Server& s) {
             "by: expected team, project, user, host or gpu-model, got '" + it->second + "'", "by"));
       q.by = *by;
     }
-    const TimeMs now = s.clock().nowMs();
-    q.to = now;
-    bool fromGiven = false;
-    for (auto [key, target] : {std::pair{"to", &q.to}, {"from", &q.from}}) {
-      auto it = r.query.find(key);
-      if (it == r.query.end() || it->second.empty()) continue;
-      auto t = parseTime(it->second, now);
-      if (!t.ok())
-        co_return ApiResponse::error(
-            Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key));
-      *target = *t;
-      fromGiven = fromGiven || std::string_view(key) == "from";
-    }
-    if (!fromGiven) q.from = q.to - kDefaultWindowMs;
+    TRY_ASSIGN(window, parseWindow(r.query, s.clock().nowMs(), kDefaultWindowMs));
+    q.from = window.from;
+    q.to = window.to;
     if (auto it = r.query.find("team"); it != r.query.end()) q.team = it->second;
     TRY_ASSIGN(rows, s.cluster().usage(r.who(), q));
     const auto& prices = s.cluster().options().pricePerGpuHour;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "cli/api_client.h"
 #include "common/time_format.h"
 
 namespace allot::cli {
@@ -159,6 +160,17 @@ Result<int> parseLimit(std::string_view text, std::string_view flag) {
     return Status::InvalidArgument(std::string(flag) + " '" + std::string(text) +
                                    "': expected a number of GPUs or 'none'");
   return *n;
+}
+
+Result<std::string> windowQuery(const std::string& from, const std::string& to, TimeMs now) {
+  std::string query;
+  for (auto [key, value] : {std::pair{"from", &from}, {"to", &to}}) {
+    if (value->empty()) continue;
+    auto t = parseTime(*value, now);
+    if (!t.ok()) return t.status().withContext(std::string("--") + key);
+    query += std::string("&") + key + "=" + urlEncode(formatIso8601(*t));
+  }
+  return query;
 }
 
 std::string coarseDuration(TimeMs ms) {

@@ -43,6 +43,11 @@ std::vector<std::string> splitList(std::string_view text);
 // A limit flag: a whole number >= 0, or "none" -> -1. Errors name `flag`.
 Result<int> parseLimit(std::string_view text, std::string_view flag);
 
+// "&from=...&to=..." for --from and --to as given (either may be empty, then left out), resolved
+// here to ISO 8601 so the server sees the moment the user meant ("-30d" is from now, here).
+// Errors name the flag.
+Result<std::string> windowQuery(const std::string& from, const std::string& to, TimeMs now);
+
 // "3m ago" / "in 5h" / "just now" for an ISO 8601 time; "-" for an empty or unparsable one.
 std::string relativeTime(std::string_view iso, TimeMs now);
 // Coarse age: "45s", "3m", "2h", "5d".

@@ -228,13 +228,9 @@ std::string pointNumber(const json& p, const char* key, int decimals) {
 }
 
 int gpuHistory(Context& ctx, const HostOpts& o) {
-  std::string query = "?resolution=" + urlEncode(o.resolution);
-  for (auto [key, value] : {std::pair{"from", &o.from}, {"to", &o.to}}) {
-    if (value->empty()) continue;
-    auto t = parseTime(*value, ctx.now());
-    if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
-    query += std::string("&") + key + "=" + urlEncode(formatIso8601(*t));
-  }
+  auto window = windowQuery(o.from, o.to, ctx.now());
+  if (!window.ok()) return ctx.usageError(window.status());
+  const std::string query = "?resolution=" + urlEncode(o.resolution) + *window;
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto history = (*api)->get("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu) +

@@ -61,14 +61,9 @@ void printIdleAllocations(Context& ctx, const json& report) {
 }
 
 int reportUsage(Context& ctx, const UsageOpts& o) {
-  std::string query = "?by=" + urlEncode(o.by);
-  // Relative times ("-30d") are resolved here, so the server sees the moment the user meant.
-  for (auto [key, value] : {std::pair{"from", &o.from}, {"to", &o.to}}) {
-    if (value->empty()) continue;
-    auto t = parseTime(*value, ctx.now());
-    if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
-    query += std::string("&") + key + "=" + urlEncode(formatIso8601(*t));
-  }
+  auto window = windowQuery(o.from, o.to, ctx.now());
+  if (!window.ok()) return ctx.usageError(window.status());
+  std::string query = "?by=" + urlEncode(o.by) + *window;
   if (!o.team.empty()) query += "&team=" + urlEncode(o.team);
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());

@@ -432,6 +432,12 @@ void TestCluster::restartServer() {
   startServer();
 }
 
+void TestCluster::restartServerGracefully() {
+  server_->signal(SIGTERM);
+  if (!server_->waitFor(std::chrono::seconds(30))) killServer();
+  startServer();
+}
+
 std::string TestCluster::fetchJoinToken() {
   if (joinToken_.empty()) {
     auto j = cliJson(adminToken_, {"host", "join-token"});

@@ -120,6 +120,8 @@ class TestCluster : public ::testing::Test {
   void startServer();    // on port_ (0 the first time), data dir root_/data
   void killServer();     // SIGKILL, reaped
   void restartServer();  // kill -9, then start again on the same port and data dir
+  // SIGTERM (allotd shuts down in order), then start again; SIGKILL if it takes over 30 s.
+  void restartServerGracefully();
 
   // Agents: each has its own work dir root_/agents/NAME. The first start joins with a join
   // token and waits until the host is online; later starts use the saved credential only.
