@@ -89,17 +89,12 @@ Result<std::unique_ptr<TelemetryStore>> TelemetryStore::open(const std::string& 
                                                              TelemetryRetention retention,
                                                              const Clock& clock) {
   const std::string context = "failed to open telemetry store " + path;
-  auto writeDb = sqlite::openConnection(
-      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  // NORMAL: a commit survives allotd crashing, not the machine losing power (see the header).
+  auto writeDb = sqlite::openWalWriter(path, "NORMAL");
   if (!writeDb.ok()) return writeDb.status().withContext(context);
   sqlite3* db = writeDb->get();
-  auto mode = sqlite::pragmaText(db, "journal_mode = WAL");
-  if (!mode.ok()) return mode.status().withContext(context);
-  // NORMAL: a commit survives allotd crashing, not the machine losing power (see the header).
-  for (const char* pragma : {"PRAGMA synchronous = NORMAL", "PRAGMA temp_store = MEMORY"}) {
-    Status st = sqlite::exec(db, pragma);
-    if (!st.ok()) return st.withContext(context);
-  }
+  if (Status st = sqlite::exec(db, "PRAGMA temp_store = MEMORY"); !st.ok())
+    return st.withContext(context);
   auto version = sqlite::migrate(db, telemetryMigrations());
   if (!version.ok()) return version.status().withContext(context);
   auto statements = Statements::prepareAll(db);

@@ -45,6 +45,17 @@ Result<DbHandle> openConnection(const std::string& path, int flags) {
   return db;
 }
 
+Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchronous) {
+  auto db = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  if (!db.ok()) return db.status();
+  auto mode = pragmaText(db->get(), "journal_mode = WAL");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "wal") return Status::Unavailable("cannot use WAL journal (SQLite chose '" + *mode + "')");
+  Status st = exec(db->get(), "PRAGMA synchronous = " + std::string(synchronous));
+  if (!st.ok()) return st;
+  return db;
+}
+
 Status exec(sqlite3* db, std::string_view sql) {
   std::string owned(sql);  // sqlite3_exec wants a terminated string
   char* err = nullptr;

@@ -34,6 +34,11 @@ Status lastError(sqlite3* db, int rc, const std::string& what);
 // SQLITE_OPEN_* flags. The error names only SQLite's reason; callers add the path.
 Result<DbHandle> openConnection(const std::string& path, int flags);
 
+// Opens (creating if needed) a database for writing in WAL mode, so that a second, read-only
+// connection can read while this one writes, with `PRAGMA synchronous = <synchronous>` ("FULL":
+// every COMMIT fsyncs the WAL; "NORMAL": a COMMIT survives the process, not a power cut).
+Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchronous);
+
 // Runs one or more statements that return no rows we need.
 Status exec(sqlite3* db, std::string_view sql);
 

@@ -15,20 +15,11 @@ using sqlite::DbHandle;
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
   const std::string context = "failed to open store " + path;
-  auto writeDb = sqlite::openConnection(
-      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
-  if (!writeDb.ok()) return writeDb.status().withContext(context);
-  sqlite3* db = writeDb->get();
-
   // WAL lets loadAll read while the writer writes; FULL makes every COMMIT fsync the WAL, which
   // is what lets a completion mean "on disk".
-  auto mode = sqlite::pragmaText(db, "journal_mode = WAL");
-  if (!mode.ok()) return mode.status().withContext(context);
-  if (*mode != "wal") {
-    return Status::Unavailable(context + ": cannot use WAL journal (SQLite chose '" + *mode + "')");
-  }
-  Status st = sqlite::exec(db, "PRAGMA synchronous = FULL");
-  if (!st.ok()) return st.withContext(context);
+  auto writeDb = sqlite::openWalWriter(path, "FULL");
+  if (!writeDb.ok()) return writeDb.status().withContext(context);
+  sqlite3* db = writeDb->get();
 
   auto version = sqlite::migrate(db, sqliteMigrations());
   if (!version.ok()) return version.status().withContext(context);
