@@ -421,6 +421,37 @@ TEST(UsageReportTest, GroupsClipsToTheWindowAndFindsThePeak) {
   EXPECT_TRUE(usageReport(index, {UsageBy::kTeam, 500, 1000, 150, ""}).empty());
 }
 
+// Samples that covered moments past an allocation's recorded end (its close came after them)
+// are trimmed to what was allocated, used and idle in proportion.
+TEST(UsageReportTest, MeasuredTimeNeverExceedsAllocatedTime) {
+  LedgerIndex index;
+  model::LedgerEntry open;
+  open.seq = 1;
+  open.jobId = 1;
+  open.team = "ml";
+  open.user = "alice";
+  open.host = "gpu-a";
+  open.gpuModel = "A100";
+  open.gpuIndices = {0};
+  open.startAt = 0;
+  index.apply(open);
+  model::LedgerEntry close;
+  close.seq = 2;
+  close.kind = LedgerKind::kClose;
+  close.ref = 1;
+  close.jobId = 1;
+  close.endAt = 10 * kS;
+  index.apply(close);
+  // 12 s measured for a 10 s allocation: half used, a quarter idle.
+  index.addUsage(1, {12 * kS * 1000, 6 * kS * 1000, 3 * kS * 1000});
+  auto rows = usageReport(index, {UsageBy::kTeam, 0, 60 * kS, 60 * kS, ""});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].milliGpuMs, 10 * kS * 1000);
+  EXPECT_EQ(rows[0].usage.measured, 10 * kS * 1000);
+  EXPECT_EQ(rows[0].usage.used, 5 * kS * 1000);
+  EXPECT_EQ(rows[0].usage.idle, 2500 * 1000);
+}
+
 TEST(UsageReportTest, AClockThatSteppedBackStillGivesTheExactPeak) {
   LedgerIndex index;
   index.apply(opened(1, "t", "u", "h", "A100", 1, 1000, 100));

@@ -72,13 +72,19 @@ std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q,
     const int64_t amount = i.milli * (e - s);
     g.milliGpuMs += amount;
     const TimeMs end = i.end == 0 ? q.now : i.end;
+    telemetry::UsageCell use;
     if (s == i.start && e == end) {
-      g.usage += i.usage;
+      use = i.usage;
     } else if (!i.usage.empty()) {
       std::optional<telemetry::UsageCell> part;
       if (within) part = within(i.openSeq, s, e);
-      g.usage += part ? *part : i.usage.scaled(e - s, std::max<TimeMs>(1, end - i.start));
+      use = part ? *part : i.usage.scaled(e - s, std::max<TimeMs>(1, end - i.start));
     }
+    // A sample that arrived before the news that its job had ended (the agent reports the end by
+    // its own clock, or a lost host's end is moved back) may have covered moments after the
+    // end: samples never measure more than was allocated.
+    if (use.measured > amount) use = use.scaled(amount, use.measured);
+    g.usage += use;
     byModel[i.names[dim] * modelCount + i.names[modelDim]] += amount;
     // Holds are [s, e): one that ended at s no longer counts.
     while (!g.ends.empty() && g.ends.top().first <= s) {
