@@ -16,8 +16,8 @@ Result<std::string> readReason(const JsonInput& in) {
   auto reason = in.optionalString("reason");
   if (!reason.ok()) return reason.status();
   if (reason->size() > kMaxReasonBytes)
-    return Status::InvalidArgument(
-        "reason: at most " + std::to_string(kMaxReasonBytes) + " bytes", "reason");
+    return Status::InvalidArgument("reason: at most " + std::to_string(kMaxReasonBytes) + " bytes",
+                                   "reason");
   return reason;
 }
 

@@ -76,13 +76,13 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "DEDICATED", "GPUS", "PROVIDER", "CPUS", "MEMORY",
-               "AGENT", "LAST SEEN"});
+  Table table({"NAME", "STATE", "ADMIN", "DEDICATED", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT",
+               "LAST SEEN"});
   for (const auto& h : *hosts) {
     table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "dedicated_to"), gpuSummary(h),
-                  providerText(h), text(h, "cpus"), memoryText(h, "memory_mib"),
-                  text(h, "agent_version"), relativeTime(text(h, "last_seen_at", ""), ctx.now())});
+                  text(h, "dedicated_to"), gpuSummary(h), providerText(h), text(h, "cpus"),
+                  memoryText(h, "memory_mib"), text(h, "agent_version"),
+                  relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
   ctx.out() << table.render();
   return 0;
@@ -113,9 +113,9 @@ int hostShow(Context& ctx, const HostOpts& o) {
   d.add("joined", timeText(h, "joined_at", ctx.now()));
   d.add("last seen", timeText(h, "last_seen_at", ctx.now()));
   static const std::set<std::string> kShown = {
-      "name",       "state",       "simulated",     "gpu_provider", "cpus",
-      "memory_mib", "cgroup",      "agent_version", "joined_at",    "last_seen_at",
-      "gpus",       "allocations", "dedicated_to",  "admin_state",  "admin_reason",
+      "name",           "state",       "simulated",     "gpu_provider", "cpus",
+      "memory_mib",     "cgroup",      "agent_version", "joined_at",    "last_seen_at",
+      "gpus",           "allocations", "dedicated_to",  "admin_state",  "admin_reason",
       "drain_deadline", "drain_reason"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());

@@ -84,8 +84,7 @@ int hostLog(Context& ctx, const LifecycleOpts& o) {
   }
   Table table({"TIME", "BY", "FROM", "TO", "REASON"});
   for (const auto& e : *events) {
-    table.addRow(
-        {text(e, "at"), text(e, "by"), text(e, "from"), text(e, "to"), text(e, "reason")});
+    table.addRow({text(e, "at"), text(e, "by"), text(e, "from"), text(e, "to"), text(e, "reason")});
   }
   ctx.out() << table.render();
   // Output of what ran for a transition (reprovisioning hooks) follows the table, per entry.
@@ -105,8 +104,7 @@ void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
   auto o = std::make_shared<LifecycleOpts>();
 
   auto* drainCmd = host->add_subcommand(
-      "drain",
-      "Take a host out of service: no new jobs; running ones may finish (platform-admin)");
+      "drain", "Take a host out of service: no new jobs; running ones may finish (platform-admin)");
   drainCmd->add_option("HOST", o->name, "Host name")->required();
   drainCmd->add_option("--deadline", o->deadline,
                        "Preempt what still runs after this long, e.g. 30m, 2h "
@@ -123,17 +121,15 @@ void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
       "fail", "Mark a host failed: no new jobs until resumed (platform-admin)");
   failCmd->add_option("HOST", o->name, "Host name")->required();
   failCmd->add_option("--reason", o->reason, "Why");
-  onRun(failCmd, ctx, o, [](Context& c, const LifecycleOpts& x) {
-    return setState(c, x, "failed");
-  });
+  onRun(failCmd, ctx, o,
+        [](Context& c, const LifecycleOpts& x) { return setState(c, x, "failed"); });
 
-  auto* retireCmd = host->add_subcommand(
-      "retire", "Retire a host for good: no new jobs, ever (platform-admin)");
+  auto* retireCmd =
+      host->add_subcommand("retire", "Retire a host for good: no new jobs, ever (platform-admin)");
   retireCmd->add_option("HOST", o->name, "Host name")->required();
   retireCmd->add_option("--reason", o->reason, "Why");
-  onRun(retireCmd, ctx, o, [](Context& c, const LifecycleOpts& x) {
-    return setState(c, x, "retired");
-  });
+  onRun(retireCmd, ctx, o,
+        [](Context& c, const LifecycleOpts& x) { return setState(c, x, "retired"); });
 
   auto* logCmd =
       host->add_subcommand("log", "A host's admin-state transitions: who, when, from, to, why");

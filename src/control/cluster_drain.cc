@@ -53,8 +53,8 @@ Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::st
   if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
   model::Host& h = it->second;
   if (h.adminState == AdminState::kFailed || h.adminState == AdminState::kRetired) {
-    return Status::FailedPrecondition("host " + name + " is " + model::adminStateName(h.adminState) +
-                                      "; resume it first");
+    return Status::FailedPrecondition("host " + name + " is " +
+                                      model::adminStateName(h.adminState) + "; resume it first");
   }
   Change<model::Host> c;
   // Already drained: nothing runs there and nothing will be placed, so there is nothing to do.

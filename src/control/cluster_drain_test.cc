@@ -145,10 +145,13 @@ TEST_F(DrainTest, ResumeFromFailedButNotFromRetired) {
   EXPECT_EQ(adminState("gpu-01"), AdminState::kRetired);
   EXPECT_EQ(cluster_->drainHost(admin_, "gpu-01", 0, "").status().code(),
             Code::kFailedPrecondition);
-  EXPECT_EQ(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kMaintenance, "")
-                .status()
-                .code(),
+  EXPECT_EQ(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "").status().code(),
             Code::kFailedPrecondition);
+  // Maintenance is reached by draining, not set by hand.
+  EXPECT_EQ(
+      cluster_->setHostAdminState(admin_, "gpu-02", AdminState::kMaintenance, "").status().code(),
+      Code::kInvalidArgument);
+  EXPECT_EQ(adminState("gpu-02"), AdminState::kAvailable);
 }
 
 TEST_F(DrainTest, OnlyPlatformAdminsDrainAndOthersSeeNothingTheyCannotSee) {
@@ -156,8 +159,7 @@ TEST_F(DrainTest, OnlyPlatformAdminsDrainAndOthersSeeNothingTheyCannotSee) {
   joinHost("gpu-02", 1);
   ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-02", "nlp").ok());
 
-  EXPECT_EQ(cluster_->drainHost(alice_, "gpu-01", 0, "").status().code(),
-            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->drainHost(alice_, "gpu-01", 0, "").status().code(), Code::kPermissionDenied);
   EXPECT_EQ(cluster_->resumeHost(alice_, "gpu-01").status().code(), Code::kPermissionDenied);
   // Another team's dedicated host does not exist for alice.
   EXPECT_EQ(cluster_->drainHost(alice_, "gpu-02", 0, "").status().code(), Code::kNotFound);

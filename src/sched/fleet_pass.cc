@@ -261,8 +261,8 @@ std::optional<Wait> Pass::impossible(const Request& r) {
   w.jobId = r.id;
   if (st_.size() == 0) {
     // "No host is online" would send people to check their agents when an admin drained them.
-    const bool drained = std::any_of(s_.hosts.begin(), s_.hosts.end(),
-                                     [](const HostView& h) { return h.drained; });
+    const bool drained =
+        std::any_of(s_.hosts.begin(), s_.hosts.end(), [](const HostView& h) { return h.drained; });
     w.kind = drained ? WaitKind::kHostsDrained : WaitKind::kNoHosts;
     return w;
   }
