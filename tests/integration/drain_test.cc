@@ -1,5 +1,5 @@
-// Draining a host with real processes: a running job is preempted at the drain's deadline and
-// requeued, the host reaches maintenance, and new work stays off it until `allot host resume`.
+// Draining a host with real processes: a running job is preempted at the drain's deadline (set
+// before an allotd restart) and requeued, the host reaches maintenance, and new work stays off it until `allot host resume`.
 // Plus the API's answers to bad drain requests.
 
 #include "harness.h"
@@ -28,6 +28,14 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
       cli({"host", "drain", "gpu-a", "--deadline", "2s", "--reason", "kernel update"});
   ASSERT_EQ(drained.code, 0) << drained.describe();
   EXPECT_NE(drained.out.find("draining"), std::string::npos) << drained.out;
+  const std::string deadline = textOf(host("gpu-a"), "drain_deadline");
+  ASSERT_FALSE(deadline.empty());
+
+  // The drain and its deadline outlive allotd.
+  restartServer();
+  json shown = host("gpu-a");
+  EXPECT_EQ(hostAdminState(shown), "draining") << shown.dump();
+  EXPECT_EQ(textOf(shown, "drain_deadline"), deadline) << shown.dump();
 
   // Past the deadline the job is stopped and, being preemptible, goes back to the queue.
   json last;
