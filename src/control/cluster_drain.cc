@@ -36,7 +36,8 @@ void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& b
   t.to = to;
   t.reason = reason;
   h.adminState = to;
-  h.adminReason = reason;
+  // An available host needs no explanation; the record keeps why it came back.
+  h.adminReason = to == AdminState::kAvailable ? "" : reason;
   if (to != AdminState::kDraining) h.drainDeadline = 0;
   world_.hostTransitions[h.name].push_back(t);
   batch.add(store::PutHost{h}).add(store::AppendHostTransition{t});

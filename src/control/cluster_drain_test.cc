@@ -66,6 +66,7 @@ TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
   auto resumed = cluster_->resumeHost(admin_, "gpu-01");
   ASSERT_TRUE(resumed.ok());
   EXPECT_EQ(resumed->value.adminState, AdminState::kAvailable);
+  EXPECT_EQ(resumed->value.adminReason, "");
   EXPECT_EQ(place(), std::vector<int64_t>{id});
   EXPECT_EQ(job(id).host, "gpu-01");
 }
