@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
 
 namespace allot::api {
@@ -188,6 +189,16 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   sample(out, "allot_hosts", label("state", "online"), online);
   sample(out, "allot_hosts", label("state", "unreachable"),
          static_cast<double>(w.hosts.size()) - online);
+
+  // Every admin state, zeros included, so a dashboard's series exist before the first drain.
+  header(out, "allot_hosts_admin", "gauge", "Hosts by admin state (docs/hosts.md).");
+  std::map<model::AdminState, int> byAdmin;
+  for (const auto& [name, h] : w.hosts) ++byAdmin[h.adminState];
+  for (auto a : {model::AdminState::kAvailable, model::AdminState::kDraining,
+                 model::AdminState::kMaintenance, model::AdminState::kFailed,
+                 model::AdminState::kRetired}) {
+    sample(out, "allot_hosts_admin", label("admin_state", model::adminStateName(a)), byAdmin[a]);
+  }
 
   header(out, "allot_host_up", "gauge",
          "1 while the host's agent is connected and heartbeating, else 0.");

@@ -77,6 +77,8 @@ TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
                      "team=\"ml\",project=\"llm \\\"big\\\"\",user=\"alice\",job=\"2\"} 0.5\n"),
             std::string::npos)
       << out;
+  EXPECT_NE(out.find("allot_hosts_admin{admin_state=\"available\"} 1\n"), std::string::npos);
+  EXPECT_NE(out.find("allot_hosts_admin{admin_state=\"draining\"} 0\n"), std::string::npos);
   EXPECT_NE(out.find("allot_jobs{state=\"running\"} 2\n"), std::string::npos);
   EXPECT_NE(out.find("allot_jobs_ended_total{state=\"preempted\"} 1\n"), std::string::npos);
   EXPECT_NE(out.find("allot_preemptions_total 1\n"), std::string::npos);

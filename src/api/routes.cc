@@ -381,6 +381,7 @@ void registerRoutes(Router& router, Server& s) {
       false);
 
   registerSharingRoutes(router, s);
+  registerHostLifecycleRoutes(router, s);
   registerUsageRoutes(router, s);
   registerTelemetryRoutes(router, s);
   registerIdleRoutes(router, s);

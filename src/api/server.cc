@@ -188,11 +188,22 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await apply(change);
     auto overdue = cluster_->enforceMaxRuntime();
     co_await apply(overdue);
+    co_await enforceDrains();
     auto usage = cluster_->accountUsage();
     co_await apply(usage);
     telemetry_->submit(cluster_->drainTelemetry());
     co_await checkIdle();
   }
+}
+
+asio::awaitable<void> Server::enforceDrains() {
+  auto drains = cluster_->enforceDrains();
+  if (!drains.batch.empty()) co_await commit(drains.batch);
+  // Only once durable may agents hear of the evictions: a crash must not stop work the restarted
+  // allotd still thinks is running.
+  cluster_->evictionsDurable(drains.value);
+  cluster_->push(drains.pushHosts);
+  for (int64_t id : drains.value) notifyJob(id);
 }
 
 asio::awaitable<void> Server::checkIdle() {

@@ -79,6 +79,8 @@ class Server {
   // The idle check of each liveness tick: commit, let reclaimed jobs' agents stop them, and send
   // each event to its policy's webhook.
   boost::asio::awaitable<void> checkIdle();
+  // Draining hosts: drained ones to maintenance, jobs past a deadline preempted.
+  boost::asio::awaitable<void> enforceDrains();
   void wakeScheduler();
 
   ServerConfig config_;
@@ -102,6 +104,8 @@ class Server {
 void registerRoutes(Router& router, Server& server);
 // Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
 void registerSharingRoutes(Router& router, Server& server);
+// Host lifecycle: drain, resume, failed/retired, transitions (routes_hosts.cc).
+void registerHostLifecycleRoutes(Router& router, Server& server);
 // The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
 void registerUsageRoutes(Router& router, Server& server);
 // A GPU's history from telemetry.db (routes_telemetry.cc); called by registerRoutes.

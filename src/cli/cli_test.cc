@@ -149,6 +149,21 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(
         200, json({{"name", "resnet"}, {"team", "ml"}, {"guaranteed", body["guaranteed"]}}).dump());
   }
+  if (r.method == "POST" && r.target == "/api/v1/hosts/gpu-01/drain") {
+    json body = json::parse(r.body);
+    return jsonReply(200, json({{"name", "gpu-01"},
+                                {"admin_state", "draining"},
+                                {"admin_reason", body.value("reason", json(nullptr))},
+                                {"drain_deadline", "2026-11-30T12:30:00Z"},
+                                {"drain_reason", body.value("reason", json(nullptr))}})
+                              .dump());
+  }
+  if (r.target == "/api/v1/hosts/gpu-01/events") {
+    return jsonReply(200, R"([{"id":1,"host":"gpu-01","at":"2026-11-30T11:00:00Z","by":"root",
+      "from":"available","to":"draining","reason":"kernel update","output":null},
+      {"id":2,"host":"gpu-01","at":"2026-11-30T11:05:00Z","by":"allotd","from":"draining",
+      "to":"maintenance","reason":"kernel update","output":null}])");
+  }
   if (r.method == "PUT" && r.target.rfind("/api/v1/hosts/gpu-01", 0) == 0) {
     json body = json::parse(r.body);
     json gpu = {{"index", 1}, {"model", "H100"}, {"dedicated_to", nullptr}, {"shared", false}};
@@ -184,7 +199,7 @@ FakeResponse api(const FakeRequest& r) {
       "gpu_provider":"simulated","cpus":64,"memory_mib":524288,
       "gpus":[{"index":0,"model":"H100"},{"index":1,"model":"H100"}],
       "agent_version":"0.1.0","cgroup":"v2","joined_at":"2026-11-30T10:00:00Z",
-      "last_seen_at":"2026-11-30T11:59:58Z"}])");
+      "last_seen_at":"2026-11-30T11:59:58Z","admin_state":"draining"}])");
   }
   if (r.method == "POST" && r.target == "/api/v1/users") {
     json body = json::parse(r.body);
@@ -239,6 +254,32 @@ TEST_F(CliTest, HelpWorks) {
   EXPECT_NE(out_.str().find("run"), std::string::npos);
   EXPECT_EQ(run({"run", "--help"}), 0);
   EXPECT_NE(out_.str().find("--gpus"), std::string::npos);
+}
+
+TEST_F(CliTest, HostDrainSendsDeadlineAndReasonAndLogShowsTransitions) {
+  EXPECT_EQ(run({"host", "drain", "gpu-01", "--deadline", "30m", "--reason", "kernel update"}), 0)
+      << err_.str();
+  auto reqs = server_.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().target, "/api/v1/hosts/gpu-01/drain");
+  EXPECT_EQ(json::parse(reqs.back().body),
+            json({{"deadline", "30m"}, {"reason", "kernel update"}}));
+  EXPECT_EQ(out_.str(),
+            "Host gpu-01: draining (deadline 2026-11-30T12:30:00Z, in 30m): kernel update\n");
+
+  // A bad duration is a usage error, and nothing is sent.
+  const size_t sent = server_.requests().size();
+  EXPECT_EQ(run({"host", "drain", "gpu-01", "--deadline", "soon"}), 2);
+  EXPECT_NE(err_.str().find("--deadline"), std::string::npos) << err_.str();
+  EXPECT_EQ(server_.requests().size(), sent);
+
+  EXPECT_EQ(run({"host", "log", "gpu-01"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("allotd"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("maintenance"), std::string::npos) << out_.str();
+
+  EXPECT_EQ(run({"host", "list"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("ADMIN"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("draining"), std::string::npos) << out_.str();
 }
 
 TEST_F(CliTest, JobListResolvesRelativeTimesBeforeAsking) {

@@ -76,12 +76,13 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table(
-      {"NAME", "STATE", "DEDICATED", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
+  Table table({"NAME", "STATE", "ADMIN", "DEDICATED", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT",
+               "LAST SEEN"});
   for (const auto& h : *hosts) {
-    table.addRow({text(h, "name"), text(h, "state"), text(h, "dedicated_to"), gpuSummary(h),
-                  providerText(h), text(h, "cpus"), memoryText(h, "memory_mib"),
-                  text(h, "agent_version"), relativeTime(text(h, "last_seen_at", ""), ctx.now())});
+    table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
+                  text(h, "dedicated_to"), gpuSummary(h), providerText(h), text(h, "cpus"),
+                  memoryText(h, "memory_mib"), text(h, "agent_version"),
+                  relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
   ctx.out() << table.render();
   return 0;
@@ -97,6 +98,12 @@ int hostShow(Context& ctx, const HostOpts& o) {
   Details d;
   d.add("name", text(h, "name"));
   d.add("state", text(h, "state"));
+  d.add("admin state", text(h, "admin_state", "available"));
+  if (h.contains("drain_deadline"))
+    d.add("drain deadline", h["drain_deadline"].is_string()
+                                ? timeText(h, "drain_deadline", ctx.now())
+                                : std::string("none (running work may finish)"));
+  if (!text(h, "admin_reason", "").empty()) d.add("admin reason", text(h, "admin_reason"));
   d.add("dedicated to", text(h, "dedicated_to", "- (shared pool)"));
   d.add("gpu provider", providerText(h));
   d.add("cpus", text(h, "cpus"));
@@ -106,9 +113,10 @@ int hostShow(Context& ctx, const HostOpts& o) {
   d.add("joined", timeText(h, "joined_at", ctx.now()));
   d.add("last seen", timeText(h, "last_seen_at", ctx.now()));
   static const std::set<std::string> kShown = {
-      "name",       "state",       "simulated",     "gpu_provider", "cpus",
-      "memory_mib", "cgroup",      "agent_version", "joined_at",    "last_seen_at",
-      "gpus",       "allocations", "dedicated_to"};
+      "name",           "state",       "simulated",     "gpu_provider", "cpus",
+      "memory_mib",     "cgroup",      "agent_version", "joined_at",    "last_seen_at",
+      "gpus",           "allocations", "dedicated_to",  "admin_state",  "admin_reason",
+      "drain_deadline", "drain_reason"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -310,6 +318,8 @@ void addHostCommands(CLI::App& app, Context& ctx) {
   history->add_option("--resolution", o->resolution, "raw, minute (default) or hour")
       ->check(CLI::IsMember({"raw", "minute", "hour"}));
   onRun(history, ctx, o, gpuHistory);
+
+  addHostLifecycleCommands(host, ctx);
 }
 
 }  // namespace allot::cli

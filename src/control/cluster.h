@@ -200,6 +200,25 @@ class Cluster {
   Result<Change<model::Host>> setGpu(const Principal& p, const std::string& host, int index,
                                      const GpuSettings& settings);
 
+  // Host lifecycle (cluster_drain.cc, docs/hosts.md): platform admins change a host's admin
+  // state; hosts `p` may not see are NotFound. Each transition is recorded (hostTransitions).
+  // drainHost: no new placements; running work may finish until `deadlineMs` from now (0 = no
+  // deadline), then is preempted. A host with nothing left on it is in maintenance.
+  Result<Change<model::Host>> drainHost(const Principal& p, const std::string& host,
+                                        int64_t deadlineMs, const std::string& reason);
+  // Back to available from draining, maintenance or failed; a no-op on an available host.
+  Result<Change<model::Host>> resumeHost(const Principal& p, const std::string& host);
+  // failed or retired, set by hand for now: no new placements; running work is left alone.
+  Result<Change<model::Host>> setHostAdminState(const Principal& p, const std::string& host,
+                                                model::AdminState to, const std::string& reason);
+  // The host's transitions, oldest first; for anyone who may see the host.
+  Result<std::vector<model::HostTransition>> hostTransitions(const Principal& p,
+                                                             const std::string& host) const;
+  // Periodic, beside enforceMaxRuntime: draining hosts with nothing left become maintenance, and
+  // past their deadline their jobs are preempted. The value lists the jobs evicted, whose
+  // eviction the caller confirms with evictionsDurable after the commit.
+  Change<std::vector<int64_t>> enforceDrains();
+
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
@@ -320,6 +339,9 @@ class Cluster {
   model::Event& addEvent(model::EventKind kind, const model::Job& j, std::string message,
                          const nlohmann::json& details, store::WriteBatch& batch);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
+  // Moves `h` to `to`, recording who and why, and writes both.
+  void transitionHost(model::Host& h, model::AdminState to, const std::string& by,
+                      const std::string& reason, store::WriteBatch& batch);
 
   const Clock& clock_;
   LogStore& logs_;

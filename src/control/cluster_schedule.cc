@@ -78,7 +78,10 @@ sched::Snapshot Cluster::snapshot() const {
   for (const auto& [name, h] : world_.hosts) {
     sched::HostView v;
     v.name = name;
-    v.schedulable = h.state == model::HostState::kOnline;
+    // Connectivity and the admin's word both have to allow it: a drained host keeps its agent.
+    const bool online = h.state == model::HostState::kOnline;
+    v.schedulable = online && h.adminState == model::AdminState::kAvailable;
+    v.drained = online && !v.schedulable;
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;

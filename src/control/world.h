@@ -60,6 +60,10 @@ struct World {
   std::deque<model::Event> events;
   int64_t nextEventId = 1;
 
+  // Every admin-state transition of each host, oldest first (few: people make them).
+  std::map<std::string, std::vector<model::HostTransition>> hostTransitions;
+  int64_t nextHostTransitionId = 1;
+
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind
 

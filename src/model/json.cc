@@ -1,5 +1,7 @@
 #include "model/json.h"
 
+#include <stdexcept>
+
 #include "common/time_format.h"
 
 namespace allot::model {
@@ -208,7 +210,24 @@ json toJson(const Host& h) {
   out["dedicated_to"] = nullIfEmpty(h.dedicatedTo);
   out["joined_at"] = formatIso8601(h.joinedAt);
   out["last_seen_at"] = formatIso8601(h.lastSeenAt);
+  out["admin_state"] = adminStateName(h.adminState);
+  out["admin_reason"] = nullIfEmpty(h.adminReason);
+  if (h.adminState == AdminState::kDraining) {
+    out["drain_deadline"] = h.drainDeadline ? json(formatIso8601(h.drainDeadline)) : json(nullptr);
+    out["drain_reason"] = nullIfEmpty(h.adminReason);
+  }
   return out;
+}
+
+json toJson(const HostTransition& t) {
+  return {{"id", t.id},
+          {"host", t.host},
+          {"at", formatIso8601(t.at)},
+          {"by", t.by},
+          {"from", adminStateName(t.from)},
+          {"to", adminStateName(t.to)},
+          {"reason", nullIfEmpty(t.reason)},
+          {"output", nullIfEmpty(t.output)}};
 }
 
 static json ranksJson(const std::vector<Rank>& ranks) {
@@ -276,6 +295,9 @@ json toStoreDoc(const Host& h) {
   out["joined_ms"] = h.joinedAt;
   out["last_seen_ms"] = h.lastSeenAt;
   out["dedicated_to"] = h.dedicatedTo;
+  out["admin_state"] = adminStateName(h.adminState);
+  out["admin_reason"] = h.adminReason;
+  out["drain_deadline_ms"] = h.drainDeadline;
   return out;
 }
 
@@ -292,6 +314,13 @@ Host hostFromStoreDoc(const json& d) {
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");
+  // Documents written before admin states existed load as available.
+  const std::string admin = d.value("admin_state", "available");
+  auto parsed = parseAdminState(admin);
+  if (!parsed) throw std::runtime_error("unknown admin_state '" + admin + "'");
+  h.adminState = *parsed;
+  h.adminReason = d.value("admin_reason", "");
+  h.drainDeadline = d.value("drain_deadline_ms", TimeMs{0});
   return h;
 }
 

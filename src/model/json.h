@@ -24,6 +24,7 @@ json toJson(const Project& p);
 json toJson(const Gpu& g);
 json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
+json toJson(const HostTransition& t);
 json toJson(const Job& j);
 // An event as the API and webhooks show it.
 json toJson(const Event& e);

@@ -54,6 +54,30 @@ TEST(ModelJson, HostRoundTrip) {
   EXPECT_EQ(back.gpus[0].model, "A100");
 }
 
+TEST(ModelJson, HostAdminStateRoundTripsAndShowsInTheApi) {
+  Host h;
+  h.name = "h1";
+  // A document written before admin states existed loads as available.
+  Host old = hostFromStoreDoc(toStoreDoc(h));
+  EXPECT_EQ(old.adminState, AdminState::kAvailable);
+  EXPECT_EQ(toJson(old)["admin_state"], "available");
+  EXPECT_FALSE(toJson(old).contains("drain_deadline"));
+
+  h.adminState = AdminState::kDraining;
+  h.adminReason = "kernel update";
+  h.drainDeadline = 1'764'505'800'000;  // 2025-11-30T12:30:00Z
+  Host back = hostFromStoreDoc(toStoreDoc(h));
+  EXPECT_EQ(back.adminState, AdminState::kDraining);
+  EXPECT_EQ(back.adminReason, "kernel update");
+  EXPECT_EQ(back.drainDeadline, h.drainDeadline);
+  json out = toJson(back);
+  EXPECT_EQ(out["admin_state"], "draining");
+  EXPECT_EQ(out["drain_deadline"], "2025-11-30T12:30:00Z");
+  EXPECT_EQ(out["drain_reason"], "kernel update");
+  EXPECT_EQ(parseAdminState("retired"), AdminState::kRetired);
+  EXPECT_FALSE(parseAdminState("drained").has_value());
+}
+
 TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
   Job j;
   j.id = 7;

@@ -25,6 +25,30 @@ const char* hostStateName(HostState s) {
   return s == HostState::kOnline ? "online" : "unreachable";
 }
 
+const char* adminStateName(AdminState s) {
+  switch (s) {
+    case AdminState::kAvailable:
+      return "available";
+    case AdminState::kDraining:
+      return "draining";
+    case AdminState::kMaintenance:
+      return "maintenance";
+    case AdminState::kFailed:
+      return "failed";
+    case AdminState::kRetired:
+      return "retired";
+  }
+  return "available";
+}
+
+std::optional<AdminState> parseAdminState(const std::string& s) {
+  for (auto a : {AdminState::kAvailable, AdminState::kDraining, AdminState::kMaintenance,
+                 AdminState::kFailed, AdminState::kRetired}) {
+    if (s == adminStateName(a)) return a;
+  }
+  return std::nullopt;
+}
+
 const char* ledgerKindName(LedgerKind k) {
   switch (k) {
     case LedgerKind::kOpen:

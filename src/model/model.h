@@ -116,6 +116,13 @@ struct Gpu {
 enum class HostState { kOnline, kUnreachable };
 const char* hostStateName(HostState s);
 
+// The administrative (lifecycle) state of a host, set by people and, for draining -> maintenance,
+// by allotd; apart from HostState, which is only whether its agent is connected. Only an
+// available host takes new work. See docs/hosts.md.
+enum class AdminState { kAvailable, kDraining, kMaintenance, kFailed, kRetired };
+const char* adminStateName(AdminState s);
+std::optional<AdminState> parseAdminState(const std::string& s);
+
 struct Host {
   std::string name;
   HostState state = HostState::kUnreachable;
@@ -130,6 +137,24 @@ struct Host {
   TimeMs lastSeenAt = 0;        // last message from its agent
   TimeMs unreachableSince = 0;  // 0 while online
   std::string dedicatedTo;      // team the whole host is reserved for; empty = the shared pool
+  AdminState adminState = AdminState::kAvailable;
+  std::string adminReason;  // why it is in its admin state, as its last transition said
+  // Draining only: when running work is preempted; 0 = it may run to its end.
+  TimeMs drainDeadline = 0;
+};
+
+// One change of a host's admin state: who, when, from, to and why. Append-only, kept for audit
+// and shown by `allot host log`. `output` is what ran for the transition (reprovisioning hooks,
+// later); empty for now.
+struct HostTransition {
+  int64_t id = 0;  // append order over all hosts, from 1
+  std::string host;
+  TimeMs at = 0;
+  std::string by;  // a user's name, or "allotd" for automatic transitions
+  AdminState from = AdminState::kAvailable;
+  AdminState to = AdminState::kAvailable;
+  std::string reason;
+  std::string output;
 };
 
 // kPreempted: stopped to give its GPUs back to a team that was guaranteed them, and not requeued

@@ -60,6 +60,7 @@ struct GpuView {
 struct HostView {
   std::string name;
   bool schedulable = true;  // online, not drained, not held
+  bool drained = false;     // online, but an admin took it out of service (draining, maintenance)
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
   std::string dedicatedTo;  // the whole host belongs to this team
@@ -166,6 +167,7 @@ struct Eviction {
 
 enum class WaitKind {
   kNoHosts,           // no schedulable host at all
+  kHostsDrained,      // no schedulable host, but online hosts an admin took out of service
   kNoSuchModel,       // no host this team may use has that GPU model (or the versions)
   kTooBig,            // no host it may use has that many GPUs (of the model): `largest`
   kNeedsOnlineHost,   // CPU-only, and no host has the CPU and memory free

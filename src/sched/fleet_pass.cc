@@ -260,7 +260,10 @@ std::optional<Wait> Pass::impossible(const Request& r) {
   Wait w;
   w.jobId = r.id;
   if (st_.size() == 0) {
-    w.kind = WaitKind::kNoHosts;
+    // "No host is online" would send people to check their agents when an admin drained them.
+    const bool drained =
+        std::any_of(s_.hosts.begin(), s_.hosts.end(), [](const HostView& h) { return h.drained; });
+    w.kind = drained ? WaitKind::kHostsDrained : WaitKind::kNoHosts;
     return w;
   }
   if (cpuOnly(r)) return std::nullopt;

@@ -84,6 +84,13 @@ TEST(Fleet, WaitReasonsNameWhatIsMissing) {
   s.teams = {team("ml")};
   s.pending = {req(1, "ml", 1)};
   EXPECT_EQ(run(s).waits.at(0).kind, WaitKind::kNoHosts);
+  // The only host is online but drained: say so, rather than "no host is online".
+  s.hosts = {host("h1", 4)};
+  s.hosts[0].schedulable = false;
+  s.hosts[0].drained = true;
+  EXPECT_EQ(run(s).waits.at(0).kind, WaitKind::kHostsDrained);
+  EXPECT_EQ(describeWait(run(s).waits.at(0), s.pending[0]),
+            "no host is available to run it: the online hosts are draining or in maintenance");
 
   s.hosts = {host("h1", 4)};
   s.pending = {req(1, "ml", 8), req(2, "ml", 1)};

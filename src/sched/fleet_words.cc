@@ -56,6 +56,8 @@ const char* waitKindName(WaitKind kind) {
   switch (kind) {
     case WaitKind::kNoHosts:
       return "no_hosts";
+    case WaitKind::kHostsDrained:
+      return "hosts_drained";
     case WaitKind::kNoSuchModel:
       return "no_such_model";
     case WaitKind::kTooBig:
@@ -89,6 +91,8 @@ std::string describeWait(const Wait& w, const Request& r) {
   switch (w.kind) {
     case WaitKind::kNoHosts:
       return "no host is online to run it";
+    case WaitKind::kHostsDrained:
+      return "no host is available to run it: the online hosts are draining or in maintenance";
     case WaitKind::kNoSuchModel:
       if (r.gpuMilli < kMilliPerGpu)
         return "no host team " + r.team + " may use has a shared GPU that matches";

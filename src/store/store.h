@@ -61,8 +61,14 @@ struct AppendEvent {
   model::Event event;
 };
 
+// Appends one change of a host's admin state (model::HostTransition); never replaces one.
+struct AppendHostTransition {
+  model::HostTransition transition;
+};
+
 using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent>;
+                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent,
+                             AppendHostTransition>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;
@@ -89,6 +95,8 @@ struct Contents {
   std::vector<std::pair<std::string, std::string>> meta;
   std::vector<model::LedgerEntry> ledger;  // in seq order
   std::vector<model::Event> events;        // the newest kEventsLoaded, in id order
+  // Every one: people change admin states by hand, so there are few (a busy fleet: thousands).
+  std::vector<model::HostTransition> hostTransitions;  // in id order
 };
 
 class Store {

@@ -149,11 +149,32 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 )sql";
 
+// Host lifecycle: every change of a host's admin state (available, draining, maintenance, ...),
+// append-only like the ledger. The admin state itself lives in the host's document.
+constexpr std::string_view kV5HostTransitions = R"sql(
+CREATE TABLE host_transitions (
+  id         INTEGER PRIMARY KEY,
+  host       TEXT NOT NULL,
+  at_ms      INTEGER NOT NULL,
+  by_name    TEXT NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state   TEXT NOT NULL,
+  reason     TEXT NOT NULL,
+  output     TEXT NOT NULL
+);
+CREATE INDEX host_transitions_by_host ON host_transitions (host, id);
+CREATE TRIGGER host_transitions_no_update BEFORE UPDATE ON host_transitions
+  BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
+CREATE TRIGGER host_transitions_no_delete BEFORE DELETE ON host_transitions
+  BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
     Migration{3, "allocation ledger", kV3Ledger},
     Migration{4, "allocation events", kV4Events},
+    Migration{5, "host admin-state transitions", kV5HostTransitions},
 };
 
 }  // namespace

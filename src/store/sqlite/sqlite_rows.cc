@@ -57,6 +57,10 @@ constexpr std::string_view kAppendEvent =
     "INSERT INTO events (id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
     "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
+constexpr std::string_view kAppendHostTransition =
+    "INSERT INTO host_transitions (id, host, at_ms, by_name, from_state, to_state, reason, output) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+
 std::string joinStrings(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -154,13 +158,14 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
-      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},       {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},  {&s.begin_, "BEGIN IMMEDIATE"},
-      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},           {&s.user_, kPutUser},
+      {&s.token_, kPutToken},         {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},           {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},      {&s.hostTransition_, kAppendHostTransition},
+      {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
+      {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -325,6 +330,22 @@ Status WriteStatements::put(const AppendEvent& op) {
   });
 }
 
+Status WriteStatements::put(const AppendHostTransition& op) {
+  const model::HostTransition& t = op.transition;
+  return guarded("host transition " + std::to_string(t.id) + " of host " + t.host, [&] {
+    return Binder(hostTransition_.get())
+        .integer(t.id)
+        .text(t.host)
+        .integer(t.at)
+        .text(t.by)
+        .text(model::adminStateName(t.from))
+        .text(model::adminStateName(t.to))
+        .text(t.reason)
+        .text(t.output)
+        .run();
+  });
+}
+
 Result<Contents> loadContents(sqlite3* db) {
   Contents c;
   // Teams and projects: the columns are the truth for their keys; the document carries the rest.
@@ -481,6 +502,33 @@ Result<Contents> loadContents(sqlite3* db) {
                   });
   if (!st.ok()) return st.withContext("failed to load events");
   std::reverse(c.events.begin(), c.events.end());
+
+  st = forEachRow(db,
+                  "SELECT id, host, at_ms, by_name, from_state, to_state, reason, output "
+                  "FROM host_transitions ORDER BY id",
+                  [&](sqlite3_stmt* s) {
+                    model::HostTransition t;
+                    t.id = columnInt(s, 0);
+                    t.host = columnText(s, 1);
+                    t.at = columnInt(s, 2);
+                    t.by = columnText(s, 3);
+                    const std::string from = columnText(s, 4);
+                    const std::string to = columnText(s, 5);
+                    auto parsedFrom = model::parseAdminState(from);
+                    auto parsedTo = model::parseAdminState(to);
+                    if (!parsedFrom || !parsedTo) {
+                      return Status::Internal("host transition " + std::to_string(t.id) +
+                                              " has unknown state '" + (parsedFrom ? to : from) +
+                                              "'");
+                    }
+                    t.from = *parsedFrom;
+                    t.to = *parsedTo;
+                    t.reason = columnText(s, 6);
+                    t.output = columnText(s, 7);
+                    c.hostTransitions.push_back(std::move(t));
+                    return Status::Ok();
+                  });
+  if (!st.ok()) return st.withContext("failed to load host transitions");
   return c;
 }
 

@@ -38,6 +38,7 @@ class WriteStatements {
   Status put(const PutMeta& op);
   Status put(const AppendLedger& op);
   Status put(const AppendEvent& op);
+  Status put(const AppendHostTransition& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -50,6 +51,7 @@ class WriteStatements {
   StmtHandle meta_;
   StmtHandle ledger_;
   StmtHandle event_;
+  StmtHandle hostTransition_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;

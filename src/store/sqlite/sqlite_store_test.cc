@@ -670,6 +670,63 @@ TEST_F(SqliteStoreTest, LedgerIsAppendOnly) {
   EXPECT_EQ(c.ledger[0].jobId, 7);
 }
 
+TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  model::HostTransition t;
+  t.id = 1;
+  t.host = "gpu-07";
+  t.at = 1'000;
+  t.by = "root";
+  t.from = model::AdminState::kAvailable;
+  t.to = model::AdminState::kDraining;
+  t.reason = "kernel update";
+  model::HostTransition done = t;
+  done.id = 2;
+  done.at = 2'000;
+  done.by = "allotd";
+  done.from = model::AdminState::kDraining;
+  done.to = model::AdminState::kMaintenance;
+  done.output = "hook ran\n";
+  model::Host h = makeHost();
+  h.adminState = model::AdminState::kDraining;
+  h.adminReason = "kernel update";
+  h.drainDeadline = 61'000;
+  ASSERT_TRUE(store
+                  ->commit(WriteBatch{}
+                               .add(PutHost{h})
+                               .add(AppendHostTransition{done})
+                               .add(AppendHostTransition{t}))
+                  .ok());
+  Status again = store->commit(WriteBatch{}.add(AppendHostTransition{t}));
+  EXPECT_FALSE(again.ok());
+  EXPECT_THAT(again.message(), HasSubstr("host transition 1 of host gpu-07"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_NE(sqlite3_exec(db, "UPDATE host_transitions SET by_name = 'x'", nullptr, nullptr, &err),
+            SQLITE_OK);
+  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
+  sqlite3_free(err);
+  EXPECT_NE(sqlite3_exec(db, "DELETE FROM host_transitions", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  store.reset();
+  store = openStore();
+  Contents c = load(*store);
+  ASSERT_EQ(c.hostTransitions.size(), 2u);
+  EXPECT_EQ(c.hostTransitions[0].id, 1);
+  EXPECT_EQ(c.hostTransitions[0].by, "root");
+  EXPECT_EQ(c.hostTransitions[0].to, model::AdminState::kDraining);
+  EXPECT_EQ(c.hostTransitions[0].reason, "kernel update");
+  EXPECT_EQ(c.hostTransitions[1].from, model::AdminState::kDraining);
+  EXPECT_EQ(c.hostTransitions[1].output, "hook ran\n");
+  ASSERT_EQ(c.hosts.size(), 1u);
+  EXPECT_EQ(c.hosts[0].adminState, model::AdminState::kDraining);
+  EXPECT_EQ(c.hosts[0].adminReason, "kernel update");
+  EXPECT_EQ(c.hosts[0].drainDeadline, 61'000);
+}
+
 // A database of schema 2 (before the ledger) migrates: its jobs stay, the ledger starts empty and
 // takes entries.
 TEST_F(SqliteStoreTest, SchemaTwoDatabaseGainsAnEmptyLedger) {

@@ -1,0 +1,77 @@
+// Routes for the host lifecycle: drain, resume, failed/retired, and the record of transitions.
+// Shapes in docs/api.md; semantics in docs/hosts.md.
+
+#include "api/json_input.h"
+#include "api/route_helpers.h"
+#include "api/server.h"
+#include "model/json.h"
+
+namespace allot::api {
+namespace {
+
+// A reason is shown in lists and logs, not a document.
+constexpr size_t kMaxReasonBytes = 1024;
+
+Result<std::string> readReason(const JsonInput& in) {
+  auto reason = in.optionalString("reason");
+  if (!reason.ok()) return reason.status();
+  if (reason->size() > kMaxReasonBytes)
+    return Status::InvalidArgument("reason: at most " + std::to_string(kMaxReasonBytes) + " bytes",
+                                   "reason");
+  return reason;
+}
+
+}  // namespace
+
+void registerHostLifecycleRoutes(Router& router, Server& s) {
+  using V = http::verb;
+
+  router.add(V::post, "/api/v1/hosts/{name}/drain", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"deadline", "reason"}));
+    TRY_ASSIGN(deadlineText, in.optionalString("deadline"));
+    int64_t deadlineMs = 0;  // none: running work may finish whenever it does
+    if (!deadlineText.empty()) {
+      auto d = parseDurationMs(deadlineText);
+      if (!d.ok() || *d <= 0)
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "deadline: '" + deadlineText + "' is not a positive duration (e.g. 30m, 2h)",
+            "deadline"));
+      deadlineMs = *d;
+    }
+    TRY_ASSIGN(reason, readReason(in));
+    TRY_ASSIGN(change, s.cluster().drainHost(r.who(), r.params["name"], deadlineMs, reason));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::post, "/api/v1/hosts/{name}/resume", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    TRY_ASSIGN(change, s.cluster().resumeHost(r.who(), r.params["name"]));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::post, "/api/v1/hosts/{name}/admin-state", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"state", "reason"}));
+    TRY_ASSIGN(stateText, in.requiredString("state"));
+    auto state = model::parseAdminState(stateText);
+    if (!state || (*state != model::AdminState::kFailed && *state != model::AdminState::kRetired))
+      co_return ApiResponse::error(Status::InvalidArgument(
+          "state: must be failed or retired (use drain and resume for the others), got '" +
+              stateText + "'",
+          "state"));
+    TRY_ASSIGN(reason, readReason(in));
+    TRY_ASSIGN(change, s.cluster().setHostAdminState(r.who(), r.params["name"], *state, reason));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::get, "/api/v1/hosts/{name}/events", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(transitions, s.cluster().hostTransitions(r.who(), r.params["name"]));
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : transitions) out.push_back(model::toJson(t));
+    co_return ApiResponse::json(out);
+  });
+}
+
+}  // namespace allot::api

@@ -1,0 +1,140 @@
+// allot host drain|resume|fail|retire|log: a host's admin state (docs/hosts.md) and the record of
+// its transitions. Added under `allot host` by addHostCommands.
+
+#include "cli/api_client.h"
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/table.h"
+#include "common/time_format.h"
+
+namespace allot::cli {
+namespace {
+
+struct LifecycleOpts {
+  std::string name;
+  std::string deadline;
+  std::string reason;
+};
+
+std::string hostPath(const LifecycleOpts& o, const char* action) {
+  return "/hosts/" + urlEncode(o.name) + "/" + action;
+}
+
+// "draining (deadline 2026-11-30T12:30:00Z, in 29m): kernel update".
+std::string stateLine(const json& h, TimeMs now) {
+  std::string out = text(h, "admin_state", "available");
+  std::string deadline = text(h, "drain_deadline", "");
+  if (out == "draining")
+    out += deadline.empty() ? " (no deadline: running work may finish)"
+                            : " (deadline " + deadline + ", " + relativeTime(deadline, now) + ")";
+  std::string reason = text(h, "admin_reason", "");
+  if (!reason.empty()) out += ": " + reason;
+  return out;
+}
+
+int drain(Context& ctx, const LifecycleOpts& o) {
+  json body = json::object();
+  if (!o.deadline.empty()) {
+    // Checked here too, so a typo is a usage error before anything is sent.
+    auto d = parseDurationMs(o.deadline);
+    if (!d.ok()) return ctx.usageError(d.status().withContext("--deadline"));
+    body["deadline"] = o.deadline;
+  }
+  if (!o.reason.empty()) body["reason"] = o.reason;
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->post(hostPath(o, "drain"), body);
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
+  return 0;
+}
+
+int resume(Context& ctx, const LifecycleOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->post(hostPath(o, "resume"), json::object());
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
+  return 0;
+}
+
+int setState(Context& ctx, const LifecycleOpts& o, const char* state) {
+  json body = {{"state", state}};
+  if (!o.reason.empty()) body["reason"] = o.reason;
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->post(hostPath(o, "admin-state"), body);
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
+  return 0;
+}
+
+int hostLog(Context& ctx, const LifecycleOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto events = (*api)->get(hostPath(o, "events"));
+  if (!events.ok()) return ctx.fail(events.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*events);
+  if (events->empty()) {
+    ctx.out() << "Host " << o.name << " has had no admin-state transitions\n";
+    return 0;
+  }
+  Table table({"TIME", "BY", "FROM", "TO", "REASON"});
+  for (const auto& e : *events) {
+    table.addRow({text(e, "at"), text(e, "by"), text(e, "from"), text(e, "to"), text(e, "reason")});
+  }
+  ctx.out() << table.render();
+  // Output of what ran for a transition (reprovisioning hooks) follows the table, per entry.
+  for (const auto& e : *events) {
+    std::string output = text(e, "output", "");
+    if (output.empty()) continue;
+    ctx.out() << "\n--- " << text(e, "at") << " " << text(e, "from") << " -> " << text(e, "to")
+              << " ---\n"
+              << output << (output.back() == '\n' ? "" : "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
+  auto o = std::make_shared<LifecycleOpts>();
+
+  auto* drainCmd = host->add_subcommand(
+      "drain", "Take a host out of service: no new jobs; running ones may finish (platform-admin)");
+  drainCmd->add_option("HOST", o->name, "Host name")->required();
+  drainCmd->add_option("--deadline", o->deadline,
+                       "Preempt what still runs after this long, e.g. 30m, 2h "
+                       "(preemptible jobs are requeued; default: wait for it to finish)");
+  drainCmd->add_option("--reason", o->reason, "Why, for `allot host log` and the jobs it stops");
+  onRun(drainCmd, ctx, o, drain);
+
+  auto* resumeCmd = host->add_subcommand(
+      "resume", "Return a drained, draining or failed host to service (platform-admin)");
+  resumeCmd->add_option("HOST", o->name, "Host name")->required();
+  onRun(resumeCmd, ctx, o, resume);
+
+  auto* failCmd = host->add_subcommand(
+      "fail", "Mark a host failed: no new jobs until resumed (platform-admin)");
+  failCmd->add_option("HOST", o->name, "Host name")->required();
+  failCmd->add_option("--reason", o->reason, "Why");
+  onRun(failCmd, ctx, o,
+        [](Context& c, const LifecycleOpts& x) { return setState(c, x, "failed"); });
+
+  auto* retireCmd =
+      host->add_subcommand("retire", "Retire a host for good: no new jobs, ever (platform-admin)");
+  retireCmd->add_option("HOST", o->name, "Host name")->required();
+  retireCmd->add_option("--reason", o->reason, "Why");
+  onRun(retireCmd, ctx, o,
+        [](Context& c, const LifecycleOpts& x) { return setState(c, x, "retired"); });
+
+  auto* logCmd =
+      host->add_subcommand("log", "A host's admin-state transitions: who, when, from, to, why");
+  logCmd->add_option("HOST", o->name, "Host name")->required();
+  onRun(logCmd, ctx, o, hostLog);
+}
+
+}  // namespace allot::cli
