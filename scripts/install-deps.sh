@@ -13,6 +13,9 @@ packages=(
   # promtool checks the /metrics output in the tests; the Prometheus daemon it comes with is
   # neither started nor used.
   prometheus
+  # Reprovisioning hooks run host profiles with ansible-playbook (deploy/ansible/); the
+  # integration tests run the shipped example with it.
+  ansible-core
 )
 
 missing=()

@@ -142,6 +142,16 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
       if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
       continue;
     }
+    if (type == "hook_result" && helloSeen) {
+      auto r = model::hookResultFromJson(msg);
+      if (!r.ok()) {
+        spdlog::warn("agent {}: bad hook_result: {}", host, r.status().message());
+        continue;
+      }
+      auto change = server.cluster().agentHookResult(host, *r);
+      co_await server.apply(change);
+      continue;
+    }
     auto jobs = readJobs(msg);
     if (!jobs.ok()) {
       spdlog::warn("agent {}: {} message dropped: {}", host, type, jobs.status().message());

@@ -196,7 +196,7 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   for (const auto& [name, h] : w.hosts) ++byAdmin[h.adminState];
   for (auto a : {model::AdminState::kAvailable, model::AdminState::kDraining,
                  model::AdminState::kMaintenance, model::AdminState::kFailed,
-                 model::AdminState::kRetired}) {
+                 model::AdminState::kRetired, model::AdminState::kReprovisioning}) {
     sample(out, "allot_hosts_admin", label("admin_state", model::adminStateName(a)), byAdmin[a]);
   }
 

@@ -1,4 +1,5 @@
-// Routes for the host lifecycle: drain, resume, failed/retired, and the record of transitions.
+// Routes for the host lifecycle: drain, resume, failed/retired, reprovision, and the record of
+// transitions.
 // Shapes in docs/api.md; semantics in docs/hosts.md.
 
 #include "api/json_input.h"
@@ -11,6 +12,9 @@ namespace {
 
 // A reason is shown in lists and logs, not a document.
 constexpr size_t kMaxReasonBytes = 1024;
+// Reprovisioning: long enough for a driver and CUDA install by default, a day at most.
+constexpr int64_t kDefaultHookTimeoutMs = 30 * 60'000;
+constexpr int64_t kMaxHookTimeoutMs = 24 * 3'600'000;
 
 Result<std::string> readReason(const JsonInput& in) {
   auto reason = in.optionalString("reason");
@@ -62,6 +66,25 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
           "state"));
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change, s.cluster().setHostAdminState(r.who(), r.params["name"], *state, reason));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::post, "/api/v1/hosts/{name}/reprovision", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"profile", "timeout"}));
+    TRY_ASSIGN(profile, in.optionalString("profile"));
+    if (profile.empty()) profile = "default";
+    TRY_ASSIGN(timeoutText, in.optionalString("timeout"));
+    int64_t timeoutMs = kDefaultHookTimeoutMs;
+    if (!timeoutText.empty()) {
+      auto t = parseDurationMs(timeoutText);
+      if (!t.ok() || *t <= 0 || *t > kMaxHookTimeoutMs)
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "timeout: '" + timeoutText + "' is not a duration from 1s to 24h (e.g. 10m)",
+            "timeout"));
+      timeoutMs = *t;
+    }
+    TRY_ASSIGN(change, s.cluster().reprovisionHost(r.who(), r.params["name"], profile, timeoutMs));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

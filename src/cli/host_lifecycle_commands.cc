@@ -1,4 +1,4 @@
-// allot host drain|resume|fail|retire|log: a host's admin state (docs/hosts.md) and the record of
+// allot host drain|resume|fail|retire|reprovision|log: a host's admin state (docs/hosts.md) and the record of
 // its transitions. Added under `allot host` by addHostCommands.
 
 #include "cli/api_client.h"
@@ -14,6 +14,8 @@ struct LifecycleOpts {
   std::string name;
   std::string deadline;
   std::string reason;
+  std::string profile;
+  std::string timeout;
 };
 
 std::string hostPath(const LifecycleOpts& o, const char* action) {
@@ -69,6 +71,27 @@ int setState(Context& ctx, const LifecycleOpts& o, const char* state) {
   if (!host.ok()) return ctx.fail(host.status());
   if (ctx.jsonOutput()) return ctx.printJson(*host);
   ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
+  return 0;
+}
+
+int reprovision(Context& ctx, const LifecycleOpts& o) {
+  json body = json::object();
+  if (!o.timeout.empty()) {
+    auto d = parseDurationMs(o.timeout);
+    if (!d.ok()) return ctx.usageError(d.status().withContext("--timeout"));
+    body["timeout"] = o.timeout;
+  }
+  if (!o.profile.empty()) body["profile"] = o.profile;
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->post(hostPath(o, "reprovision"), body);
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now())
+            << "
+(the agent runs the hook; `allot host log " << o.name
+            << "` shows how it ended)
+";
   return 0;
 }
 
@@ -130,6 +153,17 @@ void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
   retireCmd->add_option("--reason", o->reason, "Why");
   onRun(retireCmd, ctx, o,
         [](Context& c, const LifecycleOpts& x) { return setState(c, x, "retired"); });
+
+  auto* reprovisionCmd = host->add_subcommand(
+      "reprovision",
+      "Run a host profile (ansible playbook or script) on a drained host; back to available on "
+      "success, failed otherwise (platform-admin)");
+  reprovisionCmd->add_option("HOST", o->name, "Host name")->required();
+  reprovisionCmd->add_option("--profile", o->profile,
+                             "Profile from allotd's [hooks.profiles] (default: default)");
+  reprovisionCmd->add_option("--timeout", o->timeout,
+                             "Kill the hook after this long, e.g. 10m (default 30m)");
+  onRun(reprovisionCmd, ctx, o, reprovision);
 
   auto* logCmd =
       host->add_subcommand("log", "A host's admin-state transitions: who, when, from, to, why");

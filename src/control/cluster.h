@@ -102,6 +102,12 @@ class AgentLink {
   virtual void send(std::string message) = 0;
 };
 
+// A reprovisioning profile (allotd.toml [hooks.profiles.NAME]): what the host's agent runs.
+struct HookProfile {
+  std::string kind;  // "playbook" (ansible-playbook, connection local) or "script"
+  std::string path;  // on the host
+};
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -118,6 +124,8 @@ struct ClusterOptions {
   double idleBelowPct = 5;
   // The idle-allocation policy of teams and projects that set none (allotd.toml [idle]).
   model::IdlePolicy idleDefault;
+  // Reprovisioning hooks by profile name (allotd.toml [hooks]); empty = reprovisioning refused.
+  std::map<std::string, HookProfile> hookProfiles;
 };
 
 // Which events `GET /events` lists; empty fields match everything.
@@ -211,6 +219,15 @@ class Cluster {
   // failed or retired, set by hand for now: no new placements; running work is left alone.
   Result<Change<model::Host>> setHostAdminState(const Principal& p, const std::string& host,
                                                 model::AdminState to, const std::string& reason);
+  // Reprovisioning (cluster_reprovision.cc): a host in maintenance moves to reprovisioning and
+  // its agent is told to run the profile's hook within `timeoutMs`; its result moves the host to
+  // available (success) or failed, the hook's output kept with the transition. Refused
+  // (FailedPrecondition) unless the host is in maintenance; an unknown profile is InvalidArgument.
+  Result<Change<model::Host>> reprovisionHost(const Principal& p, const std::string& host,
+                                              const std::string& profile, int64_t timeoutMs);
+  // A hook's result from `host`'s agent. One for a run the host no longer waits for (resumed by
+  // hand, or already answered) changes nothing.
+  Change<int> agentHookResult(const std::string& host, const model::HookResult& result);
   // The host's transitions, oldest first; for anyone who may see the host.
   Result<std::vector<model::HostTransition>> hostTransitions(const Principal& p,
                                                              const std::string& host) const;
@@ -340,8 +357,10 @@ class Cluster {
                          const nlohmann::json& details, store::WriteBatch& batch);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
   // Moves `h` to `to`, recording who and why, and writes both.
+  // `output` is what ran for the transition (a hook's stdout and stderr).
   void transitionHost(model::Host& h, model::AdminState to, const std::string& by,
-                      const std::string& reason, store::WriteBatch& batch);
+                      const std::string& reason, store::WriteBatch& batch,
+                      const std::string& output = "");
 
   const Clock& clock_;
   LogStore& logs_;

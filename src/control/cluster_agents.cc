@@ -92,7 +92,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       out.push_back(std::move(d));
     }
   }
-  return model::encodeDesired(out, options_.heartbeatMs);
+  return model::encodeDesired(out, options_.heartbeatMs, h.hook);
 }
 
 void Cluster::push(const std::set<std::string>& hosts) {

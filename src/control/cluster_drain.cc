@@ -26,7 +26,8 @@ std::string drainedFor(const std::string& reason) {
 }  // namespace
 
 void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& by,
-                             const std::string& reason, store::WriteBatch& batch) {
+                             const std::string& reason, store::WriteBatch& batch,
+                             const std::string& output) {
   model::HostTransition t;
   t.id = world_.nextHostTransitionId++;
   t.host = h.name;
@@ -35,10 +36,14 @@ void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& b
   t.from = h.adminState;
   t.to = to;
   t.reason = reason;
+  t.output = output;
   h.adminState = to;
   // An available host needs no explanation; the record keeps why it came back.
   h.adminReason = to == AdminState::kAvailable ? "" : reason;
   if (to != AdminState::kDraining) h.drainDeadline = 0;
+  // Leaving reprovisioning (by a result, or by hand) ends the wait for the hook: a late result
+  // then changes nothing.
+  if (to != AdminState::kReprovisioning) h.hook.reset();
   world_.hostTransitions[h.name].push_back(t);
   batch.add(store::PutHost{h}).add(store::AppendHostTransition{t});
   spdlog::info("host admin state: host={} from={} to={} by={} reason={}", h.name,
@@ -53,7 +58,8 @@ Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::st
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "drain hosts"));
   if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
   model::Host& h = it->second;
-  if (h.adminState == AdminState::kFailed || h.adminState == AdminState::kRetired) {
+  if (h.adminState == AdminState::kFailed || h.adminState == AdminState::kRetired ||
+      h.adminState == AdminState::kReprovisioning) {
     return Status::FailedPrecondition("host " + name + " is " +
                                       model::adminStateName(h.adminState) + "; resume it first");
   }

@@ -49,6 +49,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(logs_->init().ok());
     ClusterOptions opts;
     opts.lostAfterMs = 60'000;
+    adjustOptions(opts);
     cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
     auto admin = cluster_->bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
@@ -62,6 +63,8 @@ class ClusterTest : public ::testing::Test {
     bob_ = *cluster_->authenticate(bob->value.token);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // For fixtures that need other options (e.g. hook profiles) from the start.
+  virtual void adjustOptions(ClusterOptions&) {}
 
   std::string joinHost(const std::string& name, int gpus) {
     auto jt = cluster_->createJoinToken(admin_, 3'600'000);

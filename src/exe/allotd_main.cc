@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   // [idle]: the idle-allocation policy of teams and projects that set none.
   allot::model::IdlePolicy idleDefault;
   std::string idleAfter = "30m", idleGrace = "15m", idleAction = "notify";
+  std::map<std::string, allot::control::HookProfile> hookProfiles;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -98,6 +99,21 @@ int main(int argc, char** argv) {
         idleGrace = (*idle)["grace"].value_or(idleGrace);
         idleAction = (*idle)["action"].value_or(idleAction);
         idleDefault.webhook = (*idle)["webhook"].value_or(std::string());
+      }
+      // [hooks.profiles.NAME] playbook = "..." or script = "...": reprovisioning profiles.
+      if (const toml::table* profiles = tbl["hooks"]["profiles"].as_table()) {
+        for (const auto& [name, node] : *profiles) {
+          const std::string key = "hooks.profiles." + std::string(name.str());
+          const toml::table* p = node.as_table();
+          if (!p) return fail("config: " + key + ": expected a table");
+          auto playbook = (*p)["playbook"].value<std::string>();
+          auto script = (*p)["script"].value<std::string>();
+          if (playbook.has_value() == script.has_value())
+            return fail("config: " + key + ": set exactly one of playbook or script");
+          hookProfiles[std::string(name.str())] =
+              playbook ? allot::control::HookProfile{"playbook", *playbook}
+                       : allot::control::HookProfile{"script", *script};
+        }
       }
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
@@ -148,6 +164,7 @@ int main(int argc, char** argv) {
     return fail("--usage-half-life: " + halfLife.status().message());
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
+  cfg.cluster.hookProfiles = std::move(hookProfiles);
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

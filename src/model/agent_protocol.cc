@@ -230,10 +230,58 @@ std::string encodeStatus(const std::vector<ActualJob>& jobs) {
   return nlohmann::json{{"type", "status"}, {"jobs", jobsArray(jobs)}}.dump();
 }
 
-std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs) {
+std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
+                          const std::optional<HookSpec>& hook) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : jobs) arr.push_back(toJson(d));
-  return nlohmann::json{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}}.dump();
+  nlohmann::json out{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}};
+  if (hook) out["hook"] = toJson(*hook);
+  return out.dump();
+}
+
+nlohmann::json toJson(const HookSpec& h) {
+  return {{"id", h.id},
+          {"profile", h.profile},
+          {"team", h.team},
+          {"kind", h.kind},
+          {"path", h.path},
+          {"timeout_ms", h.timeoutMs}};
+}
+
+Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
+  return guarded("hook", [&]() -> Result<HookSpec> {
+    HookSpec h;
+    h.id = j.at("id").get<int64_t>();
+    h.profile = j.at("profile").get<std::string>();
+    h.team = j.value("team", "");
+    h.kind = j.at("kind").get<std::string>();
+    h.path = j.at("path").get<std::string>();
+    h.timeoutMs = j.at("timeout_ms").get<int64_t>();
+    if (h.kind != "playbook" && h.kind != "script")
+      return Status::InvalidArgument("bad hook: kind must be playbook or script, got '" + h.kind +
+                                     "'");
+    if (h.timeoutMs <= 0) return Status::InvalidArgument("bad hook: timeout_ms <= 0");
+    return h;
+  });
+}
+
+std::string encodeHookResult(const HookResult& r) {
+  return nlohmann::json{{"type", "hook_result"}, {"id", r.id},
+                        {"ok", r.ok},            {"exit_code", r.exitCode},
+                        {"timed_out", r.timedOut}, {"output", r.output}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<HookResult> hookResultFromJson(const nlohmann::json& j) {
+  return guarded("hook result", [&]() -> Result<HookResult> {
+    HookResult r;
+    r.id = j.at("id").get<int64_t>();
+    r.ok = j.at("ok").get<bool>();
+    r.exitCode = j.value("exit_code", -1);
+    r.timedOut = j.value("timed_out", false);
+    r.output = j.value("output", "");
+    return r;
+  });
 }
 
 std::string encodeLogChunk(const LogChunk& c) {

@@ -12,7 +12,15 @@
 //   agent -> allotd  text   {"type":"telemetry", "host":H, "at_ms":T, "interval_ms":N,
 //   "gpus":[GpuSample...]}
 //                           one per sample round (every --telemetry-interval), all GPUs
-//   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N}
+//   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N,
+//                            "hook":HookSpec}     (hook: only while the host is reprovisioning)
+//   agent -> allotd  text   {"type":"hook_result", "id":N, "ok":B, "exit_code":N,
+//                            "timed_out":B, "output":"..."}
+//
+// The hook rides in the desired state rather than in a message of its own: the link keeps only
+// the newest message (level-triggered), and a host that reconnects mid-hook must hear it again.
+// The agent runs each hook id once per process and sends its result until the desired state no
+// longer names it.
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -94,6 +102,16 @@ struct Telemetry {
   std::vector<GpuSample> gpus;
 };
 
+// What a reprovisioning hook did on the host. `output` is its stdout and stderr together,
+// the last 256 KiB when it said more.
+struct HookResult {
+  int64_t id = 0;
+  bool ok = false;
+  int exitCode = -1;  // -1 when killed by a signal or never started
+  bool timedOut = false;
+  std::string output;
+};
+
 // The agent's inventory is the truth about its host's hardware: copies it onto the Host, keeping
 // the admin's settings (dedication, sharing) of each GPU it already knew.
 void applyInventory(Host& host, const Inventory& inv);
@@ -112,7 +130,12 @@ Result<Telemetry> telemetryFromJson(const nlohmann::json& j);
 
 std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs);
 std::string encodeStatus(const std::vector<ActualJob>& jobs);
-std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs);
+std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
+                          const std::optional<HookSpec>& hook = std::nullopt);
+nlohmann::json toJson(const HookSpec& h);
+Result<HookSpec> hookSpecFromJson(const nlohmann::json& j);
+std::string encodeHookResult(const HookResult& r);
+Result<HookResult> hookResultFromJson(const nlohmann::json& j);
 std::string encodeLogChunk(const LogChunk& chunk);
 Result<LogChunk> decodeLogChunk(const std::string& frame);
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "common/time_format.h"
+#include "model/agent_protocol.h"
 
 namespace allot::model {
 namespace {
@@ -298,6 +299,7 @@ json toStoreDoc(const Host& h) {
   out["admin_state"] = adminStateName(h.adminState);
   out["admin_reason"] = h.adminReason;
   out["drain_deadline_ms"] = h.drainDeadline;
+  if (h.hook) out["hook"] = toJson(*h.hook);
   return out;
 }
 
@@ -321,6 +323,11 @@ Host hostFromStoreDoc(const json& d) {
   h.adminState = *parsed;
   h.adminReason = d.value("admin_reason", "");
   h.drainDeadline = d.value("drain_deadline_ms", TimeMs{0});
+  if (d.contains("hook")) {
+    auto hook = hookSpecFromJson(d.at("hook"));
+    if (!hook.ok()) throw std::runtime_error("host " + h.name + ": " + hook.status().message());
+    h.hook = *hook;
+  }
   return h;
 }
 

@@ -37,13 +37,15 @@ const char* adminStateName(AdminState s) {
       return "failed";
     case AdminState::kRetired:
       return "retired";
+    case AdminState::kReprovisioning:
+      return "reprovisioning";
   }
   return "available";
 }
 
 std::optional<AdminState> parseAdminState(const std::string& s) {
   for (auto a : {AdminState::kAvailable, AdminState::kDraining, AdminState::kMaintenance,
-                 AdminState::kFailed, AdminState::kRetired}) {
+                 AdminState::kFailed, AdminState::kRetired, AdminState::kReprovisioning}) {
     if (s == adminStateName(a)) return a;
   }
   return std::nullopt;

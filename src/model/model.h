@@ -118,10 +118,23 @@ const char* hostStateName(HostState s);
 
 // The administrative (lifecycle) state of a host, set by people and, for draining -> maintenance,
 // by allotd; apart from HostState, which is only whether its agent is connected. Only an
-// available host takes new work. See docs/hosts.md.
-enum class AdminState { kAvailable, kDraining, kMaintenance, kFailed, kRetired };
+// available host takes new work. Reprovisioning: a drained host running its profile's hook.
+// See docs/hosts.md.
+enum class AdminState { kAvailable, kDraining, kMaintenance, kFailed, kRetired, kReprovisioning };
 const char* adminStateName(AdminState s);
 std::optional<AdminState> parseAdminState(const std::string& s);
+
+// A reprovisioning hook allotd asks a host's agent to run: an ansible playbook or a plain script
+// on the host, from the allotd config's [hooks.profiles.NAME]. `id` is the reprovisioning
+// transition's id, so a result names the run it answers.
+struct HookSpec {
+  int64_t id = 0;
+  std::string profile;
+  std::string team;  // the host's team (allot_team); empty = the shared pool
+  std::string kind;  // "playbook" or "script"
+  std::string path;  // on the host
+  int64_t timeoutMs = 0;
+};
 
 struct Host {
   std::string name;
@@ -141,6 +154,9 @@ struct Host {
   std::string adminReason;  // why it is in its admin state, as its last transition said
   // Draining only: when running work is preempted; 0 = it may run to its end.
   TimeMs drainDeadline = 0;
+  // Reprovisioning only: the hook its agent is to run (sent with every desired state until the
+  // agent reports its result).
+  std::optional<HookSpec> hook;
 };
 
 // One change of a host's admin state: who, when, from, to and why. Append-only, kept for audit

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/exec/hook_runner.h"
 #include "agent/runtime/http_join.h"
 
 namespace allot::agent {
@@ -303,6 +304,7 @@ asio::awaitable<Status> Agent::session() {
   haveDesired_ = false;
   logOffsetsKnown_ = false;
   logShipped_.clear();
+  hookResultSentAt_ = 0;
   auto hello = model::encodeHello(inventory(), actualJobs());
   ws->text(true);
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
@@ -327,6 +329,16 @@ asio::awaitable<Status> Agent::session() {
         if (d.ok()) desired.push_back(*d);
       }
       heartbeatMs = msg.value("heartbeat_ms", heartbeatMs);
+      wantedHook_.reset();
+      if (auto h = msg.find("hook"); h != msg.end() && h->is_object()) {
+        auto spec = model::hookSpecFromJson(*h);
+        if (spec.ok()) {
+          wantedHook_ = *spec;
+        } else {
+          spdlog::warn("bad hook in desired state: {}", spec.status().message());
+        }
+      }
+      startHookIfWanted();
       haveDesired_ = true;
       // allotd's word on how much output it holds is the truth for a new connection only; after
       // that, what this side shipped is ahead of it.
@@ -352,6 +364,13 @@ asio::awaitable<Status> Agent::session() {
     co_await tick.async_wait(asio::as_tuple(use_awaitable));
     if (!open) break;
     if (waitingForGpus_) reconcile(lastDesired_);
+    collectHook();
+    startHookIfWanted();
+    if (std::string result = hookResultToSend(clock_.nowMs(), heartbeatMs); !result.empty()) {
+      ws->text(true);
+      auto [ec, n] = co_await ws->async_write(asio::buffer(result), asio::as_tuple(use_awaitable));
+      if (ec) break;
+    }
     auto jobs = actualJobs();
     if (haveDesired_) {
       // Output before status, so that allotd has every byte when it hears a job ended.
@@ -406,6 +425,52 @@ asio::awaitable<Status> Agent::session() {
     co_await tick.async_wait(asio::as_tuple(use_awaitable));
   }
   co_return result;
+}
+
+void Agent::startHookIfWanted() {
+  if (!wantedHook_ || hookRun_.valid()) return;
+  const model::HookSpec spec = *wantedHook_;
+  if (hookResults_.count(spec.id)) return;
+  HookRun run;
+  run.spec = spec;
+  std::string driver;
+  for (const auto& g : gpuList_) {
+    if (!g.driverVersion.empty()) {
+      driver = g.driverVersion;
+      break;
+    }
+  }
+  run.vars = {{"allot_host", credential_.host},
+              {"allot_team", spec.team},
+              {"allot_profile", spec.profile},
+              {"allot_driver_version", driver},
+              {"allot_state_dir", config_.workDir + "/host-state"}};
+  run.runDir = config_.workDir + "/hooks/" + std::to_string(spec.id);
+  spdlog::info("reprovisioning hook {}: running {} {} (profile {}, timeout {} ms)", spec.id,
+               spec.kind, spec.path, spec.profile, spec.timeoutMs);
+  hookRunningId_ = spec.id;
+  hookRun_ = std::async(std::launch::async, [run] { return runHook(run); });
+}
+
+void Agent::collectHook() {
+  if (!hookRun_.valid() ||
+      hookRun_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return;
+  model::HookResult r = hookRun_.get();
+  spdlog::info("reprovisioning hook {}: {} (exit code {}{})", r.id, r.ok ? "succeeded" : "failed",
+               r.exitCode, r.timedOut ? ", timed out" : "");
+  hookResults_[r.id] = std::move(r);
+  hookRunningId_ = 0;
+  hookResultSentAt_ = 0;
+}
+
+std::string Agent::hookResultToSend(TimeMs now, int64_t heartbeatMs) {
+  if (!wantedHook_) return "";
+  auto it = hookResults_.find(wantedHook_->id);
+  if (it == hookResults_.end()) return "";
+  if (hookResultSentAt_ != 0 && now - hookResultSentAt_ < heartbeatMs) return "";
+  hookResultSentAt_ = now;
+  return model::encodeHookResult(it->second);
 }
 
 }  // namespace allot::agent

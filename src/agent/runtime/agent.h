@@ -10,7 +10,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <future>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -63,6 +65,12 @@ class Agent {
   std::string telemetryMessage();
   // The file a job on a simulated host writes its GPU utilisation to (ALLOT_SIM_GPU_UTIL_FILE).
   std::string simUtilFile(int64_t jobId) const;
+  // Reprovisioning hooks: starts the hook allotd's desired state names, once per id, on a thread
+  // of its own (it blocks for minutes); collects its result when done.
+  void startHookIfWanted();
+  void collectHook();
+  // The hook_result to send now, or "" (the result of the wanted hook, once a heartbeat).
+  std::string hookResultToSend(TimeMs now, int64_t heartbeatMs);
 
   AgentConfig config_;
   GpuProvider& gpus_;
@@ -81,6 +89,14 @@ class Agent {
   // Jobs cancelled before they started here: reported once as stopped, until allotd drops them.
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
+
+  std::optional<model::HookSpec> wantedHook_;  // from the newest desired state
+  std::future<model::HookResult> hookRun_;     // the hook running now, if valid()
+  int64_t hookRunningId_ = 0;
+  // Finished runs, by id: a run is never repeated by this process, and its result is sent until
+  // allotd's desired state stops naming it (it may have been lost with a connection).
+  std::map<int64_t, model::HookResult> hookResults_;
+  TimeMs hookResultSentAt_ = 0;  // 0: not sent on this connection yet
 };
 
 }  // namespace allot::agent
