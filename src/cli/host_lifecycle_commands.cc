@@ -88,10 +88,8 @@ int reprovision(Context& ctx, const LifecycleOpts& o) {
   if (!host.ok()) return ctx.fail(host.status());
   if (ctx.jsonOutput()) return ctx.printJson(*host);
   ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now())
-            << "
-(the agent runs the hook; `allot host log " << o.name
-            << "` shows how it ended)
-";
+            << "\n(the agent runs the hook; `allot host log " << o.name
+            << "` shows how it ended)\n";
   return 0;
 }
 
