@@ -9,6 +9,7 @@
 //
 //   build/bin/telemetry_ingest --rounds 300
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/secrets.h"
 #include "control/cluster.h"
@@ -45,8 +45,8 @@ model::Inventory inventory(int gpus) {
 int run(int rounds, int hosts, int gpusPerHost) {
   initSecrets();
   spdlog::set_level(spdlog::level::warn);  // 125 hosts joining need not be told
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("allot-ingest-bench-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("allot-ingest-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   FakeClock clock(1'767'225'600'000);
   control::LogStore logs((dir / "logs").string());
@@ -126,8 +126,8 @@ int run(int rounds, int hosts, int gpusPerHost) {
   std::printf("samples: %zu in %d rounds (%zu messages rejected)\n", samples, rounds, rejected);
   std::printf("control-plane thread: %.3f s, %.0f samples/s\n", secs(ingested - start),
               samples / secs(ingested - start));
-  std::printf("until committed in telemetry.db: %.3f s, %.0f samples/s\n",
-              secs(committed - start), samples / secs(committed - start));
+  std::printf("until committed in telemetry.db: %.3f s, %.0f samples/s\n", secs(committed - start),
+              samples / secs(committed - start));
   std::printf("committed: %llu samples\n",
               static_cast<unsigned long long>((*store)->samplesCommitted()));
   store->reset();

@@ -8,12 +8,12 @@
 //
 //   build/bin/telemetry_load --hosts 125 --seconds 10
 
+#include <CLI/CLI.hpp>
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -40,10 +40,12 @@ int fail(const std::string& msg) {
 json inventory(int gpus) {
   json g = json::array();
   for (int i = 0; i < gpus; ++i) {
-    g.push_back({{"index", i}, {"uuid", "GPU-" + std::to_string(i)}, {"model", "H100"},
+    g.push_back({{"index", i},
+                 {"uuid", "GPU-" + std::to_string(i)},
+                 {"model", "H100"},
                  {"memory_mib", 81920}});
   }
-  return {{"hostname", "bench"}, {"cpus", 64}, {"memory_mib", 1 << 20},
+  return {{"hostname", "bench"},         {"cpus", 64},        {"memory_mib", 1 << 20},
           {"gpu_provider", "simulated"}, {"simulated", true}, {"gpus", g}};
 }
 
@@ -83,8 +85,8 @@ int main(int argc, char** argv) {
                   const std::string& token) -> json {
     auto r = httpRequest(d->port, method, target, token, body.is_null() ? "" : body.dump());
     if (!r.ok() || r->status >= 300) {
-      std::cerr << method << " " << target << ": "
-                << (r.ok() ? r->body : r.status().toString()) << "\n";
+      std::cerr << method << " " << target << ": " << (r.ok() ? r->body : r.status().toString())
+                << "\n";
       std::exit(1);
     }
     return json::parse(r->body);
@@ -92,13 +94,14 @@ int main(int argc, char** argv) {
   call("POST", "/api/v1/teams", {{"name", "ml"}}, admin);
   const std::string alice =
       call("POST", "/api/v1/users", {{"name", "alice"}, {"team", "ml"}}, admin).at("token");
-  const std::string joinToken = call("POST", "/api/v1/hosts/join-tokens", json::object(), admin).at("token");
+  const std::string joinToken =
+      call("POST", "/api/v1/hosts/join-tokens", json::object(), admin).at("token");
   std::vector<std::string> names, credentials;
   for (int h = 0; h < hosts; ++h) {
     names.push_back("load-" + std::to_string(h));
-    json joined = call("POST", "/api/v1/hosts/join",
-                       {{"name", names.back()}, {"join_token", joinToken}, {"inventory", inventory(gpus)}},
-                       "");
+    json joined = call(
+        "POST", "/api/v1/hosts/join",
+        {{"name", names.back()}, {"join_token", joinToken}, {"inventory", inventory(gpus)}}, "");
     credentials.push_back(joined.at("credential"));
   }
 
@@ -114,7 +117,8 @@ int main(int argc, char** argv) {
     }));
     ws->handshake("127.0.0.1", "/api/v1/agent/stream");
     ws->text(true);
-    ws->write(asio::buffer(json{{"type", "hello"}, {"inventory", inventory(gpus)}, {"jobs", json::array()}}.dump()));
+    ws->write(asio::buffer(
+        json{{"type", "hello"}, {"inventory", inventory(gpus)}, {"jobs", json::array()}}.dump()));
     streams.push_back(std::move(ws));
   }
   // One job per GPU, so every sample has an allocation to go to.
@@ -124,9 +128,15 @@ int main(int argc, char** argv) {
   // Each round's message differs only in its time; encode a template once per GPU count.
   json round = {{"type", "telemetry"}, {"interval_ms", 1000}, {"gpus", json::array()}};
   for (int g = 0; g < gpus; ++g) {
-    round["gpus"].push_back({{"index", g}, {"utilization_pct", 40 + g}, {"memory_used_mib", 40000},
-                             {"temperature_c", 61}, {"power_w", 512.5}, {"sm_clock_mhz", 1980},
-                             {"ecc_corrected", 0}, {"ecc_uncorrected", 0}, {"pids", {1000 + g}}});
+    round["gpus"].push_back({{"index", g},
+                             {"utilization_pct", 40 + g},
+                             {"memory_used_mib", 40000},
+                             {"temperature_c", 61},
+                             {"power_w", 512.5},
+                             {"sm_clock_mhz", 1980},
+                             {"ecc_corrected", 0},
+                             {"ecc_uncorrected", 0},
+                             {"pids", {1000 + g}}});
   }
   const double before = samplesTaken(d->port, admin);
   const double cpuBefore = allot::bench::procCpuSeconds(d->process.pid());

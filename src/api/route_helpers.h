@@ -33,7 +33,8 @@ inline Result<TimeWindow> parseWindow(const std::map<std::string, std::string>& 
     auto it = query.find(key);
     if (it == query.end() || it->second.empty()) continue;
     auto t = parseTime(it->second, now);
-    if (!t.ok()) return Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key);
+    if (!t.ok())
+      return Status::InvalidArgument(std::string(key) + ": " + t.status().message(), key);
     *target = *t;
     fromGiven = fromGiven || std::string_view(key) == "from";
   }

@@ -35,17 +35,18 @@ void registerTelemetryRoutes(Router& router, Server& s) {
     TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
     // A GPU dedicated to another team is not there for this caller, like in `host show`.
     const auto gpus = control::authz::visibleHost(r.who(), host).gpus;
-    if (std::none_of(gpus.begin(), gpus.end(), [&](const model::Gpu& g) { return g.index == index; }))
-      co_return ApiResponse::error(Status::NotFound("host '" + host.name + "' has no GPU " +
-                                                    std::to_string(index)));
+    if (std::none_of(gpus.begin(), gpus.end(),
+                     [&](const model::Gpu& g) { return g.index == index; }))
+      co_return ApiResponse::error(
+          Status::NotFound("host '" + host.name + "' has no GPU " + std::to_string(index)));
     TRY_ASSIGN(window, parseWindow(r.query, s.clock().nowMs(), kDefaultWindowMs));
     auto resolution = telemetry::Resolution::kMinute;
     if (auto it = r.query.find("resolution"); it != r.query.end()) {
       TRY_ASSIGN(res, parseResolution(it->second));
       resolution = res;
     }
-    TRY_ASSIGN(points, s.telemetry().gpuHistory(host.name, index, window.from, window.to, resolution,
-                                                kMaxPoints + 1));
+    TRY_ASSIGN(points, s.telemetry().gpuHistory(host.name, index, window.from, window.to,
+                                                resolution, kMaxPoints + 1));
     const bool truncated = points.size() > kMaxPoints;
     if (truncated) points.resize(kMaxPoints);
     nlohmann::json out = nlohmann::json::array();

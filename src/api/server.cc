@@ -308,11 +308,10 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
       }
       if (authorized) res = co_await match.route->handler(areq);
     }
-    metrics_.request(match.route ? match.route->pattern : std::string("(unmatched)"),
-                     std::string(req.method_string()), static_cast<int>(res.status),
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                   requestStarted)
-                         .count());
+    metrics_.request(
+        match.route ? match.route->pattern : std::string("(unmatched)"),
+        std::string(req.method_string()), static_cast<int>(res.status),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - requestStarted).count());
     http::response<http::string_body> out{res.status, req.version()};
     out.set(http::field::server, "allotd");
     out.set(http::field::content_type, res.contentType);

@@ -313,7 +313,8 @@ void addHostCommands(CLI::App& app, Context& ctx) {
   history->add_option("INDEX", o->gpu, "GPU index, as in `allot host show`")
       ->required()
       ->check(CLI::NonNegativeNumber);
-  history->add_option("--from", o->from, "Start (ISO 8601 or relative: -2h; default 1h before --to)");
+  history->add_option("--from", o->from,
+                      "Start (ISO 8601 or relative: -2h; default 1h before --to)");
   history->add_option("--to", o->to, "End, exclusive (ISO 8601 or relative; default now)");
   history->add_option("--resolution", o->resolution, "raw, minute (default) or hour")
       ->check(CLI::IsMember({"raw", "minute", "hour"}));

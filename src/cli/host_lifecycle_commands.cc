@@ -1,5 +1,5 @@
-// allot host drain|resume|fail|retire|reprovision|log: a host's admin state (docs/hosts.md) and the record of
-// its transitions. Added under `allot host` by addHostCommands.
+// allot host drain|resume|fail|retire|reprovision|log: a host's admin state (docs/hosts.md) and the
+// record of its transitions. Added under `allot host` by addHostCommands.
 
 #include "cli/api_client.h"
 #include "cli/commands.h"

@@ -13,7 +13,7 @@ namespace allot::cli {
 namespace {
 
 constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeeded",
-                                      "failed", "cancelled", "lost", "preempted"};
+                                      "failed", "cancelled", "lost",    "preempted"};
 
 struct RunOpts {
   std::string gpus;      // "2", or a fraction of one shared GPU: "0.5"
@@ -282,8 +282,8 @@ int jobShow(Context& ctx, const JobOpts& o) {
     d.add("hosts", hosts->dump());
   if (auto ranks = j.find("ranks"); ranks != j.end() && ranks->is_array()) {
     for (const auto& k : *ranks) {
-      std::string line = text(k, "host") + " gpus " + listText(k, "gpu_indices") + ", " +
-                         text(k, "state");
+      std::string line =
+          text(k, "host") + " gpus " + listText(k, "gpu_indices") + ", " + text(k, "state");
       if (std::string code = text(k, "exit_code", ""); !code.empty()) line += " code " + code;
       if (std::string sig = text(k, "signal", ""); !sig.empty()) line += " signal " + sig;
       d.add("rank " + text(k, "rank"), line);
@@ -335,11 +335,13 @@ int jobExplain(Context& ctx, const JobOpts& o) {
     d.add("waits because", text(*w, "reason"));
     d.add("kind", text(*w, "kind"));
     if (w->contains("position")) d.add("queue position", text(*w, "position"));
-    for (const auto& [key, label] :
-         {std::pair{"free_gpus_total", "free GPUs in total"}, {"most_free_on_one_host", "most free on one host"},
-          {"largest_host_gpus", "largest host"}, {"gang_hosts_ready", "gang hosts ready"},
-          {"gang_hosts_wanted", "gang hosts wanted"}, {"reserved_host", "reserved host"},
-          {"expected_start", "expected start"}}) {
+    for (const auto& [key, label] : {std::pair{"free_gpus_total", "free GPUs in total"},
+                                     {"most_free_on_one_host", "most free on one host"},
+                                     {"largest_host_gpus", "largest host"},
+                                     {"gang_hosts_ready", "gang hosts ready"},
+                                     {"gang_hosts_wanted", "gang hosts wanted"},
+                                     {"reserved_host", "reserved host"},
+                                     {"expected_start", "expected start"}}) {
       if (auto v = w->find(key); v != w->end())
         d.add(label, v->is_string() ? v->get<std::string>() : number(*v));
     }

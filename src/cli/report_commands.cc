@@ -1,5 +1,5 @@
-// `allot report usage`: allocated GPU-hours from the allocation ledger and how much of them the GPUs
-// really worked (GET /usage), as a table, CSV or JSON.
+// `allot report usage`: allocated GPU-hours from the allocation ledger and how much of them the
+// GPUs really worked (GET /usage), as a table, CSV or JSON.
 
 #include <cmath>
 #include <cstdio>
@@ -20,9 +20,9 @@ struct UsageOpts {
   std::string team;
 };
 
-constexpr const char* kColumns[] = {"name",           "gpu_hours_allocated", "gpu_hours_measured",
-                                    "gpu_hours_used", "efficiency",          "idle_gpu_hours",
-                                    "peak_gpus",      "cost"};
+constexpr const char* kColumns[] = {
+    "name",       "gpu_hours_allocated", "gpu_hours_measured", "gpu_hours_used",
+    "efficiency", "idle_gpu_hours",      "peak_gpus",          "cost"};
 
 // A number with at most `decimals` places and no trailing zeros; "" for null or missing.
 std::string number(const json& row, const char* key, int decimals) {

@@ -79,17 +79,17 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
   }
   if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
   q.now = clock_.nowMs();
-  return usageReport(world_.ledger, q,
-                     [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
-                       std::optional<telemetry::UsageCell> part =
-                           history_ ? history_(seq, from, to) : telemetry::UsageCell{};
-                       if (part) *part += usage_.pendingWithin(seq, from, to);
-                       return part;
-                     });
+  return usageReport(
+      world_.ledger, q,
+      [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
+        std::optional<telemetry::UsageCell> part =
+            history_ ? history_(seq, from, to) : telemetry::UsageCell{};
+        if (part) *part += usage_.pendingWithin(seq, from, to);
+        return part;
+      });
 }
 
-void Cluster::loadUsageTotals(
-    const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
+void Cluster::loadUsageTotals(const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
   for (const auto& [seq, cell] : totals) world_.ledger.addUsage(seq, cell);
 }
 

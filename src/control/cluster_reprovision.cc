@@ -80,8 +80,8 @@ Change<int> Cluster::agentHookResult(const std::string& name, const model::HookR
   }
   const model::HookSpec hook = *h.hook;
   if (r.ok) {
-    transitionHost(h, AdminState::kAvailable, kSystemActor, "reprovisioned with profile " +
-                   hook.profile, c.batch, r.output);
+    transitionHost(h, AdminState::kAvailable, kSystemActor,
+                   "reprovisioned with profile " + hook.profile, c.batch, r.output);
     if (onQueueChanged_) onQueueChanged_();
   } else {
     transitionHost(h, AdminState::kFailed, kSystemActor, failureReason(hook, r), c.batch, r.output);

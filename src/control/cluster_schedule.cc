@@ -6,9 +6,9 @@
 #include <algorithm>
 
 #include "common/time_format.h"
-#include "sched/quota/quota.h"
 #include "control/authz.h"
 #include "control/cluster.h"
+#include "sched/quota/quota.h"
 
 namespace allot::control {
 
@@ -132,8 +132,8 @@ sched::Snapshot Cluster::snapshot() const {
       r.preemptible = j.preemptible;
       r.startedAt = j.scheduledAt;
       // Enforcement counts from the start and then gives the cancel grace.
-      r.endsBy = j.maxRuntimeMs > 0 ? (j.startedAt ? j.startedAt : j.scheduledAt) +
-                                          j.maxRuntimeMs + options_.cancelGraceMs
+      r.endsBy = j.maxRuntimeMs > 0 ? (j.startedAt ? j.startedAt : j.scheduledAt) + j.maxRuntimeMs +
+                                          options_.cancelGraceMs
                                     : 0;
       r.evicting = j.evicting;
       if (j.ranks.empty()) {
@@ -180,10 +180,9 @@ Change<int> Cluster::accountUsage(bool persist) {
     auto held = heldMilli.find(name);
     const int milli = held == heldMilli.end() ? 0 : static_cast<int>(held->second);
     const double before = t.usageGpuSeconds;
-    t.usageGpuSeconds =
-        sched::quota::advanceUsage(t.usageGpuSeconds * sched::kMilliPerGpu, milli, elapsed,
-                                   options_.usageHalfLifeMs) /
-        sched::kMilliPerGpu;
+    t.usageGpuSeconds = sched::quota::advanceUsage(t.usageGpuSeconds * sched::kMilliPerGpu, milli,
+                                                   elapsed, options_.usageHalfLifeMs) /
+                        sched::kMilliPerGpu;
     t.usageAt = now;
     if (!persist) continue;
     auto& last = usagePersistedAt_[name];
@@ -250,9 +249,12 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
   world_.quotaStatus.clear();
   auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
   for (const auto& t : decisions->teams) {
-    world_.quotaStatus[t.team] = {gpus(t.guaranteedMilli), gpus(t.withinMilli),
-                                  gpus(t.borrowedMilli),   gpus(t.lendableMilli),
-                                  t.share,                 true};
+    world_.quotaStatus[t.team] = {gpus(t.guaranteedMilli),
+                                  gpus(t.withinMilli),
+                                  gpus(t.borrowedMilli),
+                                  gpus(t.lendableMilli),
+                                  t.share,
+                                  true};
   }
   return c;
 }

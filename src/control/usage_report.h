@@ -32,9 +32,9 @@ using UsageWithin =
 
 struct UsageRow {
   std::string name;
-  int64_t milliGpuMs = 0;  // allocated: milli-GPUs x milliseconds, exact
+  int64_t milliGpuMs = 0;      // allocated: milli-GPUs x milliseconds, exact
   telemetry::UsageCell usage;  // measured, used and idle, in the same units
-  int64_t peakMilli = 0;   // most milli-GPUs held at once within the window
+  int64_t peakMilli = 0;       // most milli-GPUs held at once within the window
   std::map<std::string, int64_t> milliGpuMsByModel;  // the allocation split by GPU model
 };
 

@@ -240,12 +240,8 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
 }
 
 nlohmann::json toJson(const HookSpec& h) {
-  return {{"id", h.id},
-          {"profile", h.profile},
-          {"team", h.team},
-          {"kind", h.kind},
-          {"path", h.path},
-          {"timeout_ms", h.timeoutMs}};
+  return {{"id", h.id},     {"profile", h.profile}, {"team", h.team},
+          {"kind", h.kind}, {"path", h.path},       {"timeout_ms", h.timeoutMs}};
 }
 
 Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
@@ -266,9 +262,9 @@ Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
 }
 
 std::string encodeHookResult(const HookResult& r) {
-  return nlohmann::json{{"type", "hook_result"}, {"id", r.id},
-                        {"ok", r.ok},            {"exit_code", r.exitCode},
-                        {"timed_out", r.timedOut}, {"output", r.output}}
+  return nlohmann::json{
+      {"type", "hook_result"},   {"id", r.id},        {"ok", r.ok}, {"exit_code", r.exitCode},
+      {"timed_out", r.timedOut}, {"output", r.output}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

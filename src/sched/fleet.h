@@ -72,7 +72,7 @@ struct HostView {
 // What one job holds on one host.
 struct Slice {
   std::string host;
-  std::vector<int> gpus;  // GPU indices
+  std::vector<int> gpus;        // GPU indices
   int gpuMilli = kMilliPerGpu;  // per GPU; < 1000 for a fraction of one shared GPU
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
@@ -84,8 +84,8 @@ struct RunningJob {
   std::string project;
   int priority = 0;
   bool preemptible = false;
-  TimeMs startedAt = 0;  // when it was placed
-  TimeMs endsBy = 0;     // startedAt + declared maximum runtime; 0 = unknown
+  TimeMs startedAt = 0;   // when it was placed
+  TimeMs endsBy = 0;      // startedAt + declared maximum runtime; 0 = unknown
   bool evicting = false;  // already chosen as a victim, in its grace period
   std::vector<Slice> slices;
 };
@@ -97,15 +97,15 @@ struct Request {
   int priority = 0;  // higher first
   bool preemptible = false;
   TimeMs submittedAt = 0;
-  int gpus = 0;                  // per host
-  int gpuMilli = kMilliPerGpu;   // < 1000: a fraction of one shared GPU (gpus must be 1)
-  int64_t gpuMemoryMib = 0;      // GPU memory a fraction needs (raises its share, see .cc)
+  int gpus = 0;                     // per host
+  int gpuMilli = kMilliPerGpu;      // < 1000: a fraction of one shared GPU (gpus must be 1)
+  int64_t gpuMemoryMib = 0;         // GPU memory a fraction needs (raises its share, see .cc)
   std::vector<std::string> models;  // any of; empty = any
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
-  int hosts = 1;  // > 1: a gang of `hosts` x `gpus`, all or nothing, on distinct hosts
+  int hosts = 1;           // > 1: a gang of `hosts` x `gpus`, all or nothing, on distinct hosts
   bool wholeHost = false;  // an entire idle host; gpus, CPU and memory are then ignored
-  std::string minDriver;  // dotted versions; empty = none
+  std::string minDriver;   // dotted versions; empty = none
   std::string minCuda;
   TimeMs maxRuntimeMs = 0;  // declared; 0 = none (then it cannot backfill)
 };
@@ -152,9 +152,9 @@ struct Placement {
   int64_t jobId = 0;
   std::vector<Slice> slices;  // one per host; a gang has `hosts` slices
   PlacedBy by = PlacedBy::kQuota;
-  int withinMilli = 0;    // quota: counted within the team's guarantee
-  int borrowedMilli = 0;  // quota: borrowed
-  int candidates = 0;     // segments where it could have gone
+  int withinMilli = 0;      // quota: counted within the team's guarantee
+  int borrowedMilli = 0;    // quota: borrowed
+  int candidates = 0;       // segments where it could have gone
   int64_t reservedFor = 0;  // kBackfill: the request whose room it uses
 };
 
@@ -166,20 +166,20 @@ struct Eviction {
 };
 
 enum class WaitKind {
-  kNoHosts,           // no schedulable host at all
-  kHostsDrained,      // no schedulable host, but online hosts an admin took out of service
-  kNoSuchModel,       // no host this team may use has that GPU model (or the versions)
-  kTooBig,            // no host it may use has that many GPUs (of the model): `largest`
-  kNeedsOnlineHost,   // CPU-only, and no host has the CPU and memory free
-  kOverQuota,         // at its guarantee and borrow limit
-  kNoFreeGpus,        // quota allows it, but the GPUs are in use
-  kWaitingForLenders, // its borrow is allowed, but unowned and lendable capacity is in use
-  kWaitingForGrace,   // within guarantee; reclaimed jobs are leaving (`waitingFor`)
-  kGuaranteeInUse,    // within guarantee, but held by others' guaranteed work
-  kFragmented,        // enough free GPUs in total (`freeTotal`) but not on one host (`largest`)
-  kGang,              // a gang: only `hostsReady` of `hostsWanted` hosts have room
-  kNoIdleHost,        // whole host: no idle host it may use
-  kReserved,          // holds a reservation on `host`, starting at `startAt` (0 = unknown)
+  kNoHosts,            // no schedulable host at all
+  kHostsDrained,       // no schedulable host, but online hosts an admin took out of service
+  kNoSuchModel,        // no host this team may use has that GPU model (or the versions)
+  kTooBig,             // no host it may use has that many GPUs (of the model): `largest`
+  kNeedsOnlineHost,    // CPU-only, and no host has the CPU and memory free
+  kOverQuota,          // at its guarantee and borrow limit
+  kNoFreeGpus,         // quota allows it, but the GPUs are in use
+  kWaitingForLenders,  // its borrow is allowed, but unowned and lendable capacity is in use
+  kWaitingForGrace,    // within guarantee; reclaimed jobs are leaving (`waitingFor`)
+  kGuaranteeInUse,     // within guarantee, but held by others' guaranteed work
+  kFragmented,         // enough free GPUs in total (`freeTotal`) but not on one host (`largest`)
+  kGang,               // a gang: only `hostsReady` of `hostsWanted` hosts have room
+  kNoIdleHost,         // whole host: no idle host it may use
+  kReserved,           // holds a reservation on `host`, starting at `startAt` (0 = unknown)
 };
 const char* waitKindName(WaitKind kind);
 
@@ -189,7 +189,7 @@ struct Wait {
   int position = 0;  // 1 = next to be considered
   int largest = 0;
   bool cpuMemory = false;  // kTooBig: hosts have the GPUs, but none also the CPU and memory
-  int64_t freeTotal = 0;  // milli
+  int64_t freeTotal = 0;   // milli
   int hostsReady = 0;
   int hostsWanted = 0;
   std::string host;

@@ -122,8 +122,8 @@ class Pass {
     std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> free;
   };
   std::map<std::tuple<uint64_t, int>, ModelRoom> modelRoom_;
-  std::vector<std::vector<int>> runningOnNode_;      // node -> indices into s_.running
-  std::vector<std::vector<TimeMs>> gpuFreeAt_;       // node -> GPU -> when it is free (kNever)
+  std::vector<std::vector<int>> runningOnNode_;  // node -> indices into s_.running
+  std::vector<std::vector<TimeMs>> gpuFreeAt_;   // node -> GPU -> when it is free (kNever)
   std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
   std::map<std::tuple<uint64_t, int, int, int>, std::vector<std::pair<int64_t, int64_t>>>
       failedShapes_;
@@ -136,7 +136,7 @@ class Pass {
   std::vector<Reservation> reservations_;
   std::set<int> wholeHostTaken_;
   std::map<int64_t, const RunningJob*> running_;
-  std::set<int64_t> evicted_;  // chosen as victims in this pass
+  std::set<int64_t> evicted_;                        // chosen as victims in this pass
   std::map<std::string, std::vector<int>> lentOut_;  // team -> its segments others hold GPUs on
   Decisions out_;
   bool leaving(const RunningJob& j) const { return j.evicting || evicted_.count(j.id) > 0; }
@@ -159,8 +159,10 @@ Status Pass::validate() const {
       return Status::InvalidArgument("job " + std::to_string(r.id) + ": " + what, field);
     };
     if (r.gpus < 0) return bad("gpus must be >= 0", "gpus");  // too many waits as too big
-    if (r.gpuMilli <= 0 || r.gpuMilli > kMilliPerGpu) return bad("gpuMilli out of range", "gpuMilli");
-    if (r.gpuMilli < kMilliPerGpu && r.gpus != 1) return bad("a fraction needs gpus == 1", "gpuMilli");
+    if (r.gpuMilli <= 0 || r.gpuMilli > kMilliPerGpu)
+      return bad("gpuMilli out of range", "gpuMilli");
+    if (r.gpuMilli < kMilliPerGpu && r.gpus != 1)
+      return bad("a fraction needs gpus == 1", "gpuMilli");
     if (r.hosts < 1) return bad("hosts must be >= 1", "hosts");
     if (r.cpuMillis < 0 || r.memoryMib < 0 || r.gpuMemoryMib < 0)
       return bad("negative resources", "cpuMillis");
@@ -217,8 +219,8 @@ uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model) con
     }
     if (!cpuOnly(r)) {
       if (kind.model.empty()) continue;
-      if (!r.models.empty() && std::find(r.models.begin(), r.models.end(), kind.model) ==
-                                   r.models.end())
+      if (!r.models.empty() &&
+          std::find(r.models.begin(), r.models.end(), kind.model) == r.models.end())
         continue;
       if (!model.empty() && kind.model != model) continue;
       if (fractional(r) && !kind.shared) continue;
@@ -337,10 +339,7 @@ void Pass::pickWholeHosts(std::vector<Item>& items) {
       if (st_.fullFreeGpus(n) != st_.numGpus(n) || st_.cpuFree(n) != st_.cpuCap(n) ||
           st_.memFree(n) != st_.memCap(n))
         continue;
-      int phase = kindAllowed(n, own)    ? 0
-                  : kindAllowed(n, pool) ? 1
-                  : kindAllowed(n, lent) ? 2
-                                         : 3;
+      int phase = kindAllowed(n, own) ? 0 : kindAllowed(n, pool) ? 1 : kindAllowed(n, lent) ? 2 : 3;
       std::tuple<int, int, int> key{phase, st_.numGpus(n), n};
       if (phase < 3 && key < best) best = key;
     }
@@ -359,9 +358,8 @@ int Pass::chooseCpuOnly(const pl::Task& t) const {
   double bestLeft = 2;
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, t.allowedModels) || !st_.fits(n, t)) continue;
-    double left = st_.cpuCap(n) > 0
-                      ? double(st_.cpuFree(n) - t.cpuMilli) / double(st_.cpuCap(n))
-                      : 1.0;
+    double left =
+        st_.cpuCap(n) > 0 ? double(st_.cpuFree(n) - t.cpuMilli) / double(st_.cpuCap(n)) : 1.0;
     if (left < bestLeft) {
       best = n;
       bestLeft = left;
@@ -515,7 +513,8 @@ bool Pass::failedBefore(const pl::Task& t, int hosts) const {
 void Pass::failed(const pl::Task& t, int hosts) {
   auto& points = failedShapes_[std::tuple(t.allowedModels, t.numGpu, t.gpuMilli, hosts)];
   // Keep only the smallest asks: one that asks no less than another adds nothing.
-  std::erase_if(points, [&](const auto& p) { return p.first >= t.cpuMilli && p.second >= t.memoryMib; });
+  std::erase_if(points,
+                [&](const auto& p) { return p.first >= t.cpuMilli && p.second >= t.memoryMib; });
   points.emplace_back(t.cpuMilli, t.memoryMib);
 }
 
@@ -703,7 +702,8 @@ Wait Pass::unplacedWait(const Request& r, const pl::Task& t) {
                         byResources ? t.memoryMib : -1, t.numGpu, t.gpuMilli, r.hosts, cpuOnly(r));
   auto it = unplacedCache_.find(key);
   if (it == unplacedCache_.end() || it->second.first != version_)
-    it = unplacedCache_.insert_or_assign(key, std::pair(version_, unplacedWaitUncached(r, t))).first;
+    it =
+        unplacedCache_.insert_or_assign(key, std::pair(version_, unplacedWaitUncached(r, t))).first;
   Wait w = it->second.second;
   w.jobId = r.id;
   return w;
@@ -719,8 +719,8 @@ Wait Pass::unplacedWaitUncached(const Request& r, const pl::Task& t) const {
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, t.allowedModels)) continue;
     w.freeTotal += st_.gpuFreeTotal(n);
-    w.largest = std::max(w.largest, t.shared() ? (st_.maxFreeMilli(n) >= t.gpuMilli ? 1 : 0)
-                                               : st_.fullFreeGpus(n));
+    w.largest = std::max(
+        w.largest, t.shared() ? (st_.maxFreeMilli(n) >= t.gpuMilli ? 1 : 0) : st_.fullFreeGpus(n));
     const int host = f_.segments()[n].host;
     if (host != lastHost && st_.fits(n, t)) {
       ++hostsReady;
@@ -842,11 +842,13 @@ q::QuotaSnapshot Pass::quotaSnapshot(const std::vector<Item*>& forQuota) {
     }
     int64_t g = 0;
     for (const auto& [m, v] : qt.guaranteed) g += v;
-    qt.borrowLimit = t.borrowLimit < 0
-                         ? kUnlimited
-                         : static_cast<int>(std::min<int64_t>(int64_t{t.borrowLimit} * 1000, INT32_MAX));
-    qt.lendLimit = t.lendLimit < 0 ? static_cast<int>(g)
-                                   : static_cast<int>(std::min<int64_t>(int64_t{t.lendLimit} * 1000, g));
+    qt.borrowLimit =
+        t.borrowLimit < 0
+            ? kUnlimited
+            : static_cast<int>(std::min<int64_t>(int64_t{t.borrowLimit} * 1000, INT32_MAX));
+    qt.lendLimit = t.lendLimit < 0
+                       ? static_cast<int>(g)
+                       : static_cast<int>(std::min<int64_t>(int64_t{t.lendLimit} * 1000, g));
   }
   // Running work in the pool.
   for (const RunningJob& j : s_.running) {
@@ -958,7 +960,8 @@ Result<Decisions> Pass::run() {
     if (!model.empty()) {
       workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, model)));
     } else {
-      for (const auto& m : poolModels) workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, m)));
+      for (const auto& m : poolModels)
+        workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, m)));
     }
   }
   // What runs is the workload too: with a short queue (the usual case in allotd) the queue alone
@@ -1075,8 +1078,8 @@ Result<Decisions> Pass::run() {
   // back in step 1).
   for (Item& it : items) {
     if (it.placed || cpuOnly(*it.r)) continue;
-    if (it.wait && (it.wait->kind == WaitKind::kWaitingForGrace ||
-                    it.wait->kind == WaitKind::kReserved))
+    if (it.wait &&
+        (it.wait->kind == WaitKind::kWaitingForGrace || it.wait->kind == WaitKind::kReserved))
       continue;
     if (impossible(*it.r)) continue;
     if (tryPlace(it, mask(*it.r, Phase::kLent), PlacedBy::kLentDedicated, nullptr)) continue;

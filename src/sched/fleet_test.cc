@@ -1,10 +1,10 @@
+#include "sched/fleet.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 #include <set>
-
-#include "sched/fleet.h"
 
 namespace allot::sched {
 namespace {
@@ -29,8 +29,8 @@ Request req(int64_t id, const std::string& team, int gpus, TimeMs at = 0) {
   return r;
 }
 
-RunningJob running(int64_t id, const std::string& team, const std::string& h,
-                   std::vector<int> gpus, TimeMs started = 1) {
+RunningJob running(int64_t id, const std::string& team, const std::string& h, std::vector<int> gpus,
+                   TimeMs started = 1) {
   RunningJob j;
   j.id = id;
   j.team = team;

@@ -15,8 +15,7 @@ std::string gpusText(const Request& r) {
   if (r.gpuMilli < kMilliPerGpu) {
     char pct[16];
     std::snprintf(pct, sizeof pct, "%g", r.gpuMilli / 10.0);
-    return std::string(pct) + "% of a shared " +
-           (models.empty() ? "" : models + " ") + "GPU";
+    return std::string(pct) + "% of a shared " + (models.empty() ? "" : models + " ") + "GPU";
   }
   return std::to_string(r.gpus) + " " + (models.empty() ? "" : models + " ") +
          (r.gpus == 1 ? "GPU" : "GPUs");

@@ -66,9 +66,9 @@ struct AppendHostTransition {
   model::HostTransition transition;
 };
 
-using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent,
-                             AppendHostTransition>;
+using WriteOp =
+    std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;

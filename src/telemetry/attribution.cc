@@ -54,8 +54,7 @@ void UsageAttributor::attribute(GpuState& gpu, TimeMs from, TimeMs to, double ut
   }
 }
 
-void UsageAttributor::addRound(const std::string& host, const model::Telemetry& round,
-                               TimeMs now,
+void UsageAttributor::addRound(const std::string& host, const model::Telemetry& round, TimeMs now,
                                const std::function<void(int64_t, const UsageCell&)>& onUsage) {
   const int64_t interval = round.intervalMs > 0 ? round.intervalMs : kDefaultIntervalMs;
   const TimeMs minute = bucketOf(now, kMinuteMs);

@@ -13,8 +13,8 @@ namespace {
 constexpr TimeMs kT0 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z, a minute boundary
 constexpr int64_t kS = 1000;
 
-model::LedgerEntry openEntry(int64_t seq, const std::string& host, std::vector<int> gpus,
-                             int milli, TimeMs start) {
+model::LedgerEntry openEntry(int64_t seq, const std::string& host, std::vector<int> gpus, int milli,
+                             TimeMs start) {
   model::LedgerEntry e;
   e.seq = seq;
   e.kind = model::LedgerKind::kOpen;

@@ -37,8 +37,7 @@ constexpr const char* kUsageUpsert = R"sql(
     used = used + excluded.used,
     idle = idle + excluded.idle)sql";
 
-constexpr const char* kSumUsage =
-    " WHERE alloc = ? AND bucket >= ? AND bucket < ? ORDER BY bucket";
+constexpr const char* kSumUsage = " WHERE alloc = ? AND bucket >= ? AND bucket < ? ORDER BY bucket";
 
 template <typename T>
 void bindOptional(Binder& b, const std::optional<T>& v) {
@@ -119,12 +118,13 @@ TelemetryStore::TelemetryStore(std::string path, TelemetryRetention retention, c
       writeDb_(std::move(writeDb)),
       statements_(std::move(statements)),
       readDb_(std::move(readDb)) {
-  for (auto [into, table] : {std::pair{&sumMinutes_, "usage_minutes"}, {&sumHours_, "usage_hours"}}) {
+  for (auto [into, table] :
+       {std::pair{&sumMinutes_, "usage_minutes"}, {&sumHours_, "usage_hours"}}) {
     auto stmt = sqlite::prepare(
-        readDb_.get(),
-        std::string("SELECT bucket, measured, used, idle FROM ") + table + kSumUsage, true);
-    if (!stmt.ok()) throw std::system_error(std::make_error_code(std::errc::io_error),
-                                            stmt.status().message());
+        readDb_.get(), std::string("SELECT bucket, measured, used, idle FROM ") + table + kSumUsage,
+        true);
+    if (!stmt.ok())
+      throw std::system_error(std::make_error_code(std::errc::io_error), stmt.status().message());
     *into = std::move(stmt).value();
   }
   writer_ = std::thread([this] { writerLoop(); });
@@ -141,7 +141,8 @@ TelemetryStore::~TelemetryStore() {
 
 Result<std::vector<std::pair<int64_t, UsageCell>>> TelemetryStore::loadTotals() {
   std::lock_guard lock(readMu_);
-  auto stmt = sqlite::prepare(readDb_.get(), "SELECT alloc, measured, used, idle FROM usage_totals");
+  auto stmt =
+      sqlite::prepare(readDb_.get(), "SELECT alloc, measured, used, idle FROM usage_totals");
   if (!stmt.ok()) return stmt.status().withContext("failed to read " + path_);
   std::vector<std::pair<int64_t, UsageCell>> out;
   int rc;
@@ -185,16 +186,16 @@ void TelemetryStore::writerLoop() {
     bool stopping;
     {
       std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::seconds(1), [&] {
-        return stopping_ || !queue_.empty() || retainAsked_ > retainDone_;
-      });
+      wake_.wait_for(lock, std::chrono::seconds(1),
+                     [&] { return stopping_ || !queue_.empty() || retainAsked_ > retainDone_; });
       batches.swap(queue_);
       stopping = stopping_;
     }
     if (!batches.empty()) {
       Status st = write(batches);
       // Telemetry is not worth stopping allotd for: the batch is dropped and said so.
-      if (!st.ok()) spdlog::error("telemetry store: {} batches lost: {}", batches.size(), st.message());
+      if (!st.ok())
+        spdlog::error("telemetry store: {} batches lost: {}", batches.size(), st.message());
       uint64_t samples = 0;
       for (const auto& b : batches) samples += b.samples.size();
       std::lock_guard lock(mu_);
@@ -279,8 +280,7 @@ Status TelemetryStore::write(const std::vector<TelemetryBatch>& batches) {
     for (const auto& m : b.gpuMinutes) {
       if (st = rollup(statements_->upsertGpuMinute.get(), m, m.minute); !st.ok())
         return fail(st.withContext("gpu minute"));
-      if (st = rollup(statements_->upsertGpuHour.get(), m, bucketOf(m.minute, kHourMs));
-          !st.ok())
+      if (st = rollup(statements_->upsertGpuHour.get(), m, bucketOf(m.minute, kHourMs)); !st.ok())
         return fail(st.withContext("gpu hour"));
     }
     for (const auto& d : b.usage) {
@@ -363,15 +363,18 @@ Result<std::vector<GpuPoint>> TelemetryStore::gpuHistory(const std::string& host
                                                          Resolution resolution, size_t limit) {
   std::string sql;
   if (resolution == Resolution::kRaw) {
-    sql = "SELECT at_ms, 1, util_pct, memory_mib, temperature_c, power_w FROM gpu_samples"
-          " WHERE host = ? AND gpu = ? AND at_ms >= ? AND at_ms < ? ORDER BY at_ms LIMIT ?";
+    sql =
+        "SELECT at_ms, 1, util_pct, memory_mib, temperature_c, power_w FROM gpu_samples"
+        " WHERE host = ? AND gpu = ? AND at_ms >= ? AND at_ms < ? ORDER BY at_ms LIMIT ?";
   } else {
     // A bucket that began before `from` but reaches into the window belongs to it.
     const char* table = resolution == Resolution::kMinute ? "gpu_minutes" : "gpu_hours";
-    sql = std::string("SELECT bucket, samples, CASE WHEN util_samples > 0 THEN util_sum / "
-                      "util_samples END, memory_max_mib, temperature_max_c, CASE WHEN "
-                      "power_samples > 0 THEN power_sum_w / power_samples END FROM ") +
-          table + " WHERE host = ? AND gpu = ? AND bucket >= ? AND bucket < ? ORDER BY bucket LIMIT ?";
+    sql = std::string(
+              "SELECT bucket, samples, CASE WHEN util_samples > 0 THEN util_sum / "
+              "util_samples END, memory_max_mib, temperature_max_c, CASE WHEN "
+              "power_samples > 0 THEN power_sum_w / power_samples END FROM ") +
+          table +
+          " WHERE host = ? AND gpu = ? AND bucket >= ? AND bucket < ? ORDER BY bucket LIMIT ?";
     from = bucketOf(from, resolution == Resolution::kMinute ? kMinuteMs : kHourMs);
   }
   std::lock_guard lock(readMu_);

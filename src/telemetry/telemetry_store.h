@@ -80,8 +80,8 @@ class TelemetryStore {
   std::optional<UsageCell> usageWithin(int64_t alloc, TimeMs from, TimeMs to);
 
   // One GPU's points within [from, to), oldest first, at most `limit` of them.
-  Result<std::vector<GpuPoint>> gpuHistory(const std::string& host, int gpu, TimeMs from,
-                                           TimeMs to, Resolution resolution, size_t limit);
+  Result<std::vector<GpuPoint>> gpuHistory(const std::string& host, int gpu, TimeMs from, TimeMs to,
+                                           Resolution resolution, size_t limit);
 
   // Deletes what each tier no longer keeps, on the writer thread, and waits for it. The writer
   // also does this by itself every hour.

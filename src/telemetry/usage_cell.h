@@ -21,9 +21,7 @@ struct UsageCell {
   bool empty() const { return measured == 0 && used == 0 && idle == 0; }
   // This cell scaled by num/den (den > 0), for a bucket only partly inside a window.
   UsageCell scaled(int64_t num, int64_t den) const {
-    auto s = [&](int64_t v) {
-      return static_cast<int64_t>(static_cast<__int128>(v) * num / den);
-    };
+    auto s = [&](int64_t v) { return static_cast<int64_t>(static_cast<__int128>(v) * num / den); };
     return {s(measured), s(used), s(idle)};
   }
 };

@@ -1,6 +1,6 @@
 // Draining a host with real processes: a running job is preempted at the drain's deadline (set
-// before an allotd restart) and requeued, the host reaches maintenance, and new work stays off it until `allot host resume`.
-// Plus the API's answers to bad drain requests.
+// before an allotd restart) and requeued, the host reaches maintenance, and new work stays off it
+// until `allot host resume`. Plus the API's answers to bad drain requests.
 
 #include "harness.h"
 

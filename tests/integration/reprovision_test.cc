@@ -15,13 +15,16 @@ class ReprovisionTest : public TestCluster {
  protected:
   std::vector<std::string> serverFlags() const override {
     const std::string config = path("allotd.toml");
-    writeFile(path("broken.sh"), "#!/bin/sh\necho 'wiping scratch'\necho 'disk /dev/nvme9 not found' >&2\nexit 4\n");
+    writeFile(path("broken.sh"),
+              "#!/bin/sh\necho 'wiping scratch'\necho 'disk /dev/nvme9 not found' >&2\nexit 4\n");
     ::chmod(path("broken.sh").c_str(), 0755);
     writeFile(config,
               "[hooks.profiles.default]\n"
-              "playbook = \"" ALLOT_SOURCE_DIR "/deploy/ansible/profiles/default.yml\"\n"
+              "playbook = \"" ALLOT_SOURCE_DIR
+              "/deploy/ansible/profiles/default.yml\"\n"
               "[hooks.profiles.broken]\n"
-              "script = \"" + path("broken.sh") + "\"\n");
+              "script = \"" +
+                  path("broken.sh") + "\"\n");
     return {"--heartbeat", "1s", "--config", config};
   }
   std::string adminState(const std::string& h) { return textOf(host(h), "admin_state"); }
@@ -51,8 +54,8 @@ TEST_F(ReprovisionTest, ExamplePlaybookBringsADrainedHostBack) {
   ASSERT_EQ(r.code, 0) << r.describe();
   EXPECT_NE(r.out.find("reprovisioning"), std::string::npos) << r.out;
 
-  ASSERT_TRUE(waitFor([&] { return adminState("gpu-a") == "available"; },
-                      std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      waitFor([&] { return adminState("gpu-a") == "available"; }, std::chrono::seconds(120)))
       << host("gpu-a").dump();
   // The playbook ran on the agent's host with the vars Allot generated.
   const std::string marker = readFile(path("agents/gpu-a/host-state/profile.json"));

@@ -109,20 +109,19 @@ TEST_F(TelemetryTest, TheUsageReportWeighsAllocatedTimeByTheSamples) {
 
   // The GPU's own history: raw samples at 60% while the job ran, kept in telemetry.db.
   const int index = job(alice, id).at("gpu_indices").at(0).get<int>();
-  json history = cliJson(alice, {"host", "history", "node-a", std::to_string(index),
-                                 "--resolution", "raw", "--from", "-10m"});
+  json history = cliJson(alice, {"host", "history", "node-a", std::to_string(index), "--resolution",
+                                 "raw", "--from", "-10m"});
   int busy = 0;
   for (const auto& p : history.at("points")) busy += p.value("utilization_pct", -1.0) == 60;
   EXPECT_GE(busy, 1) << history.dump();
   json minutes = cliJson(alice, {"host", "history", "node-a", std::to_string(index)});
   EXPECT_FALSE(minutes.at("points").empty()) << minutes.dump();
   // Bad input names its field; a GPU the host does not have is not found.
-  HttpResult bad = httpRequest(port_, "GET",
-                               "/api/v1/hosts/node-a/gpus/0/history?resolution=weekly", "", alice);
+  HttpResult bad =
+      httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/0/history?resolution=weekly", "", alice);
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_EQ(bad.parsed()["error"].value("field", ""), "resolution") << bad.body;
-  bad = httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/0/history?from=-1m&to=-2m", "",
-                    alice);
+  bad = httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/0/history?from=-1m&to=-2m", "", alice);
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/node-a/gpus/7/history", "", alice).status,
             404);

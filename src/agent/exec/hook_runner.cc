@@ -107,9 +107,10 @@ model::HookResult runHook(const HookRun& run) {
   if (spec.kind == "playbook") {
     std::string ansible = findOnPath("ansible-playbook");
     if (ansible.empty())
-      return failed(spec.id, "ansible-playbook not found on PATH (Debian: apt install ansible-core)");
-    argv = {ansible, "-i", inventory.string(), "-c", "local", spec.path, "-e",
-            "@" + varsFile.string()};
+      return failed(spec.id,
+                    "ansible-playbook not found on PATH (Debian: apt install ansible-core)");
+    argv = {ansible,   "-i", inventory.string(),     "-c", "local",
+            spec.path, "-e", "@" + varsFile.string()};
   } else {
     argv = {spec.path};
   }
@@ -119,11 +120,10 @@ model::HookResult runHook(const HookRun& run) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   const std::string tmp = (fs::path(run.runDir) / "tmp").string();
-  for (const auto& kv : {"ANSIBLE_LOCAL_TEMP=" + tmp, "ANSIBLE_REMOTE_TEMP=" + tmp,
-                         std::string("ANSIBLE_NOCOLOR=1"), std::string("ANSIBLE_FORCE_COLOR=0"),
-                         std::string("ANSIBLE_RETRY_FILES_ENABLED=0"),
-                         std::string("PYTHONUNBUFFERED=1"),
-                         "ALLOT_HOOK_VARS=" + varsFile.string()})
+  for (const auto& kv :
+       {"ANSIBLE_LOCAL_TEMP=" + tmp, "ANSIBLE_REMOTE_TEMP=" + tmp, std::string("ANSIBLE_NOCOLOR=1"),
+        std::string("ANSIBLE_FORCE_COLOR=0"), std::string("ANSIBLE_RETRY_FILES_ENABLED=0"),
+        std::string("PYTHONUNBUFFERED=1"), "ALLOT_HOOK_VARS=" + varsFile.string()})
     env.push_back(kv);
   for (const auto& [k, v] : run.vars.items())
     env.push_back(envName(k) + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));

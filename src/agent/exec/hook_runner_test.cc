@@ -62,8 +62,8 @@ TEST_F(HookRunnerTest, ShippedExamplePlaybookRunsWithRealAnsible) {
   if (!haveAnsible())
     GTEST_SKIP() << "ansible-playbook is not installed (scripts/install-deps.sh installs Debian's "
                     "ansible-core)";
-  auto r = runHook(run("playbook", ALLOT_SOURCE_DIR "/deploy/ansible/profiles/default.yml",
-                       300'000));
+  auto r =
+      runHook(run("playbook", ALLOT_SOURCE_DIR "/deploy/ansible/profiles/default.yml", 300'000));
   ASSERT_TRUE(r.ok) << r.output;
   EXPECT_EQ(r.id, 7);
   EXPECT_EQ(r.exitCode, 0);
@@ -83,8 +83,9 @@ TEST_F(HookRunnerTest, ShippedExamplePlaybookRunsWithRealAnsible) {
 }
 
 TEST_F(HookRunnerTest, FailingScriptFailsWithItsOutputAndSeesTheVars) {
-  auto r = runHook(run("script", script("echo \"wiping $ALLOT_HOST for $ALLOT_TEAM\"\n"
-                                        "echo 'no such disk' >&2\nexit 3\n"),
+  auto r = runHook(run("script",
+                       script("echo \"wiping $ALLOT_HOST for $ALLOT_TEAM\"\n"
+                              "echo 'no such disk' >&2\nexit 3\n"),
                        60'000));
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.timedOut);
@@ -95,9 +96,8 @@ TEST_F(HookRunnerTest, FailingScriptFailsWithItsOutputAndSeesTheVars) {
 
 TEST_F(HookRunnerTest, TimeoutKillsTheWholeProcessGroup) {
   const std::string pidFile = dir_ + "/child.pid";
-  auto r = runHook(run("script",
-                       script("echo started\nsleep 600 &\necho $! > " + pidFile + "\nwait\n"),
-                       500));
+  auto r = runHook(
+      run("script", script("echo started\nsleep 600 &\necho $! > " + pidFile + "\nwait\n"), 500));
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.timedOut);
   EXPECT_NE(r.output.find("started"), std::string::npos) << r.output;
@@ -109,8 +109,8 @@ TEST_F(HookRunnerTest, TimeoutKillsTheWholeProcessGroup) {
 }
 
 TEST_F(HookRunnerTest, OutputIsBoundedToItsTail) {
-  auto r = runHook(run("script", script("head -c 600000 /dev/zero | tr '\\0' x\necho END\n"),
-                       60'000));
+  auto r =
+      runHook(run("script", script("head -c 600000 /dev/zero | tr '\\0' x\necho END\n"), 60'000));
   ASSERT_TRUE(r.ok) << r.output.substr(0, 200);
   EXPECT_LT(r.output.size(), kMaxHookOutput + 100);
   EXPECT_NE(r.output.find("earlier bytes not kept"), std::string::npos);

@@ -453,8 +453,7 @@ void Agent::startHookIfWanted() {
 }
 
 void Agent::collectHook() {
-  if (!hookRun_.valid() ||
-      hookRun_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+  if (!hookRun_.valid() || hookRun_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return;
   model::HookResult r = hookRun_.get();
   spdlog::info("reprovisioning hook {}: {} (exit code {}{})", r.id, r.ok ? "succeeded" : "failed",

@@ -12,8 +12,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <future>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>

@@ -50,7 +50,8 @@ Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchro
   if (!db.ok()) return db.status();
   auto mode = pragmaText(db->get(), "journal_mode = WAL");
   if (!mode.ok()) return mode.status();
-  if (*mode != "wal") return Status::Unavailable("cannot use WAL journal (SQLite chose '" + *mode + "')");
+  if (*mode != "wal")
+    return Status::Unavailable("cannot use WAL journal (SQLite chose '" + *mode + "')");
   Status st = exec(db->get(), "PRAGMA synchronous = " + std::string(synchronous));
   if (!st.ok()) return st;
   return db;
