@@ -59,6 +59,15 @@ void UsageAttributor::addRound(const std::string& host, const model::Telemetry& 
   const int64_t interval = round.intervalMs > 0 ? round.intervalMs : kDefaultIntervalMs;
   const TimeMs minute = bucketOf(now, kMinuteMs);
   for (const auto& s : round.gpus) {
+    GpuState& gpu = gpus_[{host, s.index}];
+    int64_t span = interval;
+    if (gpu.lastAgentAt != 0) {
+      const int64_t since = round.at - gpu.lastAgentAt;
+      // Nothing new on the agent's clock: a round sent twice (skip it), or the agent's clock
+      // stepped back, as after a restart with a different clock (take one interval).
+      if (since <= 0 && now - gpu.lastReceivedAt < interval / 2) continue;
+      if (since > 0 && since <= kMaxSpanIntervals * interval) span = since;
+    }
     raw_.push_back({host, now, s});
 
     GpuMinute& m = minutes_[{host, s.index, minute}];
@@ -79,15 +88,6 @@ void UsageAttributor::addRound(const std::string& host, const model::Telemetry& 
       ++m.powerSamples;
     }
 
-    GpuState& gpu = gpus_[{host, s.index}];
-    int64_t span = interval;
-    if (gpu.lastAgentAt != 0) {
-      const int64_t since = round.at - gpu.lastAgentAt;
-      // Nothing new on the agent's clock: a round sent twice (skip it), or the agent's clock
-      // stepped back, as after a restart with a different clock (take one interval).
-      if (since <= 0 && now - gpu.lastReceivedAt < interval / 2) continue;
-      if (since > 0 && since <= kMaxSpanIntervals * interval) span = since;
-    }
     gpu.lastAgentAt = round.at;
     gpu.lastReceivedAt = now;
     std::erase_if(gpu.holds, [&](const Hold& h) {

@@ -106,6 +106,7 @@ TEST(UsageAttributor, HoldsStartAndEndWhereTheLedgerSays) {
   a.addRound("gpu-a", round(kT0 + 15 * kS, {{3, 100}}), kT0 + 15 * kS, got.fn());
   EXPECT_EQ(got.byAlloc[1].measured, 4 * kS * 1000);
   EXPECT_EQ(got.byAlloc.size(), 1u);
+  EXPECT_EQ(a.drain().samples.size(), 3u);  // the repeat is not stored either
 }
 
 TEST(UsageAttributor, AGapLongerThanThreeIntervalsCountsOnlyOneInterval) {

@@ -176,7 +176,7 @@ void TelemetryStore::flush() {
 }
 
 uint64_t TelemetryStore::samplesCommitted() const {
-  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  std::lock_guard lock(mu_);
   return samplesCommitted_;
 }
 

@@ -118,7 +118,7 @@ class TelemetryStore {
   // Submitted but not yet committed usage: alloc -> minute -> cell.
   std::unordered_map<int64_t, std::map<TimeMs, UsageCell>> overlay_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_, drained_;
   std::vector<TelemetryBatch> queue_;
   uint64_t submitted_ = 0, committed_ = 0;  // batches
