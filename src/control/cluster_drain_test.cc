@@ -207,17 +207,10 @@ TEST_F(DrainTest, EveryTransitionIsRecordedWithWhoWhenAndWhy) {
 
 // The deadline and the record outlive allotd: a Cluster restarted from the same store still
 // preempts at the deadline set before the restart.
-class DrainRestartTest : public ::testing::Test {
+class DrainRestartTest : public DurableClusterTest {
  protected:
   void SetUp() override {
-    initSecrets();
-    dir_ = std::filesystem::temp_directory_path() / ("allot-drain-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    logs_ = std::make_unique<LogStore>((dir_ / "logs").string());
-    ASSERT_TRUE(logs_->init().ok());
-    auto s = store::SqliteStore::open((dir_ / "allot.db").string());
-    ASSERT_TRUE(s.ok()) << s.status().toString();
-    store_ = std::move(s).value();
+    DurableClusterTest::SetUp();
     start();
     auto admin = cluster_->bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
@@ -228,35 +221,7 @@ class DrainRestartTest : public ::testing::Test {
     keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(1)));
     keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
   }
-  void TearDown() override {
-    cluster_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void start() {
-    auto contents = store_->loadAll();
-    ASSERT_TRUE(contents.ok()) << contents.status().toString();
-    cluster_ = std::make_unique<Cluster>(clock_, *logs_, ClusterOptions{});
-    cluster_->load(*contents);
-  }
-  template <typename T>
-  Change<T> keep(Change<T> c) {
-    EXPECT_TRUE(store_->commit(c.batch).ok());
-    return c;
-  }
-  template <typename T>
-  Change<T> keep(Result<Change<T>> r) {
-    EXPECT_TRUE(r.ok()) << r.status().toString();
-    EXPECT_TRUE(store_->commit(r->batch).ok());
-    return std::move(r).value();
-  }
 
-  FakeClock clock_;
-  std::filesystem::path dir_;
-  std::unique_ptr<LogStore> logs_;
-  std::unique_ptr<store::SqliteStore> store_;
-  std::unique_ptr<Cluster> cluster_;
-  RecordingLink link_;
   Principal admin_;
 };
 

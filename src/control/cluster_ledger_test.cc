@@ -24,17 +24,10 @@ using model::LedgerKind;
 
 constexpr TimeMs kS = 1000;
 
-class LedgerScenarioTest : public ::testing::Test {
+class LedgerScenarioTest : public DurableClusterTest {
  protected:
   void SetUp() override {
-    initSecrets();
-    dir_ = std::filesystem::temp_directory_path() / ("allot-ledger-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    logs_ = std::make_unique<LogStore>((dir_ / "logs").string());
-    ASSERT_TRUE(logs_->init().ok());
-    auto s = store::SqliteStore::open((dir_ / "allot.db").string());
-    ASSERT_TRUE(s.ok()) << s.status().toString();
-    store_ = std::move(s).value();
+    DurableClusterTest::SetUp();
     start();
     auto admin = cluster_->bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
@@ -58,21 +51,17 @@ class LedgerScenarioTest : public ::testing::Test {
   void TearDown() override {
     cluster_.reset();
     telemetry_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+    DurableClusterTest::TearDown();
   }
 
-  // A fresh Cluster from what the stores hold: allotd stopping, as Server does, and starting
-  // (again).
+  // allotd stopping, as Server does (what is attributed goes to telemetry.db), and starting
+  // (again) from what both stores hold.
   void start() {
     if (cluster_ && telemetry_) telemetry_->submit(cluster_->drainTelemetry());
     telemetry_.reset();
-    auto contents = store_->loadAll();
-    ASSERT_TRUE(contents.ok()) << contents.status().toString();
     ClusterOptions opts;
     opts.lostAfterMs = 60 * kS;
-    cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
-    cluster_->load(*contents);
+    DurableClusterTest::start(opts);
     auto t = telemetry::TelemetryStore::open((dir_ / "telemetry.db").string(), {}, clock_);
     ASSERT_TRUE(t.ok()) << t.status().toString();
     telemetry_ = std::move(t).value();
@@ -82,23 +71,6 @@ class LedgerScenarioTest : public ::testing::Test {
     cluster_->setUsageHistory([this](int64_t seq, TimeMs from, TimeMs to) {
       return telemetry_->usageWithin(seq, from, to);
     });
-  }
-
-  template <typename T>
-  Change<T>& keep(Change<T>& c) {
-    EXPECT_TRUE(store_->commit(c.batch).ok());
-    return c;
-  }
-  template <typename T>
-  Change<T> keep(Change<T>&& c) {
-    EXPECT_TRUE(store_->commit(c.batch).ok());
-    return std::move(c);
-  }
-  template <typename T>
-  Change<T> keep(Result<Change<T>> r) {
-    EXPECT_TRUE(r.ok()) << r.status().toString();
-    EXPECT_TRUE(store_->commit(r->batch).ok());
-    return std::move(r).value();
   }
 
   void place() {
@@ -120,13 +92,7 @@ class LedgerScenarioTest : public ::testing::Test {
     return out;
   }
 
-  FakeClock clock_;
-  std::filesystem::path dir_;
-  std::unique_ptr<LogStore> logs_;
-  std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<telemetry::TelemetryStore> telemetry_;
-  std::unique_ptr<Cluster> cluster_;
-  RecordingLink link_;
   Principal admin_, alice_, bob_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // ClusterTest: a Cluster on a FakeClock with teams vision (alice) and nlp (bob) and a platform
-// admin, for the Cluster's unit tests. Test-only.
+// admin, for the Cluster's unit tests. DurableClusterTest: a Cluster whose every change is
+// committed to a real SqliteStore, and which can be restarted from it. Test-only.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 
 #include "common/secrets.h"
 #include "control/cluster.h"
+#include "store/sqlite/sqlite_store.h"
 
 namespace allot::control {
 
@@ -90,6 +92,61 @@ class ClusterTest : public ::testing::Test {
   std::unique_ptr<Cluster> cluster_;
   RecordingLink link_;
   Principal admin_, alice_, bob_;
+};
+
+// A Cluster over a real SqliteStore in a fresh directory. `start()` is allotd starting (again)
+// from what the store holds; `keep` commits a change as allotd would before acknowledging it.
+// Subclasses call start() in their SetUp once they have what it needs.
+class DurableClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    initSecrets();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("allot-durable-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    logs_ = std::make_unique<LogStore>((dir_ / "logs").string());
+    ASSERT_TRUE(logs_->init().ok());
+    auto s = store::SqliteStore::open((dir_ / "allot.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    store_ = std::move(s).value();
+  }
+  void TearDown() override {
+    cluster_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void start(ClusterOptions options = {}) {
+    auto contents = store_->loadAll();
+    ASSERT_TRUE(contents.ok()) << contents.status().toString();
+    cluster_ = std::make_unique<Cluster>(clock_, *logs_, options);
+    cluster_->load(*contents);
+  }
+
+  template <typename T>
+  Change<T>& keep(Change<T>& c) {
+    EXPECT_TRUE(store_->commit(c.batch).ok());
+    return c;
+  }
+  template <typename T>
+  Change<T> keep(Change<T>&& c) {
+    EXPECT_TRUE(store_->commit(c.batch).ok());
+    return std::move(c);
+  }
+  template <typename T>
+  Change<T> keep(Result<Change<T>> r) {
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_TRUE(store_->commit(r->batch).ok());
+    return std::move(r).value();
+  }
+
+  FakeClock clock_;
+  std::filesystem::path dir_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<Cluster> cluster_;
+  RecordingLink link_;
 };
 
 }  // namespace allot::control
