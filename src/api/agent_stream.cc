@@ -142,13 +142,18 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
       if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
       continue;
     }
-    if (type == "hook_result" && helloSeen) {
-      auto r = model::hookResultFromJson(msg);
+    if (type == "task_output" && helloSeen) {
+      auto o = model::taskOutputFromJson(msg);
+      if (o.ok()) server.cluster().agentTaskOutput(host, *o);
+      continue;
+    }
+    if (type == "task_result" && helloSeen) {
+      auto r = model::taskResultFromJson(msg);
       if (!r.ok()) {
-        spdlog::warn("agent {}: bad hook_result: {}", host, r.status().message());
+        spdlog::warn("agent {}: bad task_result: {}", host, r.status().message());
         continue;
       }
-      auto change = server.cluster().agentHookResult(host, *r);
+      auto change = server.cluster().agentTaskResult(host, *r);
       co_await server.apply(change);
       continue;
     }

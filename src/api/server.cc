@@ -189,6 +189,8 @@ asio::awaitable<void> Server::livenessLoop() {
     auto overdue = cluster_->enforceMaxRuntime();
     co_await apply(overdue);
     co_await enforceDrains();
+    auto health = cluster_->scheduleHealthChecks();
+    co_await apply(health);
     auto usage = cluster_->accountUsage();
     co_await apply(usage);
     telemetry_->submit(cluster_->drainTelemetry());

@@ -243,6 +243,8 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
   } else {
     h.name = name;
     h.joinedAt = now;
+    // A new host takes work once commissioning has checked it (cluster_host_task.cc).
+    if (options_.lifecycle.commission) h.adminState = model::AdminState::kRegistering;
   }
   model::applyInventory(h, inv);
   world_.hosts[name] = h;

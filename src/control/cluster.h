@@ -108,6 +108,26 @@ struct HookProfile {
   std::string path;  // on the host
 };
 
+// How hosts are checked and handed over (allotd.toml [health], [handover]; docs/hosts.md).
+struct HostLifecycleOptions {
+  // A newly joined host is health-checked (commissioning) before it takes work; false: it is
+  // available as soon as it joins.
+  bool commission = true;
+  std::string commissionProfile;  // a hook run while commissioning; "" = none
+  // Handovers run the new owner's profile: teamProfiles[team], else defaultProfile ("" = none).
+  std::string defaultProfile;
+  std::map<std::string, std::string> teamProfiles;
+  // The storage policy: team home data on the host is local and removed at every handover.
+  bool wipeHome = true;
+  int64_t taskTimeoutMs = 30 * 60'000;  // a handover's or commissioning's hook
+  // Health checks: what every check requires besides the GPUs the host was commissioned with.
+  std::string minDriver;
+  int64_t minFreeDiskMib = 1024;
+  bool burnIn = true;  // on commissioning, reprovisioning and handovers (never periodic)
+  int64_t burnInMs = 3000;
+  int64_t healthIntervalMs = 10 * 60'000;  // periodic checks of available hosts; 0 = none
+};
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -126,6 +146,7 @@ struct ClusterOptions {
   model::IdlePolicy idleDefault;
   // Reprovisioning hooks by profile name (allotd.toml [hooks]); empty = reprovisioning refused.
   std::map<std::string, HookProfile> hookProfiles;
+  HostLifecycleOptions lifecycle;
 };
 
 // Which events `GET /events` lists; empty fields match everything.
@@ -225,9 +246,39 @@ class Cluster {
   // (FailedPrecondition) unless the host is in maintenance; an unknown profile is InvalidArgument.
   Result<Change<model::Host>> reprovisionHost(const Principal& p, const std::string& host,
                                               const std::string& profile, int64_t timeoutMs);
-  // A hook's result from `host`'s agent. One for a run the host no longer waits for (resumed by
+  // A host task's result from `host`'s agent (cluster_host_task.cc): success moves a
+  // commissioning or reprovisioning host to available (to its new owner, for a handover);
+  // failure leaves it failed, fenced, with the reason and output recorded. A periodic check that
+  // fails fences an available host. A result for a task the host no longer waits for (resumed by
   // hand, or already answered) changes nothing.
-  Change<int> agentHookResult(const std::string& host, const model::HookResult& result);
+  Change<int> agentTaskResult(const std::string& host, const model::HostTaskResult& result);
+  // Output of the task `host` runs now, as its agent streams it: kept in memory for followers.
+  void agentTaskOutput(const std::string& host, const model::TaskOutput& output);
+  // The running task's output so far from `offset`, for `allot host log --follow`; NotFound for a
+  // host `p` may not see. `running` is false once no task runs.
+  struct TaskOutputView {
+    int64_t taskId = 0;
+    bool running = false;
+    int64_t offset = 0;  // of `data`
+    std::string data;
+  };
+  Result<TaskOutputView> taskOutput(const Principal& p, const std::string& host,
+                                    int64_t offset) const;
+
+  // Handover (cluster_handover.cc, docs/hosts.md): the host goes to `team` ("" = the shared
+  // pool) with nothing of its previous tenant left. Others' work is drained (preempted
+  // `deadlineMs` from now; 0 = at once); once drained, the host is reprovisioning: wiped, given
+  // its new owner's profile and health-checked; then it is available to its new owner. Platform
+  // admins only; refused (FailedPrecondition) for a host that is failed, retired, or running a
+  // task. assignHost with `gpus` dedicates those GPUs only, without a wipe (see the docs).
+  Result<Change<model::Host>> assignHost(const Principal& p, const std::string& host,
+                                         const std::string& team, const std::vector<int>& gpus,
+                                         int64_t deadlineMs, const std::string& reason);
+  // The same for allotd's own reasons (leases): recorded as by `by`.
+  Result<Change<model::Host>> handOverHost(const std::string& host, const model::Handover& to,
+                                           int64_t deadlineMs);
+  // Periodic, beside enforceDrains: starts the health checks that are due (healthIntervalMs).
+  Change<int> scheduleHealthChecks();
   // The host's transitions, oldest first; for anyone who may see the host.
   Result<std::vector<model::HostTransition>> hostTransitions(const Principal& p,
                                                              const std::string& host) const;
@@ -361,6 +412,15 @@ class Cluster {
   void transitionHost(model::Host& h, model::AdminState to, const std::string& by,
                       const std::string& reason, store::WriteBatch& batch,
                       const std::string& output = "");
+  // Host tasks (cluster_host_task.cc). The health step every full check runs: the GPUs the host
+  // was commissioned with, the driver, free disk, and the burn-in when `burnIn`.
+  model::HealthStep healthStep(const model::Host& h, bool burnIn) const;
+  // Gives `h` its next task (numbered) and writes it; the caller pushes the host.
+  void startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch);
+  // A host that just reached maintenance with a handover pending starts its handover task.
+  void continueHandover(model::Host& h, store::WriteBatch& batch, std::set<std::string>& push);
+  // The hook a handover to `team` runs: its profile, if one is configured.
+  std::optional<model::HookSpec> handoverHook(const std::string& team) const;
 
   const Clock& clock_;
   LogStore& logs_;
@@ -374,6 +434,9 @@ class Cluster {
   telemetry::UsageAttributor usage_;                // samples -> allocations, until drained
   UsageWithin history_;                             // the telemetry store's tiers; empty in tests
   std::map<int64_t, IdleTrack> idle_;               // running jobs, by id
+  // The running task's output by host, as streamed; dropped when its result arrives (the
+  // record keeps the whole output then).
+  std::map<std::string, TaskOutputView> taskOutputs_;
   TimeMs idleEpoch_ = 0;  // allotd's start: no job counts as idle from before it
 };
 

@@ -92,7 +92,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       out.push_back(std::move(d));
     }
   }
-  return model::encodeDesired(out, options_.heartbeatMs, h.hook);
+  return model::encodeDesired(out, options_.heartbeatMs, h.task);
 }
 
 void Cluster::push(const std::set<std::string>& hosts) {
@@ -115,6 +115,28 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
   // indexes; a GPU that vanished shows up as its jobs failing on the host.
   model::applyInventory(h, inv);
+  if (h.adminState == model::AdminState::kRegistering) {
+    // First word from a new host: check it before it takes work.
+    transitionHost(h, model::AdminState::kCommissioning, "allotd", "new host", c.batch);
+    model::HostTask task;
+    task.purpose = "commissioning";
+    if (auto prof = options_.hookProfiles.find(options_.lifecycle.commissionProfile);
+        !options_.lifecycle.commissionProfile.empty() && prof != options_.hookProfiles.end()) {
+      task.hook = model::HookSpec{0,
+                                  prof->first,
+                                  h.dedicatedTo,
+                                  prof->second.kind,
+                                  prof->second.path,
+                                  options_.lifecycle.taskTimeoutMs};
+    }
+    task.health = healthStep(h, true);
+    startTask(h, std::move(task), c.batch);
+  } else if (h.expectedGpuCount < 0) {
+    // Commissioned before health checks knew what to expect: what it has now is the baseline.
+    h.expectedGpuCount = static_cast<int>(h.gpus.size());
+    h.expectedGpuModels.clear();
+    for (const auto& g : h.gpus) h.expectedGpuModels.push_back(g.model);
+  }
   c.batch.add(store::PutHost{h});
   spdlog::info("agent connected: host={} gpus={} jobs_reported={}", host, h.gpus.size(),
                jobs.size());

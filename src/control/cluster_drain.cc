@@ -41,9 +41,9 @@ void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& b
   // An available host needs no explanation; the record keeps why it came back.
   h.adminReason = to == AdminState::kAvailable ? "" : reason;
   if (to != AdminState::kDraining) h.drainDeadline = 0;
-  // Leaving reprovisioning (by a result, or by hand) ends the wait for the hook: a late result
-  // then changes nothing.
-  if (to != AdminState::kReprovisioning) h.hook.reset();
+  // Any transition ends the wait for the host's task (callers starting one start it after): a
+  // late result then changes nothing.
+  h.task.reset();
   world_.hostTransitions[h.name].push_back(t);
   batch.add(store::PutHost{h}).add(store::AppendHostTransition{t});
   spdlog::info("host admin state: host={} from={} to={} by={} reason={}", h.name,
@@ -59,7 +59,8 @@ Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::st
   if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
   model::Host& h = it->second;
   if (h.adminState == AdminState::kFailed || h.adminState == AdminState::kRetired ||
-      h.adminState == AdminState::kReprovisioning) {
+      h.adminState == AdminState::kReprovisioning || h.adminState == AdminState::kRegistering ||
+      h.adminState == AdminState::kCommissioning) {
     return Status::FailedPrecondition("host " + name + " is " +
                                       model::adminStateName(h.adminState) + "; resume it first");
   }
@@ -93,6 +94,8 @@ Result<Change<model::Host>> Cluster::resumeHost(const Principal& p, const std::s
     return Status::FailedPrecondition("host " + name + " is retired; it does not come back");
   Change<model::Host> c;
   if (h.adminState != AdminState::kAvailable) {
+    // Resuming gives up a handover under way: the host stays with its owner.
+    h.handover.reset();
     transitionHost(h, AdminState::kAvailable, p.name, "resumed", c.batch);
     if (onQueueChanged_) onQueueChanged_();
   }
@@ -140,6 +143,7 @@ Change<std::vector<int64_t>> Cluster::enforceDrains() {
     auto held = world_.hostJobs.find(name);
     if (held == world_.hostJobs.end() || held->second.empty()) {
       transitionHost(h, AdminState::kMaintenance, kSystemActor, h.adminReason, c.batch);
+      continueHandover(h, c.batch, c.pushHosts);
       continue;
     }
     if (h.drainDeadline == 0 || now < h.drainDeadline) continue;

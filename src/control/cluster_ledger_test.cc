@@ -59,7 +59,7 @@ class LedgerScenarioTest : public DurableClusterTest {
   void start() {
     if (cluster_ && telemetry_) telemetry_->submit(cluster_->drainTelemetry());
     telemetry_.reset();
-    ClusterOptions opts;
+    ClusterOptions opts = testOptions();
     opts.lostAfterMs = 60 * kS;
     DurableClusterTest::start(opts);
     auto t = telemetry::TelemetryStore::open((dir_ / "telemetry.db").string(), {}, clock_);

@@ -14,18 +14,6 @@ namespace allot::control {
 
 using model::AdminState;
 
-namespace {
-
-constexpr const char* kSystemActor = "allotd";
-
-std::string failureReason(const model::HookSpec& hook, const model::HookResult& r) {
-  std::string why = "reprovisioning with profile " + hook.profile + " failed: ";
-  if (r.timedOut) return why + "timed out after " + std::to_string(hook.timeoutMs / 1000) + "s";
-  if (r.exitCode < 0) return why + "the hook did not run to its end";
-  return why + "exit code " + std::to_string(r.exitCode);
-}
-
-}  // namespace
 
 Result<Change<model::Host>> Cluster::reprovisionHost(const Principal& p, const std::string& name,
                                                      const std::string& profile,
@@ -54,41 +42,19 @@ Result<Change<model::Host>> Cluster::reprovisionHost(const Principal& p, const s
   }
   Change<model::Host> c;
   model::HookSpec hook;
-  hook.id = world_.nextHostTransitionId;  // the id the transition below gets
   hook.profile = profile;
   hook.team = h.dedicatedTo;
   hook.kind = prof->second.kind;
   hook.path = prof->second.path;
   hook.timeoutMs = timeoutMs;
   transitionHost(h, AdminState::kReprovisioning, p.name, "profile " + profile, c.batch);
-  h.hook = hook;
-  c.batch.add(store::PutHost{h});  // again, now with the hook
+  model::HostTask task;
+  task.purpose = "reprovisioning with profile " + profile;
+  task.hook = hook;
+  task.health = healthStep(h, true);
+  startTask(h, std::move(task), c.batch);
   c.pushHosts.insert(name);
   c.value = h;
-  return c;
-}
-
-Change<int> Cluster::agentHookResult(const std::string& name, const model::HookResult& r) {
-  Change<int> c;
-  c.value = 0;
-  auto it = world_.hosts.find(name);
-  if (it == world_.hosts.end()) return c;
-  model::Host& h = it->second;
-  if (h.adminState != AdminState::kReprovisioning || !h.hook || h.hook->id != r.id) {
-    spdlog::info("hook result ignored: host={} id={} (not waited for)", name, r.id);
-    return c;
-  }
-  const model::HookSpec hook = *h.hook;
-  if (r.ok) {
-    transitionHost(h, AdminState::kAvailable, kSystemActor,
-                   "reprovisioned with profile " + hook.profile, c.batch, r.output);
-    if (onQueueChanged_) onQueueChanged_();
-  } else {
-    transitionHost(h, AdminState::kFailed, kSystemActor, failureReason(hook, r), c.batch, r.output);
-  }
-  // Its desired state no longer names the hook, so the agent stops reporting it.
-  c.pushHosts.insert(name);
-  c.value = 1;
   return c;
 }
 

@@ -23,10 +23,21 @@ class ReprovisionTest : public ClusterTest {
   AdminState adminState(const std::string& host) {
     return cluster_->world().hosts.at(host).adminState;
   }
-  // The hook the host's desired state names; null when none.
+  // The hook of the task the host's desired state names; null when none.
   nlohmann::json sentHook() {
     auto msg = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
-    return msg.value("hook", nlohmann::json());
+    return msg.value("task", nlohmann::json::object()).value("hook", nlohmann::json());
+  }
+  // What the agent reports of a task whose hook ran.
+  static model::HostTaskResult hookRan(int64_t id, bool ok, int exitCode, bool timedOut,
+                                       std::string output) {
+    model::HostTaskResult r;
+    r.id = id;
+    r.ok = ok;
+    r.failedStep = ok ? "" : "hook";
+    r.hook = model::HookResult{id, ok, exitCode, timedOut, output};
+    r.output = std::move(output);
+    return r;
   }
   int64_t startReprovision(const std::string& profile = "default") {
     joinHost("gpu-01", 1);
@@ -36,7 +47,7 @@ class ReprovisionTest : public ClusterTest {
     EXPECT_EQ(r->value.adminState, AdminState::kReprovisioning);
     EXPECT_TRUE(r->pushHosts.count("gpu-01"));
     cluster_->push(r->pushHosts);
-    return r->value.hook->id;
+    return r->value.task->id;
   }
 };
 
@@ -60,7 +71,7 @@ TEST_F(ReprovisionTest, RefusedUnlessInMaintenance) {
   EXPECT_NE(unknown.status().message().find("default, wipe"), std::string::npos)
       << unknown.status().message();
   EXPECT_EQ(adminState("gpu-01"), AdminState::kMaintenance);
-  EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").hook.has_value());
+  EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").task.has_value());
 }
 
 TEST_F(ReprovisionTest, SuccessBringsTheHostBackWithTheOutput) {
@@ -74,8 +85,8 @@ TEST_F(ReprovisionTest, SuccessBringsTheHostBackWithTheOutput) {
   EXPECT_EQ(cluster_->drainHost(admin_, "gpu-01", 0, "").status().code(),
             Code::kFailedPrecondition);
 
-  model::HookResult r{id, true, 0, false, "PLAY RECAP ok=3 failed=0\n"};
-  auto c = cluster_->agentHookResult("gpu-01", r);
+  auto r = hookRan(id, true, 0, false, "PLAY RECAP ok=3 failed=0\n");
+  auto c = cluster_->agentTaskResult("gpu-01", r);
   EXPECT_EQ(c.value, 1);
   EXPECT_TRUE(c.pushHosts.count("gpu-01"));
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
@@ -85,14 +96,13 @@ TEST_F(ReprovisionTest, SuccessBringsTheHostBackWithTheOutput) {
   ASSERT_EQ(log.size(), 4u);  // draining, maintenance, reprovisioning, available
   EXPECT_EQ(log[2].to, AdminState::kReprovisioning);
   EXPECT_EQ(log[2].by, "admin");
-  EXPECT_EQ(log[2].id, id);
   EXPECT_EQ(log[3].from, AdminState::kReprovisioning);
   EXPECT_EQ(log[3].to, AdminState::kAvailable);
   EXPECT_EQ(log[3].by, "allotd");
   EXPECT_EQ(log[3].output, "PLAY RECAP ok=3 failed=0\n");
 
   // A repeated result (the agent resends until it hears) changes nothing.
-  EXPECT_EQ(cluster_->agentHookResult("gpu-01", r).value, 0);
+  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", r).value, 0);
   EXPECT_EQ(cluster_->hostTransitions(admin_, "gpu-01")->size(), 4u);
 }
 
@@ -100,10 +110,10 @@ TEST_F(ReprovisionTest, FailureLeavesTheHostFailedWithTheOutput) {
   const int64_t id = startReprovision("wipe");
   EXPECT_EQ(sentHook().value("kind", ""), "script");
   // A result for another run is not this one's.
-  EXPECT_EQ(cluster_->agentHookResult("gpu-01", {id + 100, true, 0, false, ""}).value, 0);
+  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", hookRan(id + 100, true, 0, false, "")).value, 0);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kReprovisioning);
 
-  auto c = cluster_->agentHookResult("gpu-01", {id, false, 3, false, "disk not found\n"});
+  auto c = cluster_->agentTaskResult("gpu-01", hookRan(id, false, 3, false, "disk not found\n"));
   EXPECT_EQ(c.value, 1);
   const auto& h = cluster_->world().hosts.at("gpu-01");
   EXPECT_EQ(h.adminState, AdminState::kFailed);
@@ -115,7 +125,7 @@ TEST_F(ReprovisionTest, FailureLeavesTheHostFailedWithTheOutput) {
 
 TEST_F(ReprovisionTest, TimeoutSaysSo) {
   const int64_t id = startReprovision();
-  cluster_->agentHookResult("gpu-01", {id, false, -1, true, "TASK [packages]\n"});
+  cluster_->agentTaskResult("gpu-01", hookRan(id, false, -1, true, "TASK [packages]\n"));
   EXPECT_EQ(adminState("gpu-01"), AdminState::kFailed);
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").adminReason,
             "reprovisioning with profile default failed: timed out after 600s");
@@ -132,8 +142,8 @@ TEST_F(ReprovisionTest, DisconnectKeepsWaitingAndResumeByHandEndsTheWait) {
 
   // An admin may give up on the hook; a result arriving later changes nothing.
   ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
-  EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").hook.has_value());
-  EXPECT_EQ(cluster_->agentHookResult("gpu-01", {id, false, 1, false, "late"}).value, 0);
+  EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").task.has_value());
+  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", hookRan(id, false, 1, false, "late")).value, 0);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
 }
 

@@ -51,6 +51,9 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(logs_->init().ok());
     ClusterOptions opts;
     opts.lostAfterMs = 60'000;
+    // Hosts are in service as soon as they join; commissioning has tests of its own.
+    opts.lifecycle.commission = false;
+    opts.lifecycle.healthIntervalMs = 0;
     adjustOptions(opts);
     cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
     auto admin = cluster_->bootstrapAdmin();
@@ -117,7 +120,15 @@ class DurableClusterTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void start(ClusterOptions options = {}) {
+  // Hosts are in service as soon as they join, and no periodic health check runs, unless
+  // `options` says otherwise.
+  static ClusterOptions testOptions() {
+    ClusterOptions o;
+    o.lifecycle.commission = false;
+    o.lifecycle.healthIntervalMs = 0;
+    return o;
+  }
+  void start(ClusterOptions options = testOptions()) {
     auto contents = store_->loadAll();
     ASSERT_TRUE(contents.ok()) << contents.status().toString();
     cluster_ = std::make_unique<Cluster>(clock_, *logs_, options);

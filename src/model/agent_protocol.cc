@@ -231,11 +231,11 @@ std::string encodeStatus(const std::vector<ActualJob>& jobs) {
 }
 
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HookSpec>& hook) {
+                          const std::optional<HostTask>& task) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : jobs) arr.push_back(toJson(d));
   nlohmann::json out{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}};
-  if (hook) out["hook"] = toJson(*hook);
+  if (task) out["task"] = toJson(*task);
   return out.dump();
 }
 
@@ -261,11 +261,54 @@ Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
   });
 }
 
-std::string encodeHookResult(const HookResult& r) {
-  return nlohmann::json{
-      {"type", "hook_result"},   {"id", r.id},        {"ok", r.ok}, {"exit_code", r.exitCode},
-      {"timed_out", r.timedOut}, {"output", r.output}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+nlohmann::json toJson(const HostTask& t) {
+  nlohmann::json out{{"id", t.id}, {"purpose", t.purpose}};
+  if (t.wipe) out["wipe"] = {{"home", t.wipe->home}};
+  if (t.hook) out["hook"] = toJson(*t.hook);
+  if (t.health) {
+    const HealthStep& h = *t.health;
+    out["health"] = {{"gpu_count", h.gpuCount},
+                     {"gpu_models", h.gpuModels},
+                     {"min_driver", h.minDriver},
+                     {"min_free_disk_mib", h.minFreeDiskMib},
+                     {"burn_in", h.burnIn},
+                     {"burn_in_ms", h.burnInMs}};
+  }
+  return out;
+}
+
+Result<HostTask> hostTaskFromJson(const nlohmann::json& j) {
+  return guarded("host task", [&]() -> Result<HostTask> {
+    HostTask t;
+    t.id = j.at("id").get<int64_t>();
+    t.purpose = j.value("purpose", "");
+    if (auto w = j.find("wipe"); w != j.end() && w->is_object())
+      t.wipe = WipeStep{w->value("home", false)};
+    if (auto h = j.find("hook"); h != j.end() && h->is_object()) {
+      auto hook = hookSpecFromJson(*h);
+      if (!hook.ok()) return hook.status();
+      t.hook = *hook;
+    }
+    if (auto h = j.find("health"); h != j.end() && h->is_object()) {
+      HealthStep s;
+      s.gpuCount = h->value("gpu_count", -1);
+      s.gpuModels = h->value("gpu_models", std::vector<std::string>{});
+      s.minDriver = h->value("min_driver", "");
+      s.minFreeDiskMib = h->value("min_free_disk_mib", int64_t{0});
+      s.burnIn = h->value("burn_in", false);
+      s.burnInMs = h->value("burn_in_ms", int64_t{3000});
+      t.health = s;
+    }
+    return t;
+  });
+}
+
+nlohmann::json toJson(const HookResult& r) {
+  return {{"id", r.id},
+          {"ok", r.ok},
+          {"exit_code", r.exitCode},
+          {"timed_out", r.timedOut},
+          {"output", r.output}};
 }
 
 Result<HookResult> hookResultFromJson(const nlohmann::json& j) {
@@ -277,6 +320,73 @@ Result<HookResult> hookResultFromJson(const nlohmann::json& j) {
     r.timedOut = j.value("timed_out", false);
     r.output = j.value("output", "");
     return r;
+  });
+}
+
+nlohmann::json toJson(const HealthReport& r) {
+  return {{"problems", r.problems},          {"gpu_count", r.gpuCount},
+          {"gpu_models", r.gpuModels},       {"driver_version", r.driverVersion},
+          {"cuda_version", r.cudaVersion},   {"free_disk_mib", r.freeDiskMib},
+          {"burn_in", r.burnIn}};
+}
+
+Result<HealthReport> healthReportFromJson(const nlohmann::json& j) {
+  return guarded("health report", [&]() -> Result<HealthReport> {
+    HealthReport r;
+    r.problems = j.value("problems", std::vector<std::string>{});
+    r.gpuCount = j.value("gpu_count", 0);
+    r.gpuModels = j.value("gpu_models", std::vector<std::string>{});
+    r.driverVersion = j.value("driver_version", "");
+    r.cudaVersion = j.value("cuda_version", "");
+    r.freeDiskMib = j.value("free_disk_mib", int64_t{-1});
+    r.burnIn = j.value("burn_in", "");
+    return r;
+  });
+}
+
+std::string encodeTaskResult(const HostTaskResult& r) {
+  nlohmann::json out{{"type", "task_result"}, {"id", r.id},         {"ok", r.ok},
+                     {"failed_step", r.failedStep}, {"reason", r.reason}, {"output", r.output}};
+  if (r.hook) out["hook"] = toJson(*r.hook);
+  if (r.health) out["health"] = toJson(*r.health);
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<HostTaskResult> taskResultFromJson(const nlohmann::json& j) {
+  return guarded("task result", [&]() -> Result<HostTaskResult> {
+    HostTaskResult r;
+    r.id = j.at("id").get<int64_t>();
+    r.ok = j.at("ok").get<bool>();
+    r.failedStep = j.value("failed_step", "");
+    r.reason = j.value("reason", "");
+    r.output = j.value("output", "");
+    if (auto h = j.find("hook"); h != j.end() && h->is_object()) {
+      auto hook = hookResultFromJson(*h);
+      if (!hook.ok()) return hook.status();
+      r.hook = *hook;
+    }
+    if (auto h = j.find("health"); h != j.end() && h->is_object()) {
+      auto health = healthReportFromJson(*h);
+      if (!health.ok()) return health.status();
+      r.health = *health;
+    }
+    return r;
+  });
+}
+
+std::string encodeTaskOutput(const TaskOutput& o) {
+  return nlohmann::json{{"type", "task_output"}, {"id", o.id}, {"offset", o.offset},
+                        {"data", o.data}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<TaskOutput> taskOutputFromJson(const nlohmann::json& j) {
+  return guarded("task output", [&]() -> Result<TaskOutput> {
+    TaskOutput o;
+    o.id = j.at("id").get<int64_t>();
+    o.offset = j.at("offset").get<int64_t>();
+    o.data = j.at("data").get<std::string>();
+    return o;
   });
 }
 

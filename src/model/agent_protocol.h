@@ -13,13 +13,15 @@
 //   "gpus":[GpuSample...]}
 //                           one per sample round (every --telemetry-interval), all GPUs
 //   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N,
-//                            "hook":HookSpec}     (hook: only while the host is reprovisioning)
-//   agent -> allotd  text   {"type":"hook_result", "id":N, "ok":B, "exit_code":N,
-//                            "timed_out":B, "output":"..."}
+//                            "task":HostTask}    (task: only while the host has one to run)
+//   agent -> allotd  text   {"type":"task_output", "id":N, "offset":N, "data":"..."}
+//                           the running task's output so far, in pieces, as it comes
+//   agent -> allotd  text   {"type":"task_result", "id":N, "ok":B, "failed_step":S,
+//                            "reason":"...", "output":"...", "hook":{...}, "health":{...}}
 //
-// The hook rides in the desired state rather than in a message of its own: the link keeps only
-// the newest message (level-triggered), and a host that reconnects mid-hook must hear it again.
-// The agent runs each hook id once per process and sends its result until the desired state no
+// The task rides in the desired state rather than in a message of its own: the link keeps only
+// the newest message (level-triggered), and a host that reconnects mid-task must hear it again.
+// The agent runs each task id once per process and sends its result until the desired state no
 // longer names it.
 
 #include <map>
@@ -112,6 +114,38 @@ struct HookResult {
   std::string output;
 };
 
+// What a health check found. `problems` empty means healthy; each is one line for people
+// ("GPU 3 missing: expected 8 GPUs, found 7", "driver 535.54 is older than 550.0").
+struct HealthReport {
+  std::vector<std::string> problems;
+  int gpuCount = 0;
+  std::vector<std::string> gpuModels;
+  std::string driverVersion;
+  std::string cudaVersion;
+  int64_t freeDiskMib = -1;       // -1: unknown
+  std::string burnIn;             // "passed", "failed: ...", "skipped: simulated GPUs", ...
+};
+
+// What a host task did. ok only when every step it asked for succeeded; otherwise failedStep is
+// "wipe", "hook" or "health" and reason one line saying why. `output` is every step's output in
+// order (the wipe's account, the hook's stdout and stderr, the health report), the last 256 KiB.
+struct HostTaskResult {
+  int64_t id = 0;
+  bool ok = false;
+  std::string failedStep;
+  std::string reason;
+  std::string output;
+  std::optional<HookResult> hook;      // when the task had a hook that started
+  std::optional<HealthReport> health;  // when the task had a health check that ran
+};
+
+// A piece of a running task's output, for live viewing (`allot host log --follow`).
+struct TaskOutput {
+  int64_t id = 0;
+  int64_t offset = 0;  // bytes of this task's output before `data`
+  std::string data;
+};
+
 // The agent's inventory is the truth about its host's hardware: copies it onto the Host, keeping
 // the admin's settings (dedication, sharing) of each GPU it already knew.
 void applyInventory(Host& host, const Inventory& inv);
@@ -131,11 +165,19 @@ Result<Telemetry> telemetryFromJson(const nlohmann::json& j);
 std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs);
 std::string encodeStatus(const std::vector<ActualJob>& jobs);
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HookSpec>& hook = std::nullopt);
+                          const std::optional<HostTask>& task = std::nullopt);
 nlohmann::json toJson(const HookSpec& h);
 Result<HookSpec> hookSpecFromJson(const nlohmann::json& j);
-std::string encodeHookResult(const HookResult& r);
+nlohmann::json toJson(const HostTask& t);
+Result<HostTask> hostTaskFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const HookResult& r);
 Result<HookResult> hookResultFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const HealthReport& r);
+Result<HealthReport> healthReportFromJson(const nlohmann::json& j);
+std::string encodeTaskResult(const HostTaskResult& r);
+Result<HostTaskResult> taskResultFromJson(const nlohmann::json& j);
+std::string encodeTaskOutput(const TaskOutput& o);
+Result<TaskOutput> taskOutputFromJson(const nlohmann::json& j);
 std::string encodeLogChunk(const LogChunk& chunk);
 Result<LogChunk> decodeLogChunk(const std::string& frame);
 

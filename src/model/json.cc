@@ -1,5 +1,6 @@
 #include "model/json.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/time_format.h"
@@ -217,6 +218,13 @@ json toJson(const Host& h) {
     out["drain_deadline"] = h.drainDeadline ? json(formatIso8601(h.drainDeadline)) : json(nullptr);
     out["drain_reason"] = nullIfEmpty(h.adminReason);
   }
+  // "shared", or the team the host is assigned to.
+  out["pool"] = h.dedicatedTo.empty() ? "shared" : h.dedicatedTo;
+  out["task"] = h.task ? json(h.task->purpose) : json(nullptr);
+  out["handover_to"] = h.handover ? json(h.handover->team.empty() ? "shared" : h.handover->team)
+                                  : json(nullptr);
+  out["health_checked_at"] =
+      h.healthCheckedAt ? json(formatIso8601(h.healthCheckedAt)) : json(nullptr);
   return out;
 }
 
@@ -299,7 +307,17 @@ json toStoreDoc(const Host& h) {
   out["admin_state"] = adminStateName(h.adminState);
   out["admin_reason"] = h.adminReason;
   out["drain_deadline_ms"] = h.drainDeadline;
-  if (h.hook) out["hook"] = toJson(*h.hook);
+  if (h.task) out["task"] = toJson(*h.task);
+  out["last_task_id"] = h.lastTaskId;
+  if (h.handover) {
+    out["handover"] = {{"team", h.handover->team},
+                       {"by", h.handover->by},
+                       {"reason", h.handover->reason},
+                       {"lease", h.handover->leaseId}};
+  }
+  out["expected_gpu_count"] = h.expectedGpuCount;
+  out["expected_gpu_models"] = h.expectedGpuModels;
+  out["health_checked_ms"] = h.healthCheckedAt;
   return out;
 }
 
@@ -323,11 +341,23 @@ Host hostFromStoreDoc(const json& d) {
   h.adminState = *parsed;
   h.adminReason = d.value("admin_reason", "");
   h.drainDeadline = d.value("drain_deadline_ms", TimeMs{0});
-  if (d.contains("hook")) {
+  if (d.contains("task")) {
+    auto task = hostTaskFromJson(d.at("task"));
+    if (!task.ok()) throw std::runtime_error("host " + h.name + ": " + task.status().message());
+    h.task = *task;
+  } else if (d.contains("hook")) {  // written before host tasks: a reprovisioning hook alone
     auto hook = hookSpecFromJson(d.at("hook"));
     if (!hook.ok()) throw std::runtime_error("host " + h.name + ": " + hook.status().message());
-    h.hook = *hook;
+    h.task = model::HostTask{hook->id, "reprovision", std::nullopt, *hook, std::nullopt};
   }
+  h.lastTaskId = std::max(d.value("last_task_id", int64_t{0}), h.task ? h.task->id : 0);
+  if (auto ho = d.find("handover"); ho != d.end() && ho->is_object()) {
+    h.handover = Handover{ho->value("team", ""), ho->value("by", ""), ho->value("reason", ""),
+                          ho->value("lease", int64_t{0})};
+  }
+  h.expectedGpuCount = d.value("expected_gpu_count", -1);
+  h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
+  h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
   return h;
 }
 

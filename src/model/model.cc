@@ -39,13 +39,18 @@ const char* adminStateName(AdminState s) {
       return "retired";
     case AdminState::kReprovisioning:
       return "reprovisioning";
+    case AdminState::kRegistering:
+      return "registering";
+    case AdminState::kCommissioning:
+      return "commissioning";
   }
   return "available";
 }
 
 std::optional<AdminState> parseAdminState(const std::string& s) {
   for (auto a : {AdminState::kAvailable, AdminState::kDraining, AdminState::kMaintenance,
-                 AdminState::kFailed, AdminState::kRetired, AdminState::kReprovisioning}) {
+                 AdminState::kFailed, AdminState::kRetired, AdminState::kReprovisioning,
+                 AdminState::kRegistering, AdminState::kCommissioning}) {
     if (s == adminStateName(a)) return a;
   }
   return std::nullopt;

@@ -116,24 +116,73 @@ struct Gpu {
 enum class HostState { kOnline, kUnreachable };
 const char* hostStateName(HostState s);
 
-// The administrative (lifecycle) state of a host, set by people and, for draining -> maintenance,
-// by allotd; apart from HostState, which is only whether its agent is connected. Only an
-// available host takes new work. Reprovisioning: a drained host running its profile's hook.
-// See docs/hosts.md.
-enum class AdminState { kAvailable, kDraining, kMaintenance, kFailed, kRetired, kReprovisioning };
+// The administrative (lifecycle) state of a host, set by people and by allotd; apart from
+// HostState, which is only whether its agent is connected. Only an available host takes new work.
+// Registering: joined, its agent not heard from yet. Commissioning: its first host task (health
+// check, optional profile) runs. Reprovisioning: a drained host runs a host task (wipe, profile,
+// health check) before it goes back to service, or to another team. See docs/hosts.md.
+enum class AdminState {
+  kAvailable,
+  kDraining,
+  kMaintenance,
+  kFailed,
+  kRetired,
+  kReprovisioning,
+  kRegistering,
+  kCommissioning
+};
 const char* adminStateName(AdminState s);
 std::optional<AdminState> parseAdminState(const std::string& s);
 
-// A reprovisioning hook allotd asks a host's agent to run: an ansible playbook or a plain script
-// on the host, from the allotd config's [hooks.profiles.NAME]. `id` is the reprovisioning
-// transition's id, so a result names the run it answers.
+// A reprovisioning hook: an ansible playbook or a plain script on the host, from the allotd
+// config's [hooks.profiles.NAME]. `id` is its host task's id.
 struct HookSpec {
   int64_t id = 0;
   std::string profile;
-  std::string team;  // the host's team (allot_team); empty = the shared pool
+  std::string team;  // the team the host goes to (allot_team); empty = the shared pool
   std::string kind;  // "playbook" or "script"
   std::string path;  // on the host
   int64_t timeoutMs = 0;
+};
+
+// Wipe: what the previous tenant left on the host removed (agent/host_ops/wipe.h): every
+// workload's scratch and job directories, stray workload processes, and, when `home`, the team
+// home data (the platform's storage policy says whether homes are local and wiped). Then every
+// GPU is verified free of processes and memory.
+struct WipeStep {
+  bool home = false;
+};
+
+// Health check: what the host must look like to take work (agent/host_ops/health_check.h).
+// A field left at its default is not checked.
+struct HealthStep {
+  int gpuCount = -1;                   // -1: any
+  std::vector<std::string> gpuModels;  // by GPU index; empty: any
+  std::string minDriver;               // dotted version, compared numerically; empty: any
+  int64_t minFreeDiskMib = 0;          // on the agent's work directory's file system
+  // A short compute burn-in on every GPU; only on real GPUs (the simulated provider skips it,
+  // saying so in the report).
+  bool burnIn = false;
+  int64_t burnInMs = 3000;
+};
+
+// A host task: the steps allotd asks a host's agent to run between tenants, in this order, each
+// only when present: wipe, hook, health check. It rides in the host's desired state until the
+// agent reports its result (model/agent_protocol.h). `id` is the transition that started it.
+struct HostTask {
+  int64_t id = 0;
+  std::string purpose;  // for people: "reprovision", "handover to ml", "commission", ...
+  std::optional<WipeStep> wipe;
+  std::optional<HookSpec> hook;
+  std::optional<HealthStep> health;
+};
+
+// Who asked a host to change hands, and for what: kept on the host until the handover ends.
+struct Handover {
+  std::string team;  // the new owner; "" = the shared pool
+  std::string by;
+  std::string reason;
+  int64_t leaseId = 0;  // the lease it starts or ends; 0 = by hand
 };
 
 struct Host {
@@ -154,9 +203,17 @@ struct Host {
   std::string adminReason;  // why it is in its admin state, as its last transition said
   // Draining only: when running work is preempted; 0 = it may run to its end.
   TimeMs drainDeadline = 0;
-  // Reprovisioning only: the hook its agent is to run (sent with every desired state until the
-  // agent reports its result).
-  std::optional<HookSpec> hook;
+  // The host task its agent is to run now (sent with every desired state until the agent
+  // reports its result): commissioning's, reprovisioning's or a periodic health check's.
+  std::optional<HostTask> task;
+  int64_t lastTaskId = 0;  // host tasks are numbered per host, from 1
+  // A handover under way: once drained, the host is wiped, given `team`'s profile and
+  // health-checked, and then belongs to `team` ("" = the shared pool). See cluster_handover.cc.
+  std::optional<Handover> handover;
+  // What its health checks expect: the GPUs it had when commissioned (count -1: not yet known).
+  int expectedGpuCount = -1;
+  std::vector<std::string> expectedGpuModels;
+  TimeMs healthCheckedAt = 0;  // the last health check that passed
 };
 
 // One change of a host's admin state: who, when, from, to and why. Append-only, kept for audit

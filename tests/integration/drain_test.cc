@@ -61,14 +61,16 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
     EXPECT_EQ(textOf(job(alice, id), "state"), "queued");
   }
 
-  // The record: who drained it, and allotd finishing the drain.
+  // The record: commissioning when it joined, who drained it, and allotd finishing the drain.
   json log = cliJson(alice, {"host", "log", "gpu-a"});
-  ASSERT_EQ(log.size(), 2u) << log.dump();
-  EXPECT_EQ(textOf(log[0], "by"), "admin");
-  EXPECT_EQ(textOf(log[0], "to"), "draining");
-  EXPECT_EQ(textOf(log[0], "reason"), "kernel update");
-  EXPECT_EQ(textOf(log[1], "by"), "allotd");
-  EXPECT_EQ(textOf(log[1], "to"), "maintenance");
+  ASSERT_EQ(log.size(), 4u) << log.dump();
+  EXPECT_EQ(textOf(log[0], "to"), "commissioning");
+  EXPECT_EQ(textOf(log[1], "reason"), "commissioned");
+  EXPECT_EQ(textOf(log[2], "by"), "admin");
+  EXPECT_EQ(textOf(log[2], "to"), "draining");
+  EXPECT_EQ(textOf(log[2], "reason"), "kernel update");
+  EXPECT_EQ(textOf(log[3], "by"), "allotd");
+  EXPECT_EQ(textOf(log[3], "to"), "maintenance");
 
   CliResult resumed = cli({"host", "resume", "gpu-a"});
   ASSERT_EQ(resumed.code, 0) << resumed.describe();
@@ -76,7 +78,7 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
     EXPECT_TRUE(waitForJobState(alice, id, "running", &last)) << last.dump();
     EXPECT_EQ(textOf(last, "host"), "gpu-a");
   }
-  EXPECT_EQ(cliJson(adminToken_, {"host", "log", "gpu-a"}).size(), 3u);
+  EXPECT_EQ(cliJson(adminToken_, {"host", "log", "gpu-a"}).size(), 5u);
 }
 
 TEST_F(DrainTest, BadDrainRequestsChangeNothing) {
@@ -103,7 +105,7 @@ TEST_F(DrainTest, BadDrainRequestsChangeNothing) {
   EXPECT_EQ(hostAdminState(host("gpu-a")), "available");
   HttpResult log = httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/events", "", adminToken_);
   ASSERT_EQ(log.status, 200);
-  EXPECT_TRUE(log.parsed().empty()) << log.body;
+  EXPECT_EQ(log.parsed().size(), 2u) << log.body;  // commissioning only
 }
 
 }  // namespace

@@ -478,14 +478,17 @@ void TestCluster::startAgent(const std::string& name, const std::string& gpus) {
     if (!agent.proc->running()) return true;
     auto hosts = cliJson(adminToken_, {"host", "list"});
     for (const auto& h : hosts) {
-      if (textOf(h, "name") == name && textOf(h, "state") == "online") return true;
+      // Online, and commissioned: a new host takes work once its health check passed.
+      if (textOf(h, "name") == name && textOf(h, "state") == "online" &&
+          textOf(h, "admin_state") == "available")
+        return true;
     }
     return false;
   });
   if (!agent.proc->running()) {
     fail("allot-agent " + name + " exited: " + trim(agent.proc->stderrText()));
   }
-  if (!online) fail("host " + name + " did not come online");
+  if (!online) fail("host " + name + " did not come online and commissioned");
 }
 
 void TestCluster::killAgent(const std::string& name) {

@@ -304,7 +304,7 @@ asio::awaitable<Status> Agent::session() {
   haveDesired_ = false;
   logOffsetsKnown_ = false;
   logShipped_.clear();
-  hookResultSentAt_ = 0;
+  taskResultSentAt_ = 0;
   auto hello = model::encodeHello(inventory(), actualJobs());
   ws->text(true);
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
@@ -329,16 +329,16 @@ asio::awaitable<Status> Agent::session() {
         if (d.ok()) desired.push_back(*d);
       }
       heartbeatMs = msg.value("heartbeat_ms", heartbeatMs);
-      wantedHook_.reset();
-      if (auto h = msg.find("hook"); h != msg.end() && h->is_object()) {
-        auto spec = model::hookSpecFromJson(*h);
-        if (spec.ok()) {
-          wantedHook_ = *spec;
+      wantedTask_.reset();
+      if (auto t = msg.find("task"); t != msg.end() && t->is_object()) {
+        auto task = model::hostTaskFromJson(*t);
+        if (task.ok()) {
+          wantedTask_ = *task;
         } else {
-          spdlog::warn("bad hook in desired state: {}", spec.status().message());
+          spdlog::warn("bad task in desired state: {}", task.status().message());
         }
       }
-      startHookIfWanted();
+      startTaskIfWanted();
       haveDesired_ = true;
       // allotd's word on how much output it holds is the truth for a new connection only; after
       // that, what this side shipped is ahead of it.
@@ -364,9 +364,9 @@ asio::awaitable<Status> Agent::session() {
     co_await tick.async_wait(asio::as_tuple(use_awaitable));
     if (!open) break;
     if (waitingForGpus_) reconcile(lastDesired_);
-    collectHook();
-    startHookIfWanted();
-    if (std::string result = hookResultToSend(clock_.nowMs(), heartbeatMs); !result.empty()) {
+    collectTask();
+    startTaskIfWanted();
+    if (std::string result = taskResultToSend(clock_.nowMs(), heartbeatMs); !result.empty()) {
       ws->text(true);
       auto [ec, n] = co_await ws->async_write(asio::buffer(result), asio::as_tuple(use_awaitable));
       if (ec) break;
@@ -427,49 +427,65 @@ asio::awaitable<Status> Agent::session() {
   co_return result;
 }
 
-void Agent::startHookIfWanted() {
-  if (!wantedHook_ || hookRun_.valid()) return;
-  const model::HookSpec spec = *wantedHook_;
-  if (hookResults_.count(spec.id)) return;
-  HookRun run;
-  run.spec = spec;
-  std::string driver;
-  for (const auto& g : gpuList_) {
-    if (!g.driverVersion.empty()) {
-      driver = g.driverVersion;
-      break;
+void Agent::startTaskIfWanted() {
+  if (!wantedTask_ || taskRun_.valid()) return;
+  const model::HostTask task = *wantedTask_;
+  if (taskResults_.count(task.id)) return;
+  std::optional<HookRun> hook;
+  if (task.hook) {
+    HookRun run;
+    run.spec = *task.hook;
+    std::string driver;
+    for (const auto& g : gpuList_) {
+      if (!g.driverVersion.empty()) {
+        driver = g.driverVersion;
+        break;
+      }
     }
+    run.vars = {{"allot_host", credential_.host},
+                {"allot_team", task.hook->team},
+                {"allot_profile", task.hook->profile},
+                {"allot_driver_version", driver},
+                {"allot_state_dir", config_.workDir + "/host-state"}};
+    run.runDir = config_.workDir + "/hooks/" + std::to_string(task.id);
+    hook = std::move(run);
   }
-  run.vars = {{"allot_host", credential_.host},
-              {"allot_team", spec.team},
-              {"allot_profile", spec.profile},
-              {"allot_driver_version", driver},
-              {"allot_state_dir", config_.workDir + "/host-state"}};
-  run.runDir = config_.workDir + "/hooks/" + std::to_string(spec.id);
-  spdlog::info("reprovisioning hook {}: running {} {} (profile {}, timeout {} ms)", spec.id,
-               spec.kind, spec.path, spec.profile, spec.timeoutMs);
-  hookRunningId_ = spec.id;
-  hookRun_ = std::async(std::launch::async, [run] { return runHook(run); });
+  spdlog::info("host task {} ({}): starting", task.id, task.purpose);
+  taskRunningId_ = task.id;
+  taskRun_ = std::async(std::launch::async, [task, hook] {
+    model::HostTaskResult r;
+    r.id = task.id;
+    r.ok = true;
+    if (hook) {
+      r.hook = runHook(*hook);
+      r.output = r.hook->output;
+      if (!r.hook->ok) {
+        r.ok = false;
+        r.failedStep = "hook";
+      }
+    }
+    return r;
+  });
 }
 
-void Agent::collectHook() {
-  if (!hookRun_.valid() || hookRun_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+void Agent::collectTask() {
+  if (!taskRun_.valid() || taskRun_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return;
-  model::HookResult r = hookRun_.get();
-  spdlog::info("reprovisioning hook {}: {} (exit code {}{})", r.id, r.ok ? "succeeded" : "failed",
-               r.exitCode, r.timedOut ? ", timed out" : "");
-  hookResults_[r.id] = std::move(r);
-  hookRunningId_ = 0;
-  hookResultSentAt_ = 0;
+  model::HostTaskResult r = taskRun_.get();
+  spdlog::info("host task {}: {}{}{}", r.id, r.ok ? "succeeded" : "failed",
+               r.failedStep.empty() ? "" : " at ", r.failedStep);
+  taskResults_[r.id] = std::move(r);
+  taskRunningId_ = 0;
+  taskResultSentAt_ = 0;
 }
 
-std::string Agent::hookResultToSend(TimeMs now, int64_t heartbeatMs) {
-  if (!wantedHook_) return "";
-  auto it = hookResults_.find(wantedHook_->id);
-  if (it == hookResults_.end()) return "";
-  if (hookResultSentAt_ != 0 && now - hookResultSentAt_ < heartbeatMs) return "";
-  hookResultSentAt_ = now;
-  return model::encodeHookResult(it->second);
+std::string Agent::taskResultToSend(TimeMs now, int64_t heartbeatMs) {
+  if (!wantedTask_) return "";
+  auto it = taskResults_.find(wantedTask_->id);
+  if (it == taskResults_.end()) return "";
+  if (taskResultSentAt_ != 0 && now - taskResultSentAt_ < heartbeatMs) return "";
+  taskResultSentAt_ = now;
+  return model::encodeTaskResult(it->second);
 }
 
 }  // namespace allot::agent

@@ -65,12 +65,12 @@ class Agent {
   std::string telemetryMessage();
   // The file a job on a simulated host writes its GPU utilisation to (ALLOT_SIM_GPU_UTIL_FILE).
   std::string simUtilFile(int64_t jobId) const;
-  // Reprovisioning hooks: starts the hook allotd's desired state names, once per id, on a thread
-  // of its own (it blocks for minutes); collects its result when done.
-  void startHookIfWanted();
-  void collectHook();
-  // The hook_result to send now, or "" (the result of the wanted hook, once a heartbeat).
-  std::string hookResultToSend(TimeMs now, int64_t heartbeatMs);
+  // Host tasks (wipe, hook, health check): starts the task allotd's desired state names, once per
+  // id, on a thread of its own (it blocks for minutes); collects its result when done.
+  void startTaskIfWanted();
+  void collectTask();
+  // The task_result to send now, or "" (the result of the wanted task, once a heartbeat).
+  std::string taskResultToSend(TimeMs now, int64_t heartbeatMs);
 
   AgentConfig config_;
   GpuProvider& gpus_;
@@ -90,13 +90,13 @@ class Agent {
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
 
-  std::optional<model::HookSpec> wantedHook_;  // from the newest desired state
-  std::future<model::HookResult> hookRun_;     // the hook running now, if valid()
-  int64_t hookRunningId_ = 0;
+  std::optional<model::HostTask> wantedTask_;  // from the newest desired state
+  std::future<model::HostTaskResult> taskRun_;  // the task running now, if valid()
+  int64_t taskRunningId_ = 0;
   // Finished runs, by id: a run is never repeated by this process, and its result is sent until
   // allotd's desired state stops naming it (it may have been lost with a connection).
-  std::map<int64_t, model::HookResult> hookResults_;
-  TimeMs hookResultSentAt_ = 0;  // 0: not sent on this connection yet
+  std::map<int64_t, model::HostTaskResult> taskResults_;
+  TimeMs taskResultSentAt_ = 0;  // 0: not sent on this connection yet
 };
 
 }  // namespace allot::agent

@@ -1,0 +1,138 @@
+// Handover: a host changes hands (to a team, back to the shared pool) with nothing of its
+// previous tenant left. Drain, then one host task: wipe, the new owner's profile, health check;
+// its result makes the host its new owner's (cluster_host_task.cc). The handover is kept on the
+// host, in the store, so an allotd restart anywhere along the way resumes it. See docs/hosts.md.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "control/authz.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+
+using model::AdminState;
+
+namespace {
+
+constexpr const char* kSystemActor = "allotd";
+
+std::string handoverPurpose(const std::string& team) {
+  return team.empty() ? "handover to the shared pool" : "handover to team " + team;
+}
+
+}  // namespace
+
+std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team) const {
+  const HostLifecycleOptions& o = options_.lifecycle;
+  std::string profile = o.defaultProfile;
+  if (auto t = o.teamProfiles.find(team); t != o.teamProfiles.end()) profile = t->second;
+  auto prof = options_.hookProfiles.find(profile);
+  if (profile.empty() || prof == options_.hookProfiles.end()) return std::nullopt;
+  model::HookSpec hook;
+  hook.profile = profile;
+  hook.team = team;
+  hook.kind = prof->second.kind;
+  hook.path = prof->second.path;
+  hook.timeoutMs = o.taskTimeoutMs;
+  return hook;
+}
+
+void Cluster::continueHandover(model::Host& h, store::WriteBatch& batch,
+                               std::set<std::string>& push) {
+  if (!h.handover || h.adminState != AdminState::kMaintenance) return;
+  const std::string& team = h.handover->team;
+  transitionHost(h, AdminState::kReprovisioning, h.handover->by, handoverPurpose(team), batch);
+  model::HostTask task;
+  task.purpose = handoverPurpose(team);
+  task.wipe = model::WipeStep{options_.lifecycle.wipeHome};
+  task.hook = handoverHook(team);
+  task.health = healthStep(h, true);
+  startTask(h, std::move(task), batch);
+  push.insert(h.name);
+}
+
+Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
+                                                  const model::Handover& to, int64_t deadlineMs) {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end()) return Status::NotFound("no host '" + name + "'");
+  if (!to.team.empty() && !world_.teams.count(to.team))
+    return Status::NotFound("no team '" + to.team + "'", "team");
+  if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
+  model::Host& h = it->second;
+  switch (h.adminState) {
+    case AdminState::kAvailable:
+    case AdminState::kDraining:
+    case AdminState::kMaintenance:
+      break;
+    case AdminState::kReprovisioning:
+      // Another handover under way to the same owner: nothing to do; anything else must end first.
+      if (h.handover && h.handover->team == to.team) {
+        Change<model::Host> same;
+        same.value = h;
+        return same;
+      }
+      [[fallthrough]];
+    default:
+      return Status::FailedPrecondition("host " + name + " is " +
+                                        model::adminStateName(h.adminState) +
+                                        "; a handover needs a host in service, draining or in "
+                                        "maintenance");
+  }
+  Change<model::Host> c;
+  h.handover = to;
+  const std::string why = to.reason.empty() ? handoverPurpose(to.team) : to.reason;
+  if (h.adminState == AdminState::kAvailable || h.adminState == AdminState::kDraining) {
+    // The drain: others' work may finish until the deadline; 0 preempts it at once.
+    h.drainDeadline = clock_.nowMs() + deadlineMs;
+    transitionHost(h, AdminState::kDraining, to.by, why, c.batch);
+  }
+  auto held = world_.hostJobs.find(name);
+  if (h.adminState == AdminState::kDraining && (held == world_.hostJobs.end() || held->second.empty()))
+    transitionHost(h, AdminState::kMaintenance, kSystemActor, why, c.batch);
+  continueHandover(h, c.batch, c.pushHosts);
+  c.batch.add(store::PutHost{h});
+  if (onQueueChanged_) onQueueChanged_();
+  spdlog::info("handover: host={} to={} by={} deadline_ms={}", name,
+               to.team.empty() ? "(shared pool)" : to.team, to.by, deadlineMs);
+  c.value = h;
+  return c;
+}
+
+Result<Change<model::Host>> Cluster::assignHost(const Principal& p, const std::string& name,
+                                                const std::string& team,
+                                                const std::vector<int>& gpus, int64_t deadlineMs,
+                                                const std::string& reason) {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'");
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "assign hosts"));
+  if (!gpus.empty()) {
+    // Single GPUs of a host others keep using: dedicated at once, no drain and no wipe (the
+    // host's other tenants stay); the scheduler places nothing of other teams there from now.
+    if (team.empty())
+      return Status::InvalidArgument("team: GPUs return to the host's pool with unassign",
+                                     "team");
+    model::Host& h = it->second;
+    for (int index : gpus) {
+      if (std::none_of(h.gpus.begin(), h.gpus.end(),
+                       [&](const model::Gpu& g) { return g.index == index; }))
+        return Status::NotFound("host " + name + " has no GPU " + std::to_string(index), "gpus");
+    }
+    if (!world_.teams.count(team)) return Status::NotFound("no team '" + team + "'", "team");
+    Change<model::Host> c;
+    for (int index : gpus) {
+      GpuSettings s;
+      s.dedicatedTo = team;
+      auto one = setGpu(p, name, index, s);
+      if (!one.ok()) return one.status();
+      c.batch.add(store::PutHost{one->value});
+      c.value = one->value;
+    }
+    return c;
+  }
+  return handOverHost(name, model::Handover{team, p.name, reason, 0}, deadlineMs);
+}
+
+}  // namespace allot::control
