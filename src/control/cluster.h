@@ -419,8 +419,10 @@ class Cluster {
   void startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch);
   // A host that just reached maintenance with a handover pending starts its handover task.
   void continueHandover(model::Host& h, store::WriteBatch& batch, std::set<std::string>& push);
-  // The hook a handover to `team` runs: its profile, if one is configured.
-  std::optional<model::HookSpec> handoverHook(const std::string& team) const;
+  // The hook a handover to `team` runs: `profile` when named, else the team's or the default
+  // profile, if one is configured.
+  std::optional<model::HookSpec> handoverHook(const std::string& team,
+                                              const std::string& profile = "") const;
 
   const Clock& clock_;
   LogStore& logs_;

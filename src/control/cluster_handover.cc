@@ -24,10 +24,12 @@ std::string handoverPurpose(const std::string& team) {
 
 }  // namespace
 
-std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team) const {
+std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team,
+                                                     const std::string& named) const {
   const HostLifecycleOptions& o = options_.lifecycle;
   std::string profile = o.defaultProfile;
   if (auto t = o.teamProfiles.find(team); t != o.teamProfiles.end()) profile = t->second;
+  if (!named.empty()) profile = named;
   auto prof = options_.hookProfiles.find(profile);
   if (profile.empty() || prof == options_.hookProfiles.end()) return std::nullopt;
   model::HookSpec hook;
@@ -42,12 +44,15 @@ std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team) co
 void Cluster::continueHandover(model::Host& h, store::WriteBatch& batch,
                                std::set<std::string>& push) {
   if (!h.handover || h.adminState != AdminState::kMaintenance) return;
-  const std::string& team = h.handover->team;
-  transitionHost(h, AdminState::kReprovisioning, h.handover->by, handoverPurpose(team), batch);
+  const model::Handover to = *h.handover;
+  const std::string purpose =
+      to.upgradeId ? "upgrade " + std::to_string(to.upgradeId) + " with profile " + to.profile
+                   : handoverPurpose(to.team);
+  transitionHost(h, AdminState::kReprovisioning, to.by, purpose, batch);
   model::HostTask task;
-  task.purpose = handoverPurpose(team);
-  task.wipe = model::WipeStep{options_.lifecycle.wipeHome};
-  task.hook = handoverHook(team);
+  task.purpose = purpose;
+  if (to.wipe) task.wipe = model::WipeStep{options_.lifecycle.wipeHome};
+  task.hook = handoverHook(to.team, to.profile);
   task.health = healthStep(h, true);
   startTask(h, std::move(task), batch);
   push.insert(h.name);

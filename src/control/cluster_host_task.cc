@@ -115,7 +115,10 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
     h.expectedGpuCount = r.health->gpuCount;
     h.expectedGpuModels = r.health->gpuModels;
   }
-  if (h.handover) {
+  if (h.handover && !h.handover->wipe) {
+    reason = "upgrade " + std::to_string(h.handover->upgradeId) + ": " + reason;
+    h.handover.reset();
+  } else if (h.handover) {
     h.dedicatedTo = h.handover->team;
     // Nothing of the previous owner's settings either: GPU dedications and sharing start afresh.
     for (auto& g : h.gpus) {

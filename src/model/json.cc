@@ -313,7 +313,10 @@ json toStoreDoc(const Host& h) {
     out["handover"] = {{"team", h.handover->team},
                        {"by", h.handover->by},
                        {"reason", h.handover->reason},
-                       {"lease", h.handover->leaseId}};
+                       {"lease", h.handover->leaseId},
+                       {"upgrade", h.handover->upgradeId},
+                       {"profile", h.handover->profile},
+                       {"wipe", h.handover->wipe}};
   }
   out["expected_gpu_count"] = h.expectedGpuCount;
   out["expected_gpu_models"] = h.expectedGpuModels;
@@ -352,8 +355,10 @@ Host hostFromStoreDoc(const json& d) {
   }
   h.lastTaskId = std::max(d.value("last_task_id", int64_t{0}), h.task ? h.task->id : 0);
   if (auto ho = d.find("handover"); ho != d.end() && ho->is_object()) {
-    h.handover = Handover{ho->value("team", ""), ho->value("by", ""), ho->value("reason", ""),
-                          ho->value("lease", int64_t{0})};
+    h.handover = Handover{ho->value("team", ""),         ho->value("by", ""),
+                          ho->value("reason", ""),       ho->value("lease", int64_t{0}),
+                          ho->value("upgrade", int64_t{0}), ho->value("profile", ""),
+                          ho->value("wipe", true)};
   }
   h.expectedGpuCount = d.value("expected_gpu_count", -1);
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});

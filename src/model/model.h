@@ -178,11 +178,15 @@ struct HostTask {
 };
 
 // Who asked a host to change hands, and for what: kept on the host until the handover ends.
+// A rolling upgrade uses the same path without a change of owner or a wipe.
 struct Handover {
   std::string team;  // the new owner; "" = the shared pool
   std::string by;
   std::string reason;
-  int64_t leaseId = 0;  // the lease it starts or ends; 0 = by hand
+  int64_t leaseId = 0;    // the lease it starts or ends; 0 = none
+  int64_t upgradeId = 0;  // the rolling upgrade it is a step of; 0 = none
+  std::string profile;    // the hook to run; "" = the new owner's profile (HostLifecycleOptions)
+  bool wipe = true;       // false only for an upgrade: the tenant stays
 };
 
 struct Host {
