@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/secrets.h"
 #include "common/time_format.h"
+#include "exe/lifecycle_config.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   allot::model::IdlePolicy idleDefault;
   std::string idleAfter = "30m", idleGrace = "15m", idleAction = "notify";
   std::map<std::string, allot::control::HookProfile> hookProfiles;
+  allot::control::HostLifecycleOptions lifecycle;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -115,6 +117,8 @@ int main(int argc, char** argv) {
                        : allot::control::HookProfile{"script", *script};
         }
       }
+      if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
+        return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -165,6 +169,7 @@ int main(int argc, char** argv) {
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
   cfg.cluster.hookProfiles = std::move(hookProfiles);
+  cfg.cluster.lifecycle = std::move(lifecycle);
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;
