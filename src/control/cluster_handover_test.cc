@@ -284,5 +284,52 @@ TEST_F(HandoverTest, AHandoverSurvivesTheAgentReconnecting) {
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning);
 }
 
+// A handover outlives allotd: restarted mid-task, it still waits for the same task's result and
+// completes it with the owner asked for.
+class HandoverRestartTest : public DurableClusterTest {
+ protected:
+  void SetUp() override {
+    DurableClusterTest::SetUp();
+    start();
+    auto admin = cluster_->bootstrapAdmin();
+    ASSERT_TRUE(store_->commit(admin->batch).ok());
+    admin_ = *cluster_->authenticate(admin->value);
+    keep(cluster_->createTeam(admin_, "vision"));
+    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
+    keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(1)));
+    keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
+  }
+  Principal admin_;
+};
+
+TEST_F(HandoverRestartTest, AHandoverSurvivesARestartMidTask) {
+  keep(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "project X"));
+  const int64_t id = cluster_->world().hosts.at("gpu-01").task->id;
+
+  start();  // allotd restarts
+  const model::Host& h = cluster_->world().hosts.at("gpu-01");
+  EXPECT_EQ(h.adminState, AdminState::kReprovisioning);
+  ASSERT_TRUE(h.task.has_value());
+  EXPECT_EQ(h.task->id, id);
+  EXPECT_TRUE(h.task->wipe.has_value());
+  ASSERT_TRUE(h.handover.has_value());
+  EXPECT_EQ(h.handover->team, "vision");
+  keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
+  auto msg = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
+  EXPECT_EQ(msg["task"].value("id", 0), id) << "the agent hears the same task again";
+
+  model::HostTaskResult r;
+  r.id = id;
+  r.ok = true;
+  keep(cluster_->agentTaskResult("gpu-01", r));
+  start();
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").adminState, AdminState::kAvailable);
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").dedicatedTo, "vision");
+  EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").task.has_value());
+  // Task ids go on from where they were: a new task is never mistaken for the old one.
+  keep(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, ""));
+  EXPECT_GT(cluster_->world().hosts.at("gpu-01").task->id, id);
+}
+
 }  // namespace
 }  // namespace allot::control
