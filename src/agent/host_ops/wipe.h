@@ -39,8 +39,9 @@ struct WipeOptions {
   std::vector<int64_t> liveJobs;        // jobs the executor still runs: the wipe refuses
   std::vector<std::string> jobCgroups;  // Executor::leftoverCgroups()
   GpuProvider* gpus = nullptr;          // null: no GPU step (tests of the file steps only)
-  // Only processes whose environment also holds this entry ("NAME=value") are strays. Empty in
-  // the agent; tests on a shared machine set it so that they kill only processes they started.
+  // Only processes whose environment also holds an entry starting with this ("NAME=value...") are
+  // strays; empty: every process with ALLOT_JOB_ID. The agent passes "ALLOT_SCRATCH=<its scratch
+  // root>/" so that it kills its own jobs' processes only; tests their own marker.
   std::string strayMarker;
   int64_t killWaitMs = 5000;
   int64_t gpuFreeWaitMs = 10'000;

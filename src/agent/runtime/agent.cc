@@ -501,6 +501,10 @@ void Agent::startTaskIfWanted() {
   ctx.wipe.scratchDir = config_.scratchDir;
   ctx.wipe.homeDir = config_.homeDir;
   ctx.wipe.currentHookRun = task.id;
+  // This agent's jobs and everything they started carry its scratch root in ALLOT_SCRATCH: the
+  // wipe kills those, not the jobs of another agent sharing the machine (test clusters, a
+  // migration between work dirs).
+  ctx.wipe.strayMarker = "ALLOT_SCRATCH=" + config_.scratchDir + "/";
   ctx.wipe.gpus = &gpus_;
   for (const auto& a : executor_.poll()) {
     if (a.state == model::ActualState::kRunning) ctx.wipe.liveJobs.push_back(a.id);
