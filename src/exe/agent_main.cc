@@ -84,11 +84,13 @@ int main(int argc, char** argv) {
   if (!homeDir.empty()) {
     homeDir = std::filesystem::absolute(homeDir).string();
     // A wipe empties it: the work dir or / given by mistake would lose the agent's own state.
-    if (homeDir == "/" || homeDir == workDir)
-      return fail("--home-dir: " + homeDir + " cannot be a team home root (a wipe empties it)");
+    if (homeDir == "/" || (workDir + "/").rfind(homeDir + "/", 0) == 0)
+      return fail("--home-dir: " + homeDir +
+                  " cannot be a team home root: it holds the work dir, and a wipe empties it");
   }
-  if (scratchDir == "/" || scratchDir == workDir)
-    return fail("--scratch-dir: " + scratchDir + " cannot be the scratch root (a wipe empties it)");
+  if (scratchDir == "/" || (workDir + "/").rfind(scratchDir + "/", 0) == 0)
+    return fail("--scratch-dir: " + scratchDir +
+                " cannot be the scratch root: it holds the work dir, and a wipe empties it");
 
   std::string seed = name.empty() ? workDir : name;
   std::string note;

@@ -125,7 +125,7 @@ model::HealthReport runHealthCheck(const HealthCheckOptions& o,
       }
     }
   }
-  for (const auto& x : o.xidEvents) {
+  for (const auto& x : o.xidSource ? o.xidSource() : o.xidEvents) {
     problem((x.gpuIndex >= 0 ? "GPU " + std::to_string(x.gpuIndex) : std::string("a GPU")) +
             ": XID " + std::to_string(x.xid) + " (" + xidMeaning(x.xid) + ") at " +
             std::to_string(x.at) + " ms since the epoch");

@@ -24,6 +24,9 @@ struct HealthCheckOptions {
   GpuProvider* gpus = nullptr;
   std::string diskPath;             // the agent's work directory: its file system is checked
   std::vector<XidEvent> xidEvents;  // critical XIDs seen since the agent started
+  // When set, called when the check runs for those instead (the agent's history then, not when
+  // the task started: a hook may run for minutes). Called on the task's thread.
+  std::function<std::vector<XidEvent>()> xidSource;
   std::string cudaLibrary = kDefaultCudaLibrary;
 };
 

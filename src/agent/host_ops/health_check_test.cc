@@ -1,5 +1,6 @@
 #include "agent/host_ops/health_check.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -177,6 +178,17 @@ TEST_F(NvmlHealthCheck, BurnInNamesTheCudaErrorAndAMissingLibrary) {
   r = runHealthCheck(o);
   EXPECT_TRUE(hasProblem(r, "burn-in failed: cannot load /nonexistent/libcuda.so.1: "))
       << problems(r);
+}
+
+// On a machine with a GPU and its driver, the embedded PTX must load, run and compute exactly what
+// the CPU does; skipped elsewhere (no libcuda.so.1), as on the build machines.
+TEST(BurnInOnRealGpu, PassesOnAHealthyGpu) {
+  void* lib = dlopen(kDefaultCudaLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) GTEST_SKIP() << "no " << kDefaultCudaLibrary << " here";
+  dlclose(lib);
+  auto r = runBurnIn({0}, 500);
+  EXPECT_TRUE(r.ok) << r.summary;
+  EXPECT_EQ(r.summary.rfind("passed (", 0), 0u) << r.summary;
 }
 
 }  // namespace

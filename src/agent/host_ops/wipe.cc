@@ -262,6 +262,11 @@ class Wipe {
     if (ec) return setFailure("cannot list " + root + ": " + ec.message());
     for (const auto& p : entries) {
       if (keep.count(p.filename().string())) continue;
+      // A root misconfigured above the work directory must not take the agent's state with it.
+      if (holdsWorkDir(p)) {
+        line("kept " + p.string() + ": it holds the agent's work directory");
+        continue;
+      }
       uintmax_t size = sizeOf(p);
       std::error_code rec;
       fs::remove_all(p, rec);
@@ -270,6 +275,12 @@ class Wipe {
       bytes += size;
     }
     line("removed " + std::to_string(count) + " " + what + " (" + mib(bytes) + ") from " + root);
+  }
+
+  bool holdsWorkDir(const fs::path& p) const {
+    const std::string work = fs::path(o_.workDir).lexically_normal().string();
+    const std::string entry = p.lexically_normal().string();
+    return work == entry || work.rfind(entry + "/", 0) == 0;
   }
 
   void verifyGpus() {

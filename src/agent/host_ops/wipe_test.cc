@@ -185,6 +185,18 @@ TEST_F(WipeTest, RefusesARootThatIsASymlink) {
   EXPECT_TRUE(fs::exists(outside_ / "precious.txt"));
 }
 
+TEST_F(WipeTest, NeverRemovesTheWorkDirectoryEvenUnderAMisconfiguredRoot) {
+  WipeOptions o = options(true);
+  o.homeDir = root_.string();  // the work directory is root_/work
+  WipeResult r = runWipe(o);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_TRUE(fs::exists(work_ / "credential.json"));
+  EXPECT_FALSE(fs::exists(outside_));
+  EXPECT_NE(r.output.find("kept " + work_.string() + ": it holds the agent's work directory"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(WipeTest, KillsWhatNvmlSeesOnAGpuThenFailsNamingAGpuThatStaysBusy) {
   // A process on a GPU with no ALLOT_JOB_ID (say, started by hand): NVML names it, so it goes.
   int onGpu = startStray("UNRELATED=1");

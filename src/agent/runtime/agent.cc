@@ -512,11 +512,12 @@ void Agent::startTaskIfWanted() {
   ctx.wipe.jobCgroups = executor_.leftoverCgroups();
   ctx.health.gpus = &gpus_;
   ctx.health.diskPath = config_.workDir;
-  if (task.health) {
+  // The agent outlives the task: its destructor waits for taskRun_ (a std::async future).
+  ctx.health.xidSource = [this] {
     drainXids();
     std::lock_guard lock(xidMutex_);
-    ctx.health.xidEvents.assign(xidHistory_.begin(), xidHistory_.end());
-  }
+    return std::vector<XidEvent>(xidHistory_.begin(), xidHistory_.end());
+  };
   spdlog::info("host task {} ({}): starting", task.id, task.purpose);
   taskRunningId_ = task.id;
   taskRun_ = std::async(std::launch::async,

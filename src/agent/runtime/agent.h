@@ -103,6 +103,13 @@ class Agent {
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
 
+  // Critical XIDs seen since the agent started, newest last, at most kMaxXidHistory; read by the
+  // health check on the task thread. Declared before taskRun_, whose destructor waits for the
+  // task, so that they outlive it.
+  static constexpr size_t kMaxXidHistory = 256;
+  std::mutex xidMutex_;
+  std::deque<XidEvent> xidHistory_;  // guarded by xidMutex_
+
   std::optional<model::HostTask> wantedTask_;   // from the newest desired state
   std::future<model::HostTaskResult> taskRun_;  // the task running now, if valid()
   int64_t taskRunningId_ = 0;
@@ -114,12 +121,6 @@ class Agent {
   // ignores what it already has).
   int64_t taskOutputSent_ = 0;
   int64_t taskOutputId_ = 0;
-
-  // Critical XIDs seen since the agent started, newest last, at most kMaxXidHistory; read by the
-  // health check on the task thread.
-  static constexpr size_t kMaxXidHistory = 256;
-  std::mutex xidMutex_;
-  std::deque<XidEvent> xidHistory_;  // guarded by xidMutex_
 };
 
 }  // namespace allot::agent
