@@ -3,8 +3,12 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
+#include <memory>
+#include <thread>
 
 namespace allot::agent {
 namespace {
@@ -51,6 +55,28 @@ const char* xidMeaning(int64_t xid) {
     default:
       return "critical error";
   }
+}
+
+// The burn-in on a thread of its own, waited for at most its duration plus kBurnInSlack: a hung
+// GPU can block a CUDA call for ever, and the health check must end. A thread that overruns is
+// abandoned (detached; it holds only its own copies), which is the lesser harm: the host is
+// reported unhealthy, and an operator will reset the GPU or reboot.
+constexpr auto kBurnInSlack = std::chrono::seconds(30);
+
+BurnInResult burnInBounded(const std::vector<int>& gpus, int64_t ms, const std::string& library) {
+  auto promise = std::make_shared<std::promise<BurnInResult>>();
+  auto result = promise->get_future();
+  std::thread([promise, gpus, ms, library] {
+    promise->set_value(runBurnIn(gpus, ms, library));
+  }).detach();
+  const auto limit =
+      std::chrono::milliseconds(ms * static_cast<int64_t>(gpus.size())) + kBurnInSlack;
+  if (result.wait_for(limit) != std::future_status::ready)
+    return {false,
+            "failed: did not finish within " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
+                " s (a GPU hung?)"};
+  return result.get();
 }
 
 }  // namespace
@@ -141,7 +167,7 @@ model::HealthReport runHealthCheck(const HealthCheckOptions& o,
     if (onLine) onLine("burn-in: " + std::to_string(step.burnInMs) + " ms on each GPU\n");
     std::vector<int> indices;
     for (const auto& g : gpus) indices.push_back(g.index);
-    BurnInResult b = runBurnIn(indices, step.burnInMs, o.cudaLibrary);
+    BurnInResult b = burnInBounded(indices, step.burnInMs, o.cudaLibrary);
     r.burnIn = b.summary;
     if (!b.ok) problem("burn-in " + b.summary);
   }

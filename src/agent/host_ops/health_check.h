@@ -4,7 +4,8 @@
 // the file system and, optionally, a compute burn-in say. Every finding is one line in
 // HealthReport::problems; none means healthy.
 //
-// Bounded in time: provider calls are single queries and the burn-in runs burnInMs per GPU.
+// Bounded in time: provider calls are single queries, and the burn-in (burnInMs per GPU) is waited
+// for at most 30 s longer, then reported failed (a hung GPU can block a CUDA call for ever).
 // Threading: runs on the host task's thread; `gpus` must be safe to call from it (the agent passes
 // a LockedGpuProvider).
 
