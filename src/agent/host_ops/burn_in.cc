@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace allot::agent {
@@ -77,6 +78,7 @@ struct Cuda {
   CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, void*, void**, void**) = nullptr;
   CUresult (*getErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*deviceGetUuid)(unsigned char*, CUdevice) = nullptr;  // optional (CUDA 9.2+)
 
   ~Cuda() {
     if (lib) dlclose(lib);
@@ -121,6 +123,7 @@ std::string load(Cuda& c, const std::string& library) {
     if (!s.ok) return "cannot load " + library + ": it lacks " + s.name;
   }
   bind(c.lib, "cuGetErrorName", c.getErrorName);
+  bind(c.lib, "cuDeviceGetUuid", c.deviceGetUuid);
   return "";
 }
 
@@ -186,6 +189,38 @@ GpuRun burnOne(const Cuda& c, int ordinal, int64_t durationMs) {
   return out;
 }
 
+// NVML's "GPU-0fa4e000-0000-..." as CUDA's 16 bytes; empty when it is not one.
+std::vector<unsigned char> uuidBytes(const std::string& uuid) {
+  std::vector<unsigned char> out;
+  std::string hex;
+  for (char ch : uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : std::string())
+    if (ch != '-') hex += ch;
+  if (hex.size() != 32) return {};
+  for (size_t i = 0; i < 32; i += 2) {
+    char* end = nullptr;
+    const std::string byte = hex.substr(i, 2);
+    long v = std::strtol(byte.c_str(), &end, 16);
+    if (*end != '\0') return {};
+    out.push_back(static_cast<unsigned char>(v));
+  }
+  return out;
+}
+
+// The CUDA ordinal of the GPU: the device with its UUID, else (no UUID to compare) its index.
+// -1 when CUDA has no device with that UUID.
+int cudaOrdinal(const Cuda& c, const BurnInGpu& g, int count) {
+  const auto want = uuidBytes(g.uuid);
+  if (want.empty() || !c.deviceGetUuid) return g.index;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    CUdevice dev = 0;
+    unsigned char got[16] = {};
+    if (c.deviceGet(&dev, ordinal) == kCudaSuccess && c.deviceGetUuid(got, dev) == kCudaSuccess &&
+        std::memcmp(got, want.data(), 16) == 0)
+      return ordinal;
+  }
+  return -1;
+}
+
 }  // namespace
 
 float burnInExpected(uint32_t thread) {
@@ -198,7 +233,7 @@ float burnInExpected(uint32_t thread) {
   return acc;
 }
 
-BurnInResult runBurnIn(const std::vector<int>& gpuIndices, int64_t durationMs,
+BurnInResult runBurnIn(const std::vector<BurnInGpu>& gpus, int64_t durationMs,
                        const std::string& library) {
   Cuda c;
   if (std::string err = load(c, library); !err.empty()) return {false, "failed: " + err};
@@ -209,15 +244,16 @@ BurnInResult runBurnIn(const std::vector<int>& gpuIndices, int64_t durationMs,
     return {false, "failed: " + c.error("cuDeviceGetCount", rc)};
   const auto start = std::chrono::steady_clock::now();
   int64_t launches = 0;
-  for (int index : gpuIndices) {
-    // CUDA ordinals follow NVML indexes when CUDA_DEVICE_ORDER=PCI_BUS_ID (how allot's hosts are
-    // set up, and NVML's own order); every GPU is loaded either way, only the name may differ.
-    if (index >= count)
-      return {false, "failed: GPU " + std::to_string(index) + ": CUDA sees only " +
-                         std::to_string(count) + " devices"};
-    GpuRun r = burnOne(c, index, durationMs);
+  for (const BurnInGpu& g : gpus) {
+    const std::string name = "GPU " + std::to_string(g.index);
+    const int ordinal = cudaOrdinal(c, g, count);
+    if (ordinal < 0 || ordinal >= count)
+      return {false, "failed: " + name + ": CUDA has no such device (" +
+                         (g.uuid.empty() ? "index " + std::to_string(g.index) : g.uuid) + ", " +
+                         std::to_string(count) + " devices)"};
+    GpuRun r = burnOne(c, ordinal, durationMs);
     launches += r.launches;
-    if (!r.error.empty()) return {false, "failed: GPU " + std::to_string(index) + ": " + r.error};
+    if (!r.error.empty()) return {false, "failed: " + name + ": " + r.error};
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -24,8 +24,16 @@ struct BurnInResult {
   std::string summary;
 };
 
-// Runs the load on each GPU (by CUDA device ordinal = index) in turn for durationMs each.
-BurnInResult runBurnIn(const std::vector<int>& gpuIndices, int64_t durationMs,
+// A GPU to load: its NVML index (for the report) and UUID ("GPU-xxxxxxxx-..."), by which its CUDA
+// device is found: CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so
+// its ordinals need not be NVML's indexes. Without a UUID (or cuDeviceGetUuid) the index is used.
+struct BurnInGpu {
+  int index = 0;
+  std::string uuid;
+};
+
+// Runs the load on each GPU in turn for durationMs each.
+BurnInResult runBurnIn(const std::vector<BurnInGpu>& gpus, int64_t durationMs,
                        const std::string& library = kDefaultCudaLibrary);
 
 // What every thread of the kernel must write, computed with the kernel's float arithmetic.

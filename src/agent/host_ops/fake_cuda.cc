@@ -4,6 +4,9 @@
 //   FAKE_CUDA_DEVICES=N        how many devices (default 2)
 //   FAKE_CUDA_WRONG_DEVICE=D   device D computes a wrong value for one thread, as bad memory would
 //   FAKE_CUDA_PTX_FAIL=1       cuModuleLoadData fails with CUDA_ERROR_INVALID_PTX (218)
+//   FAKE_CUDA_REVERSED=1       devices are numbered the other way round from the fake NVML's GPUs
+// Device D's UUID is the fake NVML's GPU-0fa4e000-0000-0000-0000-00000000000<i>, where i is D,
+// or N-1-D when reversed.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -93,6 +96,14 @@ int cuLaunchKernel(void*, unsigned gx, unsigned, unsigned, unsigned bx, unsigned
     it->second.data[t] = acc;
   }
   if (env("FAKE_CUDA_WRONG_DEVICE", -1) == gCurrentDevice) it->second.data[77] += 1.0f;
+  return 0;
+}
+int cuDeviceGetUuid(unsigned char* uuid, int dev) {
+  const int n = env("FAKE_CUDA_DEVICES", 2);
+  const int gpu = env("FAKE_CUDA_REVERSED", 0) ? n - 1 - dev : dev;
+  const unsigned char bytes[16] = {0x0f, 0xa4, 0xe0, 0, 0, 0, 0, 0,
+                                   0,    0,    0,    0, 0, 0, 0, static_cast<unsigned char>(gpu)};
+  std::memcpy(uuid, bytes, 16);
   return 0;
 }
 int cuGetErrorName(int rc, const char** name) {

@@ -63,7 +63,8 @@ const char* xidMeaning(int64_t xid) {
 // reported unhealthy, and an operator will reset the GPU or reboot.
 constexpr auto kBurnInSlack = std::chrono::seconds(30);
 
-BurnInResult burnInBounded(const std::vector<int>& gpus, int64_t ms, const std::string& library) {
+BurnInResult burnInBounded(const std::vector<BurnInGpu>& gpus, int64_t ms,
+                           const std::string& library) {
   auto promise = std::make_shared<std::promise<BurnInResult>>();
   auto result = promise->get_future();
   std::thread([promise, gpus, ms, library] {
@@ -165,9 +166,9 @@ model::HealthReport runHealthCheck(const HealthCheckOptions& o,
     r.burnIn = "skipped: no GPUs";
   } else {
     if (onLine) onLine("burn-in: " + std::to_string(step.burnInMs) + " ms on each GPU\n");
-    std::vector<int> indices;
-    for (const auto& g : gpus) indices.push_back(g.index);
-    BurnInResult b = burnInBounded(indices, step.burnInMs, o.cudaLibrary);
+    std::vector<BurnInGpu> targets;
+    for (const auto& g : gpus) targets.push_back({g.index, g.uuid});
+    BurnInResult b = burnInBounded(targets, step.burnInMs, o.cudaLibrary);
     r.burnIn = b.summary;
     if (!b.ok) problem("burn-in " + b.summary);
   }

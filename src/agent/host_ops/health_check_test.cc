@@ -108,7 +108,7 @@ class NvmlHealthCheck : public ::testing::Test {
  protected:
   void TearDown() override {
     for (const char* knob : {"FAKE_NVML_ECC_UNCORRECTED", "FAKE_NVML_XID", "FAKE_CUDA_WRONG_DEVICE",
-                             "FAKE_CUDA_PTX_FAIL"})
+                             "FAKE_CUDA_REVERSED", "FAKE_CUDA_PTX_FAIL"})
       unsetenv(knob);
   }
   std::unique_ptr<NvmlGpuProvider> open() {
@@ -166,6 +166,19 @@ TEST_F(NvmlHealthCheck, BurnInFailsOnAWrongResult) {
   EXPECT_TRUE(hasProblem(r, "burn-in failed: GPU 1: wrong result")) << problems(r);
 }
 
+TEST_F(NvmlHealthCheck, BurnInFindsEachGpuByUuidWhateverCudasOrder) {
+  // CUDA numbers the devices the other way round; its device 0 is NVML's GPU 1, and is bad.
+  setenv("FAKE_CUDA_REVERSED", "1", 1);
+  setenv("FAKE_CUDA_WRONG_DEVICE", "0", 1);
+  auto gpus = open();
+  auto o = options(gpus.get());
+  o.step.burnIn = true;
+  o.step.burnInMs = 50;
+  auto r = runHealthCheck(o);
+  EXPECT_EQ(r.burnIn.rfind("failed: GPU 1: wrong result", 0), 0u) << r.burnIn;
+  unsetenv("FAKE_CUDA_REVERSED");
+}
+
 TEST_F(NvmlHealthCheck, BurnInNamesTheCudaErrorAndAMissingLibrary) {
   setenv("FAKE_CUDA_PTX_FAIL", "1", 1);
   auto gpus = open();
@@ -186,7 +199,7 @@ TEST(BurnInOnRealGpu, PassesOnAHealthyGpu) {
   void* lib = dlopen(kDefaultCudaLibrary, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) GTEST_SKIP() << "no " << kDefaultCudaLibrary << " here";
   dlclose(lib);
-  auto r = runBurnIn({0}, 500);
+  auto r = runBurnIn({BurnInGpu{0, ""}}, 500);
   EXPECT_TRUE(r.ok) << r.summary;
   EXPECT_EQ(r.summary.rfind("passed (", 0), 0u) << r.summary;
 }
