@@ -100,8 +100,9 @@ int reprovision(Context& ctx, const LifecycleOpts& o) {
   return 0;
 }
 
-// The transitions after `afterId`, as a table and then each one's output.
-void printTransitions(Context& ctx, const json& events, int64_t afterId) {
+// The transitions after `afterId`, as a table and then each one's output. `streamed` bytes of
+// the newest output were already printed as they came (--follow): only the rest is printed.
+void printTransitions(Context& ctx, const json& events, int64_t afterId, size_t streamed = 0) {
   Table table({"TIME", "BY", "FROM", "TO", "REASON"});
   for (const auto& e : events) {
     if (e.value("id", int64_t{0}) <= afterId) continue;
@@ -110,12 +111,21 @@ void printTransitions(Context& ctx, const json& events, int64_t afterId) {
   if (table.empty()) return;
   ctx.out() << table.render();
   // Output of what ran for a transition (host tasks) follows the table, per entry.
-  for (const auto& e : events) {
+  size_t newest = 0;
+  for (size_t i = 0; i < events.size(); ++i)
+    if (!text(events[i], "output", "").empty()) newest = i;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
     std::string output = text(e, "output", "");
     if (e.value("id", int64_t{0}) <= afterId || output.empty()) continue;
-    ctx.out() << "\n--- " << text(e, "at") << " " << text(e, "from") << " -> " << text(e, "to")
-              << " ---\n"
-              << output << (output.back() == '\n' ? "" : "\n");
+    std::string title = text(e, "at") + " " + text(e, "from") + " -> " + text(e, "to");
+    // The kept output is the whole of it unless it outgrew the cap; then it is printed whole.
+    if (i == newest && streamed > 0 && streamed <= output.size()) {
+      output.erase(0, streamed);
+      title += ", the rest of the output";
+      if (output.empty()) continue;
+    }
+    ctx.out() << "\n--- " << title << " ---\n" << output << (output.back() == '\n' ? "" : "\n");
   }
 }
 
@@ -126,24 +136,31 @@ int64_t lastId(const json& events) {
 // Prints the running task's output as it comes, then the transitions its end made.
 int followTask(Context& ctx, ApiClient& api, const LifecycleOpts& o, int64_t seenId) {
   int64_t offset = 0;
-  bool announced = false;
+  int64_t announced = -1;  // the task announced last; -1 none, 0 a drain
+  size_t streamed = 0;     // bytes of its output printed
   for (;;) {
     auto chunk = api.get(hostPath(o, "task-output") + "?offset=" + std::to_string(offset));
     if (!chunk.ok()) return ctx.fail(chunk.status());
     const std::string data = text(*chunk, "data", "");
-    if (!announced && chunk->value("running", false)) {
-      ctx.out() << "\n--- running now (task " << text(*chunk, "task_id") << ") ---\n";
-      announced = true;
+    const int64_t task = chunk->value("task_id", int64_t{0});
+    if (task != announced && chunk->value("running", false)) {
+      // 0: a handover that is still draining; its task comes once the host is drained.
+      ctx.out() << (task == 0 ? "\n--- draining: the task starts once nothing runs here ---\n"
+                              : "\n--- running now (task " + std::to_string(task) + ") ---\n");
+      if (task != 0) offset = 0;
+      streamed = 0;
+      announced = task;
     }
     ctx.out() << data << std::flush;
+    if (task != 0) streamed += data.size();
     offset = chunk->value("offset", int64_t{0}) + static_cast<int64_t>(data.size());
     if (!chunk->value("running", false)) break;
     std::this_thread::sleep_for(kFollowPoll);
   }
   auto events = api.get(hostPath(o, "events"));
   if (!events.ok()) return ctx.fail(events.status());
-  if (announced) ctx.out() << "\n";
-  printTransitions(ctx, *events, seenId);
+  if (announced >= 0) ctx.out() << "\n";
+  printTransitions(ctx, *events, seenId, streamed);
   return 0;
 }
 

@@ -255,7 +255,8 @@ class Cluster {
   // Output of the task `host` runs now, as its agent streams it: kept in memory for followers.
   void agentTaskOutput(const std::string& host, const model::TaskOutput& output);
   // The running task's output so far from `offset`, for `allot host log --follow`; NotFound for a
-  // host `p` may not see. `running` is false once no task runs.
+  // host `p` may not see. `running` is false once no task runs or is coming (a handover that
+  // still drains has none yet: taskId 0).
   struct TaskOutputView {
     int64_t taskId = 0;
     bool running = false;

@@ -158,9 +158,10 @@ Result<Cluster::TaskOutputView> Cluster::taskOutput(const Principal& p, const st
     return Status::NotFound("no host '" + name + "'");
   if (offset < 0) return Status::InvalidArgument("offset: must not be negative", "offset");
   TaskOutputView out;
+  // A handover still draining has no task yet, but one is coming: followers keep waiting.
+  out.running = it->second.task.has_value() || it->second.handover.has_value();
   if (!it->second.task) return out;
   out.taskId = it->second.task->id;
-  out.running = true;
   auto v = taskOutputs_.find(name);
   if (v == taskOutputs_.end() || v->second.taskId != out.taskId) return out;
   const int64_t end = v->second.offset + static_cast<int64_t>(v->second.data.size());

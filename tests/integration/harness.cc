@@ -44,6 +44,18 @@ std::vector<char*> cStrings(std::vector<std::string>& v) {
   return out;
 }
 
+
+std::string lastLines(const std::string& text, size_t n) {
+  size_t pos = text.size();
+  for (size_t i = 0; i < n && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos + 1);
+}
+
+}  // namespace
+
 // This process's environment, less the variables that would point the CLI elsewhere, plus
 // `extra`.
 std::vector<std::string> childEnv(const std::vector<std::string>& extra) {
@@ -58,17 +70,6 @@ std::vector<std::string> childEnv(const std::vector<std::string>& extra) {
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
 }
-
-std::string lastLines(const std::string& text, size_t n) {
-  size_t pos = text.size();
-  for (size_t i = 0; i < n && pos > 0; ++i) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-  }
-  return text.substr(pos + 1);
-}
-
-}  // namespace
 
 std::string binPath(const std::string& name) { return std::string(ALLOT_BIN_DIR) + "/" + name; }
 

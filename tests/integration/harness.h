@@ -52,6 +52,10 @@ bool waitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeou
 // True when `pid` no longer runs: no such process, or a zombie nobody reaped yet.
 bool processGone(pid_t pid);
 
+// This process's environment, less the variables that would point the CLI elsewhere, plus
+// `extra` ("KEY=VALUE" entries): what the processes a test starts get.
+std::vector<std::string> childEnv(const std::vector<std::string>& extra);
+
 // A child process with stdout and stderr redirected to files and stdin from /dev/null.
 class Process {
  public:
