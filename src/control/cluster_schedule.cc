@@ -85,10 +85,8 @@ sched::Snapshot Cluster::snapshot() const {
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;
-    if (!h.gpus.empty()) {
-      v.driverVersion = h.gpus.front().driverVersion;
-      v.cudaVersion = h.gpus.front().cudaVersion;
-    }
+    v.driverVersion = model::hostDriverVersion(h);
+    v.cudaVersion = model::hostCudaVersion(h);
     for (const auto& g : h.gpus) {
       sched::GpuView gv;
       gv.index = g.index;
