@@ -56,6 +56,8 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
   if (!w.host.empty()) out["reserved_host"] = w.host;
   if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
   if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
+  if (w.kind == sched::WaitKind::kDriverTooOld || w.kind == sched::WaitKind::kCudaTooOld)
+    out["newest_version"] = w.newest.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.newest);
   return out;
 }
 

@@ -101,6 +101,14 @@ Result<Change<model::Upgrade>> Cluster::startUpgrade(const Principal& p, const s
   }
   if (u.hosts.empty())
     return Status::InvalidArgument("pool: pool " + pool + " has no hosts", "pool");
+  // Nothing to do would read as "succeeded" while no host changed.
+  if (std::none_of(u.hosts.begin(), u.hosts.end(),
+                   [](const auto& e) { return e.state == UpgradeHostState::kPending; })) {
+    std::string why;
+    for (const auto& e : u.hosts) why += (why.empty() ? "" : "; ") + e.host + ": " + e.reason;
+    return Status::FailedPrecondition("no host of pool " + pool + " can be upgraded now (" + why +
+                                      ")");
+  }
 
   Change<model::Upgrade> c;
   u.id = world_.nextUpgradeId++;

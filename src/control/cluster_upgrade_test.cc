@@ -7,6 +7,7 @@
 
 #include "control/cluster.h"
 #include "control/cluster_test_fixture.h"
+#include "model/json.h"
 
 namespace allot::control {
 namespace {
@@ -200,6 +201,60 @@ TEST_F(UpgradeTest, BadInputIsRefusedAndChangesNothing) {
   EXPECT_NE(again.status().message().find("upgrade " + std::to_string(id)), std::string::npos)
       << again.status().message();
   EXPECT_EQ(cluster_->world().upgrades.size(), 1u);
+}
+
+TEST_F(UpgradeTest, APoolWithNoHostToUpgradeIsRefused) {
+  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-03", "nlp").ok());
+  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-03", AdminState::kRetired, "old").ok());
+  auto r = cluster_->startUpgrade(admin_, "nlp", kProfile, 1, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("gpu-03: host is retired"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(cluster_->world().upgrades.empty());
+}
+
+// Driver minimums through the control plane: a job no host is new enough for waits saying which
+// version it needs and the newest on offer, and runs once an upgraded host comes.
+class DriverMinimumTest : public ClusterTest {
+ protected:
+  void joinWithDriver(const std::string& name, const std::string& driver) {
+    model::Inventory inv = inventory(1);
+    for (auto& g : inv.gpus) {
+      g.driverVersion = driver;
+      g.cudaVersion = "12.4";
+    }
+    auto jt = cluster_->createJoinToken(admin_, 3'600'000);
+    ASSERT_TRUE(cluster_->joinHost(jt->value.secret, name, inv).ok());
+    cluster_->agentConnected(name, &link_, inv, {});
+  }
+};
+
+TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
+  joinWithDriver("old-01", "535.104.05");
+  EXPECT_EQ(model::toJson(cluster_->world().hosts.at("old-01"))["driver_version"], "535.104.05");
+  JobRequest r;
+  r.command = {"train"};
+  r.gpus = 1;
+  r.minDriver = "550";
+  auto job = cluster_->submitJob(alice_, r);
+  ASSERT_TRUE(job.ok()) << job.status().toString();
+  const int64_t id = job->value.id;
+  EXPECT_TRUE(cluster_->schedulePass().value.empty());
+  auto wait = cluster_->waitOf(id);
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->kind, sched::WaitKind::kDriverTooOld);
+  EXPECT_EQ(cluster_->waitReason(cluster_->world().jobs.at(id)),
+            "needs driver >= 550; the newest among hosts team vision may use is 535.104.05");
+  auto explain = cluster_->explainJob(alice_, id);
+  ASSERT_TRUE(explain.ok());
+  EXPECT_EQ(explain->dump().find("\"newest_version\":\"535.104.05\"") != std::string::npos, true)
+      << explain->dump();
+
+  joinWithDriver("new-01", "550.54.15");
+  auto pass = cluster_->schedulePass();
+  ASSERT_EQ(pass.value.size(), 1u);
+  EXPECT_EQ(cluster_->world().jobs.at(id).host, "new-01");
 }
 
 class UpgradeRestartTest : public DurableClusterTest {
