@@ -386,6 +386,7 @@ void registerRoutes(Router& router, Server& s) {
   registerUsageRoutes(router, s);
   registerTelemetryRoutes(router, s);
   registerIdleRoutes(router, s);
+  registerUpgradeRoutes(router, s);
 }
 
 }  // namespace allot::api

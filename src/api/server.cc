@@ -189,6 +189,10 @@ asio::awaitable<void> Server::livenessLoop() {
     auto overdue = cluster_->enforceMaxRuntime();
     co_await apply(overdue);
     co_await enforceDrains();
+    // After the drains: a step whose host just reached maintenance is already under way, and
+    // the next batch starts from an up-to-date count of hosts out.
+    auto upgrades = cluster_->advanceUpgrades();
+    co_await apply(upgrades);
     auto health = cluster_->scheduleHealthChecks();
     co_await apply(health);
     auto usage = cluster_->accountUsage();

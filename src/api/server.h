@@ -114,6 +114,8 @@ void registerUsageRoutes(Router& router, Server& server);
 void registerTelemetryRoutes(Router& router, Server& server);
 // Idle-allocation policies and events (routes_idle.cc); called by registerRoutes.
 void registerIdleRoutes(Router& router, Server& server);
+// Rolling upgrades of a pool (routes_upgrades.cc); called by registerRoutes.
+void registerUpgradeRoutes(Router& router, Server& server);
 // The usage report's `idle_allocations`: flagged jobs `p` may see, of `team` ("" = all it sees).
 Result<nlohmann::json> idleAllocationsJson(Server& server, const control::Principal& p,
                                            const std::string& team);

@@ -149,6 +149,21 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(
         200, json({{"name", "resnet"}, {"team", "ml"}, {"guaranteed", body["guaranteed"]}}).dump());
   }
+  if (r.method == "POST" && r.target == "/api/v1/upgrades") {
+    // A finished upgrade at once, so that --wait needs no second look.
+    json body = json::parse(r.body);
+    return jsonReply(201, json({{"id", 3},
+                                {"pool", body["pool"]},
+                                {"profile", body["profile"]},
+                                {"state", "stopped"},
+                                {"stopped_at", "gpu-02"},
+                                {"reason", "host gpu-02: exit code 3"},
+                                {"hosts",
+                                 {{{"host", "gpu-01"}, {"state", "done"}},
+                                  {{"host", "gpu-02"}, {"state", "failed"}},
+                                  {{"host", "gpu-03"}, {"state", "skipped"}}}}})
+                              .dump());
+  }
   if (r.method == "POST" && r.target == "/api/v1/hosts/gpu-01/drain") {
     json body = json::parse(r.body);
     return jsonReply(200, json({{"name", "gpu-01"},
@@ -199,7 +214,8 @@ FakeResponse api(const FakeRequest& r) {
       "gpu_provider":"simulated","cpus":64,"memory_mib":524288,
       "gpus":[{"index":0,"model":"H100"},{"index":1,"model":"H100"}],
       "agent_version":"0.1.0","cgroup":"v2","joined_at":"2026-11-30T10:00:00Z",
-      "last_seen_at":"2026-11-30T11:59:58Z","admin_state":"draining"}])");
+      "last_seen_at":"2026-11-30T11:59:58Z","admin_state":"draining",
+      "driver_version":"535.104.05","cuda_version":"12.2"}])");
   }
   if (r.method == "POST" && r.target == "/api/v1/users") {
     json body = json::parse(r.body);
@@ -645,8 +661,27 @@ TEST_F(CliTest, JobShowPrintsEveryFieldWithPositionWhileQueued) {
   EXPECT_EQ(server_.requests().at(0).target, "/api/v1/jobs/42");
 }
 
+TEST_F(CliTest, HostUpgradeSendsThePoolAndWaitSaysWhereItStopped) {
+  EXPECT_EQ(run({"host", "upgrade", "--pool", "shared", "--hook", "driver-550", "--max-unavailable",
+                 "2", "--drain-deadline", "30m", "--wait"}),
+            1);
+  EXPECT_EQ(json::parse(server_.requests().back().body), json({{"pool", "shared"},
+                                                               {"profile", "driver-550"},
+                                                               {"max_unavailable", 2},
+                                                               {"drain_deadline", "30m"}}));
+  EXPECT_NE(err_.str().find("stopped at gpu-02: host gpu-02: exit code 3"), std::string::npos)
+      << err_.str();
+  EXPECT_NE(out_.str().find("gpu-03"), std::string::npos) << out_.str();
+  const size_t sent = server_.requests().size();
+  EXPECT_EQ(run({"host", "upgrade", "--pool", "shared", "--hook", "x", "--drain-deadline", "soon"}),
+            2);
+  EXPECT_EQ(run({"host", "upgrade", "--hook", "x"}), 2);  // --pool is required
+  EXPECT_EQ(server_.requests().size(), sent) << "bad input sends nothing";
+}
+
 TEST_F(CliTest, HostListMarksSimulatedProviders) {
   EXPECT_EQ(run({"host", "list"}), 0);
+  EXPECT_NE(out_.str().find("535.104.05"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("SIMULATED"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("2x H100"), std::string::npos);
   EXPECT_NE(out_.str().find("512 GiB"), std::string::npos);

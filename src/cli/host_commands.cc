@@ -76,11 +76,12 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "POOL", "GPUS", "PROVIDER", "CPUS", "MEMORY", "AGENT",
-               "LAST SEEN"});
+  Table table({"NAME", "STATE", "ADMIN", "POOL", "GPUS", "DRIVER", "CUDA", "PROVIDER", "CPUS",
+               "MEMORY", "AGENT", "LAST SEEN"});
   for (const auto& h : *hosts) {
     table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "pool", "shared"), gpuSummary(h), providerText(h), text(h, "cpus"),
+                  text(h, "pool", "shared"), gpuSummary(h), text(h, "driver_version"),
+                  text(h, "cuda_version"), providerText(h), text(h, "cpus"),
                   memoryText(h, "memory_mib"), text(h, "agent_version"),
                   relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
@@ -106,6 +107,8 @@ int hostShow(Context& ctx, const HostOpts& o) {
   if (!text(h, "admin_reason", "").empty()) d.add("admin reason", text(h, "admin_reason"));
   d.add("dedicated to", text(h, "dedicated_to", "- (shared pool)"));
   d.add("gpu provider", providerText(h));
+  d.add("driver", text(h, "driver_version"));
+  d.add("cuda", text(h, "cuda_version"));
   d.add("cpus", text(h, "cpus"));
   d.add("memory", memoryText(h, "memory_mib"));
   d.add("cgroup", text(h, "cgroup"));
@@ -113,10 +116,10 @@ int hostShow(Context& ctx, const HostOpts& o) {
   d.add("joined", timeText(h, "joined_at", ctx.now()));
   d.add("last seen", timeText(h, "last_seen_at", ctx.now()));
   static const std::set<std::string> kShown = {
-      "name",           "state",       "simulated",     "gpu_provider", "cpus",
-      "memory_mib",     "cgroup",      "agent_version", "joined_at",    "last_seen_at",
-      "gpus",           "allocations", "dedicated_to",  "admin_state",  "admin_reason",
-      "drain_deadline", "drain_reason"};
+      "name",           "state",        "simulated",      "gpu_provider", "cpus",
+      "memory_mib",     "cgroup",       "agent_version",  "joined_at",    "last_seen_at",
+      "gpus",           "allocations",  "dedicated_to",   "admin_state",  "admin_reason",
+      "drain_deadline", "drain_reason", "driver_version", "cuda_version"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -322,6 +325,7 @@ void addHostCommands(CLI::App& app, Context& ctx) {
 
   addHostLifecycleCommands(host, ctx);
   addHostHandoverCommands(host, ctx);
+  addHostUpgradeCommands(host, ctx);
 }
 
 }  // namespace allot::cli

@@ -278,6 +278,23 @@ class Cluster {
   // The same for allotd's own reasons (leases): recorded as by `by`.
   Result<Change<model::Host>> handOverHost(const std::string& host, const model::Handover& to,
                                            int64_t deadlineMs);
+  // Rolling upgrades (cluster_upgrade.cc, docs/hosts.md): the hosts of `pool` ("shared", or a
+  // team's hosts) go through a handover that keeps the owner and wipes nothing (drain, the
+  // `profile` hook, a health check, back in service), at most `maxUnavailable` at a time; others'
+  // work is preempted `drainDeadlineMs` after a host's drain (0: it may run to its end). The
+  // first failure stops the upgrade, leaving hosts not started as they are. Platform admins only;
+  // another team's pool is NotFound; a second running upgrade of a pool is FailedPrecondition.
+  // Hosts failed, retired, unreachable or mid-handover are skipped and listed.
+  Result<Change<model::Upgrade>> startUpgrade(const Principal& p, const std::string& pool,
+                                              const std::string& profile, int maxUnavailable,
+                                              int64_t drainDeadlineMs);
+  // Upgrades of the shared pool and of the teams `p` may see, oldest first.
+  std::vector<model::Upgrade> listUpgrades(const Principal& p) const;
+  Result<model::Upgrade> getUpgrade(const Principal& p, int64_t id) const;
+  // Periodic (every second, from the liveness loop): starts each running upgrade's next hosts
+  // while fewer than its maxUnavailable are out, notices steps given up by hand, and ends
+  // upgrades with nothing left. The value counts the upgrades that changed.
+  Change<int> advanceUpgrades();
   // Periodic, beside enforceDrains: starts the health checks that are due (healthIntervalMs).
   Change<int> scheduleHealthChecks();
   // The host's transitions, oldest first; for anyone who may see the host.
@@ -420,6 +437,13 @@ class Cluster {
   void startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch);
   // A host that just reached maintenance with a handover pending starts its handover task.
   void continueHandover(model::Host& h, store::WriteBatch& batch, std::set<std::string>& push);
+  // Rolling upgrades (cluster_upgrade.cc). One upgrade's advance; true when it changed.
+  bool advanceUpgrade(model::Upgrade& u, store::WriteBatch& batch, std::set<std::string>& push);
+  void stopUpgrade(model::Upgrade& u, const std::string& host, const std::string& why);
+  // A host's upgrade step ended with its task's result (agentTaskResult).
+  void upgradeStepDone(int64_t upgradeId, const std::string& host, bool ok,
+                       const std::string& reason, store::WriteBatch& batch,
+                       std::set<std::string>& push);
   // The hook a handover to `team` runs: `profile` when named, else the team's or the default
   // profile, if one is configured.
   std::optional<model::HookSpec> handoverHook(const std::string& team,

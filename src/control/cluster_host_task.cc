@@ -78,6 +78,8 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
     return c;
   }
   const model::HostTask task = *h.task;
+  // Taken now: the handover is reset below, whichever way the task went.
+  const int64_t upgradeId = h.handover ? h.handover->upgradeId : 0;
   taskOutputs_.erase(name);
   c.value = 1;
   // Its desired state no longer names the task, so the agent stops reporting it.
@@ -103,8 +105,9 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
     // The handover stops here: the host stays with its previous owner, fenced, until an admin
     // looks (what the wipe or the hook left is not for the next team).
     h.handover.reset();
-    transitionHost(h, AdminState::kFailed, kSystemActor, failureReason(task, r), c.batch,
-                   r.output);
+    const std::string why = failureReason(task, r);
+    transitionHost(h, AdminState::kFailed, kSystemActor, why, c.batch, r.output);
+    if (upgradeId) upgradeStepDone(upgradeId, name, false, why, c.batch, c.pushHosts);
     return c;
   }
   std::string reason = task.hook ? "reprovisioned with profile " + task.hook->profile
@@ -130,6 +133,7 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
     h.handover.reset();
   }
   transitionHost(h, AdminState::kAvailable, kSystemActor, reason, c.batch, r.output);
+  if (upgradeId) upgradeStepDone(upgradeId, name, true, reason, c.batch, c.pushHosts);
   if (onQueueChanged_) onQueueChanged_();
   return c;
 }

@@ -56,6 +56,8 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
   if (!w.host.empty()) out["reserved_host"] = w.host;
   if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
   if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
+  if (w.kind == sched::WaitKind::kDriverTooOld || w.kind == sched::WaitKind::kCudaTooOld)
+    out["newest_version"] = w.newest.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.newest);
   return out;
 }
 
@@ -85,10 +87,8 @@ sched::Snapshot Cluster::snapshot() const {
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;
-    if (!h.gpus.empty()) {
-      v.driverVersion = h.gpus.front().driverVersion;
-      v.cudaVersion = h.gpus.front().cudaVersion;
-    }
+    v.driverVersion = model::hostDriverVersion(h);
+    v.cudaVersion = model::hostCudaVersion(h);
     for (const auto& g : h.gpus) {
       sched::GpuView gv;
       gv.index = g.index;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/version.h"
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -14,27 +15,11 @@ constexpr int64_t kMaxGpuMemoryMib = 16LL * 1024 * 1024;
 }  // namespace
 
 Status validateVersion(const std::string& value, const char* field) {
-  auto bad = [&] {
-    return Status::InvalidArgument(std::string(field) + ": '" + value +
-                                       "' is not a version (use dotted numbers, e.g. 535.104 or "
-                                       "12.2)",
-                                   field);
-  };
-  if (value.empty() || value.size() > 32) return bad();
-  int parts = 0;
-  size_t digits = 0;
-  for (char c : value) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      ++digits;
-    } else if (c == '.' && digits > 0) {
-      ++parts;
-      digits = 0;
-    } else {
-      return bad();
-    }
-  }
-  if (digits == 0 || parts > 3) return bad();
-  return Status::Ok();
+  if (isDottedVersion(value)) return Status::Ok();
+  return Status::InvalidArgument(std::string(field) + ": '" + value +
+                                     "' is not a version (use dotted numbers, e.g. 535.104 or "
+                                     "12.2)",
+                                 field);
 }
 
 Status checkSchedulingFields(JobRequest& r) {

@@ -57,6 +57,10 @@ void World::load(const store::Contents& c) {
     hostTransitions[t.host].push_back(t);
     nextHostTransitionId = std::max(nextHostTransitionId, t.id + 1);
   }
+  for (const auto& u : c.upgrades) {
+    upgrades[u.id] = u;
+    nextUpgradeId = std::max(nextUpgradeId, u.id + 1);
+  }
   reindex();
 }
 

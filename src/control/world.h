@@ -64,6 +64,10 @@ struct World {
   std::map<std::string, std::vector<model::HostTransition>> hostTransitions;
   int64_t nextHostTransitionId = 1;
 
+  // Rolling upgrades, every one (few: people start them).
+  std::map<int64_t, model::Upgrade> upgrades;
+  int64_t nextUpgradeId = 1;
+
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind
 

@@ -220,6 +220,8 @@ json toJson(const Host& h) {
   }
   // "shared", or the team the host is assigned to.
   out["pool"] = h.dedicatedTo.empty() ? "shared" : h.dedicatedTo;
+  out["driver_version"] = nullIfEmpty(hostDriverVersion(h));
+  out["cuda_version"] = nullIfEmpty(hostCudaVersion(h));
   out["task"] = h.task ? json(h.task->purpose) : json(nullptr);
   out["handover_to"] = h.handover ? json(h.handover->team.empty() ? "shared" : h.handover->team)
                                   : json(nullptr);
@@ -480,6 +482,90 @@ Job jobFromStoreDoc(const json& d) {
   j.startedAt = d.value("started_ms", TimeMs{0});
   j.finishedAt = d.value("finished_ms", TimeMs{0});
   return j;
+}
+
+namespace {
+
+json timeOrNull(TimeMs t) { return t ? json(formatIso8601(t)) : json(nullptr); }
+
+}  // namespace
+
+json toJson(const Upgrade& u) {
+  json hosts = json::array();
+  for (const auto& h : u.hosts) {
+    hosts.push_back({{"host", h.host},
+                     {"state", upgradeHostStateName(h.state)},
+                     {"reason", nullIfEmpty(h.reason)},
+                     {"started_at", timeOrNull(h.startedAt)},
+                     {"ended_at", timeOrNull(h.endedAt)}});
+  }
+  return {{"id", u.id},
+          {"pool", u.pool},
+          {"profile", u.profile},
+          {"max_unavailable", u.maxUnavailable},
+          {"drain_deadline",
+           u.drainDeadlineMs ? json(formatDurationSpec(u.drainDeadlineMs)) : json(nullptr)},
+          {"by", u.by},
+          {"created_at", formatIso8601(u.createdAt)},
+          {"state", upgradeStateName(u.state)},
+          {"ended_at", timeOrNull(u.endedAt)},
+          {"stopped_at", nullIfEmpty(u.stoppedAt)},
+          {"reason", nullIfEmpty(u.reason)},
+          {"hosts", hosts}};
+}
+
+json toStoreDoc(const Upgrade& u) {
+  json hosts = json::array();
+  for (const auto& h : u.hosts) {
+    hosts.push_back({{"host", h.host},
+                     {"state", upgradeHostStateName(h.state)},
+                     {"reason", h.reason},
+                     {"started_ms", h.startedAt},
+                     {"ended_ms", h.endedAt}});
+  }
+  return {{"id", u.id},
+          {"pool", u.pool},
+          {"profile", u.profile},
+          {"max_unavailable", u.maxUnavailable},
+          {"drain_deadline_ms", u.drainDeadlineMs},
+          {"by", u.by},
+          {"created_ms", u.createdAt},
+          {"state", upgradeStateName(u.state)},
+          {"ended_ms", u.endedAt},
+          {"stopped_at", u.stoppedAt},
+          {"reason", u.reason},
+          {"hosts", hosts}};
+}
+
+Upgrade upgradeFromStoreDoc(const json& d) {
+  Upgrade u;
+  u.id = d.at("id").get<int64_t>();
+  u.pool = d.value("pool", "");
+  u.profile = d.value("profile", "");
+  u.maxUnavailable = d.value("max_unavailable", 1);
+  u.drainDeadlineMs = d.value("drain_deadline_ms", int64_t{0});
+  u.by = d.value("by", "");
+  u.createdAt = d.value("created_ms", TimeMs{0});
+  const std::string state = d.value("state", "running");
+  auto parsed = parseUpgradeState(state);
+  if (!parsed) throw std::runtime_error("unknown upgrade state '" + state + "'");
+  u.state = *parsed;
+  u.endedAt = d.value("ended_ms", TimeMs{0});
+  u.stoppedAt = d.value("stopped_at", "");
+  u.reason = d.value("reason", "");
+  for (const auto& h : d.value("hosts", json::array())) {
+    UpgradeHost uh;
+    uh.host = h.at("host").get<std::string>();
+    const std::string hs = h.value("state", "pending");
+    auto p = parseUpgradeHostState(hs);
+    if (!p) throw std::runtime_error("unknown upgrade host state '" + hs + "'");
+    uh.state = *p;
+    uh.reason = h.value("reason", "");
+    uh.startedAt = h.value("started_ms", TimeMs{0});
+    uh.endedAt = h.value("ended_ms", TimeMs{0});
+    u.hosts.push_back(std::move(uh));
+  }
+  return u;
 }
 
 }  // namespace allot::model

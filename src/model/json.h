@@ -26,6 +26,7 @@ json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
 json toJson(const HostTransition& t);
 json toJson(const Job& j);
+json toJson(const Upgrade& u);
 // An event as the API and webhooks show it.
 json toJson(const Event& e);
 
@@ -38,6 +39,8 @@ json toStoreDoc(const Host& h);
 json toStoreDoc(const Job& j);
 Host hostFromStoreDoc(const json& doc);
 Job jobFromStoreDoc(const json& doc);
+json toStoreDoc(const Upgrade& u);
+Upgrade upgradeFromStoreDoc(const json& doc);
 Gpu gpuFromJson(const json& j);
 
 }  // namespace allot::model

@@ -183,4 +183,57 @@ std::vector<std::string> rankHosts(const Job& job) {
   return out;
 }
 
+std::string hostDriverVersion(const Host& h) {
+  for (const auto& g : h.gpus)
+    if (!g.driverVersion.empty()) return g.driverVersion;
+  return "";
+}
+
+std::string hostCudaVersion(const Host& h) {
+  for (const auto& g : h.gpus)
+    if (!g.cudaVersion.empty()) return g.cudaVersion;
+  return "";
+}
+
+const char* upgradeStateName(UpgradeState s) {
+  switch (s) {
+    case UpgradeState::kRunning:
+      return "running";
+    case UpgradeState::kSucceeded:
+      return "succeeded";
+    case UpgradeState::kStopped:
+      return "stopped";
+  }
+  return "running";
+}
+
+std::optional<UpgradeState> parseUpgradeState(const std::string& s) {
+  for (auto v : {UpgradeState::kRunning, UpgradeState::kSucceeded, UpgradeState::kStopped})
+    if (s == upgradeStateName(v)) return v;
+  return std::nullopt;
+}
+
+const char* upgradeHostStateName(UpgradeHostState s) {
+  switch (s) {
+    case UpgradeHostState::kPending:
+      return "pending";
+    case UpgradeHostState::kRunning:
+      return "running";
+    case UpgradeHostState::kDone:
+      return "done";
+    case UpgradeHostState::kFailed:
+      return "failed";
+    case UpgradeHostState::kSkipped:
+      return "skipped";
+  }
+  return "pending";
+}
+
+std::optional<UpgradeHostState> parseUpgradeHostState(const std::string& s) {
+  for (auto v : {UpgradeHostState::kPending, UpgradeHostState::kRunning, UpgradeHostState::kDone,
+                 UpgradeHostState::kFailed, UpgradeHostState::kSkipped})
+    if (s == upgradeHostStateName(v)) return v;
+  return std::nullopt;
+}
+
 }  // namespace allot::model

@@ -220,6 +220,48 @@ struct Host {
   TimeMs healthCheckedAt = 0;  // the last health check that passed
 };
 
+// A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,
+// given `profile`'s hook, health-checked and returned to service, at most `maxUnavailable` hosts
+// out at once; the first failure stops it, leaving the hosts not yet started untouched. The
+// state lives here and in the hosts' handovers, so an allotd restart resumes it. See
+// control/cluster_upgrade.cc and docs/hosts.md.
+enum class UpgradeState { kRunning, kSucceeded, kStopped };
+const char* upgradeStateName(UpgradeState s);
+std::optional<UpgradeState> parseUpgradeState(const std::string& s);
+
+enum class UpgradeHostState { kPending, kRunning, kDone, kFailed, kSkipped };
+const char* upgradeHostStateName(UpgradeHostState s);
+std::optional<UpgradeHostState> parseUpgradeHostState(const std::string& s);
+
+struct UpgradeHost {
+  std::string host;
+  UpgradeHostState state = UpgradeHostState::kPending;
+  std::string reason;  // failed: why; skipped: the host's state at the start
+  TimeMs startedAt = 0;
+  TimeMs endedAt = 0;
+};
+
+struct Upgrade {
+  int64_t id = 0;
+  std::string pool;  // "shared" or a team
+  std::string profile;
+  int maxUnavailable = 1;
+  int64_t drainDeadlineMs = 0;  // others' work is preempted this long after the drain; 0 = none
+  std::string by;
+  TimeMs createdAt = 0;
+  UpgradeState state = UpgradeState::kRunning;
+  std::vector<UpgradeHost> hosts;  // in the order they are upgraded
+  TimeMs endedAt = 0;
+  std::string stoppedAt;  // stopped: the host whose step failed ("" when stopped otherwise)
+  std::string reason;     // stopped: why
+};
+
+// The host's driver and CUDA versions: one kernel module serves all its GPUs, so the first GPU
+// that reports one speaks for the host; "" when none does (no GPUs, or a provider that cannot
+// tell).
+std::string hostDriverVersion(const Host& h);
+std::string hostCudaVersion(const Host& h);
+
 // One change of a host's admin state: who, when, from, to and why. Append-only, kept for audit
 // and shown by `allot host log`. `output` is what ran for the transition (reprovisioning hooks,
 // later); empty for now.

@@ -39,6 +39,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/version.h"
 
 namespace allot::sched {
 
@@ -180,6 +181,8 @@ enum class WaitKind {
   kGang,               // a gang: only `hostsReady` of `hostsWanted` hosts have room
   kNoIdleHost,         // whole host: no idle host it may use
   kReserved,           // holds a reservation on `host`, starting at `startAt` (0 = unknown)
+  kDriverTooOld,       // hosts it may use have the GPUs, but none the driver asked (`newest`)
+  kCudaTooOld,         // the same for the CUDA version
 };
 const char* waitKindName(WaitKind kind);
 
@@ -195,6 +198,7 @@ struct Wait {
   std::string host;
   TimeMs startAt = 0;
   std::vector<int64_t> waitingFor;
+  std::string newest;  // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...
@@ -221,7 +225,7 @@ struct Decisions {
 // field) and decides one pass.
 Result<Decisions> decide(const Snapshot& snapshot);
 
-// Dotted version comparison: "535.104.05" >= "535.54". Non-numeric parts compare as text.
-bool versionAtLeast(const std::string& have, const std::string& want);
+// Dotted version comparison (common/version.h): "535.104.05" >= "535.54".
+using ::allot::versionAtLeast;
 
 }  // namespace allot::sched

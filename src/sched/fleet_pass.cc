@@ -88,6 +88,9 @@ class Pass {
     std::map<std::pair<int64_t, int64_t>, int> bigEnough;
   };
   Capacity capacityFor(const Request& r) const;
+  // A request nothing may take: kNoSuchModel, or which version minimum rules the hosts out.
+  void versionWait(const Request& r, Wait& w) const;
+  bool anyNode(uint64_t allowed) const;
   // A task that could not be placed in this pass: later requests that ask at least as much
   // (same kinds, GPUs, fraction and hosts; no less CPU and memory) cannot be placed either,
   // since a pass only ever takes capacity.
@@ -278,7 +281,7 @@ std::optional<Wait> Pass::impossible(const Request& r) {
   if (it == capacityCache_.end()) it = capacityCache_.emplace(key, capacityFor(r)).first;
   const Capacity& cap = it->second;
   if (!cap.any) {
-    w.kind = WaitKind::kNoSuchModel;
+    versionWait(r, w);
     return w;
   }
   w.largest = cap.largest;
@@ -303,6 +306,36 @@ std::optional<Wait> Pass::impossible(const Request& r) {
     return w;
   }
   return std::nullopt;
+}
+
+// Nothing the request may use fits: when hosts with the GPUs asked are there and only the version
+// minimums rule them out, say which minimum and what the newest host offers, so that people know
+// to ask less or to upgrade hosts ("no such model" would send them looking for GPUs).
+void Pass::versionWait(const Request& r, Wait& w) const {
+  w.kind = WaitKind::kNoSuchModel;
+  if (r.minDriver.empty() && r.minCuda.empty()) return;
+  Request any = r;
+  any.minDriver.clear();
+  any.minCuda.clear();
+  Request driverOnly = any;
+  driverOnly.minDriver = r.minDriver;
+  const bool driverFails = !r.minDriver.empty() && !anyNode(visibleMask(driverOnly));
+  // Newest among the nodes that pass every other test (the driver, when CUDA is the problem).
+  const uint64_t candidates = visibleMask(driverFails ? any : driverOnly);
+  if (!anyNode(candidates)) return;
+  w.kind = driverFails ? WaitKind::kDriverTooOld : WaitKind::kCudaTooOld;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, candidates)) continue;
+    const fleet::Kind& k = f_.kinds()[f_.segments()[n].kind];
+    const std::string& v = driverFails ? k.driver : k.cuda;
+    if (!v.empty() && (w.newest.empty() || compareVersions(v, w.newest) > 0)) w.newest = v;
+  }
+}
+
+bool Pass::anyNode(uint64_t allowed) const {
+  for (int n = 0; n < st_.size(); ++n)
+    if (kindAllowed(n, allowed)) return true;
+  return false;
 }
 
 Pass::Capacity Pass::capacityFor(const Request& r) const {

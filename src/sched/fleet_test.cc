@@ -348,6 +348,23 @@ TEST(Fleet, DriverMinimumIsAConstraint) {
   auto d = run(s);
   EXPECT_EQ(placementOf(d, 1)->slices[0].host, "new");
   EXPECT_EQ(placementOf(d, 2), nullptr);
+  EXPECT_NE(waitOf(d, 2)->kind, WaitKind::kDriverTooOld);
+  // Nothing new enough for job 2 is ever coming while job 1 holds "new": it waits for GPUs, not
+  // for a driver; a minimum no host meets says so, with the newest driver on offer.
+  s.pending.push_back(req(3, "ml", 1));
+  s.pending[2].minDriver = "555";
+  d = run(s);
+  ASSERT_NE(waitOf(d, 3), nullptr);
+  EXPECT_EQ(waitOf(d, 3)->kind, WaitKind::kDriverTooOld);
+  EXPECT_EQ(waitKindName(waitOf(d, 3)->kind), std::string("driver_too_old"));
+  EXPECT_EQ(describeWait(*waitOf(d, 3), s.pending[2]),
+            "needs driver >= 555; the newest among hosts team ml may use is 550.54");
+  s.pending[2].minDriver = "535";
+  s.pending[2].minCuda = "12.8";
+  d = run(s);
+  EXPECT_EQ(waitOf(d, 3)->kind, WaitKind::kCudaTooOld);
+  EXPECT_EQ(describeWait(*waitOf(d, 3), s.pending[2]),
+            "needs CUDA >= 12.8; the newest among hosts team ml may use is 12.2");
   EXPECT_TRUE(versionAtLeast("535.104.05", "535.54"));
   EXPECT_FALSE(versionAtLeast("535.54", "535.104"));
   EXPECT_TRUE(versionAtLeast("12.2", "12"));

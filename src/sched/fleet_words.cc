@@ -79,6 +79,10 @@ const char* waitKindName(WaitKind kind) {
       return "waiting_for_gang";
     case WaitKind::kNoIdleHost:
       return "no_idle_host";
+    case WaitKind::kDriverTooOld:
+      return "driver_too_old";
+    case WaitKind::kCudaTooOld:
+      return "cuda_too_old";
     case WaitKind::kReserved:
       return "reserved";
   }
@@ -132,34 +136,20 @@ std::string describeWait(const Wait& w, const Request& r) {
              std::to_string(w.hostsWanted) + " hosts have " + what + " free";
     case WaitKind::kNoIdleHost:
       return "waiting for an idle host team " + r.team + " may use";
+    case WaitKind::kDriverTooOld:
+    case WaitKind::kCudaTooOld: {
+      const bool driver = w.kind == WaitKind::kDriverTooOld;
+      const std::string label = driver ? "driver" : "CUDA";
+      return "needs " + label + " >= " + (driver ? r.minDriver : r.minCuda) + "; " +
+             (w.newest.empty()
+                  ? "no host team " + r.team + " may use reports its " + label + " version"
+                  : "the newest among hosts team " + r.team + " may use is " + w.newest);
+    }
     case WaitKind::kReserved:
       return "waiting for " + what + " to come free; first in line on " + w.host +
              (w.startAt > 0 ? ", expected to start by " + formatIso8601(w.startAt) : "");
   }
   return "waiting";
-}
-
-bool versionAtLeast(const std::string& have, const std::string& want) {
-  size_t i = 0, j = 0;
-  while (i < have.size() || j < want.size()) {
-    size_t ie = have.find('.', i), je = want.find('.', j);
-    if (ie == std::string::npos) ie = have.size();
-    if (je == std::string::npos) je = want.size();
-    std::string a = i < have.size() ? have.substr(i, ie - i) : "0";
-    std::string b = j < want.size() ? want.substr(j, je - j) : "0";
-    char* endA = nullptr;
-    char* endB = nullptr;
-    long long na = std::strtoll(a.c_str(), &endA, 10);
-    long long nb = std::strtoll(b.c_str(), &endB, 10);
-    if (*endA == '\0' && *endB == '\0' && !a.empty() && !b.empty()) {
-      if (na != nb) return na > nb;
-    } else if (a != b) {
-      return a > b;
-    }
-    i = ie + 1;
-    j = je + 1;
-  }
-  return true;
 }
 
 }  // namespace allot::sched

@@ -230,8 +230,10 @@ Status Replay::pass() {
     events_.emplace(now_ + o_.graceMs, int(EventKind::kGraceEnd), task, tasks_[task].gen);
   }
   for (const auto& w : d->waits) {
+    // A replay's fleet never changes: these waits never end.
     if (w.kind != sched::WaitKind::kNoSuchModel && w.kind != sched::WaitKind::kTooBig &&
-        w.kind != sched::WaitKind::kNoHosts)
+        w.kind != sched::WaitKind::kNoHosts && w.kind != sched::WaitKind::kDriverTooOld &&
+        w.kind != sched::WaitKind::kCudaTooOld)
       continue;
     const int task = taskOf(w.jobId);
     removePending(task);

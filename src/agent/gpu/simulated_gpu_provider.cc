@@ -32,8 +32,10 @@ struct GpuTemplate {
 
 struct HostTemplate {
   std::vector<GpuTemplate> gpus;
-  std::string driverVersion = "simulated";
-  std::string cudaVersion = "simulated";
+  // A recent real pair, so that version minimums (min_driver, health checks) behave on simulated
+  // hosts as on real ones; the host is labelled simulated by its provider, not by its versions.
+  std::string driverVersion = "550.54.15";
+  std::string cudaVersion = "12.4";
 };
 
 // FNV-1a: tiny, stable across compilers and runs (std::hash is neither promised).

@@ -9,8 +9,8 @@
 //                           in ".toml")
 //
 // The TOML file (all keys but `model` optional):
-//   driver_version = "550.54.15"   # default "simulated"
-//   cuda_version = "12.4"          # default "simulated"
+//   driver_version = "535.104.05"  # default "550.54.15" (shorthand specs get the defaults)
+//   cuda_version = "12.2"          # default "12.4"
 //   [[gpu]]
 //   model = "H100"                 # short name, as users type it in --gpu-model
 //   count = 4                      # this entry repeated; default 1

@@ -169,12 +169,31 @@ CREATE TRIGGER host_transitions_no_delete BEFORE DELETE ON host_transitions
   BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
 )sql";
 
+// MERGE NOTE: version 6 is the leases table, written on another branch. This empty step only
+// keeps the versions contiguous on this branch; the merge replaces it with the real one.
+constexpr std::string_view kV6LeasesPlaceholder = "";
+
+// Rolling upgrades: the whole upgrade (its hosts' steps included) in `doc`; pool and state are
+// columns for "is one running in this pool".
+constexpr std::string_view kV7Upgrades = R"sql(
+CREATE TABLE upgrades (
+  id         INTEGER PRIMARY KEY,
+  pool       TEXT NOT NULL,
+  state      TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  doc        TEXT NOT NULL
+);
+CREATE INDEX upgrades_by_pool ON upgrades (pool, state);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
     Migration{3, "allocation ledger", kV3Ledger},
     Migration{4, "allocation events", kV4Events},
     Migration{5, "host admin-state transitions", kV5HostTransitions},
+    Migration{6, "leases (placeholder on this branch)", kV6LeasesPlaceholder},
+    Migration{7, "rolling upgrades", kV7Upgrades},
 };
 
 }  // namespace

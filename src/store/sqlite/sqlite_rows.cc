@@ -61,6 +61,11 @@ constexpr std::string_view kAppendHostTransition =
     "INSERT INTO host_transitions (id, host, at_ms, by_name, from_state, to_state, reason, output) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
 
+constexpr std::string_view kPutUpgrade =
+    "INSERT INTO upgrades (id, pool, state, created_ms, doc) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET pool = excluded.pool, state = excluded.state, "
+    "created_ms = excluded.created_ms, doc = excluded.doc";
+
 std::string joinStrings(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -158,14 +163,14 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},           {&s.user_, kPutUser},
-      {&s.token_, kPutToken},         {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},           {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},      {&s.hostTransition_, kAppendHostTransition},
-      {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
-      {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
+      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},       {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
+      {&s.upgrade_, kPutUpgrade}, {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -280,6 +285,20 @@ Status WriteStatements::put(const PutJob& op) {
         .text(j.host)
         .integer(j.submittedAt)
         .integer(j.finishedAt)
+        .text(doc)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutUpgrade& op) {
+  const model::Upgrade& u = op.upgrade;
+  return guarded("upgrade " + std::to_string(u.id), [&] {
+    const std::string doc = model::toStoreDoc(u).dump();
+    return Binder(upgrade_.get())
+        .integer(u.id)
+        .text(u.pool)
+        .text(model::upgradeStateName(u.state))
+        .integer(u.createdAt)
         .text(doc)
         .run();
   });
@@ -529,6 +548,14 @@ Result<Contents> loadContents(sqlite3* db) {
                     return Status::Ok();
                   });
   if (!st.ok()) return st.withContext("failed to load host transitions");
+
+  st = forEachRow(db, "SELECT id, doc FROM upgrades ORDER BY id", [&](sqlite3_stmt* s) {
+    auto u = fromDoc<model::Upgrade>(columnText(s, 1), &model::upgradeFromStoreDoc);
+    if (!u.ok()) return u.status().withContext("upgrade " + std::to_string(columnInt(s, 0)));
+    c.upgrades.push_back(std::move(u).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load upgrades");
   return c;
 }
 

@@ -786,3 +786,56 @@ TEST_F(SqliteStoreTest, EventsRoundTripInOrderAndAreNeverReplaced) {
 
 }  // namespace
 }  // namespace allot::store
+
+namespace allot::store {
+namespace {
+
+TEST(SqliteUpgradesTest, UpgradesRoundTripAndAreReplacedWhole) {
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / "allot-store-upgrades-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string path = tmpl + "/allot.db";
+  model::Upgrade u;
+  u.id = 3;
+  u.pool = "ml";
+  u.profile = "driver-550";
+  u.maxUnavailable = 2;
+  u.drainDeadlineMs = 1'800'000;
+  u.by = "root";
+  u.createdAt = 1'000;
+  u.hosts = {{"gpu-01", model::UpgradeHostState::kDone, "", 1'000, 2'000},
+             {"gpu-02", model::UpgradeHostState::kRunning, "", 2'000, 0},
+             {"gpu-03", model::UpgradeHostState::kSkipped, "host is failed at the start", 0, 0}};
+  {
+    auto store = SqliteStore::open(path);
+    ASSERT_TRUE(store.ok()) << store.status().toString();
+    ASSERT_TRUE((*store)->commit(WriteBatch{}.add(PutUpgrade{u})).ok());
+    u.state = model::UpgradeState::kStopped;
+    u.stoppedAt = "gpu-02";
+    u.reason = "host gpu-02: exit code 3";
+    u.hosts[1].state = model::UpgradeHostState::kFailed;
+    ASSERT_TRUE((*store)->commit(WriteBatch{}.add(PutUpgrade{u})).ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok());
+  auto c = (*store)->loadAll();
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_EQ(c->upgrades.size(), 1u);
+  const model::Upgrade& got = c->upgrades[0];
+  EXPECT_EQ(got.id, 3);
+  EXPECT_EQ(got.pool, "ml");
+  EXPECT_EQ(got.maxUnavailable, 2);
+  EXPECT_EQ(got.drainDeadlineMs, 1'800'000);
+  EXPECT_EQ(got.state, model::UpgradeState::kStopped);
+  EXPECT_EQ(got.stoppedAt, "gpu-02");
+  EXPECT_EQ(got.reason, "host gpu-02: exit code 3");
+  ASSERT_EQ(got.hosts.size(), 3u);
+  EXPECT_EQ(got.hosts[1].state, model::UpgradeHostState::kFailed);
+  EXPECT_EQ(got.hosts[2].reason, "host is failed at the start");
+  EXPECT_EQ(got.hosts[0].endedAt, 2'000);
+  EXPECT_GE((*store)->schemaVersion(), 7);
+  std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace allot::store
