@@ -64,6 +64,10 @@ struct World {
   std::map<std::string, std::vector<model::HostTransition>> hostTransitions;
   int64_t nextHostTransitionId = 1;
 
+  // Every lease, by id (docs/leases.md); few, and kept whole as the record.
+  std::map<int64_t, model::Lease> leases;
+  int64_t nextLeaseId = 1;
+
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind
 

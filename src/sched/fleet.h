@@ -64,6 +64,10 @@ struct HostView {
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
   std::string dedicatedTo;  // the whole host belongs to this team
+  // Held for a lease that starts at heldFrom (0 = not held): only work whose declared maximum
+  // runtime ends by then may start here (docs/leases.md).
+  TimeMs heldFrom = 0;
+  int64_t heldLease = 0;
   std::string driverVersion;
   std::string cudaVersion;
   std::vector<GpuView> gpus;
@@ -180,6 +184,7 @@ enum class WaitKind {
   kGang,               // a gang: only `hostsReady` of `hostsWanted` hosts have room
   kNoIdleHost,         // whole host: no idle host it may use
   kReserved,           // holds a reservation on `host`, starting at `startAt` (0 = unknown)
+  kHeldForLease,       // fits only on hosts held for lease `lease` from `startAt` (`host`)
 };
 const char* waitKindName(WaitKind kind);
 
@@ -195,6 +200,7 @@ struct Wait {
   std::string host;
   TimeMs startAt = 0;
   std::vector<int64_t> waitingFor;
+  int64_t lease = 0;  // kHeldForLease
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...

@@ -66,9 +66,14 @@ struct AppendHostTransition {
   model::HostTransition transition;
 };
 
+// A lease (model::Lease), replaced whole; leases are never deleted (they are the record).
+struct PutLease {
+  model::Lease lease;
+};
+
 using WriteOp =
     std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
-                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition>;
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutLease>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;
@@ -97,6 +102,7 @@ struct Contents {
   std::vector<model::Event> events;        // the newest kEventsLoaded, in id order
   // Every one: people change admin states by hand, so there are few (a busy fleet: thousands).
   std::vector<model::HostTransition> hostTransitions;  // in id order
+  std::vector<model::Lease> leases;                    // every one, in id order
 };
 
 class Store {

@@ -169,12 +169,27 @@ CREATE TRIGGER host_transitions_no_delete BEFORE DELETE ON host_transitions
   BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
 )sql";
 
+// Time-boxed leases of hosts to teams (docs/leases.md). The document holds the whole lease; the
+// columns serve lookups by team and by state.
+constexpr std::string_view kV6Leases = R"sql(
+CREATE TABLE leases (
+  id       INTEGER PRIMARY KEY,
+  team     TEXT NOT NULL,
+  state    TEXT NOT NULL,
+  start_ms INTEGER NOT NULL,
+  end_ms   INTEGER NOT NULL,
+  doc      TEXT NOT NULL
+);
+CREATE INDEX leases_by_team ON leases (team, id);
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
     Migration{3, "allocation ledger", kV3Ledger},
     Migration{4, "allocation events", kV4Events},
     Migration{5, "host admin-state transitions", kV5HostTransitions},
+    Migration{6, "leases", kV6Leases},
 };
 
 }  // namespace

@@ -57,6 +57,11 @@ constexpr std::string_view kAppendEvent =
     "INSERT INTO events (id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
     "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
+constexpr std::string_view kPutLease =
+    "INSERT INTO leases (id, team, state, start_ms, end_ms, doc) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET team = excluded.team, state = excluded.state, "
+    "start_ms = excluded.start_ms, end_ms = excluded.end_ms, doc = excluded.doc";
+
 constexpr std::string_view kAppendHostTransition =
     "INSERT INTO host_transitions (id, host, at_ms, by_name, from_state, to_state, reason, output) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
@@ -158,14 +163,14 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},           {&s.user_, kPutUser},
-      {&s.token_, kPutToken},         {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},           {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},      {&s.hostTransition_, kAppendHostTransition},
-      {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
-      {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
+      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},       {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
+      {&s.lease_, kPutLease},     {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -280,6 +285,21 @@ Status WriteStatements::put(const PutJob& op) {
         .text(j.host)
         .integer(j.submittedAt)
         .integer(j.finishedAt)
+        .text(doc)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutLease& op) {
+  const model::Lease& l = op.lease;
+  return guarded("lease " + std::to_string(l.id), [&] {
+    const std::string doc = model::toStoreDoc(l).dump();
+    return Binder(lease_.get())
+        .integer(l.id)
+        .text(l.team)
+        .text(model::leaseStateName(l.state))
+        .integer(l.startAt)
+        .integer(l.endAt)
         .text(doc)
         .run();
   });
@@ -529,6 +549,14 @@ Result<Contents> loadContents(sqlite3* db) {
                     return Status::Ok();
                   });
   if (!st.ok()) return st.withContext("failed to load host transitions");
+
+  st = forEachRow(db, "SELECT id, doc FROM leases ORDER BY id", [&](sqlite3_stmt* s) {
+    auto lease = fromDoc<model::Lease>(columnText(s, 1), &model::leaseFromStoreDoc);
+    if (!lease.ok()) return lease.status().withContext("lease " + std::to_string(columnInt(s, 0)));
+    c.leases.push_back(std::move(lease).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load leases");
   return c;
 }
 

@@ -39,6 +39,7 @@ class WriteStatements {
   Status put(const AppendLedger& op);
   Status put(const AppendEvent& op);
   Status put(const AppendHostTransition& op);
+  Status put(const PutLease& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -52,6 +53,7 @@ class WriteStatements {
   StmtHandle ledger_;
   StmtHandle event_;
   StmtHandle hostTransition_;
+  StmtHandle lease_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;
