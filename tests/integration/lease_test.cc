@@ -130,7 +130,9 @@ TEST_F(LeaseTest, BadRequestsAreRefusedNamingTheField) {
     EXPECT_EQ(r.status, c.status) << r.body;
     json err = r.parsed().value("error", json::object());
     EXPECT_FALSE(textOf(err, "message").empty()) << r.body;
-    if (!c.field.empty()) EXPECT_EQ(textOf(err, "field"), c.field) << r.body;
+    if (!c.field.empty()) {
+      EXPECT_EQ(textOf(err, "field"), c.field) << r.body;
+    }
   }
   // Nothing changed: one lease, still requested, with its end.
   json all = httpRequest(port_, "GET", "/api/v1/leases", "", adminToken_).parsed();
