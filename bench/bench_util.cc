@@ -111,14 +111,16 @@ void ChildProcess::stop() {
   if (stdoutFd_ >= 0) ::close(std::exchange(stdoutFd_, -1));
 }
 
-Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dataDir) {
+Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dataDir,
+                           const std::vector<std::string>& extraArgs) {
   Allotd d;
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);  // so that its log can go there
   if (ec) return Status::Unavailable("cannot create " + dataDir + ": " + ec.message());
-  auto proc = ChildProcess::start(
-      {allotdPath, "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"},
-      dataDir + "/allotd.log");
+  std::vector<std::string> argv = {allotdPath,  "--listen",    "127.0.0.1:0", "--data-dir",
+                                   dataDir,     "--log-level", "warn"};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  auto proc = ChildProcess::start(argv, dataDir + "/allotd.log");
   if (!proc.ok()) return proc.status();
   d.process = std::move(proc).value();
   auto line = d.process.waitForLine("listening http://127.0.0.1:", std::chrono::seconds(60));

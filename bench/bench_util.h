@@ -53,7 +53,9 @@ struct Allotd {
   std::string adminToken;
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
 };
-Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dataDir);
+// `extraArgs` go after the defaults (e.g. {"--config", path}).
+Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dataDir,
+                           const std::vector<std::string>& extraArgs = {});
 
 struct HttpReply {
   int status = 0;

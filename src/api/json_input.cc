@@ -89,6 +89,24 @@ Result<std::vector<std::string>> JsonInput::optionalStringArray(const char* fiel
   return requiredStringArray(field);
 }
 
+Result<std::vector<int>> JsonInput::optionalIntArray(const char* field, int min, int max) const {
+  std::vector<int> out;
+  auto it = j_.find(field);
+  if (it == j_.end() || it->is_null()) return out;
+  if (!it->is_array())
+    return Status::InvalidArgument(
+        std::string(field) + ": must be an array of integers, got " + jsonTypeName(*it), field);
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
+      return Status::InvalidArgument(std::string(field) + ": each must be an integer from " +
+                                         std::to_string(min) + " to " + std::to_string(max) +
+                                         ", got " + v.dump(),
+                                     field);
+    out.push_back(v.get<int>());
+  }
+  return out;
+}
+
 Result<std::map<std::string, int>> JsonInput::optionalIntMap(const char* field, int min,
                                                              int max) const {
   std::map<std::string, int> out;

@@ -27,6 +27,8 @@ class JsonInput {
   Result<double> optionalNumber(const char* field, double fallback) const;
   Result<std::vector<std::string>> requiredStringArray(const char* field) const;
   Result<std::vector<std::string>> optionalStringArray(const char* field) const;
+  // An array of integers, each between min and max; absent or null reads as empty.
+  Result<std::vector<int>> optionalIntArray(const char* field, int min, int max) const;
   // An object of integers, {"A100": 4}, each between min and max.
   Result<std::map<std::string, int>> optionalIntMap(const char* field, int min, int max) const;
   // Whether the body has the field at all, null included: for "omitted keeps, null clears".

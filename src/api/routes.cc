@@ -388,6 +388,7 @@ void registerRoutes(Router& router, Server& s) {
 
   registerSharingRoutes(router, s);
   registerHostLifecycleRoutes(router, s);
+  registerHandoverRoutes(router, s);
   registerUsageRoutes(router, s);
   registerTelemetryRoutes(router, s);
   registerIdleRoutes(router, s);

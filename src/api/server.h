@@ -108,6 +108,8 @@ void registerRoutes(Router& router, Server& server);
 void registerSharingRoutes(Router& router, Server& server);
 // Host lifecycle: drain, resume, failed/retired, transitions (routes_hosts.cc).
 void registerHostLifecycleRoutes(Router& router, Server& server);
+// Assign, unassign and a host task's live output (routes_handover.cc); called by registerRoutes.
+void registerHandoverRoutes(Router& router, Server& server);
 // The usage report over the allocation ledger (routes_usage.cc); called by registerRoutes.
 void registerUsageRoutes(Router& router, Server& server);
 // A GPU's history from telemetry.db (routes_telemetry.cc); called by registerRoutes.

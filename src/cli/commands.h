@@ -13,6 +13,7 @@ void addOrgCommands(CLI::App& app, Context& ctx);   // team, user, project
 void addHostCommands(CLI::App& app, Context& ctx);  // host
 // host drain, resume, fail, retire, log; called by addHostCommands on its `host` command.
 void addHostLifecycleCommands(CLI::App* host, Context& ctx);
+void addHostHandoverCommands(CLI::App* host, Context& ctx);
 void addJobCommands(CLI::App& app, Context& ctx);  // run, job
 // team quota, project quota; after addOrgCommands, whose team and project commands it extends.
 void addQuotaCommands(CLI::App& app, Context& ctx);

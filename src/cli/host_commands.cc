@@ -91,11 +91,11 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "DEDICATED", "LEASE", "GPUS", "PROVIDER", "CPUS", "MEMORY",
+  Table table({"NAME", "STATE", "ADMIN", "POOL", "LEASE", "GPUS", "PROVIDER", "CPUS", "MEMORY",
                "AGENT", "LAST SEEN"});
   for (const auto& h : *hosts) {
     table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "dedicated_to"), leaseText(h, false), gpuSummary(h), providerText(h),
+                  text(h, "pool", "shared"), leaseText(h, false), gpuSummary(h), providerText(h),
                   text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
                   relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
@@ -337,6 +337,7 @@ void addHostCommands(CLI::App& app, Context& ctx) {
   onRun(history, ctx, o, gpuHistory);
 
   addHostLifecycleCommands(host, ctx);
+  addHostHandoverCommands(host, ctx);
 }
 
 }  // namespace allot::cli

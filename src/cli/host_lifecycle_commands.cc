@@ -1,5 +1,8 @@
-// allot host drain|resume|fail|retire|reprovision|log: a host's admin state (docs/hosts.md) and the
+// allot host drain|resume|fail|retire|reprovision|log [--follow]: a host's admin state (docs/hosts.md) and the
 // record of its transitions. Added under `allot host` by addHostCommands.
+
+#include <chrono>
+#include <thread>
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
@@ -16,7 +19,11 @@ struct LifecycleOpts {
   std::string reason;
   std::string profile;
   std::string timeout;
+  bool follow = false;
 };
+
+// How often `host log --follow` asks for more of a running task's output.
+constexpr std::chrono::milliseconds kFollowPoll{500};
 
 std::string hostPath(const LifecycleOpts& o, const char* action) {
   return "/hosts/" + urlEncode(o.name) + "/" + action;
@@ -93,29 +100,65 @@ int reprovision(Context& ctx, const LifecycleOpts& o) {
   return 0;
 }
 
+// The transitions after `afterId`, as a table and then each one's output.
+void printTransitions(Context& ctx, const json& events, int64_t afterId) {
+  Table table({"TIME", "BY", "FROM", "TO", "REASON"});
+  for (const auto& e : events) {
+    if (e.value("id", int64_t{0}) <= afterId) continue;
+    table.addRow({text(e, "at"), text(e, "by"), text(e, "from"), text(e, "to"), text(e, "reason")});
+  }
+  if (table.empty()) return;
+  ctx.out() << table.render();
+  // Output of what ran for a transition (host tasks) follows the table, per entry.
+  for (const auto& e : events) {
+    std::string output = text(e, "output", "");
+    if (e.value("id", int64_t{0}) <= afterId || output.empty()) continue;
+    ctx.out() << "\n--- " << text(e, "at") << " " << text(e, "from") << " -> " << text(e, "to")
+              << " ---\n"
+              << output << (output.back() == '\n' ? "" : "\n");
+  }
+}
+
+int64_t lastId(const json& events) {
+  return events.empty() ? 0 : events.back().value("id", int64_t{0});
+}
+
+// Prints the running task's output as it comes, then the transitions its end made.
+int followTask(Context& ctx, ApiClient& api, const LifecycleOpts& o, int64_t seenId) {
+  int64_t offset = 0;
+  bool announced = false;
+  for (;;) {
+    auto chunk = api.get(hostPath(o, "task-output") + "?offset=" + std::to_string(offset));
+    if (!chunk.ok()) return ctx.fail(chunk.status());
+    const std::string data = text(*chunk, "data", "");
+    if (!announced && chunk->value("running", false)) {
+      ctx.out() << "\n--- running now (task " << text(*chunk, "task_id") << ") ---\n";
+      announced = true;
+    }
+    ctx.out() << data << std::flush;
+    offset = chunk->value("offset", int64_t{0}) + static_cast<int64_t>(data.size());
+    if (!chunk->value("running", false)) break;
+    std::this_thread::sleep_for(kFollowPoll);
+  }
+  auto events = api.get(hostPath(o, "events"));
+  if (!events.ok()) return ctx.fail(events.status());
+  if (announced) ctx.out() << "\n";
+  printTransitions(ctx, *events, seenId);
+  return 0;
+}
+
 int hostLog(Context& ctx, const LifecycleOpts& o) {
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto events = (*api)->get(hostPath(o, "events"));
   if (!events.ok()) return ctx.fail(events.status());
   if (ctx.jsonOutput()) return ctx.printJson(*events);
-  if (events->empty()) {
+  if (events->empty() && !o.follow) {
     ctx.out() << "Host " << o.name << " has had no admin-state transitions\n";
     return 0;
   }
-  Table table({"TIME", "BY", "FROM", "TO", "REASON"});
-  for (const auto& e : *events) {
-    table.addRow({text(e, "at"), text(e, "by"), text(e, "from"), text(e, "to"), text(e, "reason")});
-  }
-  ctx.out() << table.render();
-  // Output of what ran for a transition (reprovisioning hooks) follows the table, per entry.
-  for (const auto& e : *events) {
-    std::string output = text(e, "output", "");
-    if (output.empty()) continue;
-    ctx.out() << "\n--- " << text(e, "at") << " " << text(e, "from") << " -> " << text(e, "to")
-              << " ---\n"
-              << output << (output.back() == '\n' ? "" : "\n");
-  }
+  printTransitions(ctx, *events, 0);
+  if (o.follow) return followTask(ctx, **api, o, lastId(*events));
   return 0;
 }
 
@@ -166,6 +209,9 @@ void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
   auto* logCmd =
       host->add_subcommand("log", "A host's admin-state transitions: who, when, from, to, why");
   logCmd->add_option("HOST", o->name, "Host name")->required();
+  logCmd->add_flag("-f,--follow", o->follow,
+                   "Also print the output of the task the host runs now as it comes, until it "
+                   "ends");
   onRun(logCmd, ctx, o, hostLog);
 }
 

@@ -114,18 +114,17 @@ Result<Change<model::Host>> Cluster::assignHost(const Principal& p, const std::s
     return Status::NotFound("no host '" + name + "'");
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "assign hosts"));
   if (!gpus.empty()) {
-    // Single GPUs of a host others keep using: dedicated at once, no drain and no wipe (the
-    // host's other tenants stay); the scheduler places nothing of other teams there from now.
-    if (team.empty())
-      return Status::InvalidArgument("team: GPUs return to the host's pool with unassign",
-                                     "team");
+    // Single GPUs of a host others keep using: dedicated (or, team "", returned to the host's
+    // pool) at once, no drain and no wipe (the host's other tenants stay); the scheduler places
+    // nothing of other teams there from now, and running work finishes where it is.
     model::Host& h = it->second;
     for (int index : gpus) {
       if (std::none_of(h.gpus.begin(), h.gpus.end(),
                        [&](const model::Gpu& g) { return g.index == index; }))
         return Status::NotFound("host " + name + " has no GPU " + std::to_string(index), "gpus");
     }
-    if (!world_.teams.count(team)) return Status::NotFound("no team '" + team + "'", "team");
+    if (!team.empty() && !world_.teams.count(team))
+      return Status::NotFound("no team '" + team + "'", "team");
     Change<model::Host> c;
     for (int index : gpus) {
       GpuSettings s;

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = defaultShimPath();
-  std::string cgroupName;
+  std::string cgroupName, scratchDir, homeDir;
   int standbys = 1;
   std::string telemetryInterval = "5s";
   app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
@@ -47,6 +47,12 @@ int main(int argc, char** argv) {
                  "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
   app.add_option("--work-dir", workDir,
                  "state, job directories and logs (default /var/lib/allot-agent)");
+  app.add_option("--scratch-dir", scratchDir,
+                 "per-job scratch root: job J gets $ALLOT_SCRATCH=DIR/J; emptied by the wipe "
+                 "between tenants (default WORK_DIR/scratch)");
+  app.add_option("--home-dir", homeDir,
+                 "where team home data lives on this host; its contents are removed by a wipe "
+                 "whose storage policy says so (default: none kept here)");
   app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
   app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
   app.add_option("--standby-shims", standbys,
@@ -73,6 +79,19 @@ int main(int argc, char** argv) {
   if (ec) return fail("cannot create work dir " + workDir + ": " + ec.message());
   workDir = std::filesystem::absolute(workDir).string();
 
+  if (scratchDir.empty()) scratchDir = workDir + "/scratch";
+  scratchDir = std::filesystem::absolute(scratchDir).string();
+  if (!homeDir.empty()) {
+    homeDir = std::filesystem::absolute(homeDir).string();
+    // A wipe empties it: the work dir or / given by mistake would lose the agent's own state.
+    if (homeDir == "/" || (workDir + "/").rfind(homeDir + "/", 0) == 0)
+      return fail("--home-dir: " + homeDir +
+                  " cannot be a team home root: it holds the work dir, and a wipe empties it");
+  }
+  if (scratchDir == "/" || (workDir + "/").rfind(scratchDir + "/", 0) == 0)
+    return fail("--scratch-dir: " + scratchDir +
+                " cannot be the scratch root: it holds the work dir, and a wipe empties it");
+
   std::string seed = name.empty() ? workDir : name;
   std::string note;
   auto provider = allot::agent::makeGpuProvider(gpus, seed, &note);
@@ -89,7 +108,9 @@ int main(int argc, char** argv) {
   if (groupName.empty()) groupName = name.empty() ? "allot" : "allot-" + name;
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
-  allot::agent::AgentConfig cfg{server, joinToken, name, workDir, cgroups.mode(), *intervalMs};
+  executor.setScratchRoot(scratchDir);
+  allot::agent::AgentConfig cfg{server,         joinToken,   name,       workDir,
+                                cgroups.mode(), *intervalMs, scratchDir, homeDir};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/secrets.h"
 #include "common/time_format.h"
+#include "exe/lifecycle_config.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   std::string leaseAutoApprove = "never", leaseMaxDuration = "0s", leaseNotice = "15m",
               leaseHoldHorizon = "24h";
   int64_t leaseMaxHosts = 0;
+  allot::control::HostLifecycleOptions lifecycle;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -126,6 +128,8 @@ int main(int argc, char** argv) {
         leaseNotice = (*leases)["notice"].value_or(leaseNotice);
         leaseHoldHorizon = (*leases)["hold_horizon"].value_or(leaseHoldHorizon);
       }
+      if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
+        return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -176,6 +180,7 @@ int main(int argc, char** argv) {
   cfg.cluster.usageHalfLifeMs = *halfLife;
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
   cfg.cluster.hookProfiles = std::move(hookProfiles);
+  cfg.cluster.lifecycle = std::move(lifecycle);
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

@@ -184,6 +184,7 @@ model::HookResult runHook(const HookRun& run) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: every writer is gone
     out.add(buf, static_cast<size_t>(n));
+    if (run.onOutput) run.onOutput(std::string_view(buf, static_cast<size_t>(n)));
   }
   ::close(fds[0]);
   // The hook's own process may outlive its output (it closed stdout); the timeout still holds.
@@ -206,8 +207,12 @@ model::HookResult runHook(const HookRun& run) {
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.ok = !timedOut && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   r.output = out.take();
-  if (timedOut)
-    r.output += "[allot: killed after the timeout of " + std::to_string(spec.timeoutMs) + " ms]\n";
+  if (timedOut) {
+    const std::string note =
+        "[allot: killed after the timeout of " + std::to_string(spec.timeoutMs) + " ms]\n";
+    r.output += note;
+    if (run.onOutput) run.onOutput(note);
+  }
   return r;
 }
 

@@ -7,8 +7,10 @@
 // Threading: runHook blocks until the hook ends; the agent calls it off its I/O thread. It forks,
 // so everything the child needs is prepared before the fork.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "model/agent_protocol.h"
 
@@ -23,6 +25,9 @@ struct HookRun {
   nlohmann::json vars = nlohmann::json::object();
   // Where the generated inventory and vars file go; created if missing.
   std::string runDir;
+  // Called, on runHook's thread, with each piece of output as it comes (all of it, before the
+  // tail is cut), so that a caller can show the run live; and with the note of a timeout kill.
+  std::function<void(std::string_view)> onOutput;
 };
 
 // The result of the run; never throws. A hook that cannot start (no ansible-playbook, no such

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -39,7 +40,7 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-std::vector<std::string> jobEnvironment(const JobSpec& spec) {
+std::vector<std::string> jobEnvironment(const JobSpec& spec, const std::string& scratch) {
   std::map<std::string, std::string> env = {{"PATH", kDefaultPath}};
   for (const auto& [k, v] : spec.env) env[k] = v;
   // Set last so that a job cannot widen its own GPUs. "void" is what NVIDIA's container runtime
@@ -48,6 +49,8 @@ std::vector<std::string> jobEnvironment(const JobSpec& spec) {
   env["CUDA_VISIBLE_DEVICES"] = gpus;
   env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "void" : gpus;
   env["ALLOT_JOB_ID"] = std::to_string(spec.id);
+  // Per-workload scratch that the wipe between tenants removes (agent/host_ops/wipe.h).
+  env["ALLOT_SCRATCH"] = scratch;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -118,6 +121,7 @@ bool isNumber(const std::string& s) {
 ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, const Clock& clock,
                                  CgroupManager* cgroups, int standbys)
     : workDir_(std::move(workDir)),
+      scratchRoot_(workDir_ + "/scratch"),
       shimPath_(std::move(shimPath)),
       clock_(clock),
       cgroups_(cgroups),
@@ -201,7 +205,14 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   if (spec.command.empty() || spec.command[0].empty()) {
     return failToStart(job, spec, "empty command");
   }
-  std::vector<std::string> env = jobEnvironment(spec);
+  const std::string scratch = scratchRoot_ + "/" + std::to_string(spec.id);
+  std::error_code scratchError;
+  fs::create_directories(scratch, scratchError);
+  if (scratchError) {
+    return failToStart(
+        job, spec, "cannot create scratch directory " + scratch + ": " + scratchError.message());
+  }
+  std::vector<std::string> env = jobEnvironment(spec, scratch);
   std::vector<std::string> args = {shimPath_,
                                    "--job-dir",
                                    job.dir.path(),
@@ -589,6 +600,33 @@ void ProcessExecutor::forget(int64_t id) {
   if (!CgroupManager::remove(job.cgroups)) cgroupsToRemove_.push_back(job.cgroups);
   if (Status st = job.dir.remove(); !st.ok()) spdlog::warn("job={}: {}", id, st.message());
   jobs_.erase(it);
+}
+
+}  // namespace allot::agent
+
+namespace allot::agent {
+
+std::vector<std::string> ProcessExecutor::leftoverCgroups() const {
+  std::vector<std::string> out;
+  if (cgroups_ == nullptr) return out;
+  std::set<int64_t> keepJobs;
+  std::set<std::string> keepGroups;
+  for (const auto& [id, job] : jobs_) {
+    if (job.actual.state == ActualState::kRunning) {
+      keepJobs.insert(id);
+      keepGroups.insert(job.cgroups.begin(), job.cgroups.end());
+    }
+  }
+  for (const Standby& s : standbys_) keepGroups.insert(s.cgroups.begin(), s.cgroups.end());
+  out = cgroups_->strayGroups(keepJobs, keepGroups);
+  for (const auto& groups : cgroupsToRemove_) out.insert(out.end(), groups.begin(), groups.end());
+  for (const auto& [id, job] : jobs_) {
+    if (job.actual.state != ActualState::kRunning)
+      out.insert(out.end(), job.cgroups.begin(), job.cgroups.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace allot::agent

@@ -63,6 +63,11 @@ class ProcessExecutor final : public Executor {
     return it == jobs_.end() ? std::vector<int>{} : it->second.gpuIndices;
   }
   std::string logPath(int64_t id) const override { return JobDir(workDir_, id).logPath(); }
+  std::vector<std::string> leftoverCgroups() const override;
+
+  // Where each job's scratch directory (<root>/<job id>, $ALLOT_SCRATCH) is made; default
+  // <workDir>/scratch. Set before the first start().
+  void setScratchRoot(std::string root) { scratchRoot_ = std::move(root); }
 
   // How long start() waits for the shim to report that the command was exec'd.
   static constexpr int64_t kStartTimeoutMs = 10'000;
@@ -138,6 +143,7 @@ class ProcessExecutor final : public Executor {
   void reapOrphanedShims();
 
   std::string workDir_;
+  std::string scratchRoot_;
   std::string shimPath_;
   const Clock& clock_;
   CgroupManager* cgroups_;

@@ -137,6 +137,17 @@ TEST_F(ProcessExecutorTest, JobSeesItsGpusAndIdInItsEnvironment) {
   EXPECT_EQ(readFile(exec_->logPath(7)), "C=GPU-aaa,GPU-bbb N=GPU-aaa,GPU-bbb J=7 F=bar\n");
 }
 
+TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnThatTheWipeKnows) {
+  exec_->setScratchRoot(workDir_ + "/scratch-root");
+  ActualJob started =
+      exec_->start(shellJob(8, "echo \"S=$ALLOT_SCRATCH\"; echo x > $ALLOT_SCRATCH/f"));
+  EXPECT_NE(started.state, ActualState::kFailedToStart) << started.message;
+  ActualJob a = waitForEnd(8);
+  EXPECT_EQ(a.exitCode, 0);
+  EXPECT_EQ(readFile(exec_->logPath(8)), "S=" + workDir_ + "/scratch-root/8\n");
+  EXPECT_EQ(readFile(workDir_ + "/scratch-root/8/f"), "x\n");
+}
+
 TEST_F(ProcessExecutorTest, JobWithoutGpusSeesNone) {
   exec_->start(shellJob(8, "echo \"C=[$CUDA_VISIBLE_DEVICES] N=$NVIDIA_VISIBLE_DEVICES\""));
   waitForEnd(8);

@@ -21,6 +21,13 @@
 //   (i+1) GiB of memory used, 40+i C, 250.5 W, SM clock 1980 MHz, i corrected and 0
 //   uncorrected ECC errors, and one compute process, pid 1000+i.
 //   FAKE_NVML_NO_ECC=1  nvmlDeviceGetTotalEccErrors is NVML_ERROR_NOT_SUPPORTED (ECC off)
+//   FAKE_NVML_ECC_UNCORRECTED=G:N  GPU G reports N uncorrected ECC errors
+//   FAKE_NVML_PIDS=P,Q  the compute processes of every GPU, instead of 1000+i; only those that
+//                     are alive (not zombies) are reported, as NVML forgets a process that exited;
+//                     "none" for no process
+//   FAKE_NVML_MEM_USED_MIB=M  memory used on every GPU, instead of (i+1) GiB
+//   FAKE_NVML_XID=G:X,G:X  critical XID events queued on each new event set: XID X on GPU G,
+//                     delivered once each by nvmlEventSetWait_v2
 // Built a second time with FAKE_NVML_NO_TOPOLOGY defined, it lacks every topology function, like
 // a driver too old to have them; built with FAKE_NVML_NO_SAMPLING, it lacks every optional
 // sampling function (all but nvmlDeviceGetMemoryInfo).
@@ -46,6 +53,19 @@ constexpr int kUnknown = 999;
 [[maybe_unused]] std::string env(const char* name, const char* otherwise) {
   const char* v = std::getenv(name);
   return v ? v : otherwise;
+}
+
+// A process that exists and is not a zombie.
+[[maybe_unused]] bool alive(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char buf[512] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* close = std::strrchr(buf, ')');
+  return n > 0 && close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
 }
 
 unsigned gpuCount() {
@@ -103,6 +123,8 @@ int nvmlDeviceGetMinorNumber(FakeDevice* d, unsigned* minor) {
 int nvmlDeviceGetMemoryInfo(FakeDevice* d, nvmlMemory_t* m) {
   m->total = 143771ull * 1024 * 1024;
   m->used = (d->index + 1ull) * 1024 * 1024 * 1024;
+  if (const char* used = std::getenv("FAKE_NVML_MEM_USED_MIB"))
+    m->used = std::strtoull(used, nullptr, 10) * 1024 * 1024;
   m->free = m->total - m->used;
   return 0;
 }
@@ -212,6 +234,12 @@ int nvmlDeviceGetTotalEccErrors(FakeDevice* d, int errorType, int counterType,
   if (std::getenv("FAKE_NVML_NO_ECC")) return kNotSupported;
   if (counterType != 1) return kInvalidArgument;  // only aggregate counts are faked
   *n = errorType == 0 ? d->index : 0;
+  unsigned gpu = 0;
+  unsigned long long count = 0;
+  if (errorType == 1 &&
+      std::sscanf(env("FAKE_NVML_ECC_UNCORRECTED", "").c_str(), "%u:%llu", &gpu, &count) == 2 &&
+      gpu == d->index)
+    *n = count;
   return kSuccess;
 }
 int nvmlDeviceGetComputeRunningProcesses_v3(FakeDevice* d, unsigned* count,
@@ -220,11 +248,66 @@ int nvmlDeviceGetComputeRunningProcesses_v3(FakeDevice* d, unsigned* count,
     *count = 1;
     return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
   }
+  if (const char* list = std::getenv("FAKE_NVML_PIDS")) {
+    unsigned n = 0;
+    for (const char* p = list; *p && n < *count;) {
+      char* end = nullptr;
+      long pid = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0 && alive(static_cast<int>(pid)))
+        infos[n++] = {static_cast<unsigned>(pid), 512ull * 1024 * 1024, 0xFFFFFFFF, 0xFFFFFFFF};
+      p = *end == ',' ? end + 1 : end;
+    }
+    *count = n;
+    return kSuccess;
+  }
   *count = 1;
   infos[0] = {1000 + d->index, 512ull * 1024 * 1024, 0xFFFFFFFF, 0xFFFFFFFF};
   return kSuccess;
 }
 #endif  // FAKE_NVML_NO_SAMPLING
+// XID events: one event set at a time is enough for the agent (one provider per process).
+struct nvmlEventData_t {
+  FakeDevice* device;
+  unsigned long long eventType, eventData;
+  unsigned gpuInstanceId, computeInstanceId;
+};
+struct FakeEventSet {
+  unsigned registered = 0;  // bit i: GPU i registered
+  size_t delivered = 0;     // events of FAKE_NVML_XID already delivered
+};
+FakeEventSet gEventSet;
+int nvmlEventSetCreate(FakeEventSet** set) {
+  gEventSet = FakeEventSet{};
+  *set = &gEventSet;
+  return kSuccess;
+}
+int nvmlDeviceRegisterEvents(FakeDevice* d, unsigned long long types, FakeEventSet* set) {
+  if (types != 0x8) return kNotSupported;  // only XID critical errors are faked
+  set->registered |= 1u << d->index;
+  return kSuccess;
+}
+int nvmlEventSetWait_v2(FakeEventSet* set, nvmlEventData_t* data, unsigned) {
+  std::string list = env("FAKE_NVML_XID", "");
+  size_t i = 0;
+  for (const char* p = list.c_str(); *p;) {
+    unsigned gpu = 0;
+    unsigned long long xid = 0;
+    int used = 0;
+    if (std::sscanf(p, "%u:%llu%n", &gpu, &xid, &used) != 2) break;
+    p += used;
+    if (*p == ',') ++p;
+    if (gpu >= 16 || !(set->registered & (1u << gpu))) continue;
+    if (i++ < set->delivered) continue;
+    ++set->delivered;
+    gDevices[gpu].index = gpu;
+    *data = {&gDevices[gpu], 0x8, xid, 0xFFFFFFFF, 0xFFFFFFFF};
+    return kSuccess;
+  }
+  return 10;  // NVML_ERROR_TIMEOUT
+}
+int nvmlEventSetFree(FakeEventSet*) { return kSuccess; }
+
 int nvmlSystemGetDriverVersion(char* buf, unsigned len) { return copyOut("550.54.15", buf, len); }
 int nvmlSystemGetCudaDriverVersion_v2(int* v) {
   *v = 12040;

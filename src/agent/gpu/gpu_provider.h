@@ -8,11 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "model/agent_protocol.h"
 #include "model/model.h"
 
 namespace allot::agent {
+
+// A critical XID error the driver reported on a GPU (NVML's nvmlEventTypeXidCriticalError): XID 79
+// is "fallen off the bus", 48 a double-bit ECC error, ... See NVIDIA's XID catalogue.
+struct XidEvent {
+  int gpuIndex = -1;  // -1: the driver did not say which GPU
+  int64_t xid = 0;
+  TimeMs at = 0;  // when the agent drained it, wall-clock ms
+};
 
 class GpuProvider {
  public:
@@ -38,6 +47,10 @@ class GpuProvider {
     std::string utilFile;        // $ALLOT_SIM_GPU_UTIL_FILE: a number written here overrides it
   };
   virtual void setWorkloads(std::vector<Workload> workloads) { (void)workloads; }
+
+  // The critical XID events the driver reported since the last call, oldest first; never blocks.
+  // Providers without an event source (the simulated one) have none.
+  virtual std::vector<XidEvent> drainXidEvents() { return {}; }
 };
 
 }  // namespace allot::agent

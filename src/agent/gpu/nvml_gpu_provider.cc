@@ -67,6 +67,16 @@ constexpr int kNvmlMemoryErrorCorrected = 0;    // NVML_MEMORY_ERROR_TYPE_CORREC
 constexpr int kNvmlMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 constexpr int kNvmlAggregateEcc = 1;            // NVML_AGGREGATE_ECC: since the GPU was made
 constexpr unsigned kMaxProcesses = 256;
+// For XID events.
+using nvmlEventSet_t = struct nvmlEventSet_st*;
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID for XID events
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8;
 
 }  // namespace
 
@@ -98,6 +108,13 @@ struct NvmlGpuProvider::Api {
   nvmlReturn_t (*getClockInfo)(nvmlDevice_t, int, unsigned int*) = nullptr;
   nvmlReturn_t (*getTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
   nvmlReturn_t (*getComputeProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
+  // Optional, for XID events: without them no XID is ever reported (logged once).
+  nvmlReturn_t (*eventSetCreate)(nvmlEventSet_t*) = nullptr;
+  nvmlReturn_t (*registerEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*eventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned int) = nullptr;
+  nvmlReturn_t (*eventSetFree)(nvmlEventSet_t) = nullptr;
+  nvmlEventSet_t eventSet = nullptr;
+  std::map<nvmlDevice_t, int> xidDevices;  // registered devices, by handle, to their index
 
   // Why topology is unknown, each said once (at debug level) for the provider's lifetime:
   // discover() runs for every inventory, and the reason rarely changes.
@@ -236,6 +253,12 @@ Result<std::unique_ptr<NvmlGpuProvider>> NvmlGpuProvider::open(const std::string
   if (!bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", api->getComputeProcesses)) {
     bind(lib, "nvmlDeviceGetComputeRunningProcesses_v2", api->getComputeProcesses);
   }
+  bind(lib, "nvmlEventSetCreate", api->eventSetCreate);
+  bind(lib, "nvmlDeviceRegisterEvents", api->registerEvents);
+  if (!bind(lib, "nvmlEventSetWait_v2", api->eventSetWait)) {
+    bind(lib, "nvmlEventSetWait", api->eventSetWait);
+  }
+  bind(lib, "nvmlEventSetFree", api->eventSetFree);
 
   nvmlReturn_t rc = api->init();
   if (rc != kNvmlSuccess) {
@@ -249,6 +272,7 @@ Result<std::unique_ptr<NvmlGpuProvider>> NvmlGpuProvider::open(const std::string
 NvmlGpuProvider::NvmlGpuProvider(std::unique_ptr<Api> api) : api_(std::move(api)) {}
 
 NvmlGpuProvider::~NvmlGpuProvider() {
+  if (api_->eventSet && api_->eventSetFree) api_->eventSetFree(api_->eventSet);
   api_->shutdown();
   dlclose(api_->lib);
 }
@@ -310,7 +334,54 @@ Result<std::vector<model::Gpu>> NvmlGpuProvider::discover() {
   }
   findNvlinkDomains(devices, busIds, gpus);
   findPcieSwitches(devices, gpus);
+  registerXidEvents(devices);
   return gpus;
+}
+
+// Each GPU is registered once, when first discovered; the set then queues its events in the
+// driver until drainXidEvents() reads them.
+void NvmlGpuProvider::registerXidEvents(const std::vector<nvmlDevice_st*>& devices) {
+  Api& api = *api_;
+  if (!api.eventSetCreate || !api.registerEvents || !api.eventSetWait) {
+    api.sampleNote("NVML lacks the event functions; XID errors are not watched");
+    return;
+  }
+  if (!api.eventSet) {
+    if (nvmlReturn_t rc = api.eventSetCreate(&api.eventSet); rc != kNvmlSuccess) {
+      api.sampleNote("nvmlEventSetCreate failed: " + api.error(rc) + "; XID errors not watched");
+      api.eventSet = nullptr;
+      return;
+    }
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (api.xidDevices.count(devices[i])) continue;
+    nvmlReturn_t rc = api.registerEvents(devices[i], kNvmlEventTypeXidCriticalError, api.eventSet);
+    if (rc != kNvmlSuccess) {
+      api.sampleNote("nvmlDeviceRegisterEvents failed on GPU " + std::to_string(i) + ": " +
+                     api.error(rc) + "; its XID errors are not watched");
+      continue;
+    }
+    api.xidDevices[devices[i]] = static_cast<int>(i);
+  }
+}
+
+std::vector<XidEvent> NvmlGpuProvider::drainXidEvents() {
+  std::vector<XidEvent> out;
+  Api& api = *api_;
+  if (!api.eventSet) return out;
+  // Bounded: a flood of events must not hold the caller (and the provider's lock) for long.
+  for (int n = 0; n < 1024; ++n) {
+    nvmlEventData_t data = {};
+    if (api.eventSetWait(api.eventSet, &data, 0) != kNvmlSuccess) break;  // timeout: none left
+    if ((data.eventType & kNvmlEventTypeXidCriticalError) == 0) continue;
+    XidEvent e;
+    auto it = api.xidDevices.find(data.device);
+    e.gpuIndex = it == api.xidDevices.end() ? -1 : it->second;
+    e.xid = static_cast<int64_t>(data.eventData);
+    e.at = SystemClock().nowMs();
+    out.push_back(e);
+  }
+  return out;
 }
 
 Result<std::vector<model::GpuSample>> NvmlGpuProvider::sample() {

@@ -40,6 +40,8 @@ class NvmlGpuProvider final : public GpuProvider {
   // Utilisation, memory used, temperature, power, SM clock, aggregate ECC counts and compute
   // processes, through the provider's one NVML session. All but memory are optional symbols.
   Result<std::vector<model::GpuSample>> sample() override;
+  // Critical XID events, from an NVML event set each GPU joins when discover() first sees it.
+  std::vector<XidEvent> drainXidEvents() override;
 
  private:
   struct Api;
@@ -49,6 +51,7 @@ class NvmlGpuProvider final : public GpuProvider {
   void findNvlinkDomains(const std::vector<nvmlDevice_st*>& devices,
                          const std::vector<std::string>& busIds, std::vector<model::Gpu>& gpus);
   void findPcieSwitches(const std::vector<nvmlDevice_st*>& devices, std::vector<model::Gpu>& gpus);
+  void registerXidEvents(const std::vector<nvmlDevice_st*>& devices);
 
   std::unique_ptr<Api> api_;
 };

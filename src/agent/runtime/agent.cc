@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "agent/exec/hook_runner.h"
+#include "agent/host_ops/host_task_runner.h"
 #include "agent/runtime/http_join.h"
 
 namespace allot::agent {
@@ -83,6 +84,22 @@ std::string readFrom(const std::string& path, int64_t offset, int64_t max) {
 Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Clock& clock)
     : config_(std::move(config)), gpus_(gpus), executor_(executor), clock_(clock) {
   if (config_.name.empty()) config_.name = machineHostname();
+  if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
+}
+
+void Agent::drainXids() {
+  auto events = gpus_.drainXidEvents();
+  if (events.empty()) return;
+  std::lock_guard lock(xidMutex_);
+  for (const auto& e : events) {
+    spdlog::error("GPU {}: critical XID {}", e.gpuIndex, e.xid);
+    xidHistory_.push_back(e);
+    if (xidHistory_.size() > kMaxXidHistory) xidHistory_.pop_front();
+  }
+}
+
+std::string Agent::taskOutputPath(int64_t id) const {
+  return config_.workDir + "/hooks/" + std::to_string(id) + "/output.log";
 }
 
 model::Inventory Agent::inventory() {
@@ -232,6 +249,7 @@ std::string Agent::telemetryMessage() {
     }
     gpus_.setWorkloads(std::move(workloads));
   }
+  drainXids();
   auto samples = gpus_.sample();
   if (!samples.ok()) {
     spdlog::warn("GPU sampling failed: {}", samples.status().message());
@@ -305,6 +323,7 @@ asio::awaitable<Status> Agent::session() {
   logOffsetsKnown_ = false;
   logShipped_.clear();
   taskResultSentAt_ = 0;
+  taskOutputSent_ = 0;
   auto hello = model::encodeHello(inventory(), actualJobs());
   ws->text(true);
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
@@ -366,6 +385,32 @@ asio::awaitable<Status> Agent::session() {
     if (waitingForGpus_) reconcile(lastDesired_);
     collectTask();
     startTaskIfWanted();
+    // The task's new output; after collectTask, so that a task that just ended has all of its
+    // output sent before its result.
+    if (taskRunningId_ != 0 || (wantedTask_ && taskResults_.count(wantedTask_->id))) {
+      const int64_t id = taskRunningId_ != 0 ? taskRunningId_ : wantedTask_->id;
+      if (taskOutputId_ != id) {
+        taskOutputId_ = id;
+        taskOutputSent_ = 0;
+      }
+      bool failed = false;
+      for (;;) {
+        std::string data = readFrom(taskOutputPath(id), taskOutputSent_, kMaxLogChunk);
+        if (data.empty()) break;
+        const size_t n = data.size();
+        std::string msg = model::encodeTaskOutput({id, taskOutputSent_, std::move(data)});
+        ws->text(true);
+        auto [ec, written] =
+            co_await ws->async_write(asio::buffer(msg), asio::as_tuple(use_awaitable));
+        if (ec) {
+          failed = true;
+          break;
+        }
+        taskOutputSent_ += static_cast<int64_t>(n);
+        if (static_cast<int64_t>(n) < kMaxLogChunk) break;
+      }
+      if (failed) break;
+    }
     if (std::string result = taskResultToSend(clock_.nowMs(), heartbeatMs); !result.empty()) {
       ws->text(true);
       auto [ec, n] = co_await ws->async_write(asio::buffer(result), asio::as_tuple(use_awaitable));
@@ -434,7 +479,6 @@ void Agent::startTaskIfWanted() {
   std::optional<HookRun> hook;
   if (task.hook) {
     HookRun run;
-    run.spec = *task.hook;
     std::string driver;
     for (const auto& g : gpuList_) {
       if (!g.driverVersion.empty()) {
@@ -450,22 +494,34 @@ void Agent::startTaskIfWanted() {
     run.runDir = config_.workDir + "/hooks/" + std::to_string(task.id);
     hook = std::move(run);
   }
+  HostTaskContext ctx;
+  if (hook) ctx.hook = std::move(*hook);
+  ctx.outputFile = taskOutputPath(task.id);
+  ctx.wipe.workDir = config_.workDir;
+  ctx.wipe.scratchDir = config_.scratchDir;
+  ctx.wipe.homeDir = config_.homeDir;
+  ctx.wipe.currentHookRun = task.id;
+  // This agent's jobs and everything they started carry its scratch root in ALLOT_SCRATCH: the
+  // wipe kills those, not the jobs of another agent sharing the machine (test clusters, a
+  // migration between work dirs).
+  ctx.wipe.strayMarker = "ALLOT_SCRATCH=" + config_.scratchDir + "/";
+  ctx.wipe.gpus = &gpus_;
+  for (const auto& a : executor_.poll()) {
+    if (a.state == model::ActualState::kRunning) ctx.wipe.liveJobs.push_back(a.id);
+  }
+  ctx.wipe.jobCgroups = executor_.leftoverCgroups();
+  ctx.health.gpus = &gpus_;
+  ctx.health.diskPath = config_.workDir;
+  // The agent outlives the task: its destructor waits for taskRun_ (a std::async future).
+  ctx.health.xidSource = [this] {
+    drainXids();
+    std::lock_guard lock(xidMutex_);
+    return std::vector<XidEvent>(xidHistory_.begin(), xidHistory_.end());
+  };
   spdlog::info("host task {} ({}): starting", task.id, task.purpose);
   taskRunningId_ = task.id;
-  taskRun_ = std::async(std::launch::async, [task, hook] {
-    model::HostTaskResult r;
-    r.id = task.id;
-    r.ok = true;
-    if (hook) {
-      r.hook = runHook(*hook);
-      r.output = r.hook->output;
-      if (!r.hook->ok) {
-        r.ok = false;
-        r.failedStep = "hook";
-      }
-    }
-    return r;
-  });
+  taskRun_ = std::async(std::launch::async,
+                        [task, ctx = std::move(ctx)] { return runHostTask(task, ctx); });
 }
 
 void Agent::collectTask() {

@@ -5,14 +5,20 @@
 // exchange repairs the world; jobs that ran on while the agent was away are re-adopted by the
 // executor from its work directory.
 //
-// Threading: everything runs on the io_context passed to run(), one thread.
+// Threading: everything runs on the io_context passed to run(), one thread, but for the host task,
+// which runs on a thread of its own and reaches the GPUs only through gpus_ (a LockedGpuProvider:
+// the provider is not thread-safe and the loop samples it for telemetry meanwhile) and the XID
+// history through xidMutex_. Allotd sends a task only to a drained host, so no job starts while it
+// runs; the wipe refuses if the executor still runs one.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <deque>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +26,7 @@
 
 #include "agent/exec/executor.h"
 #include "agent/gpu/gpu_provider.h"
+#include "agent/gpu/locked_gpu_provider.h"
 #include "common/clock.h"
 #include "model/agent_protocol.h"
 
@@ -33,6 +40,8 @@ struct AgentConfig {
   std::string cgroupMode;  // what the executor's confinement is, for the inventory
   // How often GPUs are sampled; each round is one telemetry message to allotd.
   int64_t telemetryIntervalMs = 5000;
+  std::string scratchDir;  // per-job scratch root the wipe empties; default <workDir>/scratch
+  std::string homeDir;     // team home data the wipe empties when asked; "" = none on this host
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -71,9 +80,13 @@ class Agent {
   void collectTask();
   // The task_result to send now, or "" (the result of the wanted task, once a heartbeat).
   std::string taskResultToSend(TimeMs now, int64_t heartbeatMs);
+  // The running task's output file (<workDir>/hooks/<id>/output.log).
+  std::string taskOutputPath(int64_t id) const;
+  // Reads the driver's new XID events into xidHistory_.
+  void drainXids();
 
   AgentConfig config_;
-  GpuProvider& gpus_;
+  LockedGpuProvider gpus_;
   Executor& executor_;
   const Clock& clock_;
   Credential credential_;
@@ -90,13 +103,24 @@ class Agent {
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
 
-  std::optional<model::HostTask> wantedTask_;  // from the newest desired state
+  // Critical XIDs seen since the agent started, newest last, at most kMaxXidHistory; read by the
+  // health check on the task thread. Declared before taskRun_, whose destructor waits for the
+  // task, so that they outlive it.
+  static constexpr size_t kMaxXidHistory = 256;
+  std::mutex xidMutex_;
+  std::deque<XidEvent> xidHistory_;  // guarded by xidMutex_
+
+  std::optional<model::HostTask> wantedTask_;   // from the newest desired state
   std::future<model::HostTaskResult> taskRun_;  // the task running now, if valid()
   int64_t taskRunningId_ = 0;
   // Finished runs, by id: a run is never repeated by this process, and its result is sent until
   // allotd's desired state stops naming it (it may have been lost with a connection).
   std::map<int64_t, model::HostTaskResult> taskResults_;
   TimeMs taskResultSentAt_ = 0;  // 0: not sent on this connection yet
+  // Bytes of the running task's output sent on this connection (0 again on reconnect: allotd
+  // ignores what it already has).
+  int64_t taskOutputSent_ = 0;
+  int64_t taskOutputId_ = 0;
 };
 
 }  // namespace allot::agent
