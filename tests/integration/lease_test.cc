@@ -1,7 +1,8 @@
 // Leases with real processes: a lease that starts ~2 s from now and ends ~4 s later hands the
 // host to the team (drain, wipe, health check on the real agent) and back to the shared pool, on
 // allotd's own clock. The lag from the lease's times to what the host did is printed for
-// docs/benchmarks.md (no assertion on it). Plus the API's answers to bad lease requests.
+// docs/benchmarks.md (no assertion on it). A start that allotd was down (killed) for happens when
+// it is back. Plus the API's answers to bad lease requests.
 
 #include <chrono>
 #include <cstdio>
@@ -90,6 +91,29 @@ TEST_F(LeaseTest, HostGoesToTheTeamAtTheStartAndBackAtTheEnd) {
   std::cout << "lease lag: start->handover begun " << startLag << " s, start->host is the team's "
             << assignedLag << " s, end->handover begun " << endLag
             << " s, end->host back in the pool " << returnedLag << " s\n";
+}
+
+TEST_F(LeaseTest, StartMissedWhileAllotdWasDownHappensWhenItIsBack) {
+  startAgent("gpu-a", "sim:1xA100");
+  createTeam("ml");
+  const auto start =
+      std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::seconds(2);
+  json created = cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a",
+                                       "--start", isoAt(start), "--end", "+1h"});
+  const std::string id = std::to_string(created.value("id", 0));
+  ASSERT_EQ(cli({"lease", "approve", id}).code, 0);
+  // allotd is down (killed) across the start; what it promised is in its store.
+  killServer();
+  ASSERT_TRUE(waitFor([&] { return system_clock::now() > start + std::chrono::seconds(1); }));
+  startServer();
+  json last;
+  ASSERT_TRUE(waitFor([&] {
+    last = httpRequest(port_, "GET", "/api/v1/hosts/gpu-a", "", adminToken_).parsed();
+    return textOf(last, "admin_state") == "available" && textOf(last, "dedicated_to") == "ml";
+  })) << last.dump();
+  json lease = httpRequest(port_, "GET", "/api/v1/leases/" + id, "", adminToken_).parsed();
+  EXPECT_EQ(textOf(lease, "state"), "active") << lease.dump();
+  EXPECT_GT(textOf(lease, "started_at"), textOf(lease, "start")) << "started late, once back";
 }
 
 TEST_F(LeaseTest, BadRequestsAreRefusedNamingTheField) {
