@@ -222,11 +222,17 @@ void registerRoutes(Router& router, Server& s) {
       false);
 
   router.add(V::get, "/api/v1/hosts", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listHosts(r.who())));
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& h : s.cluster().listHosts(r.who())) {
+      out.push_back(model::toJson(h));
+      out.back()["lease"] = hostLeaseJson(s, r.who(), h.name);
+    }
+    co_return ApiResponse::json(out);
   });
   router.add(V::get, "/api/v1/hosts/{name}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
     auto out = model::toJson(host);
+    out["lease"] = hostLeaseJson(s, r.who(), host.name);
     nlohmann::json allocs = nlohmann::json::array();
     std::map<int, nlohmann::json> holders;  // by GPU index
     for (const auto& a : s.cluster().allocations(r.who(), host.name)) {
@@ -387,6 +393,7 @@ void registerRoutes(Router& router, Server& s) {
   registerTelemetryRoutes(router, s);
   registerIdleRoutes(router, s);
   registerUpgradeRoutes(router, s);
+  registerLeaseRoutes(router, s);
 }
 
 }  // namespace allot::api

@@ -98,8 +98,8 @@ Result<control::EventFilter> readEventFilter(const ApiRequest& r, TimeMs now) {
     f.kind = model::parseEventKind(*kind);
     if (!f.kind)
       return Status::InvalidArgument(
-          "kind: expected allocation_idle, allocation_busy_again or "
-          "allocation_reclaimed, got '" +
+          "kind: expected allocation_idle, allocation_busy_again, allocation_reclaimed, "
+          "lease_changed or lease_preemption_notice, got '" +
               *kind + "'",
           "kind");
   }

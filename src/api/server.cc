@@ -188,6 +188,9 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await apply(change);
     auto overdue = cluster_->enforceMaxRuntime();
     co_await apply(overdue);
+    // Before the drains: a lease's start drains its hosts with a deadline of now, which the
+    // drain check then enforces in the same tick.
+    co_await enforceLeases();
     co_await enforceDrains();
     // After the drains: a step whose host just reached maintenance is already under way, and
     // the next batch starts from an up-to-date count of hosts out.
@@ -210,6 +213,12 @@ asio::awaitable<void> Server::enforceDrains() {
   cluster_->evictionsDurable(drains.value);
   cluster_->push(drains.pushHosts);
   for (int64_t id : drains.value) notifyJob(id);
+}
+
+asio::awaitable<void> Server::enforceLeases() {
+  auto leases = cluster_->enforceLeases();
+  co_await apply(leases);
+  if (leases.value > 0) wakeScheduler();
 }
 
 asio::awaitable<void> Server::checkIdle() {

@@ -81,6 +81,8 @@ class Server {
   boost::asio::awaitable<void> checkIdle();
   // Draining hosts: drained ones to maintenance, jobs past a deadline preempted.
   boost::asio::awaitable<void> enforceDrains();
+  // Leases whose start or end has come, and notices (Cluster::enforceLeases).
+  boost::asio::awaitable<void> enforceLeases();
   void wakeScheduler();
 
   ServerConfig config_;
@@ -116,6 +118,10 @@ void registerTelemetryRoutes(Router& router, Server& server);
 void registerIdleRoutes(Router& router, Server& server);
 // Rolling upgrades of a pool (routes_upgrades.cc); called by registerRoutes.
 void registerUpgradeRoutes(Router& router, Server& server);
+// Leases (routes_leases.cc); called by registerRoutes.
+void registerLeaseRoutes(Router& router, Server& server);
+// The lease a host is in now or held for next, as host views show it (null when none).
+nlohmann::json hostLeaseJson(Server& server, const control::Principal& p, const std::string& host);
 // The usage report's `idle_allocations`: flagged jobs `p` may see, of `team` ("" = all it sees).
 Result<nlohmann::json> idleAllocationsJson(Server& server, const control::Principal& p,
                                            const std::string& team);

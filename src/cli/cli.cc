@@ -30,6 +30,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addOrgCommands(app, ctx);
   addQuotaCommands(app, ctx);
   addIdleCommands(app, ctx);
+  addLeaseCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);

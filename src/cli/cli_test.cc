@@ -227,6 +227,24 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(
         201, R"({"id":"jt-1","token":"jt-1.joinsecret","expires_at":"2026-12-01T12:00:00Z"})");
   }
+  if (r.method == "POST" && r.target == "/api/v1/leases") {
+    json body = json::parse(r.body);
+    body["id"] = 7;
+    body["state"] = "requested";
+    return jsonReply(201, body.dump());
+  }
+  if (r.method == "GET" && r.target == "/api/v1/leases") {
+    return jsonReply(200, R"([{"id":7,"team":"nlp","state":"approved","hosts":["gpu-03"],
+      "start":"2026-12-01T09:00:00Z","end":"2026-12-02T18:00:00Z","reason":"eval"}])");
+  }
+  if (r.method == "POST" && r.target == "/api/v1/leases/7/approve") {
+    json err = {{"error",
+                 {{"code", "failed_precondition"},
+                  {"message",
+                   "host gpu-03 is leased to team nlp from 2026-12-01T09:00:00Z to "
+                   "2026-12-02T18:00:00Z (lease 6)"}}}};
+    return jsonReply(409, err.dump());
+  }
   if (r.method == "POST" && r.target == "/api/v1/teams") {
     return jsonReply(409,
                      R"({"error":{"code":"already_exists","message":"team 'ml' already exists"}})");
@@ -552,6 +570,48 @@ TEST_F(CliTest, EventsReportAndJobShowTellOfIdleAllocations) {
       << out_.str();
   EXPECT_NE(out_.str().find("to be reclaimed at 2026-11-30T12:13:00Z"), std::string::npos)
       << out_.str();
+}
+
+TEST_F(CliTest, LeaseCreateSendsAbsoluteTimesAndListShowsACalendar) {
+  // The test clock is 2026-11-30T12:00:00Z.
+  EXPECT_EQ(run({"lease", "create", "--team", "nlp", "--host", "gpu-03", "--host", "gpu-04",
+                 "--start", "+21h", "--end", "2026-12-02T18:00:00Z", "--reason", "eval"}),
+            0)
+      << err_.str();
+  auto req = server_.requests().back();
+  EXPECT_EQ(req.target, "/api/v1/leases");
+  EXPECT_EQ(json::parse(req.body), json({{"team", "nlp"},
+                                         {"hosts", {"gpu-03", "gpu-04"}},
+                                         {"start", "2026-12-01T09:00:00Z"},
+                                         {"end", "2026-12-02T18:00:00Z"},
+                                         {"reason", "eval"}}));
+  EXPECT_NE(out_.str().find("Created lease 7 (requested): team nlp, gpu-03,gpu-04"),
+            std::string::npos)
+      << out_.str();
+
+  // Hosts and a count, or a bad time: one line, exit 2, nothing sent.
+  const size_t sent = server_.requests().size();
+  EXPECT_EQ(run({"lease", "create", "--team", "nlp", "--host", "gpu-03", "--count", "2", "--start",
+                 "+1h", "--end", "+2h"}),
+            2);
+  EXPECT_EQ(run({"lease", "create", "--team", "nlp", "--count", "2", "--start", "tomorrowish",
+                 "--end", "+2h"}),
+            2);
+  const std::string err = err_.str();
+  EXPECT_NE(err.find("--start"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(server_.requests().size(), sent);
+
+  EXPECT_EQ(run({"lease", "list", "--calendar", "--days", "4"}), 0) << err_.str();
+  const std::string cal = out_.str();
+  EXPECT_NE(cal.find("11-30"), std::string::npos) << cal;
+  EXPECT_NE(cal.find("12-03"), std::string::npos) << cal;
+  // Free today, leased on the 1st and 2nd, free on the 3rd.
+  EXPECT_NE(cal.find("gpu-03  .      7      7      ."), std::string::npos) << cal;
+
+  // A conflict comes back as one line naming it.
+  EXPECT_EQ(run({"lease", "approve", "7"}), 1);
+  EXPECT_NE(err_.str().find("host gpu-03 is leased to team nlp"), std::string::npos) << err_.str();
 }
 
 TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {

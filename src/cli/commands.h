@@ -22,5 +22,6 @@ void addQuotaCommands(CLI::App& app, Context& ctx);
 // team idle-policy (after addOrgCommands), events.
 void addIdleCommands(CLI::App& app, Context& ctx);
 void addReportCommands(CLI::App& app, Context& ctx);  // report usage
+void addLeaseCommands(CLI::App& app, Context& ctx);   // lease
 
 }  // namespace allot::cli

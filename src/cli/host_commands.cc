@@ -70,19 +70,34 @@ std::string timeText(const json& obj, const char* key, TimeMs now) {
   return iso + " (" + relativeTime(iso, now) + ")";
 }
 
+// The host's lease (now, or the next approved one): "7 active to 2026-12-01T10:00:00Z".
+std::string leaseText(const json& h, bool full) {
+  auto it = h.find("lease");
+  if (it == h.end() || !it->is_object()) return "-";
+  const json& l = *it;
+  const std::string id = l.contains("id") && l["id"].is_number() ? text(l, "id") : "(other team)";
+  const std::string state = text(l, "state");
+  std::string out = id + " " + state;
+  if (full) {
+    if (l.contains("team") && l["team"].is_string()) out += ", team " + text(l, "team");
+    return out + ", " + text(l, "start") + " to " + text(l, "end");
+  }
+  return out + (state == "active" ? " to " + text(l, "end") : " from " + text(l, "start"));
+}
+
 int hostList(Context& ctx) {
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "POOL", "GPUS", "DRIVER", "CUDA", "PROVIDER", "CPUS",
-               "MEMORY", "AGENT", "LAST SEEN"});
+  Table table({"NAME", "STATE", "ADMIN", "POOL", "LEASE", "GPUS", "DRIVER", "CUDA", "PROVIDER",
+               "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
   for (const auto& h : *hosts) {
     table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "pool", "shared"), gpuSummary(h), text(h, "driver_version"),
-                  text(h, "cuda_version"), providerText(h), text(h, "cpus"),
-                  memoryText(h, "memory_mib"), text(h, "agent_version"),
+                  text(h, "pool", "shared"), leaseText(h, false), gpuSummary(h),
+                  text(h, "driver_version"), text(h, "cuda_version"), providerText(h),
+                  text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
                   relativeTime(text(h, "last_seen_at", ""), ctx.now())});
   }
   ctx.out() << table.render();
@@ -106,6 +121,7 @@ int hostShow(Context& ctx, const HostOpts& o) {
                                 : std::string("none (running work may finish)"));
   if (!text(h, "admin_reason", "").empty()) d.add("admin reason", text(h, "admin_reason"));
   d.add("dedicated to", text(h, "dedicated_to", "- (shared pool)"));
+  d.add("lease", leaseText(h, true));
   d.add("gpu provider", providerText(h));
   d.add("driver", text(h, "driver_version"));
   d.add("cuda", text(h, "cuda_version"));
@@ -119,7 +135,7 @@ int hostShow(Context& ctx, const HostOpts& o) {
       "name",           "state",        "simulated",      "gpu_provider", "cpus",
       "memory_mib",     "cgroup",       "agent_version",  "joined_at",    "last_seen_at",
       "gpus",           "allocations",  "dedicated_to",   "admin_state",  "admin_reason",
-      "drain_deadline", "drain_reason", "driver_version", "cuda_version"};
+      "drain_deadline", "drain_reason", "driver_version", "cuda_version", "lease"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }

@@ -196,7 +196,8 @@ void addIdleCommands(CLI::App& app, Context& ctx) {
   events->add_option("--team", o->team, "Only this team (platform-admin; members see their own)");
   events->add_option("--job", o->job, "Only this job");
   events->add_option("--kind", o->kind, "Only this kind")
-      ->check(CLI::IsMember({"allocation_idle", "allocation_busy_again", "allocation_reclaimed"}));
+      ->check(CLI::IsMember({"allocation_idle", "allocation_busy_again", "allocation_reclaimed",
+                             "lease_changed", "lease_preemption_notice"}));
   events->add_option("--since", o->since, "Only from then on (ISO 8601, or relative: -2h)");
   events->add_option("--limit", o->limit, "At most this many, the newest (default 100)")
       ->check(CLI::Range(1, 10000));

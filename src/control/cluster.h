@@ -128,6 +128,34 @@ struct HostLifecycleOptions {
   int64_t healthIntervalMs = 10 * 60'000;  // periodic checks of available hosts; 0 = none
 };
 
+// Leases (allotd.toml [leases], docs/leases.md).
+struct LeaseOptions {
+  // true ("always"): a request within the limits below is approved as it is made; false
+  // ("never"): every request waits for a platform admin.
+  bool autoApprove = false;
+  int maxHosts = 0;           // auto-approval only up to this many hosts; 0 = no limit
+  int64_t maxDurationMs = 0;  // auto-approval only up to this long; 0 = no limit
+  // Owners of jobs that a lease's start will preempt are told this long before it.
+  int64_t noticeMs = 15 * 60'000;
+  // A host is held (only work that ends before the lease starts may start there) from this long
+  // before its lease starts; earlier, work without a max runtime may start and is preempted at
+  // the start, with notice.
+  int64_t holdHorizonMs = 24 * 3'600'000;
+};
+
+// What a lease request asks (POST /api/v1/leases): named hosts, or a count of hosts matching a
+// GPU model and size.
+struct LeaseRequest {
+  std::string team;
+  std::vector<std::string> hosts;
+  int count = 0;
+  std::string gpuModel;
+  int minGpus = 0;
+  TimeMs startAt = 0;
+  TimeMs endAt = 0;
+  std::string reason;
+};
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -147,6 +175,7 @@ struct ClusterOptions {
   // Reprovisioning hooks by profile name (allotd.toml [hooks]); empty = reprovisioning refused.
   std::map<std::string, HookProfile> hookProfiles;
   HostLifecycleOptions lifecycle;
+  LeaseOptions leases;
 };
 
 // Which events `GET /events` lists; empty fields match everything.
@@ -305,6 +334,28 @@ class Cluster {
   // eviction the caller confirms with evictionsDurable after the commit.
   Change<std::vector<int64_t>> enforceDrains();
 
+  // Leases (cluster_leases.cc, docs/leases.md). Team-admins of the team and platform admins ask;
+  // platform admins approve and reject (or the auto-approve policy does). A lease that conflicts
+  // with an approved or active one is refused (FailedPrecondition) naming the conflict. Members
+  // see their team's leases; another team's are NotFound.
+  Result<Change<model::Lease>> createLease(const Principal& p, LeaseRequest request);
+  std::vector<model::Lease> listLeases(const Principal& p) const;
+  Result<model::Lease> getLease(const Principal& p, int64_t id) const;
+  Result<Change<model::Lease>> approveLease(const Principal& p, int64_t id,
+                                            const std::string& reason);
+  Result<Change<model::Lease>> rejectLease(const Principal& p, int64_t id,
+                                           const std::string& reason);
+  // A later end for a requested, approved or active lease; refused on conflict.
+  Result<Change<model::Lease>> extendLease(const Principal& p, int64_t id, TimeMs endAt);
+  // Ends an active lease now (its hosts go back to the pool), or cancels one not started.
+  Result<Change<model::Lease>> endLease(const Principal& p, int64_t id, const std::string& reason);
+  // Periodic, before enforceDrains: starts leases whose start has come (handing their hosts to
+  // the team), ends those whose end has (handing them back to the shared pool), and tells owners
+  // of jobs a start will preempt. Starts missed while allotd was down happen at once.
+  Change<int> enforceLeases();
+  // The lease that has `host` now (active), else the next approved one; for host views.
+  std::optional<model::Lease> hostLease(const std::string& host) const;
+
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
@@ -424,6 +475,16 @@ class Cluster {
   void noteTelemetry(const std::string& host);
   model::Event& addEvent(model::EventKind kind, const model::Job& j, std::string message,
                          const nlohmann::json& details, store::WriteBatch& batch);
+  // Numbers, stamps and keeps an event, and writes it.
+  model::Event& appendEvent(model::Event e, store::WriteBatch& batch);
+  // Leases (cluster_leases.cc).
+  Status leaseConflict(const std::vector<std::string>& hosts, TimeMs start, TimeMs end,
+                       int64_t except) const;
+  Result<std::vector<std::string>> pickLeaseHosts(const model::Lease& l) const;
+  void leaseEvent(const model::Lease& l, std::string message, store::WriteBatch& batch);
+  void startLease(model::Lease& l, Change<int>& c);
+  void returnLeaseHosts(model::Lease& l, Change<int>& c);
+  void noticeLease(model::Lease& l, Change<int>& c);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
   // Moves `h` to `to`, recording who and why, and writes both.
   // `output` is what ran for the transition (a hook's stdout and stderr).

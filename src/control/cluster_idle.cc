@@ -160,8 +160,6 @@ void Cluster::noteTelemetry(const std::string& host) {
 model::Event& Cluster::addEvent(model::EventKind kind, const Job& j, std::string message,
                                 const nlohmann::json& details, store::WriteBatch& batch) {
   model::Event e;
-  e.id = world_.nextEventId++;
-  e.at = clock_.nowMs();
   e.kind = kind;
   e.team = j.team;
   e.project = j.project;
@@ -170,6 +168,12 @@ model::Event& Cluster::addEvent(model::EventKind kind, const Job& j, std::string
   e.hosts = model::rankHosts(j);
   e.message = std::move(message);
   e.details = details.dump();
+  return appendEvent(std::move(e), batch);
+}
+
+model::Event& Cluster::appendEvent(model::Event e, store::WriteBatch& batch) {
+  e.id = world_.nextEventId++;
+  e.at = clock_.nowMs();
   batch.add(store::AppendEvent{e});
   if (world_.events.size() >= store::kEventsLoaded) world_.events.pop_front();
   world_.events.push_back(std::move(e));

@@ -53,8 +53,14 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
     out["gang_hosts_ready"] = w.hostsReady;
     out["gang_hosts_wanted"] = w.hostsWanted;
   }
-  if (!w.host.empty()) out["reserved_host"] = w.host;
-  if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
+  if (w.kind == sched::WaitKind::kHeldForLease) {
+    out["held_host"] = w.host;
+    out["lease"] = w.lease;
+    out["lease_start"] = formatIso8601(w.startAt);
+  } else {
+    if (!w.host.empty()) out["reserved_host"] = w.host;
+    if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
+  }
   if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
   if (w.kind == sched::WaitKind::kDriverTooOld || w.kind == sched::WaitKind::kCudaTooOld)
     out["newest_version"] = w.newest.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.newest);
@@ -76,6 +82,19 @@ sched::Snapshot Cluster::snapshot() const {
   sched::Snapshot s;
   s.now = clock_.nowMs();
   s.policy = options_.scheduling;
+  // Hosts of approved leases that start within the horizon are held from their start: only
+  // work that ends by then may start there (docs/leases.md). A start already due holds too,
+  // until enforceLeases hands the host over.
+  std::map<std::string, std::pair<TimeMs, int64_t>> holds;
+  for (const auto& [id, l] : world_.leases) {
+    if (l.state != model::LeaseState::kApproved ||
+        l.startAt > s.now + options_.leases.holdHorizonMs)
+      continue;
+    for (const auto& host : l.hosts) {
+      auto [it, added] = holds.emplace(host, std::pair{l.startAt, id});
+      if (!added && l.startAt < it->second.first) it->second = {l.startAt, id};
+    }
+  }
   s.hosts.reserve(world_.hosts.size());
   for (const auto& [name, h] : world_.hosts) {
     sched::HostView v;
@@ -87,6 +106,11 @@ sched::Snapshot Cluster::snapshot() const {
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;
+    if (auto held = holds.find(name); held != holds.end()) {
+      // 0 means "not held", so a lease starting at the epoch holds from 1 ms.
+      v.heldFrom = std::max<TimeMs>(held->second.first, 1);
+      v.heldLease = held->second.second;
+    }
     v.driverVersion = model::hostDriverVersion(h);
     v.cudaVersion = model::hostCudaVersion(h);
     for (const auto& g : h.gpus) {

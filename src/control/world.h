@@ -67,6 +67,9 @@ struct World {
   // Rolling upgrades, every one (few: people start them).
   std::map<int64_t, model::Upgrade> upgrades;
   int64_t nextUpgradeId = 1;
+  // Every lease, by id (docs/leases.md); few, and kept whole as the record.
+  std::map<int64_t, model::Lease> leases;
+  int64_t nextLeaseId = 1;
 
   int64_t nextJobId = 1;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   allot::model::IdlePolicy idleDefault;
   std::string idleAfter = "30m", idleGrace = "15m", idleAction = "notify";
   std::map<std::string, allot::control::HookProfile> hookProfiles;
+  // [leases] (docs/leases.md): durations as text until checked below.
+  std::string leaseAutoApprove = "never", leaseMaxDuration = "0s", leaseNotice = "15m",
+              leaseHoldHorizon = "24h";
+  int64_t leaseMaxHosts = 0;
   allot::control::HostLifecycleOptions lifecycle;
   if (!f.configFile.empty()) {
     try {
@@ -116,6 +120,13 @@ int main(int argc, char** argv) {
               playbook ? allot::control::HookProfile{"playbook", *playbook}
                        : allot::control::HookProfile{"script", *script};
         }
+      }
+      if (const toml::table* leases = tbl["leases"].as_table()) {
+        leaseAutoApprove = (*leases)["auto_approve"].value_or(leaseAutoApprove);
+        leaseMaxHosts = (*leases)["max_hosts"].value_or(leaseMaxHosts);
+        leaseMaxDuration = (*leases)["max_duration"].value_or(leaseMaxDuration);
+        leaseNotice = (*leases)["notice"].value_or(leaseNotice);
+        leaseHoldHorizon = (*leases)["hold_horizon"].value_or(leaseHoldHorizon);
       }
       if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
@@ -197,6 +208,21 @@ int main(int argc, char** argv) {
   if (auto st = allot::control::validateIdlePolicy(idleDefault); !st.ok())
     return fail("config: idle." + st.message());
   cfg.cluster.idleDefault = idleDefault;
+  if (leaseAutoApprove != "never" && leaseAutoApprove != "always")
+    return fail("config: leases.auto_approve: expected \"never\" or \"always\", got \"" +
+                leaseAutoApprove + "\"");
+  cfg.cluster.leases.autoApprove = leaseAutoApprove == "always";
+  if (leaseMaxHosts < 0 || leaseMaxHosts > 100'000)
+    return fail("config: leases.max_hosts: expected 0 (no limit) or a number of hosts");
+  cfg.cluster.leases.maxHosts = static_cast<int>(leaseMaxHosts);
+  for (auto [key, text, target] :
+       {std::tuple{"max_duration", &leaseMaxDuration, &cfg.cluster.leases.maxDurationMs},
+        {"notice", &leaseNotice, &cfg.cluster.leases.noticeMs},
+        {"hold_horizon", &leaseHoldHorizon, &cfg.cluster.leases.holdHorizonMs}}) {
+    auto ms = allot::parseDurationMs(*text);
+    if (!ms.ok()) return fail("config: leases." + std::string(key) + ": " + ms.status().message());
+    *target = *ms;
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);

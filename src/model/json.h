@@ -43,4 +43,9 @@ json toStoreDoc(const Upgrade& u);
 Upgrade upgradeFromStoreDoc(const json& doc);
 Gpu gpuFromJson(const json& j);
 
+// Leases (lease_json.cc): the API's form, and the store's.
+json toJson(const Lease& l);
+json toStoreDoc(const Lease& l);
+Lease leaseFromStoreDoc(const json& doc);
+
 }  // namespace allot::model

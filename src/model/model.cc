@@ -94,14 +94,45 @@ const char* eventKindName(EventKind k) {
       return "allocation_busy_again";
     case EventKind::kAllocationReclaimed:
       return "allocation_reclaimed";
+    case EventKind::kLeaseChanged:
+      return "lease_changed";
+    case EventKind::kLeasePreemptionNotice:
+      return "lease_preemption_notice";
   }
   return "?";
 }
 
 std::optional<EventKind> parseEventKind(const std::string& s) {
   for (auto k : {EventKind::kAllocationIdle, EventKind::kAllocationBusyAgain,
-                 EventKind::kAllocationReclaimed}) {
+                 EventKind::kAllocationReclaimed, EventKind::kLeaseChanged,
+                 EventKind::kLeasePreemptionNotice}) {
     if (s == eventKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+const char* leaseStateName(LeaseState s) {
+  switch (s) {
+    case LeaseState::kRequested:
+      return "requested";
+    case LeaseState::kApproved:
+      return "approved";
+    case LeaseState::kActive:
+      return "active";
+    case LeaseState::kEnded:
+      return "ended";
+    case LeaseState::kRejected:
+      return "rejected";
+    case LeaseState::kCancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+std::optional<LeaseState> parseLeaseState(const std::string& s) {
+  for (auto k : {LeaseState::kRequested, LeaseState::kApproved, LeaseState::kActive,
+                 LeaseState::kEnded, LeaseState::kRejected, LeaseState::kCancelled}) {
+    if (s == leaseStateName(k)) return k;
   }
   return std::nullopt;
 }

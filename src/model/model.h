@@ -386,7 +386,15 @@ struct LedgerEntry {
 // Something that happened to an allocation, for its owners (API, CLI, webhook). Append-only:
 // written once, never changed. `details` is a JSON object, kept as text so that the model stays
 // free of a JSON dependency.
-enum class EventKind { kAllocationIdle, kAllocationBusyAgain, kAllocationReclaimed };
+// Lease events (kLease*) concern a team's lease rather than one allocation: jobId is 0 there,
+// except for a preemption notice, which names the job that the lease's start will preempt.
+enum class EventKind {
+  kAllocationIdle,
+  kAllocationBusyAgain,
+  kAllocationReclaimed,
+  kLeaseChanged,
+  kLeasePreemptionNotice
+};
 const char* eventKindName(EventKind k);
 std::optional<EventKind> parseEventKind(const std::string& s);
 
@@ -401,6 +409,37 @@ struct Event {
   std::vector<std::string> hosts;  // rank order
   std::string message;
   std::string details = "{}";
+};
+
+// A time-boxed lease of whole hosts to a team (docs/leases.md). requested -> approved -> active
+// -> ended; a request may be rejected; ending a lease before its start cancels it.
+enum class LeaseState { kRequested, kApproved, kActive, kEnded, kRejected, kCancelled };
+const char* leaseStateName(LeaseState s);
+std::optional<LeaseState> parseLeaseState(const std::string& s);
+
+struct Lease {
+  int64_t id = 0;
+  std::string team;
+  std::string requestedBy;
+  std::string reason;
+  // Named hosts; for a count lease, empty until approval picks them.
+  std::vector<std::string> hosts;
+  int count = 0;         // a count lease: this many hosts; 0 when hosts were named
+  std::string gpuModel;  // count lease: hosts whose GPUs are all of this model; empty = any
+  int minGpus = 0;       // count lease: hosts with at least this many GPUs
+  TimeMs startAt = 0;
+  TimeMs endAt = 0;
+  LeaseState state = LeaseState::kRequested;
+  TimeMs createdAt = 0;
+  std::string decidedBy;  // who approved, rejected or ended it ("allotd": policy or schedule)
+  TimeMs decidedAt = 0;
+  std::string decision;  // the approval's, rejection's or early end's reason
+  TimeMs startedAt = 0;  // when allotd started it (hosts handed over); 0 = not yet
+  TimeMs endedAt = 0;
+  // Hosts not handed over at the start (failed, retired, gone), with why: "gpu-03: failed".
+  std::vector<std::string> skipped;
+  std::vector<std::string> returned;  // hosts handed back to the pool after the end
+  std::vector<int64_t> noticed;       // jobs already told they will be preempted at the start
 };
 
 // The rank of `job` that runs on `host`, or -1. A single-host job's one process is rank 0.

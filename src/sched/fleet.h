@@ -65,6 +65,10 @@ struct HostView {
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
   std::string dedicatedTo;  // the whole host belongs to this team
+  // Held for a lease that starts at heldFrom (0 = not held): only work whose declared maximum
+  // runtime ends by then may start here (docs/leases.md).
+  TimeMs heldFrom = 0;
+  int64_t heldLease = 0;
   std::string driverVersion;
   std::string cudaVersion;
   std::vector<GpuView> gpus;
@@ -183,6 +187,7 @@ enum class WaitKind {
   kReserved,           // holds a reservation on `host`, starting at `startAt` (0 = unknown)
   kDriverTooOld,       // hosts it may use have the GPUs, but none the driver asked (`newest`)
   kCudaTooOld,         // the same for the CUDA version
+  kHeldForLease,       // fits only on hosts held for lease `lease` from `startAt` (`host`)
 };
 const char* waitKindName(WaitKind kind);
 
@@ -199,6 +204,7 @@ struct Wait {
   TimeMs startAt = 0;
   std::vector<int64_t> waitingFor;
   std::string newest;  // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
+  int64_t lease = 0;  // kHeldForLease
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...

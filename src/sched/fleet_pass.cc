@@ -54,7 +54,10 @@ class Pass {
  private:
   Status validate() const;
   void applyRunning();
-  uint64_t mask(const Request& r, Phase phase, const std::string& model = "") const;
+  // `ignoreHolds`: as if no host were held for a lease (to tell a lease's hold from other
+  // obstacles).
+  uint64_t mask(const Request& r, Phase phase, const std::string& model = "",
+                bool ignoreHolds = false) const;
   uint64_t visibleMask(const Request& r) const {
     return mask(r, Phase::kOwn) | mask(r, Phase::kPool) | mask(r, Phase::kLent);
   }
@@ -107,6 +110,9 @@ class Pass {
   void reserve(Item& it, const pl::Task& t);
   void reclaimDedicated(Item& it);
   Wait unplacedWait(const Request& r, const pl::Task& t);
+  // A request that would fit now on a host held for a lease, and that only the hold keeps off
+  // it, waits for the lease (the hold starting soonest); nullopt otherwise.
+  std::optional<Wait> heldWait(const Request& r) const;
   Wait unplacedWaitUncached(const Request& r, const pl::Task& t) const;
   q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
   std::string quotaModel(const Request& r, const Item& it);
@@ -204,11 +210,17 @@ void Pass::applyRunning() {
   }
 }
 
-uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model) const {
+uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model,
+                    bool ignoreHolds) const {
   uint64_t m = 0;
   const auto& kinds = f_.kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
     const fleet::Kind& kind = kinds[k];
+    // A host held for a lease takes only work whose declared runtime ends before the lease
+    // starts; work without one could still hold it then.
+    if (!ignoreHolds && kind.heldFrom > 0 &&
+        (r.maxRuntimeMs <= 0 || s_.now + r.maxRuntimeMs > kind.heldFrom))
+      continue;
     switch (phase) {
       case Phase::kOwn:
         if (kind.owner != r.team) continue;
@@ -549,6 +561,31 @@ void Pass::failed(const pl::Task& t, int hosts) {
   std::erase_if(points,
                 [&](const auto& p) { return p.first >= t.cpuMilli && p.second >= t.memoryMib; });
   points.emplace_back(t.cpuMilli, t.memoryMib);
+}
+
+std::optional<Wait> Pass::heldWait(const Request& r) const {
+  if (cpuOnly(r) || r.hosts != 1) return std::nullopt;
+  const uint64_t unheld = mask(r, Phase::kOwn, "", true) | mask(r, Phase::kPool, "", true) |
+                          mask(r, Phase::kLent, "", true);
+  const uint64_t heldOnly = unheld & ~visibleMask(r);
+  if (heldOnly == 0) return std::nullopt;
+  const pl::Task t = taskFor(r, heldOnly);
+  int best = -1;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, heldOnly)) continue;
+    const bool fits = r.wholeHost
+                          ? f_.hasOneSegment(f_.segments()[n].host) &&
+                                st_.fullFreeGpus(n) == st_.numGpus(n) &&
+                                st_.cpuFree(n) == st_.cpuCap(n) && st_.memFree(n) == st_.memCap(n)
+                          : st_.fits(n, t);
+    if (fits && (best < 0 || f_.kindOf(n).heldFrom < f_.kindOf(best).heldFrom)) best = n;
+  }
+  if (best < 0) return std::nullopt;
+  Wait w{r.id, WaitKind::kHeldForLease};
+  w.host = f_.hostOf(best).name;
+  w.startAt = f_.kindOf(best).heldFrom;
+  w.lease = f_.kindOf(best).heldLease;
+  return w;
 }
 
 // Room held for an earlier request may be used by one whose declared runtime ends before the
@@ -1124,6 +1161,20 @@ Result<Decisions> Pass::run() {
   for (Item& it : items) {
     if (it.placed) continue;
     Wait w = it.wait.value_or(Wait{it.r->id, WaitKind::kNoFreeGpus});
+    // Room-shaped waits may really be a lease's hold: say so when the hold is all that stands
+    // in the way (quota waits are about the team, not the hosts, and stay as they are).
+    switch (w.kind) {
+      case WaitKind::kNoSuchModel:
+      case WaitKind::kTooBig:
+      case WaitKind::kNoFreeGpus:
+      case WaitKind::kFragmented:
+      case WaitKind::kNoIdleHost:
+      case WaitKind::kReserved:
+        if (auto held = heldWait(*it.r)) w = *held;
+        break;
+      default:
+        break;
+    }
     w.jobId = it.r->id;
     w.position = ++position;
     out_.waits.push_back(std::move(w));

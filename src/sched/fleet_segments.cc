@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 #include <tuple>
 
 namespace allot::sched::fleet {
@@ -12,14 +13,14 @@ namespace pl = placement;
 std::string encode(const Kind& k) {
   // The placement model only compares kind names; the separator cannot occur in names people type.
   return k.model + '\x1f' + k.owner + '\x1f' + (k.shared ? "s" : "x") + '\x1f' + k.driver + '\x1f' +
-         k.cuda;
+         k.cuda + '\x1f' + std::to_string(k.heldFrom) + '\x1f' + std::to_string(k.heldLease);
 }
 
 }  // namespace
 
 bool operator<(const Kind& a, const Kind& b) {
-  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda) <
-         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda);
+  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda, a.heldFrom, a.heldLease) <
+         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda, b.heldFrom, b.heldLease);
 }
 
 Result<Fleet> Fleet::build(const Snapshot& snap) {
@@ -42,9 +43,12 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
     for (const auto& g : host.gpus) {
       Kind k{g.model, host.dedicatedTo.empty() ? g.dedicatedTo : host.dedicatedTo, g.shared,
              host.driverVersion, host.cudaVersion};
+      k.heldFrom = host.heldFrom;
+      k.heldLease = host.heldLease;
       groups[k].push_back(&g);
     }
-    if (groups.empty()) groups[Kind{"", host.dedicatedTo, false, "", ""}];
+    if (groups.empty())
+      groups[Kind{"", host.dedicatedTo, false, "", "", host.heldFrom, host.heldLease}];
     const int totalGpus = std::max<int>(1, static_cast<int>(host.gpus.size()));
     int64_t cpuLeft = host.cpuMillis, memLeft = host.memoryMib;
     size_t n = 0;
@@ -57,7 +61,8 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
       if (gpus.empty()) parts.emplace_back(kind, gpus);
       for (size_t at = 0; at < gpus.size(); at += pl::kMaxGpusPerNode) {
         size_t end = std::min(gpus.size(), at + pl::kMaxGpusPerNode);
-        parts.emplace_back(kind, std::vector<const GpuView*>(gpus.begin() + at, gpus.begin() + end));
+        parts.emplace_back(kind,
+                           std::vector<const GpuView*>(gpus.begin() + at, gpus.begin() + end));
       }
     }
     for (const auto& [kind, gpus] : parts) {
@@ -140,7 +145,8 @@ std::vector<int> Fleet::applyRunning(const Slice& slice) {
     for (int local = 0; local < state_.numGpus(node); ++local) {
       if (!((mask >> local) & 1)) continue;
       int free = state_.gpuFree(node, local);
-      if (fraction ? free >= slice.gpuMilli : free == pl::kGpuMilli) fitting |= uint32_t{1} << local;
+      if (fraction ? free >= slice.gpuMilli : free == pl::kGpuMilli)
+        fitting |= uint32_t{1} << local;
     }
     if (fraction && fitting != 0) fitting = fitting & (~fitting + 1);  // one GPU
     t.numGpu = std::popcount(fitting);

@@ -24,11 +24,14 @@ struct Kind {
   bool shared = false;
   std::string driver;
   std::string cuda;
+  // The host's lease hold (HostView::heldFrom, heldLease); 0 = not held.
+  TimeMs heldFrom = 0;
+  int64_t heldLease = 0;
 };
 
 struct Segment {
-  int host = 0;                 // index into Snapshot::hosts
-  std::vector<int> gpuIndex;    // segment GPU i -> the host's GPU index
+  int host = 0;               // index into Snapshot::hosts
+  std::vector<int> gpuIndex;  // segment GPU i -> the host's GPU index
   std::vector<const GpuView*> gpus;
   int kind = 0;
   int64_t gpuMemoryMib = 0;  // of one GPU (the smallest in the segment)

@@ -79,6 +79,38 @@ TEST(Fleet, PlacesWholeGpusWithoutQuotasConfigured) {
   EXPECT_TRUE(d.waits.empty());
 }
 
+TEST(Fleet, HostHeldForALeaseTakesOnlyWorkThatEndsBeforeItStarts) {
+  Snapshot s;
+  s.now = 1'000'000;
+  s.hosts = {host("held", 4), host("free", 2)};
+  s.hosts[0].heldFrom = s.now + 3'600'000;
+  s.hosts[0].heldLease = 7;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 4), req(2, "ml", 4), req(3, "ml", 4), req(4, "ml", 2)};
+  s.pending[0].maxRuntimeMs = 3'600'000;  // ends exactly at the start: fits
+  s.pending[1].maxRuntimeMs = 3'600'001;
+  s.pending[3].maxRuntimeMs = 0;  // fits on the free host, which is not held
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "held");
+  ASSERT_NE(placementOf(d, 4), nullptr);
+  EXPECT_EQ(placementOf(d, 4)->slices[0].host, "free");
+  // Without job 1 the held host is empty: job 2 (ends a millisecond too late) and job 3 (no
+  // declared end) would fit there, and only the hold keeps them off.
+  s.pending.erase(s.pending.begin());
+  d = run(s);
+  for (int64_t id : {2, 3}) {
+    const Wait* w = waitOf(d, id);
+    ASSERT_NE(w, nullptr) << id;
+    EXPECT_EQ(w->kind, WaitKind::kHeldForLease) << id;
+    EXPECT_EQ(w->lease, 7);
+    EXPECT_EQ(w->host, "held");
+    EXPECT_EQ(w->startAt, s.now + 3'600'000);
+  }
+  EXPECT_NE(describeWait(*waitOf(d, 2), s.pending[0]).find("held for lease 7, which starts"),
+            std::string::npos);
+}
+
 TEST(Fleet, WaitReasonsNameWhatIsMissing) {
   Snapshot s;
   s.teams = {team("ml")};

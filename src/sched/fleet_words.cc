@@ -85,6 +85,8 @@ const char* waitKindName(WaitKind kind) {
       return "cuda_too_old";
     case WaitKind::kReserved:
       return "reserved";
+    case WaitKind::kHeldForLease:
+      return "held_for_lease";
   }
   return "waiting";
 }
@@ -148,6 +150,11 @@ std::string describeWait(const Wait& w, const Request& r) {
     case WaitKind::kReserved:
       return "waiting for " + what + " to come free; first in line on " + w.host +
              (w.startAt > 0 ? ", expected to start by " + formatIso8601(w.startAt) : "");
+    case WaitKind::kHeldForLease:
+      return "held for a lease: " + w.host + " is held for lease " + std::to_string(w.lease) +
+             ", which starts " + formatIso8601(w.startAt) +
+             (r.maxRuntimeMs > 0 ? ", and the job's max runtime does not end before then"
+                                 : ", and the job declares no max runtime that ends before then");
   }
   return "waiting";
 }

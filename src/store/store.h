@@ -71,9 +71,15 @@ struct PutUpgrade {
   model::Upgrade upgrade;
 };
 
+// A lease (model::Lease), replaced whole; leases are never deleted (they are the record).
+struct PutLease {
+  model::Lease lease;
+};
+
 using WriteOp =
     std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
-                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade>;
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade,
+                 PutLease>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;
@@ -103,6 +109,7 @@ struct Contents {
   // Every one: people change admin states by hand, so there are few (a busy fleet: thousands).
   std::vector<model::HostTransition> hostTransitions;  // in id order
   std::vector<model::Upgrade> upgrades;                // in id order (few: people start them)
+  std::vector<model::Lease> leases;                    // every one, in id order
 };
 
 class Store {

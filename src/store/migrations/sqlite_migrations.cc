@@ -169,9 +169,19 @@ CREATE TRIGGER host_transitions_no_delete BEFORE DELETE ON host_transitions
   BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
 )sql";
 
-// MERGE NOTE: version 6 is the leases table, written on another branch. This empty step only
-// keeps the versions contiguous on this branch; the merge replaces it with the real one.
-constexpr std::string_view kV6LeasesPlaceholder = "";
+// Time-boxed leases of hosts to teams (docs/leases.md). The document holds the whole lease; the
+// columns serve lookups by team and by state.
+constexpr std::string_view kV6Leases = R"sql(
+CREATE TABLE leases (
+  id       INTEGER PRIMARY KEY,
+  team     TEXT NOT NULL,
+  state    TEXT NOT NULL,
+  start_ms INTEGER NOT NULL,
+  end_ms   INTEGER NOT NULL,
+  doc      TEXT NOT NULL
+);
+CREATE INDEX leases_by_team ON leases (team, id);
+)sql";
 
 // Rolling upgrades: the whole upgrade (its hosts' steps included) in `doc`; pool and state are
 // columns for "is one running in this pool".
@@ -192,7 +202,7 @@ constexpr std::array kMigrations = {
     Migration{3, "allocation ledger", kV3Ledger},
     Migration{4, "allocation events", kV4Events},
     Migration{5, "host admin-state transitions", kV5HostTransitions},
-    Migration{6, "leases (placeholder on this branch)", kV6LeasesPlaceholder},
+    Migration{6, "leases", kV6Leases},
     Migration{7, "rolling upgrades", kV7Upgrades},
 };
 

@@ -57,6 +57,11 @@ constexpr std::string_view kAppendEvent =
     "INSERT INTO events (id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
     "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
+constexpr std::string_view kPutLease =
+    "INSERT INTO leases (id, team, state, start_ms, end_ms, doc) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET team = excluded.team, state = excluded.state, "
+    "start_ms = excluded.start_ms, end_ms = excluded.end_ms, doc = excluded.doc";
+
 constexpr std::string_view kAppendHostTransition =
     "INSERT INTO host_transitions (id, host, at_ms, by_name, from_state, to_state, reason, output) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
@@ -169,7 +174,8 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
       {&s.host_, kPutHost},       {&s.job_, kPutJob},
       {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
       {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
-      {&s.upgrade_, kPutUpgrade}, {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.upgrade_, kPutUpgrade}, {&s.lease_, kPutLease},
+      {&s.begin_, "BEGIN IMMEDIATE"},
       {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
@@ -299,6 +305,21 @@ Status WriteStatements::put(const PutUpgrade& op) {
         .text(u.pool)
         .text(model::upgradeStateName(u.state))
         .integer(u.createdAt)
+        .text(doc)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const PutLease& op) {
+  const model::Lease& l = op.lease;
+  return guarded("lease " + std::to_string(l.id), [&] {
+    const std::string doc = model::toStoreDoc(l).dump();
+    return Binder(lease_.get())
+        .integer(l.id)
+        .text(l.team)
+        .text(model::leaseStateName(l.state))
+        .integer(l.startAt)
+        .integer(l.endAt)
         .text(doc)
         .run();
   });
@@ -556,6 +577,13 @@ Result<Contents> loadContents(sqlite3* db) {
     return Status::Ok();
   });
   if (!st.ok()) return st.withContext("failed to load upgrades");
+  st = forEachRow(db, "SELECT id, doc FROM leases ORDER BY id", [&](sqlite3_stmt* s) {
+    auto lease = fromDoc<model::Lease>(columnText(s, 1), &model::leaseFromStoreDoc);
+    if (!lease.ok()) return lease.status().withContext("lease " + std::to_string(columnInt(s, 0)));
+    c.leases.push_back(std::move(lease).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load leases");
   return c;
 }
 

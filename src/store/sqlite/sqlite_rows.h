@@ -40,6 +40,7 @@ class WriteStatements {
   Status put(const AppendEvent& op);
   Status put(const AppendHostTransition& op);
   Status put(const PutUpgrade& op);
+  Status put(const PutLease& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -54,6 +55,7 @@ class WriteStatements {
   StmtHandle event_;
   StmtHandle hostTransition_;
   StmtHandle upgrade_;
+  StmtHandle lease_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;

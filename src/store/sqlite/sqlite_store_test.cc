@@ -670,6 +670,41 @@ TEST_F(SqliteStoreTest, LedgerIsAppendOnly) {
   EXPECT_EQ(c.ledger[0].jobId, 7);
 }
 
+TEST_F(SqliteStoreTest, LeasesRoundTripAndAPutReplacesTheLease) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  model::Lease l;
+  l.id = 7;
+  l.team = "nlp";
+  l.requestedBy = "carol";
+  l.reason = "eval sprint";
+  l.count = 2;
+  l.gpuModel = "H100";
+  l.minGpus = 8;
+  l.startAt = 10'000;
+  l.endAt = 20'000;
+  l.createdAt = 5'000;
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(PutLease{l})).ok());
+  // Approved and started later: the same row, replaced whole.
+  l.state = model::LeaseState::kActive;
+  l.hosts = {"gpu-03", "gpu-04"};
+  l.decidedBy = "admin";
+  l.decidedAt = 6'000;
+  l.startedAt = 10'001;
+  l.skipped = {"gpu-04: failed"};
+  l.noticed = {42};
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(PutLease{l})).ok());
+
+  store.reset();
+  store = openStore();
+  Contents c = load(*store);
+  ASSERT_EQ(c.leases.size(), 1u);
+  EXPECT_EQ(model::toStoreDoc(c.leases[0]), model::toStoreDoc(l));
+  EXPECT_EQ(c.leases[0].state, model::LeaseState::kActive);
+  EXPECT_EQ(c.leases[0].hosts, l.hosts);
+  EXPECT_EQ(c.leases[0].noticed, std::vector<int64_t>{42});
+}
+
 TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
   auto store = openStore();
   ASSERT_NE(store, nullptr);

@@ -1,0 +1,170 @@
+// Leases on the clock: every second (Server's liveness loop) allotd starts the leases whose start
+// has come, ends those whose end has, and tells the owners of jobs that a start will preempt.
+// Everything it decides is in the lease's stored document, so an allotd restart resumes it: a
+// start missed while allotd was down happens on its first tick back. See docs/leases.md.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/time_format.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+
+using model::AdminState;
+using model::Lease;
+using model::LeaseState;
+
+namespace {
+
+constexpr const char* kSystemActor = "allotd";
+
+// `skipped` holds "host: why"; the host is the part before the colon.
+bool wasSkipped(const Lease& l, const std::string& host) {
+  return std::any_of(l.skipped.begin(), l.skipped.end(),
+                     [&](const std::string& s) { return s.rfind(host + ":", 0) == 0; });
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+void Cluster::startLease(Lease& l, Change<int>& c) {
+  const std::string why = "lease " + std::to_string(l.id) + " starts";
+  for (const auto& name : l.hosts) {
+    auto it = world_.hosts.find(name);
+    if (it == world_.hosts.end()) {
+      l.skipped.push_back(name + ": no longer known");
+      continue;
+    }
+    const AdminState st = it->second.adminState;
+    if (st == AdminState::kFailed || st == AdminState::kRetired) {
+      // The lease goes on with the hosts it can have; the record says which it did not get.
+      l.skipped.push_back(name + ": " + model::adminStateName(st));
+      continue;
+    }
+    // Others' work is preempted at once: its owners had their notice (noticeLease).
+    auto h = handOverHost(name, model::Handover{l.team, kSystemActor, why, l.id}, 0);
+    if (!h.ok()) {
+      l.skipped.push_back(name + ": " + h.status().message());
+      continue;
+    }
+    for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));
+    c.pushHosts.insert(h->pushHosts.begin(), h->pushHosts.end());
+  }
+  l.state = LeaseState::kActive;
+  l.startedAt = clock_.nowMs();
+  std::string msg = "lease " + std::to_string(l.id) + " started: hosts go to team " + l.team;
+  if (!l.skipped.empty()) msg += " (skipped " + std::to_string(l.skipped.size()) + ")";
+  leaseEvent(l, msg, c.batch);
+  spdlog::info("lease started: id={} team={} lag_ms={} skipped={}", l.id, l.team,
+               l.startedAt - l.startAt, l.skipped.size());
+}
+
+void Cluster::returnLeaseHosts(Lease& l, Change<int>& c) {
+  const std::string why = "lease " + std::to_string(l.id) + " ended";
+  for (const auto& name : l.hosts) {
+    if (wasSkipped(l, name) || contains(l.returned, name)) continue;
+    auto it = world_.hosts.find(name);
+    if (it == world_.hosts.end()) {
+      l.returned.push_back(name);
+      continue;
+    }
+    auto h = handOverHost(name, model::Handover{"", kSystemActor, why, l.id}, 0);
+    if (h.ok()) {
+      l.returned.push_back(name);
+      for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));
+      c.pushHosts.insert(h->pushHosts.begin(), h->pushHosts.end());
+      continue;
+    }
+    const AdminState st = it->second.adminState;
+    if (st == AdminState::kFailed || st == AdminState::kRetired) {
+      // Nothing to hand back: an admin decides about a failed host (docs/leases.md).
+      l.returned.push_back(name);
+      spdlog::warn("lease {}: host {} is {}; not returned to the pool", l.id, name,
+                   model::adminStateName(st));
+    }
+    // Otherwise its handover to the team is still running: tried again on the next tick.
+  }
+}
+
+void Cluster::noticeLease(Lease& l, Change<int>& c) {
+  for (const auto& name : l.hosts) {
+    auto held = world_.hostJobs.find(name);
+    if (held == world_.hostJobs.end()) continue;
+    for (int64_t id : held->second) {
+      if (std::find(l.noticed.begin(), l.noticed.end(), id) != l.noticed.end()) continue;
+      const model::Job& j = world_.jobs.at(id);
+      const TimeMs from = j.startedAt ? j.startedAt : j.scheduledAt;
+      // A job whose enforced end comes before the start leaves by itself.
+      if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + options_.cancelGraceMs <= l.startAt)
+        continue;
+      l.noticed.push_back(id);
+      addEvent(model::EventKind::kLeasePreemptionNotice, j,
+               "job " + std::to_string(id) + " will be preempted at " + formatIso8601(l.startAt) +
+                   ": host " + name + " is leased to team " + l.team + " (lease " +
+                   std::to_string(l.id) + ")",
+               {{"lease", l.id}, {"host", name}, {"start", formatIso8601(l.startAt)}}, c.batch);
+      ++c.value;
+    }
+  }
+}
+
+Change<int> Cluster::enforceLeases() {
+  Change<int> c;
+  c.value = 0;
+  const TimeMs now = clock_.nowMs();
+  for (auto& [id, l] : world_.leases) {
+    const size_t before = c.batch.ops.size();
+    const int noticesBefore = c.value;
+    bool changed = false;
+    if (l.state == LeaseState::kApproved && l.startAt <= now) {
+      if (l.endAt <= now) {
+        // allotd was down for the whole lease: there is nothing left to give.
+        l.state = LeaseState::kEnded;
+        l.endedAt = now;
+        leaseEvent(l, "lease " + std::to_string(id) + " ended before allotd could start it",
+                   c.batch);
+      } else {
+        startLease(l, c);
+      }
+      changed = true;
+      ++c.value;
+    } else if (l.state == LeaseState::kApproved && l.startAt - options_.leases.noticeMs <= now) {
+      noticeLease(l, c);
+      changed = c.value != noticesBefore;
+    }
+    if (l.state == LeaseState::kActive && l.endAt <= now) {
+      l.state = LeaseState::kEnded;
+      l.endedAt = now;
+      leaseEvent(l, "lease " + std::to_string(id) + " ended: hosts return to the shared pool",
+                 c.batch);
+      spdlog::info("lease ended: id={} team={} lag_ms={}", id, l.team, now - l.endAt);
+      changed = true;
+      ++c.value;
+    }
+    if (l.state == LeaseState::kEnded) {
+      const size_t returned = l.returned.size();
+      returnLeaseHosts(l, c);
+      changed = changed || l.returned.size() != returned;
+    }
+    if (changed || c.batch.ops.size() != before) c.batch.add(store::PutLease{l});
+  }
+  return c;
+}
+
+std::optional<Lease> Cluster::hostLease(const std::string& host) const {
+  const Lease* next = nullptr;
+  for (const auto& [id, l] : world_.leases) {
+    if (!contains(l.hosts, host) || wasSkipped(l, host)) continue;
+    if (l.state == LeaseState::kActive) return l;
+    if (l.state == LeaseState::kApproved && (!next || l.startAt < next->startAt)) next = &l;
+  }
+  if (next) return *next;
+  return std::nullopt;
+}
+
+}  // namespace allot::control

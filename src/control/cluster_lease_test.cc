@@ -1,0 +1,382 @@
+// Leases through the control plane on a FakeClock: who may ask, approve and see; conflicts named;
+// holds that let only work ending in time start; notices and preemption at the start; hosts
+// handed to the team at the start and back to the pool at the end; and a start that allotd was
+// down for, on a real SqliteStore.
+
+#include <gtest/gtest.h>
+
+#include "control/cluster.h"
+#include "control/cluster_test_fixture.h"
+
+namespace allot::control {
+namespace {
+
+using model::ActualJob;
+using model::ActualState;
+using model::AdminState;
+using model::LeaseState;
+
+constexpr TimeMs kMin = 60'000;
+constexpr TimeMs kHour = 60 * kMin;
+
+model::HostTaskResult taskOk(int64_t id) {
+  model::HostTaskResult r;
+  r.id = id;
+  r.ok = true;
+  return r;
+}
+
+class LeaseTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
+    ASSERT_TRUE(carol.ok());
+    carol_ = *cluster_->authenticate(carol->value.token);
+  }
+  LeaseRequest hostsLease(std::vector<std::string> hosts, TimeMs in, TimeMs length,
+                          std::string team = "vision") {
+    LeaseRequest r;
+    r.team = std::move(team);
+    r.hosts = std::move(hosts);
+    r.startAt = clock_.nowMs() + in;
+    r.endAt = r.startAt + length;
+    r.reason = "training run";
+    return r;
+  }
+  // A lease asked by carol and approved by the platform admin; its id.
+  int64_t approvedLease(std::vector<std::string> hosts, TimeMs in, TimeMs length) {
+    auto c = cluster_->createLease(carol_, hostsLease(std::move(hosts), in, length));
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    auto a = cluster_->approveLease(admin_, c->value.id, "");
+    EXPECT_TRUE(a.ok()) << a.status().toString();
+    return c->value.id;
+  }
+  int64_t submitFor(const Principal& p, int gpus, TimeMs maxRuntime) {
+    JobRequest r;
+    r.command = {"sleep", "3600"};
+    r.gpus = gpus;
+    r.maxRuntimeMs = maxRuntime;
+    auto c = cluster_->submitJob(p, r);
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c->value.id;
+  }
+  std::vector<int64_t> place() {
+    auto pass = cluster_->schedulePass();
+    cluster_->placementsDurable(pass.value);
+    return pass.value;
+  }
+  const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
+  // Completes the host's handover task as a healthy agent would.
+  void finishTask(const std::string& name) {
+    ASSERT_TRUE(host(name).task.has_value()) << name << " runs no task";
+    cluster_->agentTaskResult(name, taskOk(host(name).task->id));
+  }
+  model::Lease lease(int64_t id) { return *cluster_->getLease(admin_, id); }
+  std::vector<model::Event> eventsOf(model::EventKind kind) {
+    EventFilter f;
+    f.kind = kind;
+    return *cluster_->events(admin_, f);
+  }
+
+  Principal carol_;
+};
+
+TEST_F(LeaseTest, RequestedThenApprovedOrRejected) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  auto c = cluster_->createLease(carol_, hostsLease({"gpu-01"}, kHour, 2 * kHour));
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->value.state, LeaseState::kRequested);
+  EXPECT_NE(findOp<store::PutLease>(*c), nullptr) << "the request must be written";
+  auto a = cluster_->approveLease(admin_, c->value.id, "ok");
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->value.state, LeaseState::kApproved);
+  EXPECT_EQ(a->value.decidedBy, "admin");
+  // Approving twice is refused.
+  EXPECT_EQ(cluster_->approveLease(admin_, c->value.id, "").status().code(),
+            Code::kFailedPrecondition);
+
+  auto other = cluster_->createLease(carol_, hostsLease({"gpu-02"}, kHour, kHour));
+  ASSERT_TRUE(other.ok());
+  auto r = cluster_->rejectLease(admin_, other->value.id, "not this week");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->value.state, LeaseState::kRejected);
+  EXPECT_EQ(r->value.decision, "not this week");
+  EXPECT_EQ(eventsOf(model::EventKind::kLeaseChanged).size(), 4u);
+}
+
+TEST_F(LeaseTest, TeamAdminAsksMemberCannotOtherTeamSeesNothing) {
+  joinHost("gpu-01", 2);
+  auto byMember = cluster_->createLease(alice_, hostsLease({"gpu-01"}, kHour, kHour));
+  EXPECT_EQ(byMember.status().code(), Code::kPermissionDenied);
+  auto byOther = cluster_->createLease(bob_, hostsLease({"gpu-01"}, kHour, kHour));
+  EXPECT_EQ(byOther.status().code(), Code::kNotFound);
+  // A platform admin may ask for any team.
+  EXPECT_TRUE(cluster_->createLease(admin_, hostsLease({"gpu-01"}, kHour, kHour, "nlp")).ok());
+
+  auto c = cluster_->createLease(carol_, hostsLease({"gpu-01"}, 3 * kHour, kHour));
+  ASSERT_TRUE(c.ok());
+  const int64_t id = c->value.id;
+  EXPECT_EQ(cluster_->approveLease(carol_, id, "").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->approveLease(bob_, id, "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->endLease(bob_, id, "").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->getLease(alice_, id).ok()) << "members see their team's leases";
+  EXPECT_EQ(cluster_->getLease(bob_, id).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->listLeases(alice_).size(), 1u);
+  EXPECT_EQ(cluster_->listLeases(bob_).size(), 1u) << "bob sees only nlp's";
+  EXPECT_EQ(cluster_->listLeases(admin_).size(), 2u);
+}
+
+TEST_F(LeaseTest, BadInputIsRefusedNamingTheField) {
+  joinHost("gpu-01", 2);
+  auto r = hostsLease({"gpu-01"}, kHour, kHour);
+  r.endAt = r.startAt;
+  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "end");
+  r = hostsLease({"gpu-01"}, -kHour, 3 * kHour);
+  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "start");
+  r = hostsLease({"gpu-09"}, kHour, kHour);
+  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "hosts");
+  r = hostsLease({"gpu-01"}, kHour, kHour);
+  r.count = 2;
+  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "hosts");
+  r = hostsLease({}, kHour, kHour);
+  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "count");
+  EXPECT_TRUE(cluster_->listLeases(admin_).empty()) << "a refused request changes nothing";
+}
+
+TEST_F(LeaseTest, ConflictsAreRefusedNamingTheLease) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  const int64_t first = approvedLease({"gpu-01"}, kHour, 2 * kHour);
+  auto clash = cluster_->createLease(admin_, hostsLease({"gpu-01"}, 2 * kHour, kHour, "nlp"));
+  ASSERT_EQ(clash.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(clash.status().message().find("host gpu-01 is leased to team vision from "),
+            std::string::npos)
+      << clash.status().message();
+  EXPECT_NE(clash.status().message().find("(lease " + std::to_string(first) + ")"),
+            std::string::npos);
+  // Back to back is no conflict.
+  EXPECT_TRUE(cluster_->createLease(admin_, hostsLease({"gpu-01"}, 3 * kHour, kHour, "nlp")).ok());
+
+  // A count lease that needs both hosts: only one is free then.
+  LeaseRequest count = hostsLease({}, kHour, kHour, "nlp");
+  count.count = 2;
+  auto short_ = cluster_->createLease(admin_, count);
+  ASSERT_EQ(short_.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(short_.status().message().find("2 match and 1 of them are free"), std::string::npos)
+      << short_.status().message();
+  EXPECT_NE(short_.status().message().find("lease " + std::to_string(first)), std::string::npos);
+
+  // Extending into another approved lease is refused too.
+  const int64_t later = approvedLease({"gpu-02"}, 5 * kHour, kHour);
+  const int64_t early = approvedLease({"gpu-02"}, kHour, kHour);
+  auto ext = cluster_->extendLease(admin_, early, clock_.nowMs() + 6 * kHour);
+  ASSERT_EQ(ext.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(ext.status().message().find("(lease " + std::to_string(later) + ")"),
+            std::string::npos);
+  EXPECT_TRUE(cluster_->extendLease(admin_, early, clock_.nowMs() + 4 * kHour).ok());
+}
+
+TEST_F(LeaseTest, CountLeasePicksMatchingHostsAtApproval) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 4);
+  LeaseRequest r = hostsLease({}, kHour, kHour);
+  r.count = 1;
+  r.minGpus = 4;
+  r.gpuModel = "A100";
+  auto c = cluster_->createLease(carol_, r);
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_TRUE(c->value.hosts.empty()) << "hosts are picked at approval";
+  auto a = cluster_->approveLease(admin_, c->value.id, "");
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->value.hosts, std::vector<std::string>{"gpu-02"});
+}
+
+TEST_F(LeaseTest, HeldHostTakesOnlyWorkThatEndsInTime) {
+  joinHost("gpu-01", 2);
+  const int64_t id = approvedLease({"gpu-01"}, kHour, kHour);
+  const int64_t shortJob = submitFor(bob_, 1, 30 * kMin);
+  const int64_t longJob = submitFor(bob_, 1, 2 * kHour);
+  const int64_t unbounded = submitFor(bob_, 1, 0);
+  EXPECT_EQ(place(), std::vector<int64_t>{shortJob});
+  for (int64_t j : {longJob, unbounded}) {
+    auto wait = cluster_->waitOf(j);
+    ASSERT_TRUE(wait.has_value());
+    EXPECT_EQ(wait->kind, sched::WaitKind::kHeldForLease);
+    EXPECT_EQ(wait->lease, id);
+    const std::string reason = cluster_->waitReason(*cluster_->getJob(admin_, j));
+    EXPECT_NE(reason.find("held for lease " + std::to_string(id) + ", which starts"),
+              std::string::npos)
+        << reason;
+  }
+  EXPECT_EQ(cluster_->hostLease("gpu-01")->id, id);
+}
+
+TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  // Running before the lease was approved, without a max runtime: it will be in the way.
+  JobRequest req;
+  req.command = {"sleep", "3600"};
+  req.gpus = 2;
+  req.preemptible = true;
+  auto job = cluster_->submitJob(bob_, req);
+  ASSERT_TRUE(job.ok());
+  const int64_t jobId = job->value.id;
+  ASSERT_EQ(place().size(), 1u);
+  const std::string busy = cluster_->getJob(admin_, jobId)->host;
+  const std::string idle = busy == "gpu-01" ? "gpu-02" : "gpu-01";
+  cluster_->agentStatus(busy, {{jobId, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+
+  const int64_t id = approvedLease({busy, idle}, kHour, kHour);
+  EXPECT_EQ(cluster_->enforceLeases().value, 0) << "no notice an hour before";
+  clock_.advance(50 * kMin);
+  auto notice = cluster_->enforceLeases();
+  EXPECT_EQ(notice.value, 1);
+  EXPECT_NE(findOp<store::PutLease>(notice), nullptr) << "who was told is kept";
+  auto notices = eventsOf(model::EventKind::kLeasePreemptionNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].jobId, jobId);
+  EXPECT_EQ(notices[0].team, "nlp");
+  EXPECT_NE(notices[0].message.find("leased to team vision (lease " + std::to_string(id) + ")"),
+            std::string::npos);
+  EXPECT_EQ(cluster_->enforceLeases().value, 0) << "told once";
+
+  clock_.advance(10 * kMin);
+  auto start = cluster_->enforceLeases();
+  EXPECT_EQ(start.value, 1);
+  EXPECT_EQ(lease(id).state, LeaseState::kActive);
+  EXPECT_EQ(lease(id).startedAt, lease(id).startAt);
+  // The idle host goes straight to its handover task; the busy one drains at once.
+  EXPECT_EQ(host(idle).adminState, AdminState::kReprovisioning);
+  ASSERT_TRUE(host(busy).handover.has_value());
+  EXPECT_EQ(host(busy).handover->leaseId, id);
+  auto drains = cluster_->enforceDrains();
+  EXPECT_EQ(drains.value, std::vector<int64_t>{jobId});
+  cluster_->evictionsDurable(drains.value);
+  cluster_->agentStatus(
+      busy, {{jobId, ActualState::kExited, 1, {}, 15, clock_.nowMs(), clock_.nowMs(), ""}});
+  EXPECT_EQ(cluster_->getJob(admin_, jobId)->state, model::JobState::kQueued) << "requeued";
+  // The next tick finds the host empty: maintenance, then its handover task.
+  cluster_->enforceDrains();
+  EXPECT_EQ(host(busy).adminState, AdminState::kReprovisioning);
+  finishTask(busy);
+  finishTask(idle);
+  for (const auto& h : {busy, idle}) {
+    EXPECT_EQ(host(h).adminState, AdminState::kAvailable);
+    EXPECT_EQ(host(h).dedicatedTo, "vision");
+  }
+  // Other teams no longer see the hosts.
+  EXPECT_EQ(cluster_->getHost(bob_, busy).status().code(), Code::kNotFound);
+}
+
+TEST_F(LeaseTest, EndReturnsHostsToThePoolAndSkipsFailedHosts) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  const int64_t id = approvedLease({"gpu-01", "gpu-02"}, kHour, kHour);
+  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-02", AdminState::kFailed, "bad fan").ok());
+  clock_.advance(kHour);
+  cluster_->enforceLeases();
+  EXPECT_EQ(lease(id).skipped, std::vector<std::string>{"gpu-02: failed"});
+  finishTask("gpu-01");
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
+
+  clock_.advance(kHour);
+  auto end = cluster_->enforceLeases();
+  EXPECT_EQ(end.value, 1);
+  EXPECT_EQ(lease(id).state, LeaseState::kEnded);
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning) << "wiped on the way back";
+  finishTask("gpu-01");
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "");
+  EXPECT_FALSE(cluster_->hostLease("gpu-01").has_value());
+}
+
+TEST_F(LeaseTest, EarlyEndReturnsHostsAndEndBeforeStartCancels) {
+  joinHost("gpu-01", 2);
+  const int64_t id = approvedLease({"gpu-01"}, kHour, 4 * kHour);
+  clock_.advance(kHour);
+  cluster_->enforceLeases();
+  finishTask("gpu-01");
+  auto e = cluster_->endLease(carol_, id, "done early");
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ(e->value.state, LeaseState::kEnded);
+  EXPECT_EQ(e->value.endAt, clock_.nowMs());
+  finishTask("gpu-01");
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "");
+
+  const int64_t next = approvedLease({"gpu-01"}, kHour, kHour);
+  auto cancelled = cluster_->endLease(carol_, next, "");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->value.state, LeaseState::kCancelled);
+  clock_.advance(kHour);
+  EXPECT_EQ(cluster_->enforceLeases().value, 0);
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
+}
+
+TEST_F(LeaseTest, AutoApprovePolicyWithinLimits) {
+  LeaseOptions o;
+  o.autoApprove = true;
+  o.maxHosts = 1;
+  // A fresh cluster with the policy: options are fixed at construction.
+  ClusterOptions opts = cluster_->options();
+  opts.leases = o;
+  cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
+  auto admin = cluster_->bootstrapAdmin();
+  admin_ = *cluster_->authenticate(admin->value);
+  ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  auto one = cluster_->createLease(admin_, hostsLease({"gpu-01"}, kHour, kHour));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->value.state, LeaseState::kApproved);
+  EXPECT_EQ(one->value.decidedBy, "allotd");
+  auto two = cluster_->createLease(admin_, hostsLease({"gpu-01", "gpu-02"}, 3 * kHour, kHour));
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->value.state, LeaseState::kRequested) << "beyond max_hosts: an admin decides";
+}
+
+class LeaseRestartTest : public DurableClusterTest {};
+
+TEST_F(LeaseRestartTest, StartMissedWhileDownHappensWhenBack) {
+  start();
+  auto admin = cluster_->bootstrapAdmin();
+  ASSERT_TRUE(admin.has_value());
+  keep(*admin);
+  Principal root = *cluster_->authenticate(admin->value);
+  keep(cluster_->createTeam(root, "vision"));
+  auto jt = keep(cluster_->createJoinToken(root, kHour));
+  keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(2)));
+  keep(cluster_->agentConnected("gpu-01", &link_, inventory(2), {}));
+  LeaseRequest r;
+  r.team = "vision";
+  r.hosts = {"gpu-01"};
+  r.startAt = clock_.nowMs() + kHour;
+  r.endAt = r.startAt + kHour;
+  auto c = keep(cluster_->createLease(root, r));
+  keep(cluster_->approveLease(root, c.value.id, ""));
+
+  // allotd is down across the start.
+  cluster_.reset();
+  clock_.advance(kHour + 5 * kMin);
+  start();
+  auto lease = cluster_->getLease(*cluster_->authenticate(admin->value), c.value.id);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->state, LeaseState::kApproved);
+  auto started = keep(cluster_->enforceLeases());
+  EXPECT_EQ(started.value, 1);
+  const model::Host& h = cluster_->world().hosts.at("gpu-01");
+  ASSERT_TRUE(h.handover.has_value());
+  EXPECT_EQ(h.handover->team, "vision");
+  EXPECT_EQ(h.handover->leaseId, c.value.id);
+
+  // And the start itself was durable: a second restart does not start it again.
+  cluster_.reset();
+  start();
+  EXPECT_EQ(cluster_->world().leases.at(c.value.id).state, LeaseState::kActive);
+  EXPECT_EQ(cluster_->enforceLeases().value, 0);
+}
+
+}  // namespace
+}  // namespace allot::control

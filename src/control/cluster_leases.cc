@@ -1,0 +1,330 @@
+// Leases, as people ask for them: create, approve, reject, extend, end, and who sees what. The
+// schedule side (starting and ending them, holds and notices) is in cluster_lease_schedule.cc.
+// See docs/leases.md.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/time_format.h"
+#include "control/authz.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+
+using model::Lease;
+using model::LeaseState;
+
+namespace {
+
+// Approved and active leases hold their hosts; a request holds nothing until approved.
+bool holdsHosts(const Lease& l) {
+  return l.state == LeaseState::kApproved || l.state == LeaseState::kActive;
+}
+
+bool overlaps(TimeMs aStart, TimeMs aEnd, TimeMs bStart, TimeMs bEnd) {
+  return aStart < bEnd && bStart < aEnd;
+}
+
+std::string window(TimeMs start, TimeMs end) {
+  return "from " + formatIso8601(start) + " to " + formatIso8601(end);
+}
+
+// The host a lease is asked for should be usable then: it exists for `p` and is in service.
+Status checkLeasableHost(const Principal& p, const World& w, const std::string& name) {
+  auto it = w.hosts.find(name);
+  if (it == w.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'", "hosts");
+  const model::Host& h = it->second;
+  if (h.adminState == model::AdminState::kRetired)
+    return Status::InvalidArgument("hosts: host " + name + " is retired", "hosts");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Cluster::leaseConflict(const std::vector<std::string>& hosts, TimeMs start, TimeMs end,
+                              int64_t except) const {
+  for (const auto& [id, l] : world_.leases) {
+    if (id == except || !holdsHosts(l) || !overlaps(start, end, l.startAt, l.endAt)) continue;
+    for (const auto& h : hosts) {
+      if (std::find(l.hosts.begin(), l.hosts.end(), h) == l.hosts.end()) continue;
+      return Status::FailedPrecondition("host " + h + " is leased to team " + l.team + " " +
+                                        window(l.startAt, l.endAt) + " (lease " +
+                                        std::to_string(id) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// A count lease's hosts: in service (not failed or retired), of the shared pool or the team's
+// own, every GPU of the model asked and at least min_gpus of them, free of conflicting leases;
+// the first `count` by name, so the choice is predictable.
+Result<std::vector<std::string>> Cluster::pickLeaseHosts(const Lease& l) const {
+  std::vector<std::string> picked;
+  std::string firstConflict;
+  int matching = 0;
+  for (const auto& [name, h] : world_.hosts) {
+    if (h.adminState == model::AdminState::kFailed || h.adminState == model::AdminState::kRetired)
+      continue;
+    if (!h.dedicatedTo.empty() && h.dedicatedTo != l.team) continue;
+    if (static_cast<int>(h.gpus.size()) < std::max(1, l.minGpus)) continue;
+    if (!l.gpuModel.empty() && std::any_of(h.gpus.begin(), h.gpus.end(), [&](const model::Gpu& g) {
+          return g.model != l.gpuModel;
+        }))
+      continue;
+    ++matching;
+    Status conflict = leaseConflict({name}, l.startAt, l.endAt, l.id);
+    if (!conflict.ok()) {
+      if (firstConflict.empty()) firstConflict = conflict.message();
+      continue;
+    }
+    picked.push_back(name);
+    if (static_cast<int>(picked.size()) == l.count) return picked;
+  }
+  std::string what = std::to_string(l.count) + " host" + (l.count == 1 ? "" : "s") + " with " +
+                     (l.minGpus > 0 ? "at least " + std::to_string(l.minGpus) + " " : "") +
+                     (l.gpuModel.empty() ? "" : l.gpuModel + " ") + "GPUs";
+  std::string msg = "cannot lease " + what + " " + window(l.startAt, l.endAt) + ": " +
+                    std::to_string(matching) + " match and " + std::to_string(picked.size()) +
+                    " of them are free";
+  if (!firstConflict.empty()) msg += "; " + firstConflict;
+  return Status::FailedPrecondition(msg);
+}
+
+void Cluster::leaseEvent(const Lease& l, std::string message, store::WriteBatch& batch) {
+  model::Event e;
+  e.kind = model::EventKind::kLeaseChanged;
+  e.team = l.team;
+  e.user = l.requestedBy;
+  e.hosts = l.hosts;
+  e.message = std::move(message);
+  e.details = nlohmann::json{{"lease", l.id},
+                             {"state", model::leaseStateName(l.state)},
+                             {"start", formatIso8601(l.startAt)},
+                             {"end", formatIso8601(l.endAt)}}
+                  .dump();
+  appendEvent(std::move(e), batch);
+}
+
+Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
+  if (!world_.teams.count(r.team) || !authz::canSeeTeam(p, r.team))
+    return Status::NotFound("no team '" + r.team + "'", "team");
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, r.team));
+  const bool named = !r.hosts.empty();
+  if (named && r.count > 0)
+    return Status::InvalidArgument("hosts: name hosts or give a count, not both", "hosts");
+  if (!named && r.count <= 0)
+    return Status::InvalidArgument("count: name hosts or give a count of at least 1", "count");
+  if (r.count > 1000) return Status::InvalidArgument("count: at most 1000 hosts", "count");
+  if (named && (!r.gpuModel.empty() || r.minGpus > 0))
+    return Status::InvalidArgument("gpu_model: only with count (named hosts are what they are)",
+                                   "gpu_model");
+  if (r.minGpus < 0) return Status::InvalidArgument("min_gpus: must be >= 0", "min_gpus");
+  if (!r.gpuModel.empty()) ALLOT_RETURN_IF_ERROR(validateGpuModel(r.gpuModel, "gpu_model"));
+  const TimeMs now = clock_.nowMs();
+  // A minute of slack lets "now" typed a moment ago through; a start further back is a mistake.
+  if (r.startAt < now - 60'000)
+    return Status::InvalidArgument("start: " + formatIso8601(r.startAt) + " is in the past",
+                                   "start");
+  if (r.endAt <= r.startAt) return Status::InvalidArgument("end: must be after start", "end");
+  std::vector<std::string> sorted = r.hosts;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return Status::InvalidArgument("hosts: a host is named twice", "hosts");
+  for (const auto& h : r.hosts) ALLOT_RETURN_IF_ERROR(checkLeasableHost(p, world_, h));
+
+  Lease l;
+  l.id = world_.nextLeaseId;
+  l.team = r.team;
+  l.requestedBy = p.name;
+  l.reason = r.reason;
+  l.hosts = r.hosts;
+  l.count = r.count;
+  l.gpuModel = r.gpuModel;
+  l.minGpus = r.minGpus;
+  l.startAt = r.startAt;
+  l.endAt = r.endAt;
+  l.createdAt = now;
+  // Refused now rather than at approval when it cannot be granted as things stand.
+  if (named) {
+    ALLOT_RETURN_IF_ERROR(leaseConflict(l.hosts, l.startAt, l.endAt, 0));
+  } else {
+    auto picked = pickLeaseHosts(l);
+    if (!picked.ok()) return picked.status();
+  }
+  ++world_.nextLeaseId;
+  Change<Lease> c;
+  const LeaseOptions& o = options_.leases;
+  const int hosts = named ? static_cast<int>(l.hosts.size()) : l.count;
+  const bool withinLimits = (o.maxHosts == 0 || hosts <= o.maxHosts) &&
+                            (o.maxDurationMs == 0 || l.endAt - l.startAt <= o.maxDurationMs);
+  leaseEvent(l, "lease " + std::to_string(l.id) + " requested by " + p.name, c.batch);
+  if (o.autoApprove && withinLimits) {
+    if (!named) l.hosts = *pickLeaseHosts(l);
+    l.state = LeaseState::kApproved;
+    l.decidedBy = "allotd";
+    l.decidedAt = now;
+    l.decision = "auto-approved by policy";
+    leaseEvent(l, "lease " + std::to_string(l.id) + " approved by policy", c.batch);
+    if (onQueueChanged_) onQueueChanged_();  // its hosts are held from now on
+  }
+  world_.leases[l.id] = l;
+  c.batch.add(store::PutLease{l});
+  spdlog::info("lease requested: id={} team={} by={} state={}", l.id, l.team, p.name,
+               model::leaseStateName(l.state));
+  c.value = l;
+  return c;
+}
+
+std::vector<Lease> Cluster::listLeases(const Principal& p) const {
+  std::vector<Lease> out;
+  for (const auto& [id, l] : world_.leases) {
+    if (authz::canSeeTeam(p, l.team)) out.push_back(l);
+  }
+  return out;
+}
+
+Result<Lease> Cluster::getLease(const Principal& p, int64_t id) const {
+  auto it = world_.leases.find(id);
+  if (it == world_.leases.end() || !authz::canSeeTeam(p, it->second.team))
+    return Status::NotFound("no lease " + std::to_string(id));
+  return it->second;
+}
+
+Result<Change<Lease>> Cluster::approveLease(const Principal& p, int64_t id,
+                                            const std::string& reason) {
+  auto seen = getLease(p, id);
+  if (!seen.ok()) return seen.status();
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "approve leases"));
+  Lease& l = world_.leases.at(id);
+  if (l.state != LeaseState::kRequested)
+    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
+                                      model::leaseStateName(l.state) +
+                                      "; only a requested lease can be approved");
+  const TimeMs now = clock_.nowMs();
+  if (l.endAt <= now)
+    return Status::FailedPrecondition("lease " + std::to_string(id) + " ended at " +
+                                      formatIso8601(l.endAt) + " before it was approved");
+  std::vector<std::string> hosts = l.hosts;
+  if (l.count > 0) {
+    auto picked = pickLeaseHosts(l);
+    if (!picked.ok()) return picked.status();
+    hosts = *picked;
+  } else {
+    ALLOT_RETURN_IF_ERROR(leaseConflict(hosts, l.startAt, l.endAt, id));
+  }
+  Change<Lease> c;
+  l.hosts = hosts;
+  l.state = LeaseState::kApproved;
+  l.decidedBy = p.name;
+  l.decidedAt = now;
+  l.decision = reason;
+  leaseEvent(l, "lease " + std::to_string(id) + " approved by " + p.name, c.batch);
+  c.batch.add(store::PutLease{l});
+  if (onQueueChanged_) onQueueChanged_();
+  spdlog::info("lease approved: id={} by={} hosts={}", id, p.name, hosts.size());
+  c.value = l;
+  return c;
+}
+
+Result<Change<Lease>> Cluster::rejectLease(const Principal& p, int64_t id,
+                                           const std::string& reason) {
+  auto seen = getLease(p, id);
+  if (!seen.ok()) return seen.status();
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "reject leases"));
+  Lease& l = world_.leases.at(id);
+  if (l.state != LeaseState::kRequested)
+    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
+                                      model::leaseStateName(l.state) +
+                                      "; only a requested lease can be rejected");
+  Change<Lease> c;
+  l.state = LeaseState::kRejected;
+  l.decidedBy = p.name;
+  l.decidedAt = clock_.nowMs();
+  l.decision = reason;
+  leaseEvent(l,
+             "lease " + std::to_string(id) + " rejected by " + p.name +
+                 (reason.empty() ? "" : ": " + reason),
+             c.batch);
+  c.batch.add(store::PutLease{l});
+  c.value = l;
+  return c;
+}
+
+Result<Change<Lease>> Cluster::extendLease(const Principal& p, int64_t id, TimeMs endAt) {
+  auto seen = getLease(p, id);
+  if (!seen.ok()) return seen.status();
+  Lease& l = world_.leases.at(id);
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, l.team));
+  const LeaseOptions& o = options_.leases;
+  // An extension of a granted lease is a grant too: a team-admin may extend only where the
+  // policy would have approved the longer lease by itself.
+  const bool policyAllows =
+      o.autoApprove && (o.maxDurationMs == 0 || endAt - l.startAt <= o.maxDurationMs);
+  if (!p.isAdmin() && l.state != LeaseState::kRequested && !policyAllows)
+    return Status::PermissionDenied("only a platform admin may extend lease " + std::to_string(id) +
+                                    " that far (the auto-approve policy does not cover it)");
+  if (l.state != LeaseState::kRequested && l.state != LeaseState::kApproved &&
+      l.state != LeaseState::kActive)
+    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
+                                      model::leaseStateName(l.state) + "; it cannot be extended");
+  if (endAt <= l.endAt)
+    return Status::InvalidArgument("end: must be after the lease's end, " + formatIso8601(l.endAt),
+                                   "end");
+  if (l.state != LeaseState::kRequested)
+    ALLOT_RETURN_IF_ERROR(leaseConflict(l.hosts, l.startAt, endAt, id));
+  Change<Lease> c;
+  const TimeMs before = l.endAt;
+  l.endAt = endAt;
+  leaseEvent(l,
+             "lease " + std::to_string(id) + " extended by " + p.name + " from " +
+                 formatIso8601(before) + " to " + formatIso8601(endAt),
+             c.batch);
+  c.batch.add(store::PutLease{l});
+  c.value = l;
+  return c;
+}
+
+Result<Change<Lease>> Cluster::endLease(const Principal& p, int64_t id, const std::string& reason) {
+  auto seen = getLease(p, id);
+  if (!seen.ok()) return seen.status();
+  Lease& l = world_.leases.at(id);
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, l.team));
+  Change<Lease> c;
+  const TimeMs now = clock_.nowMs();
+  switch (l.state) {
+    case LeaseState::kRequested:
+    case LeaseState::kApproved:
+      l.state = LeaseState::kCancelled;
+      break;
+    case LeaseState::kActive:
+      // Its hosts go back through the same path as at the scheduled end, on this call.
+      l.endAt = std::min(l.endAt, now);
+      break;
+    default:
+      return Status::FailedPrecondition("lease " + std::to_string(id) + " is already " +
+                                        model::leaseStateName(l.state));
+  }
+  l.decidedBy = p.name;
+  l.decidedAt = now;
+  l.decision = reason;
+  if (l.state == LeaseState::kActive) {
+    Change<int> ended;
+    l.state = LeaseState::kEnded;
+    l.endedAt = now;
+    returnLeaseHosts(l, ended);
+    c.batch = std::move(ended.batch);
+    c.pushHosts = std::move(ended.pushHosts);
+  }
+  leaseEvent(l,
+             "lease " + std::to_string(id) + " " + model::leaseStateName(l.state) + " by " +
+                 p.name + (reason.empty() ? "" : ": " + reason),
+             c.batch);
+  c.batch.add(store::PutLease{l});
+  if (onQueueChanged_) onQueueChanged_();
+  c.value = l;
+  return c;
+}
+
+}  // namespace allot::control
