@@ -6,7 +6,8 @@
 // checks every result against the value computed on the CPU with the same float arithmetic, so a
 // GPU that computes wrongly (bad memory, bad SMs) fails even when it does not crash.
 //
-// Threading: blocks for about `durationMs` per GPU; runs on the host task's thread. Touches no
+// Threading: blocks for about `durationMs`, loading every GPU at once from a thread each; runs on
+// the host task's thread. Touches no
 // GpuProvider.
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct BurnInGpu {
   std::string uuid;
 };
 
-// Runs the load on each GPU in turn for durationMs each.
+// Runs the load on every GPU at once for durationMs.
 BurnInResult runBurnIn(const std::vector<BurnInGpu>& gpus, int64_t durationMs,
                        const std::string& library = kDefaultCudaLibrary);
 

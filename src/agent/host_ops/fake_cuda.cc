@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,10 @@ namespace {
 struct Buffer {
   std::vector<float> data;
 };
-int gCurrentDevice = -1;
+// As in the real driver, the current context is per thread; the burn-in loads every GPU at once,
+// one thread each, so the buffers are shared under a lock.
+thread_local int gCurrentDevice = -1;
+std::mutex gMu;
 std::map<unsigned long long, Buffer> gBuffers;
 unsigned long long gNextPtr = 0x10000;
 int gModule, gFunction, gContext;
@@ -68,13 +72,18 @@ int cuModuleGetFunction(void** fn, void*, const char* name) {
   return 0;
 }
 int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
+  std::lock_guard lock(gMu);
   *ptr = gNextPtr;
   gNextPtr += 0x10000;
   gBuffers[*ptr].data.assign(bytes / sizeof(float), 0.0f);
   return 0;
 }
-int cuMemFree_v2(unsigned long long ptr) { return gBuffers.erase(ptr) ? 0 : 1; }
+int cuMemFree_v2(unsigned long long ptr) {
+  std::lock_guard lock(gMu);
+  return gBuffers.erase(ptr) ? 0 : 1;
+}
 int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t bytes) {
+  std::lock_guard lock(gMu);
   auto it = gBuffers.find(src);
   if (it == gBuffers.end()) return 1;
   std::memcpy(dst, it->second.data.data(), bytes);
@@ -84,6 +93,7 @@ int cuLaunchKernel(void*, unsigned gx, unsigned, unsigned, unsigned bx, unsigned
                    unsigned, void*, void** params, void**) {
   unsigned long long out = *static_cast<unsigned long long*>(params[0]);
   uint32_t iters = *static_cast<uint32_t*>(params[1]);
+  std::lock_guard lock(gMu);
   auto it = gBuffers.find(out);
   if (it == gBuffers.end()) return 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
   float decay;

@@ -10,22 +10,10 @@
 #include <memory>
 #include <thread>
 
+#include "common/version.h"
+
 namespace allot::agent {
 namespace {
-
-std::vector<long> versionParts(const std::string& v) {
-  std::vector<long> out;
-  const char* p = v.c_str();
-  while (*p) {
-    char* end = nullptr;
-    long n = std::strtol(p, &end, 10);
-    if (end == p) break;
-    out.push_back(n);
-    p = *end == '.' ? end + 1 : end;
-    if (end == p) break;  // something other than a dot: stop at what was read
-  }
-  return out;
-}
 
 // What NVIDIA's XID catalogue calls the common critical ones, for the report.
 const char* xidMeaning(int64_t xid) {
@@ -70,8 +58,7 @@ BurnInResult burnInBounded(const std::vector<BurnInGpu>& gpus, int64_t ms,
   std::thread([promise, gpus, ms, library] {
     promise->set_value(runBurnIn(gpus, ms, library));
   }).detach();
-  const auto limit =
-      std::chrono::milliseconds(ms * static_cast<int64_t>(gpus.size())) + kBurnInSlack;
+  const auto limit = std::chrono::milliseconds(ms) + kBurnInSlack;
   if (result.wait_for(limit) != std::future_status::ready)
     return {false,
             "failed: did not finish within " +
@@ -81,15 +68,6 @@ BurnInResult burnInBounded(const std::vector<BurnInGpu>& gpus, int64_t ms,
 }
 
 }  // namespace
-
-int compareVersions(const std::string& a, const std::string& b) {
-  auto pa = versionParts(a), pb = versionParts(b);
-  for (size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
-    long x = i < pa.size() ? pa[i] : 0, y = i < pb.size() ? pb[i] : 0;
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
 
 model::HealthReport runHealthCheck(const HealthCheckOptions& o,
                                    const std::function<void(std::string_view)>& onLine) {
@@ -126,7 +104,7 @@ model::HealthReport runHealthCheck(const HealthCheckOptions& o,
   if (!step.minDriver.empty()) {
     if (r.driverVersion.empty()) {
       problem("driver version unknown; " + step.minDriver + " or newer is required");
-    } else if (compareVersions(r.driverVersion, step.minDriver) < 0) {
+    } else if (!versionAtLeast(r.driverVersion, step.minDriver)) {
       problem("driver " + r.driverVersion + " is older than the required " + step.minDriver);
     }
   }
@@ -165,7 +143,7 @@ model::HealthReport runHealthCheck(const HealthCheckOptions& o,
   } else if (gpus.empty()) {
     r.burnIn = "skipped: no GPUs";
   } else {
-    if (onLine) onLine("burn-in: " + std::to_string(step.burnInMs) + " ms on each GPU\n");
+    if (onLine) onLine("burn-in: " + std::to_string(step.burnInMs) + " ms on every GPU at once\n");
     std::vector<BurnInGpu> targets;
     for (const auto& g : gpus) targets.push_back({g.index, g.uuid});
     BurnInResult b = burnInBounded(targets, step.burnInMs, o.cudaLibrary);

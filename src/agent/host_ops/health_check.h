@@ -31,9 +31,6 @@ struct HealthCheckOptions {
   std::string cudaLibrary = kDefaultCudaLibrary;
 };
 
-// Dotted versions compared number by number ("535.54.03" < "550.0"); a missing part is 0.
-int compareVersions(const std::string& a, const std::string& b);
-
 // Runs the check. Each line of its account also goes to onLine (with its '\n') as it is made.
 model::HealthReport runHealthCheck(const HealthCheckOptions& options,
                                    const std::function<void(std::string_view)>& onLine = nullptr);

@@ -97,12 +97,6 @@ TEST(HealthCheck, SimulatedGpusSkipTheBurnIn) {
   EXPECT_TRUE(r.problems.empty()) << problems(r);
 }
 
-TEST(VersionCompare, IsNumericPartByPart) {
-  EXPECT_LT(compareVersions("535.54.03", "550.0"), 0);
-  EXPECT_GT(compareVersions("550.100", "550.54.15"), 0);
-  EXPECT_EQ(compareVersions("550", "550.0.0"), 0);
-}
-
 // Through the fake NVML (two H200s, driver 550.54.15) and fake libcuda.
 class NvmlHealthCheck : public ::testing::Test {
  protected:
