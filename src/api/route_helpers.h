@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "api/json_input.h"
 #include "api/server.h"
 #include "common/time_format.h"
 
@@ -17,6 +18,19 @@ using Awaitable = boost::asio::awaitable<ApiResponse>;
   auto var##_r = (expr);                                             \
   if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
   auto var = std::move(var##_r).value()
+
+// A reason (for drains, handovers, states) is shown in lists and logs, not a document.
+inline constexpr size_t kMaxReasonBytes = 1024;
+
+// The body's optional "reason", at most kMaxReasonBytes; a longer one is a 400 naming it.
+inline Result<std::string> readReason(const JsonInput& in) {
+  auto reason = in.optionalString("reason");
+  if (!reason.ok()) return reason.status();
+  if (reason->size() > kMaxReasonBytes)
+    return Status::InvalidArgument("reason: at most " + std::to_string(kMaxReasonBytes) + " bytes",
+                                   "reason");
+  return reason;
+}
 
 // A time window [from, to) from the query's `from` and `to` (ISO 8601 or relative to `now`):
 // `to` defaults to now, `from` to `defaultMs` before `to`. A bad time is a 400 naming its

@@ -9,7 +9,6 @@
 namespace allot::api {
 namespace {
 
-constexpr size_t kMaxReasonBytes = 1024;
 constexpr int kMaxGpuIndex = 1023;
 
 // The drain's deadline: how long others' work may run on before it is preempted; "0s" or absent
@@ -23,15 +22,6 @@ Result<int64_t> readDeadline(const JsonInput& in) {
     return Status::InvalidArgument("deadline: '" + *text + "' is not a duration (e.g. 30m, 0s)",
                                    "deadline");
   return *d;
-}
-
-Result<std::string> readReason(const JsonInput& in) {
-  auto reason = in.optionalString("reason");
-  if (!reason.ok()) return reason.status();
-  if (reason->size() > kMaxReasonBytes)
-    return Status::InvalidArgument("reason: at most " + std::to_string(kMaxReasonBytes) + " bytes",
-                                   "reason");
-  return reason;
 }
 
 }  // namespace

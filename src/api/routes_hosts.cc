@@ -10,20 +10,9 @@
 namespace allot::api {
 namespace {
 
-// A reason is shown in lists and logs, not a document.
-constexpr size_t kMaxReasonBytes = 1024;
 // Reprovisioning: long enough for a driver and CUDA install by default, a day at most.
 constexpr int64_t kDefaultHookTimeoutMs = 30 * 60'000;
 constexpr int64_t kMaxHookTimeoutMs = 24 * 3'600'000;
-
-Result<std::string> readReason(const JsonInput& in) {
-  auto reason = in.optionalString("reason");
-  if (!reason.ok()) return reason.status();
-  if (reason->size() > kMaxReasonBytes)
-    return Status::InvalidArgument("reason: at most " + std::to_string(kMaxReasonBytes) + " bytes",
-                                   "reason");
-  return reason;
-}
 
 }  // namespace
 

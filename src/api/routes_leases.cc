@@ -64,11 +64,11 @@ Result<control::LeaseRequest> readLeaseRequest(const std::string& body, TimeMs n
 }
 
 // The optional {"reason": "..."} body of approve, reject and end; an empty body is fine.
-Result<std::string> readReason(const std::string& body) {
+Result<std::string> readReasonBody(const std::string& body) {
   if (body.empty()) return std::string();
   auto in = JsonInput::parse(body, {"reason"});
   if (!in.ok()) return in.status();
-  return in->optionalString("reason");
+  return readReason(*in);
 }
 
 }  // namespace
@@ -106,14 +106,14 @@ void registerLeaseRoutes(Router& router, Server& s) {
   });
   router.add(V::post, "/api/v1/leases/{id}/approve", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReason(r.raw.body()));
+    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().approveLease(r.who(), id, reason));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/reject", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReason(r.raw.body()));
+    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().rejectLease(r.who(), id, reason));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));
@@ -128,7 +128,7 @@ void registerLeaseRoutes(Router& router, Server& s) {
   });
   router.add(V::post, "/api/v1/leases/{id}/end", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReason(r.raw.body()));
+    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().endLease(r.who(), id, reason));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));

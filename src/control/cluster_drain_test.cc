@@ -23,20 +23,7 @@ constexpr TimeMs kMin = 60'000;
 
 class DrainTest : public ClusterTest {
  protected:
-  int64_t submitJob(int gpus, bool preemptible) {
-    JobRequest r;
-    r.command = {"sleep", "3600"};
-    r.gpus = gpus;
-    r.preemptible = preemptible;
-    auto c = cluster_->submitJob(alice_, r);
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    return c->value.id;
-  }
-  std::vector<int64_t> place() {
-    auto pass = cluster_->schedulePass();
-    cluster_->placementsDurable(pass.value);
-    return pass.value;
-  }
+  int64_t submitJob(int gpus, bool preemptible) { return submitSleep(alice_, gpus, preemptible); }
   ActualJob running(int64_t id) {
     return {id, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
   }

@@ -46,20 +46,6 @@ class HandoverTest : public ClusterTest {
     r.health = health;
     return cluster_->agentTaskResult(name, r);
   }
-  int64_t submitJob(const Principal& p, int gpus, bool preemptible) {
-    JobRequest r;
-    r.command = {"sleep", "3600"};
-    r.gpus = gpus;
-    r.preemptible = preemptible;
-    auto c = cluster_->submitJob(p, r);
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    return c->value.id;
-  }
-  std::vector<int64_t> place() {
-    auto pass = cluster_->schedulePass();
-    cluster_->placementsDurable(pass.value);
-    return pass.value;
-  }
 };
 
 TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
@@ -83,7 +69,7 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
   EXPECT_EQ(task["health"].value("min_driver", ""), "550.0");
   EXPECT_TRUE(task["health"].value("burn_in", false));
 
-  int64_t id = submitJob(alice_, 1, false);
+  int64_t id = submitSleep(alice_, 1, false);
   EXPECT_TRUE(place().empty()) << "a host being commissioned takes no work";
 
   taskSucceeds("gpu-01");
@@ -122,7 +108,7 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
 
 TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   joinHost("gpu-01", 2);
-  int64_t spot = submitJob(bob_, 1, true);
+  int64_t spot = submitSleep(bob_, 1, true);
   ASSERT_EQ(place().size(), 1u);
   cluster_->agentStatus("gpu-01", {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
 

@@ -53,18 +53,7 @@ class LeaseTest : public ClusterTest {
     return c->value.id;
   }
   int64_t submitFor(const Principal& p, int gpus, TimeMs maxRuntime) {
-    JobRequest r;
-    r.command = {"sleep", "3600"};
-    r.gpus = gpus;
-    r.maxRuntimeMs = maxRuntime;
-    auto c = cluster_->submitJob(p, r);
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    return c->value.id;
-  }
-  std::vector<int64_t> place() {
-    auto pass = cluster_->schedulePass();
-    cluster_->placementsDurable(pass.value);
-    return pass.value;
+    return submitSleep(p, gpus, false, maxRuntime);
   }
   const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
   // Completes the host's handover task as a healthy agent would.

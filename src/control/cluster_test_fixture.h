@@ -80,6 +80,25 @@ class ClusterTest : public ::testing::Test {
     return joined->value.credential;
   }
 
+  // A `sleep 3600` job of `p`'s team; its id.
+  int64_t submitSleep(const Principal& p, int gpus, bool preemptible = false,
+                      TimeMs maxRuntimeMs = 0) {
+    JobRequest r;
+    r.command = {"sleep", "3600"};
+    r.gpus = gpus;
+    r.preemptible = preemptible;
+    r.maxRuntimeMs = maxRuntimeMs;
+    auto c = cluster_->submitJob(p, r);
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    return c->value.id;
+  }
+  // One scheduling pass whose placements are durable at once; the jobs placed.
+  std::vector<int64_t> place() {
+    auto pass = cluster_->schedulePass();
+    cluster_->placementsDurable(pass.value);
+    return pass.value;
+  }
+
   int64_t submit(const Principal& p, int gpus) {
     JobRequest r;
     r.command = {"sleep", "1"};
