@@ -117,8 +117,8 @@ Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dat
   std::error_code ec;
   std::filesystem::create_directories(dataDir, ec);  // so that its log can go there
   if (ec) return Status::Unavailable("cannot create " + dataDir + ": " + ec.message());
-  std::vector<std::string> argv = {allotdPath,  "--listen",    "127.0.0.1:0", "--data-dir",
-                                   dataDir,     "--log-level", "warn"};
+  std::vector<std::string> argv = {allotdPath, "--listen",    "127.0.0.1:0", "--data-dir",
+                                   dataDir,    "--log-level", "warn"};
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   auto proc = ChildProcess::start(argv, dataDir + "/allotd.log");
   if (!proc.ok()) return proc.status();

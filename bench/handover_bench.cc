@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
   std::ofstream(config) << "[hooks.profiles.noop]\nscript = \"" << hook
                         << "\"\n[handover]\ndefault_profile = \"noop\"\n";
 
-  auto server =
-      allot::bench::startAllotd(bin + "/allotd", *dir + "/server", {"--config", config});
+  auto server = allot::bench::startAllotd(bin + "/allotd", *dir + "/server", {"--config", config});
   if (!server.ok()) return fail(server.status().toString());
   const std::string& token = server->adminToken;
   auto team = httpRequest(server->port, "POST", "/api/v1/teams", token, R"({"name":"bench"})");

@@ -36,8 +36,10 @@ struct ApiResponse {
   static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
     // Replace, not throw: text from hosts (hook output cut at a byte limit) may split a UTF-8
     // character, and one bad byte must not cost the whole reply.
-    return ApiResponse{s, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                       "application/json", {}};
+    return ApiResponse{s,
+                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                       "application/json",
+                       {}};
   }
   static ApiResponse error(const Status& st);
 };

@@ -65,8 +65,8 @@ void registerHandoverRoutes(Router& router, Server& s) {
         offset = std::stoll(it->second, &used);
         if (used != it->second.size()) throw std::invalid_argument("trailing");
       } catch (...) {
-        co_return ApiResponse::error(Status::InvalidArgument(
-            "offset: '" + it->second + "' is not a byte offset", "offset"));
+        co_return ApiResponse::error(
+            Status::InvalidArgument("offset: '" + it->second + "' is not a byte offset", "offset"));
       }
     }
     TRY_ASSIGN(view, s.cluster().taskOutput(r.who(), r.params["name"], offset));

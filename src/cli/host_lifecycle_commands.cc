@@ -1,5 +1,5 @@
-// allot host drain|resume|fail|retire|reprovision|log [--follow]: a host's admin state (docs/hosts.md) and the
-// record of its transitions. Added under `allot host` by addHostCommands.
+// allot host drain|resume|fail|retire|reprovision|log [--follow]: a host's admin state
+// (docs/hosts.md) and the record of its transitions. Added under `allot host` by addHostCommands.
 
 #include <chrono>
 #include <thread>

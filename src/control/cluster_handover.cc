@@ -94,7 +94,8 @@ Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
     transitionHost(h, AdminState::kDraining, to.by, why, c.batch);
   }
   auto held = world_.hostJobs.find(name);
-  if (h.adminState == AdminState::kDraining && (held == world_.hostJobs.end() || held->second.empty()))
+  if (h.adminState == AdminState::kDraining &&
+      (held == world_.hostJobs.end() || held->second.empty()))
     transitionHost(h, AdminState::kMaintenance, kSystemActor, why, c.batch);
   continueHandover(h, c.batch, c.pushHosts);
   c.batch.add(store::PutHost{h});

@@ -110,7 +110,8 @@ TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   joinHost("gpu-01", 2);
   int64_t spot = submitSleep(bob_, 1, true);
   ASSERT_EQ(place().size(), 1u);
-  cluster_->agentStatus("gpu-01", {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+  cluster_->agentStatus("gpu-01",
+                        {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
 
   // Who may, and with what.
   EXPECT_EQ(cluster_->assignHost(alice_, "gpu-01", "vision", {}, 0, "").status().code(),
@@ -130,8 +131,8 @@ TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   auto d = cluster_->enforceDrains();
   EXPECT_EQ(d.value, std::vector<int64_t>{spot});
   cluster_->evictionsDurable(d.value);
-  cluster_->agentStatus("gpu-01",
-                        {{spot, ActualState::kExited, 1, {}, 15, clock_.nowMs(), clock_.nowMs(), ""}});
+  cluster_->agentStatus(
+      "gpu-01", {{spot, ActualState::kExited, 1, {}, 15, clock_.nowMs(), clock_.nowMs(), ""}});
   EXPECT_EQ(cluster_->getJob(admin_, spot)->state, JobState::kQueued);
   d = cluster_->enforceDrains();
   EXPECT_TRUE(d.pushHosts.count("gpu-01"));

@@ -110,8 +110,8 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
     if (upgradeId) upgradeStepDone(upgradeId, name, false, why, c.batch, c.pushHosts);
     return c;
   }
-  std::string reason = task.hook ? "reprovisioned with profile " + task.hook->profile
-                                 : task.purpose + " done";
+  std::string reason =
+      task.hook ? "reprovisioned with profile " + task.hook->profile : task.purpose + " done";
   if (h.adminState == AdminState::kCommissioning) reason = "commissioned";
   if (h.adminState == AdminState::kCommissioning && r.health) {
     // What it had when commissioned is what later checks expect.
@@ -181,8 +181,8 @@ Change<int> Cluster::scheduleHealthChecks() {
   if (every <= 0) return c;
   const TimeMs now = clock_.nowMs();
   for (auto& [name, h] : world_.hosts) {
-    if (h.adminState != AdminState::kAvailable || h.task ||
-        h.state != model::HostState::kOnline || now - h.healthCheckedAt < every)
+    if (h.adminState != AdminState::kAvailable || h.task || h.state != model::HostState::kOnline ||
+        now - h.healthCheckedAt < every)
       continue;
     // No burn-in: the host runs others' work, on GPUs the burn-in would compete for.
     model::HostTask task;

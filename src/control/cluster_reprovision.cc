@@ -14,7 +14,6 @@ namespace allot::control {
 
 using model::AdminState;
 
-
 Result<Change<model::Host>> Cluster::reprovisionHost(const Principal& p, const std::string& name,
                                                      const std::string& profile,
                                                      int64_t timeoutMs) {

@@ -51,8 +51,7 @@ Status readLifecycleConfig(const toml::table& tbl,
     out.defaultProfile = (*h)["default_profile"].value_or(out.defaultProfile);
     out.commissionProfile = (*h)["commission_profile"].value_or(out.commissionProfile);
     ALLOT_RETURN_IF_ERROR(readDuration(*h, "handover", "timeout", out.taskTimeoutMs, false));
-    ALLOT_RETURN_IF_ERROR(
-        knownProfile(profiles, "handover.default_profile", out.defaultProfile));
+    ALLOT_RETURN_IF_ERROR(knownProfile(profiles, "handover.default_profile", out.defaultProfile));
     ALLOT_RETURN_IF_ERROR(
         knownProfile(profiles, "handover.commission_profile", out.commissionProfile));
     if (const toml::table* teams = (*h)["team_profiles"].as_table()) {

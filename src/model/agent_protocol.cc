@@ -267,12 +267,9 @@ nlohmann::json toJson(const HostTask& t) {
   if (t.hook) out["hook"] = toJson(*t.hook);
   if (t.health) {
     const HealthStep& h = *t.health;
-    out["health"] = {{"gpu_count", h.gpuCount},
-                     {"gpu_models", h.gpuModels},
-                     {"min_driver", h.minDriver},
-                     {"min_free_disk_mib", h.minFreeDiskMib},
-                     {"burn_in", h.burnIn},
-                     {"burn_in_ms", h.burnInMs}};
+    out["health"] = {{"gpu_count", h.gpuCount},   {"gpu_models", h.gpuModels},
+                     {"min_driver", h.minDriver}, {"min_free_disk_mib", h.minFreeDiskMib},
+                     {"burn_in", h.burnIn},       {"burn_in_ms", h.burnInMs}};
   }
   return out;
 }
@@ -324,9 +321,12 @@ Result<HookResult> hookResultFromJson(const nlohmann::json& j) {
 }
 
 nlohmann::json toJson(const HealthReport& r) {
-  return {{"problems", r.problems},          {"gpu_count", r.gpuCount},
-          {"gpu_models", r.gpuModels},       {"driver_version", r.driverVersion},
-          {"cuda_version", r.cudaVersion},   {"free_disk_mib", r.freeDiskMib},
+  return {{"problems", r.problems},
+          {"gpu_count", r.gpuCount},
+          {"gpu_models", r.gpuModels},
+          {"driver_version", r.driverVersion},
+          {"cuda_version", r.cudaVersion},
+          {"free_disk_mib", r.freeDiskMib},
           {"burn_in", r.burnIn}};
 }
 
@@ -345,7 +345,7 @@ Result<HealthReport> healthReportFromJson(const nlohmann::json& j) {
 }
 
 std::string encodeTaskResult(const HostTaskResult& r) {
-  nlohmann::json out{{"type", "task_result"}, {"id", r.id},         {"ok", r.ok},
+  nlohmann::json out{{"type", "task_result"},       {"id", r.id},         {"ok", r.ok},
                      {"failed_step", r.failedStep}, {"reason", r.reason}, {"output", r.output}};
   if (r.hook) out["hook"] = toJson(*r.hook);
   if (r.health) out["health"] = toJson(*r.health);
@@ -375,8 +375,8 @@ Result<HostTaskResult> taskResultFromJson(const nlohmann::json& j) {
 }
 
 std::string encodeTaskOutput(const TaskOutput& o) {
-  return nlohmann::json{{"type", "task_output"}, {"id", o.id}, {"offset", o.offset},
-                        {"data", o.data}}
+  return nlohmann::json{
+      {"type", "task_output"}, {"id", o.id}, {"offset", o.offset}, {"data", o.data}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -122,8 +122,8 @@ struct HealthReport {
   std::vector<std::string> gpuModels;
   std::string driverVersion;
   std::string cudaVersion;
-  int64_t freeDiskMib = -1;       // -1: unknown
-  std::string burnIn;             // "passed", "failed: ...", "skipped: simulated GPUs", ...
+  int64_t freeDiskMib = -1;  // -1: unknown
+  std::string burnIn;        // "passed", "failed: ...", "skipped: simulated GPUs", ...
 };
 
 // What a host task did. ok only when every step it asked for succeeded; otherwise failedStep is

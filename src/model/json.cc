@@ -223,8 +223,8 @@ json toJson(const Host& h) {
   out["driver_version"] = nullIfEmpty(hostDriverVersion(h));
   out["cuda_version"] = nullIfEmpty(hostCudaVersion(h));
   out["task"] = h.task ? json(h.task->purpose) : json(nullptr);
-  out["handover_to"] = h.handover ? json(h.handover->team.empty() ? "shared" : h.handover->team)
-                                  : json(nullptr);
+  out["handover_to"] =
+      h.handover ? json(h.handover->team.empty() ? "shared" : h.handover->team) : json(nullptr);
   out["health_checked_at"] =
       h.healthCheckedAt ? json(formatIso8601(h.healthCheckedAt)) : json(nullptr);
   return out;
@@ -312,12 +312,9 @@ json toStoreDoc(const Host& h) {
   if (h.task) out["task"] = toJson(*h.task);
   out["last_task_id"] = h.lastTaskId;
   if (h.handover) {
-    out["handover"] = {{"team", h.handover->team},
-                       {"by", h.handover->by},
-                       {"reason", h.handover->reason},
-                       {"lease", h.handover->leaseId},
-                       {"upgrade", h.handover->upgradeId},
-                       {"profile", h.handover->profile},
+    out["handover"] = {{"team", h.handover->team},         {"by", h.handover->by},
+                       {"reason", h.handover->reason},     {"lease", h.handover->leaseId},
+                       {"upgrade", h.handover->upgradeId}, {"profile", h.handover->profile},
                        {"wipe", h.handover->wipe}};
   }
   out["expected_gpu_count"] = h.expectedGpuCount;
@@ -357,9 +354,12 @@ Host hostFromStoreDoc(const json& d) {
   }
   h.lastTaskId = std::max(d.value("last_task_id", int64_t{0}), h.task ? h.task->id : 0);
   if (auto ho = d.find("handover"); ho != d.end() && ho->is_object()) {
-    h.handover = Handover{ho->value("team", ""),         ho->value("by", ""),
-                          ho->value("reason", ""),       ho->value("lease", int64_t{0}),
-                          ho->value("upgrade", int64_t{0}), ho->value("profile", ""),
+    h.handover = Handover{ho->value("team", ""),
+                          ho->value("by", ""),
+                          ho->value("reason", ""),
+                          ho->value("lease", int64_t{0}),
+                          ho->value("upgrade", int64_t{0}),
+                          ho->value("profile", ""),
                           ho->value("wipe", true)};
   }
   h.expectedGpuCount = d.value("expected_gpu_count", -1);

@@ -204,7 +204,7 @@ struct Wait {
   TimeMs startAt = 0;
   std::vector<int64_t> waitingFor;
   std::string newest;  // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
-  int64_t lease = 0;  // kHeldForLease
+  int64_t lease = 0;   // kHeldForLease
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...

@@ -78,8 +78,7 @@ struct PutLease {
 
 using WriteOp =
     std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
-                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade,
-                 PutLease>;
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade, PutLease>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;

@@ -28,9 +28,9 @@ class HandoverTest : public TestCluster {
     const std::string config = path("allotd.toml");
     writeFile(path("profile.sh"), "#!/bin/sh\necho \"profile for team '$ALLOT_TEAM'\"\n");
     ::chmod(path("profile.sh").c_str(), 0755);
-    std::string profile =
-        haveAnsible() ? "playbook = \"" ALLOT_SOURCE_DIR "/deploy/ansible/profiles/default.yml\"\n"
-                      : "script = \"" + path("profile.sh") + "\"\n";
+    std::string profile = haveAnsible() ? "playbook = \"" ALLOT_SOURCE_DIR
+                                          "/deploy/ansible/profiles/default.yml\"\n"
+                                        : "script = \"" + path("profile.sh") + "\"\n";
     writeFile(config, "[hooks.profiles.default]\n" + profile +
                           "[handover]\ndefault_profile = \"default\"\nwipe_home = true\n");
     return {"--heartbeat", "1s", "--config", config};
@@ -63,10 +63,10 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   ASSERT_TRUE(waitFor([&] { return fs::exists(path("homes/bob-notes.txt")); }));
   // A process whose environment marks it as this agent's workload (what a job's daemon inherits),
   // outside any job's process tree.
-  auto stray = Process::spawn(
-      {"/bin/sleep", "1000"}, path("stray.out"), path("stray.err"),
-      childEnv({"ALLOT_JOB_ID=" + std::to_string(spot),
-                "ALLOT_SCRATCH=" + path("scratch") + "/" + std::to_string(spot)}));
+  auto stray =
+      Process::spawn({"/bin/sleep", "1000"}, path("stray.out"), path("stray.err"),
+                     childEnv({"ALLOT_JOB_ID=" + std::to_string(spot),
+                               "ALLOT_SCRATCH=" + path("scratch") + "/" + std::to_string(spot)}));
   // Something outside the wiped roots, linked from inside: it must survive.
   writeFile(path("outside.txt"), "keep me\n");
   fs::create_directories(path("scratch"));
@@ -77,10 +77,10 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
                                R"({"team":"ml","deadline":"soon"})", adminToken_);
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("deadline"), std::string::npos) << bad.body;
-  EXPECT_EQ(httpRequest(port_, "POST", "/api/v1/hosts/gpu-a/assign", R"({"team":"nope"})",
-                        adminToken_)
-                .status,
-            404);
+  EXPECT_EQ(
+      httpRequest(port_, "POST", "/api/v1/hosts/gpu-a/assign", R"({"team":"nope"})", adminToken_)
+          .status,
+      404);
   EXPECT_EQ(
       httpRequest(port_, "POST", "/api/v1/hosts/gpu-a/assign", R"({"team":"ml"})", alice).status,
       403);
@@ -91,10 +91,13 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   // Following the log shows the task as it runs and ends with the transition its result made.
   CliResult followed = cli({"host", "log", "gpu-a", "--follow"});
   ASSERT_EQ(followed.code, 0) << followed.describe();
-  ASSERT_TRUE(waitFor([&] {
-    json h = host("gpu-a");
-    return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "ml";
-  }, std::chrono::seconds(120))) << host("gpu-a").dump();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json h = host("gpu-a");
+        return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "ml";
+      },
+      std::chrono::seconds(120)))
+      << host("gpu-a").dump();
   EXPECT_NE(followed.out.find("handover to team ml"), std::string::npos) << followed.out;
   EXPECT_NE(followed.out.find("running now"), std::string::npos) << followed.out;
   EXPECT_NE(followed.out.find("killed 1 stray process"), std::string::npos) << followed.out;
@@ -136,10 +139,13 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   // Unassign: the owner's work goes, the host is wiped again and returns to the shared pool.
   CliResult unassigned = cli({"host", "unassign", "gpu-a"});
   ASSERT_EQ(unassigned.code, 0) << unassigned.describe();
-  ASSERT_TRUE(waitFor([&] {
-    json h = host("gpu-a");
-    return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "shared";
-  }, std::chrono::seconds(120))) << host("gpu-a").dump();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json h = host("gpu-a");
+        return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "shared";
+      },
+      std::chrono::seconds(120)))
+      << host("gpu-a").dump();
   EXPECT_TRUE(hostListed(bob, "gpu-a"));
   EXPECT_TRUE(waitForJobState(bob, spot, "running", &last)) << last.dump();
 }

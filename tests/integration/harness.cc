@@ -44,7 +44,6 @@ std::vector<char*> cStrings(std::vector<std::string>& v) {
   return out;
 }
 
-
 std::string lastLines(const std::string& text, size_t n) {
   size_t pos = text.size();
   for (size_t i = 0; i < n && pos > 0; ++i) {
