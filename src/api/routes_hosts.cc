@@ -81,7 +81,13 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
   router.add(V::get, "/api/v1/hosts/{name}/events", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(transitions, s.cluster().hostTransitions(r.who(), r.params["name"]));
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& t : transitions) out.push_back(model::toJson(t));
+    for (const auto& t : transitions) {
+      nlohmann::json j = model::toJson(t);
+      // A task's output may be any team's (a lease's profile, the wipe's account of what it
+      // killed): platform admins only.
+      if (!r.who().isAdmin()) j["output"] = nullptr;
+      out.push_back(std::move(j));
+    }
     co_return ApiResponse::json(out);
   });
 }

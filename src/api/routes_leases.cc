@@ -57,7 +57,7 @@ Result<control::LeaseRequest> readLeaseRequest(const std::string& body, TimeMs n
   auto end = readTime(*in, "end", now);
   if (!end.ok()) return end.status();
   r.endAt = *end;
-  auto reason = in->optionalString("reason");
+  auto reason = readReason(*in);
   if (!reason.ok()) return reason.status();
   r.reason = *reason;
   return r;

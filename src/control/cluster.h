@@ -483,6 +483,9 @@ class Cluster {
   Result<std::vector<std::string>> pickLeaseHosts(const model::Lease& l) const;
   void leaseEvent(const model::Lease& l, std::string message, store::WriteBatch& batch);
   void startLease(model::Lease& l, Change<int>& c);
+  // Begins the handover to the lease's team of each host not claimed or skipped yet; a host busy
+  // with another handover is tried again on the next call.
+  void claimLeaseHosts(model::Lease& l, Change<int>& c);
   void returnLeaseHosts(model::Lease& l, Change<int>& c);
   void noticeLease(model::Lease& l, Change<int>& c);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);

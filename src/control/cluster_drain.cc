@@ -76,8 +76,11 @@ Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::st
   transitionHost(h, AdminState::kDraining, p.name, reason, c.batch);
   // A host with nothing on it is drained at once.
   auto held = world_.hostJobs.find(name);
-  if (held == world_.hostJobs.end() || held->second.empty())
+  if (held == world_.hostJobs.end() || held->second.empty()) {
     transitionHost(h, AdminState::kMaintenance, kSystemActor, reason, c.batch);
+    // A host draining for a handover goes on with it.
+    continueHandover(h, c.batch, c.pushHosts);
+  }
   // Queued jobs' waits should say the host is drained, not that it is busy.
   if (onQueueChanged_) onQueueChanged_();
   c.value = h;
@@ -120,7 +123,11 @@ Result<Change<model::Host>> Cluster::setHostAdminState(const Principal& p, const
   Change<model::Host> c;
   if (h.adminState == AdminState::kRetired)
     return Status::FailedPrecondition("host " + name + " is retired; it does not come back");
-  if (h.adminState != to) transitionHost(h, to, p.name, reason, c.batch);
+  if (h.adminState != to) {
+    // A failed or retired host is handed over to nobody: the handover under way ends here.
+    h.handover.reset();
+    transitionHost(h, to, p.name, reason, c.batch);
+  }
   c.value = h;
   return c;
 }

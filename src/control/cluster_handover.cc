@@ -66,6 +66,17 @@ Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
     return Status::NotFound("no team '" + to.team + "'", "team");
   if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
   model::Host& h = it->second;
+  // One handover at a time: replacing one under way would break what asked for it (an upgrade's
+  // step, a lease's start or return). The caller retries, or an admin resumes the host first.
+  if (h.handover && (h.handover->team != to.team || h.handover->leaseId != to.leaseId ||
+                     h.handover->upgradeId != to.upgradeId)) {
+    const model::Handover& busy = *h.handover;
+    std::string what = busy.upgradeId   ? "upgrade " + std::to_string(busy.upgradeId)
+                       : busy.leaseId  ? "lease " + std::to_string(busy.leaseId)
+                                       : "a handover by " + busy.by;
+    return Status::FailedPrecondition("host " + name + " is being handed over for " + what +
+                                      "; wait for it to end, or resume the host to give it up");
+  }
   switch (h.adminState) {
     case AdminState::kAvailable:
     case AdminState::kDraining:

@@ -196,6 +196,38 @@ TEST_F(HandoverTest, AFailedWipeFencesTheHostAndKeepsItsOwner) {
   EXPECT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
 }
 
+TEST_F(HandoverTest, OneHandoverAtATime) {
+  joinHost("gpu-01", 1);
+  int64_t spot = submitSleep(bob_, 1, true);
+  ASSERT_EQ(place().size(), 1u);
+  cluster_->agentStatus("gpu-01", {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 60 * kMin, "").ok());
+  // Another owner while the first handover drains: refused, naming what is under way.
+  auto other = cluster_->assignHost(admin_, "gpu-01", "nlp", {}, 0, "");
+  EXPECT_EQ(other.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("a handover by admin"), std::string::npos)
+      << other.status().message();
+  EXPECT_EQ(host("gpu-01").handover->team, "vision");
+  // Draining it again by hand once the job left still goes on with the handover.
+  cluster_->agentStatus(
+      "gpu-01", {{spot, ActualState::kExited, 1, 0, {}, clock_.nowMs(), clock_.nowMs(), ""}});
+  ASSERT_TRUE(cluster_->drainHost(admin_, "gpu-01", 0, "now").ok());
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning);
+  ASSERT_TRUE(host("gpu-01").task.has_value());
+  // Failing it by hand ends the handover: nothing keeps waiting for it.
+  ASSERT_TRUE(
+      cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "bad fan").ok());
+  EXPECT_FALSE(host("gpu-01").handover.has_value());
+  EXPECT_FALSE(cluster_->taskOutput(admin_, "gpu-01", 0)->running);
+}
+
+TEST_F(HandoverTest, TaskOutputIsForPlatformAdminsOnly) {
+  joinHost("gpu-01", 1);
+  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "").ok());
+  EXPECT_EQ(cluster_->taskOutput(alice_, "gpu-01", 0).status().code(),
+            Code::kPermissionDenied);
+}
+
 TEST_F(HandoverTest, SingleGpusAreDedicatedAtOnceWithoutAWipe) {
   joinHost("gpu-01", 4);
   auto bad = cluster_->assignHost(admin_, "gpu-01", "vision", {1, 9}, 0, "");

@@ -160,6 +160,9 @@ Result<Cluster::TaskOutputView> Cluster::taskOutput(const Principal& p, const st
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
+  // What a host task prints may be any team's (its profile's output, the processes the wipe
+  // killed): platform admins only, like the output in the record.
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "follow a host's task output"));
   if (offset < 0) return Status::InvalidArgument("offset: must not be negative", "offset");
   TaskOutputView out;
   // A handover still draining has no task yet, but one is coming: followers keep waiting.

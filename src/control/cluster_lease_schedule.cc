@@ -32,9 +32,10 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
-void Cluster::startLease(Lease& l, Change<int>& c) {
+void Cluster::claimLeaseHosts(Lease& l, Change<int>& c) {
   const std::string why = "lease " + std::to_string(l.id) + " starts";
   for (const auto& name : l.hosts) {
+    if (wasSkipped(l, name) || contains(l.claimed, name)) continue;
     auto it = world_.hosts.find(name);
     if (it == world_.hosts.end()) {
       l.skipped.push_back(name + ": no longer known");
@@ -49,12 +50,19 @@ void Cluster::startLease(Lease& l, Change<int>& c) {
     // Others' work is preempted at once: its owners had their notice (noticeLease).
     auto h = handOverHost(name, model::Handover{l.team, kSystemActor, why, l.id}, 0);
     if (!h.ok()) {
-      l.skipped.push_back(name + ": " + h.status().message());
+      // Busy with another handover (a rolling upgrade's step, the previous lease's return):
+      // tried again every tick until that one ends.
+      spdlog::info("lease {}: host {} not claimed yet: {}", l.id, name, h.status().message());
       continue;
     }
+    l.claimed.push_back(name);
     for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));
     c.pushHosts.insert(h->pushHosts.begin(), h->pushHosts.end());
   }
+}
+
+void Cluster::startLease(Lease& l, Change<int>& c) {
+  claimLeaseHosts(l, c);
   l.state = LeaseState::kActive;
   l.startedAt = clock_.nowMs();
   std::string msg = "lease " + std::to_string(l.id) + " started: hosts go to team " + l.team;
@@ -69,7 +77,12 @@ void Cluster::returnLeaseHosts(Lease& l, Change<int>& c) {
   for (const auto& name : l.hosts) {
     if (wasSkipped(l, name) || contains(l.returned, name)) continue;
     auto it = world_.hosts.find(name);
-    if (it == world_.hosts.end()) {
+    // Only what the lease still has goes back: a host it never got, or that has since gone
+    // elsewhere (an admin's assign, the next lease), is not the lease's to return.
+    const bool ours = it != world_.hosts.end() && contains(l.claimed, name) &&
+                      (it->second.handover ? it->second.handover->leaseId == l.id
+                                           : it->second.dedicatedTo == l.team);
+    if (!ours) {
       l.returned.push_back(name);
       continue;
     }
@@ -123,7 +136,7 @@ Change<int> Cluster::enforceLeases() {
     bool changed = false;
     if (l.state == LeaseState::kApproved && l.startAt <= now) {
       if (l.endAt <= now) {
-        // allotd was down for the whole lease: there is nothing left to give.
+        // allotd was down for the whole lease: there is nothing left to give, or to take back.
         l.state = LeaseState::kEnded;
         l.endedAt = now;
         leaseEvent(l, "lease " + std::to_string(id) + " ended before allotd could start it",
@@ -136,6 +149,12 @@ Change<int> Cluster::enforceLeases() {
     } else if (l.state == LeaseState::kApproved && l.startAt - options_.leases.noticeMs <= now) {
       noticeLease(l, c);
       changed = c.value != noticesBefore;
+    }
+    if (l.state == LeaseState::kActive && l.endAt > now &&
+        l.claimed.size() + l.skipped.size() < l.hosts.size()) {
+      const size_t claimed = l.claimed.size();
+      claimLeaseHosts(l, c);
+      changed = changed || l.claimed.size() != claimed;
     }
     if (l.state == LeaseState::kActive && l.endAt <= now) {
       l.state = LeaseState::kEnded;

@@ -140,7 +140,7 @@ TEST_F(LeaseTest, ConflictsAreRefusedNamingTheLease) {
   const int64_t first = approvedLease({"gpu-01"}, kHour, 2 * kHour);
   auto clash = cluster_->createLease(admin_, hostsLease({"gpu-01"}, 2 * kHour, kHour, "nlp"));
   ASSERT_EQ(clash.status().code(), Code::kFailedPrecondition);
-  EXPECT_NE(clash.status().message().find("host gpu-01 is leased to team vision from "),
+  EXPECT_NE(clash.status().message().find("host gpu-01 is leased from "),
             std::string::npos)
       << clash.status().message();
   EXPECT_NE(clash.status().message().find("(lease " + std::to_string(first) + ")"),
@@ -280,6 +280,57 @@ TEST_F(LeaseTest, EndReturnsHostsToThePoolAndSkipsFailedHosts) {
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_EQ(host("gpu-01").dedicatedTo, "");
   EXPECT_FALSE(cluster_->hostLease("gpu-01").has_value());
+}
+
+TEST_F(LeaseTest, BackToBackLeasesHandTheHostOnWithoutTakingItFromTheNext) {
+  joinHost("gpu-01", 2);
+  // The later lease was asked first, so it comes first in every tick.
+  const int64_t later = approvedLease({"gpu-01"}, 2 * kHour, kHour);
+  const int64_t earlier = approvedLease({"gpu-01"}, kHour, kHour);
+  clock_.advance(kHour);
+  cluster_->enforceLeases();
+  finishTask("gpu-01");
+  EXPECT_EQ(lease(earlier).state, LeaseState::kActive);
+
+  clock_.advance(kHour);  // one ends, the other starts, in the same tick
+  cluster_->enforceLeases();
+  EXPECT_EQ(lease(earlier).state, LeaseState::kEnded);
+  EXPECT_EQ(lease(later).state, LeaseState::kActive);
+  ASSERT_TRUE(host("gpu-01").handover.has_value());
+  EXPECT_EQ(host("gpu-01").handover->leaseId, later) << "the ended lease must not take it back";
+  EXPECT_EQ(lease(earlier).returned, std::vector<std::string>{"gpu-01"});
+  finishTask("gpu-01");
+  cluster_->enforceLeases();
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
+  EXPECT_FALSE(host("gpu-01").handover.has_value());
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
+}
+
+TEST_F(LeaseTest, AHostBusyAtTheStartIsClaimedOnceFree) {
+  joinHost("gpu-01", 2);
+  const int64_t id = approvedLease({"gpu-01"}, kHour, 2 * kHour);
+  // An admin's handover is under way when the lease starts.
+  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "reimage").ok());
+  clock_.advance(kHour);
+  cluster_->enforceLeases();
+  EXPECT_TRUE(lease(id).skipped.empty()) << "busy is not skipped: it is tried again";
+  EXPECT_TRUE(lease(id).claimed.empty());
+  finishTask("gpu-01");
+  clock_.advance(1000);
+  cluster_->enforceLeases();
+  EXPECT_EQ(lease(id).claimed, std::vector<std::string>{"gpu-01"});
+  finishTask("gpu-01");
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
+}
+
+TEST_F(LeaseTest, ALeaseEndedWhileAllotdWasDownTouchesNoHost) {
+  joinHost("gpu-01", 2);
+  const int64_t id = approvedLease({"gpu-01"}, kHour, kHour);
+  clock_.advance(3 * kHour);
+  cluster_->enforceLeases();
+  EXPECT_EQ(lease(id).state, LeaseState::kEnded);
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
+  EXPECT_FALSE(host("gpu-01").task.has_value()) << "nothing was handed over, nothing to wipe";
 }
 
 TEST_F(LeaseTest, EarlyEndReturnsHostsAndEndBeforeStartCancels) {

@@ -49,9 +49,9 @@ Status Cluster::leaseConflict(const std::vector<std::string>& hosts, TimeMs star
     if (id == except || !holdsHosts(l) || !overlaps(start, end, l.startAt, l.endAt)) continue;
     for (const auto& h : hosts) {
       if (std::find(l.hosts.begin(), l.hosts.end(), h) == l.hosts.end()) continue;
-      return Status::FailedPrecondition("host " + h + " is leased to team " + l.team + " " +
-                                        window(l.startAt, l.endAt) + " (lease " +
-                                        std::to_string(id) + ")");
+      // The conflict is named by its lease and window, not its team: the asker may be another.
+      return Status::FailedPrecondition("host " + h + " is leased " + window(l.startAt, l.endAt) +
+                                        " (lease " + std::to_string(id) + ")");
     }
   }
   return Status::Ok();

@@ -52,6 +52,7 @@ json toStoreDoc(const Lease& l) {
           {"started_ms", l.startedAt},
           {"ended_ms", l.endedAt},
           {"skipped", l.skipped},
+          {"claimed", l.claimed},
           {"returned", l.returned},
           {"noticed", l.noticed}};
 }
@@ -78,6 +79,7 @@ Lease leaseFromStoreDoc(const json& d) {
   l.endedAt = d.value("ended_ms", TimeMs{0});
   l.skipped = d.value("skipped", std::vector<std::string>{});
   l.returned = d.value("returned", std::vector<std::string>{});
+  l.claimed = d.value("claimed", std::vector<std::string>{});
   l.noticed = d.value("noticed", std::vector<int64_t>{});
   return l;
 }

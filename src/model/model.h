@@ -438,6 +438,9 @@ struct Lease {
   TimeMs endedAt = 0;
   // Hosts not handed over at the start (failed, retired, gone), with why: "gpu-03: failed".
   std::vector<std::string> skipped;
+  // Hosts whose handover to the team began (at the start, or later when the host was busy with
+  // another handover then): the lease keeps trying the others until its end.
+  std::vector<std::string> claimed;
   std::vector<std::string> returned;  // hosts handed back to the pool after the end
   std::vector<int64_t> noticed;       // jobs already told they will be preempted at the start
 };

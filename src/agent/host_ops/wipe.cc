@@ -212,6 +212,9 @@ class Wipe {
       }
       for (int pid : cgroupPids(dir)) killOne(pid, "in cgroup " + dir);
     }
+    // Whatever still holds a GPU of this host is the previous tenant's, allot's job or not (a
+    // login shell's python): it goes too. NVML names host PIDs, so the agent must run in the
+    // host's PID namespace (docs/agent.md), as GPU monitors do.
     if (o_.gpus) {
       auto samples = o_.gpus->sample();
       if (samples.ok()) {
