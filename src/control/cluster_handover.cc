@@ -71,9 +71,9 @@ Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
   if (h.handover && (h.handover->team != to.team || h.handover->leaseId != to.leaseId ||
                      h.handover->upgradeId != to.upgradeId)) {
     const model::Handover& busy = *h.handover;
-    std::string what = busy.upgradeId   ? "upgrade " + std::to_string(busy.upgradeId)
-                       : busy.leaseId  ? "lease " + std::to_string(busy.leaseId)
-                                       : "a handover by " + busy.by;
+    std::string what = busy.upgradeId ? "upgrade " + std::to_string(busy.upgradeId)
+                       : busy.leaseId ? "lease " + std::to_string(busy.leaseId)
+                                      : "a handover by " + busy.by;
     return Status::FailedPrecondition("host " + name + " is being handed over for " + what +
                                       "; wait for it to end, or resume the host to give it up");
   }

@@ -200,7 +200,8 @@ TEST_F(HandoverTest, OneHandoverAtATime) {
   joinHost("gpu-01", 1);
   int64_t spot = submitSleep(bob_, 1, true);
   ASSERT_EQ(place().size(), 1u);
-  cluster_->agentStatus("gpu-01", {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+  cluster_->agentStatus("gpu-01",
+                        {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
   ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 60 * kMin, "").ok());
   // Another owner while the first handover drains: refused, naming what is under way.
   auto other = cluster_->assignHost(admin_, "gpu-01", "nlp", {}, 0, "");
@@ -215,8 +216,7 @@ TEST_F(HandoverTest, OneHandoverAtATime) {
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning);
   ASSERT_TRUE(host("gpu-01").task.has_value());
   // Failing it by hand ends the handover: nothing keeps waiting for it.
-  ASSERT_TRUE(
-      cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "bad fan").ok());
+  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "bad fan").ok());
   EXPECT_FALSE(host("gpu-01").handover.has_value());
   EXPECT_FALSE(cluster_->taskOutput(admin_, "gpu-01", 0)->running);
 }
@@ -224,8 +224,7 @@ TEST_F(HandoverTest, OneHandoverAtATime) {
 TEST_F(HandoverTest, TaskOutputIsForPlatformAdminsOnly) {
   joinHost("gpu-01", 1);
   ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "").ok());
-  EXPECT_EQ(cluster_->taskOutput(alice_, "gpu-01", 0).status().code(),
-            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->taskOutput(alice_, "gpu-01", 0).status().code(), Code::kPermissionDenied);
 }
 
 TEST_F(HandoverTest, SingleGpusAreDedicatedAtOnceWithoutAWipe) {

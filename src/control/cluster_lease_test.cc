@@ -140,8 +140,7 @@ TEST_F(LeaseTest, ConflictsAreRefusedNamingTheLease) {
   const int64_t first = approvedLease({"gpu-01"}, kHour, 2 * kHour);
   auto clash = cluster_->createLease(admin_, hostsLease({"gpu-01"}, 2 * kHour, kHour, "nlp"));
   ASSERT_EQ(clash.status().code(), Code::kFailedPrecondition);
-  EXPECT_NE(clash.status().message().find("host gpu-01 is leased from "),
-            std::string::npos)
+  EXPECT_NE(clash.status().message().find("host gpu-01 is leased from "), std::string::npos)
       << clash.status().message();
   EXPECT_NE(clash.status().message().find("(lease " + std::to_string(first) + ")"),
             std::string::npos);
