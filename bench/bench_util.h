@@ -57,6 +57,12 @@ struct Allotd {
 Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dataDir,
                            const std::vector<std::string>& extraArgs = {});
 
+// One allot-agent named `name` with simulated GPUs (`gpus`, e.g. "sim:8xH100"), joined to
+// `server` with a fresh join token; its work dir is workDir, its log workDir + ".log".
+Result<ChildProcess> startSimAgent(const std::string& agentPath, const Allotd& server,
+                                   const std::string& name, const std::string& gpus,
+                                   const std::string& workDir);
+
 struct HttpReply {
   int status = 0;
   std::string body;

@@ -83,15 +83,8 @@ int main(int argc, char** argv) {
   const std::string& token = server->adminToken;
   auto team = httpRequest(server->port, "POST", "/api/v1/teams", token, R"({"name":"bench"})");
   if (!team.ok() || team->status != 201) return fail("cannot create team");
-  auto join =
-      httpRequest(server->port, "POST", "/api/v1/hosts/join-tokens", token, R"({"ttl":"10m"})");
-  if (!join.ok() || join->status != 201) return fail("cannot create a join token");
-  std::string joinToken = nlohmann::json::parse(join->body)["token"].get<std::string>();
-
-  auto agent = allot::bench::ChildProcess::start(
-      {bin + "/allot-agent", "--server", server->url(), "--join-token", joinToken, "--name",
-       "bench-local", "--gpus", "sim:8xH100", "--work-dir", *dir + "/agent", "--log-level", "warn"},
-      *dir + "/agent.log");
+  auto agent = allot::bench::startSimAgent(bin + "/allot-agent", *server, "bench-local",
+                                           "sim:8xH100", *dir + "/agent");
   if (!agent.ok()) return fail(agent.status().toString());
   bool online = waitFor(
       [&] {

@@ -148,7 +148,7 @@ Result<Change<model::Host>> Cluster::assignHost(const Principal& p, const std::s
     }
     return c;
   }
-  return handOverHost(name, model::Handover{team, p.name, reason, 0}, deadlineMs);
+  return handOverHost(name, model::handoverTo(team, p.name, reason), deadlineMs);
 }
 
 }  // namespace allot::control

@@ -48,7 +48,7 @@ void Cluster::claimLeaseHosts(Lease& l, Change<int>& c) {
       continue;
     }
     // Others' work is preempted at once: its owners had their notice (noticeLease).
-    auto h = handOverHost(name, model::Handover{l.team, kSystemActor, why, l.id}, 0);
+    auto h = handOverHost(name, model::handoverTo(l.team, kSystemActor, why, l.id), 0);
     if (!h.ok()) {
       // Busy with another handover (a rolling upgrade's step, the previous lease's return):
       // tried again every tick until that one ends.
@@ -86,7 +86,7 @@ void Cluster::returnLeaseHosts(Lease& l, Change<int>& c) {
       l.returned.push_back(name);
       continue;
     }
-    auto h = handOverHost(name, model::Handover{"", kSystemActor, why, l.id}, 0);
+    auto h = handOverHost(name, model::handoverTo("", kSystemActor, why, l.id), 0);
     if (h.ok()) {
       l.returned.push_back(name);
       for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -188,6 +189,16 @@ struct Handover {
   std::string profile;    // the hook to run; "" = the new owner's profile (HostLifecycleOptions)
   bool wipe = true;       // false only for an upgrade: the tenant stays
 };
+// A handover to a new owner (by hand, or for a lease), with the new owner's profile and a wipe.
+inline Handover handoverTo(std::string team, std::string by, std::string reason,
+                           int64_t leaseId = 0) {
+  Handover h;
+  h.team = std::move(team);
+  h.by = std::move(by);
+  h.reason = std::move(reason);
+  h.leaseId = leaseId;
+  return h;
+}
 
 struct Host {
   std::string name;
