@@ -108,6 +108,10 @@ struct HookProfile {
   std::string path;  // on the host
 };
 
+// Who made a change allotd made by itself (a drain finishing, a task's result, a lease starting),
+// in transition records and lease decisions.
+inline constexpr const char* kSystemActor = "allotd";
+
 // How hosts are checked and handed over (allotd.toml [health], [handover]; docs/hosts.md).
 struct HostLifecycleOptions {
   // A newly joined host is health-checked (commissioning) before it takes work; false: it is

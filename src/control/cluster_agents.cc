@@ -117,7 +117,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   model::applyInventory(h, inv);
   if (h.adminState == model::AdminState::kRegistering) {
     // First word from a new host: check it before it takes work.
-    transitionHost(h, model::AdminState::kCommissioning, "allotd", "new host", c.batch);
+    transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);
     model::HostTask task;
     task.purpose = "commissioning";
     if (auto prof = options_.hookProfiles.find(options_.lifecycle.commissionProfile);

@@ -16,9 +16,6 @@ using model::AdminState;
 
 namespace {
 
-// Automatic transitions (drained -> maintenance) are made by allotd itself.
-constexpr const char* kSystemActor = "allotd";
-
 std::string drainedFor(const std::string& reason) {
   return reason.empty() ? "host drained" : "host drained: " + reason;
 }

@@ -16,8 +16,6 @@ using model::AdminState;
 
 namespace {
 
-constexpr const char* kSystemActor = "allotd";
-
 std::string handoverPurpose(const std::string& team) {
   return team.empty() ? "handover to the shared pool" : "handover to team " + team;
 }

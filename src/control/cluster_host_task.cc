@@ -14,7 +14,6 @@ using model::AdminState;
 
 namespace {
 
-constexpr const char* kSystemActor = "allotd";
 constexpr size_t kMaxFollowedOutput = 256 * 1024;
 
 std::string joinProblems(const model::HostTaskResult& r) {

@@ -18,8 +18,6 @@ using model::LeaseState;
 
 namespace {
 
-constexpr const char* kSystemActor = "allotd";
-
 // `skipped` holds "host: why"; the host is the part before the colon.
 bool wasSkipped(const Lease& l, const std::string& host) {
   return std::any_of(l.skipped.begin(), l.skipped.end(),

@@ -163,7 +163,7 @@ Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
   if (o.autoApprove && withinLimits) {
     if (!named) l.hosts = *pickLeaseHosts(l);
     l.state = LeaseState::kApproved;
-    l.decidedBy = "allotd";
+    l.decidedBy = kSystemActor;
     l.decidedAt = now;
     l.decision = "auto-approved by policy";
     leaseEvent(l, "lease " + std::to_string(l.id) + " approved by policy", c.batch);
