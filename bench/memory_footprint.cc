@@ -138,7 +138,8 @@ Status populate(const std::string& dataDir, int hostCount, int jobCount) {
       {"alice", "vision"}, {"bob", "nlp"}, {"carol", "speech"}, {"dave", "infra"}};
   int tokenSeq = 1000;
   for (auto& u : users) {
-    org.add(store::PutUser{{u[0], u[1], model::Role::kMember, kEpoch}});
+    org.add(store::PutUser{
+        {.name = u[0], .teams = {{u[1], model::Role::kMember}}, .createdAt = kEpoch}});
     org.add(store::PutToken{
         {"tok-" + std::to_string(tokenSeq++), u[0], std::string(64, 'a'), kEpoch, 0}});
   }

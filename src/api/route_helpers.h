@@ -8,6 +8,7 @@
 #include "api/json_input.h"
 #include "api/server.h"
 #include "common/time_format.h"
+#include "model/json.h"
 
 namespace allot::api {
 
@@ -18,6 +19,14 @@ using Awaitable = boost::asio::awaitable<ApiResponse>;
   auto var##_r = (expr);                                             \
   if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
   auto var = std::move(var##_r).value()
+
+// A JSON array of the items' API forms.
+template <typename T>
+nlohmann::json arrayOf(const std::vector<T>& items) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& i : items) arr.push_back(model::toJson(i));
+  return arr;
+}
 
 // A reason (for drains, handovers, states) is shown in lists and logs, not a document.
 inline constexpr size_t kMaxReasonBytes = 1024;

@@ -17,13 +17,6 @@ using control::Principal;
 
 namespace {
 
-template <typename T>
-nlohmann::json arrayOf(const std::vector<T>& items) {
-  nlohmann::json arr = nlohmann::json::array();
-  for (const auto& i : items) arr.push_back(model::toJson(i));
-  return arr;
-}
-
 Result<int64_t> parseJobId(const std::string& s) {
   std::string_view v = s;
   if (v.rfind("j-", 0) == 0) v.remove_prefix(2);
@@ -132,14 +125,6 @@ void registerRoutes(Router& router, Server& s) {
       },
       false);
 
-  router.add(V::get, "/api/v1/whoami", [](ApiRequest& r) -> Awaitable {
-    const auto& p = r.who();
-    co_return ApiResponse::json(
-        {{"name", p.name},
-         {"team", p.team.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.team)},
-         {"role", model::roleName(p.role)}});
-  });
-
   // ---- teams, users, projects ----
   router.add(V::post, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name"}));
@@ -150,26 +135,6 @@ void registerRoutes(Router& router, Server& s) {
   });
   router.add(V::get, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
     co_return ApiResponse::json(arrayOf(s.cluster().listTeams(r.who())));
-  });
-
-  router.add(V::post, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team", "role"}));
-    TRY_ASSIGN(name, in.requiredString("name"));
-    TRY_ASSIGN(team, in.optionalString("team"));
-    TRY_ASSIGN(roleText, in.optionalString("role", "member"));
-    auto role = model::parseRole(roleText);
-    if (!role)
-      co_return ApiResponse::error(Status::InvalidArgument(
-          "role: must be 'member', 'team-admin' or 'platform-admin', got '" + roleText + "'",
-          "role"));
-    TRY_ASSIGN(change, s.cluster().createUser(r.who(), name, team, *role));
-    co_await s.apply(change);
-    auto out = model::toJson(change.value.user);
-    out["token"] = change.value.token;
-    co_return ApiResponse::json(out, http::status::created);
-  });
-  router.add(V::get, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listUsers(r.who())));
   });
 
   router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
@@ -386,6 +351,7 @@ void registerRoutes(Router& router, Server& s) {
       },
       false);
 
+  registerAccessRoutes(router, s);
   registerSharingRoutes(router, s);
   registerHostLifecycleRoutes(router, s);
   registerHandoverRoutes(router, s);

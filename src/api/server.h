@@ -104,6 +104,8 @@ class Server {
 
 // Registers every route of the API on the router (routes.cc).
 void registerRoutes(Router& router, Server& server);
+// Who am I, accounts, team members, API tokens (routes_access.cc); called by registerRoutes.
+void registerAccessRoutes(Router& router, Server& server);
 // Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
 void registerSharingRoutes(Router& router, Server& server);
 // Host lifecycle: drain, resume, failed/retired, transitions (routes_hosts.cc).

@@ -125,6 +125,10 @@ Result<json> ApiClient::put(const std::string& path, const json& body) {
   return call("PUT", path, body.dump());
 }
 
+Result<json> ApiClient::patch(const std::string& path, const json& body) {
+  return call("PATCH", path, body.dump());
+}
+
 Result<json> ApiClient::del(const std::string& path) { return call("DELETE", path, ""); }
 
 Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank) {

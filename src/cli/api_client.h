@@ -38,6 +38,7 @@ class ApiClient {
   Result<json> get(const std::string& path);
   Result<json> post(const std::string& path, const json& body);
   Result<json> put(const std::string& path, const json& body);
+  Result<json> patch(const std::string& path, const json& body);
   Result<json> del(const std::string& path);
   // Long-polls for output past `offset`; the server waits up to `waitSeconds` for new bytes.
   // `rank`: which process of a multi-host job (0 for a single-host job).

@@ -34,6 +34,17 @@ std::string loginToken(Context& ctx) {
   return line;
 }
 
+// "platform admin; ml: member, cv: viewer", from /whoami.
+std::string rolesSummary(const json& who) {
+  std::string out = who.value("platform_admin", false) ? "platform admin" : "";
+  std::string teams;
+  const json roles = who.value("teams", json::object());
+  for (const auto& [team, role] : roles.items())
+    teams += (teams.empty() ? "" : ", ") + team + ": " + role.get<std::string>();
+  if (!teams.empty()) out += (out.empty() ? "" : "; ") + teams;
+  return out.empty() ? "no team" : out;
+}
+
 int login(Context& ctx, const LoginOpts& o) {
   std::string server = loginServer(ctx);
   auto parsed = parseServerUrl(server);
@@ -64,8 +75,8 @@ int login(Context& ctx, const LoginOpts& o) {
   if (who.is_null()) {
     ctx.out() << "Saved server " << server << " and token to " << *path << " (not verified)\n";
   } else {
-    ctx.out() << "Logged in to " << server << " as " << text(who, "name") << " (team "
-              << text(who, "team") << ", " << text(who, "role") << "). Saved to " << *path << "\n";
+    ctx.out() << "Logged in to " << server << " as " << text(who, "name") << " ("
+              << rolesSummary(who) << "). Saved to " << *path << "\n";
   }
   return 0;
 }
@@ -78,8 +89,7 @@ int whoami(Context& ctx) {
   if (ctx.jsonOutput()) return ctx.printJson(*who);
   Details d;
   d.add("name", text(*who, "name"));
-  d.add("team", text(*who, "team"));
-  d.add("role", text(*who, "role"));
+  d.add("roles", rolesSummary(*who));
   d.add("server", (*api)->serverUrl());
   ctx.out() << d.render();
   return 0;

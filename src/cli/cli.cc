@@ -28,6 +28,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
 
   addAuthCommands(app, ctx);
   addOrgCommands(app, ctx);
+  addTokenCommands(app, ctx);
   addQuotaCommands(app, ctx);
   addIdleCommands(app, ctx);
   addLeaseCommands(app, ctx);

@@ -61,7 +61,7 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(401, R"({"error":{"code":"unauthenticated","message":"unknown token"}})");
   }
   if (r.target == "/api/v1/whoami") {
-    return jsonReply(200, R"({"name":"alice","team":"ml","role":"member"})");
+    return jsonReply(200, R"({"name":"alice","teams":{"ml":"member"},"platform_admin":false})");
   }
   if (r.target == "/api/v1/jobs?state=queued")
     return jsonReply(200, json::array({queuedJob()}).dump());
@@ -754,7 +754,7 @@ TEST_F(CliTest, UserCreateShowsTheTokenOnceWithALoginLine) {
   EXPECT_NE(out_.str().find("allot login --server " + server_.url() + " --token tok-9.newsecret"),
             std::string::npos);
   EXPECT_EQ(json::parse(server_.requests().at(0).body),
-            json({{"name", "bob"}, {"team", "ml"}, {"role", "member"}}));
+            json({{"name", "bob"}, {"team", "ml"}, {"role", "member"}, {"platform_admin", false}}));
   EXPECT_EQ(run({"user", "create", "carol"}), 2);  // a member needs a team
 }
 
@@ -805,11 +805,13 @@ TEST_F(CliTest, LoginVerifiesSavesPrivatelyAndNeverPrintsTheToken) {
   // Later commands use the saved server and token.
   EXPECT_EQ(run({"whoami"}), 0);
   EXPECT_NE(out_.str().find("alice"), std::string::npos);
+  EXPECT_NE(out_.str().find("ml: member"), std::string::npos) << out_.str();
   EXPECT_EQ(out_.str().find(kToken), std::string::npos);
   EXPECT_EQ(run({"whoami", "-o", "json"}), 0);
   // Pretty, and in the order the API sent the fields.
   EXPECT_EQ(out_.str(),
-            "{\n  \"name\": \"alice\",\n  \"team\": \"ml\",\n  \"role\": \"member\"\n}\n");
+            "{\n  \"name\": \"alice\",\n  \"teams\": {\n    \"ml\": \"member\"\n  },\n  "
+            "\"platform_admin\": false\n}\n");
 }
 
 TEST_F(CliTest, LoginReadsTheTokenFromStdinAndRefusesABadOne) {

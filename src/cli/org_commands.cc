@@ -11,7 +11,30 @@ struct NameOpts {
   std::string name;
   std::string team;
   std::string role = "member";
+  bool platformAdmin = false;
+  bool service = false;
 };
+
+struct UserUpdateOpts {
+  std::string name;
+  std::string platformAdmin;  // "true" / "false" / "" (keep)
+  std::string disabled;
+};
+
+struct MemberOpts {
+  std::string team;
+  std::string user;
+  std::string role = "member";
+};
+
+// {"ml": "member", "cv": "viewer"} as "cv:viewer,ml:member".
+std::string teamRoles(const json& teams) {
+  std::string out;
+  if (!teams.is_object()) return out;
+  for (const auto& [team, role] : teams.items())
+    out += (out.empty() ? "" : ",") + team + ":" + role.get<std::string>();
+  return out;
+}
 
 // GET `path` and print the array as JSON or as a table of `columns` (API field names).
 int listObjects(Context& ctx, const std::string& path, const std::vector<std::string>& columns) {
@@ -54,11 +77,16 @@ int create(Context& ctx, const std::string& path, const json& body, const std::s
 }
 
 int userCreate(Context& ctx, const NameOpts& o) {
-  if (o.team.empty() && o.role != "platform-admin") {
+  const bool admin = o.platformAdmin || o.role == "platform-admin";
+  if (o.team.empty() && !admin) {
     return ctx.usageError(Status::InvalidArgument("--team is required for a " + o.role));
   }
-  json body = {{"name", o.name}, {"role", o.role}};
-  if (!o.team.empty()) body["team"] = o.team;
+  json body = {{"name", o.name}, {"platform_admin", admin}};
+  if (!o.team.empty()) {
+    body["team"] = o.team;
+    body["role"] = o.role == "platform-admin" ? "team-admin" : o.role;
+  }
+  if (o.service) body["kind"] = "service";
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto made = (*api)->post("/users", body);
@@ -66,11 +94,103 @@ int userCreate(Context& ctx, const NameOpts& o) {
   // Showing the token is this command's purpose: it exists nowhere else.
   if (ctx.jsonOutput()) return ctx.printJson(*made);
   std::string token = text(*made, "token", "");
-  ctx.out() << "Created user " << text(*made, "name") << " (team " << text(*made, "team") << ", "
-            << text(*made, "role") << ").\n"
+  std::string teams = teamRoles(made->value("teams", json::object()));
+  ctx.out() << "Created " << (o.service ? "service account " : "user ") << text(*made, "name")
+            << " (" << (teams.empty() ? "no team" : "teams " + teams)
+            << (admin ? ", platform admin" : "") << ").\n"
             << "Token: " << token << "\n"
             << "Keep it now: it will not be shown again. The user logs in with:\n"
             << "  allot login --server " << (*api)->serverUrl() << " --token " << token << "\n";
+  return 0;
+}
+
+int userList(Context& ctx) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto list = (*api)->get("/users");
+  if (!list.ok()) return ctx.fail(list.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*list);
+  Table table({"NAME", "KIND", "SOURCE", "TEAMS", "ADMIN", "DISABLED", "CREATED"});
+  for (const auto& u : *list) {
+    table.addRow({text(u, "name"), text(u, "kind"), text(u, "source"),
+                  teamRoles(u.value("teams", json::object())),
+                  u.value("platform_admin", false) ? "yes" : "",
+                  u.value("disabled", false) ? "yes" : "",
+                  relativeTime(text(u, "created_at", ""), ctx.now())});
+  }
+  ctx.out() << table.render();
+  return 0;
+}
+
+int userShow(Context& ctx, const std::string& name) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto u = (*api)->get("/users/" + urlEncode(name));
+  if (!u.ok()) return ctx.fail(u.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*u);
+  Details d;
+  d.add("name", text(*u, "name"));
+  d.add("kind", text(*u, "kind"));
+  d.add("source", text(*u, "source"));
+  d.add("teams", teamRoles(u->value("teams", json::object())));
+  d.add("platform admin", u->value("platform_admin", false) ? "yes" : "no");
+  d.add("password", u->value("has_password", false) ? "set" : "none");
+  d.add("disabled", u->value("disabled", false) ? "yes" : "no");
+  d.add("uid", text(*u, "uid"));
+  d.add("created", text(*u, "created_at"));
+  ctx.out() << d.render();
+  return 0;
+}
+
+int userUpdate(Context& ctx, const UserUpdateOpts& o) {
+  json body = json::object();
+  if (!o.platformAdmin.empty()) body["platform_admin"] = o.platformAdmin == "true";
+  if (!o.disabled.empty()) body["disabled"] = o.disabled == "true";
+  if (body.empty())
+    return ctx.usageError(
+        Status::InvalidArgument("nothing to change: give --platform-admin or --disabled"));
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto u = (*api)->patch("/users/" + urlEncode(o.name), body);
+  if (!u.ok()) return ctx.fail(u.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*u);
+  ctx.out() << "Updated user " << o.name << ": platform admin "
+            << (u->value("platform_admin", false) ? "yes" : "no") << ", disabled "
+            << (u->value("disabled", false) ? "yes" : "no") << "\n";
+  return 0;
+}
+
+int teamMembers(Context& ctx, const std::string& team) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto list = (*api)->get("/teams/" + urlEncode(team) + "/members");
+  if (!list.ok()) return ctx.fail(list.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*list);
+  Table table({"USER", "ROLE", "KIND", "SOURCE"});
+  for (const auto& m : *list)
+    table.addRow({text(m, "user"), text(m, "role"), text(m, "kind"), text(m, "source")});
+  ctx.out() << table.render();
+  return 0;
+}
+
+int addMember(Context& ctx, const MemberOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto res = (*api)->put("/teams/" + urlEncode(o.team) + "/members/" + urlEncode(o.user),
+                         {{"role", o.role}});
+  if (!res.ok()) return ctx.fail(res.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*res);
+  ctx.out() << o.user << " is now " << o.role << " of team " << o.team << "\n";
+  return 0;
+}
+
+int removeMember(Context& ctx, const MemberOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto res = (*api)->del("/teams/" + urlEncode(o.team) + "/members/" + urlEncode(o.user));
+  if (!res.ok()) return ctx.fail(res.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*res);
+  ctx.out() << "Removed " << o.user << " from team " << o.team << "\n";
   return 0;
 }
 
@@ -90,6 +210,25 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     onRun(list, ctx, o, [](Context& c, const NameOpts&) {
       return listObjects(c, "/teams", {"name", "created_at"});
     });
+    auto* members = team->add_subcommand("members", "List a team's members and their roles");
+    members->add_option("TEAM", o->name, "Team")->required();
+    onRun(members, ctx, o, [](Context& c, const NameOpts& x) { return teamMembers(c, x.name); });
+
+    auto m = std::make_shared<MemberOpts>();
+    auto* add = team->add_subcommand(
+        "add-member", "Add a user to a team, or change their role in it (team-admin)");
+    add->add_option("TEAM", m->team, "Team")->required();
+    add->add_option("USER", m->user, "User")->required();
+    add->add_option("--role", m->role,
+                    "viewer (reads the team's work), member (also submits and cancels their own) "
+                    "or team-admin (also runs the team)")
+        ->check(CLI::IsMember({"viewer", "member", "team-admin"}))
+        ->capture_default_str();
+    onRun(add, ctx, m, addMember);
+    auto* remove = team->add_subcommand("remove-member", "Remove a user from a team (team-admin)");
+    remove->add_option("TEAM", m->team, "Team")->required();
+    remove->add_option("USER", m->user, "User")->required();
+    onRun(remove, ctx, m, removeMember);
   }
 
   auto* user = app.add_subcommand("user", "Users and their API tokens");
@@ -99,17 +238,35 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     auto* cmd = user->add_subcommand("create",
                                      "Create a user and print their token, once (platform-admin)");
     cmd->add_option("NAME", o->name, "User name")->required();
-    cmd->add_option("--team", o->team, "The user's team (required for a member)");
+    cmd->add_option("--team", o->team,
+                    "The user's first team (required unless a platform admin); more with "
+                    "`allot team add-member`");
     cmd->add_option("--role", o->role,
-                    "member, team-admin (also manages the team's projects and their quotas) or "
-                    "platform-admin")
-        ->check(CLI::IsMember({"member", "team-admin", "platform-admin"}))
+                    "Role in --team: viewer, member, team-admin (also runs the team); "
+                    "platform-admin is the same as --platform-admin")
+        ->check(CLI::IsMember({"viewer", "member", "team-admin", "platform-admin"}))
         ->capture_default_str();
+    cmd->add_flag("--platform-admin", o->platformAdmin, "May do everything");
+    cmd->add_flag("--service", o->service,
+                  "A service account for CI and automation: tokens only, no password (team-admins "
+                  "may create them for their teams)");
     onRun(cmd, ctx, o, userCreate);
-    auto* list = user->add_subcommand("list", "List users");
-    onRun(list, ctx, o, [](Context& c, const NameOpts&) {
-      return listObjects(c, "/users", {"name", "team", "role", "created_at"});
-    });
+    auto* list = user->add_subcommand("list", "List the users you may see");
+    onRun(list, ctx, o, [](Context& c, const NameOpts&) { return userList(c); });
+    auto* show = user->add_subcommand("show", "Show one user");
+    show->add_option("NAME", o->name, "User name")->required();
+    onRun(show, ctx, o, [](Context& c, const NameOpts& x) { return userShow(c, x.name); });
+
+    auto u = std::make_shared<UserUpdateOpts>();
+    auto* update = user->add_subcommand("update", "Change an account (platform-admin)");
+    update->add_option("NAME", u->name, "User name")->required();
+    update->add_option("--platform-admin", u->platformAdmin, "true or false")
+        ->check(CLI::IsMember({"true", "false"}));
+    update
+        ->add_option("--disabled", u->disabled,
+                     "true: the user can no longer authenticate; their work stays on record")
+        ->check(CLI::IsMember({"true", "false"}));
+    onRun(update, ctx, u, userUpdate);
   }
 
   auto* project = app.add_subcommand("project", "Projects: how a team labels its jobs");

@@ -2,42 +2,79 @@
 
 namespace allot::control::authz {
 
+using model::Role;
+
 Status requireAdmin(const Principal& p, const char* what) {
   if (p.isAdmin()) return Status::Ok();
   return Status::PermissionDenied(std::string("only a platform admin may ") + what);
 }
 
 bool canSeeTeam(const Principal& p, const std::string& team) {
-  if (!p.isUser()) return false;
-  return p.isAdmin() || (!p.team.empty() && p.team == team);
+  return p.isAdmin() || p.inTeam(team);
+}
+
+std::optional<Role> effectiveRole(const Principal& p, const std::string& team) {
+  if (p.isAdmin()) return Role::kPlatformAdmin;
+  return p.roleIn(team);
 }
 
 bool canSeeJob(const Principal& p, const model::Job& job) { return canSeeTeam(p, job.team); }
 
 Status canCancelJob(const Principal& p, const model::Job& job) {
-  if (canSeeJob(p, job)) return Status::Ok();
-  return Status::NotFound("no job " + std::to_string(job.id));
+  auto role = effectiveRole(p, job.team);
+  if (!role) return Status::NotFound("no job " + std::to_string(job.id));
+  if (*role >= Role::kTeamAdmin) return Status::Ok();
+  if (*role == Role::kMember && job.user == p.name) return Status::Ok();
+  return Status::PermissionDenied("job " + std::to_string(job.id) + " belongs to " + job.user +
+                                  ": only its submitter or a team-admin of team '" + job.team +
+                                  "' may change it");
 }
 
 Status canSubmitTo(const Principal& p, const std::string& team) {
-  if (p.isAdmin()) return Status::Ok();
-  if (p.isUser() && p.team == team) return Status::Ok();
-  return Status::NotFound("no team '" + team + "'");
+  auto role = effectiveRole(p, team);
+  if (!role) return Status::NotFound("no team '" + team + "'");
+  if (*role == Role::kViewer)
+    return Status::PermissionDenied("viewers of team '" + team + "' may not submit work");
+  return Status::Ok();
 }
 
 Status canManageTeam(const Principal& p, const std::string& team) {
-  if (!canSeeTeam(p, team)) return Status::NotFound("no team '" + team + "'");
-  if (p.isAdmin() || p.role == model::Role::kTeamAdmin) return Status::Ok();
+  auto role = effectiveRole(p, team);
+  if (!role) return Status::NotFound("no team '" + team + "'");
+  if (*role >= Role::kTeamAdmin) return Status::Ok();
   return Status::PermissionDenied("only a team-admin of team '" + team +
                                   "' or a platform admin may do this");
 }
 
+bool canSeeUser(const Principal& p, const model::User& u) {
+  if (!p.isUser()) return false;
+  if (p.isAdmin() || u.name == p.name) return true;
+  for (const auto& [team, role] : u.teams) {
+    if (p.inTeam(team)) return true;
+  }
+  return false;
+}
+
+Status canManageServiceAccount(const Principal& p, const model::User& u) {
+  if (!canSeeUser(p, u)) return Status::NotFound("no user '" + u.name + "'");
+  if (p.isAdmin()) return Status::Ok();
+  if (u.kind == model::UserKind::kService) {
+    for (const auto& [team, role] : u.teams) {
+      if (p.roleIn(team) == Role::kTeamAdmin) return Status::Ok();
+    }
+  }
+  return Status::PermissionDenied(
+      "only a platform admin, or a team-admin of a service account's "
+      "team, may manage user '" +
+      u.name + "'");
+}
+
 namespace {
 
-// Visible to `p` when reserved for nobody, for p's own team, or when p is a platform admin.
+// Visible to `p` when reserved for nobody, for one of p's teams, or when p is a platform admin.
 bool dedicationVisible(const Principal& p, const std::string& dedicatedTo) {
   if (!p.isUser()) return false;
-  return dedicatedTo.empty() || p.isAdmin() || (!p.team.empty() && p.team == dedicatedTo);
+  return dedicatedTo.empty() || p.isAdmin() || p.inTeam(dedicatedTo);
 }
 
 }  // namespace

@@ -1,7 +1,13 @@
 #pragma once
 // Authorization, in one place. Every path that reads or changes an object asks here.
 // Rule of visibility: what a caller may not see does not exist for them (NotFound, never 403).
-// The identity-and-access issue extends these functions; callers stay as they are.
+// A caller who may see an object but not do something to it (a viewer submitting, a member
+// cancelling a teammate's job) gets PermissionDenied (403), which leaks nothing new.
+//
+// Roles (model::Role): a viewer reads its team's work; a member also submits and cancels its
+// own; a team-admin also runs the team; a platform admin may do everything.
+
+#include <string>
 
 #include "common/status.h"
 #include "control/principal.h"
@@ -9,19 +15,30 @@
 
 namespace allot::control::authz {
 
-// Platform settings: teams, users, join tokens.
+// Platform settings: teams, users, pools, join tokens, hosts.
 Status requireAdmin(const Principal& p, const char* what);
-// A team's objects (projects, jobs) are visible to its members and to platform admins.
+// A team's objects (projects, jobs) are visible to its members (any role) and platform admins.
 bool canSeeTeam(const Principal& p, const std::string& team);
 bool canSeeJob(const Principal& p, const model::Job& job);
-// Cancelling: the job's own team (any member, as Slurm's scancel within an account allows for
-// coordinators; per-user limits come with team-admin roles) and platform admins.
+// Cancelling (and other changes to one job): its submitter, the team's team-admins, platform
+// admins. Other members and viewers of the team get PermissionDenied; other teams NotFound.
 Status canCancelJob(const Principal& p, const model::Job& job);
-// Submitting work into a team: its members, and admins on behalf of any team.
+// Submitting work into a team: its members and team-admins, and platform admins on behalf of any
+// team. Viewers get PermissionDenied; other teams NotFound.
 Status canSubmitTo(const Principal& p, const std::string& team);
-// Running a team: its projects and the split of its quota among them. Platform admins and the
-// team's team-admins; other members of the team are refused (403), other teams get NotFound.
+// Running a team: its members' roles, projects, the split of its quota, lease requests, idle
+// policies. Platform admins and the team's team-admins; other members and viewers get
+// PermissionDenied, other teams NotFound.
 Status canManageTeam(const Principal& p, const std::string& team);
+// The least role `p` holds among a team's: nullopt when `p` is not in it. Platform admins count
+// as team-admins of every team.
+std::optional<model::Role> effectiveRole(const Principal& p, const std::string& team);
+
+// A user's account: the user themselves and platform admins see it, and so does anyone who shares
+// a team with them (team-mates appear in the team's member list). Service accounts are also
+// managed (tokens) by the team-admins of their teams.
+bool canSeeUser(const Principal& p, const model::User& u);
+Status canManageServiceAccount(const Principal& p, const model::User& u);
 
 // Dedicated capacity is "only us": a host dedicated to a team exists only for that team's users
 // and platform admins; hosts in the shared pool are visible to every user.

@@ -79,44 +79,6 @@ std::string Cluster::newSecretId(const char* kind) {
   return std::string(kind) + "-" + std::to_string(world_.nextSecretSeq++);
 }
 
-std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
-  if (!world_.users.empty()) return std::nullopt;
-  Change<std::string> c;
-  model::User admin{"admin", "", model::Role::kPlatformAdmin, clock_.nowMs()};
-  model::ApiToken tok{newSecretId("tok"), admin.name, "", clock_.nowMs(), 0};
-  c.value = newToken(tok.id);
-  tok.hash = hashToken(c.value);
-  world_.users[admin.name] = admin;
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutUser{admin}).add(store::PutToken{tok});
-  return c;
-}
-
-std::optional<Principal> Cluster::authenticate(std::string_view bearer) const {
-  // Tokens are "<id>_<secret>"; the id finds the row, the hash comparison is constant-time.
-  auto sep = bearer.find('_');
-  if (sep == std::string_view::npos) return std::nullopt;
-  auto it = world_.tokens.find(std::string(bearer.substr(0, sep)));
-  if (it == world_.tokens.end()) return std::nullopt;
-  const auto& tok = it->second;
-  if (!hashesEqual(tok.hash, hashToken(bearer))) return std::nullopt;
-  if (tok.expiresAt != 0 && tok.expiresAt <= clock_.nowMs()) return std::nullopt;
-  Principal p;
-  if (tok.owner.rfind("host:", 0) == 0) {
-    p.kind = Principal::Kind::kHost;
-    p.name = tok.owner.substr(5);
-    if (!world_.hosts.count(p.name)) return std::nullopt;
-    return p;
-  }
-  auto u = world_.users.find(tok.owner);
-  if (u == world_.users.end()) return std::nullopt;
-  p.kind = Principal::Kind::kUser;
-  p.name = u->second.name;
-  p.team = u->second.team;
-  p.role = u->second.role;
-  return p;
-}
-
 // ---- Teams, users, projects -------------------------------------------------------------
 
 Result<Change<model::Team>> Cluster::createTeam(const Principal& p, const std::string& name) {
@@ -139,43 +101,14 @@ std::vector<model::Team> Cluster::listTeams(const Principal& p) const {
   return out;
 }
 
-Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::string& name,
-                                                const std::string& team, model::Role role) {
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create users"));
-  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
-  if (role != model::Role::kPlatformAdmin && team.empty())
-    return Status::InvalidArgument(
-        std::string("team: a ") + model::roleName(role) + " must belong to a team", "team");
-  if (!team.empty() && !world_.teams.count(team)) return Status::NotFound("no team '" + team + "'");
-  if (world_.users.count(name)) return Status::AlreadyExists("user '" + name + "' already exists");
-  Change<CreatedUser> c;
-  c.value.user = model::User{name, team, role, clock_.nowMs()};
-  model::ApiToken tok{newSecretId("tok"), name, "", clock_.nowMs(), 0};
-  c.value.token = newToken(tok.id);
-  tok.hash = hashToken(c.value.token);
-  world_.users[name] = c.value.user;
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutUser{c.value.user}).add(store::PutToken{tok});
-  return c;
-}
-
-std::vector<model::User> Cluster::listUsers(const Principal& p) const {
-  std::vector<model::User> out;
-  for (const auto& [name, u] : world_.users) {
-    if (p.isAdmin() || (p.isUser() && !p.team.empty() && u.team == p.team) || u.name == p.name)
-      out.push_back(u);
-  }
-  return out;
-}
-
 Result<Change<model::Project>> Cluster::createProject(const Principal& p, const std::string& name,
                                                       const std::string& teamIn) {
-  std::string team = teamIn.empty() ? p.team : teamIn;
-  if (team.empty())
-    return Status::InvalidArgument("team: required (you belong to no team)", "team");
+  std::string team = teamIn.empty() ? p.soleTeam() : teamIn;
+  if (team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
   ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
   if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
   auto key = World::projectKey(team, name);
   if (world_.projects.count(key))
     return Status::AlreadyExists("project '" + name + "' already exists in team '" + team + "'");
@@ -295,9 +228,8 @@ std::vector<GpuAllocation> Cluster::allocations(const Principal& p, const std::s
 
 Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot submit jobs");
-  std::string team = r.team.empty() ? p.team : r.team;
-  if (team.empty())
-    return Status::InvalidArgument("team: required (you belong to no team)", "team");
+  std::string team = r.team.empty() ? p.soleTeam() : r.team;
+  if (team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
   ALLOT_RETURN_IF_ERROR(authz::canSubmitTo(p, team));
   if (!world_.teams.count(team)) return Status::NotFound("no team '" + team + "'");
   if (r.command.empty() || r.command[0].empty())

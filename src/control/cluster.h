@@ -71,9 +71,34 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
+// A new account. Local humans may log in with a password (its Argon2id hash, made off the I/O
+// thread by the caller); service accounts only with tokens.
+struct NewUser {
+  std::string name;
+  std::map<std::string, model::Role> teams;  // team -> team role
+  bool platformAdmin = false;
+  model::UserKind kind = model::UserKind::kHuman;
+  std::string passwordHash;  // empty: no password login
+};
 struct CreatedUser {
   model::User user;
-  std::string token;
+  std::string token;  // a first API token, shown once
+};
+// A change to an account; a field left empty keeps its value.
+struct UserUpdate {
+  std::optional<bool> platformAdmin;
+  std::optional<bool> disabled;
+  std::optional<std::string> passwordHash;  // "" removes password login
+};
+// A named API token for `user` (empty: the caller), valid for `ttlMs` (0 = no expiry).
+struct NewToken {
+  std::string user;
+  std::string name;
+  int64_t ttlMs = 0;
+};
+struct CreatedToken {
+  model::ApiToken token;
+  std::string secret;  // shown once
 };
 struct CreatedJoinToken {
   model::JoinToken token;
@@ -227,9 +252,31 @@ class Cluster {
   // Teams, users, projects.
   Result<Change<model::Team>> createTeam(const Principal& p, const std::string& name);
   std::vector<model::Team> listTeams(const Principal& p) const;
+
+  // Accounts, team membership and API tokens (cluster_identity.cc, docs/access.md). Platform
+  // admins create humans; team-admins may also create service accounts of their own teams.
+  Result<Change<CreatedUser>> createUser(const Principal& p, NewUser u);
+  // One team and role, or a platform admin (role kPlatformAdmin, team optional): for tests and
+  // tools that make simple accounts.
   Result<Change<CreatedUser>> createUser(const Principal& p, const std::string& name,
                                          const std::string& team, model::Role role);
   std::vector<model::User> listUsers(const Principal& p) const;
+  Result<model::User> getUser(const Principal& p, const std::string& name) const;
+  Result<Change<model::User>> updateUser(const Principal& p, const std::string& name,
+                                         const UserUpdate& update);
+  // Adds `user` to `team` with `role`, changes their role, or (nullopt) removes them. Platform
+  // admins and the team's team-admins; a team-admin cannot make anyone a platform admin.
+  Result<Change<model::User>> setMembership(const Principal& p, const std::string& team,
+                                            const std::string& user,
+                                            std::optional<model::Role> role);
+  // The team's members and their roles, for anyone who may see the team.
+  Result<std::vector<std::pair<model::User, model::Role>>> teamMembers(
+      const Principal& p, const std::string& team) const;
+  // API tokens: one's own, or a service account's for those who manage it; others' are NotFound.
+  Result<Change<CreatedToken>> createToken(const Principal& p, const NewToken& t);
+  Result<std::vector<model::ApiToken>> listTokens(const Principal& p,
+                                                  const std::string& user) const;
+  Result<Change<model::ApiToken>> revokeToken(const Principal& p, const std::string& id);
   Result<Change<model::Project>> createProject(const Principal& p, const std::string& name,
                                                const std::string& team);
   std::vector<model::Project> listProjects(const Principal& p) const;
@@ -534,6 +581,10 @@ class Cluster {
   std::map<std::string, TaskOutputView> taskOutputs_;
   TimeMs idleEpoch_ = 0;  // allotd's start: no job counts as idle from before it
 };
+
+// The message for a request that names no team when the caller's team is not implied: they have
+// none, or several.
+std::string teamRequired(const Principal& p);
 
 // Names people type: 1-63 characters of [a-z0-9._-], starting with a letter or digit.
 Status validateName(const std::string& value, const char* field);

@@ -149,7 +149,7 @@ TEST_F(ClusterIdleTest, NoCurrentTelemetryCountsAsBusy) {
 
 TEST_F(ClusterIdleTest, AProjectPolicyOverridesItsTeamsAndDeleteInheritsAgain) {
   joinHost("gpu-01", 4);
-  ASSERT_TRUE(cluster_->createProject(alice_, "resnet", "vision").ok());
+  ASSERT_TRUE(cluster_->createProject(admin_, "resnet", "vision").ok());
   setTeamPolicy("vision", policy(10, 60'000, model::IdleAction::kNotify, 0));
   IdlePolicyUpdate lenient;
   lenient.afterMs = 600'000;

@@ -73,9 +73,10 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
   if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
   if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
     return Status::NotFound("no team '" + q.team + "'");
-  if (!p.isAdmin()) {
-    if (p.team.empty()) return std::vector<UsageRow>{};
-    q.team = p.team;
+  if (!p.isAdmin() && q.team.empty()) {
+    if (p.teams.empty()) return std::vector<UsageRow>{};
+    q.team = p.soleTeam();
+    if (q.team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
   }
   if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
   q.now = clock_.nowMs();

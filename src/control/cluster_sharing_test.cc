@@ -19,8 +19,8 @@ class SharingTest : public ClusterTest {
     auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
     ASSERT_TRUE(carol.ok()) << carol.status().toString();
     carol_ = *cluster_->authenticate(carol->value.token);
-    ASSERT_TRUE(cluster_->createProject(alice_, "resnet", "").ok());
-    ASSERT_TRUE(cluster_->createProject(alice_, "vit", "").ok());
+    ASSERT_TRUE(cluster_->createProject(carol_, "resnet", "").ok());
+    ASSERT_TRUE(cluster_->createProject(carol_, "vit", "").ok());
   }
 
   void setVisionGuarantee(std::map<std::string, int> g) {
@@ -173,7 +173,7 @@ TEST_F(SharingTest, ProjectSplitIsForTeamAdminsOfThatTeam) {
 }
 
 TEST_F(SharingTest, TeamAdminsAreMembersWhoCanRunTheirTeam) {
-  EXPECT_EQ(carol_.role, model::Role::kTeamAdmin);
+  EXPECT_EQ(carol_.roleIn("vision"), model::Role::kTeamAdmin);
   EXPECT_TRUE(cluster_->createProject(carol_, "detr", "").ok());
   EXPECT_EQ(cluster_->createProject(carol_, "x", "nlp").status().code(), Code::kNotFound);
   EXPECT_EQ(cluster_->createTeam(carol_, "rogue").status().code(), Code::kPermissionDenied);

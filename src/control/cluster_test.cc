@@ -11,7 +11,7 @@ using model::JobState;
 
 TEST_F(ClusterTest, TokensAuthenticateOnlyWhenExact) {
   EXPECT_EQ(alice_.name, "alice");
-  EXPECT_EQ(alice_.team, "vision");
+  EXPECT_EQ(alice_.soleTeam(), "vision");
   EXPECT_FALSE(cluster_->authenticate("tok-1_wrong").has_value());
   EXPECT_FALSE(cluster_->authenticate("garbage").has_value());
   EXPECT_FALSE(cluster_->bootstrapAdmin().has_value());  // only on first start

@@ -80,6 +80,7 @@ json toStoreDoc(const Team& t) {
   out["usage_gpu_seconds"] = t.usageGpuSeconds;
   out["usage_ms"] = t.usageAt;
   if (t.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*t.idlePolicy);
+  if (t.gid >= 0) out["gid"] = t.gid;
   return out;
 }
 
@@ -96,14 +97,84 @@ Team teamFromStoreDoc(const json& d) {
   t.usageGpuSeconds = d.value("usage_gpu_seconds", 0.0);
   t.usageAt = d.value("usage_ms", TimeMs{0});
   t.idlePolicy = readIdlePolicy(d);
+  t.gid = d.value("gid", int64_t{-1});
   return t;
 }
 
+namespace {
+
+json teamRolesJson(const std::map<std::string, Role>& teams) {
+  json out = json::object();
+  for (const auto& [team, role] : teams) out[team] = roleName(role);
+  return out;
+}
+
+std::map<std::string, Role> teamRolesFromJson(const json& j) {
+  std::map<std::string, Role> out;
+  if (!j.is_object()) return out;
+  for (const auto& [team, role] : j.items()) {
+    if (auto r = role.is_string() ? parseRole(role.get<std::string>()) : std::nullopt;
+        r && isTeamRole(*r))
+      out[team] = *r;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The API's view: never the password hash.
 json toJson(const User& u) {
-  return {{"name", u.name},
-          {"team", u.team.empty() ? json(nullptr) : json(u.team)},
-          {"role", roleName(u.role)},
-          {"created_at", formatIso8601(u.createdAt)}};
+  json out = {{"name", u.name},
+              {"teams", teamRolesJson(u.teams)},
+              {"platform_admin", u.platformAdmin},
+              {"kind", userKindName(u.kind)},
+              {"source", userSourceName(u.source)},
+              {"has_password", !u.passwordHash.empty()},
+              {"disabled", u.disabled},
+              {"uid", u.uid >= 0 ? json(u.uid) : json(nullptr)},
+              {"gid", u.gid >= 0 ? json(u.gid) : json(nullptr)},
+              {"created_at", formatIso8601(u.createdAt)}};
+  if (!u.createdBy.empty()) out["created_by"] = u.createdBy;
+  return out;
+}
+
+json toStoreDoc(const User& u) {
+  json out = {{"teams", teamRolesJson(u.teams)},
+              {"platform_admin", u.platformAdmin},
+              {"kind", userKindName(u.kind)},
+              {"source", userSourceName(u.source)},
+              {"disabled", u.disabled},
+              {"uid", u.uid},
+              {"gid", u.gid}};
+  if (!u.passwordHash.empty()) out["password_hash"] = u.passwordHash;
+  if (!u.createdBy.empty()) out["created_by"] = u.createdBy;
+  return out;
+}
+
+// Users stored before schema 8 have an empty document; the store fills teams and the platform
+// admin flag from their team and role columns.
+User userFromStoreDoc(const json& d) {
+  User u;
+  u.teams = teamRolesFromJson(d.value("teams", json::object()));
+  u.platformAdmin = d.value("platform_admin", false);
+  u.kind = d.value("kind", "") == "service" ? UserKind::kService : UserKind::kHuman;
+  u.source = d.value("source", "") == "ldap" ? UserSource::kLdap : UserSource::kLocal;
+  u.passwordHash = d.value("password_hash", "");
+  u.disabled = d.value("disabled", false);
+  u.uid = d.value("uid", int64_t{-1});
+  u.gid = d.value("gid", int64_t{-1});
+  u.createdBy = d.value("created_by", "");
+  return u;
+}
+
+// The API's view of a token: never its hash (nor, after creation, its secret).
+json toJson(const ApiToken& t) {
+  return {{"id", t.id},
+          {"name", t.name},
+          {"user", t.owner},
+          {"kind", tokenKindName(t.kind)},
+          {"created_at", formatIso8601(t.createdAt)},
+          {"expires_at", t.expiresAt ? json(formatIso8601(t.expiresAt)) : json(nullptr)}};
 }
 
 json toJson(const Project& p) {

@@ -20,6 +20,9 @@ json toJson(const Team& t);
 // A team's quota settings: {"guaranteed","borrow_limit","lend_limit","weight","lend_dedicated"}.
 json quotaJson(const Team& t);
 json toJson(const User& u);
+json toStoreDoc(const User& u);
+User userFromStoreDoc(const json& doc);
+json toJson(const ApiToken& t);
 json toJson(const Project& p);
 json toJson(const Gpu& g);
 json gpusJson(const std::vector<Gpu>& gpus);

@@ -4,6 +4,8 @@ namespace allot::model {
 
 const char* roleName(Role r) {
   switch (r) {
+    case Role::kViewer:
+      return "viewer";
     case Role::kPlatformAdmin:
       return "platform-admin";
     case Role::kTeamAdmin:
@@ -15,10 +17,25 @@ const char* roleName(Role r) {
 }
 
 std::optional<Role> parseRole(const std::string& s) {
-  for (auto r : {Role::kMember, Role::kPlatformAdmin, Role::kTeamAdmin}) {
+  for (auto r : {Role::kViewer, Role::kMember, Role::kTeamAdmin, Role::kPlatformAdmin}) {
     if (s == roleName(r)) return r;
   }
   return std::nullopt;
+}
+
+const char* userKindName(UserKind k) { return k == UserKind::kService ? "service" : "human"; }
+const char* userSourceName(UserSource s) { return s == UserSource::kLdap ? "ldap" : "local"; }
+
+const char* tokenKindName(TokenKind k) {
+  switch (k) {
+    case TokenKind::kSession:
+      return "session";
+    case TokenKind::kHost:
+      return "host";
+    case TokenKind::kApi:
+      return "api";
+  }
+  return "api";
 }
 
 const char* hostStateName(HostState s) {

@@ -13,11 +13,15 @@
 
 namespace allot::model {
 
-// A team-admin is a member of one team who may also manage that team's projects and split its
-// quota among them.
-enum class Role { kMember, kPlatformAdmin, kTeamAdmin };
+// Roles, weakest first, so they compare. A user holds one role in each of their teams: a viewer
+// reads the team's work; a member also submits work and cancels their own; a team-admin also
+// runs the team (members, projects, the quota split, leases, any of its work). Platform admin is
+// not a team role but a flag of the user (User::platformAdmin): it may do everything.
+enum class Role { kViewer, kMember, kTeamAdmin, kPlatformAdmin };
 const char* roleName(Role r);
 std::optional<Role> parseRole(const std::string& s);
+// The roles a user may hold in a team: viewer, member, team-admin.
+inline bool isTeamRole(Role r) { return r != Role::kPlatformAdmin; }
 
 // What a team is promised and how it shares. GPU counts are per GPU model; the key "" means any
 // model (shown as "any" in JSON). The quota policy (sched/quota) gives these their meaning.
@@ -48,6 +52,9 @@ struct IdlePolicy {
 struct Team {
   std::string name;
   TimeMs createdAt = 0;
+  // The Unix group of the team's storage and workloads (allocated by allotd, or the directory's);
+  // -1 = none yet.
+  int64_t gid = -1;
   Quota quota;
   // The team lets others use its idle dedicated hosts and GPUs, and takes them back by
   // preemption when it needs them.
@@ -59,12 +66,41 @@ struct Team {
   std::optional<IdlePolicy> idlePolicy;  // absent: the platform's default
 };
 
+// A person, or a service account that CI and automation use (it logs in only with tokens).
+enum class UserKind { kHuman, kService };
+const char* userKindName(UserKind k);
+// Where the account lives: in allotd (password set here) or in the directory (LDAP/AD), whose
+// groups then decide the user's teams and roles at each login.
+enum class UserSource { kLocal, kLdap };
+const char* userSourceName(UserSource s);
+
 struct User {
   std::string name;
-  std::string team;  // empty for a platform admin that belongs to no team
-  Role role = Role::kMember;
+  std::map<std::string, Role> teams;  // team -> the user's role in it (a team role)
+  bool platformAdmin = false;
+  UserKind kind = UserKind::kHuman;
+  UserSource source = UserSource::kLocal;
+  // Argon2id string (libsodium's crypto_pwhash_str) for a local user's password; empty = none.
+  std::string passwordHash;
+  // The Unix identity workloads run as: from LDAP's posixAccount, or allocated by allotd. -1 =
+  // none yet.
+  int64_t uid = -1;
+  int64_t gid = -1;
+  bool disabled = false;  // a disabled user cannot authenticate; their work stays on record
   TimeMs createdAt = 0;
+  std::string createdBy;
+
+  // The user's role in `team`, if a member.
+  std::optional<Role> roleIn(const std::string& team) const {
+    auto it = teams.find(team);
+    return it == teams.end() ? std::nullopt : std::optional<Role>(it->second);
+  }
 };
+
+// What a token is for: the API (CLI, scripts; named by its owner), a console login (a browser
+// session behind a cookie), or an agent's host credential.
+enum class TokenKind { kApi, kSession, kHost };
+const char* tokenKindName(TokenKind k);
 
 // An API credential. The secret is shown once; the store keeps only its hash.
 struct ApiToken {
@@ -73,6 +109,8 @@ struct ApiToken {
   std::string hash;
   TimeMs createdAt = 0;
   TimeMs expiresAt = 0;  // 0 = never
+  std::string name;      // the owner's label for it ("laptop", "ci"); may be empty
+  TokenKind kind = TokenKind::kApi;
 };
 
 struct Project {

@@ -14,7 +14,7 @@ class ApiErrorsTest : public TestCluster {
     createTeam("other");
     alice_ = createUser("alice", "ml");
     bob_ = createUser("bob", "other");
-    auto p = cliJson(alice_, {"project", "create", "p1"});
+    auto p = cliJson(adminToken_, {"project", "create", "p1", "--team", "ml"});
     ASSERT_EQ(p["team"], "ml") << p.dump();
     // One ended job in each team.
     aliceJob_ = submit(alice_, {}, {"true"});
@@ -135,7 +135,8 @@ TEST_F(ApiErrorsTest, BadInputIsRefusedAndChangesNothing) {
       {"POST", "/api/v1/projects", "{}", alice, 400, "invalid_argument", "name"},
       {"POST", "/api/v1/projects", R"({"name":true})", alice, 400, "invalid_argument", "name"},
       {"POST", "/api/v1/projects", R"({"name":"p2","team":"other"})", alice, 404, "not_found"},
-      {"POST", "/api/v1/projects", R"({"name":"p1"})", alice, 409, "already_exists"},
+      {"POST", "/api/v1/projects", R"({"name":"p1","team":"ml"})", admin, 409, "already_exists"},
+      {"POST", "/api/v1/projects", R"({"name":"p3"})", alice, 403, "permission_denied"},
       {"POST", "/api/v1/projects", huge, alice, 413, "too_large"},
       // Join tokens and joining.
       {"POST", "/api/v1/hosts/join-tokens", "{}", alice, 403, "permission_denied"},

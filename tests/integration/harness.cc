@@ -552,8 +552,9 @@ void TestCluster::createTeam(const std::string& team) {
   if (textOf(t, "name") != team) fail("team create returned " + t.dump());
 }
 
-std::string TestCluster::createUser(const std::string& user, const std::string& team) {
-  auto u = cliJson(adminToken_, {"user", "create", user, "--team", team});
+std::string TestCluster::createUser(const std::string& user, const std::string& team,
+                                    const std::string& role) {
+  auto u = cliJson(adminToken_, {"user", "create", user, "--team", team, "--role", role});
   if (!u.contains("token") || !u["token"].is_string()) fail("user create returned " + u.dump());
   return u["token"].get<std::string>();
 }

@@ -145,7 +145,9 @@ class TestCluster : public ::testing::Test {
 
   // Common steps, through the CLI.
   void createTeam(const std::string& team);
-  std::string createUser(const std::string& user, const std::string& team);  // its token
+  // A user with `role` in `team`; its token.
+  std::string createUser(const std::string& user, const std::string& team,
+                         const std::string& role = "member");
   // `allot run -o json FLAGS -- COMMAND...`; returns the job id.
   int64_t submit(const std::string& token, const std::vector<std::string>& flags,
                  const std::vector<std::string>& command);

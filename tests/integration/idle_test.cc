@@ -110,7 +110,9 @@ TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
   startAgent("node-a", "sim:4xA100");
   createTeam("ml");
   const std::string alice = createUser("alice", "ml");
-  ASSERT_EQ(cliJson(alice, {"project", "create", "notebooks"}).value("team", ""), "ml");
+  ASSERT_EQ(
+      cliJson(adminToken_, {"project", "create", "notebooks", "--team", "ml"}).value("team", ""),
+      "ml");
   const std::string url = "http://127.0.0.1:" + std::to_string(hook.port()) + "/hooks/s3cret";
   auto set = cli({"team", "idle-policy", "set", "ml", "--threshold", "10", "--after", "3s",
                   "--action", "reclaim", "--grace", "2s", "--webhook", url});
@@ -195,7 +197,8 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
   createTeam("cv");
   const std::string alice = createUser("alice", "ml");
   const std::string carol = createUser("carol", "cv");
-  ASSERT_EQ(cliJson(alice, {"project", "create", "p1"}).value("team", ""), "ml");
+  ASSERT_EQ(cliJson(adminToken_, {"project", "create", "p1", "--team", "ml"}).value("team", ""),
+            "ml");
   const std::string admin = adminToken_;
   const std::string team = "/api/v1/teams/ml/idle-policy";
   const std::string project = "/api/v1/teams/ml/projects/p1/idle-policy";

@@ -196,6 +196,15 @@ CREATE TABLE upgrades (
 CREATE INDEX upgrades_by_pool ON upgrades (pool, state);
 )sql";
 
+// Identity: users gain a document (their teams with a role in each, the platform-admin flag, kind,
+// source, password hash, Unix identity); the team and role columns keep the user's first team and
+// role for readers of the table. Tokens gain a document (name, kind). '{}' rows, written before,
+// load from their columns.
+constexpr std::string_view kV8Identity = R"sql(
+ALTER TABLE users ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE tokens ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -204,6 +213,7 @@ constexpr std::array kMigrations = {
     Migration{5, "host admin-state transitions", kV5HostTransitions},
     Migration{6, "leases", kV6Leases},
     Migration{7, "rolling upgrades", kV7Upgrades},
+    Migration{8, "user documents: teams, roles, credentials", kV8Identity},
 };
 
 }  // namespace

@@ -16,13 +16,13 @@ constexpr std::string_view kPutTeam =
     "INSERT INTO teams (name, created_ms, doc) VALUES (?, ?, ?) "
     "ON CONFLICT (name) DO UPDATE SET created_ms = excluded.created_ms, doc = excluded.doc";
 constexpr std::string_view kPutUser =
-    "INSERT INTO users (name, team, role, created_ms) VALUES (?, ?, ?, ?) "
+    "INSERT INTO users (name, team, role, created_ms, doc) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (name) DO UPDATE SET team = excluded.team, role = excluded.role, "
-    "created_ms = excluded.created_ms";
+    "created_ms = excluded.created_ms, doc = excluded.doc";
 constexpr std::string_view kPutToken =
-    "INSERT INTO tokens (id, owner, hash, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO tokens (id, owner, hash, created_ms, expires_ms, doc) VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, hash = excluded.hash, "
-    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms";
+    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms, doc = excluded.doc";
 constexpr std::string_view kDeleteToken = "DELETE FROM tokens WHERE id = ?";
 constexpr std::string_view kPutProject =
     "INSERT INTO projects (name, team, created_ms, doc) VALUES (?, ?, ?, ?) "
@@ -212,11 +212,19 @@ Status WriteStatements::put(const PutTeam& op) {
 Status WriteStatements::put(const PutUser& op) {
   const model::User& u = op.user;
   return guarded("user " + u.name, [&] {
+    // The columns keep the first team and its role (platform-admin for admins) for readers of
+    // the table; the document is the truth.
+    const std::string team = u.teams.empty() ? "" : u.teams.begin()->first;
+    const model::Role role = u.platformAdmin   ? model::Role::kPlatformAdmin
+                             : u.teams.empty() ? model::Role::kMember
+                                               : u.teams.begin()->second;
+    const std::string doc = model::toStoreDoc(u).dump();
     return Binder(user_.get())
         .text(u.name)
-        .text(u.team)
-        .text(model::roleName(u.role))
+        .text(team)
+        .text(model::roleName(role))
         .integer(u.createdAt)
+        .text(doc)
         .run();
   });
 }
@@ -230,6 +238,7 @@ Status WriteStatements::put(const PutToken& op) {
         .text(t.hash)
         .integer(t.createdAt)
         .integer(t.expiresAt)
+        .text(nlohmann::json{{"name", t.name}, {"kind", model::tokenKindName(t.kind)}}.dump())
         .run();
   });
 }
@@ -402,21 +411,41 @@ Result<Contents> loadContents(sqlite3* db) {
   if (!st.ok()) return st.withContext("failed to load teams");
 
   st = forEachRow(
-      db, "SELECT name, team, role, created_ms FROM users ORDER BY name", [&](sqlite3_stmt* s) {
-        model::User u{columnText(s, 0), columnText(s, 1), model::Role::kMember, columnInt(s, 3)};
-        const std::string role = columnText(s, 2);
-        auto parsed = model::parseRole(role);
-        if (!parsed) return Status::Internal("user " + u.name + " has unknown role '" + role + "'");
-        u.role = *parsed;
-        c.users.push_back(std::move(u));
+      db, "SELECT name, team, role, created_ms, doc FROM users ORDER BY name",
+      [&](sqlite3_stmt* s) {
+        const std::string name = columnText(s, 0);
+        const std::string docText = columnText(s, 4);
+        auto user = fromDoc<model::User>(docText, &model::userFromStoreDoc);
+        if (!user.ok()) return user.status().withContext("user " + name);
+        user->name = name;
+        user->createdAt = columnInt(s, 3);
+        if (docText == "{}") {  // written before schema 8: one team and one role, in columns
+          const std::string role = columnText(s, 2);
+          auto parsed = model::parseRole(role);
+          if (!parsed) return Status::Internal("user " + name + " has unknown role '" + role + "'");
+          user->platformAdmin = *parsed == model::Role::kPlatformAdmin;
+          if (const std::string team = columnText(s, 1); !team.empty())
+            user->teams[team] = user->platformAdmin ? model::Role::kTeamAdmin : *parsed;
+        }
+        c.users.push_back(std::move(user).value());
         return Status::Ok();
       });
   if (!st.ok()) return st.withContext("failed to load users");
 
-  st = forEachRow(db, "SELECT id, owner, hash, created_ms, expires_ms FROM tokens ORDER BY id",
+  st = forEachRow(db, "SELECT id, owner, hash, created_ms, expires_ms, doc FROM tokens ORDER BY id",
                   [&](sqlite3_stmt* s) {
-                    c.tokens.push_back({columnText(s, 0), columnText(s, 1), columnText(s, 2),
-                                        columnInt(s, 3), columnInt(s, 4)});
+                    model::ApiToken t{columnText(s, 0), columnText(s, 1), columnText(s, 2),
+                                      columnInt(s, 3), columnInt(s, 4)};
+                    auto doc = nlohmann::json::parse(columnText(s, 5), nullptr, false);
+                    if (doc.is_discarded() || !doc.is_object())
+                      return Status::Internal("token " + t.id + " has a corrupt document");
+                    t.name = doc.value("name", "");
+                    const std::string kind = doc.value("kind", "");
+                    t.kind = kind == "session" ? model::TokenKind::kSession
+                             : kind == "host" || t.owner.starts_with("host:")
+                                 ? model::TokenKind::kHost
+                                 : model::TokenKind::kApi;
+                    c.tokens.push_back(std::move(t));
                     return Status::Ok();
                   });
   if (!st.ok()) return st.withContext("failed to load tokens");

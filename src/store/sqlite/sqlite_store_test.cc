@@ -191,8 +191,8 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
 
   WriteBatch batch;
   batch.add(PutTeam{team})
-      .add(PutUser{{"alice", "vision", model::Role::kMember, 11}})
-      .add(PutUser{{"root", "", model::Role::kPlatformAdmin, 12}})
+      .add(PutUser{{.name = "alice", .teams = {{"vision", model::Role::kMember}}, .createdAt = 11}})
+      .add(PutUser{{.name = "root", .platformAdmin = true, .createdAt = 12}})
       .add(PutToken{{"tok-1", "alice", "hash-1", 13, 99}})
       .add(PutToken{{"tok-2", "host:gpu-07", "hash-2", 14, 0}})
       .add(DeleteToken{"tok-2"})
@@ -213,12 +213,13 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
 
   ASSERT_EQ(c.users.size(), 2u);
   EXPECT_EQ(c.users[0].name, "alice");
-  EXPECT_EQ(c.users[0].team, "vision");
-  EXPECT_EQ(c.users[0].role, model::Role::kMember);
+  EXPECT_EQ(c.users[0].teams,
+            (std::map<std::string, model::Role>{{"vision", model::Role::kMember}}));
+  EXPECT_FALSE(c.users[0].platformAdmin);
   EXPECT_EQ(c.users[0].createdAt, 11);
   EXPECT_EQ(c.users[1].name, "root");
-  EXPECT_EQ(c.users[1].team, "");
-  EXPECT_EQ(c.users[1].role, model::Role::kPlatformAdmin);
+  EXPECT_TRUE(c.users[1].teams.empty());
+  EXPECT_TRUE(c.users[1].platformAdmin);
 
   ASSERT_EQ(c.tokens.size(), 1u);  // tok-2 was deleted later in the same batch
   EXPECT_EQ(c.tokens[0].id, "tok-1");
@@ -268,7 +269,9 @@ TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
   ASSERT_TRUE(store
                   ->commit(WriteBatch{}
                                .add(PutJob{job})
-                               .add(PutUser{{"bob", "vision", model::Role::kMember, 1}})
+                               .add(PutUser{{.name = "bob",
+                                             .teams = {{"vision", model::Role::kMember}},
+                                             .createdAt = 1}})
                                .add(PutMeta{"k", "v1"}))
                   .ok());
 
@@ -279,7 +282,7 @@ TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
   ASSERT_TRUE(store
                   ->commit(WriteBatch{}
                                .add(PutJob{job})
-                               .add(PutUser{{"bob", "", model::Role::kPlatformAdmin, 2}})
+                               .add(PutUser{{.name = "bob", .platformAdmin = true, .createdAt = 2}})
                                .add(PutMeta{"k", "v2"}))
                   .ok());
 
@@ -290,8 +293,8 @@ TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
   EXPECT_EQ(c.jobs[0].gpuIndices, std::vector<int>{3});
   EXPECT_TRUE(c.jobs[0].env.empty());
   ASSERT_EQ(c.users.size(), 1u);
-  EXPECT_EQ(c.users[0].team, "");
-  EXPECT_EQ(c.users[0].role, model::Role::kPlatformAdmin);
+  EXPECT_TRUE(c.users[0].teams.empty());
+  EXPECT_TRUE(c.users[0].platformAdmin);
   EXPECT_EQ(c.users[0].createdAt, 2);
   ASSERT_EQ(c.meta.size(), 1u);
   EXPECT_EQ(c.meta[0].second, "v2");

@@ -1,0 +1,193 @@
+// Who am I, accounts, team membership and API tokens (docs/access.md).
+
+#include "api/route_helpers.h"
+#include "control/authz.h"
+
+namespace allot::api {
+namespace {
+
+using control::Principal;
+using nlohmann::json;
+
+// A team role from the body's or query's text; platform admin is not one.
+Result<model::Role> parseTeamRole(const std::string& text, const char* field) {
+  auto role = model::parseRole(text);
+  if (!role || !model::isTeamRole(*role))
+    return Status::InvalidArgument(
+        std::string(field) + ": must be 'viewer', 'member' or 'team-admin', got '" + text + "'",
+        field);
+  return *role;
+}
+
+// POST /users: `teams` ({"ml": "member"}), or the older `team` with `role` (where role
+// "platform-admin" makes a platform admin).
+Result<control::NewUser> readNewUser(const JsonInput& in) {
+  control::NewUser n;
+  auto name = in.requiredString("name");
+  if (!name.ok()) return name.status();
+  n.name = *name;
+  auto teams = in.optionalStringMap("teams");
+  if (!teams.ok()) return teams.status();
+  for (const auto& [team, roleText] : *teams) {
+    auto role = parseTeamRole(roleText, "teams");
+    if (!role.ok()) return role.status();
+    n.teams[team] = *role;
+  }
+  auto team = in.optionalString("team");
+  auto roleText = in.optionalString("role", "member");
+  if (!team.ok()) return team.status();
+  if (!roleText.ok()) return roleText.status();
+  auto role = model::parseRole(*roleText);
+  if (!role)
+    return Status::InvalidArgument(
+        "role: must be 'viewer', 'member', 'team-admin' or "
+        "'platform-admin', got '" +
+            *roleText + "'",
+        "role");
+  auto admin = in.optionalBool("platform_admin", *role == model::Role::kPlatformAdmin);
+  if (!admin.ok()) return admin.status();
+  n.platformAdmin = *admin;
+  if (!team->empty()) {
+    if (n.teams.count(*team)) return Status::InvalidArgument("team: also in teams", "team");
+    n.teams[*team] = *role == model::Role::kPlatformAdmin ? model::Role::kTeamAdmin : *role;
+  } else if (in.has("role") && *role != model::Role::kPlatformAdmin) {
+    return Status::InvalidArgument("team: a " + *roleText + " must belong to a team", "team");
+  }
+  auto kind = in.optionalString("kind", "human");
+  if (!kind.ok()) return kind.status();
+  if (*kind != "human" && *kind != "service")
+    return Status::InvalidArgument("kind: must be 'human' or 'service', got '" + *kind + "'",
+                                   "kind");
+  n.kind = *kind == "service" ? model::UserKind::kService : model::UserKind::kHuman;
+  return n;
+}
+
+json whoamiJson(const Principal& p, const Result<model::User>& u) {
+  json teams = json::object();
+  for (const auto& [team, role] : p.teams) teams[team] = model::roleName(role);
+  const std::string sole = p.soleTeam();
+  // `team` and `role` summarise for people and older clients: the only team and the role in it.
+  std::string role = p.isAdmin()     ? "platform-admin"
+                     : !sole.empty() ? model::roleName(p.teams.at(sole))
+                                     : "";
+  json out = {{"name", p.name},
+              {"platform_admin", p.isAdmin()},
+              {"teams", teams},
+              {"team", sole.empty() ? json(nullptr) : json(sole)},
+              {"role", role.empty() ? json(nullptr) : json(role)}};
+  if (u.ok()) {
+    out["kind"] = model::userKindName(u->kind);
+    out["source"] = model::userSourceName(u->source);
+  }
+  return out;
+}
+
+}  // namespace
+
+void registerAccessRoutes(Router& router, Server& s) {
+  using V = http::verb;
+
+  router.add(V::get, "/api/v1/whoami", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(whoamiJson(r.who(), s.cluster().getUser(r.who(), r.who().name)));
+  });
+
+  // ---- accounts ----
+  router.add(V::post, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
+                                    {"name", "teams", "team", "role", "platform_admin", "kind"}));
+    TRY_ASSIGN(n, readNewUser(in));
+    TRY_ASSIGN(change, s.cluster().createUser(r.who(), std::move(n)));
+    co_await s.apply(change);
+    auto out = model::toJson(change.value.user);
+    out["token"] = change.value.token;
+    co_return ApiResponse::json(out, http::status::created);
+  });
+  router.add(V::get, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
+    co_return ApiResponse::json(arrayOf(s.cluster().listUsers(r.who())));
+  });
+  router.add(V::get, "/api/v1/users/{name}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(u, s.cluster().getUser(r.who(), r.params.at("name")));
+    co_return ApiResponse::json(model::toJson(u));
+  });
+  router.add(V::patch, "/api/v1/users/{name}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"platform_admin", "disabled"}));
+    control::UserUpdate up;
+    if (in.has("platform_admin")) {
+      TRY_ASSIGN(v, in.optionalBool("platform_admin", false));
+      up.platformAdmin = v;
+    }
+    if (in.has("disabled")) {
+      TRY_ASSIGN(v, in.optionalBool("disabled", false));
+      up.disabled = v;
+    }
+    TRY_ASSIGN(change, s.cluster().updateUser(r.who(), r.params.at("name"), up));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  // ---- team membership ----
+  router.add(V::get, "/api/v1/teams/{team}/members", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(members, s.cluster().teamMembers(r.who(), r.params.at("team")));
+    json arr = json::array();
+    for (const auto& [u, role] : members) {
+      arr.push_back({{"user", u.name},
+                     {"role", model::roleName(role)},
+                     {"kind", model::userKindName(u.kind)},
+                     {"source", model::userSourceName(u.source)}});
+    }
+    co_return ApiResponse::json(arr);
+  });
+  router.add(V::put, "/api/v1/teams/{team}/members/{user}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"role"}));
+    TRY_ASSIGN(roleText, in.optionalString("role", "member"));
+    TRY_ASSIGN(role, parseTeamRole(roleText, "role"));
+    TRY_ASSIGN(change,
+               s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"), role));
+    co_await s.apply(change);
+    co_return ApiResponse::json({{"team", r.params.at("team")},
+                                 {"user", change.value.name},
+                                 {"role", model::roleName(role)}});
+  });
+  router.add(V::delete_, "/api/v1/teams/{team}/members/{user}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(change, s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"),
+                                                 std::nullopt));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  // ---- API tokens ----
+  router.add(V::post, "/api/v1/tokens", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "expires_in", "user"}));
+    control::NewToken t;
+    TRY_ASSIGN(name, in.optionalString("name"));
+    TRY_ASSIGN(user, in.optionalString("user"));
+    TRY_ASSIGN(expires, in.optionalString("expires_in"));
+    t.name = name;
+    t.user = user;
+    if (!expires.empty() && expires != "never") {
+      auto ms = parseDurationMs(expires);
+      if (!ms.ok() || *ms <= 0)
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "expires_in: a duration such as 30d or 12h, or 'never'; got '" + expires + "'",
+            "expires_in"));
+      t.ttlMs = *ms;
+    }
+    TRY_ASSIGN(change, s.cluster().createToken(r.who(), t));
+    co_await s.apply(change);
+    auto out = model::toJson(change.value.token);
+    out["token"] = change.value.secret;
+    co_return ApiResponse::json(out, http::status::created);
+  });
+  router.add(V::get, "/api/v1/tokens", [&s](ApiRequest& r) -> Awaitable {
+    auto it = r.query.find("user");
+    TRY_ASSIGN(tokens, s.cluster().listTokens(r.who(), it == r.query.end() ? "" : it->second));
+    co_return ApiResponse::json(arrayOf(tokens));
+  });
+  router.add(V::delete_, "/api/v1/tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(change, s.cluster().revokeToken(r.who(), r.params.at("id")));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+}
+
+}  // namespace allot::api

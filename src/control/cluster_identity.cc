@@ -1,0 +1,285 @@
+// Accounts, team membership and API tokens: who may call, as whom, with which roles
+// (docs/access.md). Passwords and directory logins build on these (login.cc, ldap).
+
+#include <algorithm>
+
+#include "common/secrets.h"
+#include "control/authz.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+namespace {
+
+// A user keeps at most this many API tokens; sessions and host credentials do not count.
+constexpr size_t kMaxTokensPerUser = 100;
+// The longest a token may be valid for: ten years.
+constexpr int64_t kMaxTokenTtlMs = 10LL * 365 * 24 * 3600 * 1000;
+
+std::string teamList(const std::map<std::string, model::Role>& teams) {
+  std::string out;
+  for (const auto& [team, role] : teams) out += (out.empty() ? "" : ", ") + team;
+  return out;
+}
+
+bool isLastPlatformAdmin(const World& w, const std::string& name) {
+  for (const auto& [n, u] : w.users) {
+    if (n != name && u.platformAdmin && !u.disabled) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string teamRequired(const Principal& p) {
+  if (p.teams.empty()) return "team: required (you belong to no team)";
+  return "team: required: you belong to several teams (" + teamList(p.teams) + "); name one";
+}
+
+std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
+  if (!world_.users.empty()) return std::nullopt;
+  Change<std::string> c;
+  model::User admin;
+  admin.name = "admin";
+  admin.platformAdmin = true;
+  admin.createdAt = clock_.nowMs();
+  admin.createdBy = kSystemActor;
+  model::ApiToken tok{newSecretId("tok"), admin.name, "", clock_.nowMs(), 0, "bootstrap"};
+  c.value = newToken(tok.id);
+  tok.hash = hashToken(c.value);
+  world_.users[admin.name] = admin;
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutUser{admin}).add(store::PutToken{tok});
+  return c;
+}
+
+std::optional<Principal> Cluster::authenticate(std::string_view bearer) const {
+  // Tokens are "<id>_<secret>"; the id finds the row, the hash comparison is constant-time.
+  auto sep = bearer.find('_');
+  if (sep == std::string_view::npos) return std::nullopt;
+  auto it = world_.tokens.find(std::string(bearer.substr(0, sep)));
+  if (it == world_.tokens.end()) return std::nullopt;
+  const auto& tok = it->second;
+  if (!hashesEqual(tok.hash, hashToken(bearer))) return std::nullopt;
+  if (tok.expiresAt != 0 && tok.expiresAt <= clock_.nowMs()) return std::nullopt;
+  if (tok.owner.rfind("host:", 0) == 0) {
+    Principal p;
+    p.kind = Principal::Kind::kHost;
+    p.name = tok.owner.substr(5);
+    if (!world_.hosts.count(p.name)) return std::nullopt;
+    return p;
+  }
+  auto u = world_.users.find(tok.owner);
+  if (u == world_.users.end() || u->second.disabled) return std::nullopt;
+  return Principal::ofUser(u->second);
+}
+
+Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
+  if (!p.isUser()) return Status::PermissionDenied("hosts cannot create users");
+  ALLOT_RETURN_IF_ERROR(validateName(n.name, "name"));
+  for (const auto& [team, role] : n.teams) {
+    if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
+      return Status::NotFound("no team '" + team + "'");
+    if (!model::isTeamRole(role))
+      return Status::InvalidArgument(
+          "teams: a team role is viewer, member or team-admin; platform admin is a flag of the "
+          "user",
+          "teams");
+  }
+  if (!p.isAdmin()) {
+    // Team-admins make service accounts for their own teams' automation, nothing more.
+    if (n.kind != model::UserKind::kService || n.platformAdmin || n.teams.empty())
+      return Status::PermissionDenied("only a platform admin may create user accounts");
+    for (const auto& [team, role] : n.teams) ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
+  }
+  // Accounts are made for a team's work; only platform admins stand outside every team.
+  if (n.teams.empty() && !n.platformAdmin)
+    return Status::InvalidArgument("team: a user who is not a platform admin needs a team", "team");
+  if (n.kind == model::UserKind::kService && !n.passwordHash.empty())
+    return Status::InvalidArgument("password: service accounts log in with tokens only",
+                                   "password");
+  if (world_.users.count(n.name))
+    return Status::AlreadyExists("user '" + n.name + "' already exists");
+  Change<CreatedUser> c;
+  model::User& u = c.value.user;
+  u.name = n.name;
+  u.teams = std::move(n.teams);
+  u.platformAdmin = n.platformAdmin;
+  u.kind = n.kind;
+  u.passwordHash = std::move(n.passwordHash);
+  u.createdAt = clock_.nowMs();
+  u.createdBy = p.name;
+  model::ApiToken tok{newSecretId("tok"), u.name, "", clock_.nowMs(), 0, "initial"};
+  c.value.token = newToken(tok.id);
+  tok.hash = hashToken(c.value.token);
+  world_.users[u.name] = u;
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutUser{u}).add(store::PutToken{tok});
+  return c;
+}
+
+Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::string& name,
+                                                const std::string& team, model::Role role) {
+  if (role != model::Role::kPlatformAdmin && team.empty())
+    return Status::InvalidArgument(
+        std::string("team: a ") + model::roleName(role) + " must belong to a team", "team");
+  NewUser n;
+  n.name = name;
+  n.platformAdmin = role == model::Role::kPlatformAdmin;
+  if (!team.empty()) n.teams[team] = n.platformAdmin ? model::Role::kTeamAdmin : role;
+  return createUser(p, std::move(n));
+}
+
+std::vector<model::User> Cluster::listUsers(const Principal& p) const {
+  std::vector<model::User> out;
+  for (const auto& [name, u] : world_.users) {
+    if (authz::canSeeUser(p, u)) out.push_back(u);
+  }
+  return out;
+}
+
+Result<model::User> Cluster::getUser(const Principal& p, const std::string& name) const {
+  auto it = world_.users.find(name);
+  if (it == world_.users.end() || !authz::canSeeUser(p, it->second))
+    return Status::NotFound("no user '" + name + "'");
+  return it->second;
+}
+
+Result<Change<model::User>> Cluster::updateUser(const Principal& p, const std::string& name,
+                                                const UserUpdate& up) {
+  auto it = world_.users.find(name);
+  if (it == world_.users.end() || !authz::canSeeUser(p, it->second))
+    return Status::NotFound("no user '" + name + "'");
+  model::User u = it->second;
+  // People change their own password; everything else is a platform admin's.
+  const bool ownPasswordOnly = name == p.name && !up.platformAdmin && !up.disabled;
+  if (!ownPasswordOnly) ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "change other accounts"));
+  if (up.passwordHash) {
+    if (u.kind == model::UserKind::kService)
+      return Status::InvalidArgument("password: service accounts log in with tokens only",
+                                     "password");
+    if (u.source == model::UserSource::kLdap)
+      return Status::FailedPrecondition("user '" + name +
+                                        "' comes from the directory: change the password there");
+    u.passwordHash = *up.passwordHash;
+  }
+  const bool losesAdmin = (up.platformAdmin == false) || (up.disabled == true);
+  if (u.platformAdmin && losesAdmin && isLastPlatformAdmin(world_, name))
+    return Status::FailedPrecondition("user '" + name +
+                                      "' is the last platform admin; make another one first");
+  if (up.platformAdmin) u.platformAdmin = *up.platformAdmin;
+  if (up.disabled) u.disabled = *up.disabled;
+  Change<model::User> c;
+  c.value = u;
+  world_.users[name] = u;
+  c.batch.add(store::PutUser{u});
+  return c;
+}
+
+Result<Change<model::User>> Cluster::setMembership(const Principal& p, const std::string& team,
+                                                   const std::string& user,
+                                                   std::optional<model::Role> role) {
+  if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
+    return Status::NotFound("no team '" + team + "'");
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
+  auto it = world_.users.find(user);
+  if (it == world_.users.end()) return Status::NotFound("no user '" + user + "'");
+  if (role && !model::isTeamRole(*role))
+    return Status::InvalidArgument(
+        "role: a team role is viewer, member or team-admin; platform admin is a flag of the user",
+        "role");
+  model::User u = it->second;
+  if (u.source == model::UserSource::kLdap)
+    return Status::FailedPrecondition("user '" + user +
+                                      "' comes from the directory: their teams follow their "
+                                      "groups at each login (see [ldap.groups])");
+  if (!role && !u.teams.count(team))
+    return Status::NotFound("user '" + user + "' is not a member of team '" + team + "'");
+  if (role) {
+    u.teams[team] = *role;
+  } else {
+    u.teams.erase(team);
+  }
+  Change<model::User> c;
+  c.value = u;
+  world_.users[user] = u;
+  c.batch.add(store::PutUser{u});
+  return c;
+}
+
+Result<std::vector<std::pair<model::User, model::Role>>> Cluster::teamMembers(
+    const Principal& p, const std::string& team) const {
+  if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
+    return Status::NotFound("no team '" + team + "'");
+  std::vector<std::pair<model::User, model::Role>> out;
+  for (const auto& [name, u] : world_.users) {
+    if (auto role = u.roleIn(team)) out.emplace_back(u, *role);
+  }
+  return out;
+}
+
+Result<Change<CreatedToken>> Cluster::createToken(const Principal& p, const NewToken& t) {
+  if (!p.isUser()) return Status::PermissionDenied("hosts cannot create tokens");
+  const std::string owner = t.user.empty() ? p.name : t.user;
+  auto it = world_.users.find(owner);
+  if (it == world_.users.end()) return Status::NotFound("no user '" + owner + "'");
+  if (owner != p.name) ALLOT_RETURN_IF_ERROR(authz::canManageServiceAccount(p, it->second));
+  if (!t.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(t.name, "name"));
+  if (t.ttlMs < 0 || t.ttlMs > kMaxTokenTtlMs)
+    return Status::InvalidArgument("expires_in: must be positive and at most 10 years (or none)",
+                                   "expires_in");
+  size_t held = std::count_if(world_.tokens.begin(), world_.tokens.end(), [&](const auto& kv) {
+    return kv.second.owner == owner && kv.second.kind == model::TokenKind::kApi;
+  });
+  if (held >= kMaxTokensPerUser)
+    return Status::FailedPrecondition("user '" + owner + "' already has " +
+                                      std::to_string(kMaxTokensPerUser) +
+                                      " tokens; revoke some first");
+  Change<CreatedToken> c;
+  model::ApiToken& tok = c.value.token;
+  tok.id = newSecretId("tok");
+  tok.owner = owner;
+  tok.name = t.name;
+  tok.createdAt = clock_.nowMs();
+  tok.expiresAt = t.ttlMs ? tok.createdAt + t.ttlMs : 0;
+  c.value.secret = newToken(tok.id);
+  tok.hash = hashToken(c.value.secret);
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutToken{tok});
+  return c;
+}
+
+Result<std::vector<model::ApiToken>> Cluster::listTokens(const Principal& p,
+                                                         const std::string& user) const {
+  if (!p.isUser()) return Status::PermissionDenied("hosts cannot list tokens");
+  const std::string owner = user.empty() ? p.name : user;
+  if (owner != p.name) {
+    auto it = world_.users.find(owner);
+    if (it == world_.users.end()) return Status::NotFound("no user '" + owner + "'");
+    ALLOT_RETURN_IF_ERROR(authz::canManageServiceAccount(p, it->second));
+  }
+  std::vector<model::ApiToken> out;
+  for (const auto& [id, tok] : world_.tokens) {
+    if (tok.owner == owner && tok.kind != model::TokenKind::kHost) out.push_back(tok);
+  }
+  return out;
+}
+
+Result<Change<model::ApiToken>> Cluster::revokeToken(const Principal& p, const std::string& id) {
+  auto it = world_.tokens.find(id);
+  Status notFound = Status::NotFound("no token '" + id + "'");
+  if (!p.isUser() || it == world_.tokens.end() || it->second.kind == model::TokenKind::kHost)
+    return notFound;
+  const model::ApiToken tok = it->second;
+  if (tok.owner != p.name) {
+    auto u = world_.users.find(tok.owner);
+    if (u == world_.users.end() || !authz::canManageServiceAccount(p, u->second).ok())
+      return notFound;
+  }
+  Change<model::ApiToken> c;
+  c.value = tok;
+  world_.tokens.erase(it);
+  c.batch.add(store::DeleteToken{id});
+  return c;
+}
+
+}  // namespace allot::control
