@@ -196,6 +196,37 @@ CREATE TABLE upgrades (
 CREATE INDEX upgrades_by_pool ON upgrades (pool, state);
 )sql";
 
+// Placeholder for the identity migration, which lands separately as version 8; numbering must
+// be contiguous (sqlite_migrate.cc), so this keeps the audit log at 9 meanwhile. It changes
+// nothing. When identity merges, its migration replaces this one.
+constexpr std::string_view kV8Reserved = "SELECT 1;";
+
+// The audit log (docs/audit.md): one row per change made through the API, append-only like the
+// ledger. request, before and after are JSON texts with secrets already redacted. The id is
+// assigned here (rowid) in commit order; readers page on it.
+constexpr std::string_view kV9Audit = R"sql(
+CREATE TABLE audit (
+  id         INTEGER PRIMARY KEY,
+  at_ms      INTEGER NOT NULL,
+  actor      TEXT NOT NULL,
+  actor_kind TEXT NOT NULL,
+  address    TEXT NOT NULL,
+  action     TEXT NOT NULL,
+  object     TEXT NOT NULL,
+  status     INTEGER NOT NULL,
+  request    TEXT NOT NULL,
+  before     TEXT NOT NULL,
+  after      TEXT NOT NULL
+);
+CREATE INDEX audit_by_at ON audit (at_ms);
+CREATE INDEX audit_by_actor ON audit (actor, id);
+CREATE INDEX audit_by_object ON audit (object, id);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -204,6 +235,8 @@ constexpr std::array kMigrations = {
     Migration{5, "host admin-state transitions", kV5HostTransitions},
     Migration{6, "leases", kV6Leases},
     Migration{7, "rolling upgrades", kV7Upgrades},
+    Migration{8, "reserved for identity", kV8Reserved},
+    Migration{9, "audit log", kV9Audit},
 };
 
 }  // namespace
