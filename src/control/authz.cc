@@ -7,6 +7,14 @@ Status requireAdmin(const Principal& p, const char* what) {
   return Status::PermissionDenied(std::string("only a platform admin may ") + what);
 }
 
+Principal auditReader() {
+  Principal p;
+  p.kind = Principal::Kind::kUser;
+  p.name = "audit";
+  p.role = model::Role::kPlatformAdmin;
+  return p;
+}
+
 bool canSeeTeam(const Principal& p, const std::string& team) {
   if (!p.isUser()) return false;
   return p.isAdmin() || (!p.team.empty() && p.team == team);
