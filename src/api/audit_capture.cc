@@ -94,12 +94,13 @@ bool isSuccess(http::status s) {
 // it or it does not exist (any reply but 2xx).
 boost::asio::awaitable<json> readResource(const Router& router, const std::string& path) {
   auto match = router.match(http::verb::get, path);
-  if (!match.route) co_return json(nullptr);
+  json out = nullptr;
+  if (!match.route) co_return out;
   HttpRequest get{http::verb::get, path, 11};
   ApiRequest req{get, std::move(match.params), {}, control::authz::auditReader()};
   ApiResponse res = co_await match.route->handler(req);
-  if (!isSuccess(res.status)) co_return json(nullptr);
-  co_return parseOrNull(res.body);
+  if (isSuccess(res.status)) out = parseOrNull(res.body);
+  co_return out;
 }
 
 }  // namespace
@@ -200,7 +201,11 @@ boost::asio::awaitable<AuditCapture> AuditCapture::begin(const Router& router, c
   }
   e.request = dumpRedacted(body);
   c.snapshotPath_ = auditSnapshotPath(router, path, route.pattern);
-  if (c.snapshotPath_) e.before = dumpRedacted(co_await readResource(router, *c.snapshotPath_));
+  // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await expressions.
+  if (c.snapshotPath_) {
+    json before = co_await readResource(router, *c.snapshotPath_);
+    e.before = dumpRedacted(std::move(before));
+  }
   co_return c;
 }
 
@@ -211,8 +216,12 @@ boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
   e.status = static_cast<int>(reply.status);
   const json replyJson = parseOrNull(reply.body);
   e.object = auditObjectOf(pattern_, params_, replyJson);
-  e.after = snapshotPath_ ? dumpRedacted(co_await readResource(router, *snapshotPath_))
-                          : dumpRedacted(replyJson);
+  if (snapshotPath_) {
+    json after = co_await readResource(router, *snapshotPath_);
+    e.after = dumpRedacted(std::move(after));
+  } else {
+    e.after = dumpRedacted(replyJson);
+  }
   co_return e;
 }
 

@@ -327,15 +327,23 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
       }
       if (authorized) {
         // Every change through the API leaves one audit entry, durable before the reply.
+        // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await
+        // expressions.
+        const bool audited = AuditCapture::audited(*match.route);
         std::optional<AuditCapture> audit;
-        if (AuditCapture::audited(*match.route)) {
-          audit = co_await AuditCapture::begin(router_, *match.route, areq, path, peerAddress,
-                                               clock_.nowMs());
+        if (audited) {
+          AuditCapture started = co_await AuditCapture::begin(router_, *match.route, areq, path,
+                                                              peerAddress, clock_.nowMs());
+          audit.emplace(std::move(started));
         }
         res = co_await match.route->handler(areq);
         if (audit) {
-          if (auto entry = co_await audit->finish(router_, res))
-            co_await commit(store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
+          std::optional<model::AuditEntry> entry = co_await audit->finish(router_, res);
+          if (entry) {
+            store::WriteBatch batch;
+            batch.add(store::AppendAudit{std::move(*entry)});
+            co_await commit(std::move(batch));
+          }
         }
       }
     }

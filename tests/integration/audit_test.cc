@@ -107,7 +107,8 @@ TEST_F(AuditTest, EveryChangeLeavesOneEntryAndNoSecret) {
   json submitted = one("POST /api/v1/jobs");
   EXPECT_EQ(textOf(submitted, "actor"), "alice");
   EXPECT_EQ(textOf(submitted, "object"), "job:" + std::to_string(job));
-  EXPECT_EQ(textOf(submitted["after"], "state"), "queued");
+  EXPECT_TRUE(submitted["before"].is_null());
+  EXPECT_EQ(submitted["after"]["id"], job) << "after is the reply: the job as submitted";
 
   json cancel = one("POST /api/v1/jobs/{id}/cancel");
   EXPECT_EQ(textOf(cancel, "actor"), "alice");
