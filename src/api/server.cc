@@ -329,9 +329,8 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
         // Every change through the API leaves one audit entry, durable before the reply.
         // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await
         // expressions.
-        const bool audited = AuditCapture::audited(*match.route);
         std::optional<AuditCapture> audit;
-        if (audited) {
+        if (AuditCapture::audited(*match.route)) {
           AuditCapture started = co_await AuditCapture::begin(router_, *match.route, areq, path,
                                                               peerAddress, clock_.nowMs());
           audit.emplace(std::move(started));
