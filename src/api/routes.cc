@@ -360,6 +360,7 @@ void registerRoutes(Router& router, Server& s) {
   registerIdleRoutes(router, s);
   registerUpgradeRoutes(router, s);
   registerLeaseRoutes(router, s);
+  registerAuditRoutes(router, s);
 }
 
 }  // namespace allot::api

@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "api/agent_stream.h"
+#include "api/audit_capture.h"
 #include "control/async_commit.h"
 #include "model/json.h"
 
@@ -262,6 +263,9 @@ asio::awaitable<void> Server::acceptLoop() {
 asio::awaitable<void> Server::session(tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
+  boost::system::error_code peerError;
+  const auto peer = stream.socket().remote_endpoint(peerError);
+  const std::string peerAddress = peerError ? std::string() : peer.address().to_string();
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.maxBodyBytes);
@@ -321,7 +325,26 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
               Status::PermissionDenied("a host credential cannot call " + std::string(path)));
         }
       }
-      if (authorized) res = co_await match.route->handler(areq);
+      if (authorized) {
+        // Every change through the API leaves one audit entry, durable before the reply.
+        // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await
+        // expressions.
+        std::optional<AuditCapture> audit;
+        if (AuditCapture::audited(*match.route)) {
+          AuditCapture started = co_await AuditCapture::begin(router_, *match.route, areq, path,
+                                                              peerAddress, clock_.nowMs());
+          audit.emplace(std::move(started));
+        }
+        res = co_await match.route->handler(areq);
+        if (audit) {
+          std::optional<model::AuditEntry> entry = co_await audit->finish(router_, res);
+          if (entry) {
+            store::WriteBatch batch;
+            batch.add(store::AppendAudit{std::move(*entry)});
+            co_await commit(std::move(batch));
+          }
+        }
+      }
     }
     metrics_.request(
         match.route ? match.route->pattern : std::string("(unmatched)"),

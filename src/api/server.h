@@ -58,6 +58,8 @@ class Server {
   const ServerMetrics& metrics() const { return metrics_; }
   ServerMetrics& metrics() { return metrics_; }
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
+  // Reads of what loadAll leaves in the store (the audit log); blocks the caller briefly.
+  store::Store& store() { return *store_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -120,6 +122,8 @@ void registerTelemetryRoutes(Router& router, Server& server);
 void registerIdleRoutes(Router& router, Server& server);
 // Rolling upgrades of a pool (routes_upgrades.cc); called by registerRoutes.
 void registerUpgradeRoutes(Router& router, Server& server);
+// The audit log and its JSON-lines export (routes_audit.cc); called by registerRoutes.
+void registerAuditRoutes(Router& router, Server& server);
 // Leases (routes_leases.cc); called by registerRoutes.
 void registerLeaseRoutes(Router& router, Server& server);
 // The lease a host is in now or held for next, as host views show it (null when none).

@@ -131,6 +131,13 @@ Result<json> ApiClient::patch(const std::string& path, const json& body) {
 
 Result<json> ApiClient::del(const std::string& path) { return call("DELETE", path, ""); }
 
+Result<HttpResponse> ApiClient::getRaw(const std::string& path) {
+  auto res = http_->request("GET", kApiBase + path, "");
+  if (!res.ok()) return res.status();
+  if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
+  return res;
+}
+
 Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank) {
   std::string target = std::string(kApiBase) + "/jobs/" + std::to_string(jobId) +
                        "/logs?offset=" + std::to_string(offset);

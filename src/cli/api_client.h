@@ -44,6 +44,10 @@ class ApiClient {
   // `rank`: which process of a multi-host job (0 for a single-host job).
   Result<LogChunk> jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank = 0);
 
+  // A GET whose reply is not one JSON document (JSON lines): the reply as sent, headers included;
+  // an error reply is a Status like everywhere else.
+  Result<HttpResponse> getRaw(const std::string& path);
+
   const std::string& serverUrl() const { return http_->url().text; }
 
  private:

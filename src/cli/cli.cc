@@ -35,6 +35,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);
+  addAuditCommands(app, ctx);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

@@ -24,5 +24,6 @@ void addQuotaCommands(CLI::App& app, Context& ctx);
 void addIdleCommands(CLI::App& app, Context& ctx);
 void addReportCommands(CLI::App& app, Context& ctx);  // report usage
 void addLeaseCommands(CLI::App& app, Context& ctx);   // lease
+void addAuditCommands(CLI::App& app, Context& ctx);   // audit, audit export
 
 }  // namespace allot::cli

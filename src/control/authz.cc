@@ -9,6 +9,14 @@ Status requireAdmin(const Principal& p, const char* what) {
   return Status::PermissionDenied(std::string("only a platform admin may ") + what);
 }
 
+Principal auditReader() {
+  Principal p;
+  p.kind = Principal::Kind::kUser;
+  p.name = "audit";
+  p.platformAdmin = true;
+  return p;
+}
+
 bool canSeeTeam(const Principal& p, const std::string& team) {
   return p.isAdmin() || p.inTeam(team);
 }

@@ -17,6 +17,10 @@ namespace allot::control::authz {
 
 // Platform settings: teams, users, pools, join tokens, hosts.
 Status requireAdmin(const Principal& p, const char* what);
+// The principal that the audit log reads resources as (api/audit_capture.h): a platform admin,
+// so that an entry's before and after show the whole object, whoever made the change.
+Principal auditReader();
+
 // A team's objects (projects, jobs) are visible to its members (any role) and platform admins.
 bool canSeeTeam(const Principal& p, const std::string& team);
 bool canSeeJob(const Principal& p, const model::Job& job);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/audit.h"
 #include "model/model.h"
 
 namespace allot::store {
@@ -76,9 +77,14 @@ struct PutLease {
   model::Lease lease;
 };
 
-using WriteOp =
-    std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
-                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade, PutLease>;
+// Appends one audit entry (model::AuditEntry); the store assigns its id. Never replaces one.
+struct AppendAudit {
+  model::AuditEntry entry;
+};
+
+using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
+                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent,
+                             AppendHostTransition, PutUpgrade, PutLease, AppendAudit>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;
@@ -111,6 +117,19 @@ struct Contents {
   std::vector<model::Lease> leases;                    // every one, in id order
 };
 
+// Which audit entries to read (Store::queryAudit). Empty strings and zeros filter nothing.
+struct AuditQuery {
+  TimeMs since = 0;  // at >= since
+  TimeMs until = 0;  // at < until
+  std::string actor;
+  // The object itself or anything under it: "host:gpu-01" also matches "host:gpu-01/gpu:3".
+  std::string object;
+  int64_t afterId = 0;   // id > afterId
+  int64_t beforeId = 0;  // id < beforeId
+  bool newestFirst = false;
+  size_t limit = 100;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -124,6 +143,10 @@ class Store {
   // Queues the batch for the next group commit; `done` runs on the store's writer thread once
   // the batch is durable (or failed). Never blocks on disk.
   virtual void submit(WriteBatch batch, std::function<void(Status)> done) = 0;
+
+  // Reads audit entries (never loaded by loadAll: the log grows without bound), in id order or
+  // its reverse, at most q.limit. May run alongside writes; sees every batch already durable.
+  virtual Result<std::vector<model::AuditEntry>> queryAudit(const AuditQuery& q) = 0;
 
   // Schema version this store is at, after migrations.
   virtual int schemaVersion() const = 0;

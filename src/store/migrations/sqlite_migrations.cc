@@ -205,6 +205,32 @@ ALTER TABLE users ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE tokens ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
 )sql";
 
+// The audit log (docs/audit.md): one row per change made through the API, append-only like the
+// ledger. request, before and after are JSON texts with secrets already redacted. The id is
+// assigned here (rowid) in commit order; readers page on it.
+constexpr std::string_view kV9Audit = R"sql(
+CREATE TABLE audit (
+  id         INTEGER PRIMARY KEY,
+  at_ms      INTEGER NOT NULL,
+  actor      TEXT NOT NULL,
+  actor_kind TEXT NOT NULL,
+  address    TEXT NOT NULL,
+  action     TEXT NOT NULL,
+  object     TEXT NOT NULL,
+  status     INTEGER NOT NULL,
+  request    TEXT NOT NULL,
+  before     TEXT NOT NULL,
+  after      TEXT NOT NULL
+);
+CREATE INDEX audit_by_at ON audit (at_ms);
+CREATE INDEX audit_by_actor ON audit (actor, id);
+CREATE INDEX audit_by_object ON audit (object, id);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -214,6 +240,7 @@ constexpr std::array kMigrations = {
     Migration{6, "leases", kV6Leases},
     Migration{7, "rolling upgrades", kV7Upgrades},
     Migration{8, "user documents: teams, roles, credentials", kV8Identity},
+    Migration{9, "audit log", kV9Audit},
 };
 
 }  // namespace

@@ -71,6 +71,11 @@ constexpr std::string_view kPutUpgrade =
     "ON CONFLICT (id) DO UPDATE SET pool = excluded.pool, state = excluded.state, "
     "created_ms = excluded.created_ms, doc = excluded.doc";
 
+// id is left out: SQLite assigns the next rowid, so ids follow commit order.
+constexpr std::string_view kAppendAudit =
+    "INSERT INTO audit (at_ms, actor, actor_kind, address, action, object, status, request, "
+    "before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
 std::string joinStrings(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -168,15 +173,15 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},           {&s.user_, kPutUser},
-      {&s.token_, kPutToken},         {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject},     {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},           {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},           {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},      {&s.hostTransition_, kAppendHostTransition},
-      {&s.upgrade_, kPutUpgrade},     {&s.lease_, kPutLease},
-      {&s.begin_, "BEGIN IMMEDIATE"}, {&s.commit_, "COMMIT"},
-      {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
+      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},       {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
+      {&s.upgrade_, kPutUpgrade}, {&s.lease_, kPutLease},
+      {&s.audit_, kAppendAudit},  {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -375,6 +380,24 @@ Status WriteStatements::put(const AppendEvent& op) {
         .text(joinStrings(e.hosts))
         .text(e.message)
         .text(e.details)
+        .run();
+  });
+}
+
+Status WriteStatements::put(const AppendAudit& op) {
+  const model::AuditEntry& e = op.entry;
+  return guarded("audit entry for " + e.action, [&] {
+    return Binder(audit_.get())
+        .integer(e.at)
+        .text(e.actor)
+        .text(e.actorKind)
+        .text(e.address)
+        .text(e.action)
+        .text(e.object)
+        .integer(e.status)
+        .text(e.request)
+        .text(e.before)
+        .text(e.after)
         .run();
   });
 }
@@ -614,6 +637,48 @@ Result<Contents> loadContents(sqlite3* db) {
   });
   if (!st.ok()) return st.withContext("failed to load leases");
   return c;
+}
+
+Result<std::vector<model::AuditEntry>> queryAudit(sqlite3* db, const AuditQuery& q) {
+  // Every filter is in the statement, with a neutral value when unset, so one shape of SQL serves
+  // all queries. The object filter matches the object or anything under it ("host:a" matches
+  // "host:a/gpu:0"), without LIKE, whose wildcards names may contain.
+  std::string sql =
+      "SELECT id, at_ms, actor, actor_kind, address, action, object, status, request, before, "
+      "after FROM audit WHERE at_ms >= ?1 AND (?2 = 0 OR at_ms < ?2) AND (?3 = '' OR actor = ?3) "
+      "AND (?4 = '' OR object = ?4 OR substr(object, 1, length(?4) + 1) = ?4 || '/') "
+      "AND id > ?5 AND (?6 = 0 OR id < ?6) ORDER BY id ";
+  sql += q.newestFirst ? "DESC" : "ASC";
+  sql += " LIMIT ?7";
+  auto stmt = prepare(db, sql);
+  if (!stmt.ok()) return stmt.status().withContext("failed to read the audit log");
+  sqlite3_stmt* s = stmt->get();
+  sqlite3_bind_int64(s, 1, q.since);
+  sqlite3_bind_int64(s, 2, q.until);
+  sqlite3_bind_text(s, 3, q.actor.data(), static_cast<int>(q.actor.size()), SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, q.object.data(), static_cast<int>(q.object.size()), SQLITE_STATIC);
+  sqlite3_bind_int64(s, 5, q.afterId);
+  sqlite3_bind_int64(s, 6, q.beforeId);
+  sqlite3_bind_int64(s, 7, static_cast<int64_t>(q.limit));
+  std::vector<model::AuditEntry> out;
+  for (;;) {
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) return out;
+    if (rc != SQLITE_ROW) return lastError(db, rc, "failed to read the audit log");
+    model::AuditEntry e;
+    e.id = columnInt(s, 0);
+    e.at = columnInt(s, 1);
+    e.actor = columnText(s, 2);
+    e.actorKind = columnText(s, 3);
+    e.address = columnText(s, 4);
+    e.action = columnText(s, 5);
+    e.object = columnText(s, 6);
+    e.status = static_cast<int>(columnInt(s, 7));
+    e.request = columnText(s, 8);
+    e.before = columnText(s, 9);
+    e.after = columnText(s, 10);
+    out.push_back(std::move(e));
+  }
 }
 
 }  // namespace allot::store::sqlite

@@ -41,6 +41,7 @@ class WriteStatements {
   Status put(const AppendHostTransition& op);
   Status put(const PutUpgrade& op);
   Status put(const PutLease& op);
+  Status put(const AppendAudit& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -56,12 +57,16 @@ class WriteStatements {
   StmtHandle hostTransition_;
   StmtHandle upgrade_;
   StmtHandle lease_;
+  StmtHandle audit_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;
 };
 
-// Reads every table; jobs come ordered by id, everything else by key.
+// Reads every table; jobs come ordered by id, everything else by key. Not the audit log.
 Result<Contents> loadContents(sqlite3* db);
+
+// Reads the audit entries `q` selects (Store::queryAudit).
+Result<std::vector<model::AuditEntry>> queryAudit(sqlite3* db, const AuditQuery& q);
 
 }  // namespace allot::store::sqlite

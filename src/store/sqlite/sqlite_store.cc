@@ -70,6 +70,13 @@ Result<Contents> SqliteStore::loadAll() {
   return contents;
 }
 
+Result<std::vector<model::AuditEntry>> SqliteStore::queryAudit(const AuditQuery& q) {
+  std::lock_guard lock(readMu_);
+  auto entries = sqlite::queryAudit(readDb_.get(), q);
+  if (!entries.ok()) return entries.status().withContext("store " + path_);
+  return entries;
+}
+
 Status SqliteStore::commit(WriteBatch batch) {
   if (std::this_thread::get_id() == writer_.get_id()) {
     return Status::Internal(

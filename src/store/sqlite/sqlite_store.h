@@ -9,8 +9,9 @@
 // queued batch at once, applies them in order inside one transaction (group commit), then runs
 // each `done` in order on the writer thread. If the group fails, it is rolled back and each batch
 // is retried in its own transaction, so a bad batch fails alone. loadAll() reads through a
-// separate connection and may run alongside the writer. `done` callbacks must not call commit()
-// (it would wait on the thread running them); they may call submit().
+// separate connection and may run alongside the writer; so does queryAudit, on the same one. `done`
+// callbacks must not call commit() (it would wait on the thread running them); they may call
+// submit().
 //
 // Destruction drains the queue (every queued batch is applied and its `done` run), then joins
 // the writer. No submit may race with the destructor.
@@ -44,6 +45,7 @@ class SqliteStore final : public Store {
   // Store
   Result<Contents> loadAll() override;
   Status commit(WriteBatch batch) override;
+  Result<std::vector<model::AuditEntry>> queryAudit(const AuditQuery& q) override;
   void submit(WriteBatch batch, std::function<void(Status)> done) override;
   int schemaVersion() const override { return schemaVersion_; }
 

@@ -1,0 +1,228 @@
+#include "api/audit_capture.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <vector>
+
+#include "control/authz.h"
+
+namespace allot::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 12> kSecretWords = {
+    "password", "passwd", "token",      "tokens",      "secret", "secrets",
+    "hash",     "key",    "credential", "credentials", "apikey", "passphrase"};
+
+// "join_token" -> {join, token}; "apiKey" -> {api, key}; "HF_TOKEN" -> {hf, token}.
+std::vector<std::string> wordsOf(std::string_view key) {
+  std::vector<std::string> words(1);
+  for (size_t i = 0; i < key.size(); ++i) {
+    const unsigned char c = key[i];
+    if (c == '_' || c == '-' || c == '.' || c == ' ') {
+      if (!words.back().empty()) words.emplace_back();
+      continue;
+    }
+    const bool upper = std::isupper(c) != 0;
+    if (upper && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1])) &&
+        !words.back().empty())
+      words.emplace_back();
+    words.back() += static_cast<char>(std::tolower(c));
+  }
+  return words;
+}
+
+bool namesSecret(std::string_view key) {
+  for (const auto& w : wordsOf(key)) {
+    if (std::find(kSecretWords.begin(), kSecretWords.end(), w) != kSecretWords.end()) return true;
+  }
+  return false;
+}
+
+std::vector<std::string_view> segmentsOf(std::string_view p) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < p.size()) {
+    if (p[i] == '/') {
+      ++i;
+      continue;
+    }
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    out.push_back(p.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool isParam(std::string_view seg) {
+  return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
+}
+
+// "hosts" -> "host", "policies" -> "policy", "join-tokens" -> "join-token".
+std::string singular(std::string_view plural) {
+  std::string s(plural);
+  if (s.size() > 3 && s.ends_with("ies")) return s.substr(0, s.size() - 3) + "y";
+  if (s.size() > 1 && s.back() == 's') s.pop_back();
+  return s;
+}
+
+std::string idText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return "";
+}
+
+json parseOrNull(std::string_view text) {
+  if (text.empty()) return nullptr;
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+std::string dumpRedacted(json j) {
+  return redactSecrets(std::move(j)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool isSuccess(http::status s) {
+  const int code = static_cast<int>(s);
+  return code >= 200 && code < 300;
+}
+
+// The resource at `path` as a platform admin sees it through the API; null when no GET serves
+// it or it does not exist (any reply but 2xx).
+boost::asio::awaitable<json> readResource(const Router& router, const std::string& path) {
+  auto match = router.match(http::verb::get, path);
+  json out = nullptr;
+  if (!match.route) co_return out;
+  HttpRequest get{http::verb::get, path, 11};
+  ApiRequest req{get, std::move(match.params), {}, control::authz::auditReader()};
+  ApiResponse res = co_await match.route->handler(req);
+  if (isSuccess(res.status)) out = parseOrNull(res.body);
+  co_return out;
+}
+
+}  // namespace
+
+json redactSecrets(json j) {
+  if (j.is_object()) {
+    for (auto& item : j.items()) {
+      json& value = item.value();
+      value = namesSecret(item.key()) && !value.is_null() ? json("[redacted]")
+                                                          : redactSecrets(std::move(value));
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) v = redactSecrets(std::move(v));
+  }
+  return j;
+}
+
+std::string auditObjectOf(const std::string& pattern,
+                          const std::map<std::string, std::string>& params, const json& reply) {
+  const auto segs = segmentsOf(pattern);
+  std::string object;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!isParam(segs[i])) continue;
+    const std::string name(segs[i].substr(1, segs[i].size() - 2));
+    const std::string kind = i > 0 && !isParam(segs[i - 1]) ? singular(segs[i - 1]) : name;
+    auto it = params.find(name);
+    object += (object.empty() ? "" : "/") + kind + ":" + (it == params.end() ? "" : it->second);
+  }
+  if (!object.empty() || !reply.is_object() || segs.empty()) return object;
+
+  const std::string kind = singular(segs.back());
+  if (reply.contains("id") && !idText(reply["id"]).empty()) return kind + ":" + idText(reply["id"]);
+  if (reply.contains("name") && reply["name"].is_string()) {
+    const std::string name = reply["name"].get<std::string>();
+    // A project is named within its team, as in the routes under /teams/{team}/projects.
+    if (kind == "project" && reply.contains("team") && reply["team"].is_string())
+      return "team:" + reply["team"].get<std::string>() + "/project:" + name;
+    return kind + ":" + name;
+  }
+  for (const auto& item : reply.items()) {
+    const json& value = item.value();
+    if (!value.is_object()) continue;
+    for (const char* field : {"id", "name"}) {
+      if (value.contains(field) && !idText(value[field]).empty())
+        return item.key() + ":" + idText(value[field]);
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> auditSnapshotPath(const Router& router, std::string_view path,
+                                             const std::string& pattern) {
+  const auto patternSegs = segmentsOf(pattern);
+  const auto pathSegs = segmentsOf(path);
+  if (patternSegs.size() != pathSegs.size()) return std::nullopt;
+  auto firstParam = std::find_if(patternSegs.begin(), patternSegs.end(), isParam);
+  if (firstParam == patternSegs.end()) return std::nullopt;
+  const size_t shortest = static_cast<size_t>(firstParam - patternSegs.begin()) + 1;
+  for (size_t n = pathSegs.size(); n >= shortest; --n) {
+    std::string prefix;
+    for (size_t i = 0; i < n; ++i) prefix += "/" + std::string(pathSegs[i]);
+    if (router.match(http::verb::get, prefix).route) return prefix;
+  }
+  return std::nullopt;
+}
+
+bool AuditCapture::audited(const Route& route) {
+  return route.method != http::verb::get && route.method != http::verb::head &&
+         route.method != http::verb::options;
+}
+
+boost::asio::awaitable<AuditCapture> AuditCapture::begin(const Router& router, const Route& route,
+                                                         const ApiRequest& req,
+                                                         std::string_view path, std::string address,
+                                                         TimeMs now) {
+  AuditCapture c;
+  c.pattern_ = route.pattern;
+  c.params_ = req.params;
+  model::AuditEntry& e = c.entry_;
+  e.at = now;
+  e.address = std::move(address);
+  e.action = std::string(http::to_string(route.method)) + " " + route.pattern;
+  const json body = parseOrNull(req.raw.body());
+  if (req.principal && req.principal->kind == control::Principal::Kind::kHost) {
+    e.actor = "host:" + req.principal->name;
+    e.actorKind = "host";
+  } else if (req.principal) {
+    e.actor = req.principal->name;
+    e.actorKind = "user";
+  } else if (body.is_object() && body.contains("join_token") && body["join_token"].is_string()) {
+    // A host joining: the join token's id (before '_') names who let it in; the rest is secret.
+    const std::string token = body["join_token"].get<std::string>();
+    e.actor = "join:" + token.substr(0, token.find('_'));
+    e.actorKind = "join";
+  } else {
+    e.actor = "anonymous";
+    e.actorKind = "anonymous";
+  }
+  e.request = dumpRedacted(body);
+  c.snapshotPath_ = auditSnapshotPath(router, path, route.pattern);
+  // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await expressions.
+  if (c.snapshotPath_) {
+    json before = co_await readResource(router, *c.snapshotPath_);
+    e.before = dumpRedacted(std::move(before));
+  }
+  co_return c;
+}
+
+boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
+    const Router& router, const ApiResponse& reply) {
+  if (!isSuccess(reply.status)) co_return std::nullopt;
+  model::AuditEntry e = std::move(entry_);
+  e.status = static_cast<int>(reply.status);
+  const json replyJson = parseOrNull(reply.body);
+  e.object = auditObjectOf(pattern_, params_, replyJson);
+  if (snapshotPath_) {
+    json after = co_await readResource(router, *snapshotPath_);
+    e.after = dumpRedacted(std::move(after));
+  } else {
+    e.after = dumpRedacted(replyJson);
+  }
+  co_return e;
+}
+
+}  // namespace allot::api

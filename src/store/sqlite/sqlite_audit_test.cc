@@ -1,0 +1,145 @@
+// The audit log in the SQLite store: appended with ids in commit order, read back through
+// queryAudit with every filter, never changed or removed.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace allot::store {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class SqliteAuditTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "allot-audit-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = (dir_ / "allot.db").string();
+    auto store = SqliteStore::open(path_);
+    ASSERT_TRUE(store.ok()) << store.status().toString();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static model::AuditEntry entry(TimeMs at, std::string actor, std::string object) {
+    model::AuditEntry e;
+    e.at = at;
+    e.actor = std::move(actor);
+    e.actorKind = "user";
+    e.address = "10.0.0.7";
+    e.action = "POST /api/v1/hosts/{name}/drain";
+    e.object = std::move(object);
+    e.status = 200;
+    e.request = R"({"deadline":"30m"})";
+    e.before = R"({"admin_state":"available"})";
+    e.after = R"({"admin_state":"draining"})";
+    return e;
+  }
+
+  std::vector<int64_t> ids(const AuditQuery& q) {
+    auto got = store_->queryAudit(q);
+    EXPECT_TRUE(got.ok()) << got.status().toString();
+    std::vector<int64_t> out;
+    if (got.ok())
+      for (const auto& e : *got) out.push_back(e.id);
+    return out;
+  }
+
+  fs::path dir_;
+  std::string path_;
+  std::unique_ptr<SqliteStore> store_;
+};
+
+TEST_F(SqliteAuditTest, EntriesRoundTripWithIdsInCommitOrder) {
+  ASSERT_TRUE(
+      store_->commit(WriteBatch{}.add(AppendAudit{entry(1'000, "root", "host:gpu-01")})).ok());
+  ASSERT_TRUE(store_->commit(WriteBatch{}.add(AppendAudit{entry(2'000, "alice", "job:42")})).ok());
+  auto got = store_->queryAudit(AuditQuery{});
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  ASSERT_EQ(got->size(), 2u);
+  const model::AuditEntry& e = (*got)[0];
+  EXPECT_EQ(e.id, 1);
+  EXPECT_EQ(e.at, 1'000);
+  EXPECT_EQ(e.actor, "root");
+  EXPECT_EQ(e.actorKind, "user");
+  EXPECT_EQ(e.address, "10.0.0.7");
+  EXPECT_EQ(e.action, "POST /api/v1/hosts/{name}/drain");
+  EXPECT_EQ(e.object, "host:gpu-01");
+  EXPECT_EQ(e.status, 200);
+  EXPECT_EQ(e.request, R"({"deadline":"30m"})");
+  EXPECT_EQ(e.before, R"({"admin_state":"available"})");
+  EXPECT_EQ(e.after, R"({"admin_state":"draining"})");
+  EXPECT_EQ((*got)[1].id, 2);
+  EXPECT_EQ((*got)[1].actor, "alice");
+}
+
+TEST_F(SqliteAuditTest, EntriesSurviveReopeningAndAreNotPartOfLoadAll) {
+  ASSERT_TRUE(store_->commit(WriteBatch{}.add(AppendAudit{entry(1'000, "root", "team:ml")})).ok());
+  store_.reset();
+  auto reopened = SqliteStore::open(path_);
+  ASSERT_TRUE(reopened.ok());
+  store_ = std::move(reopened).value();
+  EXPECT_THAT(ids(AuditQuery{}), ElementsAre(1));
+  ASSERT_TRUE(store_->commit(WriteBatch{}.add(AppendAudit{entry(2'000, "root", "team:ml")})).ok());
+  EXPECT_THAT(ids(AuditQuery{}), ElementsAre(1, 2));
+}
+
+TEST_F(SqliteAuditTest, QueryFiltersByTimeActorObjectAndPages) {
+  WriteBatch batch;
+  batch.add(AppendAudit{entry(1'000, "root", "host:gpu-01")});            // 1
+  batch.add(AppendAudit{entry(2'000, "alice", "host:gpu-01/gpu:3")});     // 2
+  batch.add(AppendAudit{entry(3'000, "root", "host:gpu-010")});           // 3
+  batch.add(AppendAudit{entry(4'000, "bob", "team:ml/project:vision")});  // 4
+  batch.add(AppendAudit{entry(5'000, "root", "team:ml")});                // 5
+  batch.add(AppendAudit{entry(6'000, "alice", "host_gpu-01")});           // 6
+  ASSERT_TRUE(store_->commit(std::move(batch)).ok());
+
+  EXPECT_THAT(ids({.since = 2'000, .until = 5'000}), ElementsAre(2, 3, 4));
+  EXPECT_THAT(ids({.actor = "alice"}), ElementsAre(2, 6));
+  // The object and what is under it; not another object whose name merely starts the same.
+  EXPECT_THAT(ids({.object = "host:gpu-01"}), ElementsAre(1, 2));
+  EXPECT_THAT(ids({.object = "team:ml"}), ElementsAre(4, 5));
+  EXPECT_THAT(ids({.object = "host_gpu-01"}), ElementsAre(6));
+  EXPECT_THAT(ids({.actor = "root", .object = "host:gpu-01"}), ElementsAre(1));
+  // Paging both ways.
+  EXPECT_THAT(ids({.afterId = 2, .limit = 2}), ElementsAre(3, 4));
+  EXPECT_THAT(ids({.newestFirst = true, .limit = 2}), ElementsAre(6, 5));
+  EXPECT_THAT(ids({.beforeId = 5, .newestFirst = true, .limit = 2}), ElementsAre(4, 3));
+  EXPECT_THAT(ids({.since = 7'000}), ElementsAre());
+}
+
+TEST_F(SqliteAuditTest, TheAuditLogRefusesUpdatesAndDeletes) {
+  ASSERT_TRUE(store_->commit(WriteBatch{}.add(AppendAudit{entry(1'000, "root", "team:ml")})).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_NE(sqlite3_exec(db, "UPDATE audit SET actor = 'someone else'", nullptr, nullptr, &err),
+            SQLITE_OK);
+  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
+  sqlite3_free(err);
+  err = nullptr;
+  EXPECT_NE(sqlite3_exec(db, "DELETE FROM audit", nullptr, nullptr, &err), SQLITE_OK);
+  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  auto got = store_->queryAudit(AuditQuery{});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].actor, "root");
+}
+
+}  // namespace
+}  // namespace allot::store
