@@ -25,6 +25,37 @@ Status canSubmitTo(const Principal& p, const std::string& team) {
   return Status::NotFound("no team '" + team + "'");
 }
 
+namespace {
+
+// Roles in a team, weakest first: what one may do, every higher role may do too.
+int roleRank(model::Role r) {
+  switch (r) {
+    case model::Role::kMember:
+      return 1;
+    case model::Role::kTeamAdmin:
+      return 2;
+    case model::Role::kPlatformAdmin:
+      return 3;
+  }
+  return 0;
+}
+
+// The caller's role in `team`. One place, so that per-team roles change only this.
+std::optional<model::Role> roleInTeam(const Principal& p, const std::string& team) {
+  if (!p.isUser() || p.team.empty() || p.team != team) return std::nullopt;
+  return p.role;
+}
+
+}  // namespace
+
+Status canSubmitToContour(const Principal& p, const std::string& team, const ContourRule& contour) {
+  if (p.isAdmin()) return Status::Ok();
+  auto role = roleInTeam(p, team);
+  if (role && roleRank(*role) >= roleRank(contour.submitRole)) return Status::Ok();
+  return Status::PermissionDenied("submitting to contour '" + contour.name + "' needs role " +
+                                  model::roleName(contour.submitRole) + " in team '" + team + "'");
+}
+
 Status canManageTeam(const Principal& p, const std::string& team) {
   if (!canSeeTeam(p, team)) return Status::NotFound("no team '" + team + "'");
   if (p.isAdmin() || p.role == model::Role::kTeamAdmin) return Status::Ok();

@@ -4,6 +4,7 @@
 // The identity-and-access issue extends these functions; callers stay as they are.
 
 #include "common/status.h"
+#include "control/contours.h"
 #include "control/principal.h"
 #include "model/model.h"
 
@@ -19,6 +20,10 @@ bool canSeeJob(const Principal& p, const model::Job& job);
 Status canCancelJob(const Principal& p, const model::Job& job);
 // Submitting work into a team: its members, and admins on behalf of any team.
 Status canSubmitTo(const Principal& p, const std::string& team);
+// Submitting work of `team` into a contour: platform admins always; others need at least the
+// contour's submit role in that team (PermissionDenied naming the contour and the role). Call
+// after canSubmitTo, which decides whether the team exists for the caller at all.
+Status canSubmitToContour(const Principal& p, const std::string& team, const ContourRule& contour);
 // Running a team: its projects and the split of its quota among them. Platform admins and the
 // team's team-admins; other members of the team are refused (403), other teams get NotFound.
 Status canManageTeam(const Principal& p, const std::string& team);
