@@ -136,7 +136,8 @@ FakeResponse api(const FakeRequest& r) {
               {"weight", body.value("weight", 1.0)},
               {"lend_dedicated", body.value("lend_dedicated", false)}};
     json limits = json::object();
-    for (const auto& [contour, n] : body.value("contour_limits", json::object()).items()) {
+    const json asked = body.value("contour_limits", json::object());
+    for (const auto& [contour, n] : asked.items()) {
       if (!n.is_null()) limits[contour] = n;
     }
     q["contour_limits"] = limits;
@@ -692,7 +693,7 @@ TEST_F(CliTest, ContoursForHostsJobsAndQuotas) {
 
   EXPECT_EQ(run({"run", "--contour", "test", "--", "serve"}), 0);
   EXPECT_EQ(json::parse(server_.requests().at(1).body),
-            json({{"command", {"serve"}}, {"contour", "test"}}));
+            json({{"command", {"serve"}}, {"gpus", 0}, {"contour", "test"}}));
 
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--contour-limit", "prod=4", "--contour-limit",
                  "test=none"}),

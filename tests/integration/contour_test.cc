@@ -11,7 +11,8 @@ namespace {
 class ContourTest : public TestCluster {
  protected:
   json explain(const std::string& token, int64_t id) {
-    auto r = httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", token);
+    auto r =
+        httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", token);
     if (r.status != 200)
       throw std::runtime_error("explain: " + std::to_string(r.status) + " " + r.body);
     return r.parsed();
@@ -45,8 +46,8 @@ TEST_F(ContourTest, JobsRunOnlyInTheirContourAndProdNeedsATeamAdmin) {
 
   createTeam("ml");
   std::string alice = createUser("alice", "ml");
-  json made = cliJson(adminToken_, {"user", "create", "carol", "--team", "ml", "--role",
-                                    "team-admin"});
+  json made =
+      cliJson(adminToken_, {"user", "create", "carol", "--team", "ml", "--role", "team-admin"});
   std::string carol = textOf(made, "token");
   ASSERT_FALSE(carol.empty()) << made.dump();
 
@@ -55,8 +56,8 @@ TEST_F(ContourTest, JobsRunOnlyInTheirContourAndProdNeedsATeamAdmin) {
   EXPECT_NE(refused.code, 0);
   EXPECT_NE(refused.err.find("contour 'prod' needs role team-admin"), std::string::npos)
       << refused.describe();
-  auto raw = httpRequest(port_, "POST", "/api/v1/jobs",
-                         R"({"command":["true"],"contour":"qa"})", alice);
+  auto raw =
+      httpRequest(port_, "POST", "/api/v1/jobs", R"({"command":["true"],"contour":"qa"})", alice);
   EXPECT_EQ(raw.status, 400) << raw.body;
   EXPECT_EQ(textOf(raw.parsed()["error"], "field"), "contour") << raw.body;
   EXPECT_TRUE(cliJson(alice, {"job", "list"}).empty());
