@@ -103,6 +103,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   }
   ALLOT_RETURN_IF_ERROR(assign(req.minDriver, in.optionalString("min_driver")));
   ALLOT_RETURN_IF_ERROR(assign(req.minCuda, in.optionalString("min_cuda")));
+  ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
   return req;
 }
 
@@ -237,11 +238,12 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team", "project", "command", "env",
-                                                   "gpus", "gpu_model", "gpu_models", "gpu_milli",
-                                                   "gpu_memory_mib", "cpu_millis", "memory_mib",
-                                                   "priority", "preemptible", "whole_host", "hosts",
-                                                   "max_runtime", "min_driver", "min_cuda"}));
+    TRY_ASSIGN(in, JsonInput::parse(
+                       r.raw.body(),
+                       {"name",       "team",        "project",    "command",     "env",
+                        "gpus",       "gpu_model",   "gpu_models", "gpu_milli",   "gpu_memory_mib",
+                        "cpu_millis", "memory_mib",  "priority",   "preemptible", "whole_host",
+                        "hosts",      "max_runtime", "min_driver", "min_cuda",    "contour"}));
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(change);

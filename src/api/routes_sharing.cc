@@ -30,6 +30,31 @@ Result<std::optional<int>> readLimit(const JsonInput& in, const char* field) {
   return std::optional<int>(*v);
 }
 
+// {"prod": 4, "test": null}: a number sets that contour's limit, null removes it.
+Result<std::map<std::string, std::optional<int>>> readContourLimits(const JsonInput& in) {
+  std::map<std::string, std::optional<int>> out;
+  if (!in.has("contour_limits")) return out;
+  const auto& j = in.root()["contour_limits"];
+  if (!j.is_object())
+    return Status::InvalidArgument(
+        "contour_limits: must be an object of contour -> GPUs (or null to remove)",
+        "contour_limits");
+  for (const auto& [contour, v] : j.items()) {
+    if (v.is_null()) {
+      out[contour] = std::nullopt;
+    } else if (v.is_number_integer() && v.get<int64_t>() >= 0 &&
+               v.get<int64_t>() <= kMaxGuaranteedGpus) {
+      out[contour] = v.get<int>();
+    } else {
+      return Status::InvalidArgument("contour_limits." + contour +
+                                         ": must be a number of GPUs between 0 and " +
+                                         std::to_string(kMaxGuaranteedGpus) + ", or null",
+                                     "contour_limits");
+    }
+  }
+  return out;
+}
+
 nlohmann::json quotaViewJson(const control::TeamQuotaView& v) {
   auto out = model::quotaJson(v.team);
   out["team"] = v.team.name;
@@ -54,8 +79,10 @@ void registerSharingRoutes(Router& router, Server& s) {
 
   router.add(V::put, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed", "borrow_limit", "lend_limit",
-                                                   "weight", "lend_dedicated"}));
+                                                   "weight", "lend_dedicated", "contour_limits"}));
     control::QuotaUpdate u;
+    TRY_ASSIGN(limits, readContourLimits(in));
+    u.contourLimits = std::move(limits);
     if (in.has("guaranteed")) {
       TRY_ASSIGN(g, readGuarantee(in));
       u.guaranteed = std::move(g);
@@ -107,6 +134,14 @@ void registerSharingRoutes(Router& router, Server& s) {
                                   "team"));
     TRY_ASSIGN(team, in.optionalString("team"));
     TRY_ASSIGN(change, s.cluster().dedicateHost(r.who(), r.params["name"], team));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  router.add(V::put, "/api/v1/hosts/{name}/contour", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"contour"}));
+    TRY_ASSIGN(contour, in.requiredString("contour"));
+    TRY_ASSIGN(change, s.cluster().setHostContour(r.who(), r.params["name"], contour));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

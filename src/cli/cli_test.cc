@@ -135,6 +135,12 @@ FakeResponse api(const FakeRequest& r) {
               {"lend_limit", body.value("lend_limit", json(nullptr))},
               {"weight", body.value("weight", 1.0)},
               {"lend_dedicated", body.value("lend_dedicated", false)}};
+    json limits = json::object();
+    const json asked = body.value("contour_limits", json::object());
+    for (const auto& [contour, n] : asked.items()) {
+      if (!n.is_null()) limits[contour] = n;
+    }
+    q["contour_limits"] = limits;
     return jsonReply(
         200, json({{"name", "ml"}, {"created_at", "2026-11-30T10:00:00Z"}, {"quota", q}}).dump());
   }
@@ -186,6 +192,7 @@ FakeResponse api(const FakeRequest& r) {
     if (body.contains("shared")) gpu["shared"] = body["shared"];
     return jsonReply(200, json({{"name", "gpu-01"},
                                 {"dedicated_to", body.value("team", json(nullptr))},
+                                {"contour", body.value("contour", "dev")},
                                 {"gpus", {gpu}}})
                               .dump());
   }
@@ -215,7 +222,7 @@ FakeResponse api(const FakeRequest& r) {
       "gpus":[{"index":0,"model":"H100"},{"index":1,"model":"H100"}],
       "agent_version":"0.1.0","cgroup":"v2","joined_at":"2026-11-30T10:00:00Z",
       "last_seen_at":"2026-11-30T11:59:58Z","admin_state":"draining",
-      "driver_version":"535.104.05","cuda_version":"12.2"}])");
+      "driver_version":"535.104.05","cuda_version":"12.2","contour":"prod"}])");
   }
   if (r.method == "POST" && r.target == "/api/v1/users") {
     json body = json::parse(r.body);
@@ -674,6 +681,35 @@ TEST_F(CliTest, HostDedicationAndGpuSettings) {
   EXPECT_EQ(run({"host", "gpu", "gpu-01", "1", "--dedicate", "ml", "--undedicate"}), 2);
   EXPECT_EQ(run({"host", "dedicate", "gpu-01"}), 2);  // --team is required
   EXPECT_EQ(server_.requests().size(), 4u);
+}
+
+TEST_F(CliTest, ContoursForHostsJobsAndQuotas) {
+  EXPECT_EQ(run({"host", "set-contour", "gpu-01", "prod"}), 0);
+  EXPECT_EQ(server_.requests().at(0).method, "PUT");
+  EXPECT_EQ(server_.requests().at(0).target, "/api/v1/hosts/gpu-01/contour");
+  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"contour", "prod"}}));
+  EXPECT_EQ(out_.str(), "Host gpu-01 is in contour prod; it takes only work of that contour\n");
+  EXPECT_EQ(run({"host", "set-contour", "gpu-01"}), 2);  // CONTOUR is required
+
+  EXPECT_EQ(run({"run", "--contour", "test", "--", "serve"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(1).body),
+            json({{"command", {"serve"}}, {"gpus", 0}, {"contour", "test"}}));
+
+  EXPECT_EQ(run({"team", "quota", "set", "ml", "--contour-limit", "prod=4", "--contour-limit",
+                 "test=none"}),
+            0);
+  EXPECT_EQ(json::parse(server_.requests().at(2).body),
+            json({{"contour_limits", {{"prod", 4}, {"test", nullptr}}}}));
+  EXPECT_NE(out_.str().find("contour limits prod 4"), std::string::npos) << out_.str();
+  for (const char* bad : {"prod", "prod=", "=4", "prod=-1", "prod=lots"}) {
+    EXPECT_EQ(run({"team", "quota", "set", "ml", "--contour-limit", bad}), 2) << bad;
+    EXPECT_NE(err_.str().find("--contour-limit"), std::string::npos) << err_.str();
+  }
+  EXPECT_EQ(server_.requests().size(), 3u);
+
+  EXPECT_EQ(run({"host", "list"}), 0);
+  EXPECT_NE(out_.str().find("CONTOUR"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("prod"), std::string::npos) << out_.str();
 }
 
 TEST_F(CliTest, BadResourceLimitIsAUsageError) {

@@ -21,6 +21,7 @@ struct HostOpts {
   int gpu = -1;
   std::string dedicate;
   bool undedicate = false;
+  std::string contour;
   bool shared = false;
   bool exclusive = false;
   std::string from, to, resolution = "minute";
@@ -91,11 +92,11 @@ int hostList(Context& ctx) {
   auto hosts = (*api)->get("/hosts");
   if (!hosts.ok()) return ctx.fail(hosts.status());
   if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "POOL", "LEASE", "GPUS", "DRIVER", "CUDA", "PROVIDER",
-               "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
+  Table table({"NAME", "STATE", "ADMIN", "POOL", "CONTOUR", "LEASE", "GPUS", "DRIVER", "CUDA",
+               "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
   for (const auto& h : *hosts) {
     table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "pool", "shared"), leaseText(h, false), gpuSummary(h),
+                  text(h, "pool", "shared"), text(h, "contour"), leaseText(h, false), gpuSummary(h),
                   text(h, "driver_version"), text(h, "cuda_version"), providerText(h),
                   text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
                   relativeTime(text(h, "last_seen_at", ""), ctx.now())});
@@ -121,6 +122,7 @@ int hostShow(Context& ctx, const HostOpts& o) {
                                 : std::string("none (running work may finish)"));
   if (!text(h, "admin_reason", "").empty()) d.add("admin reason", text(h, "admin_reason"));
   d.add("dedicated to", text(h, "dedicated_to", "- (shared pool)"));
+  d.add("contour", text(h, "contour"));
   d.add("lease", leaseText(h, true));
   d.add("gpu provider", providerText(h));
   d.add("driver", text(h, "driver_version"));
@@ -135,7 +137,8 @@ int hostShow(Context& ctx, const HostOpts& o) {
       "name",           "state",        "simulated",      "gpu_provider", "cpus",
       "memory_mib",     "cgroup",       "agent_version",  "joined_at",    "last_seen_at",
       "gpus",           "allocations",  "dedicated_to",   "admin_state",  "admin_reason",
-      "drain_deadline", "drain_reason", "driver_version", "cuda_version", "lease"};
+      "drain_deadline", "drain_reason", "driver_version", "cuda_version", "lease",
+      "contour"};
   for (const auto& [key, value] : h.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -193,6 +196,17 @@ int dedicate(Context& ctx, const HostOpts& o, const std::string& team) {
     ctx.out() << "Host " << o.name << " is dedicated to team " << team
               << "; other teams no longer see it\n";
   }
+  return 0;
+}
+
+int setContour(Context& ctx, const HostOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/contour", {{"contour", o.contour}});
+  if (!host.ok()) return ctx.fail(host.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*host);
+  ctx.out() << "Host " << o.name << " is in contour " << text(*host, "contour")
+            << "; it takes only work of that contour\n";
   return 0;
 }
 
@@ -309,6 +323,15 @@ void addHostCommands(CLI::App& app, Context& ctx) {
       host->add_subcommand("undedicate", "Return a host to the shared pool (platform-admin)");
   unded->add_option("HOST", o->name, "Host name")->required();
   onRun(unded, ctx, o, [](Context& c, const HostOpts& x) { return dedicate(c, x, ""); });
+
+  auto* contour =
+      host->add_subcommand("set-contour",
+                           "Move a host to a contour; it then takes only that contour's work "
+                           "(platform-admin)");
+  contour->add_option("HOST", o->name, "Host name")->required();
+  contour->add_option("CONTOUR", o->contour, "The contour: dev, test, prod, or as configured")
+      ->required();
+  onRun(contour, ctx, o, setContour);
 
   auto* gpu = host->add_subcommand(
       "gpu", "Dedicate one GPU to a team, or share it among fractional jobs (platform-admin)");

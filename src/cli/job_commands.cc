@@ -26,6 +26,7 @@ struct RunOpts {
   std::string maxRuntime;
   std::string minDriver;
   std::string minCuda;
+  std::string contour;
   std::string project;
   std::string name;
   std::string team;
@@ -161,6 +162,7 @@ int submit(Context& ctx, const RunOpts& o) {
   if (o.hosts != 1) body["hosts"] = o.hosts;
   if (!o.minDriver.empty()) body["min_driver"] = o.minDriver;
   if (!o.minCuda.empty()) body["min_cuda"] = o.minCuda;
+  if (!o.contour.empty()) body["contour"] = o.contour;
   if (!o.project.empty()) body["project"] = o.project;
   if (!env->empty()) body["env"] = *env;
 
@@ -249,6 +251,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("command", commandText(j));
   d.add("env", envText(j));
   d.add("gpus", gpuAmountText(j));
+  if (std::string c = text(j, "contour", ""); !c.empty()) d.add("contour", c);
   d.add("gpu model", listText(j, "gpu_models") == "-" ? "any" : listText(j, "gpu_models"));
   // Scheduling fields, when they say more than the defaults.
   if (auto mib = j.find("gpu_memory_mib");
@@ -304,7 +307,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
       "min_driver",  "min_cuda",     "preemptions", "evicting",       "evicting_since",
       "evicted_for", "host",         "gpu_indices", "gpu_uuids",      "exit_code",
       "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested",
-      "hosts",       "ranks"};
+      "hosts",       "ranks",        "contour"};
   for (const auto& [key, value] : j.items()) {
     if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -421,6 +424,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
                   "Cancel it if it runs longer than this, e.g. 2h; also helps it start sooner");
   run->add_option("--min-driver", r->minDriver, "Only hosts with at least this driver: 535.104");
   run->add_option("--min-cuda", r->minCuda, "Only hosts with at least this CUDA version: 12.2");
+  run->add_option("--contour", r->contour,
+                  "Run in this contour (dev, test, prod, or as configured; default: the "
+                  "server's default, dev); it runs only on hosts of that contour");
   run->add_option("--project", r->project, "Project to file the job under");
   run->add_option("--name", r->name, "A name for the job");
   run->add_option("--team", r->team, "Submit for this team (platform-admin; default: yours)");

@@ -21,6 +21,7 @@ struct QuotaOpts {
   std::string lendLimit;
   std::string weight;
   std::string lendDedicated;
+  std::vector<std::string> contourLimits;  // CONTOUR=N or CONTOUR=none entries
 };
 
 // --gpus and --any together give the whole guarantee; "any" is the API's key for any model.
@@ -63,6 +64,39 @@ std::string numberText(const json& obj, const char* key) {
   return buf;
 }
 
+// --contour-limit prod=4 --contour-limit test=none -> {"prod": 4, "test": null}.
+Result<json> contourLimitsBody(const std::vector<std::string>& entries) {
+  json out = json::object();
+  for (const auto& e : entries) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      return Status::InvalidArgument("--contour-limit '" + e +
+                                     "': expected CONTOUR=GPUS (prod=4) or CONTOUR=none");
+    const std::string contour = e.substr(0, eq), value = e.substr(eq + 1);
+    if (value == "none") {
+      out[contour] = nullptr;
+      continue;
+    }
+    int n = -1;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || p != value.data() + value.size() || n < 0)
+      return Status::InvalidArgument("--contour-limit '" + e +
+                                     "': expected a number of GPUs or none after '='");
+    out[contour] = n;
+  }
+  return out;
+}
+
+// "prod 4, test 8", or "none".
+std::string contourLimitsText(const json& q) {
+  auto it = q.find("contour_limits");
+  if (it == q.end() || !it->is_object() || it->empty()) return "none";
+  std::string out;
+  for (const auto& [contour, n] : it->items())
+    out += (out.empty() ? "" : ", ") + contour + " " + n.dump();
+  return out;
+}
+
 int quotaSet(Context& ctx, const QuotaOpts& o) {
   json body = json::object();
   if (!o.gpus.empty() || !o.any.empty()) {
@@ -86,10 +120,15 @@ int quotaSet(Context& ctx, const QuotaOpts& o) {
     body["weight"] = w;
   }
   if (!o.lendDedicated.empty()) body["lend_dedicated"] = o.lendDedicated == "true";
+  if (!o.contourLimits.empty()) {
+    auto limits = contourLimitsBody(o.contourLimits);
+    if (!limits.ok()) return ctx.usageError(limits.status());
+    body["contour_limits"] = *limits;
+  }
   if (body.empty())
     return ctx.usageError(Status::InvalidArgument(
-        "nothing to set: give --gpus, --any, --borrow-limit, --lend-limit, --weight or "
-        "--lend-dedicated"));
+        "nothing to set: give --gpus, --any, --borrow-limit, --lend-limit, --weight, "
+        "--lend-dedicated or --contour-limit"));
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto team = (*api)->put("/teams/" + urlEncode(o.team) + "/quota", body);
@@ -100,7 +139,7 @@ int quotaSet(Context& ctx, const QuotaOpts& o) {
             << guaranteeText(q.value("guaranteed", json::object())) << " guaranteed, borrow limit "
             << limitText(q, "borrow_limit", "none") << ", lend limit "
             << limitText(q, "lend_limit", "all idle") << ", weight " << numberText(q, "weight")
-            << "\n";
+            << ", contour limits " << contourLimitsText(q) << "\n";
   return 0;
 }
 
@@ -117,6 +156,7 @@ int quotaShow(Context& ctx, const QuotaOpts& o) {
   d.add("lend limit", limitText(*q, "lend_limit", "all idle guarantee"));
   d.add("weight", numberText(*q, "weight"));
   d.add("lend dedicated", isTrue(*q, "lend_dedicated") ? "yes" : "no");
+  d.add("contour limits", contourLimitsText(*q));
   auto st = q->find("status");
   if (st != q->end() && st->is_object()) {
     d.add("in use",
@@ -177,7 +217,13 @@ void addQuotaCommands(CLI::App& app, Context& ctx) {
     set->add_option("--lend-dedicated", o->lendDedicated,
                     "Let others use its idle dedicated hosts and GPUs, preemptibly")
         ->check(CLI::IsMember({"true", "false"}));
-    set->footer("Example: allot team quota set ml --gpus A100=4 --any 2 --borrow-limit 4");
+    set->add_option("--contour-limit", o->contourLimits,
+                    "Most GPUs its work may hold in a contour, CONTOUR=N (repeat); CONTOUR=none "
+                    "removes the limit; contours not given keep theirs")
+        ->allow_extra_args(false);
+    set->footer(
+        "Example: allot team quota set ml --gpus A100=4 --any 2 --borrow-limit 4 "
+        "--contour-limit prod=4");
     onRun(set, ctx, o, quotaSet);
 
     auto* show = quota->add_subcommand("show", "Show a team's quota and how much it uses");

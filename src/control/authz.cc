@@ -46,6 +46,15 @@ Status canSubmitTo(const Principal& p, const std::string& team) {
   return Status::Ok();
 }
 
+// Roles compare weakest first (model::Role): what one may do, every higher role may do too.
+Status canSubmitToContour(const Principal& p, const std::string& team, const ContourRule& contour) {
+  if (p.isAdmin()) return Status::Ok();
+  auto role = p.roleIn(team);
+  if (role && *role >= contour.submitRole) return Status::Ok();
+  return Status::PermissionDenied("submitting to contour '" + contour.name + "' needs role " +
+                                  model::roleName(contour.submitRole) + " in team '" + team + "'");
+}
+
 Status canManageTeam(const Principal& p, const std::string& team) {
   auto role = effectiveRole(p, team);
   if (!role) return Status::NotFound("no team '" + team + "'");

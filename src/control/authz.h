@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "control/contours.h"
 #include "control/principal.h"
 #include "model/model.h"
 
@@ -30,6 +31,10 @@ Status canCancelJob(const Principal& p, const model::Job& job);
 // Submitting work into a team: its members and team-admins, and platform admins on behalf of any
 // team. Viewers get PermissionDenied; other teams NotFound.
 Status canSubmitTo(const Principal& p, const std::string& team);
+// Submitting work of `team` into a contour: platform admins always; others need at least the
+// contour's submit role in that team (PermissionDenied naming the contour and the role). Call
+// after canSubmitTo, which decides whether the team exists for the caller at all.
+Status canSubmitToContour(const Principal& p, const std::string& team, const ContourRule& contour);
 // Running a team: its members' roles, projects, the split of its quota, lease requests, idle
 // policies. Platform admins and the team's team-admins; other members and viewers get
 // PermissionDenied, other teams NotFound.

@@ -62,6 +62,19 @@ Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
 
 void Cluster::load(const store::Contents& contents) {
   world_.load(contents);
+  // Documents written before contours belong to the default contour; they are written with it
+  // the next time they change. A contour dropped from the config keeps its hosts and jobs
+  // (they wait) until an admin moves them.
+  const std::string& fallback = options_.contours.defaultContour;
+  for (auto& [name, h] : world_.hosts) {
+    if (h.contour.empty()) h.contour = fallback;
+    if (!options_.contours.find(h.contour))
+      spdlog::warn("host {} is in contour '{}', which is not configured; it takes no work", name,
+                   h.contour);
+  }
+  for (auto& [id, j] : world_.jobs) {
+    if (j.contour.empty()) j.contour = fallback;
+  }
   // Samples may still come for allocations open now or closed moments ago; the attributor needs
   // their holds, not the whole history.
   const TimeMs recent = clock_.nowMs() - 10 * 60'000;
@@ -176,6 +189,7 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
   } else {
     h.name = name;
     h.joinedAt = now;
+    h.contour = options_.contours.defaultContour;
     // A new host takes work once commissioning has checked it (cluster_host_task.cc).
     if (options_.lifecycle.commission) h.adminState = model::AdminState::kRegistering;
   }
@@ -240,6 +254,9 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
     return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
                                    "gpus");
   ALLOT_RETURN_IF_ERROR(checkSchedulingFields(r));
+  if (r.contour.empty()) r.contour = options_.contours.defaultContour;
+  ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
+  ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
   if (!r.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(r.name, "name"));
   if (!r.project.empty() && !world_.projects.count(World::projectKey(team, r.project)))
     return Status::NotFound("no project '" + r.project + "' in team '" + team + "'");
@@ -277,6 +294,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.maxRuntimeMs = r.maxRuntimeMs;
   j.minDriver = std::move(r.minDriver);
   j.minCuda = std::move(r.minCuda);
+  j.contour = std::move(r.contour);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();

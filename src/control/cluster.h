@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "control/contours.h"
 #include "control/idle_policy.h"
 #include "control/job_request.h"
 #include "control/log_store.h"
@@ -48,6 +49,8 @@ struct QuotaUpdate {
   std::optional<int> lendLimit;    // -1 = all of its idle guarantee
   std::optional<double> weight;
   std::optional<bool> lendDedicated;
+  // Merged into the team's limits: a number sets the contour's limit, nullopt removes it.
+  std::map<std::string, std::optional<int>> contourLimits;
 };
 
 // A team's quota as `GET /teams/{team}/quota` shows it.
@@ -204,6 +207,7 @@ struct ClusterOptions {
   // Reprovisioning hooks by profile name (allotd.toml [hooks]); empty = reprovisioning refused.
   std::map<std::string, HookProfile> hookProfiles;
   HostLifecycleOptions lifecycle;
+  ContourOptions contours;
   LeaseOptions leases;
 };
 
@@ -306,6 +310,10 @@ class Cluster {
   // may place work; nothing is pushed to agents.
   Result<Change<model::Host>> dedicateHost(const Principal& p, const std::string& host,
                                            const std::string& team);
+  // Moves a host to another contour (platform admins). Work running there stays until it ends;
+  // new work comes only from the new contour.
+  Result<Change<model::Host>> setHostContour(const Principal& p, const std::string& host,
+                                             const std::string& contour);
   Result<Change<model::Host>> setGpu(const Principal& p, const std::string& host, int index,
                                      const GpuSettings& settings);
 

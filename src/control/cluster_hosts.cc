@@ -40,6 +40,24 @@ Result<Change<model::Host>> Cluster::dedicateHost(const Principal& p, const std:
   return c;
 }
 
+Result<Change<model::Host>> Cluster::setHostContour(const Principal& p, const std::string& name,
+                                                    const std::string& contour) {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'");
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "move hosts between contours"));
+  ALLOT_RETURN_IF_ERROR(options_.contours.check(contour, "contour"));
+  model::Host& h = it->second;
+  const std::string before = h.contour;
+  h.contour = contour;
+  Change<model::Host> c;
+  c.value = h;
+  c.batch.add(store::PutHost{h});
+  spdlog::info("host contour: host={} from={} to={} by={}", name, before, contour, p.name);
+  if (onQueueChanged_) onQueueChanged_();
+  return c;
+}
+
 Result<Change<model::Host>> Cluster::setGpu(const Principal& p, const std::string& name, int index,
                                             const GpuSettings& s) {
   auto it = world_.hosts.find(name);

@@ -102,6 +102,20 @@ Result<Change<model::Team>> Cluster::setTeamQuota(const Principal& p, const std:
     t.quota.weight = *u.weight;
   }
   if (u.lendDedicated) t.lendDedicated = *u.lendDedicated;
+  for (const auto& [contour, limit] : u.contourLimits) {
+    // Removing a limit is allowed for any name, so that one left from a contour since dropped
+    // from the config can be cleared.
+    if (!limit) {
+      t.quota.contourLimits.erase(contour);
+      continue;
+    }
+    ALLOT_RETURN_IF_ERROR(options_.contours.check(contour, "contour_limits"));
+    if (*limit < 0 || *limit > kMaxGuaranteedGpus)
+      return Status::InvalidArgument("contour_limits." + contour + ": must be between 0 and " +
+                                         std::to_string(kMaxGuaranteedGpus) + ", or null for none",
+                                     "contour_limits");
+    t.quota.contourLimits[contour] = *limit;
+  }
 
   it->second = t;
   Change<model::Team> c;

@@ -37,6 +37,7 @@ sched::Request requestOf(const Job& j) {
   r.minDriver = j.minDriver;
   r.minCuda = j.minCuda;
   r.maxRuntimeMs = j.maxRuntimeMs;
+  r.contour = j.contour;
   return r;
 }
 
@@ -62,6 +63,11 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
     if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
   }
   if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
+  if (!w.contour.empty()) out["contour"] = w.contour;
+  if (w.kind == sched::WaitKind::kContourLimit) {
+    out["contour_limit_gpus"] = static_cast<double>(w.limitMilli) / sched::kMilliPerGpu;
+    out["contour_used_gpus"] = static_cast<double>(w.usedMilli) / sched::kMilliPerGpu;
+  }
   if (w.kind == sched::WaitKind::kDriverTooOld || w.kind == sched::WaitKind::kCudaTooOld)
     out["newest_version"] = w.newest.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.newest);
   return out;
@@ -106,6 +112,7 @@ sched::Snapshot Cluster::snapshot() const {
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;
+    v.contour = h.contour;
     if (auto held = holds.find(name); held != holds.end()) {
       // 0 means "not held", so a lease starting at the epoch holds from 1 ms.
       v.heldFrom = std::max<TimeMs>(held->second.first, 1);
@@ -136,6 +143,7 @@ sched::Snapshot Cluster::snapshot() const {
     tv.weight = t.quota.weight;
     tv.lendDedicated = t.lendDedicated;
     tv.usageGpuSeconds = t.usageGpuSeconds;
+    tv.contourLimits = t.quota.contourLimits;
     s.teams.push_back(std::move(tv));
   }
   for (const auto& [key, p] : world_.projects) {
@@ -160,6 +168,7 @@ sched::Snapshot Cluster::snapshot() const {
                                           options_.cancelGraceMs
                                     : 0;
       r.evicting = j.evicting;
+      r.contour = j.contour;
       if (j.ranks.empty()) {
         sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
         if (j.wholeHost) {

@@ -30,6 +30,7 @@ struct JobRequest {
   int64_t maxRuntimeMs = 0;
   std::string minDriver;
   std::string minCuda;
+  std::string contour;  // empty: the default contour
 };
 
 inline constexpr int kMinPriority = -1000;

@@ -66,7 +66,8 @@ json quotaJson(const Team& t) {
           {"borrow_limit", limitJson(t.quota.borrowLimit)},
           {"lend_limit", limitJson(t.quota.lendLimit)},
           {"weight", t.quota.weight},
-          {"lend_dedicated", t.lendDedicated}};
+          {"lend_dedicated", t.lendDedicated},
+          {"contour_limits", t.quota.contourLimits}};
 }
 
 json toJson(const Team& t) {
@@ -94,6 +95,7 @@ Team teamFromStoreDoc(const json& d) {
   t.quota.lendLimit = readLimit(d, "lend_limit");
   t.quota.weight = d.value("weight", 1.0);
   t.lendDedicated = d.value("lend_dedicated", false);
+  t.quota.contourLimits = d.value("contour_limits", std::map<std::string, int>{});
   t.usageGpuSeconds = d.value("usage_gpu_seconds", 0.0);
   t.usageAt = d.value("usage_ms", TimeMs{0});
   t.idlePolicy = readIdlePolicy(d);
@@ -281,6 +283,7 @@ json toJson(const Host& h) {
   json out = hostHardware(h);
   out["state"] = hostStateName(h.state);
   out["dedicated_to"] = nullIfEmpty(h.dedicatedTo);
+  out["contour"] = nullIfEmpty(h.contour);
   out["joined_at"] = formatIso8601(h.joinedAt);
   out["last_seen_at"] = formatIso8601(h.lastSeenAt);
   out["admin_state"] = adminStateName(h.adminState);
@@ -355,6 +358,7 @@ json toJsonFlat(const Job& j) {
       {"max_runtime", j.maxRuntimeMs ? json(formatDurationSpec(j.maxRuntimeMs)) : json(nullptr)},
       {"min_driver", nullIfEmpty(j.minDriver)},
       {"min_cuda", nullIfEmpty(j.minCuda)},
+      {"contour", nullIfEmpty(j.contour)},
       {"state", jobStateName(j.state)},
       {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
       {"host", j.host.empty() ? json(nullptr) : json(j.host)},
@@ -391,6 +395,7 @@ json toStoreDoc(const Host& h) {
   out["expected_gpu_count"] = h.expectedGpuCount;
   out["expected_gpu_models"] = h.expectedGpuModels;
   out["health_checked_ms"] = h.healthCheckedAt;
+  out["contour"] = h.contour;
   return out;
 }
 
@@ -436,6 +441,7 @@ Host hostFromStoreDoc(const json& d) {
   h.expectedGpuCount = d.value("expected_gpu_count", -1);
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
+  h.contour = d.value("contour", "");  // empty: written before contours
   return h;
 }
 
@@ -480,6 +486,7 @@ json toStoreDocFlat(const Job& j) {
           {"max_runtime_ms", j.maxRuntimeMs},
           {"min_driver", j.minDriver},
           {"min_cuda", j.minCuda},
+          {"contour", j.contour},
           {"state", jobStateName(j.state)},
           {"reason", j.reason},
           {"host", j.host},
@@ -524,6 +531,7 @@ Job jobFromStoreDoc(const json& d) {
   j.maxRuntimeMs = d.value("max_runtime_ms", int64_t{0});
   j.minDriver = d.value("min_driver", "");
   j.minCuda = d.value("min_cuda", "");
+  j.contour = d.value("contour", "");  // empty: written before contours
   j.state = parseJobState(d.value("state", "queued")).value_or(JobState::kQueued);
   j.reason = d.value("reason", "");
   j.host = d.value("host", "");

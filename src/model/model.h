@@ -30,6 +30,8 @@ struct Quota {
   int borrowLimit = -1;  // most GPUs it may use beyond its guarantee; -1 = no limit
   int lendLimit = -1;    // most of its idle guarantee others may use; -1 = all of it
   double weight = 1.0;   // its fair-share weight when borrowing; > 0
+  // Contour -> the most GPUs its work may hold in that contour at once; absent = no limit.
+  std::map<std::string, int> contourLimits;
 };
 
 // What to do about an allocation whose GPUs all stay under `thresholdPct` utilisation for
@@ -267,6 +269,10 @@ struct Host {
   int expectedGpuCount = -1;
   std::vector<std::string> expectedGpuModels;
   TimeMs healthCheckedAt = 0;  // the last health check that passed
+  // Its contour (an admin setting, kept when the agent re-reports): only work of this contour
+  // runs here. Empty only in documents written before contours; allotd loads those as the
+  // default contour (control/contours.h).
+  std::string contour;
 };
 
 // A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,
@@ -403,6 +409,7 @@ struct Job {
   TimeMs scheduledAt = 0;
   TimeMs startedAt = 0;
   TimeMs finishedAt = 0;
+  std::string contour;  // runs only on hosts of this contour; empty as for Host::contour
 };
 
 // The allocation ledger (accounting): who held which GPUs when, append-only. An open entry records

@@ -72,6 +72,8 @@ struct HostView {
   std::string driverVersion;
   std::string cudaVersion;
   std::vector<GpuView> gpus;
+  // Its contour (DEV, TEST, PROD, ...): only work of the same contour runs here.
+  std::string contour;
 };
 
 // What one job holds on one host.
@@ -93,6 +95,7 @@ struct RunningJob {
   TimeMs endsBy = 0;      // startedAt + declared maximum runtime; 0 = unknown
   bool evicting = false;  // already chosen as a victim, in its grace period
   std::vector<Slice> slices;
+  std::string contour;  // counts against its team's limit in this contour
 };
 
 struct Request {
@@ -113,6 +116,7 @@ struct Request {
   std::string minDriver;   // dotted versions; empty = none
   std::string minCuda;
   TimeMs maxRuntimeMs = 0;  // declared; 0 = none (then it cannot backfill)
+  std::string contour;      // runs only on hosts of this contour
 };
 
 struct TeamView {
@@ -126,6 +130,9 @@ struct TeamView {
   // Project name -> its split of the team's guarantee (same keys). Requests of a project under
   // its split go before the team's other requests.
   std::map<std::string, std::map<std::string, int>> projectSplits;
+  // Contour -> the most GPUs its work may hold in that contour at once (absent: no limit). A cap
+  // on top of guarantees and borrowing, which count over the whole fleet.
+  std::map<std::string, int> contourLimits;
 };
 
 struct Policy {
@@ -188,6 +195,8 @@ enum class WaitKind {
   kDriverTooOld,       // hosts it may use have the GPUs, but none the driver asked (`newest`)
   kCudaTooOld,         // the same for the CUDA version
   kHeldForLease,       // fits only on hosts held for lease `lease` from `startAt` (`host`)
+  kNoHostInContour,    // hosts of other contours could take it, none of its own (`contour`)
+  kContourLimit,       // its team is at its limit in its contour (`limitMilli`, `usedMilli`)
 };
 const char* waitKindName(WaitKind kind);
 
@@ -203,8 +212,14 @@ struct Wait {
   std::string host;
   TimeMs startAt = 0;
   std::vector<int64_t> waitingFor;
-  std::string newest;  // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
-  int64_t lease = 0;   // kHeldForLease
+  std::string newest;   // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
+  int64_t lease = 0;    // kHeldForLease
+  std::string contour;  // kNoHostInContour, kContourLimit
+  // kNoHostInContour: true when its contour has no host it could ever fit on (none at all, or
+  // none big enough); false when its contour's hosts are only busy while others have room.
+  bool contourNever = false;
+  int64_t limitMilli = 0;  // kContourLimit
+  int64_t usedMilli = 0;   // kContourLimit: what its team holds (and was given) in the contour
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...

@@ -56,10 +56,14 @@ class Pass {
   void applyRunning();
   // `ignoreHolds`: as if no host were held for a lease (to tell a lease's hold from other
   // obstacles).
+  // `ignoreContour`: as if the request might run in any contour (to tell its contour from other
+  // obstacles).
   uint64_t mask(const Request& r, Phase phase, const std::string& model = "",
-                bool ignoreHolds = false) const;
-  uint64_t visibleMask(const Request& r) const {
-    return mask(r, Phase::kOwn) | mask(r, Phase::kPool) | mask(r, Phase::kLent);
+                bool ignoreHolds = false, bool ignoreContour = false) const;
+  uint64_t visibleMask(const Request& r, bool ignoreContour = false) const {
+    return mask(r, Phase::kOwn, "", false, ignoreContour) |
+           mask(r, Phase::kPool, "", false, ignoreContour) |
+           mask(r, Phase::kLent, "", false, ignoreContour);
   }
   pl::Task taskFor(const Request& r, uint64_t allowed) const;
   bool kindAllowed(int node, uint64_t allowed) const {
@@ -83,6 +87,8 @@ class Pass {
     ++version_;
   }
   std::optional<Wait> impossible(const Request& r);
+  // What impossible() says for the nodes of `visible` only.
+  std::optional<Wait> impossibleIn(const Request& r, uint64_t visible);
   // What the fleet offers a request's visibility and GPU count (see impossible()).
   struct Capacity {
     bool any = false;  // some segment it may use at all
@@ -90,7 +96,7 @@ class Pass {
     // (CPU, memory) capacity -> distinct hosts with a segment that has enough GPUs
     std::map<std::pair<int64_t, int64_t>, int> bigEnough;
   };
-  Capacity capacityFor(const Request& r) const;
+  Capacity capacityFor(const Request& r, uint64_t visible) const;
   // A request nothing may take: kNoSuchModel, or which version minimum rules the hosts out.
   void versionWait(const Request& r, Wait& w) const;
   bool anyNode(uint64_t allowed) const;
@@ -113,6 +119,14 @@ class Pass {
   // A request that would fit now on a host held for a lease, and that only the hold keeps off
   // it, waits for the lease (the hold starting soonest); nullopt otherwise.
   std::optional<Wait> heldWait(const Request& r) const;
+  // A request with no room in its own contour that would fit now on hosts of another contour
+  // waits for its contour (kNoHostInContour); nullopt otherwise.
+  std::optional<Wait> contourWait(const Request& r) const;
+  // GPUs (milli) a request takes when placed, for its team's contour limit.
+  int64_t contourNeed(const Item& it) const;
+  // Sets a kContourLimit wait and returns true when placing the request would take its team over
+  // its limit in the request's contour.
+  bool overContourLimit(Item& it);
   Wait unplacedWaitUncached(const Request& r, const pl::Task& t) const;
   q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
   std::string quotaModel(const Request& r, const Item& it);
@@ -147,6 +161,8 @@ class Pass {
   std::map<int64_t, const RunningJob*> running_;
   std::set<int64_t> evicted_;                        // chosen as victims in this pass
   std::map<std::string, std::vector<int>> lentOut_;  // team -> its segments others hold GPUs on
+  // (team, contour) -> milli-GPUs its work holds there, running and placed in this pass.
+  std::map<std::pair<std::string, std::string>, int64_t> contourUsed_;
   Decisions out_;
   bool leaving(const RunningJob& j) const { return j.evicting || evicted_.count(j.id) > 0; }
 };
@@ -191,6 +207,9 @@ void Pass::applyRunning() {
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& j = s_.running[i];
     const TimeMs ends = j.endsBy > 0 ? j.endsBy : kNever;
+    for (const Slice& sl : j.slices)
+      contourUsed_[{j.team, j.contour}] +=
+          int64_t{sl.gpuMilli} * static_cast<int64_t>(sl.gpus.size());
     for (const Slice& sl : j.slices) {
       for (int node : f_.applyRunning(sl)) {
         if (runningOnNode_[node].empty() || runningOnNode_[node].back() != static_cast<int>(i))
@@ -210,12 +229,14 @@ void Pass::applyRunning() {
   }
 }
 
-uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model,
-                    bool ignoreHolds) const {
+uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model, bool ignoreHolds,
+                    bool ignoreContour) const {
   uint64_t m = 0;
   const auto& kinds = f_.kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
     const fleet::Kind& kind = kinds[k];
+    // PROD hosts run only PROD work, and so on for every contour.
+    if (!ignoreContour && kind.contour != r.contour) continue;
     // A host held for a lease takes only work whose declared runtime ends before the lease
     // starts; work without one could still hold it then.
     if (!ignoreHolds && kind.heldFrom > 0 &&
@@ -274,6 +295,27 @@ pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
 }
 
 std::optional<Wait> Pass::impossible(const Request& r) {
+  auto w = impossibleIn(r, visibleMask(r));
+  if (!w || st_.size() == 0) return w;
+  switch (w->kind) {
+    case WaitKind::kNoSuchModel:
+    case WaitKind::kTooBig:
+    case WaitKind::kDriverTooOld:
+    case WaitKind::kCudaTooOld:
+      break;
+    default:
+      return w;
+  }
+  // Its contour is all that stands in the way when hosts of other contours could take it.
+  if (impossibleIn(r, visibleMask(r, /*ignoreContour=*/true))) return w;
+  Wait c{r.id, WaitKind::kNoHostInContour};
+  c.contour = r.contour;
+  c.contourNever = true;
+  c.largest = w->largest;
+  return c;
+}
+
+std::optional<Wait> Pass::impossibleIn(const Request& r, uint64_t visible) {
   Wait w;
   w.jobId = r.id;
   if (st_.size() == 0) {
@@ -288,9 +330,9 @@ std::optional<Wait> Pass::impossible(const Request& r) {
   // asked, so it is summed up once per (visibility, GPUs) and each request compares against the
   // few distinct (CPU, memory) capacities: a deep queue costs a scan of the hosts per shape, not
   // per request.
-  auto key = std::tuple(visibleMask(r), r.wholeHost, fractional(r), r.gpus);
+  auto key = std::tuple(visible, r.wholeHost, fractional(r), r.gpus);
   auto it = capacityCache_.find(key);
-  if (it == capacityCache_.end()) it = capacityCache_.emplace(key, capacityFor(r)).first;
+  if (it == capacityCache_.end()) it = capacityCache_.emplace(key, capacityFor(r, visible)).first;
   const Capacity& cap = it->second;
   if (!cap.any) {
     versionWait(r, w);
@@ -350,9 +392,8 @@ bool Pass::anyNode(uint64_t allowed) const {
   return false;
 }
 
-Pass::Capacity Pass::capacityFor(const Request& r) const {
+Pass::Capacity Pass::capacityFor(const Request& r, uint64_t visible) const {
   Capacity c;
-  const uint64_t visible = visibleMask(r);
   int lastHost = -1;
   for (int n = 0; n < st_.size(); ++n) {
     if (!kindAllowed(n, visible)) continue;
@@ -456,6 +497,9 @@ void Pass::record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Adm
     p.borrowedMilli = adm->borrowedGpus;
   }
   p.reservedFor = reservedFor;
+  for (const Slice& sl : p.slices)
+    contourUsed_[{it.r->team, it.r->contour}] +=
+        int64_t{sl.gpuMilli} * static_cast<int64_t>(sl.gpus.size());
   it.placed = true;
   it.wait.reset();
   out_.placements.push_back(std::move(p));
@@ -586,6 +630,52 @@ std::optional<Wait> Pass::heldWait(const Request& r) const {
   w.startAt = f_.kindOf(best).heldFrom;
   w.lease = f_.kindOf(best).heldLease;
   return w;
+}
+
+std::optional<Wait> Pass::contourWait(const Request& r) const {
+  const uint64_t elsewhere = visibleMask(r, /*ignoreContour=*/true) & ~visibleMask(r);
+  if (elsewhere == 0) return std::nullopt;
+  const pl::Task t = taskFor(r, elsewhere);
+  std::set<int> hostsWithRoom;
+  for (int n = 0; n < st_.size(); ++n) {
+    if (!kindAllowed(n, elsewhere)) continue;
+    const bool fits = r.wholeHost
+                          ? f_.hasOneSegment(f_.segments()[n].host) && st_.numGpus(n) > 0 &&
+                                st_.fullFreeGpus(n) == st_.numGpus(n) &&
+                                st_.cpuFree(n) == st_.cpuCap(n) && st_.memFree(n) == st_.memCap(n)
+                          : st_.fits(n, t);
+    if (fits) hostsWithRoom.insert(f_.segments()[n].host);
+  }
+  if (static_cast<int>(hostsWithRoom.size()) < r.hosts) return std::nullopt;
+  Wait w{r.id, WaitKind::kNoHostInContour};
+  w.contour = r.contour;
+  return w;
+}
+
+int64_t Pass::contourNeed(const Item& it) const {
+  const Request& r = *it.r;
+  if (r.wholeHost)
+    return it.wholeHostNode >= 0 ? int64_t{st_.numGpus(it.wholeHostNode)} * kMilliPerGpu : 0;
+  return int64_t{r.gpus} * r.gpuMilli * r.hosts;
+}
+
+bool Pass::overContourLimit(Item& it) {
+  const Request& r = *it.r;
+  const TeamView* team = teams_.at(r.team);
+  auto limit = team->contourLimits.find(r.contour);
+  if (limit == team->contourLimits.end()) return false;
+  const int64_t need = contourNeed(it);
+  if (need == 0) return false;  // CPU-only work holds no GPUs
+  auto used = contourUsed_.find({r.team, r.contour});
+  const int64_t held = used == contourUsed_.end() ? 0 : used->second;
+  const int64_t limitMilli = int64_t{limit->second} * kMilliPerGpu;
+  if (held + need <= limitMilli) return false;
+  Wait w{r.id, WaitKind::kContourLimit};
+  w.contour = r.contour;
+  w.limitMilli = limitMilli;
+  w.usedMilli = held;
+  it.wait = w;
+  return true;
 }
 
 // Room held for an earlier request may be used by one whose declared runtime ends before the
@@ -1063,6 +1153,7 @@ Result<Decisions> Pass::run() {
   for (Item& it : items) {
     if (it.wait) continue;
     const Request& r = *it.r;
+    if (overContourLimit(it)) continue;
     if (cpuOnly(r)) {
       if (!tryPlace(it, mask(r, Phase::kOwn) | mask(r, Phase::kPool), PlacedBy::kQuota, nullptr))
         it.wait = unplacedWait(r, taskFor(r, visibleMask(r)));
@@ -1082,6 +1173,13 @@ Result<Decisions> Pass::run() {
   auto qd = q::decideQuota(qs);
   if (!qd.ok()) return qd.status();
   for (const q::Victim& v : qd->victims) {
+    // Quota counts over every contour; preempting work in another contour than the request's
+    // would free GPUs it may not use, so such victims are spared.
+    auto victim = running_.find(v.jobId);
+    auto forJob = byId.find(v.forJob);
+    if (victim != running_.end() && forJob != byId.end() &&
+        victim->second->contour != forJob->second->r->contour)
+      continue;
     out_.evictions.push_back({v.jobId, v.preemptible, v.forJob, v.reason});
     evicted_.insert(v.jobId);
   }
@@ -1111,6 +1209,7 @@ Result<Decisions> Pass::run() {
   for (Item* itp : placeOrder) {
     Item& it = *itp;
     const Request& r = *it.r;
+    if (overContourLimit(it)) continue;
     if (auto a = admitted.find(r.id); a != admitted.end()) {
       const uint64_t pool = mask(r, Phase::kPool, a->second->model);
       if (tryPlace(it, pool, PlacedBy::kQuota, a->second)) continue;
@@ -1124,6 +1223,14 @@ Result<Decisions> Pass::run() {
     const q::QuotaWait& w = *refused.at(r.id);
     Wait wait{r.id, fromQuota(w.reason)};
     wait.waitingFor = w.waitingFor;
+    if (wait.kind == WaitKind::kWaitingForGrace) {
+      // Victims spared because they run in another contour are not worth waiting for.
+      std::erase_if(wait.waitingFor, [&](int64_t id) {
+        auto j = running_.find(id);
+        return j == running_.end() || !leaving(*j->second);
+      });
+      if (wait.waitingFor.empty()) wait.kind = WaitKind::kNoFreeGpus;
+    }
     it.wait = wait;
     if (wait.kind == WaitKind::kNoFreeGpus && !r.wholeHost) {
       pl::Task t = taskFor(r, mask(r, Phase::kPool, quotaModel(r, it)));
@@ -1149,9 +1256,11 @@ Result<Decisions> Pass::run() {
   for (Item& it : items) {
     if (it.placed || cpuOnly(*it.r)) continue;
     if (it.wait &&
-        (it.wait->kind == WaitKind::kWaitingForGrace || it.wait->kind == WaitKind::kReserved))
+        (it.wait->kind == WaitKind::kWaitingForGrace || it.wait->kind == WaitKind::kReserved ||
+         it.wait->kind == WaitKind::kContourLimit))
       continue;
     if (impossible(*it.r)) continue;
+    if (overContourLimit(it)) continue;
     if (tryPlace(it, mask(*it.r, Phase::kLent), PlacedBy::kLentDedicated, nullptr)) continue;
     if (!it.wait) it.wait = unplacedWait(*it.r, taskFor(*it.r, visibleMask(*it.r)));
   }
@@ -1170,7 +1279,17 @@ Result<Decisions> Pass::run() {
       case WaitKind::kFragmented:
       case WaitKind::kNoIdleHost:
       case WaitKind::kReserved:
-        if (auto held = heldWait(*it.r)) w = *held;
+        if (auto held = heldWait(*it.r)) {
+          w = *held;
+        } else if (auto contour = contourWait(*it.r)) {
+          // A reservation in its own contour still stands; the words say why it waits.
+          contour->host = w.kind == WaitKind::kReserved ? w.host : "";
+          contour->startAt = w.kind == WaitKind::kReserved ? w.startAt : 0;
+          w = *contour;
+        }
+        break;
+      case WaitKind::kGang:
+        if (auto contour = contourWait(*it.r)) w = *contour;
         break;
       default:
         break;

@@ -13,14 +13,16 @@ namespace pl = placement;
 std::string encode(const Kind& k) {
   // The placement model only compares kind names; the separator cannot occur in names people type.
   return k.model + '\x1f' + k.owner + '\x1f' + (k.shared ? "s" : "x") + '\x1f' + k.driver + '\x1f' +
-         k.cuda + '\x1f' + std::to_string(k.heldFrom) + '\x1f' + std::to_string(k.heldLease);
+         k.cuda + '\x1f' + std::to_string(k.heldFrom) + '\x1f' + std::to_string(k.heldLease) +
+         '\x1f' + k.contour;
 }
 
 }  // namespace
 
 bool operator<(const Kind& a, const Kind& b) {
-  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda, a.heldFrom, a.heldLease) <
-         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda, b.heldFrom, b.heldLease);
+  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda, a.heldFrom, a.heldLease,
+                  a.contour) <
+         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda, b.heldFrom, b.heldLease, b.contour);
 }
 
 Result<Fleet> Fleet::build(const Snapshot& snap) {
@@ -45,10 +47,12 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
              host.driverVersion, host.cudaVersion};
       k.heldFrom = host.heldFrom;
       k.heldLease = host.heldLease;
+      k.contour = host.contour;
       groups[k].push_back(&g);
     }
     if (groups.empty())
-      groups[Kind{"", host.dedicatedTo, false, "", "", host.heldFrom, host.heldLease}];
+      groups[Kind{"", host.dedicatedTo, false, "", "", host.heldFrom, host.heldLease,
+                  host.contour}];
     const int totalGpus = std::max<int>(1, static_cast<int>(host.gpus.size()));
     int64_t cpuLeft = host.cpuMillis, memLeft = host.memoryMib;
     size_t n = 0;
@@ -88,9 +92,9 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
     }
   }
   if (f.kinds_.size() > 64) {
-    return Status::InvalidArgument(
-        "the fleet has " + std::to_string(f.kinds_.size()) +
-        " kinds of GPU capacity (model x owner x mode x driver x CUDA); the scheduler handles 64");
+    return Status::InvalidArgument("the fleet has " + std::to_string(f.kinds_.size()) +
+                                   " kinds of GPU capacity (model x owner x mode x driver x CUDA x "
+                                   "contour); the scheduler handles 64");
   }
   auto state = pl::ClusterState::create(specs);
   if (!state.ok()) return state.status();

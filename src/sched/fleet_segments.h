@@ -27,6 +27,7 @@ struct Kind {
   // The host's lease hold (HostView::heldFrom, heldLease); 0 = not held.
   TimeMs heldFrom = 0;
   int64_t heldLease = 0;
+  std::string contour;  // the host's
 };
 
 struct Segment {

@@ -87,6 +87,10 @@ const char* waitKindName(WaitKind kind) {
       return "reserved";
     case WaitKind::kHeldForLease:
       return "held_for_lease";
+    case WaitKind::kNoHostInContour:
+      return "no_host_in_contour";
+    case WaitKind::kContourLimit:
+      return "contour_limit";
   }
   return "waiting";
 }
@@ -155,6 +159,17 @@ std::string describeWait(const Wait& w, const Request& r) {
              ", which starts " + formatIso8601(w.startAt) +
              (r.maxRuntimeMs > 0 ? ", and the job's max runtime does not end before then"
                                  : ", and the job declares no max runtime that ends before then");
+    case WaitKind::kNoHostInContour:
+      if (w.contourNever)
+        return "no host in contour " + w.contour + " that team " + r.team + " may use can take " +
+               what + "; hosts of other contours could, but a job runs only in its own contour";
+      return "no host in contour " + w.contour + " has " + what +
+             " free; hosts of other contours have room, but a job runs only in its own contour" +
+             (w.host.empty() ? "" : "; first in line on " + w.host) +
+             (w.startAt > 0 ? ", expected to start by " + formatIso8601(w.startAt) : "");
+    case WaitKind::kContourLimit:
+      return "contour limit: team " + r.team + " may hold at most " + milliText(w.limitMilli) +
+             " GPUs in contour " + w.contour + " and holds " + milliText(w.usedMilli);
   }
   return "waiting";
 }

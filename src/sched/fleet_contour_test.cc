@@ -1,0 +1,224 @@
+// Contours in the fleet scheduler: work runs only on hosts of its own contour, waits say when its
+// contour is what keeps it waiting, and a team's per-contour GPU limit holds.
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sched/fleet.h"
+
+namespace allot::sched {
+namespace {
+
+HostView host(const std::string& name, int gpus, const std::string& contour) {
+  HostView h;
+  h.name = name;
+  h.cpuMillis = 64'000;
+  h.memoryMib = 512 * 1024;
+  h.driverVersion = "535.104.05";
+  h.cudaVersion = "12.2";
+  h.contour = contour;
+  for (int i = 0; i < gpus; ++i) h.gpus.push_back({i, "A100", 81'920});
+  return h;
+}
+
+Request req(int64_t id, const std::string& team, int gpus, const std::string& contour) {
+  Request r;
+  r.id = id;
+  r.team = team;
+  r.gpus = gpus;
+  r.submittedAt = id;
+  r.contour = contour;
+  return r;
+}
+
+RunningJob running(int64_t id, const std::string& team, const std::string& h, std::vector<int> gpus,
+                   const std::string& contour) {
+  RunningJob j;
+  j.id = id;
+  j.team = team;
+  j.startedAt = 1;
+  j.contour = contour;
+  j.slices.push_back({h, std::move(gpus)});
+  return j;
+}
+
+TeamView team(const std::string& name, int guaranteed = 0) {
+  TeamView t;
+  t.name = name;
+  if (guaranteed > 0) t.guaranteed[""] = guaranteed;
+  return t;
+}
+
+Decisions run(const Snapshot& s) {
+  auto d = decide(s);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  return d.ok() ? *d : Decisions{};
+}
+
+const Placement* placementOf(const Decisions& d, int64_t id) {
+  for (const auto& p : d.placements) {
+    if (p.jobId == id) return &p;
+  }
+  return nullptr;
+}
+
+const Wait* waitOf(const Decisions& d, int64_t id) {
+  for (const auto& w : d.waits) {
+    if (w.jobId == id) return &w;
+  }
+  return nullptr;
+}
+
+TEST(FleetContour, JobsRunOnlyOnHostsOfTheirContour) {
+  Snapshot s;
+  // The prod host is the best fit for the dev job's 4 GPUs if contours were ignored.
+  s.hosts = {host("dev-1", 8, "dev"), host("prod-1", 4, "prod"), host("test-1", 8, "test")};
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 4, "dev"), req(2, "ml", 2, "prod"), req(3, "ml", 8, "test")};
+  auto d = run(s);
+  ASSERT_EQ(d.placements.size(), 3u);
+  EXPECT_EQ(placementOf(d, 1)->slices[0].host, "dev-1");
+  EXPECT_EQ(placementOf(d, 2)->slices[0].host, "prod-1");
+  EXPECT_EQ(placementOf(d, 3)->slices[0].host, "test-1");
+}
+
+TEST(FleetContour, NoHostOfItsContourIsItsOwnWait) {
+  Snapshot s;
+  s.hosts = {host("dev-1", 8, "dev")};
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 2, "prod")};
+  auto d = run(s);
+  EXPECT_TRUE(d.placements.empty());
+  const Wait* w = waitOf(d, 1);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+  EXPECT_TRUE(w->contourNever);
+  EXPECT_EQ(std::string(waitKindName(w->kind)), "no_host_in_contour");
+  EXPECT_NE(describeWait(*w, s.pending[0]).find("no host in contour prod"), std::string::npos);
+
+  // Too big for its contour's hosts, though another contour has a host that big.
+  s.hosts.push_back(host("prod-1", 2, "prod"));
+  s.pending = {req(2, "ml", 8, "prod")};
+  d = run(s);
+  w = waitOf(d, 2);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+
+  // Too big for every host: the contour is not what stands in the way.
+  s.pending = {req(3, "ml", 16, "prod")};
+  d = run(s);
+  w = waitOf(d, 3);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kTooBig);
+}
+
+TEST(FleetContour, BusyContourWhileOthersHaveRoomSaysSo) {
+  Snapshot s;
+  s.hosts = {host("dev-1", 8, "dev"), host("prod-1", 4, "prod")};
+  s.teams = {team("ml")};
+  s.running = {running(10, "ml", "prod-1", {0, 1, 2, 3}, "prod")};
+  s.pending = {req(1, "ml", 2, "prod")};
+  auto d = run(s);
+  EXPECT_TRUE(d.placements.empty());
+  const Wait* w = waitOf(d, 1);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+  EXPECT_FALSE(w->contourNever);
+  EXPECT_EQ(w->host, "prod-1");  // it still holds its place in line there
+  EXPECT_NE(describeWait(*w, s.pending[0]).find("hosts of other contours have room"),
+            std::string::npos);
+
+  // With the other contour full too, it is an ordinary wait for GPUs.
+  s.running.push_back(running(11, "ml", "dev-1", {0, 1, 2, 3, 4, 5, 6, 7}, "dev"));
+  d = run(s);
+  w = waitOf(d, 1);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kReserved);
+}
+
+TEST(FleetContour, GangsAndFractionsStayInTheirContour) {
+  Snapshot s;
+  s.hosts = {host("dev-1", 4, "dev"), host("dev-2", 4, "dev"), host("prod-1", 4, "prod"),
+             host("prod-2", 4, "prod"), host("prod-3", 4, "prod")};
+  s.hosts[0].gpus[0].shared = true;
+  s.teams = {team("ml")};
+  s.pending = {req(1, "ml", 4, "prod"), req(2, "ml", 1, "dev")};
+  s.pending[0].hosts = 3;
+  s.pending[1].gpuMilli = 500;
+  auto d = run(s);
+  ASSERT_NE(placementOf(d, 1), nullptr);
+  std::set<std::string> gangHosts;
+  for (const auto& sl : placementOf(d, 1)->slices) gangHosts.insert(sl.host);
+  EXPECT_EQ(gangHosts, (std::set<std::string>{"prod-1", "prod-2", "prod-3"}));
+  ASSERT_NE(placementOf(d, 2), nullptr);
+  EXPECT_EQ(placementOf(d, 2)->slices[0].host, "dev-1");
+  EXPECT_EQ(placementOf(d, 2)->slices[0].gpuMilli, 500);
+
+  // A gang of 3 in dev, where only 2 hosts exist, waits for its contour.
+  s.pending = {req(3, "ml", 1, "dev")};
+  s.pending[0].hosts = 3;
+  d = run(s);
+  const Wait* w = waitOf(d, 3);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+
+  // A fraction in test, where no host is, waits for its contour too.
+  s.pending = {req(4, "ml", 1, "test")};
+  s.pending[0].gpuMilli = 250;
+  d = run(s);
+  w = waitOf(d, 4);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+}
+
+TEST(FleetContour, TeamLimitInAContourHolds) {
+  Snapshot s;
+  s.hosts = {host("dev-1", 8, "dev"), host("prod-1", 8, "prod")};
+  s.teams = {team("ml"), team("cv")};
+  s.teams[0].contourLimits["prod"] = 4;
+  s.running = {running(10, "ml", "prod-1", {0, 1}, "prod")};
+  // 2 more fit the limit, the next 1 does not; dev and other teams are not limited.
+  s.pending = {req(1, "ml", 2, "prod"), req(2, "ml", 1, "prod"), req(3, "ml", 6, "dev"),
+               req(4, "cv", 3, "prod")};
+  auto d = run(s);
+  EXPECT_NE(placementOf(d, 1), nullptr);
+  EXPECT_EQ(placementOf(d, 2), nullptr);
+  EXPECT_NE(placementOf(d, 3), nullptr);
+  EXPECT_NE(placementOf(d, 4), nullptr);
+  const Wait* w = waitOf(d, 2);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kind, WaitKind::kContourLimit);
+  EXPECT_EQ(w->limitMilli, 4000);
+  EXPECT_EQ(w->usedMilli, 4000);
+  EXPECT_EQ(std::string(waitKindName(w->kind)), "contour_limit");
+  EXPECT_EQ(describeWait(*w, s.pending[1]),
+            "contour limit: team ml may hold at most 4 GPUs in contour prod and holds 4");
+
+  // A limit of 0 keeps the team out of the contour; CPU-only work holds no GPUs and still runs.
+  s.teams[0].contourLimits["prod"] = 0;
+  s.running.clear();
+  s.pending = {req(5, "ml", 1, "prod"), req(6, "ml", 0, "prod")};
+  d = run(s);
+  ASSERT_NE(waitOf(d, 5), nullptr);
+  EXPECT_EQ(waitOf(d, 5)->kind, WaitKind::kContourLimit);
+  EXPECT_NE(placementOf(d, 6), nullptr);
+}
+
+TEST(FleetContour, GuaranteeDoesNotPreemptWorkInAnotherContour) {
+  Snapshot s;
+  s.hosts = {host("dev-1", 4, "dev"), host("prod-1", 4, "prod")};
+  s.teams = {team("ml", 4), team("cv")};
+  // cv borrows every GPU of the pool, preemptibly, in both contours.
+  s.running = {running(10, "cv", "dev-1", {0, 1, 2, 3}, "dev"),
+               running(11, "cv", "prod-1", {0, 1, 2, 3}, "prod")};
+  s.running[0].preemptible = true;
+  s.running[1].preemptible = true;
+  s.running[0].startedAt = 5;  // the most recent: quota's first choice of victim
+  s.pending = {req(1, "ml", 4, "prod")};
+  auto d = run(s);
+  for (const auto& e : d.evictions) EXPECT_NE(e.jobId, 10) << "dev work preempted for prod";
+}
+
+}  // namespace
+}  // namespace allot::sched
