@@ -320,6 +320,7 @@ json toStoreDoc(const Host& h) {
   out["expected_gpu_count"] = h.expectedGpuCount;
   out["expected_gpu_models"] = h.expectedGpuModels;
   out["health_checked_ms"] = h.healthCheckedAt;
+  if (h.credentialReset) out["credential_reset"] = true;
   return out;
 }
 
@@ -365,6 +366,7 @@ Host hostFromStoreDoc(const json& d) {
   h.expectedGpuCount = d.value("expected_gpu_count", -1);
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
+  h.credentialReset = d.value("credential_reset", false);
   return h;
 }
 

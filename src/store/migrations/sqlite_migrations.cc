@@ -196,6 +196,20 @@ CREATE TABLE upgrades (
 CREATE INDEX upgrades_by_pool ON upgrades (pool, state);
 )sql";
 
+// Stand-ins for steps 8 and 9, which other branches add (identity, and one more); they keep the
+// list gap-free on this branch until the merge renumbers. They change nothing.
+constexpr std::string_view kV8Reserved = "SELECT 1;";
+constexpr std::string_view kV9Reserved = "SELECT 1;";
+
+// Join tokens become limited: `uses` joins in all, `used` counted in the commit of each join,
+// revoked by an admin at `revoked_ms` (0 = not). Tokens made before were reusable until they
+// expired; they keep one use, so a token handed out for a host not yet joined still works once.
+constexpr std::string_view kV10JoinTokenUses = R"sql(
+ALTER TABLE join_tokens ADD COLUMN uses INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE join_tokens ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE join_tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -204,6 +218,9 @@ constexpr std::array kMigrations = {
     Migration{5, "host admin-state transitions", kV5HostTransitions},
     Migration{6, "leases", kV6Leases},
     Migration{7, "rolling upgrades", kV7Upgrades},
+    Migration{8, "reserved (another branch's step)", kV8Reserved},
+    Migration{9, "reserved (another branch's step)", kV9Reserved},
+    Migration{10, "limited-use join tokens", kV10JoinTokenUses},
 };
 
 }  // namespace
