@@ -467,6 +467,8 @@ class Cluster {
 
  private:
   std::string newSecretId(const char* kind);
+  // Deletes every credential of the host, in `batch` and in memory.
+  void revokeHostCredentials(const std::string& host, store::WriteBatch& batch);
   // Changes a job in memory and records the write; keeps indexes right.
   void updateJob(model::Job& job, const model::Job& before, store::WriteBatch& batch);
   void applyActual(const std::string& host, const model::ActualJob& actual,

@@ -512,7 +512,6 @@ std::unique_ptr<Process> TestCluster::spawnCliAs(const std::string& token,
                                                  const std::vector<std::string>& args,
                                                  const std::string& name) {
   std::vector<std::string> argv = {binPath("allot"), "--server", url_, "--token", token};
-  for (const auto& f : cliFlags()) argv.push_back(f);
   argv.insert(argv.end(), args.begin(), args.end());
   std::string base = path("cli/" + name);
   return Process::spawn(argv, base + ".out", base + ".err",
@@ -526,7 +525,6 @@ CliResult TestCluster::cliAs(const std::string& token, const std::vector<std::st
     argv.push_back("--token");
     argv.push_back(token);
   }
-  for (const auto& f : cliFlags()) argv.push_back(f);
   argv.insert(argv.end(), args.begin(), args.end());
   std::string base = path("cli/" + std::to_string(n));
   // No config file: only the flags above say where the server is.

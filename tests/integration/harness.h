@@ -119,8 +119,6 @@ class TestCluster : public ::testing::Test {
   virtual std::vector<std::string> serverFlags() const { return {"--heartbeat", "1s"}; }
   // Extra flags for every allot-agent this cluster starts.
   virtual std::vector<std::string> agentFlags() const { return {}; }
-  // Extra flags for every allot command cliAs runs (e.g. --ca-file).
-  virtual std::vector<std::string> cliFlags() const { return {}; }
 
   // allotd.
   void startServer();    // on port_ (0 the first time), data dir root_/data
@@ -167,7 +165,7 @@ class TestCluster : public ::testing::Test {
   std::string path(const std::string& rel) const { return root_ + "/" + rel; }
 
   std::string root_;
-  std::string url_;  // http://127.0.0.1:PORT, or https:// when allotd serves TLS
+  std::string url_;
   uint16_t port_ = 0;
   std::string adminToken_;
 

@@ -103,5 +103,20 @@ TEST_F(JoinTest, ATakeoverNeedsAnAdminsReset) {
   EXPECT_NE(refused(*again), 0);
 }
 
+TEST_F(JoinTest, AHostCredentialCannotCallTheUserApi) {
+  startAgent("node-a", "sim:1xA100");
+  auto saved = json::parse(readFile(path("agents/node-a/credential.json")));
+  const std::string credential = textOf(saved, "token");
+  ASSERT_FALSE(credential.empty());
+  for (auto [method, target] : {std::pair{"GET", "/api/v1/jobs"}, {"GET", "/api/v1/hosts"},
+                                {"POST", "/api/v1/hosts/join-tokens"},
+                                {"POST", "/api/v1/hosts/node-a/reset-credential"}}) {
+    auto r = httpRequest(port_, method, target, "{}", credential);
+    EXPECT_EQ(r.status, 403) << method << " " << target << ": " << r.body;
+  }
+  EXPECT_TRUE(cliJson(adminToken_, {"host", "join-tokens"}).size() == 1u);  // the harness's
+  EXPECT_EQ(textOf(host("node-a"), "state"), "online");
+}
+
 }  // namespace
 }  // namespace allot::it

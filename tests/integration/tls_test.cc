@@ -49,6 +49,9 @@ class TlsTest : public TestCluster {
     makeCa(certs_, "other-ca");
     serverCert_ = "server";
     TestCluster::SetUp();
+    // cliAs gives --server and --token but no CA: the CLI takes it from its config file's
+    // ca_file (the harness points ALLOT_CONFIG here).
+    writeFile(path("cli/no-config.json"), json{{"ca_file", cert("ca.crt")}}.dump());
   }
   void TearDown() override {
     TestCluster::TearDown();
@@ -61,16 +64,15 @@ class TlsTest : public TestCluster {
             "--tls-key",   cert(serverCert_ + ".key")};
   }
   std::vector<std::string> agentFlags() const override { return {"--ca-file", cert("ca.crt")}; }
-  std::vector<std::string> cliFlags() const override { return {"--ca-file", cert("ca.crt")}; }
   std::string cert(const std::string& file) const { return certs_ + "/" + file; }
 
-  // The CLI with its own flags only (no --ca-file from cliFlags), against `server`. The system's
-  // trusted CAs are `other-ca` alone (SSL_CERT_FILE), plus `env`.
+  // The CLI with its own flags only and no config file, against `server`. The system's trusted
+  // CAs are `other-ca` alone (SSL_CERT_FILE); `env` adds variables.
   CliResult bareCli(const std::string& server, const std::vector<std::string>& args,
                     std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {binPath("allot"), "--server", server, "--token", adminToken_};
     argv.insert(argv.end(), args.begin(), args.end());
-    env.push_back("ALLOT_CONFIG=" + path("cli/no-config.json"));
+    env.push_back("ALLOT_CONFIG=" + path("cli/none.json"));
     env.push_back("SSL_CERT_FILE=" + cert("other-ca.crt"));
     auto proc = Process::spawn(argv, path("cli/bare.out"), path("cli/bare.err"), childEnv(env));
     CliResult r;

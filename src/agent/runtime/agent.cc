@@ -332,7 +332,6 @@ asio::awaitable<Status> Agent::session() {
 
 template <typename Ws>
 asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress address) {
-  const ServerAddress* addr = &address;
   auto ex = ws->get_executor();
   beast::get_lowest_layer(*ws).expires_never();
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
@@ -342,7 +341,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     req.set(beast::http::field::authorization, "Bearer " + token);
   }));
   websocket::response_type res;
-  auto [hec] = co_await ws->async_handshake(res, addr->host + ":" + addr->port,
+  auto [hec] = co_await ws->async_handshake(res, address.host + ":" + address.port,
                                             "/api/v1/agent/stream", asio::as_tuple(use_awaitable));
   if (hec) {
     if (res.result() == beast::http::status::unauthorized)

@@ -43,8 +43,8 @@ namespace {
 
 // One request and its reply on a connected stream, plain or TLS.
 template <typename Stream>
-http::response<http::string_body> exchange(Stream& stream,
-                                           const http::request<http::string_body>& req) {
+http::response<http::string_body> roundTrip(Stream& stream,
+                                            const http::request<http::string_body>& req) {
   http::write(stream, req);
   beast::flat_buffer buf;
   http::response<http::string_body> res;
@@ -78,12 +78,12 @@ Result<JoinResult> joinCluster(const ServerAddress& server, const std::string& c
       ALLOT_RETURN_IF_ERROR(tls::expectPeerName(stream.native_handle(), server.host));
       beast::get_lowest_layer(stream).connect(resolver.resolve(server.host, server.port));
       stream.handshake(asio::ssl::stream_base::client);
-      res = exchange(stream, req);
+      res = roundTrip(stream, req);
     } else {
       beast::tcp_stream stream(io);
       stream.expires_after(std::chrono::seconds(15));
       stream.connect(resolver.resolve(server.host, server.port));
-      res = exchange(stream, req);
+      res = roundTrip(stream, req);
     }
     auto body = nlohmann::json::parse(res.body(), nullptr, false);
     if (res.result() != http::status::ok) {
