@@ -128,14 +128,19 @@ Result<Settings> resolveSettings(const std::string& flagServer, const std::strin
   if (s.server.empty()) s.server = env("ALLOT_SERVER").value_or("");
   if (s.token.empty()) s.token = env("ALLOT_TOKEN").value_or("");
   if (s.caFile.empty()) s.caFile = env("ALLOT_CA_FILE").value_or("");
-  if (s.server.empty() || s.token.empty() || s.caFile.empty()) {
+  // A broken config file stops a command only when it needed the server or token from it; a CA
+  // file is merely looked for there.
+  const bool needed = s.server.empty() || s.token.empty();
+  if (needed || s.caFile.empty()) {
     auto path = configPath(env);
     if (path.ok()) {
       auto file = loadConfig(*path);
-      if (!file.ok()) return file.status();
-      if (s.server.empty()) s.server = file->server;
-      if (s.token.empty()) s.token = file->token;
-      if (s.caFile.empty()) s.caFile = file->caFile;
+      if (!file.ok() && needed) return file.status();
+      if (file.ok()) {
+        if (s.server.empty()) s.server = file->server;
+        if (s.token.empty()) s.token = file->token;
+        if (s.caFile.empty()) s.caFile = file->caFile;
+      }
     }
   }
   if (s.server.empty()) s.server = kDefaultServer;
