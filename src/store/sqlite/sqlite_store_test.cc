@@ -178,6 +178,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   host.state = model::HostState::kUnreachable;
   host.unreachableSince = 1'700'000'060'000;
   host.dedicatedTo = "vision";
+  host.credentialReset = true;
   host.gpus[0].dedicatedTo = "vision";
   host.gpus[1].shared = true;
   model::Team team = makeTeam("vision", 10);
@@ -246,6 +247,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   ASSERT_EQ(c.hosts.size(), 1u);
   EXPECT_EQ(model::toStoreDoc(c.hosts[0]), model::toStoreDoc(host));
   EXPECT_EQ(c.hosts[0].state, model::HostState::kUnreachable);
+  EXPECT_TRUE(c.hosts[0].credentialReset);  // a reset survives a restart
   EXPECT_EQ(c.hosts[0].unreachableSince, host.unreachableSince);
   ASSERT_EQ(c.hosts[0].gpus.size(), 2u);
   EXPECT_EQ(c.hosts[0].gpus[1].uuid, "GPU-def");
