@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   const std::string alice =
       call("POST", "/api/v1/users", {{"name", "alice"}, {"team", "ml"}}, admin).at("token");
   const std::string joinToken =
-      call("POST", "/api/v1/hosts/join-tokens", json::object(), admin).at("token");
+      call("POST", "/api/v1/hosts/join-tokens", {{"uses", hosts}}, admin).at("token");
   std::vector<std::string> names, credentials;
   for (int h = 0; h < hosts; ++h) {
     names.push_back("load-" + std::to_string(h));

@@ -8,7 +8,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <deque>
 
 #include "api/server.h"
@@ -23,10 +25,9 @@ using asio::use_awaitable;
 
 namespace {
 
-using Ws = websocket::stream<beast::tcp_stream>;
-
 // Outgoing side of one agent connection: a queue drained by one writer coroutine, because a
 // WebSocket allows only one write in flight.
+template <typename Ws>
 class WsAgentLink final : public control::AgentLink {
  public:
   WsAgentLink(std::shared_ptr<Ws> ws) : ws_(std::move(ws)), wake_(ws_->get_executor()) {}
@@ -69,7 +70,10 @@ class WsAgentLink final : public control::AgentLink {
 };
 
 // The writer coroutine owns a reference to its link, so the link outlives it.
-asio::awaitable<void> runWriter(std::shared_ptr<WsAgentLink> link) { co_await link->writer(); }
+template <typename Ws>
+asio::awaitable<void> runWriter(std::shared_ptr<WsAgentLink<Ws>> link) {
+  co_await link->writer();
+}
 
 Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
   std::vector<model::ActualJob> out;
@@ -84,13 +88,22 @@ Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
   return out;
 }
 
-}  // namespace
+// The credential still names `host`: a reset or a re-join revokes it while the stream is open.
+bool stillValid(Server& server, const std::string& credential, const std::string& host) {
+  auto who = server.cluster().authenticate(credential);
+  return who && who->kind == control::Principal::Kind::kHost && who->name == host;
+}
 
-asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream, HttpRequest req) {
+template <typename Stream>
+asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req) {
+  using Ws = websocket::stream<Stream>;
   auto auth = req[http::field::authorization];
   std::optional<control::Principal> who;
-  if (auth.size() > 7 && auth.substr(0, 7) == "Bearer ")
-    who = server.cluster().authenticate(auth.substr(7));
+  std::string credential;
+  if (auth.size() > 7 && auth.substr(0, 7) == "Bearer ") {
+    credential = std::string(auth.substr(7));
+    who = server.cluster().authenticate(credential);
+  }
   if (!who || who->kind != control::Principal::Kind::kHost) {
     auto res = ApiResponse::error(Status::Unauthenticated("agent stream needs a host credential"));
     http::response<http::string_body> out{res.status, req.version()};
@@ -107,13 +120,17 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
   auto [aec] = co_await ws->async_accept(req, asio::as_tuple(use_awaitable));
   if (aec) co_return;
 
-  auto link = std::make_shared<WsAgentLink>(ws);
+  auto link = std::make_shared<WsAgentLink<Ws>>(ws);
   bool helloSeen = false;
   beast::flat_buffer buf;
   for (;;) {
     buf.clear();
     auto [ec, n] = co_await ws->async_read(buf, asio::as_tuple(use_awaitable));
     if (ec) break;
+    if (!stillValid(server, credential, host)) {
+      spdlog::warn("agent {}: its credential was revoked; closing its stream", host);
+      break;
+    }
     std::string data = beast::buffers_to_string(buf.data());
     if (!ws->got_text()) {
       auto chunk = model::decodeLogChunk(data);
@@ -168,7 +185,7 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
         spdlog::warn("agent {}: bad hello: {}", host, inv.status().message());
         break;
       }
-      if (!helloSeen) asio::co_spawn(ws->get_executor(), runWriter(link), asio::detached);
+      if (!helloSeen) asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
       helloSeen = true;
       auto change = server.cluster().agentConnected(host, link.get(), *inv, *jobs);
       co_await server.apply(change);
@@ -183,6 +200,17 @@ asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream,
   }
   link->close();
   server.cluster().agentDisconnected(host, link.get());
+}
+
+}  // namespace
+
+asio::awaitable<void> serveAgentStream(Server& server, beast::tcp_stream stream, HttpRequest req) {
+  co_await serveAgent(server, std::move(stream), std::move(req));
+}
+
+asio::awaitable<void> serveAgentStream(Server& server, beast::ssl_stream<beast::tcp_stream> stream,
+                                       HttpRequest req) {
+  co_await serveAgent(server, std::move(stream), std::move(req));
 }
 
 }  // namespace allot::api

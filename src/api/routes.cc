@@ -40,6 +40,23 @@ Result<int64_t> queryInt(const ApiRequest& r, const char* key, int64_t fallback,
   return v;
 }
 
+// A join token as admins see it: never its secret (only its hash is kept).
+nlohmann::json joinTokenJson(const model::JoinToken& t, TimeMs now) {
+  const char* state = t.revokedAt          ? "revoked"
+                      : t.usesLeft() == 0  ? "used"
+                      : t.expiresAt <= now ? "expired"
+                                           : "active";
+  return {{"id", t.id},
+          {"created_by", t.createdBy},
+          {"created_at", formatIso8601(t.createdAt)},
+          {"expires_at", formatIso8601(t.expiresAt)},
+          {"uses", t.uses},
+          {"used", t.used},
+          {"uses_left", t.expiresAt <= now ? 0 : t.usesLeft()},
+          {"revoked_at", t.revokedAt ? nlohmann::json(formatIso8601(t.revokedAt)) : nullptr},
+          {"state", state}};
+}
+
 nlohmann::json jobJson(Server& s, const model::Job& j) {
   auto out = model::toJson(j);
   if (j.state == model::JobState::kQueued) {
@@ -152,18 +169,35 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- hosts ----
   router.add(V::post, "/api/v1/hosts/join-tokens", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"ttl"}));
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"ttl", "uses"}));
     TRY_ASSIGN(ttlText, in.optionalString("ttl", "24h"));
     auto ttl = parseDurationMs(ttlText);
     if (!ttl.ok())
       co_return ApiResponse::error(
           Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
-    TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl));
+    TRY_ASSIGN(uses, in.optionalInt("uses", 1, 1, control::kMaxJoinTokenUses));
+    TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl, uses));
     co_await s.apply(change);
-    co_return ApiResponse::json({{"id", change.value.token.id},
-                                 {"token", change.value.secret},
-                                 {"expires_at", formatIso8601(change.value.token.expiresAt)}},
-                                http::status::created);
+    auto out = joinTokenJson(change.value.token, s.clock().nowMs());
+    out["token"] = change.value.secret;
+    co_return ApiResponse::json(out, http::status::created);
+  });
+  // Before /hosts/{name}: the router takes the first pattern that matches.
+  router.add(V::get, "/api/v1/hosts/join-tokens", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(tokens, s.cluster().listJoinTokens(r.who()));
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : tokens) out.push_back(joinTokenJson(t, s.clock().nowMs()));
+    co_return ApiResponse::json(out);
+  });
+  router.add(V::delete_, "/api/v1/hosts/join-tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(change, s.cluster().revokeJoinToken(r.who(), r.params["id"]));
+    co_await s.apply(change);
+    co_return ApiResponse::json(joinTokenJson(change.value, s.clock().nowMs()));
+  });
+  router.add(V::post, "/api/v1/hosts/{name}/reset-credential", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(change, s.cluster().resetHostCredential(r.who(), r.params["name"]));
+    co_await s.apply(change);
+    co_return ApiResponse::json({{"host", change.value.name}, {"credential_reset", true}});
   });
 
   router.add(

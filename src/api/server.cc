@@ -11,11 +11,14 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <filesystem>
 
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
+#include "common/tls.h"
 #include "control/async_commit.h"
 #include "model/json.h"
 
@@ -29,6 +32,8 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+// A client that connects and does not finish the TLS handshake is dropped after this long.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
 
 Status writeSecretFile(const std::string& path, const std::string& content) {
@@ -94,7 +99,23 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   return s;
 }
 
+// Ends a connection: a plain one by closing our side, a TLS one with its close_notify first.
+static asio::awaitable<void> closeStream(beast::tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  co_return;
+}
+static asio::awaitable<void> closeStream(beast::ssl_stream<beast::tcp_stream>& stream) {
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+  co_await stream.async_shutdown(asio::as_tuple(use_awaitable));
+}
+
 Result<uint16_t> Server::listen() {
+  if (!config_.tlsCertFile.empty() || !config_.tlsKeyFile.empty()) {
+    auto ctx = tls::serverContext(config_.tlsCertFile, config_.tlsKeyFile);
+    if (!ctx.ok()) return ctx.status();
+    tls_ = *ctx;
+  }
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(config_.listenAddress, ec);
   if (ec) return Status::InvalidArgument("listen: bad address '" + config_.listenAddress + "'");
@@ -261,16 +282,34 @@ asio::awaitable<void> Server::acceptLoop() {
 }
 
 asio::awaitable<void> Server::session(tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
+  if (!tls_) {
+    beast::tcp_stream stream(std::move(socket));
+    co_await serveHttp(stream);
+    co_return;
+  }
+  beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls_);
+  beast::get_lowest_layer(stream).expires_after(kHandshakeTimeout);
+  auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                              asio::as_tuple(use_awaitable));
+  if (ec) {
+    // Plain HTTP to the TLS port ends here, unanswered.
+    spdlog::debug("TLS handshake failed: {}", ec.message());
+    co_return;
+  }
+  co_await serveHttp(stream);
+}
+
+template <typename Stream>
+asio::awaitable<void> Server::serveHttp(Stream& stream) {
   beast::flat_buffer buffer;
   boost::system::error_code peerError;
-  const auto peer = stream.socket().remote_endpoint(peerError);
+  const auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peerError);
   const std::string peerAddress = peerError ? std::string() : peer.address().to_string();
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.maxBodyBytes);
     parser.header_limit(64 * 1024);
-    stream.expires_after(kIdleTimeout);
+    beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
     if (ec == http::error::body_limit) {
       auto res = ApiResponse::error(
@@ -287,7 +326,7 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
     HttpRequest req = parser.release();
 
     if (beast::websocket::is_upgrade(req)) {
-      stream.expires_never();
+      beast::get_lowest_layer(stream).expires_never();
       co_await serveAgentStream(*this, std::move(stream), std::move(req));
       co_return;
     }
@@ -360,8 +399,7 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
     auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
     if (wec || !out.keep_alive()) break;
   }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  co_await closeStream(stream);
 }
 
 }  // namespace allot::api

@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
@@ -29,6 +30,9 @@ struct ServerConfig {
   uint16_t port = 7070;  // 0: the OS chooses
   std::string dataDir = ".allot";
   size_t maxBodyBytes = 1 << 20;
+  // Both set: the listener speaks only TLS (HTTPS, and WSS for agents); both empty: plain HTTP.
+  std::string tlsCertFile;  // PEM certificate chain, the server's certificate first
+  std::string tlsKeyFile;   // PEM private key
   control::ClusterOptions cluster;
   // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
   telemetry::TelemetryRetention telemetryRetention;
@@ -41,7 +45,8 @@ class Server {
                                                 std::unique_ptr<store::Store> store);
   ~Server();
 
-  // Binds the listener; returns the port actually bound.
+  // Binds the listener (loading the TLS certificate and key when configured); returns the port
+  // actually bound.
   Result<uint16_t> listen();
   // The admin token, when this start created the admin (first start only).
   const std::optional<std::string>& newAdminToken() const { return newAdminToken_; }
@@ -75,7 +80,12 @@ class Server {
  private:
   Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
   boost::asio::awaitable<void> acceptLoop();
+  // One connection: the TLS handshake first when tls_ is set, then serveHttp on the stream.
   boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket);
+  // Requests on one connection, plain or TLS alike (instantiated in server.cc for both), until
+  // it closes or turns into an agent's WebSocket.
+  template <typename Stream>
+  boost::asio::awaitable<void> serveHttp(Stream& stream);
   boost::asio::awaitable<void> schedulingLoop();
   boost::asio::awaitable<void> livenessLoop();
   // The idle check of each liveness tick: commit, let reclaimed jobs' agents stop them, and send
@@ -97,6 +107,7 @@ class Server {
   Router router_;
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   boost::asio::steady_timer schedulerWake_{io_};
   WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;

@@ -58,16 +58,22 @@ int login(Context& ctx, const LoginOpts& o) {
   auto path = configPath(ctx.env());
   if (!path.ok()) return ctx.fail(path.status());
 
+  // The CA a login used is saved with it, so later commands verify the same server the same way.
+  std::string caFile = ctx.flags.caFile;
+  if (caFile.empty()) caFile = ctx.env()("ALLOT_CA_FILE").value_or("");
   json who = nullptr;
   if (!o.noVerify) {
-    auto http = HttpClient::create(server, token);
+    HttpClientOptions options;
+    options.caFile = caFile;
+    auto http = HttpClient::create(server, token, options);
     if (!http.ok()) return ctx.fail(http.status());
     ApiClient api(std::move(http.value()));
     auto res = api.get("/whoami");
     if (!res.ok()) return ctx.fail(res.status().withContext("login failed, nothing saved"));
     who = *res;
   }
-  if (Status st = saveConfig(*path, ConfigFile{server, token}); !st.ok()) return ctx.fail(st);
+  if (Status st = saveConfig(*path, ConfigFile{server, token, caFile}); !st.ok())
+    return ctx.fail(st);
 
   if (ctx.jsonOutput()) {
     return ctx.printJson({{"server", server}, {"config_path", *path}, {"user", who}});

@@ -18,6 +18,9 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   app.add_option("--server", ctx.flags.server,
                  "Server URL (default: $ALLOT_SERVER, the config file, http://127.0.0.1:7070)");
   app.add_option("--token", ctx.flags.token, "API token (default: $ALLOT_TOKEN, the config file)");
+  app.add_option("--ca-file", ctx.flags.caFile,
+                 "PEM CA certificate(s) to verify an https:// server with (default: "
+                 "$ALLOT_CA_FILE, the config file's ca_file, the system's trusted CAs)");
   app.add_option("-o,--output", ctx.flags.output,
                  "Output format: table or json (and csv for `report usage`)")
       ->check(CLI::IsMember({"table", "json", "csv"}))

@@ -231,8 +231,22 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(201, body.dump());
   }
   if (r.method == "POST" && r.target == "/api/v1/hosts/join-tokens") {
-    return jsonReply(
-        201, R"({"id":"jt-1","token":"jt-1.joinsecret","expires_at":"2026-12-01T12:00:00Z"})");
+    json body = json::parse(r.body);
+    return jsonReply(201, json({{"id", "jt-1"},
+                                {"token", "jt-1.joinsecret"},
+                                {"uses", body.value("uses", 1)},
+                                {"expires_at", "2026-12-01T12:00:00Z"}})
+                              .dump());
+  }
+  if (r.method == "GET" && r.target == "/api/v1/hosts/join-tokens") {
+    return jsonReply(200, R"([{"id":"jt-1","created_by":"root","expires_at":"2026-12-01T12:00:00Z",
+      "uses":3,"used":1,"uses_left":2,"revoked_at":null,"state":"active"}])");
+  }
+  if (r.method == "DELETE" && r.target == "/api/v1/hosts/join-tokens/jt-1") {
+    return jsonReply(200, R"({"id":"jt-1","state":"revoked"})");
+  }
+  if (r.method == "POST" && r.target == "/api/v1/hosts/gpu-01/reset-credential") {
+    return jsonReply(200, R"({"host":"gpu-01","credential_reset":true})");
   }
   if (r.method == "POST" && r.target == "/api/v1/leases") {
     json body = json::parse(r.body);
@@ -801,8 +815,26 @@ TEST_F(CliTest, JoinTokenPrintsTheAgentCommandLine) {
       std::string::npos)
       << out_.str();
   EXPECT_NE(out_.str().find("(in 1d)"), std::string::npos);
-  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"ttl", "24h"}}));
+  EXPECT_EQ(json::parse(server_.requests().at(0).body), json({{"ttl", "24h"}, {"uses", 1}}));
+  EXPECT_NE(out_.str().find("single use"), std::string::npos);
   EXPECT_EQ(run({"host", "join-token", "--ttl", "soon"}), 2);
+  EXPECT_EQ(run({"host", "join-token", "--uses", "0"}), 2);
+  EXPECT_EQ(server_.requests().size(), 1u);  // usage errors send nothing
+}
+
+TEST_F(CliTest, JoinTokenUsesListRevokeAndResetCredential) {
+  EXPECT_EQ(run({"host", "join-token", "--uses", "3"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().back().body).value("uses", 0), 3);
+  EXPECT_NE(out_.str().find("3 joins"), std::string::npos) << out_.str();
+  out_.str("");
+  EXPECT_EQ(run({"host", "join-tokens"}), 0);
+  EXPECT_NE(out_.str().find("2/3"), std::string::npos) << out_.str();
+  EXPECT_EQ(out_.str().find("joinsecret"), std::string::npos);
+  EXPECT_EQ(run({"host", "revoke-join-token", "jt-1"}), 0);
+  EXPECT_EQ(server_.requests().back().method, "DELETE");
+  EXPECT_EQ(run({"host", "reset-credential", "gpu-01"}), 0);
+  EXPECT_EQ(server_.requests().back().target, "/api/v1/hosts/gpu-01/reset-credential");
+  EXPECT_NE(out_.str().find("takes the host over"), std::string::npos) << out_.str();
 }
 
 TEST_F(CliTest, ApiErrorsPrintTheServersMessage) {
@@ -822,10 +854,13 @@ TEST_F(CliTest, UnreachableServerIsOneLine) {
   EXPECT_EQ(err_.str(), "allot: cannot reach server at " + url + ": Connection refused\n");
 }
 
-TEST_F(CliTest, HttpsIsRefused) {
-  EXPECT_EQ(run({"--server", "https://allot.example.com", "whoami"}), 1);
-  EXPECT_EQ(err_.str(),
-            "allot: https is not supported yet; use http:// or a TLS-terminating proxy\n");
+TEST_F(CliTest, AnUnreadableCaFileIsAOneLineError) {
+  EXPECT_EQ(
+      run({"--server", "https://allot.example.com", "--ca-file", "/nonexistent/ca.pem", "whoami"}),
+      1);
+  const std::string err = err_.str();
+  EXPECT_NE(err.find("/nonexistent/ca.pem"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
 }
 
 TEST_F(CliTest, LoginVerifiesSavesPrivatelyAndNeverPrintsTheToken) {

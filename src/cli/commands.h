@@ -15,6 +15,8 @@ void addHostCommands(CLI::App& app, Context& ctx);   // host
 // host drain, resume, fail, retire, log; called by addHostCommands on its `host` command.
 void addHostLifecycleCommands(CLI::App* host, Context& ctx);
 void addHostHandoverCommands(CLI::App* host, Context& ctx);
+// host join-token, join-tokens, revoke-join-token, reset-credential; called by addHostCommands.
+void addHostJoinCommands(CLI::App* host, Context& ctx);
 // host upgrade, upgrades (rolling upgrades of a pool); called by addHostCommands.
 void addHostUpgradeCommands(CLI::App* host, Context& ctx);
 void addJobCommands(CLI::App& app, Context& ctx);  // run, job

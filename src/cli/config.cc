@@ -89,6 +89,7 @@ Result<ConfigFile> loadConfig(const std::string& path) {
   };
   out.server = str("server");
   out.token = str("token");
+  out.caFile = str("ca_file");
   return out;
 }
 
@@ -101,6 +102,7 @@ Status saveConfig(const std::string& path, const ConfigFile& config) {
   json doc = json::object();
   if (!config.server.empty()) doc["server"] = config.server;
   if (!config.token.empty()) doc["token"] = config.token;
+  if (!config.caFile.empty()) doc["ca_file"] = config.caFile;
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return context(errnoText());
@@ -118,19 +120,27 @@ Status saveConfig(const std::string& path, const ConfigFile& config) {
 }
 
 Result<Settings> resolveSettings(const std::string& flagServer, const std::string& flagToken,
-                                 const EnvLookup& env) {
+                                 const EnvLookup& env, const std::string& flagCaFile) {
   Settings s;
   s.server = flagServer;
   s.token = flagToken;
+  s.caFile = flagCaFile;
   if (s.server.empty()) s.server = env("ALLOT_SERVER").value_or("");
   if (s.token.empty()) s.token = env("ALLOT_TOKEN").value_or("");
-  if (s.server.empty() || s.token.empty()) {
+  if (s.caFile.empty()) s.caFile = env("ALLOT_CA_FILE").value_or("");
+  // A broken config file stops a command only when it needed the server or token from it; a CA
+  // file is merely looked for there.
+  const bool needed = s.server.empty() || s.token.empty();
+  if (needed || s.caFile.empty()) {
     auto path = configPath(env);
     if (path.ok()) {
       auto file = loadConfig(*path);
-      if (!file.ok()) return file.status();
-      if (s.server.empty()) s.server = file->server;
-      if (s.token.empty()) s.token = file->token;
+      if (!file.ok() && needed) return file.status();
+      if (file.ok()) {
+        if (s.server.empty()) s.server = file->server;
+        if (s.token.empty()) s.token = file->token;
+        if (s.caFile.empty()) s.caFile = file->caFile;
+      }
     }
   }
   if (s.server.empty()) s.server = kDefaultServer;

@@ -22,6 +22,7 @@ EnvLookup processEnv();
 struct ConfigFile {
   std::string server;
   std::string token;
+  std::string caFile;  // "ca_file": PEM CA to verify an https:// server with
 };
 
 // $ALLOT_CONFIG, else $XDG_CONFIG_HOME/allot/config.json, else $HOME/.config/allot/config.json.
@@ -33,12 +34,14 @@ Status saveConfig(const std::string& path, const ConfigFile& config);
 
 struct Settings {
   std::string server;
-  std::string token;  // may be empty: commands then fail with the server's 401
+  std::string token;   // may be empty: commands then fail with the server's 401
+  std::string caFile;  // "" = the system's trusted CAs (for https:// servers)
 };
 
-// `flagServer`/`flagToken` are empty when the flag was not given. The config file is read only
+// `flagServer`/`flagToken`/`flagCaFile` are empty when the flag was not given. The CA file comes
+// from --ca-file, ALLOT_CA_FILE, then the config file's ca_file. The config file is read only
 // when a flag and the environment leave something unset.
 Result<Settings> resolveSettings(const std::string& flagServer, const std::string& flagToken,
-                                 const EnvLookup& env);
+                                 const EnvLookup& env, const std::string& flagCaFile = "");
 
 }  // namespace allot::cli

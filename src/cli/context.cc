@@ -4,7 +4,7 @@ namespace allot::cli {
 
 Result<Settings> Context::settings() {
   if (!settings_) {
-    auto s = resolveSettings(flags.server, flags.token, env_);
+    auto s = resolveSettings(flags.server, flags.token, env_, flags.caFile);
     if (!s.ok()) return s.status();
     settings_ = *s;
   }
@@ -15,7 +15,9 @@ Result<ApiClient*> Context::api() {
   if (!api_) {
     auto s = settings();
     if (!s.ok()) return s.status();
-    auto http = HttpClient::create(s->server, s->token);
+    HttpClientOptions options;
+    options.caFile = s->caFile;
+    auto http = HttpClient::create(s->server, s->token, options);
     if (!http.ok()) return http.status();
     api_ = std::make_unique<ApiClient>(std::move(http.value()));
   }

@@ -20,6 +20,7 @@ namespace allot::cli {
 struct GlobalFlags {
   std::string server;
   std::string token;
+  std::string caFile;
   std::string output = "table";  // "table", "json", or "csv" (only where allowCsv was called)
 };
 

@@ -1,4 +1,4 @@
-// allot host: the shared pool of GPU hosts, and the join tokens that let agents into it.
+// allot host: the shared pool of GPU hosts (join tokens: host_join_commands.cc).
 
 #include <algorithm>
 #include <cstdio>
@@ -16,7 +16,6 @@ namespace {
 
 struct HostOpts {
   std::string name;
-  std::string ttl;
   std::string team;
   int gpu = -1;
   std::string dedicate;
@@ -234,31 +233,6 @@ int gpuSettings(Context& ctx, const HostOpts& o) {
   return 0;
 }
 
-int joinToken(Context& ctx, const HostOpts& o) {
-  json body = json::object();
-  if (!o.ttl.empty()) {
-    auto ttl = parseDurationMs(o.ttl);
-    if (!ttl.ok()) return ctx.usageError(ttl.status().withContext("--ttl"));
-    body["ttl"] = o.ttl;
-  }
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto made = (*api)->post("/hosts/join-tokens", body);
-  if (!made.ok()) return ctx.fail(made.status());
-  // Showing the token is this command's purpose: it is shown once.
-  if (ctx.jsonOutput()) return ctx.printJson(*made);
-  std::string token = text(*made, "token", "");
-  std::string expires = text(*made, "expires_at", "");
-  ctx.out() << "Join token: " << token << "\n";
-  if (!expires.empty()) {
-    ctx.out() << "Expires:    " << expires << " (" << relativeTime(expires, ctx.now()) << ")\n";
-  }
-  ctx.out() << "It will not be shown again. On each GPU host, run:\n"
-            << "  allot-agent --server " << (*api)->serverUrl() << " --join-token " << token
-            << "\n";
-  return 0;
-}
-
 // A number from a history point with `decimals` places, "-" when null.
 std::string pointNumber(const json& p, const char* key, int decimals) {
   auto it = p.find(key);
@@ -306,12 +280,7 @@ void addHostCommands(CLI::App& app, Context& ctx) {
   show->add_option("NAME", o->name, "Host name")->required();
   onRun(show, ctx, o, hostShow);
 
-  auto* join = host->add_subcommand("join-token",
-                                    "Make a token that lets agents join the pool (platform-admin)");
-  join->add_option("--ttl", o->ttl,
-                   "How long the token stays valid, e.g. 24h, 7d "
-                   "(default: the server's, 24h)");
-  onRun(join, ctx, o, joinToken);
+  addHostJoinCommands(host, ctx);
 
   auto* ded = host->add_subcommand(
       "dedicate", "Reserve a host for one team; others no longer see it (platform-admin)");

@@ -13,6 +13,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
+
+#include "common/tls.h"
 
 namespace allot::cli {
 namespace {
@@ -43,8 +47,10 @@ bool isIdempotent(http::verb v) {
 
 // Errors that mean "the server closed our idle keep-alive connection".
 bool isStaleConnection(const beast::error_code& ec) {
+  // Over TLS, a peer that closed without close_notify reads as a truncated stream.
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
-         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::ssl::error::stream_truncated;
 }
 
 }  // namespace
@@ -58,11 +64,9 @@ Result<ServerUrl> parseServerUrl(std::string_view url) {
   };
   if (auto pos = rest.find("://"); pos != std::string_view::npos) {
     std::string scheme = lower(rest.substr(0, pos));
-    if (scheme == "https") {
-      return Status::InvalidArgument(
-          "https is not supported yet; use http:// or a TLS-terminating proxy");
-    }
-    if (scheme != "http") return bad("unsupported scheme '" + scheme + "'; use http://host:port");
+    out.tls = scheme == "https";
+    if (scheme != "http" && !out.tls)
+      return bad("unsupported scheme '" + scheme + "'; use http://host:port or https://host:port");
     rest.remove_prefix(pos + 3);
   } else {
     out.text = "http://" + out.text;
@@ -92,7 +96,7 @@ Result<ServerUrl> parseServerUrl(std::string_view url) {
   }
   if (out.host.empty()) return bad("no host");
   if (portText.empty()) {
-    out.port = "80";
+    out.port = out.tls ? "443" : "80";
   } else {
     int port = 0;
     auto [p, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
@@ -117,7 +121,11 @@ struct HttpClient::Impl {
   std::string token;
   HttpClientOptions options;
   asio::io_context ioc;
-  beast::tcp_stream stream{ioc};
+  // One of the two is open while connected: https uses `secure`, made anew for each connection
+  // (a TLS session does not outlive its connection).
+  beast::tcp_stream plain{ioc};
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  std::shared_ptr<asio::ssl::context> tls;
   beast::flat_buffer buffer;
   bool connected = false;
   int connectionsOpened = 0;
@@ -128,10 +136,22 @@ struct HttpClient::Impl {
     ioc.run();
   }
 
+  beast::tcp_stream& tcpLayer() { return secure ? beast::get_lowest_layer(*secure) : plain; }
+  // Calls fn with whichever stream is in use.
+  template <typename Fn>
+  void withStream(Fn fn) {
+    if (secure) {
+      fn(*secure);
+    } else {
+      fn(plain);
+    }
+  }
+
   void close() {
     beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream.close();
+    tcpLayer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcpLayer().close();
+    secure.reset();
     buffer.clear();
     connected = false;
   }
@@ -145,14 +165,27 @@ struct HttpClient::Impl {
     beast::error_code ec;
     auto endpoints = resolver.resolve(url.host, url.port, ec);
     if (ec) return unreachable(ec.message());
-    stream.expires_after(options.connectTimeout);
-    stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    if (url.tls) {
+      secure.emplace(ioc, *tls);
+      ALLOT_RETURN_IF_ERROR(tls::expectPeerName(secure->native_handle(), url.host));
+    }
+    tcpLayer().expires_after(options.connectTimeout);
+    tcpLayer().async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
     runPending();
     if (ec == beast::error::timeout) {
       return unreachable("no connection within " + seconds(options.connectTimeout));
     }
     if (ec) return unreachable(ec.message());
-    stream.socket().set_option(tcp::no_delay(true), ec);
+    tcpLayer().socket().set_option(tcp::no_delay(true), ec);
+    if (secure) {
+      secure->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+      runPending();
+      if (ec) {
+        close();
+        // Most often an untrusted certificate or a name it does not carry.
+        return unreachable("TLS handshake failed: " + ec.message());
+      }
+    }
     connected = true;
     ++connectionsOpened;
     return Status::Ok();
@@ -164,7 +197,8 @@ struct HttpClient::Impl {
                                 std::chrono::milliseconds timeout, bool& wrote, bool& readAny,
                                 beast::error_code& ecOut) {
     http::request<http::string_body> req{verb, url.basePath + std::string(target), 11};
-    req.set(http::field::host, url.port == "80" ? url.host : url.host + ":" + url.port);
+    const bool defaultPort = url.port == (url.tls ? "443" : "80");
+    req.set(http::field::host, defaultPort ? url.host : url.host + ":" + url.port);
     req.set(http::field::user_agent, kUserAgent);
     req.set(http::field::accept, "application/json");
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
@@ -176,8 +210,10 @@ struct HttpClient::Impl {
     req.prepare_payload();
 
     beast::error_code ec;
-    stream.expires_after(timeout);
-    http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+    tcpLayer().expires_after(timeout);
+    withStream([&](auto& stream) {
+      http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+    });
     runPending();
     wrote = !ec;
     if (ec) {
@@ -188,7 +224,9 @@ struct HttpClient::Impl {
     http::response_parser<http::string_body> parser;
     parser.body_limit(boost::none);
     size_t before = buffer.size();
-    http::async_read(stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    withStream([&](auto& stream) {
+      http::async_read(stream, buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    });
     runPending();
     readAny = parser.got_some() || buffer.size() != before;
     if (ec) {
@@ -225,6 +263,11 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(std::string_view url, std
   impl->url = std::move(parsed.value());
   impl->token = std::move(token);
   impl->options = options;
+  if (impl->url.tls) {
+    auto ctx = tls::clientContext(options.caFile);
+    if (!ctx.ok()) return ctx.status().withContext("--ca-file");
+    impl->tls = *ctx;
+  }
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// HttpClient: a synchronous HTTP/1.1 client over plain TCP, for the CLI. It talks to one server,
-// keeps one keep-alive connection open across calls and reopens it when the server has closed it.
-// Not thread-safe: the CLI's one thread calls it. Errors come back as Status (kUnavailable for
-// "cannot reach", kInvalidArgument for a bad URL); no exception leaves this module.
+// HttpClient: a synchronous HTTP/1.1 client over plain TCP or TLS (https://), for the CLI. It talks
+// to one server, keeps one keep-alive connection open across calls and reopens it when the server
+// has closed it. Not thread-safe: the CLI's one thread calls it. Errors come back as Status
+// (kUnavailable for "cannot reach", kInvalidArgument for a bad URL); no exception leaves this
+// module.
 
 #include <chrono>
 #include <map>
@@ -14,16 +15,17 @@
 
 namespace allot::cli {
 
-// A parsed server address: http://host[:port][/base].
+// A parsed server address: http(s)://host[:port][/base].
 struct ServerUrl {
   std::string host;      // without IPv6 brackets
-  std::string port;      // "80" when the URL names none
+  std::string port;      // "80" (http) or "443" (https) when the URL names none
+  bool tls = false;      // https: the certificate must chain to the CA and name `host`
   std::string basePath;  // "" or "/prefix", never ending in '/'
   std::string text;      // the URL as given, for messages
 };
 
-// Accepts "http://host:port[/base]" and, as a convenience, "host:port". Refuses https:// with a
-// message that says what to do instead.
+// Accepts "http://host:port[/base]", "https://host:port[/base]" and, as a convenience,
+// "host:port" (plain http).
 Result<ServerUrl> parseServerUrl(std::string_view url);
 
 struct HttpResponse {
@@ -38,6 +40,7 @@ struct HttpResponse {
 struct HttpClientOptions {
   std::chrono::milliseconds connectTimeout{10'000};
   std::chrono::milliseconds requestTimeout{30'000};
+  std::string caFile;  // PEM CA(s) for https; "" = the system's trusted CAs
 };
 
 class HttpClient {

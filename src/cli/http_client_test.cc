@@ -44,16 +44,28 @@ TEST(ServerUrlTest, ParsesHostPortAndBasePath) {
   EXPECT_EQ(bare->text, "http://gpu-head:7070");
 }
 
-TEST(ServerUrlTest, RefusesHttpsWithAClearMessage) {
-  for (const char* url : {"https://allot.example.com", "HTTPS://x:443"}) {
-    auto u = parseServerUrl(url);
-    ASSERT_FALSE(u.ok());
-    EXPECT_EQ(u.status().message(),
-              "https is not supported yet; use http:// or a TLS-terminating proxy");
-  }
-  auto client = HttpClient::create("https://allot.example.com", "t");
+TEST(ServerUrlTest, AcceptsHttpsWithItsDefaultPort) {
+  auto u = parseServerUrl("https://allot.example.com/base/");
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, "443");
+  EXPECT_EQ(u->basePath, "/base");
+  auto upper = parseServerUrl("HTTPS://x:8443");
+  ASSERT_TRUE(upper.ok());
+  EXPECT_TRUE(upper->tls);
+  EXPECT_EQ(upper->port, "8443");
+  EXPECT_FALSE(parseServerUrl("http://x:1")->tls);
+  EXPECT_FALSE(parseServerUrl("x:1")->tls);
+}
+
+TEST(ServerUrlTest, AMissingCaFileIsAClearError) {
+  HttpClientOptions o;
+  o.caFile = "/nonexistent/ca.pem";
+  auto client = HttpClient::create("https://allot.example.com", "t", o);
   ASSERT_FALSE(client.ok());
-  EXPECT_NE(client.status().message().find("https is not supported yet"), std::string::npos);
+  EXPECT_NE(client.status().message().find("/nonexistent/ca.pem"), std::string::npos);
+  // Plain http never reads it.
+  EXPECT_TRUE(HttpClient::create("http://allot.example.com", "t", o).ok());
 }
 
 TEST(ServerUrlTest, RefusesBadUrls) {

@@ -144,16 +144,43 @@ std::vector<model::Project> Cluster::listProjects(const Principal& p) const {
 
 // ---- Hosts -------------------------------------------------------------------------------
 
-Result<Change<CreatedJoinToken>> Cluster::createJoinToken(const Principal& p, int64_t ttlMs) {
+Result<Change<CreatedJoinToken>> Cluster::createJoinToken(const Principal& p, int64_t ttlMs,
+                                                          int uses) {
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create join tokens"));
   if (ttlMs <= 0) return Status::InvalidArgument("ttl: must be positive", "ttl");
+  if (uses < 1 || uses > kMaxJoinTokenUses)
+    return Status::InvalidArgument("uses: must be from 1 to " + std::to_string(kMaxJoinTokenUses),
+                                   "uses");
   Change<CreatedJoinToken> c;
   auto now = clock_.nowMs();
-  c.value.token = model::JoinToken{newSecretId("join"), "", p.name, now, now + ttlMs};
+  c.value.token = model::JoinToken{newSecretId("join"), "", p.name, now, now + ttlMs, uses};
   c.value.secret = newToken(c.value.token.id);
   c.value.token.hash = hashToken(c.value.secret);
   world_.joinTokens[c.value.token.id] = c.value.token;
   c.batch.add(store::PutJoinToken{c.value.token});
+  return c;
+}
+
+Result<std::vector<model::JoinToken>> Cluster::listJoinTokens(const Principal& p) const {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "list join tokens"));
+  std::vector<model::JoinToken> out;
+  for (const auto& [id, t] : world_.joinTokens) out.push_back(t);
+  return out;
+}
+
+Result<Change<model::JoinToken>> Cluster::revokeJoinToken(const Principal& p,
+                                                          const std::string& id) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "revoke join tokens"));
+  auto it = world_.joinTokens.find(id);
+  if (it == world_.joinTokens.end()) return Status::NotFound("no join token '" + id + "'");
+  Change<model::JoinToken> c;
+  // Revoking twice keeps the first time: the record says when it stopped working.
+  if (it->second.revokedAt == 0) {
+    it->second.revokedAt = clock_.nowMs();
+    c.batch.add(store::PutJoinToken{it->second});
+    spdlog::info("join token revoked: id={} by={}", id, p.name);
+  }
+  c.value = it->second;
   return c;
 }
 
@@ -165,27 +192,36 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
                 : world_.joinTokens.find(std::string(secret.substr(0, sep)));
   if (it == world_.joinTokens.end() || !hashesEqual(it->second.hash, hashToken(secret)))
     return Status::Unauthenticated("join_token: unknown join token");
-  if (it->second.expiresAt <= clock_.nowMs())
+  model::JoinToken& token = it->second;
+  if (token.revokedAt != 0)
+    return Status::Unauthenticated("join_token: the join token was revoked");
+  if (token.expiresAt <= clock_.nowMs())
     return Status::Unauthenticated(
         "join_token: the join token has expired; make a new one with `allot host join-token`");
+  if (token.usesLeft() <= 0)
+    return Status::Unauthenticated(
+        "join_token: the join token has been used up; make a new one with `allot host "
+        "join-token`");
   std::string name = nameIn.empty() ? inv.hostname : nameIn;
   ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  auto existing = world_.hosts.find(name);
+  if (existing != world_.hosts.end() && !existing->second.credentialReset) {
+    // Whoever holds a join token could otherwise take over a running host's identity (and the
+    // work placed on it). A reinstalled host needs an admin's word first.
+    return Status::AlreadyExists("name: host '" + name +
+                                 "' has already joined; a platform admin must reset its "
+                                 "credential (`allot host reset-credential " +
+                                 name + "`) before it can join again");
+  }
   Change<JoinedHost> c;
   auto now = clock_.nowMs();
   model::Host h;
-  auto existing = world_.hosts.find(name);
   if (existing != world_.hosts.end()) {
-    // Re-joining (a reinstalled host, a lost credential): the host keeps its name and history;
-    // its old credentials stop working.
+    // Re-joining after a reset (a reinstalled host, a lost credential): the host keeps its name
+    // and history. Its old credentials were revoked by the reset.
     h = existing->second;
-    for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
-      if (t->second.owner == "host:" + name) {
-        c.batch.add(store::DeleteToken{t->first});
-        t = world_.tokens.erase(t);
-      } else {
-        ++t;
-      }
-    }
+    h.credentialReset = false;
+    revokeHostCredentials(name, c.batch);
   } else {
     h.name = name;
     h.joinedAt = now;
@@ -199,10 +235,40 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
   c.value.credential = newToken(tok.id);
   tok.hash = hashToken(c.value.credential);
   world_.tokens[tok.id] = tok;
+  // The use is counted in the same commit as the host: no restart or concurrent join can admit
+  // more hosts than the token allows.
+  ++token.used;
   c.value.host = h;
-  c.batch.add(store::PutHost{h}).add(store::PutToken{tok});
-  spdlog::info("host joined: host={} gpus={} provider={}{}", name, h.gpus.size(), h.gpuProvider,
-               h.simulated ? " (SIMULATED)" : "");
+  c.batch.add(store::PutHost{h}).add(store::PutToken{tok}).add(store::PutJoinToken{token});
+  spdlog::info("host joined: host={} gpus={} provider={}{} join_token={} uses_left={}", name,
+               h.gpus.size(), h.gpuProvider, h.simulated ? " (SIMULATED)" : "", token.id,
+               token.usesLeft());
+  return c;
+}
+
+void Cluster::revokeHostCredentials(const std::string& host, store::WriteBatch& batch) {
+  for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
+    if (t->second.owner == "host:" + host) {
+      batch.add(store::DeleteToken{t->first});
+      t = world_.tokens.erase(t);
+    } else {
+      ++t;
+    }
+  }
+}
+
+Result<Change<model::Host>> Cluster::resetHostCredential(const Principal& p,
+                                                         const std::string& name) {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'");
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "reset a host's credential"));
+  Change<model::Host> c;
+  revokeHostCredentials(name, c.batch);
+  it->second.credentialReset = true;
+  c.batch.add(store::PutHost{it->second});
+  c.value = it->second;
+  spdlog::warn("host credential reset: host={} by={}; its agent must join again", name, p.name);
   return c;
 }
 

@@ -140,6 +140,9 @@ struct HookProfile {
 // in transition records and lease decisions.
 inline constexpr const char* kSystemActor = "allotd";
 
+// The most joins one join token may allow (`allot host join-token --uses`).
+inline constexpr int kMaxJoinTokenUses = 10'000;
+
 // How hosts are checked and handed over (allotd.toml [health], [handover]; docs/hosts.md).
 struct HostLifecycleOptions {
   // A newly joined host is health-checked (commissioning) before it takes work; false: it is
@@ -298,9 +301,18 @@ class Cluster {
   }
 
   // Hosts.
-  Result<Change<CreatedJoinToken>> createJoinToken(const Principal& p, int64_t ttlMs);
+  // Join tokens (platform admins): each admits `uses` joins until it expires or is revoked.
+  Result<Change<CreatedJoinToken>> createJoinToken(const Principal& p, int64_t ttlMs, int uses = 1);
+  Result<std::vector<model::JoinToken>> listJoinTokens(const Principal& p) const;
+  Result<Change<model::JoinToken>> revokeJoinToken(const Principal& p, const std::string& id);
+  // Spends one use of the token; the use is in the change's batch, with the host and its new
+  // credential. A name already joined is refused (AlreadyExists) unless a platform admin reset
+  // that host's credential (resetHostCredential), so a join token cannot take over a host.
   Result<Change<JoinedHost>> joinHost(std::string_view joinSecret, const std::string& name,
                                       const model::Inventory& inventory);
+  // Revokes every credential of the host (its agent's stream closes at its next message) and
+  // lets the next join under its name take it over, keeping its name and history.
+  Result<Change<model::Host>> resetHostCredential(const Principal& p, const std::string& host);
   std::vector<model::Host> listHosts(const Principal& p) const;
   Result<model::Host> getHost(const Principal& p, const std::string& name) const;
   // Who holds the host's GPUs, leaving out GPUs `p` may not see.
@@ -510,6 +522,8 @@ class Cluster {
 
  private:
   std::string newSecretId(const char* kind);
+  // Deletes every credential of the host, in `batch` and in memory.
+  void revokeHostCredentials(const std::string& host, store::WriteBatch& batch);
   // Changes a job in memory and records the write; keeps indexes right.
   void updateJob(model::Job& job, const model::Job& before, store::WriteBatch& batch);
   void applyActual(const std::string& host, const model::ActualJob& actual,

@@ -183,6 +183,13 @@ Change<int> Cluster::agentStatus(const std::string& host,
 void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
                           store::WriteBatch& batch, std::set<std::string>& push) {
   auto it = world_.jobs.find(a.id);
+  if (it != world_.jobs.end() && model::rankOn(it->second, host) < 0 &&
+      !model::isTerminal(it->second.state)) {
+    // An agent speaks only for its own host: a report about work placed elsewhere (a forged one,
+    // or a stale one of a job requeued elsewhere) changes nothing.
+    spdlog::warn("agent report ignored: host={} job={} (the job is not placed on this host)", host,
+                 a.id);
+  }
   if (it == world_.jobs.end() || model::rankOn(it->second, host) < 0 ||
       model::isTerminal(it->second.state)) {
     // Unknown here, ended here, or placed elsewhere: the agent stops and forgets it when it sees
@@ -331,7 +338,11 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
 Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) {
   auto it = world_.jobs.find(chunk.job);
   const int rank = it == world_.jobs.end() ? -1 : model::rankOn(it->second, host);
-  if (rank < 0) return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
+  if (rank < 0) {
+    spdlog::warn("agent output ignored: host={} job={} (the job is not placed on this host)", host,
+                 chunk.job);
+    return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
+  }
   return logs_.append(chunk.job, chunk.offset, chunk.data, rank);
 }
 

@@ -277,7 +277,8 @@ TEST_F(SharingTest, GpuSettingsAreCheckedAndKeptAcrossReports) {
   EXPECT_TRUE(put->host.gpus[0].shared);
   EXPECT_EQ(put->host.gpus[1].dedicatedTo, "vision");
   EXPECT_EQ(put->host.dedicatedTo, "vision");
-  // And a re-join (a reinstalled host) keeps them too.
+  // And a re-join (a reinstalled host, after an admin reset its credential) keeps them too.
+  ASSERT_TRUE(cluster_->resetHostCredential(admin_, "gpu-01").ok());
   auto jt = cluster_->createJoinToken(admin_, 3'600'000);
   auto rejoined = cluster_->joinHost(jt->value.secret, "gpu-01", inventory(2));
   ASSERT_TRUE(rejoined.ok());

@@ -266,7 +266,7 @@ class UpgradeRestartTest : public DurableClusterTest {
     ASSERT_TRUE(admin.has_value());
     ASSERT_TRUE(store_->commit(admin->batch).ok());
     admin_ = *cluster_->authenticate(admin->value);
-    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
+    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000, 2));  // one use per host
     for (const char* h : {"gpu-01", "gpu-02"}) {
       keep(cluster_->joinHost(jt.value.secret, h, inventory(1)));
       keep(cluster_->agentConnected(h, &link_, inventory(1), {}));

@@ -36,10 +36,15 @@ int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = defaultShimPath();
-  std::string cgroupName, scratchDir, homeDir;
+  std::string cgroupName, scratchDir, homeDir, caFile;
   int standbys = 1;
   std::string telemetryInterval = "5s";
-  app.add_option("--server", server, "allotd URL, e.g. http://10.0.0.1:7070")->required();
+  app.add_option("--server", server,
+                 "allotd URL, e.g. https://allot.example.com:7070 (http:// on a trusted network)")
+      ->required();
+  app.add_option("--ca-file", caFile,
+                 "PEM CA certificate(s) to verify an https:// server with (default: the "
+                 "system's trusted CAs)");
   app.add_option("--join-token", joinToken,
                  "join token from `allot host join-token` (first start only)");
   app.add_option("--name", name, "host name in Allot (default: this machine's hostname)");
@@ -109,8 +114,8 @@ int main(int argc, char** argv) {
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
   executor.setScratchRoot(scratchDir);
-  allot::agent::AgentConfig cfg{server,         joinToken,   name,       workDir,
-                                cgroups.mode(), *intervalMs, scratchDir, homeDir};
+  allot::agent::AgentConfig cfg{server,      joinToken,  name,    workDir, cgroups.mode(),
+                                *intervalMs, scratchDir, homeDir, caFile};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -29,6 +29,8 @@ struct Flags {
   std::string placement;
   std::string preemptGrace;
   std::string usageHalfLife;
+  std::string tlsCert;
+  std::string tlsKey;
   bool logJson = false;
 };
 
@@ -58,9 +60,13 @@ int main(int argc, char** argv) {
                  "time a preempted job has between SIGTERM and SIGKILL (default 30s)");
   app.add_option("--usage-half-life", f.usageHalfLife,
                  "half-life of the usage history fair share weighs (default 24h)");
+  app.add_option("--tls-cert", f.tlsCert,
+                 "PEM certificate chain: serve HTTPS (and WSS for agents) only; needs --tls-key");
+  app.add_option("--tls-key", f.tlsKey, "PEM private key of --tls-cert");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
+  std::string tlsCert, tlsKey;
   std::string heartbeat = "5s", lostAfter = "5m";
   std::string placement = "fgd", preemptGrace = "30s", usageHalfLife = "24h";
   std::map<std::string, double> pricePerGpuHour;
@@ -82,6 +88,8 @@ int main(int argc, char** argv) {
       listen = tbl["listen"].value_or(listen);
       dataDir = tbl["data_dir"].value_or(dataDir);
       logLevel = tbl["log_level"].value_or(logLevel);
+      tlsCert = tbl["tls"]["cert"].value_or(tlsCert);
+      tlsKey = tbl["tls"]["key"].value_or(tlsKey);
       heartbeat = tbl["agents"]["heartbeat"].value_or(heartbeat);
       lostAfter = tbl["agents"]["lost_after"].value_or(lostAfter);
       placement = tbl["scheduler"]["placement"].value_or(placement);
@@ -146,6 +154,10 @@ int main(int argc, char** argv) {
   if (!f.placement.empty()) placement = f.placement;
   if (!f.preemptGrace.empty()) preemptGrace = f.preemptGrace;
   if (!f.usageHalfLife.empty()) usageHalfLife = f.usageHalfLife;
+  if (!f.tlsCert.empty()) tlsCert = f.tlsCert;
+  if (!f.tlsKey.empty()) tlsKey = f.tlsKey;
+  if (tlsCert.empty() != tlsKey.empty())
+    return fail("--tls-cert and --tls-key: give both (HTTPS) or neither (plain HTTP)");
 
   allot::setupLogging("allotd", logLevel, f.logJson);
   allot::initSecrets();
@@ -165,6 +177,8 @@ int main(int argc, char** argv) {
     return fail("--listen: bad port in '" + listen + "'");
   }
   cfg.dataDir = dataDir;
+  cfg.tlsCertFile = tlsCert;
+  cfg.tlsKeyFile = tlsKey;
   auto hb = allot::parseDurationMs(heartbeat);
   if (!hb.ok() || *hb <= 0) return fail("--heartbeat: " + hb.status().message());
   auto lost = allot::parseDurationMs(lostAfter);
@@ -241,9 +255,11 @@ int main(int argc, char** argv) {
   auto port = (*server)->listen();
   if (!port.ok()) return fail(port.status().message());
 
-  spdlog::info("allotd listening on http://{}:{} data_dir={}", cfg.listenAddress, *port, dataDir);
+  const char* scheme = tlsCert.empty() ? "http" : "https";
+  spdlog::info("allotd listening on {}://{}:{} data_dir={}", scheme, cfg.listenAddress, *port,
+               dataDir);
   // One machine-readable line on stdout, so scripts and tests learn the port chosen for port 0.
-  std::cout << "listening http://" << cfg.listenAddress << ":" << *port << std::endl;
+  std::cout << "listening " << scheme << "://" << cfg.listenAddress << ":" << *port << std::endl;
   if (const auto& token = (*server)->newAdminToken()) {
     std::cout << "admin token (shown once; also in " << dataDir << "/admin.token): " << *token
               << std::endl;

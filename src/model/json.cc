@@ -396,6 +396,7 @@ json toStoreDoc(const Host& h) {
   out["expected_gpu_models"] = h.expectedGpuModels;
   out["health_checked_ms"] = h.healthCheckedAt;
   out["contour"] = h.contour;
+  if (h.credentialReset) out["credential_reset"] = true;
   return out;
 }
 
@@ -442,6 +443,7 @@ Host hostFromStoreDoc(const json& d) {
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
   h.contour = d.value("contour", "");  // empty: written before contours
+  h.credentialReset = d.value("credential_reset", false);
   return h;
 }
 

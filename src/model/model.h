@@ -125,13 +125,19 @@ struct Project {
   std::optional<IdlePolicy> idlePolicy;  // absent: its team's
 };
 
-// An admin-made token that lets agents join. Reusable until it expires, like kubeadm's.
+// An admin-made token that lets agents join: `uses` joins (1 by default) until it expires or is
+// revoked. Each join counts one use in the same store commit as the join itself.
 struct JoinToken {
   std::string id;
   std::string hash;
   std::string createdBy;
   TimeMs createdAt = 0;
   TimeMs expiresAt = 0;
+  int uses = 1;          // joins allowed in all
+  int used = 0;          // joins made with it
+  TimeMs revokedAt = 0;  // 0: not revoked
+
+  int usesLeft() const { return revokedAt != 0 || used >= uses ? 0 : uses - used; }
 };
 
 struct Gpu {
@@ -273,6 +279,9 @@ struct Host {
   // runs here. Empty only in documents written before contours; allotd loads those as the
   // default contour (control/contours.h).
   std::string contour;
+  // A platform admin reset its credential (`allot host reset-credential`): the next join under
+  // its name takes it over. Without it, a join under an existing host's name is refused.
+  bool credentialReset = false;
 };
 
 // A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,

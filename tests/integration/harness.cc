@@ -59,7 +59,7 @@ std::string lastLines(const std::string& text, size_t n) {
 // `extra`.
 std::vector<std::string> childEnv(const std::vector<std::string>& extra) {
   static const std::set<std::string> kDropped = {"ALLOT_SERVER", "ALLOT_TOKEN", "ALLOT_CONFIG",
-                                                 "XDG_CONFIG_HOME"};
+                                                 "ALLOT_CA_FILE", "XDG_CONFIG_HOME"};
   std::vector<std::string> out;
   for (char** e = environ; e && *e; ++e) {
     std::string entry = *e;
@@ -392,7 +392,9 @@ void TestCluster::startServer() {
   std::string err = path("proc/allotd." + std::to_string(n) + ".err");
   server_ = Process::spawn(argv, out, err, childEnv({}));
 
-  const std::string prefix = "listening http://127.0.0.1:";
+  // "listening http://127.0.0.1:PORT", or https:// when allotd serves TLS.
+  const std::string prefix = "listening ";
+  const std::string hostPart = "://127.0.0.1:";
   std::string line;
   bool up = it::waitFor([&] {
     std::string text = server_->stdoutText();
@@ -407,10 +409,13 @@ void TestCluster::startServer() {
   if (!up || line.empty()) {
     fail("allotd did not start: " + trim(server_->stderrText()));
   }
-  uint16_t port = static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
+  const auto hostAt = line.find(hostPart);
+  if (hostAt == std::string::npos) fail("allotd printed an unexpected address: " + line);
+  const std::string scheme = line.substr(prefix.size(), hostAt - prefix.size());
+  uint16_t port = static_cast<uint16_t>(std::stoi(line.substr(hostAt + hostPart.size())));
   if (port_ != 0 && port != port_) fail("allotd came back on another port: " + line);
   port_ = port;
-  url_ = "http://127.0.0.1:" + std::to_string(port_);
+  url_ = scheme + "://127.0.0.1:" + std::to_string(port_);
   if (n == 1) {
     adminToken_ = trim(readFile(path("data/admin.token")));
     if (adminToken_.empty()) fail("no admin token in " + path("data/admin.token"));
@@ -440,7 +445,7 @@ void TestCluster::restartServerGracefully() {
 
 std::string TestCluster::fetchJoinToken() {
   if (joinToken_.empty()) {
-    auto j = cliJson(adminToken_, {"host", "join-token"});
+    auto j = cliJson(adminToken_, {"host", "join-token", "--uses", "1000"});
     joinToken_ = j.at("token").get<std::string>();
   }
   return joinToken_;

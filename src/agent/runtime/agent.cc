@@ -11,7 +11,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,6 +22,7 @@
 #include "agent/exec/hook_runner.h"
 #include "agent/host_ops/host_task_runner.h"
 #include "agent/runtime/http_join.h"
+#include "common/tls.h"
 
 namespace allot::agent {
 
@@ -123,6 +126,13 @@ model::Inventory Agent::inventory() {
 }
 
 Status Agent::ensureJoined() {
+  auto addr = parseServerUrl(config_.serverUrl);
+  if (!addr.ok()) return addr.status();
+  if (addr->tls) {
+    auto ctx = tls::clientContext(config_.caFile);
+    if (!ctx.ok()) return ctx.status().withContext("--ca-file");
+    tls_ = *ctx;
+  }
   auto saved = loadCredential(config_.workDir);
   if (saved.ok()) {
     credential_ = *saved;
@@ -132,9 +142,7 @@ Status Agent::ensureJoined() {
   if (config_.joinToken.empty())
     return Status::InvalidArgument(
         "this host has not joined yet: pass --join-token (make one with `allot host join-token`)");
-  auto addr = parseServerUrl(config_.serverUrl);
-  if (!addr.ok()) return addr.status();
-  auto joined = joinCluster(*addr, config_.joinToken, config_.name, inventory());
+  auto joined = joinCluster(*addr, config_.caFile, config_.joinToken, config_.name, inventory());
   if (!joined.ok()) return joined.status();
   credential_ = Credential{joined->host, joined->credential};
   ALLOT_RETURN_IF_ERROR(saveCredential(config_.workDir, credential_));
@@ -294,13 +302,37 @@ asio::awaitable<Status> Agent::session() {
   auto [rec, endpoints] =
       co_await resolver.async_resolve(addr->host, addr->port, asio::as_tuple(use_awaitable));
   if (rec) co_return Status::Unavailable("cannot resolve " + addr->host + ": " + rec.message());
-  auto ws = std::make_shared<websocket::stream<beast::tcp_stream>>(ex);
-  beast::get_lowest_layer(*ws).expires_after(std::chrono::seconds(10));
-  auto [cec, ep] =
-      co_await beast::get_lowest_layer(*ws).async_connect(endpoints, asio::as_tuple(use_awaitable));
-  if (cec)
-    co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " + cec.message());
-  beast::get_lowest_layer(*ws).socket().set_option(asio::ip::tcp::no_delay(true));
+  auto connect = [&](auto& ws) -> asio::awaitable<Status> {
+    auto& tcp = beast::get_lowest_layer(ws);
+    tcp.expires_after(std::chrono::seconds(10));
+    auto [cec, ep] = co_await tcp.async_connect(endpoints, asio::as_tuple(use_awaitable));
+    if (cec)
+      co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " +
+                                    cec.message());
+    tcp.socket().set_option(asio::ip::tcp::no_delay(true));
+    co_return Status::Ok();
+  };
+  if (!addr->tls) {
+    auto ws = std::make_shared<websocket::stream<beast::tcp_stream>>(ex);
+    if (Status st = co_await connect(*ws); !st.ok()) co_return st;
+    co_return co_await converse(ws, *addr);
+  }
+  if (!tls_) co_return Status::FailedPrecondition("no TLS context for " + config_.serverUrl);
+  auto ws = std::make_shared<websocket::stream<beast::ssl_stream<beast::tcp_stream>>>(ex, *tls_);
+  if (Status st = co_await connect(*ws); !st.ok()) co_return st;
+  if (Status st = tls::expectPeerName(ws->next_layer().native_handle(), addr->host); !st.ok())
+    co_return st;
+  auto [tec] = co_await ws->next_layer().async_handshake(asio::ssl::stream_base::client,
+                                                         asio::as_tuple(use_awaitable));
+  if (tec)
+    co_return Status::Unavailable("TLS handshake with " + config_.serverUrl +
+                                  " failed: " + tec.message());
+  co_return co_await converse(ws, *addr);
+}
+
+template <typename Ws>
+asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress address) {
+  auto ex = ws->get_executor();
   beast::get_lowest_layer(*ws).expires_never();
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
   ws->read_message_max(64 << 20);
@@ -309,7 +341,7 @@ asio::awaitable<Status> Agent::session() {
     req.set(beast::http::field::authorization, "Bearer " + token);
   }));
   websocket::response_type res;
-  auto [hec] = co_await ws->async_handshake(res, addr->host + ":" + addr->port,
+  auto [hec] = co_await ws->async_handshake(res, address.host + ":" + address.port,
                                             "/api/v1/agent/stream", asio::as_tuple(use_awaitable));
   if (hec) {
     if (res.result() == beast::http::status::unauthorized)

@@ -13,6 +13,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <future>
@@ -27,13 +28,14 @@
 #include "agent/exec/executor.h"
 #include "agent/gpu/gpu_provider.h"
 #include "agent/gpu/locked_gpu_provider.h"
+#include "agent/runtime/http_join.h"
 #include "common/clock.h"
 #include "model/agent_protocol.h"
 
 namespace allot::agent {
 
 struct AgentConfig {
-  std::string serverUrl;  // http://host:port
+  std::string serverUrl;  // http://host:port or https://host:port
   std::string joinToken;  // needed only until the host holds its own credential
   std::string name;       // host name; default: the machine's hostname
   std::string workDir;
@@ -42,6 +44,7 @@ struct AgentConfig {
   int64_t telemetryIntervalMs = 5000;
   std::string scratchDir;  // per-job scratch root the wipe empties; default <workDir>/scratch
   std::string homeDir;     // team home data the wipe empties when asked; "" = none on this host
+  std::string caFile;      // PEM CA for an https:// server; "" = the system's trusted CAs
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -67,7 +70,12 @@ class Agent {
 
  private:
   boost::asio::awaitable<void> connectionLoop();
+  // One connection: connects (and, for https, handshakes TLS), then runs `converse`.
   boost::asio::awaitable<Status> session();
+  // Everything after the connection is up, for ws:// and wss:// alike (agent.cc instantiates
+  // it for both): hello, desired states in, output, status and telemetry out.
+  template <typename Ws>
+  boost::asio::awaitable<Status> converse(std::shared_ptr<Ws> ws, ServerAddress addr);
   void reconcile(const std::vector<model::DesiredJob>& desired);
   std::vector<model::ActualJob> actualJobs();
   // One sample round, encoded; empty when the provider could not be read (logged).
@@ -90,6 +98,7 @@ class Agent {
   Executor& executor_;
   const Clock& clock_;
   Credential credential_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // for an https:// server; made once
   std::vector<model::Gpu> gpuList_;
 
   // Per connection: how many bytes of each job's output allotd holds (from desired state).

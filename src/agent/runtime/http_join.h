@@ -1,5 +1,6 @@
 #pragma once
-// The agent's one plain HTTP call: joining with a join token (POST /api/v1/hosts/join).
+// The agent's one HTTP call: joining with a join token (POST /api/v1/hosts/join), over plain
+// HTTP or HTTPS as the server URL says.
 
 #include <string>
 
@@ -11,16 +12,19 @@ namespace allot::agent {
 struct ServerAddress {
   std::string host;
   std::string port;
+  bool tls = false;  // https://: the certificate is verified (CA and host name)
 };
 
-// Parses "http://host:port"; https is refused with a clear message.
+// Parses "http://host:port" or "https://host:port" (default ports 80 and 443).
 Result<ServerAddress> parseServerUrl(const std::string& url);
 
 struct JoinResult {
   std::string host;
   std::string credential;
 };
-Result<JoinResult> joinCluster(const ServerAddress& server, const std::string& joinToken,
-                               const std::string& name, const model::Inventory& inventory);
+// `caFile`: the CA that signed allotd's certificate, for https ("" = the system's CAs).
+Result<JoinResult> joinCluster(const ServerAddress& server, const std::string& caFile,
+                               const std::string& joinToken, const std::string& name,
+                               const model::Inventory& inventory);
 
 }  // namespace allot::agent

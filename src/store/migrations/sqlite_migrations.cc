@@ -231,6 +231,15 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
   BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 )sql";
 
+// Join tokens become limited: `uses` joins in all, `used` counted in the commit of each join,
+// revoked by an admin at `revoked_ms` (0 = not). Tokens made before were reusable until they
+// expired; they keep one use, so a token handed out for a host not yet joined still works once.
+constexpr std::string_view kV10JoinTokenUses = R"sql(
+ALTER TABLE join_tokens ADD COLUMN uses INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE join_tokens ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE join_tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -241,6 +250,7 @@ constexpr std::array kMigrations = {
     Migration{7, "rolling upgrades", kV7Upgrades},
     Migration{8, "user documents: teams, roles, credentials", kV8Identity},
     Migration{9, "audit log", kV9Audit},
+    Migration{10, "limited-use join tokens", kV10JoinTokenUses},
 };
 
 }  // namespace

@@ -28,10 +28,11 @@ constexpr std::string_view kPutProject =
     "INSERT INTO projects (name, team, created_ms, doc) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (team, name) DO UPDATE SET created_ms = excluded.created_ms, doc = excluded.doc";
 constexpr std::string_view kPutJoinToken =
-    "INSERT INTO join_tokens (id, hash, created_by, created_ms, expires_ms) "
-    "VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO join_tokens (id, hash, created_by, created_ms, expires_ms, uses, used, "
+    "revoked_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, created_by = excluded.created_by, "
-    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms";
+    "created_ms = excluded.created_ms, expires_ms = excluded.expires_ms, uses = excluded.uses, "
+    "used = excluded.used, revoked_ms = excluded.revoked_ms";
 constexpr std::string_view kPutHost =
     "INSERT INTO hosts (name, state, joined_ms, last_seen_ms, unreachable_since_ms, doc) "
     "VALUES (?, ?, ?, ?, ?, ?) "
@@ -270,6 +271,9 @@ Status WriteStatements::put(const PutJoinToken& op) {
         .text(t.createdBy)
         .integer(t.createdAt)
         .integer(t.expiresAt)
+        .integer(t.uses)
+        .integer(t.used)
+        .integer(t.revokedAt)
         .run();
   });
 }
@@ -490,10 +494,13 @@ Result<Contents> loadContents(sqlite3* db) {
   if (!st.ok()) return st.withContext("failed to load projects");
 
   st = forEachRow(
-      db, "SELECT id, hash, created_by, created_ms, expires_ms FROM join_tokens ORDER BY id",
+      db,
+      "SELECT id, hash, created_by, created_ms, expires_ms, uses, used, revoked_ms "
+      "FROM join_tokens ORDER BY id",
       [&](sqlite3_stmt* s) {
         c.joinTokens.push_back({columnText(s, 0), columnText(s, 1), columnText(s, 2),
-                                columnInt(s, 3), columnInt(s, 4)});
+                                columnInt(s, 3), columnInt(s, 4), static_cast<int>(columnInt(s, 5)),
+                                static_cast<int>(columnInt(s, 6)), columnInt(s, 7)});
         return Status::Ok();
       });
   if (!st.ok()) return st.withContext("failed to load join tokens");

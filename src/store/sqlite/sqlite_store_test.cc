@@ -178,6 +178,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   host.state = model::HostState::kUnreachable;
   host.unreachableSince = 1'700'000'060'000;
   host.dedicatedTo = "vision";
+  host.credentialReset = true;
   host.gpus[0].dedicatedTo = "vision";
   host.gpus[1].shared = true;
   model::Team team = makeTeam("vision", 10);
@@ -197,7 +198,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
       .add(PutToken{{"tok-2", "host:gpu-07", "hash-2", 14, 0}})
       .add(DeleteToken{"tok-2"})
       .add(PutProject{{"resnet", "vision", 15, {{"H100", 3}, {"", 1}}, std::nullopt}})
-      .add(PutJoinToken{{"join-1", "jhash", "root", 16, 17}})
+      .add(PutJoinToken{{"join-1", "jhash", "root", 16, 17, 5, 2, 18}})
       .add(PutHost{host})
       .add(PutJob{job})
       .add(PutMeta{"next_job_id", "43"});
@@ -240,10 +241,14 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   EXPECT_EQ(c.joinTokens[0].createdBy, "root");
   EXPECT_EQ(c.joinTokens[0].createdAt, 16);
   EXPECT_EQ(c.joinTokens[0].expiresAt, 17);
+  EXPECT_EQ(c.joinTokens[0].uses, 5);
+  EXPECT_EQ(c.joinTokens[0].used, 2);
+  EXPECT_EQ(c.joinTokens[0].revokedAt, 18);
 
   ASSERT_EQ(c.hosts.size(), 1u);
   EXPECT_EQ(model::toStoreDoc(c.hosts[0]), model::toStoreDoc(host));
   EXPECT_EQ(c.hosts[0].state, model::HostState::kUnreachable);
+  EXPECT_TRUE(c.hosts[0].credentialReset);  // a reset survives a restart
   EXPECT_EQ(c.hosts[0].unreachableSince, host.unreachableSince);
   ASSERT_EQ(c.hosts[0].gpus.size(), 2u);
   EXPECT_EQ(c.hosts[0].gpus[1].uuid, "GPU-def");
@@ -513,6 +518,7 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
       INSERT INTO teams VALUES ('vision', 10);
       INSERT INTO projects VALUES ('resnet', 'vision', 11);
       INSERT INTO users VALUES ('alice', 'vision', 'member', 12);
+      INSERT INTO join_tokens VALUES ('join-old', 'jhash', 'root', 13, 14);
       INSERT INTO hosts VALUES ('gpu-07', 'online', 1, 2, 0,
         '{"name":"gpu-07","gpus":[{"index":0,"uuid":"GPU-a","model":"H100"}],"joined_ms":1}');
       INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
@@ -528,6 +534,12 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
   Contents c = load(*store);
   ASSERT_EQ(c.teams.size(), 1u);
   EXPECT_EQ(c.teams[0].name, "vision");
+  // A join token from before limited uses keeps one use (schema 10).
+  ASSERT_EQ(c.joinTokens.size(), 1u);
+  EXPECT_EQ(c.joinTokens[0].uses, 1);
+  EXPECT_EQ(c.joinTokens[0].used, 0);
+  EXPECT_EQ(c.joinTokens[0].revokedAt, 0);
+  EXPECT_EQ(c.joinTokens[0].usesLeft(), 1);
   EXPECT_EQ(c.teams[0].createdAt, 10);
   EXPECT_TRUE(c.teams[0].quota.guaranteed.empty());
   EXPECT_EQ(c.teams[0].quota.borrowLimit, -1);
