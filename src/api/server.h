@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "api/login_service.h"
 #include "api/metrics.h"
 #include "api/router.h"
 #include "api/webhook.h"
@@ -32,6 +33,8 @@ struct ServerConfig {
   control::ClusterOptions cluster;
   // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
   telemetry::TelemetryRetention telemetryRetention;
+  // Passwords, logins, console sessions, LDAP (docs/access.md).
+  auth::LoginConfig login;
 };
 
 class Server {
@@ -58,6 +61,7 @@ class Server {
   const ServerMetrics& metrics() const { return metrics_; }
   ServerMetrics& metrics() { return metrics_; }
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
+  LoginService& login() { return *login_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -100,12 +104,16 @@ class Server {
   bool scheduleNeeded_ = false;
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
+  // After io_: destroyed first, so its worker threads stop before the context they post to.
+  std::unique_ptr<LoginService> login_;
 };
 
 // Registers every route of the API on the router (routes.cc).
 void registerRoutes(Router& router, Server& server);
 // Who am I, accounts, team members, API tokens (routes_access.cc); called by registerRoutes.
 void registerAccessRoutes(Router& router, Server& server);
+// Login, logout, passwords (routes_login.cc); called by registerAccessRoutes.
+void registerLoginRoutes(Router& router, Server& server);
 // Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
 void registerSharingRoutes(Router& router, Server& server);
 // Host lifecycle: drain, resume, failed/retired, transitions (routes_hosts.cc).

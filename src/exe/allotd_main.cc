@@ -14,6 +14,7 @@
 #include "common/secrets.h"
 #include "common/time_format.h"
 #include "exe/lifecycle_config.h"
+#include "exe/login_config.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
               leaseHoldHorizon = "24h";
   int64_t leaseMaxHosts = 0;
   allot::control::HostLifecycleOptions lifecycle;
+  allot::auth::LoginConfig login;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -130,6 +132,8 @@ int main(int argc, char** argv) {
       }
       if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
+      if (allot::Status st = allot::readLoginConfig(tbl, login); !st.ok())
+        return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -181,6 +185,7 @@ int main(int argc, char** argv) {
   cfg.cluster.pricePerGpuHour = std::move(pricePerGpuHour);
   cfg.cluster.hookProfiles = std::move(hookProfiles);
   cfg.cluster.lifecycle = std::move(lifecycle);
+  cfg.login = std::move(login);
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;
