@@ -12,26 +12,35 @@ namespace {
 
 namespace asio = boost::asio;
 
-// Runs `fn` on `pool` and resumes the calling coroutine on its own executor with the result;
-// Unavailable at once when the pool's queue is full.
+// Runs `work` on `pool` and resumes the calling coroutine on its own executor with the result;
+// Unavailable at once when the pool's queue is full. The work is shared, not passed through
+// co_await expressions: GCC 12 mishandles temporaries there (double destruction).
 template <typename T>
-asio::awaitable<Result<T>> offload(auth::WorkerPool& pool, std::function<Result<T>()> fn) {
+asio::awaitable<Result<T>> offload(auth::WorkerPool& pool,
+                                   std::shared_ptr<std::function<Result<T>()>> work) {
   auto ex = co_await asio::this_coro::executor;
-  co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(Result<T>)>(
-      [&pool, ex](auto handler, std::function<Result<T>()> work) {
-        auto h = std::make_shared<decltype(handler)>(std::move(handler));
-        bool queued = pool.trySubmit([h, ex, work = std::move(work)] {
-          Result<T> r = work();
-          asio::post(ex, [h, r = std::move(r)]() mutable { (*h)(std::move(r)); });
-        });
-        if (!queued) {
-          asio::post(ex, [h]() mutable {
-            (*h)(Result<T>(Status::Unavailable(
-                "login: too many password checks in progress; try again shortly")));
-          });
-        }
-      },
-      asio::use_awaitable, std::move(fn));
+  auto initiate = [&pool, ex, work](auto handler) {
+    auto h = std::make_shared<decltype(handler)>(std::move(handler));
+    bool queued = pool.trySubmit([h, ex, work] {
+      auto r = std::make_shared<Result<T>>((*work)());
+      // The handler moves out before it resumes the coroutine: the copy of `h` that this pool
+      // thread drops afterwards holds only an empty shell.
+      asio::post(ex, [h, r] {
+        auto resume = std::move(*h);
+        std::move(resume)(std::move(*r));
+      });
+    });
+    if (!queued) {
+      asio::post(ex, [h] {
+        auto resume = std::move(*h);
+        std::move(resume)(Result<T>(
+            Status::Unavailable("login: too many password checks in progress; try again shortly")));
+      });
+    }
+  };
+  Result<T> result = co_await asio::async_initiate<decltype(asio::use_awaitable), void(Result<T>)>(
+      initiate, asio::use_awaitable);
+  co_return result;
 }
 
 std::string_view cookieValue(std::string_view header, std::string_view name) {
@@ -61,22 +70,27 @@ LoginService::LoginService(auth::LoginConfig config, const Clock& clock)
 
 asio::awaitable<Result<std::string>> LoginService::hashPassword(std::string password) {
   const auto cost = config_.passwordCost;
-  co_return co_await offload<std::string>(
-      *pool_, [cost, pw = std::move(password)] { return auth::hashPassword(pw, cost); });
+  auto work = std::make_shared<std::function<Result<std::string>()>>(
+      [cost, password] { return auth::hashPassword(password, cost); });
+  Result<std::string> r = co_await offload<std::string>(*pool_, work);
+  co_return r;
 }
 
 asio::awaitable<Result<bool>> LoginService::verifyPassword(std::string hash, std::string password) {
-  co_return co_await offload<bool>(*pool_, [h = std::move(hash), pw = std::move(password)] {
-    return Result<bool>(auth::verifyPassword(h, pw));
-  });
+  auto work = std::make_shared<std::function<Result<bool>()>>(
+      [hash, password] { return Result<bool>(auth::verifyPassword(hash, password)); });
+  Result<bool> r = co_await offload<bool>(*pool_, work);
+  co_return r;
 }
 
 asio::awaitable<Result<auth::DirectoryUser>> LoginService::directoryLogin(std::string user,
                                                                           std::string password) {
   if (!directory_) co_return Status::Unauthenticated("invalid user name or password");
   const auth::LdapDirectory* dir = &*directory_;
-  co_return co_await offload<auth::DirectoryUser>(
-      *pool_, [dir, u = std::move(user), pw = std::move(password)] { return dir->login(u, pw); });
+  auto work = std::make_shared<std::function<Result<auth::DirectoryUser>()>>(
+      [dir, user, password] { return dir->login(user, password); });
+  Result<auth::DirectoryUser> r = co_await offload<auth::DirectoryUser>(*pool_, work);
+  co_return r;
 }
 
 RequestCredential LoginService::authenticate(const HttpRequest& req,
