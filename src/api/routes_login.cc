@@ -1,4 +1,4 @@
-// Login, logout and passwords (docs/access.md). Passwords are checked and hashed on the
+// Login, logout and passwords (docs/login.md). Passwords are checked and hashed on the
 // LoginService's pool, never on the I/O thread; secrets never reach the log or an error text.
 
 #include <spdlog/spdlog.h>

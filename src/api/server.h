@@ -33,7 +33,7 @@ struct ServerConfig {
   control::ClusterOptions cluster;
   // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
   telemetry::TelemetryRetention telemetryRetention;
-  // Passwords, logins, console sessions, LDAP (docs/access.md).
+  // Passwords, logins, console sessions, LDAP (docs/login.md).
   auth::LoginConfig login;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// The [login] and [ldap] settings of allotd (deploy/allotd.example.toml, docs/access.md).
+// The [login] and [ldap] settings of allotd (deploy/allotd.example.toml, docs/login.md).
 
 #include <cstddef>
 #include <cstdint>

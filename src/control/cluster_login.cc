@@ -1,5 +1,5 @@
 // Logins: tokens a password or directory login earns, directory users kept in step with their
-// groups, and the end of console sessions (docs/access.md). Checking passwords and talking to
+// groups, and the end of console sessions (docs/login.md). Checking passwords and talking to
 // the directory happen off the I/O thread in the API layer; these only change the world.
 
 #include "common/secrets.h"

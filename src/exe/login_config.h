@@ -1,6 +1,6 @@
 #pragma once
 // allotd.toml's [login] and [ldap] sections: passwords, console sessions, failure limits and
-// directory logins (auth::LoginConfig; docs/access.md, deploy/allotd.example.toml).
+// directory logins (auth::LoginConfig; docs/login.md, deploy/allotd.example.toml).
 
 #include <toml++/toml.h>
 

@@ -1,6 +1,6 @@
 // Directory logins against a real slapd that each test starts on 127.0.0.1 (an OS-chosen free
 // port) with its own database in a temp dir: users (posixAccount) and groups (groupOfNames)
-// map to teams and roles at each login (docs/access.md).
+// map to teams and roles at each login (docs/login.md).
 
 #include <netinet/in.h>
 #include <sys/socket.h>

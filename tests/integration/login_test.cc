@@ -1,5 +1,5 @@
 // Passwords, logins, console sessions with CSRF, logout and failure limits, against a real
-// allotd (docs/access.md). The directory logins are in ldap_login_test.cc.
+// allotd (docs/login.md). The directory logins are in ldap_login_test.cc.
 
 #include <fstream>
 
