@@ -60,11 +60,16 @@ bool isSafeMethod(http::verb v) { return v == http::verb::get || v == http::verb
 }  // namespace
 
 LoginService::LoginService(auth::LoginConfig config, const Clock& clock)
+    : LoginService(config, clock,
+                   std::make_unique<auth::WorkerPool>(config.hashWorkers, config.hashQueue)) {}
+
+LoginService::LoginService(auth::LoginConfig config, const Clock& clock,
+                           std::unique_ptr<auth::WorkerPool> pool)
     : config_(std::move(config)),
       clock_(clock),
       accountFailures_(config_.accountLimit),
       addressFailures_(config_.addressLimit),
-      pool_(std::make_unique<auth::WorkerPool>(config_.hashWorkers, config_.hashQueue)) {
+      pool_(std::move(pool)) {
   if (config_.ldap.enabled()) directory_.emplace(config_.ldap);
 }
 

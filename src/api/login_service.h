@@ -36,6 +36,9 @@ struct RequestCredential {
 class LoginService {
  public:
   LoginService(auth::LoginConfig config, const Clock& clock);
+  // With a pool of the caller's (tests: one they can fill up).
+  LoginService(auth::LoginConfig config, const Clock& clock,
+               std::unique_ptr<auth::WorkerPool> pool);
 
   const auth::LoginConfig& config() const { return config_; }
   bool directoryEnabled() const { return directory_.has_value(); }
