@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libsodium-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
+  libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps iproute2
   # promtool checks the /metrics output in the tests; the Prometheus daemon it comes with is

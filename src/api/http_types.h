@@ -24,6 +24,9 @@ struct ApiRequest {
   std::map<std::string, std::string> params;  // from the path pattern: {id} -> "42"
   std::map<std::string, std::string> query;
   std::optional<control::Principal> principal;  // set on every authenticated route
+  std::string peer;          // the client's IP address (the socket's; proxies are not trusted)
+  std::string credentialId;  // the id of the token that authenticated it (for logout)
+  bool viaCookie = false;    // authenticated by a console session cookie
   const control::Principal& who() const { return *principal; }
 };
 

@@ -1,6 +1,7 @@
 // Who am I, accounts, team membership and API tokens (docs/access.md).
 
 #include "api/route_helpers.h"
+#include "auth/csrf.h"
 #include "control/authz.h"
 
 namespace allot::api {
@@ -86,16 +87,32 @@ json whoamiJson(const Principal& p, const Result<model::User>& u) {
 
 void registerAccessRoutes(Router& router, Server& s) {
   using V = http::verb;
+  registerLoginRoutes(router, s);
 
   router.add(V::get, "/api/v1/whoami", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(whoamiJson(r.who(), s.cluster().getUser(r.who(), r.who().name)));
+    auto out = whoamiJson(r.who(), s.cluster().getUser(r.who(), r.who().name));
+    // The console reloads without its login reply; the cookie is HttpOnly, so it learns the
+    // CSRF token here (a GET that other sites cannot read).
+    if (r.viaCookie) out["csrf_token"] = auth::csrfTokenFor(sessionSecretOf(r.raw));
+    co_return ApiResponse::json(out);
   });
 
   // ---- accounts ----
   router.add(V::post, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"name", "teams", "team", "role", "platform_admin", "kind"}));
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "teams", "team", "role",
+                                                   "platform_admin", "kind", "password"}));
     TRY_ASSIGN(n, readNewUser(in));
+    if (in.has("password")) {
+      TRY_ASSIGN(password, in.requiredString("password"));
+      if (Status st = auth::checkPasswordPolicy(password, "password"); !st.ok())
+        co_return ApiResponse::error(st);
+      if (n.kind == model::UserKind::kService)
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "password: service accounts log in with tokens only", "password"));
+      auto hash = co_await s.login().hashPassword(password);
+      if (!hash.ok()) co_return unavailableResponse(hash.status());
+      n.passwordHash = *hash;
+    }
     TRY_ASSIGN(change, s.cluster().createUser(r.who(), std::move(n)));
     co_await s.apply(change);
     auto out = model::toJson(change.value.user);

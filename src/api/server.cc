@@ -90,6 +90,7 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
     ALLOT_RETURN_IF_ERROR(writeSecretFile(path, admin->value));
     s->newAdminToken_ = admin->value;
   }
+  s->login_ = std::make_unique<LoginService>(s->config_.login, clock);
   s->cluster_->setOnQueueChanged([raw = s.get()] { raw->wakeScheduler(); });
   registerRoutes(s->router_, *s);
   spdlog::info("loaded state: teams={} users={} hosts={} jobs={} schema_version={}",
@@ -346,18 +347,23 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     } else {
       ApiRequest areq{req, std::move(match.params), {}, std::nullopt};
       if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
+      boost::system::error_code peerEc;
+      auto peer = stream.socket().remote_endpoint(peerEc);
+      if (!peerEc) areq.peer = peer.address().to_string();
       bool authorized = true;
       if (match.route->authenticated) {
-        auto auth = req[http::field::authorization];
-        std::string_view token;
-        if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
-          token = auth.substr(7);
-        areq.principal = token.empty() ? std::nullopt : cluster_->authenticate(token);
+        std::string idleSession;
+        auto cred = login_->authenticate(req, *cluster_, &idleSession);
+        if (!idleSession.empty()) {
+          // An idle console session ends for good, not just until allotd restarts.
+          if (auto ended = cluster_->endSession(idleSession); ended.ok()) co_await apply(*ended);
+        }
+        areq.principal = std::move(cred.principal);
+        areq.credentialId = std::move(cred.tokenId);
+        areq.viaCookie = cred.viaCookie;
         if (!areq.principal) {
           authorized = false;
-          res = ApiResponse::error(Status::Unauthenticated(
-              token.empty() ? "missing bearer token (Authorization: Bearer <token>)"
-                            : "invalid or expired token"));
+          res = ApiResponse::error(cred.error);
         } else if (areq.principal->kind == control::Principal::Kind::kHost) {
           authorized = false;  // host credentials speak only the agent protocol
           res = ApiResponse::error(

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "api/login_service.h"
 #include "api/metrics.h"
 #include "api/router.h"
 #include "api/webhook.h"
@@ -36,6 +37,8 @@ struct ServerConfig {
   control::ClusterOptions cluster;
   // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
   telemetry::TelemetryRetention telemetryRetention;
+  // Passwords, logins, console sessions, LDAP (docs/login.md).
+  auth::LoginConfig login;
 };
 
 class Server {
@@ -65,6 +68,7 @@ class Server {
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   // Reads of what loadAll leaves in the store (the audit log); blocks the caller briefly.
   store::Store& store() { return *store_; }
+  LoginService& login() { return *login_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -113,12 +117,16 @@ class Server {
   bool scheduleNeeded_ = false;
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
+  // After io_: destroyed first, so its worker threads stop before the context they post to.
+  std::unique_ptr<LoginService> login_;
 };
 
 // Registers every route of the API on the router (routes.cc).
 void registerRoutes(Router& router, Server& server);
 // Who am I, accounts, team members, API tokens (routes_access.cc); called by registerRoutes.
 void registerAccessRoutes(Router& router, Server& server);
+// Login, logout, passwords (routes_login.cc); called by registerAccessRoutes.
+void registerLoginRoutes(Router& router, Server& server);
 // Quotas, host and GPU dedication, shared GPUs (routes_sharing.cc); called by registerRoutes.
 void registerSharingRoutes(Router& router, Server& server);
 // Host lifecycle: drain, resume, failed/retired, transitions (routes_hosts.cc).

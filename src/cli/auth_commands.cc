@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/secret_input.h"
 #include "cli/table.h"
 
 namespace allot::cli {
@@ -11,6 +12,7 @@ namespace {
 
 struct LoginOpts {
   bool noVerify = false;
+  std::string user;  // log in with a password instead of a token
 };
 
 // login's server: flag, environment, the current config file, default. A broken config file does
@@ -50,7 +52,23 @@ int login(Context& ctx, const LoginOpts& o) {
   auto parsed = parseServerUrl(server);
   if (!parsed.ok()) return ctx.usageError(parsed.status());
   server = parsed->text;
-  std::string token = loginToken(ctx);
+  std::string token;
+  if (!o.user.empty()) {
+    if (!ctx.flags.token.empty())
+      return ctx.usageError(Status::InvalidArgument("--user and --token: give one of them"));
+    // The password buys an API token (named "login"), saved as a given token would be.
+    std::string password = readSecret(ctx, "Password for " + o.user + ": ");
+    if (password.empty())
+      return ctx.usageError(Status::InvalidArgument("no password given (terminal or stdin)"));
+    auto http = HttpClient::create(server, "");
+    if (!http.ok()) return ctx.fail(http.status());
+    ApiClient api(std::move(http.value()));
+    auto res = api.post("/login", {{"user", o.user}, {"password", password}, {"session", false}});
+    if (!res.ok()) return ctx.fail(res.status().withContext("login failed, nothing saved"));
+    token = text(*res, "token", "");
+  } else {
+    token = loginToken(ctx);
+  }
   if (token.empty()) {
     return ctx.usageError(Status::InvalidArgument(
         "no token given: use `allot login --server URL --token TOKEN` or type it on stdin"));
@@ -109,8 +127,13 @@ void addAuthCommands(CLI::App& app, Context& ctx) {
       "login", "Save a server and token to the config file (checks them with the server first)");
   loginCmd->footer(
       "The token comes from --token, or from one line on stdin when --token is not given.\n"
+      "With --user, the password is asked instead and the server issues a token (30 days by\n"
+      "default).\n"
       "The server comes from --server, ALLOT_SERVER, the current config, or the default.");
   loginCmd->add_flag("--no-verify", loginOpts->noVerify, "Save without asking the server");
+  loginCmd->add_option("--user", loginOpts->user,
+                       "Log in with this user's password (asked without echo, or one line on "
+                       "stdin) and save the API token it earns");
   onRun(loginCmd, ctx, loginOpts, login);
 
   auto* whoamiCmd = app.add_subcommand("whoami", "Show who the token belongs to");

@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/secret_input.h"
 #include "cli/table.h"
 
 namespace allot::cli {
@@ -13,6 +14,11 @@ struct NameOpts {
   std::string role = "member";
   bool platformAdmin = false;
   bool service = false;
+  bool passwordStdin = false;
+};
+
+struct PasswdOpts {
+  std::string name;  // "" = oneself
 };
 
 struct UserUpdateOpts {
@@ -87,6 +93,12 @@ int userCreate(Context& ctx, const NameOpts& o) {
     body["role"] = o.role == "platform-admin" ? "team-admin" : o.role;
   }
   if (o.service) body["kind"] = "service";
+  if (o.passwordStdin) {
+    std::string password = readSecret(ctx, "Password for " + o.name + ": ");
+    if (password.empty())
+      return ctx.usageError(Status::InvalidArgument("--password-stdin: no password on stdin"));
+    body["password"] = password;
+  }
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   auto made = (*api)->post("/users", body);
@@ -101,6 +113,28 @@ int userCreate(Context& ctx, const NameOpts& o) {
             << "Token: " << token << "\n"
             << "Keep it now: it will not be shown again. The user logs in with:\n"
             << "  allot login --server " << (*api)->serverUrl() << " --token " << token << "\n";
+  return 0;
+}
+
+// Oneself: the current password, then the new one twice. Another user (platform admins): the new
+// one twice. On a terminal without echo; otherwise one line each from stdin.
+int userPasswd(Context& ctx, const PasswdOpts& o) {
+  auto api = ctx.api();
+  if (!api.ok()) return ctx.fail(api.status());
+  auto me = (*api)->get("/whoami");
+  if (!me.ok()) return ctx.fail(me.status());
+  const std::string name = o.name.empty() ? text(*me, "name") : o.name;
+  json body = json::object();
+  if (text(*me, "name") == name) body["current_password"] = readSecret(ctx, "Current password: ");
+  std::string password = readSecret(ctx, "New password for " + name + ": ");
+  std::string again = readSecret(ctx, "Repeat it: ");
+  if (password != again)
+    return ctx.usageError(Status::InvalidArgument("the two new passwords differ; nothing changed"));
+  body["password"] = password;
+  auto res = (*api)->put("/users/" + urlEncode(name) + "/password", body);
+  if (!res.ok()) return ctx.fail(res.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*res);
+  ctx.out() << "Password of " << name << " changed\n";
   return 0;
 }
 
@@ -250,7 +284,15 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     cmd->add_flag("--service", o->service,
                   "A service account for CI and automation: tokens only, no password (team-admins "
                   "may create them for their teams)");
+    cmd->add_flag("--password-stdin", o->passwordStdin,
+                  "Give the user a password for `allot login --user` and the console: asked "
+                  "without echo on a terminal, else one line from stdin");
     onRun(cmd, ctx, o, userCreate);
+    auto pw = std::make_shared<PasswdOpts>();
+    auto* passwd = user->add_subcommand(
+        "passwd", "Change your password, or (platform-admin) set another user's");
+    passwd->add_option("NAME", pw->name, "User (default: yourself)");
+    onRun(passwd, ctx, pw, userPasswd);
     auto* list = user->add_subcommand("list", "List the users you may see");
     onRun(list, ctx, o, [](Context& c, const NameOpts&) { return userList(c); });
     auto* show = user->add_subcommand("show", "Show one user");

@@ -103,6 +103,14 @@ struct CreatedToken {
   model::ApiToken token;
   std::string secret;  // shown once
 };
+// What a directory login found: the user's teams and roles from their groups, their Unix ids.
+struct DirectoryLogin {
+  std::string name;
+  std::map<std::string, model::Role> teams;
+  bool platformAdmin = false;
+  int64_t uid = -1;
+  int64_t gid = -1;
+};
 struct CreatedJoinToken {
   model::JoinToken token;
   std::string secret;
@@ -284,6 +292,17 @@ class Cluster {
   Result<std::vector<model::ApiToken>> listTokens(const Principal& p,
                                                   const std::string& user) const;
   Result<Change<model::ApiToken>> revokeToken(const Principal& p, const std::string& id);
+  // Logins (cluster_login.cc), after the API layer checked the password off the I/O thread.
+  // A token for `user` of `kind` (kApi named "login", or kSession named "console"), valid for
+  // `ttlMs` (0 = no expiry); the user's expired tokens go at the same time.
+  Result<Change<CreatedToken>> issueLoginToken(const std::string& user, model::TokenKind kind,
+                                               int64_t ttlMs);
+  // Creates or updates the directory user (source ldap) with the teams its groups grant now;
+  // teams Allot lacks are skipped. Refuses a local account of the same name and a user left with
+  // no team.
+  Result<Change<model::User>> syncDirectoryUser(const DirectoryLogin& login);
+  // Deletes a token (a session that logged out or went idle), whoever owns it.
+  Result<Change<model::ApiToken>> endSession(const std::string& tokenId);
   Result<Change<model::Project>> createProject(const Principal& p, const std::string& name,
                                                const std::string& team);
   std::vector<model::Project> listProjects(const Principal& p) const;

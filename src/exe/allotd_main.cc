@@ -15,6 +15,7 @@
 #include "common/time_format.h"
 #include "exe/contour_config.h"
 #include "exe/lifecycle_config.h"
+#include "exe/login_config.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   int64_t leaseMaxHosts = 0;
   allot::control::HostLifecycleOptions lifecycle;
   allot::control::ContourOptions contours;  // dev, test, prod unless [contours] says otherwise
+  allot::auth::LoginConfig login;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -142,6 +144,8 @@ int main(int argc, char** argv) {
         return fail("config " + f.configFile + ": " + st.message());
       if (allot::Status st = allot::readContourConfig(tbl, contours); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
+      if (allot::Status st = allot::readLoginConfig(tbl, login); !st.ok())
+        return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
     }
@@ -200,6 +204,9 @@ int main(int argc, char** argv) {
   cfg.cluster.hookProfiles = std::move(hookProfiles);
   cfg.cluster.lifecycle = std::move(lifecycle);
   cfg.cluster.contours = std::move(contours);
+  cfg.login = std::move(login);
+  // The session cookie is Secure whenever browsers reach allotd over HTTPS.
+  if (!tlsCert.empty()) cfg.login.secureCookies = true;
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

@@ -1,0 +1,87 @@
+#pragma once
+// LoginService: the slow and stateful parts of logging in, for the routes and the request
+// authentication of Server. Owns the worker pool that hashes passwords and binds to the
+// directory (off the I/O thread, bounded: a full queue is a 503 with Retry-After), the
+// in-memory failure limiters, and console sessions' idle clocks. Everything but the pool's own
+// work runs on the I/O thread.
+
+#include <boost/asio/awaitable.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/http_types.h"
+#include "auth/failure_limiter.h"
+#include "auth/ldap_directory.h"
+#include "auth/login_config.h"
+#include "auth/worker_pool.h"
+#include "common/clock.h"
+#include "control/cluster.h"
+
+namespace allot::api {
+
+inline constexpr const char* kSessionCookie = "allot_session";
+inline constexpr const char* kCsrfHeader = "X-CSRF-Token";
+
+// Who a request comes from, as its credentials say.
+struct RequestCredential {
+  std::optional<control::Principal> principal;
+  std::string tokenId;     // the token's public id, for logout
+  std::string secret;      // the bearer token or cookie value; never logged
+  bool viaCookie = false;  // a console session: its writes need the CSRF header
+  Status error;            // why there is no principal (401 or 403)
+};
+
+class LoginService {
+ public:
+  LoginService(auth::LoginConfig config, const Clock& clock);
+  // With a pool of the caller's (tests: one they can fill up).
+  LoginService(auth::LoginConfig config, const Clock& clock,
+               std::unique_ptr<auth::WorkerPool> pool);
+
+  const auth::LoginConfig& config() const { return config_; }
+  bool directoryEnabled() const { return directory_.has_value(); }
+
+  // Off the I/O thread. Unavailable("... busy") when the pool's queue is full.
+  boost::asio::awaitable<Result<std::string>> hashPassword(std::string password);
+  boost::asio::awaitable<Result<bool>> verifyPassword(std::string hash, std::string password);
+  boost::asio::awaitable<Result<auth::DirectoryUser>> directoryLogin(std::string user,
+                                                                     std::string password);
+
+  // The bearer token, else the session cookie; for a cookie, the session must not have been
+  // idle too long, and a request that is not GET or HEAD must carry the CSRF header.
+  // On an idle session, `expiredSessionId` names the token to delete.
+  RequestCredential authenticate(const HttpRequest& req, const control::Cluster& cluster,
+                                 std::string* expiredSessionId);
+  // A session's idle clock starts at login, and stops at logout.
+  void sessionStarted(const std::string& tokenId) { sessionSeen_[tokenId] = clock_.nowMs(); }
+  void sessionEnded(const std::string& tokenId) { sessionSeen_.erase(tokenId); }
+
+  // Failure limiting (auth/failure_limiter.h): seconds to wait, 0 when the login may proceed.
+  int64_t retryAfterSeconds(const std::string& user, const std::string& address) const;
+  void loginFailed(const std::string& user, const std::string& address);
+  void loginSucceeded(const std::string& user) { accountFailures_.recordSuccess(user); }
+
+  // Set-Cookie values.
+  std::string sessionCookie(const std::string& secret) const;
+  std::string clearedSessionCookie() const;
+
+ private:
+  auth::LoginConfig config_;
+  const Clock& clock_;
+  std::optional<auth::LdapDirectory> directory_;
+  auth::FailureLimiter accountFailures_;
+  auth::FailureLimiter addressFailures_;
+  std::map<std::string, TimeMs> sessionSeen_;  // session token id -> last request
+  // Last: its threads post results to the I/O context, so it stops before anything else goes.
+  std::unique_ptr<auth::WorkerPool> pool_;
+};
+
+// The session cookie's value ("" when none).
+std::string sessionSecretOf(const HttpRequest& req);
+
+// 503 with Retry-After: the hashing pool is full or the directory is unreachable.
+ApiResponse unavailableResponse(const Status& st);
+
+}  // namespace allot::api

@@ -1,0 +1,171 @@
+// Login, logout and passwords (docs/login.md). Passwords are checked and hashed on the
+// LoginService's pool, never on the I/O thread; secrets never reach the log or an error text.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "api/route_helpers.h"
+#include "auth/csrf.h"
+#include "control/authz.h"
+
+namespace allot::api {
+namespace {
+
+using nlohmann::json;
+
+const Status kInvalidLogin = Status::Unauthenticated("invalid user name or password");
+
+ApiResponse tooManyFailures(int64_t seconds) {
+  ApiResponse res = ApiResponse::error(Status::Unavailable(
+      "too many failed logins for this account or from this address; try again in " +
+      std::to_string(seconds) + "s"));
+  res.status = http::status::too_many_requests;
+  res.headers.emplace_back("Retry-After", std::to_string(seconds));
+  return res;
+}
+
+ApiResponse failedResponse(const Status& st) {
+  return st.code() == Code::kUnavailable ? unavailableResponse(st) : ApiResponse::error(st);
+}
+
+// The outcome of checking a user name and password: the account to log in as, or why not.
+// `countsAsFailure`: a wrong guess, which the limiters count (an unreachable directory is not).
+struct Checked {
+  Status status;
+  bool countsAsFailure = false;
+};
+
+// Local accounts verify their Argon2id hash; everyone else asks the directory, when there is
+// one. Unknown users, service accounts and accounts without a password fail exactly as a wrong
+// password does.
+boost::asio::awaitable<Checked> checkLogin(Server& s, const std::string& user,
+                                           const std::string& password) {
+  const auto& users = s.cluster().world().users;
+  auto it = users.find(user);
+  const bool local = it != users.end() && it->second.source == model::UserSource::kLocal;
+  if (local) {
+    const model::User& u = it->second;
+    if (u.kind != model::UserKind::kHuman || u.disabled || u.passwordHash.empty())
+      co_return Checked{kInvalidLogin, true};
+    auto ok = co_await s.login().verifyPassword(u.passwordHash, password);
+    if (!ok.ok()) co_return Checked{ok.status(), false};
+    co_return *ok ? Checked{Status::Ok(), false} : Checked{kInvalidLogin, true};
+  }
+  if (!s.login().directoryEnabled()) co_return Checked{kInvalidLogin, true};
+  auto found = co_await s.login().directoryLogin(user, password);
+  if (!found.ok()) {
+    if (found.status().code() == Code::kUnavailable)
+      spdlog::warn("login: directory unavailable: {}", found.status().message());
+    co_return Checked{found.status(), found.status().code() == Code::kUnauthenticated};
+  }
+  auto access = auth::mapGroups(s.login().config().ldap, *found);
+  if (!access.ok()) co_return Checked{access.status(), false};
+  control::DirectoryLogin login{user, access->teams, access->platformAdmin, found->uid, found->gid};
+  auto synced = s.cluster().syncDirectoryUser(login);
+  if (!synced.ok()) co_return Checked{synced.status(), false};
+  co_await s.apply(*synced);
+  co_return Checked{Status::Ok(), false};
+}
+
+}  // namespace
+
+void registerLoginRoutes(Router& router, Server& s) {
+  using V = http::verb;
+
+  router.add(
+      V::post, "/api/v1/login",
+      [&s](ApiRequest& r) -> Awaitable {
+        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"user", "password", "session"}));
+        TRY_ASSIGN(typed, in.requiredString("user"));
+        // Allot's names are lower case and directories compare names without case: one
+        // spelling per person, for the lookup, the failure limit and the account made.
+        std::string user = typed;
+        std::transform(user.begin(), user.end(), user.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        TRY_ASSIGN(password, in.requiredString("password"));
+        TRY_ASSIGN(session, in.optionalBool("session", false));
+        if (password.size() > auth::kMaxPasswordBytes) co_return ApiResponse::error(kInvalidLogin);
+        if (int64_t wait = s.login().retryAfterSeconds(user, r.peer); wait > 0) {
+          spdlog::warn("login: refused for user '{}' from {}: too many failures", user, r.peer);
+          co_return tooManyFailures(wait);
+        }
+        Checked checked = co_await checkLogin(s, user, password);
+        if (!checked.status.ok()) {
+          if (checked.countsAsFailure) s.login().loginFailed(user, r.peer);
+          spdlog::info("login: failed for user '{}' from {}: {}", user, r.peer,
+                       checked.status.message());
+          co_return failedResponse(checked.status);
+        }
+        s.login().loginSucceeded(user);
+        const auto kind = session ? model::TokenKind::kSession : model::TokenKind::kApi;
+        const auto& cfg = s.login().config();
+        TRY_ASSIGN(issued, s.cluster().issueLoginToken(
+                               user, kind, session ? cfg.sessionLifetimeMs : cfg.cliTokenTtlMs));
+        co_await s.apply(issued);
+        const auto& tok = issued.value.token;
+        spdlog::info("login: user '{}' from {} ({}, token {})", user, r.peer,
+                     session ? "console session" : "api token", tok.id);
+        json out = {{"user", user},
+                    {"token_id", tok.id},
+                    {"expires_at", model::toJson(tok).value("expires_at", json(nullptr))}};
+        if (!session) {
+          out["token"] = issued.value.secret;
+          co_return ApiResponse::json(out);
+        }
+        s.login().sessionStarted(tok.id);
+        out["csrf_token"] = auth::csrfTokenFor(issued.value.secret);
+        auto res = ApiResponse::json(out);
+        res.headers.emplace_back("Set-Cookie", s.login().sessionCookie(issued.value.secret));
+        co_return res;
+      },
+      /*authenticated=*/false);
+
+  router.add(V::post, "/api/v1/logout", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(ended, s.cluster().endSession(r.credentialId));
+    co_await s.apply(ended);
+    s.login().sessionEnded(r.credentialId);
+    auto res = ApiResponse::json({{"logged_out", true}, {"token_id", r.credentialId}});
+    if (r.viaCookie) res.headers.emplace_back("Set-Cookie", s.login().clearedSessionCookie());
+    co_return res;
+  });
+
+  router.add(V::put, "/api/v1/users/{name}/password", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"password", "current_password"}));
+    TRY_ASSIGN(password, in.requiredString("password"));
+    TRY_ASSIGN(current, in.optionalString("current_password"));
+    const std::string& name = r.params.at("name");
+    TRY_ASSIGN(target, s.cluster().getUser(r.who(), name));
+    if (Status st = auth::checkPasswordPolicy(password, "password"); !st.ok())
+      co_return ApiResponse::error(st);
+    if (name != r.who().name) {
+      // Platform admins reset others' passwords without knowing them.
+      if (Status st = control::authz::requireAdmin(r.who(), "set another user's password");
+          !st.ok())
+        co_return ApiResponse::error(st);
+    } else {
+      if (current.empty())
+        co_return ApiResponse::error(Status::InvalidArgument(
+            "current_password: required to change your own password", "current_password"));
+      bool matches = false;
+      if (!target.passwordHash.empty()) {
+        auto ok = co_await s.login().verifyPassword(target.passwordHash, current);
+        if (!ok.ok()) co_return failedResponse(ok.status());
+        matches = *ok;
+      }
+      if (!matches)
+        co_return ApiResponse::error(Status::PermissionDenied("current_password: wrong"));
+    }
+    auto hash = co_await s.login().hashPassword(password);
+    if (!hash.ok()) co_return failedResponse(hash.status());
+    control::UserUpdate up;
+    up.passwordHash = *hash;
+    TRY_ASSIGN(change, s.cluster().updateUser(r.who(), name, up));
+    co_await s.apply(change);
+    spdlog::info("password of user '{}' set by '{}'", name, r.who().name);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+}
+
+}  // namespace allot::api

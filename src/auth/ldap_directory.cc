@@ -1,0 +1,143 @@
+#include "auth/ldap_directory.h"
+
+#include <ldap.h>
+#include <sys/time.h>
+
+#include <memory>
+
+namespace allot::auth {
+namespace {
+
+struct LdapCloser {
+  void operator()(LDAP* ld) const { ldap_unbind_ext_s(ld, nullptr, nullptr); }
+};
+using LdapHandle = std::unique_ptr<LDAP, LdapCloser>;
+struct MessageFreer {
+  void operator()(LDAPMessage* m) const { ldap_msgfree(m); }
+};
+
+timeval toTimeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
+
+const Status kInvalidLogin = Status::Unauthenticated("invalid user name or password");
+
+Result<LdapHandle> connect(const LdapConfig& c) {
+  LDAP* raw = nullptr;
+  if (int rc = ldap_initialize(&raw, c.url.c_str()); rc != LDAP_SUCCESS)
+    return Status::Unavailable("ldap: bad url '" + c.url + "': " + ldap_err2string(rc));
+  LdapHandle ld(raw);
+  int version = LDAP_VERSION3;
+  ldap_set_option(ld.get(), LDAP_OPT_PROTOCOL_VERSION, &version);
+  ldap_set_option(ld.get(), LDAP_OPT_REFERRALS, LDAP_OPT_OFF);
+  timeval net = toTimeval(c.networkTimeoutMs), op = toTimeval(c.operationTimeoutMs);
+  ldap_set_option(ld.get(), LDAP_OPT_NETWORK_TIMEOUT, &net);
+  ldap_set_option(ld.get(), LDAP_OPT_TIMEOUT, &op);
+  if (c.startTls) {
+    if (int rc = ldap_start_tls_s(ld.get(), nullptr, nullptr); rc != LDAP_SUCCESS)
+      return Status::Unavailable("ldap: StartTLS with " + c.url +
+                                 " failed: " + ldap_err2string(rc));
+  }
+  return ld;
+}
+
+int simpleBind(LDAP* ld, const std::string& dn, const std::string& password) {
+  berval cred{static_cast<ber_len_t>(password.size()), const_cast<char*>(password.data())};
+  return ldap_sasl_bind_s(ld, dn.c_str(), LDAP_SASL_SIMPLE, &cred, nullptr, nullptr, nullptr);
+}
+
+std::vector<std::string> values(LDAP* ld, LDAPMessage* entry, const char* attr) {
+  std::vector<std::string> out;
+  berval** vals = ldap_get_values_len(ld, entry, attr);
+  if (!vals) return out;
+  for (int i = 0; vals[i]; ++i) out.emplace_back(vals[i]->bv_val, vals[i]->bv_len);
+  ldap_value_free_len(vals);
+  return out;
+}
+
+int64_t number(LDAP* ld, LDAPMessage* entry, const char* attr) {
+  auto v = values(ld, entry, attr);
+  if (v.empty()) return -1;
+  try {
+    return std::stoll(v[0]);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::string entryDn(LDAP* ld, LDAPMessage* entry) {
+  char* dn = ldap_get_dn(ld, entry);
+  std::string out = dn ? dn : "";
+  ldap_memfree(dn);
+  return out;
+}
+
+Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(LDAP* ld, const LdapConfig& c,
+                                                          const std::string& base,
+                                                          const std::string& filter,
+                                                          std::vector<const char*> attrs,
+                                                          int sizeLimit) {
+  attrs.push_back(nullptr);
+  timeval op = toTimeval(c.operationTimeoutMs);
+  LDAPMessage* res = nullptr;
+  int rc = ldap_search_ext_s(ld, base.c_str(), LDAP_SCOPE_SUBTREE, filter.c_str(),
+                             const_cast<char**>(attrs.data()), 0, nullptr, nullptr, &op, sizeLimit,
+                             &res);
+  std::unique_ptr<LDAPMessage, MessageFreer> owned(res);
+  if (rc != LDAP_SUCCESS && rc != LDAP_SIZELIMIT_EXCEEDED && rc != LDAP_NO_SUCH_OBJECT)
+    return Status::Unavailable("ldap: search under '" + base + "' failed: " + ldap_err2string(rc));
+  if (rc == LDAP_SIZELIMIT_EXCEEDED) return Status::Unauthenticated("several entries match");
+  return owned;
+}
+
+}  // namespace
+
+Result<DirectoryUser> LdapDirectory::login(const std::string& user,
+                                           const std::string& password) const {
+  // An empty password makes a simple bind "unauthenticated", which servers accept: refuse it.
+  if (password.empty() || user.empty()) return kInvalidLogin;
+  auto service = connect(config_);
+  if (!service.ok()) return service.status();
+  if (int rc = simpleBind(service->get(), config_.bindDn, config_.bindPassword); rc != LDAP_SUCCESS)
+    return Status::Unavailable("ldap: the service account '" + config_.bindDn +
+                               "' cannot bind: " + ldap_err2string(rc));
+  DirectoryUser out;
+  out.name = user;
+  {
+    auto found =
+        search(service->get(), config_, config_.userBase, buildFilter(config_.userFilter, user, ""),
+               {"uidNumber", "gidNumber", "memberOf"}, 2);
+    if (!found.ok()) {
+      if (found.status().code() == Code::kUnauthenticated) return kInvalidLogin;
+      return found.status();
+    }
+    LDAP* ld = service->get();
+    LDAPMessage* first = ldap_first_entry(ld, found->get());
+    if (!first || ldap_next_entry(ld, first)) return kInvalidLogin;
+    out.dn = entryDn(ld, first);
+    out.uid = number(ld, first, "uidNumber");
+    out.gid = number(ld, first, "gidNumber");
+    if (config_.groupBase.empty()) out.groups = values(ld, first, "memberOf");
+  }
+  {
+    auto asUser = connect(config_);
+    if (!asUser.ok()) return asUser.status();
+    int rc = simpleBind(asUser->get(), out.dn, password);
+    if (rc == LDAP_INVALID_CREDENTIALS) return kInvalidLogin;
+    if (rc != LDAP_SUCCESS)
+      return Status::Unavailable(std::string("ldap: bind as the user failed: ") +
+                                 ldap_err2string(rc));
+  }
+  if (!config_.groupBase.empty()) {
+    const char* nameAttr = config_.groupNameAttribute.c_str();
+    auto groups = search(service->get(), config_, config_.groupBase,
+                         buildFilter(config_.groupFilter, user, out.dn), {nameAttr}, 0);
+    if (!groups.ok()) return groups.status();
+    LDAP* ld = service->get();
+    for (LDAPMessage* e = ldap_first_entry(ld, groups->get()); e; e = ldap_next_entry(ld, e)) {
+      out.groups.push_back(entryDn(ld, e));
+      for (auto& v : values(ld, e, nameAttr)) out.groups.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+}  // namespace allot::auth

@@ -1,0 +1,91 @@
+// Logins: tokens a password or directory login earns, directory users kept in step with their
+// groups, and the end of console sessions (docs/login.md). Checking passwords and talking to
+// the directory happen off the I/O thread in the API layer; these only change the world.
+
+#include "common/secrets.h"
+#include "control/cluster.h"
+
+namespace allot::control {
+namespace {
+
+// An owner's expired login tokens go when they log in again, so repeated logins do not pile up.
+void dropExpiredTokens(World& w, const std::string& owner, TimeMs now, store::WriteBatch& b) {
+  for (auto it = w.tokens.begin(); it != w.tokens.end();) {
+    const auto& t = it->second;
+    if (t.owner == owner && t.expiresAt != 0 && t.expiresAt <= now) {
+      b.add(store::DeleteToken{t.id});
+      it = w.tokens.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace
+
+Result<Change<CreatedToken>> Cluster::issueLoginToken(const std::string& user,
+                                                      model::TokenKind kind, int64_t ttlMs) {
+  auto it = world_.users.find(user);
+  if (it == world_.users.end() || it->second.disabled)
+    return Status::Unauthenticated("invalid user name or password");
+  Change<CreatedToken> c;
+  const TimeMs now = clock_.nowMs();
+  dropExpiredTokens(world_, user, now, c.batch);
+  model::ApiToken& tok = c.value.token;
+  tok.id = newSecretId("tok");
+  tok.owner = user;
+  tok.name = kind == model::TokenKind::kSession ? "console" : "login";
+  tok.kind = kind;
+  tok.createdAt = now;
+  tok.expiresAt = ttlMs > 0 ? now + ttlMs : 0;
+  c.value.secret = newToken(tok.id);
+  tok.hash = hashToken(c.value.secret);
+  world_.tokens[tok.id] = tok;
+  c.batch.add(store::PutToken{tok});
+  return c;
+}
+
+Result<Change<model::User>> Cluster::syncDirectoryUser(const DirectoryLogin& login) {
+  auto it = world_.users.find(login.name);
+  if (it != world_.users.end() && it->second.source != model::UserSource::kLdap)
+    return Status::FailedPrecondition("user '" + login.name +
+                                      "' is a local account; the directory cannot log in as it");
+  if (it == world_.users.end()) ALLOT_RETURN_IF_ERROR(validateName(login.name, "user"));
+  model::User u = it == world_.users.end() ? model::User{} : it->second;
+  if (u.disabled) return Status::Unauthenticated("invalid user name or password");
+  if (it == world_.users.end()) {
+    u.name = login.name;
+    u.source = model::UserSource::kLdap;
+    u.createdAt = clock_.nowMs();
+    u.createdBy = "ldap";
+  }
+  // Groups may name teams Allot does not have (yet): those grant nothing.
+  u.teams.clear();
+  for (const auto& [team, role] : login.teams) {
+    if (world_.teams.count(team)) u.teams[team] = role;
+  }
+  u.platformAdmin = login.platformAdmin;
+  if (u.teams.empty() && !u.platformAdmin)
+    return Status::PermissionDenied("user '" + login.name +
+                                    "' is in no directory group that grants access to an existing "
+                                    "team; ask an administrator");
+  u.uid = login.uid;
+  u.gid = login.gid;
+  Change<model::User> c;
+  c.value = u;
+  world_.users[u.name] = u;
+  c.batch.add(store::PutUser{u});
+  return c;
+}
+
+Result<Change<model::ApiToken>> Cluster::endSession(const std::string& tokenId) {
+  auto it = world_.tokens.find(tokenId);
+  if (it == world_.tokens.end()) return Status::NotFound("no token '" + tokenId + "'");
+  Change<model::ApiToken> c;
+  c.value = it->second;
+  world_.tokens.erase(it);
+  c.batch.add(store::DeleteToken{tokenId});
+  return c;
+}
+
+}  // namespace allot::control
