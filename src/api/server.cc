@@ -347,9 +347,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     } else {
       ApiRequest areq{req, std::move(match.params), {}, std::nullopt};
       if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
-      boost::system::error_code peerEc;
-      auto peer = stream.socket().remote_endpoint(peerEc);
-      if (!peerEc) areq.peer = peer.address().to_string();
+      areq.peer = peerAddress;
       bool authorized = true;
       if (match.route->authenticated) {
         std::string idleSession;
