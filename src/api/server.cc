@@ -84,6 +84,11 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
     ALLOT_RETURN_IF_ERROR(writeSecretFile(path, admin->value));
     s->newAdminToken_ = admin->value;
   }
+  // Users and teams stored before allotd handed out Unix ids get theirs now, once.
+  if (auto ids = s->cluster_->assignMissingUnixIds()) {
+    ALLOT_RETURN_IF_ERROR(s->store_->commit(ids->batch));
+    spdlog::info("identity: gave Unix ids to {} users and teams stored without them", ids->value);
+  }
   s->cluster_->setOnQueueChanged([raw = s.get()] { raw->wakeScheduler(); });
   registerRoutes(s->router_, *s);
   spdlog::info("loaded state: teams={} users={} hosts={} jobs={} schema_version={}",

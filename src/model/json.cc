@@ -268,7 +268,8 @@ json hostHardware(const Host& h) {
           {"memory_mib", h.memoryMib},
           {"gpus", gpusJson(h.gpus)},
           {"agent_version", h.agentVersion},
-          {"cgroup", h.cgroup}};
+          {"cgroup", h.cgroup},
+          {"run_as_owner", h.runAsOwner}};
 }
 
 }  // namespace
@@ -404,6 +405,7 @@ Host hostFromStoreDoc(const json& d) {
   for (const auto& g : d.value("gpus", json::array())) h.gpus.push_back(gpuFromJson(g));
   h.agentVersion = d.value("agent_version", "");
   h.cgroup = d.value("cgroup", "");
+  h.runAsOwner = d.value("run_as_owner", "");
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");
