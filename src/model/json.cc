@@ -70,7 +70,10 @@ json quotaJson(const Team& t) {
 }
 
 json toJson(const Team& t) {
-  return {{"name", t.name}, {"created_at", formatIso8601(t.createdAt)}, {"quota", quotaJson(t)}};
+  return {{"name", t.name},
+          {"created_at", formatIso8601(t.createdAt)},
+          {"gid", t.gid >= 0 ? json(t.gid) : json(nullptr)},
+          {"quota", quotaJson(t)}};
 }
 
 json toStoreDoc(const Team& t) {

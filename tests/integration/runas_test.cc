@@ -90,7 +90,11 @@ TEST_F(RunAsTest, OneUsersJobCannotReadOrSignalAnothersJob) {
     if (text.rfind("pid=", 0) == 0) aPid = std::stoi(text.substr(4));
     return aPid > 0;
   })) << logs(alice_, a);
-  std::string aLog = logs(alice_, a);
+  std::string aLog;
+  EXPECT_TRUE(waitFor([&] {
+    aLog = logs(alice_, a);
+    return aLog.find("user=alice") != std::string::npos;
+  })) << aLog;
   EXPECT_NE(aLog.find("uid=" + std::to_string(aliceUid) + " "), std::string::npos) << aLog;
   EXPECT_NE(aLog.find("home=" + aWork + " user=alice"), std::string::npos) << aLog;
 
