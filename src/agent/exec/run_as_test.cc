@@ -109,9 +109,8 @@ TEST_F(RunAsExecutorTest, TheWorkloadRunsAsItsOwnerInDirectoriesOnlyTheOwnerRead
   auto end = waitForEnd(2);
   EXPECT_EQ(end.exitCode, 0) << log(2);
   std::string out = log(2);
-  EXPECT_NE(
-      out.find("uid=4242 gid=4242 groups=4242 4300 home=" + jobDir(2) + "/work user=alice"),
-      std::string::npos)
+  EXPECT_NE(out.find("uid=4242 gid=4242 groups=4242 4300 home=" + jobDir(2) + "/work user=alice"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("team=" + workDir_ + "/teams/red"), std::string::npos) << out;
 
