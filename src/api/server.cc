@@ -91,6 +91,11 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
     s->newAdminToken_ = admin->value;
   }
   s->login_ = std::make_unique<LoginService>(s->config_.login, clock);
+  // Users and teams stored before allotd handed out Unix ids get theirs now, once.
+  if (auto ids = s->cluster_->assignMissingUnixIds()) {
+    ALLOT_RETURN_IF_ERROR(s->store_->commit(ids->batch));
+    spdlog::info("identity: gave Unix ids to {} users and teams stored without them", ids->value);
+  }
   s->cluster_->setOnQueueChanged([raw = s.get()] { raw->wakeScheduler(); });
   registerRoutes(s->router_, *s);
   spdlog::info("loaded state: teams={} users={} hosts={} jobs={} schema_version={}",

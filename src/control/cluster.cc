@@ -101,6 +101,7 @@ Result<Change<model::Team>> Cluster::createTeam(const Principal& p, const std::s
   Change<model::Team> c;
   c.value.name = name;
   c.value.createdAt = clock_.nowMs();
+  ALLOT_RETURN_IF_ERROR(assignTeamGid(c.value, c.batch));
   world_.teams[name] = c.value;
   c.batch.add(store::PutTeam{c.value});
   return c;

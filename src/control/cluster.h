@@ -82,6 +82,9 @@ struct NewUser {
   bool platformAdmin = false;
   model::UserKind kind = model::UserKind::kHuman;
   std::string passwordHash;  // empty: no password login
+  // The directory's (LDAP posixAccount) uid and gid; -1: allotd allocates them (docs/access.md).
+  int64_t uid = -1;
+  int64_t gid = -1;
 };
 struct CreatedUser {
   model::User user;
@@ -199,6 +202,17 @@ struct LeaseRequest {
   std::string reason;
 };
 
+// The Unix ids allotd hands out (allotd.toml [identity], docs/access.md): a uid and a
+// user-private gid equal to it for each user without one, from [uidMin, uidMax]; a gid for each
+// team without one, from [gidMin, gidMax]. The ranges must not overlap each other nor the
+// directory's (LDAP posixAccount) ids: a directory uid or gid inside them is refused.
+struct UnixIdOptions {
+  int64_t uidMin = 200'000;
+  int64_t uidMax = 299'999;
+  int64_t gidMin = 300'000;
+  int64_t gidMax = 399'999;
+};
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -220,6 +234,7 @@ struct ClusterOptions {
   HostLifecycleOptions lifecycle;
   ContourOptions contours;
   LeaseOptions leases;
+  UnixIdOptions unixIds;
 };
 
 // Which events `GET /events` lists; empty fields match everything.
@@ -263,6 +278,21 @@ class Cluster {
   std::optional<Change<std::string>> bootstrapAdmin();
 
   std::optional<Principal> authenticate(std::string_view bearer) const;
+
+  // Unix identities (cluster_unix_ids.cc, docs/access.md). At start, after load: gives a uid
+  // (and gid) to every user and a gid to every team stored without one; nullopt when none lacks
+  // one. New users and teams get theirs as they are created. Ids are never reused: the next of
+  // each range is kept in the store (meta next_uid, next_gid).
+  std::optional<Change<int>> assignMissingUnixIds();
+  // For directory logins: a uid/gid from LDAP is refused (InvalidArgument) when it lies in one
+  // of Allot's ranges or another user already holds it.
+  Status checkDirectoryIds(const std::string& user, int64_t uid, int64_t gid) const;
+  // The identity `job`'s workload runs as; nullopt when its submitter has none (the agent then
+  // refuses the job rather than run it as root).
+  std::optional<model::RunAs> runAsOf(const model::Job& job) const;
+  // The accounts a host profile creates on a host going to `team` ("" = the shared pool): the
+  // team's enabled members (every enabled user, for the pool) and platform admins, with ids.
+  std::vector<model::UnixAccount> accountsFor(const std::string& team) const;
 
   // Teams, users, projects.
   Result<Change<model::Team>> createTeam(const Principal& p, const std::string& name);
@@ -543,6 +573,9 @@ class Cluster {
   std::string newSecretId(const char* kind);
   // Deletes every credential of the host, in `batch` and in memory.
   void revokeHostCredentials(const std::string& host, store::WriteBatch& batch);
+  // Give `u` / `t` ids from the ranges when they have none, recording the next free ids.
+  Status assignUnixIds(model::User& u, store::WriteBatch& batch);
+  Status assignTeamGid(model::Team& t, store::WriteBatch& batch);
   // Changes a job in memory and records the write; keeps indexes right.
   void updateJob(model::Job& job, const model::Job& before, store::WriteBatch& batch);
   void applyActual(const std::string& host, const model::ActualJob& actual,

@@ -89,6 +89,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.cancel = j.cancelRequested || evict || j.failedRank >= 0;
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id, rank);
+      d.runAs = runAsOf(j);
       out.push_back(std::move(d));
     }
   }
@@ -127,7 +128,8 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
                                   h.dedicatedTo,
                                   prof->second.kind,
                                   prof->second.path,
-                                  options_.lifecycle.taskTimeoutMs};
+                                  options_.lifecycle.taskTimeoutMs,
+                                  {}};
     }
     task.health = healthStep(h, true);
     startTask(h, std::move(task), c.batch);

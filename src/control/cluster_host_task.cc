@@ -57,7 +57,10 @@ model::HealthStep Cluster::healthStep(const model::Host& h, bool burnIn) const {
 
 void Cluster::startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch) {
   task.id = ++h.lastTaskId;
-  if (task.hook) task.hook->id = task.id;
+  if (task.hook) {
+    task.hook->id = task.id;
+    task.hook->accounts = accountsFor(task.hook->team);
+  }
   h.task = std::move(task);
   taskOutputs_.erase(h.name);
   batch.add(store::PutHost{h});

@@ -43,6 +43,7 @@ std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
   admin.platformAdmin = true;
   admin.createdAt = clock_.nowMs();
   admin.createdBy = kSystemActor;
+  (void)assignUnixIds(admin, c.batch);  // a fresh store: the range is empty
   model::ApiToken tok{newSecretId("tok"), admin.name, "", clock_.nowMs(), 0, "bootstrap"};
   c.value = newToken(tok.id);
   tok.hash = hashToken(c.value);
@@ -99,6 +100,11 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
                                    "password");
   if (world_.users.count(n.name))
     return Status::AlreadyExists("user '" + n.name + "' already exists");
+  if (n.uid >= 0 || n.gid >= 0) {
+    if (n.uid < 0 || n.gid < 0)
+      return Status::InvalidArgument("uid: a directory user needs both uid and gid", "uid");
+    ALLOT_RETURN_IF_ERROR(checkDirectoryIds(n.name, n.uid, n.gid));
+  }
   Change<CreatedUser> c;
   model::User& u = c.value.user;
   u.name = n.name;
@@ -108,6 +114,9 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
   u.passwordHash = std::move(n.passwordHash);
   u.createdAt = clock_.nowMs();
   u.createdBy = p.name;
+  u.uid = n.uid;
+  u.gid = n.gid;
+  ALLOT_RETURN_IF_ERROR(assignUnixIds(u, c.batch));
   model::ApiToken tok{newSecretId("tok"), u.name, "", clock_.nowMs(), 0, "initial"};
   c.value.token = newToken(tok.id);
   tok.hash = hashToken(c.value.token);

@@ -50,6 +50,10 @@ void World::load(const store::Contents& c) {
     jobs[j.id] = j;
     nextJobId = std::max(nextJobId, j.id + 1);
   }
+  for (const auto& [key, value] : c.meta) {
+    if (key == "next_uid") nextUid = std::max<int64_t>(nextUid, std::stoll(value));
+    if (key == "next_gid") nextGid = std::max<int64_t>(nextGid, std::stoll(value));
+  }
   for (const auto& e : c.ledger) ledger.apply(e);
   events.assign(c.events.begin(), c.events.end());
   if (!events.empty()) nextEventId = std::max(nextEventId, events.back().id + 1);

@@ -72,6 +72,9 @@ struct World {
   int64_t nextLeaseId = 1;
 
   int64_t nextJobId = 1;
+  // The next uid and team gid allotd hands out (0: the start of its range); never goes back.
+  int64_t nextUid = 0;
+  int64_t nextGid = 0;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind
 
   // Derived state, rebuilt by `reindex` and kept current by Cluster.

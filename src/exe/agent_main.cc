@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = defaultShimPath();
-  std::string cgroupName, scratchDir, homeDir, caFile;
+  std::string cgroupName, scratchDir, homeDir, caFile, teamDir;
+  // Default: required when root (the only user who can switch), off otherwise.
+  std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
   int standbys = 1;
   std::string telemetryInterval = "5s";
   app.add_option("--server", server,
@@ -58,6 +60,14 @@ int main(int argc, char** argv) {
   app.add_option("--home-dir", homeDir,
                  "where team home data lives on this host; its contents are removed by a wipe "
                  "whose storage policy says so (default: none kept here)");
+  app.add_option("--team-dir", teamDir,
+                 "team storage root: each team's directory DIR/TEAM, owned by root and the "
+                 "team's group, mode 2770, given to jobs as $ALLOT_TEAM_DIR (default: none)");
+  app.add_option("--run-as-owner", runAsOwner,
+                 "required: workloads run as their submitter's uid and gid, never as root, and a "
+                 "job without one is refused; off: as this agent's user (default: required when "
+                 "root, else off)")
+      ->check(CLI::IsMember({"required", "off"}));
   app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
   app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
   app.add_option("--standby-shims", standbys,
@@ -93,6 +103,17 @@ int main(int argc, char** argv) {
       return fail("--home-dir: " + homeDir +
                   " cannot be a team home root: it holds the work dir, and a wipe empties it");
   }
+  if (runAsOwner == "required" && ::geteuid() != 0)
+    return fail(
+        "--run-as-owner required: only root can start workloads as other users; run "
+        "as root, or pass --run-as-owner off to run every job as this user");
+  if (!teamDir.empty()) {
+    teamDir = std::filesystem::absolute(teamDir).string();
+    if (teamDir == "/" || (workDir + "/").rfind(teamDir + "/", 0) == 0)
+      return fail("--team-dir: " + teamDir +
+                  " cannot be the team storage root: it holds the "
+                  "work dir");
+  }
   if (scratchDir == "/" || (workDir + "/").rfind(scratchDir + "/", 0) == 0)
     return fail("--scratch-dir: " + scratchDir +
                 " cannot be the scratch root: it holds the work dir, and a wipe empties it");
@@ -114,13 +135,22 @@ int main(int argc, char** argv) {
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
   executor.setScratchRoot(scratchDir);
-  allot::agent::AgentConfig cfg{server,      joinToken,  name,    workDir, cgroups.mode(),
-                                *intervalMs, scratchDir, homeDir, caFile};
+  executor.setRunAsOwner(runAsOwner == "required");
+  executor.setTeamRoot(teamDir);
+  allot::agent::AgentConfig cfg{server,     joinToken,      name,        workDir,
+                                cgroups.mode(), *intervalMs, scratchDir, homeDir,
+                                caFile,     runAsOwner == "required"};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());
-  spdlog::info("agent for host '{}' starting: gpus={} provider={} cgroup={}", agent.hostName(),
-               agent.inventory().gpus.size(), (*provider)->name(), cgroups.mode());
+  spdlog::info("agent for host '{}' starting: gpus={} provider={} cgroup={} run_as_owner={}",
+               agent.hostName(), agent.inventory().gpus.size(), (*provider)->name(), cgroups.mode(),
+               runAsOwner);
+  if (runAsOwner == "off")
+    spdlog::warn(
+        "workloads run as this agent's user (uid {}), not as their owners "
+        "(--run-as-owner off)",
+        ::geteuid());
 
   boost::asio::io_context io(1);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);

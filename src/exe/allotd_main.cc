@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   allot::control::HostLifecycleOptions lifecycle;
   allot::control::ContourOptions contours;  // dev, test, prod unless [contours] says otherwise
   allot::auth::LoginConfig login;
+  allot::control::UnixIdOptions unixIds;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -139,6 +140,13 @@ int main(int argc, char** argv) {
         leaseMaxDuration = (*leases)["max_duration"].value_or(leaseMaxDuration);
         leaseNotice = (*leases)["notice"].value_or(leaseNotice);
         leaseHoldHorizon = (*leases)["hold_horizon"].value_or(leaseHoldHorizon);
+      }
+      // [identity]: the Unix id ranges allotd allocates from (docs/access.md).
+      if (const toml::table* id = tbl["identity"].as_table()) {
+        unixIds.uidMin = (*id)["uid_min"].value_or(unixIds.uidMin);
+        unixIds.uidMax = (*id)["uid_max"].value_or(unixIds.uidMax);
+        unixIds.gidMin = (*id)["gid_min"].value_or(unixIds.gidMin);
+        unixIds.gidMax = (*id)["gid_max"].value_or(unixIds.gidMax);
       }
       if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
@@ -207,6 +215,22 @@ int main(int argc, char** argv) {
   cfg.login = std::move(login);
   // The session cookie is Secure whenever browsers reach allotd over HTTPS.
   if (!tlsCert.empty()) cfg.login.secureCookies = true;
+  // Ids below 1000 are the system's; above 2^31-2 some tools misbehave (and 65534, nobody, and
+  // 4294967295, -1, lie outside). The two ranges must be disjoint: a user's private group must
+  // never be a team's.
+  if (unixIds.uidMin < 1000 || unixIds.uidMax < unixIds.uidMin || unixIds.gidMin < 1000 ||
+      unixIds.gidMax < unixIds.gidMin || unixIds.uidMax > 2147483646 || unixIds.gidMax > 2147483646)
+    return fail(
+        "identity: expected 1000 <= uid_min <= uid_max and 1000 <= gid_min <= gid_max, "
+        "all below 2147483647");
+  if (unixIds.uidMin <= unixIds.gidMax && unixIds.gidMin <= unixIds.uidMax)
+    return fail(
+        "identity: the uid range (uid_min..uid_max) and the team gid range "
+        "(gid_min..gid_max) overlap");
+  if ((unixIds.uidMin <= 65534 && 65534 <= unixIds.uidMax) ||
+      (unixIds.gidMin <= 65534 && 65534 <= unixIds.gidMax))
+    return fail("identity: the ranges must leave out 65534 (nobody, nogroup)");
+  cfg.cluster.unixIds = unixIds;
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

@@ -53,13 +53,15 @@ void applyInventory(Host& h, const Inventory& inv) {
   h.gpuProvider = inv.gpuProvider;
   h.agentVersion = inv.agentVersion;
   h.cgroup = inv.cgroup;
+  h.runAsOwner = inv.runAsOwner;
 }
 
 nlohmann::json toJson(const Inventory& inv) {
   return {{"hostname", inv.hostname},          {"cpus", inv.cpus},
           {"memory_mib", inv.memoryMib},       {"gpus", gpusJson(inv.gpus)},
           {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
-          {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup}};
+          {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup},
+          {"run_as_owner", inv.runAsOwner}};
 }
 
 Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
@@ -73,22 +75,42 @@ Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
     inv.simulated = j.value("simulated", false);
     inv.agentVersion = j.value("agent_version", "");
     inv.cgroup = j.value("cgroup", "none");
+    inv.runAsOwner = j.value("run_as_owner", "");
     return inv;
   });
 }
 
+nlohmann::json toJson(const RunAs& r) {
+  return {
+      {"user", r.user}, {"uid", r.uid}, {"gid", r.gid}, {"team", r.team}, {"team_gid", r.teamGid}};
+}
+
+Result<RunAs> runAsFromJson(const nlohmann::json& j) {
+  return guarded("run_as", [&]() -> Result<RunAs> {
+    RunAs r;
+    r.user = j.at("user").get<std::string>();
+    r.uid = j.at("uid").get<int64_t>();
+    r.gid = j.at("gid").get<int64_t>();
+    r.team = j.value("team", "");
+    r.teamGid = j.value("team_gid", int64_t{-1});
+    return r;
+  });
+}
+
 nlohmann::json toJson(const DesiredJob& d) {
-  return {{"id", d.id},
-          {"command", d.command},
-          {"env", d.env},
-          {"gpu_indices", d.gpuIndices},
-          {"gpu_uuids", d.gpuUuids},
-          {"gpu_minors", d.gpuMinors},
-          {"cpu_millis", d.cpuMillis},
-          {"memory_mib", d.memoryMib},
-          {"cancel", d.cancel},
-          {"grace_ms", d.graceMs},
-          {"log_offset", d.logOffset}};
+  nlohmann::json j = {{"id", d.id},
+                      {"command", d.command},
+                      {"env", d.env},
+                      {"gpu_indices", d.gpuIndices},
+                      {"gpu_uuids", d.gpuUuids},
+                      {"gpu_minors", d.gpuMinors},
+                      {"cpu_millis", d.cpuMillis},
+                      {"memory_mib", d.memoryMib},
+                      {"cancel", d.cancel},
+                      {"grace_ms", d.graceMs},
+                      {"log_offset", d.logOffset}};
+  if (d.runAs) j["run_as"] = toJson(*d.runAs);
+  return j;
 }
 
 Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
@@ -105,6 +127,11 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     d.cancel = j.value("cancel", false);
     d.graceMs = j.value("grace_ms", int64_t{10'000});
     d.logOffset = j.value("log_offset", int64_t{0});
+    if (j.contains("run_as")) {
+      auto r = runAsFromJson(j.at("run_as"));
+      if (!r.ok()) return r.status();
+      d.runAs = *r;
+    }
     return d;
   });
 }
@@ -239,9 +266,15 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
   return out.dump();
 }
 
+nlohmann::json toJson(const UnixAccount& a) {
+  return {{"name", a.name}, {"uid", a.uid}, {"gid", a.gid}, {"teams", a.teams}};
+}
+
 nlohmann::json toJson(const HookSpec& h) {
-  return {{"id", h.id},     {"profile", h.profile}, {"team", h.team},
-          {"kind", h.kind}, {"path", h.path},       {"timeout_ms", h.timeoutMs}};
+  nlohmann::json accounts = nlohmann::json::array();
+  for (const auto& a : h.accounts) accounts.push_back(toJson(a));
+  return {{"id", h.id},     {"profile", h.profile},      {"team", h.team},      {"kind", h.kind},
+          {"path", h.path}, {"timeout_ms", h.timeoutMs}, {"accounts", accounts}};
 }
 
 Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
@@ -253,6 +286,14 @@ Result<HookSpec> hookSpecFromJson(const nlohmann::json& j) {
     h.kind = j.at("kind").get<std::string>();
     h.path = j.at("path").get<std::string>();
     h.timeoutMs = j.at("timeout_ms").get<int64_t>();
+    for (const auto& a : j.value("accounts", nlohmann::json::array())) {
+      UnixAccount u;
+      u.name = a.at("name").get<std::string>();
+      u.uid = a.at("uid").get<int64_t>();
+      u.gid = a.at("gid").get<int64_t>();
+      u.teams = a.value("teams", std::map<std::string, int64_t>{});
+      h.accounts.push_back(std::move(u));
+    }
     if (h.kind != "playbook" && h.kind != "script")
       return Status::InvalidArgument("bad hook: kind must be playbook or script, got '" + h.kind +
                                      "'");

@@ -43,7 +43,19 @@ struct Inventory {
   std::string gpuProvider;  // "nvml" or "simulated"
   bool simulated = false;
   std::string agentVersion;
-  std::string cgroup;  // "v1", "v2" or "none"
+  std::string cgroup;      // "v1", "v2" or "none"
+  std::string runAsOwner;  // "required" or "off" (allot-agent --run-as-owner)
+};
+
+// The Unix identity a workload runs as (docs/access.md, "Workloads run as their owner"): its
+// submitter's uid and user-private gid, and its team's gid as a supplementary group.
+struct RunAs {
+  std::string user;
+  int64_t uid = -1;
+  int64_t gid = -1;
+  std::string team;
+  int64_t teamGid = -1;  // -1: the team has no group (no team directory, no extra group)
+  bool operator==(const RunAs&) const = default;
 };
 
 // A job the host should be running (or stopping, when cancel is set).
@@ -59,6 +71,9 @@ struct DesiredJob {
   bool cancel = false;
   int64_t graceMs = 10'000;
   int64_t logOffset = 0;  // bytes of output allotd already holds
+  // Absent when the submitter has no Unix identity yet: an agent that switches users refuses
+  // the job rather than run it as root.
+  std::optional<RunAs> runAs;
 };
 
 enum class ActualState { kRunning, kExited, kLost, kFailedToStart };
@@ -152,6 +167,8 @@ void applyInventory(Host& host, const Inventory& inv);
 
 nlohmann::json toJson(const Inventory& inv);
 Result<Inventory> inventoryFromJson(const nlohmann::json& j);
+nlohmann::json toJson(const RunAs& r);
+Result<RunAs> runAsFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const DesiredJob& d);
 Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const ActualJob& a);
@@ -166,6 +183,7 @@ std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs
 std::string encodeStatus(const std::vector<ActualJob>& jobs);
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
                           const std::optional<HostTask>& task = std::nullopt);
+nlohmann::json toJson(const UnixAccount& a);
 nlohmann::json toJson(const HookSpec& h);
 Result<HookSpec> hookSpecFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const HostTask& t);

@@ -26,6 +26,27 @@ TEST(AgentProtocol, ActualJobRoundTrip) {
   EXPECT_FALSE(back->exitCode.has_value());
 }
 
+TEST(AgentProtocol, DesiredJobCarriesItsOwnersIdentityOnlyWhenItHasOne) {
+  DesiredJob d;
+  d.id = 4;
+  d.command = {"true"};
+  auto none = desiredJobFromJson(toJson(d));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->runAs.has_value());
+  d.runAs = RunAs{"alice", 200001, 200001, "red", 300000};
+  auto back = desiredJobFromJson(toJson(d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->runAs, d.runAs);
+}
+
+TEST(AgentProtocol, HookCarriesTheAccountsToCreate) {
+  HookSpec h{5, "default", "red", "script", "/bin/true", 1000, {}};
+  h.accounts.push_back({"alice", 200001, 200001, {{"red", 300000}}});
+  auto back = hookSpecFromJson(toJson(h));
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(back->accounts, h.accounts);
+}
+
 TEST(AgentProtocol, ReportedInventoryKeepsTheAdminsGpuSettings) {
   Host h;
   h.dedicatedTo = "ml";

@@ -71,7 +71,10 @@ json quotaJson(const Team& t) {
 }
 
 json toJson(const Team& t) {
-  return {{"name", t.name}, {"created_at", formatIso8601(t.createdAt)}, {"quota", quotaJson(t)}};
+  return {{"name", t.name},
+          {"created_at", formatIso8601(t.createdAt)},
+          {"gid", t.gid >= 0 ? json(t.gid) : json(nullptr)},
+          {"quota", quotaJson(t)}};
 }
 
 json toStoreDoc(const Team& t) {
@@ -270,7 +273,8 @@ json hostHardware(const Host& h) {
           {"memory_mib", h.memoryMib},
           {"gpus", gpusJson(h.gpus)},
           {"agent_version", h.agentVersion},
-          {"cgroup", h.cgroup}};
+          {"cgroup", h.cgroup},
+          {"run_as_owner", h.runAsOwner}};
 }
 
 }  // namespace
@@ -410,6 +414,7 @@ Host hostFromStoreDoc(const json& d) {
   for (const auto& g : d.value("gpus", json::array())) h.gpus.push_back(gpuFromJson(g));
   h.agentVersion = d.value("agent_version", "");
   h.cgroup = d.value("cgroup", "");
+  h.runAsOwner = d.value("run_as_owner", "");
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");

@@ -183,6 +183,16 @@ std::optional<AdminState> parseAdminState(const std::string& s);
 
 // A reprovisioning hook: an ansible playbook or a plain script on the host, from the allotd
 // config's [hooks.profiles.NAME]. `id` is its host task's id.
+// A Unix account that a host profile creates (docs/access.md, "Workloads run as their owner"):
+// a user who may run on the host, their uid and user-private gid, and their teams' groups.
+struct UnixAccount {
+  std::string name;
+  int64_t uid = -1;
+  int64_t gid = -1;
+  std::map<std::string, int64_t> teams;  // team -> its gid
+  bool operator==(const UnixAccount&) const = default;
+};
+
 struct HookSpec {
   int64_t id = 0;
   std::string profile;
@@ -190,6 +200,9 @@ struct HookSpec {
   std::string kind;  // "playbook" or "script"
   std::string path;  // on the host
   int64_t timeoutMs = 0;
+  // The accounts the profile makes (allot_accounts): every user who may run on the host, as the
+  // task starts. Filled by allotd when it starts the task.
+  std::vector<UnixAccount> accounts;
 };
 
 // Wipe: what the previous tenant left on the host removed (agent/host_ops/wipe.h): every
@@ -256,6 +269,9 @@ struct Host {
   std::vector<Gpu> gpus;
   std::string agentVersion;
   std::string cgroup;  // what confinement the host offers: "v1", "v2", "none"
+  // Whether the agent starts workloads as their owner's Unix identity ("required") or as itself
+  // ("off": an agent that is not root cannot switch users). docs/access.md.
+  std::string runAsOwner;
   TimeMs joinedAt = 0;
   TimeMs lastSeenAt = 0;        // last message from its agent
   TimeMs unreachableSince = 0;  // 0 while online

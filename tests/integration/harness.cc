@@ -464,7 +464,14 @@ void TestCluster::spawnAgent(const std::string& name, Agent& agent, bool join) {
                                    agent.workDir,
                                    "--cgroup-name",
                                    cgroupName(name)};
-  for (const auto& f : agentFlags()) argv.push_back(f);
+  const auto flags = agentFlags();
+  // Jobs of most tests write into the test's own directory, which only root may enter: they run
+  // as the agent's user unless a test asks for owners (runas_test.cc).
+  if (std::find(flags.begin(), flags.end(), "--run-as-owner") == flags.end()) {
+    argv.push_back("--run-as-owner");
+    argv.push_back("off");
+  }
+  for (const auto& f : flags) argv.push_back(f);
   if (join) {
     argv.push_back("--join-token");
     argv.push_back(fetchJoinToken());

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct JobSpec {
   bool realGpus = false;       // false for simulated GPUs: no device rules to write
   int64_t memoryLimitMib = 0;  // 0 = no limit
   int cpuMillis = 0;           // 0 = no limit; 1000 = one CPU
+  // Whom the workload runs as (its submitter's uid and gid, its team's gid as a supplementary
+  // group); absent when allotd knows none. An executor that switches users refuses a job
+  // without one.
+  std::optional<model::RunAs> runAs;
 };
 
 class Executor {

@@ -101,6 +101,7 @@ Status JobDir::writeRecord(const JobRecord& r) const {
             {"cpu_millis", s.cpuMillis},
             {"started_at", r.startedAt},
             {"cgroups", r.cgroups}};
+  if (s.runAs) j["run_as"] = model::toJson(*s.runAs);
   return writeFile("spec.json", j.dump(2) + "\n");
 }
 
@@ -119,6 +120,11 @@ Result<JobRecord> JobDir::readRecord() const {
     s.cpuMillis = j.at("cpu_millis").get<int>();
     r.startedAt = j.at("started_at").get<TimeMs>();
     r.cgroups = j.at("cgroups").get<std::vector<std::string>>();
+    if (j.contains("run_as")) {
+      auto runAs = model::runAsFromJson(j.at("run_as"));
+      if (!runAs.ok()) throw std::runtime_error(runAs.status().message());
+      s.runAs = *runAs;
+    }
     return r;
   });
 }

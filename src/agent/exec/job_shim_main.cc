@@ -12,7 +12,12 @@
 // status.json is also read by JobDir (job_dir.cc); keep the two in step.
 //
 // Usage: allot-job-shim --job-dir DIR --log FILE --cwd DIR [--report-fd N]
+//                       [--uid U --gid G [--groups G1,G2...]]
 //                       [--cgroup GROUP_DIR]... -- COMMAND [ARG]...
+// With --uid, the command runs as that user (docs/access.md, "Workloads run as their owner"):
+// in step 4 the child sets its supplementary groups, gid and uid, in that order, before exec; the
+// shim itself stays root to record the outcome and kill what the job leaves. uid or gid 0 is
+// refused: a workload never runs as root.
 // The environment it is given is the job's.
 //
 // Standby: allot-job-shim --standby-fd N [--cgroup GROUP_DIR]...
@@ -33,6 +38,7 @@
 // Only libc here: one shim runs per job for the job's whole life, so it should cost little.
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -59,6 +65,8 @@ constexpr uint32_t kMaxJobMessage = 64u << 20;
 struct Args {
   std::string jobDir, log, cwd;
   int reportFd = -1;
+  long long uid = -1, gid = -1;  // -1: run as the shim's own user
+  std::vector<gid_t> groups;
   std::vector<std::string> cgroups;
   std::vector<char*> command;  // null-terminated argv
 };
@@ -83,11 +91,23 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->reportFd = std::atoi(v.c_str());
     else if (k == "--cgroup")
       a->cgroups.push_back(v);
-    else
+    else if (k == "--uid")
+      a->uid = std::atoll(v.c_str());
+    else if (k == "--gid")
+      a->gid = std::atoll(v.c_str());
+    else if (k == "--groups") {
+      for (size_t pos = 0; pos < v.size();) {
+        size_t comma = v.find(',', pos);
+        if (comma == std::string::npos) comma = v.size();
+        a->groups.push_back(static_cast<gid_t>(std::atoll(v.substr(pos, comma - pos).c_str())));
+        pos = comma + 1;
+      }
+    } else
       return false;
   }
   for (; i < argc; ++i) a->command.push_back(argv[i]);
   a->command.push_back(nullptr);
+  if ((a->uid >= 0) != (a->gid >= 0)) return false;  // both or neither
   return !a->jobDir.empty() && !a->log.empty() && !a->cwd.empty() && a->command.size() > 1;
 }
 
@@ -221,6 +241,17 @@ void closeInherited(int keep) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (a.uid >= 0) {
+    errno = 0;
+    // Groups first, uid last: once the uid is dropped nothing else may be changed. A failure is
+    // sent negated, so that the shim can tell it from an exec failure.
+    if (setgroups(a.groups.size(), a.groups.data()) != 0 || setgid(a.gid) != 0 ||
+        setuid(a.uid) != 0 || getuid() == 0 || geteuid() == 0) {
+      int err = -(errno != 0 ? errno : EPERM);
+      (void)!write(execErrFd, &err, sizeof err);
+      _exit(127);
+    }
+  }
   execvp(a.command[0], a.command.data());
   int err = errno;
   (void)!write(execErrFd, &err, sizeof err);
@@ -295,6 +326,10 @@ int runJob(const Args& a) {
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
 
+  if (a.uid == 0 || a.gid == 0) {
+    writeFailedToStart(a, "refusing to run a workload as uid 0 or gid 0");
+    return 1;
+  }
   if (chdir(a.cwd.c_str()) != 0) {
     writeFailedToStart(a, "cannot enter working directory " + a.cwd + ": " + std::strerror(errno));
     return 1;
@@ -325,7 +360,9 @@ int runJob(const Args& a) {
   if (n == sizeof err) {
     int ignored;
     waitpid(child, &ignored, 0);
-    writeFailedToStart(a, execError(a.command[0], err));
+    writeFailedToStart(a, err < 0 ? "cannot switch to uid " + std::to_string(a.uid) + " gid " +
+                                        std::to_string(a.gid) + ": " + std::strerror(-err)
+                                  : execError(a.command[0], err));
     if (a.reportFd >= 0) close(a.reportFd);
     return 0;
   }

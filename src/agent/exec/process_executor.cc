@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <set>
 
 #include "agent/exec/proc.h"
+#include "agent/exec/run_as.h"
 #include "common/log.h"
 
 namespace allot::agent {
@@ -40,9 +42,23 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-std::vector<std::string> jobEnvironment(const JobSpec& spec, const std::string& scratch) {
+// What the job's environment says of where it runs; teamDir "" = none.
+struct JobPlaces {
+  std::string scratch, work, teamDir;
+};
+
+std::vector<std::string> jobEnvironment(const JobSpec& spec, const JobPlaces& places) {
   std::map<std::string, std::string> env = {{"PATH", kDefaultPath}};
+  // A workload needs no passwd entry: its home is its own working directory (the only place it
+  // surely may write), unless the job says otherwise.
+  if (spec.runAs) env["HOME"] = places.work;
   for (const auto& [k, v] : spec.env) env[k] = v;
+  if (spec.runAs) {
+    env["USER"] = spec.runAs->user;
+    env["LOGNAME"] = spec.runAs->user;
+  }
+  if (!places.teamDir.empty()) env["ALLOT_TEAM_DIR"] = places.teamDir;
+  const std::string& scratch = places.scratch;
   // Set last so that a job cannot widen its own GPUs. "void" is what NVIDIA's container runtime
   // takes to mean "no GPUs"; CUDA takes the empty string the same way.
   std::string gpus = join(spec.gpuUuids, ",");
@@ -212,7 +228,18 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
     return failToStart(
         job, spec, "cannot create scratch directory " + scratch + ": " + scratchError.message());
   }
-  std::vector<std::string> env = jobEnvironment(spec, scratch);
+  JobPlaces places{scratch, job.dir.workPath(), ""};
+  if (runAsOwner_) {
+    if (Status st = checkRunAs(spec); !st.ok()) return failToStart(job, spec, st.message());
+    if (Status st = giveToOwner(job, spec, scratch); !st.ok())
+      return failToStart(job, spec, st.message());
+  }
+  if (!teamRoot_.empty() && spec.runAs && !spec.runAs->team.empty()) {
+    auto dir = ensureTeamDir(teamRoot_, *spec.runAs, runAsOwner_);
+    if (!dir.ok()) return failToStart(job, spec, dir.status().message());
+    places.teamDir = *dir;
+  }
+  std::vector<std::string> env = jobEnvironment(spec, places);
   std::vector<std::string> args = {shimPath_,
                                    "--job-dir",
                                    job.dir.path(),
@@ -222,6 +249,10 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
                                    job.dir.workPath(),
                                    "--report-fd",
                                    std::to_string(kReportFd)};
+  if (runAsOwner_) {
+    auto identity = shimIdentityArgs(*spec.runAs);
+    args.insert(args.end(), identity.begin(), identity.end());
+  }
 
   int report = -1;  // closed by the shim once the command was exec'd
   if (std::optional<Standby> standby = takeStandby()) {
@@ -278,6 +309,20 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   ::close(report);
   refresh(job);
   return job.actual;
+}
+
+Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,
+                                    const std::string& scratch) {
+  const model::RunAs& r = *spec.runAs;
+  // The job directory holds the agent's files (spec, status, log): root's, readable by the
+  // owner's private group only. Its working directory and scratch are the owner's alone.
+  ALLOT_RETURN_IF_ERROR(giveTo(job.dir.path(), 0, r.gid, 0710));
+  ALLOT_RETURN_IF_ERROR(giveTo(job.dir.workPath(), r.uid, r.gid, 0700));
+  ALLOT_RETURN_IF_ERROR(giveTo(scratch, r.uid, r.gid, 0700));
+  // Each user must pass through the roots to reach their own, and list nothing there.
+  for (const std::string& root : {workDir_, workDir_ + "/jobs", scratchRoot_})
+    ::chmod(root.c_str(), 0711);
+  return Status::Ok();
 }
 
 Status ProcessExecutor::confineAndRecord(Job& job, const JobSpec& spec) {

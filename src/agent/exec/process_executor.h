@@ -68,6 +68,17 @@ class ProcessExecutor final : public Executor {
   // Where each job's scratch directory (<root>/<job id>, $ALLOT_SCRATCH) is made; default
   // <workDir>/scratch. Set before the first start().
   void setScratchRoot(std::string root) { scratchRoot_ = std::move(root); }
+  // Workloads run as their owner (docs/access.md): the shim drops to JobSpec::runAs (setgroups,
+  // setgid, setuid) before exec, the job's working and scratch directories are the owner's (mode
+  // 0700) and its job directory the owner's group's (0710) so that other users read none of
+  // them. A job without an identity, or with uid or gid 0, fails to start. false (an agent that
+  // is not root cannot switch users): every job runs as the agent's own user. Set before the
+  // first start().
+  void setRunAsOwner(bool required) { runAsOwner_ = required; }
+  // Where each team's directory is made (<root>/<team>, $ALLOT_TEAM_DIR): owned by root and the
+  // team's group, mode 2770, so that the team's members share it and no one else reads it. ""
+  // (the default): no team directories. Set before the first start().
+  void setTeamRoot(std::string root) { teamRoot_ = std::move(root); }
 
   // How long start() waits for the shim to report that the command was exec'd.
   static constexpr int64_t kStartTimeoutMs = 10'000;
@@ -109,6 +120,8 @@ class ProcessExecutor final : public Executor {
   // Gives the job groups of its own (job-<id>) and writes its record; an error is the job's
   // failed_to_start message.
   Status confineAndRecord(Job& job, const JobSpec& spec);
+  // Under runAsOwner_: the job's directories become its owner's (see setRunAsOwner).
+  Status giveToOwner(const Job& job, const JobSpec& spec, const std::string& scratch);
   // Hands the job to the standby, whose groups it was recorded with; false (the standby retired)
   // if the standby could not take it.
   bool handOver(Job& job, Standby& standby, const std::vector<std::string>& args,
@@ -144,6 +157,8 @@ class ProcessExecutor final : public Executor {
 
   std::string workDir_;
   std::string scratchRoot_;
+  std::string teamRoot_;
+  bool runAsOwner_ = false;
   std::string shimPath_;
   const Clock& clock_;
   CgroupManager* cgroups_;

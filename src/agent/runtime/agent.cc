@@ -122,6 +122,7 @@ model::Inventory Agent::inventory() {
   inv.simulated = gpus_.simulated();
   inv.agentVersion = kAgentVersion;
   inv.cgroup = config_.cgroupMode.empty() ? "none" : config_.cgroupMode;
+  inv.runAsOwner = config_.runAsOwner ? "required" : "off";
   return inv;
 }
 
@@ -203,6 +204,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.realGpus = !gpus_.simulated();
       spec.cpuMillis = d.cpuMillis;
       spec.memoryLimitMib = d.memoryMib;
+      spec.runAs = d.runAs;
       auto a = executor_.start(spec);
       spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
                    a.message.empty() ? "" : ": " + a.message);
@@ -522,7 +524,12 @@ void Agent::startTaskIfWanted() {
                 {"allot_team", task.hook->team},
                 {"allot_profile", task.hook->profile},
                 {"allot_driver_version", driver},
-                {"allot_state_dir", config_.workDir + "/host-state"}};
+                {"allot_state_dir", config_.workDir + "/host-state"},
+                {"allot_accounts", nlohmann::json::array()}};
+    // The Unix accounts to create (docs/access.md): ansible loops over allot_accounts; a script
+    // reads $ALLOT_ACCOUNTS (JSON) or the vars file ($ALLOT_HOOK_VARS).
+    for (const auto& a : task.hook->accounts)
+      run.vars["allot_accounts"].push_back(model::toJson(a));
     run.runDir = config_.workDir + "/hooks/" + std::to_string(task.id);
     hook = std::move(run);
   }

@@ -45,6 +45,7 @@ struct AgentConfig {
   std::string scratchDir;  // per-job scratch root the wipe empties; default <workDir>/scratch
   std::string homeDir;     // team home data the wipe empties when asked; "" = none on this host
   std::string caFile;      // PEM CA for an https:// server; "" = the system's trusted CAs
+  bool runAsOwner = false;  // --run-as-owner: workloads start as their owner (reported to allotd)
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.

@@ -1,0 +1,31 @@
+#pragma once
+// Workloads run as their owner (docs/access.md): what the agent does with a job's identity
+// (model::RunAs) before its shim starts it. The switch itself (setgroups, setgid, setuid) is the
+// shim's, in the job's process just before exec (job_shim_main.cc, --uid/--gid/--groups).
+//
+// Plain functions over the filesystem; called from the agent's loop.
+
+#include <string>
+#include <vector>
+
+#include "agent/exec/executor.h"
+#include "common/status.h"
+
+namespace allot::agent {
+
+// The job may run under `required` (the agent switches users): it has an identity, and neither
+// its uid nor its gid is 0. A job refused here fails to start with this message.
+Status checkRunAs(const JobSpec& spec);
+
+// Makes `path` the owner's: chown uid:gid, then chmod `mode`. The agent (root) still reaches it.
+Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
+
+// The team's shared directory <root>/<team>, made if missing. With `owned`, it belongs to
+// root:<team gid> with mode 2770 (setgid: files made in it keep the team's group), reset at each
+// start so that a directory someone loosened is closed again. Without, it is left as made.
+Result<std::string> ensureTeamDir(const std::string& root, const model::RunAs& runAs, bool owned);
+
+// The shim's flags for the switch: --uid U --gid G [--groups TEAM_GID].
+std::vector<std::string> shimIdentityArgs(const model::RunAs& runAs);
+
+}  // namespace allot::agent

@@ -1,0 +1,137 @@
+// The agent's side of "workloads run as their owner": the executor refuses jobs without an
+// identity and starts the others as their owner, in directories only the owner reads. The
+// switch needs root; those tests are skipped otherwise.
+
+#include "agent/exec/run_as.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "agent/exec/process_executor.h"
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ActualState;
+
+model::RunAs owner() { return {"alice", 4242, 4242, "red", 4300}; }
+
+JobSpec shellJob(int64_t id, const std::string& script, std::optional<model::RunAs> runAs) {
+  JobSpec s;
+  s.id = id;
+  s.command = {"sh", "-c", script};
+  s.runAs = runAs;
+  return s;
+}
+
+TEST(CheckRunAsTest, RefusesJobsWithoutAnIdentityOrAsRoot) {
+  EXPECT_TRUE(checkRunAs(shellJob(1, "true", owner())).ok());
+  Status none = checkRunAs(shellJob(1, "true", std::nullopt));
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("no Unix identity"), std::string::npos) << none.message();
+  model::RunAs root = owner();
+  root.uid = 0;
+  EXPECT_FALSE(checkRunAs(shellJob(1, "true", root)).ok());
+  root = owner();
+  root.gid = 0;
+  EXPECT_FALSE(checkRunAs(shellJob(1, "true", root)).ok());
+}
+
+TEST(ShimIdentityArgsTest, NamesUidGidAndTheTeamGroup) {
+  EXPECT_EQ(shimIdentityArgs(owner()),
+            (std::vector<std::string>{"--uid", "4242", "--gid", "4242", "--groups", "4300"}));
+  model::RunAs noTeam = owner();
+  noTeam.teamGid = -1;
+  EXPECT_EQ(shimIdentityArgs(noTeam), (std::vector<std::string>{"--uid", "4242", "--gid", "4242"}));
+}
+
+class RunAsExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/allot-runas-test-XXXXXX";
+    workDir_ = mkdtemp(tmpl);
+    exec_ = std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, nullptr, 0);
+    exec_->setRunAsOwner(true);
+    exec_->setTeamRoot(workDir_ + "/teams");
+  }
+  void TearDown() override {
+    for (const auto& a : exec_->poll()) exec_->forget(a.id);
+    exec_.reset();
+    fs::remove_all(workDir_);
+  }
+  model::ActualJob waitForEnd(int64_t id) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const auto& a : exec_->poll()) {
+        if (a.id == id && a.state != ActualState::kRunning) return a;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "job " << id << " did not end";
+    return {};
+  }
+  std::string log(int64_t id) {
+    std::ifstream in(exec_->logPath(id));
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string jobDir(int64_t id) { return workDir_ + "/jobs/" + std::to_string(id); }
+
+  SystemClock clock_;
+  std::string workDir_;
+  std::unique_ptr<ProcessExecutor> exec_;
+};
+
+TEST_F(RunAsExecutorTest, AJobWithoutAnIdentityFailsToStartInsteadOfRunningAsRoot) {
+  auto a = exec_->start(shellJob(1, "touch ran", std::nullopt));
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_NE(a.message.find("no Unix identity"), std::string::npos) << a.message;
+  EXPECT_FALSE(fs::exists(jobDir(1) + "/work/ran"));
+}
+
+TEST_F(RunAsExecutorTest, TheWorkloadRunsAsItsOwnerInDirectoriesOnlyTheOwnerReads) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching users needs root";
+  auto a = exec_->start(
+      shellJob(2,
+               "echo uid=$(id -u) gid=$(id -g) groups=\"$(id -G)\" home=$HOME user=$USER; "
+               "touch mine; touch \"$ALLOT_TEAM_DIR/ours\"; echo team=$ALLOT_TEAM_DIR",
+               owner()));
+  ASSERT_NE(a.state, ActualState::kFailedToStart) << a.message;
+  auto end = waitForEnd(2);
+  EXPECT_EQ(end.exitCode, 0) << log(2);
+  std::string out = log(2);
+  EXPECT_NE(out.find("uid=4242 gid=4242 groups=4242 4300 home=" + jobDir(2) + "/work user=alice"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("team=" + workDir_ + "/teams/red"), std::string::npos) << out;
+
+  struct stat st {};
+  ASSERT_EQ(::stat((jobDir(2) + "/work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4242u);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat(jobDir(2).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, 4242u);
+  EXPECT_EQ(st.st_mode & 07777, 0710u);
+  ASSERT_EQ(::stat((jobDir(2) + "/work/mine").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4242u);
+  ASSERT_EQ(::stat((workDir_ + "/teams/red").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_gid, 4300u);
+  EXPECT_EQ(st.st_mode & 07777, 02770u);
+  // setgid on the team directory: what a member makes there stays the team's.
+  ASSERT_EQ(::stat((workDir_ + "/teams/red/ours").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, 4300u);
+}
+
+}  // namespace
+}  // namespace allot::agent
