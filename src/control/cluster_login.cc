@@ -69,9 +69,15 @@ Result<Change<model::User>> Cluster::syncDirectoryUser(const DirectoryLogin& log
     return Status::PermissionDenied("user '" + login.name +
                                     "' is in no directory group that grants access to an existing "
                                     "team; ask an administrator");
-  u.uid = login.uid;
-  u.gid = login.gid;
   Change<model::User> c;
+  if (login.uid >= 0) {
+    // The posixAccount's ids, unless they clash with allotd's ranges or another user.
+    ALLOT_RETURN_IF_ERROR(checkDirectoryIds(u.name, login.uid, login.gid));
+    u.uid = login.uid;
+    u.gid = login.gid >= 0 ? login.gid : login.uid;
+  } else {
+    ALLOT_RETURN_IF_ERROR(assignUnixIds(u, c.batch));  // not a posixAccount: allotd's ids
+  }
   c.value = u;
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});

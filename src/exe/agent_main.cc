@@ -137,9 +137,9 @@ int main(int argc, char** argv) {
   executor.setScratchRoot(scratchDir);
   executor.setRunAsOwner(runAsOwner == "required");
   executor.setTeamRoot(teamDir);
-  allot::agent::AgentConfig cfg{server,     joinToken,      name,        workDir,
-                                cgroups.mode(), *intervalMs, scratchDir, homeDir,
-                                caFile,     runAsOwner == "required"};
+  allot::agent::AgentConfig cfg{
+      server,      joinToken,  name,    workDir, cgroups.mode(),
+      *intervalMs, scratchDir, homeDir, caFile,  runAsOwner == "required"};
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -34,7 +34,7 @@ class IsolationTest : public TestCluster {
     cli({"host", "dedicate", "ml-box", "--team", "ml"});
     cliJson(adminToken_, {"project", "create", "mlproj", "--team", "ml"});
     aliceJob_ = submit(alice_, {"--gpus", "1", "--project", "mlproj", "--name", "ml-train"},
-                       {"sleep", "600", kJobMarker});
+                       {"sh", "-c", std::string("sleep 600 # ") + kJobMarker});
     EXPECT_TRUE(waitForJobState(alice_, aliceJob_, "running"));
     json lease = cliJson(alice_, {"lease", "create", "--team", "ml", "--host", "shared-box",
                                   "--start", "+30d", "--end", "+31d", "--reason", kLeaseMarker});
@@ -48,8 +48,8 @@ class IsolationTest : public TestCluster {
     return {"ml", "mlproj", "ml-box", "alice", std::to_string(aliceJob_), leaseId_, tokenId_, "1"};
   }
   static Ids missing() {
-    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser", "987654", "987654",
-            "tok-987654", "987654"};
+    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser",
+            "987654",     "987654",     "tok-987654", "987654"};
   }
 
   // The route's pattern with its parameters filled from `ids` by the collection they name.
@@ -60,8 +60,8 @@ class IsolationTest : public TestCluster {
     while (i < pattern.size()) {
       if (pattern[i] != '{') {
         size_t next = pattern.find('/', i + 1);
-        std::string seg = pattern.substr(i, next == std::string::npos ? std::string::npos
-                                                                      : next - i);
+        std::string seg =
+            pattern.substr(i, next == std::string::npos ? std::string::npos : next - i);
         out += seg;
         if (seg.size() > 1 && seg[0] == '/') collection = seg.substr(1);
         i = next == std::string::npos ? pattern.size() : next;
@@ -70,11 +70,16 @@ class IsolationTest : public TestCluster {
       size_t close = pattern.find('}', i);
       std::string param = pattern.substr(i + 1, close - i - 1);
       i = close + 1;
-      if (param == "team") out += ids.team;
-      else if (param == "project") out += ids.project;
-      else if (param == "user") out += ids.user;
-      else if (param == "index") out += "0";
-      else if (param == "name") out += collection == "users" ? ids.user : ids.host;
+      if (param == "team")
+        out += ids.team;
+      else if (param == "project")
+        out += ids.project;
+      else if (param == "user")
+        out += ids.user;
+      else if (param == "index")
+        out += "0";
+      else if (param == "name")
+        out += collection == "users" ? ids.user : ids.host;
       else if (param == "id") {
         out += collection == "leases"     ? ids.lease
                : collection == "tokens"   ? ids.token
@@ -92,21 +97,29 @@ class IsolationTest : public TestCluster {
   static std::string bodyFor(const json& op, const Ids& ids) {
     const json* props = nullptr;
     try {
-      props = &op.at("requestBody").at("content").at("application/json").at("schema").at(
-          "properties");
+      props =
+          &op.at("requestBody").at("content").at("application/json").at("schema").at("properties");
     } catch (const std::exception&) {
       return "";
     }
     json body = json::object();
     for (const auto& [key, schema] : props->items()) {
-      if (key == "team" || key == "pool") body[key] = ids.team;
-      else if (key == "teams") body[key] = {{ids.team, "member"}};
-      else if (key == "project") body[key] = ids.project;
-      else if (key == "user") body[key] = ids.user;
-      else if (key == "host") body[key] = ids.host;
-      else if (key == "hosts") body[key] = json::array({ids.host});
-      else if (key == "command") body[key] = json::array({"true"});
-      else if (key == "name") body[key] = "attacker-made";
+      if (key == "team" || key == "pool")
+        body[key] = ids.team;
+      else if (key == "teams")
+        body[key] = {{ids.team, "member"}};
+      else if (key == "project")
+        body[key] = ids.project;
+      else if (key == "user")
+        body[key] = ids.user;
+      else if (key == "host")
+        body[key] = ids.host;
+      else if (key == "hosts")
+        body[key] = json::array({ids.host});
+      else if (key == "command")
+        body[key] = json::array({"true"});
+      else if (key == "name")
+        body[key] = "attacker-made";
     }
     return body.dump();
   }
@@ -125,12 +138,13 @@ class IsolationTest : public TestCluster {
     json jobs = json::array();
     for (const auto& j : cliJson(adminToken_, {"job", "list", "--team", "ml"}))
       jobs.push_back({j.at("id"), j.at("state"), j.value("host", json())});
-    return {{"jobs", jobs},
-            {"host", cliJson(adminToken_, {"host", "show", "ml-box"}).value("dedicated_to", json())},
-            {"projects", cliJson(adminToken_, {"project", "list"})},
-            {"members", cliJson(adminToken_, {"team", "members", "ml"})},
-            {"leases", cliJson(adminToken_, {"lease", "list"})},
-            {"tokens", cliJson(alice_, {"token", "list"})}};
+    return {
+        {"jobs", jobs},
+        {"host", cliJson(adminToken_, {"host", "show", "ml-box"}).value("dedicated_to", json())},
+        {"projects", cliJson(adminToken_, {"project", "list"})},
+        {"members", cliJson(adminToken_, {"team", "members", "ml"})},
+        {"leases", cliJson(adminToken_, {"lease", "list"})},
+        {"tokens", cliJson(alice_, {"token", "list"})}};
   }
 
   std::string alice_, mallory_;
@@ -144,12 +158,13 @@ TEST_F(IsolationTest, AnotherTeamsMemberFindsNothingOnAnyRoute) {
   ASSERT_EQ(spec.status, 200);
   // Not for users: the agents' stream and join (host credentials), and public documents.
   const std::set<std::string> skip = {"/api/v1/agent/stream", "/api/v1/hosts/join",
-                                      "/api/v1/openapi.json", "/healthz", "/api/v1/login",
-                                      "/api/v1/logout"};
-  const std::vector<std::string> queries = {"", "?team=T", "?project=P", "?host=H", "?user=U",
-                                            "?pool=T"};
+                                      "/api/v1/openapi.json", "/healthz",
+                                      "/api/v1/login",        "/api/v1/logout"};
+  const std::vector<std::string> queries = {"",        "?team=T", "?project=P",
+                                            "?host=H", "?user=U", "?pool=T"};
   int requests = 0;
-  for (const auto& [pattern, ops] : spec.parsed().at("paths").items()) {
+  const json paths = spec.parsed().at("paths");
+  for (const auto& [pattern, ops] : paths.items()) {
     if (skip.count(pattern)) continue;
     for (const auto& [method, op] : ops.items()) {
       std::string verb = method;
@@ -164,8 +179,7 @@ TEST_F(IsolationTest, AnotherTeamsMemberFindsNothingOnAnyRoute) {
           return fill(pattern, ids) + s;
         };
         const std::string realTarget = withQuery(real());
-        HttpResult attack =
-            httpRequest(port_, verb, realTarget, bodyFor(op, real()), mallory_);
+        HttpResult attack = httpRequest(port_, verb, realTarget, bodyFor(op, real()), mallory_);
         HttpResult control =
             httpRequest(port_, verb, withQuery(missing()), bodyFor(op, missing()), mallory_);
         ++requests;

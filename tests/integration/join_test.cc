@@ -108,7 +108,8 @@ TEST_F(JoinTest, AHostCredentialCannotCallTheUserApi) {
   auto saved = json::parse(readFile(path("agents/node-a/credential.json")));
   const std::string credential = textOf(saved, "token");
   ASSERT_FALSE(credential.empty());
-  for (auto [method, target] : {std::pair{"GET", "/api/v1/jobs"}, {"GET", "/api/v1/hosts"},
+  for (auto [method, target] : {std::pair{"GET", "/api/v1/jobs"},
+                                {"GET", "/api/v1/hosts"},
                                 {"POST", "/api/v1/hosts/join-tokens"},
                                 {"POST", "/api/v1/hosts/node-a/reset-credential"}}) {
     auto r = httpRequest(port_, method, target, "{}", credential);

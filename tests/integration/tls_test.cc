@@ -103,7 +103,7 @@ TEST_F(TlsTest, AgentsJoinOverWssAndTheCliRunsAJobOverHttps) {
   const std::string byName = "https://localhost:" + std::to_string(port_);
   auto who = bareCli(byName, {"whoami"}, {"ALLOT_CA_FILE=" + cert("ca.crt")});
   EXPECT_EQ(who.code, 0) << who.describe();
-  EXPECT_NE(who.out.find("platform-admin"), std::string::npos) << who.out;
+  EXPECT_NE(who.out.find("platform admin"), std::string::npos) << who.out;
 }
 
 TEST_F(TlsTest, ClientsThatDoNotTrustTheCaAreRefused) {

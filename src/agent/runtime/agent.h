@@ -42,9 +42,9 @@ struct AgentConfig {
   std::string cgroupMode;  // what the executor's confinement is, for the inventory
   // How often GPUs are sampled; each round is one telemetry message to allotd.
   int64_t telemetryIntervalMs = 5000;
-  std::string scratchDir;  // per-job scratch root the wipe empties; default <workDir>/scratch
-  std::string homeDir;     // team home data the wipe empties when asked; "" = none on this host
-  std::string caFile;      // PEM CA for an https:// server; "" = the system's trusted CAs
+  std::string scratchDir;   // per-job scratch root the wipe empties; default <workDir>/scratch
+  std::string homeDir;      // team home data the wipe empties when asked; "" = none on this host
+  std::string caFile;       // PEM CA for an https:// server; "" = the system's trusted CAs
   bool runAsOwner = false;  // --run-as-owner: workloads start as their owner (reported to allotd)
 };
 
