@@ -41,22 +41,6 @@ bool namesSecret(std::string_view key) {
   return false;
 }
 
-std::vector<std::string_view> segmentsOf(std::string_view p) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    if (p[i] == '/') {
-      ++i;
-      continue;
-    }
-    size_t j = p.find('/', i);
-    if (j == std::string_view::npos) j = p.size();
-    out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 bool isParam(std::string_view seg) {
   return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
 }
@@ -120,7 +104,7 @@ json redactSecrets(json j) {
 
 std::string auditObjectOf(const std::string& pattern,
                           const std::map<std::string, std::string>& params, const json& reply) {
-  const auto segs = segmentsOf(pattern);
+  const auto segs = splitPath(pattern);
   std::string object;
   for (size_t i = 0; i < segs.size(); ++i) {
     if (!isParam(segs[i])) continue;
@@ -153,8 +137,8 @@ std::string auditObjectOf(const std::string& pattern,
 
 std::optional<std::string> auditSnapshotPath(const Router& router, std::string_view path,
                                              const std::string& pattern) {
-  const auto patternSegs = segmentsOf(pattern);
-  const auto pathSegs = segmentsOf(path);
+  const auto patternSegs = splitPath(pattern);
+  const auto pathSegs = splitPath(path);
   if (patternSegs.size() != pathSegs.size()) return std::nullopt;
   auto firstParam = std::find_if(patternSegs.begin(), patternSegs.end(), isParam);
   if (firstParam == patternSegs.end()) return std::nullopt;

@@ -3,22 +3,6 @@
 namespace allot::api {
 namespace {
 
-std::vector<std::string_view> splitPath(std::string_view p) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    if (p[i] == '/') {
-      ++i;
-      continue;
-    }
-    size_t j = p.find('/', i);
-    if (j == std::string_view::npos) j = p.size();
-    out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 int hexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -43,6 +27,22 @@ std::string percentDecode(std::string_view s) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> splitPath(std::string_view p) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < p.size()) {
+    if (p[i] == '/') {
+      ++i;
+      continue;
+    }
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    out.push_back(p.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
 
 void Router::add(http::verb method, std::string pattern, Handler handler, bool authenticated) {
   routes_.push_back({method, std::move(pattern), authenticated, std::move(handler)});

@@ -34,5 +34,7 @@ class Router {
 
 // Splits "a=1&b=x%20y" into decoded pairs.
 std::map<std::string, std::string> parseQuery(std::string_view query);
+// The non-empty segments of a path or pattern: "/a//b/" -> {"a", "b"}.
+std::vector<std::string_view> splitPath(std::string_view path);
 
 }  // namespace allot::api
