@@ -88,12 +88,6 @@ Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
   return out;
 }
 
-// The credential still names `host`: a reset or a re-join revokes it while the stream is open.
-bool stillValid(Server& server, const std::string& credential, const std::string& host) {
-  auto who = server.cluster().authenticate(credential);
-  return who && who->kind == control::Principal::Kind::kHost && who->name == host;
-}
-
 template <typename Stream>
 asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req) {
   using Ws = websocket::stream<Stream>;
@@ -114,6 +108,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     co_return;
   }
   const std::string host = who->name;
+  const std::string credentialId = credential.substr(0, credential.find('_'));
   auto ws = std::make_shared<Ws>(std::move(stream));
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws->read_message_max(16 << 20);
@@ -127,7 +122,9 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     buf.clear();
     auto [ec, n] = co_await ws->async_read(buf, asio::as_tuple(use_awaitable));
     if (ec) break;
-    if (!stillValid(server, credential, host)) {
+    // A reset or a re-join deletes the credential while the stream is open; its hash was checked
+    // once, above, so each message only looks its id up.
+    if (!server.cluster().hostCredentialLive(credentialId, host)) {
       spdlog::warn("agent {}: its credential was revoked; closing its stream", host);
       break;
     }

@@ -232,15 +232,14 @@ Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std:
   }
   model::applyInventory(h, inv);
   world_.hosts[name] = h;
-  model::ApiToken tok{newSecretId("hst"), "host:" + name, "", now, 0};
-  c.value.credential = newToken(tok.id);
-  tok.hash = hashToken(c.value.credential);
-  world_.tokens[tok.id] = tok;
+  c.value.credential =
+      mintToken({"", "host:" + name, "", now, 0, "", model::TokenKind::kHost}, "hst", c.batch)
+          .secret;
   // The use is counted in the same commit as the host: no restart or concurrent join can admit
   // more hosts than the token allows.
   ++token.used;
   c.value.host = h;
-  c.batch.add(store::PutHost{h}).add(store::PutToken{tok}).add(store::PutJoinToken{token});
+  c.batch.add(store::PutHost{h}).add(store::PutJoinToken{token});
   spdlog::info("host joined: host={} gpus={} provider={}{} join_token={} uses_left={}", name,
                h.gpus.size(), h.gpuProvider, h.simulated ? " (SIMULATED)" : "", token.id,
                token.usesLeft());

@@ -317,6 +317,9 @@ class Cluster {
   // The team's members and their roles, for anyone who may see the team.
   Result<std::vector<std::pair<model::User, model::Role>>> teamMembers(
       const Principal& p, const std::string& team) const;
+  // Whether the host credential with public id `tokenId` still belongs to `host`: a reset or a
+  // re-join deletes it. A map lookup, for every message of an open agent stream.
+  bool hostCredentialLive(const std::string& tokenId, const std::string& host) const;
   // API tokens: one's own, or a service account's for those who manage it; others' are NotFound.
   Result<Change<CreatedToken>> createToken(const Principal& p, const NewToken& t);
   Result<std::vector<model::ApiToken>> listTokens(const Principal& p,
@@ -571,6 +574,9 @@ class Cluster {
 
  private:
   std::string newSecretId(const char* kind);
+  // Gives `tok` (owner, name, kind and times set) an id of `idKind` and a fresh secret, keeps its
+  // hash in memory and in `batch`, and returns it with the secret, which exists nowhere else.
+  CreatedToken mintToken(model::ApiToken tok, const char* idKind, store::WriteBatch& batch);
   // Deletes every credential of the host, in `batch` and in memory.
   void revokeHostCredentials(const std::string& host, store::WriteBatch& batch);
   // Give `u` / `t` ids from the ranges when they have none, recording the next free ids.

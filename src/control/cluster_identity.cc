@@ -35,6 +35,23 @@ std::string teamRequired(const Principal& p) {
   return "team: required: you belong to several teams (" + teamList(p.teams) + "); name one";
 }
 
+CreatedToken Cluster::mintToken(model::ApiToken tok, const char* idKind, store::WriteBatch& batch) {
+  tok.id = newSecretId(idKind);
+  CreatedToken out;
+  out.secret = newToken(tok.id);
+  tok.hash = hashToken(out.secret);
+  world_.tokens[tok.id] = tok;
+  batch.add(store::PutToken{tok});
+  out.token = std::move(tok);
+  return out;
+}
+
+bool Cluster::hostCredentialLive(const std::string& tokenId, const std::string& host) const {
+  auto it = world_.tokens.find(tokenId);
+  return it != world_.tokens.end() && it->second.owner == "host:" + host &&
+         (it->second.expiresAt == 0 || it->second.expiresAt > clock_.nowMs());
+}
+
 std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
   if (!world_.users.empty()) return std::nullopt;
   Change<std::string> c;
@@ -44,12 +61,9 @@ std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
   admin.createdAt = clock_.nowMs();
   admin.createdBy = kSystemActor;
   (void)assignUnixIds(admin, c.batch);  // a fresh store: the range is empty
-  model::ApiToken tok{newSecretId("tok"), admin.name, "", clock_.nowMs(), 0, "bootstrap"};
-  c.value = newToken(tok.id);
-  tok.hash = hashToken(c.value);
   world_.users[admin.name] = admin;
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutUser{admin}).add(store::PutToken{tok});
+  c.batch.add(store::PutUser{admin});
+  c.value = mintToken({"", admin.name, "", clock_.nowMs(), 0, "bootstrap"}, "tok", c.batch).secret;
   return c;
 }
 
@@ -117,12 +131,9 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
   u.uid = n.uid;
   u.gid = n.gid;
   ALLOT_RETURN_IF_ERROR(assignUnixIds(u, c.batch));
-  model::ApiToken tok{newSecretId("tok"), u.name, "", clock_.nowMs(), 0, "initial"};
-  c.value.token = newToken(tok.id);
-  tok.hash = hashToken(c.value.token);
   world_.users[u.name] = u;
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutUser{u}).add(store::PutToken{tok});
+  c.batch.add(store::PutUser{u});
+  c.value.token = mintToken({"", u.name, "", clock_.nowMs(), 0, "initial"}, "tok", c.batch).secret;
   return c;
 }
 
@@ -244,16 +255,8 @@ Result<Change<CreatedToken>> Cluster::createToken(const Principal& p, const NewT
                                       std::to_string(kMaxTokensPerUser) +
                                       " tokens; revoke some first");
   Change<CreatedToken> c;
-  model::ApiToken& tok = c.value.token;
-  tok.id = newSecretId("tok");
-  tok.owner = owner;
-  tok.name = t.name;
-  tok.createdAt = clock_.nowMs();
-  tok.expiresAt = t.ttlMs ? tok.createdAt + t.ttlMs : 0;
-  c.value.secret = newToken(tok.id);
-  tok.hash = hashToken(c.value.secret);
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutToken{tok});
+  const TimeMs now = clock_.nowMs();
+  c.value = mintToken({"", owner, "", now, t.ttlMs ? now + t.ttlMs : 0, t.name}, "tok", c.batch);
   return c;
 }
 

@@ -2,7 +2,6 @@
 // groups, and the end of console sessions (docs/login.md). Checking passwords and talking to
 // the directory happen off the I/O thread in the API layer; these only change the world.
 
-#include "common/secrets.h"
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -31,17 +30,9 @@ Result<Change<CreatedToken>> Cluster::issueLoginToken(const std::string& user,
   Change<CreatedToken> c;
   const TimeMs now = clock_.nowMs();
   dropExpiredTokens(world_, user, now, c.batch);
-  model::ApiToken& tok = c.value.token;
-  tok.id = newSecretId("tok");
-  tok.owner = user;
-  tok.name = kind == model::TokenKind::kSession ? "console" : "login";
-  tok.kind = kind;
-  tok.createdAt = now;
-  tok.expiresAt = ttlMs > 0 ? now + ttlMs : 0;
-  c.value.secret = newToken(tok.id);
-  tok.hash = hashToken(c.value.secret);
-  world_.tokens[tok.id] = tok;
-  c.batch.add(store::PutToken{tok});
+  c.value = mintToken({"", user, "", now, ttlMs > 0 ? now + ttlMs : 0,
+                       kind == model::TokenKind::kSession ? "console" : "login", kind},
+                      "tok", c.batch);
   return c;
 }
 
