@@ -5,7 +5,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps build test run stop clean bench format
+.PHONY: deps build web test run stop clean bench format
 
 deps:
 	@scripts/install-deps.sh
@@ -13,8 +13,20 @@ deps:
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
 
-build: deps $(BUILD_DIR)/build.ninja
+build: deps $(BUILD_DIR)/build.ninja web
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The web console (web/): npm installs exactly the committed lock file, Vite builds web/dist,
+# which allotd serves. Rebuilt only when its sources change.
+WEB_SOURCES := $(shell find web/src web/scripts -type f 2>/dev/null) web/index.html web/vite.config.js
+web: web/dist/index.html
+
+web/node_modules/.installed: web/package-lock.json | deps
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+web/dist/index.html: web/node_modules/.installed $(WEB_SOURCES)
+	cd web && npm run --silent build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600

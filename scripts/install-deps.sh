@@ -17,7 +17,15 @@ packages=(
   # Reprovisioning hooks run host profiles with ansible-playbook (deploy/ansible/); the
   # integration tests run the shipped example with it.
   ansible-core
+  # The console's end-to-end tests drive Debian's Chromium with playwright-core (web/test/).
+  chromium
 )
+
+# Node.js and npm build the web console (Vite needs Node 20.19 or later). Machines of this kind
+# come with them; elsewhere Debian's packages are the fallback.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

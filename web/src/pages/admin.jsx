@@ -1,0 +1,4 @@
+// Placeholder: being written.
+export function AdminPage() {
+  return <h1>admin</h1>;
+}

@@ -1,0 +1,4 @@
+// Placeholder: being written.
+export function HostsPage() {
+  return <h1>hosts</h1>;
+}

@@ -1,0 +1,4 @@
+// Placeholder: being written.
+export function OverviewPage() {
+  return <h1>overview</h1>;
+}

@@ -1,0 +1,4 @@
+// Placeholder: being written.
+export function WorkPage() {
+  return <h1>work</h1>;
+}

@@ -1,0 +1,35 @@
+// Who is logged in, for every page: the /whoami answer, shared through a context.
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+
+export const SessionContext = createContext(null);
+
+// { me, setMe } where me is the /whoami answer: name, platform_admin, teams {"ml": "member"}, ...
+export function useSession() {
+  return useContext(SessionContext);
+}
+
+// The teams the user belongs to, as names.
+export function teamNames(me) {
+  return Object.keys(me?.teams ?? {}).sort();
+}
+
+// The user's role in `team` ("viewer", "member", "team-admin"), or null.
+export function roleIn(me, team) {
+  return me?.teams?.[team] ?? null;
+}
+
+export function isAdmin(me) {
+  return !!me?.platform_admin;
+}
+
+// May `me` change team `team`'s settings (members, projects, quota split, leases)?
+export function canManageTeam(me, team) {
+  return isAdmin(me) || roleIn(me, team) === 'team-admin';
+}
+
+// May `me` submit work in `team`?
+export function canSubmit(me, team) {
+  const role = roleIn(me, team);
+  return isAdmin(me) || role === 'member' || role === 'team-admin';
+}
