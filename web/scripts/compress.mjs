@@ -1,6 +1,5 @@
 // Writes a .gz sibling next to each text asset of the build, so allotd can send it as it is
-// (Content-Encoding: gzip) without compressing on every request. Prints the gzipped size of
-// what a first load fetches (index.html and everything under assets/).
+// (Content-Encoding: gzip) without compressing on every request. Prints the gzipped sizes.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { gzipSync, constants } from 'node:zlib';
