@@ -43,6 +43,17 @@ done
 ADMIN_TOKEN=$(cat "$STATE_DIR/admin.token")
 export ALLOT_SERVER="$SERVER" ALLOT_TOKEN="$ADMIN_TOKEN"
 
+# The console logs in with a password; the admin allotd created has only a token. Give it a
+# random first password once, kept next to the token (mode 0600).
+if [ ! -f "$STATE_DIR/admin.password" ]; then
+  ADMIN_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+  if curl -fs -X PUT -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
+      -d "{\"password\": \"$ADMIN_PASSWORD\"}" "$SERVER/api/v1/users/admin/password" >/dev/null; then
+    (umask 077 && printf '%s\n' "$ADMIN_PASSWORD" >"$STATE_DIR/admin.password")
+  fi
+fi
+ADMIN_PASSWORD=$(cat "$STATE_DIR/admin.password" 2>/dev/null || echo "(not set: see allotd.log)")
+
 JOIN_ARGS=()
 if [ ! -f "$STATE_DIR/agent/credential.json" ]; then
   JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
@@ -61,7 +72,7 @@ GPUS=$("$BIN/allot" host show local -o json | grep -c '"uuid"' || true)
 cat <<MSG
 
 Allot is running.
-  server:      $SERVER   (web console: $SERVER/ once the console lands)
+  web console: $SERVER/   (user admin, password $ADMIN_PASSWORD)
   admin token: $ADMIN_TOKEN
   local agent: host 'local' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
   logs:        $STATE_DIR/allotd.log, $STATE_DIR/agent.log

@@ -144,18 +144,16 @@ void registerLoginRoutes(Router& router, Server& s) {
       if (Status st = control::authz::requireAdmin(r.who(), "set another user's password");
           !st.ok())
         co_return ApiResponse::error(st);
-    } else {
+    } else if (!target.passwordHash.empty()) {
+      // Changing one's own password needs the current one, so a stolen session cannot lock the
+      // owner out. A first password (an account that had only tokens, like the admin that
+      // allotd creates) has none to give: the caller's credential is the proof.
       if (current.empty())
         co_return ApiResponse::error(Status::InvalidArgument(
             "current_password: required to change your own password", "current_password"));
-      bool matches = false;
-      if (!target.passwordHash.empty()) {
-        auto ok = co_await s.login().verifyPassword(target.passwordHash, current);
-        if (!ok.ok()) co_return failedResponse(ok.status());
-        matches = *ok;
-      }
-      if (!matches)
-        co_return ApiResponse::error(Status::PermissionDenied("current_password: wrong"));
+      auto ok = co_await s.login().verifyPassword(target.passwordHash, current);
+      if (!ok.ok()) co_return failedResponse(ok.status());
+      if (!*ok) co_return ApiResponse::error(Status::PermissionDenied("current_password: wrong"));
     }
     auto hash = co_await s.login().hashPassword(password);
     if (!hash.ok()) co_return failedResponse(hash.status());

@@ -189,6 +189,19 @@ TEST_F(LoginTest, ChangingPasswords) {
   EXPECT_EQ(put({{"password", "carol-chose-this"}}, carol).status, 404);  // another team's user
 }
 
+TEST_F(LoginTest, AFirstPasswordNeedsNoCurrentOne) {
+  // The admin allotd created has only a token; `make run` gives it a console password this way.
+  auto own = [&](const json& body) {
+    return httpRequest(port_, "PUT", "/api/v1/users/admin/password", body.dump(), adminToken_);
+  };
+  ASSERT_EQ(own({{"password", "first-admin-secret"}}).status, 200);
+  EXPECT_EQ(login("admin", "first-admin-secret").status, 200);
+  // Once there is one, changing it needs it.
+  auto again = own({{"password", "second-admin-secret"}});
+  EXPECT_EQ(again.status, 400);
+  EXPECT_EQ(again.parsed()["error"].value("field", ""), "current_password");
+}
+
 TEST_F(LoginTest, FailuresPerAccountAreLimited) {
   makeAlice();
   for (int i = 0; i < 3; ++i)

@@ -1,0 +1,150 @@
+// End to end: the console in Debian's Chromium against a real allotd and agent. A member logs in,
+// launches a job from the form, sees it on the map and in My work, follows its log and cancels
+// it; a member of another team sees none of it; the usage chart renders; a session that ends
+// sends the browser back to the login page. Screenshots land in the artifacts directory.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cluster, waitFor } from './cluster.mjs';
+import { launchBrowser, logIn, newPage, screenshot } from './browser.mjs';
+
+const PASSWORD = 'console-test-password';
+let cluster;
+let browser;
+
+before(async () => {
+  cluster = await new Cluster().start();
+  await cluster.createTeam('ml');
+  await cluster.createTeam('cv');
+  await cluster.createUser('alice', { ml: 'member' }, PASSWORD);
+  await cluster.createUser('bob', { cv: 'member' }, PASSWORD);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  const failed = process.exitCode && process.exitCode !== 0;
+  if (failed) {
+    console.log('--- allotd log ---\n' + cluster?.log('allotd').slice(-4000));
+  }
+  await cluster?.stop();
+});
+
+describe('console', () => {
+  let alice;
+  let jobId;
+
+  test('serves the console with security headers and compressed assets', async () => {
+    const res = await fetch(`${cluster.url}/`, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /text\/html/);
+    assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+    const html = await res.text();
+    const script = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
+    assert.ok(script, 'index.html names its script');
+    const js = await fetch(`${cluster.url}${script}`, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(js.status, 200);
+    assert.equal(js.headers.get('content-encoding'), 'gzip');
+    assert.match(js.headers.get('cache-control') ?? '', /immutable/);
+    // A console route that is not a file gets the application.
+    assert.equal((await fetch(`${cluster.url}/queue`)).status, 200);
+  });
+
+  test('a wrong password is refused on the login page', async () => {
+    const page = await newPage(browser);
+    await page.goto(cluster.url);
+    await page.fill('input[name=user]', 'alice');
+    await page.fill('input[name=password]', 'not-the-password');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('.login [role=alert]');
+    await page.context().close();
+  });
+
+  test('a member logs in and sees the cluster map', async () => {
+    alice = await newPage(browser);
+    await logIn(alice, cluster.url, 'alice', PASSWORD);
+    await alice.waitForSelector('[data-testid=cluster-map] [data-testid=host-gpu-sim-1]');
+    const text = await alice.textContent('[data-testid=host-gpu-sim-1]');
+    assert.match(text, /simulated/i, 'a simulated host says so');
+    await screenshot(alice, '01-overview');
+  });
+
+  test('launches a job from the form and follows its log', async () => {
+    await alice.click('nav >> text=My work');
+    await alice.waitForSelector('[data-testid=launch-form]');
+    await alice.fill('[data-testid=launch-form] [name=command]',
+      "sh -c 'echo hello-from-the-console; sleep 300'");
+    await alice.fill('[data-testid=launch-form] [name=name]', 'console-job');
+    await alice.fill('[data-testid=launch-form] [name=gpus]', '1');
+    await screenshot(alice, '02-launch-form');
+    await alice.click('[data-testid=launch-submit]');
+    await alice.waitForURL(/\/work\/\d+$/);
+    jobId = Number(alice.url().match(/\/work\/(\d+)$/)[1]);
+    await alice.waitForSelector('[data-testid=job-detail]');
+    await alice.waitForFunction(
+      () => /running/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''));
+    await alice.waitForFunction(
+      () => /hello-from-the-console/.test(
+        document.querySelector('[data-testid=job-log]')?.textContent ?? ''));
+    await screenshot(alice, '03-job-log');
+    const job = await cluster.api('GET', `/jobs/${jobId}`);
+    assert.equal(job.user, 'alice');
+    assert.equal(job.name, 'console-job');
+    assert.equal(job.gpus, 1);
+  });
+
+  test('the job shows on the map and in My work', async () => {
+    await alice.click('nav >> text=Overview');
+    await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${jobId}"]`);
+    await screenshot(alice, '04-overview-with-job');
+    await alice.click('nav >> text=My work');
+    await alice.waitForSelector(`[data-testid=my-jobs] [data-testid=job-${jobId}]`);
+  });
+
+  test('a member of another team sees none of it', async () => {
+    const bob = await newPage(browser);
+    await logIn(bob, cluster.url, 'bob', PASSWORD);
+    await bob.waitForSelector('[data-testid=cluster-map] [data-testid=host-gpu-sim-1]');
+    assert.equal(await bob.locator(`[data-job="${jobId}"]`).count(), 0);
+    await bob.click('nav >> text=My work');
+    await bob.waitForSelector('[data-testid=my-jobs]');
+    assert.equal(await bob.locator(`[data-testid=job-${jobId}]`).count(), 0);
+    await bob.click('nav >> text=Queue');
+    await bob.waitForSelector('[data-testid=queue-table]');
+    assert.equal(await bob.locator(`[data-testid=queue-${jobId}]`).count(), 0);
+    // Typing the job's address gives nothing of it either.
+    await bob.goto(`${cluster.url}/work/${jobId}`);
+    await bob.waitForSelector('[role=alert]');
+    const body = await bob.textContent('body');
+    assert.doesNotMatch(body, /console-job|hello-from-the-console/);
+    await screenshot(bob, '05-other-team');
+    await bob.context().close();
+  });
+
+  test('cancels the job', async () => {
+    await alice.goto(`${cluster.url}/work/${jobId}`);
+    await alice.waitForSelector('[data-testid=job-cancel]');
+    alice.once('dialog', (d) => d.accept());
+    await alice.click('[data-testid=job-cancel]');
+    await alice.waitForFunction(
+      () => /cancel/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''));
+    await waitFor('the job cancelled', async () =>
+      (await cluster.api('GET', `/jobs/${jobId}`)).state === 'cancelled');
+    await screenshot(alice, '06-cancelled');
+  });
+
+  test('the usage chart renders', async () => {
+    await alice.click('nav >> text=Usage');
+    await alice.waitForSelector('[data-testid=usage-chart] canvas');
+    await alice.waitForSelector('[data-testid=usage-table]');
+    await screenshot(alice, '07-usage');
+  });
+
+  test('an ended session returns to the login page', async () => {
+    await alice.context().clearCookies();
+    await alice.click('nav >> text=Queue');
+    await alice.waitForSelector('input[name=password]');
+    assert.match(await alice.textContent('body'), /session has ended/i);
+    await screenshot(alice, '08-session-ended');
+    await alice.context().close();
+  });
+});
