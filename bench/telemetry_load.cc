@@ -10,10 +10,6 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -22,12 +18,10 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "fake_fleet.h"
 
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace websocket = beast::websocket;
 using Clock = std::chrono::steady_clock;
 using allot::bench::httpRequest;
 using nlohmann::json;
@@ -35,18 +29,6 @@ using nlohmann::json;
 int fail(const std::string& msg) {
   std::cerr << "telemetry_load: " << msg << "\n";
   return 1;
-}
-
-json inventory(int gpus) {
-  json g = json::array();
-  for (int i = 0; i < gpus; ++i) {
-    g.push_back({{"index", i},
-                 {"uuid", "GPU-" + std::to_string(i)},
-                 {"model", "H100"},
-                 {"memory_mib", 81920}});
-  }
-  return {{"hostname", "bench"},         {"cpus", 64},        {"memory_mib", 1 << 20},
-          {"gpu_provider", "simulated"}, {"simulated", true}, {"gpus", g}};
 }
 
 // A counter without labels from /metrics; -1 if it cannot be read.
@@ -94,50 +76,14 @@ int main(int argc, char** argv) {
   call("POST", "/api/v1/teams", {{"name", "ml"}}, admin);
   const std::string alice =
       call("POST", "/api/v1/users", {{"name", "alice"}, {"team", "ml"}}, admin).at("token");
-  const std::string joinToken =
-      call("POST", "/api/v1/hosts/join-tokens", {{"uses", hosts}}, admin).at("token");
-  std::vector<std::string> names, credentials;
-  for (int h = 0; h < hosts; ++h) {
-    names.push_back("load-" + std::to_string(h));
-    json joined = call(
-        "POST", "/api/v1/hosts/join",
-        {{"name", names.back()}, {"join_token", joinToken}, {"inventory", inventory(gpus)}}, "");
-    credentials.push_back(joined.at("credential"));
-  }
-
-  asio::io_context io;
-  const auto endpoint = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), d->port);
-  std::vector<std::unique_ptr<websocket::stream<beast::tcp_stream>>> streams;
-  for (int h = 0; h < hosts; ++h) {
-    auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(io);
-    beast::get_lowest_layer(*ws).connect(endpoint);
-    const std::string token = credentials[h];
-    ws->set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
-      req.set(beast::http::field::authorization, "Bearer " + token);
-    }));
-    ws->handshake("127.0.0.1", "/api/v1/agent/stream");
-    ws->text(true);
-    ws->write(asio::buffer(
-        json{{"type", "hello"}, {"inventory", inventory(gpus)}, {"jobs", json::array()}}.dump()));
-    streams.push_back(std::move(ws));
-  }
+  auto fleet = allot::bench::FakeFleet::join(d->port, admin, hosts, gpus, "load");
+  if (!fleet.ok()) return fail(fleet.status().toString());
   // One job per GPU, so every sample has an allocation to go to.
   for (int j = 0; j < hosts * gpus; ++j)
     call("POST", "/api/v1/jobs", {{"command", {"sleep", "3600"}}, {"gpus", 1}}, alice);
 
-  // Each round's message differs only in its time; encode a template once per GPU count.
-  json round = {{"type", "telemetry"}, {"interval_ms", 1000}, {"gpus", json::array()}};
-  for (int g = 0; g < gpus; ++g) {
-    round["gpus"].push_back({{"index", g},
-                             {"utilization_pct", 40 + g},
-                             {"memory_used_mib", 40000},
-                             {"temperature_c", 61},
-                             {"power_w", 512.5},
-                             {"sm_clock_mhz", 1980},
-                             {"ecc_corrected", 0},
-                             {"ecc_uncorrected", 0},
-                             {"pids", {1000 + g}}});
-  }
+  std::vector<int> util;
+  for (int g = 0; g < gpus; ++g) util.push_back(40 + g);
   const double before = samplesTaken(d->port, admin);
   const double cpuBefore = allot::bench::procCpuSeconds(d->process.pid());
   std::atomic<bool> stop{false};
@@ -147,16 +93,10 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) {
     senders.emplace_back([&, t] {
       int64_t at = 1'767'225'600'000;
-      std::vector<std::string> texts(hosts);
       while (!stop) {
         at += 1000;
         for (int h = t; h < hosts && !stop; h += threads) {
-          json msg = round;
-          msg["host"] = names[h];
-          msg["at_ms"] = at;
-          beast::error_code ec;
-          streams[h]->write(asio::buffer(msg.dump()), ec);
-          if (ec) return;
+          if (!(*fleet)->send(h, (*fleet)->telemetry(h, at, util))) return;
           sent += gpus;
         }
       }
@@ -168,7 +108,7 @@ int main(int argc, char** argv) {
   const double cpuAfter = allot::bench::procCpuSeconds(d->process.pid());
   stop = true;
   for (auto& s : senders) s.join();
-  for (auto& ws : streams) beast::get_lowest_layer(*ws).close();
+  fleet->reset();
   std::printf("hosts %d x %d GPUs, %d sender threads, %.1f s\n", hosts, gpus, threads, elapsed);
   std::printf("samples taken in by allotd: %.0f (%.0f samples/s); sent %lld\n", after - before,
               (after - before) / elapsed, static_cast<long long>(sent.load()));

@@ -1,0 +1,47 @@
+#pragma once
+// Hosts without agents, for benchmarks that need many of them: each joins allotd through the API
+// with a simulated inventory and holds an agent WebSocket stream open, on which the benchmark
+// sends telemetry itself. Loopback only, like the rest of bench_util.
+//
+// Threads: send() on different hosts may run on different threads; everything else from one.
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace allot::bench {
+
+class FakeFleet {
+ public:
+  // Joins `hosts` hosts named PREFIX-0.. of `gpusPerHost` simulated GPUs of `model` to allotd on
+  // 127.0.0.1:port (a join token made with the admin token), then opens each one's stream.
+  static Result<std::unique_ptr<FakeFleet>> join(uint16_t port, const std::string& adminToken,
+                                                 int hosts, int gpusPerHost,
+                                                 const std::string& prefix,
+                                                 const std::string& model = "H100");
+  ~FakeFleet();
+
+  int hosts() const { return static_cast<int>(names_.size()); }
+  int gpusPerHost() const { return gpusPerHost_; }
+  const std::string& name(int host) const { return names_[host]; }
+  // Sends one text message on a host's stream; false once the stream is broken.
+  bool send(int host, const std::string& text);
+  // One telemetry message of every GPU of `host` at `atMs`, GPU g at utilisation util[g] percent.
+  std::string telemetry(int host, int64_t atMs, const std::vector<int>& util) const;
+
+ private:
+  FakeFleet() = default;
+  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
+  boost::asio::io_context io_;
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int gpusPerHost_ = 0;
+  std::string model_;
+};
+
+}  // namespace allot::bench
