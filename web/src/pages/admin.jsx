@@ -38,7 +38,11 @@ function Secret({ label, value, testid, onDismiss }) {
       </p>
       <code data-testid={testid}>{value}</code>
       <div class="row">
-        <button type="button" class="secondary" onClick={() => navigator.clipboard?.writeText(value)}>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => navigator.clipboard?.writeText(value)}
+        >
           Copy
         </button>
         <button type="button" class="secondary" onClick={onDismiss}>
@@ -95,7 +99,10 @@ function TokensPanel({ me }) {
                     class="danger"
                     disabled={revoke.busy}
                     onClick={() => {
-                      const what = t.kind === 'session' ? ' This is a console session: it may be this one.' : '';
+                      const what =
+                        t.kind === 'session'
+                          ? ' This is a console session: it may be this one.'
+                          : '';
                       if (confirm(`Revoke token ${t.name || t.id}?${what}`)) {
                         revoke.run(() => api.del(`/tokens/${encodeURIComponent(t.id)}`));
                       }
@@ -121,10 +128,19 @@ function TokensPanel({ me }) {
         }}
       >
         <Field label="Token name">
-          <input name="name" value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="ci" />
+          <input
+            name="name"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+            placeholder="ci"
+          />
         </Field>
         <Field label="Expires in">
-          <select name="expires_in" value={expires} onChange={(e) => setExpires(e.currentTarget.value)}>
+          <select
+            name="expires_in"
+            value={expires}
+            onChange={(e) => setExpires(e.currentTarget.value)}
+          >
             <option value="1d">1 day</option>
             <option value="7d">7 days</option>
             <option value="30d">30 days</option>
@@ -139,7 +155,12 @@ function TokensPanel({ me }) {
       </form>
       <ErrorNote error={create.error} />
       {secret && (
-        <Secret label="New token:" value={secret} testid="new-token-secret" onDismiss={() => setSecret(null)} />
+        <Secret
+          label="New token:"
+          value={secret}
+          testid="new-token-secret"
+          onDismiss={() => setSecret(null)}
+        />
       )}
     </section>
   );
@@ -178,7 +199,8 @@ function UsersPanel() {
                 <td>
                   {Object.entries(u.teams ?? {}).map(([t, r]) => (
                     <div>
-                      <a href={`/teams/${encodeURIComponent(t)}`}>{t}</a> <span class="muted">{r}</span>
+                      <a href={`/teams/${encodeURIComponent(t)}`}>{t}</a>{' '}
+                      <span class="muted">{r}</span>
                     </div>
                   ))}
                 </td>
@@ -246,7 +268,12 @@ function CreateUser({ teams, onDone }) {
       <h3>New user</h3>
       <div class="row">
         <Field label="Name">
-          <input name="name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+          <input
+            name="name"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+            required
+          />
         </Field>
         <Field label="Team">
           <select name="team" value={team} onChange={(e) => setTeam(e.currentTarget.value)}>
@@ -432,7 +459,9 @@ function JoinTokensPanel() {
                       type="button"
                       class="danger"
                       disabled={revoke.busy}
-                      onClick={() => revoke.run(() => api.del(`/hosts/join-tokens/${encodeURIComponent(t.id)}`))}
+                      onClick={() =>
+                        revoke.run(() => api.del(`/hosts/join-tokens/${encodeURIComponent(t.id)}`))
+                      }
                     >
                       Revoke
                     </button>
@@ -461,7 +490,13 @@ function JoinTokensPanel() {
           <input name="ttl" size={6} value={ttl} onInput={(e) => setTtl(e.currentTarget.value)} />
         </Field>
         <Field label="Uses">
-          <input name="uses" inputMode="numeric" size={5} value={uses} onInput={(e) => setUses(e.currentTarget.value)} />
+          <input
+            name="uses"
+            inputMode="numeric"
+            size={5}
+            value={uses}
+            onInput={(e) => setUses(e.currentTarget.value)}
+          />
         </Field>
         <button type="submit" disabled={create.busy}>
           Create join token
@@ -469,7 +504,12 @@ function JoinTokensPanel() {
       </form>
       <ErrorNote error={create.error} />
       {secret && (
-        <Secret label="New join token:" value={secret} testid="new-join-token" onDismiss={() => setSecret(null)} />
+        <Secret
+          label="New join token:"
+          value={secret}
+          testid="new-join-token"
+          onDismiss={() => setSecret(null)}
+        />
       )}
     </section>
   );
@@ -514,7 +554,11 @@ function AuditPanel() {
                   <details>
                     <summary>show</summary>
                     <pre class="audit-json">
-                      {JSON.stringify({ request: a.request, before: a.before, after: a.after }, null, 2)}
+                      {JSON.stringify(
+                        { request: a.request, before: a.before, after: a.after },
+                        null,
+                        2,
+                      )}
                     </pre>
                   </details>
                 </td>

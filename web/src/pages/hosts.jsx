@@ -196,7 +196,9 @@ function LeasesPanel({ leases, me, onDone }) {
                 <td>{l.reason || '—'}</td>
                 <td>{l.requested_by}</td>
                 {isAdmin(me) && (
-                  <td>{l.state === 'requested' ? <LeaseActions lease={l} onDone={onDone} /> : '—'}</td>
+                  <td>
+                    {l.state === 'requested' ? <LeaseActions lease={l} onDone={onDone} /> : '—'}
+                  </td>
                 )}
               </tr>
             ))}
@@ -239,7 +241,11 @@ function LeaseRequest({ me, host, onDone }) {
       <h3>Request a lease</h3>
       <div class="row">
         <Field label="Team">
-          <select name="team" value={team || choices[0]} onChange={(e) => setTeam(e.currentTarget.value)}>
+          <select
+            name="team"
+            value={team || choices[0]}
+            onChange={(e) => setTeam(e.currentTarget.value)}
+          >
             {choices.map((t) => (
               <option value={t}>{t}</option>
             ))}
@@ -250,11 +256,22 @@ function LeaseRequest({ me, host, onDone }) {
         </Field>
         {!host && (
           <Field label="or Count" hint="any hosts">
-            <input name="count" inputMode="numeric" size={4} value={count} onInput={(e) => setCount(e.currentTarget.value)} />
+            <input
+              name="count"
+              inputMode="numeric"
+              size={4}
+              value={count}
+              onInput={(e) => setCount(e.currentTarget.value)}
+            />
           </Field>
         )}
         <Field label="Start" hint="ISO time or +1d">
-          <input name="start" value={start} onInput={(e) => setStart(e.currentTarget.value)} required />
+          <input
+            name="start"
+            value={start}
+            onInput={(e) => setStart(e.currentTarget.value)}
+            required
+          />
         </Field>
         <Field label="End" hint="ISO time or +2d">
           <input name="end" value={end} onInput={(e) => setEnd(e.currentTarget.value)} required />
@@ -323,8 +340,8 @@ function HostDetail({ name }) {
               <dt>Agent</dt>
               <dd>
                 {h.agent_version} ·{' '}
-                {h.simulated ? <span class="badge simulated">simulated</span> : h.gpu_provider} · cgroup{' '}
-                {h.cgroup} · run as owner: {h.run_as_owner}
+                {h.simulated ? <span class="badge simulated">simulated</span> : h.gpu_provider} ·
+                cgroup {h.cgroup} · run as owner: {h.run_as_owner}
               </dd>
               <dt>Resources</dt>
               <dd>
@@ -386,7 +403,9 @@ function GpuTable({ host }) {
                             <span class="muted">
                               {x.team ?? 'another team'}
                               {x.user ? ` / ${x.user}` : ''}
-                              {x.gpu_milli && x.gpu_milli < 1000 ? ` (${x.gpu_milli / 1000} GPU)` : ''}
+                              {x.gpu_milli && x.gpu_milli < 1000
+                                ? ` (${x.gpu_milli / 1000} GPU)`
+                                : ''}
                             </span>
                           </div>
                         ))
@@ -394,7 +413,9 @@ function GpuTable({ host }) {
                   </td>
                   <td>{g.dedicated_to ?? '—'}</td>
                   <td>{g.shared ? 'yes' : 'no'}</td>
-                  <td class="num">{util === undefined || util === null ? '—' : `${Math.round(util)}%`}</td>
+                  <td class="num">
+                    {util === undefined || util === null ? '—' : `${Math.round(util)}%`}
+                  </td>
                 </tr>
               );
             })}
@@ -418,7 +439,8 @@ function LeaseCalendar({ name, leases, me, onDone }) {
       new Date(l.end).getTime() > now &&
       new Date(l.start).getTime() < endOfView,
   );
-  const pct = (t) => `${(Math.min(Math.max(t, now), endOfView) - now) / (endOfView - now) * 100}%`;
+  const pct = (t) =>
+    `${((Math.min(Math.max(t, now), endOfView) - now) / (endOfView - now)) * 100}%`;
   const ticks = [];
   for (let d = 0; d <= CALENDAR_DAYS; d += 5) ticks.push(d);
   const canRequest = isAdmin(me) || teamNames(me).some((t) => canManageTeam(me, t));
@@ -430,11 +452,16 @@ function LeaseCalendar({ name, leases, me, onDone }) {
         <div class="cal-axis" aria-hidden="true">
           {ticks.map((d) => (
             <span style={{ left: `${(d / CALENDAR_DAYS) * 100}%` }}>
-              {new Date(now + d * DAY).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })}
+              {new Date(now + d * DAY).toLocaleDateString(undefined, {
+                month: 'short',
+                day: 'numeric',
+              })}
             </span>
           ))}
         </div>
-        {mine.length === 0 && <Empty>No leases of this host in the next {CALENDAR_DAYS} days.</Empty>}
+        {mine.length === 0 && (
+          <Empty>No leases of this host in the next {CALENDAR_DAYS} days.</Empty>
+        )}
         <ul class="cal-rows">
           {mine.map((l) => {
             const s = new Date(l.start).getTime();
@@ -453,7 +480,9 @@ function LeaseCalendar({ name, leases, me, onDone }) {
                 <div class="cal-label">
                   #{l.id} {fmtTime(l.start)} – {fmtTime(l.end)}
                   {l.reason ? ` · ${l.reason}` : ''}
-                  {isAdmin(me) && l.state === 'requested' && <LeaseActions lease={l} onDone={onDone} />}
+                  {isAdmin(me) && l.state === 'requested' && (
+                    <LeaseActions lease={l} onDone={onDone} />
+                  )}
                 </div>
               </li>
             );
@@ -484,15 +513,31 @@ function AdminActions({ host, onDone }) {
       <h2 id="admin-h">Admin actions</h2>
       <div class="row">
         <Field label="Deadline" hint="e.g. 30m; blank: work may finish">
-          <input name="deadline" size={8} value={deadline} onInput={(e) => setDeadline(e.currentTarget.value)} />
+          <input
+            name="deadline"
+            size={8}
+            value={deadline}
+            onInput={(e) => setDeadline(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Reason">
           <input name="reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
         </Field>
-        <button type="button" data-testid="drain-button" disabled={act.busy} onClick={() => post('drain', opt({ deadline, reason }))}>
+        <button
+          type="button"
+          data-testid="drain-button"
+          disabled={act.busy}
+          onClick={() => post('drain', opt({ deadline, reason }))}
+        >
           Drain
         </button>
-        <button type="button" class="secondary" data-testid="resume-button" disabled={act.busy} onClick={() => post('resume', {})}>
+        <button
+          type="button"
+          class="secondary"
+          data-testid="resume-button"
+          disabled={act.busy}
+          onClick={() => post('resume', {})}
+        >
           Resume
         </button>
       </div>
@@ -526,7 +571,11 @@ function AdminActions({ host, onDone }) {
       </div>
       <div class="row">
         <Field label="Admin state">
-          <select name="admin-state" value={adminState} onChange={(e) => setAdminState(e.currentTarget.value)}>
+          <select
+            name="admin-state"
+            value={adminState}
+            onChange={(e) => setAdminState(e.currentTarget.value)}
+          >
             <option value="failed">failed</option>
             <option value="retired">retired</option>
           </select>
@@ -537,16 +586,27 @@ function AdminActions({ host, onDone }) {
           data-testid="admin-state-button"
           disabled={act.busy}
           onClick={() => {
-            if (confirm(`Mark ${host.name} ${adminState}?`)) post('admin-state', opt({ state: adminState, reason }));
+            if (confirm(`Mark ${host.name} ${adminState}?`))
+              post('admin-state', opt({ state: adminState, reason }));
           }}
         >
           Set admin state
         </button>
         <Field label="Profile" hint="blank: default">
-          <input name="profile" size={10} value={profile} onInput={(e) => setProfile(e.currentTarget.value)} />
+          <input
+            name="profile"
+            size={10}
+            value={profile}
+            onInput={(e) => setProfile(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Timeout" hint="e.g. 10m">
-          <input name="timeout" size={6} value={timeout} onInput={(e) => setTimeoutText(e.currentTarget.value)} />
+          <input
+            name="timeout"
+            size={6}
+            value={timeout}
+            onInput={(e) => setTimeoutText(e.currentTarget.value)}
+          />
         </Field>
         <button
           type="button"
@@ -566,7 +626,13 @@ function AdminActions({ host, onDone }) {
 // Follows the host task's output: polls quickly while a task runs, slowly otherwise (one may
 // start: a handover, a reprovisioning). Offsets are bytes, so the next one counts UTF-8 bytes.
 function TaskOutput({ name }) {
-  const [state, setState] = useState({ text: '', offset: 0, taskId: null, running: false, error: null });
+  const [state, setState] = useState({
+    text: '',
+    offset: 0,
+    taskId: null,
+    running: false,
+    error: null,
+  });
   useEffect(() => {
     let stop = false;
     let timer = null;
@@ -577,7 +643,9 @@ function TaskOutput({ name }) {
     const tick = async () => {
       let running = false;
       try {
-        const out = await api.get(`/hosts/${encodeURIComponent(name)}/task-output${query({ offset })}`);
+        const out = await api.get(
+          `/hosts/${encodeURIComponent(name)}/task-output${query({ offset })}`,
+        );
         if (stop) return;
         if (out.task_id !== taskId) {
           // A new task: its output starts afresh.
@@ -605,7 +673,8 @@ function TaskOutput({ name }) {
   return (
     <section class="panel" aria-labelledby="task-h">
       <h2 id="task-h">
-        Host task output {state.taskId ? `(task ${state.taskId}${state.running ? ', running' : ', done'})` : ''}
+        Host task output{' '}
+        {state.taskId ? `(task ${state.taskId}${state.running ? ', running' : ', done'})` : ''}
       </h2>
       <ErrorNote error={state.error} />
       <pre class="log" data-testid="task-output" aria-live="polite">

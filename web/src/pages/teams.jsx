@@ -233,19 +233,42 @@ function QuotaForm({ team, q, onClose, onDone }) {
     <form class="quota-form" data-testid="quota-form" onSubmit={submit}>
       <div class="row">
         <Field label="Guaranteed" hint="GPU model=count, e.g. A100=4, any=2">
-          <input name="guaranteed" value={guaranteed} onInput={(e) => setGuaranteed(e.currentTarget.value)} />
+          <input
+            name="guaranteed"
+            value={guaranteed}
+            onInput={(e) => setGuaranteed(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Borrow limit" hint="blank: no limit">
-          <input name="borrow_limit" inputMode="numeric" value={borrow} onInput={(e) => setBorrow(e.currentTarget.value)} />
+          <input
+            name="borrow_limit"
+            inputMode="numeric"
+            value={borrow}
+            onInput={(e) => setBorrow(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Lend limit" hint="blank: all">
-          <input name="lend_limit" inputMode="numeric" value={lend} onInput={(e) => setLend(e.currentTarget.value)} />
+          <input
+            name="lend_limit"
+            inputMode="numeric"
+            value={lend}
+            onInput={(e) => setLend(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Weight">
-          <input name="weight" inputMode="decimal" value={weight} onInput={(e) => setWeight(e.currentTarget.value)} />
+          <input
+            name="weight"
+            inputMode="decimal"
+            value={weight}
+            onInput={(e) => setWeight(e.currentTarget.value)}
+          />
         </Field>
         <label class="check">
-          <input type="checkbox" checked={lendDedicated} onChange={(e) => setLendDedicated(e.currentTarget.checked)} />
+          <input
+            type="checkbox"
+            checked={lendDedicated}
+            onChange={(e) => setLendDedicated(e.currentTarget.checked)}
+          />
           Lend idle dedicated capacity
         </label>
       </div>
@@ -293,7 +316,12 @@ function ProjectsPanel({ team, quota, projects, manage, onDone }) {
                 <td>{fmtTime(p.created_at)}</td>
                 {manage && (
                   <td>
-                    <SplitForm team={team} project={p.name} current={split.get(p.name) ?? p.guaranteed} onDone={onDone} />
+                    <SplitForm
+                      team={team}
+                      project={p.name}
+                      current={split.get(p.name) ?? p.guaranteed}
+                      onDone={onDone}
+                    />
                   </td>
                 )}
               </tr>
@@ -480,7 +508,9 @@ function IdlePolicyPanel({ policy }) {
           <dt>In effect from</dt>
           <dd>{p.source}</dd>
           <dt>Idle below</dt>
-          <dd>{p.threshold_percent}% for {p.after}</dd>
+          <dd>
+            {p.threshold_percent}% for {p.after}
+          </dd>
           <dt>Action</dt>
           <dd>
             {p.action}
@@ -493,4 +523,3 @@ function IdlePolicyPanel({ policy }) {
     </section>
   );
 }
-

@@ -58,7 +58,12 @@ export function UsagePage() {
       <h1>Usage</h1>
       <div class="panel row usage-controls">
         <Field label="Group by">
-          <select data-testid="usage-by" name="by" value={by} onChange={(e) => setBy(e.currentTarget.value)}>
+          <select
+            data-testid="usage-by"
+            name="by"
+            value={by}
+            onChange={(e) => setBy(e.currentTarget.value)}
+          >
             <option value="team">Team</option>
             <option value="project">Project</option>
             <option value="user">User</option>
@@ -79,9 +84,7 @@ export function UsagePage() {
             ))}
           </select>
         </Field>
-        {win.kind === 'custom' && (
-          <CustomWindow win={win} onChange={setWin} />
-        )}
+        {win.kind === 'custom' && <CustomWindow win={win} onChange={setWin} />}
         {win.kind !== 'custom' && (
           <button type="button" class="secondary" onClick={() => setWin(windowFor(win.kind))}>
             Refresh
@@ -102,7 +105,9 @@ export function UsagePage() {
       </p>
 
       <section class="panel" aria-labelledby="chart-h">
-        <h2 id="chart-h">GPU-hours per {step === '1h' ? 'hour' : 'day'}: allocated (solid) and used (dashed)</h2>
+        <h2 id="chart-h">
+          GPU-hours per {step === '1h' ? 'hour' : 'day'}: allocated (solid) and used (dashed)
+        </h2>
         <ErrorNote error={series.error} />
         {series.loading && !series.data && <Loading what="the series" />}
         <SeriesCharts by={by} data={series.error ? null : series.data} />
@@ -134,16 +139,27 @@ function CustomWindow({ win, onChange }) {
         e.preventDefault();
         const f = fromLocalInput(from);
         const t = fromLocalInput(to);
-        if (!f || !t) return setError({ message: 'both times are needed', field: f ? 'to' : 'from' });
+        if (!f || !t)
+          return setError({ message: 'both times are needed', field: f ? 'to' : 'from' });
         setError(null);
         onChange({ kind: 'custom', from: f, to: t });
       }}
     >
       <Field label="From">
-        <input type="datetime-local" name="from" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
+        <input
+          type="datetime-local"
+          name="from"
+          value={from}
+          onInput={(e) => setFrom(e.currentTarget.value)}
+        />
       </Field>
       <Field label="To">
-        <input type="datetime-local" name="to" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
+        <input
+          type="datetime-local"
+          name="to"
+          value={to}
+          onInput={(e) => setTo(e.currentTarget.value)}
+        />
       </Field>
       <button type="submit">Show</button>
       <ErrorNote error={error} />
@@ -290,11 +306,27 @@ function downloadCsv(by, win, totals, series) {
   const lines = [];
   const push = (cells) => lines.push(cells.map(csvCell).join(','));
   if (totals) {
-    push([by, 'gpu_hours_allocated', 'gpu_hours_measured', 'gpu_hours_used', 'efficiency',
-      'idle_gpu_hours', 'peak_gpus', 'cost']);
+    push([
+      by,
+      'gpu_hours_allocated',
+      'gpu_hours_measured',
+      'gpu_hours_used',
+      'efficiency',
+      'idle_gpu_hours',
+      'peak_gpus',
+      'cost',
+    ]);
     for (const r of totals.rows ?? []) {
-      push([r.name, r.gpu_hours_allocated, r.gpu_hours_measured, r.gpu_hours_used, r.efficiency,
-        r.idle_gpu_hours, r.peak_gpus, r.cost]);
+      push([
+        r.name,
+        r.gpu_hours_allocated,
+        r.gpu_hours_measured,
+        r.gpu_hours_used,
+        r.efficiency,
+        r.idle_gpu_hours,
+        r.peak_gpus,
+        r.cost,
+      ]);
     }
   }
   if (series && Array.isArray(series.times)) {
@@ -303,7 +335,13 @@ function downloadCsv(by, win, totals, series) {
     series.times.forEach((t, i) => {
       const at = new Date(t * 1000).toISOString();
       for (const s of series.series ?? []) {
-        push([at, s.name, s.gpu_hours_allocated?.[i], s.gpu_hours_used?.[i], s.idle_gpu_hours?.[i]]);
+        push([
+          at,
+          s.name,
+          s.gpu_hours_allocated?.[i],
+          s.gpu_hours_used?.[i],
+          s.idle_gpu_hours?.[i],
+        ]);
       }
     });
   }
