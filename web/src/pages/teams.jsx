@@ -20,6 +20,8 @@ export function TeamsPage(props) {
   const mine = new Set(teamNames(me));
   // The server lists what the caller may see; platform admins see all teams, others their own.
   const list = (teams.data ?? []).filter((t) => isAdmin(me) || mine.has(t.name));
+  // With one team there is nothing to choose: show it.
+  const shown = team ?? (list.length === 1 ? list[0].name : null);
 
   return (
     <section class="teams-page">
@@ -36,7 +38,7 @@ export function TeamsPage(props) {
                 <a
                   href={`/teams/${encodeURIComponent(t.name)}`}
                   data-testid={`team-${t.name}`}
-                  aria-current={t.name === team ? 'page' : undefined}
+                  aria-current={t.name === shown ? 'page' : undefined}
                 >
                   <span class="swatch" style={{ background: teamColor(t.name) }} />
                   {t.name}
@@ -48,8 +50,8 @@ export function TeamsPage(props) {
           {isAdmin(me) && <CreateTeam onDone={teams.reload} />}
         </aside>
         <div class="teams-detail">
-          {team ? (
-            <TeamDetail team={team} me={me} key={team} />
+          {shown ? (
+            <TeamDetail team={shown} me={me} key={shown} />
           ) : (
             <p class="muted">Choose a team to see its quota, projects, members and idle policy.</p>
           )}
