@@ -37,9 +37,10 @@ function allocationsFromJobs(jobs) {
   return out;
 }
 
-// Whether new work can run on the host at all: otherwise its cells read as unavailable.
+// Whether new work can be placed on the host (only `available` hosts take placements): otherwise
+// its cells read as unavailable, and its free GPUs are not counted as free.
 function hostDown(host) {
-  return host.state !== 'online' || ['failed', 'retired'].includes(host.admin_state);
+  return host.state !== 'online' || (host.admin_state ?? 'available') !== 'available';
 }
 
 // One GPU's cell, as plain data (so a host card can tell cheaply whether it changed).
@@ -413,19 +414,28 @@ export function OverviewPage() {
   );
 
   const hostList = hosts.data ?? [];
+  // Per host, the cells and their signature, reused while the host, its detail and its jobs are
+  // the same objects: a detail refresh of a few hosts costs a few hosts, not the fleet.
+  const cache = useRef(new Map());
   const cells = useMemo(() => {
     const out = new Map();
+    const next = new Map();
     for (const h of hostList) {
       const detail = details.get(h.name);
-      const byIndex = new Map((detail?.gpus ?? []).map((g) => [g.index, g]));
       const fromJobs = jobAlloc.get(h.name);
-      out.set(
-        h.name,
-        (h.gpus ?? []).map((g) =>
+      let entry = cache.current.get(h.name);
+      if (!entry || entry.h !== h || entry.detail !== detail || entry.fromJobs !== fromJobs) {
+        const byIndex = new Map((detail?.gpus ?? []).map((g) => [g.index, g]));
+        const list = (h.gpus ?? []).map((g) =>
           cellOf(h, g, fromJobs?.get(g.index), detail ? byIndex.get(g.index) : null, me.name),
-        ),
-      );
+        );
+        const sig = `${h.state}|${h.admin_state}|${h.simulated}|${h.dedicated_to}|${JSON.stringify(list)}`;
+        entry = { h, detail, fromJobs, list, sig };
+      }
+      next.set(h.name, entry);
+      out.set(h.name, entry.list);
     }
+    cache.current = next;
     return out;
   }, [hostList, details, jobAlloc, me.name]);
 
@@ -471,14 +481,13 @@ export function OverviewPage() {
           ) : (
             <div class="cluster-map" data-testid="cluster-map" aria-label="Cluster map">
               {shown.map((h) => {
-                const hc = cells.get(h.name) ?? [];
-                const sig = `${h.state}|${h.admin_state}|${h.simulated}|${h.dedicated_to}|${JSON.stringify(hc)}`;
+                const entry = cache.current.get(h.name);
                 return (
                   <HostCard
                     key={h.name}
                     host={h}
-                    cells={hc}
-                    sig={sig}
+                    cells={entry?.list ?? []}
+                    sig={entry?.sig ?? ''}
                     route={route}
                     observe={observe}
                     unobserve={unobserve}
