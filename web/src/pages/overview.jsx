@@ -1,4 +1,503 @@
-// Placeholder: being written.
+// The overview: the cluster map (every host the user may see, a cell per GPU), totals and open
+// alerts. GET /hosts has no allocations or telemetry (only GET /hosts/{name} has them), so the
+// map is built in two layers: the running jobs the user may see (GET /jobs) colour the cells of
+// every host at once, and the hosts on screen are fetched one by one for their GPUs' holders
+// (which also count other teams' work, as "in use (other team)") and live utilisation. That
+// keeps a 1,000-host fleet to a few dozen requests per refresh.
+import { Component } from 'preact';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { api } from '../api.js';
+import { useLive, useResource } from '../live.js';
+import { useSession } from '../session.js';
+import { teamColor } from '../format.js';
+import { ErrorNote, Loading, Empty, StateBadge } from '../components/ui.jsx';
+import './overview.css';
+
+const DETAIL_CONCURRENCY = 4;
+const DETAIL_REFRESH_MS = 15000;
+
+// host name -> gpu index -> [{job_id, team, user, gpu_milli}], from the jobs the user may see.
+function allocationsFromJobs(jobs) {
+  const out = new Map();
+  const add = (host, indices, job) => {
+    if (!host) return;
+    let byGpu = out.get(host);
+    if (!byGpu) out.set(host, (byGpu = new Map()));
+    for (const i of indices ?? []) {
+      const list = byGpu.get(i) ?? [];
+      list.push({ job_id: job.id, team: job.team, user: job.user, gpu_milli: job.gpu_milli });
+      byGpu.set(i, list);
+    }
+  };
+  for (const job of jobs) {
+    if (job.ranks?.length) for (const r of job.ranks) add(r.host, r.gpu_indices, job);
+    else add(job.host, job.gpu_indices, job);
+  }
+  return out;
+}
+
+// Whether new work can be placed on the host (only `available` hosts take placements): otherwise
+// its cells read as unavailable, and its free GPUs are not counted as free.
+function hostDown(host) {
+  return host.state !== 'online' || (host.admin_state ?? 'available') !== 'available';
+}
+
+// One GPU's cell, as plain data (so a host card can tell cheaply whether it changed).
+function cellOf(host, gpu, jobHolders, detailGpu, myName) {
+  // The host's own view (holders) is complete, other teams' work included; the jobs list only
+  // has what the user may see.
+  const holders = detailGpu ? detailGpu.holders ?? [] : jobHolders ?? [];
+  const util = detailGpu?.telemetry?.utilization_pct;
+  const first = holders[0];
+  let kind = 'free';
+  if (holders.length) kind = first.team ? 'team' : 'other';
+  const dedicated = gpu.dedicated_to ?? null;
+  const mine = holders.find((h) => h.user === myName && h.job_id != null);
+  const parts = [`${host.name} GPU ${gpu.index}`, gpu.model];
+  if (!holders.length) parts.push(hostDown(host) ? 'unavailable' : 'free');
+  for (const h of holders) {
+    if (h.job_id == null) parts.push('in use (other team)');
+    else {
+      const frac = h.gpu_milli && h.gpu_milli < 1000 ? ` ×${h.gpu_milli / 1000}` : '';
+      parts.push(`job ${h.job_id}${frac} · ${h.team} · ${h.user}`);
+    }
+  }
+  if (dedicated) parts.push(`dedicated to ${dedicated}`);
+  if (gpu.shared) parts.push('shared (fractions)');
+  parts.push(util == null ? 'utilisation unknown' : `utilisation ${Math.round(util)}%`);
+  return {
+    index: gpu.index,
+    kind,
+    team: first?.team ?? null,
+    job: first?.job_id ?? null,
+    mine: mine?.job_id ?? null,
+    dedicated,
+    shared: !!gpu.shared,
+    down: hostDown(host),
+    util: util == null ? null : Math.round(util),
+    title: parts.join('\n'),
+  };
+}
+
+// A host card. Re-renders only when its signature changes: with 1,000 hosts a refresh touches
+// only the cards whose cells or state moved.
+class HostCard extends Component {
+  shouldComponentUpdate(next) {
+    return next.sig !== this.props.sig;
+  }
+
+  // A ref, not this.base (which Preact 11 no longer promises).
+  el = null;
+  setEl = (el) => {
+    this.el = el;
+  };
+
+  componentDidMount() {
+    this.props.observe(this.el, this.props.host.name);
+  }
+
+  componentWillUnmount() {
+    this.props.unobserve(this.el);
+  }
+
+  onClick = (ev) => {
+    // Cells that are not links (not one of my jobs) lead to the host.
+    if (ev.target.closest('a')) return;
+    if (ev.target.classList.contains('gpu')) this.props.route(`/hosts/${this.props.host.name}`);
+  };
+
+  render({ host, cells }) {
+    const name = host.name;
+    return (
+      <article
+        ref={this.setEl}
+        class={`hostcard${hostDown(host) ? ' down' : ''}`} data-testid={`host-${name}`}>
+        <header>
+          <a href={`/hosts/${encodeURIComponent(name)}`} class="hostname">
+            {name}
+          </a>
+          <StateBadge state={host.state} />
+          {host.admin_state && host.admin_state !== 'available' && (
+            <span class={`badge state-${host.admin_state}`}>{host.admin_state}</span>
+          )}
+          {host.simulated && (
+            <span class="badge simulated" title={`GPU provider: ${host.gpu_provider}`}>
+              simulated
+            </span>
+          )}
+          {host.dedicated_to && (
+            <span class="badge dedicated" title="dedicated host">
+              {host.dedicated_to}
+            </span>
+          )}
+        </header>
+        <div class="gpus" onClick={this.onClick}>
+          {cells.map((c) => {
+            const cls = `gpu k-${c.kind}${c.dedicated ? ' ded' : ''}${c.down ? ' off' : ''}${
+              c.shared ? ' shr' : ''
+            }`;
+            const style = `--c:${c.kind === 'team' ? teamColor(c.team) : ''};--u:${c.util ?? 0}%`;
+            const props = {
+              class: cls,
+              style,
+              title: c.title,
+              'aria-label': c.title.replace(/\n/g, ', '),
+              'data-testid': `gpu-${name}-${c.index}`,
+              'data-job': c.job ?? undefined,
+            };
+            return c.mine != null ? (
+              <a href={`/work/${c.mine}`} {...props} />
+            ) : (
+              <span {...props} role="img" />
+            );
+          })}
+        </div>
+      </article>
+    );
+  }
+}
+
+// Fetches GET /hosts/{name} for the hosts on screen, a few at a time; refreshes them when the
+// stream says hosts, jobs or telemetry changed, and every DETAIL_REFRESH_MS in any case (the
+// utilisation moves without any event).
+function useVisibleDetails() {
+  const [details, setDetails] = useState(() => new Map());
+  const visible = useRef(new Set());
+  const fetchedAt = useRef(new Map());
+  const queue = useRef([]);
+  const running = useRef(0);
+  const alive = useRef(true);
+  const flushTimer = useRef(null);
+  const pending = useRef(new Map());
+
+  // Batches the answers into one state update, so a refresh re-renders the map once.
+  const flush = useCallback(() => {
+    if (flushTimer.current) return;
+    flushTimer.current = setTimeout(() => {
+      flushTimer.current = null;
+      if (!alive.current || !pending.current.size) return;
+      const got = pending.current;
+      pending.current = new Map();
+      setDetails((prev) => {
+        const next = new Map(prev);
+        for (const [k, v] of got) {
+          if (v === null) next.delete(k);
+          else next.set(k, v);
+        }
+        return next;
+      });
+    }, 50);
+  }, []);
+
+  const pump = useCallback(() => {
+    while (running.current < DETAIL_CONCURRENCY && queue.current.length) {
+      const name = queue.current.shift();
+      if (!visible.current.has(name)) continue;
+      running.current++;
+      fetchedAt.current.set(name, Date.now());
+      api
+        .get(`/hosts/${encodeURIComponent(name)}`)
+        .then((d) => pending.current.set(name, d))
+        .catch(() => pending.current.set(name, null))
+        .finally(() => {
+          running.current--;
+          flush();
+          pump();
+        });
+    }
+  }, [flush]);
+
+  const want = useCallback(
+    (names, force) => {
+      for (const n of names) {
+        const at = fetchedAt.current.get(n);
+        if (!force && at && Date.now() - at < DETAIL_REFRESH_MS) continue;
+        if (!queue.current.includes(n)) queue.current.push(n);
+      }
+      pump();
+    },
+    [pump],
+  );
+
+  const observer = useMemo(() => {
+    if (typeof IntersectionObserver === 'undefined') return null;
+    return new IntersectionObserver(
+      (entries) => {
+        const seen = [];
+        for (const e of entries) {
+          const name = e.target.dataset.host;
+          if (e.isIntersecting) {
+            visible.current.add(name);
+            seen.push(name);
+          } else visible.current.delete(name);
+        }
+        want(seen, false);
+      },
+      { rootMargin: '200px' },
+    );
+  }, [want]);
+
+  useEffect(() => {
+    alive.current = true;
+    const t = setInterval(() => want([...visible.current], true), DETAIL_REFRESH_MS);
+    return () => {
+      alive.current = false;
+      clearInterval(t);
+      observer?.disconnect();
+    };
+  }, [observer, want]);
+
+  useLive(['hosts', 'jobs', 'telemetry'], () => want([...visible.current], true));
+
+  const observe = useCallback(
+    (el, name) => {
+      if (!el) return;
+      el.dataset.host = name;
+      if (observer) observer.observe(el);
+      else {
+        visible.current.add(name);
+        want([name], false);
+      }
+    },
+    [observer, want],
+  );
+  const unobserve = useCallback((el) => el && observer?.unobserve(el), [observer]);
+  return { details, observe, unobserve };
+}
+
+function Totals({ hosts, cells }) {
+  let gpus = 0;
+  let used = 0;
+  let free = 0;
+  let other = 0;
+  const byTeam = new Map();
+  for (const h of hosts) {
+    for (const c of cells.get(h.name) ?? []) {
+      gpus++;
+      if (c.kind === 'free') {
+        if (!c.down) free++;
+      } else used++;
+      if (c.kind === 'other') other++;
+      if (c.kind === 'team') byTeam.set(c.team, (byTeam.get(c.team) ?? 0) + 1);
+    }
+  }
+  const teams = [...byTeam.entries()].sort((a, b) => b[1] - a[1]);
+  return (
+    <dl class="totals" data-testid="totals">
+      <div>
+        <dt>Hosts</dt>
+        <dd>{hosts.length}</dd>
+      </div>
+      <div>
+        <dt>GPUs</dt>
+        <dd>{gpus}</dd>
+      </div>
+      <div>
+        <dt>In use</dt>
+        <dd>{used}</dd>
+      </div>
+      <div>
+        <dt>Free</dt>
+        <dd>{free}</dd>
+      </div>
+      {teams.map(([team, n]) => (
+        <div>
+          <dt>
+            <i class="swatch" style={`background:${teamColor(team)}`} /> {team}
+          </dt>
+          <dd>{n}</dd>
+        </div>
+      ))}
+      {other > 0 && (
+        <div>
+          <dt>
+            <i class="swatch k-other" /> other teams
+          </dt>
+          <dd>{other}</dd>
+        </div>
+      )}
+    </dl>
+  );
+}
+
+function Alerts({ hosts, idle }) {
+  const items = [];
+  for (const h of hosts) {
+    if (h.state !== 'online') {
+      items.push(['danger', h.name, `host ${h.name} is ${h.state}`, `/hosts/${h.name}`]);
+    }
+    if (h.admin_state === 'failed') {
+      const why = h.admin_reason ? `: ${h.admin_reason}` : '';
+      items.push(['danger', h.name, `host ${h.name} failed${why}`, `/hosts/${h.name}`]);
+    }
+    if (h.admin_state === 'draining') {
+      const why = h.drain_reason ? `: ${h.drain_reason}` : '';
+      items.push(['warn', h.name, `host ${h.name} is draining${why}`, `/hosts/${h.name}`]);
+    }
+  }
+  for (const a of idle ?? []) {
+    const reclaim = a.reclaim_at ? `, reclaimed at ${new Date(a.reclaim_at).toLocaleString()}` : '';
+    items.push([
+      'warn',
+      `idle-${a.job}`,
+      `job ${a.job} (${a.team}, ${a.user}) idle on ${a.host} since ${new Date(
+        a.idle_since,
+      ).toLocaleString()}${reclaim}`,
+      `/work/${a.job}`,
+    ]);
+  }
+  return (
+    <section class="alerts panel" data-testid="alerts" aria-label="Open alerts">
+      <h2>Open alerts</h2>
+      {items.length === 0 ? (
+        <p class="muted">No open alerts.</p>
+      ) : (
+        <ul>
+          {items.slice(0, 50).map(([sev, key, text, href]) => (
+            <li key={key} class={sev}>
+              <a href={href}>{text}</a>
+            </li>
+          ))}
+          {items.length > 50 && <li class="muted">and {items.length - 50} more</li>}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function Legend({ teams }) {
+  return (
+    <ul class="legend" aria-label="Legend">
+      {teams.map((t) => (
+        <li>
+          <i class="swatch" style={`background:${teamColor(t)}`} /> {t}
+        </li>
+      ))}
+      <li>
+        <i class="swatch k-free" /> free
+      </li>
+      <li>
+        <i class="swatch k-other" /> in use (other team)
+      </li>
+      <li>
+        <i class="swatch k-free ded" /> dedicated to a team
+      </li>
+      <li>
+        <i class="swatch k-free shr" /> shared (fractions)
+      </li>
+      <li>
+        <i class="swatch k-free off" /> unavailable
+      </li>
+      <li>
+        <i class="swatch k-team util" style="--c:#888;--u:60%" /> fill: utilisation
+      </li>
+    </ul>
+  );
+}
+
 export function OverviewPage() {
-  return <h1>overview</h1>;
+  const { me } = useSession();
+  const { route } = useLocation();
+  const hosts = useResource('/hosts', ['hosts']);
+  const running = useResource('/jobs?state=running&limit=10000', ['jobs']);
+  const scheduled = useResource('/jobs?state=scheduled&limit=10000', ['jobs']);
+  // Only for its idle_allocations (the list of jobs flagged idle now, whatever the window); a
+  // short window keeps the report cheap.
+  const usage = useResource('/usage?by=team&from=-1h', ['usage', 'jobs']);
+  const { details, observe, unobserve } = useVisibleDetails();
+  const [filter, setFilter] = useState('');
+
+  const jobAlloc = useMemo(
+    () => allocationsFromJobs([...(running.data ?? []), ...(scheduled.data ?? [])]),
+    [running.data, scheduled.data],
+  );
+
+  const hostList = hosts.data ?? [];
+  // Per host, the cells and their signature, reused while the host, its detail and its jobs are
+  // the same objects: a detail refresh of a few hosts costs a few hosts, not the fleet.
+  const cache = useRef(new Map());
+  const cells = useMemo(() => {
+    const out = new Map();
+    const next = new Map();
+    for (const h of hostList) {
+      const detail = details.get(h.name);
+      const fromJobs = jobAlloc.get(h.name);
+      let entry = cache.current.get(h.name);
+      if (!entry || entry.h !== h || entry.detail !== detail || entry.fromJobs !== fromJobs) {
+        const byIndex = new Map((detail?.gpus ?? []).map((g) => [g.index, g]));
+        const list = (h.gpus ?? []).map((g) =>
+          cellOf(h, g, fromJobs?.get(g.index), detail ? byIndex.get(g.index) : null, me.name),
+        );
+        const sig = `${h.state}|${h.admin_state}|${h.simulated}|${h.dedicated_to}|${JSON.stringify(list)}`;
+        entry = { h, detail, fromJobs, list, sig };
+      }
+      next.set(h.name, entry);
+      out.set(h.name, entry.list);
+    }
+    cache.current = next;
+    return out;
+  }, [hostList, details, jobAlloc, me.name]);
+
+  const teams = useMemo(() => {
+    const s = new Set();
+    for (const list of cells.values()) for (const c of list) if (c.team) s.add(c.team);
+    return [...s].sort();
+  }, [cells]);
+
+  const shown = filter
+    ? hostList.filter((h) => h.name.toLowerCase().includes(filter.toLowerCase()))
+    : hostList;
+
+  return (
+    <section class="overview">
+      <h1>Cluster</h1>
+      <ErrorNote error={hosts.error} />
+      <ErrorNote error={running.error} />
+      {hosts.loading && !hosts.data ? (
+        <Loading what="hosts" />
+      ) : (
+        <>
+          <div class="overview-top">
+            <Totals hosts={hostList} cells={cells} />
+            <Alerts hosts={hostList} idle={usage.data?.idle_allocations} />
+          </div>
+          <div class="map-tools">
+            <Legend teams={teams} />
+            {hostList.length > 8 && (
+              <label class="map-filter">
+                <span>Find host</span>
+                <input
+                  type="search"
+                  value={filter}
+                  onInput={(e) => setFilter(e.currentTarget.value)}
+                  placeholder="name"
+                />
+              </label>
+            )}
+          </div>
+          {hostList.length === 0 ? (
+            <Empty>No hosts you may see have joined yet.</Empty>
+          ) : (
+            <div class="cluster-map" data-testid="cluster-map" aria-label="Cluster map">
+              {shown.map((h) => {
+                const entry = cache.current.get(h.name);
+                return (
+                  <HostCard
+                    key={h.name}
+                    host={h}
+                    cells={entry?.list ?? []}
+                    sig={entry?.sig ?? ''}
+                    route={route}
+                    observe={observe}
+                    unobserve={unobserve}
+                  />
+                );
+              })}
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  );
 }

@@ -1,4 +1,642 @@
-// Placeholder: being written.
-export function WorkPage() {
-  return <h1>work</h1>;
+// My work: my jobs, the launch form, and one job's detail with its live log.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { api, ApiError } from '../api.js';
+import { useResource } from '../live.js';
+import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../session.js';
+import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
+import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
+import { splitCommand } from '../components/shellwords.js';
+import './work.css';
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'lost']);
+const FRACTIONS = [
+  ['', 'whole GPUs'],
+  ['125', '1/8 of a GPU'],
+  ['250', '1/4 of a GPU'],
+  ['500', '1/2 of a GPU'],
+];
+
+export function WorkPage({ id }) {
+  return id ? <JobDetail id={id} /> : <WorkList />;
+}
+
+function mayCancel(me, job) {
+  if (TERMINAL.has(job.state) || job.cancel_requested) return false;
+  if (canManageTeam(me, job.team)) return true;
+  return job.user === me.name && canSubmit(me, job.team);
+}
+
+function WorkList() {
+  const { me } = useSession();
+  const [allTeam, setAllTeam] = useState(false);
+  const jobs = useResource('/jobs?limit=1000', ['jobs']);
+  const list = (jobs.data ?? []).filter((j) => allTeam || j.user === me.name);
+  const submittable = teamNames(me).filter((t) => canSubmit(me, t));
+
+  return (
+    <section class="work">
+      <h1>My work</h1>
+      {submittable.length > 0 || isAdmin(me) ? (
+        <LaunchForm />
+      ) : (
+        <p class="muted">Your role lets you read your team's work, not submit it.</p>
+      )}
+      <div class="row work-head">
+        <h2>{allTeam ? "My teams' jobs" : 'My jobs'}</h2>
+        <label class="inline">
+          <input
+            type="checkbox"
+            name="all_team"
+            checked={allTeam}
+            onChange={(e) => setAllTeam(e.currentTarget.checked)}
+          />{' '}
+          all my team's jobs
+        </label>
+      </div>
+      <ErrorNote error={jobs.error} />
+      {jobs.loading && !jobs.data ? (
+        <Loading what="jobs" />
+      ) : (
+        <JobsTable jobs={list} showUser={allTeam} />
+      )}
+    </section>
+  );
+}
+
+function JobsTable({ jobs, showUser }) {
+  return (
+    <table data-testid="my-jobs">
+      <thead>
+        <tr>
+          <th>Job</th>
+          <th>Name</th>
+          <th>Team</th>
+          {showUser && <th>User</th>}
+          <th>State</th>
+          <th>GPUs</th>
+          <th>Host</th>
+          <th>Submitted</th>
+          <th>Ran</th>
+          <th>Reason</th>
+        </tr>
+      </thead>
+      <tbody>
+        {jobs.length === 0 && (
+          <tr>
+            <td colSpan={showUser ? 10 : 9} class="empty">
+              No jobs.
+            </td>
+          </tr>
+        )}
+        {jobs.map((j) => (
+          <tr key={j.id} data-testid={`job-${j.id}`}>
+            <td>
+              <a href={`/work/${j.id}`}>{j.id}</a>
+            </td>
+            <td>{j.name}</td>
+            <td>
+              {j.team}
+              {j.project ? ` / ${j.project}` : ''}
+            </td>
+            {showUser && <td>{j.user}</td>}
+            <td>
+              <StateBadge state={j.state} />
+            </td>
+            <td>{fmtGpus(j)}</td>
+            <td>{j.host ?? '—'}</td>
+            <td title={fmtTime(j.submitted_at)}>{since(j.submitted_at)} ago</td>
+            <td>{runTime(j)}</td>
+            <td class="reason">{j.reason ?? ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function runTime(j) {
+  if (!j.started_at) return '—';
+  const end = j.finished_at ? new Date(j.finished_at).getTime() : Date.now();
+  return fmtDuration(end - new Date(j.started_at).getTime());
+}
+
+// The API's field names -> the form's inputs, so a 400 lands next to what the user typed.
+const FIELD_OF = {
+  command: 'command',
+  name: 'name',
+  team: 'team',
+  project: 'project',
+  gpus: 'gpus',
+  gpu_milli: 'gpu_fraction',
+  gpu_model: 'gpu_model',
+  gpu_models: 'gpu_model',
+  cpu_millis: 'cpus',
+  memory_mib: 'memory_gib',
+  max_runtime: 'max_runtime',
+  priority: 'priority',
+  preemptible: 'preemptible',
+  contour: 'contour',
+};
+
+function LaunchForm() {
+  const { me } = useSession();
+  const { route } = useLocation();
+  const admin = isAdmin(me);
+  const myTeams = teamNames(me).filter((t) => canSubmit(me, t));
+  // Platform admins may submit for any team; everyone else for their own.
+  const allTeams = useResource(admin ? '/teams' : null, ['teams']);
+  const teams = admin ? (allTeams.data ?? []).map((t) => t.name) : myTeams;
+  const projects = useResource('/projects', ['teams']);
+  const hosts = useResource('/hosts', ['hosts']);
+
+  const [f, setF] = useState({
+    team: myTeams[0] ?? '',
+    project: '',
+    command: '',
+    name: '',
+    gpus: '1',
+    gpu_fraction: '',
+    gpu_model: '',
+    cpus: '',
+    memory_gib: '',
+    max_runtime: '',
+    priority: '0',
+    preemptible: false,
+    contour: '',
+  });
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const set = (k) => (e) => {
+    const t = e.currentTarget;
+    setF((prev) => ({ ...prev, [k]: t.type === 'checkbox' ? t.checked : t.value }));
+  };
+  const team = f.team || teams[0] || '';
+
+  const models = useMemo(() => {
+    const s = new Set();
+    for (const h of hosts.data ?? []) for (const g of h.gpus ?? []) if (g.model) s.add(g.model);
+    return [...s].sort();
+  }, [hosts.data]);
+  const contours = useMemo(() => {
+    const s = new Set();
+    for (const h of hosts.data ?? []) if (h.contour) s.add(h.contour);
+    return [...s].sort();
+  }, [hosts.data]);
+  const teamProjects = (projects.data ?? []).filter((p) => p.team === team);
+
+  // Where launch profiles (issue 8) will slot in: a profile will pre-fill `f` from the profiles
+  // the user may use, before the user's own edits. There are none yet, so nothing is applied.
+
+  function body() {
+    let command;
+    try {
+      command = splitCommand(f.command);
+    } catch (e) {
+      throw new ApiError(400, { error: { message: e.message, field: 'command' } });
+    }
+    if (!command.length) {
+      throw new ApiError(400, { error: { message: 'command: give a command to run', field: 'command' } });
+    }
+    const b = { command };
+    if (f.name.trim()) b.name = f.name.trim();
+    if (team) b.team = team;
+    if (f.project) b.project = f.project;
+    if (f.gpu_fraction) {
+      b.gpus = 1;
+      b.gpu_milli = Number(f.gpu_fraction);
+    } else if (f.gpus !== '') {
+      // Sent as typed when not a number: the server names the field in its answer.
+      b.gpus = /^\d+$/.test(f.gpus.trim()) ? Number(f.gpus) : f.gpus;
+    }
+    if (f.gpu_model) b.gpu_model = f.gpu_model;
+    if (f.cpus !== '') {
+      const n = Number(f.cpus);
+      b.cpu_millis = Number.isFinite(n) ? Math.round(n * 1000) : f.cpus;
+    }
+    if (f.memory_gib !== '') {
+      const n = Number(f.memory_gib);
+      b.memory_mib = Number.isFinite(n) ? Math.round(n * 1024) : f.memory_gib;
+    }
+    if (f.max_runtime.trim()) b.max_runtime = f.max_runtime.trim();
+    if (f.priority !== '' && f.priority !== '0') {
+      const n = Number(f.priority);
+      b.priority = Number.isInteger(n) ? n : f.priority;
+    }
+    if (f.preemptible) b.preemptible = true;
+    if (f.contour) b.contour = f.contour;
+    return b;
+  }
+
+  async function submit(ev) {
+    ev.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      const job = await api.post('/jobs', body());
+      route(`/work/${job.id}`);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const errField = error?.field ? FIELD_OF[error.field] ?? error.field : null;
+  const fieldError = (name) =>
+    errField === name ? (
+      <small class="error" id={`err-${name}`} role="alert">
+        {error.message}
+      </small>
+    ) : null;
+  const aria = (name) =>
+    errField === name ? { 'aria-invalid': 'true', 'aria-describedby': `err-${name}` } : {};
+
+  return (
+    <form class="panel launch" data-testid="launch-form" onSubmit={submit} noValidate>
+      <h2>Launch a job</h2>
+      <Field label="Command">
+        <input
+          name="command"
+          value={f.command}
+          onInput={set('command')}
+          placeholder={'python train.py --lr 3e-4 --note "first run"'}
+          required
+          autoComplete="off"
+          spellCheck={false}
+          {...aria('command')}
+        />
+        {fieldError('command')}
+      </Field>
+      <div class="row">
+        {(teams.length > 1 || admin) && (
+          <Field label="Team">
+            <select name="team" value={team} onChange={set('team')} {...aria('team')}>
+              {teams.map((t) => (
+                <option value={t}>{t}</option>
+              ))}
+            </select>
+            {fieldError('team')}
+          </Field>
+        )}
+        <Field label="Project">
+          <select name="project" value={f.project} onChange={set('project')} {...aria('project')}>
+            <option value="">(none)</option>
+            {teamProjects.map((p) => (
+              <option value={p.name}>{p.name}</option>
+            ))}
+          </select>
+          {fieldError('project')}
+        </Field>
+        <Field label="Name">
+          <input name="name" value={f.name} onInput={set('name')} {...aria('name')} />
+          {fieldError('name')}
+        </Field>
+      </div>
+      <div class="row">
+        <Field label="GPUs">
+          <input
+            name="gpus"
+            type="number"
+            min="0"
+            step="1"
+            class="short"
+            value={f.gpu_fraction ? '1' : f.gpus}
+            disabled={!!f.gpu_fraction}
+            onInput={set('gpus')}
+            {...aria('gpus')}
+          />
+          {fieldError('gpus')}
+        </Field>
+        <Field label="or a fraction">
+          <select
+            name="gpu_fraction"
+            value={f.gpu_fraction}
+            onChange={set('gpu_fraction')}
+            {...aria('gpu_fraction')}
+          >
+            {FRACTIONS.map(([v, label]) => (
+              <option value={v}>{label}</option>
+            ))}
+          </select>
+          {fieldError('gpu_fraction')}
+        </Field>
+        <Field label="GPU model">
+          <select name="gpu_model" value={f.gpu_model} onChange={set('gpu_model')} {...aria('gpu_model')}>
+            <option value="">any</option>
+            {models.map((m) => (
+              <option value={m}>{m}</option>
+            ))}
+          </select>
+          {fieldError('gpu_model')}
+        </Field>
+        <Field label="CPU cores">
+          <input
+            name="cpus"
+            type="number"
+            min="0"
+            step="0.25"
+            class="short"
+            value={f.cpus}
+            onInput={set('cpus')}
+            placeholder="no limit"
+            {...aria('cpus')}
+          />
+          {fieldError('cpus')}
+        </Field>
+        <Field label="Memory (GiB)">
+          <input
+            name="memory_gib"
+            type="number"
+            min="0"
+            step="0.5"
+            class="short"
+            value={f.memory_gib}
+            onInput={set('memory_gib')}
+            placeholder="no limit"
+            {...aria('memory_gib')}
+          />
+          {fieldError('memory_gib')}
+        </Field>
+      </div>
+      <div class="row">
+        <Field label="Max runtime">
+          <input
+            name="max_runtime"
+            class="short"
+            value={f.max_runtime}
+            onInput={set('max_runtime')}
+            placeholder="e.g. 2h"
+            {...aria('max_runtime')}
+          />
+          {fieldError('max_runtime')}
+        </Field>
+        <Field label="Priority">
+          <input
+            name="priority"
+            type="number"
+            min="-1000"
+            max="1000"
+            class="short"
+            value={f.priority}
+            onInput={set('priority')}
+            {...aria('priority')}
+          />
+          {fieldError('priority')}
+        </Field>
+        <Field label="Contour">
+          <select name="contour" value={f.contour} onChange={set('contour')} {...aria('contour')}>
+            <option value="">default</option>
+            {contours.map((c) => (
+              <option value={c}>{c}</option>
+            ))}
+          </select>
+          {fieldError('contour')}
+        </Field>
+        <label class="inline check">
+          <input
+            type="checkbox"
+            name="preemptible"
+            checked={f.preemptible}
+            onChange={set('preemptible')}
+          />{' '}
+          preemptible
+        </label>
+        <button type="submit" data-testid="launch-submit" disabled={busy}>
+          {busy ? 'Launching…' : 'Launch'}
+        </button>
+      </div>
+      {error && !errField && <ErrorNote error={error} />}
+      {error && errField && !FIELD_IN_FORM.has(errField) && <ErrorNote error={error} />}
+    </form>
+  );
+}
+
+const FIELD_IN_FORM = new Set(Object.values(FIELD_OF));
+
+function JobDetail({ id }) {
+  const { me } = useSession();
+  const job = useResource(`/jobs/${id}`, ['jobs']);
+  const j = job.data;
+  const explain = useResource(j && j.state === 'queued' ? `/jobs/${id}/explain` : null, ['jobs']);
+  const [cancelError, setCancelError] = useState(null);
+  const [cancelling, setCancelling] = useState(false);
+
+  async function cancel() {
+    if (!window.confirm(`Cancel job ${id}${j.name ? ` (${j.name})` : ''}?`)) return;
+    setCancelError(null);
+    setCancelling(true);
+    try {
+      await api.post(`/jobs/${id}/cancel`);
+    } catch (e) {
+      setCancelError(e);
+    } finally {
+      setCancelling(false);
+      job.reload();
+    }
+  }
+
+  if (job.error && !j) {
+    return (
+      <section>
+        <h1>Job {id}</h1>
+        <ErrorNote error={job.error.status === 404 ? { message: `No job ${id}.` } : job.error} />
+        <p>
+          <a href="/work">Back to my work</a>
+        </p>
+      </section>
+    );
+  }
+  if (!j) return <Loading what={`job ${id}`} />;
+
+  return (
+    <section class="job-detail" data-testid="job-detail">
+      <p>
+        <a href="/work">← My work</a>
+      </p>
+      <h1>
+        Job {j.id}
+        {j.name ? `: ${j.name}` : ''}{' '}
+        <span data-testid="job-state">
+          <StateBadge state={j.state} />
+        </span>
+      </h1>
+      <ErrorNote error={job.error} />
+      {j.reason && <p class="reason">{j.reason}</p>}
+      {mayCancel(me, j) && (
+        <p>
+          <button
+            type="button"
+            class="danger"
+            data-testid="job-cancel"
+            onClick={cancel}
+            disabled={cancelling}
+          >
+            {cancelling ? 'Cancelling…' : 'Cancel job'}
+          </button>
+        </p>
+      )}
+      {j.cancel_requested && !TERMINAL.has(j.state) && <p class="note">Cancel requested.</p>}
+      <ErrorNote error={cancelError} />
+      <dl class="job-fields">
+        <Row k="Team" v={j.team} />
+        <Row k="Project" v={j.project} />
+        <Row k="User" v={j.user} />
+        <Row k="Command" v={<code>{j.command?.map(quoteArg).join(' ')}</code>} />
+        <Row k="GPUs" v={fmtGpus(j)} />
+        <Row k="GPU models" v={j.gpu_models?.length ? j.gpu_models.join(', ') : 'any'} />
+        <Row k="CPU" v={j.cpu_millis ? `${j.cpu_millis / 1000} cores` : 'no limit'} />
+        <Row k="Memory" v={j.memory_mib ? `${(j.memory_mib / 1024).toFixed(1)} GiB` : 'no limit'} />
+        <Row k="Priority" v={String(j.priority)} />
+        <Row k="Preemptible" v={j.preemptible ? 'yes' : 'no'} />
+        <Row k="Max runtime" v={j.max_runtime} />
+        <Row k="Contour" v={j.contour} />
+        {j.state === 'queued' && <Row k="Position" v={j.position} />}
+        <Row
+          k="Host"
+          v={
+            j.ranks?.length
+              ? j.ranks.map((r) => `${r.host} [${r.gpu_indices.join(',')}]`).join(', ')
+              : j.host
+                ? `${j.host} [${(j.gpu_indices ?? []).join(',')}]`
+                : null
+          }
+        />
+        <Row k="Submitted" v={fmtTime(j.submitted_at)} />
+        <Row k="Started" v={j.started_at && fmtTime(j.started_at)} />
+        <Row k="Finished" v={j.finished_at && fmtTime(j.finished_at)} />
+        <Row k="Exit code" v={j.exit_code} />
+        <Row k="Signal" v={j.signal} />
+        <Row k="Preemptions" v={j.preemptions || null} />
+        {j.idle && <Row k="Idle since" v={fmtTime(j.idle.since)} />}
+        {j.idle?.reclaim_at && <Row k="Reclaimed at" v={fmtTime(j.idle.reclaim_at)} />}
+      </dl>
+      {j.state === 'queued' && <Explain data={explain.data} error={explain.error} />}
+      <h2>Output</h2>
+      <JobLog id={j.id} shownState={j.state} onState={job.reload} />
+    </section>
+  );
+}
+
+function Row({ k, v }) {
+  if (v === null || v === undefined || v === '') return null;
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{v}</dd>
+    </>
+  );
+}
+
+function quoteArg(a) {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+// The scheduler's word on a queued job: why it waits, and the numbers it gives.
+function Explain({ data, error }) {
+  if (error) return <ErrorNote error={error} />;
+  if (!data?.wait) return null;
+  const { kind, reason, position, ...rest } = data.wait;
+  const q = data.team_quota;
+  return (
+    <div class="panel explain" data-testid="job-explain">
+      <h2>Why it waits</h2>
+      <p>
+        <strong>{kind}</strong>: {reason} {position != null && <>(position {position})</>}
+      </p>
+      {Object.keys(rest).length > 0 && (
+        <p class="muted">
+          {Object.entries(rest)
+            .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${typeof v === 'object' ? JSON.stringify(v) : v}`)
+            .join(' · ')}
+        </p>
+      )}
+      {q && (
+        <p class="muted">
+          Team {q.team}: guaranteed {q.guaranteed_gpus}, within {q.within_guarantee_gpus}, borrowed{' '}
+          {q.borrowed_gpus}, lendable {q.lendable_gpus} GPUs
+        </p>
+      )}
+    </div>
+  );
+}
+
+const LOG_KEEP = 1 << 20; // characters shown; older output is dropped from the page, not the server
+
+// Follows the job's output: long-polls GET /jobs/{id}/logs from the next byte offset, appending,
+// until the job is over and no bytes are left.
+function JobLog({ id, shownState, onState }) {
+  const [text, setText] = useState('');
+  const [status, setStatus] = useState('loading');
+  const pre = useRef(null);
+  // The log reply names the job's state: when it moved, the job above is refetched (this works
+  // without the live stream too).
+  const seen = useRef({ shownState, onState });
+  seen.current = { shownState, onState };
+
+  useEffect(() => {
+    const ctl = new AbortController();
+    const decoder = new TextDecoder();
+    let offset = 0;
+    let stopped = false;
+    setText('');
+    setStatus('loading');
+    (async () => {
+      while (!stopped) {
+        try {
+          const res = await api.raw(`/jobs/${id}/logs?offset=${offset}&wait=20`, {
+            signal: ctl.signal,
+          });
+          const buf = await res.arrayBuffer();
+          const state = res.headers.get('X-Allot-Job-State');
+          if (state && state !== seen.current.shownState) seen.current.onState();
+          if (buf.byteLength) {
+            offset += buf.byteLength;
+            const chunk = decoder.decode(buf, { stream: true });
+            const el = pre.current;
+            const atBottom = !el || el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+            setText((t) => {
+              const all = t + chunk;
+              return all.length > LOG_KEEP ? all.slice(all.length - LOG_KEEP) : all;
+            });
+            if (atBottom) requestAnimationFrame(() => el && (el.scrollTop = el.scrollHeight));
+          }
+          if (TERMINAL.has(state) && !buf.byteLength) {
+            setStatus('ended');
+            return;
+          }
+          setStatus('following');
+          // A queued job has no output yet and the server may answer at once: do not spin.
+          if (!buf.byteLength && state === 'queued') await sleep(3000);
+        } catch (e) {
+          if (stopped || e.name === 'AbortError') return;
+          if (e.status === 404 || e.status === 403) {
+            setStatus(e.message);
+            return;
+          }
+          setStatus(`reconnecting (${e.message})`);
+          await sleep(3000);
+        }
+      }
+    })();
+    return () => {
+      stopped = true;
+      ctl.abort();
+    };
+  }, [id]);
+
+  return (
+    <>
+      <p class="muted log-status" aria-live="polite">
+        {status === 'following' ? 'following…' : status === 'ended' ? 'end of output' : status}
+      </p>
+      <pre class="log" data-testid="job-log" ref={pre} tabIndex={0} aria-label="Job output">
+        {text}
+      </pre>
+    </>
+  );
+}
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
 }
