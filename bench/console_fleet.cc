@@ -56,8 +56,14 @@ int main(int argc, char** argv) {
 
   auto dir = allot::bench::makeScratchDir("allot-console-fleet");
   if (!dir.ok()) return fail(dir.status().toString());
-  std::vector<std::string> extra;
-  if (!webDir.empty()) extra = {"--web-dir", webDir};
+  // Fake hosts cannot run a health check: they go into service as they join.
+  const std::string config = *dir + "/allotd.toml";
+  if (FILE* f = std::fopen(config.c_str(), "w")) {
+    std::fputs("[health]\ncommission = false\n", f);
+    std::fclose(f);
+  }
+  std::vector<std::string> extra = {"--config", config};
+  if (!webDir.empty()) extra.insert(extra.end(), {"--web-dir", webDir});
   auto d = allot::bench::startAllotd(bin + "/allotd", *dir + "/data", extra);
   if (!d.ok()) return fail(d.status().toString());
   const std::string admin = d->adminToken;

@@ -393,6 +393,7 @@ void registerRoutes(Router& router, Server& s) {
   registerHandoverRoutes(router, s);
   registerUsageRoutes(router, s);
   registerTelemetryRoutes(router, s);
+  registerMapRoutes(router, s);
   registerIdleRoutes(router, s);
   registerUpgradeRoutes(router, s);
   registerLeaseRoutes(router, s);

@@ -1,41 +1,15 @@
 // The overview: the cluster map (every host the user may see, a cell per GPU), totals and open
-// alerts. GET /hosts has no allocations or telemetry (only GET /hosts/{name} has them), so the
-// map is built in two layers: the running jobs the user may see (GET /jobs) colour the cells of
-// every host at once, and the hosts on screen are fetched one by one for their GPUs' holders
-// (which also count other teams' work, as "in use (other team)") and live utilisation. That
-// keeps a 1,000-host fleet to a few dozen requests per refresh.
+// alerts. One request, GET /cluster/map, brings every visible host with each GPU's holders and
+// current utilisation; it is refetched (at most once a second) when the live stream says hosts,
+// jobs or telemetry changed. Host cards re-render only when their cells change.
 import { Component } from 'preact';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { api } from '../api.js';
-import { useLive, useResource } from '../live.js';
+import { useResource } from '../live.js';
 import { useSession } from '../session.js';
 import { teamColor } from '../format.js';
 import { ErrorNote, Loading, Empty, StateBadge } from '../components/ui.jsx';
 import './overview.css';
-
-const DETAIL_CONCURRENCY = 4;
-const DETAIL_REFRESH_MS = 15000;
-
-// host name -> gpu index -> [{job_id, team, user, gpu_milli}], from the jobs the user may see.
-function allocationsFromJobs(jobs) {
-  const out = new Map();
-  const add = (host, indices, job) => {
-    if (!host) return;
-    let byGpu = out.get(host);
-    if (!byGpu) out.set(host, (byGpu = new Map()));
-    for (const i of indices ?? []) {
-      const list = byGpu.get(i) ?? [];
-      list.push({ job_id: job.id, team: job.team, user: job.user, gpu_milli: job.gpu_milli });
-      byGpu.set(i, list);
-    }
-  };
-  for (const job of jobs) {
-    if (job.ranks?.length) for (const r of job.ranks) add(r.host, r.gpu_indices, job);
-    else add(job.host, job.gpu_indices, job);
-  }
-  return out;
-}
 
 // Whether new work can be placed on the host (only `available` hosts take placements): otherwise
 // its cells read as unavailable, and its free GPUs are not counted as free.
@@ -43,12 +17,11 @@ function hostDown(host) {
   return host.state !== 'online' || (host.admin_state ?? 'available') !== 'available';
 }
 
-// One GPU's cell, as plain data (so a host card can tell cheaply whether it changed).
-function cellOf(host, gpu, jobHolders, detailGpu, myName) {
-  // The host's own view (holders) is complete, other teams' work included; the jobs list only
-  // has what the user may see.
-  const holders = detailGpu ? detailGpu.holders ?? [] : jobHolders ?? [];
-  const util = detailGpu?.telemetry?.utilization_pct;
+// One GPU's cell, as plain data (so a host card can tell cheaply whether it changed). Holders of
+// another team's work come without job, team or user: "in use (other team)".
+function cellOf(host, gpu, myName) {
+  const holders = gpu.holders ?? [];
+  const util = gpu.utilization_pct;
   const first = holders[0];
   let kind = 'free';
   if (holders.length) kind = first.team ? 'team' : 'other';
@@ -87,20 +60,6 @@ class HostCard extends Component {
     return next.sig !== this.props.sig;
   }
 
-  // A ref, not this.base (which Preact 11 no longer promises).
-  el = null;
-  setEl = (el) => {
-    this.el = el;
-  };
-
-  componentDidMount() {
-    this.props.observe(this.el, this.props.host.name);
-  }
-
-  componentWillUnmount() {
-    this.props.unobserve(this.el);
-  }
-
   onClick = (ev) => {
     // Cells that are not links (not one of my jobs) lead to the host.
     if (ev.target.closest('a')) return;
@@ -111,7 +70,6 @@ class HostCard extends Component {
     const name = host.name;
     return (
       <article
-        ref={this.setEl}
         class={`hostcard${hostDown(host) ? ' down' : ''}`} data-testid={`host-${name}`}>
         <header>
           <a href={`/hosts/${encodeURIComponent(name)}`} class="hostname">
@@ -122,7 +80,7 @@ class HostCard extends Component {
             <span class={`badge state-${host.admin_state}`}>{host.admin_state}</span>
           )}
           {host.simulated && (
-            <span class="badge simulated" title={`GPU provider: ${host.gpu_provider}`}>
+            <span class="badge simulated" title="simulated GPUs, not real hardware">
               simulated
             </span>
           )}
@@ -156,114 +114,6 @@ class HostCard extends Component {
       </article>
     );
   }
-}
-
-// Fetches GET /hosts/{name} for the hosts on screen, a few at a time; refreshes them when the
-// stream says hosts, jobs or telemetry changed, and every DETAIL_REFRESH_MS in any case (the
-// utilisation moves without any event).
-function useVisibleDetails() {
-  const [details, setDetails] = useState(() => new Map());
-  const visible = useRef(new Set());
-  const fetchedAt = useRef(new Map());
-  const queue = useRef([]);
-  const running = useRef(0);
-  const alive = useRef(true);
-  const flushTimer = useRef(null);
-  const pending = useRef(new Map());
-
-  // Batches the answers into one state update, so a refresh re-renders the map once.
-  const flush = useCallback(() => {
-    if (flushTimer.current) return;
-    flushTimer.current = setTimeout(() => {
-      flushTimer.current = null;
-      if (!alive.current || !pending.current.size) return;
-      const got = pending.current;
-      pending.current = new Map();
-      setDetails((prev) => {
-        const next = new Map(prev);
-        for (const [k, v] of got) {
-          if (v === null) next.delete(k);
-          else next.set(k, v);
-        }
-        return next;
-      });
-    }, 50);
-  }, []);
-
-  const pump = useCallback(() => {
-    while (running.current < DETAIL_CONCURRENCY && queue.current.length) {
-      const name = queue.current.shift();
-      if (!visible.current.has(name)) continue;
-      running.current++;
-      fetchedAt.current.set(name, Date.now());
-      api
-        .get(`/hosts/${encodeURIComponent(name)}`)
-        .then((d) => pending.current.set(name, d))
-        .catch(() => pending.current.set(name, null))
-        .finally(() => {
-          running.current--;
-          flush();
-          pump();
-        });
-    }
-  }, [flush]);
-
-  const want = useCallback(
-    (names, force) => {
-      for (const n of names) {
-        const at = fetchedAt.current.get(n);
-        if (!force && at && Date.now() - at < DETAIL_REFRESH_MS) continue;
-        if (!queue.current.includes(n)) queue.current.push(n);
-      }
-      pump();
-    },
-    [pump],
-  );
-
-  const observer = useMemo(() => {
-    if (typeof IntersectionObserver === 'undefined') return null;
-    return new IntersectionObserver(
-      (entries) => {
-        const seen = [];
-        for (const e of entries) {
-          const name = e.target.dataset.host;
-          if (e.isIntersecting) {
-            visible.current.add(name);
-            seen.push(name);
-          } else visible.current.delete(name);
-        }
-        want(seen, false);
-      },
-      { rootMargin: '200px' },
-    );
-  }, [want]);
-
-  useEffect(() => {
-    alive.current = true;
-    const t = setInterval(() => want([...visible.current], true), DETAIL_REFRESH_MS);
-    return () => {
-      alive.current = false;
-      clearInterval(t);
-      observer?.disconnect();
-    };
-  }, [observer, want]);
-
-  useLive(['hosts', 'jobs', 'telemetry'], () => want([...visible.current], true));
-
-  const observe = useCallback(
-    (el, name) => {
-      if (!el) return;
-      el.dataset.host = name;
-      if (observer) observer.observe(el);
-      else {
-        visible.current.add(name);
-        want([name], false);
-      }
-    },
-    [observer, want],
-  );
-  const unobserve = useCallback((el) => el && observer?.unobserve(el), [observer]);
-  return { details, observe, unobserve };
 }
 
 function Totals({ hosts, cells }) {
@@ -332,7 +182,7 @@ function Alerts({ hosts, idle }) {
       items.push(['danger', h.name, `host ${h.name} failed${why}`, `/hosts/${h.name}`]);
     }
     if (h.admin_state === 'draining') {
-      const why = h.drain_reason ? `: ${h.drain_reason}` : '';
+      const why = h.admin_reason ? `: ${h.admin_reason}` : '';
       items.push(['warn', h.name, `host ${h.name} is draining${why}`, `/hosts/${h.name}`]);
     }
   }
@@ -399,45 +249,28 @@ function Legend({ teams }) {
 export function OverviewPage() {
   const { me } = useSession();
   const { route } = useLocation();
-  const hosts = useResource('/hosts', ['hosts']);
-  const running = useResource('/jobs?state=running&limit=10000', ['jobs']);
-  const scheduled = useResource('/jobs?state=scheduled&limit=10000', ['jobs']);
+  const map = useResource('/cluster/map', ['hosts', 'jobs', 'telemetry']);
   // Only for its idle_allocations (the list of jobs flagged idle now, whatever the window); a
   // short window keeps the report cheap.
   const usage = useResource('/usage?by=team&from=-1h', ['usage', 'jobs']);
-  const { details, observe, unobserve } = useVisibleDetails();
   const [filter, setFilter] = useState('');
 
-  const jobAlloc = useMemo(
-    () => allocationsFromJobs([...(running.data ?? []), ...(scheduled.data ?? [])]),
-    [running.data, scheduled.data],
-  );
-
-  const hostList = hosts.data ?? [];
-  // Per host, the cells and their signature, reused while the host, its detail and its jobs are
-  // the same objects: a detail refresh of a few hosts costs a few hosts, not the fleet.
+  const hostList = map.data?.hosts ?? [];
+  // Per host, the cells and their signature; a card whose signature did not change since the
+  // last answer is not re-rendered.
   const cache = useRef(new Map());
   const cells = useMemo(() => {
     const out = new Map();
     const next = new Map();
     for (const h of hostList) {
-      const detail = details.get(h.name);
-      const fromJobs = jobAlloc.get(h.name);
-      let entry = cache.current.get(h.name);
-      if (!entry || entry.h !== h || entry.detail !== detail || entry.fromJobs !== fromJobs) {
-        const byIndex = new Map((detail?.gpus ?? []).map((g) => [g.index, g]));
-        const list = (h.gpus ?? []).map((g) =>
-          cellOf(h, g, fromJobs?.get(g.index), detail ? byIndex.get(g.index) : null, me.name),
-        );
-        const sig = `${h.state}|${h.admin_state}|${h.simulated}|${h.dedicated_to}|${JSON.stringify(list)}`;
-        entry = { h, detail, fromJobs, list, sig };
-      }
-      next.set(h.name, entry);
-      out.set(h.name, entry.list);
+      const list = (h.gpus ?? []).map((g) => cellOf(h, g, me.name));
+      const sig = `${h.state}|${h.admin_state}|${h.dedicated_to}|${JSON.stringify(list)}`;
+      next.set(h.name, { list, sig });
+      out.set(h.name, list);
     }
     cache.current = next;
     return out;
-  }, [hostList, details, jobAlloc, me.name]);
+  }, [hostList, me.name]);
 
   const teams = useMemo(() => {
     const s = new Set();
@@ -452,9 +285,8 @@ export function OverviewPage() {
   return (
     <section class="overview">
       <h1>Cluster</h1>
-      <ErrorNote error={hosts.error} />
-      <ErrorNote error={running.error} />
-      {hosts.loading && !hosts.data ? (
+      <ErrorNote error={map.error} />
+      {map.loading && !map.data ? (
         <Loading what="hosts" />
       ) : (
         <>
@@ -489,8 +321,6 @@ export function OverviewPage() {
                     cells={entry?.list ?? []}
                     sig={entry?.sig ?? ''}
                     route={route}
-                    observe={observe}
-                    unobserve={unobserve}
                   />
                 );
               })}
