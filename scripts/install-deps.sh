@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-url1.81-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
-  libsodium-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
+  libsodium-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
   libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps iproute2
