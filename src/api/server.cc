@@ -167,6 +167,7 @@ void Server::stop() {
 }
 
 asio::awaitable<void> Server::commit(store::WriteBatch batch) {
+  const uint32_t topics = topicsOf(batch);  // before the batch moves to the store
   Status st = co_await control::asyncCommit(*store_, std::move(batch),
                                             co_await asio::this_coro::executor, use_awaitable);
   if (!st.ok()) {
@@ -176,7 +177,7 @@ asio::awaitable<void> Server::commit(store::WriteBatch batch) {
     std::abort();
   }
   // Durable now: consoles may refetch and will see it.
-  events_.publish(topicsOf(batch));
+  events_.publish(topics);
 }
 
 void Server::wakeScheduler() {

@@ -33,9 +33,10 @@ int64_t seriesBucketCount(TimeMs from, TimeMs to, TimeMs step);
 // Rows sorted by name, one per group holding GPUs in some bucket. A piece of an interval (its
 // part inside one bucket) that is the whole interval adds its measured total; a cut piece asks
 // `within`, while at most `maxWithinCalls` have been asked, else takes the total prorated by time
-// (as the usage report does when the detail is gone). Summed over the buckets, allocation equals
-// usageReport's for the same window exactly.
+// (as the usage report does when the detail is gone). allotd's `within` reads telemetry.db on
+// the I/O thread, about 26 us a read (docs/benchmarks.md): the default budget bounds that to
+// ~100 ms. Summed over the buckets, allocation equals usageReport's for the same window exactly.
 std::vector<SeriesRow> usageSeries(const LedgerIndex& index, const SeriesQuery& q,
-                                   const UsageWithin& within = {}, int64_t maxWithinCalls = 20'000);
+                                   const UsageWithin& within = {}, int64_t maxWithinCalls = 4'000);
 
 }  // namespace allot::control
