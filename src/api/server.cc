@@ -377,7 +377,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
         areq.principal = std::move(cred.principal);
         areq.credentialId = std::move(cred.tokenId);
         areq.viaCookie = cred.viaCookie;
-        streamCred = {cred.secret, cred.viaCookie};
+        if (match.route->eventStream) streamCred = {cred.secret, cred.viaCookie};
         if (!areq.principal) {
           authorized = false;
           res = ApiResponse::error(cred.error);
