@@ -154,6 +154,11 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
           t.ok() ? t->gpus.size() : (gpus != msg.end() && gpus->is_array() ? gpus->size() : 0),
           st.ok());
       if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
+      if (st.ok()) {
+        const auto sinceBoot = std::chrono::steady_clock::now().time_since_epoch();
+        server.events().telemetryIngested(
+            std::chrono::duration_cast<std::chrono::milliseconds>(sinceBoot).count());
+      }
       continue;
     }
     if (type == "task_output" && helloSeen) {

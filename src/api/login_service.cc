@@ -149,6 +149,21 @@ RequestCredential LoginService::authenticate(const HttpRequest& req,
   return out;
 }
 
+bool LoginService::stillValid(const std::string& secret, bool viaCookie,
+                              const control::Cluster& cluster) const {
+  auto principal = cluster.authenticate(secret);
+  if (!principal || principal->kind == control::Principal::Kind::kHost) return false;
+  const std::string tokenId = secret.substr(0, secret.find('_'));
+  auto tok = cluster.world().tokens.find(tokenId);
+  const bool isSession =
+      tok != cluster.world().tokens.end() && tok->second.kind == model::TokenKind::kSession;
+  if (isSession != viaCookie) return false;
+  if (!viaCookie) return true;
+  // Read, never touched: only requests the user makes keep a session alive.
+  auto seen = sessionSeen_.find(tokenId);
+  return seen != sessionSeen_.end() && clock_.nowMs() - seen->second <= config_.sessionIdleMs;
+}
+
 int64_t LoginService::retryAfterSeconds(const std::string& user, const std::string& address) const {
   const TimeMs now = clock_.nowMs();
   TimeMs wait = std::max(accountFailures_.retryAfterMs(user, now),

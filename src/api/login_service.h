@@ -54,6 +54,10 @@ class LoginService {
   // On an idle session, `expiredSessionId` names the token to delete.
   RequestCredential authenticate(const HttpRequest& req, const control::Cluster& cluster,
                                  std::string* expiredSessionId);
+  // Whether a credential that authenticated earlier (a live stream's) still would, without
+  // counting as activity: a session stays subject to its idle limit however long a stream that
+  // it opened stays open.
+  bool stillValid(const std::string& secret, bool viaCookie, const control::Cluster& cluster) const;
   // A session's idle clock starts at login, and stops at logout.
   void sessionStarted(const std::string& tokenId) { sessionSeen_[tokenId] = clock_.nowMs(); }
   void sessionEnded(const std::string& tokenId) { sessionSeen_.erase(tokenId); }

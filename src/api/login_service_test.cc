@@ -5,10 +5,12 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <filesystem>
 #include <future>
 #include <latch>
 
 #include "common/secrets.h"
+#include "control/log_store.h"
 
 namespace allot::api {
 namespace {
@@ -75,6 +77,47 @@ TEST(LoginServiceTest, SaturatedPoolIsA503WithRetryAfter) {
   // Once the pool drains it serves again.
   auto hash = runOn(io, login.hashPassword("a password of mine"));
   EXPECT_TRUE(hash.ok());
+}
+
+// A live stream re-checks its credential without counting as activity: a console left open on
+// an idle session still ends when the idle limit passes, and a revoked token fails at once.
+TEST(LoginServiceTest, StillValidDoesNotKeepAnIdleSessionAlive) {
+  initSecrets();
+  FakeClock clock;
+  auto dir = std::filesystem::temp_directory_path() / ("allot-login-" + std::to_string(::getpid()));
+  control::LogStore logs(dir.string());
+  ASSERT_TRUE(logs.init().ok());
+  control::Cluster cluster(clock, logs, control::ClusterOptions{});
+  auto admin = cluster.bootstrapAdmin();
+  ASSERT_TRUE(admin.has_value());
+  const control::Principal root = *cluster.authenticate(admin->value);
+  ASSERT_TRUE(cluster.createTeam(root, "ml").ok());
+  auto alice = cluster.createUser(root, "alice", "ml", model::Role::kMember);
+  ASSERT_TRUE(alice.ok());
+  auto session = cluster.issueLoginToken("alice", model::TokenKind::kSession, 0);
+  ASSERT_TRUE(session.ok());
+  const std::string cookie = session->value.secret;
+
+  auth::LoginConfig config = testConfig();
+  LoginService login(config, clock);
+  HttpRequest req{http::verb::get, "/api/v1/stream", 11};
+  req.set(http::field::cookie, std::string(kSessionCookie) + "=" + cookie);
+  std::string idle;
+  ASSERT_TRUE(login.authenticate(req, cluster, &idle).principal.has_value());
+  EXPECT_TRUE(login.stillValid(cookie, true, cluster));
+  EXPECT_FALSE(login.stillValid(cookie, false, cluster)) << "a session is only good as a cookie";
+  for (TimeMs step = 0; step < config.sessionIdleMs; step += config.sessionIdleMs / 4) {
+    EXPECT_TRUE(login.stillValid(cookie, true, cluster));
+    clock.advance(config.sessionIdleMs / 4);
+  }
+  clock.advance(1);
+  EXPECT_FALSE(login.stillValid(cookie, true, cluster));
+
+  const std::string token = alice->value.token;
+  EXPECT_TRUE(login.stillValid(token, false, cluster));
+  ASSERT_TRUE(cluster.revokeToken(root, token.substr(0, token.find('_'))).ok());
+  EXPECT_FALSE(login.stillValid(token, false, cluster));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -48,6 +48,14 @@ void Router::add(http::verb method, std::string pattern, Handler handler, bool a
   routes_.push_back({method, std::move(pattern), authenticated, std::move(handler)});
 }
 
+void Router::addEventStream(std::string pattern) {
+  // Never called: Server::serveHttp sees eventStream and streams instead.
+  Handler unreachable = [](ApiRequest&) -> boost::asio::awaitable<ApiResponse> {
+    co_return ApiResponse::error(Status::Internal("event stream served as a plain response"));
+  };
+  routes_.push_back({http::verb::get, std::move(pattern), true, std::move(unreachable), true});
+}
+
 Router::Match Router::match(http::verb method, std::string_view path) const {
   Match m;
   auto parts = splitPath(path);

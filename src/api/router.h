@@ -14,11 +14,16 @@ struct Route {
   std::string pattern;
   bool authenticated = true;
   Handler handler;
+  // Server-sent events: after authentication the server hands the connection to the event
+  // stream (api/event_stream.h) instead of calling `handler` for one response.
+  bool eventStream = false;
 };
 
 class Router {
  public:
   void add(http::verb method, std::string pattern, Handler handler, bool authenticated = true);
+  // An authenticated GET served as server-sent events (Route::eventStream).
+  void addEventStream(std::string pattern);
 
   struct Match {
     const Route* route = nullptr;

@@ -392,6 +392,9 @@ void registerRoutes(Router& router, Server& s) {
   registerHostLifecycleRoutes(router, s);
   registerHandoverRoutes(router, s);
   registerUsageRoutes(router, s);
+  registerUsageSeriesRoutes(router, s);
+  // Live updates for the web console; Server::serveHttp streams it (api/event_stream.h).
+  router.addEventStream("/api/v1/stream");
   registerTelemetryRoutes(router, s);
   registerMapRoutes(router, s);
   registerIdleRoutes(router, s);

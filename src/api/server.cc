@@ -18,6 +18,7 @@
 
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
+#include "api/event_stream.h"
 #include "common/tls.h"
 #include "control/async_commit.h"
 #include "model/json.h"
@@ -96,6 +97,11 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
     ALLOT_RETURN_IF_ERROR(s->store_->commit(ids->batch));
     spdlog::info("identity: gave Unix ids to {} users and teams stored without them", ids->value);
   }
+  s->console_ = StaticFiles(s->config_.webDir);
+  if (s->console_.enabled())
+    spdlog::info("web console: serving {}", s->console_.root());
+  else
+    spdlog::info("web console: none (not built, and no --web-dir)");
   s->cluster_->setOnQueueChanged([raw = s.get()] { raw->wakeScheduler(); });
   registerRoutes(s->router_, *s);
   spdlog::info("loaded state: teams={} users={} hosts={} jobs={} schema_version={}",
@@ -161,6 +167,7 @@ void Server::stop() {
 }
 
 asio::awaitable<void> Server::commit(store::WriteBatch batch) {
+  const uint32_t topics = topicsOf(batch);  // before the batch moves to the store
   Status st = co_await control::asyncCommit(*store_, std::move(batch),
                                             co_await asio::this_coro::executor, use_awaitable);
   if (!st.ok()) {
@@ -169,6 +176,8 @@ asio::awaitable<void> Server::commit(store::WriteBatch batch) {
     spdlog::critical("durable write failed, exiting: {}", st.toString());
     std::abort();
   }
+  // Durable now: consoles may refetch and will see it.
+  events_.publish(topics);
 }
 
 void Server::wakeScheduler() {
@@ -343,7 +352,10 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     std::string_view path = target.substr(0, qpos);
     ApiResponse res;
     auto match = router_.match(req.method(), path);
-    if (!match.route) {
+    const bool console = !match.route && StaticFiles::isConsoleRequest(req.method(), path);
+    if (console) {
+      res = console_.serve(path, req[http::field::accept_encoding]);
+    } else if (!match.route) {
       res = match.pathKnown
                 ? ApiResponse::error(Status::InvalidArgument(
                       std::string(req.method_string()) + " is not allowed on " + std::string(path)))
@@ -354,6 +366,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
       areq.peer = peerAddress;
       bool authorized = true;
+      StreamCredential streamCred;
       if (match.route->authenticated) {
         std::string idleSession;
         auto cred = login_->authenticate(req, *cluster_, &idleSession);
@@ -364,6 +377,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
         areq.principal = std::move(cred.principal);
         areq.credentialId = std::move(cred.tokenId);
         areq.viaCookie = cred.viaCookie;
+        if (match.route->eventStream) streamCred = {cred.secret, cred.viaCookie};
         if (!areq.principal) {
           authorized = false;
           res = ApiResponse::error(cred.error);
@@ -372,6 +386,13 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
           res = ApiResponse::error(
               Status::PermissionDenied("a host credential cannot call " + std::string(path)));
         }
+      }
+      if (authorized && match.route->eventStream) {
+        // Not audited (a read), not a response: the connection is the stream's until it ends.
+        metrics_.request(match.route->pattern, std::string(req.method_string()), 200, 0);
+        beast::get_lowest_layer(stream).expires_never();
+        co_await serveEventStream(*this, stream, streamCred);
+        break;
       }
       if (authorized) {
         // Every change through the API leaves one audit entry, durable before the reply.
@@ -395,7 +416,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       }
     }
     metrics_.request(
-        match.route ? match.route->pattern : std::string("(unmatched)"),
+        match.route ? match.route->pattern : std::string(console ? "(console)" : "(unmatched)"),
         std::string(req.method_string()), static_cast<int>(res.status),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - requestStarted).count());
     http::response<http::string_body> out{res.status, req.version()};
@@ -405,6 +426,12 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     out.keep_alive(req.keep_alive());
     out.body() = std::move(res.body);
     out.prepare_payload();
+    if (req.method() == http::verb::head) {
+      // The length of what GET would send, and no body.
+      const auto length = out.body().size();
+      out.body().clear();
+      out.content_length(length);
+    }
     auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
     if (wec || !out.keep_alive()) break;
   }

@@ -14,9 +14,11 @@
 #include <string>
 #include <utility>
 
+#include "api/event_hub.h"
 #include "api/login_service.h"
 #include "api/metrics.h"
 #include "api/router.h"
+#include "api/static_files.h"
 #include "api/webhook.h"
 #include "common/clock.h"
 #include "control/cluster.h"
@@ -39,6 +41,10 @@ struct ServerConfig {
   telemetry::TelemetryRetention telemetryRetention;
   // Passwords, logins, console sessions, LDAP (docs/login.md).
   auth::LoginConfig login;
+  // The web console's built files, served at "/" (api/static_files.h); "" = none.
+  std::string webDir;
+  // How often a live stream (GET /api/v1/stream) sends a keepalive and re-checks its credential.
+  int64_t streamKeepaliveMs = 15'000;
 };
 
 class Server {
@@ -69,6 +75,8 @@ class Server {
   // Reads of what loadAll leaves in the store (the audit log); blocks the caller briefly.
   store::Store& store() { return *store_; }
   LoginService& login() { return *login_; }
+  // The live streams' notices: commit publishes to it, as does telemetry ingestion.
+  EventHub& events() { return events_; }
   boost::asio::io_context& io() { return io_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
@@ -109,6 +117,9 @@ class Server {
   std::unique_ptr<control::Cluster> cluster_;
   ServerMetrics metrics_;
   Router router_;
+  // Before io_: streams' subscribers (in coroutine frames) leave it when io_ is destroyed.
+  EventHub events_;
+  StaticFiles console_{""};
   boost::asio::io_context io_{1};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
@@ -147,6 +158,8 @@ void registerUpgradeRoutes(Router& router, Server& server);
 void registerAuditRoutes(Router& router, Server& server);
 // Leases (routes_leases.cc); called by registerRoutes.
 void registerLeaseRoutes(Router& router, Server& server);
+// The usage report over time (routes_usage_series.cc); called by registerRoutes.
+void registerUsageSeriesRoutes(Router& router, Server& server);
 // The lease a host is in now or held for next, as host views show it (null when none).
 nlohmann::json hostLeaseJson(Server& server, const control::Principal& p, const std::string& host);
 // The usage report's `idle_allocations`: flagged jobs `p` may see, of `team` ("" = all it sees).

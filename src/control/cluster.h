@@ -26,6 +26,7 @@
 #include "control/log_store.h"
 #include "control/principal.h"
 #include "control/usage_report.h"
+#include "control/usage_series.h"
 #include "control/world.h"
 #include "model/agent_protocol.h"
 #include "sched/fleet.h"
@@ -497,6 +498,8 @@ class Cluster {
   // Accounting (cluster_ledger.cc): allocated GPU time from the ledger. Members see only their
   // own team (naming another team is NotFound); platform admins see every team, or the one named.
   Result<std::vector<UsageRow>> usage(const Principal& p, UsageQuery q) const;
+  // The same over time (control/usage_series.h), under the same visibility.
+  Result<std::vector<SeriesRow>> usageSeries(const Principal& p, SeriesQuery q) const;
   // After load: jobs holding GPUs with no open ledger entry (placed before the ledger existed,
   // schema < 3) get their open entries now, from when they were placed. The value counts them.
   Change<int> adoptUnledgeredJobs();

@@ -90,6 +90,29 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
       });
 }
 
+Result<std::vector<SeriesRow>> Cluster::usageSeries(const Principal& p, SeriesQuery q) const {
+  // The usage report's visibility rules, word for word.
+  if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
+  if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
+    return Status::NotFound("no team '" + q.team + "'");
+  if (!p.isAdmin() && q.team.empty()) {
+    if (p.teams.empty()) return std::vector<SeriesRow>{};
+    q.team = p.soleTeam();
+    if (q.team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
+  }
+  if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
+  if (q.step <= 0) return Status::InvalidArgument("step: must be positive", "step");
+  q.now = clock_.nowMs();
+  return control::usageSeries(
+      world_.ledger, q,
+      [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
+        std::optional<telemetry::UsageCell> part =
+            history_ ? history_(seq, from, to) : telemetry::UsageCell{};
+        if (part) *part += usage_.pendingWithin(seq, from, to);
+        return part;
+      });
+}
+
 void Cluster::loadUsageTotals(const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
   for (const auto& [seq, cell] : totals) world_.ledger.addUsage(seq, cell);
 }

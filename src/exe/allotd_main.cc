@@ -32,6 +32,8 @@ struct Flags {
   std::string usageHalfLife;
   std::string tlsCert;
   std::string tlsKey;
+  std::string webDir;
+  std::string streamKeepalive;
   bool logJson = false;
 };
 
@@ -64,6 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", f.tlsCert,
                  "PEM certificate chain: serve HTTPS (and WSS for agents) only; needs --tls-key");
   app.add_option("--tls-key", f.tlsKey, "PEM private key of --tls-cert");
+  app.add_option("--web-dir", f.webDir,
+                 "the web console's built files, served at / (default: ../share/allot/web or "
+                 "../../web/dist next to this binary, the first that exists)");
+  app.add_option("--stream-keepalive", f.streamKeepalive,
+                 "keepalive and credential re-check period of live streams (default 15s)");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
@@ -272,6 +279,22 @@ int main(int argc, char** argv) {
     auto ms = allot::parseDurationMs(*text);
     if (!ms.ok()) return fail("config: leases." + std::string(key) + ": " + ms.status().message());
     *target = *ms;
+  }
+
+  if (!f.streamKeepalive.empty()) {
+    auto ms = allot::parseDurationMs(f.streamKeepalive);
+    if (!ms.ok() || *ms < 100)
+      return fail("--stream-keepalive: expected a duration of at least 100ms");
+    cfg.streamKeepaliveMs = *ms;
+  }
+  if (!f.webDir.empty()) {
+    std::error_code dirEc;
+    if (!std::filesystem::is_directory(f.webDir, dirEc))
+      return fail("--web-dir: no such directory '" + f.webDir + "'");
+    cfg.webDir = f.webDir;
+  } else {
+    std::error_code exeEc;
+    cfg.webDir = allot::api::defaultWebDir(std::filesystem::read_symlink("/proc/self/exe", exeEc));
   }
 
   std::error_code ec;

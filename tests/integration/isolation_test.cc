@@ -167,6 +167,11 @@ TEST_F(IsolationTest, AnotherTeamsMemberFindsNothingOnAnyRoute) {
   for (const auto& [pattern, ops] : paths.items()) {
     if (skip.count(pattern)) continue;
     for (const auto& [method, op] : ops.items()) {
+      // A stream of server-sent events never ends, so it cannot be compared; it carries topics
+      // only, never objects (console_test.cc checks that it names none).
+      const json* ok = op.at("responses").contains("200") ? &op.at("responses").at("200") : nullptr;
+      if (ok && ok->contains("content") && ok->at("content").contains("text/event-stream"))
+        continue;
       std::string verb = method;
       for (char& c : verb) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       for (const auto& q : queries) {
