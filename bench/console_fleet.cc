@@ -11,15 +11,16 @@
 //
 //   build/bin/console_fleet --hosts 1000 --web-dir web/dist
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <poll.h>
 #include <random>
 #include <thread>
-#include <unistd.h>
 
 #include "bench_util.h"
 #include "fake_fleet.h"
@@ -89,9 +90,9 @@ int main(int argc, char** argv) {
   for (int t = 0; t < 6; ++t) {
     const std::string team = "team-" + std::string(1, static_cast<char>('a' + t));
     call("POST", "/api/v1/teams", {{"name", team}}, admin);
-    tokens.push_back(call("POST", "/api/v1/users", {{"name", "user-" + team}, {"team", team}},
-                          admin)
-                         .at("token"));
+    tokens.push_back(
+        call("POST", "/api/v1/users", {{"name", "user-" + team}, {"team", team}}, admin)
+            .at("token"));
   }
   std::mt19937 rng(7);
   const int sizes[] = {8, 4, 2, 1};

@@ -48,9 +48,9 @@ Result<std::unique_ptr<FakeFleet>> FakeFleet::join(uint16_t port, const std::str
   const auto endpoint = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port);
   for (int h = 0; h < hosts; ++h) {
     const std::string name = prefix + "-" + std::to_string(h);
-    auto joined = call(port, "POST", "/api/v1/hosts/join",
-                       {{"name", name}, {"join_token", joinToken->at("token")}, {"inventory", inv}},
-                       "");
+    auto joined =
+        call(port, "POST", "/api/v1/hosts/join",
+             {{"name", name}, {"join_token", joinToken->at("token")}, {"inventory", inv}}, "");
     if (!joined.ok()) return joined.status();
     const std::string credential = joined->at("credential");
     auto ws = std::make_unique<Stream>(fleet->io_);
@@ -63,8 +63,8 @@ Result<std::unique_ptr<FakeFleet>> FakeFleet::join(uint16_t port, const std::str
     ws->handshake("127.0.0.1", "/api/v1/agent/stream", ec);
     if (ec) return Status::Internal("agent stream of " + name + ": " + ec.message());
     ws->text(true);
-    ws->write(asio::buffer(
-        json{{"type", "hello"}, {"inventory", inv}, {"jobs", json::array()}}.dump()));
+    ws->write(
+        asio::buffer(json{{"type", "hello"}, {"inventory", inv}, {"jobs", json::array()}}.dump()));
     fleet->names_.push_back(name);
     fleet->streams_.push_back(std::move(ws));
   }

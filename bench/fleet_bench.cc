@@ -41,7 +41,8 @@ void* operator new(size_t n) {
 void operator delete(void* p) noexcept {
   if (!p) return;
   char* base = static_cast<char*>(p) - 16;
-  if (counting.load(std::memory_order_relaxed)) live.fetch_sub(int64_t(*reinterpret_cast<size_t*>(base)));
+  if (counting.load(std::memory_order_relaxed))
+    live.fetch_sub(int64_t(*reinterpret_cast<size_t*>(base)));
   std::free(base);
 }
 void operator delete(void* p, size_t) noexcept { operator delete(p); }

@@ -218,3 +218,65 @@ TEST_F(ConsoleTest, UsageSeriesAddsUpToTheUsageReport) {
 
 }  // namespace
 }  // namespace allot::it
+
+namespace allot::it {
+namespace {
+
+TEST_F(ConsoleTest, ClusterMapNamesOnlyTheCallersOwnWork) {
+  startAgent("node-a", "sim:4xA100");
+  createTeam("ml");
+  createTeam("cv");
+  const std::string alice = createUser("alice", "ml");
+  const std::string bob = createUser("bob", "cv");
+  const int64_t id = submit(alice, {"--gpus", "1"}, {"sleep", "300"});
+  ASSERT_TRUE(waitForJobState(alice, id, "running"));
+
+  // The GPU alice's job holds, as each of them sees it.
+  auto heldGpu = [&](const std::string& token) {
+    HttpResult r = httpRequest(port_, "GET", "/api/v1/cluster/map", "", token);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json map = r.parsed();
+    EXPECT_EQ(map.at("hosts").size(), 1u) << r.body;
+    for (const json& g : map["hosts"][0].at("gpus"))
+      if (!g.at("holders").empty()) return g;
+    return json();
+  };
+  const json mine = heldGpu(alice);
+  ASSERT_FALSE(mine.is_null());
+  EXPECT_EQ(mine["holders"][0].at("job_id"), id);
+  EXPECT_EQ(mine["holders"][0].at("team"), "ml");
+  EXPECT_EQ(mine["holders"][0].at("user"), "alice");
+  EXPECT_EQ(mine.at("model"), "A100");
+  // Bob sees the GPU busy, and nothing of whose.
+  const json theirs = heldGpu(bob);
+  ASSERT_FALSE(theirs.is_null());
+  EXPECT_TRUE(theirs["holders"][0].at("job_id").is_null());
+  EXPECT_TRUE(theirs["holders"][0].at("team").is_null());
+  EXPECT_TRUE(theirs["holders"][0].at("user").is_null());
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/cluster/map").status, 401);
+}
+
+TEST_F(ConsoleTest, LargeAnswersAreGzippedForClientsThatAskForIt) {
+  const std::string target = "/api/v1/openapi.json";  // well over the 8 KB threshold
+  HttpResult plain = httpRequest(port_, "GET", target, "", adminToken_);
+  ASSERT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.headers.count("content-encoding"), 0u);
+  HttpResult zipped =
+      httpRequest(port_, "GET", target, "", adminToken_, {{"Accept-Encoding", "gzip, br"}});
+  ASSERT_EQ(zipped.status, 200);
+  EXPECT_EQ(zipped.headers["content-encoding"], "gzip");
+  EXPECT_EQ(zipped.headers["vary"], "Accept-Encoding");
+  ASSERT_GT(zipped.body.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(zipped.body[0]), 0x1f);
+  EXPECT_LT(zipped.body.size() * 4, plain.body.size());
+  // Small answers and refusals stay as they are.
+  HttpResult small =
+      httpRequest(port_, "GET", "/api/v1/whoami", "", adminToken_, {{"Accept-Encoding", "gzip"}});
+  EXPECT_EQ(small.headers.count("content-encoding"), 0u);
+  HttpResult refused =
+      httpRequest(port_, "GET", target, "", adminToken_, {{"Accept-Encoding", "gzip;q=0"}});
+  EXPECT_EQ(refused.headers.count("content-encoding"), 0u);
+}
+
+}  // namespace
+}  // namespace allot::it
