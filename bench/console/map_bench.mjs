@@ -2,9 +2,9 @@
 // --hosts fake hosts of 8 GPUs, jobs on 70% of them, telemetry every second), logs in as the
 // admin in Debian's Chromium (1280x800) and measures
 //   - the first load: from navigation to every host card on the map;
-//   - live updates for --seconds: the map refetches /hosts and /jobs on the event stream's
-//     changes; frame intervals (requestAnimationFrame), long tasks (over 50 ms, the browser's
-//     own PerformanceObserver), and how long each /hosts and /jobs fetch took.
+//   - live updates for --seconds: the map refetches /cluster/map on the event stream's changes;
+//     frame intervals (requestAnimationFrame), long tasks (over 50 ms, the browser's own
+//     PerformanceObserver), and how long each /cluster/map fetch took and how big it was.
 // Only 127.0.0.1 is contacted.
 //
 //   ninja -C build console_fleet allotd && node bench/console/map_bench.mjs --hosts 1000
@@ -78,7 +78,7 @@ try {
     cancelAnimationFrame(window.__bench.raf);
     const fetches = performance
       .getEntriesByType('resource')
-      .filter((e) => /\/api\/v1\/(hosts|jobs)(\?|$)/.test(e.name))
+      .filter((e) => /\/api\/v1\/(cluster\/map|usage)(\?|$)/.test(e.name))
       .map((e) => ({ name: new URL(e.name).pathname, ms: e.duration, kb: e.encodedBodySize / 1024 }));
     return { frames: window.__bench.frames, longTasks: window.__bench.longTasks, fetches };
   });
@@ -93,7 +93,7 @@ try {
     `long tasks: ${long.length}, total ${ms(long.reduce((a, b) => a + b, 0))}, ` +
       `p50 ${ms(pct(long, 50))}, max ${ms(long.at(-1) ?? 0)}`,
   );
-  for (const name of ['/api/v1/hosts', '/api/v1/jobs']) {
+  for (const name of ['/api/v1/cluster/map', '/api/v1/usage']) {
     const f = r.fetches.filter((x) => x.name === name);
     const d = f.map((x) => x.ms).sort((a, b) => a - b);
     if (f.length) {

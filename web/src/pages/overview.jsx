@@ -3,7 +3,7 @@
 // current utilisation; it is refetched (at most once a second) when the live stream says hosts,
 // jobs or telemetry changed. Host cards re-render only when their cells change.
 import { Component } from 'preact';
-import { useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { useResource } from '../live.js';
 import { useSession } from '../session.js';
@@ -55,9 +55,66 @@ function cellOf(host, gpu, myName) {
 
 // A host card. Re-renders only when its signature changes: with 1,000 hosts a refresh touches
 // only the cards whose cells or state moved.
+// Which host cards are on screen (or near it), so that a live refresh re-renders only those: a
+// card off screen that changed is marked stale and catches up when it scrolls into view.
+class Visibility {
+  cards = new Map(); // element -> card
+  observer =
+    typeof IntersectionObserver === 'undefined'
+      ? null
+      : new IntersectionObserver(
+          (entries) => {
+            for (const e of entries) this.cards.get(e.target)?.setVisible(e.isIntersecting);
+          },
+          { rootMargin: '400px' },
+        );
+
+  watch(el, card) {
+    if (!this.observer) return card.setVisible(true);
+    this.cards.set(el, card);
+    this.observer.observe(el);
+  }
+
+  unwatch(el) {
+    this.cards.delete(el);
+    this.observer?.unobserve(el);
+  }
+
+  stop() {
+    this.observer?.disconnect();
+  }
+}
+
+// A host card. Re-renders only when its signature changes and it is on screen.
 class HostCard extends Component {
+  visible = false;
+  stale = false;
+  el = null;
+  setEl = (el) => {
+    this.el = el;
+  };
+
+  componentDidMount() {
+    this.props.visibility.watch(this.el, this);
+  }
+
+  componentWillUnmount() {
+    this.props.visibility.unwatch(this.el);
+  }
+
+  setVisible(visible) {
+    this.visible = visible;
+    if (visible && this.stale) {
+      this.stale = false;
+      this.forceUpdate();
+    }
+  }
+
   shouldComponentUpdate(next) {
-    return next.sig !== this.props.sig;
+    if (next.sig === this.props.sig) return false;
+    if (this.visible) return true;
+    this.stale = true; // Preact keeps the new props: forceUpdate() draws them later
+    return false;
   }
 
   onClick = (ev) => {
@@ -70,6 +127,7 @@ class HostCard extends Component {
     const name = host.name;
     return (
       <article
+        ref={this.setEl}
         class={`hostcard${hostDown(host) ? ' down' : ''}`} data-testid={`host-${name}`}>
         <header>
           <a href={`/hosts/${encodeURIComponent(name)}`} class="hostname">
@@ -259,6 +317,8 @@ export function OverviewPage() {
   // Per host, the cells and their signature; a card whose signature did not change since the
   // last answer is not re-rendered.
   const cache = useRef(new Map());
+  const visibility = useMemo(() => new Visibility(), []);
+  useEffect(() => () => visibility.stop(), [visibility]);
   const cells = useMemo(() => {
     const out = new Map();
     const next = new Map();
@@ -321,6 +381,7 @@ export function OverviewPage() {
                     cells={entry?.list ?? []}
                     sig={entry?.sig ?? ''}
                     route={route}
+                    visibility={visibility}
                   />
                 );
               })}
