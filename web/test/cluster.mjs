@@ -49,13 +49,7 @@ export class Cluster {
     }
     this.port = await freePort();
     this.url = `http://127.0.0.1:${this.port}`;
-    this.#spawn('allotd', [
-      '--listen', `127.0.0.1:${this.port}`,
-      '--data-dir', join(this.dir, 'data'),
-      '--web-dir', webDir,
-      '--heartbeat', '1s',
-    ]);
-    await waitFor('allotd', async () => (await fetch(`${this.url}/healthz`)).ok);
+    await this.#startAllotd();
     this.adminToken = readFileSync(join(this.dir, 'data', 'admin.token'), 'utf8').trim();
     const join_ = await this.api('POST', '/hosts/join-tokens', { ttl: '10m' });
     this.#spawn('allot-agent', [
@@ -72,6 +66,27 @@ export class Cluster {
       return hosts.some((h) => h.name === 'gpu-sim-1' && h.state === 'online');
     });
     return this;
+  }
+
+  async #startAllotd() {
+    this.allotd = this.#spawn('allotd', [
+      '--listen', `127.0.0.1:${this.port}`,
+      '--data-dir', join(this.dir, 'data'),
+      '--web-dir', webDir,
+      '--heartbeat', '1s',
+      '--stream-keepalive', '1s',
+    ]);
+    await waitFor('allotd', async () => (await fetch(`${this.url}/healthz`)).ok);
+  }
+
+  // Stops allotd and starts it again on the same port and data: what the console sees when the
+  // control plane restarts (an upgrade, a crash).
+  async restartAllotd() {
+    const old = this.allotd;
+    old.kill('SIGTERM');
+    await new Promise((ok) => (old.exitCode !== null ? ok() : old.once('exit', ok)));
+    this.procs = this.procs.filter((p) => p !== old);
+    await this.#startAllotd();
   }
 
   #spawn(name, args) {

@@ -10,6 +10,19 @@ import { launchBrowser, logIn, newPage, screenshot } from './browser.mjs';
 const PASSWORD = 'console-test-password';
 let cluster;
 let browser;
+let aliceApiToken;
+
+// An API token of alice's, for work the test submits outside the browser.
+async function aliceToken() {
+  if (!aliceApiToken) {
+    const res = await fetch(`${cluster.url}/api/v1/login`, {
+      method: 'POST',
+      body: JSON.stringify({ user: 'alice', password: PASSWORD }),
+    });
+    aliceApiToken = (await res.json()).token;
+  }
+  return aliceApiToken;
+}
 
 before(async () => {
   cluster = await new Cluster().start();
@@ -120,6 +133,26 @@ describe('console', () => {
     await bob.context().close();
   });
 
+  test('updates live, without a reload, and reconnects after allotd restarts', async () => {
+    await alice.click('nav >> text=Overview');
+    await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${jobId}"]`);
+    await alice.waitForSelector('.live.on');
+    // A job submitted elsewhere (the CLI, another tab) appears on the open map by itself.
+    const other = await cluster.api('POST', '/jobs', { command: ['sleep', '300'], gpus: 1 },
+      await aliceToken());
+    await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${other.id}"]`);
+    await cluster.api('POST', `/jobs/${other.id}/cancel`, {});
+    await alice.waitForSelector(`[data-job="${other.id}"]`, { state: 'detached' });
+
+    await cluster.restartAllotd();
+    await alice.waitForSelector('.live.on');
+    const third = await cluster.api('POST', '/jobs', { command: ['sleep', '300'], gpus: 1 },
+      await aliceToken());
+    await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${third.id}"]`);
+    await screenshot(alice, '05a-live-after-restart');
+    await cluster.api('POST', `/jobs/${third.id}/cancel`, {});
+  });
+
   test('cancels the job', async () => {
     await alice.goto(`${cluster.url}/work/${jobId}`);
     await alice.waitForSelector('[data-testid=job-cancel]');
@@ -130,6 +163,56 @@ describe('console', () => {
     await waitFor('the job cancelled', async () =>
       (await cluster.api('GET', `/jobs/${jobId}`)).state === 'cancelled');
     await screenshot(alice, '06-cancelled');
+  });
+
+  test('works from the keyboard alone', async () => {
+    const page = await newPage(browser);
+    await page.goto(cluster.url);
+    await page.waitForSelector('input[name=user]');
+    assert.equal(await page.evaluate(() => document.activeElement?.name), 'user');
+    await page.keyboard.type('alice');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-testid=whoami]');
+    // Tab to the Queue link and follow it.
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('Tab');
+      if ((await page.evaluate(() => document.activeElement?.textContent)) === 'Queue') break;
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-testid=queue-table]');
+    assert.match(page.url(), /\/queue$/);
+    await page.context().close();
+  });
+
+  test('an admin drains and resumes a host from its page; a member has no such buttons', async () => {
+    await cluster.api('PUT', '/users/admin/password', { password: PASSWORD });
+    const admin = await newPage(browser);
+    await logIn(admin, cluster.url, 'admin', PASSWORD);
+    await admin.click('nav >> text=Hosts');
+    await admin.click('[data-testid=hostrow-gpu-sim-1] >> a');
+    await admin.waitForSelector('[data-testid=host-detail]');
+    await admin.fill('[data-testid=host-actions] input[name=reason]', 'console test');
+    await admin.click('[data-testid=drain-button]');
+    await waitFor('the host drained', async () =>
+      ['draining', 'maintenance'].includes(
+        (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state));
+    await admin.waitForFunction(() =>
+      /draining|maintenance/.test(
+        document.querySelector('[data-testid=host-detail]')?.textContent ?? ''));
+    await screenshot(admin, '09-host-drained');
+    await admin.click('[data-testid=resume-button]');
+    await waitFor('the host resumed', async () =>
+      (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state === 'available');
+    await admin.context().close();
+
+    const member = await newPage(browser);
+    await logIn(member, cluster.url, 'alice', PASSWORD);
+    await member.goto(`${cluster.url}/hosts/gpu-sim-1`);
+    await member.waitForSelector('[data-testid=host-detail]');
+    assert.equal(await member.locator('[data-testid=drain-button]').count(), 0);
+    await member.context().close();
   });
 
   test('the usage chart renders', async () => {
