@@ -171,7 +171,13 @@ function SeriesCharts({ by, data }) {
   const built = useMemo(() => {
     if (!data || !Array.isArray(data.times) || !Array.isArray(data.series)) return null;
     const sw = data.series;
-    const axes = [{}, { label: 'GPU-hours', size: 60 }];
+    // uPlot's default tick labels round small values to "0"; show enough digits for the step
+    // between ticks (a short window of one GPU is thousandths of a GPU-hour per bucket).
+    const gpuHours = (u, ticks, axis, space, incr) => {
+      const digits = Math.min(6, Math.max(0, -Math.floor(Math.log10(incr || 1))));
+      return ticks.map((v) => v.toFixed(digits));
+    };
+    const axes = [{}, { label: 'GPU-hours', size: 60, values: gpuHours }];
     const main = {
       options: {
         scales: { x: { time: true } },
