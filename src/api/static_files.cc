@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "api/router.h"
+#include "common/gzip.h"
 
 namespace allot::api {
 namespace {
@@ -31,24 +32,6 @@ ApiResponse notFound(std::string text) {
   ApiResponse res{http::status::not_found, std::move(text) + "\n", "text/plain; charset=utf-8", {}};
   addSecurityHeaders(res);
   return res;
-}
-
-// True when the client takes gzip: a token "gzip" not weighted q=0.
-bool acceptsGzip(std::string_view header) {
-  while (!header.empty()) {
-    auto comma = header.find(',');
-    std::string_view part = header.substr(0, comma);
-    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    std::string_view coding = part.substr(0, part.find(';'));
-    while (!coding.empty() && coding.back() == ' ') coding.remove_suffix(1);
-    if (coding != "gzip") continue;
-    auto q = part.find("q=");
-    if (q == std::string_view::npos) return true;
-    std::string_view w = part.substr(q + 2);
-    return !(w.substr(0, 1) == "0" && w.find_first_of("123456789") == std::string_view::npos);
-  }
-  return false;
 }
 
 bool readWhole(const fs::path& p, std::string* out) {
