@@ -51,21 +51,26 @@ export class Cluster {
     this.url = `http://127.0.0.1:${this.port}`;
     await this.#startAllotd();
     this.adminToken = readFileSync(join(this.dir, 'data', 'admin.token'), 'utf8').trim();
-    const join_ = await this.api('POST', '/hosts/join-tokens', { ttl: '10m' });
+    await this.addAgent('gpu-sim-1', gpus);
+    return this;
+  }
+
+  // Starts an allot-agent with simulated GPUs and waits until its host is online.
+  async addAgent(name, gpus) {
+    const token = await this.api('POST', '/hosts/join-tokens', { ttl: '10m' });
     this.#spawn('allot-agent', [
       '--server', this.url,
-      '--join-token', join_.token,
-      '--name', 'gpu-sim-1',
+      '--join-token', token.token,
+      '--name', name,
       '--gpus', gpus,
-      '--work-dir', join(this.dir, 'agent'),
+      '--work-dir', join(this.dir, `agent-${name}`),
       '--run-as-owner', 'off',
       '--telemetry-interval', '1s',
     ]);
-    await waitFor('the agent online', async () => {
+    await waitFor(`${name} online`, async () => {
       const hosts = await this.api('GET', '/hosts');
-      return hosts.some((h) => h.name === 'gpu-sim-1' && h.state === 'online');
+      return hosts.some((h) => h.name === name && h.state === 'online');
     });
-    return this;
   }
 
   async #startAllotd() {

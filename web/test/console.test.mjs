@@ -30,6 +30,9 @@ before(async () => {
   await cluster.createTeam('cv');
   await cluster.createUser('alice', { ml: 'member' }, PASSWORD);
   await cluster.createUser('bob', { cv: 'member' }, PASSWORD);
+  // Team cv's own host: nobody else may see it.
+  await cluster.addAgent('cv-only', 'sim:2xA100');
+  await cluster.api('PUT', '/hosts/cv-only/dedication', { team: 'cv' });
   browser = await launchBrowser();
 });
 
@@ -78,6 +81,12 @@ describe('console', () => {
     await alice.waitForSelector('[data-testid=cluster-map] [data-testid=host-gpu-sim-1]');
     const text = await alice.textContent('[data-testid=host-gpu-sim-1]');
     assert.match(text, /simulated/i, 'a simulated host says so');
+    // Another team's dedicated host is not on her map, nor in the hosts list.
+    assert.equal(await alice.locator('[data-testid=host-cv-only]').count(), 0);
+    await alice.click('nav >> text=Hosts');
+    await alice.waitForSelector('[data-testid=hostrow-gpu-sim-1]');
+    assert.doesNotMatch(await alice.textContent('main'), /cv-only/);
+    await alice.click('nav >> text=Overview');
     await screenshot(alice, '01-overview');
   });
 
@@ -117,6 +126,7 @@ describe('console', () => {
     const bob = await newPage(browser);
     await logIn(bob, cluster.url, 'bob', PASSWORD);
     await bob.waitForSelector('[data-testid=cluster-map] [data-testid=host-gpu-sim-1]');
+    await bob.waitForSelector('[data-testid=cluster-map] [data-testid=host-cv-only]');
     assert.equal(await bob.locator(`[data-job="${jobId}"]`).count(), 0);
     await bob.click('nav >> text=My work');
     await bob.waitForSelector('[data-testid=my-jobs]');
