@@ -8,6 +8,7 @@
 #include "api/json_input.h"
 #include "api/server.h"
 #include "common/time_format.h"
+#include "control/usage_report.h"
 #include "model/json.h"
 
 namespace allot::api {
@@ -64,6 +65,26 @@ inline Result<TimeWindow> parseWindow(const std::map<std::string, std::string>& 
   if (!fromGiven) w.from = w.to - defaultMs;
   if (w.from >= w.to) return Status::InvalidArgument("from: must be before to", "from");
   return w;
+}
+
+// The query of the usage reports (/usage, /usage/series): `by` (team when absent), the window
+// (`from`, `to`; the last 30 days by default) and `team`, into any query struct with those fields.
+template <typename UsageQueryLike>
+Status readUsageQuery(const std::map<std::string, std::string>& query, TimeMs now,
+                      UsageQueryLike& q) {
+  if (auto it = query.find("by"); it != query.end()) {
+    auto by = control::parseUsageBy(it->second);
+    if (!by)
+      return Status::InvalidArgument(
+          "by: expected team, project, user, host or gpu-model, got '" + it->second + "'", "by");
+    q.by = *by;
+  }
+  auto window = parseWindow(query, now, 30LL * 24 * 3'600'000);
+  if (!window.ok()) return window.status();
+  q.from = window->from;
+  q.to = window->to;
+  if (auto it = query.find("team"); it != query.end()) q.team = it->second;
+  return Status::Ok();
 }
 
 // A GPU index from a path parameter.

@@ -11,7 +11,6 @@
 namespace allot::api {
 namespace {
 
-constexpr TimeMs kDefaultWindowMs = 30LL * 24 * 3'600'000;
 constexpr double kMilliGpuMsPerGpuHour = 1000.0 * 3'600'000;
 
 // The row's cost when every GPU model it used has a price; null otherwise (an unknown price is
@@ -33,17 +32,8 @@ void registerUsageRoutes(Router& router, Server& s) {
   using V = boost::beast::http::verb;
   router.add(V::get, "/api/v1/usage", [&s](ApiRequest& r) -> Awaitable {
     control::UsageQuery q;
-    if (auto it = r.query.find("by"); it != r.query.end()) {
-      auto by = control::parseUsageBy(it->second);
-      if (!by)
-        co_return ApiResponse::error(Status::InvalidArgument(
-            "by: expected team, project, user, host or gpu-model, got '" + it->second + "'", "by"));
-      q.by = *by;
-    }
-    TRY_ASSIGN(window, parseWindow(r.query, s.clock().nowMs(), kDefaultWindowMs));
-    q.from = window.from;
-    q.to = window.to;
-    if (auto it = r.query.find("team"); it != r.query.end()) q.team = it->second;
+    if (Status st = readUsageQuery(r.query, s.clock().nowMs(), q); !st.ok())
+      co_return ApiResponse::error(st);
     TRY_ASSIGN(rows, s.cluster().usage(r.who(), q));
     const auto& prices = s.cluster().options().pricePerGpuHour;
     nlohmann::json out = nlohmann::json::array();

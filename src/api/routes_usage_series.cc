@@ -11,7 +11,6 @@
 namespace allot::api {
 namespace {
 
-constexpr TimeMs kDefaultWindowMs = 30LL * 24 * 3'600'000;
 constexpr double kMilliGpuMsPerGpuHour = 1000.0 * 3'600'000;
 constexpr int64_t kMaxBuckets = 1000;
 constexpr int64_t kDefaultMaxBuckets = 100;
@@ -52,19 +51,10 @@ void registerUsageSeriesRoutes(Router& router, Server& s) {
   using V = boost::beast::http::verb;
   router.add(V::get, "/api/v1/usage/series", [&s](ApiRequest& r) -> Awaitable {
     control::SeriesQuery q;
-    if (auto it = r.query.find("by"); it != r.query.end()) {
-      auto by = control::parseUsageBy(it->second);
-      if (!by)
-        co_return ApiResponse::error(Status::InvalidArgument(
-            "by: expected team, project, user, host or gpu-model, got '" + it->second + "'", "by"));
-      q.by = *by;
-    }
-    TRY_ASSIGN(window, parseWindow(r.query, s.clock().nowMs(), kDefaultWindowMs));
-    q.from = window.from;
-    q.to = window.to;
+    if (Status st = readUsageQuery(r.query, s.clock().nowMs(), q); !st.ok())
+      co_return ApiResponse::error(st);
     TRY_ASSIGN(step, stepOf(r.query, q.from, q.to));
     q.step = step;
-    if (auto it = r.query.find("team"); it != r.query.end()) q.team = it->second;
     TRY_ASSIGN(rows, s.cluster().usageSeries(r.who(), q));
     const int64_t buckets = control::seriesBucketCount(q.from, q.to, q.step);
     nlohmann::json times = nlohmann::json::array();

@@ -576,6 +576,13 @@ class Cluster {
   const ClusterOptions& options() const { return options_; }
 
  private:
+  // The team a usage report covers, under the visibility usage() describes: the one named, else
+  // the caller's only team, "" for all (platform admins). nullopt: the caller has no team, so the
+  // report is empty. Also checks that from is before to.
+  Result<std::optional<std::string>> usageTeam(const Principal& p, const std::string& team,
+                                               TimeMs from, TimeMs to) const;
+  // The measured use within a span: telemetry.db's tiers plus what is not written there yet.
+  UsageWithin measuredUsage() const;
   std::string newSecretId(const char* kind);
   // Gives `tok` (owner, name, kind and times set) an id of `idKind` and a fresh secret, keeps its
   // hash in memory and in `batch`, and returns it with the secret, which exists nowhere else.

@@ -69,48 +69,47 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
   }
 }
 
-Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) const {
+Result<std::optional<std::string>> Cluster::usageTeam(const Principal& p, const std::string& team,
+                                                      TimeMs from, TimeMs to) const {
   if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
-  if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
-    return Status::NotFound("no team '" + q.team + "'");
-  if (!p.isAdmin() && q.team.empty()) {
-    if (p.teams.empty()) return std::vector<UsageRow>{};
-    q.team = p.soleTeam();
-    if (q.team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
+  if (!team.empty() && (!world_.teams.count(team) || !authz::canSeeTeam(p, team)))
+    return Status::NotFound("no team '" + team + "'");
+  std::optional<std::string> out = team;
+  if (!p.isAdmin() && team.empty()) {
+    if (p.teams.empty()) return std::optional<std::string>();
+    out = p.soleTeam();
+    if (out->empty()) return Status::InvalidArgument(teamRequired(p), "team");
   }
-  if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
+  if (from >= to) return Status::InvalidArgument("from: must be before to", "from");
+  return out;
+}
+
+UsageWithin Cluster::measuredUsage() const {
+  return [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
+    std::optional<telemetry::UsageCell> part =
+        history_ ? history_(seq, from, to) : telemetry::UsageCell{};
+    if (part) *part += usage_.pendingWithin(seq, from, to);
+    return part;
+  };
+}
+
+Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) const {
+  auto team = usageTeam(p, q.team, q.from, q.to);
+  if (!team.ok()) return team.status();
+  if (!*team) return std::vector<UsageRow>{};
+  q.team = **team;
   q.now = clock_.nowMs();
-  return usageReport(
-      world_.ledger, q,
-      [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
-        std::optional<telemetry::UsageCell> part =
-            history_ ? history_(seq, from, to) : telemetry::UsageCell{};
-        if (part) *part += usage_.pendingWithin(seq, from, to);
-        return part;
-      });
+  return usageReport(world_.ledger, q, measuredUsage());
 }
 
 Result<std::vector<SeriesRow>> Cluster::usageSeries(const Principal& p, SeriesQuery q) const {
-  // The usage report's visibility rules, word for word.
-  if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
-  if (!q.team.empty() && (!world_.teams.count(q.team) || !authz::canSeeTeam(p, q.team)))
-    return Status::NotFound("no team '" + q.team + "'");
-  if (!p.isAdmin() && q.team.empty()) {
-    if (p.teams.empty()) return std::vector<SeriesRow>{};
-    q.team = p.soleTeam();
-    if (q.team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
-  }
-  if (q.from >= q.to) return Status::InvalidArgument("from: must be before to", "from");
+  auto team = usageTeam(p, q.team, q.from, q.to);
+  if (!team.ok()) return team.status();
+  if (!*team) return std::vector<SeriesRow>{};
   if (q.step <= 0) return Status::InvalidArgument("step: must be positive", "step");
+  q.team = **team;
   q.now = clock_.nowMs();
-  return control::usageSeries(
-      world_.ledger, q,
-      [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
-        std::optional<telemetry::UsageCell> part =
-            history_ ? history_(seq, from, to) : telemetry::UsageCell{};
-        if (part) *part += usage_.pendingWithin(seq, from, to);
-        return part;
-      });
+  return control::usageSeries(world_.ledger, q, measuredUsage());
 }
 
 void Cluster::loadUsageTotals(const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {

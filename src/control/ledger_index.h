@@ -5,6 +5,7 @@
 // telemetry/attribution.h), and names interned so that a year of a large fleet fits in memory
 // (80 bytes an interval). Not thread-safe: allotd's I/O thread owns it, like World.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,12 @@ class LedgerIndex {
   bool startsSorted() const { return startsSorted_; }
   const std::vector<std::string>& names(UsageBy by) const {
     return tables_[static_cast<int>(by)].names;
+  }
+  // The id of `name` among names(by), -1 when no interval has it.
+  int64_t nameId(UsageBy by, const std::string& name) const {
+    const auto& n = names(by);
+    auto it = std::find(n.begin(), n.end(), name);
+    return it == n.end() ? -1 : it - n.begin();
   }
   // The interval an open entry began; nullptr if unknown.
   const LedgerInterval* interval(int64_t openSeq) const;

@@ -38,13 +38,8 @@ std::vector<UsageRow> usageReport(const LedgerIndex& index, const UsageQuery& q,
   const int dim = static_cast<int>(q.by);
   const int teamDim = static_cast<int>(UsageBy::kTeam);
   const int modelDim = static_cast<int>(UsageBy::kGpuModel);
-  int64_t teamId = -1;
-  if (!q.team.empty()) {
-    const auto& teams = index.names(UsageBy::kTeam);
-    auto it = std::find(teams.begin(), teams.end(), q.team);
-    if (it == teams.end()) return {};
-    teamId = it - teams.begin();
-  }
+  const int64_t teamId = q.team.empty() ? -1 : index.nameId(UsageBy::kTeam, q.team);
+  if (!q.team.empty() && teamId < 0) return {};
   const size_t groupCount = index.names(q.by).size();
   const size_t modelCount = index.names(UsageBy::kGpuModel).size();
   std::vector<Group> groups(groupCount);

@@ -16,13 +16,8 @@ std::vector<SeriesRow> usageSeries(const LedgerIndex& index, const SeriesQuery& 
   if (buckets == 0) return {};
   const int dim = static_cast<int>(q.by);
   const int teamDim = static_cast<int>(UsageBy::kTeam);
-  int64_t teamId = -1;
-  if (!q.team.empty()) {
-    const auto& teams = index.names(UsageBy::kTeam);
-    auto it = std::find(teams.begin(), teams.end(), q.team);
-    if (it == teams.end()) return {};
-    teamId = it - teams.begin();
-  }
+  const int64_t teamId = q.team.empty() ? -1 : index.nameId(UsageBy::kTeam, q.team);
+  if (!q.team.empty() && teamId < 0) return {};
   // Rows only for groups that appear: a large fleet has many users, few in any one window.
   std::unordered_map<uint32_t, SeriesRow> rows;
   int64_t withinCalls = 0;
