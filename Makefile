@@ -42,6 +42,7 @@ bench: build
 
 format:
 	find src tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i
+	cd web && npx prettier --write --log-level warn src test ../bench/console
 
 clean:
 	rm -rf $(BUILD_DIR)

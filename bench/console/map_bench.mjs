@@ -8,37 +8,46 @@
 // Only 127.0.0.1 is contacted.
 //
 //   ninja -C build console_fleet allotd && node bench/console/map_bench.mjs --hosts 1000
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
-import { resolve } from 'node:path';
-import { launchBrowser, logIn, newPage, screenshot } from '../../web/test/browser.mjs';
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+import { resolve } from "node:path";
+import {
+  launchBrowser,
+  logIn,
+  newPage,
+  screenshot,
+} from "../../web/test/browser.mjs";
 
-const repo = resolve(import.meta.dirname, '..', '..');
+const repo = resolve(import.meta.dirname, "..", "..");
 const { values: opts } = parseArgs({
   options: {
-    hosts: { type: 'string', default: '1000' },
-    seconds: { type: 'string', default: '20' },
-    bin: { type: 'string', default: resolve(repo, 'build', 'bin') },
+    hosts: { type: "string", default: "1000" },
+    seconds: { type: "string", default: "20" },
+    bin: { type: "string", default: resolve(repo, "build", "bin") },
   },
 });
 const hosts = Number(opts.hosts);
 
 function pct(sorted, p) {
   if (!sorted.length) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  return sorted[
+    Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
+  ];
 }
 const ms = (x) => `${x.toFixed(1)} ms`;
 
 const fleet = spawn(
-  resolve(opts.bin, 'console_fleet'),
-  ['--hosts', String(hosts), '--web-dir', resolve(repo, 'web', 'dist')],
-  { stdio: ['pipe', 'pipe', 'inherit'] },
+  resolve(opts.bin, "console_fleet"),
+  ["--hosts", String(hosts), "--web-dir", resolve(repo, "web", "dist")],
+  { stdio: ["pipe", "pipe", "inherit"] },
 );
 const ready = await new Promise((ok, fail) => {
   const lines = createInterface({ input: fleet.stdout });
-  lines.on('line', (l) => l.startsWith('ready ') && ok(l.split(' ')));
-  fleet.on('exit', (code) => fail(new Error(`console_fleet exited with ${code}`)));
+  lines.on("line", (l) => l.startsWith("ready ") && ok(l.split(" ")));
+  fleet.on("exit", (code) =>
+    fail(new Error(`console_fleet exited with ${code}`)),
+  );
 });
 const [, url, user, password] = ready;
 console.log(`fleet ready: ${hosts} hosts x 8 GPUs at ${url}`);
@@ -52,7 +61,10 @@ try {
   const started = Date.now();
   await page.goto(url);
   await page.waitForFunction(
-    (n) => document.querySelectorAll('[data-testid=cluster-map] [data-testid^=host-]').length >= n,
+    (n) =>
+      document.querySelectorAll(
+        "[data-testid=cluster-map] [data-testid^=host-]",
+      ).length >= n,
     hosts,
   );
   const firstLoad = Date.now() - started;
@@ -68,8 +80,9 @@ try {
     };
     window.__bench.raf = requestAnimationFrame(tick);
     new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__bench.longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
+      for (const e of list.getEntries())
+        window.__bench.longTasks.push(e.duration);
+    }).observe({ type: "longtask" });
     performance.clearResourceTimings();
     performance.setResourceTimingBufferSize(10000);
   });
@@ -77,10 +90,18 @@ try {
   const r = await page.evaluate(() => {
     cancelAnimationFrame(window.__bench.raf);
     const fetches = performance
-      .getEntriesByType('resource')
+      .getEntriesByType("resource")
       .filter((e) => /\/api\/v1\/(cluster\/map|usage)(\?|$)/.test(e.name))
-      .map((e) => ({ name: new URL(e.name).pathname, ms: e.duration, kb: e.encodedBodySize / 1024 }));
-    return { frames: window.__bench.frames, longTasks: window.__bench.longTasks, fetches };
+      .map((e) => ({
+        name: new URL(e.name).pathname,
+        ms: e.duration,
+        kb: e.encodedBodySize / 1024,
+      }));
+    return {
+      frames: window.__bench.frames,
+      longTasks: window.__bench.longTasks,
+      fetches,
+    };
   });
   const frames = r.frames.slice(1).sort((a, b) => a - b);
   const long = r.longTasks.sort((a, b) => a - b);
@@ -93,7 +114,7 @@ try {
     `long tasks: ${long.length}, total ${ms(long.reduce((a, b) => a + b, 0))}, ` +
       `p50 ${ms(pct(long, 50))}, max ${ms(long.at(-1) ?? 0)}`,
   );
-  for (const name of ['/api/v1/cluster/map', '/api/v1/usage']) {
+  for (const name of ["/api/v1/cluster/map", "/api/v1/usage"]) {
     const f = r.fetches.filter((x) => x.name === name);
     const d = f.map((x) => x.ms).sort((a, b) => a - b);
     if (f.length) {
@@ -106,5 +127,5 @@ try {
 } finally {
   await browser.close();
   fleet.stdin.end();
-  await new Promise((ok) => fleet.once('exit', ok));
+  await new Promise((ok) => fleet.once("exit", ok));
 }

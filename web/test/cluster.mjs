@@ -59,13 +59,20 @@ export class Cluster {
   async addAgent(name, gpus) {
     const token = await this.api('POST', '/hosts/join-tokens', { ttl: '10m' });
     this.#spawn('allot-agent', [
-      '--server', this.url,
-      '--join-token', token.token,
-      '--name', name,
-      '--gpus', gpus,
-      '--work-dir', join(this.dir, `agent-${name}`),
-      '--run-as-owner', 'off',
-      '--telemetry-interval', '1s',
+      '--server',
+      this.url,
+      '--join-token',
+      token.token,
+      '--name',
+      name,
+      '--gpus',
+      gpus,
+      '--work-dir',
+      join(this.dir, `agent-${name}`),
+      '--run-as-owner',
+      'off',
+      '--telemetry-interval',
+      '1s',
     ]);
     await waitFor(`${name} online`, async () => {
       const hosts = await this.api('GET', '/hosts');
@@ -75,11 +82,16 @@ export class Cluster {
 
   async #startAllotd() {
     this.allotd = this.#spawn('allotd', [
-      '--listen', `127.0.0.1:${this.port}`,
-      '--data-dir', join(this.dir, 'data'),
-      '--web-dir', webDir,
-      '--heartbeat', '1s',
-      '--stream-keepalive', '1s',
+      '--listen',
+      `127.0.0.1:${this.port}`,
+      '--data-dir',
+      join(this.dir, 'data'),
+      '--web-dir',
+      webDir,
+      '--heartbeat',
+      '1s',
+      '--stream-keepalive',
+      '1s',
     ]);
     await waitFor('allotd', async () => (await fetch(`${this.url}/healthz`)).ok);
   }

@@ -93,8 +93,10 @@ describe('console', () => {
   test('launches a job from the form and follows its log', async () => {
     await alice.click('nav >> text=My work');
     await alice.waitForSelector('[data-testid=launch-form]');
-    await alice.fill('[data-testid=launch-form] [name=command]',
-      "sh -c 'echo hello-from-the-console; sleep 300'");
+    await alice.fill(
+      '[data-testid=launch-form] [name=command]',
+      "sh -c 'echo hello-from-the-console; sleep 300'",
+    );
     await alice.fill('[data-testid=launch-form] [name=name]', 'console-job');
     await alice.fill('[data-testid=launch-form] [name=gpus]', '1');
     await screenshot(alice, '02-launch-form');
@@ -102,11 +104,14 @@ describe('console', () => {
     await alice.waitForURL(/\/work\/\d+$/);
     jobId = Number(alice.url().match(/\/work\/(\d+)$/)[1]);
     await alice.waitForSelector('[data-testid=job-detail]');
-    await alice.waitForFunction(
-      () => /running/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''));
-    await alice.waitForFunction(
-      () => /hello-from-the-console/.test(
-        document.querySelector('[data-testid=job-log]')?.textContent ?? ''));
+    await alice.waitForFunction(() =>
+      /running/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''),
+    );
+    await alice.waitForFunction(() =>
+      /hello-from-the-console/.test(
+        document.querySelector('[data-testid=job-log]')?.textContent ?? '',
+      ),
+    );
     await screenshot(alice, '03-job-log');
     const job = await cluster.api('GET', `/jobs/${jobId}`);
     assert.equal(job.user, 'alice');
@@ -148,16 +153,24 @@ describe('console', () => {
     await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${jobId}"]`);
     await alice.waitForSelector('.live.on');
     // A job submitted elsewhere (the CLI, another tab) appears on the open map by itself.
-    const other = await cluster.api('POST', '/jobs', { command: ['sleep', '300'], gpus: 1 },
-      await aliceToken());
+    const other = await cluster.api(
+      'POST',
+      '/jobs',
+      { command: ['sleep', '300'], gpus: 1 },
+      await aliceToken(),
+    );
     await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${other.id}"]`);
     await cluster.api('POST', `/jobs/${other.id}/cancel`, {});
     await alice.waitForSelector(`[data-job="${other.id}"]`, { state: 'detached' });
 
     await cluster.restartAllotd();
     await alice.waitForSelector('.live.on');
-    const third = await cluster.api('POST', '/jobs', { command: ['sleep', '300'], gpus: 1 },
-      await aliceToken());
+    const third = await cluster.api(
+      'POST',
+      '/jobs',
+      { command: ['sleep', '300'], gpus: 1 },
+      await aliceToken(),
+    );
     await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${third.id}"]`);
     await screenshot(alice, '05a-live-after-restart');
     await cluster.api('POST', `/jobs/${third.id}/cancel`, {});
@@ -168,10 +181,13 @@ describe('console', () => {
     await alice.waitForSelector('[data-testid=job-cancel]');
     alice.once('dialog', (d) => d.accept());
     await alice.click('[data-testid=job-cancel]');
-    await alice.waitForFunction(
-      () => /cancel/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''));
-    await waitFor('the job cancelled', async () =>
-      (await cluster.api('GET', `/jobs/${jobId}`)).state === 'cancelled');
+    await alice.waitForFunction(() =>
+      /cancel/.test(document.querySelector('[data-testid=job-state]')?.textContent ?? ''),
+    );
+    await waitFor(
+      'the job cancelled',
+      async () => (await cluster.api('GET', `/jobs/${jobId}`)).state === 'cancelled',
+    );
     await screenshot(alice, '06-cancelled');
   });
 
@@ -207,14 +223,20 @@ describe('console', () => {
     await admin.click('[data-testid=drain-button]');
     await waitFor('the host drained', async () =>
       ['draining', 'maintenance'].includes(
-        (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state));
+        (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state,
+      ),
+    );
     await admin.waitForFunction(() =>
       /draining|maintenance/.test(
-        document.querySelector('[data-testid=host-detail]')?.textContent ?? ''));
+        document.querySelector('[data-testid=host-detail]')?.textContent ?? '',
+      ),
+    );
     await screenshot(admin, '09-host-drained');
     await admin.click('[data-testid=resume-button]');
-    await waitFor('the host resumed', async () =>
-      (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state === 'available');
+    await waitFor(
+      'the host resumed',
+      async () => (await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state === 'available',
+    );
     await admin.context().close();
 
     const member = await newPage(browser);

@@ -32,3 +32,8 @@ export function Field({ label, hint, children }) {
     </label>
   );
 }
+
+// An input bound to a state setter: <TextInput name="reason" value={reason} set={setReason} />.
+export function TextInput({ set, ...props }) {
+  return <input {...props} onInput={(e) => set(e.currentTarget.value)} />;
+}

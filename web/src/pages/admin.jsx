@@ -6,7 +6,7 @@ import { api, query } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, isAdmin } from '../session.js';
 import { fmtTime } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, StateBadge, Field, TextInput } from '../components/ui.jsx';
 import { useAction } from '../components/action.js';
 import './admin.css';
 
@@ -128,12 +128,7 @@ function TokensPanel({ me }) {
         }}
       >
         <Field label="Token name">
-          <input
-            name="name"
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
-            placeholder="ci"
-          />
+          <TextInput name="name" value={name} set={setName} placeholder="ci" />
         </Field>
         <Field label="Expires in">
           <select
@@ -268,12 +263,7 @@ function CreateUser({ teams, onDone }) {
       <h3>New user</h3>
       <div class="row">
         <Field label="Name">
-          <input
-            name="name"
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
-            required
-          />
+          <TextInput name="name" value={name} set={setName} required />
         </Field>
         <Field label="Team">
           <select name="team" value={team} onChange={(e) => setTeam(e.currentTarget.value)}>
@@ -299,12 +289,12 @@ function CreateUser({ teams, onDone }) {
         </Field>
         {kind === 'human' && (
           <Field label="Password" hint="10 characters at least; blank: none">
-            <input
+            <TextInput
               type="password"
               name="password"
               autocomplete="new-password"
               value={password}
-              onInput={(e) => setPassword(e.currentTarget.value)}
+              set={setPassword}
             />
           </Field>
         )}
@@ -487,16 +477,10 @@ function JoinTokensPanel() {
         }}
       >
         <Field label="Valid for" hint="e.g. 24h">
-          <input name="ttl" size={6} value={ttl} onInput={(e) => setTtl(e.currentTarget.value)} />
+          <TextInput name="ttl" size={6} value={ttl} set={setTtl} />
         </Field>
         <Field label="Uses">
-          <input
-            name="uses"
-            inputMode="numeric"
-            size={5}
-            value={uses}
-            onInput={(e) => setUses(e.currentTarget.value)}
-          />
+          <TextInput name="uses" inputMode="numeric" size={5} value={uses} set={setUses} />
         </Field>
         <button type="submit" disabled={create.busy}>
           Create join token

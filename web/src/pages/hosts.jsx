@@ -6,7 +6,7 @@ import { api, query } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, isAdmin, canManageTeam, teamNames } from '../session.js';
 import { fmtTime, since } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, StateBadge, Field, TextInput } from '../components/ui.jsx';
 import { useAction } from '../components/action.js';
 import './hosts.css';
 
@@ -252,32 +252,21 @@ function LeaseRequest({ me, host, onDone }) {
           </select>
         </Field>
         <Field label="Hosts" hint="names, comma-separated">
-          <input name="hosts" value={hosts} onInput={(e) => setHosts(e.currentTarget.value)} />
+          <TextInput name="hosts" value={hosts} set={setHosts} />
         </Field>
         {!host && (
           <Field label="or Count" hint="any hosts">
-            <input
-              name="count"
-              inputMode="numeric"
-              size={4}
-              value={count}
-              onInput={(e) => setCount(e.currentTarget.value)}
-            />
+            <TextInput name="count" inputMode="numeric" size={4} value={count} set={setCount} />
           </Field>
         )}
         <Field label="Start" hint="ISO time or +1d">
-          <input
-            name="start"
-            value={start}
-            onInput={(e) => setStart(e.currentTarget.value)}
-            required
-          />
+          <TextInput name="start" value={start} set={setStart} required />
         </Field>
         <Field label="End" hint="ISO time or +2d">
-          <input name="end" value={end} onInput={(e) => setEnd(e.currentTarget.value)} required />
+          <TextInput name="end" value={end} set={setEnd} required />
         </Field>
         <Field label="Reason">
-          <input name="reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+          <TextInput name="reason" value={reason} set={setReason} />
         </Field>
         <button type="submit" disabled={act.busy || !choices.length}>
           Request lease
@@ -513,15 +502,10 @@ function AdminActions({ host, onDone }) {
       <h2 id="admin-h">Admin actions</h2>
       <div class="row">
         <Field label="Deadline" hint="e.g. 30m; blank: work may finish">
-          <input
-            name="deadline"
-            size={8}
-            value={deadline}
-            onInput={(e) => setDeadline(e.currentTarget.value)}
-          />
+          <TextInput name="deadline" size={8} value={deadline} set={setDeadline} />
         </Field>
         <Field label="Reason">
-          <input name="reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+          <TextInput name="reason" value={reason} set={setReason} />
         </Field>
         <button
           type="button"
@@ -593,20 +577,10 @@ function AdminActions({ host, onDone }) {
           Set admin state
         </button>
         <Field label="Profile" hint="blank: default">
-          <input
-            name="profile"
-            size={10}
-            value={profile}
-            onInput={(e) => setProfile(e.currentTarget.value)}
-          />
+          <TextInput name="profile" size={10} value={profile} set={setProfile} />
         </Field>
         <Field label="Timeout" hint="e.g. 10m">
-          <input
-            name="timeout"
-            size={6}
-            value={timeout}
-            onInput={(e) => setTimeoutText(e.currentTarget.value)}
-          />
+          <TextInput name="timeout" size={6} value={timeout} set={setTimeoutText} />
         </Field>
         <button
           type="button"

@@ -1,6 +1,7 @@
 // The login page: a local or directory (LDAP) account; allotd decides which.
 import { useState } from 'preact/hooks';
 import { login, whoami } from '../api.js';
+import { TextInput } from '../components/ui.jsx';
 
 export function LoginPage({ expired, onLogin }) {
   const [user, setUser] = useState('');
@@ -34,24 +35,24 @@ export function LoginPage({ expired, onLogin }) {
         )}
         <label>
           User
-          <input
+          <TextInput
             name="user"
             autoComplete="username"
             autoFocus
             required
             value={user}
-            onInput={(e) => setUser(e.currentTarget.value)}
+            set={setUser}
           />
         </label>
         <label>
           Password
-          <input
+          <TextInput
             name="password"
             type="password"
             autoComplete="current-password"
             required
             value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
+            set={setPassword}
           />
         </label>
         {error && (

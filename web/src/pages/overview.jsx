@@ -8,7 +8,7 @@ import { useLocation } from 'preact-iso';
 import { useResource } from '../live.js';
 import { useSession } from '../session.js';
 import { teamColor } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, StateBadge, TextInput } from '../components/ui.jsx';
 import './overview.css';
 
 // Whether new work can be placed on the host (only `available` hosts take placements): otherwise
@@ -128,7 +128,9 @@ class HostCard extends Component {
     return (
       <article
         ref={this.setEl}
-        class={`hostcard${hostDown(host) ? ' down' : ''}`} data-testid={`host-${name}`}>
+        class={`hostcard${hostDown(host) ? ' down' : ''}`}
+        data-testid={`host-${name}`}
+      >
         <header>
           <a href={`/hosts/${encodeURIComponent(name)}`} class="hostname">
             {name}
@@ -359,12 +361,7 @@ export function OverviewPage() {
             {hostList.length > 8 && (
               <label class="map-filter">
                 <span>Find host</span>
-                <input
-                  type="search"
-                  value={filter}
-                  onInput={(e) => setFilter(e.currentTarget.value)}
-                  placeholder="name"
-                />
+                <TextInput type="search" value={filter} set={setFilter} placeholder="name" />
               </label>
             )}
           </div>

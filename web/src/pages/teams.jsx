@@ -6,7 +6,7 @@ import { api } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, teamNames, isAdmin, canManageTeam } from '../session.js';
 import { fmtTime, teamColor } from '../format.js';
-import { ErrorNote, Loading, Empty, Field } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, Field, TextInput } from '../components/ui.jsx';
 import { useAction } from '../components/action.js';
 import { fmtGpuMap, parseGpuMap } from '../components/gpumap.js';
 import './teams.css';
@@ -77,7 +77,7 @@ function CreateTeam({ onDone }) {
       }}
     >
       <Field label="New team">
-        <input name="name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <TextInput name="name" value={name} set={setName} required />
       </Field>
       <button type="submit" disabled={act.busy}>
         Create team
@@ -235,35 +235,16 @@ function QuotaForm({ team, q, onClose, onDone }) {
     <form class="quota-form" data-testid="quota-form" onSubmit={submit}>
       <div class="row">
         <Field label="Guaranteed" hint="GPU model=count, e.g. A100=4, any=2">
-          <input
-            name="guaranteed"
-            value={guaranteed}
-            onInput={(e) => setGuaranteed(e.currentTarget.value)}
-          />
+          <TextInput name="guaranteed" value={guaranteed} set={setGuaranteed} />
         </Field>
         <Field label="Borrow limit" hint="blank: no limit">
-          <input
-            name="borrow_limit"
-            inputMode="numeric"
-            value={borrow}
-            onInput={(e) => setBorrow(e.currentTarget.value)}
-          />
+          <TextInput name="borrow_limit" inputMode="numeric" value={borrow} set={setBorrow} />
         </Field>
         <Field label="Lend limit" hint="blank: all">
-          <input
-            name="lend_limit"
-            inputMode="numeric"
-            value={lend}
-            onInput={(e) => setLend(e.currentTarget.value)}
-          />
+          <TextInput name="lend_limit" inputMode="numeric" value={lend} set={setLend} />
         </Field>
         <Field label="Weight">
-          <input
-            name="weight"
-            inputMode="decimal"
-            value={weight}
-            onInput={(e) => setWeight(e.currentTarget.value)}
-          />
+          <TextInput name="weight" inputMode="decimal" value={weight} set={setWeight} />
         </Field>
         <label class="check">
           <input
@@ -352,11 +333,11 @@ function SplitForm({ team, project, current, onDone }) {
         );
       }}
     >
-      <input
+      <TextInput
         aria-label={`Guaranteed GPUs for project ${project}`}
         placeholder="any=2"
         value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
+        set={setText}
       />
       <button type="submit" class="secondary" disabled={act.busy}>
         Set
@@ -382,7 +363,7 @@ function CreateProject({ team, onDone }) {
       }}
     >
       <Field label="New project">
-        <input name="name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <TextInput name="name" value={name} set={setName} required />
       </Field>
       <button type="submit" disabled={act.busy}>
         Create project
@@ -481,7 +462,7 @@ function AddMember({ base, onDone }) {
       }}
     >
       <Field label="User">
-        <input name="user" value={user} onInput={(e) => setUser(e.currentTarget.value)} required />
+        <TextInput name="user" value={user} set={setUser} required />
       </Field>
       <Field label="Role">
         <select name="role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>

@@ -4,7 +4,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { query } from '../api.js';
 import { useResource } from '../live.js';
 import { fmtHours, fmtPercent, fmtTime, since, teamColor } from '../format.js';
-import { ErrorNote, Loading, Empty, Field } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, Field, TextInput } from '../components/ui.jsx';
 import { UPlotChart } from '../components/uplot-chart.jsx';
 import './usage.css';
 
@@ -146,20 +146,10 @@ function CustomWindow({ win, onChange }) {
       }}
     >
       <Field label="From">
-        <input
-          type="datetime-local"
-          name="from"
-          value={from}
-          onInput={(e) => setFrom(e.currentTarget.value)}
-        />
+        <TextInput type="datetime-local" name="from" value={from} set={setFrom} />
       </Field>
       <Field label="To">
-        <input
-          type="datetime-local"
-          name="to"
-          value={to}
-          onInput={(e) => setTo(e.currentTarget.value)}
-        />
+        <TextInput type="datetime-local" name="to" value={to} set={setTo} />
       </Field>
       <button type="submit">Show</button>
       <ErrorNote error={error} />

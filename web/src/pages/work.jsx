@@ -196,7 +196,9 @@ function LaunchForm() {
       throw new ApiError(400, { error: { message: e.message, field: 'command' } });
     }
     if (!command.length) {
-      throw new ApiError(400, { error: { message: 'command: give a command to run', field: 'command' } });
+      throw new ApiError(400, {
+        error: { message: 'command: give a command to run', field: 'command' },
+      });
     }
     const b = { command };
     if (f.name.trim()) b.name = f.name.trim();
@@ -242,7 +244,7 @@ function LaunchForm() {
     }
   }
 
-  const errField = error?.field ? FIELD_OF[error.field] ?? error.field : null;
+  const errField = error?.field ? (FIELD_OF[error.field] ?? error.field) : null;
   const fieldError = (name) =>
     errField === name ? (
       <small class="error" id={`err-${name}`} role="alert">
@@ -322,7 +324,12 @@ function LaunchForm() {
           {fieldError('gpu_fraction')}
         </Field>
         <Field label="GPU model">
-          <select name="gpu_model" value={f.gpu_model} onChange={set('gpu_model')} {...aria('gpu_model')}>
+          <select
+            name="gpu_model"
+            value={f.gpu_model}
+            onChange={set('gpu_model')}
+            {...aria('gpu_model')}
+          >
             <option value="">any</option>
             {models.map((m) => (
               <option value={m}>{m}</option>
@@ -547,7 +554,10 @@ function Explain({ data, error }) {
       {Object.keys(rest).length > 0 && (
         <p class="muted">
           {Object.entries(rest)
-            .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${typeof v === 'object' ? JSON.stringify(v) : v}`)
+            .map(
+              ([k, v]) =>
+                `${k.replace(/_/g, ' ')}: ${typeof v === 'object' ? JSON.stringify(v) : v}`,
+            )
             .join(' · ')}
         </p>
       )}
