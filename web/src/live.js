@@ -8,6 +8,8 @@ import { api, sessionEnded } from './api.js';
 
 const subscribers = new Set();
 let source = null;
+let wanted = false; // between startLive() and stopLive(): retry after a refused reconnect
+let retryTimer = null;
 let connected = false;
 const statusListeners = new Set();
 
@@ -17,6 +19,7 @@ function setConnected(value) {
 }
 
 export function startLive() {
+  wanted = true;
   if (source) return;
   source = new EventSource('/api/v1/stream', { withCredentials: true });
   source.addEventListener('hello', () => {
@@ -41,15 +44,19 @@ export function startLive() {
     setConnected(false);
     if (source && source.readyState === EventSource.CLOSED) {
       // The server refused the reconnect (401): the session is over, or allotd is down. Ask
-      // the API which; it signals a 401 to the app itself.
-      stopLive();
+      // the API which; a 401 there logs the app out (stopLive), else we try again.
+      source.close();
+      source = null;
       api.get('/whoami').catch(() => {});
-      setTimeout(() => startLive(), 5000);
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(() => wanted && startLive(), 5000);
     }
   };
 }
 
 export function stopLive() {
+  wanted = false;
+  clearTimeout(retryTimer);
   if (source) source.close();
   source = null;
   setConnected(false);
