@@ -57,13 +57,7 @@ int main(int argc, char** argv) {
 
   auto dir = allot::bench::makeScratchDir("allot-console-fleet");
   if (!dir.ok()) return fail(dir.status().toString());
-  // Fake hosts cannot run a health check: they go into service as they join.
-  const std::string config = *dir + "/allotd.toml";
-  if (FILE* f = std::fopen(config.c_str(), "w")) {
-    std::fputs("[health]\ncommission = false\n", f);
-    std::fclose(f);
-  }
-  std::vector<std::string> extra = {"--config", config};
+  std::vector<std::string> extra = allot::bench::fakeFleetAllotdArgs(*dir);
   if (!webDir.empty()) extra.insert(extra.end(), {"--web-dir", webDir});
   auto d = allot::bench::startAllotd(bin + "/allotd", *dir + "/data", extra);
   if (!d.ok()) return fail(d.status().toString());

@@ -1,6 +1,7 @@
 #include "fake_fleet.h"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <cstdio>
 
 #include "bench_util.h"
 
@@ -34,6 +35,15 @@ Result<json> call(uint16_t port, const std::string& method, const std::string& t
 }
 
 }  // namespace
+
+std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir) {
+  const std::string config = dir + "/allotd-fake-fleet.toml";
+  if (FILE* f = std::fopen(config.c_str(), "w")) {
+    std::fputs("[health]\ncommission = false\n", f);
+    std::fclose(f);
+  }
+  return {"--config", config};
+}
 
 Result<std::unique_ptr<FakeFleet>> FakeFleet::join(uint16_t port, const std::string& adminToken,
                                                    int hosts, int gpusPerHost,

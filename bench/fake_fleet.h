@@ -16,6 +16,10 @@
 
 namespace allot::bench {
 
+// allotd's arguments for a fleet of fake hosts: they cannot run a health check, so they go into
+// service as they join ([health] commission = false, in a config file written under `dir`).
+std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir);
+
 class FakeFleet {
  public:
   // Joins `hosts` hosts named PREFIX-0.. of `gpusPerHost` simulated GPUs of `model` to allotd on

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
 
   auto dir = allot::bench::makeScratchDir("allot-telemetry-load");
   if (!dir.ok()) return fail(dir.status().toString());
-  auto d = allot::bench::startAllotd(bin + "/allotd", *dir + "/data");
+  auto d = allot::bench::startAllotd(bin + "/allotd", *dir + "/data",
+                                     allot::bench::fakeFleetAllotdArgs(*dir));
   if (!d.ok()) return fail(d.status().toString());
   const std::string admin = d->adminToken;
   auto call = [&](const std::string& method, const std::string& target, const json& body,
