@@ -118,10 +118,9 @@ TEST_F(ProfileTest, ATeamsProfileIsItsTeamsAlone) {
   EXPECT_TRUE(cluster_->getProfile(alice_, "vision-gpu").ok());
   // Another team's profile does not exist for bob, whatever he tries.
   EXPECT_EQ(cluster_->getProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->replaceProfile(bob_, "vision-gpu", profile("vision-gpu", "nlp"))
-                .status()
-                .code(),
-            Code::kNotFound);
+  EXPECT_EQ(
+      cluster_->replaceProfile(bob_, "vision-gpu", profile("vision-gpu", "nlp")).status().code(),
+      Code::kNotFound);
   EXPECT_EQ(cluster_->deleteProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
   EXPECT_TRUE(names(bob_).empty());
 }
@@ -131,8 +130,7 @@ TEST_F(ProfileTest, MembersCannotDefineProfilesAndTeamAdminsOnlyForTheirTeam) {
             Code::kPermissionDenied);
   EXPECT_EQ(cluster_->createProfile(carol_, profile("b")).status().code(),
             Code::kPermissionDenied);  // platform-wide: platform admins only
-  EXPECT_EQ(cluster_->createProfile(carol_, profile("c", "nlp")).status().code(),
-            Code::kNotFound);
+  EXPECT_EQ(cluster_->createProfile(carol_, profile("c", "nlp")).status().code(), Code::kNotFound);
   EXPECT_EQ(cluster_->createProfile(carol_, profile("d", "ghost")).status().code(),
             Code::kNotFound);
   ASSERT_TRUE(cluster_->createProfile(admin_, profile("shared")).ok());

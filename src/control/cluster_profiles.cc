@@ -8,9 +8,7 @@
 namespace allot::control {
 namespace {
 
-Status noProfile(const std::string& name) {
-  return Status::NotFound("no profile '" + name + "'");
-}
+Status noProfile(const std::string& name) { return Status::NotFound("no profile '" + name + "'"); }
 
 }  // namespace
 
@@ -23,8 +21,7 @@ static Status checkScope(const Principal& p, const std::string& team,
   return authz::canManageProfiles(p, team);
 }
 
-Result<Change<model::Profile>> Cluster::createProfile(const Principal& p,
-                                                      model::Profile profile) {
+Result<Change<model::Profile>> Cluster::createProfile(const Principal& p, model::Profile profile) {
   ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, world_.teams));
   ALLOT_RETURN_IF_ERROR(validateProfile(profile, world_.teams));
   // Names are cluster-wide, so a taken name is said to be taken even when the caller cannot see

@@ -28,9 +28,7 @@ Status withinMaximum(const char* name, int64_t value, int64_t maximum) {
 
 }  // namespace
 
-bool isStorageType(const std::string& s) {
-  return s == "local" || s == "scratch" || s == "shared";
-}
+bool isStorageType(const std::string& s) { return s == "local" || s == "scratch" || s == "shared"; }
 
 Status validateProfile(const model::Profile& p, const std::map<std::string, model::Team>& teams) {
   ALLOT_RETURN_IF_ERROR(validateName(p.name, "name"));

@@ -545,11 +545,11 @@ struct Profile {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   ProfileResources defaults;
-  ProfileResources maxima;  // 0 = no maximum (gpuMilli unused)
+  ProfileResources maxima;                         // 0 = no maximum (gpuMilli unused)
   std::vector<std::string> storage = {"scratch"};  // of local, scratch, shared
   double idleThresholdPct = 5;
   int64_t idleAfterMs = 30 * 60'000;
-  int64_t maxLifetimeMs = 0;  // 0 = none
+  int64_t maxLifetimeMs = 0;           // 0 = none
   std::vector<std::string> visibleTo;  // platform-wide only; empty = every team
   std::string createdBy;
   TimeMs createdAt = 0;

@@ -27,20 +27,21 @@ ProfileResources resourcesFromJson(const json& j) {
 }  // namespace
 
 json toJson(const Profile& p) {
-  return {{"name", p.name},
-          {"team", p.team.empty() ? json(nullptr) : json(p.team)},
-          {"description", p.description},
-          {"command", p.command},
-          {"env", p.env},
-          {"defaults", resourcesJson(p.defaults, true)},
-          {"maxima", resourcesJson(p.maxima, false)},
-          {"storage", p.storage},
-          {"idle", {{"threshold_percent", p.idleThresholdPct},
-                    {"after", formatDurationSpec(p.idleAfterMs)}}},
-          {"max_lifetime", formatDurationSpec(p.maxLifetimeMs)},
-          {"visible_to", p.visibleTo},
-          {"created_by", p.createdBy},
-          {"created_at", formatIso8601(p.createdAt)}};
+  return {
+      {"name", p.name},
+      {"team", p.team.empty() ? json(nullptr) : json(p.team)},
+      {"description", p.description},
+      {"command", p.command},
+      {"env", p.env},
+      {"defaults", resourcesJson(p.defaults, true)},
+      {"maxima", resourcesJson(p.maxima, false)},
+      {"storage", p.storage},
+      {"idle",
+       {{"threshold_percent", p.idleThresholdPct}, {"after", formatDurationSpec(p.idleAfterMs)}}},
+      {"max_lifetime", formatDurationSpec(p.maxLifetimeMs)},
+      {"visible_to", p.visibleTo},
+      {"created_by", p.createdBy},
+      {"created_at", formatIso8601(p.createdAt)}};
 }
 
 json toStoreDoc(const Profile& p) {

@@ -90,9 +90,10 @@ struct AppendAudit {
   model::AuditEntry entry;
 };
 
-using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent,
-                             AppendHostTransition, PutUpgrade, PutLease, AppendAudit, PutProfile, DeleteProfile>;
+using WriteOp =
+    std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade, PutLease,
+                 AppendAudit, PutProfile, DeleteProfile>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;

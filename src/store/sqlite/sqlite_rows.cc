@@ -180,16 +180,26 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
-      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},       {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
-      {&s.upgrade_, kPutUpgrade}, {&s.lease_, kPutLease},
-      {&s.audit_, kAppendAudit},  {&s.profile_, kPutProfile},
-      {&s.deleteProfile_, kDeleteProfile}, {&s.begin_, "BEGIN IMMEDIATE"},
-      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},
+      {&s.user_, kPutUser},
+      {&s.token_, kPutToken},
+      {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject},
+      {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},
+      {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},
+      {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},
+      {&s.hostTransition_, kAppendHostTransition},
+      {&s.upgrade_, kPutUpgrade},
+      {&s.lease_, kPutLease},
+      {&s.audit_, kAppendAudit},
+      {&s.profile_, kPutProfile},
+      {&s.deleteProfile_, kDeleteProfile},
+      {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},
+      {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
