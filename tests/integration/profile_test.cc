@@ -3,6 +3,8 @@
 // visible_to; a team's profile only by that team; members cannot define profiles and team-admins
 // only for their own team; bad input is a 400 naming the field; profiles survive a restart.
 
+#include <set>
+
 #include "harness.h"
 
 namespace allot::it {
@@ -122,6 +124,16 @@ TEST_F(ProfileTest, VisibilityRightsValidationAndRestart) {
       cliAs(adminToken_, {"profile", "create", "bad", "--storage", "tape", "--", "sh"});
   EXPECT_NE(badStorage.code, 0);
   EXPECT_NE(badStorage.err.find("storage"), std::string::npos) << badStorage.describe();
+
+  // Changes are audited like every other: the creation and the replacement, each once.
+  HttpResult audit =
+      httpRequest(port_, "GET", "/api/v1/audit?object=profile:ml-nb&limit=100", "", adminToken_);
+  ASSERT_EQ(audit.status, 200) << audit.body;
+  std::multiset<std::string> actions;
+  for (const auto& e : audit.parsed()) actions.insert(textOf(e, "action"));
+  EXPECT_EQ(actions,
+            (std::multiset<std::string>{"POST /api/v1/profiles", "PUT /api/v1/profiles/{name}"}))
+      << audit.body;
 
   // Durable: every profile as it was after allotd is killed and started again.
   const json before = cliJson(adminToken_, {"profile", "list"});
