@@ -35,6 +35,9 @@ uint32_t topicsOf(const store::WriteBatch& batch) {
             t |= kTopicJobs | kTopicTeams;
           else if constexpr (std::is_same_v<T, store::PutMeta>)
             ;  // counters (next ids): no view shows them
+          else if constexpr (std::is_same_v<T, store::PutProfile> ||
+                             std::is_same_v<T, store::DeleteProfile>)
+            ;  // session profiles: the console has no view of them yet
           else
             // A new kind of operation: announce everything rather than miss a change.
             t |= ~0u & ~kTopicTelemetry;

@@ -400,6 +400,7 @@ void registerRoutes(Router& router, Server& s) {
   registerIdleRoutes(router, s);
   registerUpgradeRoutes(router, s);
   registerLeaseRoutes(router, s);
+  registerProfileRoutes(router, s);
   registerAuditRoutes(router, s);
 }
 

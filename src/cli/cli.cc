@@ -35,6 +35,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addQuotaCommands(app, ctx);
   addIdleCommands(app, ctx);
   addLeaseCommands(app, ctx);
+  addProfileCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);

@@ -266,6 +266,16 @@ FakeResponse api(const FakeRequest& r) {
                    "2026-12-02T18:00:00Z (lease 6)"}}}};
     return jsonReply(409, err.dump());
   }
+  if (r.method == "POST" && r.target == "/api/v1/profiles") {
+    json body = json::parse(r.body);
+    if (!body.contains("team")) body["team"] = nullptr;
+    return jsonReply(201, body.dump());
+  }
+  if (r.method == "GET" && r.target == "/api/v1/profiles") {
+    return jsonReply(200, R"([{"name":"jupyter","team":null,"description":"Jupyter",
+      "command":["jupyter-server"],"defaults":{"gpus":0,"gpu_milli":1000},
+      "storage":["scratch","local"]}])");
+  }
   if (r.method == "POST" && r.target == "/api/v1/teams") {
     return jsonReply(409,
                      R"({"error":{"code":"already_exists","message":"team 'ml' already exists"}})");
@@ -633,6 +643,64 @@ TEST_F(CliTest, LeaseCreateSendsAbsoluteTimesAndListShowsACalendar) {
   // A conflict comes back as one line naming it.
   EXPECT_EQ(run({"lease", "approve", "7"}), 1);
   EXPECT_NE(err_.str().find("host gpu-03 is leased to team nlp"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliTest, ProfileCreateSendsTheProfileAndListShowsIt) {
+  EXPECT_EQ(run({"profile",
+                 "create",
+                 "torch",
+                 "--team",
+                 "ml",
+                 "--gpus",
+                 "0.5",
+                 "--max-gpus",
+                 "4",
+                 "--cpus",
+                 "2",
+                 "--memory",
+                 "16Gi",
+                 "--max-memory",
+                 "64Gi",
+                 "--storage",
+                 "scratch,local",
+                 "--idle-threshold",
+                 "7.5",
+                 "--idle-after",
+                 "1h",
+                 "--max-lifetime",
+                 "12h",
+                 "--env",
+                 "VENV=/opt/torch",
+                 "--",
+                 "/opt/torch/bin/jupyter-server",
+                 "--no-browser"}),
+            0)
+      << err_.str();
+  auto req = server_.requests().back();
+  EXPECT_EQ(req.target, "/api/v1/profiles");
+  EXPECT_EQ(json::parse(req.body),
+            json({{"name", "torch"},
+                  {"team", "ml"},
+                  {"command", {"/opt/torch/bin/jupyter-server", "--no-browser"}},
+                  {"env", {{"VENV", "/opt/torch"}}},
+                  {"defaults",
+                   {{"gpus", 1}, {"gpu_milli", 500}, {"cpu_millis", 2000}, {"memory_mib", 16384}}},
+                  {"maxima", {{"gpus", 4}, {"memory_mib", 65536}}},
+                  {"storage", {"scratch", "local"}},
+                  {"idle", {{"threshold_percent", 7.5}, {"after", "1h"}}},
+                  {"max_lifetime", "12h"}}));
+  EXPECT_NE(out_.str().find("Created profile torch (ml)."), std::string::npos) << out_.str();
+
+  // A bad flag: one line naming it, exit 2, nothing sent.
+  const size_t sent = server_.requests().size();
+  EXPECT_EQ(run({"profile", "create", "x", "--memory", "lots", "--", "sh"}), 2);
+  EXPECT_NE(err_.str().find("--memory"), std::string::npos) << err_.str();
+  EXPECT_EQ(server_.requests().size(), sent);
+
+  EXPECT_EQ(run({"profile", "list"}), 0) << err_.str();
+  EXPECT_NE(out_.str().find("jupyter"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("(platform)"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("scratch,local"), std::string::npos) << out_.str();
 }
 
 TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {

@@ -110,4 +110,20 @@ model::Host visibleHost(const Principal& p, const model::Host& host) {
   return out;
 }
 
+bool canSeeProfile(const Principal& p, const model::Profile& profile) {
+  if (!p.isUser()) return false;
+  if (p.isAdmin()) return true;
+  if (!profile.team.empty()) return p.inTeam(profile.team);
+  if (profile.visibleTo.empty()) return true;
+  for (const auto& team : profile.visibleTo) {
+    if (p.inTeam(team)) return true;
+  }
+  return false;
+}
+
+Status canManageProfiles(const Principal& p, const std::string& team) {
+  if (team.empty()) return requireAdmin(p, "define platform-wide profiles");
+  return canManageTeam(p, team);
+}
+
 }  // namespace allot::control::authz

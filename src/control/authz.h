@@ -58,4 +58,11 @@ bool canSeeGpu(const Principal& p, const model::Gpu& gpu);
 // and counts). Call only for a host canSeeHost allows.
 model::Host visibleHost(const Principal& p, const model::Host& host);
 
+// Session profiles (docs/sessions.md). A team's profile is seen by its team; a platform-wide one
+// by the teams in its visible_to (every user when that is empty); platform admins see all.
+bool canSeeProfile(const Principal& p, const model::Profile& profile);
+// Defining profiles of `team` ("" = platform-wide): platform admins for platform-wide ones, the
+// team's team-admins (and platform admins) for a team's. Another team is NotFound.
+Status canManageProfiles(const Principal& p, const std::string& team);
+
 }  // namespace allot::control::authz

@@ -480,6 +480,18 @@ class Cluster {
   // The lease that has `host` now (active), else the next approved one; for host views.
   std::optional<model::Lease> hostLease(const std::string& host) const;
 
+  // Session profiles (cluster_profiles.cc, docs/sessions.md). Names are unique cluster-wide.
+  // Platform admins define platform-wide ones (team ""), team-admins their team's; a profile the
+  // caller may not see is NotFound. Created and replaced whole; createdBy/createdAt are set here
+  // (a replacement keeps the original's).
+  Result<Change<model::Profile>> createProfile(const Principal& p, model::Profile profile);
+  Result<Change<model::Profile>> replaceProfile(const Principal& p, const std::string& name,
+                                                model::Profile profile);
+  Result<Change<model::Profile>> deleteProfile(const Principal& p, const std::string& name);
+  // The profiles `p` may use, by name.
+  std::vector<model::Profile> listProfiles(const Principal& p) const;
+  Result<model::Profile> getProfile(const Principal& p, const std::string& name) const;
+
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;

@@ -57,6 +57,7 @@ void World::load(const store::Contents& c) {
   for (const auto& e : c.ledger) ledger.apply(e);
   events.assign(c.events.begin(), c.events.end());
   if (!events.empty()) nextEventId = std::max(nextEventId, events.back().id + 1);
+  for (const auto& p : c.profiles) profiles[p.name] = p;
   for (const auto& l : c.leases) {
     leases[l.id] = l;
     nextLeaseId = std::max(nextLeaseId, l.id + 1);

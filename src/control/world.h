@@ -70,6 +70,8 @@ struct World {
   // Every lease, by id (docs/leases.md); few, and kept whole as the record.
   std::map<int64_t, model::Lease> leases;
   int64_t nextLeaseId = 1;
+  // Session profiles by their cluster-wide name (docs/sessions.md).
+  std::map<std::string, model::Profile> profiles;
 
   int64_t nextJobId = 1;
   // The next uid and team gid allotd hands out (0: the start of its range); never goes back.

@@ -51,4 +51,9 @@ json toJson(const Lease& l);
 json toStoreDoc(const Lease& l);
 Lease leaseFromStoreDoc(const json& doc);
 
+// Session profiles (profile_json.cc): the API's form, and the store's.
+json toJson(const Profile& p);
+json toStoreDoc(const Profile& p);
+Profile profileFromStoreDoc(const json& doc);
+
 }  // namespace allot::model

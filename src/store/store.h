@@ -77,14 +77,23 @@ struct PutLease {
   model::Lease lease;
 };
 
+// A session profile (model::Profile), replaced whole; and its removal by name.
+struct PutProfile {
+  model::Profile profile;
+};
+struct DeleteProfile {
+  std::string name;
+};
+
 // Appends one audit entry (model::AuditEntry); the store assigns its id. Never replaces one.
 struct AppendAudit {
   model::AuditEntry entry;
 };
 
-using WriteOp = std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken,
-                             PutHost, PutJob, PutMeta, AppendLedger, AppendEvent,
-                             AppendHostTransition, PutUpgrade, PutLease, AppendAudit>;
+using WriteOp =
+    std::variant<PutTeam, PutUser, PutToken, DeleteToken, PutProject, PutJoinToken, PutHost, PutJob,
+                 PutMeta, AppendLedger, AppendEvent, AppendHostTransition, PutUpgrade, PutLease,
+                 AppendAudit, PutProfile, DeleteProfile>;
 
 // loadAll reads back at most this many events, the newest; older ones stay in the store.
 inline constexpr size_t kEventsLoaded = 10'000;
@@ -115,6 +124,7 @@ struct Contents {
   std::vector<model::HostTransition> hostTransitions;  // in id order
   std::vector<model::Upgrade> upgrades;                // in id order (few: people start them)
   std::vector<model::Lease> leases;                    // every one, in id order
+  std::vector<model::Profile> profiles;                // every one, by name
 };
 
 // Which audit entries to read (Store::queryAudit). Empty strings and zeros filter nothing.

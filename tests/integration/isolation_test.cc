@@ -15,10 +15,11 @@ namespace {
 // What the attacker never sends, so it appears in an answer only if the answer leaks it.
 constexpr const char* kJobMarker = "ml-secret-arg-7f3c";
 constexpr const char* kLeaseMarker = "ml-lease-reason-91b2";
+constexpr const char* kProfileMarker = "ml-profile-desc-5e0d";
 
 // ml's objects, by the names the routes' parameters take, and their nonexistent twins.
 struct Ids {
-  std::string team, project, host, user, job, lease, token, upgrade;
+  std::string team, project, host, user, job, lease, token, upgrade, profile;
 };
 
 class IsolationTest : public TestCluster {
@@ -42,14 +43,19 @@ class IsolationTest : public TestCluster {
     json tokens = cliJson(alice_, {"token", "list"});
     ASSERT_FALSE(tokens.empty());
     tokenId_ = textOf(tokens[0], "id");
+    // A profile of team ml's own, defined by its team-admin.
+    cliJson(alice_,
+            {"profile", "create", "ml-nb", "--team", "ml", "--description", kProfileMarker, "--env",
+             std::string("SECRET_HINT=") + kProfileMarker, "--", "jupyter-server"});
   }
 
   Ids real() const {
-    return {"ml", "mlproj", "ml-box", "alice", std::to_string(aliceJob_), leaseId_, tokenId_, "1"};
+    return {"ml",     "mlproj", "ml-box", "alice", std::to_string(aliceJob_),
+            leaseId_, tokenId_, "1",      "ml-nb"};
   }
   static Ids missing() {
-    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser",
-            "987654",     "987654",     "tok-987654", "987654"};
+    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser",   "987654",
+            "987654",     "tok-987654", "987654",     "nosuchprofile"};
   }
 
   // The route's pattern with its parameters filled from `ids` by the collection they name.
@@ -79,7 +85,7 @@ class IsolationTest : public TestCluster {
       else if (param == "index")
         out += "0";
       else if (param == "name")
-        out += collection == "users" ? ids.user : ids.host;
+        out += collection == "users" ? ids.user : collection == "profiles" ? ids.profile : ids.host;
       else if (param == "id") {
         out += collection == "leases"     ? ids.lease
                : collection == "tokens"   ? ids.token
@@ -144,7 +150,8 @@ class IsolationTest : public TestCluster {
         {"projects", cliJson(adminToken_, {"project", "list"})},
         {"members", cliJson(adminToken_, {"team", "members", "ml"})},
         {"leases", cliJson(adminToken_, {"lease", "list"})},
-        {"tokens", cliJson(alice_, {"token", "list"})}};
+        {"tokens", cliJson(alice_, {"token", "list"})},
+        {"profiles", cliJson(adminToken_, {"profile", "list"})}};
   }
 
   std::string alice_, mallory_;
@@ -195,8 +202,9 @@ TEST_F(IsolationTest, AnotherTeamsMemberFindsNothingOnAnyRoute) {
             << what << "\n  real ids: " << attack.body.substr(0, 300)
             << "\n  missing ids: " << control.body.substr(0, 300);
         for (const std::string& leak :
-             {std::string(kJobMarker), std::string(kLeaseMarker), std::string("ml-train"),
-              std::string("mlproj\""), std::string("\"ml-box\""), std::string("\"alice\"")}) {
+             {std::string(kJobMarker), std::string(kLeaseMarker), std::string(kProfileMarker),
+              std::string("\"ml-nb\""), std::string("ml-train"), std::string("mlproj\""),
+              std::string("\"ml-box\""), std::string("\"alice\"")}) {
           EXPECT_EQ(attack.body.find(leak), std::string::npos)
               << what << " leaked " << leak << ": " << attack.body.substr(0, 400);
         }

@@ -240,6 +240,21 @@ ALTER TABLE join_tokens ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE join_tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Session profiles (docs/sessions.md): the whole profile in `doc`, keyed by its cluster-wide name;
+// team is '' for a platform-wide one. The default `jupyter` profile is made here, once: an admin
+// who deletes or changes it is not overruled by the next start.
+constexpr std::string_view kV11Profiles = R"sql(
+CREATE TABLE profiles (
+  name       TEXT PRIMARY KEY,
+  team       TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  doc        TEXT NOT NULL
+);
+CREATE INDEX profiles_by_team ON profiles (team, name);
+INSERT INTO profiles (name, team, created_ms, doc) VALUES ('jupyter', '', 0,
+  '{"name":"jupyter","team":"","description":"Jupyter (jupyter-server) on the host; for hosts where Jupyter is installed","command":["jupyter-server"],"env":{},"defaults":{"gpus":0,"gpu_milli":1000,"cpu_millis":0,"memory_mib":0},"maxima":{"gpus":0,"cpu_millis":0,"memory_mib":0},"storage":["scratch","local"],"idle_threshold_percent":5.0,"idle_after_ms":1800000,"max_lifetime_ms":0,"visible_to":[],"created_by":"allotd","created_ms":0}');
+)sql";
+
 constexpr std::array kMigrations = {
     Migration{1, "initial schema", kV1Initial},
     Migration{2, "team quotas and project splits", kV2Quotas},
@@ -251,6 +266,7 @@ constexpr std::array kMigrations = {
     Migration{8, "user documents: teams, roles, credentials", kV8Identity},
     Migration{9, "audit log", kV9Audit},
     Migration{10, "limited-use join tokens", kV10JoinTokenUses},
+    Migration{11, "session profiles, with the default jupyter profile", kV11Profiles},
 };
 
 }  // namespace

@@ -72,6 +72,12 @@ constexpr std::string_view kPutUpgrade =
     "ON CONFLICT (id) DO UPDATE SET pool = excluded.pool, state = excluded.state, "
     "created_ms = excluded.created_ms, doc = excluded.doc";
 
+constexpr std::string_view kPutProfile =
+    "INSERT INTO profiles (name, team, created_ms, doc) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (name) DO UPDATE SET team = excluded.team, created_ms = excluded.created_ms, "
+    "doc = excluded.doc";
+constexpr std::string_view kDeleteProfile = "DELETE FROM profiles WHERE name = ?";
+
 // id is left out: SQLite assigns the next rowid, so ids follow commit order.
 constexpr std::string_view kAppendAudit =
     "INSERT INTO audit (at_ms, actor, actor_kind, address, action, object, status, request, "
@@ -174,15 +180,26 @@ Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
     std::string_view sql;
   };
   const Entry entries[] = {
-      {&s.team_, kPutTeam},       {&s.user_, kPutUser},
-      {&s.token_, kPutToken},     {&s.deleteToken_, kDeleteToken},
-      {&s.project_, kPutProject}, {&s.joinToken_, kPutJoinToken},
-      {&s.host_, kPutHost},       {&s.job_, kPutJob},
-      {&s.meta_, kPutMeta},       {&s.ledger_, kAppendLedger},
-      {&s.event_, kAppendEvent},  {&s.hostTransition_, kAppendHostTransition},
-      {&s.upgrade_, kPutUpgrade}, {&s.lease_, kPutLease},
-      {&s.audit_, kAppendAudit},  {&s.begin_, "BEGIN IMMEDIATE"},
-      {&s.commit_, "COMMIT"},     {&s.rollback_, "ROLLBACK"},
+      {&s.team_, kPutTeam},
+      {&s.user_, kPutUser},
+      {&s.token_, kPutToken},
+      {&s.deleteToken_, kDeleteToken},
+      {&s.project_, kPutProject},
+      {&s.joinToken_, kPutJoinToken},
+      {&s.host_, kPutHost},
+      {&s.job_, kPutJob},
+      {&s.meta_, kPutMeta},
+      {&s.ledger_, kAppendLedger},
+      {&s.event_, kAppendEvent},
+      {&s.hostTransition_, kAppendHostTransition},
+      {&s.upgrade_, kPutUpgrade},
+      {&s.lease_, kPutLease},
+      {&s.audit_, kAppendAudit},
+      {&s.profile_, kPutProfile},
+      {&s.deleteProfile_, kDeleteProfile},
+      {&s.begin_, "BEGIN IMMEDIATE"},
+      {&s.commit_, "COMMIT"},
+      {&s.rollback_, "ROLLBACK"},
   };
   for (const Entry& e : entries) {
     auto stmt = prepare(db, e.sql, /*persistent=*/true);
@@ -341,6 +358,19 @@ Status WriteStatements::put(const PutLease& op) {
         .text(doc)
         .run();
   });
+}
+
+Status WriteStatements::put(const PutProfile& op) {
+  const model::Profile& p = op.profile;
+  return guarded("profile " + p.name, [&] {
+    const std::string doc = model::toStoreDoc(p).dump();
+    return Binder(profile_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
+  });
+}
+
+Status WriteStatements::put(const DeleteProfile& op) {
+  return guarded("profile " + op.name,
+                 [&] { return Binder(deleteProfile_.get()).text(op.name).run(); });
 }
 
 Status WriteStatements::put(const PutMeta& op) {
@@ -643,6 +673,13 @@ Result<Contents> loadContents(sqlite3* db) {
     return Status::Ok();
   });
   if (!st.ok()) return st.withContext("failed to load leases");
+  st = forEachRow(db, "SELECT name, doc FROM profiles ORDER BY name", [&](sqlite3_stmt* s) {
+    auto profile = fromDoc<model::Profile>(columnText(s, 1), &model::profileFromStoreDoc);
+    if (!profile.ok()) return profile.status().withContext("profile " + columnText(s, 0));
+    c.profiles.push_back(std::move(profile).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.withContext("failed to load profiles");
   return c;
 }
 

@@ -42,6 +42,8 @@ class WriteStatements {
   Status put(const PutUpgrade& op);
   Status put(const PutLease& op);
   Status put(const AppendAudit& op);
+  Status put(const PutProfile& op);
+  Status put(const DeleteProfile& op);
 
   StmtHandle team_;
   StmtHandle user_;
@@ -58,6 +60,8 @@ class WriteStatements {
   StmtHandle upgrade_;
   StmtHandle lease_;
   StmtHandle audit_;
+  StmtHandle profile_;
+  StmtHandle deleteProfile_;
   StmtHandle begin_;
   StmtHandle commit_;
   StmtHandle rollback_;

@@ -720,6 +720,46 @@ TEST_F(SqliteStoreTest, LeasesRoundTripAndAPutReplacesTheLease) {
   EXPECT_EQ(c.leases[0].noticed, std::vector<int64_t>{42});
 }
 
+// Schema 11 brings the default jupyter profile; profiles are replaced whole and deleted by name.
+TEST_F(SqliteStoreTest, ProfilesStartWithJupyterRoundTripAndDelete) {
+  auto store = openStore();
+  ASSERT_NE(store, nullptr);
+  Contents fresh = load(*store);
+  ASSERT_EQ(fresh.profiles.size(), 1u);
+  const model::Profile& jupyter = fresh.profiles[0];
+  EXPECT_EQ(jupyter.name, "jupyter");
+  EXPECT_EQ(jupyter.team, "");
+  EXPECT_EQ(jupyter.command, std::vector<std::string>{"jupyter-server"});
+  EXPECT_EQ(jupyter.defaults.gpus, 0);
+  EXPECT_EQ(jupyter.storage, (std::vector<std::string>{"scratch", "local"}));
+
+  model::Profile p;
+  p.name = "ml-nb";
+  p.team = "ml";
+  p.command = {"/opt/venv/bin/jupyter-server", "--no-browser"};
+  p.env = {{"VENV", "/opt/venv"}};
+  p.defaults = {.gpus = 1, .gpuMilli = 500, .cpuMillis = 2000, .memoryMib = 16384};
+  p.maxima = {.gpus = 4, .gpuMilli = 1000, .cpuMillis = 8000, .memoryMib = 65536};
+  p.storage = {"local"};
+  p.idleThresholdPct = 7.5;
+  p.idleAfterMs = 3'600'000;
+  p.maxLifetimeMs = 12 * 3'600'000;
+  p.createdBy = "carol";
+  p.createdAt = 5'000;
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(PutProfile{p})).ok());
+  p.description = "notebooks";
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(PutProfile{p})).ok());
+  ASSERT_TRUE(store->commit(WriteBatch{}.add(DeleteProfile{"jupyter"})).ok());
+
+  store.reset();
+  store = openStore();
+  Contents c = load(*store);
+  ASSERT_EQ(c.profiles.size(), 1u);  // a deleted jupyter stays deleted
+  EXPECT_EQ(model::toStoreDoc(c.profiles[0]), model::toStoreDoc(p));
+  EXPECT_EQ(c.profiles[0].defaults, p.defaults);
+  EXPECT_EQ(store->schemaVersion(), 11);
+}
+
 TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
   auto store = openStore();
   ASSERT_NE(store, nullptr);

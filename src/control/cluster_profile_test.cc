@@ -1,0 +1,164 @@
+// Session profiles through the control plane: the rules a profile keeps (each fault a 400 naming
+// its field), who may define which, and who sees which: visible_to for platform-wide profiles, a
+// team's own profiles for that team only.
+
+#include <gtest/gtest.h>
+
+#include "control/authz.h"
+#include "control/cluster.h"
+#include "control/cluster_test_fixture.h"
+#include "control/profile.h"
+
+namespace allot::control {
+namespace {
+
+model::Profile profile(std::string name, std::string team = "") {
+  model::Profile p;
+  p.name = std::move(name);
+  p.team = std::move(team);
+  p.command = {"jupyter-server", "--no-browser"};
+  return p;
+}
+
+class ProfileTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
+    ASSERT_TRUE(carol.ok());
+    carol_ = *cluster_->authenticate(carol->value.token);
+  }
+  std::vector<std::string> names(const Principal& p) {
+    std::vector<std::string> out;
+    for (const auto& prof : cluster_->listProfiles(p)) out.push_back(prof.name);
+    return out;
+  }
+  Principal carol_;
+};
+
+// The field an invalid profile is refused for.
+std::string faultOf(const model::Profile& p, const std::map<std::string, model::Team>& teams) {
+  Status st = validateProfile(p, teams);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
+  return st.field();
+}
+
+TEST(ProfileValidationTest, EachFaultNamesItsField) {
+  std::map<std::string, model::Team> teams = {{"ml", {}}, {"cv", {}}};
+  EXPECT_TRUE(validateProfile(profile("ok"), teams).ok());
+
+  auto p = profile("Bad Name");
+  EXPECT_EQ(faultOf(p, teams), "name");
+  p = profile("x");
+  p.command.clear();
+  EXPECT_EQ(faultOf(p, teams), "command");
+  p = profile("x");
+  p.env["A=B"] = "1";
+  EXPECT_EQ(faultOf(p, teams), "env");
+  p = profile("x");
+  p.defaults.gpus = 4;
+  p.maxima.gpus = 2;
+  EXPECT_EQ(faultOf(p, teams), "defaults.gpus");
+  p = profile("x");
+  p.defaults.memoryMib = 32768;
+  p.maxima.memoryMib = 16384;
+  EXPECT_EQ(faultOf(p, teams), "defaults.memory_mib");
+  p = profile("x");
+  p.defaults.cpuMillis = 8000;
+  p.maxima.cpuMillis = 4000;
+  EXPECT_EQ(faultOf(p, teams), "defaults.cpu_millis");
+  p = profile("x");
+  p.defaults.gpuMilli = 500;  // a fraction needs gpus = 1
+  EXPECT_EQ(faultOf(p, teams), "defaults.gpu_milli");
+  p = profile("x");
+  p.storage = {"scratch", "nfs"};
+  EXPECT_EQ(faultOf(p, teams), "storage");
+  p = profile("x");
+  p.storage.clear();
+  EXPECT_EQ(faultOf(p, teams), "storage");
+  p = profile("x");
+  p.idleThresholdPct = 101;
+  EXPECT_EQ(faultOf(p, teams), "idle.threshold_percent");
+  p = profile("x");
+  p.idleAfterMs = 0;
+  EXPECT_EQ(faultOf(p, teams), "idle.after");
+  p = profile("x");
+  p.visibleTo = {"ml", "nope"};
+  EXPECT_EQ(faultOf(p, teams), "visible_to");
+  p = profile("x", "ml");
+  p.visibleTo = {"cv"};  // a team's profile is for its team only
+  EXPECT_EQ(faultOf(p, teams), "visible_to");
+
+  // No maximum (0) leaves the default free; a default at its maximum is fine.
+  p = profile("x");
+  p.defaults.gpus = 8;
+  p.maxima = {.gpus = 8, .cpuMillis = 0, .memoryMib = 0};
+  EXPECT_TRUE(validateProfile(p, teams).ok());
+}
+
+TEST_F(ProfileTest, PlatformWideProfilesAreSeenByTheTeamsTheyAreVisibleTo) {
+  auto forVision = profile("vision-nb");
+  forVision.visibleTo = {"vision"};
+  ASSERT_TRUE(cluster_->createProfile(admin_, forVision).ok());
+  ASSERT_TRUE(cluster_->createProfile(admin_, profile("everyone")).ok());
+
+  EXPECT_EQ(names(alice_), (std::vector<std::string>{"everyone", "vision-nb"}));
+  EXPECT_EQ(names(bob_), (std::vector<std::string>{"everyone"}));
+  EXPECT_EQ(cluster_->getProfile(bob_, "vision-nb").status().code(), Code::kNotFound);
+  EXPECT_EQ(names(admin_), (std::vector<std::string>{"everyone", "vision-nb"}));
+}
+
+TEST_F(ProfileTest, ATeamsProfileIsItsTeamsAlone) {
+  auto c = cluster_->createProfile(carol_, profile("vision-gpu", "vision"));
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->value.createdBy, "carol");
+  ASSERT_EQ(c->batch.ops.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<store::PutProfile>(c->batch.ops[0]));
+
+  EXPECT_TRUE(cluster_->getProfile(alice_, "vision-gpu").ok());
+  // Another team's profile does not exist for bob, whatever he tries.
+  EXPECT_EQ(cluster_->getProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
+  EXPECT_EQ(
+      cluster_->replaceProfile(bob_, "vision-gpu", profile("vision-gpu", "nlp")).status().code(),
+      Code::kNotFound);
+  EXPECT_EQ(cluster_->deleteProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
+  EXPECT_TRUE(names(bob_).empty());
+}
+
+TEST_F(ProfileTest, MembersCannotDefineProfilesAndTeamAdminsOnlyForTheirTeam) {
+  EXPECT_EQ(cluster_->createProfile(alice_, profile("a", "vision")).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->createProfile(carol_, profile("b")).status().code(),
+            Code::kPermissionDenied);  // platform-wide: platform admins only
+  EXPECT_EQ(cluster_->createProfile(carol_, profile("c", "nlp")).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->createProfile(carol_, profile("d", "ghost")).status().code(),
+            Code::kNotFound);
+  ASSERT_TRUE(cluster_->createProfile(admin_, profile("shared")).ok());
+  // carol sees the platform-wide profile but may not change or delete it.
+  EXPECT_EQ(cluster_->replaceProfile(carol_, "shared", profile("shared")).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->deleteProfile(carol_, "shared").status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(cluster_->listProfiles(alice_).size() == 1);
+}
+
+TEST_F(ProfileTest, ReplaceKeepsNameAndOriginAndDeleteRemoves) {
+  ASSERT_TRUE(cluster_->createProfile(carol_, profile("nb", "vision")).ok());
+  clock_.advance(60'000);
+  auto next = profile("nb", "vision");
+  next.description = "notebooks";
+  next.storage = {"local"};
+  auto r = cluster_->replaceProfile(carol_, "nb", next);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->value.createdBy, "carol");
+  EXPECT_EQ(cluster_->getProfile(alice_, "nb")->description, "notebooks");
+  EXPECT_EQ(cluster_->replaceProfile(carol_, "nb", profile("other", "vision")).status().field(),
+            "name");
+  EXPECT_EQ(cluster_->createProfile(admin_, profile("nb")).status().code(), Code::kAlreadyExists);
+  auto d = cluster_->deleteProfile(carol_, "nb");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(std::holds_alternative<store::DeleteProfile>(d->batch.ops[0]));
+  EXPECT_EQ(cluster_->getProfile(alice_, "nb").status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace allot::control
