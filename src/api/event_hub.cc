@@ -37,7 +37,7 @@ uint32_t topicsOf(const store::WriteBatch& batch) {
             ;  // counters (next ids): no view shows them
           else if constexpr (std::is_same_v<T, store::PutProfile> ||
                              std::is_same_v<T, store::DeleteProfile>)
-            ;  // session profiles: the console has no view of them yet
+            t |= kTopicTeams;  // session profiles are teams' settings
           else
             // A new kind of operation: announce everything rather than miss a change.
             t |= ~0u & ~kTopicTelemetry;

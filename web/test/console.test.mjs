@@ -247,6 +247,42 @@ describe('console', () => {
     await member.context().close();
   });
 
+  test('a team-admin defines a session profile; another team does not see it', async () => {
+    await cluster.createUser('carol', { ml: 'team-admin' }, PASSWORD);
+    const carol = await newPage(browser);
+    await logIn(carol, cluster.url, 'carol', PASSWORD);
+    await carol.click('nav >> text=Admin');
+    // The profile allotd ships is for everyone.
+    await carol.waitForSelector('[data-testid=profiles-table] [data-testid=profile-jupyter]');
+    const form = '[data-testid=profile-create-form]';
+    await carol.fill(`${form} [name=name]`, 'ml-torch');
+    await carol.fill(`${form} [name=command]`, '/opt/venvs/torch/bin/jupyter-server');
+    await carol.fill(`${form} [name=gpus]`, '1');
+    await carol.fill(`${form} [name=idle_after]`, 'soon');
+    await carol.click(`${form} button[type=submit]`);
+    // Bad input: the server's error, naming the field, and nothing made.
+    await carol.waitForSelector(`${form} [role=alert]`);
+    assert.match(await carol.textContent(`${form} [role=alert]`), /idle\.after/);
+    await carol.fill(`${form} [name=idle_after]`, '45m');
+    await carol.click(`${form} button[type=submit]`);
+    await carol.waitForSelector('[data-testid=profile-ml-torch]');
+    const made = await cluster.api('GET', '/profiles/ml-torch');
+    assert.equal(made.team, 'ml');
+    assert.equal(made.defaults.gpus, 1);
+    assert.equal(made.idle.after, '45m');
+    await screenshot(carol, '10-profiles');
+    await carol.context().close();
+
+    const bob = await newPage(browser);
+    await logIn(bob, cluster.url, 'bob', PASSWORD);
+    await bob.click('nav >> text=Admin');
+    await bob.waitForSelector('[data-testid=profiles-table] [data-testid=profile-jupyter]');
+    assert.equal(await bob.locator('[data-testid=profile-ml-torch]').count(), 0);
+    // A member may not define profiles: no form.
+    assert.equal(await bob.locator('[data-testid=profile-create-form]').count(), 0);
+    await bob.context().close();
+  });
+
   test('the usage chart renders', async () => {
     await alice.click('nav >> text=Usage');
     await alice.waitForSelector('[data-testid=usage-chart] canvas');

@@ -1,5 +1,6 @@
-// Admin: for everyone, their own API tokens; for platform admins also users, teams, pools, host
-// join tokens and the audit log. A secret (API or join token) is shown once, right after it is
+// Admin: for everyone, their own API tokens and the session profiles they may use (team-admins
+// and platform admins define them); for platform admins also users, teams, pools, host join
+// tokens and the audit log. A secret (API or join token) is shown once, right after it is
 // made: the server keeps only its hash.
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
@@ -8,6 +9,7 @@ import { useSession, isAdmin } from '../session.js';
 import { fmtTime } from '../format.js';
 import { ErrorNote, Loading, Empty, StateBadge, Field, TextInput } from '../components/ui.jsx';
 import { useAction } from '../components/action.js';
+import { ProfilesPanel } from './profiles-panel.jsx';
 import './admin.css';
 
 export function AdminPage() {
@@ -17,6 +19,7 @@ export function AdminPage() {
     <section class="admin-page">
       <h1>{admin ? 'Administration' : 'My account'}</h1>
       <TokensPanel me={me} />
+      <ProfilesPanel />
       {admin && (
         <>
           <UsersPanel />
