@@ -1,7 +1,8 @@
 // The cluster map: every host the caller may see with, per GPU, who holds it and its readings
 // now, in one compact answer. The console's overview draws it and refetches it on the live
-// stream's changes, so at 1,000 hosts it is one request, not 1,001, and a third the size of
-// GET /hosts. Visibility is GET /hosts/{name}'s: holders of other teams are busy but unnamed.
+// stream's changes, so at 1,000 hosts it is one request, not 1,001 (1.69 MB of JSON, somewhat less
+// than GET /hosts without holders or readings). Visibility is GET /hosts/{name}'s: holders of
+// other teams are busy but unnamed.
 
 #include "api/route_helpers.h"
 #include "api/server.h"

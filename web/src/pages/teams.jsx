@@ -61,7 +61,8 @@ export function TeamsPage(props) {
   );
 }
 
-function CreateTeam({ onDone }) {
+// A one-field form that creates something by name (a team, a project) and clears itself.
+function CreateByName({ label, button, testid, cls, create, onDone }) {
   const [name, setName] = useState('');
   const act = useAction(() => {
     setName('');
@@ -69,21 +70,34 @@ function CreateTeam({ onDone }) {
   });
   return (
     <form
-      class="create-team"
-      data-testid="create-team-form"
+      class={cls}
+      data-testid={testid}
       onSubmit={(e) => {
         e.preventDefault();
-        act.run(() => api.post('/teams', { name }));
+        act.run(() => create(name));
       }}
     >
-      <Field label="New team">
+      <Field label={label}>
         <TextInput name="name" value={name} set={setName} required />
       </Field>
       <button type="submit" disabled={act.busy}>
-        Create team
+        {button}
       </button>
       <ErrorNote error={act.error} />
     </form>
+  );
+}
+
+function CreateTeam({ onDone }) {
+  return (
+    <CreateByName
+      label="New team"
+      button="Create team"
+      testid="create-team-form"
+      cls="create-team"
+      create={(name) => api.post('/teams', { name })}
+      onDone={onDone}
+    />
   );
 }
 
@@ -348,28 +362,15 @@ function SplitForm({ team, project, current, onDone }) {
 }
 
 function CreateProject({ team, onDone }) {
-  const [name, setName] = useState('');
-  const act = useAction(() => {
-    setName('');
-    onDone();
-  });
   return (
-    <form
-      class="row"
-      data-testid="create-project-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        act.run(() => api.post('/projects', { name, team }));
-      }}
-    >
-      <Field label="New project">
-        <TextInput name="name" value={name} set={setName} required />
-      </Field>
-      <button type="submit" disabled={act.busy}>
-        Create project
-      </button>
-      <ErrorNote error={act.error} />
-    </form>
+    <CreateByName
+      label="New project"
+      button="Create project"
+      testid="create-project-form"
+      cls="row"
+      create={(name) => api.post('/projects', { name, team })}
+      onDone={onDone}
+    />
   );
 }
 
