@@ -419,7 +419,13 @@ void TestCluster::startServer() {
   if (n == 1) {
     adminToken_ = trim(readFile(path("data/admin.token")));
     if (adminToken_.empty()) fail("no admin token in " + path("data/admin.token"));
-    std::string shown = server_->stdoutText();
+    // allotd prints the token on the line after "listening": on a loaded machine the test can
+    // read between the two writes, so wait (bounded) for it.
+    std::string shown;
+    it::waitFor([&] {
+      shown = server_->stdoutText();
+      return shown.find(adminToken_) != std::string::npos;
+    });
     if (shown.find("admin token") == std::string::npos ||
         shown.find(adminToken_) == std::string::npos) {
       fail("allotd's first start did not print the admin token:\n" + shown);
