@@ -401,6 +401,7 @@ void registerRoutes(Router& router, Server& s) {
   registerUpgradeRoutes(router, s);
   registerLeaseRoutes(router, s);
   registerProfileRoutes(router, s);
+  registerSessionRoutes(router, s);
   registerAuditRoutes(router, s);
 }
 

@@ -160,6 +160,7 @@ void registerAuditRoutes(Router& router, Server& server);
 void registerLeaseRoutes(Router& router, Server& server);
 // Session profiles (routes_profiles.cc); called by registerRoutes.
 void registerProfileRoutes(Router& router, Server& server);
+void registerSessionRoutes(Router& router, Server& server);
 // The usage report over time (routes_usage_series.cc); called by registerRoutes.
 void registerUsageSeriesRoutes(Router& router, Server& server);
 // The lease a host is in now or held for next, as host views show it (null when none).

@@ -361,6 +361,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.minDriver = std::move(r.minDriver);
   j.minCuda = std::move(r.minCuda);
   j.contour = std::move(r.contour);
+  j.session = std::move(r.session);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();
@@ -418,6 +419,7 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
   job.state = state;
   job.reason = std::move(reason);
   if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
+  sessionRuntime_.erase(job.id);
   updateJob(job, before, batch);
   if (onQueueChanged_) onQueueChanged_();  // GPUs came free
 }

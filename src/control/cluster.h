@@ -67,6 +67,25 @@ struct GpuSettings {
   std::optional<bool> shared;
 };
 
+// What `allot session create` asks for; unset fields come from the profile's defaults.
+struct SessionRequest {
+  std::string profile;  // empty: "jupyter"
+  std::string name;     // empty: the profile's name, numbered when the owner has one already
+  std::string team;     // empty: the caller's team
+  std::string project;
+  std::optional<int> gpus;
+  std::optional<int> gpuMilli;  // a share of one GPU (gpus must then be 1)
+  std::optional<int> cpuMillis;
+  std::optional<int64_t> memoryMib;
+  std::string storage;  // empty: the profile's first storage type
+};
+
+struct SessionEndpoint {
+  std::string host;
+  std::string app;
+  std::string token;  // Jupyter's; empty for a "command" session
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::string team;
@@ -492,6 +511,24 @@ class Cluster {
   std::vector<model::Profile> listProfiles(const Principal& p) const;
   Result<model::Profile> getProfile(const Principal& p, const std::string& name) const;
 
+  // Interactive sessions (cluster_sessions.cc, docs/sessions.md): jobs made from a profile. A
+  // session is visible like any job of its team; only its owner and the users it is shared with
+  // may open it (openSession), and another user is told it does not exist.
+  Result<Change<model::Job>> createSession(const Principal& p, SessionRequest request);
+  // The caller's own sessions, newest first; with `all`, every session they may see.
+  std::vector<model::Job> listSessions(const Principal& p, bool all, bool live) const;
+  Result<model::Job> getSession(const Principal& p, int64_t id) const;
+  // The owner (or a team-admin, or a platform admin) stops it; it ends as cancelled.
+  Result<Change<model::Job>> stopSession(const Principal& p, int64_t id);
+  // Shares a session with `users` (replacing the list); the owner only.
+  Result<Change<model::Job>> shareSession(const Principal& p, int64_t id,
+                                          std::vector<std::string> users);
+  // What its agent last said about a running session; nullopt when nothing yet.
+  std::optional<model::ActualSession> sessionRuntime(int64_t id) const;
+  // Where to reach a session for its owner (or a user it is shared with): its host and, for
+  // Jupyter, the token to supply. NotFound for anyone else; Unavailable while it starts.
+  Result<SessionEndpoint> openSession(const Principal& p, int64_t id) const;
+
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
   std::vector<model::Job> listJobs(const Principal& p, const JobFilter& filter) const;
@@ -682,6 +719,9 @@ class Cluster {
   // record keeps the whole output then).
   std::map<std::string, TaskOutputView> taskOutputs_;
   TimeMs idleEpoch_ = 0;  // allotd's start: no job counts as idle from before it
+  // Running sessions as their agents last reported them (tokens included): memory only, filled
+  // again by each agent's hello after a restart of allotd.
+  std::map<int64_t, model::ActualSession> sessionRuntime_;
 };
 
 // The message for a request that names no team when the caller's team is not implied: they have

@@ -204,6 +204,8 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
     applyRankActual(j, host, a, batch, push);
     return;
   }
+  if (j.session && a.session && a.state == model::ActualState::kRunning)
+    sessionRuntime_[j.id] = *a.session;
   Job before = j;
   switch (a.state) {
     case model::ActualState::kRunning:

@@ -24,7 +24,9 @@ Change<int> Cluster::enforceMaxRuntime() {
     // grace, and the job ends as cancelled, keeping this reason.
     model::Job before = j;
     j.cancelRequested = true;
-    j.reason = "exceeded its maximum runtime of " + formatDurationSpec(j.maxRuntimeMs);
+    // A session's limit is its profile's maximum lifetime (docs/sessions.md).
+    j.reason = (j.session ? "reached its maximum lifetime of " : "exceeded its maximum runtime of ") +
+               formatDurationSpec(j.maxRuntimeMs);
     updateJob(j, before, c.batch);
     for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
     ++c.value;

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "model/model.h"
 
 namespace allot::control {
 
@@ -31,6 +33,8 @@ struct JobRequest {
   std::string minDriver;
   std::string minCuda;
   std::string contour;  // empty: the default contour
+  // Set by Cluster::createSession only (never read from a job submission): the job is a session.
+  std::optional<model::SessionSpec> session;
 };
 
 inline constexpr int kMinPriority = -1000;

@@ -22,12 +22,12 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-// allot-job-shim is installed next to allot-agent.
-std::string defaultShimPath() {
+// allot-job-shim and allot-jupyter-forkserver are installed next to allot-agent.
+std::string besideThisBinary(const char* program) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "allot-job-shim";
-  return (self.parent_path() / "allot-job-shim").string();
+  if (ec) return program;
+  return (self.parent_path() / program).string();
 }
 
 }  // namespace
@@ -35,7 +35,8 @@ std::string defaultShimPath() {
 int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
-  std::string logLevel = "info", shim = defaultShimPath();
+  std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
+  std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
   std::string cgroupName, scratchDir, homeDir, caFile, teamDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"required", "off"}));
   app.add_option("--log-level", logLevel, "trace|debug|info|warn|error");
   app.add_option("--shim", shim, "path of allot-job-shim (default: next to this binary)");
+  app.add_option("--jupyter-forkserver", forkServer,
+                 "allot-jupyter-forkserver, kept running so that Jupyter sessions start fast, or "
+                 "'off' (default: next to this binary, when there)");
   app.add_option("--standby-shims", standbys,
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
   allot::agent::AgentConfig cfg{
       server,      joinToken,  name,    workDir, cgroups.mode(),
       *intervalMs, scratchDir, homeDir, caFile,  runAsOwner == "required"};
+  if (forkServer == "off" || !std::filesystem::exists(forkServer)) forkServer.clear();
+  cfg.forkServer = forkServer;
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -110,6 +110,7 @@ nlohmann::json toJson(const DesiredJob& d) {
                       {"grace_ms", d.graceMs},
                       {"log_offset", d.logOffset}};
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
+  if (d.session) j["session"] = {{"app", d.session->app}, {"storage", d.session->storage}};
   return j;
 }
 
@@ -132,6 +133,9 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
       if (!r.ok()) return r.status();
       d.runAs = *r;
     }
+    if (auto s = j.find("session"); s != j.end() && s->is_object()) {
+      d.session = DesiredSession{s->at("app").get<std::string>(), s->value("storage", "scratch")};
+    }
     return d;
   });
 }
@@ -145,7 +149,28 @@ nlohmann::json toJson(const ActualJob& a) {
                       {"message", a.message}};
   j["exit_code"] = a.exitCode ? nlohmann::json(*a.exitCode) : nlohmann::json(nullptr);
   j["signal"] = a.signal ? nlohmann::json(*a.signal) : nlohmann::json(nullptr);
+  if (a.session) j["session"] = toJson(*a.session);
   return j;
+}
+
+nlohmann::json toJson(const ActualSession& s) {
+  return {{"token", s.token},
+          {"ready", s.ready},
+          {"connections", s.connections},
+          {"busy_kernels", s.busyKernels},
+          {"last_activity_ms", s.lastActivity}};
+}
+
+Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
+  return guarded("session status", [&]() -> Result<ActualSession> {
+    ActualSession s;
+    s.token = j.value("token", "");
+    s.ready = j.value("ready", false);
+    s.connections = j.value("connections", 0);
+    s.busyKernels = j.value("busy_kernels", 0);
+    s.lastActivity = j.value("last_activity_ms", TimeMs{0});
+    return s;
+  });
 }
 
 Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
@@ -170,6 +195,11 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     a.startedAt = j.value("started_ms", TimeMs{0});
     a.finishedAt = j.value("finished_ms", TimeMs{0});
     a.message = j.value("message", "");
+    if (auto s = j.find("session"); s != j.end() && s->is_object()) {
+      auto session = actualSessionFromJson(*s);
+      if (!session.ok()) return session.status();
+      a.session = *session;
+    }
     return a;
   });
 }

@@ -58,6 +58,13 @@ struct RunAs {
   bool operator==(const RunAs&) const = default;
 };
 
+// What the agent runs for a job that is an interactive session (docs/sessions.md).
+struct DesiredSession {
+  std::string app;      // "jupyter-server", "jupyter-notebook" or "command" (SessionSpec::app)
+  std::string storage;  // "local", "scratch" or "shared"
+  bool operator==(const DesiredSession&) const = default;
+};
+
 // A job the host should be running (or stopping, when cancel is set).
 struct DesiredJob {
   int64_t id = 0;
@@ -74,10 +81,23 @@ struct DesiredJob {
   // Absent when the submitter has no Unix identity yet: an agent that switches users refuses
   // the job rather than run it as root.
   std::optional<RunAs> runAs;
+  std::optional<DesiredSession> session;
 };
 
 enum class ActualState { kRunning, kExited, kLost, kFailedToStart };
 const char* actualStateName(ActualState s);
+
+// A running session as its agent sees it. The Jupyter token is made by the agent when the session
+// starts and travels only on the host's authenticated stream; allotd keeps it in memory, to
+// supply it when it proxies, and never stores or logs it.
+struct ActualSession {
+  std::string token;        // Jupyter's token; empty for a "command" session
+  bool ready = false;       // Jupyter listens (its socket exists); always true for "command"
+  int connections = 0;      // open Jupyter and SSH connections, as the agent counts them
+  int busyKernels = 0;      // kernels executing now
+  TimeMs lastActivity = 0;  // Jupyter's last_activity, or the last tunnel traffic; 0 = unknown
+  bool operator==(const ActualSession&) const = default;
+};
 
 struct ActualJob {
   int64_t id = 0;
@@ -88,6 +108,7 @@ struct ActualJob {
   TimeMs startedAt = 0;
   TimeMs finishedAt = 0;
   std::string message;  // why it failed to start, or was lost
+  std::optional<ActualSession> session;
 };
 
 struct LogChunk {
@@ -172,6 +193,8 @@ Result<RunAs> runAsFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const DesiredJob& d);
 Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const ActualJob& a);
+nlohmann::json toJson(const ActualSession& s);
+Result<ActualSession> actualSessionFromJson(const nlohmann::json& j);
 Result<ActualJob> actualJobFromJson(const nlohmann::json& j);
 
 nlohmann::json toJson(const GpuSample& s);

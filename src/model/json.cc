@@ -334,9 +334,30 @@ static json ranksJson(const std::vector<Rank>& ranks) {
   return out;
 }
 
+json toJson(const SessionSpec& s) {
+  return {{"profile", s.profile},
+          {"app", s.app},
+          {"storage", s.storage},
+          {"idle_threshold_percent", s.idleThresholdPct},
+          {"idle_after_ms", s.idleAfterMs},
+          {"shared_with", s.sharedWith}};
+}
+
+SessionSpec sessionSpecFromJson(const json& j) {
+  SessionSpec s;
+  s.profile = j.value("profile", "");
+  s.app = j.value("app", "command");
+  s.storage = j.value("storage", "scratch");
+  s.idleThresholdPct = j.value("idle_threshold_percent", 5.0);
+  s.idleAfterMs = j.value("idle_after_ms", int64_t{0});
+  s.sharedWith = j.value("shared_with", std::vector<std::string>{});
+  return s;
+}
+
 json toJson(const Job& j) {
   json out = toJsonFlat(j);
   if (!j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
+  if (j.session) out["session"] = toJson(*j.session);
   return out;
 }
 
@@ -469,6 +490,7 @@ json toStoreDoc(const Job& j) {
     out["ranks"] = std::move(ranks);
     out["failed_rank"] = j.failedRank;
   }
+  if (j.session) out["session"] = toJson(*j.session);
   return out;
 }
 
@@ -567,6 +589,8 @@ Job jobFromStoreDoc(const json& d) {
   j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
   j.startedAt = d.value("started_ms", TimeMs{0});
   j.finishedAt = d.value("finished_ms", TimeMs{0});
+  if (auto it = d.find("session"); it != d.end() && it->is_object())
+    j.session = sessionSpecFromJson(*it);
   return j;
 }
 

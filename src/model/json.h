@@ -29,6 +29,8 @@ json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
 json toJson(const HostTransition& t);
 json toJson(const Job& j);
+json toJson(const SessionSpec& s);
+SessionSpec sessionSpecFromJson(const json& j);
 json toJson(const Upgrade& u);
 // An event as the API and webhooks show it.
 json toJson(const Event& e);

@@ -389,6 +389,22 @@ struct Rank {
   std::string message;  // how it ended, in words ("exited with code 3")
 };
 
+// What makes a job an interactive session (docs/sessions.md): the profile it was made from, what the
+// agent runs for it and when it counts as idle. Everything else (resources, placement, accounting,
+// the lifetime as maxRuntimeMs) is the job's own, so that a session is scheduled, accounted and
+// isolated exactly like any other allocation.
+struct SessionSpec {
+  std::string profile;
+  // "jupyter-server" or "jupyter-notebook": the agent starts that Jupyter app (through its fork
+  // server when it has one) under /sessions/{id}/; "command": the profile's command as it is.
+  std::string app;
+  std::string storage;  // "local", "scratch" or "shared"
+  double idleThresholdPct = 5;
+  int64_t idleAfterMs = 0;
+  std::vector<std::string> sharedWith;  // users who may open it besides its owner
+  bool operator==(const SessionSpec&) const = default;
+};
+
 struct Job {
   int64_t id = 0;
   std::string name;
@@ -435,6 +451,7 @@ struct Job {
   TimeMs startedAt = 0;
   TimeMs finishedAt = 0;
   std::string contour;  // runs only on hosts of this contour; empty as for Host::contour
+  std::optional<SessionSpec> session;  // set for an interactive session
 };
 
 // The allocation ledger (accounting): who held which GPUs when, append-only. An open entry records

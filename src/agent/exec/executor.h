@@ -52,6 +52,8 @@ class Executor {
   virtual std::vector<int> gpusOf(int64_t id) const = 0;
   // The job's combined stdout+stderr file.
   virtual std::string logPath(int64_t id) const = 0;
+  // The job's working directory (its owner's; a session's Jupyter socket is there).
+  virtual std::string workPath(int64_t id) const = 0;
   // Job cgroup directories that no running job holds (jobs that ended, forgotten jobs, an earlier
   // agent's): where processes a job left behind may still be. The wipe kills what is in them.
   virtual std::vector<std::string> leftoverCgroups() const { return {}; }

@@ -63,6 +63,7 @@ class ProcessExecutor final : public Executor {
     return it == jobs_.end() ? std::vector<int>{} : it->second.gpuIndices;
   }
   std::string logPath(int64_t id) const override { return JobDir(workDir_, id).logPath(); }
+  std::string workPath(int64_t id) const override { return JobDir(workDir_, id).workPath(); }
   std::vector<std::string> leftoverCgroups() const override;
 
   // Where each job's scratch directory (<root>/<job id>, $ALLOT_SCRATCH) is made; default

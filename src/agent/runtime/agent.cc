@@ -85,9 +85,17 @@ std::string readFrom(const std::string& path, int64_t offset, int64_t max) {
 }  // namespace
 
 Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Clock& clock)
-    : config_(std::move(config)), gpus_(gpus), executor_(executor), clock_(clock) {
+    : config_(std::move(config)),
+      gpus_(gpus),
+      executor_(executor),
+      clock_(clock),
+      sessions_(SessionLauncherConfig{config_.workDir + "/sessions", config_.forkServer,
+                                      config_.workDir + "/forkserver/jupyter.sock"}) {
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
+  if (!config_.forkServer.empty())
+    forkServer_ = std::make_unique<ForkServerProcess>(
+        config_.forkServer, config_.workDir + "/forkserver/jupyter.sock", clock_);
 }
 
 void Agent::drainXids() {
@@ -156,6 +164,13 @@ void Agent::run(asio::io_context& io) { asio::co_spawn(io, connectionLoop(), asi
 std::vector<model::ActualJob> Agent::actualJobs() {
   auto jobs = executor_.poll();
   for (const auto& [id, a] : cancelledBeforeStart_) jobs.push_back(a);
+  for (auto& a : jobs) {
+    if (a.state != model::ActualState::kRunning) continue;
+    for (const auto& d : lastDesired_) {
+      if (d.id == a.id && d.session)
+        a.session = sessions_.report(a.id, *d.session, executor_.workPath(a.id));
+    }
+  }
   return jobs;
 }
 
@@ -205,6 +220,17 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.cpuMillis = d.cpuMillis;
       spec.memoryLimitMib = d.memoryMib;
       spec.runAs = d.runAs;
+      if (d.session) {
+        if (Status st = sessions_.prepare(d, executor_.workPath(d.id), spec); !st.ok()) {
+          model::ActualJob a;
+          a.id = d.id;
+          a.state = model::ActualState::kFailedToStart;
+          a.finishedAt = now;
+          a.message = "cannot prepare the session: " + st.message();
+          cancelledBeforeStart_[d.id] = a;
+          continue;
+        }
+      }
       auto a = executor_.start(spec);
       spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
                    a.message.empty() ? "" : ": " + a.message);
@@ -225,6 +251,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       }
     } else {
       executor_.forget(a.id);
+      sessions_.forget(a.id);
       stopping_.erase(a.id);
       logShipped_.erase(a.id);
     }
@@ -417,6 +444,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     co_await tick.async_wait(asio::as_tuple(use_awaitable));
     if (!open) break;
     if (waitingForGpus_) reconcile(lastDesired_);
+    if (forkServer_) forkServer_->keepRunning();
     collectTask();
     startTaskIfWanted();
     // The task's new output; after collectTask, so that a task that just ended has all of its

@@ -29,6 +29,8 @@
 #include "agent/gpu/gpu_provider.h"
 #include "agent/gpu/locked_gpu_provider.h"
 #include "agent/runtime/http_join.h"
+#include "agent/session/fork_server.h"
+#include "agent/session/session_launcher.h"
 #include "common/clock.h"
 #include "model/agent_protocol.h"
 
@@ -46,6 +48,8 @@ struct AgentConfig {
   std::string homeDir;      // team home data the wipe empties when asked; "" = none on this host
   std::string caFile;       // PEM CA for an https:// server; "" = the system's trusted CAs
   bool runAsOwner = false;  // --run-as-owner: workloads start as their owner (reported to allotd)
+  // allot-jupyter-forkserver, kept running so that Jupyter sessions start fast; "" = none.
+  std::string forkServer;
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -131,6 +135,10 @@ class Agent {
   // ignores what it already has).
   int64_t taskOutputSent_ = 0;
   int64_t taskOutputId_ = 0;
+
+  // Interactive sessions (docs/sessions.md): their commands and reports, and the fork server.
+  SessionLauncher sessions_;
+  std::unique_ptr<ForkServerProcess> forkServer_;
 };
 
 }  // namespace allot::agent

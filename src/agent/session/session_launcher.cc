@@ -1,0 +1,137 @@
+#include "agent/session/session_launcher.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace allot::agent {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// 32 random bytes as hex: the strength of Jupyter's own generated tokens (24 bytes) and more.
+Result<std::string> randomToken() {
+  unsigned char bytes[32];
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Internal("cannot open /dev/urandom");
+  ssize_t n = ::read(fd, bytes, sizeof bytes);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof bytes)) return Status::Internal("short read of /dev/urandom");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+bool isJupyter(const std::string& app) { return app.rfind("jupyter-", 0) == 0; }
+
+}  // namespace
+
+SessionLauncher::SessionLauncher(SessionLauncherConfig config) : config_(std::move(config)) {}
+
+std::string SessionLauncher::socketPath(const std::string& workPath) {
+  return workPath + "/jupyter.sock";
+}
+
+std::string SessionLauncher::tokenPath(int64_t id) const {
+  return config_.stateDir + "/" + std::to_string(id) + ".token";
+}
+
+std::optional<std::string> SessionLauncher::token(int64_t id) {
+  if (auto it = tokens_.find(id); it != tokens_.end()) return it->second;
+  std::ifstream in(tokenPath(id));
+  std::string t;
+  if (!(in >> t) || t.empty()) return std::nullopt;
+  tokens_[id] = t;
+  return t;
+}
+
+Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& workPath,
+                                JobSpec& spec) {
+  const model::DesiredSession& session = *d.session;
+  const std::string baseUrl = "/sessions/" + std::to_string(d.id) + "/";
+  spec.env["ALLOT_SESSION_ID"] = std::to_string(d.id);
+  spec.env["ALLOT_SESSION_URL"] = baseUrl;
+  if (!isJupyter(session.app)) return Status::Ok();
+
+  auto made = randomToken();
+  if (!made.ok()) return made.status();
+  std::error_code ec;
+  fs::create_directories(config_.stateDir, ec);
+  ::chmod(config_.stateDir.c_str(), 0700);
+  {
+    // Written before the session starts, so that a restarted agent can still supply it.
+    const std::string path = tokenPath(d.id);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::Internal("cannot write " + path);
+    const std::string line = *made + "\n";
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!ok) return Status::Internal("cannot write " + path);
+  }
+  tokens_[d.id] = *made;
+  spec.env["JUPYTER_TOKEN"] = *made;
+
+  // The classic notebook (6.x) is its own app, with its own option names.
+  const std::string app = session.app == "jupyter-notebook" ? "NotebookApp" : "ServerApp";
+  std::vector<std::string> options = {
+      "--no-browser",
+      "--" + app + ".base_url=" + baseUrl,
+      "--" + app + ".sock=" + socketPath(workPath),
+      "--" + app + ".sock_mode=0600",
+      // Where kernels and terminals start: the session's working directory.
+      "--" + app + ".root_dir=" + workPath,
+  };
+  if (session.app == "jupyter-notebook") options.back() = "--NotebookApp.notebook_dir=" + workPath;
+  if (spec.runAs == std::nullopt || spec.runAs->uid == 0) options.push_back("--allow-root");
+
+  // The fork server serves Debian's own programs, named bare as the default profile does; a
+  // profile with its own environment (a virtualenv's jupyter) runs as a plain program.
+  const bool plainDebian = spec.command.size() == 1 && (spec.command[0] == "jupyter-server" ||
+                                                        spec.command[0] == "jupyter-notebook" ||
+                                                        spec.command[0] == "/usr/bin/jupyter-server" ||
+                                                        spec.command[0] == "/usr/bin/jupyter-notebook");
+  struct stat st {};
+  if (plainDebian && !config_.forkServer.empty() &&
+      ::stat(config_.forkServerSock.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    std::vector<std::string> command = {config_.forkServer, "run",
+                                        "--socket",         config_.forkServerSock,
+                                        "--app",            session.app == "jupyter-notebook" ? "notebook" : "server",
+                                        "--"};
+    command.insert(command.end(), options.begin(), options.end());
+    spec.command = std::move(command);
+  } else {
+    spec.command.insert(spec.command.end(), options.begin(), options.end());
+  }
+  return Status::Ok();
+}
+
+model::ActualSession SessionLauncher::report(int64_t id, const model::DesiredSession& session,
+                                             const std::string& workPath) {
+  model::ActualSession out;
+  if (!isJupyter(session.app)) {
+    out.ready = true;
+    return out;
+  }
+  if (auto t = token(id)) out.token = *t;
+  struct stat st {};
+  out.ready = !out.token.empty() && ::stat(socketPath(workPath).c_str(), &st) == 0 &&
+              S_ISSOCK(st.st_mode);
+  return out;
+}
+
+void SessionLauncher::forget(int64_t id) {
+  tokens_.erase(id);
+  std::error_code ec;
+  fs::remove(tokenPath(id), ec);
+}
+
+}  // namespace allot::agent

@@ -1,0 +1,57 @@
+#pragma once
+// SessionLauncher: what the agent runs for a job that is an interactive session
+// (docs/sessions.md), and what it reports about it.
+//
+// A session goes through the executor like any job (its cgroup, GPU rules, limits and owner come
+// from there); this class only decides its command and environment, and watches it:
+//  - Jupyter apps listen on a Unix socket in the session's working directory (mode 0600, the
+//    owner's: other users of the host cannot reach it, root can), under the base URL
+//    /sessions/{id}/, with a random token made here and passed in JUPYTER_TOKEN (never on the
+//    command line, which every user of the host can read);
+//  - Debian's jupyter-server and jupyter-notebook start through the host's pre-imported fork
+//    server (allot-jupyter-forkserver) when it runs, else as plain programs (slower: ~0.4 s of
+//    Python imports);
+//  - "command" sessions run the profile's command as it is.
+// Tokens are kept under <workDir>/sessions/ (root's, 0600) so that a restarted agent reports the
+// same ones.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "agent/exec/executor.h"
+#include "model/agent_protocol.h"
+
+namespace allot::agent {
+
+struct SessionLauncherConfig {
+  std::string stateDir;        // <workDir>/sessions: tokens
+  std::string forkServer;      // path of allot-jupyter-forkserver; "" = none
+  std::string forkServerSock;  // its socket; used when it exists
+};
+
+class SessionLauncher {
+ public:
+  explicit SessionLauncher(SessionLauncherConfig config);
+
+  // Fills the command and environment of `spec` (already holding the job's own) for the session
+  // `d`; `workPath` is the job's working directory, where the Jupyter socket goes.
+  Status prepare(const model::DesiredJob& d, const std::string& workPath, JobSpec& spec);
+  // The running session's state for the agent's report.
+  model::ActualSession report(int64_t id, const model::DesiredSession& session,
+                              const std::string& workPath);
+  // The Unix socket the session's Jupyter listens on.
+  static std::string socketPath(const std::string& workPath);
+  // Drops what is kept about a session the executor forgot.
+  void forget(int64_t id);
+
+ private:
+  std::string tokenPath(int64_t id) const;
+  std::optional<std::string> token(int64_t id);
+
+  SessionLauncherConfig config_;
+  std::map<int64_t, std::string> tokens_;  // running sessions' Jupyter tokens
+};
+
+}  // namespace allot::agent

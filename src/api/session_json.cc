@@ -1,0 +1,76 @@
+#include "api/session_json.h"
+
+#include "api/server.h"
+#include "common/time_format.h"
+
+namespace allot::api {
+
+const char* sessionState(const model::Job& j, bool ready) {
+  using model::JobState;
+  switch (j.state) {
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kScheduled:
+      return "starting";
+    case JobState::kRunning:
+      if (j.cancelRequested) return "stopping";
+      return ready ? "running" : "starting";
+    case JobState::kSucceeded:
+    case JobState::kCancelled:
+    case JobState::kPreempted:
+      return "stopped";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kLost:
+      return "lost";
+  }
+  return "lost";
+}
+
+nlohmann::json sessionJson(Server& s, const model::Job& j) {
+  using nlohmann::json;
+  auto at = [](TimeMs t) { return t ? json(formatIso8601(t)) : json(nullptr); };
+  auto text = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
+  const auto rt = s.cluster().sessionRuntime(j.id);
+  const bool ready = rt && rt->ready;
+  const model::SessionSpec spec = j.session.value_or(model::SessionSpec{});
+  const bool jupyter = spec.app.rfind("jupyter", 0) == 0;
+  json out = {{"id", j.id},
+              {"name", j.name},
+              {"profile", spec.profile},
+              {"app", spec.app},
+              {"user", j.user},
+              {"team", j.team},
+              {"project", text(j.project)},
+              {"state", sessionState(j, ready)},
+              {"job_state", model::jobStateName(j.state)},
+              {"reason", text(j.reason)},
+              {"host", text(j.host)},
+              {"gpus", j.gpus},
+              {"gpu_milli", j.gpuMilli},
+              {"gpu_indices", j.gpuIndices},
+              {"cpu_millis", j.cpuMillis},
+              {"memory_mib", j.memoryMib},
+              {"storage", spec.storage},
+              {"url", jupyter ? json("/sessions/" + std::to_string(j.id) + "/") : json(nullptr)},
+              {"shared_with", spec.sharedWith},
+              {"idle",
+               {{"threshold_percent", spec.idleThresholdPct},
+                {"after", formatDurationSpec(spec.idleAfterMs)}}},
+              {"max_lifetime", j.maxRuntimeMs ? json(formatDurationSpec(j.maxRuntimeMs)) : json()},
+              {"created_at", at(j.submittedAt)},
+              {"started_at", at(j.startedAt)},
+              {"ended_at", at(j.finishedAt)}};
+  if (rt) {
+    out["connections"] = rt->connections;
+    out["busy_kernels"] = rt->busyKernels;
+    out["last_activity"] = at(rt->lastActivity);
+  } else {
+    out["connections"] = nullptr;
+    out["busy_kernels"] = nullptr;
+    out["last_activity"] = nullptr;
+  }
+  return out;
+}
+
+}  // namespace allot::api
