@@ -109,6 +109,22 @@ class ForkServerTest(unittest.TestCase):
         cls.home = os.path.join(cls.tmp, "home")
         os.mkdir(cls.home, 0o700)
         os.chown(cls.home, UID, GID)
+        # The user's own configuration imports a module from the user's site-packages, as a
+        # pip --user server extension would: both must work in a forked child as in a plain exec.
+        ver = subprocess.run(
+            [interpreter(), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        user_site = os.path.join(cls.home, ".local", "lib", f"python{ver}", "site-packages")
+        os.makedirs(user_site)
+        with open(os.path.join(user_site, "allot_usersite_probe.py"), "w") as f:
+            f.write("import os\nwith open(os.path.join(os.environ['HOME'], 'probe'), 'w') as f:\n"
+                    "    f.write(str(os.getuid()))\n")
+        os.makedirs(os.path.join(cls.home, ".jupyter"))
+        with open(os.path.join(cls.home, ".jupyter", "jupyter_server_config.py"), "w") as f:
+            f.write("import allot_usersite_probe  # noqa\n")
+        for d, _, files in os.walk(cls.home):
+            for n in [d, *(os.path.join(d, f) for f in files)]:
+                os.chown(n, UID, GID)
         cls.sock = os.path.join(cls.tmp, "fork.sock")
         cls.cgroup = ""
         root = cgroup2_root()
@@ -207,6 +223,9 @@ class ForkServerTest(unittest.TestCase):
             wait_for(lambda: gone(child), f"session child {child} to end")
 
     def test_session_runs_as_owner_in_its_cgroup(self):
+        probe = os.path.join(self.home, "probe")
+        if os.path.exists(probe):
+            os.unlink(probe)  # other sessions share this home
         client, jsock, base = self.start_client("7")
         self.wait_ready(client, jsock, base, "7")
         self.assertEqual(get_status(jsock, base, ""), 403)
@@ -226,6 +245,8 @@ class ForkServerTest(unittest.TestCase):
         self.assertNotIn(TOKEN, self.server_log())
         # Single-threaded server: nothing it forks can inherit a lock held by another thread.
         self.assertEqual(len(os.listdir(f"/proc/{self.server.pid}/task")), 1)
+        with open(probe) as f:
+            self.assertEqual(f.read(), str(UID))  # user config and user site-packages loaded
         self.stop(client, child)
 
     def test_two_sessions_side_by_side(self):
