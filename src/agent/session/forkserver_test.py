@@ -139,10 +139,14 @@ class ForkServerTest(unittest.TestCase):
              "--request-timeout", "1"], stdin=subprocess.DEVNULL,
             stdout=cls.log, stderr=cls.log,
             env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-        wait_for(lambda: "listening on" in cls.server_log() or cls.server.poll() is not None,
-                 "the fork server to listen")
-        assert cls.server.poll() is None, cls.server_log()
         cls.clients = []
+        try:
+            wait_for(lambda: "listening on" in cls.server_log() or cls.server.poll() is not None,
+                     "the fork server to listen")
+            assert cls.server.poll() is None, cls.server_log()
+        except BaseException:
+            cls.tearDownClass()  # unittest skips it when setUpClass fails
+            raise
 
     @classmethod
     def tearDownClass(cls):
@@ -150,17 +154,26 @@ class ForkServerTest(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if cls.cgroup:
+            # The server stops (and reaps) the sessions of killed clients; only then stop it, so
+            # that nothing is left to be reparented.
+            try:
+                wait_for(lambda: not cls.cgroup_pids(), "the sessions to end")
+            except AssertionError:
+                for pid in cls.cgroup_pids():
+                    os.kill(pid, signal.SIGKILL)  # this test's own processes
+                wait_for(lambda: not cls.cgroup_pids(), "the test cgroup to empty")
         cls.server.terminate()
         cls.server.wait()
         cls.log.close()
         if cls.cgroup:
-            # Session children may need a moment to be reaped after their clients went.
-            def empty():
-                with open(os.path.join(cls.cgroup, "cgroup.procs")) as f:
-                    return not f.read().strip()
-            wait_for(empty, "the test cgroup to empty")
             os.rmdir(cls.cgroup)
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def cgroup_pids(cls):
+        with open(os.path.join(cls.cgroup, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
 
     @classmethod
     def server_log(cls):
