@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""End-to-end test of allot-jupyter-forkserver: a real root server, real clients as an
+unprivileged uid inside a test cgroup, real Jupyter answering over its Unix socket.
+
+Needs root (setuid, cgroups) and jupyter_server for the script's interpreter; exits 77 (ctest
+SKIP_RETURN_CODE) otherwise. Waits on conditions with generous deadlines, asserts no timings.
+
+  FORKSERVER=build/bin/allot-jupyter-forkserver python3 src/agent/session/forkserver_test.py
+"""
+
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FORKSERVER = os.environ.get("FORKSERVER", os.path.join(HERE, "allot-jupyter-forkserver"))
+UID = GID = 4242
+TOKEN = "t0ken-" + os.urandom(8).hex()
+DEADLINE_S = 60  # how long to wait for a condition before failing (never a timing assertion)
+
+
+def interpreter():
+    with open(FORKSERVER) as f:
+        return f.readline()[2:].strip()
+
+
+def why_skip():
+    if os.geteuid() != 0:
+        return "not root"
+    if subprocess.run([interpreter(), "-c", "import jupyter_server.serverapp"],
+                      capture_output=True).returncode != 0:
+        return f"jupyter_server is not importable by {interpreter()}"
+    return ""
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split(" ", 1)[0] == "cgroup2":
+                return left.split(" ")[4]
+    return ""
+
+
+def wait_for(cond, what):
+    end = time.monotonic() + DEADLINE_S
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=10)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(10)
+        self.sock.connect(self.unix_path)
+
+
+def get_status(sock_path, base, token):
+    """HTTP status of GET <base>api/status, or None while nothing listens yet."""
+    c = UnixHTTPConnection(sock_path)
+    try:
+        headers = {"Authorization": "token " + token} if token else {}
+        c.request("GET", base + "api/status", headers=headers)
+        r = c.getresponse()
+        r.read()
+        return r.status
+    except OSError:
+        return None
+    finally:
+        c.close()
+
+
+def proc_field(pid, name):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return line.split()[1:]
+    except FileNotFoundError:
+        return None
+
+
+def gone(pid):
+    state = proc_field(pid, "State")
+    return state is None or state[0] == "Z"
+
+
+class ForkServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="allot-forkserver-test-")
+        os.chmod(cls.tmp, 0o755)  # root-owned socket directory the unprivileged client can enter
+        cls.home = os.path.join(cls.tmp, "home")
+        os.mkdir(cls.home, 0o700)
+        os.chown(cls.home, UID, GID)
+        # The user's own configuration imports a module from the user's site-packages, as a
+        # pip --user server extension would: both must work in a forked child as in a plain exec.
+        ver = subprocess.run(
+            [interpreter(), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        user_site = os.path.join(cls.home, ".local", "lib", f"python{ver}", "site-packages")
+        os.makedirs(user_site)
+        with open(os.path.join(user_site, "allot_usersite_probe.py"), "w") as f:
+            f.write("import os\nwith open(os.path.join(os.environ['HOME'], 'probe'), 'w') as f:\n"
+                    "    f.write(str(os.getuid()))\n")
+        os.makedirs(os.path.join(cls.home, ".jupyter"))
+        with open(os.path.join(cls.home, ".jupyter", "jupyter_server_config.py"), "w") as f:
+            f.write("import allot_usersite_probe  # noqa\n")
+        for d, _, files in os.walk(cls.home):
+            for n in [d, *(os.path.join(d, f) for f in files)]:
+                os.chown(n, UID, GID)
+        cls.sock = os.path.join(cls.tmp, "fork.sock")
+        cls.cgroup = ""
+        root = cgroup2_root()
+        if root:
+            cls.cgroup = os.path.join(root, f"allot-forkserver-test-{os.getpid()}")
+            os.mkdir(cls.cgroup)
+        cls.log_path = os.path.join(cls.tmp, "server.log")
+        cls.log = open(cls.log_path, "w")
+        # A neutral environment: a value captured at import must not point into /root.
+        cls.server = subprocess.Popen(
+            [FORKSERVER, "serve", "--socket", cls.sock, "--kill-grace", "1",
+             "--request-timeout", "1"], stdin=subprocess.DEVNULL,
+            stdout=cls.log, stderr=cls.log,
+            env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        cls.clients = []
+        try:
+            wait_for(lambda: "listening on" in cls.server_log() or cls.server.poll() is not None,
+                     "the fork server to listen")
+            assert cls.server.poll() is None, cls.server_log()
+        except BaseException:
+            cls.tearDownClass()  # unittest skips it when setUpClass fails
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.clients:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if cls.cgroup:
+            # The server stops (and reaps) the sessions of killed clients; only then stop it, so
+            # that nothing is left to be reparented.
+            try:
+                wait_for(lambda: not cls.cgroup_pids(), "the sessions to end")
+            except AssertionError:
+                for pid in cls.cgroup_pids():
+                    os.kill(pid, signal.SIGKILL)  # this test's own processes
+                wait_for(lambda: not cls.cgroup_pids(), "the test cgroup to empty")
+        cls.server.terminate()
+        cls.server.wait()
+        cls.log.close()
+        if cls.cgroup:
+            os.rmdir(cls.cgroup)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def cgroup_pids(cls):
+        with open(os.path.join(cls.cgroup, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+
+    @classmethod
+    def server_log(cls):
+        with open(cls.log_path) as f:
+            return f.read()
+
+    def start_client(self, name, socket_path=None, extra=()):
+        """Starts a client as UID:GID in the test cgroup; returns (Popen, jupyter socket, base)."""
+        jsock = os.path.join(self.home, f"{name}.sock")
+        base = f"/sessions/{name}/"
+        cgroup = self.cgroup
+
+        def become_owner():
+            # What the agent's job shim does: join the job's cgroup, then drop to the owner.
+            if cgroup:
+                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            os.setgroups([])
+            os.setgid(GID)
+            os.setuid(UID)
+
+        err = open(os.path.join(self.tmp, f"{name}.err"), "w")
+        p = subprocess.Popen(
+            [FORKSERVER, "run", "--socket", socket_path or self.sock, *extra, "--",
+             f"--ServerApp.sock={jsock}", "--ServerApp.sock_mode=0600",
+             f"--ServerApp.base_url={base}", "--no-browser"],
+            stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=self.home,
+            preexec_fn=become_owner,
+            env={"HOME": self.home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                 "JUPYTER_TOKEN": TOKEN})
+        err.close()
+        self.clients.append(p)
+        return p, jsock, base
+
+    def client_err(self, name):
+        with open(os.path.join(self.tmp, f"{name}.err")) as f:
+            return f.read()
+
+    def child_of(self, client):
+        """The session child's pid, from the server's log line for this client."""
+        def find():
+            m = re.search(rf"session pid (\d+) .*\(client pid {client.pid}\)", self.server_log())
+            return int(m.group(1)) if m else None
+        return wait_for(find, f"the server to fork for client {client.pid}")
+
+    def wait_ready(self, client, jsock, base, name):
+        def ready():
+            if client.poll() is not None:
+                raise AssertionError(f"client exited {client.returncode}: "
+                                     f"{self.client_err(name)}")
+            return get_status(jsock, base, TOKEN) == 200
+        wait_for(ready, f"{base}api/status to answer 200")
+
+    def stop(self, client, child):
+        client.send_signal(signal.SIGTERM)
+        code = client.wait(timeout=DEADLINE_S)
+        # jupyter_server stops cleanly on SIGTERM (0); 143 if the child died of it.
+        self.assertIn(code, (0, 143))
+        if child:
+            wait_for(lambda: gone(child), f"session child {child} to end")
+
+    def test_session_runs_as_owner_in_its_cgroup(self):
+        probe = os.path.join(self.home, "probe")
+        if os.path.exists(probe):
+            os.unlink(probe)  # other sessions share this home
+        client, jsock, base = self.start_client("7")
+        self.wait_ready(client, jsock, base, "7")
+        self.assertEqual(get_status(jsock, base, ""), 403)
+        child = self.child_of(client)
+        self.assertEqual(proc_field(child, "Uid"), [str(UID)] * 4)
+        self.assertEqual(proc_field(child, "Gid"), [str(GID)] * 4)
+        self.assertEqual(proc_field(child, "Groups"), [])
+        self.assertEqual(proc_field(child, "NoNewPrivs"), ["1"])
+        if self.cgroup:
+            with open(f"/proc/{child}/cgroup") as f:
+                self.assertIn("0::/" + os.path.basename(self.cgroup) + "\n", f.read())
+        st = os.stat(jsock)
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (UID, 0o600))
+        # The token reaches Jupyter through the environment only: not in ps, not in the log.
+        with open(f"/proc/{child}/cmdline", "rb") as f:
+            self.assertNotIn(TOKEN.encode(), f.read())
+        self.assertNotIn(TOKEN, self.server_log())
+        # Single-threaded server: nothing it forks can inherit a lock held by another thread.
+        self.assertEqual(len(os.listdir(f"/proc/{self.server.pid}/task")), 1)
+        with open(probe) as f:
+            self.assertEqual(f.read(), str(UID))  # user config and user site-packages loaded
+        self.stop(client, child)
+
+    def test_two_sessions_side_by_side(self):
+        a, asock, abase = self.start_client("a")
+        b, bsock, bbase = self.start_client("b")
+        self.wait_ready(a, asock, abase, "a")
+        self.wait_ready(b, bsock, bbase, "b")
+        ca, cb = self.child_of(a), self.child_of(b)
+        self.assertNotEqual(ca, cb)
+        self.stop(a, ca)
+        self.assertEqual(get_status(bsock, bbase, TOKEN), 200)  # b is unaffected
+        self.stop(b, cb)
+
+    def test_killed_client_ends_its_session(self):
+        client, jsock, base = self.start_client("k")
+        self.wait_ready(client, jsock, base, "k")
+        child = self.child_of(client)
+        client.kill()  # no chance to forward anything: the server sees the connection close
+        client.wait()
+        wait_for(lambda: gone(child), "the server to stop the orphaned session")
+
+    def test_session_that_ignores_sigterm_is_killed(self):
+        client, jsock, base = self.start_client("s")
+        self.wait_ready(client, jsock, base, "s")
+        child = self.child_of(client)
+        os.kill(child, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM; SIGKILL works
+        client.kill()
+        client.wait()
+        wait_for(lambda: gone(child), "SIGKILL after the grace period (1 s in this test)")
+
+    def test_connection_without_request_is_closed(self):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock)
+        s.settimeout(DEADLINE_S)
+        self.assertIn(b"no complete request", s.recv(4096))  # and the server still serves
+        s.close()
+
+    def test_falls_back_to_plain_jupyter_without_server(self):
+        client, jsock, base = self.start_client(
+            "f", socket_path=os.path.join(self.tmp, "absent.sock"))
+        self.wait_ready(client, jsock, base, "f")
+        self.assertIn("starting plain jupyter-server", self.client_err("f"))
+        self.stop(client, None)
+
+    def test_token_on_the_command_line_is_refused(self):
+        err = subprocess.run([FORKSERVER, "run", "--socket", self.sock, "--",
+                              "--ServerApp.token=x"], capture_output=True, text=True)
+        self.assertNotEqual(err.returncode, 0)
+        self.assertIn("JUPYTER_TOKEN", err.stderr)
+
+
+if __name__ == "__main__":
+    reason = why_skip()
+    if reason:
+        print(f"SKIP: {reason}")
+        sys.exit(77)
+    unittest.main()
