@@ -36,6 +36,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addIdleCommands(app, ctx);
   addLeaseCommands(app, ctx);
   addProfileCommands(app, ctx);
+  addSessionCommands(app, ctx);
   addHostCommands(app, ctx);
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);

@@ -28,5 +28,6 @@ void addReportCommands(CLI::App& app, Context& ctx);   // report usage
 void addLeaseCommands(CLI::App& app, Context& ctx);    // lease
 void addAuditCommands(CLI::App& app, Context& ctx);    // audit, audit export
 void addProfileCommands(CLI::App& app, Context& ctx);  // profile
+void addSessionCommands(CLI::App& app, Context& ctx);  // session
 
 }  // namespace allot::cli

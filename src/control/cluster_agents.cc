@@ -90,6 +90,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id, rank);
       d.runAs = runAsOf(j);
+      if (j.session) d.session = model::DesiredSession{j.session->app, j.session->storage};
       out.push_back(std::move(d));
     }
   }

@@ -221,7 +221,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.memoryLimitMib = d.memoryMib;
       spec.runAs = d.runAs;
       if (d.session) {
-        if (Status st = sessions_.prepare(d, executor_.workPath(d.id), spec); !st.ok()) {
+        const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
+        if (Status st = sessions_.prepare(d, executor_.workPath(d.id), asRoot, spec); !st.ok()) {
           model::ActualJob a;
           a.id = d.id;
           a.state = model::ActualState::kFailedToStart;
@@ -230,6 +231,12 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
           cancelledBeforeStart_[d.id] = a;
           continue;
         }
+      }
+      if (d.session) {
+        // The command, not the environment: the environment holds the session's token.
+        std::string argv;
+        for (const auto& arg : spec.command) argv += (argv.empty() ? "" : " ") + arg;
+        spdlog::info("session {}: {} as {}", d.id, d.session->app, argv);
       }
       auto a = executor_.start(spec);
       spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),

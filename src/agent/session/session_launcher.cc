@@ -55,7 +55,7 @@ std::optional<std::string> SessionLauncher::token(int64_t id) {
 }
 
 Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& workPath,
-                                JobSpec& spec) {
+                                bool asRoot, JobSpec& spec) {
   const model::DesiredSession& session = *d.session;
   const std::string baseUrl = "/sessions/" + std::to_string(d.id) + "/";
   spec.env["ALLOT_SESSION_ID"] = std::to_string(d.id);
@@ -91,7 +91,7 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
       "--" + app + ".root_dir=" + workPath,
   };
   if (session.app == "jupyter-notebook") options.back() = "--NotebookApp.notebook_dir=" + workPath;
-  if (spec.runAs == std::nullopt || spec.runAs->uid == 0) options.push_back("--allow-root");
+  if (asRoot) options.push_back("--allow-root");
 
   // The fork server serves Debian's own programs, named bare as the default profile does; a
   // profile with its own environment (a virtualenv's jupyter) runs as a plain program.

@@ -36,8 +36,10 @@ class SessionLauncher {
   explicit SessionLauncher(SessionLauncherConfig config);
 
   // Fills the command and environment of `spec` (already holding the job's own) for the session
-  // `d`; `workPath` is the job's working directory, where the Jupyter socket goes.
-  Status prepare(const model::DesiredJob& d, const std::string& workPath, JobSpec& spec);
+  // `d`; `workPath` is the job's working directory, where the Jupyter socket goes. `asRoot`: the
+  // session's processes run as root (an agent with --run-as-owner off, run by root).
+  Status prepare(const model::DesiredJob& d, const std::string& workPath, bool asRoot,
+                 JobSpec& spec);
   // The running session's state for the agent's report.
   model::ActualSession report(int64_t id, const model::DesiredSession& session,
                               const std::string& workPath);
