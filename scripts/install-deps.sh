@@ -19,6 +19,11 @@ packages=(
   ansible-core
   # The console's end-to-end tests drive Debian's Chromium with playwright-core (web/test/).
   chromium
+  # Interactive sessions (docs/sessions.md): the default jupyter profile runs Debian's Jupyter
+  # (the fork server imports it), kernels are ipykernel, and SSH to a session runs OpenSSH's
+  # sshd in inetd mode per connection (no system sshd is started or used).
+  python3-jupyter-server jupyter-server python3-notebook jupyter-notebook python3-ipykernel
+  openssh-server openssh-client
 )
 
 # Node.js and npm build the web console (Vite needs Node 20.19 or later). Machines of this kind

@@ -19,6 +19,7 @@
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
 #include "api/event_stream.h"
+#include "api/session_proxy.h"
 #include "common/gzip.h"
 #include "common/tls.h"
 #include "control/async_commit.h"
@@ -334,12 +335,22 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
   boost::system::error_code peerError;
   const auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peerError);
   const std::string peerAddress = peerError ? std::string() : peer.address().to_string();
+  SessionProxyState proxy;  // this connection's tunnel to a session, kept between requests
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(config_.maxBodyBytes);
     parser.header_limit(64 * 1024);
     beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+    // The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API.
+    auto [hec, hn] =
+        co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
+    boost::system::error_code ec = hec;
+    if (!ec) {
+      if (isSessionPath(parser.get().target())) parser.body_limit(kSessionBodyLimit);
+      auto [bec, bn] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+      ec = bec;
+    }
     if (ec == http::error::body_limit) {
       auto res = ApiResponse::error(
           Status::TooLarge("body: larger than " + std::to_string(config_.maxBodyBytes) + " bytes"));
@@ -353,6 +364,13 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     }
     if (ec) break;
     HttpRequest req = parser.release();
+
+    if (isSessionPath(req.target())) {
+      // Jupyter's traffic, not the API's: neither audited nor in the API's request metrics.
+      const bool again = co_await serveSessionRequest(*this, stream, buffer, std::move(req), proxy);
+      if (!again) break;
+      continue;
+    }
 
     if (beast::websocket::is_upgrade(req)) {
       beast::get_lowest_layer(stream).expires_never();
