@@ -1,7 +1,8 @@
 // End to end: the console in Debian's Chromium against a real allotd and agent. A member logs in,
 // launches a job from the form, sees it on the map and in My work, follows its log and cancels
 // it; a member of another team sees none of it; the usage chart renders; a session that ends
-// sends the browser back to the login page. Screenshots land in the artifacts directory.
+// sends the browser back to the login page; a member starts a Jupyter session, sees it run and
+// stops it. Screenshots land in the artifacts directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, waitFor } from './cluster.mjs';
@@ -281,6 +282,77 @@ describe('console', () => {
     // A member may not define profiles: no form.
     assert.equal(await bob.locator('[data-testid=profile-create-form]').count(), 0);
     await bob.context().close();
+  });
+
+  test('a member starts a Jupyter session from My work, opens and stops it', async () => {
+    await alice.click('nav >> text=My work');
+    const panel = '[data-testid=sessions-panel]';
+    await alice.waitForSelector(`${panel} [data-testid=new-session-form]`);
+    // The profile allotd ships is the default, and only its storage types are offered.
+    await alice.waitForFunction(() =>
+      [...(document.querySelector('[data-testid=new-session-profile]')?.options ?? [])].some(
+        (o) => o.value === 'jupyter',
+      ),
+    );
+    assert.equal(await alice.inputValue('[data-testid=new-session-profile]'), 'jupyter');
+    const kinds = await alice.$$eval('[data-testid=new-session-storage] option', (os) =>
+      os.map((o) => o.value),
+    );
+    assert.deepEqual(kinds.sort(), ['local', 'scratch']);
+
+    // Bad input: the server's error, naming the field, and nothing started.
+    await alice.fill('[data-testid=new-session-name]', 'my notebook');
+    await alice.click('[data-testid=new-session-submit]');
+    await alice.waitForSelector('[data-testid=new-session-error]');
+    assert.match(await alice.textContent('[data-testid=new-session-error]'), /name/);
+    assert.equal(
+      await alice.getAttribute('[data-testid=new-session-name]', 'aria-invalid'),
+      'true',
+    );
+    await screenshot(alice, '11-session-bad-name');
+    const none = await cluster.api('GET', '/sessions?ended=true', undefined, await aliceToken());
+    assert.equal(none.length, 0);
+
+    await alice.fill('[data-testid=new-session-name]', 'nb-console');
+    await alice.click('[data-testid=new-session-submit]');
+    await alice.waitForSelector('[data-testid=session-row-nb-console]');
+    assert.equal(await alice.locator('[data-testid=new-session-error]').count(), 0);
+    const [made] = await cluster.api('GET', '/sessions', undefined, await aliceToken());
+    assert.equal(made.name, 'nb-console');
+    assert.equal(made.profile, 'jupyter');
+    assert.equal(made.user, 'alice');
+    assert.equal(made.storage, 'scratch');
+
+    // Running once Jupyter answers on the host; only then is there a link to it.
+    await alice.waitForFunction(
+      () =>
+        document.querySelector('[data-testid=session-state-nb-console]')?.textContent === 'running',
+      null,
+      { timeout: 30000 },
+    );
+    const open = alice.locator('[data-testid=session-open-nb-console]');
+    await open.waitFor();
+    assert.equal(await open.getAttribute('href'), `/sessions/${made.id}/`);
+    assert.equal(await open.getAttribute('target'), '_blank');
+    await screenshot(alice, '12-session-running');
+
+    alice.once('dialog', (d) => d.accept());
+    await alice.click('[data-testid=session-stop-nb-console]');
+    await waitFor(
+      'the session stopped',
+      async () =>
+        (await cluster.api('GET', `/sessions/${made.id}`, undefined, await aliceToken())).state ===
+        'stopped',
+    );
+    // Gone from the live list; there with its end among the ended ones.
+    await alice.waitForSelector('[data-testid=session-row-nb-console]', { state: 'detached' });
+    await alice.check('[data-testid=sessions-show-ended]');
+    await alice.waitForFunction(
+      () =>
+        document.querySelector('[data-testid=session-state-nb-console]')?.textContent === 'stopped',
+    );
+    assert.equal(await alice.locator('[data-testid=session-stop-nb-console]').count(), 0);
+    await screenshot(alice, '13-session-stopped');
   });
 
   test('the usage chart renders', async () => {

@@ -7,6 +7,7 @@ import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../ses
 import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
 import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
 import { splitCommand } from '../components/shellwords.js';
+import { SessionsPanel } from '../components/sessions-panel.jsx';
 import './work.css';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'lost']);
@@ -42,6 +43,7 @@ function WorkList() {
       ) : (
         <p class="muted">Your role lets you read your team's work, not submit it.</p>
       )}
+      <SessionsPanel />
       <div class="row work-head">
         <h2>{allTeam ? "My teams' jobs" : 'My jobs'}</h2>
         <label class="inline">
