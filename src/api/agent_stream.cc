@@ -12,9 +12,11 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <deque>
+#include <optional>
 
 #include "api/server.h"
 #include "model/agent_protocol.h"
+#include "model/tunnel_frame.h"
 
 namespace allot::api {
 
@@ -25,8 +27,11 @@ using asio::use_awaitable;
 
 namespace {
 
-// Outgoing side of one agent connection: a queue drained by one writer coroutine, because a
-// WebSocket allows only one write in flight.
+// Outgoing side of one agent connection, drained by one writer coroutine, because a WebSocket
+// allows only one write in flight. Two queues: control (desired state, level-triggered: only the
+// newest matters) and tunnel frames (a byte stream: never dropped, in order). Control goes first,
+// so desired state waits behind at most one 64 KiB DATA frame; tunnel frames are bounded by each
+// stream's credit window.
 template <typename Ws>
 class WsAgentLink final : public control::AgentLink {
  public:
@@ -35,23 +40,35 @@ class WsAgentLink final : public control::AgentLink {
   // control::AgentLink
   void send(std::string message) override {
     if (closed_) return;
-    // Desired state is level-triggered: only the newest one matters.
-    outbox_.clear();
-    outbox_.push_back(std::move(message));
+    control_ = std::move(message);
+    wake_.cancel();
+  }
+
+  // A tunnel frame (binary), queued behind the earlier ones.
+  void sendTunnel(std::string frame) {
+    if (closed_) return;
+    tunnel_.push_back(std::move(frame));
     wake_.cancel();
   }
 
   asio::awaitable<void> writer() {
     auto self = ws_;  // keeps the stream alive while writing
     while (!closed_) {
-      if (outbox_.empty()) {
+      std::string msg;
+      bool text = true;
+      if (control_) {
+        msg = std::move(*control_);
+        control_.reset();
+      } else if (!tunnel_.empty()) {
+        msg = std::move(tunnel_.front());
+        tunnel_.pop_front();
+        text = false;
+      } else {
         wake_.expires_at(asio::steady_timer::time_point::max());
         co_await wake_.async_wait(asio::as_tuple(use_awaitable));
         continue;
       }
-      std::string msg = std::move(outbox_.front());
-      outbox_.pop_front();
-      ws_->text(true);
+      ws_->text(text);
       auto [ec, n] = co_await ws_->async_write(asio::buffer(msg), asio::as_tuple(use_awaitable));
       if (ec) break;
     }
@@ -59,13 +76,15 @@ class WsAgentLink final : public control::AgentLink {
 
   void close() {
     closed_ = true;
+    tunnel_.clear();
     wake_.cancel();
   }
 
  private:
   std::shared_ptr<Ws> ws_;
   asio::steady_timer wake_;
-  std::deque<std::string> outbox_;
+  std::optional<std::string> control_;
+  std::deque<std::string> tunnel_;
   bool closed_ = false;
 };
 
@@ -116,6 +135,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
   if (aec) co_return;
 
   auto link = std::make_shared<WsAgentLink<Ws>>(ws);
+  std::shared_ptr<tunnel::TunnelMux> tunnels;  // from the hello on
   bool helloSeen = false;
   beast::flat_buffer buf;
   for (;;) {
@@ -129,6 +149,10 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       break;
     }
     std::string data = beast::buffers_to_string(buf.data());
+    if (!ws->got_text() && model::isTunnelFrame(data)) {
+      if (tunnels) server.tunnels().onFrame(host, *tunnels, data);
+      continue;
+    }
     if (!ws->got_text()) {
       auto chunk = model::decodeLogChunk(data);
       if (!chunk.ok()) {
@@ -187,7 +211,13 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
         spdlog::warn("agent {}: bad hello: {}", host, inv.status().message());
         break;
       }
-      if (!helloSeen) asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
+      if (!helloSeen) {
+        asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
+        std::weak_ptr<WsAgentLink<Ws>> weakLink = link;
+        tunnels = server.tunnels().attach(host, [weakLink](std::string frame) {
+          if (auto l = weakLink.lock()) l->sendTunnel(std::move(frame));
+        });
+      }
       helloSeen = true;
       auto change = server.cluster().agentConnected(host, link.get(), *inv, *jobs);
       co_await server.apply(change);
@@ -201,6 +231,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     for (const auto& a : *jobs) server.notifyJob(a.id);
   }
   link->close();
+  if (tunnels) server.tunnels().detach(host, tunnels);
   server.cluster().agentDisconnected(host, link.get());
 }
 

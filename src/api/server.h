@@ -19,6 +19,7 @@
 #include "api/metrics.h"
 #include "api/router.h"
 #include "api/static_files.h"
+#include "api/tunnel_hub.h"
 #include "api/webhook.h"
 #include "common/clock.h"
 #include "control/cluster.h"
@@ -78,6 +79,8 @@ class Server {
   // The live streams' notices: commit publishes to it, as does telemetry ingestion.
   EventHub& events() { return events_; }
   boost::asio::io_context& io() { return io_; }
+  // Byte streams to agents' hosts (sessions' Jupyter and SSH), one mux per connected agent.
+  TunnelHub& tunnels() { return tunnels_; }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
   template <typename T>
@@ -121,6 +124,7 @@ class Server {
   EventHub events_;
   StaticFiles console_{""};
   boost::asio::io_context io_{1};
+  TunnelHub tunnels_{io_.get_executor()};
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   boost::asio::steady_timer schedulerWake_{io_};

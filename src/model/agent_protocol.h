@@ -19,6 +19,13 @@
 //   agent -> allotd  text   {"type":"task_result", "id":N, "ok":B, "failed_step":S,
 //                            "reason":"...", "output":"...", "hook":{...}, "health":{...}}
 //
+// Byte tunnels (issue 8, docs/design/sessions.md 3.1): binary messages whose first byte is 0x01
+// (never '{', so never a log chunk) are tunnel frames, both ways: allotd opens streams to a
+// (session, target) on the host (OPEN), the agent answers OPEN_OK or OPEN_FAIL, then DATA, WINDOW
+// (per-stream credit, 256 KiB), CLOSE (half-close) and RESET. The codec is model/tunnel_frame.h;
+// the ends are api/tunnel_hub.h (allotd) and agent/runtime/tunnel_endpoint.h. Tunnel frames are
+// never dropped, unlike desired state (below): each side queues them in a FIFO of their own.
+//
 // The task rides in the desired state rather than in a message of its own: the link keeps only
 // the newest message (level-triggered), and a host that reconnects mid-task must hear it again.
 // The agent runs each task id once per process and sends its result until the desired state no

@@ -21,8 +21,11 @@
 
 #include "agent/exec/hook_runner.h"
 #include "agent/host_ops/host_task_runner.h"
+#include "agent/runtime/agent_outbox.h"
 #include "agent/runtime/http_join.h"
+#include "agent/runtime/tunnel_endpoint.h"
 #include "common/tls.h"
+#include "model/tunnel_frame.h"
 
 namespace allot::agent {
 
@@ -96,6 +99,24 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
   if (!config_.forkServer.empty())
     forkServer_ = std::make_unique<ForkServerProcess>(
         config_.forkServer, config_.workDir + "/forkserver/jupyter.sock", clock_);
+  tunnelResolver_ = [this](int64_t session, const std::string& target) {
+    return resolveTunnel(session, target);
+  };
+}
+
+Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& target) {
+  const model::DesiredJob* wanted = nullptr;
+  for (const auto& d : lastDesired_) {
+    if (d.id == session && d.session && !d.cancel) wanted = &d;
+  }
+  if (wanted == nullptr || !executor_.knows(session))
+    return Status::NotFound("no session " + std::to_string(session) + " runs on this host");
+  if (target == "jupyter") {
+    if (wanted->session->app.rfind("jupyter-", 0) != 0)
+      return Status::FailedPrecondition("session " + std::to_string(session) + " runs no Jupyter");
+    return TunnelTarget::unixSocket(SessionLauncher::socketPath(executor_.workPath(session)));
+  }
+  return Status::InvalidArgument("unknown tunnel target '" + target + "'");
 }
 
 void Agent::drainXids() {
@@ -397,17 +418,27 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
   if (wec) co_return Status::Unavailable("send failed: " + wec.message());
 
-  // The reader applies desired states; this coroutine (the only writer) ticks: poll the
-  // executor, ship new output, then report status when it changed or a heartbeat is due.
+  // The reader applies desired states and hands tunnel frames to the endpoint; this coroutine
+  // ticks: poll the executor, queue new output, then status when it changed or a heartbeat is
+  // due. The outbox's writer is the only one writing to the socket, woken by whatever is queued.
   bool open = true;
   int64_t heartbeatMs = 5000;
   asio::steady_timer tick(ex);
+  auto outbox = std::make_shared<AgentOutbox<Ws>>(ws);
+  asio::co_spawn(ex, outbox->run(), asio::detached);
+  TunnelEndpoint tunnels(
+      ex, [outbox](std::string frame) { outbox->pushTunnel(std::move(frame)); }, tunnelResolver_);
   auto reader = [&, ws]() -> asio::awaitable<void> {
     beast::flat_buffer buf;
     for (;;) {
       buf.clear();
       auto [ec, n] = co_await ws->async_read(buf, asio::as_tuple(use_awaitable));
       if (ec) break;
+      if (!ws->got_text()) {
+        std::string data = beast::buffers_to_string(buf.data());
+        if (model::isTunnelFrame(data)) tunnels.onFrame(data);
+        continue;
+      }
       auto msg = nlohmann::json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
       if (!msg.is_object() || msg.value("type", "") != "desired") continue;
       std::vector<model::DesiredJob> desired;
@@ -437,6 +468,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       tick.cancel();
     }
     open = false;
+    outbox->stop();  // a tick waiting for its messages to be written ends too
     tick.cancel();
   };
   asio::co_spawn(ex, reader(), asio::detached);
@@ -467,11 +499,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         std::string data = readFrom(taskOutputPath(id), taskOutputSent_, kMaxLogChunk);
         if (data.empty()) break;
         const size_t n = data.size();
-        std::string msg = model::encodeTaskOutput({id, taskOutputSent_, std::move(data)});
-        ws->text(true);
-        auto [ec, written] =
-            co_await ws->async_write(asio::buffer(msg), asio::as_tuple(use_awaitable));
-        if (ec) {
+        outbox->push(model::encodeTaskOutput({id, taskOutputSent_, std::move(data)}), false);
+        if (!co_await outbox->drained()) {
           failed = true;
           break;
         }
@@ -481,9 +510,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       if (failed) break;
     }
     if (std::string result = taskResultToSend(clock_.nowMs(), heartbeatMs); !result.empty()) {
-      ws->text(true);
-      auto [ec, n] = co_await ws->async_write(asio::buffer(result), asio::as_tuple(use_awaitable));
-      if (ec) break;
+      outbox->push(std::move(result), false);
+      if (!co_await outbox->drained()) break;
     }
     auto jobs = actualJobs();
     if (haveDesired_) {
@@ -495,11 +523,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         for (;;) {
           std::string data = readFrom(executor_.logPath(a.id), it->second, kMaxLogChunk);
           if (data.empty()) break;
-          auto frame = model::encodeLogChunk({a.id, it->second, data});
-          ws->binary(true);
-          auto [ec, n] =
-              co_await ws->async_write(asio::buffer(frame), asio::as_tuple(use_awaitable));
-          if (ec) {
+          outbox->push(model::encodeLogChunk({a.id, it->second, data}), true);
+          if (!co_await outbox->drained()) {
             failed = true;
             break;
           }
@@ -513,9 +538,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     std::string status = model::encodeStatus(jobs);
     auto now = clock_.nowMs();
     if (status != lastStatus || statusDirty_ || now - lastSent >= heartbeatMs) {
-      ws->text(true);
-      auto [ec, n] = co_await ws->async_write(asio::buffer(status), asio::as_tuple(use_awaitable));
-      if (ec) break;
+      outbox->push(status, false);
+      if (!co_await outbox->drained()) break;
       lastStatus = std::move(status);
       lastSent = now;
       statusDirty_ = false;
@@ -524,13 +548,13 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       lastSampled = now;
       std::string telemetry = telemetryMessage();
       if (!telemetry.empty()) {
-        ws->text(true);
-        auto [ec, n] =
-            co_await ws->async_write(asio::buffer(telemetry), asio::as_tuple(use_awaitable));
-        if (ec) break;
+        outbox->push(std::move(telemetry), false);
+        if (!co_await outbox->drained()) break;
       }
     }
   }
+  outbox->stop();
+  tunnels.shutdown();
   boost::system::error_code ignored;
   beast::get_lowest_layer(*ws).socket().close(ignored);
   // Let the reader see the close before its frame goes away with this one.

@@ -5,6 +5,9 @@
 // exchange repairs the world; jobs that ran on while the agent was away are re-adopted by the
 // executor from its work directory.
 //
+// Writes to the WebSocket go through one writer per connection (AgentOutbox): the tick loop queues
+// status, telemetry and output, the tunnel endpoint queues its frames.
+//
 // Threading: everything runs on the io_context passed to run(), one thread, but for the host task,
 // which runs on a thread of its own and reaches the GPUs only through gpus_ (a LockedGpuProvider:
 // the provider is not thread-safe and the loop samples it for telemetry meanwhile) and the XID
@@ -29,6 +32,7 @@
 #include "agent/gpu/gpu_provider.h"
 #include "agent/gpu/locked_gpu_provider.h"
 #include "agent/runtime/http_join.h"
+#include "agent/runtime/tunnel_endpoint.h"
 #include "agent/session/fork_server.h"
 #include "agent/session/session_launcher.h"
 #include "common/clock.h"
@@ -70,6 +74,9 @@ class Agent {
   // Runs the connection loop until the io_context stops.
   void run(boost::asio::io_context& io);
   const std::string& hostName() const { return credential_.host; }
+  // What allotd's tunnel streams (session, target) connect to on this host; by default none
+  // (refuseAllTunnels). Before run().
+  void setTunnelResolver(TunnelResolver resolver) { tunnelResolver_ = std::move(resolver); }
 
   model::Inventory inventory();
 
@@ -82,6 +89,9 @@ class Agent {
   template <typename Ws>
   boost::asio::awaitable<Status> converse(std::shared_ptr<Ws> ws, ServerAddress addr);
   void reconcile(const std::vector<model::DesiredJob>& desired);
+  // What a tunnel stream allotd opens to (session, target) reaches: a session this host runs,
+  // never anything else (docs/sessions.md).
+  Result<TunnelTarget> resolveTunnel(int64_t session, const std::string& target);
   std::vector<model::ActualJob> actualJobs();
   // One sample round, encoded; empty when the provider could not be read (logged).
   std::string telemetryMessage();
@@ -105,6 +115,7 @@ class Agent {
   Credential credential_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // for an https:// server; made once
   std::vector<model::Gpu> gpuList_;
+  TunnelResolver tunnelResolver_ = refuseAllTunnels;
 
   // Per connection: how many bytes of each job's output allotd holds (from desired state).
   std::map<int64_t, int64_t> logShipped_;
