@@ -50,10 +50,11 @@ class LoginService {
                                                                      std::string password);
 
   // The bearer token, else the session cookie; for a cookie, the session must not have been
-  // idle too long, and a request that is not GET or HEAD must carry the CSRF header.
-  // On an idle session, `expiredSessionId` names the token to delete.
+  // idle too long, and a request that is not GET or HEAD must carry the CSRF header (unless
+  // `csrfToken` is false: the session proxy checks Origin instead, since Jupyter's pages cannot
+  // know our header). On an idle session, `expiredSessionId` names the token to delete.
   RequestCredential authenticate(const HttpRequest& req, const control::Cluster& cluster,
-                                 std::string* expiredSessionId);
+                                 std::string* expiredSessionId, bool csrfToken = true);
   // Whether a credential that authenticated earlier (a live stream's) still would, without
   // counting as activity: a session stays subject to its idle limit however long a stream that
   // it opened stays open.

@@ -129,7 +129,11 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   }
 
   std::string expired;
-  auto cred = server.login().authenticate(req, server.cluster(), &expired);
+  auto cred = server.login().authenticate(req, server.cluster(), &expired, /*csrfToken=*/false);
+  if (!expired.empty()) {
+    // An idle console session ends for good, as on the API's paths.
+    if (auto ended = server.cluster().endSession(expired); ended.ok()) co_await server.apply(*ended);
+  }
   if (!cred.principal) {
     auto res = ApiResponse::error(cred.error);
     co_return co_await reply(stream, req, res);

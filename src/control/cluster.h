@@ -662,6 +662,9 @@ class Cluster {
   sched::Snapshot snapshot() const;
   // Idle detection: brings the track of a running job up to date at `now` (cluster_idle.cc).
   IdleTrack& trackIdle(const model::Job& j, TimeMs now);
+  // The rule a running job is judged idle by: its team's or project's policy, or for a session its
+  // profile's (cluster_idle.cc).
+  model::IdlePolicy idlePolicyFor(const model::Job& j) const;
   void noteTelemetry(const std::string& host);
   model::Event& addEvent(model::EventKind kind, const model::Job& j, std::string message,
                          const nlohmann::json& details, store::WriteBatch& batch);

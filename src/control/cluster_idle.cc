@@ -33,9 +33,11 @@ void forEachRank(const Job& j, F fn) {
   for (const auto& r : j.ranks) fn(r.host, r.gpuIndices);
 }
 
-// Jobs the detector watches: running on GPUs and not already on their way out.
+// Jobs the detector watches: running on GPUs, or interactive sessions (which are culled when idle
+// even without GPUs), and not already on their way out.
 bool watched(const Job& j) {
-  return j.state == JobState::kRunning && !j.evicting && !j.cancelRequested && j.gpus > 0;
+  return j.state == JobState::kRunning && !j.evicting && !j.cancelRequested &&
+         (j.gpus > 0 || j.session);
 }
 
 int gpusHeld(const Job& j) {
@@ -65,6 +67,18 @@ nlohmann::json policyDetails(const model::IdlePolicy& p, const IdleTrack& t) {
 }
 
 }  // namespace
+
+model::IdlePolicy Cluster::idlePolicyFor(const Job& j) const {
+  model::IdlePolicy policy = effectiveIdlePolicyOf(j.team, j.project).policy;
+  if (!j.session) return policy;
+  // A session is culled under its profile's rule: idle for `after`, then stopped after a notice
+  // of a quarter of that (at most ten minutes), so that its owner hears before it goes.
+  policy.thresholdPct = j.session->idleThresholdPct;
+  policy.afterMs = j.session->idleAfterMs;
+  policy.action = model::IdleAction::kReclaim;
+  policy.graceMs = std::min<int64_t>(j.session->idleAfterMs / 4, 600'000);
+  return policy;
+}
 
 EffectiveIdlePolicy Cluster::effectiveIdlePolicyOf(const std::string& team,
                                                    const std::string& project) const {
@@ -142,8 +156,18 @@ IdleTrack& Cluster::trackIdle(const Job& j, TimeMs now) {
     t.startedAt = j.startedAt;
     t.lastBusyAt = std::max(j.startedAt, idleEpoch_);
   }
-  const double threshold = effectiveIdlePolicyOf(j.team, j.project).policy.thresholdPct;
+  const double threshold = idlePolicyFor(j).thresholdPct;
   if (busyNow(world_, j, threshold, now)) t.lastBusyAt = now;
+  if (j.session) {
+    // A session is in use while a kernel runs or someone is connected, whatever its GPUs do;
+    // Jupyter's own last activity (a request, kernel output) counts too. Before its agent has
+    // said anything it is busy: no news is not idleness.
+    auto rt = sessionRuntime_.find(j.id);
+    if (rt == sessionRuntime_.end() || rt->second.connections > 0 || rt->second.busyKernels > 0)
+      t.lastBusyAt = now;
+    else if (rt->second.lastActivity > t.lastBusyAt)
+      t.lastBusyAt = std::min(rt->second.lastActivity, now);
+  }
   return t;
 }
 
@@ -195,16 +219,20 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
   for (int64_t id : ids) {
     Job& j = world_.jobs.at(id);
     if (!watched(j)) continue;
-    const model::IdlePolicy policy = effectiveIdlePolicyOf(j.team, j.project).policy;
+    const model::IdlePolicy policy = idlePolicyFor(j);
     IdleTrack& t = trackIdle(j, now);
     const IdleStep step = stepIdle(t, policy, now);
-    const std::string what = "job " + std::to_string(j.id) + " (" + j.user + ")";
+    const std::string what =
+        (j.session ? "session " : "job ") + std::to_string(j.id) + " (" + j.user + ")";
     switch (step) {
       case IdleStep::kNone:
         break;
       case IdleStep::kFlag: {
         std::string msg = what + ": " + describeIdle(policy);
-        if (t.reclaimAt)
+        if (t.reclaimAt && j.session)
+          msg += ", no kernel busy and no connection open; it will be stopped at " +
+                 formatIso8601(t.reclaimAt) + " unless it is used";
+        else if (t.reclaimAt)
           msg += "; its GPUs will be reclaimed at " + formatIso8601(t.reclaimAt) +
                  " unless it gets busy";
         c.value.events.push_back(addEvent(model::EventKind::kAllocationIdle, j, std::move(msg),
@@ -219,14 +247,30 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
                                           c.batch));
         break;
       case IdleStep::kReclaim: {
+        if (j.session) {
+          // Culled: stopped like `allot session stop`, the reason kept on the session.
+          const std::string reason = "culled: " + describeIdle(policy) +
+                                     " with no kernel busy and no connection open";
+          c.value.events.push_back(addEvent(model::EventKind::kAllocationReclaimed, j,
+                                            "session " + std::to_string(j.id) + " (" + j.user +
+                                                "): " + reason,
+                                            policyDetails(policy, t), c.batch));
+          Job before = j;
+          j.cancelRequested = true;
+          j.reason = reason;
+          updateJob(j, before, c.batch);
+          c.pushHosts.insert(j.host);
+          c.value.reclaimed.push_back(j.id);
+          spdlog::info("session culled: session={} user={}", j.id, j.user);
+          break;
+        }
         const std::string reason = "reclaimed: " + describeIdle(policy);
         c.value.events.push_back(
             addEvent(model::EventKind::kAllocationReclaimed, j,
                      what + ": " + reason + (j.preemptible ? "; requeued" : "; stopped"),
                      policyDetails(policy, t), c.batch));
         // The preemption path: the agent stops it with the preempt grace; a preemptible job goes
-        // back to the queue, any other ends `preempted` with this reason. Interactive sessions
-        // (not built yet) are to be stopped the same way, their reason recorded.
+        // back to the queue, any other ends `preempted` with this reason.
         Change<std::vector<int64_t>> evicted;
         evict(sched::Eviction{j.id, j.preemptible, 0, reason}, evicted);
         for (auto& op : evicted.batch.ops) c.batch.ops.push_back(std::move(op));

@@ -6,6 +6,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
 #include <filesystem>
 
 #include "harness.h"
@@ -38,6 +42,59 @@ std::pair<int, std::string> unixGet(const std::string& path, const std::string& 
   if (resp.rfind("HTTP/1.1 ", 0) != 0) return {0, resp};
   const size_t body = resp.find("\r\n\r\n");
   return {std::atoi(resp.c_str() + 9), body == std::string::npos ? "" : resp.substr(body + 4)};
+}
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = boost::asio::ip::tcp;
+
+// A WebSocket to allotd on loopback with the given extra handshake headers; throws on refusal
+// (the HTTP status is in the exception's text).
+std::unique_ptr<websocket::stream<tcp::socket>> openWebSocket(
+    boost::asio::io_context& io, uint16_t port, const std::string& target,
+    const std::map<std::string, std::string>& headers) {
+  auto ws = std::make_unique<websocket::stream<tcp::socket>>(io);
+  ws->next_layer().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  ws->set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+    for (const auto& [k, v] : headers) req.set(k, v);
+  }));
+  websocket::response_type res;
+  ws->handshake(res, "127.0.0.1:" + std::to_string(port), target);
+  return ws;
+}
+
+// Runs `code` on a kernel through its channels WebSocket: sends an execute_request and reads
+// until its execute_reply; returns what the kernel printed.
+std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::string& code) {
+  const std::string msgId = "allot-test-" + std::to_string(::getpid());
+  json request = {{"header",
+                   {{"msg_id", msgId},
+                    {"username", "test"},
+                    {"session", "allot-test"},
+                    {"msg_type", "execute_request"},
+                    {"version", "5.3"}}},
+                  {"parent_header", json::object()},
+                  {"metadata", json::object()},
+                  {"content",
+                   {{"code", code},
+                    {"silent", false},
+                    {"store_history", false},
+                    {"user_expressions", json::object()},
+                    {"allow_stdin", false}}},
+                  {"channel", "shell"},
+                  {"buffers", json::array()}};
+  ws.text(true);
+  ws.write(boost::asio::buffer(request.dump()));
+  std::string printed;
+  for (;;) {
+    beast::flat_buffer buf;
+    ws.read(buf);
+    json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+    if (!msg.is_object() || msg["parent_header"].value("msg_id", "") != msgId) continue;
+    const std::string type = msg["header"].value("msg_type", "");
+    if (type == "stream") printed += msg["content"].value("text", "");
+    if (type == "execute_reply") return printed;
+  }
 }
 
 class SessionTest : public TestCluster {
@@ -181,6 +238,92 @@ TEST_F(SessionTest, BadRequestsNameTheirFieldAndChangeNothing) {
   auto cli = cliAs(alice_, {"session", "create", "--gpus", "1", "--gpu-fraction", "0.5"});
   EXPECT_NE(cli.code, 0);
   EXPECT_NE(cli.err.find("--gpus and --gpu-fraction"), std::string::npos) << cli.err;
+}
+
+TEST_F(SessionTest, JupyterThroughAllotdHttpAndKernelWebSocket) {
+  json s = create({"--name", "proxied"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "proxied");
+  const std::string base = "/sessions/" + id + "/";
+
+  // Plain HTTP with the API's bearer token; allotd supplies Jupyter's token.
+  auto status = httpRequest(port_, "GET", base + "api/status", "", alice_);
+  EXPECT_EQ(status.status, 200) << status.body;
+  EXPECT_TRUE(status.parsed().contains("started")) << status.body;
+  auto again = httpRequest(port_, "GET", base + "api", "", alice_);
+  EXPECT_EQ(again.status, 200) << again.body;
+  // The base URL without its slash is redirected to it.
+  auto bare = httpRequest(port_, "GET", "/sessions/" + id, "", alice_);
+  EXPECT_EQ(bare.status, 301);
+  EXPECT_EQ(bare.headers["location"], base);
+
+  // Nobody else: no credential is 401, another team's user and a host are told nothing.
+  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status").status, 401);
+  auto other = httpRequest(port_, "GET", base + "api/status", "", bob_);
+  EXPECT_EQ(other.status, 404) << other.body;
+  // Nor may a teammate it was not shared with.
+  const std::string carol = createUser("carol", "red");
+  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", carol).status, 404);
+  cliJson(alice_, {"session", "share", "proxied", "--with", "carol"});
+  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", carol).status, 200);
+
+  // A kernel, and one execute round trip over its channels WebSocket through allotd.
+  auto kernel = httpRequest(port_, "POST", base + "api/kernels", R"({"name":"python3"})", alice_);
+  ASSERT_EQ(kernel.status, 201) << kernel.body;
+  const std::string kernelId = textOf(kernel.parsed(), "id");
+  boost::asio::io_context io;
+  auto ws = openWebSocket(io, port_, base + "api/kernels/" + kernelId + "/channels",
+                          {{"Authorization", "Bearer " + alice_}});
+  EXPECT_EQ(executeOnKernel(*ws, "print(6 * 7)"), "42\n");
+  ws->close(websocket::close_code::normal);
+
+  // Bob cannot reach the kernel either.
+  EXPECT_THROW(openWebSocket(io, port_, base + "api/kernels/" + kernelId + "/channels",
+                             {{"Authorization", "Bearer " + bob_}}),
+               std::exception);
+}
+
+TEST_F(SessionTest, ConsoleCookieNeedsTheConsolesOriginForWritesAndWebSockets) {
+  const std::string password = "correct horse battery staple";
+  auto made = httpRequest(port_, "POST", "/api/v1/users",
+                          json{{"name", "dora"}, {"team", "red"}, {"password", password}}.dump(),
+                          adminToken_);
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto login = [&](bool session) {
+    return httpRequest(port_, "POST", "/api/v1/login",
+                       json{{"user", "dora"}, {"password", password}, {"session", session}}.dump());
+  };
+  const std::string token = textOf(login(false).parsed(), "token");
+  auto withCookie = login(true);
+  const std::string setCookie = withCookie.headers["set-cookie"];
+  const std::string cookie = setCookie.substr(0, setCookie.find(';'));
+  ASSERT_FALSE(token.empty());
+
+  json s = cliJson(token, {"session", "create", "--name", "nb"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(token, "nb");
+  const std::string base = "/sessions/" + id + "/";
+  const std::string self = "http://127.0.0.1:" + std::to_string(port_);
+
+  // Reads need only the cookie (a browser following a link).
+  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "", {{"Cookie", cookie}}).status,
+            200);
+  // Writes need the console's own Origin.
+  auto foreign = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                             {{"Cookie", cookie}, {"Origin", "https://evil.example"}});
+  EXPECT_EQ(foreign.status, 403) << foreign.body;
+  auto none = httpRequest(port_, "POST", base + "api/kernels", "{}", "", {{"Cookie", cookie}});
+  EXPECT_EQ(none.status, 403) << none.body;
+  auto own = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                         {{"Cookie", cookie}, {"Origin", self}});
+  ASSERT_EQ(own.status, 201) << own.body;
+  const std::string channels = base + "api/kernels/" + textOf(own.parsed(), "id") + "/channels";
+  boost::asio::io_context io;
+  EXPECT_THROW(openWebSocket(io, port_, channels,
+                             {{"Cookie", cookie}, {"Origin", "https://evil.example"}}),
+               std::exception);
+  auto ws = openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", self}});
+  EXPECT_EQ(executeOnKernel(*ws, "print('hi')"), "hi\n");
 }
 
 }  // namespace

@@ -484,6 +484,15 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     if (!open) break;
     if (waitingForGpus_) reconcile(lastDesired_);
     if (forkServer_) forkServer_->keepRunning();
+    {
+      std::vector<std::pair<int64_t, std::string>> jupyters;
+      for (const auto& d : lastDesired_) {
+        if (d.session && !d.cancel && d.session->app.rfind("jupyter-", 0) == 0 &&
+            executor_.knows(d.id))
+          jupyters.emplace_back(d.id, executor_.workPath(d.id));
+      }
+      sessions_.refreshActivity(clock_.nowMs(), jupyters);
+    }
     collectTask();
     startTaskIfWanted();
     // The task's new output; after collectTask, so that a task that just ended has all of its

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 
@@ -125,11 +127,39 @@ model::ActualSession SessionLauncher::report(int64_t id, const model::DesiredSes
   struct stat st {};
   out.ready = !out.token.empty() && ::stat(socketPath(workPath).c_str(), &st) == 0 &&
               S_ISSOCK(st.st_mode);
+  if (auto a = activity_.find(id); a != activity_.end()) {
+    out.connections = a->second.connections;
+    out.busyKernels = a->second.busyKernels;
+    out.lastActivity = a->second.lastActivity;
+  }
   return out;
+}
+
+void SessionLauncher::refreshActivity(
+    TimeMs now, const std::vector<std::pair<int64_t, std::string>>& sessions) {
+  if (probe_.valid()) {
+    if (probe_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    for (auto& [id, a] : probe_.get()) activity_[id] = a;
+  }
+  if (now - probedAt_ < kProbeEveryMs) return;
+  probedAt_ = now;
+  std::vector<std::tuple<int64_t, std::string, std::string>> targets;
+  for (const auto& [id, workPath] : sessions) {
+    if (auto t = token(id)) targets.emplace_back(id, socketPath(workPath), *t);
+  }
+  if (targets.empty()) return;
+  probe_ = std::async(std::launch::async, [targets] {
+    std::map<int64_t, JupyterActivity> out;
+    for (const auto& [id, socket, token] : targets) {
+      if (auto a = probeJupyter(socket, id, token)) out[id] = *a;
+    }
+    return out;
+  });
 }
 
 void SessionLauncher::forget(int64_t id) {
   tokens_.erase(id);
+  activity_.erase(id);
   std::error_code ec;
   fs::remove(tokenPath(id), ec);
 }

@@ -16,11 +16,16 @@
 // same ones.
 
 #include <cstdint>
+#include <future>
 #include <map>
+#include <utility>
+#include <vector>
 #include <optional>
 #include <string>
 
 #include "agent/exec/executor.h"
+#include "agent/session/jupyter_probe.h"
+#include "common/clock.h"
 #include "model/agent_protocol.h"
 
 namespace allot::agent {
@@ -47,6 +52,12 @@ class SessionLauncher {
   static std::string socketPath(const std::string& workPath);
   // Drops what is kept about a session the executor forgot.
   void forget(int64_t id);
+  // Every kProbeEveryMs, asks each running Jupyter session (id, working directory) how it is
+  // used, on a thread of its own so that a slow Jupyter never holds up the agent's loop; report()
+  // carries the newest answers. Called from the agent's tick.
+  void refreshActivity(TimeMs now, const std::vector<std::pair<int64_t, std::string>>& sessions);
+
+  static constexpr TimeMs kProbeEveryMs = 5000;
 
  private:
   std::string tokenPath(int64_t id) const;
@@ -54,6 +65,9 @@ class SessionLauncher {
 
   SessionLauncherConfig config_;
   std::map<int64_t, std::string> tokens_;  // running sessions' Jupyter tokens
+  std::map<int64_t, JupyterActivity> activity_;
+  std::future<std::map<int64_t, JupyterActivity>> probe_;
+  TimeMs probedAt_ = 0;
 };
 
 }  // namespace allot::agent

@@ -1,0 +1,78 @@
+#include "agent/session/jupyter_probe.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "common/time_format.h"
+
+namespace allot::agent {
+
+namespace {
+
+// One GET over the Unix socket with Connection: close; the body of a 200, else nullopt.
+std::optional<std::string> get(const std::string& socketPath, const std::string& target,
+                               const std::string& token, int timeoutMs) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  timeval tv{timeoutMs / 1000, (timeoutMs % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socketPath.size() >= sizeof addr.sun_path) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socketPath.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const std::string req = "GET " + target +
+                          " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                          "Authorization: token " +
+                          token + "\r\n\r\n";
+  bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+  std::string resp;
+  char buf[8192];
+  for (ssize_t n; ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
+    resp.append(buf, static_cast<size_t>(n));
+    if (resp.size() > (1 << 20)) break;  // a status is small; something else is answering
+  }
+  ::close(fd);
+  if (resp.rfind("HTTP/1.1 200", 0) != 0) return std::nullopt;
+  const size_t body = resp.find("\r\n\r\n");
+  if (body == std::string::npos) return std::nullopt;
+  // Tornado answers these small JSON documents with a Content-Length, not chunked.
+  return resp.substr(body + 4);
+}
+
+}  // namespace
+
+std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64_t sessionId,
+                                            const std::string& token, int timeoutMs) {
+  const std::string base = "/sessions/" + std::to_string(sessionId) + "/api/";
+  auto status = get(socketPath, base + "status", token, timeoutMs);
+  auto kernels = status ? get(socketPath, base + "kernels", token, timeoutMs) : std::nullopt;
+  if (!status || !kernels) return std::nullopt;
+  auto s = nlohmann::json::parse(*status, nullptr, false);
+  auto k = nlohmann::json::parse(*kernels, nullptr, false);
+  if (!s.is_object() || !k.is_array()) return std::nullopt;
+  JupyterActivity a;
+  a.connections = s.value("connections", 0);
+  for (const auto& kernel : k) {
+    if (kernel.is_object() && kernel.value("execution_state", "") == "busy") ++a.busyKernels;
+  }
+  if (auto last = s.find("last_activity"); last != s.end() && last->is_string()) {
+    auto t = parseTime(last->get<std::string>(), 0);
+    if (t.ok()) a.lastActivity = *t;
+  }
+  return a;
+}
+
+}  // namespace allot::agent
