@@ -198,6 +198,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     state.stream = *opened;
   }
   auto t = state.stream;
+  server.cluster().sessionProxied(id);
   std::string bytes = wire.str();
   Status sent = co_await t->write(std::move(bytes));
   if (!sent.ok()) {
@@ -262,7 +263,9 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
       beast::get_lowest_layer(stream).expires_never();
       // Jupyter's first frames, if they came with its 101, were written with it above.
       state.stream.reset();
+      server.cluster().sessionRelay(id, true);
       co_await relayUpgraded(stream, buffer, t);
+      server.cluster().sessionRelay(id, false);
       co_return false;
     }
     if (parser.is_done()) co_return parser.get().keep_alive() && req.keep_alive();

@@ -420,6 +420,7 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
   job.reason = std::move(reason);
   if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
   sessionRuntime_.erase(job.id);
+  sessionProxiedAt_.erase(job.id);
   updateJob(job, before, batch);
   if (onQueueChanged_) onQueueChanged_();  // GPUs came free
 }

@@ -523,6 +523,11 @@ class Cluster {
   // Shares a session with `users` (replacing the list); the owner only.
   Result<Change<model::Job>> shareSession(const Principal& p, int64_t id,
                                           std::vector<std::string> users);
+  // allotd's own view of a session's use: the proxy calls these for each request it forwards and
+  // for each WebSocket it relays (open while `open`), which count as activity at once, before the
+  // agent's next look at Jupyter.
+  void sessionProxied(int64_t id);
+  void sessionRelay(int64_t id, bool open);
   // What its agent last said about a running session; nullopt when nothing yet.
   std::optional<model::ActualSession> sessionRuntime(int64_t id) const;
   // Where to reach a session for its owner (or a user it is shared with): its host and, for
@@ -725,6 +730,8 @@ class Cluster {
   // Running sessions as their agents last reported them (tokens included): memory only, filled
   // again by each agent's hello after a restart of allotd.
   std::map<int64_t, model::ActualSession> sessionRuntime_;
+  std::map<int64_t, TimeMs> sessionProxiedAt_;  // the last request the proxy forwarded
+  std::map<int64_t, int> sessionRelays_;        // WebSockets the proxy relays now
 };
 
 // The message for a request that names no team when the caller's team is not implied: they have

@@ -163,10 +163,13 @@ IdleTrack& Cluster::trackIdle(const Job& j, TimeMs now) {
     // Jupyter's own last activity (a request, kernel output) counts too. Before its agent has
     // said anything it is busy: no news is not idleness.
     auto rt = sessionRuntime_.find(j.id);
-    if (rt == sessionRuntime_.end() || rt->second.connections > 0 || rt->second.busyKernels > 0)
+    if (rt == sessionRuntime_.end() || rt->second.connections > 0 || rt->second.busyKernels > 0 ||
+        sessionRelays_.count(j.id))
       t.lastBusyAt = now;
     else if (rt->second.lastActivity > t.lastBusyAt)
       t.lastBusyAt = std::min(rt->second.lastActivity, now);
+    if (auto p = sessionProxiedAt_.find(j.id); p != sessionProxiedAt_.end())
+      t.lastBusyAt = std::max(t.lastBusyAt, std::min(p->second, now));
   }
   return t;
 }

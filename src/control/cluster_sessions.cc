@@ -177,6 +177,15 @@ Result<Change<Job>> Cluster::shareSession(const Principal& p, int64_t id,
   return c;
 }
 
+void Cluster::sessionProxied(int64_t id) { sessionProxiedAt_[id] = clock_.nowMs(); }
+
+void Cluster::sessionRelay(int64_t id, bool open) {
+  sessionProxied(id);
+  int& n = sessionRelays_[id];
+  n += open ? 1 : -1;
+  if (n <= 0) sessionRelays_.erase(id);
+}
+
 std::optional<model::ActualSession> Cluster::sessionRuntime(int64_t id) const {
   auto it = sessionRuntime_.find(id);
   if (it == sessionRuntime_.end()) return std::nullopt;

@@ -11,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
+#include <thread>
 
 #include "harness.h"
 
@@ -324,6 +325,97 @@ TEST_F(SessionTest, ConsoleCookieNeedsTheConsolesOriginForWritesAndWebSockets) {
                std::exception);
   auto ws = openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", self}});
   EXPECT_EQ(executeOnKernel(*ws, "print('hi')"), "hi\n");
+}
+
+// Culling: a session is idle only when no kernel is busy, nothing is connected and its GPUs are
+// under the profile's threshold, for the profile's idle time; then it is stopped with the reason.
+class SessionCullingTest : public SessionTest {
+ protected:
+  std::vector<std::string> agentFlags() const override { return {"--telemetry-interval", "1s"}; }
+
+  // Runs `code` on a kernel of the session and closes the WebSocket again (an open one is a
+  // connection, which alone keeps a session alive). With `wait` false it does not wait for the
+  // reply: the kernel stays busy.
+  void runOnKernel(const std::string& base, const std::string& kernelId, const std::string& code,
+                   bool wait) {
+    boost::asio::io_context io;
+    auto ws = openWebSocket(io, port_, base + "api/kernels/" + kernelId + "/channels",
+                            {{"Authorization", "Bearer " + alice_}});
+    if (wait) {
+      executeOnKernel(*ws, code);
+    } else {
+      json request = {{"header",
+                       {{"msg_id", "fire-and-forget"},
+                        {"username", "test"},
+                        {"session", "allot-test"},
+                        {"msg_type", "execute_request"},
+                        {"version", "5.3"}}},
+                      {"parent_header", json::object()},
+                      {"metadata", json::object()},
+                      {"content", {{"code", code}, {"silent", false}}},
+                      {"channel", "shell"},
+                      {"buffers", json::array()}};
+      ws->write(boost::asio::buffer(request.dump()));
+      // Until the kernel says it is busy, so that closing cannot race the request.
+      for (;;) {
+        beast::flat_buffer buf;
+        ws->read(buf);
+        json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+        if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
+            msg["content"].value("execution_state", "") == "busy")
+          break;
+      }
+    }
+    ws->close(websocket::close_code::normal);
+  }
+
+  // The session stays running for `span` (it is not culled meanwhile).
+  bool staysRunning(const std::string& id, std::chrono::milliseconds span) {
+    const auto end = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < end) {
+      if (textOf(cliJson(alice_, {"session", "show", id}), "state") != "running") return false;
+      std::this_thread::sleep_for(250ms);
+    }
+    return true;
+  }
+};
+
+TEST_F(SessionCullingTest, CulledOnlyWhenNoKernelBusyNothingConnectedAndGpusIdle) {
+  cli({"profile", "create", "quick", "--team", "red", "--gpus", "1", "--idle-after", "5s",
+       "--idle-threshold", "50", "--", "jupyter-server"});
+  json s = create({"--profile", "quick", "--name", "cull-me"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "cull-me");
+  const std::string base = "/sessions/" + id + "/";
+  auto kernel = httpRequest(port_, "POST", base + "api/kernels", R"({"name":"python3"})", alice_);
+  ASSERT_EQ(kernel.status, 201) << kernel.body;
+  const std::string kernelId = textOf(kernel.parsed(), "id");
+
+  // A busy kernel with nobody connected and the GPU idle: kept.
+  runOnKernel(base, kernelId, "import time; time.sleep(14)", /*wait=*/false);
+  EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
+
+  // The simulated GPU busy (the session declares its utilisation), the kernel idle: kept.
+  runOnKernel(base, kernelId,
+              "import os, time; time.sleep(5); "
+              "open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('90')",
+              /*wait=*/true);
+  EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
+
+  // Everything idle: culled, and the reason says so.
+  runOnKernel(base, kernelId, "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
+              /*wait=*/true);
+  json last;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        last = cliJson(alice_, {"session", "show", id});
+        return textOf(last, "state") == "stopped";
+      },
+      60s))
+      << last.dump();
+  EXPECT_EQ(textOf(last, "reason").rfind("culled: GPUs under 50% for 5s with no kernel busy", 0),
+            0u)
+      << last.dump();
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64
                                             const std::string& token, int timeoutMs) {
   const std::string base = "/sessions/" + std::to_string(sessionId) + "/api/";
   auto status = get(socketPath, base + "status", token, timeoutMs);
-  auto kernels = status ? get(socketPath, base + "kernels", token, timeoutMs) : std::nullopt;
+  // no_track_activity: our own look must not count as use (api/status never does).
+  auto kernels = status ? get(socketPath, base + "kernels?no_track_activity=1", token, timeoutMs)
+                        : std::nullopt;
   if (!status || !kernels) return std::nullopt;
   auto s = nlohmann::json::parse(*status, nullptr, false);
   auto k = nlohmann::json::parse(*kernels, nullptr, false);

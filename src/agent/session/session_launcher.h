@@ -57,7 +57,9 @@ class SessionLauncher {
   // carries the newest answers. Called from the agent's tick.
   void refreshActivity(TimeMs now, const std::vector<std::pair<int64_t, std::string>>& sessions);
 
-  static constexpr TimeMs kProbeEveryMs = 5000;
+  // Two small requests on a Unix socket per session: cheap, and fresh enough for idle times of
+  // seconds (tests) as well as the usual half hour.
+  static constexpr TimeMs kProbeEveryMs = 2000;
 
  private:
   std::string tokenPath(int64_t id) const;
