@@ -64,6 +64,8 @@ TEST(AuditObject, ACreationIsNamedFromTheReply) {
   EXPECT_EQ(auditObjectOf("/api/v1/hosts/join", {},
                           json{{"host", {{"name", "gpu-02"}}}, {"credential", "c"}}),
             "host:gpu-02");
+  EXPECT_EQ(auditObjectOf("/api/v1/ssh-keys", {}, json{{"fingerprint", "SHA256:ab/c"}}),
+            "ssh-key:SHA256:ab/c");
   EXPECT_EQ(auditObjectOf("/api/v1/teams", {}, json("not an object")), "");
 }
 
