@@ -154,6 +154,10 @@ Result<model::SshKey> parseSshPublicKey(std::string_view line) {
     return bad(
         "this is a PRIVATE key; it must never be uploaded anywhere. Give the public key (the .pub "
         "file next to it)");
+  if (line.find("---- BEGIN SSH2 PUBLIC KEY") != std::string_view::npos)
+    return bad(
+        "an RFC 4716 (PuTTY) public key; convert it to OpenSSH's format first: "
+        "ssh-keygen -i -f FILE");
   if (line.size() > kMaxSshKeyBytes)
     return bad("over " + std::to_string(kMaxSshKeyBytes / 1024) +
                " KiB; one public key is far "

@@ -125,6 +125,10 @@ TEST(SshKey, RefusesGarbageNamingTheKeyField) {
     ASSERT_FALSE(key.ok()) << "accepted: " << line;
     EXPECT_EQ(key.status().field(), "key") << line;
   }
+  auto putty =
+      parseSshPublicKey("---- BEGIN SSH2 PUBLIC KEY ----\nAAAAC3Nz\n---- END SSH2 PUBLIC KEY ----");
+  ASSERT_FALSE(putty.ok());
+  EXPECT_NE(putty.status().message().find("ssh-keygen -i"), std::string::npos);
   std::string huge = "ssh-ed25519 " + std::string(kMaxSshKeyBytes, 'A');
   auto key = parseSshPublicKey(huge);
   ASSERT_FALSE(key.ok());
