@@ -89,7 +89,7 @@ TEST_F(SshKeyTest, AUserAddsListsAndRemovesTheirKeys) {
   // The private half: the CLI will not send it; allotd refuses it with a 400 naming `key`.
   CliResult priv = cliAs(alice, {"ssh-key", "add", key});
   EXPECT_NE(priv.code, 0);
-  EXPECT_NE(priv.err.find("PRIVATE key"), std::string::npos) << priv.describe();
+  EXPECT_NE(priv.err.find("PRIVATE key: never upload it"), std::string::npos) << priv.describe();
   HttpResult privApi = postKey(alice, readFile(key));
   EXPECT_EQ(privApi.status, 400) << privApi.body;
   EXPECT_EQ(privApi.parsed()["error"].value("field", ""), "key");
