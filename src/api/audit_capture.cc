@@ -117,6 +117,9 @@ std::string auditObjectOf(const std::string& pattern,
 
   const std::string kind = singular(segs.back());
   if (reply.contains("id") && !idText(reply["id"]).empty()) return kind + ":" + idText(reply["id"]);
+  // An SSH key is known by its fingerprint (POST /ssh-keys).
+  if (reply.contains("fingerprint") && !idText(reply["fingerprint"]).empty())
+    return kind + ":" + idText(reply["fingerprint"]);
   if (reply.contains("name") && reply["name"].is_string()) {
     const std::string name = reply["name"].get<std::string>();
     // A project is named within its team, as in the routes under /teams/{team}/projects.

@@ -64,6 +64,8 @@ TEST(AuditObject, ACreationIsNamedFromTheReply) {
   EXPECT_EQ(auditObjectOf("/api/v1/hosts/join", {},
                           json{{"host", {{"name", "gpu-02"}}}, {"credential", "c"}}),
             "host:gpu-02");
+  EXPECT_EQ(auditObjectOf("/api/v1/ssh-keys", {}, json{{"fingerprint", "SHA256:ab/c"}}),
+            "ssh-key:SHA256:ab/c");
   EXPECT_EQ(auditObjectOf("/api/v1/teams", {}, json("not an object")), "");
 }
 
@@ -129,11 +131,11 @@ TEST_F(AuditRoutesTest, BeforeAndAfterComeFromTheNearestGetOnThePath) {
 // GET route. A new route that falls outside this fails here until it is thought about.
 TEST_F(AuditRoutesTest, EveryMutatingRouteIsAuditedAndNamesWhatItChanges) {
   // No GET shows these on their own path: before is null, after is the reply.
-  // No GET on their path: tokens and join tokens are read only in lists; the reply (the revoked
-  // token, never its secret) is the entry's `after`.
+  // No GET on their path: tokens, join tokens and SSH keys are read only in lists; the reply
+  // (the revoked token, never its secret; the removed key) is the entry's `after`.
   const std::set<std::string> withoutSnapshot = {
       "PUT /api/v1/teams/{team}/projects/{project}/quota", "DELETE /api/v1/hosts/join-tokens/{id}",
-      "DELETE /api/v1/tokens/{id}"};
+      "DELETE /api/v1/tokens/{id}", "DELETE /api/v1/ssh-keys/{fingerprint}"};
   int mutating = 0;
   for (const Route& r : server_->router().routes()) {
     const std::string action = std::string(http::to_string(r.method)) + " " + r.pattern;

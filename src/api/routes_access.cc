@@ -1,4 +1,4 @@
-// Who am I, accounts, team membership and API tokens (docs/access.md).
+// Who am I, accounts, team membership, API tokens and SSH keys (docs/access.md).
 
 #include "api/route_helpers.h"
 #include "auth/csrf.h"
@@ -81,6 +81,12 @@ json whoamiJson(const Principal& p, const Result<model::User>& u) {
     out["source"] = model::userSourceName(u->source);
   }
   return out;
+}
+
+// The `user` query parameter of routes that act for the caller unless it names someone else.
+std::string queryUser(const ApiRequest& r) {
+  auto it = r.query.find("user");
+  return it == r.query.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -202,6 +208,24 @@ void registerAccessRoutes(Router& router, Server& s) {
   });
   router.add(V::delete_, "/api/v1/tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().revokeToken(r.who(), r.params.at("id")));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value));
+  });
+
+  // ---- SSH public keys (`?user=` for platform admins) ----
+  router.add(V::get, "/api/v1/ssh-keys", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(keys, s.cluster().listSshKeys(r.who(), queryUser(r)));
+    co_return ApiResponse::json(arrayOf(keys));
+  });
+  router.add(V::post, "/api/v1/ssh-keys", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"key"}));
+    TRY_ASSIGN(line, in.requiredString("key"));
+    TRY_ASSIGN(change, s.cluster().addSshKey(r.who(), queryUser(r), line));
+    co_await s.apply(change);
+    co_return ApiResponse::json(model::toJson(change.value), http::status::created);
+  });
+  router.add(V::delete_, "/api/v1/ssh-keys/{fingerprint}", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(change, s.cluster().removeSshKey(r.who(), queryUser(r), r.params.at("fingerprint")));
     co_await s.apply(change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

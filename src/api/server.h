@@ -138,7 +138,8 @@ class Server {
 
 // Registers every route of the API on the router (routes.cc).
 void registerRoutes(Router& router, Server& server);
-// Who am I, accounts, team members, API tokens (routes_access.cc); called by registerRoutes.
+// Who am I, accounts, team members, API tokens, SSH keys (routes_access.cc); called by
+// registerRoutes.
 void registerAccessRoutes(Router& router, Server& server);
 // Login, logout, passwords (routes_login.cc); called by registerAccessRoutes.
 void registerLoginRoutes(Router& router, Server& server);

@@ -32,6 +32,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addAuthCommands(app, ctx);
   addOrgCommands(app, ctx);
   addTokenCommands(app, ctx);
+  addSshKeyCommands(app, ctx);
   addQuotaCommands(app, ctx);
   addIdleCommands(app, ctx);
   addLeaseCommands(app, ctx);

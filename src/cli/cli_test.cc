@@ -280,6 +280,14 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(409,
                      R"({"error":{"code":"already_exists","message":"team 'ml' already exists"}})");
   }
+  if (r.method == "POST" && r.target == "/api/v1/ssh-keys") {
+    return jsonReply(201, R"({"fingerprint":"SHA256:abc","type":"ssh-ed25519","comment":"me@box",
+      "added_at":"2026-11-30T11:00:00Z"})");
+  }
+  if (r.method == "DELETE" && r.target.rfind("/api/v1/ssh-keys/", 0) == 0) {
+    return jsonReply(200, R"({"fingerprint":"SHA256:a/b+c","type":"ssh-ed25519","comment":"",
+      "added_at":"2026-11-30T11:00:00Z"})");
+  }
   return jsonReply(404, R"({"error":{"code":"not_found","message":"no such route"}})");
 }
 
@@ -313,6 +321,32 @@ class CliTest : public ::testing::Test {
   std::map<std::string, std::string> vars_;
   std::ostringstream out_, err_;
 };
+
+TEST_F(CliTest, SshKeyAddSendsThePublicKeyAndNeverAPrivateOne) {
+  const std::string pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIF9k me@box\n";
+  EXPECT_EQ(run({"ssh-key", "add", "-"}, pub), 0) << err_.str();
+  EXPECT_NE(out_.str().find("Added SSH key SHA256:abc (ssh-ed25519, me@box)"), std::string::npos)
+      << out_.str();
+  ASSERT_EQ(server_.requests().size(), 1u);
+  EXPECT_EQ(json::parse(server_.requests()[0].body)["key"], pub);
+
+  EXPECT_EQ(run({"ssh-key", "add", "-"},
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE "
+                "KEY-----\n"),
+            1);
+  EXPECT_NE(err_.str().find("PRIVATE key: never upload it"), std::string::npos) << err_.str();
+  EXPECT_EQ(server_.requests().size(), 1u) << "the private key went to the server";
+
+  EXPECT_EQ(run({"ssh-key", "add", home_ + "/no-such.pub"}), 1);
+  EXPECT_NE(err_.str().find("cannot read"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliTest, SshKeyRemoveEncodesTheFingerprintAsOnePathSegment) {
+  EXPECT_EQ(run({"ssh-key", "remove", "SHA256:a/b+c", "--user", "bob"}), 0) << err_.str();
+  ASSERT_EQ(server_.requests().size(), 1u);
+  EXPECT_EQ(server_.requests()[0].target, "/api/v1/ssh-keys/SHA256%3Aa%2Fb%2Bc?user=bob");
+  EXPECT_NE(out_.str().find("Removed SSH key SHA256:a/b+c"), std::string::npos) << out_.str();
+}
 
 TEST_F(CliTest, HelpWorks) {
   EXPECT_EQ(run({"--help"}), 0);

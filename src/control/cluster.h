@@ -345,6 +345,15 @@ class Cluster {
   Result<std::vector<model::ApiToken>> listTokens(const Principal& p,
                                                   const std::string& user) const;
   Result<Change<model::ApiToken>> revokeToken(const Principal& p, const std::string& id);
+  // SSH public keys (cluster_ssh_keys.cc): `user` "" means the caller. People manage their own;
+  // platform admins anyone's; anyone else's keys are NotFound, as if the user did not exist.
+  // `line` is one line of a .pub file (control/ssh_key.h says what is accepted).
+  Result<Change<model::SshKey>> addSshKey(const Principal& p, const std::string& user,
+                                          std::string_view line);
+  // `fingerprint` with or without its "SHA256:" prefix.
+  Result<Change<model::SshKey>> removeSshKey(const Principal& p, const std::string& user,
+                                             const std::string& fingerprint);
+  Result<std::vector<model::SshKey>> listSshKeys(const Principal& p, const std::string& user) const;
   // Logins (cluster_login.cc), after the API layer checked the password off the I/O thread.
   // A token for `user` of `kind` (kApi named "login", or kSession named "console"), valid for
   // `ttlMs` (0 = no expiry); the user's expired tokens go at the same time.

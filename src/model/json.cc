@@ -153,6 +153,17 @@ json toStoreDoc(const User& u) {
               {"gid", u.gid}};
   if (!u.passwordHash.empty()) out["password_hash"] = u.passwordHash;
   if (!u.createdBy.empty()) out["created_by"] = u.createdBy;
+  if (!u.sshKeys.empty()) {
+    json keys = json::array();
+    for (const auto& k : u.sshKeys) {
+      keys.push_back({{"fingerprint", k.fingerprint},
+                      {"type", k.type},
+                      {"blob", k.blob},
+                      {"comment", k.comment},
+                      {"added_ms", k.addedAt}});
+    }
+    out["ssh_keys"] = std::move(keys);
+  }
   return out;
 }
 
@@ -169,7 +180,22 @@ User userFromStoreDoc(const json& d) {
   u.uid = d.value("uid", int64_t{-1});
   u.gid = d.value("gid", int64_t{-1});
   u.createdBy = d.value("created_by", "");
+  // Documents written before SSH keys existed have none.
+  if (auto it = d.find("ssh_keys"); it != d.end() && it->is_array()) {
+    for (const auto& k : *it) {
+      u.sshKeys.push_back({k.value("fingerprint", ""), k.value("type", ""), k.value("blob", ""),
+                           k.value("comment", ""), k.value("added_ms", TimeMs{0})});
+    }
+  }
   return u;
+}
+
+// The API's view of a key: what identifies it; the blob stays in the store and authorized_keys.
+json toJson(const SshKey& k) {
+  return {{"fingerprint", k.fingerprint},
+          {"type", k.type},
+          {"comment", k.comment},
+          {"added_at", formatIso8601(k.addedAt)}};
 }
 
 // The API's view of a token: never its hash (nor, after creation, its secret).
@@ -335,12 +361,9 @@ static json ranksJson(const std::vector<Rank>& ranks) {
 }
 
 json toJson(const SessionSpec& s) {
-  return {{"profile", s.profile},
-          {"app", s.app},
-          {"storage", s.storage},
-          {"idle_threshold_percent", s.idleThresholdPct},
-          {"idle_after_ms", s.idleAfterMs},
-          {"shared_with", s.sharedWith}};
+  return {{"profile", s.profile},           {"app", s.app},
+          {"storage", s.storage},           {"idle_threshold_percent", s.idleThresholdPct},
+          {"idle_after_ms", s.idleAfterMs}, {"shared_with", s.sharedWith}};
 }
 
 SessionSpec sessionSpecFromJson(const json& j) {

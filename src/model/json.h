@@ -22,6 +22,7 @@ json quotaJson(const Team& t);
 json toJson(const User& u);
 json toStoreDoc(const User& u);
 User userFromStoreDoc(const json& doc);
+json toJson(const SshKey& k);
 json toJson(const ApiToken& t);
 json toJson(const Project& p);
 json toJson(const Gpu& g);

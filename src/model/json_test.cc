@@ -42,6 +42,26 @@ TEST(ModelJson, ApiJobHasTheDocumentedFields) {
   EXPECT_TRUE(out["host"].is_null());
 }
 
+TEST(ModelJson, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
+  User u;
+  u.name = "alice";
+  u.sshKeys.push_back({"SHA256:abc", "ssh-ed25519", "AAAAC3Nz", "alice@laptop", 1234});
+  u.sshKeys.push_back({"SHA256:def", "ssh-rsa", "AAAAB3Nz", "", 5678});
+  User back = userFromStoreDoc(toStoreDoc(u));
+  ASSERT_EQ(back.sshKeys.size(), 2u);
+  EXPECT_EQ(back.sshKeys[0].fingerprint, "SHA256:abc");
+  EXPECT_EQ(back.sshKeys[0].blob, "AAAAC3Nz");
+  EXPECT_EQ(back.sshKeys[0].comment, "alice@laptop");
+  EXPECT_EQ(back.sshKeys[0].addedAt, 1234);
+  EXPECT_EQ(back.sshKeys[1].type, "ssh-rsa");
+  EXPECT_EQ(authorizedKeysLine(back.sshKeys[0]), "ssh-ed25519 AAAAC3Nz alice@laptop");
+  EXPECT_EQ(authorizedKeysLine(back.sshKeys[1]), "ssh-rsa AAAAB3Nz");
+  // The API shows what identifies a key, not the blob.
+  EXPECT_FALSE(toJson(back.sshKeys[0]).contains("blob"));
+  // A user stored before SSH keys existed loads with none.
+  EXPECT_TRUE(userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).sshKeys.empty());
+}
+
 TEST(ModelJson, HostRoundTrip) {
   Host h;
   h.name = "h1";

@@ -26,6 +26,10 @@ std::optional<Role> parseRole(const std::string& s) {
 const char* userKindName(UserKind k) { return k == UserKind::kService ? "service" : "human"; }
 const char* userSourceName(UserSource s) { return s == UserSource::kLdap ? "ldap" : "local"; }
 
+std::string authorizedKeysLine(const SshKey& k) {
+  return k.type + " " + k.blob + (k.comment.empty() ? "" : " " + k.comment);
+}
+
 const char* tokenKindName(TokenKind k) {
   switch (k) {
     case TokenKind::kSession:

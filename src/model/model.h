@@ -76,6 +76,18 @@ const char* userKindName(UserKind k);
 enum class UserSource { kLocal, kLdap };
 const char* userSourceName(UserSource s);
 
+// An OpenSSH public key a user registered, to reach their sessions over SSH (docs/access.md).
+// Only the public half: the private key never leaves the user's machine.
+struct SshKey {
+  std::string fingerprint;  // "SHA256:<base64, no padding>", as `ssh-keygen -l` prints it
+  std::string type;         // "ssh-ed25519", "ssh-rsa", ...
+  std::string blob;         // base64, as in the .pub file
+  std::string comment;      // free text after the key; may be empty
+  TimeMs addedAt = 0;
+};
+// The key as one line of an authorized_keys file: "type blob comment", never with options.
+std::string authorizedKeysLine(const SshKey& k);
+
 struct User {
   std::string name;
   std::map<std::string, Role> teams;  // team -> the user's role in it (a team role)
@@ -88,7 +100,8 @@ struct User {
   // none yet.
   int64_t uid = -1;
   int64_t gid = -1;
-  bool disabled = false;  // a disabled user cannot authenticate; their work stays on record
+  bool disabled = false;        // a disabled user cannot authenticate; their work stays on record
+  std::vector<SshKey> sshKeys;  // in the order added
   TimeMs createdAt = 0;
   std::string createdBy;
 
@@ -389,10 +402,10 @@ struct Rank {
   std::string message;  // how it ended, in words ("exited with code 3")
 };
 
-// What makes a job an interactive session (docs/sessions.md): the profile it was made from, what the
-// agent runs for it and when it counts as idle. Everything else (resources, placement, accounting,
-// the lifetime as maxRuntimeMs) is the job's own, so that a session is scheduled, accounted and
-// isolated exactly like any other allocation.
+// What makes a job an interactive session (docs/sessions.md): the profile it was made from, what
+// the agent runs for it and when it counts as idle. Everything else (resources, placement,
+// accounting, the lifetime as maxRuntimeMs) is the job's own, so that a session is scheduled,
+// accounted and isolated exactly like any other allocation.
 struct SessionSpec {
   std::string profile;
   // "jupyter-server" or "jupyter-notebook": the agent starts that Jupyter app (through its fork

@@ -19,8 +19,13 @@ constexpr const char* kProfileMarker = "ml-profile-desc-5e0d";
 
 // ml's objects, by the names the routes' parameters take, and their nonexistent twins.
 struct Ids {
-  std::string team, project, host, user, job, lease, token, upgrade, profile;
+  std::string team, project, host, user, job, lease, token, upgrade, profile, sshKey;
 };
+
+// An SSH key of alice's (a real ed25519 public key) and its fingerprint, URL-encoded for a path.
+constexpr const char* kAliceSshKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIF9kklV9X7y0UoHzbilQEwY/y2KxZ9xtoVYuz7pnfH9M alice@ml";
+constexpr const char* kAliceSshKeyPath = "SHA256%3ANMrIqlWPlRXo06L5yx4MVnK8IJbiTowYwQOmwKIgZQ0";
 
 class IsolationTest : public TestCluster {
  protected:
@@ -43,6 +48,10 @@ class IsolationTest : public TestCluster {
     json tokens = cliJson(alice_, {"token", "list"});
     ASSERT_FALSE(tokens.empty());
     tokenId_ = textOf(tokens[0], "id");
+    ASSERT_EQ(
+        httpRequest(port_, "POST", "/api/v1/ssh-keys", json{{"key", kAliceSshKey}}.dump(), alice_)
+            .status,
+        201);
     // A profile of team ml's own, defined by its team-admin.
     cliJson(alice_,
             {"profile", "create", "ml-nb", "--team", "ml", "--description", kProfileMarker, "--env",
@@ -51,11 +60,11 @@ class IsolationTest : public TestCluster {
 
   Ids real() const {
     return {"ml",     "mlproj", "ml-box", "alice", std::to_string(aliceJob_),
-            leaseId_, tokenId_, "1",      "ml-nb"};
+            leaseId_, tokenId_, "1",      "ml-nb", kAliceSshKeyPath};
   }
   static Ids missing() {
-    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser",   "987654",
-            "987654",     "tok-987654", "987654",     "nosuchprofile"};
+    return {"nosuchteam", "nosuchproj", "nosuchhost", "nosuchuser",    "987654",
+            "987654",     "tok-987654", "987654",     "nosuchprofile", "SHA256%3Anosuchkey"};
   }
 
   // The route's pattern with its parameters filled from `ids` by the collection they name.
@@ -84,6 +93,8 @@ class IsolationTest : public TestCluster {
         out += ids.user;
       else if (param == "index")
         out += "0";
+      else if (param == "fingerprint")
+        out += ids.sshKey;
       else if (param == "name")
         out += collection == "users" ? ids.user : collection == "profiles" ? ids.profile : ids.host;
       else if (param == "id") {
@@ -151,7 +162,8 @@ class IsolationTest : public TestCluster {
         {"members", cliJson(adminToken_, {"team", "members", "ml"})},
         {"leases", cliJson(adminToken_, {"lease", "list"})},
         {"tokens", cliJson(alice_, {"token", "list"})},
-        {"profiles", cliJson(adminToken_, {"profile", "list"})}};
+        {"profiles", cliJson(adminToken_, {"profile", "list"})},
+        {"ssh_keys", cliJson(alice_, {"ssh-key", "list"})}};
   }
 
   std::string alice_, mallory_;
