@@ -37,8 +37,7 @@ Result<control::SessionRequest> readSessionRequest(const std::string& body) {
     if (!v.ok()) return v.status();
     *target = *v;
   }
-  if (!r.storage.empty() && r.storage != "local" && r.storage != "scratch" &&
-      r.storage != "shared")
+  if (!r.storage.empty() && r.storage != "local" && r.storage != "scratch" && r.storage != "shared")
     return Status::InvalidArgument(
         "storage: expected local, scratch or shared, got '" + r.storage + "'", "storage");
   if (in->has("gpus")) {

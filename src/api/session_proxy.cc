@@ -1,7 +1,5 @@
 #include <utility>
 // <utility> before Asio's coroutine headers (GCC 12).
-#include "api/session_proxy.h"
-
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +11,7 @@
 #include <sstream>
 
 #include "api/server.h"
+#include "api/session_proxy.h"
 
 namespace allot::api {
 
@@ -101,8 +100,8 @@ asio::awaitable<void> relayUpgraded(Stream& client, beast::flat_buffer& buffer,
     for (;;) {
       auto data = co_await t->read();
       if (!data.ok() || data->empty()) break;
-      auto [ec, n] = co_await asio::async_write(client, asio::buffer(*data),
-                                                asio::as_tuple(use_awaitable));
+      auto [ec, n] =
+          co_await asio::async_write(client, asio::buffer(*data), asio::as_tuple(use_awaitable));
       if (ec) break;
     }
     beast::error_code ignored;
@@ -132,7 +131,8 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   auto cred = server.login().authenticate(req, server.cluster(), &expired, /*csrfToken=*/false);
   if (!expired.empty()) {
     // An idle console session ends for good, as on the API's paths.
-    if (auto ended = server.cluster().endSession(expired); ended.ok()) co_await server.apply(*ended);
+    if (auto ended = server.cluster().endSession(expired); ended.ok())
+      co_await server.apply(*ended);
   }
   if (!cred.principal) {
     auto res = ApiResponse::error(cred.error);
@@ -155,7 +155,8 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   auto endpoint = server.cluster().openSession(*cred.principal, id);
   if (!endpoint.ok()) {
     auto res = ApiResponse::error(endpoint.status());
-    if (endpoint.status().code() == Code::kUnavailable) res.headers.emplace_back("Retry-After", "1");
+    if (endpoint.status().code() == Code::kUnavailable)
+      res.headers.emplace_back("Retry-After", "1");
     co_return co_await reply(stream, req, res);
   }
   if (endpoint->app.rfind("jupyter", 0) != 0) {
@@ -190,8 +191,8 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     const std::string targetName = "jupyter";
     auto opened = co_await server.tunnels().open(endpoint->host, id, targetName);
     if (!opened.ok()) {
-      auto res = ApiResponse::error(Status::Unavailable("session " + std::to_string(id) +
-                                                        ": " + opened.status().message()));
+      auto res = ApiResponse::error(
+          Status::Unavailable("session " + std::to_string(id) + ": " + opened.status().message()));
       co_return co_await reply(stream, req, res);
     }
     state.session = id;
@@ -203,8 +204,8 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   Status sent = co_await t->write(std::move(bytes));
   if (!sent.ok()) {
     state.stream.reset();
-    auto res = ApiResponse::error(Status::Unavailable("session " + std::to_string(id) + ": " +
-                                                      sent.message()));
+    auto res = ApiResponse::error(
+        Status::Unavailable("session " + std::to_string(id) + ": " + sent.message()));
     co_return co_await reply(stream, req, res);
   }
 
@@ -220,8 +221,8 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     if (!data.ok() || data->empty()) {
       state.stream.reset();
       if (!started) {
-        auto res = ApiResponse::error(Status::Unavailable(
-            "session " + std::to_string(id) + ": Jupyter closed the connection"));
+        auto res = ApiResponse::error(Status::Unavailable("session " + std::to_string(id) +
+                                                          ": Jupyter closed the connection"));
         co_return co_await reply(stream, req, res);
       }
       beast::error_code ec;

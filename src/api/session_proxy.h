@@ -40,8 +40,8 @@ bool isSessionPath(std::string_view target);
 // Serves `req` (read from `stream`, with `buffer` holding whatever was read past it). Returns
 // whether the connection may carry another request.
 boost::asio::awaitable<bool> serveSessionRequest(Server& server, boost::beast::tcp_stream& stream,
-                                                 boost::beast::flat_buffer& buffer,
-                                                 HttpRequest req, SessionProxyState& state);
+                                                 boost::beast::flat_buffer& buffer, HttpRequest req,
+                                                 SessionProxyState& state);
 boost::asio::awaitable<bool> serveSessionRequest(
     Server& server, boost::beast::ssl_stream<boost::beast::tcp_stream>& stream,
     boost::beast::flat_buffer& buffer, HttpRequest req, SessionProxyState& state);

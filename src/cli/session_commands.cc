@@ -111,19 +111,16 @@ int list(Context& ctx, const SessionOpts& o) {
   auto sessions = (*api)->get(path);
   if (!sessions.ok()) return ctx.fail(sessions.status());
   if (ctx.jsonOutput()) return ctx.printJson(*sessions);
-  std::vector<std::string> cols = {"ID", "NAME", "PROFILE", "STATE", "HOST", "GPUS", "STORAGE",
-                                   "CREATED"};
+  std::vector<std::string> cols = {"ID",   "NAME", "PROFILE", "STATE",
+                                   "HOST", "GPUS", "STORAGE", "CREATED"};
   if (o.all) cols.insert(cols.begin() + 2, "USER");
   Table table(cols);
   for (const auto& s : *sessions) {
-    std::vector<std::string> row = {text(s, "id"),
-                                    text(s, "name"),
-                                    text(s, "profile"),
-                                    text(s, "state"),
-                                    text(s, "host", "-"),
-                                    gpusText(s),
-                                    text(s, "storage"),
-                                    relativeTime(text(s, "created_at"), ctx.now())};
+    std::vector<std::string> row = {
+        text(s, "id"),        text(s, "name"),
+        text(s, "profile"),   text(s, "state"),
+        text(s, "host", "-"), gpusText(s),
+        text(s, "storage"),   relativeTime(text(s, "created_at"), ctx.now())};
     if (o.all) row.insert(row.begin() + 2, text(s, "user"));
     table.addRow(row);
   }
@@ -157,8 +154,8 @@ int show(Context& ctx, const SessionOpts& o) {
   if (!s->value("url", json()).is_null() && settings.ok())
     d.add("url", sessionUrl(settings->server, *s));
   if (!s->value("connections", json()).is_null())
-    d.add("activity", text(*s, "connections") + " connections, " + text(*s, "busy_kernels") +
-                          " busy kernels");
+    d.add("activity",
+          text(*s, "connections") + " connections, " + text(*s, "busy_kernels") + " busy kernels");
   const json idle = s->value("idle", json::object());
   d.add("idle after", text(idle, "after") + " under " + text(idle, "threshold_percent") + "% GPU");
   d.add("max lifetime", text(*s, "max_lifetime", "none"));
@@ -193,17 +190,14 @@ int share(Context& ctx, const SessionOpts& o) {
   for (const auto& w : o.with) {
     for (auto& u : splitList(w)) users.push_back(u);
   }
-  auto s =
-      (*api)->put("/sessions/" + std::to_string(*id) + "/shared-with", json{{"users", users}});
+  auto s = (*api)->put("/sessions/" + std::to_string(*id) + "/shared-with", json{{"users", users}});
   if (!s.ok()) return ctx.fail(s.status());
   if (ctx.jsonOutput()) return ctx.printJson(*s);
-  ctx.out() << "Session " << text(*s, "id") << " is shared with "
-            << (users.empty() ? std::string("nobody") : [&] {
-                 std::string all;
-                 for (const auto& u : users) all += (all.empty() ? "" : ", ") + u;
-                 return all;
-               }())
-            << ".\n";
+  ctx.out() << "Session " << text(*s, "id") << " is shared with " << (users.empty() ? std::string("nobody") : [&] {
+    std::string all;
+    for (const auto& u : users) all += (all.empty() ? "" : ", ") + u;
+    return all;
+  }()) << ".\n";
   return 0;
 }
 
@@ -227,13 +221,12 @@ int open(Context& ctx, const SessionOpts& o) {
     const std::string state = s.value("state", "");
     if (state == "running") break;
     if (state != "queued" && state != "starting")
-      return ctx.fail(Status::FailedPrecondition("session " + std::to_string(*id) + " is " + state +
-                                                 (s.value("reason", json()).is_string()
-                                                      ? ": " + s["reason"].get<std::string>()
-                                                      : "")));
+      return ctx.fail(Status::FailedPrecondition(
+          "session " + std::to_string(*id) + " is " + state +
+          (s.value("reason", json()).is_string() ? ": " + s["reason"].get<std::string>() : "")));
     if (std::chrono::steady_clock::now() >= deadline)
-      return ctx.fail(Status::Unavailable("session " + std::to_string(*id) + " is still " +
-                                               state + " after " + o.wait));
+      return ctx.fail(Status::Unavailable("session " + std::to_string(*id) + " is still " + state +
+                                          " after " + o.wait));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (s.value("url", json()).is_null())
@@ -243,7 +236,8 @@ int open(Context& ctx, const SessionOpts& o) {
   const std::string url = sessionUrl(settings->server, s);
   if (ctx.jsonOutput()) return ctx.printJson(json{{"id", *id}, {"url", url}});
   ctx.out() << url << "\n";
-  const bool desktop = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
+  const bool desktop =
+      std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
   if (!o.noBrowser && desktop) {
     // The URL holds no secret: the browser's console login is what lets it in.
     const std::string cmd = "xdg-open '" + url + "' >/dev/null 2>&1 &";

@@ -161,10 +161,11 @@ IdleTrack& Cluster::trackIdle(const Job& j, TimeMs now) {
   if (j.session) {
     // A session is in use while a kernel runs or someone is connected, whatever its GPUs do;
     // Jupyter's own last activity (a request, kernel output) counts too. Before its agent has
-    // said anything it is busy: no news is not idleness.
+    // said anything, or while its look at Jupyter gets no answer, it is busy: no news is not
+    // idleness.
     auto rt = sessionRuntime_.find(j.id);
-    if (rt == sessionRuntime_.end() || rt->second.connections > 0 || rt->second.busyKernels > 0 ||
-        sessionRelays_.count(j.id))
+    if (rt == sessionRuntime_.end() || !rt->second.activityKnown || rt->second.connections > 0 ||
+        rt->second.busyKernels > 0 || sessionRelays_.count(j.id))
       t.lastBusyAt = now;
     else if (rt->second.lastActivity > t.lastBusyAt)
       t.lastBusyAt = std::min(rt->second.lastActivity, now);
@@ -252,12 +253,12 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
       case IdleStep::kReclaim: {
         if (j.session) {
           // Culled: stopped like `allot session stop`, the reason kept on the session.
-          const std::string reason = "culled: " + describeIdle(policy) +
-                                     " with no kernel busy and no connection open";
-          c.value.events.push_back(addEvent(model::EventKind::kAllocationReclaimed, j,
-                                            "session " + std::to_string(j.id) + " (" + j.user +
-                                                "): " + reason,
-                                            policyDetails(policy, t), c.batch));
+          const std::string reason =
+              "culled: " + describeIdle(policy) + " with no kernel busy and no connection open";
+          c.value.events.push_back(
+              addEvent(model::EventKind::kAllocationReclaimed, j,
+                       "session " + std::to_string(j.id) + " (" + j.user + "): " + reason,
+                       policyDetails(policy, t), c.batch));
           Job before = j;
           j.cancelRequested = true;
           j.reason = reason;

@@ -25,8 +25,9 @@ Change<int> Cluster::enforceMaxRuntime() {
     model::Job before = j;
     j.cancelRequested = true;
     // A session's limit is its profile's maximum lifetime (docs/sessions.md).
-    j.reason = (j.session ? "reached its maximum lifetime of " : "exceeded its maximum runtime of ") +
-               formatDurationSpec(j.maxRuntimeMs);
+    j.reason =
+        (j.session ? "reached its maximum lifetime of " : "exceeded its maximum runtime of ") +
+        formatDurationSpec(j.maxRuntimeMs);
     updateJob(j, before, c.batch);
     for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
     ++c.value;

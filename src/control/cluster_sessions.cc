@@ -40,9 +40,9 @@ Status withinMaximum(int64_t value, int64_t maximum, const char* field) {
 }
 
 bool isOwnerOrShared(const Principal& p, const Job& j) {
-  return j.user == p.name || (j.session && std::find(j.session->sharedWith.begin(),
-                                                     j.session->sharedWith.end(),
-                                                     p.name) != j.session->sharedWith.end());
+  return j.user == p.name ||
+         (j.session && std::find(j.session->sharedWith.begin(), j.session->sharedWith.end(),
+                                 p.name) != j.session->sharedWith.end());
 }
 
 }  // namespace
@@ -55,8 +55,8 @@ Result<Change<Job>> Cluster::createSession(const Principal& p, SessionRequest r)
     return Status::NotFound("no profile '" + profileName + "'", "profile");
   const model::Profile& profile = pit->second;
 
-  const std::string team = r.team.empty() ? (profile.team.empty() ? p.soleTeam() : profile.team)
-                                          : r.team;
+  const std::string team =
+      r.team.empty() ? (profile.team.empty() ? p.soleTeam() : profile.team) : r.team;
   if (team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
   // A team's profile serves that team; a platform-wide one the teams it is visible to.
   if (!profile.team.empty() && profile.team != team)
@@ -159,8 +159,8 @@ Result<Change<Job>> Cluster::shareSession(const Principal& p, int64_t id,
     return noSession(id);
   Job& j = it->second;
   if (j.user != p.name)
-    return Status::PermissionDenied("only " + j.user + ", who owns session " +
-                                    std::to_string(id) + ", may share it");
+    return Status::PermissionDenied("only " + j.user + ", who owns session " + std::to_string(id) +
+                                    ", may share it");
   std::sort(users.begin(), users.end());
   users.erase(std::unique(users.begin(), users.end()), users.end());
   for (const auto& u : users) {

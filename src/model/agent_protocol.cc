@@ -158,7 +158,8 @@ nlohmann::json toJson(const ActualSession& s) {
           {"ready", s.ready},
           {"connections", s.connections},
           {"busy_kernels", s.busyKernels},
-          {"last_activity_ms", s.lastActivity}};
+          {"last_activity_ms", s.lastActivity},
+          {"activity_known", s.activityKnown}};
 }
 
 Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
@@ -169,6 +170,7 @@ Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
     s.connections = j.value("connections", 0);
     s.busyKernels = j.value("busy_kernels", 0);
     s.lastActivity = j.value("last_activity_ms", TimeMs{0});
+    s.activityKnown = j.value("activity_known", false);
     return s;
   });
 }

@@ -103,6 +103,9 @@ struct ActualSession {
   int connections = 0;      // open Jupyter and SSH connections, as the agent counts them
   int busyKernels = 0;      // kernels executing now
   TimeMs lastActivity = 0;  // Jupyter's last_activity, or the last tunnel traffic; 0 = unknown
+  // Whether the agent's last look at Jupyter got an answer. Unknown use counts as use: a session
+  // whose Jupyter is slow to answer (a loaded host) is not culled for that.
+  bool activityKnown = false;
   bool operator==(const ActualSession&) const = default;
 };
 

@@ -119,7 +119,10 @@ TEST_F(AuditTest, EveryChangeLeavesOneEntryAndNoSecret) {
   json drain = one("POST /api/v1/hosts/{name}/drain");
   EXPECT_EQ(textOf(drain, "object"), "host:gpu-a");
   EXPECT_EQ(textOf(drain["before"], "admin_state"), "available");
-  EXPECT_EQ(textOf(drain["after"], "admin_state"), "draining");
+  // The cancelled job may already have stopped (the agent reports at once), and a drained host
+  // with nothing running goes straight on to maintenance within the same request.
+  const std::string drained = textOf(drain["after"], "admin_state");
+  EXPECT_TRUE(drained == "draining" || drained == "maintenance") << drain.dump();
   EXPECT_EQ(textOf(drain["request"], "reason"), "kernel update");
   EXPECT_TRUE(withAction(entries, "POST /api/v1/hosts/{name}/resume").empty());
 

@@ -164,7 +164,8 @@ TEST_F(SessionTest, JupyterAnswersUnderItsBaseUrlWithItsOwnToken) {
   EXPECT_TRUE(waitFor([&] {
     return textOf(cliJson(alice_, {"session", "show", std::to_string(id)}), "state") == "stopped";
   }));
-  EXPECT_TRUE(waitFor([&] { return !fs::exists(path("agents/h1/sessions/" + std::to_string(id) + ".token")); }));
+  EXPECT_TRUE(waitFor(
+      [&] { return !fs::exists(path("agents/h1/sessions/" + std::to_string(id) + ".token")); }));
   EXPECT_EQ(unixGet(socketOf(id), status, tokenOf(id)).first, 0);
 }
 
@@ -182,9 +183,9 @@ TEST_F(SessionTest, TwoSessionsOfOneUserRunSideBySide) {
   for (const char* name : {"left", "jupyter", "jupyter-2"}) openWhenRunning(alice_, name);
   for (const json& s : {a, b, c}) {
     const int64_t id = s["id"].get<int64_t>();
-    EXPECT_EQ(unixGet(socketOf(id), "/sessions/" + std::to_string(id) + "/api/status", tokenOf(id))
-                  .first,
-              200);
+    EXPECT_EQ(
+        unixGet(socketOf(id), "/sessions/" + std::to_string(id) + "/api/status", tokenOf(id)).first,
+        200);
   }
   json list = cliJson(alice_, {"session", "list"});
   EXPECT_EQ(list.size(), 3u);
@@ -232,8 +233,8 @@ TEST_F(SessionTest, BadRequestsNameTheirFieldAndChangeNothing) {
   EXPECT_TRUE(cliJson(alice_, {"session", "list", "--ended"}).empty());
   // A profile's maximum binds.
   cli({"profile", "create", "small", "--team", "red", "--max-gpus", "1", "--", "jupyter-server"});
-  auto over = httpRequest(port_, "POST", "/api/v1/sessions", R"({"profile":"small","gpus":2})",
-                          alice_);
+  auto over =
+      httpRequest(port_, "POST", "/api/v1/sessions", R"({"profile":"small","gpus":2})", alice_);
   EXPECT_EQ(over.status, 400) << over.body;
   EXPECT_EQ(textOf(over.parsed()["error"], "field"), "gpus");
   auto cli = cliAs(alice_, {"session", "create", "--gpus", "1", "--gpu-fraction", "0.5"});
@@ -320,9 +321,9 @@ TEST_F(SessionTest, ConsoleCookieNeedsTheConsolesOriginForWritesAndWebSockets) {
   ASSERT_EQ(own.status, 201) << own.body;
   const std::string channels = base + "api/kernels/" + textOf(own.parsed(), "id") + "/channels";
   boost::asio::io_context io;
-  EXPECT_THROW(openWebSocket(io, port_, channels,
-                             {{"Cookie", cookie}, {"Origin", "https://evil.example"}}),
-               std::exception);
+  EXPECT_THROW(
+      openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", "https://evil.example"}}),
+      std::exception);
   auto ws = openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", self}});
   EXPECT_EQ(executeOnKernel(*ws, "print('hi')"), "hi\n");
 }
@@ -403,7 +404,8 @@ TEST_F(SessionCullingTest, CulledOnlyWhenNoKernelBusyNothingConnectedAndGpusIdle
   EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
 
   // Everything idle: culled, and the reason says so.
-  runOnKernel(base, kernelId, "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
+  runOnKernel(base, kernelId,
+              "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
               /*wait=*/true);
   json last;
   EXPECT_TRUE(waitFor(

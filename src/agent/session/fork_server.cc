@@ -40,7 +40,7 @@ void ForkServerProcess::keepRunning() {
     pid_ = -1;
     if (now - startedAt_ >= kHealthyMs) backoffMs_ = 1000;
     nextStart_ = now + backoffMs_;
-    spdlog::warn("Jupyter fork server ended ({} {}); restarting in {} ms", 
+    spdlog::warn("Jupyter fork server ended ({} {}); restarting in {} ms",
                  WIFEXITED(status) ? "exit code" : "signal",
                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), backoffMs_);
     backoffMs_ = std::min(backoffMs_ * 2, kMaxBackoffMs);

@@ -15,10 +15,11 @@ struct JupyterActivity {
   int connections = 0;      // open kernel WebSockets
   int busyKernels = 0;      // kernels whose execution_state is busy
   TimeMs lastActivity = 0;  // Jupyter's last_activity (requests, kernel messages); 0 = unknown
+  bool known = true;        // false: the last look got no answer (the values are older)
 };
 
 // nullopt when Jupyter does not answer sensibly within `timeoutMs` per request.
 std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64_t sessionId,
-                                            const std::string& token, int timeoutMs = 1000);
+                                            const std::string& token, int timeoutMs = 3000);
 
 }  // namespace allot::agent

@@ -6,9 +6,9 @@
 
 #include <chrono>
 #include <filesystem>
-#include <tuple>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace allot::agent {
 
@@ -23,7 +23,8 @@ Result<std::string> randomToken() {
   if (fd < 0) return Status::Internal("cannot open /dev/urandom");
   ssize_t n = ::read(fd, bytes, sizeof bytes);
   ::close(fd);
-  if (n != static_cast<ssize_t>(sizeof bytes)) return Status::Internal("short read of /dev/urandom");
+  if (n != static_cast<ssize_t>(sizeof bytes))
+    return Status::Internal("short read of /dev/urandom");
   static const char* hex = "0123456789abcdef";
   std::string out;
   for (unsigned char b : bytes) {
@@ -97,16 +98,20 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
 
   // The fork server serves Debian's own programs, named bare as the default profile does; a
   // profile with its own environment (a virtualenv's jupyter) runs as a plain program.
-  const bool plainDebian = spec.command.size() == 1 && (spec.command[0] == "jupyter-server" ||
-                                                        spec.command[0] == "jupyter-notebook" ||
-                                                        spec.command[0] == "/usr/bin/jupyter-server" ||
-                                                        spec.command[0] == "/usr/bin/jupyter-notebook");
+  const bool plainDebian =
+      spec.command.size() == 1 &&
+      (spec.command[0] == "jupyter-server" || spec.command[0] == "jupyter-notebook" ||
+       spec.command[0] == "/usr/bin/jupyter-server" ||
+       spec.command[0] == "/usr/bin/jupyter-notebook");
   struct stat st {};
   if (plainDebian && !config_.forkServer.empty() &&
       ::stat(config_.forkServerSock.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-    std::vector<std::string> command = {config_.forkServer, "run",
-                                        "--socket",         config_.forkServerSock,
-                                        "--app",            session.app == "jupyter-notebook" ? "notebook" : "server",
+    std::vector<std::string> command = {config_.forkServer,
+                                        "run",
+                                        "--socket",
+                                        config_.forkServerSock,
+                                        "--app",
+                                        session.app == "jupyter-notebook" ? "notebook" : "server",
                                         "--"};
     command.insert(command.end(), options.begin(), options.end());
     spec.command = std::move(command);
@@ -121,16 +126,18 @@ model::ActualSession SessionLauncher::report(int64_t id, const model::DesiredSes
   model::ActualSession out;
   if (!isJupyter(session.app)) {
     out.ready = true;
+    out.activityKnown = true;  // nothing to ask: its use is its connections and GPUs
     return out;
   }
   if (auto t = token(id)) out.token = *t;
   struct stat st {};
-  out.ready = !out.token.empty() && ::stat(socketPath(workPath).c_str(), &st) == 0 &&
-              S_ISSOCK(st.st_mode);
+  out.ready =
+      !out.token.empty() && ::stat(socketPath(workPath).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
   if (auto a = activity_.find(id); a != activity_.end()) {
     out.connections = a->second.connections;
     out.busyKernels = a->second.busyKernels;
     out.lastActivity = a->second.lastActivity;
+    out.activityKnown = a->second.known;
   }
   return out;
 }
@@ -139,7 +146,13 @@ void SessionLauncher::refreshActivity(
     TimeMs now, const std::vector<std::pair<int64_t, std::string>>& sessions) {
   if (probe_.valid()) {
     if (probe_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    for (auto& [id, a] : probe_.get()) activity_[id] = a;
+    for (auto& [id, a] : probe_.get()) {
+      if (a) {
+        activity_[id] = *a;
+      } else {
+        activity_[id].known = false;  // keeps what was last seen, marked stale
+      }
+    }
   }
   if (now - probedAt_ < kProbeEveryMs) return;
   probedAt_ = now;
@@ -149,10 +162,8 @@ void SessionLauncher::refreshActivity(
   }
   if (targets.empty()) return;
   probe_ = std::async(std::launch::async, [targets] {
-    std::map<int64_t, JupyterActivity> out;
-    for (const auto& [id, socket, token] : targets) {
-      if (auto a = probeJupyter(socket, id, token)) out[id] = *a;
-    }
+    std::map<int64_t, std::optional<JupyterActivity>> out;
+    for (const auto& [id, socket, token] : targets) out[id] = probeJupyter(socket, id, token);
     return out;
   });
 }

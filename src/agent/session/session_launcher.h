@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <future>
 #include <map>
-#include <utility>
-#include <vector>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/exec/executor.h"
 #include "agent/session/jupyter_probe.h"
@@ -68,7 +68,7 @@ class SessionLauncher {
   SessionLauncherConfig config_;
   std::map<int64_t, std::string> tokens_;  // running sessions' Jupyter tokens
   std::map<int64_t, JupyterActivity> activity_;
-  std::future<std::map<int64_t, JupyterActivity>> probe_;
+  std::future<std::map<int64_t, std::optional<JupyterActivity>>> probe_;
   TimeMs probedAt_ = 0;
 };
 

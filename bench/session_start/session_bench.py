@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Sessions end to end: create -> Jupyter answering through allotd, and what the proxy adds.
+
+Starts a real allotd (embedded SQLite in a scratch dir) and one real allot-agent (simulated GPUs,
+the Jupyter fork server next to it) on 127.0.0.1, a team and a member, then:
+
+1. create-to-answering, n runs: POST /api/v1/sessions (default `jupyter` profile) with the
+   member's token, then GET /sessions/{id}/api/status through allotd every 2 ms until it answers
+   200; the time from before the POST to that 200. Each session is stopped before the next.
+   One warm-up run first (the fork server imports Jupyter once, ~1 s after the agent starts).
+2. proxy overhead: one running session; one keep-alive client does `--warmup` then `--requests`
+   GET /sessions/{id}/api/status through allotd, and the same directly on the session's Unix
+   socket with its token (read as root from the agent's work dir). p50/p99 of each and their
+   difference.
+
+The clients are Python on the same cores as allotd, the agent and Jupyter: their own cost is in
+every number. Needs root (the agent's work dir) and Debian's jupyter-server.
+
+  sudo python3 bench/session_start/session_bench.py [--bin build/bin] [--n 20] [--requests 1000]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=10)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.unix_path)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout=30.0, step=0.002):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise SystemExit("timed out")
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--warmup", type=int, default=50)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("run as root: the direct side reads the session's token and socket")
+
+    work = tempfile.mkdtemp(prefix="allot-session-bench-")
+    port = free_port()
+    server = f"http://127.0.0.1:{port}"
+    procs = []
+    try:
+        allotd_out = open(os.path.join(work, "allotd.out"), "w+")
+        procs.append(subprocess.Popen(
+            [os.path.join(args.bin, "allotd"), "--listen", f"127.0.0.1:{port}", "--data-dir",
+             os.path.join(work, "data"), "--heartbeat", "1s"],
+            stdout=allotd_out, stderr=open(os.path.join(work, "allotd.err"), "w")))
+        token_file = os.path.join(work, "data", "admin.token")
+        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
+        admin = open(token_file).read().strip()
+
+        def cli(token, *a):
+            r = subprocess.run([os.path.join(args.bin, "allot"), "--server", server, "--token",
+                                token, "-o", "json", *a], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(f"allot {' '.join(a)}: {r.stderr.strip()}")
+            return json.loads(r.stdout) if r.stdout.strip() else None
+
+        join = cli(admin, "host", "join-token", "--uses", "10")
+        agent_dir = os.path.join(work, "agent")
+        procs.append(subprocess.Popen(
+            [os.path.join(args.bin, "allot-agent"), "--server", server, "--name", "bench",
+             "--gpus", "sim:4xA100", "--work-dir", agent_dir, "--cgroup-name",
+             "allot-session-bench", "--run-as-owner", "off", "--join-token", join["token"]],
+            stdout=open(os.path.join(work, "agent.out"), "w"),
+            stderr=open(os.path.join(work, "agent.err"), "w")))
+        wait_until(lambda: any(h["name"] == "bench" and h["admin_state"] == "available"
+                               for h in cli(admin, "host", "list")), timeout=60, step=0.2)
+        cli(admin, "team", "create", "ml")
+        user = cli(admin, "user", "create", "alice", "--team", "ml")
+        token = user["token"]
+
+        api = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+        def call(method, path, body=None, conn=api):
+            headers = {"Authorization": "Bearer " + token}
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                         headers=headers)
+            r = conn.getresponse()
+            return r.status, r.read()
+
+        def create_to_answer(name):
+            poll = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            t0 = time.monotonic()
+            code, body = call("POST", "/api/v1/sessions", {"name": name})
+            if code != 201:
+                raise SystemExit(f"create: {code} {body[:200]}")
+            sid = json.loads(body)["id"]
+            wait_until(lambda: call("GET", f"/sessions/{sid}/api/status", conn=poll)[0] == 200)
+            took = (time.monotonic() - t0) * 1000
+            poll.close()
+            return sid, took
+
+        def stop(sid):
+            call("POST", f"/api/v1/sessions/{sid}/stop", {})
+            wait_until(lambda: json.loads(call("GET", f"/api/v1/sessions/{sid}")[1])["state"]
+                       in ("stopped", "failed", "lost"), step=0.02)
+
+        # The fork server imports Jupyter once after the agent starts: warm up until it is there.
+        wait_until(lambda: os.path.exists(os.path.join(agent_dir, "forkserver", "jupyter.sock")),
+                   step=0.05)
+        sid, _ = create_to_answer("warmup")
+        stop(sid)
+        times = []
+        for i in range(args.n):
+            sid, took = create_to_answer(f"s{i}")
+            times.append(took)
+            stop(sid)
+        load = os.getloadavg()
+        print(f"create -> Jupyter answering through allotd (fork server), n={args.n}: "
+              f"p50 {statistics.median(times):.1f} ms, p90 {pct(times, 90):.1f} ms, "
+              f"min {min(times):.1f}, max {max(times):.1f}; load {load[0]:.2f}")
+
+        # Proxy overhead on one running session.
+        sid, _ = create_to_answer("proxy")
+        sock = os.path.join(agent_dir, "jobs", str(sid), "work", "jupyter.sock")
+        jtoken = open(os.path.join(agent_dir, "sessions", f"{sid}.token")).read().strip()
+        path = f"/sessions/{sid}/api/status"
+
+        def timed(conn, headers):
+            out = []
+            for i in range(args.warmup + args.requests):
+                t0 = time.perf_counter()
+                conn.request("GET", path, headers=headers)
+                r = conn.getresponse()
+                r.read()
+                if r.status != 200:
+                    raise SystemExit(f"GET {path}: {r.status}")
+                if i >= args.warmup:
+                    out.append((time.perf_counter() - t0) * 1e6)
+            return out
+
+        via = timed(http.client.HTTPConnection("127.0.0.1", port, timeout=10),
+                    {"Authorization": "Bearer " + token})
+        direct = timed(UnixHTTPConnection(sock), {"Authorization": "token " + jtoken})
+        load = os.getloadavg()
+        print(f"GET api/status, keep-alive, {args.requests} requests each:")
+        print(f"  direct (Unix socket): p50 {statistics.median(direct):7.0f} us   "
+              f"p99 {pct(direct, 99):7.0f} us")
+        print(f"  through allotd:       p50 {statistics.median(via):7.0f} us   "
+              f"p99 {pct(via, 99):7.0f} us")
+        print(f"  added by the proxy:   p50 {statistics.median(via) - statistics.median(direct):7.0f}"
+              f" us; load {load[0]:.2f}")
+        stop(sid)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
