@@ -187,17 +187,18 @@ int share(Context& ctx, const SessionOpts& o) {
   auto id = findSession(**api, o.session);
   if (!id.ok()) return ctx.fail(id.status());
   std::vector<std::string> users;
+  std::string names;
   for (const auto& w : o.with) {
-    for (auto& u : splitList(w)) users.push_back(u);
+    for (auto& u : splitList(w)) {
+      names += (names.empty() ? "" : ", ") + u;
+      users.push_back(u);
+    }
   }
   auto s = (*api)->put("/sessions/" + std::to_string(*id) + "/shared-with", json{{"users", users}});
   if (!s.ok()) return ctx.fail(s.status());
   if (ctx.jsonOutput()) return ctx.printJson(*s);
-  ctx.out() << "Session " << text(*s, "id") << " is shared with " << (users.empty() ? std::string("nobody") : [&] {
-    std::string all;
-    for (const auto& u : users) all += (all.empty() ? "" : ", ") + u;
-    return all;
-  }()) << ".\n";
+  ctx.out() << "Session " << text(*s, "id") << " is shared with "
+            << (names.empty() ? std::string("nobody") : names) << ".\n";
   return 0;
 }
 

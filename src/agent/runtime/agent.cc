@@ -244,6 +244,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       if (d.session) {
         const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
         if (Status st = sessions_.prepare(d, executor_.workPath(d.id), asRoot, spec); !st.ok()) {
+          // Reported once like a job cancelled before it started, until allotd drops it.
           model::ActualJob a;
           a.id = d.id;
           a.state = model::ActualState::kFailedToStart;
@@ -252,8 +253,6 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
           cancelledBeforeStart_[d.id] = a;
           continue;
         }
-      }
-      if (d.session) {
         // The command, not the environment: the environment holds the session's token.
         std::string argv;
         for (const auto& arg : spec.command) argv += (argv.empty() ? "" : " ") + arg;

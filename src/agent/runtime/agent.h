@@ -124,7 +124,8 @@ class Agent {
   std::vector<model::DesiredJob> lastDesired_;
   bool waitingForGpus_ = false;  // a job waits for a stopping process to release its GPUs
   std::set<int64_t> stopping_;
-  // Jobs cancelled before they started here: reported once as stopped, until allotd drops them.
+  // Jobs that ended before they started here (cancelled, or a session that could not be
+  // prepared): reported once, until allotd drops them.
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
 

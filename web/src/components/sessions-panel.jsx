@@ -8,18 +8,13 @@ import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../ses
 import { fmtTime, fmtGpus, since } from '../format.js';
 import { ErrorNote, Loading, Field, StateBadge } from './ui.jsx';
 import { useAction } from './action.js';
+import { GpuAmountFields } from './gpu-amount-fields.jsx';
 import { parseMemory, fmtMib } from './memory.js';
 import './sessions-panel.css';
 
 const ENDED = new Set(['stopped', 'failed', 'lost']);
 // States the server moves a session out of by itself; see the poll in SessionsPanel.
 const MOVING = new Set(['queued', 'starting', 'stopping']);
-const FRACTIONS = [
-  ['', 'whole GPUs'],
-  ['125', '1/8 of a GPU'],
-  ['250', '1/4 of a GPU'],
-  ['500', '1/2 of a GPU'],
-];
 
 function mayStop(me, s) {
   if (ENDED.has(s.state) || s.state === 'stopping') return false;
@@ -329,35 +324,16 @@ function NewSession({ onDone }) {
         </p>
       )}
       <div class="row">
-        <Field label="GPUs">
-          <input
-            name="gpus"
-            type="number"
-            min="0"
-            step="1"
-            class="short"
-            data-testid="new-session-gpus"
-            value={f.gpu_fraction ? '1' : f.gpus}
-            disabled={!!f.gpu_fraction}
-            onInput={set('gpus')}
-            placeholder={String(d?.gpus ?? 0)}
-            {...aria('gpus')}
-          />
-          {fieldError('gpus')}
-        </Field>
-        <Field label="or a fraction">
-          <select
-            name="gpu_fraction"
-            value={f.gpu_fraction}
-            onChange={set('gpu_fraction')}
-            {...aria('gpu_fraction')}
-          >
-            {FRACTIONS.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-          {fieldError('gpu_fraction')}
-        </Field>
+        <GpuAmountFields
+          gpus={f.gpus}
+          fraction={f.gpu_fraction}
+          onGpus={set('gpus')}
+          onFraction={set('gpu_fraction')}
+          aria={aria}
+          fieldError={fieldError}
+          placeholder={String(d?.gpus ?? 0)}
+          testId="new-session-gpus"
+        />
         <Field label="CPU cores">
           <input
             name="cpus"

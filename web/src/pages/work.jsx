@@ -7,16 +7,11 @@ import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../ses
 import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
 import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
 import { splitCommand } from '../components/shellwords.js';
+import { GpuAmountFields } from '../components/gpu-amount-fields.jsx';
 import { SessionsPanel } from '../components/sessions-panel.jsx';
 import './work.css';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'lost']);
-const FRACTIONS = [
-  ['', 'whole GPUs'],
-  ['125', '1/8 of a GPU'],
-  ['250', '1/4 of a GPU'],
-  ['500', '1/2 of a GPU'],
-];
 
 export function WorkPage({ id }) {
   return id ? <JobDetail id={id} /> : <WorkList />;
@@ -298,33 +293,14 @@ function LaunchForm() {
         </Field>
       </div>
       <div class="row">
-        <Field label="GPUs">
-          <input
-            name="gpus"
-            type="number"
-            min="0"
-            step="1"
-            class="short"
-            value={f.gpu_fraction ? '1' : f.gpus}
-            disabled={!!f.gpu_fraction}
-            onInput={set('gpus')}
-            {...aria('gpus')}
-          />
-          {fieldError('gpus')}
-        </Field>
-        <Field label="or a fraction">
-          <select
-            name="gpu_fraction"
-            value={f.gpu_fraction}
-            onChange={set('gpu_fraction')}
-            {...aria('gpu_fraction')}
-          >
-            {FRACTIONS.map(([v, label]) => (
-              <option value={v}>{label}</option>
-            ))}
-          </select>
-          {fieldError('gpu_fraction')}
-        </Field>
+        <GpuAmountFields
+          gpus={f.gpus}
+          fraction={f.gpu_fraction}
+          onGpus={set('gpus')}
+          onFraction={set('gpu_fraction')}
+          aria={aria}
+          fieldError={fieldError}
+        />
         <Field label="GPU model">
           <select
             name="gpu_model"
