@@ -357,12 +357,14 @@ class SessionCullingTest : public SessionTest {
                       {"channel", "shell"},
                       {"buffers", json::array()}};
       ws->write(boost::asio::buffer(request.dump()));
-      // Until the kernel says it is busy, so that closing cannot race the request.
+      // Until the kernel says it is busy with this request (not with the kernel_info the server
+      // sends on connecting), so that closing cannot race the request.
       for (;;) {
         beast::flat_buffer buf;
         ws->read(buf);
         json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
         if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
+            msg["parent_header"].value("msg_id", "") == "fire-and-forget" &&
             msg["content"].value("execution_state", "") == "busy")
           break;
       }
