@@ -372,6 +372,12 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       continue;
     }
 
+    if (isSessionSshPath(req.target())) {
+      // Becomes one SSH connection's relay (or answers an error and closes).
+      co_await serveSessionSsh(*this, stream, buffer, std::move(req));
+      break;
+    }
+
     if (beast::websocket::is_upgrade(req)) {
       beast::get_lowest_layer(stream).expires_never();
       co_await serveAgentStream(*this, std::move(stream), std::move(req));

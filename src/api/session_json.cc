@@ -1,5 +1,7 @@
 #include "api/session_json.h"
 
+#include <algorithm>
+
 #include "api/server.h"
 #include "common/time_format.h"
 
@@ -61,8 +63,15 @@ nlohmann::json sessionJson(Server& s, const model::Job& j) {
               {"created_at", at(j.submittedAt)},
               {"started_at", at(j.startedAt)},
               {"ended_at", at(j.finishedAt)}};
+  // How to reach it over SSH: the login name and the host key clients pin (allot ssh does).
+  if (rt && !rt->sshHostKey.empty() && !model::isTerminal(j.state))
+    out["ssh"] = {{"user", rt->sshUser}, {"host_key", rt->sshHostKey}};
+  else
+    out["ssh"] = nullptr;
   if (rt) {
-    out["connections"] = rt->connections;
+    // Jupyter's own count (its kernels' and terminals' WebSockets), or else what allotd relays
+    // (SSH, and WebSockets to a command session): the two overlap for Jupyter.
+    out["connections"] = std::max(rt->connections, s.cluster().sessionRelays(j.id));
     out["busy_kernels"] = rt->busyKernels;
     out["last_activity"] = at(rt->lastActivity);
   } else {

@@ -273,6 +273,94 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   }
 }
 
+bool isSessionSshPath(std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  constexpr std::string_view prefix = "/api/v1/sessions/", suffix = "/ssh";
+  if (path.size() <= prefix.size() + suffix.size() || path.rfind(prefix, 0) != 0 ||
+      path.substr(path.size() - suffix.size()) != suffix)
+    return false;
+  std::string_view id = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+  return id.find('/') == std::string_view::npos;
+}
+
+template <typename Stream>
+asio::awaitable<void> serveSsh(Server& server, Stream& stream, beast::flat_buffer& buffer,
+                               HttpRequest req) {
+  std::string_view target = req.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  std::string_view digits = path.substr(std::string_view("/api/v1/sessions/").size());
+  digits.remove_suffix(std::string_view("/ssh").size());
+  int64_t id = 0;
+  auto [p, perr] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (perr != std::errc() || p != digits.data() + digits.size() || id <= 0) {
+    co_await reply(stream, req,
+                   ApiResponse::error(Status::InvalidArgument(
+                       "'" + std::string(digits) + "' is not a session id", "id")));
+    co_return;
+  }
+  std::string expired;
+  auto cred = server.login().authenticate(req, server.cluster(), &expired, /*csrfToken=*/false);
+  if (!cred.principal) {
+    co_await reply(stream, req, ApiResponse::error(cred.error));
+    co_return;
+  }
+  const bool upgrade = req.method() == http::verb::get &&
+                       beast::iequals(req[http::field::upgrade], "tcp") &&
+                       beast::http::token_list(req[http::field::connection]).exists("upgrade");
+  if (!upgrade) {
+    co_await reply(stream, req,
+                   ApiResponse::error(Status::InvalidArgument(
+                       "this endpoint carries an SSH connection: GET with "
+                       "'Connection: Upgrade' and 'Upgrade: tcp' (allot ssh --stdio does)",
+                       "upgrade")));
+    co_return;
+  }
+  if (cred.viaCookie && !sameOrigin(req)) {
+    co_await reply(stream, req,
+                   ApiResponse::error(Status::PermissionDenied(
+                       "an SSH connection with the console's cookie must come from its origin")));
+    co_return;
+  }
+  auto endpoint = server.cluster().openSessionSsh(*cred.principal, id);
+  if (!endpoint.ok()) {
+    co_await reply(stream, req, ApiResponse::error(endpoint.status()));
+    co_return;
+  }
+  const std::string targetName = "ssh";
+  auto opened = co_await server.tunnels().open(endpoint->host, id, targetName);
+  if (!opened.ok()) {
+    co_await reply(stream, req,
+                   ApiResponse::error(Status::Unavailable("session " + std::to_string(id) + ": " +
+                                                          opened.status().message())));
+    co_return;
+  }
+  http::response<http::empty_body> res{http::status::switching_protocols, req.version()};
+  res.set(http::field::server, "allotd");
+  res.set(http::field::connection, "Upgrade");
+  res.set(http::field::upgrade, "tcp");
+  auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(use_awaitable));
+  if (ec) {
+    (*opened)->reset("client went away");
+    co_return;
+  }
+  spdlog::info("session ssh: session={} user={} host={}", id, cred.principal->name, endpoint->host);
+  beast::get_lowest_layer(stream).expires_never();
+  // An open SSH connection is use: the session is not idle while it lasts.
+  server.cluster().sessionRelay(id, true);
+  co_await relayUpgraded(stream, buffer, *opened);
+  server.cluster().sessionRelay(id, false);
+}
+
+asio::awaitable<void> serveSessionSsh(Server& server, beast::tcp_stream& stream,
+                                      beast::flat_buffer& buffer, HttpRequest req) {
+  co_await serveSsh(server, stream, buffer, std::move(req));
+}
+
+asio::awaitable<void> serveSessionSsh(Server& server, beast::ssl_stream<beast::tcp_stream>& stream,
+                                      beast::flat_buffer& buffer, HttpRequest req) {
+  co_await serveSsh(server, stream, buffer, std::move(req));
+}
+
 asio::awaitable<bool> serveSessionRequest(Server& server, beast::tcp_stream& stream,
                                           beast::flat_buffer& buffer, HttpRequest req,
                                           SessionProxyState& state) {

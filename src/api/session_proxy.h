@@ -46,4 +46,15 @@ boost::asio::awaitable<bool> serveSessionRequest(
     Server& server, boost::beast::ssl_stream<boost::beast::tcp_stream>& stream,
     boost::beast::flat_buffer& buffer, HttpRequest req, SessionProxyState& state);
 
+// SSH into a session (docs/sessions.md, "SSH"): GET /api/v1/sessions/{id}/ssh with
+// "Connection: Upgrade" and "Upgrade: tcp" (as Docker's attach), authenticated like the API and
+// allowed to the session's owner only. After the 101 the connection carries the bytes of one SSH
+// connection to the session's sshd on its host; `allot ssh --stdio` is the client end.
+bool isSessionSshPath(std::string_view target);
+boost::asio::awaitable<void> serveSessionSsh(Server& server, boost::beast::tcp_stream& stream,
+                                             boost::beast::flat_buffer& buffer, HttpRequest req);
+boost::asio::awaitable<void> serveSessionSsh(
+    Server& server, boost::beast::ssl_stream<boost::beast::tcp_stream>& stream,
+    boost::beast::flat_buffer& buffer, HttpRequest req);
+
 }  // namespace allot::api

@@ -138,6 +138,13 @@ Result<HttpResponse> ApiClient::getRaw(const std::string& path) {
   return res;
 }
 
+Status ApiClient::relayUpgraded(const std::string& path, int inFd, int outFd) {
+  auto res = http_->relayUpgraded(kApiBase + path, "tcp", inFd, outFd);
+  if (!res.ok()) return res.status();
+  if (res->status != 101) return failure(res->status, res->body);
+  return Status::Ok();
+}
+
 Result<LogChunk> ApiClient::jobLogs(int64_t jobId, int64_t offset, int waitSeconds, int rank) {
   std::string target = std::string(kApiBase) + "/jobs/" + std::to_string(jobId) +
                        "/logs?offset=" + std::to_string(offset);

@@ -48,6 +48,10 @@ class ApiClient {
   // an error reply is a Status like everywhere else.
   Result<HttpResponse> getRaw(const std::string& path);
 
+  // A byte stream through allotd (GET `path` upgraded to "tcp"; the session SSH relay): copies
+  // `inFd` to it and it to `outFd` until either ends. An error reply is a Status.
+  Status relayUpgraded(const std::string& path, int inFd, int outFd);
+
   const std::string& serverUrl() const { return http_->url().text; }
 
  private:

@@ -33,6 +33,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addOrgCommands(app, ctx);
   addTokenCommands(app, ctx);
   addSshKeyCommands(app, ctx);
+  addSshCommands(app, ctx);
   addQuotaCommands(app, ctx);
   addIdleCommands(app, ctx);
   addLeaseCommands(app, ctx);

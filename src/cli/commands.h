@@ -12,6 +12,7 @@ void addAuthCommands(CLI::App& app, Context& ctx);    // login, whoami
 void addOrgCommands(CLI::App& app, Context& ctx);     // team, user, project
 void addTokenCommands(CLI::App& app, Context& ctx);   // token
 void addSshKeyCommands(CLI::App& app, Context& ctx);  // ssh-key
+void addSshCommands(CLI::App& app, Context& ctx);     // ssh, ssh-config
 void addHostCommands(CLI::App& app, Context& ctx);    // host
 // host drain, resume, fail, retire, log; called by addHostCommands on its `host` command.
 void addHostLifecycleCommands(CLI::App* host, Context& ctx);

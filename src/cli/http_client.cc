@@ -8,9 +8,17 @@
 #include <utility>
 // clang-format on
 
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -298,6 +306,107 @@ Result<HttpResponse> HttpClient::request(std::string_view method, std::string_vi
     }
   }
   return d.unreachable("the connection kept closing");
+}
+
+namespace {
+
+// Copies `from` to `to` until EOF or an error; then runs `done` (which ends the other direction).
+template <typename From, typename To, typename Done>
+asio::awaitable<void> pump(From& from, To& to, Done done) {
+  std::string buf(64 * 1024, '\0');
+  for (;;) {
+    auto [ec, n] =
+        co_await from.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    if (ec || n == 0) break;
+    auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf.data(), n),
+                                                asio::as_tuple(asio::use_awaitable));
+    if (wec) break;
+  }
+  done();
+}
+
+}  // namespace
+
+Result<HttpResponse> HttpClient::relayUpgraded(std::string_view target, std::string_view protocol,
+                                               int inFd, int outFd) {
+  Impl& d = *impl_;
+  if (d.connected) d.close();
+  ALLOT_RETURN_IF_ERROR(d.connect());
+  http::request<http::empty_body> req{http::verb::get, d.url.basePath + std::string(target), 11};
+  const bool defaultPort = d.url.port == (d.url.tls ? "443" : "80");
+  req.set(http::field::host, defaultPort ? d.url.host : d.url.host + ":" + d.url.port);
+  req.set(http::field::user_agent, kUserAgent);
+  req.set(http::field::connection, "Upgrade");
+  req.set(http::field::upgrade, std::string(protocol));
+  if (!d.token.empty()) req.set(http::field::authorization, "Bearer " + d.token);
+  beast::error_code ec;
+  d.tcpLayer().expires_after(d.options.requestTimeout);
+  d.withStream([&](auto& stream) {
+    http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+  });
+  d.runPending();
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1 << 20);
+  if (!ec) {
+    d.withStream([&](auto& stream) {
+      http::async_read_header(stream, d.buffer, parser,
+                              [&](beast::error_code e, size_t) { ec = e; });
+    });
+    d.runPending();
+  }
+  if (!ec && parser.get().result() != http::status::switching_protocols) {
+    d.withStream([&](auto& stream) {
+      http::async_read(stream, d.buffer, parser, [&](beast::error_code e, size_t) { ec = e; });
+    });
+    d.runPending();
+  }
+  if (ec) {
+    d.close();
+    return Status::Unavailable("lost connection to server at " + d.url.text + ": " + ec.message());
+  }
+  HttpResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get())
+    out.headers[lower(field.name_string())] = std::string(field.value());
+  out.body = parser.get().body();
+  if (out.status != 101) {
+    d.close();
+    return out;
+  }
+
+  // Bytes both ways. The descriptors are duplicated: asio closes what it holds.
+  d.tcpLayer().expires_never();
+  asio::posix::stream_descriptor in(d.ioc), out2(d.ioc);
+  for (auto [desc, fd] : {std::pair{&in, inFd}, std::pair{&out2, outFd}}) {
+    const int copy = ::dup(fd);
+    desc->assign(copy, ec);
+    if (ec) {
+      // A regular file or /dev/null cannot be waited on; ssh gives its ProxyCommand pipes.
+      if (copy >= 0) ::close(copy);
+      d.close();
+      return Status::InvalidArgument("descriptor " + std::to_string(fd) +
+                                     " is not a pipe, socket or terminal: " + ec.message());
+    }
+  }
+  if (d.buffer.size() > 0) {
+    // What came right behind the 101 (the server's SSH banner).
+    asio::write(out2, d.buffer.data(), ec);
+    d.buffer.consume(d.buffer.size());
+  }
+  auto finish = [&] {
+    beast::error_code ignored;
+    in.cancel(ignored);
+    d.tcpLayer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    d.tcpLayer().socket().cancel(ignored);
+  };
+  d.withStream([&](auto& stream) {
+    // Our input ending (ssh closed its end) ends the whole connection: one SSH session.
+    asio::co_spawn(d.ioc, pump(in, stream, finish), asio::detached);
+    asio::co_spawn(d.ioc, pump(stream, out2, finish), asio::detached);
+  });
+  d.runPending();
+  d.close();
+  return out;
 }
 
 const ServerUrl& HttpClient::url() const { return impl_->url; }

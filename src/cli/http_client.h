@@ -58,6 +58,13 @@ class HttpClient {
                                std::string_view body = {},
                                std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
 
+  // Upgrades a fresh connection (GET `target` with "Connection: Upgrade", "Upgrade: `protocol`")
+  // and then copies bytes until either side ends: `inFd` to the server, the server to `outFd`
+  // (allot ssh --stdio's pipe). A reply other than 101 comes back as the HttpResponse, for the
+  // caller to turn into an error; after a relay it is the 101 itself.
+  Result<HttpResponse> relayUpgraded(std::string_view target, std::string_view protocol, int inFd,
+                                     int outFd);
+
   const ServerUrl& url() const;
   bool hasToken() const;
   // How many TCP connections this client has opened so far (keep-alive makes it stay at 1).

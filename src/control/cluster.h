@@ -539,9 +539,17 @@ class Cluster {
   void sessionRelay(int64_t id, bool open);
   // What its agent last said about a running session; nullopt when nothing yet.
   std::optional<model::ActualSession> sessionRuntime(int64_t id) const;
+  // The WebSockets and SSH connections allotd relays to the session now.
+  int sessionRelays(int64_t id) const {
+    auto it = sessionRelays_.find(id);
+    return it == sessionRelays_.end() ? 0 : it->second;
+  }
   // Where to reach a session for its owner (or a user it is shared with): its host and, for
   // Jupyter, the token to supply. NotFound for anyone else; Unavailable while it starts.
   Result<SessionEndpoint> openSession(const Principal& p, int64_t id) const;
+  // The same for an SSH connection: the owner's only (anyone else is told it does not exist),
+  // and only where the session's host offers SSH.
+  Result<SessionEndpoint> openSessionSsh(const Principal& p, int64_t id) const;
 
   // Jobs.
   Result<Change<model::Job>> submitJob(const Principal& p, JobRequest request);
@@ -740,7 +748,7 @@ class Cluster {
   // again by each agent's hello after a restart of allotd.
   std::map<int64_t, model::ActualSession> sessionRuntime_;
   std::map<int64_t, TimeMs> sessionProxiedAt_;  // the last request the proxy forwarded
-  std::map<int64_t, int> sessionRelays_;        // WebSockets the proxy relays now
+  std::map<int64_t, int> sessionRelays_;        // WebSockets and SSH connections relayed now
 };
 
 // The message for a request that names no team when the caller's team is not implied: they have

@@ -90,7 +90,13 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       d.logOffset = logs_.size(j.id, rank);
       d.runAs = runAsOf(j);
-      if (j.session) d.session = model::DesiredSession{j.session->app, j.session->storage};
+      if (j.session) {
+        d.session = model::DesiredSession{j.session->app, j.session->storage, {}};
+        // Sent with every push: a key the owner removes stops working at the next connection.
+        if (auto u = world_.users.find(j.user); u != world_.users.end())
+          for (const auto& k : u->second.sshKeys)
+            d.session->sshKeys.push_back(model::authorizedKeysLine(k));
+      }
       out.push_back(std::move(d));
     }
   }

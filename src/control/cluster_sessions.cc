@@ -207,4 +207,19 @@ Result<SessionEndpoint> Cluster::openSession(const Principal& p, int64_t id) con
   return SessionEndpoint{j.host, j.session->app, rt->second.token};
 }
 
+Result<SessionEndpoint> Cluster::openSessionSsh(const Principal& p, int64_t id) const {
+  // Its owner's only: a login is a shell as them, whoever the session is shared with.
+  auto it = world_.jobs.find(id);
+  if (it == world_.jobs.end() || !it->second.session || !p.isUser() || p.name != it->second.user)
+    return noSession(id);
+  auto endpoint = openSession(p, id);
+  if (!endpoint.ok()) return endpoint.status();
+  auto rt = sessionRuntime_.find(id);
+  if (rt->second.sshHostKey.empty())
+    return Status::FailedPrecondition("session " + std::to_string(id) + ": host '" +
+                                      endpoint->host + "' offers no SSH");
+  endpoint->token.clear();
+  return endpoint;
+}
+
 }  // namespace allot::control

@@ -3,6 +3,7 @@
 // change is one PutUser in the change's batch.
 
 #include <algorithm>
+#include <set>
 
 #include "control/cluster.h"
 #include "control/ssh_key.h"
@@ -22,6 +23,17 @@ Result<const model::User*> keyOwner(const World& w, const Principal& p, const st
   if (it == w.users.end() || (name != p.name && !p.isAdmin()))
     return Status::NotFound("no user '" + name + "'");
   return &it->second;
+}
+
+// The hosts running `user`'s live sessions: their agents get the new key list at once (it goes
+// into the next connection's authorized_keys).
+std::set<std::string> sessionHostsOf(const World& w, const std::string& user) {
+  std::set<std::string> hosts;
+  for (const auto& [id, j] : w.jobs) {
+    if (j.session && j.user == user && !model::isTerminal(j.state) && !j.host.empty())
+      hosts.insert(j.host);
+  }
+  return hosts;
 }
 
 }  // namespace
@@ -48,6 +60,7 @@ Result<Change<model::SshKey>> Cluster::addSshKey(const Principal& p, const std::
   c.value = *key;
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
+  c.pushHosts = sessionHostsOf(world_, u.name);
   return c;
 }
 
@@ -65,6 +78,7 @@ Result<Change<model::SshKey>> Cluster::removeSshKey(const Principal& p, const st
   u.sshKeys.erase(it);
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
+  c.pushHosts = sessionHostsOf(world_, u.name);
   return c;
 }
 

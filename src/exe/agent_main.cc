@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
+  std::string sshd = "/usr/sbin/sshd";
   std::string cgroupName, scratchDir, homeDir, caFile, teamDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--jupyter-forkserver", forkServer,
                  "allot-jupyter-forkserver, kept running so that Jupyter sessions start fast, or "
                  "'off' (default: next to this binary, when there)");
+  app.add_option("--sshd", sshd,
+                 "OpenSSH's sshd, started per connection (sshd -i) for SSH into sessions, or "
+                 "'off' (default /usr/sbin/sshd, when there)");
   app.add_option("--standby-shims", standbys,
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
@@ -146,6 +150,9 @@ int main(int argc, char** argv) {
       *intervalMs, scratchDir, homeDir, caFile,  runAsOwner == "required"};
   if (forkServer == "off" || !std::filesystem::exists(forkServer)) forkServer.clear();
   cfg.forkServer = forkServer;
+  if (sshd == "off" || !std::filesystem::exists(sshd) || !std::filesystem::exists(cfg.sshKeygen))
+    sshd.clear();
+  cfg.sshd = sshd;
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

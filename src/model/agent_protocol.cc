@@ -110,7 +110,9 @@ nlohmann::json toJson(const DesiredJob& d) {
                       {"grace_ms", d.graceMs},
                       {"log_offset", d.logOffset}};
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
-  if (d.session) j["session"] = {{"app", d.session->app}, {"storage", d.session->storage}};
+  if (d.session)
+    j["session"] = {
+        {"app", d.session->app}, {"storage", d.session->storage}, {"ssh_keys", d.session->sshKeys}};
   return j;
 }
 
@@ -134,7 +136,8 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
       d.runAs = *r;
     }
     if (auto s = j.find("session"); s != j.end() && s->is_object()) {
-      d.session = DesiredSession{s->at("app").get<std::string>(), s->value("storage", "scratch")};
+      d.session = DesiredSession{s->at("app").get<std::string>(), s->value("storage", "scratch"),
+                                 s->value("ssh_keys", std::vector<std::string>{})};
     }
     return d;
   });
@@ -159,7 +162,9 @@ nlohmann::json toJson(const ActualSession& s) {
           {"connections", s.connections},
           {"busy_kernels", s.busyKernels},
           {"last_activity_ms", s.lastActivity},
-          {"activity_known", s.activityKnown}};
+          {"activity_known", s.activityKnown},
+          {"ssh_user", s.sshUser},
+          {"ssh_host_key", s.sshHostKey}};
 }
 
 Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
@@ -171,6 +176,8 @@ Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
     s.busyKernels = j.value("busy_kernels", 0);
     s.lastActivity = j.value("last_activity_ms", TimeMs{0});
     s.activityKnown = j.value("activity_known", false);
+    s.sshUser = j.value("ssh_user", "");
+    s.sshHostKey = j.value("ssh_host_key", "");
     return s;
   });
 }

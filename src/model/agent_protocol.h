@@ -69,6 +69,9 @@ struct RunAs {
 struct DesiredSession {
   std::string app;      // "jupyter-server", "jupyter-notebook" or "command" (SessionSpec::app)
   std::string storage;  // "local", "scratch" or "shared"
+  // The owner's SSH public keys as authorized_keys lines ("type blob comment", no options): the
+  // session's sshd trusts these and nothing else, as of each new connection.
+  std::vector<std::string> sshKeys;
   bool operator==(const DesiredSession&) const = default;
 };
 
@@ -106,6 +109,10 @@ struct ActualSession {
   // Whether the agent's last look at Jupyter got an answer. Unknown use counts as use: a session
   // whose Jupyter is slow to answer (a loaded host) is not culled for that.
   bool activityKnown = false;
+  // SSH (docs/sessions.md, "SSH"): the login name the session's sshd accepts and its host key
+  // ("ssh-ed25519 AAAA..."), which clients pin; both empty where the host offers no SSH.
+  std::string sshUser;
+  std::string sshHostKey;
   bool operator==(const ActualSession&) const = default;
 };
 

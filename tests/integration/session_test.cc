@@ -64,10 +64,38 @@ std::unique_ptr<websocket::stream<tcp::socket>> openWebSocket(
   return ws;
 }
 
+// One message from `ws` within `limit`; false when none came (the stream is then unusable).
+// Jupyter can sit on a new connection's first messages (while it nudges the kernel), so nothing
+// here waits without a bound.
+bool readWithin(websocket::stream<tcp::socket>& ws, beast::flat_buffer& buf,
+                std::chrono::milliseconds limit) {
+  auto& io = static_cast<boost::asio::io_context&>(ws.get_executor().context());
+  bool done = false;
+  beast::error_code ec;
+  ws.async_read(buf, [&](beast::error_code e, size_t) {
+    ec = e;
+    done = true;
+  });
+  io.restart();
+  io.run_for(limit);
+  if (!done) {
+    beast::error_code ignored;
+    ws.next_layer().cancel(ignored);
+    io.restart();
+    io.run();
+    return false;
+  }
+  if (ec) throw beast::system_error(ec);
+  return true;
+}
+
 // Runs `code` on a kernel through its channels WebSocket: sends an execute_request and reads
-// until its execute_reply; returns what the kernel printed.
-std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::string& code) {
-  const std::string msgId = "allot-test-" + std::to_string(::getpid());
+// until its execute_reply; returns what the kernel printed, or "(no reply)" after `limit`.
+std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::string& code,
+                            std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  static int calls = 0;
+  const std::string msgId =
+      "allot-test-" + std::to_string(::getpid()) + "-" + std::to_string(++calls);
   json request = {{"header",
                    {{"msg_id", msgId},
                     {"username", "test"},
@@ -87,14 +115,22 @@ std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::strin
   ws.text(true);
   ws.write(boost::asio::buffer(request.dump()));
   std::string printed;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool replied = false, idle = false;
   for (;;) {
     beast::flat_buffer buf;
-    ws.read(buf);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !readWithin(ws, buf, left)) return "(no reply)";
     json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
     if (!msg.is_object() || msg["parent_header"].value("msg_id", "") != msgId) continue;
     const std::string type = msg["header"].value("msg_type", "");
     if (type == "stream") printed += msg["content"].value("text", "");
-    if (type == "execute_reply") return printed;
+    // The reply comes on the shell channel, the output on IOPub, in no set order between them;
+    // IOPub's "idle" for the request follows all of its output.
+    if (type == "execute_reply") replied = true;
+    if (type == "status" && msg["content"].value("execution_state", "") == "idle") idle = true;
+    if (replied && idle) return printed;
   }
 }
 
@@ -336,14 +372,19 @@ class SessionCullingTest : public SessionTest {
 
   // Runs `code` on a kernel of the session and closes the WebSocket again (an open one is a
   // connection, which alone keeps a session alive). With `wait` false it does not wait for the
-  // reply: the kernel stays busy.
-  void runOnKernel(const std::string& base, const std::string& kernelId, const std::string& code,
-                   bool wait) {
+  // reply: the kernel stays busy. False when Jupyter did not answer within `limit`.
+  bool runOnKernel(const std::string& base, const std::string& kernelId, const std::string& code,
+                   bool wait, std::chrono::milliseconds limit = 30s) {
     boost::asio::io_context io;
-    auto ws = openWebSocket(io, port_, base + "api/kernels/" + kernelId + "/channels",
+    // A session id of its own: Jupyter replays (and reuses the channels of) a closed connection
+    // to one that comes back with the same id.
+    static int connections = 0;
+    auto ws = openWebSocket(io, port_,
+                            base + "api/kernels/" + kernelId + "/channels?session_id=allot-test-" +
+                                std::to_string(++connections),
                             {{"Authorization", "Bearer " + alice_}});
     if (wait) {
-      executeOnKernel(*ws, code);
+      if (executeOnKernel(*ws, code, limit) == "(no reply)") return false;
     } else {
       json request = {{"header",
                        {{"msg_id", "fire-and-forget"},
@@ -359,9 +400,12 @@ class SessionCullingTest : public SessionTest {
       ws->write(boost::asio::buffer(request.dump()));
       // Until the kernel says it is busy with this request (not with the kernel_info the server
       // sends on connecting), so that closing cannot race the request.
+      const auto deadline = std::chrono::steady_clock::now() + limit;
       for (;;) {
         beast::flat_buffer buf;
-        ws->read(buf);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0 || !readWithin(*ws, buf, left)) return false;
         json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
         if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
             msg["parent_header"].value("msg_id", "") == "fire-and-forget" &&
@@ -370,6 +414,7 @@ class SessionCullingTest : public SessionTest {
       }
     }
     ws->close(websocket::close_code::normal);
+    return true;
   }
 
   // The session stays running for `span` (it is not culled meanwhile).
@@ -394,21 +439,30 @@ TEST_F(SessionCullingTest, CulledOnlyWhenNoKernelBusyNothingConnectedAndGpusIdle
   ASSERT_EQ(kernel.status, 201) << kernel.body;
   const std::string kernelId = textOf(kernel.parsed(), "id");
 
+  // Jupyter learns kernels' states from an IOPub subscription of its own, which joins a moment
+  // after the kernel starts (a ZeroMQ subscriber misses what was published before): until it
+  // has seen the kernel idle, a busy status could pass it by. Real users are not that quick.
+  ASSERT_TRUE(waitFor([&] {
+    if (!runOnKernel(base, kernelId, "pass", /*wait=*/true, 5s)) return false;
+    auto k = httpRequest(port_, "GET", base + "api/kernels/" + kernelId, "", alice_);
+    return k.status == 200 && textOf(k.parsed(), "execution_state") == "idle";
+  }));
+
   // A busy kernel with nobody connected and the GPU idle: kept.
-  runOnKernel(base, kernelId, "import time; time.sleep(14)", /*wait=*/false);
+  ASSERT_TRUE(runOnKernel(base, kernelId, "import time; time.sleep(14)", /*wait=*/false));
   EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
 
   // The simulated GPU busy (the session declares its utilisation), the kernel idle: kept.
-  runOnKernel(base, kernelId,
-              "import os, time; time.sleep(5); "
-              "open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('90')",
-              /*wait=*/true);
+  ASSERT_TRUE(runOnKernel(base, kernelId,
+                          "import os, time; time.sleep(5); "
+                          "open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('90')",
+                          /*wait=*/true));
   EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
 
   // Everything idle: culled, and the reason says so.
-  runOnKernel(base, kernelId,
-              "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
-              /*wait=*/true);
+  ASSERT_TRUE(runOnKernel(base, kernelId,
+                          "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
+                          /*wait=*/true));
   json last;
   EXPECT_TRUE(waitFor(
       [&] {

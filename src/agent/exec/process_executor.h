@@ -62,6 +62,10 @@ class ProcessExecutor final : public Executor {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? std::vector<int>{} : it->second.gpuIndices;
   }
+  std::vector<std::string> cgroupsOf(int64_t id) const override {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? std::vector<std::string>{} : it->second.cgroups;
+  }
   std::string logPath(int64_t id) const override { return JobDir(workDir_, id).logPath(); }
   std::string workPath(int64_t id) const override { return JobDir(workDir_, id).workPath(); }
   std::vector<std::string> leftoverCgroups() const override;

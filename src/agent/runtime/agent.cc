@@ -93,7 +93,8 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
       executor_(executor),
       clock_(clock),
       sessions_(SessionLauncherConfig{config_.workDir + "/sessions", config_.forkServer,
-                                      config_.workDir + "/forkserver/jupyter.sock"}) {
+                                      config_.workDir + "/forkserver/jupyter.sock"}),
+      ssh_(SessionSshConfig{config_.sshd, config_.sshKeygen, config_.workDir + "/session-ssh"}) {
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
   if (!config_.forkServer.empty())
@@ -116,7 +117,29 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
       return Status::FailedPrecondition("session " + std::to_string(session) + " runs no Jupyter");
     return TunnelTarget::unixSocket(SessionLauncher::socketPath(executor_.workPath(session)));
   }
+  if (target == "ssh") {
+    int pid = 0;
+    for (const auto& a : executor_.poll()) {
+      if (a.id == session) pid = a.pid;
+    }
+    return ssh_.connect(session, sessionIdentity(*wanted), wanted->session->sshKeys,
+                        executor_.cgroupsOf(session), processEnvironment(pid));
+  }
   return Status::InvalidArgument("unknown tunnel target '" + target + "'");
+}
+
+SessionIdentity Agent::sessionIdentity(const model::DesiredJob& d) const {
+  SessionIdentity who;
+  if (config_.runAsOwner && d.runAs) {
+    who.uid = static_cast<uid_t>(d.runAs->uid);
+    who.gid = static_cast<gid_t>(d.runAs->gid);
+    if (d.runAs->teamGid > 0) who.groups.push_back(static_cast<gid_t>(d.runAs->teamGid));
+    who.switchUser = true;
+  } else {
+    who.uid = ::geteuid();
+    who.gid = ::getegid();
+  }
+  return who;
 }
 
 void Agent::drainXids() {
@@ -188,8 +211,10 @@ std::vector<model::ActualJob> Agent::actualJobs() {
   for (auto& a : jobs) {
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
-      if (d.id == a.id && d.session)
+      if (d.id == a.id && d.session) {
         a.session = sessions_.report(a.id, *d.session, executor_.workPath(a.id));
+        ssh_.report(a.id, *a.session);
+      }
     }
   }
   return jobs;
@@ -253,6 +278,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
           cancelledBeforeStart_[d.id] = a;
           continue;
         }
+        if (Status st = ssh_.prepare(d.id, sessionIdentity(d)); !st.ok())
+          spdlog::warn("session {}: no SSH: {}", d.id, st.message());
         // The command, not the environment: the environment holds the session's token.
         std::string argv;
         for (const auto& arg : spec.command) argv += (argv.empty() ? "" : " ") + arg;
@@ -279,6 +306,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
     } else {
       executor_.forget(a.id);
       sessions_.forget(a.id);
+      ssh_.forget(a.id);
       stopping_.erase(a.id);
       logShipped_.erase(a.id);
     }

@@ -35,6 +35,7 @@
 #include "agent/runtime/tunnel_endpoint.h"
 #include "agent/session/fork_server.h"
 #include "agent/session/session_launcher.h"
+#include "agent/session/session_ssh.h"
 #include "common/clock.h"
 #include "model/agent_protocol.h"
 
@@ -54,6 +55,10 @@ struct AgentConfig {
   bool runAsOwner = false;  // --run-as-owner: workloads start as their owner (reported to allotd)
   // allot-jupyter-forkserver, kept running so that Jupyter sessions start fast; "" = none.
   std::string forkServer;
+  // sshd for SSH into sessions (one `sshd -i` per connection), and ssh-keygen for their host
+  // keys; "" = sessions get no SSH here.
+  std::string sshd;
+  std::string sshKeygen = "/usr/bin/ssh-keygen";
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -92,6 +97,8 @@ class Agent {
   // What a tunnel stream allotd opens to (session, target) reaches: a session this host runs,
   // never anything else (docs/sessions.md).
   Result<TunnelTarget> resolveTunnel(int64_t session, const std::string& target);
+  // Whom session `d`'s processes run as on this host.
+  SessionIdentity sessionIdentity(const model::DesiredJob& d) const;
   std::vector<model::ActualJob> actualJobs();
   // One sample round, encoded; empty when the provider could not be read (logged).
   std::string telemetryMessage();
@@ -150,6 +157,7 @@ class Agent {
 
   // Interactive sessions (docs/sessions.md): their commands and reports, and the fork server.
   SessionLauncher sessions_;
+  SessionSsh ssh_;
   std::unique_ptr<ForkServerProcess> forkServer_;
 };
 

@@ -111,12 +111,21 @@ Result<std::unique_ptr<TargetConn>> spawnProcess(asio::any_io_executor ex, const
   std::vector<char*> argv;
   for (const auto& a : t.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> procs;
+  for (const auto& g : t.cgroups) procs.push_back(g + "/cgroup.procs");
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(sv[0]);
     ::close(errPipe[0]);
     int err = 0;
-    if (::dup2(sv[1], 0) < 0 || ::dup2(sv[1], 1) < 0) err = errno;
+    // "0" moves the writer itself; first, while still root, so all that follows is confined.
+    for (const auto& p : procs) {
+      int fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) err = errno;
+      if (fd >= 0) ::close(fd);
+      if (err) break;
+    }
+    if (!err && (::dup2(sv[1], 0) < 0 || ::dup2(sv[1], 1) < 0)) err = errno;
     if (!err && t.gid &&
         (::setgroups(t.groups.size(), t.groups.data()) != 0 || ::setgid(*t.gid) != 0))
       err = errno;

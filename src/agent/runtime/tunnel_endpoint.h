@@ -39,6 +39,9 @@ struct TunnelTarget {
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
   std::vector<gid_t> groups;  // supplementary groups, set when gid is
+  // kProcess: cgroup directories it joins before anything else (a session's, so that what it
+  // starts is confined and accounted with the session).
+  std::vector<std::string> cgroups;
 
   static TunnelTarget unixSocket(std::string path) {
     TunnelTarget t;

@@ -1,0 +1,80 @@
+#pragma once
+// SessionSsh: OpenSSH into a running session (docs/sessions.md, "SSH").
+//
+// Each session gets its own sshd configuration under <workDir>/session-ssh/<id>/, owned by the
+// identity the session runs as: a host key made when the session starts (its public half is
+// reported to allotd, which hands it to clients to pin), the owner's public keys as
+// authorized_keys, and an sshd_config that allows only key logins as that one user. Nothing
+// listens: each connection allotd relays over the agent's tunnel starts `sshd -i` on the stream,
+// as the session's user and inside the session's cgroups, so a login sees the session's GPUs and
+// limits and ends with it. authorized_keys and the environment (the session's own, from its main
+// process) are rewritten at every connection, so a removed key stops working at once.
+//
+// sshd running as a plain user can only log that user in, which needs a passwd entry for the
+// uid; running as root (an agent with --run-as-owner off) it logs in root, by key only.
+//
+// Plain functions over the filesystem; called from the agent's loop.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/runtime/tunnel_endpoint.h"
+#include "common/status.h"
+#include "model/agent_protocol.h"
+
+namespace allot::agent {
+
+struct SessionSshConfig {
+  std::string sshd;      // the sshd program; "" = no SSH on this host
+  std::string keygen;    // ssh-keygen, to make host keys
+  std::string stateDir;  // <workDir>/session-ssh
+};
+
+// Who a session's processes run as.
+struct SessionIdentity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  bool switchUser = false;  // the agent switches to it (else it is the agent's own)
+};
+
+class SessionSsh {
+ public:
+  explicit SessionSsh(SessionSshConfig config) : config_(std::move(config)) {}
+
+  bool enabled() const { return !config_.sshd.empty(); }
+  // Makes session `id`'s directory and host key, owned by `who`; before the session starts. An
+  // error leaves the session without SSH (it still starts).
+  Status prepare(int64_t id, const SessionIdentity& who);
+  // Fills sshUser and sshHostKey of the session's report from its directory (so a restarted
+  // agent reports them too); leaves them empty without SSH.
+  void report(int64_t id, model::ActualSession& out) const;
+  // What a new SSH connection to the session runs: `sshd -i` on the stream, as `who`, in
+  // `cgroups`, trusting `authorizedKeys`, with `env` (the session's environment) in its logins.
+  Result<TunnelTarget> connect(int64_t id, const SessionIdentity& who,
+                               const std::vector<std::string>& authorizedKeys,
+                               const std::vector<std::string>& cgroups,
+                               const std::map<std::string, std::string>& env) const;
+  // Removes the session's directory.
+  void forget(int64_t id);
+
+ private:
+  std::string dirOf(int64_t id) const;
+
+  SessionSshConfig config_;
+  // Sessions' (login name, host key), read once: report() runs at every status round.
+  mutable std::map<int64_t, std::pair<std::string, std::string>> reported_;
+};
+
+// The sshd_config for one session (pure; tests read it).
+std::string sessionSshdConfig(const std::string& dir, const std::string& user, bool root,
+                              const std::map<std::string, std::string>& env);
+
+// The environment of process `pid` (/proc/PID/environ); empty when it cannot be read.
+std::map<std::string, std::string> processEnvironment(int pid);
+
+}  // namespace allot::agent
