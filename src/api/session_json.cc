@@ -68,6 +68,9 @@ nlohmann::json sessionJson(Server& s, const model::Job& j) {
     out["ssh"] = {{"user", rt->sshUser}, {"host_key", rt->sshHostKey}};
   else
     out["ssh"] = nullptr;
+  // Where its files are on its host and how much they take, as its agent last measured.
+  out["storage_path"] = rt && !rt->storagePath.empty() ? json(rt->storagePath) : json(nullptr);
+  out["storage_used_bytes"] = rt && rt->storageBytes >= 0 ? json(rt->storageBytes) : json(nullptr);
   if (rt) {
     // Jupyter's own count (its kernels' and terminals' WebSockets), or else what allotd relays
     // (SSH, and WebSockets to a command session): the two overlap for Jupyter.

@@ -150,7 +150,17 @@ int show(Context& ctx, const SessionOpts& o) {
   if (!s->value("reason", json()).is_null()) d.add("reason", text(*s, "reason"));
   d.add("host", text(*s, "host", "-"));
   d.add("gpus", gpusText(*s));
-  d.add("storage", text(*s, "storage"));
+  {
+    // "local, 1.2 GiB used in /var/lib/allot-agent/homes/alice"
+    std::string storage = text(*s, "storage");
+    const json used = s->value("storage_used_bytes", json());
+    if (used.is_number())
+      storage += ", " + formatMib((used.get<int64_t>() + (1 << 20) - 1) >> 20) + " used";
+    if (s->value("storage_path", json()).is_string()) storage += " in " + text(*s, "storage_path");
+    d.add("storage", storage);
+  }
+  if (s->value("ssh", json()).is_object())
+    d.add("ssh", "allot ssh " + text(*s, "name") + " (as " + text((*s)["ssh"], "user") + ")");
   if (!s->value("url", json()).is_null() && settings.ok())
     d.add("url", sessionUrl(settings->server, *s));
   if (!s->value("connections", json()).is_null())

@@ -74,6 +74,7 @@ void Cluster::load(const store::Contents& contents) {
   }
   for (auto& [id, j] : world_.jobs) {
     if (j.contour.empty()) j.contour = fallback;
+    noteLocalHome(j);
   }
   // Samples may still come for allocations open now or closed moments ago; the attributor needs
   // their holds, not the whole history.

@@ -255,6 +255,9 @@ struct ClusterOptions {
   ContourOptions contours;
   LeaseOptions leases;
   UnixIdOptions unixIds;
+  // Sessions' `shared` storage: a directory mounted at this path on every host (NFS); each user
+  // gets <dir>/<user>. "" = sessions cannot ask for shared storage.
+  std::string sessionSharedDir;
 };
 
 // Which events `GET /events` lists; empty fields match everything.
@@ -748,7 +751,14 @@ class Cluster {
   // again by each agent's hello after a restart of allotd.
   std::map<int64_t, model::ActualSession> sessionRuntime_;
   std::map<int64_t, TimeMs> sessionProxiedAt_;  // the last request the proxy forwarded
-  std::map<int64_t, int> sessionRelays_;        // WebSockets and SSH connections relayed now
+  // User -> hosts that hold their sessions' `local` storage (they ran a local session there):
+  // the scheduler places their next local session on one of them when it can.
+  std::map<std::string, std::set<std::string>> localHomes_;
+  void noteLocalHome(const model::Job& j) {
+    if (j.session && j.session->storage == "local" && !j.host.empty() && j.startedAt > 0)
+      localHomes_[j.user].insert(j.host);
+  }
+  std::map<int64_t, int> sessionRelays_;  // WebSockets and SSH connections relayed now
 };
 
 // The message for a request that names no team when the caller's team is not implied: they have

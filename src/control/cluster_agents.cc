@@ -91,7 +91,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.logOffset = logs_.size(j.id, rank);
       d.runAs = runAsOf(j);
       if (j.session) {
-        d.session = model::DesiredSession{j.session->app, j.session->storage, {}};
+        d.session = model::DesiredSession{
+            j.session->app, j.session->storage, {}, j.user, options_.sessionSharedDir};
         // Sent with every push: a key the owner removes stops working at the next connection.
         if (auto u = world_.users.find(j.user); u != world_.users.end())
           for (const auto& k : u->second.sshKeys)
@@ -219,6 +220,7 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
       if (j.state == JobState::kScheduled) {
         j.state = JobState::kRunning;
         j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
+        noteLocalHome(j);
         updateJob(j, before, batch);
       }
       return;

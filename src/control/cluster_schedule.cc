@@ -186,7 +186,15 @@ sched::Snapshot Cluster::snapshot() const {
     }
   }
   s.pending.reserve(world_.queued.size());
-  for (int64_t id : world_.queued) s.pending.push_back(requestOf(world_.jobs.at(id)));
+  for (int64_t id : world_.queued) {
+    const Job& j = world_.jobs.at(id);
+    s.pending.push_back(requestOf(j));
+    // A local-storage session goes back to where its owner's home is, when there is room.
+    if (j.session && j.session->storage == "local") {
+      if (auto h = localHomes_.find(j.user); h != localHomes_.end())
+        s.pending.back().preferHosts.assign(h->second.begin(), h->second.end());
+    }
+  }
   return s;
 }
 

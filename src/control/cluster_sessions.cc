@@ -95,6 +95,9 @@ Result<Change<Job>> Cluster::createSession(const Principal& p, SessionRequest r)
         "storage: profile '" + profileName + "' offers " + allowed + ", not '" + spec.storage + "'",
         "storage");
   }
+  if (spec.storage == "shared" && options_.sessionSharedDir.empty())
+    return Status::InvalidArgument(
+        "storage: this cluster has no shared storage (allotd --session-shared-dir)", "storage");
   spec.idleThresholdPct = profile.idleThresholdPct;
   spec.idleAfterMs = profile.idleAfterMs;
 

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
   std::string sshd = "/usr/sbin/sshd";
-  std::string cgroupName, scratchDir, homeDir, caFile, teamDir;
+  std::string cgroupName, scratchDir, homeDir, caFile, teamDir, sessionHomeDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
   int standbys = 1;
@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--home-dir", homeDir,
                  "where team home data lives on this host; its contents are removed by a wipe "
                  "whose storage policy says so (default: none kept here)");
+  app.add_option("--session-home-dir", sessionHomeDir,
+                 "sessions' local storage: user U's persistent home on this host is DIR/U "
+                 "(default WORK_DIR/homes)");
   app.add_option("--team-dir", teamDir,
                  "team storage root: each team's directory DIR/TEAM, owned by root and the "
                  "team's group, mode 2770, given to jobs as $ALLOT_TEAM_DIR (default: none)");
@@ -153,6 +156,8 @@ int main(int argc, char** argv) {
   if (sshd == "off" || !std::filesystem::exists(sshd) || !std::filesystem::exists(cfg.sshKeygen))
     sshd.clear();
   cfg.sshd = sshd;
+  if (!sessionHomeDir.empty())
+    cfg.sessionHomeDir = std::filesystem::absolute(sessionHomeDir).string();
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -34,6 +34,7 @@ struct Flags {
   std::string tlsKey;
   std::string webDir;
   std::string streamKeepalive;
+  std::string sessionSharedDir;
   bool logJson = false;
 };
 
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
                  "../../web/dist next to this binary, the first that exists)");
   app.add_option("--stream-keepalive", f.streamKeepalive,
                  "keepalive and credential re-check period of live streams (default 15s)");
+  app.add_option("--session-shared-dir", f.sessionSharedDir,
+                 "sessions' shared storage: a directory mounted at this path on every host "
+                 "(NFS); user U's sessions get DIR/U (default: none)");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
   allot::control::ContourOptions contours;  // dev, test, prod unless [contours] says otherwise
   allot::auth::LoginConfig login;
   allot::control::UnixIdOptions unixIds;
+  std::string sessionSharedDir;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -109,6 +114,7 @@ int main(int argc, char** argv) {
       minuteRetention = tbl["telemetry"]["minute_retention"].value_or(minuteRetention);
       hourRetention = tbl["telemetry"]["hour_retention"].value_or(hourRetention);
       idleBelowPct = tbl["idle"]["threshold_percent"].value_or(idleBelowPct);
+      sessionSharedDir = tbl["sessions"]["shared_dir"].value_or(sessionSharedDir);
       // [prices] A100 = 2.5: the price of one GPU-hour by GPU model, for usage reports' cost.
       if (const toml::table* prices = tbl["prices"].as_table()) {
         for (const auto& [model, price] : *prices) {
@@ -238,6 +244,11 @@ int main(int argc, char** argv) {
       (unixIds.gidMin <= 65534 && 65534 <= unixIds.gidMax))
     return fail("identity: the ranges must leave out 65534 (nobody, nogroup)");
   cfg.cluster.unixIds = unixIds;
+  if (!f.sessionSharedDir.empty()) sessionSharedDir = f.sessionSharedDir;
+  if (!sessionSharedDir.empty() && sessionSharedDir.front() != '/')
+    return fail("sessions.shared_dir: must be an absolute path (the same on every host), not '" +
+                sessionSharedDir + "'");
+  cfg.cluster.sessionSharedDir = sessionSharedDir;
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

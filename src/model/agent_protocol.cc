@@ -111,8 +111,11 @@ nlohmann::json toJson(const DesiredJob& d) {
                       {"log_offset", d.logOffset}};
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
   if (d.session)
-    j["session"] = {
-        {"app", d.session->app}, {"storage", d.session->storage}, {"ssh_keys", d.session->sshKeys}};
+    j["session"] = {{"app", d.session->app},
+                    {"storage", d.session->storage},
+                    {"ssh_keys", d.session->sshKeys},
+                    {"user", d.session->user},
+                    {"shared_root", d.session->sharedRoot}};
   return j;
 }
 
@@ -137,7 +140,8 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     }
     if (auto s = j.find("session"); s != j.end() && s->is_object()) {
       d.session = DesiredSession{s->at("app").get<std::string>(), s->value("storage", "scratch"),
-                                 s->value("ssh_keys", std::vector<std::string>{})};
+                                 s->value("ssh_keys", std::vector<std::string>{}),
+                                 s->value("user", ""), s->value("shared_root", "")};
     }
     return d;
   });
@@ -164,7 +168,9 @@ nlohmann::json toJson(const ActualSession& s) {
           {"last_activity_ms", s.lastActivity},
           {"activity_known", s.activityKnown},
           {"ssh_user", s.sshUser},
-          {"ssh_host_key", s.sshHostKey}};
+          {"ssh_host_key", s.sshHostKey},
+          {"storage_path", s.storagePath},
+          {"storage_bytes", s.storageBytes}};
 }
 
 Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
@@ -178,6 +184,8 @@ Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
     s.activityKnown = j.value("activity_known", false);
     s.sshUser = j.value("ssh_user", "");
     s.sshHostKey = j.value("ssh_host_key", "");
+    s.storagePath = j.value("storage_path", "");
+    s.storageBytes = j.value("storage_bytes", int64_t{-1});
     return s;
   });
 }

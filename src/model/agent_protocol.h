@@ -72,6 +72,8 @@ struct DesiredSession {
   // The owner's SSH public keys as authorized_keys lines ("type blob comment", no options): the
   // session's sshd trusts these and nothing else, as of each new connection.
   std::vector<std::string> sshKeys;
+  std::string user;        // its owner's Allot name: names their storage directories
+  std::string sharedRoot;  // allotd's shared storage root (an NFS mount on every host); "" = none
   bool operator==(const DesiredSession&) const = default;
 };
 
@@ -113,6 +115,9 @@ struct ActualSession {
   // ("ssh-ed25519 AAAA..."), which clients pin; both empty where the host offers no SSH.
   std::string sshUser;
   std::string sshHostKey;
+  // Its storage directory ($ALLOT_STORAGE) and the bytes it holds as last measured; -1 = not yet.
+  std::string storagePath;
+  int64_t storageBytes = -1;
   bool operator==(const ActualSession&) const = default;
 };
 

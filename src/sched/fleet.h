@@ -117,6 +117,9 @@ struct Request {
   std::string minCuda;
   TimeMs maxRuntimeMs = 0;  // declared; 0 = none (then it cannot backfill)
   std::string contour;      // runs only on hosts of this contour
+  // Hosts to place it on when one of them has room (a session's persistent local storage is
+  // there); otherwise anywhere, as usual. Single-host requests only.
+  std::vector<std::string> preferHosts;
 };
 
 struct TeamView {

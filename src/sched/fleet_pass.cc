@@ -109,6 +109,8 @@ class Pass {
   // Places the request with the tasks' mask; applies and records it. False when it does not fit.
   bool tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm);
   int chooseCpuOnly(const pl::Task& t) const;
+  // The first node of one of the request's preferred hosts with room for it; -1 when none.
+  int preferredNode(const Request& r, const pl::Task& t) const;
   uint32_t pickGpus(int node, const pl::Task& t, uint32_t policyChoice) const;
   void record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Admission* adm,
               int64_t reservedFor = 0);
@@ -438,6 +440,17 @@ void Pass::pickWholeHosts(std::vector<Item>& items) {
   }
 }
 
+int Pass::preferredNode(const Request& r, const pl::Task& t) const {
+  if (r.preferHosts.empty() || r.hosts != 1) return -1;
+  for (int n = 0; n < st_.size(); ++n) {
+    const std::string& host = f_.hostOf(n).name;
+    if (kindAllowed(n, t.allowedModels) && st_.fits(n, t) &&
+        std::find(r.preferHosts.begin(), r.preferHosts.end(), host) != r.preferHosts.end())
+      return n;
+  }
+  return -1;
+}
+
 int Pass::chooseCpuOnly(const pl::Task& t) const {
   // Best fit on CPU: the node left with the smallest share of its CPU free.
   int best = -1;
@@ -524,8 +537,9 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     return true;
   }
   if (failedBefore(t, r.hosts)) return false;
+  const int preferred = preferredNode(r, t);
   if (cpuOnly(r)) {
-    int n = chooseCpuOnly(t);
+    int n = preferred >= 0 ? preferred : chooseCpuOnly(t);
     if (n < 0) {
       failed(t, r.hosts);
       return false;
@@ -535,7 +549,8 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     return true;
   }
   if (r.hosts == 1) {
-    pl::Choice c = policy_->choose(st_, t);
+    pl::Choice c = preferred >= 0 ? pl::Choice{preferred, st_.firstGpus(preferred, t)}
+                                  : policy_->choose(st_, t);
     if (!c.ok()) {
       failed(t, r.hosts);
       return false;

@@ -92,8 +92,11 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
       gpus_(gpus),
       executor_(executor),
       clock_(clock),
-      sessions_(SessionLauncherConfig{config_.workDir + "/sessions", config_.forkServer,
-                                      config_.workDir + "/forkserver/jupyter.sock"}),
+      sessions_(SessionLauncherConfig{
+          config_.workDir + "/sessions", config_.forkServer,
+          config_.workDir + "/forkserver/jupyter.sock",
+          config_.sessionHomeDir.empty() ? config_.workDir + "/homes" : config_.sessionHomeDir,
+          config_.scratchDir.empty() ? config_.workDir + "/scratch" : config_.scratchDir}),
       ssh_(SessionSshConfig{config_.sshd, config_.sshKeygen, config_.workDir + "/session-ssh"}) {
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
@@ -212,7 +215,7 @@ std::vector<model::ActualJob> Agent::actualJobs() {
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
-        a.session = sessions_.report(a.id, *d.session, executor_.workPath(a.id));
+        a.session = sessions_.report(d, executor_.workPath(a.id));
         ssh_.report(a.id, *a.session);
       }
     }
@@ -268,7 +271,10 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.runAs = d.runAs;
       if (d.session) {
         const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
-        if (Status st = sessions_.prepare(d, executor_.workPath(d.id), asRoot, spec); !st.ok()) {
+        const SessionIdentity who = sessionIdentity(d);
+        if (Status st =
+                sessions_.prepare(d, executor_.workPath(d.id), asRoot, who.uid, who.gid, spec);
+            !st.ok()) {
           // Reported once like a job cancelled before it started, until allotd drops it.
           model::ActualJob a;
           a.id = d.id;
@@ -278,7 +284,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
           cancelledBeforeStart_[d.id] = a;
           continue;
         }
-        if (Status st = ssh_.prepare(d.id, sessionIdentity(d)); !st.ok())
+        if (Status st = ssh_.prepare(d.id, who); !st.ok())
           spdlog::warn("session {}: no SSH: {}", d.id, st.message());
         // The command, not the environment: the environment holds the session's token.
         std::string argv;
@@ -519,6 +525,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
           jupyters.emplace_back(d.id, executor_.workPath(d.id));
       }
       sessions_.refreshActivity(clock_.nowMs(), jupyters);
+      sessions_.refreshUsage(clock_.nowMs());
     }
     collectTask();
     startTaskIfWanted();

@@ -59,6 +59,8 @@ struct AgentConfig {
   // keys; "" = sessions get no SSH here.
   std::string sshd;
   std::string sshKeygen = "/usr/bin/ssh-keygen";
+  // Sessions' `local` storage: user U's persistent home is DIR/U; "" = <workDir>/homes.
+  std::string sessionHomeDir;
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.

@@ -36,7 +36,36 @@ Result<std::string> randomToken() {
 
 bool isJupyter(const std::string& app) { return app.rfind("jupyter-", 0) == 0; }
 
+// Bytes the files under `dir` take on disk (allocated blocks, as du counts them).
+int64_t diskUsage(const std::string& dir) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0) bytes += static_cast<int64_t>(st.st_blocks) * 512;
+  }
+  return bytes;
+}
+
 }  // namespace
+
+Result<SessionStorage> SessionLauncher::storageOf(const model::DesiredJob& d) const {
+  const model::DesiredSession& s = *d.session;
+  if (s.storage == "scratch" || s.storage.empty())
+    return SessionStorage{"scratch", config_.scratchRoot + "/" + std::to_string(d.id)};
+  // allotd's names are safe in paths; this only refuses what could climb out of the root.
+  if (s.user.empty() || s.user.find('/') != std::string::npos || s.user[0] == '.')
+    return Status::InvalidArgument("bad user name '" + s.user + "' for a storage directory");
+  if (s.storage == "local") return SessionStorage{"local", config_.homeRoot + "/" + s.user};
+  if (s.storage == "shared") {
+    if (s.sharedRoot.empty())
+      return Status::FailedPrecondition("allotd has no shared storage configured");
+    return SessionStorage{"shared", s.sharedRoot + "/" + s.user};
+  }
+  return Status::InvalidArgument("unknown storage kind '" + s.storage + "'");
+}
 
 SessionLauncher::SessionLauncher(SessionLauncherConfig config) : config_(std::move(config)) {}
 
@@ -58,11 +87,33 @@ std::optional<std::string> SessionLauncher::token(int64_t id) {
 }
 
 Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& workPath,
-                                bool asRoot, JobSpec& spec) {
+                                bool asRoot, uid_t uid, gid_t gid, JobSpec& spec) {
   const model::DesiredSession& session = *d.session;
   const std::string baseUrl = "/sessions/" + std::to_string(d.id) + "/";
   spec.env["ALLOT_SESSION_ID"] = std::to_string(d.id);
   spec.env["ALLOT_SESSION_URL"] = baseUrl;
+
+  auto storage = storageOf(d);
+  if (!storage.ok()) return storage.status();
+  if (storage->kind != "scratch") {
+    // The persistent kinds: made once, the owner's alone, and the session's home.
+    const std::string root = fs::path(storage->path).parent_path().string();
+    std::error_code ec;
+    if (storage->kind == "shared" && !fs::is_directory(root, ec))
+      return Status::FailedPrecondition("shared storage " + root + " is not mounted on this host");
+    fs::create_directories(root, ec);
+    if (storage->kind == "local") ::chmod(root.c_str(), 0711);  // owners reach only their own
+    if (!fs::is_directory(storage->path, ec)) {
+      fs::create_directory(storage->path, ec);
+      if (ec) return Status::Unavailable("cannot create " + storage->path + ": " + ec.message());
+      if (::chown(storage->path.c_str(), uid, gid) != 0 || ::chmod(storage->path.c_str(), 0700))
+        return Status::Unavailable("cannot give " + storage->path + " to its owner");
+    }
+    spec.env["HOME"] = storage->path;
+  }
+  spec.env["ALLOT_STORAGE"] = storage->path;
+  spec.env["ALLOT_STORAGE_KIND"] = storage->kind;
+  storage_[d.id] = *storage;
   if (!isJupyter(session.app)) return Status::Ok();
 
   auto made = randomToken();
@@ -90,10 +141,11 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
       "--" + app + ".base_url=" + baseUrl,
       "--" + app + ".sock=" + socketPath(workPath),
       "--" + app + ".sock_mode=0600",
-      // Where kernels and terminals start: the session's working directory.
-      "--" + app + ".root_dir=" + workPath,
+      // Where notebooks live and kernels and terminals start: the session's storage.
+      "--" + app + ".root_dir=" + storage->path,
   };
-  if (session.app == "jupyter-notebook") options.back() = "--NotebookApp.notebook_dir=" + workPath;
+  if (session.app == "jupyter-notebook")
+    options.back() = "--NotebookApp.notebook_dir=" + storage->path;
   if (asRoot) options.push_back("--allow-root");
 
   // The fork server serves Debian's own programs, named bare as the default profile does; a
@@ -121,10 +173,17 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
   return Status::Ok();
 }
 
-model::ActualSession SessionLauncher::report(int64_t id, const model::DesiredSession& session,
+model::ActualSession SessionLauncher::report(const model::DesiredJob& d,
                                              const std::string& workPath) {
+  const int64_t id = d.id;
   model::ActualSession out;
-  if (!isJupyter(session.app)) {
+  if (!storage_.count(id)) {
+    // A session this agent did not start (it restarted): the same place, worked out again.
+    if (auto st = storageOf(d); st.ok()) storage_[id] = *st;
+  }
+  if (auto st = storage_.find(id); st != storage_.end()) out.storagePath = st->second.path;
+  if (auto u = usage_.find(id); u != usage_.end()) out.storageBytes = u->second;
+  if (!isJupyter(d.session->app)) {
     out.ready = true;
     out.activityKnown = true;  // nothing to ask: its use is its connections and GPUs
     return out;
@@ -171,8 +230,40 @@ void SessionLauncher::refreshActivity(
 void SessionLauncher::forget(int64_t id) {
   tokens_.erase(id);
   activity_.erase(id);
+  usage_.erase(id);
+  storageSeenAt_.erase(id);
   std::error_code ec;
   fs::remove(tokenPath(id), ec);
+  // Scratch storage is the session's alone and ends with it; local and shared are kept.
+  if (auto st = storage_.find(id); st != storage_.end()) {
+    if (st->second.kind == "scratch") fs::remove_all(st->second.path, ec);
+    storage_.erase(st);
+  }
+}
+
+void SessionLauncher::refreshUsage(TimeMs now) {
+  if (measuring_.valid()) {
+    if (measuring_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    for (const auto& [id, bytes] : measuring_.get()) {
+      if (storage_.count(id)) usage_[id] = bytes;
+    }
+  }
+  // New sessions are measured often for their first minute (what they start with shows at
+  // once), then every kUsageEveryMs.
+  bool fresh = false;
+  for (const auto& [id, st] : storage_) {
+    auto [it, added] = storageSeenAt_.try_emplace(id, now);
+    if (now - it->second < 60'000) fresh = true;
+  }
+  if (storage_.empty() || now - measuredAt_ < (fresh ? kProbeEveryMs : kUsageEveryMs)) return;
+  measuredAt_ = now;
+  std::map<int64_t, std::string> dirs;
+  for (const auto& [id, st] : storage_) dirs[id] = st.path;
+  measuring_ = std::async(std::launch::async, [dirs] {
+    std::map<int64_t, int64_t> out;
+    for (const auto& [id, dir] : dirs) out[id] = diskUsage(dir);
+    return out;
+  });
 }
 
 }  // namespace allot::agent
