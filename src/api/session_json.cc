@@ -65,7 +65,9 @@ nlohmann::json sessionJson(Server& s, const model::Job& j) {
               {"ended_at", at(j.finishedAt)}};
   // How to reach it over SSH: the login name and the host key clients pin (allot ssh does).
   if (rt && !rt->sshHostKey.empty() && !model::isTerminal(j.state))
-    out["ssh"] = {{"user", rt->sshUser}, {"host_key", rt->sshHostKey}};
+    out["ssh"] = {{"user", rt->sshUser},
+                  {"host_key", rt->sshHostKey},
+                  {"direct", rt->sshDirect.empty() ? json(nullptr) : json(rt->sshDirect)}};
   else
     out["ssh"] = nullptr;
   // Where its files are on its host and how much they take, as its agent last measured.

@@ -29,7 +29,18 @@ struct SshOpts {
   std::string identity;
   std::vector<std::string> command;
   bool install = false;
+  bool viaAllotd = false;
 };
+
+// "host:port" of the session's direct port; empty when it has none (or we are told not to).
+std::pair<std::string, std::string> directOf(const json& session, bool viaAllotd) {
+  const json direct = session["ssh"].value("direct", json());
+  if (viaAllotd || !direct.is_string()) return {};
+  const std::string text = direct.get<std::string>();
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return {};
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
 
 // This program's own path, for the commands ssh runs back into it.
 std::string selfPath() {
@@ -110,21 +121,22 @@ int sshConnect(Context& ctx, const SshOpts& o) {
         "you have no SSH key; add one with `allot ssh-key add ~/.ssh/id_ed25519.pub`"));
   const std::string id = std::to_string(s->value("id", int64_t{0}));
   const std::string self = selfCommand(*settings, id);
-  std::vector<std::string> argv = {"ssh",
-                                   "-o",
-                                   "ProxyCommand=" + self + " --stdio",
-                                   "-o",
-                                   "KnownHostsCommand=" + self + " --known-hosts",
-                                   "-o",
-                                   "StrictHostKeyChecking=yes",
-                                   "-o",
-                                   "UserKnownHostsFile=/dev/null",
-                                   "-o",
-                                   "GlobalKnownHostsFile=/dev/null"};
+  const auto [directHost, directPort] = directOf(*s, o.viaAllotd);
+  // Straight to the host's port where the session has one, else through allotd.
+  std::vector<std::string> argv = {"ssh"};
+  if (directHost.empty()) {
+    argv.insert(argv.end(), {"-o", "ProxyCommand=" + self + " --stdio"});
+  } else {
+    argv.insert(argv.end(), {"-p", directPort, "-o", "HostKeyAlias=allot-session-" + id});
+  }
+  argv.insert(argv.end(), {"-o", "KnownHostsCommand=" + self + " --known-hosts", "-o",
+                           "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=/dev/null", "-o",
+                           "GlobalKnownHostsFile=/dev/null"});
   if (!o.identity.empty()) {
     argv.insert(argv.end(), {"-i", o.identity, "-o", "IdentitiesOnly=yes"});
   }
-  argv.insert(argv.end(), {"-l", (*s)["ssh"].value("user", ""), "allot-session-" + id});
+  argv.insert(argv.end(), {"-l", (*s)["ssh"].value("user", ""),
+                           directHost.empty() ? "allot-session-" + id : directHost});
   if (!o.command.empty()) {
     argv.push_back("--");
     argv.insert(argv.end(), o.command.begin(), o.command.end());
@@ -169,10 +181,15 @@ Result<std::string> sshConfigText(Context& ctx, int* entries) {
     if (s.value("state", "") != "running" || !s.contains("ssh") || !s["ssh"].is_object()) continue;
     const std::string name = s.value("name", "");
     const std::string self = selfCommand(*settings, name);
+    const auto [directHost, directPort] = directOf(s, false);
     out << "\nHost allot-" << name << "\n"
-        << "  User " << s["ssh"].value("user", "") << "\n"
-        << "  ProxyCommand " << self << " --stdio\n"
-        << "  KnownHostsCommand " << self << " --known-hosts\n"
+        << "  User " << s["ssh"].value("user", "") << "\n";
+    if (directHost.empty())
+      out << "  ProxyCommand " << self << " --stdio\n";
+    else
+      out << "  HostName " << directHost << "\n"
+          << "  Port " << directPort << "\n";
+    out << "  KnownHostsCommand " << self << " --known-hosts\n"
         << "  StrictHostKeyChecking yes\n"
         << "  UserKnownHostsFile /dev/null\n"
         << "  GlobalKnownHostsFile /dev/null\n";
@@ -238,6 +255,8 @@ void addSshCommands(CLI::App& app, Context& ctx) {
   ssh_->add_flag("--known-hosts", o->knownHosts,
                  "print the session's host key as known_hosts lines (ssh's KnownHostsCommand)");
   ssh_->add_option("-i,--identity", o->identity, "private key file for ssh -i");
+  ssh_->add_flag("--via-allotd", o->viaAllotd,
+                 "go through allotd even where the session has a direct port");
   ssh_->add_option("command", o->command, "command to run instead of a login shell (after --)");
   onRun(ssh_, ctx, o, ssh);
 

@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "agent/exec/cgroup_manager.h"
 #include "agent/exec/process_executor.h"
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
-  std::string sshd = "/usr/sbin/sshd";
+  std::string sshd = "/usr/sbin/sshd", sshDirectPorts, sshDirectAddress;
   std::string cgroupName, scratchDir, homeDir, caFile, teamDir, sessionHomeDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
@@ -81,6 +82,12 @@ int main(int argc, char** argv) {
   app.add_option("--sshd", sshd,
                  "OpenSSH's sshd, started per connection (sshd -i) for SSH into sessions, or "
                  "'off' (default /usr/sbin/sshd, when there)");
+  app.add_option("--ssh-direct-ports", sshDirectPorts,
+                 "LO-HI: each session also gets an sshd listening on a port of this range, for "
+                 "networks where users reach hosts (default: none; SSH goes through allotd)");
+  app.add_option("--ssh-direct-address", sshDirectAddress,
+                 "address the direct sshd ports listen on and clients are given (default: all "
+                 "addresses, advertised as this machine's hostname)");
   app.add_option("--standby-shims", standbys,
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
@@ -156,6 +163,19 @@ int main(int argc, char** argv) {
   if (sshd == "off" || !std::filesystem::exists(sshd) || !std::filesystem::exists(cfg.sshKeygen))
     sshd.clear();
   cfg.sshd = sshd;
+  if (!sshDirectPorts.empty()) {
+    int lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream range(sshDirectPorts);
+    if (!(range >> lo >> dash >> hi) || dash != '-' || !range.eof() || lo < 1 || hi > 65535 ||
+        lo > hi)
+      return fail("--ssh-direct-ports: expected LO-HI, like 22000-22999, not '" + sshDirectPorts +
+                  "'");
+    if (sshd.empty()) return fail("--ssh-direct-ports: needs sshd (--sshd)");
+    cfg.sshDirectPortLo = lo;
+    cfg.sshDirectPortHi = hi;
+  }
+  cfg.sshDirectAddress = sshDirectAddress;
   if (!sessionHomeDir.empty())
     cfg.sessionHomeDir = std::filesystem::absolute(sessionHomeDir).string();
   allot::agent::Agent agent(cfg, **provider, executor, clock);

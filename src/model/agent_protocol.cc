@@ -169,6 +169,7 @@ nlohmann::json toJson(const ActualSession& s) {
           {"activity_known", s.activityKnown},
           {"ssh_user", s.sshUser},
           {"ssh_host_key", s.sshHostKey},
+          {"ssh_direct", s.sshDirect},
           {"storage_path", s.storagePath},
           {"storage_bytes", s.storageBytes}};
 }
@@ -184,6 +185,7 @@ Result<ActualSession> actualSessionFromJson(const nlohmann::json& j) {
     s.activityKnown = j.value("activity_known", false);
     s.sshUser = j.value("ssh_user", "");
     s.sshHostKey = j.value("ssh_host_key", "");
+    s.sshDirect = j.value("ssh_direct", "");
     s.storagePath = j.value("storage_path", "");
     s.storageBytes = j.value("storage_bytes", int64_t{-1});
     return s;

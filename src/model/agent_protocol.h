@@ -115,6 +115,7 @@ struct ActualSession {
   // ("ssh-ed25519 AAAA..."), which clients pin; both empty where the host offers no SSH.
   std::string sshUser;
   std::string sshHostKey;
+  std::string sshDirect;  // "host:port" of its own listening sshd (direct port); "" = none
   // Its storage directory ($ALLOT_STORAGE) and the bytes it holds as last measured; -1 = not yet.
   std::string storagePath;
   int64_t storageBytes = -1;

@@ -161,5 +161,50 @@ TEST_F(SessionSshTest, AnOpenSshConnectionKeepsTheSessionFromBeingCulled) {
   EXPECT_EQ(textOf(last, "reason").rfind("culled: ", 0), 0u) << last.dump();
 }
 
+// Where hosts are reachable, a session can also have an sshd of its own on a port of the host
+// (allot-agent --ssh-direct-ports); allot ssh then goes straight there.
+class SessionSshDirectTest : public SessionSshTest {
+ protected:
+  std::vector<std::string> agentFlags() const override {
+    return {"--ssh-direct-ports", "22100-22199", "--ssh-direct-address", "127.0.0.1"};
+  }
+};
+
+TEST_F(SessionSshDirectTest, AllotSshGoesStraightToTheSessionsPortAndItClosesWithIt) {
+  json s = startShellSession("direct");
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  ASSERT_TRUE(waitFor([&] {
+    s = cliJson(alice_, {"session", "show", id});
+    return s["ssh"].is_object() && s["ssh"]["direct"].is_string();
+  })) << s.dump();
+  const std::string direct = textOf(s["ssh"], "direct");
+  EXPECT_EQ(direct.rfind("127.0.0.1:221", 0), 0u) << direct;
+
+  auto r = ssh(alice_, "direct", {"echo", "direct-$ALLOT_SESSION_ID"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out, "direct-" + id + "\n");
+  r = cliAs(alice_, {"ssh", "direct", "--via-allotd", "-i", aliceKey_, "--", "echo", "relayed"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out, "relayed\n");
+  // A key it does not know is refused there too.
+  r = ssh(alice_, "direct", {"true"}, makeKey("stranger"));
+  EXPECT_EQ(r.code, 255) << r.describe();
+
+  // An open direct connection is seen by the host (allotd relays nothing) and counted.
+  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
+                              "-i", aliceKey_, "--", "sleep", "30"},
+                             path("held.out"), path("held.err"),
+                             childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
+  EXPECT_TRUE(waitFor([&] {
+    return cliJson(alice_, {"session", "show", id}).value("connections", 0) == 1;
+  })) << held->stderrText();
+
+  // Stopping the session ends its sshd, and the connection with it.
+  cliJson(alice_, {"session", "stop", id});
+  EXPECT_TRUE(held->waitFor(30s).has_value());
+  r = ssh(alice_, "direct", {"true"});
+  EXPECT_NE(r.code, 0);
+}
+
 }  // namespace
 }  // namespace allot::it

@@ -334,6 +334,18 @@ describe('console', () => {
     await open.waitFor();
     assert.equal(await open.getAttribute('href'), `/sessions/${made.id}/`);
     assert.equal(await open.getAttribute('target'), '_blank');
+    // Its storage, and how to reach it over SSH where the host offers it.
+    await alice.waitForFunction(
+      () =>
+        /used/.test(
+          document.querySelector('[data-testid=session-storage-nb-console]')?.textContent ?? '',
+        ),
+      null,
+      { timeout: 30000 },
+    );
+    const storageCell = await alice.textContent('[data-testid=session-storage-nb-console]');
+    assert.match(storageCell, /^scratch/);
+    assert.match(storageCell, /allot ssh nb-console/);
     await screenshot(alice, '12-session-running');
 
     alice.once('dialog', (d) => d.accept());

@@ -97,7 +97,9 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
           config_.workDir + "/forkserver/jupyter.sock",
           config_.sessionHomeDir.empty() ? config_.workDir + "/homes" : config_.sessionHomeDir,
           config_.scratchDir.empty() ? config_.workDir + "/scratch" : config_.scratchDir}),
-      ssh_(SessionSshConfig{config_.sshd, config_.sshKeygen, config_.workDir + "/session-ssh"}) {
+      ssh_(SessionSshConfig{config_.sshd, config_.sshKeygen, config_.workDir + "/session-ssh",
+                            config_.sshDirectPortLo, config_.sshDirectPortHi,
+                            config_.sshDirectAddress, machineHostname()}) {
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
   if (!config_.forkServer.empty())
@@ -215,6 +217,8 @@ std::vector<model::ActualJob> Agent::actualJobs() {
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
+        ssh_.keepDirect(a.id, a.pid, sessionIdentity(d), d.session->sshKeys,
+                        executor_.cgroupsOf(a.id));
         a.session = sessions_.report(d, executor_.workPath(a.id));
         ssh_.report(a.id, *a.session);
       }
@@ -526,6 +530,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       }
       sessions_.refreshActivity(clock_.nowMs(), jupyters);
       sessions_.refreshUsage(clock_.nowMs());
+      ssh_.countDirectConnections(clock_.nowMs());
     }
     collectTask();
     startTaskIfWanted();

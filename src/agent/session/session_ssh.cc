@@ -1,8 +1,14 @@
 #include "agent/session/session_ssh.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
 #include <pwd.h>
+#include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "agent/exec/run_as.h"
@@ -82,10 +89,17 @@ bool keepInLogin(const std::string& name, const std::string& value) {
 }  // namespace
 
 std::string sessionSshdConfig(const std::string& dir, const std::string& user, bool root,
-                              const std::map<std::string, std::string>& env) {
+                              const std::map<std::string, std::string>& env, int port,
+                              const std::string& address) {
   std::ostringstream c;
-  c << "# Written by allot-agent at each connection; sshd runs with -i on allotd's tunnel.\n"
-    << "HostKey " << dir << "/host_ed25519\n"
+  if (port > 0) {
+    c << "# Written by allot-agent: the session's own listening sshd (a direct port).\n"
+      << "Port " << port << "\n";
+    if (!address.empty()) c << "ListenAddress " << address << "\n";
+  } else {
+    c << "# Written by allot-agent at each connection; sshd runs with -i on allotd's tunnel.\n";
+  }
+  c << "HostKey " << dir << "/host_ed25519\n"
     << "AuthorizedKeysFile " << dir << "/authorized_keys\n"
     << "AuthenticationMethods publickey\n"
     << "PubkeyAuthentication yes\n"
@@ -164,6 +178,139 @@ void SessionSsh::report(int64_t id, model::ActualSession& out) const {
   }
   out.sshUser = known->second.first;
   out.sshHostKey = known->second.second;
+  // Told once its sshd listens: a client given the port earlier would be refused.
+  if (auto d = direct_.find(id); d != direct_.end() && d->second.listening) {
+    out.sshDirect = (config_.directAddress.empty() || config_.directAddress == "0.0.0.0"
+                         ? config_.hostname
+                         : config_.directAddress) +
+                    ":" + std::to_string(d->second.port);
+    if (auto n = directConnections_.find(d->second.port); n != directConnections_.end())
+      out.connections += n->second;
+  }
+}
+
+int SessionSsh::freePort() const {
+  for (int port = config_.directPortLo; port <= config_.directPortHi; ++port) {
+    bool taken = false;
+    for (const auto& [id, d] : direct_) taken = taken || d.port == port;
+    if (taken) continue;
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (config_.directAddress.empty() ||
+        ::inet_pton(AF_INET, config_.directAddress.c_str(), &addr.sin_addr) != 1)
+      addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  return 0;
+}
+
+void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
+                            const std::vector<std::string>& authorizedKeys,
+                            const std::vector<std::string>& cgroups) {
+  if (!enabled() || config_.directPortLo <= 0 || pid <= 0) return;
+  const std::string dir = dirOf(id);
+  const std::string user = loginName(who.uid);
+  if (user.empty() || !fs::exists(dir + "/host_ed25519")) return;
+  std::string keys;
+  for (const auto& k : authorizedKeys) keys += k + "\n";
+  auto it = direct_.find(id);
+  if (it == direct_.end()) {
+    // Started by an earlier agent: it still runs, in the session's cgroups.
+    std::ifstream in(dir + "/direct");
+    int port = 0, started = 0;
+    if (in >> port >> started && port > 0)
+      it = direct_.emplace(id, Direct{port, static_cast<pid_t>(started), ""}).first;
+  }
+  if (it != direct_.end()) {
+    if (it->second.keys != keys &&
+        writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600).ok())
+      it->second.keys = keys;  // sshd reads it at each login
+    return;
+  }
+  const int port = freePort();
+  if (port == 0) {
+    spdlog::warn("session {}: no free port in {}-{} for its sshd", id, config_.directPortLo,
+                 config_.directPortHi);
+    direct_[id] = Direct{0, 0, keys};  // not tried again for this session
+    return;
+  }
+  if (!writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600).ok() ||
+      !writeFile(dir + "/sshd_direct_config",
+                 sessionSshdConfig(dir, user, who.uid == 0, processEnvironment(pid), port,
+                                   config_.directAddress),
+                 who.uid, who.gid, 0600)
+           .ok())
+    return;
+  if (who.uid == 0) {
+    std::error_code ec;
+    fs::create_directories("/run/sshd", ec);
+  }
+  // Prepared before fork; after it, only async-signal-safe calls (as tunnel processes do).
+  const std::string cfg = dir + "/sshd_direct_config";
+  std::vector<std::string> argv = {config_.sshd, "-D", "-e", "-f", cfg};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> procs;
+  for (const auto& g : cgroups) procs.push_back(g + "/cgroup.procs");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    for (const auto& p : procs) {
+      int fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(126);
+      ::close(fd);
+    }
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) ::dup2(null, 0);
+    ::setsid();
+    if (who.switchUser && (::setgroups(who.groups.size(), who.groups.data()) != 0 ||
+                           ::setgid(who.gid) != 0 || ::setuid(who.uid) != 0))
+      ::_exit(126);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  if (child < 0) return;
+  direct_[id] = Direct{port, child, keys};
+  std::ofstream(dir + "/direct") << port << " " << child << "\n";
+  spdlog::info("session {}: its sshd listens on port {}", id, port);
+}
+
+void SessionSsh::countDirectConnections(TimeMs now) {
+  bool starting = false;  // a new sshd is looked for at every tick until it listens
+  for (const auto& [id, d] : direct_) starting = starting || (d.port > 0 && !d.listening);
+  if (direct_.empty() || (!starting && now - countedAt_ < 2000)) return;
+  countedAt_ = now;
+  std::set<int> listening;
+  std::map<int, int> counts;
+  for (const auto& [id, d] : direct_) {
+    if (d.port > 0) counts[d.port] = 0;
+  }
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // "  sl  local_address rem_address   st ...": local "0100007F:5674", state 01 = ESTABLISHED
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      // ... and 0A = LISTEN.
+      if (!(fields >> slot >> local >> remote >> state)) continue;
+      const size_t colon = local.rfind(':');
+      if (colon == std::string::npos) continue;
+      const int port = static_cast<int>(std::strtol(local.c_str() + colon + 1, nullptr, 16));
+      if (state == "0A") listening.insert(port);
+      if (auto c = counts.find(port); state == "01" && c != counts.end()) ++c->second;
+    }
+  }
+  directConnections_ = std::move(counts);
+  for (auto& [id, d] : direct_) d.listening = listening.count(d.port) > 0;
 }
 
 Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
@@ -201,6 +348,17 @@ Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
 
 void SessionSsh::forget(int64_t id) {
   reported_.erase(id);
+  if (auto d = direct_.find(id); d != direct_.end()) {
+    // Its cgroups are swept with the session; this is for hosts without cgroups, and to reap it.
+    const pid_t pid = d->second.pid;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv0;
+    if (pid > 0 && std::getline(cmd, argv0, '\0') && argv0 == config_.sshd) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    direct_.erase(d);
+  }
   std::error_code ec;
   fs::remove_all(dirOf(id), ec);
 }

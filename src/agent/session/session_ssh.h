@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/runtime/tunnel_endpoint.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "model/agent_protocol.h"
 
@@ -32,6 +33,11 @@ struct SessionSshConfig {
   std::string sshd;      // the sshd program; "" = no SSH on this host
   std::string keygen;    // ssh-keygen, to make host keys
   std::string stateDir;  // <workDir>/session-ssh
+  // Direct ports (allot-agent --ssh-direct-ports LO-HI): each session also gets an sshd of its
+  // own listening on a port of this range, for networks where users reach hosts. 0 = none.
+  int directPortLo = 0, directPortHi = 0;
+  std::string directAddress;  // where it listens and what clients are told; "" = all, hostname
+  std::string hostname;       // what clients are told when directAddress is ""
 };
 
 // Who a session's processes run as.
@@ -59,11 +65,31 @@ class SessionSsh {
                                const std::vector<std::string>& authorizedKeys,
                                const std::vector<std::string>& cgroups,
                                const std::map<std::string, std::string>& env) const;
-  // Removes the session's directory.
+  // Direct port: starts the session's listening sshd once it runs (`pid` its main process, for
+  // the environment), and keeps its authorized_keys current; a no-op without direct ports.
+  void keepDirect(int64_t id, int pid, const SessionIdentity& who,
+                  const std::vector<std::string>& authorizedKeys,
+                  const std::vector<std::string>& cgroups);
+  // Every 2 s: counts the connections open to each direct port (they bypass allotd, so only the
+  // host sees them) for idle culling; report() adds them to the session's connections.
+  void countDirectConnections(TimeMs now);
+  // Stops the session's listening sshd and removes the session's directory.
   void forget(int64_t id);
 
  private:
   std::string dirOf(int64_t id) const;
+  // A free port of the range, or 0.
+  int freePort() const;
+
+  struct Direct {
+    int port = 0;
+    pid_t pid = 0;  // 0: started by an earlier agent (it still runs in the session's cgroups)
+    std::string keys;
+    bool listening = false;  // seen in /proc/net/tcp
+  };
+  std::map<int64_t, Direct> direct_;
+  std::map<int, int> directConnections_;  // port -> established connections
+  TimeMs countedAt_ = 0;
 
   SessionSshConfig config_;
   // Sessions' (login name, host key), read once: report() runs at every status round.
@@ -71,8 +97,10 @@ class SessionSsh {
 };
 
 // The sshd_config for one session (pure; tests read it).
+// `port` > 0: a listening sshd (direct port) on `address` ("" = all); else one for `sshd -i`.
 std::string sessionSshdConfig(const std::string& dir, const std::string& user, bool root,
-                              const std::map<std::string, std::string>& env);
+                              const std::map<std::string, std::string>& env, int port = 0,
+                              const std::string& address = "");
 
 // The environment of process `pid` (/proc/PID/environ); empty when it cannot be read.
 std::map<std::string, std::string> processEnvironment(int pid);

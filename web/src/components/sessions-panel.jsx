@@ -103,7 +103,19 @@ export function SessionsPanel() {
                 </td>
                 <td>{s.host ?? '—'}</td>
                 <td>{fmtGpus(s)}</td>
-                <td>{s.storage}</td>
+                <td data-testid={`session-storage-${s.name}`}>
+                  {s.storage}
+                  {s.storage_used_bytes != null && (
+                    <div class="muted">
+                      {fmtMib(Math.ceil(s.storage_used_bytes / 1048576))} used
+                    </div>
+                  )}
+                  {s.ssh && (
+                    <div class="muted" title={`SSH as ${s.ssh.user}`}>
+                      <code>allot ssh {s.name}</code>
+                    </div>
+                  )}
+                </td>
                 <td title={fmtTime(s.created_at)}>
                   {since(s.created_at)}
                   {s.ended_at && <div class="muted">ended {since(s.ended_at)} ago</div>}
