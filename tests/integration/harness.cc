@@ -602,6 +602,22 @@ json TestCluster::host(const std::string& name) {
   return cliJson(adminToken_, {"host", "show", name});
 }
 
+bool TestCluster::waitForSessionState(const std::string& token, const std::string& id,
+                                      const std::string& state, json* last,
+                                      std::chrono::milliseconds timeout) {
+  json seen;
+  const bool ok = it::waitFor(
+      [&] {
+        seen = cliJson(token, {"session", "show", id});
+        return textOf(seen, "state") == state;
+      },
+      timeout);
+  if (last) *last = seen;
+  if (!ok)
+    ADD_FAILURE() << "session " << id << " never became " << state << "; last seen " << seen.dump();
+  return ok;
+}
+
 bool TestCluster::waitForJobState(const std::string& token, int64_t id, const std::string& state,
                                   json* last) {
   json seen;

@@ -158,6 +158,10 @@ class TestCluster : public ::testing::Test {
   bool waitForJobState(const std::string& token, int64_t id, const std::string& state,
                        json* last = nullptr);
   bool waitForHostState(const std::string& name, const std::string& state);
+  // The same for a session (`allot session show`); fails the test when it never gets there.
+  bool waitForSessionState(const std::string& token, const std::string& id,
+                           const std::string& state, json* last = nullptr,
+                           std::chrono::milliseconds timeout = kTimeout);
 
   // The cgroup subtree of agent `name`: unique to this test's temp dir, so that test runs side by
   // side on one machine never touch each other's groups.

@@ -151,13 +151,7 @@ TEST_F(SessionSshTest, AnOpenSshConnectionKeepsTheSessionFromBeingCulled) {
   EXPECT_EQ(held->wait(), 0) << held->stderrText();
   // The connection gone, it is culled once idle for its 6 s.
   json last;
-  EXPECT_TRUE(waitFor(
-      [&] {
-        last = cliJson(alice_, {"session", "show", id});
-        return textOf(last, "state") == "stopped";
-      },
-      60s))
-      << last.dump();
+  EXPECT_TRUE(waitForSessionState(alice_, id, "stopped", &last, 60s));
   EXPECT_EQ(textOf(last, "reason").rfind("culled: ", 0), 0u) << last.dump();
 }
 

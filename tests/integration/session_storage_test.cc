@@ -54,9 +54,7 @@ class SessionStorageTest : public TestCluster {
   void stop(const json& s) {
     const std::string id = std::to_string(s["id"].get<int64_t>());
     cliJson(alice_, {"session", "stop", id});
-    EXPECT_TRUE(waitFor([&] {
-      return textOf(cliJson(alice_, {"session", "show", id}), "state") == "stopped";
-    }));
+    waitForSessionState(alice_, id, "stopped");
   }
 
   std::string alice_;

@@ -464,13 +464,7 @@ TEST_F(SessionCullingTest, CulledOnlyWhenNoKernelBusyNothingConnectedAndGpusIdle
                           "import os; open(os.environ['ALLOT_SIM_GPU_UTIL_FILE'], 'w').write('0')",
                           /*wait=*/true));
   json last;
-  EXPECT_TRUE(waitFor(
-      [&] {
-        last = cliJson(alice_, {"session", "show", id});
-        return textOf(last, "state") == "stopped";
-      },
-      60s))
-      << last.dump();
+  EXPECT_TRUE(waitForSessionState(alice_, id, "stopped", &last, 60s));
   EXPECT_EQ(textOf(last, "reason").rfind("culled: GPUs under 50% for 5s with no kernel busy", 0),
             0u)
       << last.dump();

@@ -92,7 +92,8 @@ def proc_field(pid, name):
             for line in f:
                 if line.startswith(name + ":"):
                     return line.split()[1:]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # ProcessLookupError: it went away between open() and read().
         return None
 
 
