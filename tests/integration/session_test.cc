@@ -89,13 +89,9 @@ bool readWithin(websocket::stream<tcp::socket>& ws, beast::flat_buffer& buf,
   return true;
 }
 
-// Runs `code` on a kernel through its channels WebSocket: sends an execute_request and reads
-// until its execute_reply; returns what the kernel printed, or "(no reply)" after `limit`.
-std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::string& code,
-                            std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-  static int calls = 0;
-  const std::string msgId =
-      "allot-test-" + std::to_string(::getpid()) + "-" + std::to_string(++calls);
+// Sends a kernel an execute_request for `code` with the message id `msgId`.
+void sendExecuteRequest(websocket::stream<tcp::socket>& ws, const std::string& msgId,
+                        const std::string& code) {
   json request = {{"header",
                    {{"msg_id", msgId},
                     {"username", "test"},
@@ -114,6 +110,16 @@ std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::strin
                   {"buffers", json::array()}};
   ws.text(true);
   ws.write(boost::asio::buffer(request.dump()));
+}
+
+// Runs `code` on a kernel through its channels WebSocket: sends an execute_request and reads
+// until its execute_reply; returns what the kernel printed, or "(no reply)" after `limit`.
+std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::string& code,
+                            std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  static int calls = 0;
+  const std::string msgId =
+      "allot-test-" + std::to_string(::getpid()) + "-" + std::to_string(++calls);
+  sendExecuteRequest(ws, msgId, code);
   std::string printed;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   bool replied = false, idle = false;
@@ -386,18 +392,7 @@ class SessionCullingTest : public SessionTest {
     if (wait) {
       if (executeOnKernel(*ws, code, limit) == "(no reply)") return false;
     } else {
-      json request = {{"header",
-                       {{"msg_id", "fire-and-forget"},
-                        {"username", "test"},
-                        {"session", "allot-test"},
-                        {"msg_type", "execute_request"},
-                        {"version", "5.3"}}},
-                      {"parent_header", json::object()},
-                      {"metadata", json::object()},
-                      {"content", {{"code", code}, {"silent", false}}},
-                      {"channel", "shell"},
-                      {"buffers", json::array()}};
-      ws->write(boost::asio::buffer(request.dump()));
+      sendExecuteRequest(*ws, "fire-and-forget", code);
       // Until the kernel says it is busy with this request (not with the kernel_info the server
       // sends on connecting), so that closing cannot race the request.
       const auto deadline = std::chrono::steady_clock::now() + limit;

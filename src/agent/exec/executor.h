@@ -50,6 +50,8 @@ class Executor {
   virtual bool knows(int64_t id) const = 0;
   // The GPU indexes the job was started with (also for re-adopted jobs); empty when unknown.
   virtual std::vector<int> gpusOf(int64_t id) const = 0;
+  // The job's main process (its process group); 0 when it has none running.
+  virtual int pidOf(int64_t) const { return 0; }
   // The cgroup directories confining the job; empty when it runs unconfined. What joins them
   // later (a session's sshd) is limited and accounted with the job.
   virtual std::vector<std::string> cgroupsOf(int64_t) const { return {}; }

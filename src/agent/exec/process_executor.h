@@ -62,6 +62,12 @@ class ProcessExecutor final : public Executor {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? std::vector<int>{} : it->second.gpuIndices;
   }
+  int pidOf(int64_t id) const override {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() || it->second.actual.state != model::ActualState::kRunning
+               ? 0
+               : it->second.actual.pid;
+  }
   std::vector<std::string> cgroupsOf(int64_t id) const override {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? std::vector<std::string>{} : it->second.cgroups;

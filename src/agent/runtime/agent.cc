@@ -123,12 +123,8 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
     return TunnelTarget::unixSocket(SessionLauncher::socketPath(executor_.workPath(session)));
   }
   if (target == "ssh") {
-    int pid = 0;
-    for (const auto& a : executor_.poll()) {
-      if (a.id == session) pid = a.pid;
-    }
     return ssh_.connect(session, sessionIdentity(*wanted), wanted->session->sshKeys,
-                        executor_.cgroupsOf(session), processEnvironment(pid));
+                        executor_.cgroupsOf(session), processEnvironment(executor_.pidOf(session)));
   }
   return Status::InvalidArgument("unknown tunnel target '" + target + "'");
 }

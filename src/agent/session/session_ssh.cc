@@ -215,9 +215,8 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
                             const std::vector<std::string>& authorizedKeys,
                             const std::vector<std::string>& cgroups) {
   if (!enabled() || config_.directPortLo <= 0 || pid <= 0) return;
+  // Called at every status round: once a session has its entry, only a key change costs I/O.
   const std::string dir = dirOf(id);
-  const std::string user = loginName(who.uid);
-  if (user.empty() || !fs::exists(dir + "/host_ed25519")) return;
   std::string keys;
   for (const auto& k : authorizedKeys) keys += k + "\n";
   auto it = direct_.find(id);
@@ -229,9 +228,14 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
       it = direct_.emplace(id, Direct{port, static_cast<pid_t>(started), ""}).first;
   }
   if (it != direct_.end()) {
-    if (it->second.keys != keys &&
+    if (it->second.port > 0 && it->second.keys != keys &&
         writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600).ok())
       it->second.keys = keys;  // sshd reads it at each login
+    return;
+  }
+  const std::string user = loginName(who.uid);
+  if (user.empty() || !fs::exists(dir + "/host_ed25519")) {
+    direct_[id] = Direct{0, 0, keys};  // prepare() gave it no SSH: none to start, ever
     return;
   }
   const int port = freePort();
