@@ -135,17 +135,20 @@ Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dat
 
 Result<ChildProcess> startSimAgent(const std::string& agentPath, const Allotd& server,
                                    const std::string& name, const std::string& gpus,
-                                   const std::string& workDir) {
+                                   const std::string& workDir,
+                                   const std::vector<std::string>& extraFlags) {
   auto join = httpRequest(server.port, "POST", "/api/v1/hosts/join-tokens", server.adminToken,
                           R"({"ttl":"10m"})");
   if (!join.ok()) return join.status();
   auto reply = nlohmann::json::parse(join->body, nullptr, false);
   if (join->status != 201 || !reply.contains("token"))
     return Status::Unavailable("cannot create a join token: " + join->body);
-  return ChildProcess::start(
-      {agentPath, "--server", server.url(), "--join-token", reply["token"].get<std::string>(),
-       "--name", name, "--gpus", gpus, "--work-dir", workDir, "--log-level", "warn"},
-      workDir + ".log");
+  std::vector<std::string> argv = {
+      agentPath, "--server",    server.url(), "--join-token", reply["token"].get<std::string>(),
+      "--name",  name,          "--gpus",     gpus,           "--work-dir",
+      workDir,   "--log-level", "warn"};
+  argv.insert(argv.end(), extraFlags.begin(), extraFlags.end());
+  return ChildProcess::start(argv, workDir + ".log");
 }
 
 Result<HttpReply> httpRequest(uint16_t port, const std::string& method, const std::string& target,

@@ -61,7 +61,8 @@ Result<Allotd> startAllotd(const std::string& allotdPath, const std::string& dat
 // `server` with a fresh join token; its work dir is workDir, its log workDir + ".log".
 Result<ChildProcess> startSimAgent(const std::string& agentPath, const Allotd& server,
                                    const std::string& name, const std::string& gpus,
-                                   const std::string& workDir);
+                                   const std::string& workDir,
+                                   const std::vector<std::string>& extraFlags = {});
 
 struct HttpReply {
   int status = 0;

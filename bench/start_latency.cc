@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "jobs run first and not counted")->check(CLI::Range(0, 1000));
   app.add_option("--gpus", gpus, "GPUs per job (the simulated host has 8)")
       ->check(CLI::Range(0, 8));
+  int standbys = -1;
+  app.add_option("--standby-shims", standbys,
+                 "the agent's standby shims (default: the agent's own); 0 starts every job on a "
+                 "shim of its own")
+      ->check(CLI::Range(0, 16));
   app.add_flag("--keep", keep, "keep the data dir");
   app.add_flag("--verbose", verbose,
                "print each job's wall-clock times (to line up with strace -tt)");
@@ -83,8 +88,10 @@ int main(int argc, char** argv) {
   const std::string& token = server->adminToken;
   auto team = httpRequest(server->port, "POST", "/api/v1/teams", token, R"({"name":"bench"})");
   if (!team.ok() || team->status != 201) return fail("cannot create team");
+  std::vector<std::string> agentFlags;
+  if (standbys >= 0) agentFlags = {"--standby-shims", std::to_string(standbys)};
   auto agent = allot::bench::startSimAgent(bin + "/allot-agent", *server, "bench-local",
-                                           "sim:8xH100", *dir + "/agent");
+                                           "sim:8xH100", *dir + "/agent", agentFlags);
   if (!agent.ok()) return fail(agent.status().toString());
   bool online = waitFor(
       [&] {

@@ -10,6 +10,8 @@ packages=(
   libsodium-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
   libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The fuzz target (fuzz/) is built by clang with libFuzzer, ASan and UBSan.
+  clang libclang-rt-dev
   curl procps iproute2
   # promtool checks the /metrics output in the tests; the Prometheus daemon it comes with is
   # neither started nor used.

@@ -54,12 +54,12 @@ if [ ! -f "$STATE_DIR/admin.password" ]; then
 fi
 ADMIN_PASSWORD=$(cat "$STATE_DIR/admin.password" 2>/dev/null || echo "(not set: see allotd.log)")
 
-JOIN_ARGS=()
+# The join token goes in the agent's environment, not its command line (which ps shows to all).
+ALLOT_JOIN_TOKEN=""
 if [ ! -f "$STATE_DIR/agent/credential.json" ]; then
-  JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
-  JOIN_ARGS=(--join-token "$JOIN_TOKEN")
+  ALLOT_JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
 fi
-"$BIN/allot-agent" --server "$SERVER" "${JOIN_ARGS[@]}" --name local --gpus auto \
+ALLOT_JOIN_TOKEN="$ALLOT_JOIN_TOKEN" "$BIN/allot-agent" --server "$SERVER" --name local --gpus auto \
   --work-dir "$STATE_DIR/agent" >"$STATE_DIR/agent.log" 2>&1 &
 echo $! >"$STATE_DIR/agent.pid"
 for _ in $(seq 100); do

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "api/server.h"
+#include "common/bounded_json.h"
 #include "model/agent_protocol.h"
 #include "model/tunnel_frame.h"
 
@@ -164,7 +165,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       server.notifyJob(chunk->job);
       continue;
     }
-    auto msg = nlohmann::json::parse(data, nullptr, false);
+    auto msg = parseBoundedJson(data);
     if (msg.is_discarded() || !msg.is_object()) {
       spdlog::warn("agent {}: malformed message dropped", host);
       continue;

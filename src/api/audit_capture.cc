@@ -1,45 +1,16 @@
 #include "api/audit_capture.h"
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <vector>
 
+#include "api/redact.h"
+#include "common/bounded_json.h"
 #include "control/authz.h"
 
 namespace allot::api {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::array<std::string_view, 12> kSecretWords = {
-    "password", "passwd", "token",      "tokens",      "secret", "secrets",
-    "hash",     "key",    "credential", "credentials", "apikey", "passphrase"};
-
-// "join_token" -> {join, token}; "apiKey" -> {api, key}; "HF_TOKEN" -> {hf, token}.
-std::vector<std::string> wordsOf(std::string_view key) {
-  std::vector<std::string> words(1);
-  for (size_t i = 0; i < key.size(); ++i) {
-    const unsigned char c = key[i];
-    if (c == '_' || c == '-' || c == '.' || c == ' ') {
-      if (!words.back().empty()) words.emplace_back();
-      continue;
-    }
-    const bool upper = std::isupper(c) != 0;
-    if (upper && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1])) &&
-        !words.back().empty())
-      words.emplace_back();
-    words.back() += static_cast<char>(std::tolower(c));
-  }
-  return words;
-}
-
-bool namesSecret(std::string_view key) {
-  for (const auto& w : wordsOf(key)) {
-    if (std::find(kSecretWords.begin(), kSecretWords.end(), w) != kSecretWords.end()) return true;
-  }
-  return false;
-}
 
 bool isParam(std::string_view seg) {
   return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
@@ -61,7 +32,7 @@ std::string idText(const json& v) {
 
 json parseOrNull(std::string_view text) {
   if (text.empty()) return nullptr;
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  json j = parseBoundedJson(text);
   return j.is_discarded() ? json(nullptr) : j;
 }
 
@@ -88,19 +59,6 @@ boost::asio::awaitable<json> readResource(const Router& router, const std::strin
 }
 
 }  // namespace
-
-json redactSecrets(json j) {
-  if (j.is_object()) {
-    for (auto& item : j.items()) {
-      json& value = item.value();
-      value = namesSecret(item.key()) && !value.is_null() ? json("[redacted]")
-                                                          : redactSecrets(std::move(value));
-    }
-  } else if (j.is_array()) {
-    for (auto& v : j) v = redactSecrets(std::move(v));
-  }
-  return j;
-}
 
 std::string auditObjectOf(const std::string& pattern,
                           const std::map<std::string, std::string>& params, const json& reply) {
@@ -170,23 +128,16 @@ boost::asio::awaitable<AuditCapture> AuditCapture::begin(const Router& router, c
   e.at = now;
   e.address = std::move(address);
   e.action = std::string(http::to_string(route.method)) + " " + route.pattern;
-  const json body = parseOrNull(req.raw.body());
+  // The body is read only for a request that succeeded (finish): an unauthenticated request
+  // that fails (a bad login, a bad join) costs no parse here.
+  c.body_ = &req.raw.body();
   if (req.principal && req.principal->kind == control::Principal::Kind::kHost) {
     e.actor = "host:" + req.principal->name;
     e.actorKind = "host";
   } else if (req.principal) {
     e.actor = req.principal->name;
     e.actorKind = "user";
-  } else if (body.is_object() && body.contains("join_token") && body["join_token"].is_string()) {
-    // A host joining: the join token's id (before '_') names who let it in; the rest is secret.
-    const std::string token = body["join_token"].get<std::string>();
-    e.actor = "join:" + token.substr(0, token.find('_'));
-    e.actorKind = "join";
-  } else {
-    e.actor = "anonymous";
-    e.actorKind = "anonymous";
   }
-  e.request = dumpRedacted(body);
   c.snapshotPath_ = auditSnapshotPath(router, path, route.pattern);
   // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await expressions.
   if (c.snapshotPath_) {
@@ -201,6 +152,18 @@ boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
   if (!isSuccess(reply.status)) co_return std::nullopt;
   model::AuditEntry e = std::move(entry_);
   e.status = static_cast<int>(reply.status);
+  const json body = parseOrNull(*body_);
+  if (!e.actor.empty()) {
+  } else if (body.is_object() && body.contains("join_token") && body["join_token"].is_string()) {
+    // A host joining: the join token's id (before '_') names who let it in; the rest is secret.
+    const std::string token = body["join_token"].get<std::string>();
+    e.actor = "join:" + token.substr(0, token.find('_'));
+    e.actorKind = "join";
+  } else {
+    e.actor = "anonymous";
+    e.actorKind = "anonymous";
+  }
+  e.request = dumpRedacted(body);
   const json replyJson = parseOrNull(reply.body);
   e.object = auditObjectOf(pattern_, params_, replyJson);
   if (snapshotPath_) {

@@ -16,14 +16,11 @@
 #include <optional>
 #include <string>
 
+#include "api/redact.h"
 #include "api/router.h"
 #include "model/audit.h"
 
 namespace allot::api {
-
-// Replaces with "[redacted]" the value of every key, at any depth, that has a word naming a
-// secret: password, token, secret, hash, key, credential ("join_token", "HF_TOKEN", "apiKey").
-nlohmann::json redactSecrets(nlohmann::json j);
 
 // What a route acts on: "kind:value" for each path parameter, the kind from the segment before
 // it, joined by '/' ("/teams/{team}/projects/{project}/quota" -> "team:ml/project:vision"). For
@@ -59,6 +56,7 @@ class AuditCapture {
   std::string pattern_;
   std::map<std::string, std::string> params_;
   std::optional<std::string> snapshotPath_;
+  const std::string* body_ = nullptr;  // the request's, which outlives the capture
 };
 
 }  // namespace allot::api

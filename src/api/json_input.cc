@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/bounded_json.h"
+
 namespace allot::api {
 
 std::string jsonTypeName(const nlohmann::json& v) {
@@ -17,12 +19,17 @@ Result<JsonInput> JsonInput::parse(const std::string& body,
   if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
     j = nlohmann::json::object();
   } else {
-    j = nlohmann::json::parse(body, nullptr, false);
+    if (!jsonNestingWithin(body))
+      return Status::InvalidArgument(
+          "body: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "body");
+    j = parseBoundedJson(body);
     if (j.is_discarded()) return Status::InvalidArgument("body: malformed JSON", "body");
   }
   if (!j.is_object())
     return Status::InvalidArgument("body: must be a JSON object, got " + jsonTypeName(j), "body");
-  for (const auto& [k, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // A plain reference, not a structured binding: clang 14 (the fuzz build) captures no binding.
+    const std::string& k = item.key();
     bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; });
     if (!known) {
       std::string list;

@@ -43,18 +43,6 @@ asio::awaitable<Result<T>> offload(auth::WorkerPool& pool,
   co_return result;
 }
 
-std::string_view cookieValue(std::string_view header, std::string_view name) {
-  while (!header.empty()) {
-    auto semi = header.find(';');
-    std::string_view part = header.substr(0, semi);
-    header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    auto eq = part.find('=');
-    if (eq != std::string_view::npos && part.substr(0, eq) == name) return part.substr(eq + 1);
-  }
-  return {};
-}
-
 bool isSafeMethod(http::verb v) { return v == http::verb::get || v == http::verb::head; }
 
 }  // namespace
@@ -184,13 +172,37 @@ std::string LoginService::sessionCookie(const std::string& secret) const {
          (config_.secureCookies ? "; Secure" : "");
 }
 
+std::string LoginService::sessionOriginCookie(const std::string& credential, int64_t id) const {
+  return std::string(kOriginCookie) + "=" + credential +
+         "; HttpOnly; SameSite=Lax; Path=/sessions/" + std::to_string(id) +
+         "/; Max-Age=" + std::to_string(config_.sessionLifetimeMs / 1000) +
+         (config_.secureCookies ? "; Secure" : "");
+}
+
 std::string LoginService::clearedSessionCookie() const {
   return std::string(kSessionCookie) + "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0" +
          (config_.secureCookies ? "; Secure" : "");
 }
 
+std::string uniqueCookie(std::string_view header, std::string_view name) {
+  std::string_view found;
+  int seen = 0;
+  while (!header.empty()) {
+    auto semi = header.find(';');
+    std::string_view part = header.substr(0, semi);
+    header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    auto eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name) {
+      found = part.substr(eq + 1);
+      ++seen;
+    }
+  }
+  return seen == 1 ? std::string(found) : std::string();
+}
+
 std::string sessionSecretOf(const HttpRequest& req) {
-  return std::string(cookieValue(req[http::field::cookie], kSessionCookie));
+  return uniqueCookie(req[http::field::cookie], kSessionCookie);
 }
 
 ApiResponse unavailableResponse(const Status& st) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "api/http_types.h"
+#include "api/session_origin.h"
 #include "auth/failure_limiter.h"
 #include "auth/ldap_directory.h"
 #include "auth/login_config.h"
@@ -70,6 +71,11 @@ class LoginService {
 
   // Set-Cookie values.
   std::string sessionCookie(const std::string& secret) const;
+  // Session `id`'s own origin's cookie (api/session_origin.h), holding `credential`: for its
+  // path only, and Lax, since the browser arrives there by a redirect from the console's origin.
+  std::string sessionOriginCookie(const std::string& credential, int64_t id) const;
+  // How long a console session (and so a session origin's cookie) may last at most.
+  int64_t sessionLifetimeMs() const { return config_.sessionLifetimeMs; }
   std::string clearedSessionCookie() const;
 
  private:
@@ -85,6 +91,10 @@ class LoginService {
 
 // The session cookie's value ("" when none).
 std::string sessionSecretOf(const HttpRequest& req);
+// The value of the cookie `name` in a Cookie header when it is there exactly once; "" otherwise.
+// Twice is refused, not resolved: a second one is what a page of a sibling domain (a session's)
+// would toss in to log the console in as someone else.
+std::string uniqueCookie(std::string_view header, std::string_view name);
 
 // 503 with Retry-After: the hashing pool is full or the directory is unreachable.
 ApiResponse unavailableResponse(const Status& st);

@@ -22,6 +22,7 @@
 #include "api/session_proxy.h"
 #include "common/gzip.h"
 #include "common/tls.h"
+#include "common/utf8.h"
 #include "control/async_commit.h"
 #include "model/json.h"
 
@@ -50,6 +51,18 @@ bool shouldGzip(const HttpRequest& req, const ApiResponse& res,
   const std::string_view type = res.contentType;
   const bool text = type.starts_with("application/json") || type.starts_with("text/");
   return text && acceptsGzip(req[http::field::accept_encoding]);
+}
+
+// The first path or query parameter of req that is not UTF-8 ("" when all are).
+std::string nonUtf8Parameter(const ApiRequest& req) {
+  for (const auto& [k, v] : req.params) {
+    if (!isValidUtf8(v)) return k;
+  }
+  for (const auto& [k, v] : req.query) {
+    if (!isValidUtf8(k)) return "query";
+    if (!isValidUtf8(v)) return k;
+  }
+  return "";
 }
 
 Status writeSecretFile(const std::string& path, const std::string& content) {
@@ -365,6 +378,23 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     if (ec) break;
     HttpRequest req = parser.release();
 
+    if (sessionOfHost(req[http::field::host], config_.sessionDomain) != 0 &&
+        !isSessionPath(req.target())) {
+      // A session's origin serves that session and nothing else: not the API, whose CSRF token
+      // a session's scripts must never read, nor the console (api/session_origin.h).
+      auto res = ApiResponse::error(
+          Status::NotFound("no such endpoint on a session's origin: " + std::string(req.target())));
+      http::response<http::string_body> out{res.status, req.version()};
+      out.set(http::field::server, "allotd");
+      out.set(http::field::content_type, res.contentType);
+      out.keep_alive(req.keep_alive());
+      out.body() = std::move(res.body);
+      out.prepare_payload();
+      auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+      if (wec || !out.keep_alive()) break;
+      continue;
+    }
+
     if (isSessionPath(req.target())) {
       // Jupyter's traffic, not the API's: neither audited nor in the API's request metrics.
       const bool again = co_await serveSessionRequest(*this, stream, buffer, std::move(req), proxy);
@@ -404,8 +434,13 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
       areq.peer = peerAddress;
       bool authorized = true;
+      // Percent-decoding can make any bytes; what is not UTF-8 can be neither stored nor shown.
+      if (auto bad = nonUtf8Parameter(areq); !bad.empty()) {
+        authorized = false;
+        res = ApiResponse::error(Status::InvalidArgument(bad + ": not valid UTF-8", bad));
+      }
       StreamCredential streamCred;
-      if (match.route->authenticated) {
+      if (authorized && match.route->authenticated) {
         std::string idleSession;
         auto cred = login_->authenticate(req, *cluster_, &idleSession);
         if (!idleSession.empty()) {

@@ -18,6 +18,7 @@
 #include "api/login_service.h"
 #include "api/metrics.h"
 #include "api/router.h"
+#include "api/session_origin.h"
 #include "api/static_files.h"
 #include "api/tunnel_hub.h"
 #include "api/webhook.h"
@@ -46,6 +47,10 @@ struct ServerConfig {
   std::string webDir;
   // How often a live stream (GET /api/v1/stream) sends a keepalive and re-checks its credential.
   int64_t streamKeepaliveMs = 15'000;
+  // Sessions are served at s<id>.<sessionDomain> only (api/session_origin.h); set: a domain was
+  // configured (not the default, which serves only a browser on this machine).
+  std::string sessionDomain = "localhost";
+  bool sessionDomainSet = false;
 };
 
 class Server {
@@ -81,6 +86,10 @@ class Server {
   boost::asio::io_context& io() { return io_; }
   // Byte streams to agents' hosts (sessions' Jupyter and SSH), one mux per connected agent.
   TunnelHub& tunnels() { return tunnels_; }
+  SessionOriginAccess& sessionAccess() { return sessionAccess_; }
+  SessionOrigins sessionOrigins() const {
+    return {config_.sessionDomain, !config_.tlsCertFile.empty(), config_.sessionDomainSet};
+  }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
   template <typename T>
@@ -125,6 +134,7 @@ class Server {
   StaticFiles console_{""};
   boost::asio::io_context io_{1};
   TunnelHub tunnels_{io_.get_executor()};
+  SessionOriginAccess sessionAccess_;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   boost::asio::steady_timer schedulerWake_{io_};

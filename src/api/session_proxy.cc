@@ -4,13 +4,20 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <charconv>
+#include <functional>
 #include <sstream>
 
+#include "api/router.h"
 #include "api/server.h"
+#include "api/session_origin.h"
 #include "api/session_proxy.h"
 
 namespace allot::api {
@@ -42,9 +49,9 @@ bool sameOrigin(const HttpRequest& req) {
   return origin.substr(scheme + 3) == req[http::field::host];
 }
 
-// Drops allotd's session cookie from a Cookie header, keeping Jupyter's own (_xsrf, ...): the
-// session's server is its owner's code, and must never see a console session (perhaps another
-// user's, when the session is shared).
+// Drops allotd's cookies (the console's, a session origin's) from a Cookie header, keeping
+// Jupyter's own (_xsrf, ...): the session's server is its owner's code, and must never see a
+// credential of anyone's (perhaps another user's, when the session is shared).
 std::string withoutOurCookie(std::string_view header) {
   std::string out;
   size_t pos = 0;
@@ -53,7 +60,8 @@ std::string withoutOurCookie(std::string_view header) {
     if (end == std::string_view::npos) end = header.size();
     std::string_view part = header.substr(pos, end - pos);
     while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    if (!part.empty() && part.substr(0, part.find('=')) != kSessionCookie)
+    const std::string_view name = part.substr(0, part.find('='));
+    if (!part.empty() && name != kSessionCookie && name != kOriginCookie)
       out += (out.empty() ? "" : "; ") + std::string(part);
     pos = end + 1;
   }
@@ -73,12 +81,29 @@ asio::awaitable<bool> reply(Stream& stream, const HttpRequest& req, const ApiRes
   co_return !ec && out.keep_alive();
 }
 
+// How often an open relay checks that its caller may still reach the session.
+constexpr auto kRelayRecheck = std::chrono::seconds(2);
+
 // After a 101: bytes both ways until both sides are done. The client closing ends Jupyter's
-// side (CLOSE); Jupyter closing ends the client's connection.
+// side (CLOSE); Jupyter closing ends the client's connection. Every kRelayRecheck it asks
+// stillAllowed(), and ends both sides once the answer is no: a WebSocket or SSH connection lasts
+// no longer than the access it was opened with (a token revoked, a logout, a share or a team
+// membership ended, the session stopped).
 template <typename Stream>
 asio::awaitable<void> relayUpgraded(Stream& client, beast::flat_buffer& buffer,
-                                    std::shared_ptr<tunnel::TunnelStream> t) {
+                                    std::shared_ptr<tunnel::TunnelStream> t,
+                                    std::function<bool()> stillAllowed) {
+  asio::steady_timer recheck(co_await asio::this_coro::executor);
+  int relaying = 2;  // directions still open
+  struct Done {
+    int& relaying;
+    asio::steady_timer& recheck;
+    ~Done() {
+      if (--relaying == 0) recheck.cancel();
+    }
+  };
   auto upstream = [&]() -> asio::awaitable<void> {
+    Done done{relaying, recheck};
     if (buffer.size() > 0) {
       std::string early = beast::buffers_to_string(buffer.data());
       buffer.consume(buffer.size());
@@ -97,6 +122,7 @@ asio::awaitable<void> relayUpgraded(Stream& client, beast::flat_buffer& buffer,
     t->closeWrite();
   };
   auto downstream = [&]() -> asio::awaitable<void> {
+    Done done{relaying, recheck};
     for (;;) {
       auto data = co_await t->read();
       if (!data.ok() || data->empty()) break;
@@ -107,8 +133,61 @@ asio::awaitable<void> relayUpgraded(Stream& client, beast::flat_buffer& buffer,
     beast::error_code ignored;
     beast::get_lowest_layer(client).socket().shutdown(asio::socket_base::shutdown_both, ignored);
   };
-  auto both = upstream() && downstream();
-  co_await std::move(both);
+  auto watchdog = [&]() -> asio::awaitable<void> {
+    while (relaying > 0) {
+      recheck.expires_after(kRelayRecheck);
+      auto [ec] = co_await recheck.async_wait(asio::as_tuple(use_awaitable));
+      if (relaying == 0 || stillAllowed()) continue;
+      // Both directions end on their own once their ends are gone.
+      t->reset("access to the session ended");
+      beast::error_code ignored;
+      beast::get_lowest_layer(client).socket().shutdown(asio::socket_base::shutdown_both, ignored);
+      break;
+    }
+  };
+  auto all = upstream() && downstream() && watchdog();
+  co_await std::move(all);
+}
+
+// Whether the caller of a relay may still reach session id: its credential still authenticates
+// (not revoked, expired, logged out or idle) and, as it is now, opens the session (ssh: as its
+// owner).
+std::function<bool()> accessCheck(Server& server, const RequestCredential& cred, int64_t id,
+                                  bool ssh) {
+  return [&server, secret = cred.secret, viaCookie = cred.viaCookie, id, ssh] {
+    if (!server.login().stillValid(secret, viaCookie, server.cluster())) return false;
+    auto p = server.cluster().authenticate(secret);
+    if (!p) return false;
+    return ssh ? server.cluster().openSessionSsh(*p, id).ok()
+               : server.cluster().openSession(*p, id).ok();
+  };
+}
+
+// The handoff's landing on session id's own origin: a valid ticket becomes this origin's cookie,
+// and the browser goes on to where it was going (within the session; anywhere else is the
+// session's start page).
+ApiResponse redeemHandoff(Server& server, const HttpRequest& req, int64_t id) {
+  const std::string base = "/sessions/" + std::to_string(id) + "/";
+  std::string_view target = req.target();
+  const size_t q = target.find('?');
+  auto query = parseQuery(q == std::string_view::npos ? "" : target.substr(q + 1));
+  auto credential = server.sessionAccess().redeem(query["ticket"], id, server.clock().nowMs(),
+                                                  server.login().sessionLifetimeMs());
+  if (!credential) {
+    return ApiResponse::error(Status::Unauthenticated(
+        "this link to session " + std::to_string(id) +
+        " has expired or was used already; open the session again from the console"));
+  }
+  std::string next = query["next"];
+  if (next.rfind(base, 0) != 0 || next.find_first_of("\r\n\\") != std::string::npos ||
+      next.substr(0, next.find('?')).find(std::string(kHandoffPath)) != std::string::npos)
+    next = base;
+  ApiResponse res{http::status::found, "", "text/plain", {}};
+  res.headers.emplace_back("Set-Cookie", server.login().sessionOriginCookie(*credential, id));
+  res.headers.emplace_back("Location", next);
+  res.headers.emplace_back("Cache-Control", "no-store");
+  res.headers.emplace_back("Referrer-Policy", "no-referrer");
+  return res;
 }
 
 }  // namespace
@@ -118,8 +197,8 @@ bool isSessionPath(std::string_view target) { return target.rfind("/sessions/", 
 template <typename Stream>
 asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_buffer& buffer,
                                    HttpRequest req, SessionProxyState& state) {
-  std::string_view target = req.target();
-  const std::string path(target.substr(0, target.find('?')));
+  const std::string targetText(req.target());
+  const std::string path(targetText.substr(0, targetText.find('?')));
   bool bare = false;
   const int64_t id = sessionIdOf(path, &bare);
   if (id == 0) {
@@ -127,8 +206,43 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     co_return co_await reply(stream, req, res);
   }
 
+  // Session `id`'s own origin, or the console's (api/session_origin.h). A session's origin
+  // serves no other session.
+  const int64_t hostSession = sessionOfHost(req[http::field::host], server.sessionOrigins().domain);
+  if (hostSession != 0 && hostSession != id) {
+    auto res = ApiResponse::error(Status::NotFound("no such endpoint on this session's origin"));
+    co_return co_await reply(stream, req, res);
+  }
+  const bool ownOrigin = hostSession == id;
+  const std::string base = "/sessions/" + std::to_string(id) + "/";
+  if (ownOrigin && path == base + std::string(kHandoffPath))
+    co_return co_await reply(stream, req, redeemHandoff(server, req, id));
+
+  // A service worker, once registered, would see every later request of the origin, the
+  // handoff's ticket among them: a session's pages may not install one.
+  if (req.count("Service-Worker") > 0) {
+    auto res = ApiResponse::error(
+        Status::PermissionDenied("service workers are not allowed in a session"));
+    co_return co_await reply(stream, req, res);
+  }
+
+  // At the session's own origin its cookie stands for the console session behind it; nothing
+  // else there counts as a cookie of ours (one a sibling session's page tossed in, say).
+  const std::string cookies(req[http::field::cookie]);
+  if (ownOrigin) {
+    auto console = server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie), id,
+                                                          server.clock().nowMs());
+    if (console)
+      req.set(http::field::cookie, std::string(kSessionCookie) + "=" + *console);
+    else
+      req.erase(http::field::cookie);
+  }
   std::string expired;
   auto cred = server.login().authenticate(req, server.cluster(), &expired, /*csrfToken=*/false);
+  if (cookies.empty())
+    req.erase(http::field::cookie);
+  else
+    req.set(http::field::cookie, cookies);
   if (!expired.empty()) {
     // An idle console session ends for good, as on the API's paths.
     if (auto ended = server.cluster().endSession(expired); ended.ok())
@@ -147,9 +261,16 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   const bool upgrade = beast::websocket::is_upgrade(req);
   const bool safe = req.method() == http::verb::get || req.method() == http::verb::head ||
                     req.method() == http::verb::options;
+  if (cred.viaCookie && !ownOrigin && (upgrade || !safe)) {
+    auto res = ApiResponse::error(Status::PermissionDenied(
+        "a session is used at its own origin (" +
+        sessionOrigin(id, server.sessionOrigins(), req[http::field::host]) +
+        "), not the console's; open it from the console"));
+    co_return co_await reply(stream, req, res);
+  }
   if (cred.viaCookie && (upgrade || !safe) && !sameOrigin(req)) {
     auto res = ApiResponse::error(Status::PermissionDenied(
-        "a request to a session with the console's cookie must come from the console's origin"));
+        "a request to a session with a cookie must come from the session's own origin"));
     co_return co_await reply(stream, req, res);
   }
   auto endpoint = server.cluster().openSession(*cred.principal, id);
@@ -157,6 +278,27 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     auto res = ApiResponse::error(endpoint.status());
     if (endpoint.status().code() == Code::kUnavailable)
       res.headers.emplace_back("Retry-After", "1");
+    co_return co_await reply(stream, req, res);
+  }
+  if (cred.viaCookie && !ownOrigin) {
+    // A browser following a link from the console: on to the session's origin, with the
+    // console session behind a one-time ticket. Only where that origin is one: the default
+    // domain, localhost, names the browser's own machine, which is allotd's only on loopback.
+    if (!server.sessionOrigins().configured && !isLoopbackHost(req[http::field::host])) {
+      auto res = ApiResponse::error(Status::FailedPrecondition(
+          "sessions have no origin of their own on this server (allotd --session-domain is not "
+          "set); use a token, or ask the platform admin to set it (docs/sessions.md, Origins)"));
+      co_return co_await reply(stream, req, res);
+    }
+    const std::string ticket =
+        server.sessionAccess().mintTicket(id, cred.secret, server.clock().nowMs());
+    ApiResponse res{http::status::found, "", "text/plain", {}};
+    res.headers.emplace_back(
+        "Location", sessionOrigin(id, server.sessionOrigins(), req[http::field::host]) + base +
+                        std::string(kHandoffPath) + "?ticket=" + ticket +
+                        "&next=" + boost::urls::encode(targetText, boost::urls::unreserved_chars));
+    res.headers.emplace_back("Cache-Control", "no-store");
+    res.headers.emplace_back("Referrer-Policy", "no-referrer");
     co_return co_await reply(stream, req, res);
   }
   if (endpoint->app.rfind("jupyter", 0) != 0) {
@@ -265,7 +407,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
       // Jupyter's first frames, if they came with its 101, were written with it above.
       state.stream.reset();
       server.cluster().sessionRelay(id, true);
-      co_await relayUpgraded(stream, buffer, t);
+      co_await relayUpgraded(stream, buffer, t, accessCheck(server, cred, id, /*ssh=*/false));
       server.cluster().sessionRelay(id, false);
       co_return false;
     }
@@ -347,7 +489,7 @@ asio::awaitable<void> serveSsh(Server& server, Stream& stream, beast::flat_buffe
   beast::get_lowest_layer(stream).expires_never();
   // An open SSH connection is use: the session is not idle while it lasts.
   server.cluster().sessionRelay(id, true);
-  co_await relayUpgraded(stream, buffer, *opened);
+  co_await relayUpgraded(stream, buffer, *opened, accessCheck(server, cred, id, /*ssh=*/true));
   server.cluster().sessionRelay(id, false);
 }
 

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/bounded_json.h"
+
 namespace allot::cli {
 namespace {
 
@@ -55,7 +57,7 @@ std::string snippet(std::string_view body) {
 }  // namespace
 
 Status statusFromErrorReply(int httpStatus, std::string_view body) {
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json doc = parseBoundedJson<json>(body);
   if (doc.is_object()) {
     auto err = doc.find("error");
     if (err != doc.end() && err->is_object()) {
@@ -107,7 +109,7 @@ Result<json> ApiClient::call(std::string_view method, const std::string& path,
   if (!res.ok()) return res.status();
   if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
   if (res->body.empty()) return json::object();
-  json doc = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  json doc = parseBoundedJson<json>(res->body);
   if (doc.is_discarded()) {
     return Status::Internal("server at " + serverUrl() +
                             " sent a reply that is not JSON: " + snippet(res->body));

@@ -913,7 +913,7 @@ TEST_F(CliTest, UserCreateShowsTheTokenOnceWithALoginLine) {
 TEST_F(CliTest, JoinTokenPrintsTheAgentCommandLine) {
   EXPECT_EQ(run({"host", "join-token", "--ttl", "24h"}), 0);
   EXPECT_NE(
-      out_.str().find("allot-agent --server " + server_.url() + " --join-token jt-1.joinsecret"),
+      out_.str().find("ALLOT_JOIN_TOKEN=jt-1.joinsecret allot-agent --server " + server_.url()),
       std::string::npos)
       << out_.str();
   EXPECT_NE(out_.str().find("(in 1d)"), std::string::npos);

@@ -40,8 +40,10 @@ int createJoinToken(Context& ctx, const JoinOpts& o) {
   }
   ctx.out() << "It will not be shown again. On " << (uses == 1 ? "the" : "each")
             << " GPU host, run:\n"
-            << "  allot-agent --server " << (*api)->serverUrl() << " --join-token " << token
-            << "\n";
+            << "  ALLOT_JOIN_TOKEN=" << token << " allot-agent --server " << (*api)->serverUrl()
+            << "\n"
+            << "(in the environment, not as --join-token: other users of the host can read a "
+               "command line)\n";
   return 0;
 }
 

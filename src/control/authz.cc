@@ -75,14 +75,14 @@ bool canSeeUser(const Principal& p, const model::User& u) {
 Status canManageServiceAccount(const Principal& p, const model::User& u) {
   if (!canSeeUser(p, u)) return Status::NotFound("no user '" + u.name + "'");
   if (p.isAdmin()) return Status::Ok();
-  if (u.kind == model::UserKind::kService) {
-    for (const auto& [team, role] : u.teams) {
-      if (p.roleIn(team) == Role::kTeamAdmin) return Status::Ok();
-    }
-  }
+  // Team-admin of every team the account is in, not of any one: an account in teams A and B
+  // acts for B as well, so A's team-admin must not hold its tokens (docs/access.md).
+  bool all = u.kind == model::UserKind::kService && !u.teams.empty();
+  for (const auto& [team, role] : u.teams) all = all && p.roleIn(team) == Role::kTeamAdmin;
+  if (all) return Status::Ok();
   return Status::PermissionDenied(
-      "only a platform admin, or a team-admin of a service account's "
-      "team, may manage user '" +
+      "only a platform admin, or a team-admin of every team of a service account, may manage "
+      "user '" +
       u.name + "'");
 }
 

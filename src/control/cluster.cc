@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "common/secrets.h"
+#include "common/utf8.h"
 #include "control/authz.h"
 
 namespace allot::control {
@@ -342,7 +343,9 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   Job& j = c.value;
   j.id = world_.nextJobId++;
   j.name = r.name.empty() ? std::string(r.command[0].substr(r.command[0].rfind('/') + 1)) : r.name;
-  if (j.name.size() > 63) j.name.resize(63);
+  // Cut at a character boundary: a name cut inside one is not UTF-8, and the store takes only
+  // UTF-8.
+  j.name = cutUtf8(j.name, 63);
   j.team = team;
   j.project = r.project;
   j.user = p.name;

@@ -547,8 +547,9 @@ class Cluster {
     auto it = sessionRelays_.find(id);
     return it == sessionRelays_.end() ? 0 : it->second;
   }
-  // Where to reach a session for its owner (or a user it is shared with): its host and, for
-  // Jupyter, the token to supply. NotFound for anyone else; Unavailable while it starts.
+  // Where to reach a session for its owner (or a user it is shared with), either still in the
+  // session's team: its host and, for Jupyter, the token to supply. NotFound for anyone else;
+  // Unavailable while it starts. The proxy asks at every request.
   Result<SessionEndpoint> openSession(const Principal& p, int64_t id) const;
   // The same for an SSH connection: the owner's only (anyone else is told it does not exist),
   // and only where the session's host offers SSH.
@@ -650,6 +651,9 @@ class Cluster {
   const ClusterOptions& options() const { return options_; }
 
  private:
+  // Takes `u` off the share lists of live sessions of teams it is no longer in: a share ends
+  // with the membership it was made under.
+  void endSharesOutsideTeams(const model::User& u, store::WriteBatch& batch);
   // The team a usage report covers, under the visibility usage() describes: the one named, else
   // the caller's only team, "" for all (platform admins). nullopt: the caller has no team, so the
   // report is empty. Also checks that from is before to.

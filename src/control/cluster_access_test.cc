@@ -74,9 +74,15 @@ TEST_F(AccessTest, EachRoleGetsWhatItMayDoAndNothingMore) {
          return cluster_->setProjectQuota(p, "vision", "resnet", {}).status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
-      {"add a member to vision",
+      // A team-admin adds only people they can see; bob shares no team with vision's.
+      {"add a person of another team to vision",
        [this](const Principal& p) {
          return cluster_->setMembership(p, "vision", "bob", Role::kViewer).status();
+       },
+       O::kDenied, O::kDenied, O::kNotFound, O::kNotFound, O::kOk, O::kDenied},
+      {"change the role of a member of vision",
+       [this](const Principal& p) {
+         return cluster_->setMembership(p, "vision", "mia", Role::kMember).status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
       {"list vision's members",

@@ -93,8 +93,10 @@ std::string Cluster::desiredMessage(const std::string& host) {
       if (j.session) {
         d.session = model::DesiredSession{
             j.session->app, j.session->storage, {}, j.user, options_.sessionSharedDir};
-        // Sent with every push: a key the owner removes stops working at the next connection.
-        if (auto u = world_.users.find(j.user); u != world_.users.end())
+        // Sent with every push: a key the owner removes stops working at the next connection,
+        // and an owner who left the session's team (or was disabled) has none there.
+        if (auto u = world_.users.find(j.user);
+            u != world_.users.end() && u->second.teams.count(j.team) && !u->second.disabled)
           for (const auto& k : u->second.sshKeys)
             d.session->sshKeys.push_back(model::authorizedKeysLine(k));
       }

@@ -201,19 +201,27 @@ Result<Change<model::User>> Cluster::setMembership(const Principal& p, const std
   if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
-  auto it = world_.users.find(user);
-  if (it == world_.users.end()) return Status::NotFound("no user '" + user + "'");
   if (role && !model::isTeamRole(*role))
     return Status::InvalidArgument(
         "role: a team role is viewer, member or team-admin; platform admin is a flag of the user",
         "role");
+  // One answer for a user who does not exist and one the caller may not see: a team-admin learns
+  // no names from here. A team-admin adds only people who already share a team with them
+  // (anyone else is a platform admin's to add), and a service account only if they manage all
+  // of its teams: adding another team's account would let them mint its tokens.
+  const Status noUser = Status::NotFound("no user '" + user + "' in a team of yours");
+  auto it = world_.users.find(user);
+  if (it == world_.users.end() || !authz::canSeeUser(p, it->second)) return noUser;
   model::User u = it->second;
+  // Removing an account from one's own team only takes rights away: always the team-admin's.
+  if (role && !p.isAdmin() && u.kind == model::UserKind::kService &&
+      !authz::canManageServiceAccount(p, u).ok())
+    return noUser;
+  if (!role && !u.teams.count(team)) return noUser;
   if (u.source == model::UserSource::kLdap)
     return Status::FailedPrecondition("user '" + user +
                                       "' comes from the directory: their teams follow their "
                                       "groups at each login (see [ldap.groups])");
-  if (!role && !u.teams.count(team))
-    return Status::NotFound("user '" + user + "' is not a member of team '" + team + "'");
   if (role) {
     u.teams[team] = *role;
   } else {
@@ -223,6 +231,10 @@ Result<Change<model::User>> Cluster::setMembership(const Principal& p, const std
   c.value = u;
   world_.users[user] = u;
   c.batch.add(store::PutUser{u});
+  if (!role) {
+    endSharesOutsideTeams(u, c.batch);
+    c.pushHosts = world_.sessionHostsOf(u.name);  // a session of a team left takes no more keys
+  }
   return c;
 }
 

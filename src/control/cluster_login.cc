@@ -72,6 +72,7 @@ Result<Change<model::User>> Cluster::syncDirectoryUser(const DirectoryLogin& log
   c.value = u;
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
+  endSharesOutsideTeams(u, c.batch);  // the directory may have taken a group away
   return c;
 }
 

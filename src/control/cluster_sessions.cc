@@ -39,7 +39,10 @@ Status withinMaximum(int64_t value, int64_t maximum, const char* field) {
   return Status::Ok();
 }
 
+// Decided at every request, on the caller's teams as they are now: someone who left the
+// session's team (its owner included) reaches it no more.
 bool isOwnerOrShared(const Principal& p, const Job& j) {
+  if (!p.inTeam(j.team)) return false;
   return j.user == p.name ||
          (j.session && std::find(j.session->sharedWith.begin(), j.session->sharedWith.end(),
                                  p.name) != j.session->sharedWith.end());
@@ -178,6 +181,17 @@ Result<Change<Job>> Cluster::shareSession(const Principal& p, int64_t id,
   updateJob(j, before, c.batch);
   c.value = j;
   return c;
+}
+
+void Cluster::endSharesOutsideTeams(const model::User& u, store::WriteBatch& batch) {
+  for (auto& [id, j] : world_.jobs) {
+    if (!j.session || model::isTerminal(j.state) || u.teams.count(j.team)) continue;
+    auto& shared = j.session->sharedWith;
+    if (std::find(shared.begin(), shared.end(), u.name) == shared.end()) continue;
+    Job before = j;
+    std::erase(shared, u.name);
+    updateJob(j, before, batch);
+  }
 }
 
 void Cluster::sessionProxied(int64_t id) { sessionProxiedAt_[id] = clock_.nowMs(); }

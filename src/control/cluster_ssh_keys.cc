@@ -25,17 +25,6 @@ Result<const model::User*> keyOwner(const World& w, const Principal& p, const st
   return &it->second;
 }
 
-// The hosts running `user`'s live sessions: their agents get the new key list at once (it goes
-// into the next connection's authorized_keys).
-std::set<std::string> sessionHostsOf(const World& w, const std::string& user) {
-  std::set<std::string> hosts;
-  for (const auto& [id, j] : w.jobs) {
-    if (j.session && j.user == user && !model::isTerminal(j.state) && !j.host.empty())
-      hosts.insert(j.host);
-  }
-  return hosts;
-}
-
 }  // namespace
 
 Result<Change<model::SshKey>> Cluster::addSshKey(const Principal& p, const std::string& user,
@@ -60,7 +49,7 @@ Result<Change<model::SshKey>> Cluster::addSshKey(const Principal& p, const std::
   c.value = *key;
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
-  c.pushHosts = sessionHostsOf(world_, u.name);
+  c.pushHosts = world_.sessionHostsOf(u.name);  // the new list goes into the next login
   return c;
 }
 
@@ -78,7 +67,7 @@ Result<Change<model::SshKey>> Cluster::removeSshKey(const Principal& p, const st
   u.sshKeys.erase(it);
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
-  c.pushHosts = sessionHostsOf(world_, u.name);
+  c.pushHosts = world_.sessionHostsOf(u.name);  // the new list goes into the next login
   return c;
 }
 

@@ -108,6 +108,15 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   }
 }
 
+std::set<std::string> World::sessionHostsOf(const std::string& user) const {
+  std::set<std::string> hosts;
+  for (const auto& [id, j] : jobs) {
+    if (j.session && j.user == user && !model::isTerminal(j.state) && !j.host.empty())
+      hosts.insert(j.host);
+  }
+  return hosts;
+}
+
 const GpuTelemetry* World::freshTelemetry(const std::string& host, int gpu, TimeMs now) const {
   auto h = telemetry.find(host);
   if (h == telemetry.end()) return nullptr;

@@ -97,6 +97,8 @@ struct World {
 
   // The readings of a GPU if they are current at `now`, else null.
   const GpuTelemetry* freshTelemetry(const std::string& host, int gpu, TimeMs now) const;
+  // The hosts running `user`'s live sessions (whose agents hold the user's SSH keys).
+  std::set<std::string> sessionHostsOf(const std::string& user) const;
 
   void load(const store::Contents& contents);
   void reindex();

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -51,7 +52,9 @@ int main(int argc, char** argv) {
                  "PEM CA certificate(s) to verify an https:// server with (default: the "
                  "system's trusted CAs)");
   app.add_option("--join-token", joinToken,
-                 "join token from `allot host join-token` (first start only)");
+                 "join token from `allot host join-token` (first start only); better in the "
+                 "environment, where other users of the host cannot read it (ps shows arguments)")
+      ->envname("ALLOT_JOIN_TOKEN");
   app.add_option("--name", name, "host name in Allot (default: this machine's hostname)");
   app.add_option("--gpus", gpus,
                  "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
@@ -98,6 +101,8 @@ int main(int argc, char** argv) {
                  "how often GPUs are sampled and the readings sent to allotd (default 5s, "
                  "least 1s)");
   CLI11_PARSE(app, argc, argv);
+  // Read once; nothing the agent starts (hooks, sshd, shims) inherits it.
+  ::unsetenv("ALLOT_JOIN_TOKEN");
   auto intervalMs = allot::parseDurationMs(telemetryInterval);
   if (!intervalMs.ok()) {
     return fail("--telemetry-interval: " + intervalMs.status().message());

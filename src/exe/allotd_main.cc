@@ -35,6 +35,7 @@ struct Flags {
   std::string webDir;
   std::string streamKeepalive;
   std::string sessionSharedDir;
+  std::string sessionDomain;
   bool logJson = false;
 };
 
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
   app.add_option("--session-shared-dir", f.sessionSharedDir,
                  "sessions' shared storage: a directory mounted at this path on every host "
                  "(NFS); user U's sessions get DIR/U (default: none)");
+  app.add_option("--session-domain", f.sessionDomain,
+                 "session N is served at its own origin sN.DOMAIN on allotd's port, never at the "
+                 "console's (needs wildcard DNS, and a wildcard certificate with TLS; default "
+                 "localhost, which browsers resolve to this machine)");
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
@@ -96,7 +101,7 @@ int main(int argc, char** argv) {
   allot::control::ContourOptions contours;  // dev, test, prod unless [contours] says otherwise
   allot::auth::LoginConfig login;
   allot::control::UnixIdOptions unixIds;
-  std::string sessionSharedDir;
+  std::string sessionSharedDir, sessionDomain = "localhost";
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
       hourRetention = tbl["telemetry"]["hour_retention"].value_or(hourRetention);
       idleBelowPct = tbl["idle"]["threshold_percent"].value_or(idleBelowPct);
       sessionSharedDir = tbl["sessions"]["shared_dir"].value_or(sessionSharedDir);
+      sessionDomain = tbl["sessions"]["domain"].value_or(sessionDomain);
       // [prices] A100 = 2.5: the price of one GPU-hour by GPU model, for usage reports' cost.
       if (const toml::table* prices = tbl["prices"].as_table()) {
         for (const auto& [model, price] : *prices) {
@@ -249,6 +255,17 @@ int main(int argc, char** argv) {
     return fail("sessions.shared_dir: must be an absolute path (the same on every host), not '" +
                 sessionSharedDir + "'");
   cfg.cluster.sessionSharedDir = sessionSharedDir;
+  if (!f.sessionDomain.empty()) sessionDomain = f.sessionDomain;
+  if (sessionDomain.empty() ||
+      sessionDomain.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") !=
+          std::string::npos ||
+      sessionDomain.front() == '.' || sessionDomain.back() == '.')
+    return fail(
+        "sessions.domain: expected a lower-case DNS name such as sessions.example.com, "
+        "not '" +
+        sessionDomain + "'");
+  cfg.sessionDomain = sessionDomain;
+  cfg.sessionDomainSet = sessionDomain != "localhost";
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

@@ -1,5 +1,6 @@
 #include "model/agent_protocol.h"
 
+#include "common/bounded_json.h"
 #include "model/json.h"
 
 namespace allot::model {
@@ -491,7 +492,8 @@ Result<LogChunk> decodeLogChunk(const std::string& frame) {
   auto nl = frame.find('\n');
   if (nl == std::string::npos) return Status::InvalidArgument("log frame without header line");
   return guarded("log frame", [&]() -> Result<LogChunk> {
-    auto h = nlohmann::json::parse(frame.substr(0, nl));
+    auto h = parseBoundedJson(std::string_view(frame).substr(0, nl));
+    if (!h.is_object()) return Status::InvalidArgument("bad log frame: malformed header");
     LogChunk c;
     c.job = h.at("job").get<int64_t>();
     c.offset = h.at("offset").get<int64_t>();

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
+
 namespace allot::model {
 
 namespace {
@@ -84,7 +86,7 @@ std::string tunnelSimpleFrame(TunnelOp op, uint32_t stream, std::string_view rea
 }
 
 Result<TunnelOpen> tunnelOpenFromPayload(std::string_view payload) {
-  auto j = nlohmann::json::parse(payload, nullptr, false);
+  auto j = parseBoundedJson(payload);
   if (!j.is_object()) return Status::InvalidArgument("OPEN payload is not a JSON object");
   auto s = j.find("session");
   auto t = j.find("target");

@@ -482,8 +482,10 @@ void TestCluster::spawnAgent(const std::string& name, Agent& agent, bool join) {
     argv.push_back("--join-token");
     argv.push_back(fetchJoinToken());
   }
+  std::vector<std::string> wrapped = agentWrapper();
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
   std::string base = path("proc/agent-" + name + "." + std::to_string(n));
-  agent.proc = Process::spawn(argv, base + ".out", base + ".err", childEnv({}));
+  agent.proc = Process::spawn(wrapped, base + ".out", base + ".err", childEnv({}));
 }
 
 void TestCluster::startAgent(const std::string& name, const std::string& gpus) {

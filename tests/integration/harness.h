@@ -119,6 +119,8 @@ class TestCluster : public ::testing::Test {
   virtual std::vector<std::string> serverFlags() const { return {"--heartbeat", "1s"}; }
   // Extra flags for every allot-agent this cluster starts.
   virtual std::vector<std::string> agentFlags() const { return {}; }
+  // A wrapper put before every allot-agent's argv; it must exec the agent (keep its pid).
+  virtual std::vector<std::string> agentWrapper() const { return {}; }
 
   // allotd.
   void startServer();    // on port_ (0 the first time), data dir root_/data
@@ -126,6 +128,8 @@ class TestCluster : public ::testing::Test {
   void restartServer();  // kill -9, then start again on the same port and data dir
   // SIGTERM (allotd shuts down in order), then start again; SIGKILL if it takes over 30 s.
   void restartServerGracefully();
+  // Whether the allotd this test started is still the one running (it has not died).
+  bool serverRunning() { return server_ && server_->running(); }
 
   // Agents: each has its own work dir root_/agents/NAME. The first start joins with a join
   // token and waits until the host is online; later starts use the saved credential only.

@@ -327,7 +327,10 @@ TEST_F(SessionTest, JupyterThroughAllotdHttpAndKernelWebSocket) {
                std::exception);
 }
 
-TEST_F(SessionTest, ConsoleCookieNeedsTheConsolesOriginForWritesAndWebSockets) {
+// Finding 7 of the tenant-boundary review (docs/access.md, "Threat model"): a session's pages
+// are its owner's code, so they are served at the session's own origin only, never at the
+// console's, where a script in them could read the visitor's CSRF token and act as them.
+TEST_F(SessionTest, ASessionIsServedOnlyAtItsOwnOriginAndTheConsoleCookieIsHandedOver) {
   const std::string password = "correct horse battery staple";
   auto made = httpRequest(port_, "POST", "/api/v1/users",
                           json{{"name", "dora"}, {"team", "red"}, {"password", password}}.dump(),
@@ -347,27 +350,149 @@ TEST_F(SessionTest, ConsoleCookieNeedsTheConsolesOriginForWritesAndWebSockets) {
   const std::string id = std::to_string(s["id"].get<int64_t>());
   openWhenRunning(token, "nb");
   const std::string base = "/sessions/" + id + "/";
-  const std::string self = "http://127.0.0.1:" + std::to_string(port_);
+  const std::string console = "http://127.0.0.1:" + std::to_string(port_);
+  const std::string own = "s" + id + ".localhost:" + std::to_string(port_);
 
-  // Reads need only the cookie (a browser following a link).
-  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "", {{"Cookie", cookie}}).status,
-            200);
-  // Writes need the console's own Origin.
-  auto foreign = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
-                             {{"Cookie", cookie}, {"Origin", "https://evil.example"}});
-  EXPECT_EQ(foreign.status, 403) << foreign.body;
-  auto none = httpRequest(port_, "POST", base + "api/kernels", "{}", "", {{"Cookie", cookie}});
-  EXPECT_EQ(none.status, 403) << none.body;
-  auto own = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
-                         {{"Cookie", cookie}, {"Origin", self}});
-  ASSERT_EQ(own.status, 201) << own.body;
-  const std::string channels = base + "api/kernels/" + textOf(own.parsed(), "id") + "/channels";
+  // On the console's origin, a browser following a link goes on to the session's origin with a
+  // one-time ticket; nothing of the session is served there with the cookie.
+  auto link = httpRequest(port_, "GET", base + "tree?x=1", "", "", {{"Cookie", cookie}});
+  ASSERT_EQ(link.status, 302) << link.body;
+  const std::string location = link.headers["location"];
+  const std::string landing = "http://" + own + base + "_allot/handoff?ticket=";
+  ASSERT_EQ(location.rfind(landing, 0), 0u) << location;
+  auto write = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                           {{"Cookie", cookie}, {"Origin", console}});
+  EXPECT_EQ(write.status, 403) << write.body;
   boost::asio::io_context io;
-  EXPECT_THROW(
-      openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", "https://evil.example"}}),
-      std::exception);
-  auto ws = openWebSocket(io, port_, channels, {{"Cookie", cookie}, {"Origin", self}});
+  EXPECT_THROW(openWebSocket(io, port_, base + "api/kernels/x/channels",
+                             {{"Cookie", cookie}, {"Origin", console}}),
+               std::exception);
+
+  // The ticket becomes the session origin's own cookie, once, and leads where the link did.
+  const std::string handoff = location.substr(std::string("http://").size() + own.size());
+  auto landed = httpRequest(port_, "GET", handoff, "", "", {{"Host", own}});
+  ASSERT_EQ(landed.status, 302) << landed.body;
+  EXPECT_EQ(landed.headers["location"], base + "tree?x=1");
+  const std::string ownSetCookie = landed.headers["set-cookie"];
+  EXPECT_NE(ownSetCookie.find("HttpOnly"), std::string::npos) << ownSetCookie;
+  EXPECT_NE(ownSetCookie.find("Path=" + base), std::string::npos) << ownSetCookie;
+  const std::string ownCookie = ownSetCookie.substr(0, ownSetCookie.find(';'));
+  EXPECT_EQ(httpRequest(port_, "GET", handoff, "", "", {{"Host", own}}).status, 401);
+  // A ticket is for its session only: another session's origin does not take it.
+  auto again = httpRequest(port_, "GET", base, "", "", {{"Cookie", cookie}});
+  ASSERT_EQ(again.status, 302);
+  const std::string otherOrigin = "s999.localhost:" + std::to_string(port_);
+  EXPECT_EQ(
+      httpRequest(port_, "GET",
+                  again.headers["location"].substr(std::string("http://").size() + own.size()), "",
+                  "", {{"Host", otherOrigin}})
+          .status,
+      404);
+
+  // At its own origin the session is served: reads with the cookie, writes and WebSockets with
+  // the cookie and that origin's Origin only.
+  const std::string self = "http://" + own;
+  EXPECT_EQ(
+      httpRequest(port_, "GET", base + "api/status", "", "", {{"Host", own}, {"Cookie", ownCookie}})
+          .status,
+      200);
+  auto foreign = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                             {{"Host", own}, {"Cookie", ownCookie}, {"Origin", console}});
+  EXPECT_EQ(foreign.status, 403) << foreign.body;
+  auto none = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                          {{"Host", own}, {"Cookie", ownCookie}});
+  EXPECT_EQ(none.status, 403) << none.body;
+  auto kernel = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
+                            {{"Host", own}, {"Cookie", ownCookie}, {"Origin", self}});
+  ASSERT_EQ(kernel.status, 201) << kernel.body;
+  const std::string channels = base + "api/kernels/" + textOf(kernel.parsed(), "id") + "/channels";
+  EXPECT_THROW(openWebSocket(io, port_, channels,
+                             {{"Host", own}, {"Cookie", ownCookie}, {"Origin", console}}),
+               std::exception);
+  auto ws =
+      openWebSocket(io, port_, channels, {{"Host", own}, {"Cookie", ownCookie}, {"Origin", self}});
   EXPECT_EQ(executeOnKernel(*ws, "print('hi')"), "hi\n");
+
+  // No service worker may be installed there (it would see the next handoff), and the
+  // console's cookie means nothing at the session's origin.
+  auto worker = httpRequest(port_, "GET", base + "static/sw.js", "", "",
+                            {{"Host", own}, {"Cookie", ownCookie}, {"Service-Worker", "script"}});
+  EXPECT_EQ(worker.status, 403) << worker.body;
+  EXPECT_EQ(
+      httpRequest(port_, "GET", base + "api/status", "", "", {{"Host", own}, {"Cookie", cookie}})
+          .status,
+      401);
+  EXPECT_EQ(ownCookie.find(cookie.substr(cookie.find('=') + 1)), std::string::npos)
+      << "the session's origin holds the console's own secret";
+
+  // What a script on the session's origin could reach there: nothing but the session. Not the
+  // API (the CSRF token, tokens), not the console, not another session; whatever it sends.
+  for (const std::string& target :
+       {std::string("/api/v1/whoami"), std::string("/api/v1/tokens"), std::string("/"),
+        std::string("/sessions/999/api/status"), std::string("/api/v1/stream")}) {
+    for (const auto& headers : {std::map<std::string, std::string>{{"Host", own}},
+                                {{"Host", own}, {"Cookie", ownCookie}},
+                                {{"Host", own}, {"Cookie", cookie}}}) {
+      auto r = httpRequest(port_, "GET", target, "", "", headers);
+      EXPECT_EQ(r.status, 404) << target << ": " << r.body;
+      EXPECT_EQ(r.body.find("csrf"), std::string::npos) << r.body;
+    }
+  }
+  // Logging out of the console ends the session origin's cookie too.
+  auto csrf = httpRequest(port_, "GET", "/api/v1/whoami", "", "", {{"Cookie", cookie}}).parsed();
+  ASSERT_EQ(httpRequest(port_, "POST", "/api/v1/logout", "", "",
+                        {{"Cookie", cookie}, {"X-CSRF-Token", textOf(csrf, "csrf_token")}})
+                .status,
+            200);
+  EXPECT_EQ(
+      httpRequest(port_, "GET", base + "api/status", "", "", {{"Host", own}, {"Cookie", ownCookie}})
+          .status,
+      401);
+}
+
+// Finding 6 of the tenant-boundary review: a user the session was shared with kept reaching it
+// through the proxy after leaving its team. Every proxied request checks, and the share ends.
+TEST_F(SessionTest, AShareEndsWhenTheUserLeavesTheTeam) {
+  const std::string carol = createUser("carol", "red");
+  json s = create({"--name", "shared"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "shared");
+  cliJson(alice_, {"session", "share", id, "--with", "carol"});
+  const std::string contents = "/sessions/" + id + "/api/contents";
+  ASSERT_EQ(httpRequest(port_, "GET", contents, "", carol).status, 200);
+  // Carol holds a kernel's WebSocket open (code runs there as alice).
+  auto kernel = httpRequest(port_, "POST", "/sessions/" + id + "/api/kernels", "{}", carol);
+  ASSERT_EQ(kernel.status, 201) << kernel.body;
+  boost::asio::io_context io;
+  auto ws = openWebSocket(
+      io, port_, "/sessions/" + id + "/api/kernels/" + textOf(kernel.parsed(), "id") + "/channels",
+      {{"Authorization", "Bearer " + carol}});
+  ASSERT_EQ(executeOnKernel(*ws, "print('held')"), "held\n");
+
+  // Moved to another team: her next request is refused, the share is gone, and the WebSocket
+  // she held is closed within a few seconds.
+  cli({"team", "add-member", "blue", "carol", "--role", "member"});
+  cli({"team", "remove-member", "red", "carol"});
+  auto after = httpRequest(port_, "GET", contents, "", carol);
+  EXPECT_EQ(after.status, 404) << after.body;
+  EXPECT_THROW(
+      {
+        beast::flat_buffer buf;
+        while (readWithin(*ws, buf, std::chrono::seconds(15))) buf.consume(buf.size());
+      },
+      std::exception);
+  EXPECT_THROW(openWebSocket(io, port_, "/sessions/" + id + "/api/kernels/x/channels",
+                             {{"Authorization", "Bearer " + carol}}),
+               std::exception);
+  json shown = cliJson(alice_, {"session", "show", id});
+  EXPECT_TRUE(shown["shared_with"].empty()) << shown.dump();
+  // Back in the team, she is not shared with again on her own.
+  cli({"team", "add-member", "red", "carol", "--role", "member"});
+  EXPECT_EQ(httpRequest(port_, "GET", contents, "", carol).status, 404);
+  // The owner is checked the same way: out of the team, out of the session.
+  cli({"team", "add-member", "blue", "alice", "--role", "member"});
+  cli({"team", "remove-member", "red", "alice"});
+  EXPECT_EQ(httpRequest(port_, "GET", contents, "", alice_).status, 404);
 }
 
 // Culling: a session is idle only when no kernel is busy, nothing is connected and its GPUs are

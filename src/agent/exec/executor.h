@@ -30,6 +30,9 @@ struct JobSpec {
   // group); absent when allotd knows none. An executor that switches users refuses a job
   // without one.
   std::optional<model::RunAs> runAs;
+  // An interactive session (docs/sessions.md): recorded in spec.json, where the Jupyter fork
+  // server (root) reads it to serve session jobs only.
+  bool session = false;
 };
 
 class Executor {

@@ -100,7 +100,8 @@ Status JobDir::writeRecord(const JobRecord& r) const {
             {"memory_limit_mib", s.memoryLimitMib},
             {"cpu_millis", s.cpuMillis},
             {"started_at", r.startedAt},
-            {"cgroups", r.cgroups}};
+            {"cgroups", r.cgroups},
+            {"session", s.session}};
   if (s.runAs) j["run_as"] = model::toJson(*s.runAs);
   return writeFile("spec.json", j.dump(2) + "\n");
 }
@@ -120,6 +121,7 @@ Result<JobRecord> JobDir::readRecord() const {
     s.cpuMillis = j.at("cpu_millis").get<int>();
     r.startedAt = j.at("started_at").get<TimeMs>();
     r.cgroups = j.at("cgroups").get<std::vector<std::string>>();
+    s.session = j.value("session", false);  // absent in records of agents before it
     if (j.contains("run_as")) {
       auto runAs = model::runAsFromJson(j.at("run_as"));
       if (!runAs.ok()) throw std::runtime_error(runAs.status().message());

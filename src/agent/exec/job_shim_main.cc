@@ -11,29 +11,39 @@
 //      <job-dir>/status.json (temporary file + rename), then exits.
 // status.json is also read by JobDir (job_dir.cc); keep the two in step.
 //
-// Usage: allot-job-shim --job-dir DIR --log FILE --cwd DIR [--report-fd N]
-//                       [--uid U --gid G [--groups G1,G2...]]
-//                       [--cgroup GROUP_DIR]... -- COMMAND [ARG]...
+// Usage: allot-job-shim --job-fd N
+// Descriptor N is a stream socket to the agent, which sends the job on it at once as one job
+// message (below): the arguments
+//     --job-dir DIR --log FILE --cwd DIR [--uid U --gid G [--groups G1,G2...]]
+//     [--cgroup GROUP_DIR]... -- COMMAND [ARG]...
+// and the job's environment. N is then the report descriptor of step 5.
 // With --uid, the command runs as that user (docs/access.md, "Workloads run as their owner"):
 // in step 4 the child sets its supplementary groups, gid and uid, in that order, before exec; the
 // shim itself stays root to record the outcome and kill what the job leaves. uid or gid 0 is
 // refused: a workload never runs as root.
-// The environment it is given is the job's.
+// The job's environment never reaches a root process: the shim is started with an empty one
+// (what it is given of its own is ignored), holds the job's as data, and the child installs it
+// only after it has dropped to the job's owner, right before exec. So LD_PRELOAD,
+// LD_LIBRARY_PATH, GCONV_PATH and the like act in the job, as they should, and never in the
+// shim. For the same reason the job's command and environment do not travel as argv/envp of the
+// shim.
 //
 // Standby: allot-job-shim --standby-fd N [--cgroup GROUP_DIR]...
 // The agent starts one of these ahead of any job (see process_executor.h), so that step 1, which
 // costs the kernel ~10 ms on cgroup v1, is paid before a job arrives. Its environment is empty and
 // descriptor N is a stream socket to the agent. It closes every other inherited descriptor, joins
 // the (spare, limit-free) groups, writes one byte 'R' to N, and waits. The agent writes the job's
-// limits into the groups and then sends the job on N:
+// limits into the groups and then sends the job on N as a job message (without --cgroup: the
+// standby's groups are the job's). From then on it is an ordinary shim from step 2, with N as
+// its report descriptor. It runs nothing of the job's before the whole job has arrived; if N
+// reaches end-of-file first (the agent exited or retired it) it exits with status 0 and writes
+// nothing. If it cannot join a group it exits with status 1 without writing 'R'.
+// process_executor.cc writes the other end; keep the two in step.
+//
+// The job message, on both paths:
 //   <u32 length, host order><payload of `length` bytes>
-//   payload: "<n>\0" then n NUL-terminated arguments (what would follow argv[0] above, without
-//            --cgroup), then "<m>\0" then m NUL-terminated "KEY=VALUE" environment entries.
-// From then on it is an ordinary shim from step 2, with N as its report descriptor. It runs
-// nothing of the job's before the whole job has arrived; if N reaches end-of-file first (the agent
-// exited or retired it) it exits with status 0 and writes nothing. If it cannot join a group it
-// exits with status 1 without writing 'R'. process_executor.cc writes the other end; keep the two
-// in step.
+//   payload: "<n>\0" then n NUL-terminated arguments, then "<m>\0" then m NUL-terminated
+//            "KEY=VALUE" environment entries.
 //
 // Only libc here: one shim runs per job for the job's whole life, so it should cost little.
 
@@ -69,6 +79,8 @@ struct Args {
   std::vector<gid_t> groups;
   std::vector<std::string> cgroups;
   std::vector<char*> command;  // null-terminated argv
+  // The job's environment, null-terminated; installed in the child after it dropped privileges.
+  std::vector<char*> env = {nullptr};
 };
 
 bool parseArgs(int argc, char** argv, Args* a) {
@@ -87,8 +99,6 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->log = v;
     else if (k == "--cwd")
       a->cwd = v;
-    else if (k == "--report-fd")
-      a->reportFd = std::atoi(v.c_str());
     else if (k == "--cgroup")
       a->cgroups.push_back(v);
     else if (k == "--uid")
@@ -252,6 +262,9 @@ void closeInherited(int keep) {
       _exit(127);
     }
   }
+  // Only now, as the owner: execvp looks the command up in the job's PATH, and the loader of the
+  // job's program is the first to read LD_PRELOAD and its kind.
+  environ = const_cast<char**>(a.env.data());
   execvp(a.command[0], a.command.data());
   int err = errno;
   (void)!write(execErrFd, &err, sizeof err);
@@ -306,6 +319,44 @@ bool takeStrings(const std::string& payload, size_t* pos, std::vector<std::strin
     out->push_back(std::move(s));
   }
   return true;
+}
+
+enum class JobMessage { kOk, kNone, kMalformed };
+
+// Reads one job message (top of this file) from fd into *a, with fd as its report descriptor.
+// kNone: fd reached end-of-file before a job came. The strings live for the rest of the shim's
+// life: a's argv and environment point into them.
+JobMessage readJobMessage(int fd, char* argv0, Args* a) {
+  uint32_t size = 0;
+  if (!readAll(fd, reinterpret_cast<char*>(&size), sizeof size)) return JobMessage::kNone;
+  if (size > kMaxJobMessage) {
+    std::fprintf(stderr, "allot-job-shim: a job of %u bytes is too big\n", size);
+    return JobMessage::kMalformed;
+  }
+  static std::string payload;
+  payload.assign(size, '\0');
+  if (!readAll(fd, payload.data(), size)) return JobMessage::kNone;
+  static std::vector<std::string> args, env;
+  size_t pos = 0;
+  if (!takeStrings(payload, &pos, &args) || !takeStrings(payload, &pos, &env) ||
+      pos != payload.size()) {
+    std::fprintf(stderr, "allot-job-shim: malformed job message\n");
+    return JobMessage::kMalformed;
+  }
+  static std::vector<char*> argvJob;
+  argvJob = {argv0};
+  for (auto& s : args) argvJob.push_back(s.data());
+  argvJob.push_back(nullptr);
+  if (!parseArgs(static_cast<int>(argvJob.size()) - 1, argvJob.data(), a)) {
+    std::fprintf(stderr, "allot-job-shim: malformed job arguments\n");
+    if (!a->jobDir.empty()) writeFailedToStart(*a, "allot-job-shim got malformed job arguments");
+    return JobMessage::kMalformed;
+  }
+  a->env.clear();
+  for (auto& s : env) a->env.push_back(s.data());
+  a->env.push_back(nullptr);
+  a->reportFd = fd;  // the agent waits on this socket's end-of-file as on any report descriptor
+  return JobMessage::kOk;
 }
 
 // Steps 2-6: runs the job described by a, once the shim is in its groups.
@@ -405,54 +456,32 @@ int runStandby(int argc, char** argv) {
   }
   if (send(fd, "R", 1, MSG_NOSIGNAL) != 1) return 0;  // the agent is gone already
 
-  uint32_t size = 0;
-  if (!readAll(fd, reinterpret_cast<char*>(&size), sizeof size)) return 0;  // retired: no job
-  if (size > kMaxJobMessage) {
-    std::fprintf(stderr, "allot-job-shim: standby: a job of %u bytes is too big\n", size);
-    return 2;
-  }
-  std::string payload(size, '\0');
-  if (!readAll(fd, payload.data(), size)) return 0;
-
-  // They back argv and environ for the rest of the shim's life.
-  static std::vector<std::string> args, env;
-  size_t pos = 0;
-  if (!takeStrings(payload, &pos, &args) || !takeStrings(payload, &pos, &env) ||
-      pos != payload.size()) {
-    std::fprintf(stderr, "allot-job-shim: standby: malformed job message\n");
-    return 2;
-  }
-  std::vector<char*> argvJob = {argv[0]};
-  for (auto& s : args) argvJob.push_back(s.data());
-  argvJob.push_back(nullptr);
-  static std::vector<char*> envp;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
   Args a;
-  if (!parseArgs(static_cast<int>(argvJob.size()) - 1, argvJob.data(), &a)) {
-    std::fprintf(stderr, "allot-job-shim: standby: malformed job arguments\n");
-    if (!a.jobDir.empty()) writeFailedToStart(a, "allot-job-shim got malformed job arguments");
-    return 2;
+  switch (readJobMessage(fd, argv[0], &a)) {
+    case JobMessage::kNone:
+      return 0;  // retired: no job
+    case JobMessage::kMalformed:
+      return 2;
+    case JobMessage::kOk:
+      break;
   }
-  a.reportFd = fd;  // the agent waits on this socket's end-of-file as on any report descriptor
   a.cgroups = groups;
-  environ = envp.data();  // the job's; execvp looks the command up in its PATH
   return runJob(a);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--standby-fd") == 0) return runStandby(argc, argv);
-  Args a;
-  if (!parseArgs(argc, argv, &a)) {
+// The direct path: the job's own shim, told the job on fd at once.
+int runDirect(int argc, char** argv) {
+  if (argc != 3 || std::strcmp(argv[1], "--job-fd") != 0 || std::atoi(argv[2]) <= STDERR_FILENO) {
     std::fprintf(stderr,
-                 "usage: allot-job-shim --job-dir DIR --log FILE --cwd DIR [--report-fd N] "
-                 "[--cgroup DIR]... -- COMMAND [ARG]...\n"
-                 "       allot-job-shim --standby-fd N [--cgroup DIR]...\n");
+                 "usage: allot-job-shim --job-fd N\n"
+                 "       allot-job-shim --standby-fd N [--cgroup DIR]...\n"
+                 "(the job comes on descriptor N; see job_shim_main.cc)\n");
     return 2;
   }
+  const int fd = std::atoi(argv[2]);
+  closeInherited(fd);
+  Args a;
+  if (readJobMessage(fd, argv[0], &a) != JobMessage::kOk) return 2;
   std::string error;
   if (!joinCgroups(a.cgroups, &error)) {
     // Refuse to run unconfined in a group we were told to use.
@@ -460,4 +489,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   return runJob(a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever environment the shim was started with is not the job's, and not trusted either.
+  static char* empty[] = {nullptr};
+  environ = empty;
+  if (argc > 1 && std::strcmp(argv[1], "--standby-fd") == 0) return runStandby(argc, argv);
+  return runDirect(argc, argv);
 }

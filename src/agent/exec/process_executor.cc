@@ -97,7 +97,7 @@ void waitForClose(int fd, int64_t timeoutMs) {
   }
 }
 
-// The standby's half of the protocol is in job_shim_main.cc: a u32 length, then "<n>\0" and n
+// The shim's half of the protocol is in job_shim_main.cc: a u32 length, then "<n>\0" and n
 // NUL-terminated arguments, then "<m>\0" and m environment entries. A string is cut at its first
 // NUL, as execve would cut it on the direct path.
 std::string jobMessage(const std::vector<std::string>& args, const std::vector<std::string>& env) {
@@ -223,7 +223,13 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   }
   const std::string scratch = scratchRoot_ + "/" + std::to_string(spec.id);
   std::error_code scratchError;
-  fs::create_directories(scratch, scratchError);
+  fs::create_directories(scratchRoot_, scratchError);
+  if (runAsOwner_ && !scratchError) {
+    // Root gives the directory to the owner below: nobody else may have had a hand in its path.
+    if (Status st = checkAgentOwnedDir(scratchRoot_, "the scratch root"); !st.ok())
+      return failToStart(job, spec, st.message());
+  }
+  if (!scratchError) fs::create_directory(scratch, scratchError);
   if (scratchError) {
     return failToStart(
         job, spec, "cannot create scratch directory " + scratch + ": " + scratchError.message());
@@ -240,15 +246,8 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
     places.teamDir = *dir;
   }
   std::vector<std::string> env = jobEnvironment(spec, places);
-  std::vector<std::string> args = {shimPath_,
-                                   "--job-dir",
-                                   job.dir.path(),
-                                   "--log",
-                                   job.dir.logPath(),
-                                   "--cwd",
-                                   job.dir.workPath(),
-                                   "--report-fd",
-                                   std::to_string(kReportFd)};
+  std::vector<std::string> args = {shimPath_,         "--job-dir", job.dir.path(),    "--log",
+                                   job.dir.logPath(), "--cwd",     job.dir.workPath()};
   if (runAsOwner_) {
     auto identity = shimIdentityArgs(*spec.runAs);
     args.insert(args.end(), identity.begin(), identity.end());
@@ -290,10 +289,16 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
     args.push_back("--");
     args.insert(args.end(), spec.command.begin(), spec.command.end());
     int ends[2];
-    if (::pipe2(ends, O_CLOEXEC) != 0) {
-      return failToStart(job, spec, std::string("cannot create a pipe: ") + std::strerror(errno));
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+      return failToStart(job, spec,
+                         std::string("cannot create a socket pair: ") + std::strerror(errno));
     }
-    auto shim = spawnShim(args, env, ends[1]);
+    // Bounds start() should the shim stop reading with the job half sent.
+    timeval timeout = {kStartTimeoutMs / 1000, 0};
+    ::setsockopt(ends[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    // The shim runs as root: it gets no environment, and the job (command and environment) as
+    // data on the socket, which it applies only in the child once that has dropped to the owner.
+    auto shim = spawnShim({shimPath_, "--job-fd", std::to_string(kReportFd)}, ends[1]);
     if (!shim.ok()) {
       ::close(ends[0]);
       return failToStart(job, spec, shim.status().message());
@@ -302,6 +307,15 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
     if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
       spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
                    spec.id, st.message());
+    }
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (Status st = sendAll(ends[0], jobMessage(rest, env)); !st.ok()) {
+      // Without the whole job it runs nothing and exits at end-of-file; refresh() reports it.
+      spdlog::warn("job={}: its shim {} did not take the job: {}", spec.id, job.shim->pid,
+                   st.message());
+      ::close(ends[0]);
+      refresh(job);
+      return job.actual;
     }
     report = ends[0];
   }
@@ -316,9 +330,9 @@ Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,
   const model::RunAs& r = *spec.runAs;
   // The job directory holds the agent's files (spec, status, log): root's, readable by the
   // owner's private group only. Its working directory and scratch are the owner's alone.
-  ALLOT_RETURN_IF_ERROR(giveTo(job.dir.path(), 0, r.gid, 0710));
-  ALLOT_RETURN_IF_ERROR(giveTo(job.dir.workPath(), r.uid, r.gid, 0700));
-  ALLOT_RETURN_IF_ERROR(giveTo(scratch, r.uid, r.gid, 0700));
+  ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.path(), 0, r.gid, 0710));
+  ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.workPath(), r.uid, r.gid, 0700));
+  ALLOT_RETURN_IF_ERROR(giveDirectoryTo(scratch, r.uid, r.gid, 0700));
   // Each user must pass through the roots to reach their own, and list nothing there.
   for (const std::string& root : {workDir_, workDir_ + "/jobs", scratchRoot_})
     ::chmod(root.c_str(), 0711);
@@ -355,10 +369,10 @@ bool ProcessExecutor::handOver(Job& job, Standby& standby, const std::vector<std
   return true;
 }
 
-Result<ShimRecord> ProcessExecutor::spawnShim(const std::vector<std::string>& args,
-                                              const std::vector<std::string>& env, int childEnd) {
-  std::vector<std::string> argStrings = args, envStrings = env;
-  std::vector<char*> argv = cStrings(argStrings), envp = cStrings(envStrings);
+Result<ShimRecord> ProcessExecutor::spawnShim(const std::vector<std::string>& args, int childEnd) {
+  std::vector<std::string> argStrings = args;
+  std::vector<char*> argv = cStrings(argStrings);
+  char* noEnvironment[] = {nullptr};
   // Moved above kReportFd so the dup2 below really clears close-on-exec on the shim's copy.
   int high = ::fcntl(childEnd, F_DUPFD_CLOEXEC, kReportFd + 1);
   ::close(childEnd);
@@ -379,7 +393,7 @@ Result<ShimRecord> ProcessExecutor::spawnShim(const std::vector<std::string>& ar
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setsigmask(&attr, &none);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, shimPath_.c_str(), &actions, &attr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid, shimPath_.c_str(), &actions, &attr, argv.data(), noEnvironment);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(high);
@@ -405,8 +419,8 @@ Result<ProcessExecutor::Standby> ProcessExecutor::spawnStandby() {
     args.push_back("--cgroup");
     args.push_back(g);
   }
-  // An empty environment: the job's comes with the job.
-  auto shim = spawnShim(args, {}, ends[1]);
+  // The job, with its environment, comes on the socket.
+  auto shim = spawnShim(args, ends[1]);
   if (!shim.ok()) {
     ::close(ends[0]);
     CgroupManager::remove(*groups);

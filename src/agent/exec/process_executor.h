@@ -138,9 +138,9 @@ class ProcessExecutor final : public Executor {
   bool handOver(Job& job, Standby& standby, const std::vector<std::string>& args,
                 const std::vector<std::string>& env);
   // posix_spawns the shim in a session of its own, with childEnd (closed here) as its descriptor
-  // kReportFd.
-  Result<ShimRecord> spawnShim(const std::vector<std::string>& args,
-                               const std::vector<std::string>& env, int childEnd);
+  // kReportFd and an empty environment: it runs as root, and nothing of the job's may reach it
+  // but as data.
+  Result<ShimRecord> spawnShim(const std::vector<std::string>& args, int childEnd);
   // Tops the standbys up to standbyTarget_, after dropping dead ones.
   void replenishStandbys();
   Result<Standby> spawnStandby();

@@ -137,6 +137,21 @@ TEST_F(ProcessExecutorTest, JobSeesItsGpusAndIdInItsEnvironment) {
   EXPECT_EQ(readFile(exec_->logPath(7)), "C=GPU-aaa,GPU-bbb N=GPU-aaa,GPU-bbb J=7 F=bar\n");
 }
 
+// The shim stays root while the job runs: none of the job's environment may reach it (an
+// LD_PRELOAD there would run as root). The job reads its parent's, the shim's, environment.
+TEST_F(ProcessExecutorTest, TheShimHasNoneOfTheJobsEnvironment) {
+  JobSpec s = shellJob(8,
+                       "echo \"mine=$MARKER\"; tr '\\0' '\\n' < /proc/$PPID/environ | "
+                       "sed 's/^/shim:/'; echo done");
+  s.env = {{"MARKER", "job-only"}, {"LD_LIBRARY_PATH", "/job/lib"}};
+  ASSERT_NE(exec_->start(s).state, ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(8).exitCode, 0);
+  const std::string log = readFile(exec_->logPath(8));
+  EXPECT_NE(log.find("mine=job-only\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("done\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("shim:"), std::string::npos) << "the shim has an environment:\n" << log;
+}
+
 TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnThatTheWipeKnows) {
   exec_->setScratchRoot(workDir_ + "/scratch-root");
   ActualJob started =

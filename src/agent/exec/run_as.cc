@@ -1,5 +1,6 @@
 #include "agent/exec/run_as.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,11 +35,47 @@ Status checkRunAs(const JobSpec& spec) {
   return Status::Ok();
 }
 
+namespace {
+
+Status giveOpened(const std::string& path, int64_t uid, int64_t gid, unsigned mode, int flags) {
+  // On the open file, never by path: a link in its place (planted by someone who could write
+  // where it lies) is refused, not followed to a host file. O_NONBLOCK: a FIFO there cannot
+  // hold the agent.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags);
+  struct stat st {};
+  Status result = Status::Ok();
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    result = Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+    result = Status::FailedPrecondition(path + " is neither a directory nor a file; refusing it");
+  } else if (::fchown(fd, static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0 ||
+             ::fchmod(fd, mode) != 0) {
+    result = Status::Unavailable("cannot give " + path + " to uid " + std::to_string(uid) +
+                                 " gid " + std::to_string(gid) + ": " + std::strerror(errno));
+  }
+  if (fd >= 0) ::close(fd);
+  return result;
+}
+
+}  // namespace
+
 Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode) {
-  if (::chown(path.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0 ||
-      ::chmod(path.c_str(), mode) != 0)
-    return Status::Unavailable("cannot give " + path + " to uid " + std::to_string(uid) + " gid " +
-                               std::to_string(gid) + ": " + std::strerror(errno));
+  return giveOpened(path, uid, gid, mode, 0);
+}
+
+Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode) {
+  return giveOpened(path, uid, gid, mode, O_DIRECTORY);
+}
+
+Status checkAgentOwnedDir(const std::string& dir, const char* what) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    return Status::Unavailable(std::string(what) + " " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+    return Status::FailedPrecondition(
+        std::string(what) + " " + dir +
+        " must be a directory of the agent's user that no one else may write (a user who may "
+        "could plant a link where the agent, as root, makes a job's directory)");
   return Status::Ok();
 }
 
@@ -52,8 +89,9 @@ Result<std::string> ensureTeamDir(const std::string& root, const model::RunAs& r
     return Status::FailedPrecondition("team directory " + dir + " is a symlink; refusing it");
   if (owned && runAs.teamGid > 0) {
     // Others must reach their own team's directory through the root, but list nothing in it.
+    ALLOT_RETURN_IF_ERROR(checkAgentOwnedDir(root, "the team directory root"));
     ::chmod(root.c_str(), 0711);
-    ALLOT_RETURN_IF_ERROR(giveTo(dir, 0, runAs.teamGid, 02770));
+    ALLOT_RETURN_IF_ERROR(giveDirectoryTo(dir, 0, runAs.teamGid, 02770));
   }
   return dir;
 }

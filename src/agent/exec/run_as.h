@@ -17,8 +17,15 @@ namespace allot::agent {
 // its uid nor its gid is 0. A job refused here fails to start with this message.
 Status checkRunAs(const JobSpec& spec);
 
-// Makes `path` the owner's: chown uid:gid, then chmod `mode`. The agent (root) still reaches it.
+// Makes `path` the owner's: chown uid:gid, then chmod `mode`, on the opened file (a symlink in
+// its place is refused, not followed). The agent (root) still reaches it.
 Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
+// The same, for a directory only (a file in its place, a hard link planted there, is refused).
+Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
+
+// A root the agent makes workloads' directories in (scratch, team directories, homes): a real
+// directory of the agent's user, writable by no one else. `what` names it in the error.
+Status checkAgentOwnedDir(const std::string& dir, const char* what);
 
 // The team's shared directory <root>/<team>, made if missing. With `owned`, it belongs to
 // root:<team gid> with mode 2770 (setgid: files made in it keep the team's group), reset at each

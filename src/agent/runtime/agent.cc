@@ -24,6 +24,7 @@
 #include "agent/runtime/agent_outbox.h"
 #include "agent/runtime/http_join.h"
 #include "agent/runtime/tunnel_endpoint.h"
+#include "common/bounded_json.h"
 #include "common/tls.h"
 #include "model/tunnel_frame.h"
 
@@ -103,8 +104,9 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
   if (!config_.forkServer.empty())
-    forkServer_ = std::make_unique<ForkServerProcess>(
-        config_.forkServer, config_.workDir + "/forkserver/jupyter.sock", clock_);
+    forkServer_ = std::make_unique<ForkServerProcess>(config_.forkServer,
+                                                      config_.workDir + "/forkserver/jupyter.sock",
+                                                      config_.workDir + "/jobs", clock_);
   tunnelResolver_ = [this](int64_t session, const std::string& target) {
     return resolveTunnel(session, target);
   };
@@ -120,7 +122,16 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
   if (target == "jupyter") {
     if (wanted->session->app.rfind("jupyter-", 0) != 0)
       return Status::FailedPrecondition("session " + std::to_string(session) + " runs no Jupyter");
-    return TunnelTarget::unixSocket(SessionLauncher::socketPath(executor_.workPath(session)));
+    // The socket is in the owner's working directory, which only they (and root) may enter; the
+    // directory itself is in the agent's job directory, so its owner is the session's.
+    const std::string work = executor_.workPath(session);
+    struct stat st {};
+    if (::lstat(work.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Status::Unavailable("session " + std::to_string(session) +
+                                 " has no working directory");
+    TunnelTarget t = TunnelTarget::unixSocket(SessionLauncher::socketPath(work));
+    t.peerUid = st.st_uid;
+    return t;
   }
   if (target == "ssh") {
     return ssh_.connect(session, sessionIdentity(*wanted), wanted->session->sshKeys,
@@ -269,6 +280,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.cpuMillis = d.cpuMillis;
       spec.memoryLimitMib = d.memoryMib;
       spec.runAs = d.runAs;
+      spec.session = d.session.has_value();
       if (d.session) {
         const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
         const SessionIdentity who = sessionIdentity(d);
@@ -472,7 +484,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         if (model::isTunnelFrame(data)) tunnels.onFrame(data);
         continue;
       }
-      auto msg = nlohmann::json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+      auto msg = parseBoundedJson(beast::buffers_to_string(buf.data()));
       if (!msg.is_object() || msg.value("type", "") != "desired") continue;
       std::vector<model::DesiredJob> desired;
       for (const auto& j : msg.value("jobs", nlohmann::json::array())) {

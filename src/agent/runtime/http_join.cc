@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/bounded_json.h"
 #include "common/tls.h"
 
 namespace allot::agent {
@@ -85,7 +86,7 @@ Result<JoinResult> joinCluster(const ServerAddress& server, const std::string& c
       stream.connect(resolver.resolve(server.host, server.port));
       res = roundTrip(stream, req);
     }
-    auto body = nlohmann::json::parse(res.body(), nullptr, false);
+    auto body = parseBoundedJson(res.body());
     if (res.result() != http::status::ok) {
       std::string msg = body.is_object() && body.contains("error")
                             ? body["error"].value("message", res.body())

@@ -113,6 +113,8 @@ Result<std::unique_ptr<TargetConn>> spawnProcess(asio::any_io_executor ex, const
   argv.push_back(nullptr);
   std::vector<std::string> procs;
   for (const auto& g : t.cgroups) procs.push_back(g + "/cgroup.procs");
+  char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang[] = "LANG=C.UTF-8";
+  std::vector<char*> envp = {path, lang, nullptr};
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(sv[0]);
@@ -131,7 +133,9 @@ Result<std::unique_ptr<TargetConn>> spawnProcess(asio::any_io_executor ex, const
       err = errno;
     if (!err && t.uid && ::setuid(*t.uid) != 0) err = errno;
     if (!err) {
-      ::execv(argv[0], argv.data());
+      // A fixed environment, not the agent's (which may hold its join token): the process runs
+      // as the session's user, who can read it from /proc.
+      ::execve(argv[0], argv.data(), envp.data());
       err = errno;
     }
     [[maybe_unused]] auto n = ::write(errPipe[1], &err, sizeof err);
@@ -179,6 +183,14 @@ asio::awaitable<Result<std::unique_ptr<TargetConn>>> connectTarget(asio::any_io_
       Local::endpoint ep(t.path);
       auto [ec] = co_await socket.async_connect(ep, asio::as_tuple(use_awaitable));
       if (ec) co_return Status::Unavailable("cannot connect to " + t.path + ": " + ec.message());
+      if (t.peerUid) {
+        ucred peer{};
+        socklen_t len = sizeof peer;
+        if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+            peer.uid != *t.peerUid)
+          co_return Status::PermissionDenied(t.path + " is not served by uid " +
+                                             std::to_string(*t.peerUid) + "; refusing it");
+      }
       co_return std::unique_ptr<TargetConn>(new SocketConn<Local::socket>(std::move(socket)));
     }
     case TunnelTarget::Kind::kTcpPort: {

@@ -32,7 +32,11 @@ namespace allot::agent {
 struct TunnelTarget {
   enum class Kind { kUnixSocket, kTcpPort, kProcess };
   Kind kind = Kind::kUnixSocket;
-  std::string path;               // kUnixSocket
+  std::string path;  // kUnixSocket
+  // kUnixSocket: the uid the listening end must have (SO_PEERCRED), when the socket lies where
+  // a workload can write: the agent connects as root, and must not be led by a link planted
+  // there to someone else's socket (another user's Jupyter, a root daemon's).
+  std::optional<uid_t> peerUid;
   uint16_t port = 0;              // kTcpPort, on 127.0.0.1
   std::vector<std::string> argv;  // kProcess: argv[0] is the program's absolute path
   // kProcess: the identity it runs as; unset = the agent's own.

@@ -21,8 +21,12 @@ constexpr int64_t kMaxBackoffMs = 300'000;
 
 }  // namespace
 
-ForkServerProcess::ForkServerProcess(std::string program, std::string socket, const Clock& clock)
-    : program_(std::move(program)), socket_(std::move(socket)), clock_(clock) {}
+ForkServerProcess::ForkServerProcess(std::string program, std::string socket, std::string jobsDir,
+                                     const Clock& clock)
+    : program_(std::move(program)),
+      socket_(std::move(socket)),
+      jobsDir_(std::move(jobsDir)),
+      clock_(clock) {}
 
 ForkServerProcess::~ForkServerProcess() {
   if (pid_ <= 0) return;
@@ -52,9 +56,9 @@ void ForkServerProcess::keepRunning() {
   const std::string dir = std::filesystem::path(socket_).parent_path().string();
   std::filesystem::create_directories(dir, ec);
   // Session clients run as their owners and must reach the socket; the server tells them apart
-  // by their peer credentials, not by who may open it.
+  // by their peer credentials and the agent's job records, not by who may open it.
   ::chmod(dir.c_str(), 0711);
-  std::vector<std::string> args = {program_, "serve", "--socket", socket_};
+  std::vector<std::string> args = {program_, "serve", "--socket", socket_, "--jobs-dir", jobsDir_};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

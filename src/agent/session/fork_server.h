@@ -17,8 +17,11 @@ namespace allot::agent {
 
 class ForkServerProcess {
  public:
-  // `program`: the allot-jupyter-forkserver script; `socket`: where it listens.
-  ForkServerProcess(std::string program, std::string socket, const Clock& clock);
+  // `program`: the allot-jupyter-forkserver script; `socket`: where it listens; `jobsDir`: the
+  // executor's job directories, from which it tells session jobs (the only ones it serves) from
+  // others.
+  ForkServerProcess(std::string program, std::string socket, std::string jobsDir,
+                    const Clock& clock);
   ~ForkServerProcess();
   ForkServerProcess(const ForkServerProcess&) = delete;
   ForkServerProcess& operator=(const ForkServerProcess&) = delete;
@@ -32,6 +35,7 @@ class ForkServerProcess {
  private:
   std::string program_;
   std::string socket_;
+  std::string jobsDir_;
   const Clock& clock_;
   pid_t pid_ = -1;
   TimeMs startedAt_ = 0;

@@ -9,6 +9,7 @@ SKIP_RETURN_CODE) otherwise. Waits on conditions with generous deadlines, assert
 """
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FORKSERVER = os.environ.get("FORKSERVER", os.path.join(HERE, "allot-jupyter-forkserver"))
 UID = GID = 4242
 TOKEN = "t0ken-" + os.urandom(8).hex()
+V1_MEMORY = "/sys/fs/cgroup/memory"
 DEADLINE_S = 60  # how long to wait for a condition before failing (never a timing assertion)
 
 
@@ -132,12 +134,28 @@ class ForkServerTest(unittest.TestCase):
         if root:
             cls.cgroup = os.path.join(root, f"allot-forkserver-test-{os.getpid()}")
             os.mkdir(cls.cgroup)
+        # On a v1 or hybrid host, a memory group of the clients' own as well: the sessions must
+        # land in it, not in the server's (which is the agent's on a real host).
+        cls.memory_cgroup = ""
+        if os.path.isdir(V1_MEMORY):
+            cls.memory_cgroup = os.path.join(V1_MEMORY, f"allot-forkserver-test-{os.getpid()}")
+            os.mkdir(cls.memory_cgroup)
+        # What the agent records of a session job: its shim (here this test process, the clients'
+        # parent) and its command. The server serves only peers whose parent is such a shim.
+        cls.jobs = os.path.join(cls.tmp, "jobs")
+        os.makedirs(os.path.join(cls.jobs, "1"))
+        with open(f"/proc/{os.getpid()}/stat") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])
+        with open(os.path.join(cls.jobs, "1", "shim.json"), "w") as f:
+            json.dump({"pid": os.getpid(), "start_ticks": ticks}, f)
+        with open(os.path.join(cls.jobs, "1", "spec.json"), "w") as f:
+            json.dump({"command": [FORKSERVER, "run", "--socket", cls.sock], "session": True}, f)
         cls.log_path = os.path.join(cls.tmp, "server.log")
         cls.log = open(cls.log_path, "w")
         # A neutral environment: a value captured at import must not point into /root.
         cls.server = subprocess.Popen(
-            [FORKSERVER, "serve", "--socket", cls.sock, "--kill-grace", "1",
-             "--request-timeout", "1"], stdin=subprocess.DEVNULL,
+            [FORKSERVER, "serve", "--socket", cls.sock, "--jobs-dir", cls.jobs, "--kill-grace",
+             "1", "--request-timeout", "1"], stdin=subprocess.DEVNULL,
             stdout=cls.log, stderr=cls.log,
             env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         cls.clients = []
@@ -169,6 +187,8 @@ class ForkServerTest(unittest.TestCase):
         cls.log.close()
         if cls.cgroup:
             os.rmdir(cls.cgroup)
+        if cls.memory_cgroup:
+            os.rmdir(cls.memory_cgroup)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
@@ -181,16 +201,18 @@ class ForkServerTest(unittest.TestCase):
         with open(cls.log_path) as f:
             return f.read()
 
-    def start_client(self, name, socket_path=None, extra=()):
-        """Starts a client as UID:GID in the test cgroup; returns (Popen, jupyter socket, base)."""
+    def start_client(self, name, socket_path=None, extra=(), wrapper=()):
+        """Starts a client as UID:GID in the test cgroups; returns (Popen, jupyter socket, base).
+        wrapper: a command that runs the client as its child (not a session job's main
+        process)."""
         jsock = os.path.join(self.home, f"{name}.sock")
         base = f"/sessions/{name}/"
-        cgroup = self.cgroup
+        groups = [g for g in (self.cgroup, self.memory_cgroup) if g]
 
         def become_owner():
-            # What the agent's job shim does: join the job's cgroup, then drop to the owner.
-            if cgroup:
-                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            # What the agent's job shim does: join the job's cgroups, then drop to the owner.
+            for g in groups:
+                with open(os.path.join(g, "cgroup.procs"), "w") as f:
                     f.write(str(os.getpid()))
             os.setgroups([])
             os.setgid(GID)
@@ -198,11 +220,11 @@ class ForkServerTest(unittest.TestCase):
 
         err = open(os.path.join(self.tmp, f"{name}.err"), "w")
         p = subprocess.Popen(
-            [FORKSERVER, "run", "--socket", socket_path or self.sock, *extra, "--",
+            [*wrapper, FORKSERVER, "run", "--socket", socket_path or self.sock, *extra, "--",
              f"--ServerApp.sock={jsock}", "--ServerApp.sock_mode=0600",
              f"--ServerApp.base_url={base}", "--no-browser"],
             stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=self.home,
-            preexec_fn=become_owner,
+            preexec_fn=become_owner, start_new_session=bool(wrapper),
             env={"HOME": self.home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                  "JUPYTER_TOKEN": TOKEN})
         err.close()
@@ -251,6 +273,13 @@ class ForkServerTest(unittest.TestCase):
         if self.cgroup:
             with open(f"/proc/{child}/cgroup") as f:
                 self.assertIn("0::/" + os.path.basename(self.cgroup) + "\n", f.read())
+        # Every hierarchy, v1 ones included (memory, cpu, devices: where a job's limits and GPU
+        # filter live on a v1 or hybrid host), is the client's, not the server's.
+        with open(f"/proc/{child}/cgroup") as f, open(f"/proc/{client.pid}/cgroup") as g:
+            self.assertEqual(sorted(f.read().splitlines()), sorted(g.read().splitlines()))
+        if self.memory_cgroup:
+            with open(os.path.join(self.memory_cgroup, "cgroup.procs")) as f:
+                self.assertIn(str(child), f.read().split())
         st = os.stat(jsock)
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (UID, 0o600))
         # The token reaches Jupyter through the environment only: not in ps, not in the log.
@@ -304,6 +333,34 @@ class ForkServerTest(unittest.TestCase):
         self.wait_ready(client, jsock, base, "f")
         self.assertIn("starting plain jupyter-server", self.client_err("f"))
         self.stop(client, None)
+
+    def test_process_that_is_not_a_session_job_is_refused(self):
+        # A job's other processes (here: a child of the session's main process) get no Jupyter
+        # from the fork server; the client falls back to a plain exec in its own cgroups.
+        client, jsock, base = self.start_client(
+            "n", wrapper=["/bin/sh", "-c", '"$0" "$@"; exit $?'])
+        wait_for(lambda: "refused: the peer is not the main process" in self.client_err("n"),
+                 "the client to be refused")
+        self.assertIn("refused a request: the peer is not the main process", self.server_log())
+        # The wrapper, the client and the plain Jupyter it fell back to: all of its group.
+        os.killpg(client.pid, signal.SIGKILL)
+        client.wait()
+
+    def test_deeply_nested_request_is_refused_and_the_server_lives(self):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock)
+        s.settimeout(DEADLINE_S)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        try:
+            socket.send_fds(s, [b"[" * 200000 + b"\n"], [devnull] * 3)
+            self.assertIn(b"nested too deeply", s.recv(4096))
+        finally:
+            os.close(devnull)
+            s.close()
+        self.assertIsNone(self.server.poll())
+        client, jsock, base = self.start_client("after-deep")  # and it still serves
+        self.wait_ready(client, jsock, base, "after-deep")
+        self.stop(client, self.child_of(client))
 
     def test_token_on_the_command_line_is_refused(self):
         err = subprocess.run([FORKSERVER, "run", "--socket", self.sock, "--",

@@ -1,6 +1,7 @@
 #include "agent/session/jupyter_probe.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
 #include "common/time_format.h"
 
 namespace allot::agent {
@@ -30,6 +32,17 @@ std::optional<std::string> get(const std::string& socketPath, const std::string&
   }
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socketPath.c_str());
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  // The socket is in the session owner's working directory: answered by the owner's server, or
+  // not asked (a link there could lead this root process, and the token, to anyone's socket).
+  const std::string dir = socketPath.substr(0, socketPath.rfind('/'));
+  struct stat st {};
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::lstat(dir.c_str(), &st) != 0 ||
+      ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != st.st_uid) {
     ::close(fd);
     return std::nullopt;
   }
@@ -62,8 +75,9 @@ std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64
   auto kernels = status ? get(socketPath, base + "kernels?no_track_activity=1", token, timeoutMs)
                         : std::nullopt;
   if (!status || !kernels) return std::nullopt;
-  auto s = nlohmann::json::parse(*status, nullptr, false);
-  auto k = nlohmann::json::parse(*kernels, nullptr, false);
+  // The session owner's server wrote these: bounded like any foreign JSON.
+  auto s = parseBoundedJson(*status);
+  auto k = parseBoundedJson(*kernels);
   if (!s.is_object() || !k.is_array()) return std::nullopt;
   JupyterActivity a;
   a.connections = s.value("connections", 0);

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "agent/exec/run_as.h"
+
 namespace allot::agent {
 
 namespace fs = std::filesystem;
@@ -103,11 +105,17 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
       return Status::FailedPrecondition("shared storage " + root + " is not mounted on this host");
     fs::create_directories(root, ec);
     if (storage->kind == "local") ::chmod(root.c_str(), 0711);  // owners reach only their own
-    if (!fs::is_directory(storage->path, ec)) {
+    struct stat home {};
+    if (::lstat(storage->path.c_str(), &home) != 0) {
       fs::create_directory(storage->path, ec);
       if (ec) return Status::Unavailable("cannot create " + storage->path + ": " + ec.message());
-      if (::chown(storage->path.c_str(), uid, gid) != 0 || ::chmod(storage->path.c_str(), 0700))
-        return Status::Unavailable("cannot give " + storage->path + " to its owner");
+      // Given on the opened directory: on shared storage others may write the root, and a link
+      // swapped in for the new directory must not be chowned through.
+      ALLOT_RETURN_IF_ERROR(giveDirectoryTo(storage->path, uid, gid, 0700));
+    } else if (!S_ISDIR(home.st_mode) || home.st_uid != uid) {
+      return Status::FailedPrecondition(storage->path +
+                                        " is not a directory of the session's "
+                                        "owner; refusing to make it the session's home");
     }
     spec.env["HOME"] = storage->path;
   }
@@ -191,7 +199,7 @@ model::ActualSession SessionLauncher::report(const model::DesiredJob& d,
   if (auto t = token(id)) out.token = *t;
   struct stat st {};
   out.ready =
-      !out.token.empty() && ::stat(socketPath(workPath).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+      !out.token.empty() && ::lstat(socketPath(workPath).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
   if (auto a = activity_.find(id); a != activity_.end()) {
     out.connections = a->second.connections;
     out.busyKernels = a->second.busyKernels;

@@ -22,13 +22,20 @@
 
 #include "agent/exec/run_as.h"
 
-extern char** environ;
-
 namespace allot::agent {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// What the programs started here (ssh-keygen as root, sshd as the session's user) get as their
+// environment: never the agent's own, which may hold its join token and which the user could
+// read from /proc.
+const std::vector<char*>& fixedEnvironment() {
+  static char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang[] = "LANG=C.UTF-8";
+  static const std::vector<char*> env = {path, lang, nullptr};
+  return env;
+}
 
 // Runs argv (absolute program) to its end with no input and its output discarded; its status.
 Status runQuietly(const std::vector<std::string>& argv) {
@@ -40,7 +47,8 @@ Status runQuietly(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  const int err = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int err =
+      ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), fixedEnvironment().data());
   posix_spawn_file_actions_destroy(&actions);
   if (err != 0) return Status::Unavailable("cannot run " + argv[0] + ": " + std::strerror(err));
   int status = 0;
@@ -51,19 +59,73 @@ Status runQuietly(const std::vector<std::string>& argv) {
   return Status::Ok();
 }
 
-// Written whole under a temporary name, then renamed: sshd never reads half a file.
-Status writeFile(const std::string& path, const std::string& text, uid_t uid, gid_t gid,
-                 unsigned mode) {
-  const std::string tmp = path + ".new";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Status::Unavailable("cannot write " + tmp);
+// The session's directory, opened for the *at calls below, once it is known to be ours alone:
+// a directory that is not (a symlink, one the session's user owns or may write, as an older
+// agent made them) is refused, since in it a link planted by the user would aim our writes and
+// chowns, as root, at any file of the host.
+Result<int> openOwnDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Status::Unavailable("cannot open " + dir + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(fd);
+    return Status::FailedPrecondition(dir +
+                                      " is not the agent's own directory; refusing to use it");
   }
-  ALLOT_RETURN_IF_ERROR(giveTo(tmp, uid, gid, mode));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::Unavailable("cannot write " + path + ": " + std::strerror(errno));
-  return Status::Ok();
+  return fd;
+}
+
+// Written whole under a temporary name, then renamed: sshd never reads half a file. Every step
+// is relative to the directory's descriptor and follows no link, and the owner and mode are set
+// on the open file, never by path.
+Status writeFile(const std::string& dir, const std::string& name, const std::string& text,
+                 uid_t uid, gid_t gid, unsigned mode) {
+  auto dirFd = openOwnDirectory(dir);
+  if (!dirFd.ok()) return dirFd.status();
+  const std::string tmp = name + ".new";
+  ::unlinkat(*dirFd, tmp.c_str(), 0);
+  const int fd =
+      ::openat(*dirFd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  Status st = Status::Ok();
+  if (fd < 0) {
+    st = Status::Unavailable("cannot write " + dir + "/" + tmp + ": " + std::strerror(errno));
+  } else {
+    size_t done = 0;
+    while (st.ok() && done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) st = Status::Unavailable("cannot write " + dir + "/" + tmp);
+      done += n > 0 ? static_cast<size_t>(n) : 0;
+    }
+    if (st.ok() && (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, mode) != 0))
+      st = Status::Unavailable("cannot give " + dir + "/" + tmp + " to uid " + std::to_string(uid) +
+                               ": " + std::strerror(errno));
+    ::close(fd);
+    if (st.ok() && ::renameat(*dirFd, tmp.c_str(), *dirFd, name.c_str()) != 0)
+      st = Status::Unavailable("cannot write " + dir + "/" + name + ": " + std::strerror(errno));
+    if (!st.ok()) ::unlinkat(*dirFd, tmp.c_str(), 0);
+  }
+  ::close(*dirFd);
+  return st;
+}
+
+// A small file of the session's directory, read without following a link; "" if absent.
+std::string readOwnFile(const std::string& dir, const std::string& name, struct stat* st) {
+  auto dirFd = openOwnDirectory(dir);
+  if (!dirFd.ok()) return "";
+  const int fd = ::openat(*dirFd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  ::close(*dirFd);
+  if (fd < 0) return "";
+  std::string out;
+  struct stat own {};
+  if (::fstat(fd, &own) == 0 && S_ISREG(own.st_mode)) {
+    char buf[4096];
+    ssize_t n;
+    while (out.size() < 64 * 1024 && (n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+    if (st != nullptr) *st = own;
+  }
+  ::close(fd);
+  return out;
 }
 
 std::string loginName(uid_t uid) {
@@ -157,7 +219,9 @@ Status SessionSsh::prepare(int64_t id, const SessionIdentity& who) {
   fs::remove_all(dir, ec);
   if (!fs::create_directory(dir, ec))
     return Status::Unavailable("cannot create " + dir + ": " + ec.message());
-  ALLOT_RETURN_IF_ERROR(giveTo(dir, who.uid, who.gid, 0700));
+  // The agent's, not the user's: sshd (as the user) reads the files in it, and only the agent
+  // writes there (see writeFile).
+  ALLOT_RETURN_IF_ERROR(giveTo(dir, ::geteuid(), ::getegid(), 0711));
   const std::string key = dir + "/host_ed25519";
   ALLOT_RETURN_IF_ERROR(runQuietly({config_.keygen, "-q", "-t", "ed25519", "-N", "", "-C",
                                     "allot-session-" + std::to_string(id), "-f", key}));
@@ -169,11 +233,11 @@ void SessionSsh::report(int64_t id, model::ActualSession& out) const {
   if (!enabled()) return;
   auto known = reported_.find(id);
   if (known == reported_.end()) {
-    const std::string dir = dirOf(id);
+    // The public key is the user's file (prepare gave it to them), in the agent's directory.
     struct stat st {};
-    std::ifstream in(dir + "/host_ed25519.pub");
+    std::istringstream in(readOwnFile(dirOf(id), "host_ed25519.pub", &st));
     std::string type, blob;
-    if (::stat(dir.c_str(), &st) != 0 || !(in >> type >> blob)) return;
+    if (!(in >> type >> blob)) return;
     known = reported_.emplace(id, std::make_pair(loginName(st.st_uid), type + " " + blob)).first;
   }
   out.sshUser = known->second.first;
@@ -222,14 +286,14 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
   auto it = direct_.find(id);
   if (it == direct_.end()) {
     // Started by an earlier agent: it still runs, in the session's cgroups.
-    std::ifstream in(dir + "/direct");
+    std::istringstream in(readOwnFile(dir, "direct", nullptr));
     int port = 0, started = 0;
     if (in >> port >> started && port > 0)
       it = direct_.emplace(id, Direct{port, static_cast<pid_t>(started), ""}).first;
   }
   if (it != direct_.end()) {
     if (it->second.port > 0 && it->second.keys != keys &&
-        writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600).ok())
+        writeFile(dir, "authorized_keys", keys, who.uid, who.gid, 0600).ok())
       it->second.keys = keys;  // sshd reads it at each login
     return;
   }
@@ -245,8 +309,8 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
     direct_[id] = Direct{0, 0, keys};  // not tried again for this session
     return;
   }
-  if (!writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600).ok() ||
-      !writeFile(dir + "/sshd_direct_config",
+  if (!writeFile(dir, "authorized_keys", keys, who.uid, who.gid, 0600).ok() ||
+      !writeFile(dir, "sshd_direct_config",
                  sessionSshdConfig(dir, user, who.uid == 0, processEnvironment(pid), port,
                                    config_.directAddress),
                  who.uid, who.gid, 0600)
@@ -277,12 +341,13 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
     if (who.switchUser && (::setgroups(who.groups.size(), who.groups.data()) != 0 ||
                            ::setgid(who.gid) != 0 || ::setuid(who.uid) != 0))
       ::_exit(126);
-    ::execv(args[0], args.data());
+    ::execve(args[0], args.data(), fixedEnvironment().data());
     ::_exit(127);
   }
   if (child < 0) return;
   direct_[id] = Direct{port, child, keys};
-  std::ofstream(dir + "/direct") << port << " " << child << "\n";
+  (void)writeFile(dir, "direct", std::to_string(port) + " " + std::to_string(child) + "\n",
+                  ::geteuid(), ::getegid(), 0644);
   spdlog::info("session {}: its sshd listens on port {}", id, port);
 }
 
@@ -331,10 +396,9 @@ Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
         "the session's owner has no SSH key; add one with `allot ssh-key add`");
   std::string keys;
   for (const auto& k : authorizedKeys) keys += k + "\n";
-  ALLOT_RETURN_IF_ERROR(writeFile(dir + "/authorized_keys", keys, who.uid, who.gid, 0600));
-  ALLOT_RETURN_IF_ERROR(writeFile(dir + "/sshd_config",
-                                  sessionSshdConfig(dir, user, who.uid == 0, env), who.uid, who.gid,
-                                  0600));
+  ALLOT_RETURN_IF_ERROR(writeFile(dir, "authorized_keys", keys, who.uid, who.gid, 0600));
+  ALLOT_RETURN_IF_ERROR(writeFile(
+      dir, "sshd_config", sessionSshdConfig(dir, user, who.uid == 0, env), who.uid, who.gid, 0600));
   if (who.uid == 0) {
     // sshd run by root wants its privilege-separation directory, which its service unit makes.
     std::error_code ec;

@@ -1,10 +1,14 @@
 #pragma once
 // SessionSsh: OpenSSH into a running session (docs/sessions.md, "SSH").
 //
-// Each session gets its own sshd configuration under <workDir>/session-ssh/<id>/, owned by the
-// identity the session runs as: a host key made when the session starts (its public half is
-// reported to allotd, which hands it to clients to pin), the owner's public keys as
-// authorized_keys, and an sshd_config that allows only key logins as that one user. Nothing
+// Each session gets its own sshd configuration under <workDir>/session-ssh/<id>/: a host key made
+// when the session starts (its public half is reported to allotd, which hands it to clients to
+// pin), the owner's public keys as authorized_keys, and an sshd_config that allows only key
+// logins as that one user. The directory is the agent's (root's, mode 0711) and only the agent
+// writes in it; the files are the session user's, for their sshd to read. So the user can plant
+// no link there, and every write is a new file made with O_EXCL|O_NOFOLLOW relative to the
+// directory's descriptor, given its owner with fchown, then renamed into place (docs/access.md,
+// "Root on the host"). Nothing
 // listens: each connection allotd relays over the agent's tunnel starts `sshd -i` on the stream,
 // as the session's user and inside the session's cgroups, so a login sees the session's GPUs and
 // limits and ends with it. authorized_keys and the environment (the session's own, from its main

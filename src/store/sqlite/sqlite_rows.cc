@@ -11,6 +11,13 @@
 namespace allot::store::sqlite {
 namespace {
 
+// A document's text. The API admits only UTF-8 (common/utf8.h), so nothing is replaced in
+// practice; but a write that has been acknowledged must not fail on one bad byte, whatever
+// path it came by, so the encoder replaces instead of throwing.
+std::string docText(const nlohmann::json& doc) {
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Upserts replace every column, so a put always leaves exactly the value handed in.
 constexpr std::string_view kPutTeam =
     "INSERT INTO teams (name, created_ms, doc) VALUES (?, ?, ?) "
@@ -227,7 +234,7 @@ void WriteStatements::rollback() {
 Status WriteStatements::put(const PutTeam& op) {
   const model::Team& t = op.team;
   return guarded("team " + t.name, [&] {
-    const std::string doc = model::toStoreDoc(t).dump();
+    const std::string doc = docText(model::toStoreDoc(t));
     return Binder(team_.get()).text(t.name).integer(t.createdAt).text(doc).run();
   });
 }
@@ -241,7 +248,7 @@ Status WriteStatements::put(const PutUser& op) {
     const model::Role role = u.platformAdmin   ? model::Role::kPlatformAdmin
                              : u.teams.empty() ? model::Role::kMember
                                                : u.teams.begin()->second;
-    const std::string doc = model::toStoreDoc(u).dump();
+    const std::string doc = docText(model::toStoreDoc(u));
     return Binder(user_.get())
         .text(u.name)
         .text(team)
@@ -261,7 +268,7 @@ Status WriteStatements::put(const PutToken& op) {
         .text(t.hash)
         .integer(t.createdAt)
         .integer(t.expiresAt)
-        .text(nlohmann::json{{"name", t.name}, {"kind", model::tokenKindName(t.kind)}}.dump())
+        .text(docText({{"name", t.name}, {"kind", model::tokenKindName(t.kind)}}))
         .run();
   });
 }
@@ -274,7 +281,7 @@ Status WriteStatements::put(const DeleteToken& op) {
 Status WriteStatements::put(const PutProject& op) {
   const model::Project& p = op.project;
   return guarded("project " + p.team + "/" + p.name, [&] {
-    const std::string doc = model::toStoreDoc(p).dump();
+    const std::string doc = docText(model::toStoreDoc(p));
     return Binder(project_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
   });
 }
@@ -300,7 +307,7 @@ Status WriteStatements::put(const PutJoinToken& op) {
 Status WriteStatements::put(const PutHost& op) {
   const model::Host& h = op.host;
   return guarded("host " + h.name, [&] {
-    const std::string doc = model::toStoreDoc(h).dump();
+    const std::string doc = docText(model::toStoreDoc(h));
     return Binder(host_.get())
         .text(h.name)
         .text(model::hostStateName(h.state))
@@ -315,7 +322,7 @@ Status WriteStatements::put(const PutHost& op) {
 Status WriteStatements::put(const PutJob& op) {
   const model::Job& j = op.job;
   return guarded(jobLabel(j.id), [&] {
-    const std::string doc = model::toStoreDoc(j).dump();
+    const std::string doc = docText(model::toStoreDoc(j));
     return Binder(job_.get())
         .integer(j.id)
         .text(j.name)
@@ -334,7 +341,7 @@ Status WriteStatements::put(const PutJob& op) {
 Status WriteStatements::put(const PutUpgrade& op) {
   const model::Upgrade& u = op.upgrade;
   return guarded("upgrade " + std::to_string(u.id), [&] {
-    const std::string doc = model::toStoreDoc(u).dump();
+    const std::string doc = docText(model::toStoreDoc(u));
     return Binder(upgrade_.get())
         .integer(u.id)
         .text(u.pool)
@@ -348,7 +355,7 @@ Status WriteStatements::put(const PutUpgrade& op) {
 Status WriteStatements::put(const PutLease& op) {
   const model::Lease& l = op.lease;
   return guarded("lease " + std::to_string(l.id), [&] {
-    const std::string doc = model::toStoreDoc(l).dump();
+    const std::string doc = docText(model::toStoreDoc(l));
     return Binder(lease_.get())
         .integer(l.id)
         .text(l.team)
@@ -363,7 +370,7 @@ Status WriteStatements::put(const PutLease& op) {
 Status WriteStatements::put(const PutProfile& op) {
   const model::Profile& p = op.profile;
   return guarded("profile " + p.name, [&] {
-    const std::string doc = model::toStoreDoc(p).dump();
+    const std::string doc = docText(model::toStoreDoc(p));
     return Binder(profile_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
   });
 }

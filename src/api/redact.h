@@ -1,0 +1,19 @@
+#pragma once
+// Secrets out of what is kept: the audit log stores requests and resources as JSON, and no
+// password or token may be among them.
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace allot::api {
+
+// Whether a JSON key has a word naming a secret: password, token, secret, hash, key, credential
+// ("join_token", "HF_TOKEN", "apiKey").
+bool namesSecret(std::string_view key);
+
+// Replaces with "[redacted]" the value of every key, at any depth, that names a secret. Iterative:
+// a document of any depth costs no stack (JSON from outside is also bounded when parsed, by
+// common/bounded_json.h).
+nlohmann::json redactSecrets(nlohmann::json j);
+
+}  // namespace allot::api

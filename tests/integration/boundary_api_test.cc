@@ -1,0 +1,236 @@
+// The tenant boundary at the API (docs/access.md, "Threat model"), attacked over HTTP as a team
+// member, a team-admin and an unauthenticated client would: no team-admin reaches another team
+// through its accounts, no request crashes allotd or makes a durable write fail, and no JSON
+// reader or string field can be made to. Each test here failed before the fix it names.
+
+#include <cctype>
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+class ApiBoundaryTest : public TestCluster {
+ protected:
+  void SetUp() override {
+    TestCluster::SetUp();
+    createTeam("red");
+    createTeam("blue");
+    tom_ = createUser("tom", "red", "team-admin");
+    mia_ = createUser("mia", "red");
+    bob_ = createUser("bob", "blue", "team-admin");
+  }
+
+  // allotd still answers, and has not restarted (the same process).
+  void expectAlive(const std::string& after) {
+    ASSERT_TRUE(serverRunning()) << "allotd died after " << after;
+    auto health = httpRequest(port_, "GET", "/healthz");
+    ASSERT_EQ(health.status, 200) << "after " << after;
+  }
+
+  // Every route of the API (from its own openapi.json) as (method, path with each parameter
+  // replaced by `param`).
+  std::vector<std::pair<std::string, std::string>> routes(const std::string& param) {
+    auto spec = httpRequest(port_, "GET", "/api/v1/openapi.json").parsed();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [path, methods] : spec["paths"].items()) {
+      std::string filled;
+      for (size_t i = 0; i < path.size(); ++i) {
+        if (path[i] != '{') {
+          filled += path[i];
+          continue;
+        }
+        filled += param;
+        i = path.find('}', i);
+      }
+      for (const auto& [method, op] : methods.items()) {
+        std::string m = method;
+        for (auto& c : m) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        out.emplace_back(m, filled);
+      }
+    }
+    return out;
+  }
+
+  std::string tom_, mia_, bob_;
+};
+
+// Finding 3: a team-admin of red adds blue's service account to red, then mints its token.
+TEST_F(ApiBoundaryTest, ATeamAdminCannotTakeOverAnotherTeamsServiceAccount) {
+  auto ci =
+      httpRequest(port_, "POST", "/api/v1/users",
+                  json{{"name", "ci-blue"}, {"team", "blue"}, {"kind", "service"}}.dump(), bob_);
+  ASSERT_EQ(ci.status, 201) << ci.body;
+
+  auto add = httpRequest(port_, "PUT", "/api/v1/teams/red/members/ci-blue",
+                         json{{"role", "viewer"}}.dump(), tom_);
+  EXPECT_EQ(add.status, 404) << add.body;
+  // Exactly what a name nobody has gets: the PUT tells no names.
+  auto nobody = httpRequest(port_, "PUT", "/api/v1/teams/red/members/no-such-user",
+                            json{{"role", "viewer"}}.dump(), tom_);
+  EXPECT_EQ(nobody.status, 404);
+  EXPECT_EQ(add.parsed()["error"]["message"].get<std::string>(),
+            nobody.parsed()["error"]["message"].get<std::string>().replace(
+                std::string("no user '").size(), std::string("no-such-user").size(), "ci-blue"));
+  // Nor a person of another team, whom a platform admin adds.
+  EXPECT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/red/members/bob",
+                        json{{"role", "viewer"}}.dump(), tom_)
+                .status,
+            404);
+
+  auto mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
+  EXPECT_EQ(mint.status, 404) << mint.body;
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/tokens?user=ci-blue", "", tom_).status, 404);
+
+  // An account in both teams (a platform admin's doing) acts for blue too: red's team-admin
+  // alone does not hold its tokens; one who runs both teams does.
+  ASSERT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/red/members/ci-blue",
+                        json{{"role", "member"}}.dump(), adminToken_)
+                .status,
+            200);
+  mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
+  EXPECT_EQ(mint.status, 403) << mint.body;
+  ASSERT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/blue/members/tom",
+                        json{{"role", "team-admin"}}.dump(), adminToken_)
+                .status,
+            200);
+  mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
+  EXPECT_EQ(mint.status, 201) << mint.body;
+  // The token acts with the account's rights as they are now: once it leaves blue, blue's jobs
+  // are another team's to it.
+  const std::string token = textOf(mint.parsed(), "token");
+  ASSERT_EQ(
+      httpRequest(port_, "DELETE", "/api/v1/teams/blue/members/ci-blue", "", adminToken_).status,
+      200);
+  auto job = httpRequest(port_, "POST", "/api/v1/jobs",
+                         json{{"team", "blue"}, {"command", {"true"}}}.dump(), token);
+  EXPECT_EQ(job.status, 404) << job.body;
+}
+
+// The class: every route that takes a user name answers a team-admin (and a member) exactly as
+// for a name nobody has when the user is of another team, and changes nothing.
+TEST_F(ApiBoundaryTest, NoRouteThatNamesAUserTellsOfAnotherTeamsUsers) {
+  const std::string key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHvUyjyXTk7k7p0nBq9b7XJk2qJr0VhKq3x0aQm6X5pA x";
+  struct Call {
+    std::string method, path, body;
+  };
+  auto calls = [&](const std::string& u) {
+    return std::vector<Call>{
+        {"PUT", "/api/v1/teams/red/members/" + u, json{{"role", "viewer"}}.dump()},
+        {"DELETE", "/api/v1/teams/red/members/" + u, ""},
+        {"GET", "/api/v1/users/" + u, ""},
+        {"PATCH", "/api/v1/users/" + u, json{{"disabled", true}}.dump()},
+        {"PUT", "/api/v1/users/" + u + "/password",
+         json{{"password", "a long enough password 1"}}.dump()},
+        {"POST", "/api/v1/tokens", json{{"user", u}}.dump()},
+        {"GET", "/api/v1/tokens?user=" + u, ""},
+        {"GET", "/api/v1/ssh-keys?user=" + u, ""},
+        {"POST", "/api/v1/ssh-keys?user=" + u, json{{"key", key}}.dump()},
+    };
+  };
+  const auto real = calls("bob"), none = calls("no-such-user");
+  for (const std::string* caller : {&tom_, &mia_}) {
+    for (size_t i = 0; i < real.size(); ++i) {
+      auto a = httpRequest(port_, real[i].method, real[i].path, real[i].body, *caller);
+      auto b = httpRequest(port_, none[i].method, none[i].path, none[i].body, *caller);
+      EXPECT_EQ(a.status, b.status) << real[i].method << " " << real[i].path << ": " << a.body;
+      std::string expected = b.body;
+      for (size_t at; (at = expected.find("no-such-user")) != std::string::npos;)
+        expected.replace(at, std::string("no-such-user").size(), "bob");
+      EXPECT_EQ(a.body, expected) << real[i].method << " " << real[i].path;
+      EXPECT_GE(a.status, 400) << real[i].method << " " << real[i].path << ": " << a.body;
+    }
+  }
+  // bob is as he was.
+  json bob = httpRequest(port_, "GET", "/api/v1/users/bob", "", adminToken_).parsed();
+  EXPECT_EQ(bob["teams"], (json{{"blue", "team-admin"}})) << bob.dump();
+  EXPECT_EQ(bob.value("disabled", false), false);
+}
+
+// Finding 4: one unauthenticated request with deeply nested JSON overflowed the stack.
+TEST_F(ApiBoundaryTest, DeeplyNestedJsonIsRefusedBeforeAnyoneIsAuthenticated) {
+  const std::string deep(100'000, '[');
+  auto login = httpRequest(port_, "POST", "/api/v1/login", deep);
+  EXPECT_EQ(login.status, 400) << login.body;
+  EXPECT_EQ(login.parsed()["error"].value("field", ""), "body") << login.body;
+  expectAlive("a deep login body");
+  // The same nesting inside a valid-looking object.
+  auto inner =
+      httpRequest(port_, "POST", "/api/v1/login", "{\"user\":" + std::string(50'000, '[') + "}");
+  EXPECT_EQ(inner.status, 400);
+  expectAlive("a deep field");
+}
+
+// The class: every route that reads a body, with a deep and a huge one, as an admin (who gets
+// furthest) and with no credential.
+TEST_F(ApiBoundaryTest, NoRouteFallsOverOnDeepOrHugeBodies) {
+  const std::string deep = "{\"a\":" + std::string(200'000, '[') + "}";
+  const std::string huge = "{\"name\":\"" + std::string(2 << 20, 'x') + "\"}";
+  const std::string nearLimit = "{\"name\":\"" + std::string((1 << 20) - 100, 'x') + "\"}";
+  int tried = 0;
+  for (const auto& [method, path] : routes("1")) {
+    // Logging out would end the admin's token, which the rest of the loop needs.
+    if (method == "GET" || method == "HEAD" || path == "/api/v1/logout") continue;
+    for (const std::string& token : {adminToken_, std::string()}) {
+      for (const std::string* body : {&deep, &huge, &nearLimit}) {
+        auto r = httpRequest(port_, method, path, *body, token);
+        EXPECT_LT(r.status, 500) << method << " " << path << ": " << r.body.substr(0, 300);
+        ++tried;
+      }
+    }
+  }
+  EXPECT_GT(tried, 100);
+  expectAlive("deep and huge bodies on every route");
+}
+
+// Finding 5: a command of 32 two-byte characters made a job name cut inside a character, which
+// the store could not encode: allotd aborted on the commit.
+TEST_F(ApiBoundaryTest, ANameCutFromACommandStaysUtf8AndTheJobIsDurable) {
+  std::string command = "/opt/";
+  for (int i = 0; i < 32; ++i) command += "\xC3\xA9";  // é
+  auto r = httpRequest(port_, "POST", "/api/v1/jobs",
+                       json{{"team", "red"}, {"command", {command}}}.dump(), mia_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t id = r.parsed()["id"].get<int64_t>();
+  const std::string name = textOf(r.parsed(), "name");
+  EXPECT_LE(name.size(), 63u);
+  EXPECT_EQ(name.rfind("\xC3\xA9", 0), 0u) << name;
+  EXPECT_EQ(name.size() % 2, 0u) << "cut inside a character";
+  expectAlive("a job named by a cut command");
+  restartServer();  // acknowledged means durable
+  auto again = httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id), "", mia_);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(textOf(again.parsed(), "name"), name);
+}
+
+// The class: strings that are not UTF-8, or are cut inside a character, in bodies, path
+// parameters and queries, are refused with a 4xx naming where they were; nothing is stored.
+TEST_F(ApiBoundaryTest, StringsThatAreNotUtf8AreRefusedEverywhere) {
+  // In a body: the JSON reader refuses it.
+  const std::string cut = "{\"team\":\"red\",\"command\":[\"/opt/\xC3\"]}";
+  auto body = httpRequest(port_, "POST", "/api/v1/jobs", cut, mia_);
+  EXPECT_EQ(body.status, 400) << body.body;
+  EXPECT_EQ(body.parsed()["error"].value("field", ""), "body");
+  // In a path parameter and in a query, on every route.
+  int tried = 0;
+  for (const auto& [method, path] : routes("%C3")) {
+    if (path.find("%C3") == std::string::npos) continue;
+    auto r = httpRequest(port_, method, path, method == "GET" ? "" : "{}", adminToken_);
+    EXPECT_EQ(r.status, 400) << method << " " << path << ": " << r.body;
+    // Named as not UTF-8, or (the SSH relay, which reads its id itself) as not an id.
+    EXPECT_FALSE(r.parsed()["error"].value("field", "").empty()) << r.body;
+    ++tried;
+  }
+  EXPECT_GT(tried, 30);
+  auto query = httpRequest(port_, "GET", "/api/v1/jobs?team=%FF%FE", "", adminToken_);
+  EXPECT_EQ(query.status, 400) << query.body;
+  EXPECT_EQ(query.parsed()["error"].value("field", ""), "team");
+  // Nothing was stored: the job list holds no job at all.
+  auto jobs = httpRequest(port_, "GET", "/api/v1/jobs", "", adminToken_).parsed();
+  EXPECT_TRUE(jobs.is_array() && jobs.empty()) << jobs.dump();
+  expectAlive("strings that are not UTF-8");
+}
+
+}  // namespace
+}  // namespace allot::it
