@@ -334,6 +334,20 @@ describe('console', () => {
     await open.waitFor();
     assert.equal(await open.getAttribute('href'), `/sessions/${made.id}/`);
     assert.equal(await open.getAttribute('target'), '_blank');
+    // Following it lands on the session's own origin (docs/sessions.md, "Origins"), where
+    // Jupyter answers with the cookie the handoff set, and the API does not.
+    const [jupyter] = await Promise.all([alice.context().waitForEvent('page'), open.click()]);
+    await jupyter.waitForLoadState('load');
+    const landed = new URL(jupyter.url());
+    assert.equal(landed.hostname, `s${made.id}.localhost`);
+    assert.match(landed.pathname, new RegExp(`^/sessions/${made.id}/`));
+    const status = await jupyter.evaluate(async (id) => {
+      const r = await fetch(`/sessions/${id}/api/status`);
+      const api = await fetch('/api/v1/whoami');
+      return [r.status, api.status];
+    }, made.id);
+    assert.deepEqual(status, [200, 404]);
+    await jupyter.close();
     // Its storage, and how to reach it over SSH where the host offers it.
     await alice.waitForFunction(
       () =>
