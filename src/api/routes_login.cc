@@ -159,6 +159,7 @@ void registerLoginRoutes(Router& router, Server& s) {
     if (!hash.ok()) co_return failedResponse(hash.status());
     control::UserUpdate up;
     up.passwordHash = *hash;
+    if (name == r.who().name) up.keepTokenId = r.credentialId;
     TRY_ASSIGN(change, s.cluster().updateUser(r.who(), name, up));
     co_await s.apply(change);
     spdlog::info("password of user '{}' set by '{}'", name, r.who().name);

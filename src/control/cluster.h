@@ -115,6 +115,10 @@ struct UserUpdate {
   std::optional<bool> platformAdmin;
   std::optional<bool> disabled;
   std::optional<std::string> passwordHash;  // "" removes password login
+  // With passwordHash: the token of the caller's own that survives the change (a user changing
+  // their own password stays logged in there); every other login and console token of the user
+  // ends, since whoever knew the old password may hold one.
+  std::string keepTokenId;
 };
 // A named API token for `user` (empty: the caller), valid for `ttlMs` (0 = no expiry).
 struct NewToken {

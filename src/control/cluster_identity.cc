@@ -192,6 +192,21 @@ Result<Change<model::User>> Cluster::updateUser(const Principal& p, const std::s
   c.value = u;
   world_.users[name] = u;
   c.batch.add(store::PutUser{u});
+  if (up.passwordHash) {
+    // What a password login minted (console sessions, `allot login` tokens) ends with the
+    // password; named API tokens and service tokens are not the password's and stay.
+    for (auto it = world_.tokens.begin(); it != world_.tokens.end();) {
+      const model::ApiToken& t = it->second;
+      const bool byPassword = t.kind == model::TokenKind::kSession ||
+                              (t.kind == model::TokenKind::kApi && t.name == "login");
+      if (t.owner == name && byPassword && t.id != up.keepTokenId) {
+        c.batch.add(store::DeleteToken{t.id});
+        it = world_.tokens.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   return c;
 }
 

@@ -148,6 +148,60 @@ TEST_F(ApiBoundaryTest, NoRouteThatNamesAUserTellsOfAnotherTeamsUsers) {
   EXPECT_EQ(bob.value("disabled", false), false);
 }
 
+// Issue 18, finding 4: after a password reset, what the old password's logins minted kept
+// working for 30 days. It ends with the password; named tokens stay; a user changing their own
+// password keeps the session they changed it from.
+TEST_F(ApiBoundaryTest, APasswordChangeEndsWhatTheOldPasswordLoggedIn) {
+  const std::string first = "correct horse battery staple", second = "another long passphrase 2";
+  ASSERT_EQ(
+      httpRequest(port_, "POST", "/api/v1/users",
+                  json{{"name", "dora"}, {"team", "red"}, {"password", first}}.dump(), adminToken_)
+          .status,
+      201);
+  auto login = [&](const std::string& password, bool session) {
+    return httpRequest(port_, "POST", "/api/v1/login",
+                       json{{"user", "dora"}, {"password", password}, {"session", session}}.dump());
+  };
+  auto cookieOf = [](const HttpResult& r) {
+    const std::string c = r.headers.at("set-cookie");
+    return c.substr(0, c.find(';'));
+  };
+  auto whoami = [&](const std::string& token, const std::string& cookie = "") {
+    return httpRequest(port_, "GET", "/api/v1/whoami", "", token,
+                       cookie.empty() ? std::map<std::string, std::string>{}
+                                      : std::map<std::string, std::string>{{"Cookie", cookie}})
+        .status;
+  };
+  const std::string loginToken = textOf(login(first, false).parsed(), "token");
+  const std::string cookie = cookieOf(login(first, true));
+  auto named =
+      httpRequest(port_, "POST", "/api/v1/tokens", json{{"name", "ci"}}.dump(), loginToken);
+  ASSERT_EQ(named.status, 201) << named.body;
+  const std::string namedToken = textOf(named.parsed(), "token");
+  ASSERT_EQ(whoami(loginToken), 200);
+  ASSERT_EQ(whoami("", cookie), 200);
+
+  // An admin resets it: the login token and the console session end, the named token stays.
+  ASSERT_EQ(httpRequest(port_, "PUT", "/api/v1/users/dora/password",
+                        json{{"password", second}}.dump(), adminToken_)
+                .status,
+            200);
+  EXPECT_EQ(whoami(loginToken), 401);
+  EXPECT_EQ(whoami("", cookie), 401);
+  EXPECT_EQ(whoami(namedToken), 200);
+
+  // Dora changes it herself from one console session: that one stays, her others end.
+  const std::string mine = cookieOf(login(second, true));
+  const std::string other = textOf(login(second, false).parsed(), "token");
+  auto csrf = httpRequest(port_, "GET", "/api/v1/whoami", "", "", {{"Cookie", mine}}).parsed();
+  auto changed = httpRequest(port_, "PUT", "/api/v1/users/dora/password",
+                             json{{"password", first}, {"current_password", second}}.dump(), "",
+                             {{"Cookie", mine}, {"X-CSRF-Token", textOf(csrf, "csrf_token")}});
+  ASSERT_EQ(changed.status, 200) << changed.body;
+  EXPECT_EQ(whoami("", mine), 200);
+  EXPECT_EQ(whoami(other), 401);
+}
+
 // Finding 4: one unauthenticated request with deeply nested JSON overflowed the stack.
 TEST_F(ApiBoundaryTest, DeeplyNestedJsonIsRefusedBeforeAnyoneIsAuthenticated) {
   const std::string deep(100'000, '[');
