@@ -1,11 +1,25 @@
 #include "api/json_input.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "common/bounded_json.h"
 
 namespace allot::api {
+
+namespace {
+
+// An integer's value, with unsigned ones above INT64_MAX held at INT64_MAX (so they fail a range
+// check instead of wrapping to a negative number).
+int64_t asInt64(const nlohmann::json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    return std::numeric_limits<int64_t>::max();
+  return v.get<int64_t>();
+}
+
+}  // namespace
 
 std::string jsonTypeName(const nlohmann::json& v) {
   if (v.is_number_integer()) return "integer";
@@ -65,7 +79,8 @@ Result<int> JsonInput::optionalInt(const char* field, int fallback, int min, int
   if (!it->is_number_integer())
     return Status::InvalidArgument(
         std::string(field) + ": must be an integer, got " + jsonTypeName(*it), field);
-  auto v = it->get<int64_t>();
+  // Above INT64_MAX an unsigned number would read back negative (18446744073709551615 as -1).
+  const int64_t v = asInt64(*it);
   if (v < min || v > max)
     return Status::InvalidArgument(std::string(field) + ": must be between " + std::to_string(min) +
                                        " and " + std::to_string(max) + ", got " + std::to_string(v),
@@ -104,7 +119,7 @@ Result<std::vector<int>> JsonInput::optionalIntArray(const char* field, int min,
     return Status::InvalidArgument(
         std::string(field) + ": must be an array of integers, got " + jsonTypeName(*it), field);
   for (const auto& v : *it) {
-    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max)
+    if (!v.is_number_integer() || asInt64(v) < min || asInt64(v) > max)
       return Status::InvalidArgument(std::string(field) + ": each must be an integer from " +
                                          std::to_string(min) + " to " + std::to_string(max) +
                                          ", got " + v.dump(),
@@ -126,7 +141,7 @@ Result<std::map<std::string, int>> JsonInput::optionalIntMap(const char* field, 
     if (!v.is_number_integer())
       return Status::InvalidArgument(
           std::string(field) + "." + k + ": must be an integer, got " + jsonTypeName(v), field);
-    auto n = v.get<int64_t>();
+    const int64_t n = asInt64(v);
     if (n < min || n > max)
       return Status::InvalidArgument(std::string(field) + "." + k + ": must be between " +
                                          std::to_string(min) + " and " + std::to_string(max) +

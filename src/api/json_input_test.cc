@@ -65,5 +65,23 @@ TEST(JsonInput, RangesAndDefaults) {
   EXPECT_FALSE(in->requiredString("name").ok());
 }
 
+// Issue 18, finding 7: 18446744073709551615 read back as -1, a valid priority.
+TEST(JsonInput, HugeUnsignedNumbersAreOutOfRangeNotNegative) {
+  auto in = JsonInput::parse(
+      R"({"p":18446744073709551615,"a":[18446744073709551615],"m":{"x":18446744073709551615}})",
+      {"p", "a", "m"});
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->optionalInt("p", 0, -1000, 1000).status().field(), "p");
+  EXPECT_EQ(in->optionalIntArray("a", -1000, 1000).status().field(), "a");
+  EXPECT_EQ(in->optionalIntMap("m", -1000, 1000).status().field(), "m");
+}
+
+// Nesting past kMaxJsonDepth is refused, naming the body, before anything reads it.
+TEST(JsonInput, DeepNestingIsRefused) {
+  auto in = JsonInput::parse("{\"a\":" + std::string(65, '[') + std::string(65, ']') + "}", {"a"});
+  EXPECT_EQ(in.status().field(), "body");
+  EXPECT_NE(in.status().message().find("nested deeper"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace allot::api

@@ -1,6 +1,7 @@
 // allotd: the control plane. Flags and the TOML config become a ServerConfig here and nowhere
 // else; flags override the file.
 
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
 #include <CLI/CLI.hpp>
@@ -326,8 +327,12 @@ int main(int argc, char** argv) {
   }
 
   std::error_code ec;
+  // The data directory holds job environments (users' secrets), token hashes and logs: allotd's
+  // alone, whatever the umask it was started with, and so is everything it makes there.
+  ::umask(077);
   std::filesystem::create_directories(dataDir, ec);
   if (ec) return fail("cannot create data dir " + dataDir + ": " + ec.message());
+  ::chmod(dataDir.c_str(), 0700);
   auto store = allot::store::SqliteStore::open(dataDir + "/allot.db");
   if (!store.ok()) return fail(store.status().message());
 

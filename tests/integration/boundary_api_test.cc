@@ -3,7 +3,10 @@
 // through its accounts, no request crashes allotd or makes a durable write fail, and no JSON
 // reader or string field can be made to. Each test here failed before the fix it names.
 
+#include <sys/stat.h>
+
 #include <cctype>
+#include <filesystem>
 
 #include "harness.h"
 
@@ -200,6 +203,18 @@ TEST_F(ApiBoundaryTest, APasswordChangeEndsWhatTheOldPasswordLoggedIn) {
   ASSERT_EQ(changed.status, 200) << changed.body;
   EXPECT_EQ(whoami("", mine), 200);
   EXPECT_EQ(whoami(other), 401);
+}
+
+// Issue 18, finding 7: the data directory and database were made with the umask (0644: job
+// environments and token hashes readable by every user of allotd's machine).
+TEST_F(ApiBoundaryTest, AllotdsDataIsItsOwnAlone) {
+  struct stat st {};
+  ASSERT_EQ(::stat(path("data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u) << std::oct << st.st_mode;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path("data"))) {
+    ASSERT_EQ(::lstat(entry.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 077, 0u) << entry.path() << " " << std::oct << st.st_mode;
+  }
 }
 
 // Finding 4: one unauthenticated request with deeply nested JSON overflowed the stack.
