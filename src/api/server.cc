@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -351,22 +352,33 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
   SessionProxyState proxy;  // this connection's tunnel to a session, kept between requests
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.body_limit(config_.maxBodyBytes);
+    // The largest any request may send (Beast checks a Content-Length against it as it reads
+    // the header); narrowed below once the header says what the request is.
+    parser.body_limit(std::max<size_t>(config_.maxBodyBytes, kSessionBodyLimit));
     parser.header_limit(64 * 1024);
     beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
-    // The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API.
+    // The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API,
+    // but only from a caller with a valid credential; anyone else is held to the API's limit,
+    // so no one unauthenticated makes allotd buffer 256 MiB.
     auto [hec, hn] =
         co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
     boost::system::error_code ec = hec;
+    size_t limit = config_.maxBodyBytes;
     if (!ec) {
-      if (isSessionPath(parser.get().target())) parser.body_limit(kSessionBodyLimit);
-      auto [bec, bn] =
-          co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
-      ec = bec;
+      if (isSessionPath(parser.get().target()) && mayUseSessions(*this, parser.get()))
+        limit = kSessionBodyLimit;
+      if (parser.content_length() && *parser.content_length() > limit) {
+        ec = http::error::body_limit;
+      } else {
+        parser.body_limit(limit);  // what a chunked body may add up to
+        auto [bec, bn] =
+            co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+        ec = bec;
+      }
     }
     if (ec == http::error::body_limit) {
       auto res = ApiResponse::error(
-          Status::TooLarge("body: larger than " + std::to_string(config_.maxBodyBytes) + " bytes"));
+          Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));
       http::response<http::string_body> out{res.status, 11};
       out.set(http::field::content_type, res.contentType);
       out.keep_alive(false);

@@ -194,6 +194,27 @@ ApiResponse redeemHandoff(Server& server, const HttpRequest& req, int64_t id) {
 
 bool isSessionPath(std::string_view target) { return target.rfind("/sessions/", 0) == 0; }
 
+bool mayUseSessions(Server& server, const HttpRequest& header) {
+  std::string_view auth = header[http::field::authorization];
+  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
+    return server.login().stillValid(std::string(auth.substr(7)), false, server.cluster());
+  const std::string cookies(header[http::field::cookie]);
+  const int64_t hostSession =
+      sessionOfHost(header[http::field::host], server.sessionOrigins().domain);
+  std::string secret;
+  if (hostSession != 0) {
+    auto console = server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie),
+                                                          hostSession, server.clock().nowMs());
+    if (console) secret = *console;
+  } else {
+    secret = uniqueCookie(cookies, kSessionCookie);
+  }
+  // The token is checked, not the console session's idle clock, which the request itself then
+  // checks (after a restart the clock starts at the first request).
+  auto p = secret.empty() ? std::nullopt : server.cluster().authenticate(secret);
+  return p && p->kind != control::Principal::Kind::kHost;
+}
+
 template <typename Stream>
 asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_buffer& buffer,
                                    HttpRequest req, SessionProxyState& state) {

@@ -37,6 +37,11 @@ inline constexpr size_t kSessionBodyLimit = 256u << 20;
 // "/sessions/..." (with or without anything after the id).
 bool isSessionPath(std::string_view target);
 
+// Whether a request to a session (its header is enough) carries a credential that is valid now:
+// a bearer token, a console cookie, or the cookie of the session origin it was sent to. Says
+// nothing of which session it may open; touches no idle clock.
+bool mayUseSessions(Server& server, const HttpRequest& header);
+
 // Serves `req` (read from `stream`, with `buffer` holding whatever was read past it). Returns
 // whether the connection may carry another request.
 boost::asio::awaitable<bool> serveSessionRequest(Server& server, boost::beast::tcp_stream& stream,

@@ -450,6 +450,25 @@ TEST_F(SessionTest, ASessionIsServedOnlyAtItsOwnOriginAndTheConsoleCookieIsHande
       401);
 }
 
+// Issue 18, finding 6: bodies to /sessions/ were buffered up to 256 MiB before anyone was
+// authenticated. Now only a caller with a valid credential gets the large limit (a notebook
+// saved with its outputs); anyone else is held to the API's 1 MiB.
+TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
+  json s = create({"--name", "big"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "big");
+  const std::string file = "/sessions/" + id + "/api/contents/big.txt";
+  const std::string body =
+      json{{"type", "file"}, {"format", "text"}, {"content", std::string(5 << 20, 'x')}}.dump();
+  auto anonymous = httpRequest(port_, "PUT", file, body);
+  EXPECT_EQ(anonymous.status, 413) << anonymous.body.substr(0, 200);
+  auto forged = httpRequest(port_, "PUT", file, body, "tok-1_not-a-token");
+  EXPECT_EQ(forged.status, 413) << forged.body.substr(0, 200);
+  auto saved = httpRequest(port_, "PUT", file, body, alice_);
+  EXPECT_TRUE(saved.status == 200 || saved.status == 201) << saved.status << " "
+                                                           << saved.body.substr(0, 300);
+}
+
 // Finding 6 of the tenant-boundary review: a user the session was shared with kept reaching it
 // through the proxy after leaving its team. Every proxied request checks, and the share ends.
 TEST_F(SessionTest, AShareEndsWhenTheUserLeavesTheTeam) {
