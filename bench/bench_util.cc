@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,6 +185,8 @@ Result<std::string> makeScratchDir(const std::string& prefix) {
   std::string tmpl = std::string(root != nullptr ? root : "/tmp") + "/" + prefix + "-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
     return Status::Unavailable("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  // A root agent runs jobs as their owners, who must pass through (and it checks they can).
+  ::chmod(tmpl.c_str(), 0711);
   return tmpl;
 }
 

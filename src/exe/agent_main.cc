@@ -12,6 +12,7 @@
 
 #include "agent/exec/cgroup_manager.h"
 #include "agent/exec/process_executor.h"
+#include "agent/exec/run_as.h"
 #include "agent/gpu/gpu_provider_factory.h"
 #include "agent/runtime/agent.h"
 #include "common/log.h"
@@ -140,6 +141,23 @@ int main(int argc, char** argv) {
   if (scratchDir == "/" || (workDir + "/").rfind(scratchDir + "/", 0) == 0)
     return fail("--scratch-dir: " + scratchDir +
                 " cannot be the scratch root: it holds the work dir, and a wipe empties it");
+  if (runAsOwner == "required") {
+    // Workloads run as their owners and must pass through every directory above their own (the
+    // work dir holds job and session directories, the Jupyter fork server's socket): say so now
+    // rather than fail each session later with "No such directory".
+    for (const std::string* dir : {&workDir, &scratchDir}) {
+      std::error_code ec;
+      std::filesystem::create_directories(*dir, ec);
+      if (ec) return fail("cannot create " + *dir + ": " + ec.message());
+      if (auto closed = allot::agent::firstClosedAncestor(*dir); !closed.empty())
+        return fail(closed +
+                    " lets only its owner through, so workloads, which run as their "
+                    "owners, cannot reach " +
+                    *dir +
+                    ": allow others through it (chmod o+x) or "
+                    "choose another --work-dir/--scratch-dir");
+    }
+  }
 
   std::string seed = name.empty() ? workDir : name;
   std::string note;

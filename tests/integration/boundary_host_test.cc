@@ -344,5 +344,28 @@ TEST_F(JupyterHostTest, TheForkServerServesOnlySessionsAndInAllTheirCgroups) {
   cliAs(alice_, {"job", "cancel", std::to_string(other)});
 }
 
+// Issue 18, finding 8: under a work dir that workloads cannot reach (a `mktemp -d` directory,
+// mode 0700), every session failed later with an obscure "No such directory". The agent now
+// refuses to start, naming the directory and its mode.
+TEST(AgentStart, AWorkDirWorkloadsCannotReachIsRefusedNamingTheDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "running workloads as their owners needs root";
+  char tmpl[] = "/tmp/allot-closed-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);  // mode 0700
+  const std::string closed = tmpl;
+  auto agent =
+      Process::spawn({binPath("allot-agent"), "--server", "http://127.0.0.1:9", "--gpus",
+                      "sim:1xA100", "--run-as-owner", "required", "--work-dir", closed + "/agent"},
+                     closed + ".out", closed + ".err", childEnv({}));
+  auto code = agent->waitFor(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "the agent kept running";
+  EXPECT_NE(*code, 0);
+  const std::string err = readFile(closed + ".err");
+  EXPECT_NE(err.find(closed + " (mode 0700) lets only its owner through"), std::string::npos)
+      << err;
+  std::filesystem::remove_all(closed);
+  std::filesystem::remove(closed + ".out");
+  std::filesystem::remove(closed + ".err");
+}
+
 }  // namespace
 }  // namespace allot::it

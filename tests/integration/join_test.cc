@@ -20,7 +20,7 @@ class JoinTest : public TestCluster {
                                         const std::string& dir) {
     return Process::spawn({binPath("allot-agent"), "--server", url_, "--name", name, "--gpus",
                            "sim:1xA100", "--work-dir", path("agents/" + dir), "--cgroup-name",
-                           cgroupName(dir), "--join-token", token},
+                           cgroupName(dir), "--join-token", token, "--run-as-owner", "off"},
                           path("proc/" + dir + ".out"), path("proc/" + dir + ".err"), childEnv({}));
   }
   // Waits for the agent to give up; its exit code (throws if it keeps running).

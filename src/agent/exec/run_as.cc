@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -94,6 +95,18 @@ Result<std::string> ensureTeamDir(const std::string& root, const model::RunAs& r
     ALLOT_RETURN_IF_ERROR(giveDirectoryTo(dir, 0, runAs.teamGid, 02770));
   }
   return dir;
+}
+
+std::string firstClosedAncestor(const std::string& dir) {
+  for (fs::path p = fs::absolute(dir);; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return p.string() + " (mode " + mode + ")";
+    }
+    if (p == p.root_path() || p.parent_path() == p) return "";
+  }
 }
 
 std::vector<std::string> shimIdentityArgs(const model::RunAs& runAs) {

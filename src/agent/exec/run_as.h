@@ -32,6 +32,10 @@ Status checkAgentOwnedDir(const std::string& dir, const char* what);
 // start so that a directory someone loosened is closed again. Without, it is left as made.
 Result<std::string> ensureTeamDir(const std::string& root, const model::RunAs& runAs, bool owned);
 
+// The first of `dir` and the directories above it that others may not pass through (no o+x),
+// with its mode ("/tmp/x (mode 0700)"); "" when every one lets them through.
+std::string firstClosedAncestor(const std::string& dir);
+
 // The shim's flags for the switch: --uid U --gid G [--groups TEAM_GID].
 std::vector<std::string> shimIdentityArgs(const model::RunAs& runAs);
 
