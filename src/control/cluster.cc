@@ -17,6 +17,11 @@ using model::JobState;
 namespace {
 
 constexpr size_t kMaxCommandArgs = 4096;
+// What a job's command and its environment may take, each (their bytes, separators included):
+// far above any real command line (Linux allows 128 KiB per argument) and environment, and small
+// enough that no member can fill a host's desired state with a few jobs.
+constexpr size_t kMaxCommandBytes = 256 << 10;
+constexpr size_t kMaxEnvBytes = 256 << 10;
 constexpr int kMaxGpusPerJob = 1024;
 
 }  // namespace
@@ -318,6 +323,19 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
     return Status::InvalidArgument("command: must name a program to run", "command");
   if (r.command.size() > kMaxCommandArgs)
     return Status::InvalidArgument("command: too many arguments", "command");
+  size_t commandBytes = 0, envBytes = 0;
+  for (const auto& a : r.command) commandBytes += a.size() + 1;
+  for (const auto& [k, v] : r.env) envBytes += k.size() + v.size() + 2;
+  if (commandBytes > kMaxCommandBytes)
+    return Status::InvalidArgument(
+        "command: " + std::to_string(commandBytes) + " bytes, over the limit of " +
+            std::to_string(kMaxCommandBytes) + "; pass large inputs in a file",
+        "command");
+  if (envBytes > kMaxEnvBytes)
+    return Status::InvalidArgument("env: " + std::to_string(envBytes) +
+                                       " bytes, over the limit of " + std::to_string(kMaxEnvBytes) +
+                                       "; pass large values in a file",
+                                   "env");
   if (r.gpus < 0 || r.gpus > kMaxGpusPerJob)
     return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
                                    "gpus");

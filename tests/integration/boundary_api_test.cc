@@ -255,6 +255,27 @@ TEST_F(ApiBoundaryTest, NoRouteFallsOverOnDeepOrHugeBodies) {
 
 // Finding 5: a command of 32 two-byte characters made a job name cut inside a character, which
 // the store could not encode: allotd aborted on the commit.
+// Issue 18, finding 1 (its first part): a few jobs of ~1 MB of environment each filled a host's
+// desired state. A job's command and environment are each capped at 256 KiB.
+TEST_F(ApiBoundaryTest, AJobsCommandAndEnvironmentAreCapped) {
+  auto submit = [&](const json& body) {
+    return httpRequest(port_, "POST", "/api/v1/jobs", body.dump(), mia_);
+  };
+  auto env = submit(
+      {{"team", "red"}, {"command", {"true"}}, {"env", {{"PAD", std::string(300 << 10, 'x')}}}});
+  EXPECT_EQ(env.status, 400) << env.body.substr(0, 200);
+  EXPECT_EQ(env.parsed()["error"].value("field", ""), "env");
+  auto command = submit({{"team", "red"}, {"command", {"echo", std::string(300 << 10, 'x')}}});
+  EXPECT_EQ(command.status, 400) << command.body.substr(0, 200);
+  EXPECT_EQ(command.parsed()["error"].value("field", ""), "command");
+  auto jobs = httpRequest(port_, "GET", "/api/v1/jobs", "", adminToken_).parsed();
+  EXPECT_TRUE(jobs.is_array() && jobs.empty()) << jobs.dump().substr(0, 200);
+  // Under the cap is fine.
+  auto fits = submit(
+      {{"team", "red"}, {"command", {"true"}}, {"env", {{"PAD", std::string(200 << 10, 'x')}}}});
+  EXPECT_EQ(fits.status, 201) << fits.body.substr(0, 200);
+}
+
 TEST_F(ApiBoundaryTest, ANameCutFromACommandStaysUtf8AndTheJobIsDurable) {
   std::string command = "/opt/";
   for (int i = 0; i < 32; ++i) command += "\xC3\xA9";  // é
