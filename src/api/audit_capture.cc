@@ -153,15 +153,13 @@ boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
   model::AuditEntry e = std::move(entry_);
   e.status = static_cast<int>(reply.status);
   const json body = parseOrNull(*body_);
-  if (!e.actor.empty()) {
-  } else if (body.is_object() && body.contains("join_token") && body["join_token"].is_string()) {
-    // A host joining: the join token's id (before '_') names who let it in; the rest is secret.
-    const std::string token = body["join_token"].get<std::string>();
-    e.actor = "join:" + token.substr(0, token.find('_'));
-    e.actorKind = "join";
-  } else {
-    e.actor = "anonymous";
-    e.actorKind = "anonymous";
+  if (e.actor.empty()) {  // no principal: an anonymous request, or a host joining
+    const bool joining =
+        body.is_object() && body.contains("join_token") && body["join_token"].is_string();
+    // A join token's id (before '_') names who let the host in; the rest is secret.
+    const std::string token = joining ? body["join_token"].get<std::string>() : "";
+    e.actor = joining ? "join:" + token.substr(0, token.find('_')) : "anonymous";
+    e.actorKind = joining ? "join" : "anonymous";
   }
   e.request = dumpRedacted(body);
   const json replyJson = parseOrNull(reply.body);

@@ -90,10 +90,8 @@ RequestCredential LoginService::authenticate(const HttpRequest& req,
                                              const control::Cluster& cluster,
                                              std::string* expiredSessionId, bool csrfToken) {
   RequestCredential out;
-  auto auth = req[http::field::authorization];
-  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ")) {
-    out.secret = std::string(auth.substr(7));
-  } else {
+  out.secret = bearerTokenOf(req);
+  if (out.secret.empty()) {
     out.secret = sessionSecretOf(req);
     out.viaCookie = !out.secret.empty();
   }
@@ -199,6 +197,13 @@ std::string uniqueCookie(std::string_view header, std::string_view name) {
     }
   }
   return seen == 1 ? std::string(found) : std::string();
+}
+
+std::string bearerTokenOf(const HttpRequest& req) {
+  auto auth = req[http::field::authorization];
+  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
+    return std::string(auth.substr(7));
+  return "";
 }
 
 std::string sessionSecretOf(const HttpRequest& req) {

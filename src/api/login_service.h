@@ -89,6 +89,8 @@ class LoginService {
   std::unique_ptr<auth::WorkerPool> pool_;
 };
 
+// The bearer token of the Authorization header ("" when none).
+std::string bearerTokenOf(const HttpRequest& req);
 // The session cookie's value ("" when none).
 std::string sessionSecretOf(const HttpRequest& req);
 // The value of the cookie `name` in a Cookie header when it is there exactly once; "" otherwise.

@@ -365,7 +365,9 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     boost::system::error_code ec = hec;
     size_t limit = config_.maxBodyBytes;
     if (!ec) {
-      if (isSessionPath(parser.get().target()) && mayUseSessions(*this, parser.get()))
+      // Asked only of a body that may be over the API's limit: most requests pay nothing.
+      const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
+      if (large && isSessionPath(parser.get().target()) && mayUseSessions(*this, parser.get()))
         limit = kSessionBodyLimit;
       if (parser.content_length() && *parser.content_length() > limit) {
         ec = http::error::body_limit;
@@ -390,22 +392,10 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     if (ec) break;
     HttpRequest req = parser.release();
 
-    if (sessionOfHost(req[http::field::host], config_.sessionDomain) != 0 &&
-        !isSessionPath(req.target())) {
-      // A session's origin serves that session and nothing else: not the API, whose CSRF token
-      // a session's scripts must never read, nor the console (api/session_origin.h).
-      auto res = ApiResponse::error(
-          Status::NotFound("no such endpoint on a session's origin: " + std::string(req.target())));
-      http::response<http::string_body> out{res.status, req.version()};
-      out.set(http::field::server, "allotd");
-      out.set(http::field::content_type, res.contentType);
-      out.keep_alive(req.keep_alive());
-      out.body() = std::move(res.body);
-      out.prepare_payload();
-      auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
-      if (wec || !out.keep_alive()) break;
-      continue;
-    }
+    // A session's origin serves that session and nothing else: not the API, whose CSRF token a
+    // session's scripts must never read, nor the console, nor an agent's stream
+    // (api/session_origin.h). serveSessionRequest keeps it to the one session.
+    const bool onSessionOrigin = sessionOfHost(req[http::field::host], config_.sessionDomain) != 0;
 
     if (isSessionPath(req.target())) {
       // Jupyter's traffic, not the API's: neither audited nor in the API's request metrics.
@@ -414,13 +404,13 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       continue;
     }
 
-    if (isSessionSshPath(req.target())) {
+    if (!onSessionOrigin && isSessionSshPath(req.target())) {
       // Becomes one SSH connection's relay (or answers an error and closes).
       co_await serveSessionSsh(*this, stream, buffer, std::move(req));
       break;
     }
 
-    if (beast::websocket::is_upgrade(req)) {
+    if (!onSessionOrigin && beast::websocket::is_upgrade(req)) {
       beast::get_lowest_layer(stream).expires_never();
       co_await serveAgentStream(*this, std::move(stream), std::move(req));
       co_return;
@@ -432,8 +422,12 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     std::string_view path = target.substr(0, qpos);
     ApiResponse res;
     auto match = router_.match(req.method(), path);
-    const bool console = !match.route && StaticFiles::isConsoleRequest(req.method(), path);
-    if (console) {
+    const bool console =
+        !onSessionOrigin && !match.route && StaticFiles::isConsoleRequest(req.method(), path);
+    if (onSessionOrigin) {
+      res = ApiResponse::error(
+          Status::NotFound("no such endpoint on a session's origin: " + std::string(path)));
+    } else if (console) {
       res = console_.serve(path, req[http::field::accept_encoding]);
     } else if (!match.route) {
       res = match.pathKnown

@@ -47,10 +47,9 @@ struct ServerConfig {
   std::string webDir;
   // How often a live stream (GET /api/v1/stream) sends a keepalive and re-checks its credential.
   int64_t streamKeepaliveMs = 15'000;
-  // Sessions are served at s<id>.<sessionDomain> only (api/session_origin.h); set: a domain was
-  // configured (not the default, which serves only a browser on this machine).
-  std::string sessionDomain = "localhost";
-  bool sessionDomainSet = false;
+  // Sessions are served at s<id>.<sessionDomain> only (api/session_origin.h). The default,
+  // localhost, serves only a browser on this machine.
+  std::string sessionDomain = std::string(kDefaultSessionDomain);
 };
 
 class Server {
@@ -88,7 +87,8 @@ class Server {
   TunnelHub& tunnels() { return tunnels_; }
   SessionOriginAccess& sessionAccess() { return sessionAccess_; }
   SessionOrigins sessionOrigins() const {
-    return {config_.sessionDomain, !config_.tlsCertFile.empty(), config_.sessionDomainSet};
+    return {config_.sessionDomain, !config_.tlsCertFile.empty(),
+            config_.sessionDomain != kDefaultSessionDomain};
   }
   // Returns once the batch is durable. A failed durable write is fatal (see server.cc).
   boost::asio::awaitable<void> commit(store::WriteBatch batch);

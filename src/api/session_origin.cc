@@ -1,29 +1,35 @@
 #include "api/session_origin.h"
 
+#include <boost/beast/core/string.hpp>
 #include <cctype>
 #include <charconv>
+#include <utility>
 
 #include "common/secrets.h"
 
 namespace allot::api {
 
+namespace {
+
+// A Host header's name and port ("" when it has none). An IPv6 literal keeps its brackets.
+std::pair<std::string_view, std::string_view> splitHost(std::string_view host) {
+  const size_t colon = host.rfind(':');
+  if (colon == std::string_view::npos || host.find(']', colon) != std::string_view::npos)
+    return {host, {}};
+  return {host.substr(0, colon), host.substr(colon + 1)};
+}
+
+}  // namespace
+
 int64_t sessionOfHost(std::string_view host, std::string_view domain) {
-  // Strip the port (no IPv6 literal is a session host).
-  if (const size_t colon = host.rfind(':');
-      colon != std::string_view::npos && host.find(']') == std::string_view::npos)
-    host = host.substr(0, colon);
-  if (domain.empty() || host.size() < domain.size() + 3 ||
-      std::tolower(static_cast<unsigned char>(host.front())) != 's')
+  const std::string_view name = splitHost(host).first;
+  // "s<id>." then the domain, in any case (host names are case-insensitive).
+  if (domain.empty() || name.size() < domain.size() + 3 ||
+      std::tolower(static_cast<unsigned char>(name.front())) != 's' ||
+      name[name.size() - domain.size() - 1] != '.' ||
+      !boost::beast::iequals(name.substr(name.size() - domain.size()), domain))
     return 0;
-  const std::string_view suffix = host.substr(host.size() - domain.size());
-  if (host[host.size() - domain.size() - 1] != '.') return 0;
-  // Host names are case-insensitive.
-  for (size_t i = 0; i < domain.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(suffix[i])) !=
-        std::tolower(static_cast<unsigned char>(domain[i])))
-      return 0;
-  }
-  const std::string_view digits = host.substr(1, host.size() - domain.size() - 2);
+  const std::string_view digits = name.substr(1, name.size() - domain.size() - 2);
   int64_t id = 0;
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
   if (ec != std::errc() || p != digits.data() + digits.size() || id <= 0 || digits[0] == '0')
@@ -32,26 +38,21 @@ int64_t sessionOfHost(std::string_view host, std::string_view domain) {
 }
 
 std::string sessionOrigin(int64_t id, const SessionOrigins& origins, std::string_view consoleHost) {
-  std::string port;
-  if (const size_t colon = consoleHost.rfind(':');
-      colon != std::string_view::npos && consoleHost.find(']', colon) == std::string_view::npos) {
-    const std::string_view digits = consoleHost.substr(colon + 1);
-    // Only a port: whatever else a Host header carries stays out of the URL.
-    if (!digits.empty() && digits.size() <= 5 &&
-        digits.find_first_not_of("0123456789") == std::string_view::npos)
-      port = ":" + std::string(digits);
-  }
+  // Only a port: whatever else a Host header carries stays out of the URL.
+  const std::string_view port = splitHost(consoleHost).second;
+  const bool numeric = !port.empty() && port.size() <= 5 &&
+                       port.find_first_not_of("0123456789") == std::string_view::npos;
   return std::string(origins.https ? "https://" : "http://") + "s" + std::to_string(id) + "." +
-         origins.domain + port;
+         origins.domain + (numeric ? ":" + std::string(port) : "");
 }
 
 bool isLoopbackHost(std::string_view host) {
-  if (host.rfind("[::1]", 0) == 0) return true;
-  if (const size_t colon = host.rfind(':'); colon != std::string_view::npos)
-    host = host.substr(0, colon);
-  std::string h(host);
-  for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return h == "localhost" || h.ends_with(".localhost") || h.rfind("127.", 0) == 0;
+  const std::string_view name = splitHost(host).first;
+  const std::string_view localhost = "localhost";
+  return name == "[::1]" || boost::beast::iequals(name, localhost) ||
+         (name.size() > localhost.size() + 1 && name[name.size() - localhost.size() - 1] == '.' &&
+          boost::beast::iequals(name.substr(name.size() - localhost.size()), localhost)) ||
+         name.rfind("127.", 0) == 0;
 }
 
 void SessionOriginAccess::makeRoom(Grants& grants, TimeMs now) {

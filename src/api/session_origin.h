@@ -29,10 +29,12 @@
 
 namespace allot::api {
 
+inline constexpr std::string_view kDefaultSessionDomain = "localhost";
+
 struct SessionOrigins {
-  std::string domain = "localhost";  // sessions live at s<id>.<domain>
-  bool https = false;                // allotd serves TLS
-  bool configured = false;           // the domain was set (else only loopback consoles hand off)
+  std::string domain = std::string(kDefaultSessionDomain);  // sessions live at s<id>.<domain>
+  bool https = false;                                       // allotd serves TLS
+  bool configured = false;  // not the default (else only consoles on loopback hand off)
 };
 
 // The session a Host header names ("s12.localhost:7070" under "localhost" -> 12); 0 for none.

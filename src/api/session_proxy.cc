@@ -163,6 +163,14 @@ std::function<bool()> accessCheck(Server& server, const RequestCredential& cred,
   };
 }
 
+// The console session that the cookie of session id's own origin stands for, if it is there
+// once and valid.
+std::optional<std::string> originConsoleSecret(Server& server, std::string_view cookies,
+                                               int64_t id) {
+  return server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie), id,
+                                                server.clock().nowMs());
+}
+
 // The handoff's landing on session id's own origin: a valid ticket becomes this origin's cookie,
 // and the browser goes on to where it was going (within the session; anywhere else is the
 // session's start page).
@@ -195,22 +203,14 @@ ApiResponse redeemHandoff(Server& server, const HttpRequest& req, int64_t id) {
 bool isSessionPath(std::string_view target) { return target.rfind("/sessions/", 0) == 0; }
 
 bool mayUseSessions(Server& server, const HttpRequest& header) {
-  std::string_view auth = header[http::field::authorization];
-  if (auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
-    return server.login().stillValid(std::string(auth.substr(7)), false, server.cluster());
-  const std::string cookies(header[http::field::cookie]);
-  const int64_t hostSession =
-      sessionOfHost(header[http::field::host], server.sessionOrigins().domain);
-  std::string secret;
-  if (hostSession != 0) {
-    auto console = server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie),
-                                                          hostSession, server.clock().nowMs());
-    if (console) secret = *console;
-  } else {
-    secret = uniqueCookie(cookies, kSessionCookie);
+  std::string secret = bearerTokenOf(header);
+  if (secret.empty()) {
+    const int64_t host = sessionOfHost(header[http::field::host], server.sessionOrigins().domain);
+    secret = host != 0 ? originConsoleSecret(server, header[http::field::cookie], host).value_or("")
+                       : sessionSecretOf(header);
   }
-  // The token is checked, not the console session's idle clock, which the request itself then
-  // checks (after a restart the clock starts at the first request).
+  // The token is checked, not how it is presented nor a console session's idle clock: the
+  // request itself checks those once it is read.
   auto p = secret.empty() ? std::nullopt : server.cluster().authenticate(secret);
   return p && p->kind != control::Principal::Kind::kHost;
 }
@@ -251,8 +251,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   // else there counts as a cookie of ours (one a sibling session's page tossed in, say).
   const std::string cookies(req[http::field::cookie]);
   if (ownOrigin) {
-    auto console = server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie), id,
-                                                          server.clock().nowMs());
+    auto console = originConsoleSecret(server, cookies, id);
     if (console)
       req.set(http::field::cookie, std::string(kSessionCookie) + "=" + *console);
     else

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/secrets.h"
@@ -326,16 +327,14 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   size_t commandBytes = 0, envBytes = 0;
   for (const auto& a : r.command) commandBytes += a.size() + 1;
   for (const auto& [k, v] : r.env) envBytes += k.size() + v.size() + 2;
-  if (commandBytes > kMaxCommandBytes)
-    return Status::InvalidArgument(
-        "command: " + std::to_string(commandBytes) + " bytes, over the limit of " +
-            std::to_string(kMaxCommandBytes) + "; pass large inputs in a file",
-        "command");
-  if (envBytes > kMaxEnvBytes)
-    return Status::InvalidArgument("env: " + std::to_string(envBytes) +
-                                       " bytes, over the limit of " + std::to_string(kMaxEnvBytes) +
-                                       "; pass large values in a file",
-                                   "env");
+  for (auto [field, bytes, limit] : {std::tuple{"command", commandBytes, kMaxCommandBytes},
+                                     std::tuple{"env", envBytes, kMaxEnvBytes}}) {
+    if (bytes > limit)
+      return Status::InvalidArgument(std::string(field) + ": " + std::to_string(bytes) +
+                                         " bytes, over the limit of " + std::to_string(limit) +
+                                         "; pass large inputs in a file",
+                                     field);
+  }
   if (r.gpus < 0 || r.gpus > kMaxGpusPerJob)
     return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
                                    "gpus");

@@ -150,12 +150,10 @@ int main(int argc, char** argv) {
       std::filesystem::create_directories(*dir, ec);
       if (ec) return fail("cannot create " + *dir + ": " + ec.message());
       if (auto closed = allot::agent::firstClosedAncestor(*dir); !closed.empty())
-        return fail(closed +
-                    " lets only its owner through, so workloads, which run as their "
-                    "owners, cannot reach " +
-                    *dir +
-                    ": allow others through it (chmod o+x) or "
-                    "choose another --work-dir/--scratch-dir");
+        return fail(closed + " lets only its owner through, so workloads (which run as their " +
+                    "owners) cannot reach " + *dir +
+                    ": allow others through it (chmod o+x) or choose another --work-dir or "
+                    "--scratch-dir");
     }
   }
 

@@ -266,7 +266,6 @@ int main(int argc, char** argv) {
         "not '" +
         sessionDomain + "'");
   cfg.sessionDomain = sessionDomain;
-  cfg.sessionDomainSet = sessionDomain != "localhost";
   if (!(idleBelowPct >= 0 && idleBelowPct <= 100))
     return fail("idle.threshold_percent: expected 0 to 100");
   cfg.cluster.idleBelowPct = idleBelowPct;

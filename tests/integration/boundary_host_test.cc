@@ -119,23 +119,6 @@ class HostBoundaryTest : public TestCluster {
     ::chmod(path("passwd").c_str(), 0644);
   }
 
-  // Runs `script` as alice in a job of her own and returns its output once it finished.
-  std::string runAsAlice(const std::string& script, const std::vector<std::string>& flags = {}) {
-    const int64_t id = submit(alice_, flags, {"sh", "-c", script + "; echo end-of-probe"});
-    json last;
-    EXPECT_TRUE(waitFor([&] {
-      last = job(alice_, id);
-      const std::string s = textOf(last, "state");
-      return s == "succeeded" || s == "failed";
-    })) << last.dump();
-    std::string out;
-    EXPECT_TRUE(waitFor([&] {
-      out = logs(alice_, id);
-      return out.find("end-of-probe") != std::string::npos;
-    })) << out;
-    return out;
-  }
-
   // A root-owned file nobody else may touch, and whether it is still exactly that.
   std::string makeVictim(const std::string& name) {
     const std::string p = path(name);
@@ -201,8 +184,8 @@ TEST_F(PreloadTest, ALibraryTheJobPreloadsNeverLoadsIntoARootProcess) {
   ASSERT_EQ(cc->wait(), 0) << cc->stderrText();
   ::chmod(path("preload.so").c_str(), 0755);
 
-  const std::string out = runAsAlice(
-      "/bin/true && echo ran",
+  const std::string out = runToEnd(
+      alice_, "/bin/true && echo ran",
       {"--env", "LD_PRELOAD=" + path("preload.so"), "--env", "LD_LIBRARY_PATH=" + path("")});
   EXPECT_NE(out.find("ran"), std::string::npos) << out;
   const std::string loaded = readFile(log);
@@ -243,12 +226,13 @@ TEST_F(SshSetupTest, ASessionOwnerCannotAimTheSshSetupAtAHostFile) {
   const std::string victim = makeVictim("shadow");
   const std::string dir = agentDir() + "/session-ssh/" + id;
   // The owner's own job plants the links the agent would write and read through.
-  const std::string out = runAsAlice(
-      "for f in authorized_keys.new sshd_config.new direct.new host_ed25519.pub; do "
-      "ln -sf " +
-      victim + " " + dir +
-      "/$f 2>/dev/null && echo planted-$f || echo refused-$f; "
-      "done");
+  const std::string out =
+      runToEnd(alice_,
+               "for f in authorized_keys.new sshd_config.new direct.new host_ed25519.pub; do "
+               "ln -sf " +
+                   victim + " " + dir +
+                   "/$f 2>/dev/null && echo planted-$f || echo refused-$f; "
+                   "done");
   for (const char* f : {"authorized_keys.new", "sshd_config.new", "direct.new", "host_ed25519.pub"})
     EXPECT_NE(out.find(std::string("refused-") + f), std::string::npos) << out;
   // A connection makes the agent write authorized_keys and sshd_config for it; and it works,
@@ -294,8 +278,9 @@ TEST_F(JupyterHostTest, TheAgentTalksOnlyToAJupyterTheSessionsOwnerServes) {
 
   RootSocketTrap trap(path("root.sock"));
   const std::string work = agentDir() + "/jobs/" + id + "/work";
-  const std::string out = runAsAlice("cd " + work + " && mv jupyter.sock real.sock && ln -s " +
-                                     path("root.sock") + " jupyter.sock && echo swapped");
+  const std::string out =
+      runToEnd(alice_, "cd " + work + " && mv jupyter.sock real.sock && ln -s " +
+                           path("root.sock") + " jupyter.sock && echo swapped");
   ASSERT_NE(out.find("swapped"), std::string::npos) << out;
   // The proxy (a new connection, so a new tunnel stream) and the agent's activity probe (every
   // 2 s) both try it now.

@@ -579,6 +579,24 @@ std::string TestCluster::createUser(const std::string& user, const std::string& 
   return u["token"].get<std::string>();
 }
 
+std::string TestCluster::runToEnd(const std::string& token, const std::string& script,
+                                  const std::vector<std::string>& flags) {
+  int64_t id = submit(token, flags, {"sh", "-c", script + "; echo end-of-probe"});
+  json last;
+  EXPECT_TRUE(waitFor([&] {
+    last = job(token, id);
+    std::string s = textOf(last, "state");
+    return s == "succeeded" || s == "failed";
+  })) << last.dump();
+  std::string out;
+  // The last of the output may reach allotd after the job's end.
+  EXPECT_TRUE(waitFor([&] {
+    out = logs(token, id);
+    return out.find("end-of-probe") != std::string::npos;
+  })) << out;
+  return out;
+}
+
 int64_t TestCluster::submit(const std::string& token, const std::vector<std::string>& flags,
                             const std::vector<std::string>& command) {
   std::vector<std::string> args = {"run"};

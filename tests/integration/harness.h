@@ -155,6 +155,10 @@ class TestCluster : public ::testing::Test {
   // `allot run -o json FLAGS -- COMMAND...`; returns the job id.
   int64_t submit(const std::string& token, const std::vector<std::string>& flags,
                  const std::vector<std::string>& command);
+  // Runs `sh -c SCRIPT` as `token`'s user in a job (`flags` for `allot run`) and returns its
+  // output once it has ended, whole.
+  std::string runToEnd(const std::string& token, const std::string& script,
+                       const std::vector<std::string>& flags = {});
   json job(const std::string& token, int64_t id);          // allot job show
   std::string logs(const std::string& token, int64_t id);  // allot job logs
   json host(const std::string& name);                      // allot host show (admin)

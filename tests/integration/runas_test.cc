@@ -48,24 +48,6 @@ class RunAsTest : public TestCluster {
     throw std::runtime_error("team " + team + " has no gid");
   }
 
-  // Runs `script` as `token`'s user and returns its output once it finished.
-  std::string runToEnd(const std::string& token, const std::string& script) {
-    int64_t id = submit(token, {}, {"sh", "-c", script + "; echo end-of-probe"});
-    json last;
-    EXPECT_TRUE(waitFor([&] {
-      last = job(token, id);
-      std::string s = textOf(last, "state");
-      return s == "succeeded" || s == "failed";
-    })) << last.dump();
-    std::string out;
-    // The last of the output may reach allotd after the job's end.
-    EXPECT_TRUE(waitFor([&] {
-      out = logs(token, id);
-      return out.find("end-of-probe") != std::string::npos;
-    })) << out;
-    return out;
-  }
-
   std::string alice_, carol_, bob_;
 };
 

@@ -68,11 +68,21 @@ Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsign
   return giveOpened(path, uid, gid, mode, O_DIRECTORY);
 }
 
+bool isAgentOwnedDir(const struct stat& st) {
+  return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0;
+}
+
+const std::vector<char*>& fixedEnvironment() {
+  static char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang[] = "LANG=C.UTF-8";
+  static const std::vector<char*> env = {path, lang, nullptr};
+  return env;
+}
+
 Status checkAgentOwnedDir(const std::string& dir, const char* what) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0)
     return Status::Unavailable(std::string(what) + " " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+  if (!isAgentOwnedDir(st))
     return Status::FailedPrecondition(
         std::string(what) + " " + dir +
         " must be a directory of the agent's user that no one else may write (a user who may "

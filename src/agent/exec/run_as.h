@@ -5,6 +5,8 @@
 //
 // Plain functions over the filesystem; called from the agent's loop.
 
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -22,6 +24,15 @@ Status checkRunAs(const JobSpec& spec);
 Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
 // The same, for a directory only (a file in its place, a hard link planted there, is refused).
 Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
+
+// A directory the agent may do root-side work in: its own user's, writable by no one else, so
+// nobody can plant a link there.
+bool isAgentOwnedDir(const struct stat& st);
+
+// The environment of what the agent starts for a workload or a session (sshd as the user,
+// ssh-keygen): never the agent's own, which may hold its join token and which a user could read
+// from /proc. A null-terminated array, made before any fork.
+const std::vector<char*>& fixedEnvironment();
 
 // A root the agent makes workloads' directories in (scratch, team directories, homes): a real
 // directory of the agent's user, writable by no one else. `what` names it in the error.

@@ -21,6 +21,8 @@
 #include <cstring>
 #include <tuple>
 
+#include "agent/exec/run_as.h"
+
 namespace allot::agent {
 
 namespace asio = boost::asio;
@@ -113,8 +115,7 @@ Result<std::unique_ptr<TargetConn>> spawnProcess(asio::any_io_executor ex, const
   argv.push_back(nullptr);
   std::vector<std::string> procs;
   for (const auto& g : t.cgroups) procs.push_back(g + "/cgroup.procs");
-  char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang[] = "LANG=C.UTF-8";
-  std::vector<char*> envp = {path, lang, nullptr};
+  const std::vector<char*>& envp = fixedEnvironment();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(sv[0]);
@@ -133,9 +134,7 @@ Result<std::unique_ptr<TargetConn>> spawnProcess(asio::any_io_executor ex, const
       err = errno;
     if (!err && t.uid && ::setuid(*t.uid) != 0) err = errno;
     if (!err) {
-      // A fixed environment, not the agent's (which may hold its join token): the process runs
-      // as the session's user, who can read it from /proc.
-      ::execve(argv[0], argv.data(), envp.data());
+      ::execve(argv[0], argv.data(), envp.data());  // never the agent's environment
       err = errno;
     }
     [[maybe_unused]] auto n = ::write(errPipe[1], &err, sizeof err);

@@ -28,15 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What the programs started here (ssh-keygen as root, sshd as the session's user) get as their
-// environment: never the agent's own, which may hold its join token and which the user could
-// read from /proc.
-const std::vector<char*>& fixedEnvironment() {
-  static char path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang[] = "LANG=C.UTF-8";
-  static const std::vector<char*> env = {path, lang, nullptr};
-  return env;
-}
-
 // Runs argv (absolute program) to its end with no input and its output discarded; its status.
 Status runQuietly(const std::vector<std::string>& argv) {
   std::vector<char*> args;
@@ -67,7 +58,7 @@ Result<int> openOwnDirectory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return Status::Unavailable("cannot open " + dir + ": " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+  if (::fstat(fd, &st) != 0 || !isAgentOwnedDir(st)) {
     ::close(fd);
     return Status::FailedPrecondition(dir +
                                       " is not the agent's own directory; refusing to use it");
