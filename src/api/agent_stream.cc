@@ -131,7 +131,9 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
   const std::string credentialId = credential.substr(0, credential.find('_'));
   auto ws = std::make_shared<Ws>(std::move(stream));
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws->read_message_max(16 << 20);
+  // The largest message an honest agent sends is a task result with two pieces of 256 KiB of
+  // output, escaped, under this; a bigger frame would cost allotd tens of times its size to parse.
+  ws->read_message_max(4 << 20);
   auto [aec] = co_await ws->async_accept(req, asio::as_tuple(use_awaitable));
   if (aec) co_return;
 

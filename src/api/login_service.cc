@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "auth/csrf.h"
+#include "common/secrets.h"
 
 namespace allot::api {
 namespace {
@@ -74,6 +75,15 @@ asio::awaitable<Result<bool>> LoginService::verifyPassword(std::string hash, std
       [hash, password] { return Result<bool>(auth::verifyPassword(hash, password)); });
   Result<bool> r = co_await offload<bool>(*pool_, work);
   co_return r;
+}
+
+asio::awaitable<void> LoginService::spendVerifyTime(std::string password) {
+  if (decoyHash_.empty()) {
+    auto made = co_await hashPassword(newToken("decoy_"));
+    if (!made.ok()) co_return;
+    decoyHash_ = *made;
+  }
+  (void)co_await verifyPassword(decoyHash_, std::move(password));
 }
 
 asio::awaitable<Result<auth::DirectoryUser>> LoginService::directoryLogin(std::string user,

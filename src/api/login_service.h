@@ -49,6 +49,10 @@ class LoginService {
   boost::asio::awaitable<Result<bool>> verifyPassword(std::string hash, std::string password);
   boost::asio::awaitable<Result<auth::DirectoryUser>> directoryLogin(std::string user,
                                                                      std::string password);
+  // A login that fails without a hash to check (no such user, a service account, a disabled
+  // one) spends what checking one costs, against a decoy hash made once: how long the answer
+  // takes must not tell whether the account exists.
+  boost::asio::awaitable<void> spendVerifyTime(std::string password);
 
   // The bearer token, else the session cookie; for a cookie, the session must not have been
   // idle too long, and a request that is not GET or HEAD must carry the CSRF header (unless
@@ -85,6 +89,7 @@ class LoginService {
   auth::FailureLimiter accountFailures_;
   auth::FailureLimiter addressFailures_;
   std::map<std::string, TimeMs> sessionSeen_;  // session token id -> last request
+  std::string decoyHash_;                      // spendVerifyTime's; made on first use
   // Last: its threads post results to the I/O context, so it stops before anything else goes.
   std::unique_ptr<auth::WorkerPool> pool_;
 };

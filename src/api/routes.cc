@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "api/host_view.h"
 #include "api/json_input.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
@@ -224,14 +225,14 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::get, "/api/v1/hosts", [&s](ApiRequest& r) -> Awaitable {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& h : s.cluster().listHosts(r.who())) {
-      out.push_back(model::toJson(h));
+      out.push_back(hostJsonFor(r.who(), h));
       out.back()["lease"] = hostLeaseJson(s, r.who(), h.name);
     }
     co_return ApiResponse::json(out);
   });
   router.add(V::get, "/api/v1/hosts/{name}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
-    auto out = model::toJson(host);
+    auto out = hostJsonFor(r.who(), host);
     out["lease"] = hostLeaseJson(s, r.who(), host.name);
     nlohmann::json allocs = nlohmann::json::array();
     std::map<int, nlohmann::json> holders;  // by GPU index

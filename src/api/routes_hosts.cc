@@ -2,6 +2,7 @@
 // transitions.
 // Shapes in docs/api.md; semantics in docs/hosts.md.
 
+#include "api/host_view.h"
 #include "api/json_input.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
@@ -86,6 +87,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
       // A task's output may be any team's (a lease's profile, the wipe's account of what it
       // killed): platform admins only.
       if (!r.who().isAdmin()) j["output"] = nullptr;
+      if (!t.reason.empty()) j["reason"] = hideOtherTeams(r.who(), t.reason);
       out.push_back(std::move(j));
     }
     co_return ApiResponse::json(out);

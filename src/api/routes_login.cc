@@ -47,13 +47,18 @@ boost::asio::awaitable<Checked> checkLogin(Server& s, const std::string& user,
   const bool local = it != users.end() && it->second.source == model::UserSource::kLocal;
   if (local) {
     const model::User& u = it->second;
-    if (u.kind != model::UserKind::kHuman || u.disabled || u.passwordHash.empty())
+    if (u.kind != model::UserKind::kHuman || u.disabled || u.passwordHash.empty()) {
+      co_await s.login().spendVerifyTime(password);
       co_return Checked{kInvalidLogin, true};
+    }
     auto ok = co_await s.login().verifyPassword(u.passwordHash, password);
     if (!ok.ok()) co_return Checked{ok.status(), false};
     co_return *ok ? Checked{Status::Ok(), false} : Checked{kInvalidLogin, true};
   }
-  if (!s.login().directoryEnabled()) co_return Checked{kInvalidLogin, true};
+  if (!s.login().directoryEnabled()) {
+    co_await s.login().spendVerifyTime(password);
+    co_return Checked{kInvalidLogin, true};
+  }
   auto found = co_await s.login().directoryLogin(user, password);
   if (!found.ok()) {
     if (found.status().code() == Code::kUnavailable)

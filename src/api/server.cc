@@ -94,7 +94,7 @@ Server::~Server() {
 Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock& clock,
                                                std::unique_ptr<store::Store> store) {
   std::unique_ptr<Server> s(new Server(std::move(config), clock, std::move(store)));
-  s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs");
+  s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs", s->config_.logs);
   ALLOT_RETURN_IF_ERROR(s->logs_->init());
   s->cluster_ = std::make_unique<control::Cluster>(clock, *s->logs_, s->config_.cluster);
   auto contents = s->store_->loadAll();
@@ -294,8 +294,17 @@ asio::awaitable<void> Server::checkIdle() {
   cluster_->push(idle.pushHosts);
   for (int64_t id : idle.value.reclaimed) notifyJob(id);
   for (const auto& e : idle.value.events) {
-    const auto policy = cluster_->effectiveIdlePolicyOf(e.team, e.project).policy;
-    if (!policy.webhook.empty()) webhooks_.send(policy.webhook, model::toJson(e).dump());
+    const auto effective = cluster_->effectiveIdlePolicyOf(e.team, e.project);
+    const std::string& url = effective.policy.webhook;
+    if (url.empty()) continue;
+    // A team's webhook stored before the allow-list changed goes nowhere the list leaves out;
+    // the platform's own (allotd.toml [idle] webhook) is the admins' word already.
+    if (effective.source != control::PolicySource::kPlatform &&
+        !control::webhookAllowed(cluster_->options().webhookAllow, url)) {
+      spdlog::warn("idle webhook of team {} not sent: its target is not allowed any more", e.team);
+      continue;
+    }
+    webhooks_.send(url, model::toJson(e).dump());
   }
 }
 

@@ -39,6 +39,8 @@ struct ServerConfig {
   std::string tlsCertFile;  // PEM certificate chain, the server's certificate first
   std::string tlsKeyFile;   // PEM private key
   control::ClusterOptions cluster;
+  // Each job's stored output and the disk reserve below which output is refused.
+  control::LogStoreOptions logs;
   // How long telemetry.db keeps samples and rollups (see telemetry/telemetry_store.h).
   telemetry::TelemetryRetention telemetryRetention;
   // Passwords, logins, console sessions, LDAP (docs/login.md).

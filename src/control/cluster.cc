@@ -83,6 +83,11 @@ void Cluster::load(const store::Contents& contents) {
     if (j.contour.empty()) j.contour = fallback;
     noteLocalHome(j);
   }
+  // Capped logs of jobs that ended while allotd was down get their tails now.
+  for (auto [job, rank] : logs_.unsealedAtStart()) {
+    auto it = world_.jobs.find(job);
+    if (it == world_.jobs.end() || model::isTerminal(it->second.state)) logs_.seal(job, rank);
+  }
   // Samples may still come for allocations open now or closed moments ago; the attributor needs
   // their holds, not the whole history.
   const TimeMs recent = clock_.nowMs() - 10 * 60'000;
@@ -356,6 +361,8 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
       return Status::InvalidArgument("env: '" + k + "' is set by Allot and cannot be overridden",
                                      "env");
   }
+  ALLOT_RETURN_IF_ERROR(
+      checkJobLimits(p.name, team, static_cast<int64_t>(commandBytes + envBytes)));
   Change<Job> c;
   Job& j = c.value;
   j.id = world_.nextJobId++;
@@ -391,6 +398,36 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   c.batch.add(store::PutJob{j});
   if (onQueueChanged_) onQueueChanged_();
   return c;
+}
+
+Status Cluster::checkJobLimits(const std::string& user, const std::string& team,
+                               int64_t bytes) const {
+  const JobLimits& l = options_.limits;
+  auto active = [](const std::map<std::string, World::Active>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? World::Active{} : it->second;
+  };
+  const World::Active mine = active(world_.activeByUser, user);
+  const World::Active ours = active(world_.activeByTeam, team);
+  auto refuse = [](const std::string& who, const std::string& what, const char* key) {
+    return Status::FailedPrecondition(who + " already has " + what +
+                                      " in jobs queued or running, the most allowed (limits." +
+                                      key + "); wait for some to end, or cancel some");
+  };
+  if (l.maxActiveJobsPerUser > 0 && mine.jobs >= l.maxActiveJobsPerUser)
+    return refuse("user " + user, std::to_string(mine.jobs) + " jobs", "max_active_jobs_per_user");
+  if (l.maxActiveJobsPerTeam > 0 && ours.jobs >= l.maxActiveJobsPerTeam)
+    return refuse("team " + team, std::to_string(ours.jobs) + " jobs", "max_active_jobs_per_team");
+  auto mib = [](int64_t b) { return std::to_string(b >> 20) + " MiB"; };
+  if (l.maxActiveJobBytesPerUser > 0 && mine.specBytes + bytes > l.maxActiveJobBytesPerUser)
+    return refuse("user " + user,
+                  mib(mine.specBytes) + " of commands and environments (this job adds " +
+                      std::to_string(bytes) + " bytes)",
+                  "max_active_job_mib_per_user");
+  if (l.maxActiveJobBytesPerTeam > 0 && ours.specBytes + bytes > l.maxActiveJobBytesPerTeam)
+    return refuse("team " + team, mib(ours.specBytes) + " of commands and environments",
+                  "max_active_job_mib_per_team");
+  return Status::Ok();
 }
 
 void Cluster::visitJobs(const Principal& p, const JobFilter& f,
@@ -442,6 +479,9 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
   if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
   sessionRuntime_.erase(job.id);
   sessionProxiedAt_.erase(job.id);
+  // Its output is all in (agents send it before the status that ends a job): close its logs.
+  for (int rank = 0; rank < std::max<int>(1, static_cast<int>(job.ranks.size())); ++rank)
+    logs_.seal(job.id, rank);
   updateJob(job, before, batch);
   if (onQueueChanged_) onQueueChanged_();  // GPUs came free
 }

@@ -237,6 +237,21 @@ struct UnixIdOptions {
   int64_t gidMax = 399'999;
 };
 
+// What one user or team may hold, and what a job that asks for nothing is counted as
+// (allotd.toml [limits], docs/access.md "Limits"). 0 = no limit.
+struct JobLimits {
+  // Jobs queued or running at once (Slurm's MaxSubmitJobs): a submission beyond is refused.
+  int maxActiveJobsPerUser = 1'000;
+  int maxActiveJobsPerTeam = 5'000;
+  // Bytes of commands and environments those jobs hold in allotd's memory and desired states.
+  int64_t maxActiveJobBytesPerUser = 32LL << 20;
+  int64_t maxActiveJobBytesPerTeam = 128LL << 20;
+  // The scheduler counts a job asking no CPU or memory as asking this much, so that such jobs
+  // cannot all pile onto one host; the job itself is not limited to it.
+  int64_t cpuFloorMillis = 100;
+  int64_t memoryFloorMib = 256;
+};
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -262,7 +277,14 @@ struct ClusterOptions {
   // Sessions' `shared` storage: a directory mounted at this path on every host (NFS); each user
   // gets <dir>/<user>. "" = sessions cannot ask for shared storage.
   std::string sessionSharedDir;
+  JobLimits limits;
+  // Where idle-policy webhooks may point: URL prefixes, each ending in '/' after its host
+  // (allotd.toml [idle] webhook_allow). Empty: no team may set a webhook.
+  std::vector<std::string> webhookAllow;
 };
+
+// Whether `url` starts with one of the allowed prefixes.
+bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url);
 
 // Which events `GET /events` lists; empty fields match everything.
 struct EventFilter {
@@ -739,11 +761,26 @@ class Cluster {
   std::optional<model::HookSpec> handoverHook(const std::string& team,
                                               const std::string& profile = "") const;
 
+  // The per-user and per-team limits on jobs queued or running (options_.limits), for a new job
+  // whose command and environment take `bytes`.
+  Status checkJobLimits(const std::string& user, const std::string& team, int64_t bytes) const;
+
   const Clock& clock_;
   LogStore& logs_;
   ClusterOptions options_;
   World world_;
   std::map<std::string, AgentLink*> links_;
+  // A flapping agent (issue 18): a link that comes back does not end the host's outage until it
+  // has stayed up for kStableLinkHeartbeats heartbeats; until then awaySince keeps the outage's
+  // start, and checkLiveness counts the host as unreachable since then. A single gap as long as
+  // --lost-after is an outage of its own (its jobs were lost in it), not flapping.
+  struct LinkHistory {
+    TimeMs connectedAt = 0;
+    TimeMs disconnectedAt = 0;  // the last time the link went away
+    TimeMs awaySince = 0;       // 0: the last outage ended
+  };
+  static constexpr int kStableLinkHeartbeats = 3;
+  std::map<std::string, LinkHistory> linkHistory_;
   std::function<void()> onQueueChanged_;
   std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team

@@ -31,6 +31,37 @@ bool rankFailed(const Rank& r) {
          (r.state == RankState::kExited && !(r.exitCode && *r.exitCode == 0));
 }
 
+// What a new inventory claims beyond what the host had: GPUs it did not have, other models,
+// more GPU memory, more CPUs or memory, another GPU provider. Empty when it claims no more (GPUs
+// that vanished are not growth: a GPU off the bus shows as its jobs failing).
+std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
+  std::vector<std::string> what;
+  for (const auto& g : inv.gpus) {
+    const model::Gpu* old = nullptr;
+    for (const auto& o : h.gpus) {
+      if (!g.uuid.empty() ? o.uuid == g.uuid : o.index == g.index) old = &o;
+    }
+    if (old == nullptr) {
+      what.push_back("a GPU " + std::to_string(g.index) + " (" + g.model + ") it did not have");
+    } else if (old->model != g.model) {
+      what.push_back("GPU " + std::to_string(g.index) + " as " + g.model + ", not " + old->model);
+    } else if (g.memoryMib > old->memoryMib) {
+      what.push_back("more memory on GPU " + std::to_string(g.index));
+    }
+  }
+  if (inv.cpus > h.cpus && h.cpus > 0)
+    what.push_back(std::to_string(inv.cpus) + " CPUs, not " + std::to_string(h.cpus));
+  // Memory moves a little with kernels and firmware; 5% more is a different machine.
+  if (h.memoryMib > 0 && inv.memoryMib > h.memoryMib + h.memoryMib / 20)
+    what.push_back(std::to_string(inv.memoryMib) + " MiB of memory, not " +
+                   std::to_string(h.memoryMib));
+  if (inv.gpuProvider != h.gpuProvider && !h.gpuProvider.empty())
+    what.push_back("GPU provider " + inv.gpuProvider + ", not " + h.gpuProvider);
+  std::string out;
+  for (const auto& w : what) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+
 }  // namespace
 
 // ---- Agents ------------------------------------------------------------------------------
@@ -39,6 +70,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
   std::vector<model::DesiredJob> out;
   auto hj = world_.hostJobs.find(host);
   const auto& h = world_.hosts.at(host);
+  size_t specBytes = 0;  // commands and environments in this message (kDesiredSpecBudget)
   if (hj != world_.hostJobs.end()) {
     for (int64_t id : hj->second) {
       if (placementsInFlight_.count(id)) continue;
@@ -47,9 +79,31 @@ std::string Cluster::desiredMessage(const std::string& host) {
       const auto& gpuIndices = j.ranks.empty() ? j.gpuIndices : j.ranks[rank].gpuIndices;
       model::DesiredJob d;
       d.id = j.id;
-      d.command = j.command;
-      d.env = j.env;
-      if (!j.ranks.empty()) {
+      // A preempted job is stopped like a cancelled one, with the preemption grace; so are the
+      // ranks of a gang one of whose ranks failed. An eviction not yet durable is not told: a
+      // crash before the commit would kill a job the store still thinks runs.
+      const bool evict = j.evicting && !evictionsInFlight_.count(j.id);
+      d.cancel = j.cancelRequested || evict || j.failedRank >= 0;
+      d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
+      // The command and environment only while the agent may still have to start the job, and
+      // only within the budget: the rest wait for a later message (agent_protocol.h).
+      const bool mayStart = !d.cancel && (j.ranks.empty() ? j.state == JobState::kScheduled
+                                                          : j.ranks[rank].state ==
+                                                                RankState::kPending);
+      size_t bytes = 0;
+      for (const auto& a : j.command) bytes += a.size() + 8;
+      for (const auto& [k, v] : j.env) bytes += k.size() + v.size() + 8;
+      if (mayStart && (specBytes == 0 || specBytes + bytes <= model::kDesiredSpecBudget)) {
+        specBytes += bytes;
+        d.command = j.command;
+        d.env = j.env;
+      } else {
+        d.deferred = mayStart;
+        // What a simulated host reports as the job's utilisation (docs/agent.md) is all of the
+        // environment a started job still needs.
+        if (auto u = j.env.find("ALLOT_SIM_GPU_UTIL"); u != j.env.end()) d.env.insert(*u);
+      }
+      if (!j.ranks.empty() && !d.command.empty()) {
         // The rendezvous torchrun and NCCL read. MASTER_ADDR is the name rank 0's host joined
         // with: it must resolve between the hosts (docs/scheduler.md).
         std::string hosts;
@@ -61,7 +115,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
         d.env["ALLOT_RANK"] = std::to_string(rank);
         d.env["ALLOT_HOSTS"] = hosts;
       }
-      if (j.gpuMilli < 1000 && !j.gpuIndices.empty()) {
+      if (j.gpuMilli < 1000 && !j.gpuIndices.empty() && !d.command.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
         // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
         char fraction[16];
@@ -82,13 +136,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       }
       d.cpuMillis = j.cpuMillis;
       d.memoryMib = j.memoryMib;
-      // A preempted job is stopped like a cancelled one, with the preemption grace; so are the
-      // ranks of a gang one of whose ranks failed. An eviction not yet durable is not told: a
-      // crash before the commit would kill a job the store still thinks runs.
-      const bool evict = j.evicting && !evictionsInFlight_.count(j.id);
-      d.cancel = j.cancelRequested || evict || j.failedRank >= 0;
-      d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
-      d.logOffset = logs_.size(j.id, rank);
+      d.logOffset = logs_.received(j.id, rank);
       d.runAs = runAsOf(j);
       if (j.session) {
         d.session = model::DesiredSession{
@@ -120,9 +168,28 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   c.value = 0;
   auto& h = world_.hosts.at(host);
   links_[host] = link;
+  const TimeMs now = clock_.nowMs();
+  LinkHistory& lh = linkHistory_[host];
+  if (lh.disconnectedAt != 0 && now - lh.disconnectedAt >= options_.lostAfterMs) {
+    lh.awaySince = 0;  // one gap as long as --lost-after: an outage of its own, now over
+  } else if (lh.awaySince == 0) {
+    lh.awaySince = h.unreachableSince;
+  }
+  lh.connectedAt = now;
   h.state = model::HostState::kOnline;
   h.unreachableSince = 0;
-  h.lastSeenAt = clock_.nowMs();
+  h.lastSeenAt = now;
+  // A host already admitted that now claims more hardware is fenced for an admin's review: a
+  // compromised host would otherwise draw other teams' larger jobs, and their secrets, to it.
+  const bool admitted = h.adminState == model::AdminState::kAvailable ||
+                        h.adminState == model::AdminState::kDraining;
+  if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
+    spdlog::warn("host {}: its agent claims {}", host, grew);
+    if (admitted) {
+      transitionHost(h, model::AdminState::kMaintenance, kSystemActor,
+                     "its inventory changed (" + grew + "); check the host, then resume it", c.batch);
+    }
+  }
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
   // indexes; a GPU that vanished shows up as its jobs failing on the host.
   model::applyInventory(h, inv);
@@ -358,6 +425,10 @@ Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) 
                  chunk.job);
     return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
   }
+  // The agent sends a job's output before the status that says it ended, so an ended job has
+  // all of it: more is refused (and its log was sealed when it ended).
+  if (model::isTerminal(it->second.state))
+    return Status::FailedPrecondition("job " + std::to_string(chunk.job) + " has ended");
   return logs_.append(chunk.job, chunk.offset, chunk.data, rank);
 }
 
@@ -393,7 +464,10 @@ void Cluster::agentDisconnected(const std::string& host, AgentLink* link) {
   auto& h = world_.hosts.at(host);
   if (h.state == model::HostState::kOnline) {
     h.state = model::HostState::kUnreachable;
-    h.unreachableSince = clock_.nowMs();
+    // A link that did not stay up leaves the outage it interrupted running.
+    LinkHistory& lh = linkHistory_[host];
+    lh.disconnectedAt = clock_.nowMs();
+    h.unreachableSince = lh.awaySince != 0 ? lh.awaySince : lh.disconnectedAt;
     spdlog::warn("host unreachable: host={} (agent disconnected)", host);
   }
 }
@@ -405,13 +479,27 @@ Change<int> Cluster::checkLiveness() {
   for (auto& [name, h] : world_.hosts) {
     if (h.state == model::HostState::kOnline && now - h.lastSeenAt > 3 * options_.heartbeatMs) {
       h.state = model::HostState::kUnreachable;
-      h.unreachableSince = now;
+      LinkHistory& lh = linkHistory_[name];
+      lh.disconnectedAt = now;
+      h.unreachableSince = lh.awaySince != 0 ? lh.awaySince : now;
       spdlog::warn("host unreachable: host={} (no heartbeat for {} ms)", name, now - h.lastSeenAt);
     }
-    if (h.state != model::HostState::kUnreachable) continue;
-    if (h.unreachableSince == 0) h.unreachableSince = now;  // loaded from the store after a restart
-    if (now - h.unreachableSince < options_.lostAfterMs) continue;
+    TimeMs downSince = 0;
+    if (h.state == model::HostState::kUnreachable) {
+      if (h.unreachableSince == 0) h.unreachableSince = now;  // loaded from the store
+      downSince = h.unreachableSince;
+    } else if (auto lh = linkHistory_.find(name);
+               lh != linkHistory_.end() && lh->second.awaySince != 0) {
+      if (now - lh->second.connectedAt >= kStableLinkHeartbeats * options_.heartbeatMs) {
+        lh->second.awaySince = 0;  // the link stayed up: the outage is over
+      } else {
+        downSince = lh->second.awaySince;  // flapping: still counted as away
+      }
+    }
+    if (downSince == 0 || now - downSince < options_.lostAfterMs) continue;
     auto hj = world_.hostJobs[name];
+    // A flapping host is connected now: it hears that its jobs are gone and stops them.
+    if (!hj.empty() && h.state == model::HostState::kOnline) c.pushHosts.insert(name);
     for (int64_t id : hj) {
       Job& j = world_.jobs.at(id);
       if (j.evicting && !j.cancelRequested) {
@@ -423,7 +511,10 @@ Change<int> Cluster::checkLiveness() {
         ++c.value;
         continue;
       }
-      std::string why = "host " + name + " unreachable for more than " +
+      std::string why = "host " + name +
+                        (h.state == model::HostState::kOnline ? " flapping (its agent reconnects "
+                                                                "without staying up) for more than "
+                                                              : " unreachable for more than ") +
                         std::to_string(options_.lostAfterMs / 1000) + "s";
       if (!j.ranks.empty()) {
         // The whole gang is lost with one of its hosts; the other agents stop their ranks when

@@ -113,6 +113,17 @@ Result<Change<EffectiveIdlePolicy>> Cluster::setIdlePolicy(const Principal& p,
   if (u.graceMs) next.graceMs = *u.graceMs;
   if (u.webhook) next.webhook = *u.webhook;
   ALLOT_RETURN_IF_ERROR(validateIdlePolicy(next));
+  // allotd posts to the webhook from inside the network: only where platform admins allow, never
+  // at its own loopback routes or another internal service a team-admin picks.
+  if (u.webhook && !u.webhook->empty() && !webhookAllowed(options_.webhookAllow, *u.webhook)) {
+    std::string allowed;
+    for (const auto& a : options_.webhookAllow) allowed += (allowed.empty() ? "" : ", ") + a;
+    return Status::InvalidArgument(
+        allowed.empty() ? "webhook: platform admins allow no webhook targets ([idle] "
+                          "webhook_allow in allotd.toml is empty)"
+                        : "webhook: not under a target platform admins allow (" + allowed + ")",
+        "webhook");
+  }
 
   Change<EffectiveIdlePolicy> c;
   if (project.empty()) {
@@ -339,6 +350,13 @@ Result<std::vector<model::Event>> Cluster::events(const Principal& p, const Even
   }
   std::reverse(out.begin(), out.end());
   return out;
+}
+
+bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url) {
+  // Each prefix ends in '/' after its host (checked when allotd reads its config), so a prefix
+  // "http://hooks.example.com/" cannot match "http://hooks.example.com.evil.net/".
+  return std::any_of(allow.begin(), allow.end(),
+                     [&](const std::string& p) { return !p.empty() && url.rfind(p, 0) == 0; });
 }
 
 }  // namespace allot::control

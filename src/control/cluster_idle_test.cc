@@ -15,6 +15,9 @@ using model::JobState;
 
 class ClusterIdleTest : public ClusterTest {
  protected:
+  void adjustOptions(ClusterOptions& o) override {
+    o.webhookAllow = {"http://hooks.example.com:8080/"};
+  }
   // A running job of alice's on gpu-01, holding `gpus` GPUs.
   int64_t runJob(int gpus, bool preemptible = false, const std::string& project = "") {
     JobRequest r;

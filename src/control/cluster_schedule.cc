@@ -17,8 +17,18 @@ using model::JobState;
 
 namespace {
 
+// What the scheduler counts a job as holding of a host's CPU and memory: what it asked for, or
+// the floor when it asked for none (JobLimits), so that jobs asking nothing cannot all pile onto
+// one host. The agent still limits the job by what it asked for.
+int64_t cpuCounted(const Job& j, const JobLimits& l) {
+  return j.cpuMillis > 0 ? j.cpuMillis : l.cpuFloorMillis;
+}
+int64_t memoryCounted(const Job& j, const JobLimits& l) {
+  return j.memoryMib > 0 ? j.memoryMib : l.memoryFloorMib;
+}
+
 // The scheduler's view of a queued job.
-sched::Request requestOf(const Job& j) {
+sched::Request requestOf(const Job& j, const JobLimits& l) {
   sched::Request r;
   r.id = j.id;
   r.team = j.team;
@@ -30,8 +40,8 @@ sched::Request requestOf(const Job& j) {
   r.gpuMilli = j.gpuMilli;
   r.gpuMemoryMib = j.gpuMemoryMib;
   r.models = j.gpuModels;
-  r.cpuMillis = j.cpuMillis;
-  r.memoryMib = j.memoryMib;
+  r.cpuMillis = cpuCounted(j, l);
+  r.memoryMib = memoryCounted(j, l);
   r.wholeHost = j.wholeHost;
   r.hosts = j.hosts;
   r.minDriver = j.minDriver;
@@ -170,7 +180,8 @@ sched::Snapshot Cluster::snapshot() const {
       r.evicting = j.evicting;
       r.contour = j.contour;
       if (j.ranks.empty()) {
-        sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib};
+        sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, cpuCounted(j, options_.limits),
+                           memoryCounted(j, options_.limits)};
         if (j.wholeHost) {
           // It holds the whole host, whatever its own limits say.
           const auto& h = world_.hosts.at(j.host);
@@ -180,7 +191,8 @@ sched::Snapshot Cluster::snapshot() const {
         r.slices.push_back(std::move(slice));
       } else {
         for (const auto& k : j.ranks)
-          r.slices.push_back({k.host, k.gpuIndices, j.gpuMilli, j.cpuMillis, j.memoryMib});
+          r.slices.push_back({k.host, k.gpuIndices, j.gpuMilli, cpuCounted(j, options_.limits),
+                              memoryCounted(j, options_.limits)});
       }
       s.running.push_back(std::move(r));
     }
@@ -188,7 +200,7 @@ sched::Snapshot Cluster::snapshot() const {
   s.pending.reserve(world_.queued.size());
   for (int64_t id : world_.queued) {
     const Job& j = world_.jobs.at(id);
-    s.pending.push_back(requestOf(j));
+    s.pending.push_back(requestOf(j, options_.limits));
     // A local-storage session goes back to where its owner's home is, when there is room.
     if (j.session && j.session->storage == "local") {
       if (auto h = localHomes_.find(j.user); h != localHomes_.end())
@@ -358,7 +370,7 @@ std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
 
 std::string Cluster::waitReason(const Job& job) const {
   auto w = waitOf(job.id);
-  return w ? sched::describeWait(*w, requestOf(job)) : job.reason;
+  return w ? sched::describeWait(*w, requestOf(job, options_.limits)) : job.reason;
 }
 
 Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const {
@@ -371,7 +383,7 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     out["team_quota"] = teamStatusJson(j.team, ts->second);
   if (j.state == JobState::kQueued) {
     if (auto w = waitOf(id)) {
-      out["wait"] = waitJson(*w, requestOf(j));
+      out["wait"] = waitJson(*w, requestOf(j, options_.limits));
     } else {
       out["wait"] = {{"kind", "not_yet_considered"}, {"reason", j.reason}};
     }

@@ -1,25 +1,100 @@
 #include "control/log_store.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
 namespace allot::control {
+namespace {
 
-LogStore::LogStore(std::string dir) : dir_(std::move(dir)) {}
+// The .tail file: received, sealed, ring base (int64 each), then the ring.
+constexpr int64_t kTailHeader = 24;
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+Status writeAll(int fd, const char* p, size_t n, int64_t at, const std::string& what) {
+  while (n > 0) {
+    ssize_t w = at < 0 ? ::write(fd, p, n) : ::pwrite(fd, p, n, at);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::Unavailable("cannot write " + what + ": " + std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    if (at >= 0) at += w;
+  }
+  return Status::Ok();
+}
+
+bool readAll(int fd, char* p, size_t n, int64_t at) {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+    at += r;
+  }
+  return true;
+}
+
+// Parses "<job>.tail" or "<job>.rank<r>.tail".
+bool parseTailName(const std::string& name, int64_t& job, int& rank) {
+  constexpr std::string_view kSuffix = ".tail";
+  if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(),
+                                                    kSuffix) != 0)
+    return false;
+  std::string stem = name.substr(0, name.size() - kSuffix.size());
+  rank = 0;
+  if (auto dot = stem.find(".rank"); dot != std::string::npos) {
+    try {
+      rank = std::stoi(stem.substr(dot + 5));
+    } catch (...) {
+      return false;
+    }
+    stem = stem.substr(0, dot);
+  }
+  try {
+    size_t used = 0;
+    job = std::stoll(stem, &used);
+    return used == stem.size() && job > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+LogStore::LogStore(std::string dir, LogStoreOptions options)
+    : dir_(std::move(dir)), options_(options) {}
 
 Status LogStore::init() {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::Unavailable("cannot create log directory " + dir_ + ": " + ec.message());
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    int64_t job = 0;
+    int rank = 0;
+    if (!parseTailName(entry.path().filename().string(), job, rank)) continue;
+    if (!stateOf({job, rank}).sealed) unsealedAtStart_.emplace_back(job, rank);
+  }
   return Status::Ok();
 }
 
 std::string LogStore::pathOf(Key key) const { return dir_ + "/" + nameOf(key) + ".log"; }
+std::string LogStore::tailPathOf(Key key) const { return dir_ + "/" + nameOf(key) + ".tail"; }
 
 std::string LogStore::nameOf(Key key) {
   // Rank 0 keeps the name logs had before gangs, so those still read.
@@ -28,46 +103,189 @@ std::string LogStore::nameOf(Key key) {
   return name;
 }
 
-int64_t LogStore::size(int64_t job, int rank) {
-  const Key key{job, rank};
-  auto it = sizes_.find(key);
-  if (it != sizes_.end()) return it->second;
-  struct stat st {};
-  int64_t s = ::stat(pathOf(key).c_str(), &st) == 0 ? st.st_size : 0;
-  sizes_[key] = s;
-  return s;
+LogStore::State& LogStore::stateOf(Key key) {
+  auto it = states_.find(key);
+  if (it != states_.end()) return it->second;
+  State st;
+  struct stat s {};
+  if (::stat(pathOf(key).c_str(), &s) == 0) st.stored = s.st_size;
+  st.received = st.stored;
+  if (int fd = ::open(tailPathOf(key).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    int64_t header[3] = {0, 0, 0};
+    if (readAll(fd, reinterpret_cast<char*>(header), sizeof header, 0)) {
+      st.capped = true;
+      st.received = std::max(header[0], st.stored);
+      st.sealed = header[1] != 0;
+      st.ringBase = header[2];
+    }
+    ::close(fd);
+  }
+  return states_.emplace(key, st).first->second;
+}
+
+int64_t LogStore::received(int64_t job, int rank) { return stateOf({job, rank}).received; }
+int64_t LogStore::size(int64_t job, int rank) { return stateOf({job, rank}).stored; }
+
+Status LogStore::diskHasRoom() {
+  if (options_.reserveBytes <= 0) return Status::Ok();
+  struct statvfs vfs {};
+  if (::statvfs(dir_.c_str(), &vfs) != 0) return Status::Ok();  // cannot tell: let write decide
+  const int64_t free = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  if (free >= options_.reserveBytes) return Status::Ok();
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (now - lastDiskWarningNs_ > 60'000'000'000LL) {
+    lastDiskWarningNs_ = now;
+    spdlog::error(
+        "log store: {} free on the disk of {}, under the reserve of {}: job output is not stored "
+        "until space is freed (the database keeps committing)",
+        mib(free), dir_, mib(options_.reserveBytes));
+  }
+  return Status::Unavailable("the disk holding job logs had " + mib(free) +
+                             " free, under allotd's reserve of " + mib(options_.reserveBytes));
+}
+
+Status LogStore::appendToLog(Key key, State& st, const char* p, size_t n) {
+  int fd = ::open(pathOf(key).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0)
+    return Status::Unavailable("cannot open log of job " + nameOf(key) + ": " +
+                               std::strerror(errno));
+  Status w = writeAll(fd, p, n, -1, "log of job " + nameOf(key));
+  ::close(fd);
+  if (!w.ok()) {
+    states_.erase(key);  // the file's size is unknown now: read it again
+    return w;
+  }
+  st.stored += static_cast<int64_t>(n);
+  return Status::Ok();
+}
+
+Status LogStore::writeTailHeader(int fd, const State& st) {
+  const int64_t header[3] = {st.received, st.sealed ? 1 : 0, st.ringBase};
+  return writeAll(fd, reinterpret_cast<const char*>(header), sizeof header, 0, "log tail header");
+}
+
+Status LogStore::writeTail(Key key, State& st, const char* p, size_t n) {
+  int fd = ::open(tailPathOf(key).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0)
+    return Status::Unavailable("cannot open log tail of job " + nameOf(key) + ": " +
+                               std::strerror(errno));
+  const int64_t ring = tailBytes();
+  // Only the newest `ring` bytes of this piece can survive in the ring.
+  if (static_cast<int64_t>(n) > ring) {
+    st.received += static_cast<int64_t>(n) - ring;
+    p += n - static_cast<size_t>(ring);
+    n = static_cast<size_t>(ring);
+  }
+  Status w = Status::Ok();
+  while (n > 0 && w.ok()) {
+    const int64_t at = (st.received - st.ringBase) % ring;
+    const size_t piece = std::min<size_t>(n, static_cast<size_t>(ring - at));
+    w = writeAll(fd, p, piece, kTailHeader + at, "log tail of job " + nameOf(key));
+    st.received += static_cast<int64_t>(piece);
+    p += piece;
+    n -= piece;
+  }
+  // Data before header: a crash between the two leaves the old count, and the agent resends.
+  if (w.ok()) w = writeTailHeader(fd, st);
+  ::close(fd);
+  if (!w.ok()) states_.erase(key);
+  return w;
 }
 
 Status LogStore::append(int64_t job, int64_t offset, const std::string& data, int rank) {
   const Key key{job, rank};
-  const std::string what = "log of job " + nameOf(key);
-  int64_t have = size(job, rank);
-  if (offset > have) {
+  if (offset < 0)
+    return Status::InvalidArgument("log chunk for job " + nameOf(key) + " at a negative offset");
+  State& st = stateOf(key);
+  if (st.sealed)
+    return Status::FailedPrecondition("the log of job " + nameOf(key) +
+                                      " is sealed: the job has ended");
+  if (offset > st.received) {
     return Status::FailedPrecondition("log chunk for job " + nameOf(key) + " at offset " +
                                       std::to_string(offset) + " leaves a gap (have " +
-                                      std::to_string(have) + " bytes)");
+                                      std::to_string(st.received) + " bytes)");
   }
-  int64_t skip = have - offset;
+  const int64_t skip = st.received - offset;
   if (skip >= static_cast<int64_t>(data.size())) return Status::Ok();
-  int fd = ::open(pathOf(key).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::Unavailable("cannot open " + what + ": " + std::strerror(errno));
   const char* p = data.data() + skip;
-  size_t left = data.size() - skip;
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      sizes_.erase(key);
-      return Status::Unavailable("cannot write " + what + ": " + std::strerror(err));
+  size_t n = data.size() - static_cast<size_t>(skip);
+  if (!st.capped) {
+    // Into the .log file: the head, or all of it without a cap.
+    const int64_t headRoom = options_.maxBytes <= 0 ? INT64_MAX : headBytes() - st.received;
+    const size_t direct = static_cast<size_t>(std::clamp<int64_t>(headRoom, 0, n));
+    if (direct > 0) {
+      if (Status room = diskHasRoom(); !room.ok()) {
+        // Dropped, and said once: the agent's offsets stay in step, so output resumes in place
+        // once there is room again.
+        if (!st.droppingForDisk) {
+          const std::string note = "\n[allot: output dropped from here: " + room.message() + "]\n";
+          (void)appendToLog(key, st, note.data(), note.size());
+          st.droppingForDisk = true;
+        }
+      } else {
+        st.droppingForDisk = false;
+        ALLOT_RETURN_IF_ERROR(appendToLog(key, st, p, direct));
+      }
+      st.received += static_cast<int64_t>(direct);
+      p += direct;
+      n -= direct;
     }
-    p += n;
-    left -= n;
+    if (n == 0) return Status::Ok();
+    const std::string note = "\n[allot: this log keeps the first " + mib(headBytes()) +
+                             " and the last " + mib(tailBytes()) +
+                             " of the job's output (allotd --max-log-bytes); the rest of it is "
+                             "shown when the job ends]\n";
+    ALLOT_RETURN_IF_ERROR(appendToLog(key, st, note.data(), note.size()));
+    st.capped = true;
+    st.ringBase = st.received;
+  }
+  return writeTail(key, st, p, n);
+}
+
+void LogStore::seal(int64_t job, int rank) {
+  const Key key{job, rank};
+  State& st = stateOf(key);
+  if (st.sealed || !st.capped) {
+    // An uncapped log needs nothing; mark it so a late chunk is refused.
+    st.sealed = true;
+    return;
+  }
+  const int64_t ring = tailBytes();
+  const int64_t past = st.received - st.ringBase;  // bytes after the head
+  const int64_t kept = std::min(past, ring);
+  std::string tail(static_cast<size_t>(kept), '\0');
+  int fd = ::open(tailPathOf(key).c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    spdlog::warn("log store: cannot open the tail of job {}: {}", nameOf(key),
+                 std::strerror(errno));
+    return;
+  }
+  // The oldest kept byte sits right after the newest when the ring has wrapped.
+  const int64_t start = past > ring ? past % ring : 0;
+  const int64_t first = std::min(kept, ring - start);
+  bool ok = readAll(fd, tail.data(), static_cast<size_t>(first), kTailHeader + start) &&
+            readAll(fd, tail.data() + first, static_cast<size_t>(kept - first), kTailHeader);
+  std::string note = "\n[allot: " + std::to_string(past - kept) +
+                     " bytes of output were dropped here; the last " + std::to_string(kept) +
+                     " bytes follow]\n";
+  Status w = ok ? Status::Ok() : Status::Unavailable("cannot read the tail");
+  if (w.ok()) {
+    if (Status room = diskHasRoom(); !room.ok()) {
+      note = "\n[allot: the last " + std::to_string(kept) + " bytes of output are not kept: " +
+             room.message() + "]\n";
+      tail.clear();
+    }
+    w = appendToLog(key, st, note.data(), note.size());
+  }
+  if (w.ok()) w = appendToLog(key, st, tail.data(), tail.size());
+  if (w.ok()) {
+    st.sealed = true;
+    w = writeTailHeader(fd, st);
+    if (w.ok() && ::ftruncate(fd, kTailHeader) != 0) w = Status::Unavailable("truncate");
   }
   ::close(fd);
-  sizes_[key] = have + static_cast<int64_t>(data.size()) - skip;
-  return Status::Ok();
+  if (!w.ok()) spdlog::warn("log store: cannot seal the log of job {}: {}", nameOf(key),
+                            w.message());
 }
 
 Result<std::string> LogStore::read(int64_t job, int64_t offset, int64_t maxBytes, int rank) {
@@ -80,7 +298,7 @@ Result<std::string> LogStore::read(int64_t job, int64_t offset, int64_t maxBytes
                                std::strerror(errno));
   }
   int64_t total = size(job, rank);
-  if (offset < total) {
+  if (offset >= 0 && offset < total) {
     out.resize(static_cast<size_t>(std::min(maxBytes, total - offset)));
     ssize_t n = ::pread(fd, out.data(), out.size(), offset);
     out.resize(n > 0 ? static_cast<size_t>(n) : 0);

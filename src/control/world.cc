@@ -73,8 +73,17 @@ void World::load(const store::Contents& c) {
   reindex();
 }
 
+int64_t specBytes(const model::Job& j) {
+  int64_t bytes = 0;
+  for (const auto& a : j.command) bytes += static_cast<int64_t>(a.size()) + 1;
+  for (const auto& [k, v] : j.env) bytes += static_cast<int64_t>(k.size() + v.size()) + 2;
+  return bytes;
+}
+
 void World::reindex() {
   queued.clear();
+  activeByUser.clear();
+  activeByTeam.clear();
   gpuHolders.clear();
   hostJobs.clear();
   for (const auto& [id, j] : jobs) onJobChanged(nullptr, j);
@@ -82,6 +91,23 @@ void World::reindex() {
 
 void World::onJobChanged(const model::Job* before, const model::Job& after) {
   if (!holdsGpus(after.state)) placedBy.erase(after.id);  // its explanation is history now
+  auto count = [](std::map<std::string, Active>& m, const std::string& key, int sign,
+                  int64_t bytes) {
+    Active& a = m[key];
+    a.jobs += sign;
+    a.specBytes += sign * bytes;
+    if (a.jobs <= 0) m.erase(key);
+  };
+  if (before && !model::isTerminal(before->state)) {
+    const int64_t bytes = specBytes(*before);
+    count(activeByUser, before->user, -1, bytes);
+    count(activeByTeam, before->team, -1, bytes);
+  }
+  if (!model::isTerminal(after.state)) {
+    const int64_t bytes = specBytes(after);
+    count(activeByUser, after.user, +1, bytes);
+    count(activeByTeam, after.team, +1, bytes);
+  }
   if (before) {
     if (before->state == model::JobState::kQueued) queued.erase(before->id);
     if (holdsGpus(before->state)) {

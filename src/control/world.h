@@ -42,6 +42,9 @@ struct GpuTelemetry {
 // A sample counts as current while it is younger than this many of its agent's intervals.
 inline constexpr int64_t kTelemetryFreshIntervals = 3;
 
+// The bytes of a job's command and environment, as the limits count them.
+int64_t specBytes(const model::Job& j);
+
 struct World {
   std::map<std::string, model::Team> teams;
   std::map<std::string, model::User> users;
@@ -81,6 +84,14 @@ struct World {
 
   // Derived state, rebuilt by `reindex` and kept current by Cluster.
   std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
+  // Jobs not yet ended (queued, scheduled or running), and the bytes of their commands and
+  // environments, by user and by team: the job limits.
+  struct Active {
+    int jobs = 0;
+    int64_t specBytes = 0;
+  };
+  std::map<std::string, Active> activeByUser;
+  std::map<std::string, Active> activeByTeam;
   // host -> GPU index -> job ids (several when fractions share a GPU)
   std::map<std::string, std::multimap<int, int64_t>> gpuHolders;
   // host -> its scheduled/running jobs; a gang is listed under every host it has a rank on

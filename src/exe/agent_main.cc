@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
                  "sessions' local storage: user U's persistent home on this host is DIR/U "
                  "(default WORK_DIR/homes)");
   app.add_option("--team-dir", teamDir,
-                 "team storage root: each team's directory DIR/TEAM, owned by root and the "
-                 "team's group, mode 2770, given to jobs as $ALLOT_TEAM_DIR (default: none)");
+                 "team storage root on this host: each team's directory DIR/TEAM, owned by root "
+                 "and the team's group, mode 2770, given to jobs as $ALLOT_TEAM_DIR; emptied by "
+                 "the wipe between tenants like --home-dir (default: none)");
   app.add_option("--run-as-owner", runAsOwner,
                  "required: workloads run as their submitter's uid and gid, never as root, and a "
                  "job without one is refused; off: as this agent's user (default: required when "
@@ -197,6 +198,7 @@ int main(int argc, char** argv) {
     cfg.sshDirectPortHi = hi;
   }
   cfg.sshDirectAddress = sshDirectAddress;
+  cfg.teamDir = teamDir;
   if (!sessionHomeDir.empty())
     cfg.sessionHomeDir = std::filesystem::absolute(sessionHomeDir).string();
   allot::agent::Agent agent(cfg, **provider, executor, clock);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "api/server.h"
 #include "common/log.h"
@@ -16,6 +17,7 @@
 #include "common/time_format.h"
 #include "exe/contour_config.h"
 #include "exe/lifecycle_config.h"
+#include "exe/limits_config.h"
 #include "exe/login_config.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -37,6 +39,7 @@ struct Flags {
   std::string streamKeepalive;
   std::string sessionSharedDir;
   std::string sessionDomain;
+  int64_t maxLogBytes = -1;  // -1: not given
   bool logJson = false;
 };
 
@@ -81,6 +84,10 @@ int main(int argc, char** argv) {
                  "session N is served at its own origin sN.DOMAIN on allotd's port, never at the "
                  "console's (needs wildcard DNS, and a wildcard certificate with TLS; default "
                  "localhost, which browsers resolve to this machine)");
+  app.add_option("--max-log-bytes", f.maxLogBytes,
+                 "output kept per job (and gang rank): its first and last halves, with a line "
+                 "saying what was dropped between; 0 = no cap (default 67108864, 64 MiB)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
 
   std::string listen = "127.0.0.1:7070", dataDir = ".allot", logLevel = "info";
@@ -103,6 +110,9 @@ int main(int argc, char** argv) {
   allot::auth::LoginConfig login;
   allot::control::UnixIdOptions unixIds;
   std::string sessionSharedDir, sessionDomain = "localhost";
+  allot::control::JobLimits jobLimits;
+  allot::control::LogStoreOptions logLimits;
+  std::vector<std::string> webhookAllow;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -173,6 +183,9 @@ int main(int argc, char** argv) {
       if (allot::Status st = allot::readContourConfig(tbl, contours); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
       if (allot::Status st = allot::readLoginConfig(tbl, login); !st.ok())
+        return fail("config " + f.configFile + ": " + st.message());
+      if (allot::Status st = allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow);
+          !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
       return fail("config " + f.configFile + ": " + std::string(e.description()));
@@ -293,6 +306,12 @@ int main(int argc, char** argv) {
   if (auto st = allot::control::validateIdlePolicy(idleDefault); !st.ok())
     return fail("config: idle." + st.message());
   cfg.cluster.idleDefault = idleDefault;
+  if (f.maxLogBytes >= 0) logLimits.maxBytes = f.maxLogBytes;
+  if (logLimits.maxBytes > 0 && logLimits.maxBytes < 4096)
+    return fail("--max-log-bytes: at least 4096, or 0 for no cap");
+  cfg.logs = logLimits;
+  cfg.cluster.limits = jobLimits;
+  cfg.cluster.webhookAllow = std::move(webhookAllow);
   if (leaseAutoApprove != "never" && leaseAutoApprove != "always")
     return fail("config: leases.auto_approve: expected \"never\" or \"always\", got \"" +
                 leaseAutoApprove + "\"");

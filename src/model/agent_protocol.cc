@@ -1,5 +1,7 @@
 #include "model/agent_protocol.h"
 
+#include <set>
+
 #include "common/bounded_json.h"
 #include "model/json.h"
 
@@ -77,8 +79,50 @@ Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
     inv.agentVersion = j.value("agent_version", "");
     inv.cgroup = j.value("cgroup", "none");
     inv.runAsOwner = j.value("run_as_owner", "");
+    ALLOT_RETURN_IF_ERROR(validateInventory(inv));
     return inv;
   });
+}
+
+Status validateInventory(const Inventory& inv) {
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("inventory: " + why, "inventory");
+  };
+  auto tooLong = [](const std::string& s) { return s.size() > kMaxInventoryText; };
+  if (tooLong(inv.hostname) || tooLong(inv.gpuProvider) || tooLong(inv.agentVersion) ||
+      tooLong(inv.cgroup) || tooLong(inv.runAsOwner))
+    return bad("a name or version is longer than " + std::to_string(kMaxInventoryText) + " bytes");
+  if (inv.cpus < 0 || inv.cpus > kMaxHostCpus)
+    return bad("cpus: " + std::to_string(inv.cpus) + " is outside 0.." +
+               std::to_string(kMaxHostCpus));
+  if (inv.memoryMib < 0 || inv.memoryMib > kMaxHostMemoryMib)
+    return bad("memory_mib: " + std::to_string(inv.memoryMib) + " is outside 0.." +
+               std::to_string(kMaxHostMemoryMib));
+  if (inv.gpus.size() > static_cast<size_t>(kMaxHostGpus))
+    return bad("gpus: " + std::to_string(inv.gpus.size()) + " GPUs, more than the " +
+               std::to_string(kMaxHostGpus) + " a host may have");
+  std::set<int> indexes;
+  std::set<std::string> uuids;
+  for (const auto& g : inv.gpus) {
+    const std::string which = "gpus[" + std::to_string(g.index) + "]";
+    if (g.index < 0 || g.index >= kMaxHostGpus)
+      return bad("gpus: index " + std::to_string(g.index) + " is outside 0.." +
+                 std::to_string(kMaxHostGpus - 1));
+    if (!indexes.insert(g.index).second)
+      return bad("gpus: index " + std::to_string(g.index) + " appears twice");
+    if (!g.uuid.empty() && !uuids.insert(g.uuid).second)
+      return bad(which + ": uuid appears twice");
+    if (g.minor < 0 || g.minor > 4095) return bad(which + ": minor outside 0..4095");
+    if (g.memoryMib < 0 || g.memoryMib > kMaxGpuMemoryMib)
+      return bad(which + ": memory_mib outside 0.." + std::to_string(kMaxGpuMemoryMib));
+    if (tooLong(g.uuid) || tooLong(g.model) || tooLong(g.driverVersion) || tooLong(g.cudaVersion))
+      return bad(which + ": a name or version is longer than " +
+                 std::to_string(kMaxInventoryText) + " bytes");
+    if (g.numaNode < -1 || g.numaNode > 1024 || g.nvlinkDomain < -1 ||
+        g.nvlinkDomain > kMaxHostGpus || g.pcieSwitch < -1 || g.pcieSwitch > 1024)
+      return bad(which + ": topology out of range");
+  }
+  return Status::Ok();
 }
 
 nlohmann::json toJson(const RunAs& r) {
@@ -110,6 +154,7 @@ nlohmann::json toJson(const DesiredJob& d) {
                       {"cancel", d.cancel},
                       {"grace_ms", d.graceMs},
                       {"log_offset", d.logOffset}};
+  if (d.deferred) j["deferred"] = true;
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
   if (d.session)
     j["session"] = {{"app", d.session->app},
@@ -124,7 +169,9 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
   return guarded("desired job", [&]() -> Result<DesiredJob> {
     DesiredJob d;
     d.id = j.at("id").get<int64_t>();
-    d.command = j.at("command").get<std::vector<std::string>>();
+    d.deferred = j.value("deferred", false);
+    d.command = d.deferred ? std::vector<std::string>{}
+                           : j.at("command").get<std::vector<std::string>>();
     d.env = j.value("env", std::map<std::string, std::string>{});
     d.gpuIndices = j.value("gpu_indices", std::vector<int>{});
     d.gpuUuids = j.value("gpu_uuids", std::vector<std::string>{});
@@ -497,6 +544,8 @@ Result<LogChunk> decodeLogChunk(const std::string& frame) {
     LogChunk c;
     c.job = h.at("job").get<int64_t>();
     c.offset = h.at("offset").get<int64_t>();
+    if (c.job <= 0) return Status::InvalidArgument("bad log frame: job must be positive");
+    if (c.offset < 0) return Status::InvalidArgument("bad log frame: negative offset");
     c.data = frame.substr(nl + 1);
     return c;
   });

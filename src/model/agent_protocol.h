@@ -26,6 +26,12 @@
 // the ends are api/tunnel_hub.h (allotd) and agent/runtime/tunnel_endpoint.h. Tunnel frames are
 // never dropped, unlike desired state (below): each side queues them in a FIFO of their own.
 //
+// The desired state is bounded (docs/agent.md, "Limits"): a job's command and environment (each
+// at most 256 KiB, checked at submission) travel only while the agent may still have to start it,
+// and only up to kDesiredSpecBudget bytes of them in one message. A job left out is sent with
+// "deferred": true and no command; the agent leaves it unstarted until a later message (sent as
+// earlier jobs start) carries it. A job being cancelled never carries them.
+//
 // The task rides in the desired state rather than in a message of its own: the link keeps only
 // the newest message (level-triggered), and a host that reconnects mid-task must hear it again.
 // The agent runs each task id once per process and sends its result until the desired state no
@@ -77,11 +83,25 @@ struct DesiredSession {
   bool operator==(const DesiredSession&) const = default;
 };
 
+// Bytes of commands and environments one desired-state message carries at most; a single job
+// over it is still sent alone (its own fields are capped at submission).
+inline constexpr size_t kDesiredSpecBudget = 8u << 20;
+
+// What an inventory may claim (validateInventory): a host larger than any built today by a wide
+// margin, and still a bounded message and host listing.
+inline constexpr int kMaxHostGpus = 64;
+inline constexpr int kMaxHostCpus = 4096;
+inline constexpr int64_t kMaxHostMemoryMib = 64LL << 20;  // 64 TiB
+inline constexpr int64_t kMaxGpuMemoryMib = 1LL << 20;    // 1 TiB
+inline constexpr size_t kMaxInventoryText = 256;          // names, UUIDs, versions
+
 // A job the host should be running (or stopping, when cancel is set).
 struct DesiredJob {
   int64_t id = 0;
+  // Empty, with `deferred`, when this message does not carry them (see above).
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  bool deferred = false;
   std::vector<int> gpuIndices;
   std::vector<std::string> gpuUuids;
   std::vector<int> gpuMinors;  // for /dev/nvidiaN device rules
@@ -210,7 +230,11 @@ struct TaskOutput {
 void applyInventory(Host& host, const Inventory& inv);
 
 nlohmann::json toJson(const Inventory& inv);
+// Parses and validates (validateInventory).
 Result<Inventory> inventoryFromJson(const nlohmann::json& j);
+// Counts, indexes, CPUs, memory and text lengths within the kMax* bounds above; GPU indexes and
+// UUIDs unique. The error names the first bad field.
+Status validateInventory(const Inventory& inv);
 nlohmann::json toJson(const RunAs& r);
 Result<RunAs> runAsFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const DesiredJob& d);

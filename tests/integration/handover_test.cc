@@ -36,7 +36,8 @@ class HandoverTest : public TestCluster {
     return {"--heartbeat", "1s", "--config", config};
   }
   std::vector<std::string> agentFlags() const override {
-    return {"--home-dir", path("homes"), "--scratch-dir", path("scratch")};
+    return {"--home-dir",         path("homes"),         "--scratch-dir", path("scratch"),
+            "--session-home-dir", path("session-homes"), "--team-dir",    path("teams")};
   }
   bool hostListed(const std::string& token, const std::string& name) {
     for (const auto& h : cliJson(token, {"host", "list"}))
@@ -67,6 +68,14 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
       Process::spawn({"/bin/sleep", "1000"}, path("stray.out"), path("stray.err"),
                      childEnv({"ALLOT_JOB_ID=" + std::to_string(spot),
                                "ALLOT_SCRATCH=" + path("scratch") + "/" + std::to_string(spot)}));
+  // What the tenant's sessions and team storage leave: a local session home, the team's
+  // directory, a session's SSH host key (issue 18: the wipe used to keep all three).
+  fs::create_directories(path("session-homes/bob"));
+  fs::create_directories(path("teams/nlp"));
+  writeFile(path("session-homes/bob/notebook.ipynb"), "{}");
+  writeFile(path("teams/nlp/dataset.csv"), "a,b\n");
+  fs::create_directories(path("agents/gpu-a/session-ssh/99"));
+  writeFile(path("agents/gpu-a/session-ssh/99/host_key"), "PRIVATE KEY\n");
   // Something outside the wiped roots, linked from inside: it must survive.
   writeFile(path("outside.txt"), "keep me\n");
   fs::create_directories(path("scratch"));
@@ -112,6 +121,9 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   EXPECT_FALSE(fs::exists(path("homes/bob-notes.txt")));
   EXPECT_TRUE(fs::exists(path("homes"))) << "the home root itself stays";
   EXPECT_TRUE(fs::is_empty(path("scratch")));
+  EXPECT_FALSE(fs::exists(path("session-homes/bob")));
+  EXPECT_FALSE(fs::exists(path("teams/nlp")));
+  EXPECT_FALSE(fs::exists(path("agents/gpu-a/session-ssh/99")));
   EXPECT_EQ(readFile(path("outside.txt")), "keep me\n") << "a symlink's target is not wiped";
   if (fs::exists(path("agents/gpu-a/jobs"))) {
     EXPECT_TRUE(fs::is_empty(path("agents/gpu-a/jobs")));

@@ -93,6 +93,13 @@ class WebhookReceiver {
 class IdleTest : public TestCluster {
  protected:
   std::vector<std::string> agentFlags() const override { return {"--telemetry-interval", "1s"}; }
+  // Webhooks may go only where platform admins allow: this receiver's /hooks/.
+  std::vector<std::string> serverFlags() const override {
+    writeFile(path("allotd.toml"), "[idle]\nwebhook_allow = [\"http://127.0.0.1:" +
+                                       std::to_string(hook_.port()) + "/hooks/\"]\n");
+    return {"--heartbeat", "1s", "--config", path("allotd.toml")};
+  }
+  WebhookReceiver hook_;  // before SetUp, so that the config can name its port
 
   json events(const std::string& token, int64_t job) {
     return cliJson(token, {"events", "--job", std::to_string(job)});
@@ -106,7 +113,7 @@ class IdleTest : public TestCluster {
 };
 
 TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
-  WebhookReceiver hook;
+  WebhookReceiver& hook = hook_;
   startAgent("node-a", "sim:4xA100");
   createTeam("ml");
   const std::string alice = createUser("alice", "ml");
@@ -217,6 +224,10 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
       {"PUT", team, R"({"action":"delete"})", admin, 400, "action"},
       {"PUT", team, R"({"webhook":"ftp://example.com/x"})", admin, 400, "webhook"},
       {"PUT", team, R"({"webhook":"https://example.com/x"})", admin, 400, "webhook"},
+      // allotd's own routes, or anything else the allow-list leaves out (issue 18).
+      {"PUT", team, R"({"webhook":"http://127.0.0.1:)" + std::to_string(port_) + R"(/api/v1/jobs"})",
+       admin, 400, "webhook"},
+      {"PUT", team, R"({"webhook":"http://example.com/hooks/x"})", admin, 400, "webhook"},
       {"PUT", team, R"({"thresold_pct":5})", admin, 400, "thresold_pct"},
       {"PUT", project, R"({"action":"sometimes"})", admin, 400, "action"},
       {"PUT", team, R"({"threshold_percent":10})", alice, 403, ""},

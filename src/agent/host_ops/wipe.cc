@@ -147,12 +147,19 @@ class Wipe {
     if (!result_.reason.empty()) return finish();
     clearEntries(o_.workDir + "/jobs", "job directories", {});
     clearEntries(o_.scratchDir, "scratch entries", {});
+    // Sessions' host keys and authorized keys: never a new tenant's.
+    clearEntries(o_.workDir + "/session-ssh", "session SSH set-ups", {});
     if (!o_.step.home) {
       line("home data: kept (the storage policy keeps team homes on this host)");
-    } else if (o_.homeDir.empty()) {
-      line("home data: this host keeps no team home data (--home-dir not set); nothing to remove");
     } else {
-      clearEntries(o_.homeDir, "home entries", {});
+      if (o_.homeDir.empty()) {
+        line("home data: this host keeps no team home data (--home-dir not set); nothing to "
+             "remove");
+      } else {
+        clearEntries(o_.homeDir, "home entries", {});
+      }
+      if (!o_.sessionHomeDir.empty()) clearEntries(o_.sessionHomeDir, "session homes", {});
+      if (!o_.teamDir.empty()) clearEntries(o_.teamDir, "team directories", {});
     }
     clearEntries(o_.workDir + "/hooks", "earlier hook runs", {std::to_string(o_.currentHookRun)});
     if (!result_.reason.empty()) return finish();
@@ -167,7 +174,11 @@ class Wipe {
         {o_.workDir + "/jobs", "the job directories"},
         {o_.workDir + "/hooks", "the hook runs"},
         {o_.scratchDir, "the scratch root"}};
+    r.push_back({o_.workDir + "/session-ssh", "the session SSH root"});
     if (o_.step.home && !o_.homeDir.empty()) r.push_back({o_.homeDir, "the home root"});
+    if (o_.step.home && !o_.sessionHomeDir.empty())
+      r.push_back({o_.sessionHomeDir, "the session home root"});
+    if (o_.step.home && !o_.teamDir.empty()) r.push_back({o_.teamDir, "the team root"});
     return r;
   }
 

@@ -6,9 +6,10 @@
 //      job's and whatever it forked or daemonized; the variable is inherited), every process the
 //      GPU provider sees on a GPU, and what is left in allot's job cgroups; never the agent itself
 //      or its ancestors. SIGKILL, then a bounded wait until each is gone;
-//   3. removes every job directory (<workDir>/jobs/*), everything under the scratch root, earlier
-//      hook runs (<workDir>/hooks/* but the current one) and, when the step says so, the contents
-//      of the home root;
+//   3. removes every job directory (<workDir>/jobs/*), everything under the scratch root, the
+//      sessions' SSH set-ups (<workDir>/session-ssh/*), earlier hook runs (<workDir>/hooks/* but
+//      the current one) and, when the step says so (the storage policy's wipe_home), the contents
+//      of the home root, of the sessions' local homes and of the team root;
 //   4. verifies every GPU free: no process and memory used at most a small baseline, retried
 //      briefly because the driver frees memory asynchronously after a process dies.
 // Processes are killed before files are removed, so that nothing writes them again.
@@ -35,6 +36,8 @@ struct WipeOptions {
   std::string workDir;
   std::string scratchDir;               // --scratch-dir; default <workDir>/scratch
   std::string homeDir;                  // --home-dir; empty: the host keeps no team home data
+  std::string sessionHomeDir;           // --session-home-dir (default <workDir>/homes)
+  std::string teamDir;                  // --team-dir; empty: none
   int64_t currentHookRun = 0;           // hooks/<this id> is the running task's and is kept
   std::vector<int64_t> liveJobs;        // jobs the executor still runs: the wipe refuses
   std::vector<std::string> jobCgroups;  // Executor::leftoverCgroups()

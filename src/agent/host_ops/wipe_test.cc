@@ -151,6 +151,34 @@ TEST_F(WipeTest, RemovesEveryTraceOfTheTenantAndKillsItsStrayProcesses) {
   EXPECT_NE(r.output.find("GPU 1: free (0 MiB used, no processes)"), std::string::npos) << r.output;
 }
 
+TEST_F(WipeTest, LeavesNothingOfTheTenantsSessionsOrTeamDirectories) {
+  // What sessions and team storage leave (issue 18): a user's local session home, the team's
+  // directory, and a session's host key and authorized keys.
+  writeFile(root_ / "session-homes/alice/notebook.ipynb", "{}");
+  writeFile(root_ / "teams/vision/dataset.csv", "a,b");
+  writeFile(work_ / "session-ssh/12/host_key", "PRIVATE KEY");
+  writeFile(work_ / "session-ssh/12/authorized_keys", "ssh-ed25519 AAAA alice");
+  WipeOptions o = options(true);
+  o.sessionHomeDir = (root_ / "session-homes").string();
+  o.teamDir = (root_ / "teams").string();
+  WipeResult r = runWipe(o);
+  ASSERT_TRUE(r.ok) << r.reason << "\n" << r.output;
+  EXPECT_TRUE(fs::is_empty(root_ / "session-homes"));
+  EXPECT_TRUE(fs::is_empty(root_ / "teams"));
+  EXPECT_TRUE(fs::is_empty(work_ / "session-ssh"));
+  EXPECT_NE(r.output.find("removed 1 session homes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("removed 1 team directories"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("removed 1 session SSH set-ups"), std::string::npos) << r.output;
+  // The storage policy that keeps homes keeps these homes too; SSH set-ups go regardless.
+  writeFile(root_ / "session-homes/alice/notebook.ipynb", "{}");
+  writeFile(work_ / "session-ssh/13/host_key", "PRIVATE KEY");
+  o.step.home = false;
+  r = runWipe(o);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_TRUE(fs::exists(root_ / "session-homes/alice/notebook.ipynb"));
+  EXPECT_TRUE(fs::is_empty(work_ / "session-ssh"));
+}
+
 TEST_F(WipeTest, KeepsHomesWhenThePolicySaysSo) {
   WipeResult r = runWipe(options(false));
   ASSERT_TRUE(r.ok) << r.reason;

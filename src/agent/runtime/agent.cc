@@ -251,6 +251,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
     logShipped_.try_emplace(d.id, d.logOffset);
     if (!executor_.knows(d.id)) {
       if (cancelledBeforeStart_.count(d.id)) continue;
+      // Its command comes in a later message, once the jobs before it have started.
+      if (d.deferred && !d.cancel) continue;
       bool gpuBusy = std::any_of(d.gpuIndices.begin(), d.gpuIndices.end(),
                                  [&](int g) { return held.count(g) > 0; });
       if (gpuBusy && !d.cancel) {
@@ -654,6 +656,9 @@ void Agent::startTaskIfWanted() {
   ctx.wipe.workDir = config_.workDir;
   ctx.wipe.scratchDir = config_.scratchDir;
   ctx.wipe.homeDir = config_.homeDir;
+  ctx.wipe.sessionHomeDir =
+      config_.sessionHomeDir.empty() ? config_.workDir + "/homes" : config_.sessionHomeDir;
+  ctx.wipe.teamDir = config_.teamDir;
   ctx.wipe.currentHookRun = task.id;
   // This agent's jobs and everything they started carry its scratch root in ALLOT_SCRATCH: the
   // wipe kills those, not the jobs of another agent sharing the machine (test clusters, a

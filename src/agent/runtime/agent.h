@@ -61,6 +61,7 @@ struct AgentConfig {
   std::string sshKeygen = "/usr/bin/ssh-keygen";
   // Sessions' `local` storage: user U's persistent home is DIR/U; "" = <workDir>/homes.
   std::string sessionHomeDir;
+  std::string teamDir;  // --team-dir: team directories the wipe empties when asked; "" = none
   // Direct SSH ports (--ssh-direct-ports LO-HI, 0 = none) and where they listen and are
   // advertised (--ssh-direct-address; "" = every address, advertised as the machine's hostname).
   int sshDirectPortLo = 0, sshDirectPortHi = 0;

@@ -1,0 +1,302 @@
+// Issue 18: no tenant or host exhausts what others share. The job limits, the CPU and memory
+// floor, the bounded desired state, flapping agents, logs of ended jobs, inventories that grow,
+// and webhook targets.
+
+#include <nlohmann/json.hpp>
+
+#include "control/cluster_test_fixture.h"
+
+namespace allot::control {
+namespace {
+
+using model::JobState;
+
+class LimitsTest : public ClusterTest {
+ protected:
+  void adjustOptions(ClusterOptions& o) override {
+    o.limits.maxActiveJobsPerUser = 3;
+    o.limits.maxActiveJobsPerTeam = 4;
+    o.webhookAllow = {"http://hooks.example.com/"};
+  }
+  Result<Change<model::Job>> submitWithEnv(const Principal& p, size_t envBytes, int gpus = 0) {
+    JobRequest r;
+    r.command = {"sleep", "3600"};
+    r.gpus = gpus;
+    r.env["BIG"] = std::string(envBytes, 'x');
+    return cluster_->submitJob(p, r);
+  }
+  nlohmann::json desired(const std::string& host) {
+    return nlohmann::json::parse(cluster_->desiredMessage(host));
+  }
+};
+
+TEST_F(LimitsTest, AUserAndATeamHoldAtMostTheirLimitOfLiveJobs) {
+  for (int i = 0; i < 3; ++i) submitSleep(alice_, 0);
+  auto fourth = cluster_->submitJob(alice_, JobRequest{.command = {"true"}});
+  ASSERT_FALSE(fourth.ok());
+  EXPECT_EQ(fourth.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(fourth.status().message().find("max_active_jobs_per_user"), std::string::npos);
+  // Another team is not held up by alice's jobs.
+  EXPECT_TRUE(cluster_->submitJob(bob_, JobRequest{.command = {"true"}}).ok());
+  // A job that ends makes room.
+  auto jobs = cluster_->listJobs(alice_, {});
+  ASSERT_TRUE(cluster_->cancelJob(alice_, jobs.front().id).ok());
+  EXPECT_TRUE(cluster_->submitJob(alice_, JobRequest{.command = {"true"}}).ok());
+  // The team's limit counts every member: a second member of vision gets one more, then none.
+  auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kMember);
+  ASSERT_TRUE(carol.ok());
+  Principal c = *cluster_->authenticate(carol->value.token);
+  EXPECT_TRUE(cluster_->submitJob(c, JobRequest{.command = {"true"}}).ok());
+  auto overTeam = cluster_->submitJob(c, JobRequest{.command = {"true"}});
+  ASSERT_FALSE(overTeam.ok());
+  EXPECT_NE(overTeam.status().message().find("max_active_jobs_per_team"), std::string::npos);
+}
+
+class ByteLimitsTest : public ClusterTest {
+ protected:
+  void adjustOptions(ClusterOptions& o) override { o.limits.maxActiveJobBytesPerUser = 1 << 20; }
+};
+
+TEST_F(ByteLimitsTest, AUserHoldsAtMostTheirBudgetOfCommandsAndEnvironments) {
+  // Four jobs of 250 KiB fit in 1 MiB; the fifth does not, and what ends makes room.
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    JobRequest r;
+    r.command = {"sleep", "3600"};
+    r.env["BIG"] = std::string(250 << 10, 'x');
+    auto c = cluster_->submitJob(alice_, r);
+    ASSERT_TRUE(c.ok()) << c.status().toString();
+    ids.push_back(c->value.id);
+  }
+  JobRequest r;
+  r.command = {"sleep", "3600"};
+  r.env["BIG"] = std::string(250 << 10, 'x');
+  auto fifth = cluster_->submitJob(alice_, r);
+  ASSERT_FALSE(fifth.ok());
+  EXPECT_NE(fifth.status().message().find("max_active_job_mib_per_user"), std::string::npos);
+  EXPECT_TRUE(cluster_->submitJob(alice_, JobRequest{.command = {"true"}}).ok());
+  ASSERT_TRUE(cluster_->cancelJob(alice_, ids[0]).ok());
+  EXPECT_TRUE(cluster_->submitJob(alice_, r).ok());
+}
+
+TEST_F(ClusterTest, JobsAskingNothingAreCountedAtTheFloor) {
+  // 16 CPUs at the default floor of 100 millicpu: 160 such jobs fit on the host, not 170.
+  joinHost("gpu-01", 0);
+  for (int i = 0; i < 170; ++i) {
+    auto c = cluster_->submitJob(i % 2 ? alice_ : bob_, JobRequest{.command = {"true"}});
+    ASSERT_TRUE(c.ok()) << c.status().toString();
+  }
+  EXPECT_EQ(place().size(), 160u);
+  // The floor is only what the scheduler counts: the agent is not told to limit the job to it.
+  auto d = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
+  EXPECT_EQ(d["jobs"][0]["cpu_millis"], 0);
+  EXPECT_EQ(d["jobs"][0]["memory_mib"], 0);
+}
+
+TEST_F(LimitsTest, TheDesiredStateStaysBoundedHoweverLargeTheJobs) {
+  joinHost("gpu-01", 0);
+  // Three users of two teams, 250 KiB of environment per job, all placed on one host.
+  auto dave = cluster_->createUser(admin_, "dave", "nlp", model::Role::kMember);
+  Principal d = *cluster_->authenticate(dave->value.token);
+  std::vector<int64_t> ids;
+  for (const Principal* p : {&alice_, &bob_, &d}) {
+    for (int i = 0; i < 3; ++i) {
+      auto c = submitWithEnv(*p, 250 << 10);
+      if (c.ok()) ids.push_back(c->value.id);
+    }
+  }
+  ASSERT_GE(ids.size(), 7u);
+  place();
+  // Every job is listed, within the budget.
+  const std::string message = cluster_->desiredMessage("gpu-01");
+  EXPECT_LT(message.size(), model::kDesiredSpecBudget + (64 << 10));
+  auto json = nlohmann::json::parse(message);
+  EXPECT_EQ(json["jobs"].size(), ids.size());
+  // Jobs the agent has started no longer carry their command and environment.
+  for (int64_t id : ids)
+    cluster_->agentStatus("gpu-01", {{id, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  auto started = desired("gpu-01");
+  for (const auto& j : started["jobs"]) {
+    EXPECT_TRUE(j["command"].empty());
+    EXPECT_FALSE(j.contains("deferred"));
+    EXPECT_FALSE(j["env"].contains("BIG"));
+  }
+  // Cancelled jobs do not carry them either, even before the agent confirms.
+  for (int64_t id : ids) {
+    const Principal& owner = cluster_->world().jobs.at(id).user == "alice" ? alice_
+                             : cluster_->world().jobs.at(id).user == "bob" ? bob_
+                                                                            : d;
+    ASSERT_TRUE(cluster_->cancelJob(owner, id).ok());
+  }
+  EXPECT_LT(cluster_->desiredMessage("gpu-01").size(), 16u << 10);
+}
+
+TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
+  joinHost("gpu-01", 0);
+  std::vector<int64_t> ids;
+  // 40 jobs of 250 KiB: 10 MiB of environments, more than one message carries.
+  for (int i = 0; i < 40; ++i) {
+    JobRequest r;
+    r.command = {"sleep", "3600"};
+    r.env["BIG"] = std::string(250 << 10, 'a' + i % 26);
+    auto c = cluster_->submitJob(i % 2 ? alice_ : bob_, r);
+    ASSERT_TRUE(c.ok()) << c.status().toString();
+    ids.push_back(c->value.id);
+  }
+  place();
+  auto first = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
+  ASSERT_EQ(first["jobs"].size(), 40u);
+  size_t carried = 0, deferred = 0;
+  for (const auto& j : first["jobs"]) {
+    if (j.value("deferred", false)) {
+      ++deferred;
+      EXPECT_TRUE(j["command"].empty());
+    } else {
+      ++carried;
+      EXPECT_EQ(j["env"]["BIG"].get<std::string>().size(), 250u << 10);
+      cluster_->agentStatus("gpu-01",
+                            {{j["id"].get<int64_t>(), model::ActualState::kRunning, 1, {}, {}, 1,
+                              0, ""}});
+    }
+  }
+  EXPECT_GT(carried, 0u);
+  EXPECT_GT(deferred, 0u);
+  // The next message carries the ones left out.
+  auto second = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
+  size_t nowCarried = 0;
+  for (const auto& j : second["jobs"]) {
+    if (!j["command"].empty()) ++nowCarried;
+  }
+  EXPECT_EQ(nowCarried, std::min<size_t>(deferred, carried));
+}
+
+TEST_F(ClusterTest, AFlappingAgentIsCountedUnreachable) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  place();
+  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
+  cluster_->agentStatus("gpu-01", {run});
+  // The agent drops and comes back every second, never staying up: each reconnect used to
+  // reset the unreachable clock, so its jobs were never declared lost.
+  for (int i = 0; i < 70; ++i) {
+    cluster_->agentDisconnected("gpu-01", &link_);
+    clock_.advance(500);
+    cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+    clock_.advance(500);
+    cluster_->checkLiveness();
+  }
+  auto j = cluster_->getJob(alice_, a);
+  EXPECT_EQ(j->state, JobState::kLost);
+  EXPECT_NE(j->reason.find("flapping"), std::string::npos) << j->reason;
+}
+
+TEST_F(ClusterTest, AnAgentThatStaysUpEndsItsOutage) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  place();
+  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
+  cluster_->agentStatus("gpu-01", {run});
+  cluster_->agentDisconnected("gpu-01", &link_);
+  clock_.advance(40'000);
+  cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+  // Up for three heartbeats: the outage is over, and a later short drop starts a new one.
+  for (int i = 0; i < 4; ++i) {
+    clock_.advance(5'000);
+    cluster_->agentStatus("gpu-01", {run});
+    cluster_->checkLiveness();
+  }
+  cluster_->agentDisconnected("gpu-01", &link_);
+  clock_.advance(20'000);
+  cluster_->checkLiveness();
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+}
+
+TEST_F(ClusterTest, AHostBackFromALongOutageIsNotFlapping) {
+  joinHost("gpu-01", 1);
+  cluster_->agentDisconnected("gpu-01", &link_);
+  clock_.advance(70'000);  // longer than --lost-after
+  cluster_->checkLiveness();
+  cluster_->agentConnected("gpu-01", &link_, inventory(1), {});
+  // Work placed right after it came back is not lost for the outage that ended.
+  int64_t a = submit(alice_, 1);
+  place();
+  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  clock_.advance(1'000);
+  cluster_->checkLiveness();
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+}
+
+TEST_F(ClusterTest, AnEndedJobTakesNoMoreOutput) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  place();
+  EXPECT_TRUE(cluster_->agentLog("gpu-01", {a, 0, "hello\n"}).ok());
+  model::ActualJob done{a, model::ActualState::kExited, 1, 0, {}, 1, 2, ""};
+  cluster_->agentStatus("gpu-01", {done});
+  ASSERT_EQ(cluster_->getJob(alice_, a)->state, JobState::kSucceeded);
+  auto late = cluster_->agentLog("gpu-01", {a, 6, std::string(1 << 20, 'x')});
+  EXPECT_EQ(late.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(logs_->size(a), 6);
+}
+
+TEST_F(ClusterTest, AnAdmittedHostThatClaimsMoreHardwareIsFenced) {
+  joinHost("gpu-01", 2);
+  model::Inventory bigger = inventory(16);
+  for (auto& g : bigger.gpus) g.model = "H100";
+  cluster_->agentDisconnected("gpu-01", &link_);
+  cluster_->agentConnected("gpu-01", &link_, bigger, {});
+  const auto& h = cluster_->world().hosts.at("gpu-01");
+  EXPECT_EQ(h.adminState, model::AdminState::kMaintenance);
+  EXPECT_NE(h.adminReason.find("inventory changed"), std::string::npos) << h.adminReason;
+  // No other team's job is sent to it.
+  submitSleep(bob_, 8);
+  EXPECT_TRUE(place().empty());
+  // Losing a GPU is not growth: the host stays in service.
+  joinHost("gpu-02", 2);
+  cluster_->agentConnected("gpu-02", &link_, inventory(1), {});
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-02").adminState, model::AdminState::kAvailable);
+}
+
+TEST_F(ClusterTest, AHelloClaimingAbsurdHardwareIsRefused) {
+  model::Inventory huge = inventory(0);
+  for (int i = 0; i < 150; ++i)
+    huge.gpus.push_back({i, "GPU-" + std::to_string(i), i, "H100", 81920, 0, "", "", "", false});
+  auto parsed = model::inventoryFromJson(model::toJson(huge));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().field(), "inventory");
+  model::Inventory dup = inventory(2);
+  dup.gpus[1].index = 0;
+  EXPECT_FALSE(model::inventoryFromJson(model::toJson(dup)).ok());
+  model::Inventory cpus = inventory(1);
+  cpus.cpus = 1'000'000;
+  EXPECT_FALSE(model::inventoryFromJson(model::toJson(cpus)).ok());
+  model::Inventory memory = inventory(1);
+  memory.gpus[0].memoryMib = -5;
+  EXPECT_FALSE(model::inventoryFromJson(model::toJson(memory)).ok());
+  EXPECT_TRUE(model::inventoryFromJson(model::toJson(inventory(8))).ok());
+}
+
+TEST_F(LimitsTest, WebhooksGoOnlyWhereAdminsAllow) {
+  IdlePolicyUpdate u;
+  u.webhook = "http://127.0.0.1:7070/api/v1/jobs";
+  auto loopback = cluster_->setIdlePolicy(admin_, "vision", "", u);
+  ASSERT_FALSE(loopback.ok());
+  EXPECT_EQ(loopback.status().field(), "webhook");
+  u.webhook = "http://hooks.example.com.evil.net/x";
+  EXPECT_FALSE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  u.webhook = "http://hooks.example.com/allot?key=1";
+  EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  u.webhook = "";  // clearing is always allowed
+  EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+}
+
+TEST_F(ClusterTest, WithNoAllowListNoWebhookIsAccepted) {
+  IdlePolicyUpdate u;
+  u.webhook = "http://hooks.example.com/x";
+  auto r = cluster_->setIdlePolicy(admin_, "vision", "", u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("webhook_allow"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::control

@@ -1,0 +1,81 @@
+#include "exe/limits_config.h"
+
+#include <gtest/gtest.h>
+
+namespace allot {
+namespace {
+
+struct Limits {
+  control::JobLimits jobs;
+  control::LogStoreOptions logs;
+  std::vector<std::string> webhooks;
+};
+
+Result<Limits> read(std::string_view text) {
+  Limits out;
+  auto tbl = toml::parse(text);
+  Status st = readLimitsConfig(tbl, out.jobs, out.logs, out.webhooks);
+  if (!st.ok()) return st;
+  return out;
+}
+
+TEST(LimitsConfig, DefaultsAreWhatAFleetWouldUse) {
+  auto l = read("");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->jobs.maxActiveJobsPerUser, 1000);
+  EXPECT_EQ(l->jobs.maxActiveJobsPerTeam, 5000);
+  EXPECT_EQ(l->jobs.maxActiveJobBytesPerUser, 32 << 20);
+  EXPECT_EQ(l->jobs.maxActiveJobBytesPerTeam, 128 << 20);
+  EXPECT_EQ(l->jobs.cpuFloorMillis, 100);
+  EXPECT_EQ(l->jobs.memoryFloorMib, 256);
+  EXPECT_EQ(l->logs.maxBytes, 64 << 20);
+  EXPECT_EQ(l->logs.reserveBytes, 512 << 20);
+  EXPECT_TRUE(l->webhooks.empty());
+}
+
+TEST(LimitsConfig, EveryLimitIsConfigurable) {
+  auto l = read(R"(
+[limits]
+max_active_jobs_per_user = 50
+max_active_jobs_per_team = 0
+max_active_job_mib_per_user = 8
+max_active_job_mib_per_team = 64
+job_cpu_floor_millis = 250
+job_memory_floor_mib = 512
+max_log_bytes = 1048576
+log_disk_reserve_mib = 2048
+[idle]
+webhook_allow = ["http://hooks.internal:8080/allot/", "http://chat.example.com/"]
+)");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->jobs.maxActiveJobsPerUser, 50);
+  EXPECT_EQ(l->jobs.maxActiveJobsPerTeam, 0);
+  EXPECT_EQ(l->jobs.maxActiveJobBytesPerUser, 8 << 20);
+  EXPECT_EQ(l->jobs.maxActiveJobBytesPerTeam, 64 << 20);
+  EXPECT_EQ(l->jobs.cpuFloorMillis, 250);
+  EXPECT_EQ(l->jobs.memoryFloorMib, 512);
+  EXPECT_EQ(l->logs.maxBytes, 1 << 20);
+  EXPECT_EQ(l->logs.reserveBytes, int64_t{2048} << 20);
+  EXPECT_EQ(l->webhooks.size(), 2u);
+}
+
+TEST(LimitsConfig, BadValuesNameTheKey) {
+  auto negative = read("[limits]\nmax_active_jobs_per_user = -1\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("limits.max_active_jobs_per_user"), std::string::npos);
+  auto text = read("[limits]\nmax_log_bytes = \"lots\"\n");
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("limits.max_log_bytes"), std::string::npos);
+  EXPECT_FALSE(read("[limits]\nmax_log_bytes = 10\n").ok());
+}
+
+TEST(LimitsConfig, WebhookPrefixesMustEndTheirHost) {
+  // Without the '/', "http://hooks.example.com" would also allow hooks.example.com.evil.net.
+  EXPECT_FALSE(read("[idle]\nwebhook_allow = [\"http://hooks.example.com\"]\n").ok());
+  EXPECT_FALSE(read("[idle]\nwebhook_allow = [\"https://hooks.example.com/\"]\n").ok());
+  EXPECT_FALSE(read("[idle]\nwebhook_allow = \"http://hooks.example.com/\"\n").ok());
+  EXPECT_TRUE(read("[idle]\nwebhook_allow = [\"http://hooks.example.com/\"]\n").ok());
+}
+
+}  // namespace
+}  // namespace allot

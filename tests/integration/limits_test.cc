@@ -1,0 +1,179 @@
+// Issue 18, against real processes: one member's flood of huge jobs does not wedge a shared host,
+// one job's output does not fill allotd's disk, and a host credential cannot make its host look
+// bigger or blow up allotd's memory with its hello.
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+namespace fs = std::filesystem;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = boost::asio::ip::tcp;
+
+constexpr int kFloodLimit = 40;
+
+class LimitsTest : public TestCluster {
+ protected:
+  std::vector<std::string> serverFlags() const override {
+    // A user may hold 40 jobs; jobs asking no CPU count as 10 millicpu, so that all 40 fit on
+    // this machine's host and its desired state carries 40 jobs of 240 KiB each (over the 8 MiB
+    // one message may carry). Logs keep 1 MiB per job.
+    writeFile(path("allotd.toml"), "[limits]\nmax_active_jobs_per_user = " +
+                                       std::to_string(kFloodLimit) +
+                                       "\njob_cpu_floor_millis = 10\njob_memory_floor_mib = 16\n");
+    return {"--heartbeat", "1s", "--config", path("allotd.toml"), "--max-log-bytes", "1048576"};
+  }
+
+  // POST /jobs with three 80 KiB variables (one variable may not pass 128 KiB in execve).
+  HttpResult submitBig(const std::string& token, char fill) {
+    json body = {{"command", {"sleep", "600"}}, {"gpus", 0}};
+    for (const char* k : {"A", "B", "C"}) body["env"][k] = std::string(80 << 10, fill);
+    return httpRequest(port_, "POST", "/api/v1/jobs", body.dump(), token);
+  }
+  int countInState(const std::string& token, const std::string& state) {
+    HttpResult r = httpRequest(port_, "GET", "/api/v1/jobs?limit=1000&state=" + state, "", token);
+    json j = r.parsed();
+    return j.is_array() ? static_cast<int>(j.size()) : -1;
+  }
+};
+
+TEST_F(LimitsTest, AFloodOfHugeJobsDoesNotWedgeASharedHost) {
+  startAgent("gpu-a", "sim:2xA100");
+  createTeam("ml");
+  createTeam("nlp");
+  const std::string mallory = createUser("mallory", "ml");
+  const std::string bob = createUser("bob", "nlp");
+  // Another team's work on the same host.
+  int64_t bobs = submit(bob, {"--gpus", "1"}, {"sleep", "600"});
+  ASSERT_TRUE(waitForJobState(bob, bobs, "running"));
+
+  for (int i = 0; i < kFloodLimit; ++i) {
+    HttpResult r = submitBig(mallory, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+  HttpResult over = submitBig(mallory, 'z');
+  EXPECT_EQ(over.status, 409) << over.body;
+  EXPECT_NE(over.body.find("max_active_jobs_per_user"), std::string::npos) << over.body;
+
+  // Every one of them reaches the agent and runs: the desired state came in bounded pieces.
+  EXPECT_TRUE(waitFor([&] { return countInState(mallory, "running") == kFloodLimit; },
+                      std::chrono::seconds(60)))
+      << countInState(mallory, "running") << " of " << kFloodLimit << " running";
+  EXPECT_EQ(textOf(host("gpu-a"), "state"), "online");
+  // The other team's job still obeys: cancelled, it stops.
+  ASSERT_EQ(cli({"job", "cancel", std::to_string(bobs)}).code, 0);
+  EXPECT_TRUE(waitForJobState(bob, bobs, "cancelled"));
+  // And the flood's owner can end it all.
+  json mine = json::parse(
+      httpRequest(port_, "GET", "/api/v1/jobs?limit=1000&state=running", "", mallory).body);
+  for (const auto& j : mine) {
+    HttpResult c = httpRequest(port_, "POST",
+                               "/api/v1/jobs/" + std::to_string(j.at("id").get<int64_t>()) +
+                                   "/cancel",
+                               "{}", mallory);
+    EXPECT_EQ(c.status, 200) << c.body;
+  }
+  EXPECT_TRUE(waitFor([&] { return countInState(mallory, "cancelled") == kFloodLimit; },
+                      std::chrono::seconds(60)));
+  EXPECT_EQ(submitBig(mallory, 'y').status, 201) << "ended jobs make room again";
+}
+
+TEST_F(LimitsTest, AJobsOutputIsCappedKeepingItsHeadAndTail) {
+  startAgent("gpu-a", "sim:1xA100");
+  createTeam("ml");
+  const std::string alice = createUser("alice", "ml");
+  // 100 MB of output, then a last line.
+  int64_t id = submit(alice, {},
+                      {"sh", "-c",
+                       "echo FIRST-LINE; head -c 100000000 /dev/zero | tr '\\0' x; echo; "
+                       "echo LAST-LINE"});
+  ASSERT_TRUE(waitForJobState(alice, id, "succeeded", nullptr));
+  const std::string text = logs(alice, id);
+  EXPECT_LT(text.size(), 1'100'000u);
+  EXPECT_EQ(text.rfind("FIRST-LINE\n", 0), 0u);
+  EXPECT_EQ(text.substr(text.size() - 10), "LAST-LINE\n");
+  EXPECT_NE(text.find("bytes of output were dropped here"), std::string::npos);
+  // What allotd holds on disk is as small.
+  uintmax_t stored = 0;
+  for (const auto& e : fs::directory_iterator(path("data/logs")))
+    stored += fs::is_regular_file(e) ? fs::file_size(e) : 0;
+  EXPECT_LT(stored, 1'200'000u);
+}
+
+// The agent stream as a host credential holder speaks it.
+class HostStream {
+ public:
+  HostStream(uint16_t port, const std::string& credential) : ws_(io_) {
+    ws_.next_layer().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+    ws_.set_option(websocket::stream_base::decorator([credential](websocket::request_type& req) {
+      req.set(beast::http::field::authorization, "Bearer " + credential);
+    }));
+    ws_.handshake("127.0.0.1:" + std::to_string(port), "/api/v1/agent/stream");
+  }
+  // False when allotd has closed the stream.
+  bool send(const std::string& text) {
+    beast::error_code ec;
+    ws_.text(true);
+    ws_.write(boost::asio::buffer(text), ec);
+    return !ec;
+  }
+
+ private:
+  boost::asio::io_context io_;
+  websocket::stream<tcp::socket> ws_;
+};
+
+json helloWith(int gpus, const std::string& model) {
+  json inv = {{"hostname", "gpu-a"}, {"cpus", 4},       {"memory_mib", 16384},
+              {"gpus", json::array()}, {"gpu_provider", "nvml"}, {"simulated", false}};
+  for (int i = 0; i < gpus; ++i)
+    inv["gpus"].push_back({{"index", i},
+                           {"uuid", "GPU-forged-" + std::to_string(i)},
+                           {"minor", i % 4096},
+                           {"model", model},
+                           {"memory_mib", 81559}});
+  return {{"type", "hello"}, {"inventory", inv}, {"jobs", json::array()}};
+}
+
+TEST_F(LimitsTest, AForgedHelloCannotEnlargeAHostOrAllotdsMemory) {
+  startAgent("gpu-a", "sim:2xA100");
+  createTeam("nlp");
+  const std::string bob = createUser("bob", "nlp");
+  const json credential = json::parse(readFile(path("agents/gpu-a/credential.json")));
+  killAgent("gpu-a");
+
+  {
+    // The host claims 16 H100s now: fenced for review, and no one's 8-GPU job goes there.
+    HostStream forged(port_, credential.at("token").get<std::string>());
+    ASSERT_TRUE(forged.send(helloWith(16, "NVIDIA H100 80GB HBM3").dump()));
+    json seen;
+    ASSERT_TRUE(waitFor([&] {
+      seen = host("gpu-a");
+      return textOf(seen, "admin_state") == "maintenance";
+    })) << seen.dump();
+    EXPECT_NE(textOf(seen, "admin_reason").find("inventory changed"), std::string::npos)
+        << seen.dump();
+    int64_t big = submit(bob, {"--gpus", "8"}, {"sleep", "600"});
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    EXPECT_EQ(textOf(job(bob, big), "state"), "queued");
+  }
+  {
+    // 150,000 GPUs, a 14 MB frame: refused before it is parsed.
+    HostStream forged(port_, credential.at("token").get<std::string>());
+    (void)forged.send(helloWith(150'000, "H100").dump());
+  }
+  ASSERT_TRUE(serverRunning());
+  HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
+  EXPECT_EQ(hosts.status, 200);
+  EXPECT_LT(hosts.body.size(), 64u << 10);
+}
+
+}  // namespace
+}  // namespace allot::it
