@@ -24,28 +24,15 @@ import shutil
 import socket
 import statistics
 import struct
-import subprocess
 import tempfile
 import time
 import uuid
 
+from local_cluster import LocalCluster, wait_until
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(pred, timeout=30.0, step=0.01):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise SystemExit("timed out")
 
 
 def ws_open(port, path, token):
@@ -141,39 +128,10 @@ def main():
 
     work = tempfile.mkdtemp(prefix="allot-revoke-bench-")
     os.chmod(work, 0o711)
-    port = free_port()
-    server = f"http://127.0.0.1:{port}"
-    procs = []
+    cluster = None
     try:
-        procs.append(subprocess.Popen(
-            [os.path.join(args.bin, "allotd"), "--listen", f"127.0.0.1:{port}", "--data-dir",
-             os.path.join(work, "data"), "--heartbeat", "1s"],
-            stdout=open(os.path.join(work, "allotd.out"), "w"),
-            stderr=open(os.path.join(work, "allotd.err"), "w")))
-        token_file = os.path.join(work, "data", "admin.token")
-        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
-        admin = open(token_file).read().strip()
-
-        def cli(token, *a):
-            r = subprocess.run([os.path.join(args.bin, "allot"), "--server", server, "--token",
-                                token, "-o", "json", *a], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise SystemExit(f"allot {' '.join(a)}: {r.stderr.strip()}")
-            return json.loads(r.stdout) if r.stdout.strip() else None
-
-        join = cli(admin, "host", "join-token", "--uses", "10")
-        agent_dir = os.path.join(work, "agent")
-        env = dict(os.environ, ALLOT_JOIN_TOKEN=join["token"])
-        procs.append(subprocess.Popen(
-            [os.path.join(args.bin, "allot-agent"), "--server", server, "--name", "bench",
-             "--gpus", "sim:4xA100", "--work-dir", agent_dir, "--cgroup-name",
-             "allot-revoke-bench", "--run-as-owner", "off"], env=env,
-            stdout=open(os.path.join(work, "agent.out"), "w"),
-            stderr=open(os.path.join(work, "agent.err"), "w")))
-        wait_until(lambda: any(h["name"] == "bench" and h["admin_state"] == "available"
-                               for h in cli(admin, "host", "list")), timeout=60, step=0.2)
-        cli(admin, "team", "create", "ml")
-        owner = cli(admin, "user", "create", "alice", "--team", "ml")["token"]
+        cluster = LocalCluster(args.bin, work, "allot-revoke-bench")
+        port, owner = cluster.port, cluster.token
 
         def call(method, path, token, body=None):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -185,8 +143,6 @@ def main():
             conn.close()
             return out
 
-        wait_until(lambda: os.path.exists(os.path.join(agent_dir, "forkserver", "jupyter.sock")),
-                   step=0.05)
         code, body = call("POST", "/api/v1/sessions", owner, {"name": "revoke"})
         if code != 201:
             raise SystemExit(f"create: {code} {body[:200]}")
@@ -221,12 +177,8 @@ def main():
               f"p50 {statistics.median(closes):.0f} ms, max {max(closes):.0f} ms; "
               f"load {load[0]:.2f}")
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        if cluster:
+            cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

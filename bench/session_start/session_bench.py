@@ -26,9 +26,10 @@ import os
 import shutil
 import socket
 import statistics
-import subprocess
 import tempfile
 import time
+
+from local_cluster import LocalCluster, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,20 +44,6 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self.unix_path)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(pred, timeout=30.0, step=0.002):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    raise SystemExit("timed out")
 
 
 def pct(xs, p):
@@ -75,39 +62,10 @@ def main():
         raise SystemExit("run as root: the direct side reads the session's token and socket")
 
     work = tempfile.mkdtemp(prefix="allot-session-bench-")
-    port = free_port()
-    server = f"http://127.0.0.1:{port}"
-    procs = []
+    cluster = None
     try:
-        allotd_out = open(os.path.join(work, "allotd.out"), "w+")
-        procs.append(subprocess.Popen(
-            [os.path.join(args.bin, "allotd"), "--listen", f"127.0.0.1:{port}", "--data-dir",
-             os.path.join(work, "data"), "--heartbeat", "1s"],
-            stdout=allotd_out, stderr=open(os.path.join(work, "allotd.err"), "w")))
-        token_file = os.path.join(work, "data", "admin.token")
-        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
-        admin = open(token_file).read().strip()
-
-        def cli(token, *a):
-            r = subprocess.run([os.path.join(args.bin, "allot"), "--server", server, "--token",
-                                token, "-o", "json", *a], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise SystemExit(f"allot {' '.join(a)}: {r.stderr.strip()}")
-            return json.loads(r.stdout) if r.stdout.strip() else None
-
-        join = cli(admin, "host", "join-token", "--uses", "10")
-        agent_dir = os.path.join(work, "agent")
-        procs.append(subprocess.Popen(
-            [os.path.join(args.bin, "allot-agent"), "--server", server, "--name", "bench",
-             "--gpus", "sim:4xA100", "--work-dir", agent_dir, "--cgroup-name",
-             "allot-session-bench", "--run-as-owner", "off", "--join-token", join["token"]],
-            stdout=open(os.path.join(work, "agent.out"), "w"),
-            stderr=open(os.path.join(work, "agent.err"), "w")))
-        wait_until(lambda: any(h["name"] == "bench" and h["admin_state"] == "available"
-                               for h in cli(admin, "host", "list")), timeout=60, step=0.2)
-        cli(admin, "team", "create", "ml")
-        user = cli(admin, "user", "create", "alice", "--team", "ml")
-        token = user["token"]
+        cluster = LocalCluster(args.bin, work, "allot-session-bench")
+        port, token, agent_dir = cluster.port, cluster.token, cluster.agent_dir
 
         api = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 
@@ -137,9 +95,6 @@ def main():
             wait_until(lambda: json.loads(call("GET", f"/api/v1/sessions/{sid}")[1])["state"]
                        in ("stopped", "failed", "lost"), step=0.02)
 
-        # The fork server imports Jupyter once after the agent starts: warm up until it is there.
-        wait_until(lambda: os.path.exists(os.path.join(agent_dir, "forkserver", "jupyter.sock")),
-                   step=0.05)
         sid, _ = create_to_answer("warmup")
         stop(sid)
         times = []
@@ -184,12 +139,8 @@ def main():
               f" us; load {load[0]:.2f}")
         stop(sid)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        if cluster:
+            cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

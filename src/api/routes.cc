@@ -58,8 +58,13 @@ nlohmann::json joinTokenJson(const model::JoinToken& t, TimeMs now) {
           {"state", state}};
 }
 
-nlohmann::json jobJson(Server& s, const model::Job& j) {
-  auto out = model::toJson(j);
+// A listing shows each job's command and environment up to this many bytes: a list of a
+// thousand jobs of 512 KiB each would otherwise be half a gigabyte built on the I/O thread.
+constexpr size_t kListedSpecBytes = 4096;
+
+// `maxSpecBytes` 0: the whole job (model::toListedJson).
+nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) {
+  auto out = model::toListedJson(j, maxSpecBytes);
   if (j.state == model::JobState::kQueued) {
     auto w = s.cluster().waitOf(j.id);
     out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
@@ -314,7 +319,7 @@ void registerRoutes(Router& router, Server& s) {
     std::string body = "[";
     s.cluster().visitJobs(r.who(), f, [&](const model::Job& j) {
       if (body.size() > 1) body += ',';
-      body += jobJson(s, j).dump();
+      body += jobJson(s, j, kListedSpecBytes).dump();
     });
     body += ']';
     co_return ApiResponse{http::status::ok, std::move(body), "application/json", {}};

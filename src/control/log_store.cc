@@ -19,6 +19,7 @@ namespace {
 constexpr int64_t kTailHeader = 24;
 
 std::string mib(int64_t bytes) {
+  if (bytes < (1 << 20)) return std::to_string(bytes) + " bytes";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
@@ -73,6 +74,30 @@ bool parseTailName(const std::string& name, int64_t& job, int& rank) {
   } catch (...) {
     return false;
   }
+}
+
+// Copies `length` bytes at `from` in `in` to `to` in `out` (copy_file_range refuses O_APPEND).
+Status copyRange(int in, int64_t from, int out, int64_t to, int64_t length) {
+  loff_t at = from, outAt = to;
+  while (length > 0) {
+    ssize_t n = ::copy_file_range(in, &at, out, &outAt, static_cast<size_t>(length), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      // Not on this file system (or kernel): through a small buffer instead.
+      std::string buf(static_cast<size_t>(std::min<int64_t>(length, 1 << 20)), '\0');
+      if (!readAll(in, buf.data(), buf.size(), at))
+        return Status::Unavailable("cannot read the log's tail");
+      ALLOT_RETURN_IF_ERROR(writeAll(out, buf.data(), buf.size(), outAt, "log"));
+      n = static_cast<ssize_t>(buf.size());
+      at += n;
+      outAt += n;
+    } else if (n <= 0) {
+      return Status::Unavailable(std::string("cannot copy the log's tail: ") +
+                                 (n < 0 ? std::strerror(errno) : "short file"));
+    }
+    length -= n;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -252,40 +277,46 @@ void LogStore::seal(int64_t job, int rank) {
   }
   const int64_t ring = tailBytes();
   const int64_t past = st.received - st.ringBase;  // bytes after the head
-  const int64_t kept = std::min(past, ring);
-  std::string tail(static_cast<size_t>(kept), '\0');
-  int fd = ::open(tailPathOf(key).c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  int64_t kept = std::min(past, ring);
+  int tail = ::open(tailPathOf(key).c_str(), O_RDWR | O_CLOEXEC);
+  if (tail < 0) {
     spdlog::warn("log store: cannot open the tail of job {}: {}", nameOf(key),
                  std::strerror(errno));
     return;
   }
-  // The oldest kept byte sits right after the newest when the ring has wrapped.
-  const int64_t start = past > ring ? past % ring : 0;
-  const int64_t first = std::min(kept, ring - start);
-  bool ok = readAll(fd, tail.data(), static_cast<size_t>(first), kTailHeader + start) &&
-            readAll(fd, tail.data() + first, static_cast<size_t>(kept - first), kTailHeader);
   std::string note = "\n[allot: " + std::to_string(past - kept) +
                      " bytes of output were dropped here; the last " + std::to_string(kept) +
                      " bytes follow]\n";
-  Status w = ok ? Status::Ok() : Status::Unavailable("cannot read the tail");
-  if (w.ok()) {
-    if (Status room = diskHasRoom(); !room.ok()) {
-      note = "\n[allot: the last " + std::to_string(kept) + " bytes of output are not kept: " +
-             room.message() + "]\n";
-      tail.clear();
-    }
-    w = appendToLog(key, st, note.data(), note.size());
+  if (Status room = diskHasRoom(); !room.ok()) {
+    note = "\n[allot: the last " + std::to_string(kept) + " bytes of output are not kept: " +
+           room.message() + "]\n";
+    kept = 0;
   }
-  if (w.ok()) w = appendToLog(key, st, tail.data(), tail.size());
+  Status w = appendToLog(key, st, note.data(), note.size());
+  // The oldest kept byte sits right after the newest when the ring has wrapped. The kernel
+  // copies the ring into the log (copy_file_range): tens of MiB never pass through allotd's
+  // memory, and the I/O thread is held only as long as the page cache takes.
+  const int64_t start = past > ring ? past % ring : 0;
+  const int64_t first = std::min(kept, ring - start);
+  int log = w.ok() ? ::open(pathOf(key).c_str(), O_WRONLY | O_CLOEXEC) : -1;
+  if (w.ok() && log < 0) w = Status::Unavailable(std::string("cannot open it: ") + std::strerror(errno));
+  for (auto [from, length] : {std::pair{kTailHeader + start, first},
+                              std::pair{kTailHeader, kept - first}}) {
+    if (!w.ok()) break;
+    if (Status c = copyRange(tail, from, log, st.stored, length); !c.ok()) w = c;
+    if (w.ok()) st.stored += length;
+  }
+  if (log >= 0) ::close(log);
   if (w.ok()) {
     st.sealed = true;
-    w = writeTailHeader(fd, st);
-    if (w.ok() && ::ftruncate(fd, kTailHeader) != 0) w = Status::Unavailable("truncate");
+    w = writeTailHeader(tail, st);
+    if (w.ok() && ::ftruncate(tail, kTailHeader) != 0) w = Status::Unavailable("truncate");
   }
-  ::close(fd);
-  if (!w.ok()) spdlog::warn("log store: cannot seal the log of job {}: {}", nameOf(key),
-                            w.message());
+  ::close(tail);
+  if (!w.ok()) {
+    states_.erase(key);  // sizes unknown now: read them again
+    spdlog::warn("log store: cannot seal the log of job {}: {}", nameOf(key), w.message());
+  }
 }
 
 Result<std::string> LogStore::read(int64_t job, int64_t offset, int64_t maxBytes, int rank) {

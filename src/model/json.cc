@@ -1,6 +1,7 @@
 #include "model/json.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "common/time_format.h"
@@ -306,7 +307,7 @@ json hostHardware(const Host& h) {
 }  // namespace
 
 // The job's fields without its ranks, which toJson and toStoreDoc add for a gang.
-static json toJsonFlat(const Job& j);
+static json toJsonFlat(const Job& j, size_t maxSpecBytes = 0);
 static json toStoreDocFlat(const Job& j);
 
 json toJson(const Host& h) {
@@ -377,22 +378,53 @@ SessionSpec sessionSpecFromJson(const json& j) {
   return s;
 }
 
-json toJson(const Job& j) {
-  json out = toJsonFlat(j);
+json toJson(const Job& j) { return toListedJson(j, 0); }
+
+json toListedJson(const Job& j, size_t maxSpecBytes) {
+  json out = toJsonFlat(j, maxSpecBytes);
   if (!j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
   if (j.session) out["session"] = toJson(*j.session);
   return out;
 }
 
-json toJsonFlat(const Job& j) {
-  return {
+namespace {
+
+// The command cut to `max` bytes, the last argument kept ending in "..." (cut at a character
+// boundary); nullopt when it fits with the environment.
+std::optional<std::vector<std::string>> cutSpec(const Job& j, size_t max) {
+  size_t bytes = 0;
+  for (const auto& a : j.command) bytes += a.size() + 1;
+  for (const auto& [k, v] : j.env) bytes += k.size() + v.size() + 2;
+  if (max == 0 || bytes <= max) return std::nullopt;
+  std::vector<std::string> out;
+  size_t left = max;
+  for (const auto& a : j.command) {
+    if (a.size() < left) {
+      out.push_back(a);
+      left -= a.size() + 1;
+      continue;
+    }
+    size_t keep = left;
+    while (keep > 0 && (static_cast<unsigned char>(a[keep]) & 0xC0) == 0x80) --keep;
+    out.push_back(a.substr(0, keep) + "...");
+    break;
+  }
+  return out;
+}
+
+}  // namespace
+
+json toJsonFlat(const Job& j, size_t maxSpecBytes) {
+  static const std::map<std::string, std::string> kNoEnv;
+  const auto cut = cutSpec(j, maxSpecBytes);
+  json out = {
       {"id", j.id},
       {"name", j.name},
       {"team", j.team},
       {"project", j.project.empty() ? json(nullptr) : json(j.project)},
       {"user", j.user},
-      {"command", j.command},
-      {"env", j.env},
+      {"command", cut ? *cut : j.command},
+      {"env", cut ? kNoEnv : j.env},
       {"gpus", j.gpus},
       {"gpu_models", j.gpuModels},
       {"gpu_milli", j.gpuMilli},
@@ -422,6 +454,8 @@ json toJsonFlat(const Job& j) {
       {"submitted_at", formatIso8601(j.submittedAt)},
       {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
       {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
+  if (cut) out["spec_truncated"] = true;
+  return out;
 }
 
 json toStoreDoc(const Host& h) {

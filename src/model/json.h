@@ -30,6 +30,10 @@ json gpusJson(const std::vector<Gpu>& gpus);
 json toJson(const Host& h);
 json toJson(const HostTransition& t);
 json toJson(const Job& j);
+// A listing's view of a job: whole while its command and environment take at most
+// `maxSpecBytes`; a larger one shows no environment, its command cut there (the last argument
+// kept ends in "..."), and "spec_truncated": true. GET /jobs/{id} shows it whole.
+json toListedJson(const Job& j, size_t maxSpecBytes);
 json toJson(const SessionSpec& s);
 SessionSpec sessionSpecFromJson(const json& j);
 json toJson(const Upgrade& u);

@@ -240,5 +240,26 @@ TEST(ModelJson, GpuTopologyRoundTripsAndIsUnknownWhenAbsent) {
   EXPECT_EQ(old.index, 3);
 }
 
+TEST(ModelJson, AListedJobCarriesABoundedCommandAndEnvironment) {
+  Job small;
+  small.command = {"python", "train.py"};
+  small.env = {{"SEED", "1"}};
+  json listed = toListedJson(small, 4096);
+  EXPECT_EQ(listed, toJson(small));
+  EXPECT_FALSE(listed.contains("spec_truncated"));
+  Job big = small;
+  big.env["BLOB"] = std::string(200'000, 'x');
+  big.command = {"sh", "-c", std::string(10'000, 'y')};
+  listed = toListedJson(big, 4096);
+  EXPECT_TRUE(listed.value("spec_truncated", false));
+  EXPECT_TRUE(listed["env"].empty());
+  EXPECT_LE(listed["command"].dump().size(), 4200u);
+  EXPECT_EQ(listed["command"][0], "sh");
+  const std::string last = listed["command"].back().get<std::string>();
+  EXPECT_EQ(last.substr(last.size() - 4), "y...");
+  // The whole job is still there for GET /jobs/{id}.
+  EXPECT_EQ(toJson(big)["env"]["BLOB"].get<std::string>().size(), 200'000u);
+}
+
 }  // namespace
 }  // namespace allot::model

@@ -155,6 +155,31 @@ TEST_F(SessionSshTest, AnOpenSshConnectionKeepsTheSessionFromBeingCulled) {
   EXPECT_EQ(textOf(last, "reason").rfind("culled: ", 0), 0u) << last.dump();
 }
 
+// Issue 18: an SSH connection held open through allotd ends when the token that opened it is
+// revoked (the relay re-checks its credential every 2 s), not when the user hangs up.
+TEST_F(SessionSshTest, ARevokedTokensOpenSshConnectionIsClosed) {
+  json s = startShellSession("revoked");
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  HttpResult minted = httpRequest(port_, "POST", "/api/v1/tokens", R"({"name":"laptop"})", alice_);
+  ASSERT_EQ(minted.status, 201) << minted.body;
+  const std::string token = textOf(minted.parsed(), "token");
+  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", token, "ssh", id,
+                              "-i", aliceKey_, "--", "echo logged-in; sleep 120"},
+                             path("revoked.out"), path("revoked.err"),
+                             childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
+  // Logged in and running the command: the connection is up end to end.
+  ASSERT_TRUE(waitFor([&] { return held->stdoutText() == "logged-in\n"; }))
+      << held->stderrText();
+  HttpResult revoked = httpRequest(port_, "DELETE",
+                                   "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  auto code = held->waitFor(15s);
+  ASSERT_TRUE(code.has_value()) << "the SSH connection outlived its revoked token";
+  EXPECT_NE(*code, 0);
+  // The owner's other token still gets in.
+  EXPECT_EQ(ssh(alice_, id, {"echo", "still-in"}).out, "still-in\n");
+}
+
 // Where hosts are reachable, a session can also have an sshd of its own on a port of the host
 // (allot-agent --ssh-direct-ports); allot ssh then goes straight there.
 class SessionSshDirectTest : public SessionSshTest {

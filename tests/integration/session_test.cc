@@ -471,6 +471,35 @@ TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
 
 // Finding 6 of the tenant-boundary review: a user the session was shared with kept reaching it
 // through the proxy after leaving its team. Every proxied request checks, and the share ends.
+// Issue 18: a kernel's WebSocket held open through allotd stops executing code once the token
+// that opened it is revoked: the relay is closed within seconds (the figure is measured by
+// bench/session_start/revoke_bench.py).
+TEST_F(SessionTest, ARevokedTokensOpenKernelSocketIsClosed) {
+  json s = create({"--name", "revoked"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "revoked");
+  HttpResult minted = httpRequest(port_, "POST", "/api/v1/tokens", R"({"name":"laptop"})", alice_);
+  ASSERT_EQ(minted.status, 201) << minted.body;
+  const std::string token = textOf(minted.parsed(), "token");
+  auto kernel = httpRequest(port_, "POST", "/sessions/" + id + "/api/kernels", "{}", token);
+  ASSERT_EQ(kernel.status, 201) << kernel.body;
+  boost::asio::io_context io;
+  auto ws = openWebSocket(
+      io, port_, "/sessions/" + id + "/api/kernels/" + textOf(kernel.parsed(), "id") + "/channels",
+      {{"Authorization", "Bearer " + token}});
+  ASSERT_EQ(executeOnKernel(*ws, "print('before')"), "before\n");
+  HttpResult revoked = httpRequest(port_, "DELETE",
+                                   "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_THROW(
+      {
+        beast::flat_buffer buf;
+        while (readWithin(*ws, buf, std::chrono::seconds(15))) buf.consume(buf.size());
+      },
+      std::exception);
+  EXPECT_EQ(httpRequest(port_, "GET", "/sessions/" + id + "/api/contents", "", token).status, 401);
+}
+
 TEST_F(SessionTest, AShareEndsWhenTheUserLeavesTheTeam) {
   const std::string carol = createUser("carol", "red");
   json s = create({"--name", "shared"});

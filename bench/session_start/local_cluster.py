@@ -1,0 +1,81 @@
+"""A real allotd and one real allot-agent on 127.0.0.1, for the session benchmarks.
+
+allotd keeps its embedded SQLite in a scratch dir; the agent has simulated GPUs and runs the
+Jupyter fork server next to it, with workloads as its own user (--run-as-owner off). Loopback
+only: nothing here reaches another address.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout=30.0, step=0.002):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise SystemExit("timed out")
+
+
+class LocalCluster:
+    """allotd on a free port and agent "bench" joined to it, a team "ml" and its member "alice".
+
+    procs: the processes, stopped by stop(); cli(token, *args): `allot -o json`; token: alice's.
+    """
+
+    def __init__(self, bin_dir, work, cgroup_name):
+        self.bin = bin_dir
+        self.work = work
+        self.port = free_port()
+        self.server = f"http://127.0.0.1:{self.port}"
+        self.procs = []
+        self.procs.append(subprocess.Popen(
+            [os.path.join(bin_dir, "allotd"), "--listen", f"127.0.0.1:{self.port}", "--data-dir",
+             os.path.join(work, "data"), "--heartbeat", "1s"],
+            stdout=open(os.path.join(work, "allotd.out"), "w"),
+            stderr=open(os.path.join(work, "allotd.err"), "w")))
+        token_file = os.path.join(work, "data", "admin.token")
+        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
+        self.admin = open(token_file).read().strip()
+        join = self.cli(self.admin, "host", "join-token", "--uses", "10")
+        self.agent_dir = os.path.join(work, "agent")
+        env = dict(os.environ, ALLOT_JOIN_TOKEN=join["token"])
+        self.procs.append(subprocess.Popen(
+            [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", "bench",
+             "--gpus", "sim:4xA100", "--work-dir", self.agent_dir, "--cgroup-name", cgroup_name,
+             "--run-as-owner", "off"], env=env,
+            stdout=open(os.path.join(work, "agent.out"), "w"),
+            stderr=open(os.path.join(work, "agent.err"), "w")))
+        wait_until(lambda: any(h["name"] == "bench" and h["admin_state"] == "available"
+                               for h in self.cli(self.admin, "host", "list")), timeout=60, step=0.2)
+        self.cli(self.admin, "team", "create", "ml")
+        self.token = self.cli(self.admin, "user", "create", "alice", "--team", "ml")["token"]
+        # The fork server imports Jupyter once after the agent starts.
+        wait_until(lambda: os.path.exists(os.path.join(self.agent_dir, "forkserver",
+                                                       "jupyter.sock")), step=0.05)
+
+    def cli(self, token, *args):
+        r = subprocess.run([os.path.join(self.bin, "allot"), "--server", self.server, "--token",
+                            token, "-o", "json", *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"allot {' '.join(args)}: {r.stderr.strip()}")
+        return json.loads(r.stdout) if r.stdout.strip() else None
+
+    def stop(self):
+        for p in reversed(self.procs):
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
