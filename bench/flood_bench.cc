@@ -15,11 +15,11 @@
 // The probe: GET /api/v1/jobs?limit=20 and GET /api/v1/hosts as the other member, one after the
 // other, from one connection each time, all through every flood. Only 127.0.0.1 is contacted.
 
+#include <CLI/CLI.hpp>
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <CLI/CLI.hpp>
-#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -114,9 +114,10 @@ int64_t uploadWithoutCredential(uint16_t port) {
     s.expires_after(std::chrono::seconds(30));
     s.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
     const int64_t total = 200LL << 20;
-    std::string head = "PUT /sessions/1/api/contents/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                       "Content-Type: application/octet-stream\r\nContent-Length: " +
-                       std::to_string(total) + "\r\n\r\n";
+    std::string head =
+        "PUT /sessions/1/api/contents/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/octet-stream\r\nContent-Length: " +
+        std::to_string(total) + "\r\n\r\n";
     beast::error_code ec;
     boost::asio::write(s, boost::asio::buffer(head), ec);
     const std::string chunk(1 << 20, 'x');
@@ -137,20 +138,26 @@ bool forgedHello(uint16_t port, const std::string& credential, int gpus) {
     boost::asio::io_context io;
     beast::websocket::stream<tcp::socket> ws(io);
     ws.next_layer().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
-    ws.set_option(beast::websocket::stream_base::decorator(
-        [&](beast::websocket::request_type& req) {
+    ws.set_option(
+        beast::websocket::stream_base::decorator([&](beast::websocket::request_type& req) {
           req.set(beast::http::field::authorization, "Bearer " + credential);
         }));
     ws.handshake("127.0.0.1", "/api/v1/agent/stream");
-    json inv = {{"hostname", "bench"}, {"cpus", 4}, {"memory_mib", 16384},
-                {"gpus", json::array()}, {"gpu_provider", "nvml"}};
+    json inv = {{"hostname", "bench"},
+                {"cpus", 4},
+                {"memory_mib", 16384},
+                {"gpus", json::array()},
+                {"gpu_provider", "nvml"}};
     for (int i = 0; i < gpus; ++i)
-      inv["gpus"].push_back({{"index", i}, {"uuid", "GPU-forged-" + std::to_string(i)},
-                             {"minor", i % 4096}, {"model", "H100"}, {"memory_mib", 81559}});
+      inv["gpus"].push_back({{"index", i},
+                             {"uuid", "GPU-forged-" + std::to_string(i)},
+                             {"minor", i % 4096},
+                             {"model", "H100"},
+                             {"memory_mib", 81559}});
     ws.text(true);
     beast::error_code ec;
-    ws.write(boost::asio::buffer(json{{"type", "hello"}, {"inventory", inv}, {"jobs", json::array()}}
-                                     .dump()),
+    ws.write(boost::asio::buffer(
+                 json{{"type", "hello"}, {"inventory", inv}, {"jobs", json::array()}}.dump()),
              ec);
     beast::flat_buffer buf;
     ws.next_layer().non_blocking(false);
@@ -199,8 +206,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   // The other member holds a job there all along.
-  httpRequest(port, "POST", "/api/v1/jobs", bob,
-              R"({"command":["sleep","3600"],"gpus":1})");
+  httpRequest(port, "POST", "/api/v1/jobs", bob, R"({"command":["sleep","3600"],"gpus":1})");
   Watch watch(server->process.pid(), port, bob);
 
   // env: 240 KiB jobs from 8 connections until refused.

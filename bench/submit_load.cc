@@ -21,7 +21,6 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -32,6 +31,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -245,8 +245,9 @@ int main(int argc, char** argv) {
     // Submission throughput, not a tenant's share: the per-user and per-team job limits
     // (docs/access.md, "Limits") would refuse a run of 20,000 queued jobs by one user.
     const std::string config = *dir + "/allotd-unlimited.toml";
-    std::ofstream(config) << "[limits]\nmax_active_jobs_per_user = 0\nmax_active_jobs_per_team = 0\n"
-                             "max_active_job_mib_per_user = 0\nmax_active_job_mib_per_team = 0\n";
+    std::ofstream(config)
+        << "[limits]\nmax_active_jobs_per_user = 0\nmax_active_jobs_per_team = 0\n"
+           "max_active_job_mib_per_user = 0\nmax_active_job_mib_per_team = 0\n";
     auto server = allot::bench::startAllotd(o.allotd, *dir, {"--config", config});
     if (!server.ok()) {
       std::cerr << "submit_load: " << server.status().toString() << "\n";

@@ -87,9 +87,9 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       // The command and environment only while the agent may still have to start the job, and
       // only within the budget: the rest wait for a later message (agent_protocol.h).
-      const bool mayStart = !d.cancel && (j.ranks.empty() ? j.state == JobState::kScheduled
-                                                          : j.ranks[rank].state ==
-                                                                RankState::kPending);
+      const bool mayStart =
+          !d.cancel && (j.ranks.empty() ? j.state == JobState::kScheduled
+                                        : j.ranks[rank].state == RankState::kPending);
       size_t bytes = 0;
       for (const auto& a : j.command) bytes += a.size() + 8;
       for (const auto& [k, v] : j.env) bytes += k.size() + v.size() + 8;
@@ -181,13 +181,14 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   h.lastSeenAt = now;
   // A host already admitted that now claims more hardware is fenced for an admin's review: a
   // compromised host would otherwise draw other teams' larger jobs, and their secrets, to it.
-  const bool admitted = h.adminState == model::AdminState::kAvailable ||
-                        h.adminState == model::AdminState::kDraining;
+  const bool admitted =
+      h.adminState == model::AdminState::kAvailable || h.adminState == model::AdminState::kDraining;
   if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
     spdlog::warn("host {}: its agent claims {}", host, grew);
     if (admitted) {
       transitionHost(h, model::AdminState::kMaintenance, kSystemActor,
-                     "its inventory changed (" + grew + "); check the host, then resume it", c.batch);
+                     "its inventory changed (" + grew + "); check the host, then resume it",
+                     c.batch);
     }
   }
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their

@@ -125,7 +125,7 @@ TEST_F(LimitsTest, TheDesiredStateStaysBoundedHoweverLargeTheJobs) {
   for (int64_t id : ids) {
     const Principal& owner = cluster_->world().jobs.at(id).user == "alice" ? alice_
                              : cluster_->world().jobs.at(id).user == "bob" ? bob_
-                                                                            : d;
+                                                                           : d;
     ASSERT_TRUE(cluster_->cancelJob(owner, id).ok());
   }
   EXPECT_LT(cluster_->desiredMessage("gpu-01").size(), 16u << 10);
@@ -154,9 +154,8 @@ TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
     } else {
       ++carried;
       EXPECT_EQ(j["env"]["BIG"].get<std::string>().size(), 250u << 10);
-      cluster_->agentStatus("gpu-01",
-                            {{j["id"].get<int64_t>(), model::ActualState::kRunning, 1, {}, {}, 1,
-                              0, ""}});
+      cluster_->agentStatus(
+          "gpu-01", {{j["id"].get<int64_t>(), model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
     }
   }
   EXPECT_GT(carried, 0u);

@@ -54,8 +54,8 @@ bool readAll(int fd, char* p, size_t n, int64_t at) {
 // Parses "<job>.tail" or "<job>.rank<r>.tail".
 bool parseTailName(const std::string& name, int64_t& job, int& rank) {
   constexpr std::string_view kSuffix = ".tail";
-  if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(),
-                                                    kSuffix) != 0)
+  if (name.size() <= kSuffix.size() ||
+      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
     return false;
   std::string stem = name.substr(0, name.size() - kSuffix.size());
   rank = 0;
@@ -288,8 +288,8 @@ void LogStore::seal(int64_t job, int rank) {
                      " bytes of output were dropped here; the last " + std::to_string(kept) +
                      " bytes follow]\n";
   if (Status room = diskHasRoom(); !room.ok()) {
-    note = "\n[allot: the last " + std::to_string(kept) + " bytes of output are not kept: " +
-           room.message() + "]\n";
+    note = "\n[allot: the last " + std::to_string(kept) +
+           " bytes of output are not kept: " + room.message() + "]\n";
     kept = 0;
   }
   Status w = appendToLog(key, st, note.data(), note.size());
@@ -299,9 +299,10 @@ void LogStore::seal(int64_t job, int rank) {
   const int64_t start = past > ring ? past % ring : 0;
   const int64_t first = std::min(kept, ring - start);
   int log = w.ok() ? ::open(pathOf(key).c_str(), O_WRONLY | O_CLOEXEC) : -1;
-  if (w.ok() && log < 0) w = Status::Unavailable(std::string("cannot open it: ") + std::strerror(errno));
-  for (auto [from, length] : {std::pair{kTailHeader + start, first},
-                              std::pair{kTailHeader, kept - first}}) {
+  if (w.ok() && log < 0)
+    w = Status::Unavailable(std::string("cannot open it: ") + std::strerror(errno));
+  for (auto [from, length] :
+       {std::pair{kTailHeader + start, first}, std::pair{kTailHeader, kept - first}}) {
     if (!w.ok()) break;
     if (Status c = copyRange(tail, from, log, st.stored, length); !c.ok()) w = c;
     if (w.ok()) st.stored += length;

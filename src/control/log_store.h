@@ -26,7 +26,7 @@
 namespace allot::control {
 
 struct LogStoreOptions {
-  int64_t maxBytes = 64LL << 20;        // per job and rank; 0 = no cap (allotd --max-log-bytes)
+  int64_t maxBytes = 64LL << 20;       // per job and rank; 0 = no cap (allotd --max-log-bytes)
   int64_t reserveBytes = 512LL << 20;  // free disk below which chunks are refused; 0 = none
 };
 
@@ -59,7 +59,7 @@ class LogStore {
     int64_t stored = 0;    // size of the .log file
     bool capped = false;   // past the head: a .tail file exists
     bool sealed = false;
-    int64_t ringBase = 0;  // the output's byte at which the ring starts
+    int64_t ringBase = 0;          // the output's byte at which the ring starts
     bool droppingForDisk = false;  // the note is written; output is dropped until there is room
   };
   std::string pathOf(Key key) const;

@@ -11,9 +11,9 @@ Status readInt(const toml::table& section, const char* key, int64_t lo, int64_t 
   if (!section.contains(key)) return Status::Ok();
   auto v = section[key].value<int64_t>();
   if (!v || *v < lo || *v > hi)
-    return Status::InvalidArgument("limits." + std::string(key) + ": expected a whole number from " +
-                                   std::to_string(lo) + " to " + std::to_string(hi) +
-                                   (lo == 0 ? " (0 = no limit)" : ""));
+    return Status::InvalidArgument("limits." + std::string(key) +
+                                   ": expected a whole number from " + std::to_string(lo) + " to " +
+                                   std::to_string(hi) + (lo == 0 ? " (0 = no limit)" : ""));
   into = static_cast<T>(*v);
   return Status::Ok();
 }
@@ -23,10 +23,11 @@ Status readInt(const toml::table& section, const char* key, int64_t lo, int64_t 
 Status checkWebhookPrefix(const std::string& prefix) {
   auto parsed = control::parseWebhookUrl(prefix);
   if (!parsed.ok())
-    return Status::InvalidArgument("idle.webhook_allow: '" + prefix + "': " +
-                                   parsed.status().message());
+    return Status::InvalidArgument("idle.webhook_allow: '" + prefix +
+                                   "': " + parsed.status().message());
   constexpr std::string_view kScheme = "http://";
-  if (prefix.find('/', kScheme.size()) == std::string::npos || prefix.find('?') != std::string::npos)
+  if (prefix.find('/', kScheme.size()) == std::string::npos ||
+      prefix.find('?') != std::string::npos)
     return Status::InvalidArgument("idle.webhook_allow: '" + prefix +
                                    "': end the host with '/' (http://hooks.example.com/), "
                                    "with no query");
@@ -36,9 +37,12 @@ Status checkWebhookPrefix(const std::string& prefix) {
 Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
                         control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow) {
   if (const toml::table* l = tbl["limits"].as_table()) {
-    ALLOT_RETURN_IF_ERROR(readInt(*l, "max_active_jobs_per_user", 0, 10'000'000, jobs.maxActiveJobsPerUser));
-    ALLOT_RETURN_IF_ERROR(readInt(*l, "max_active_jobs_per_team", 0, 10'000'000, jobs.maxActiveJobsPerTeam));
-    int64_t userMib = jobs.maxActiveJobBytesPerUser >> 20, teamMib = jobs.maxActiveJobBytesPerTeam >> 20;
+    ALLOT_RETURN_IF_ERROR(
+        readInt(*l, "max_active_jobs_per_user", 0, 10'000'000, jobs.maxActiveJobsPerUser));
+    ALLOT_RETURN_IF_ERROR(
+        readInt(*l, "max_active_jobs_per_team", 0, 10'000'000, jobs.maxActiveJobsPerTeam));
+    int64_t userMib = jobs.maxActiveJobBytesPerUser >> 20,
+            teamMib = jobs.maxActiveJobBytesPerTeam >> 20;
     ALLOT_RETURN_IF_ERROR(readInt(*l, "max_active_job_mib_per_user", 0, 1 << 20, userMib));
     ALLOT_RETURN_IF_ERROR(readInt(*l, "max_active_job_mib_per_team", 0, 1 << 20, teamMib));
     jobs.maxActiveJobBytesPerUser = userMib << 20;
@@ -54,7 +58,8 @@ Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
   }
   if (const toml::node* allow = tbl["idle"]["webhook_allow"].node()) {
     const toml::array* list = allow->as_array();
-    if (!list) return Status::InvalidArgument("idle.webhook_allow: expected a list of URL prefixes");
+    if (!list)
+      return Status::InvalidArgument("idle.webhook_allow: expected a list of URL prefixes");
     webhookAllow.clear();
     for (const auto& item : *list) {
       auto prefix = item.value<std::string>();

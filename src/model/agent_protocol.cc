@@ -110,14 +110,13 @@ Status validateInventory(const Inventory& inv) {
                  std::to_string(kMaxHostGpus - 1));
     if (!indexes.insert(g.index).second)
       return bad("gpus: index " + std::to_string(g.index) + " appears twice");
-    if (!g.uuid.empty() && !uuids.insert(g.uuid).second)
-      return bad(which + ": uuid appears twice");
+    if (!g.uuid.empty() && !uuids.insert(g.uuid).second) return bad(which + ": uuid appears twice");
     if (g.minor < 0 || g.minor > 4095) return bad(which + ": minor outside 0..4095");
     if (g.memoryMib < 0 || g.memoryMib > kMaxGpuMemoryMib)
       return bad(which + ": memory_mib outside 0.." + std::to_string(kMaxGpuMemoryMib));
     if (tooLong(g.uuid) || tooLong(g.model) || tooLong(g.driverVersion) || tooLong(g.cudaVersion))
-      return bad(which + ": a name or version is longer than " +
-                 std::to_string(kMaxInventoryText) + " bytes");
+      return bad(which + ": a name or version is longer than " + std::to_string(kMaxInventoryText) +
+                 " bytes");
     if (g.numaNode < -1 || g.numaNode > 1024 || g.nvlinkDomain < -1 ||
         g.nvlinkDomain > kMaxHostGpus || g.pcieSwitch < -1 || g.pcieSwitch > 1024)
       return bad(which + ": topology out of range");
@@ -170,8 +169,8 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     DesiredJob d;
     d.id = j.at("id").get<int64_t>();
     d.deferred = j.value("deferred", false);
-    d.command = d.deferred ? std::vector<std::string>{}
-                           : j.at("command").get<std::vector<std::string>>();
+    d.command =
+        d.deferred ? std::vector<std::string>{} : j.at("command").get<std::vector<std::string>>();
     d.env = j.value("env", std::map<std::string, std::string>{});
     d.gpuIndices = j.value("gpu_indices", std::vector<int>{});
     d.gpuUuids = j.value("gpu_uuids", std::vector<std::string>{});

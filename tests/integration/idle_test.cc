@@ -225,8 +225,9 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
       {"PUT", team, R"({"webhook":"ftp://example.com/x"})", admin, 400, "webhook"},
       {"PUT", team, R"({"webhook":"https://example.com/x"})", admin, 400, "webhook"},
       // allotd's own routes, or anything else the allow-list leaves out (issue 18).
-      {"PUT", team, R"({"webhook":"http://127.0.0.1:)" + std::to_string(port_) + R"(/api/v1/jobs"})",
-       admin, 400, "webhook"},
+      {"PUT", team,
+       R"({"webhook":"http://127.0.0.1:)" + std::to_string(port_) + R"(/api/v1/jobs"})", admin, 400,
+       "webhook"},
       {"PUT", team, R"({"webhook":"http://example.com/hooks/x"})", admin, 400, "webhook"},
       {"PUT", team, R"({"thresold_pct":5})", admin, 400, "thresold_pct"},
       {"PUT", project, R"({"action":"sometimes"})", admin, 400, "action"},

@@ -25,9 +25,9 @@ class LimitsTest : public TestCluster {
     // A user may hold 40 jobs; jobs asking no CPU count as 10 millicpu, so that all 40 fit on
     // this machine's host and its desired state carries 40 jobs of 240 KiB each (over the 8 MiB
     // one message may carry). Logs keep 1 MiB per job.
-    writeFile(path("allotd.toml"), "[limits]\nmax_active_jobs_per_user = " +
-                                       std::to_string(kFloodLimit) +
-                                       "\njob_cpu_floor_millis = 10\njob_memory_floor_mib = 16\n");
+    writeFile(path("allotd.toml"),
+              "[limits]\nmax_active_jobs_per_user = " + std::to_string(kFloodLimit) +
+                  "\njob_cpu_floor_millis = 10\njob_memory_floor_mib = 16\n");
     return {"--heartbeat", "1s", "--config", path("allotd.toml"), "--max-log-bytes", "1048576"};
   }
 
@@ -74,10 +74,9 @@ TEST_F(LimitsTest, AFloodOfHugeJobsDoesNotWedgeASharedHost) {
   json mine = json::parse(
       httpRequest(port_, "GET", "/api/v1/jobs?limit=1000&state=running", "", mallory).body);
   for (const auto& j : mine) {
-    HttpResult c = httpRequest(port_, "POST",
-                               "/api/v1/jobs/" + std::to_string(j.at("id").get<int64_t>()) +
-                                   "/cancel",
-                               "{}", mallory);
+    HttpResult c = httpRequest(
+        port_, "POST", "/api/v1/jobs/" + std::to_string(j.at("id").get<int64_t>()) + "/cancel",
+        "{}", mallory);
     EXPECT_EQ(c.status, 200) << c.body;
   }
   EXPECT_TRUE(waitFor([&] { return countInState(mallory, "cancelled") == kFloodLimit; },
@@ -131,8 +130,9 @@ class HostStream {
 };
 
 json helloWith(int gpus, const std::string& model) {
-  json inv = {{"hostname", "gpu-a"}, {"cpus", 4},       {"memory_mib", 16384},
-              {"gpus", json::array()}, {"gpu_provider", "nvml"}, {"simulated", false}};
+  json inv = {{"hostname", "gpu-a"},    {"cpus", 4},
+              {"memory_mib", 16384},    {"gpus", json::array()},
+              {"gpu_provider", "nvml"}, {"simulated", false}};
   for (int i = 0; i < gpus; ++i)
     inv["gpus"].push_back({{"index", i},
                            {"uuid", "GPU-forged-" + std::to_string(i)},

@@ -163,15 +163,14 @@ TEST_F(SessionSshTest, ARevokedTokensOpenSshConnectionIsClosed) {
   HttpResult minted = httpRequest(port_, "POST", "/api/v1/tokens", R"({"name":"laptop"})", alice_);
   ASSERT_EQ(minted.status, 201) << minted.body;
   const std::string token = textOf(minted.parsed(), "token");
-  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", token, "ssh", id,
-                              "-i", aliceKey_, "--", "echo logged-in; sleep 120"},
+  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", token, "ssh", id, "-i",
+                              aliceKey_, "--", "echo logged-in; sleep 120"},
                              path("revoked.out"), path("revoked.err"),
                              childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
   // Logged in and running the command: the connection is up end to end.
-  ASSERT_TRUE(waitFor([&] { return held->stdoutText() == "logged-in\n"; }))
-      << held->stderrText();
-  HttpResult revoked = httpRequest(port_, "DELETE",
-                                   "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
+  ASSERT_TRUE(waitFor([&] { return held->stdoutText() == "logged-in\n"; })) << held->stderrText();
+  HttpResult revoked =
+      httpRequest(port_, "DELETE", "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
   ASSERT_EQ(revoked.status, 200) << revoked.body;
   auto code = held->waitFor(15s);
   ASSERT_TRUE(code.has_value()) << "the SSH connection outlived its revoked token";

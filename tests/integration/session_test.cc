@@ -465,8 +465,8 @@ TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
   auto forged = httpRequest(port_, "PUT", file, body, "tok-1_not-a-token");
   EXPECT_EQ(forged.status, 413) << forged.body.substr(0, 200);
   auto saved = httpRequest(port_, "PUT", file, body, alice_);
-  EXPECT_TRUE(saved.status == 200 || saved.status == 201) << saved.status << " "
-                                                           << saved.body.substr(0, 300);
+  EXPECT_TRUE(saved.status == 200 || saved.status == 201)
+      << saved.status << " " << saved.body.substr(0, 300);
 }
 
 // Finding 6 of the tenant-boundary review: a user the session was shared with kept reaching it
@@ -488,8 +488,8 @@ TEST_F(SessionTest, ARevokedTokensOpenKernelSocketIsClosed) {
       io, port_, "/sessions/" + id + "/api/kernels/" + textOf(kernel.parsed(), "id") + "/channels",
       {{"Authorization", "Bearer " + token}});
   ASSERT_EQ(executeOnKernel(*ws, "print('before')"), "before\n");
-  HttpResult revoked = httpRequest(port_, "DELETE",
-                                   "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
+  HttpResult revoked =
+      httpRequest(port_, "DELETE", "/api/v1/tokens/" + textOf(minted.parsed(), "id"), "", alice_);
   ASSERT_EQ(revoked.status, 200) << revoked.body;
   EXPECT_THROW(
       {

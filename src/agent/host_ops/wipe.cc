@@ -153,8 +153,9 @@ class Wipe {
       line("home data: kept (the storage policy keeps team homes on this host)");
     } else {
       if (o_.homeDir.empty()) {
-        line("home data: this host keeps no team home data (--home-dir not set); nothing to "
-             "remove");
+        line(
+            "home data: this host keeps no team home data (--home-dir not set); nothing to "
+            "remove");
       } else {
         clearEntries(o_.homeDir, "home entries", {});
       }
