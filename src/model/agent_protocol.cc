@@ -362,6 +362,36 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
   return out.dump();
 }
 
+Result<DesiredState> decodeDesired(const nlohmann::json& msg) {
+  if (!msg.is_object() || msg.value("type", "") != "desired")
+    return Status::InvalidArgument("not a desired-state message");
+  DesiredState out;
+  const auto jobs = msg.find("jobs");
+  if (jobs != msg.end() && !jobs->is_array())
+    return Status::InvalidArgument("desired state: jobs is not an array");
+  if (jobs != msg.end()) {
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      auto d = desiredJobFromJson((*jobs)[i]);
+      if (!d.ok())
+        return Status::InvalidArgument("desired state: job entry " + std::to_string(i) + ": " +
+                                       d.status().message());
+      out.jobs.push_back(std::move(d).value());
+    }
+  }
+  if (auto hb = msg.find("heartbeat_ms"); hb != msg.end()) {
+    if (!hb->is_number_integer() || hb->get<int64_t>() <= 0)
+      return Status::InvalidArgument("desired state: heartbeat_ms is not a positive integer");
+    out.heartbeatMs = hb->get<int64_t>();
+  }
+  if (auto t = msg.find("task"); t != msg.end() && !t->is_null()) {
+    auto task = hostTaskFromJson(*t);
+    if (!task.ok())
+      return Status::InvalidArgument("desired state: task: " + task.status().message());
+    out.task = std::move(task).value();
+  }
+  return out;
+}
+
 nlohmann::json toJson(const UnixAccount& a) {
   return {{"name", a.name}, {"uid", a.uid}, {"gid", a.gid}, {"teams", a.teams}};
 }

@@ -253,6 +253,17 @@ std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs
 std::string encodeStatus(const std::vector<ActualJob>& jobs);
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
                           const std::optional<HostTask>& task = std::nullopt);
+
+// A desired-state message, decoded whole or not at all: one job entry that does not decode (a
+// version skew, a bug) refuses the message, naming the entry, so that the agent keeps the last
+// good one. A job merely left out would be stopped as "not wanted any more". Fields it does not
+// know are ignored.
+struct DesiredState {
+  std::vector<DesiredJob> jobs;
+  std::optional<int64_t> heartbeatMs;
+  std::optional<HostTask> task;
+};
+Result<DesiredState> decodeDesired(const nlohmann::json& msg);
 nlohmann::json toJson(const UnixAccount& a);
 nlohmann::json toJson(const HookSpec& h);
 Result<HookSpec> hookSpecFromJson(const nlohmann::json& j);

@@ -39,6 +39,32 @@ TEST(AgentProtocol, DesiredJobCarriesItsOwnersIdentityOnlyWhenItHasOne) {
   EXPECT_EQ(back->runAs, d.runAs);
 }
 
+TEST(AgentProtocol, ADesiredStateDecodesWholeOrNotAtAll) {
+  DesiredJob a, b;
+  a.id = 1;
+  a.command = {"sleep", "600"};
+  b.id = 2;
+  b.deferred = true;
+  auto msg = nlohmann::json::parse(encodeDesired({a, b}, 2000));
+  // A field this agent does not know yet is ignored, at the top and in a job.
+  msg["future_field"] = 7;
+  msg["jobs"][0]["future_field"] = "x";
+  auto state = decodeDesired(msg);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_EQ(state->jobs[0].command, a.command);
+  EXPECT_TRUE(state->jobs[1].deferred);
+  EXPECT_EQ(state->heartbeatMs, 2000);
+  // One job entry that does not decode refuses the whole message: the agent keeps the last good
+  // one rather than stop job 1 as "not wanted any more".
+  msg["jobs"][1]["id"] = "two";
+  auto refused = decodeDesired(msg);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("job entry 1"), std::string::npos);
+  msg["jobs"] = "none";
+  EXPECT_FALSE(decodeDesired(msg).ok());
+}
+
 TEST(AgentProtocol, HookCarriesTheAccountsToCreate) {
   HookSpec h{5, "default", "red", "script", "/bin/true", 1000, {}};
   h.accounts.push_back({"alice", 200001, 200001, {{"red", 300000}}});

@@ -488,21 +488,19 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       }
       auto msg = parseBoundedJson(beast::buffers_to_string(buf.data()));
       if (!msg.is_object() || msg.value("type", "") != "desired") continue;
-      std::vector<model::DesiredJob> desired;
-      for (const auto& j : msg.value("jobs", nlohmann::json::array())) {
-        auto d = model::desiredJobFromJson(j);
-        if (d.ok()) desired.push_back(*d);
+      // Whole or not at all: a job missing from a half-read message would be stopped.
+      auto state = model::decodeDesired(msg);
+      if (!state.ok()) {
+        ++refusedDesired_;
+        spdlog::error(
+            "desired state refused ({} so far), keeping the last good one: {} (allotd and this "
+            "agent may be of different versions)",
+            refusedDesired_, state.status().message());
+        continue;
       }
-      heartbeatMs = msg.value("heartbeat_ms", heartbeatMs);
-      wantedTask_.reset();
-      if (auto t = msg.find("task"); t != msg.end() && t->is_object()) {
-        auto task = model::hostTaskFromJson(*t);
-        if (task.ok()) {
-          wantedTask_ = *task;
-        } else {
-          spdlog::warn("bad task in desired state: {}", task.status().message());
-        }
-      }
+      std::vector<model::DesiredJob> desired = std::move(state->jobs);
+      if (state->heartbeatMs) heartbeatMs = *state->heartbeatMs;
+      wantedTask_ = std::move(state->task);
       startTaskIfWanted();
       haveDesired_ = true;
       // allotd's word on how much output it holds is the truth for a new connection only; after

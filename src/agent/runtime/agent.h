@@ -136,6 +136,7 @@ class Agent {
   bool haveDesired_ = false;
   bool logOffsetsKnown_ = false;
   std::vector<model::DesiredJob> lastDesired_;
+  int64_t refusedDesired_ = 0;  // desired states that did not decode, refused whole
   bool waitingForGpus_ = false;  // a job waits for a stopping process to release its GPUs
   std::set<int64_t> stopping_;
   // Jobs that ended before they started here (cancelled, or a session that could not be
