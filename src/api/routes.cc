@@ -10,6 +10,7 @@
 #include "common/time_format.h"
 #include "control/authz.h"
 #include "model/json.h"
+#include "model/resource_limits.h"
 
 namespace allot::api {
 
@@ -92,7 +93,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   ALLOT_RETURN_IF_ERROR(assign(req.project, in.optionalString("project")));
   ALLOT_RETURN_IF_ERROR(assign(req.command, in.requiredStringArray("command")));
   ALLOT_RETURN_IF_ERROR(assign(req.env, in.optionalStringMap("env")));
-  ALLOT_RETURN_IF_ERROR(assign(req.gpus, in.optionalInt("gpus", 0, 0, 1024)));
+  ALLOT_RETURN_IF_ERROR(assign(req.gpus, in.optionalInt("gpus", 0, 0, model::kMaxRequestGpus)));
   // "gpu_model": "A100" is shorthand for "gpu_models": ["A100"].
   if (in.has("gpu_model") && in.has("gpu_models"))
     return Status::InvalidArgument("gpu_model: give gpu_models or gpu_model, not both",
@@ -103,11 +104,12 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   if (in.has("gpu_models"))
     ALLOT_RETURN_IF_ERROR(assign(req.gpuModels, in.optionalStringArray("gpu_models")));
   ALLOT_RETURN_IF_ERROR(assign(req.gpuMilli, in.optionalInt("gpu_milli", 1000, 1, 1000)));
+  ALLOT_RETURN_IF_ERROR(assign(
+      req.gpuMemoryMib, in.optionalInt("gpu_memory_mib", 0, 0, model::kMaxRequestGpuMemoryMib)));
   ALLOT_RETURN_IF_ERROR(
-      assign(req.gpuMemoryMib, in.optionalInt("gpu_memory_mib", 0, 0, 16 * 1024 * 1024)));
-  ALLOT_RETURN_IF_ERROR(assign(req.cpuMillis, in.optionalInt("cpu_millis", 0, 0, 1'000'000)));
+      assign(req.cpuMillis, in.optionalInt("cpu_millis", 0, 0, model::kMaxRequestCpuMillis)));
   ALLOT_RETURN_IF_ERROR(
-      assign(req.memoryMib, in.optionalInt("memory_mib", 0, 0, 64 * 1024 * 1024)));
+      assign(req.memoryMib, in.optionalInt("memory_mib", 0, 0, model::kMaxRequestMemoryMib)));
   ALLOT_RETURN_IF_ERROR(assign(
       req.priority, in.optionalInt("priority", 0, control::kMinPriority, control::kMaxPriority)));
   ALLOT_RETURN_IF_ERROR(assign(req.preemptible, in.optionalBool("preemptible", false)));

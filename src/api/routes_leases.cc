@@ -9,6 +9,7 @@
 #include "common/time_format.h"
 #include "control/authz.h"
 #include "model/json.h"
+#include "model/resource_limits.h"
 
 namespace allot::api {
 namespace {
@@ -48,7 +49,7 @@ Result<control::LeaseRequest> readLeaseRequest(const std::string& body, TimeMs n
   auto model = in->optionalString("gpu_model");
   if (!model.ok()) return model.status();
   r.gpuModel = *model;
-  auto minGpus = in->optionalInt("min_gpus", 0, 0, 1024);
+  auto minGpus = in->optionalInt("min_gpus", 0, 0, model::kMaxRequestGpus);
   if (!minGpus.ok()) return minGpus.status();
   r.minGpus = *minGpus;
   auto start = readTime(*in, "start", now);

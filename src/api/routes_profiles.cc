@@ -6,6 +6,7 @@
 #include "api/server.h"
 #include "common/time_format.h"
 #include "model/json.h"
+#include "model/resource_limits.h"
 
 namespace allot::api {
 namespace {
@@ -44,8 +45,6 @@ Result<TimeMs> readDuration(const JsonInput& in, const char* field, const std::s
   return *ms;
 }
 
-constexpr int kIntMax = 2'000'000'000;
-
 // The body of POST and PUT: the whole profile (PUT replaces every field).
 Result<model::Profile> readProfile(const std::string& body) {
   auto in = JsonInput::parse(body, {"name", "team", "description", "command", "env", "defaults",
@@ -79,13 +78,13 @@ Result<model::Profile> readProfile(const std::string& body) {
   };
   for (Target t :
        {Target{&*defaults, "defaults", &p.defaults}, Target{&*maxima, "maxima", &p.maxima}}) {
-    auto gpus = t.in->optionalInt("gpus", 0, 0, 1024);
+    auto gpus = t.in->optionalInt("gpus", 0, 0, model::kMaxRequestGpus);
     if (!gpus.ok()) return nested(gpus.status(), t.prefix);
     t.out->gpus = *gpus;
-    auto cpu = t.in->optionalInt("cpu_millis", 0, 0, kIntMax);
+    auto cpu = t.in->optionalInt("cpu_millis", 0, 0, model::kMaxRequestCpuMillis);
     if (!cpu.ok()) return nested(cpu.status(), t.prefix);
     t.out->cpuMillis = *cpu;
-    auto mem = t.in->optionalInt("memory_mib", 0, 0, kIntMax);
+    auto mem = t.in->optionalInt("memory_mib", 0, 0, model::kMaxRequestMemoryMib);
     if (!mem.ok()) return nested(mem.status(), t.prefix);
     t.out->memoryMib = *mem;
   }

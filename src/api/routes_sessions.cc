@@ -9,6 +9,7 @@
 #include "api/server.h"
 #include "api/session_json.h"
 #include "common/time_format.h"
+#include "model/resource_limits.h"
 
 namespace allot::api {
 namespace {
@@ -20,8 +21,6 @@ Result<int64_t> parseSessionId(const std::string& s) {
     return Status::InvalidArgument("id: '" + s + "' is not a session id", "id");
   return id;
 }
-
-constexpr int kIntMax = 2'000'000'000;
 
 Result<control::SessionRequest> readSessionRequest(const std::string& body) {
   auto in = JsonInput::parse(body, {"profile", "name", "team", "project", "gpus", "gpu_milli",
@@ -41,7 +40,7 @@ Result<control::SessionRequest> readSessionRequest(const std::string& body) {
     return Status::InvalidArgument(
         "storage: expected local, scratch or shared, got '" + r.storage + "'", "storage");
   if (in->has("gpus")) {
-    auto v = in->optionalInt("gpus", 0, 0, 1024);
+    auto v = in->optionalInt("gpus", 0, 0, model::kMaxRequestGpus);
     if (!v.ok()) return v.status();
     r.gpus = *v;
   }
@@ -53,12 +52,12 @@ Result<control::SessionRequest> readSessionRequest(const std::string& body) {
       return Status::InvalidArgument("gpu_milli: a share of a GPU needs gpus = 1", "gpu_milli");
   }
   if (in->has("cpu_millis")) {
-    auto v = in->optionalInt("cpu_millis", 0, 0, kIntMax);
+    auto v = in->optionalInt("cpu_millis", 0, 0, model::kMaxRequestCpuMillis);
     if (!v.ok()) return v.status();
     r.cpuMillis = *v;
   }
   if (in->has("memory_mib")) {
-    auto v = in->optionalInt("memory_mib", 0, 0, kIntMax);
+    auto v = in->optionalInt("memory_mib", 0, 0, model::kMaxRequestMemoryMib);
     if (!v.ok()) return v.status();
     r.memoryMib = *v;
   }

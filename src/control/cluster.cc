@@ -9,6 +9,7 @@
 #include "common/secrets.h"
 #include "common/utf8.h"
 #include "control/authz.h"
+#include "model/resource_limits.h"
 
 namespace allot::control {
 
@@ -23,7 +24,6 @@ constexpr size_t kMaxCommandArgs = 4096;
 // enough that no member can fill a host's desired state with a few jobs.
 constexpr size_t kMaxCommandBytes = 256 << 10;
 constexpr size_t kMaxEnvBytes = 256 << 10;
-constexpr int kMaxGpusPerJob = 1024;
 
 }  // namespace
 
@@ -340,9 +340,9 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
                                          "; pass large inputs in a file",
                                      field);
   }
-  if (r.gpus < 0 || r.gpus > kMaxGpusPerJob)
-    return Status::InvalidArgument("gpus: must be between 0 and " + std::to_string(kMaxGpusPerJob),
-                                   "gpus");
+  if (r.gpus < 0 || r.gpus > model::kMaxRequestGpus)
+    return Status::InvalidArgument(
+        "gpus: must be between 0 and " + std::to_string(model::kMaxRequestGpus), "gpus");
   ALLOT_RETURN_IF_ERROR(checkSchedulingFields(r));
   if (r.contour.empty()) r.contour = options_.contours.defaultContour;
   ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
