@@ -4,6 +4,7 @@
 // than GET /hosts without holders or readings). Visibility is GET /hosts/{name}'s: holders of
 // other teams are busy but unnamed.
 
+#include "api/host_view.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
 #include "common/time_format.h"
@@ -49,7 +50,7 @@ json hostMapJson(Server& s, const control::Principal& who, const model::Host& h,
   return {{"name", h.name},
           {"state", model::hostStateName(h.state)},
           {"admin_state", model::adminStateName(h.adminState)},
-          {"admin_reason", nullIfEmpty(h.adminReason)},
+          {"admin_reason", nullIfEmpty(hideOtherTeams(who, h.adminReason))},
           {"simulated", h.simulated},
           {"dedicated_to", nullIfEmpty(h.dedicatedTo)},
           {"contour", nullIfEmpty(h.contour)},

@@ -778,9 +778,12 @@ class Cluster {
     TimeMs connectedAt = 0;
     TimeMs disconnectedAt = 0;  // the last time the link went away
     TimeMs awaySince = 0;       // 0: the last outage ended
+    bool flapped = false;       // a link of this outage dropped before it was stable
   };
   static constexpr int kStableLinkHeartbeats = 3;
   std::map<std::string, LinkHistory> linkHistory_;
+  // Hosts whose last desired state deferred some job's spec: pushed again as jobs start there.
+  std::set<std::string> deferredHosts_;
   std::function<void()> onQueueChanged_;
   std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team

@@ -45,7 +45,8 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
       what.push_back("a GPU " + std::to_string(g.index) + " (" + g.model + ") it did not have");
     } else if (old->model != g.model) {
       what.push_back("GPU " + std::to_string(g.index) + " as " + g.model + ", not " + old->model);
-    } else if (g.memoryMib > old->memoryMib) {
+    } else if (g.memoryMib > old->memoryMib + old->memoryMib / 50) {
+      // ECC off or a new driver moves the total a little; 2% more is another GPU.
       what.push_back("more memory on GPU " + std::to_string(g.index));
     }
   }
@@ -151,6 +152,13 @@ std::string Cluster::desiredMessage(const std::string& host) {
       out.push_back(std::move(d));
     }
   }
+  const bool anyDeferred =
+      std::any_of(out.begin(), out.end(), [](const model::DesiredJob& d) { return d.deferred; });
+  if (anyDeferred) {
+    deferredHosts_.insert(host);
+  } else {
+    deferredHosts_.erase(host);
+  }
   return model::encodeDesired(out, options_.heartbeatMs, h.task);
 }
 
@@ -172,6 +180,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   LinkHistory& lh = linkHistory_[host];
   if (lh.disconnectedAt != 0 && now - lh.disconnectedAt >= options_.lostAfterMs) {
     lh.awaySince = 0;  // one gap as long as --lost-after: an outage of its own, now over
+    lh.flapped = false;
   } else if (lh.awaySince == 0) {
     lh.awaySince = h.unreachableSince;
   }
@@ -292,6 +301,8 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
         j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
         noteLocalHome(j);
         updateJob(j, before, batch);
+        // Specs held back for budget go out as the jobs before them start.
+        if (deferredHosts_.count(host)) push.insert(host);
       }
       return;
     case model::ActualState::kExited: {
@@ -350,6 +361,7 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
     case model::ActualState::kRunning:
       if (k.state == RankState::kRunning) return;
       k.state = RankState::kRunning;
+      if (deferredHosts_.count(host)) push.insert(host);
       if (!j.startedAt || (a.startedAt && a.startedAt < j.startedAt))
         j.startedAt = a.startedAt ? a.startedAt : now;
       // Running once every rank runs: until then the gang is still starting.
@@ -468,6 +480,10 @@ void Cluster::agentDisconnected(const std::string& host, AgentLink* link) {
     // A link that did not stay up leaves the outage it interrupted running.
     LinkHistory& lh = linkHistory_[host];
     lh.disconnectedAt = clock_.nowMs();
+    // Dropped before it was stable: the host flaps, and its outage goes on while it is connected.
+    if (lh.awaySince != 0 &&
+        lh.disconnectedAt - lh.connectedAt < kStableLinkHeartbeats * options_.heartbeatMs)
+      lh.flapped = true;
     h.unreachableSince = lh.awaySince != 0 ? lh.awaySince : lh.disconnectedAt;
     spdlog::warn("host unreachable: host={} (agent disconnected)", host);
   }
@@ -493,7 +509,8 @@ Change<int> Cluster::checkLiveness() {
                lh != linkHistory_.end() && lh->second.awaySince != 0) {
       if (now - lh->second.connectedAt >= kStableLinkHeartbeats * options_.heartbeatMs) {
         lh->second.awaySince = 0;  // the link stayed up: the outage is over
-      } else {
+        lh->second.flapped = false;
+      } else if (lh->second.flapped) {
         downSince = lh->second.awaySince;  // flapping: still counted as away
       }
     }

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/time_format.h"
 #include "control/authz.h"
@@ -353,6 +354,20 @@ Result<std::vector<model::Event>> Cluster::events(const Principal& p, const Even
 }
 
 bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url) {
+  // A path that a receiver would resolve elsewhere ("/allot/../admin", or the same spelt with
+  // %2e and %2f) could leave an allowed prefix: refused whatever the list says.
+  std::string lower = url;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string path = lower.substr(std::min(lower.size(), lower.find('/', 7)));
+  for (const char* bad : {"/./", "/../", "%2e", "%2f", "%5c", "\\"}) {
+    if (path.find(bad) != std::string::npos) return false;
+  }
+  auto endsWith = [&](std::string_view tail) {
+    return path.size() >= tail.size() &&
+           path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (endsWith("/..") || endsWith("/.")) return false;
   // Each prefix ends in '/' after its host (checked when allotd reads its config), so a prefix
   // "http://hooks.example.com/" cannot match "http://hooks.example.com.evil.net/".
   return std::any_of(allow.begin(), allow.end(),

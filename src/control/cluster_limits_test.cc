@@ -150,12 +150,14 @@ TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
   for (const auto& j : first["jobs"]) {
     if (j.value("deferred", false)) {
       ++deferred;
-      EXPECT_TRUE(j["command"].empty());
+      EXPECT_FALSE(j.contains("command"));
     } else {
       ++carried;
       EXPECT_EQ(j["env"]["BIG"].get<std::string>().size(), 250u << 10);
-      cluster_->agentStatus(
+      // Its start sends the host its desired state again, with the specs held back.
+      auto started = cluster_->agentStatus(
           "gpu-01", {{j["id"].get<int64_t>(), model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+      EXPECT_TRUE(started.pushHosts.count("gpu-01"));
     }
   }
   EXPECT_GT(carried, 0u);
@@ -164,7 +166,7 @@ TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
   auto second = nlohmann::json::parse(cluster_->desiredMessage("gpu-01"));
   size_t nowCarried = 0;
   for (const auto& j : second["jobs"]) {
-    if (!j["command"].empty()) ++nowCarried;
+    if (j.contains("command") && !j["command"].empty()) ++nowCarried;
   }
   EXPECT_EQ(nowCarried, std::min<size_t>(deferred, carried));
 }
@@ -207,6 +209,24 @@ TEST_F(ClusterTest, AnAgentThatStaysUpEndsItsOutage) {
   cluster_->agentDisconnected("gpu-01", &link_);
   clock_.advance(20'000);
   cluster_->checkLiveness();
+  EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
+}
+
+TEST_F(ClusterTest, AHostThatComesBackAndStaysIsNotFlapping) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  place();
+  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
+  cluster_->agentStatus("gpu-01", {run});
+  // Away for most of --lost-after (60 s here), then back for good: its jobs stay.
+  cluster_->agentDisconnected("gpu-01", &link_);
+  clock_.advance(55'000);
+  cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+  for (int i = 0; i < 6; ++i) {
+    clock_.advance(2'000);
+    cluster_->agentStatus("gpu-01", {run});
+    cluster_->checkLiveness();
+  }
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
 }
 
@@ -283,6 +303,12 @@ TEST_F(LimitsTest, WebhooksGoOnlyWhereAdminsAllow) {
   EXPECT_EQ(loopback.status().field(), "webhook");
   u.webhook = "http://hooks.example.com.evil.net/x";
   EXPECT_FALSE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  for (const char* escape :
+       {"http://hooks.example.com/a/../../admin", "http://hooks.example.com/%2E%2E/admin",
+        "http://hooks.example.com/."}) {
+    u.webhook = escape;
+    EXPECT_FALSE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok()) << escape;
+  }
   u.webhook = "http://hooks.example.com/allot?key=1";
   EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
   u.webhook = "";  // clearing is always allowed

@@ -15,8 +15,9 @@
 namespace allot::control {
 namespace {
 
-// The .tail file: received, sealed, ring base (int64 each), then the ring.
-constexpr int64_t kTailHeader = 24;
+// The .tail file: received, sealed, ring base, ring size (int64 each), then the ring. The ring's
+// size is the one it was made with: a later --max-log-bytes does not move its bytes.
+constexpr int64_t kTailHeader = 32;
 
 std::string mib(int64_t bytes) {
   if (bytes < (1 << 20)) return std::to_string(bytes) + " bytes";
@@ -136,12 +137,18 @@ LogStore::State& LogStore::stateOf(Key key) {
   if (::stat(pathOf(key).c_str(), &s) == 0) st.stored = s.st_size;
   st.received = st.stored;
   if (int fd = ::open(tailPathOf(key).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    int64_t header[3] = {0, 0, 0};
-    if (readAll(fd, reinterpret_cast<char*>(header), sizeof header, 0)) {
+    int64_t header[4] = {0, 0, 0, 0};
+    // The header alone says how much was received (the .log file also holds the notes).
+    if (readAll(fd, reinterpret_cast<char*>(header), sizeof header, 0) && header[2] > 0 &&
+        header[3] > 0 && header[0] >= header[2]) {
       st.capped = true;
-      st.received = std::max(header[0], st.stored);
+      st.received = header[0];
       st.sealed = header[1] != 0;
       st.ringBase = header[2];
+      st.ringSize = header[3];
+    } else {
+      spdlog::warn("log store: the tail of job {} is unreadable; its log goes on without it",
+                   nameOf(key));
     }
     ::close(fd);
   }
@@ -185,7 +192,7 @@ Status LogStore::appendToLog(Key key, State& st, const char* p, size_t n) {
 }
 
 Status LogStore::writeTailHeader(int fd, const State& st) {
-  const int64_t header[3] = {st.received, st.sealed ? 1 : 0, st.ringBase};
+  const int64_t header[4] = {st.received, st.sealed ? 1 : 0, st.ringBase, st.ringSize};
   return writeAll(fd, reinterpret_cast<const char*>(header), sizeof header, 0, "log tail header");
 }
 
@@ -194,7 +201,7 @@ Status LogStore::writeTail(Key key, State& st, const char* p, size_t n) {
   if (fd < 0)
     return Status::Unavailable("cannot open log tail of job " + nameOf(key) + ": " +
                                std::strerror(errno));
-  const int64_t ring = tailBytes();
+  const int64_t ring = st.ringSize;
   // Only the newest `ring` bytes of this piece can survive in the ring.
   if (static_cast<int64_t>(n) > ring) {
     st.received += static_cast<int64_t>(n) - ring;
@@ -263,6 +270,15 @@ Status LogStore::append(int64_t job, int64_t offset, const std::string& data, in
     ALLOT_RETURN_IF_ERROR(appendToLog(key, st, note.data(), note.size()));
     st.capped = true;
     st.ringBase = st.received;
+    st.ringSize = tailBytes();
+    // The header first: a crash before the ring's first bytes leaves a ring that says it is empty.
+    int fd = ::open(tailPathOf(key).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0)
+      return Status::Unavailable("cannot create the log tail of job " + nameOf(key) + ": " +
+                                 std::strerror(errno));
+    Status h = writeTailHeader(fd, st);
+    ::close(fd);
+    ALLOT_RETURN_IF_ERROR(h);
   }
   return writeTail(key, st, p, n);
 }
@@ -275,7 +291,7 @@ void LogStore::seal(int64_t job, int rank) {
     st.sealed = true;
     return;
   }
-  const int64_t ring = tailBytes();
+  const int64_t ring = st.ringSize;
   const int64_t past = st.received - st.ringBase;  // bytes after the head
   int64_t kept = std::min(past, ring);
   int tail = ::open(tailPathOf(key).c_str(), O_RDWR | O_CLOEXEC);

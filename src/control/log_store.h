@@ -60,6 +60,7 @@ class LogStore {
     bool capped = false;   // past the head: a .tail file exists
     bool sealed = false;
     int64_t ringBase = 0;          // the output's byte at which the ring starts
+    int64_t ringSize = 0;          // the ring's bytes, as made
     bool droppingForDisk = false;  // the note is written; output is dropped until there is room
   };
   std::string pathOf(Key key) const;

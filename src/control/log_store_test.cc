@@ -100,6 +100,23 @@ TEST_F(LogStoreTest, ACappedLogSurvivesARestartAndIsSealedThen) {
   EXPECT_EQ(again->unsealedAtStart().size(), 1u);  // rank 1 only
 }
 
+TEST_F(LogStoreTest, ARingKeepsItsSizeWhenTheCapChanges) {
+  {
+    auto s = open({4096, 0});
+    ASSERT_TRUE(s->append(9, 0, lines(0, 1000)).ok());
+  }
+  // allotd restarted with no cap, then with another: the ring made at 4096 still reads right.
+  for (int64_t cap : {int64_t{0}, int64_t{1} << 20}) {
+    auto s = open({cap, 0});
+    EXPECT_EQ(s->received(9), static_cast<int64_t>(lines(0, 1000).size()));
+  }
+  auto s = open({0, 0});
+  ASSERT_TRUE(s->append(9, s->received(9), lines(1000, 1001)).ok());
+  s->seal(9);
+  std::string sealed = all(*s, 9);
+  EXPECT_EQ(sealed.substr(sealed.size() - 19), "line 999\nline 1000\n");
+}
+
 TEST_F(LogStoreTest, ANearlyFullDiskDropsOutputAndSaysSoOnce) {
   std::filesystem::create_directories(dir_);
   struct statvfs vfs {};

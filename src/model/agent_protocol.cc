@@ -153,7 +153,12 @@ nlohmann::json toJson(const DesiredJob& d) {
                       {"cancel", d.cancel},
                       {"grace_ms", d.graceMs},
                       {"log_offset", d.logOffset}};
-  if (d.deferred) j["deferred"] = true;
+  // No command key at all: an agent older than deferral refuses the entry rather than start
+  // the job with an empty command.
+  if (d.deferred) {
+    j["deferred"] = true;
+    j.erase("command");
+  }
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
   if (d.session)
     j["session"] = {{"app", d.session->app},
