@@ -71,7 +71,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
   std::vector<model::DesiredJob> out;
   auto hj = world_.hostJobs.find(host);
   const auto& h = world_.hosts.at(host);
-  size_t specBytes = 0;  // commands and environments in this message (kDesiredSpecBudget)
+  size_t carried = 0;  // bytes of commands and environments in this message (kDesiredSpecBudget)
   if (hj != world_.hostJobs.end()) {
     for (int64_t id : hj->second) {
       if (placementsInFlight_.count(id)) continue;
@@ -91,11 +91,9 @@ std::string Cluster::desiredMessage(const std::string& host) {
       const bool mayStart =
           !d.cancel && (j.ranks.empty() ? j.state == JobState::kScheduled
                                         : j.ranks[rank].state == RankState::kPending);
-      size_t bytes = 0;
-      for (const auto& a : j.command) bytes += a.size() + 8;
-      for (const auto& [k, v] : j.env) bytes += k.size() + v.size() + 8;
-      if (mayStart && (specBytes == 0 || specBytes + bytes <= model::kDesiredSpecBudget)) {
-        specBytes += bytes;
+      const auto bytes = static_cast<size_t>(specBytes(j));
+      if (mayStart && (carried == 0 || carried + bytes <= model::kDesiredSpecBudget)) {
+        carried += bytes;
         d.command = j.command;
         d.env = j.env;
       } else {

@@ -171,12 +171,32 @@ TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
   EXPECT_EQ(nowCarried, std::min<size_t>(deferred, carried));
 }
 
-TEST_F(ClusterTest, AFlappingAgentIsCountedUnreachable) {
-  joinHost("gpu-01", 1);
-  int64_t a = submit(alice_, 1);
-  place();
-  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
-  cluster_->agentStatus("gpu-01", {run});
+// Liveness of one host, gpu-01, running one job of alice's.
+class LivenessTest : public ClusterTest {
+ protected:
+  // The job, placed and reported running; its report.
+  model::ActualJob runningJob() {
+    joinHost("gpu-01", 1);
+    const int64_t id = submit(alice_, 1);
+    place();
+    model::ActualJob run{id, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
+    cluster_->agentStatus("gpu-01", {run});
+    return run;
+  }
+  // The agent stays connected for `beats` status reports `everyMs` apart, liveness checked after
+  // each.
+  void stayUp(const model::ActualJob& run, int beats, int64_t everyMs) {
+    for (int i = 0; i < beats; ++i) {
+      clock_.advance(everyMs);
+      cluster_->agentStatus("gpu-01", {run});
+      cluster_->checkLiveness();
+    }
+  }
+};
+
+TEST_F(LivenessTest, AFlappingAgentIsCountedUnreachable) {
+  const model::ActualJob run = runningJob();
+  const int64_t a = run.id;
   // The agent drops and comes back every second, never staying up: each reconnect used to
   // reset the unreachable clock, so its jobs were never declared lost.
   for (int i = 0; i < 70; ++i) {
@@ -191,42 +211,28 @@ TEST_F(ClusterTest, AFlappingAgentIsCountedUnreachable) {
   EXPECT_NE(j->reason.find("flapping"), std::string::npos) << j->reason;
 }
 
-TEST_F(ClusterTest, AnAgentThatStaysUpEndsItsOutage) {
-  joinHost("gpu-01", 1);
-  int64_t a = submit(alice_, 1);
-  place();
-  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
-  cluster_->agentStatus("gpu-01", {run});
+TEST_F(LivenessTest, AnAgentThatStaysUpEndsItsOutage) {
+  const model::ActualJob run = runningJob();
+  const int64_t a = run.id;
   cluster_->agentDisconnected("gpu-01", &link_);
   clock_.advance(40'000);
   cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
   // Up for three heartbeats: the outage is over, and a later short drop starts a new one.
-  for (int i = 0; i < 4; ++i) {
-    clock_.advance(5'000);
-    cluster_->agentStatus("gpu-01", {run});
-    cluster_->checkLiveness();
-  }
+  stayUp(run, 4, 5'000);
   cluster_->agentDisconnected("gpu-01", &link_);
   clock_.advance(20'000);
   cluster_->checkLiveness();
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
 }
 
-TEST_F(ClusterTest, AHostThatComesBackAndStaysIsNotFlapping) {
-  joinHost("gpu-01", 1);
-  int64_t a = submit(alice_, 1);
-  place();
-  model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
-  cluster_->agentStatus("gpu-01", {run});
+TEST_F(LivenessTest, AHostThatComesBackAndStaysIsNotFlapping) {
+  const model::ActualJob run = runningJob();
+  const int64_t a = run.id;
   // Away for most of --lost-after (60 s here), then back for good: its jobs stay.
   cluster_->agentDisconnected("gpu-01", &link_);
   clock_.advance(55'000);
   cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
-  for (int i = 0; i < 6; ++i) {
-    clock_.advance(2'000);
-    cluster_->agentStatus("gpu-01", {run});
-    cluster_->checkLiveness();
-  }
+  stayUp(run, 6, 2'000);
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
 }
 
