@@ -90,26 +90,32 @@ bool readWithin(websocket::stream<tcp::socket>& ws, beast::flat_buffer& buf,
 }
 
 // Sends a kernel an execute_request for `code` with the message id `msgId`.
-void sendExecuteRequest(websocket::stream<tcp::socket>& ws, const std::string& msgId,
-                        const std::string& code) {
+void sendKernelMessage(websocket::stream<tcp::socket>& ws, const std::string& msgId,
+                       const std::string& msgType, const std::string& channel,
+                       const json& content) {
   json request = {{"header",
                    {{"msg_id", msgId},
                     {"username", "test"},
                     {"session", "allot-test"},
-                    {"msg_type", "execute_request"},
+                    {"msg_type", msgType},
                     {"version", "5.3"}}},
                   {"parent_header", json::object()},
                   {"metadata", json::object()},
-                  {"content",
-                   {{"code", code},
-                    {"silent", false},
-                    {"store_history", false},
-                    {"user_expressions", json::object()},
-                    {"allow_stdin", false}}},
-                  {"channel", "shell"},
+                  {"content", content},
+                  {"channel", channel},
                   {"buffers", json::array()}};
   ws.text(true);
   ws.write(boost::asio::buffer(request.dump()));
+}
+
+void sendExecuteRequest(websocket::stream<tcp::socket>& ws, const std::string& msgId,
+                        const std::string& code) {
+  sendKernelMessage(ws, msgId, "execute_request", "shell",
+                    {{"code", code},
+                     {"silent", false},
+                     {"store_history", false},
+                     {"user_expressions", json::object()},
+                     {"allow_stdin", false}});
 }
 
 // Runs `code` on a kernel through its channels WebSocket: sends an execute_request and reads
@@ -585,6 +591,35 @@ class SessionCullingTest : public SessionTest {
     return true;
   }
 
+  // Sends a kernel_info_request on the control channel, as Jupyter itself does for each new
+  // connection to an idle kernel, and reads until the kernel has published its status for it.
+  bool askKernelInfoOnControl(const std::string& base, const std::string& kernelId) {
+    boost::asio::io_context io;
+    auto ws = openWebSocket(io, port_,
+                            base + "api/kernels/" + kernelId + "/channels?session_id=allot-control",
+                            {{"Authorization", "Bearer " + alice_}});
+    sendKernelMessage(*ws, "control-info", "kernel_info_request", "control", json::object());
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+      beast::flat_buffer buf;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !readWithin(*ws, buf, left)) return false;
+      json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+      if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
+          msg["parent_header"].value("msg_id", "") == "control-info" &&
+          msg["content"].value("execution_state", "") == "idle")
+        break;
+    }
+    ws->close(websocket::close_code::normal);
+    return true;
+  }
+
+  std::string kernelState(const std::string& base, const std::string& kernelId) {
+    auto k = httpRequest(port_, "GET", base + "api/kernels/" + kernelId, "", alice_);
+    return k.status == 200 ? textOf(k.parsed(), "execution_state") : k.body;
+  }
+
   // The session stays running for `span` (it is not culled meanwhile).
   bool staysRunning(const std::string& id, std::chrono::milliseconds span) {
     const auto end = std::chrono::steady_clock::now() + span;
@@ -618,6 +653,11 @@ TEST_F(SessionCullingTest, CulledOnlyWhenNoKernelBusyNothingConnectedAndGpusIdle
 
   // A busy kernel with nobody connected and the GPU idle: kept.
   ASSERT_TRUE(runOnKernel(base, kernelId, "import time; time.sleep(14)", /*wait=*/false));
+  // ipykernel answers control requests while a cell runs, publishing "busy" then "idle" for
+  // them; jupyter_server 1.x took that "idle" as the kernel's state, and the session looked
+  // idle mid-cell. The fork server keeps the state to what the kernel's work says.
+  ASSERT_TRUE(askKernelInfoOnControl(base, kernelId));
+  EXPECT_EQ(kernelState(base, kernelId), "busy");
   EXPECT_TRUE(staysRunning(id, 9s)) << cliJson(alice_, {"session", "show", id}).dump();
 
   // The simulated GPU busy (the session declares its utilisation), the kernel idle: kept.

@@ -88,6 +88,44 @@ def get_status(sock_path, base, token):
         c.close()
 
 
+def api(sock_path, method, target, token=TOKEN):
+    """(status, parsed JSON body) of one request to Jupyter's REST API."""
+    c = UnixHTTPConnection(sock_path)
+    try:
+        c.request(method, target, body=b"{}" if method == "POST" else None,
+                  headers={"Authorization": "token " + token})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+    finally:
+        c.close()
+
+
+# Run by the fork server's interpreter (jupyter_client), as the kernel's second client: starts a
+# long cell, then asks kernel_info on the control channel, as Jupyter's own nudge does, and
+# prints "answered" once the kernel has published "idle" for that request mid-cell.
+CONTROL_WHILE_BUSY = """
+import sys
+from jupyter_client import BlockingKernelClient
+c = BlockingKernelClient(connection_file=sys.argv[1])
+c.load_connection_file()
+c.start_channels()
+c.wait_for_ready(timeout=60)
+cell = c.execute("import time; time.sleep(60)")
+def until(parent, state):
+    while True:
+        m = c.get_iopub_msg(timeout=60)
+        if (m["msg_type"] == "status" and m["parent_header"].get("msg_id") == parent
+                and m["content"]["execution_state"] == state):
+            return
+until(cell, "busy")
+info = c.session.msg("kernel_info_request")
+c.control_channel.send(info)
+until(info["header"]["msg_id"], "idle")
+print("answered", flush=True)
+sys.stdin.read()
+"""
+
+
 def proc_field(pid, name):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -333,6 +371,35 @@ class ForkServerTest(unittest.TestCase):
         self.wait_ready(client, jsock, base, "f")
         self.assertIn("starting plain jupyter-server", self.client_err("f"))
         self.stop(client, None)
+
+    def check_kernel_stays_busy_through_a_control_request(self, name, socket_path=None):
+        """ipykernel answers control requests mid-cell with a "busy" and an "idle" status of
+        their own; Debian's jupyter_server 1.x took that "idle" as the kernel's state, so a
+        session looked idle (and was culled) while a cell ran."""
+        client, jsock, base = self.start_client(name, socket_path=socket_path)
+        self.wait_ready(client, jsock, base, name)
+        status, kernel = api(jsock, "POST", base + "api/kernels")
+        self.assertEqual(status, 201, kernel)
+        conn = os.path.join(self.home, ".local", "share", "jupyter", "runtime",
+                            f"kernel-{kernel['id']}.json")
+        wait_for(lambda: os.path.exists(conn), "the kernel's connection file")
+        other = subprocess.Popen([interpreter(), "-c", CONTROL_WHILE_BUSY, conn],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(other.stdout.readline().strip(), "answered")
+            self.assertEqual(api(jsock, "GET", base + f"api/kernels/{kernel['id']}")[1]
+                             ["execution_state"], "busy")
+        finally:
+            other.kill()
+            other.wait()
+        self.stop(client, None)
+
+    def test_kernel_stays_busy_through_a_control_request(self):
+        self.check_kernel_stays_busy_through_a_control_request("busy")
+
+    def test_kernel_stays_busy_through_a_control_request_without_server(self):
+        self.check_kernel_stays_busy_through_a_control_request(
+            "busy-plain", socket_path=os.path.join(self.tmp, "absent.sock"))
 
     def test_process_that_is_not_a_session_job_is_refused(self):
         # A job's other processes (here: a child of the session's main process) get no Jupyter

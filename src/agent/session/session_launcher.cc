@@ -157,15 +157,15 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
   if (asRoot) options.push_back("--allow-root");
 
   // The fork server serves Debian's own programs, named bare as the default profile does; a
-  // profile with its own environment (a virtualenv's jupyter) runs as a plain program.
+  // profile with its own environment (a virtualenv's jupyter) runs as a plain program. Its client
+  // is used even before the server is listening: it then runs Jupyter itself, with the same fix
+  // of the kernels' state (allot-jupyter-forkserver, kernel_state_from_work_only).
   const bool plainDebian =
       spec.command.size() == 1 &&
       (spec.command[0] == "jupyter-server" || spec.command[0] == "jupyter-notebook" ||
        spec.command[0] == "/usr/bin/jupyter-server" ||
        spec.command[0] == "/usr/bin/jupyter-notebook");
-  struct stat st {};
-  if (plainDebian && !config_.forkServer.empty() &&
-      ::stat(config_.forkServerSock.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+  if (plainDebian && !config_.forkServer.empty()) {
     std::vector<std::string> command = {config_.forkServer,
                                         "run",
                                         "--socket",
