@@ -29,7 +29,7 @@ web/dist/index.html: web/node_modules/.installed $(WEB_SOURCES)
 	cd web && npm run --silent build
 
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@scripts/run-tests.sh $(BUILD_DIR) $(JOBS)
 
 run: build
 	@scripts/run-local.sh

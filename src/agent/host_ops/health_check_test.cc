@@ -191,7 +191,8 @@ TEST_F(NvmlHealthCheck, BurnInNamesTheCudaErrorAndAMissingLibrary) {
 // the CPU does; skipped elsewhere (no libcuda.so.1), as on the build machines.
 TEST(BurnInOnRealGpu, PassesOnAHealthyGpu) {
   void* lib = dlopen(kDefaultCudaLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) GTEST_SKIP() << "no " << kDefaultCudaLibrary << " here";
+  if (lib == nullptr)
+    GTEST_SKIP() << "GPU hardware: no " << kDefaultCudaLibrary << " here (no NVIDIA driver)";
   dlclose(lib);
   auto r = runBurnIn({BurnInGpu{0, ""}}, 500);
   EXPECT_TRUE(r.ok) << r.summary;
