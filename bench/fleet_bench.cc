@@ -51,7 +51,8 @@ namespace {
 
 using namespace allot::sched;
 
-Snapshot fleet(int hosts, int gpusPerHost) {
+// `models`: how many GPU models the hosts have between them (host h has model h % models).
+Snapshot fleet(int hosts, int gpusPerHost, int models = 2) {
   Snapshot s;
   s.now = 1'000'000;
   for (int h = 0; h < hosts; ++h) {
@@ -64,7 +65,7 @@ Snapshot fleet(int hosts, int gpusPerHost) {
     for (int g = 0; g < gpusPerHost; ++g) {
       GpuView gv;
       gv.index = g;
-      gv.model = h % 2 ? "H100" : "A100";
+      gv.model = models == 2 ? (h % 2 ? "H100" : "A100") : "M" + std::to_string(h % models);
       gv.memoryMib = 81'920;
       gv.shared = h % 8 == 0;  // one host in eight shares its GPUs
       gv.nvlinkDomain = g / 4;
@@ -118,6 +119,23 @@ void FillPass(benchmark::State& st) {
       benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(FillPass)->Args({1213, 8})->Args({10000, 8})->Unit(benchmark::kMillisecond);
+
+// FillPass on a fleet of many kinds (models x shared mode): 256 models make 512 kinds, past the
+// 64 the pass once refused; requests ask any model, so every kind is a candidate.
+void WideFill(benchmark::State& st) {
+  Snapshot s = fleet(static_cast<int>(st.range(0)), 8, static_cast<int>(st.range(1)));
+  queue(s, static_cast<int>(st.range(0) * 8 / 2), 1);
+  size_t placed = 0;
+  for (auto _ : st) {
+    auto d = decide(s);
+    placed = d.ok() ? d->placements.size() : 0;
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["placed"] = double(placed);
+  st.counters["decisions_per_s"] =
+      benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(WideFill)->Args({1213, 256})->Unit(benchmark::kMillisecond);
 
 // A full fleet: every GPU held by a running job; `queued` requests wait.
 void DeepQueue(benchmark::State& st) {

@@ -292,6 +292,10 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   m.passSeconds.render(out, "allot_scheduling_pass_duration_seconds", "");
   header(out, "allot_scheduling_passes_total", "counter", "Scheduling passes run.");
   sample(out, "allot_scheduling_passes_total", "", static_cast<double>(m.passes));
+  header(out, "allot_scheduling_refused_passes_total", "counter",
+         "Scheduling passes that refused the fleet's snapshot and placed nothing (the "
+         "scheduler_error event says why).");
+  sample(out, "allot_scheduling_refused_passes_total", "", static_cast<double>(w.refusedPasses));
   header(out, "allot_placements_total", "counter", "Jobs placed by the scheduler.");
   sample(out, "allot_placements_total", "", static_cast<double>(m.placements));
 

@@ -281,6 +281,8 @@ struct ClusterOptions {
   // Where idle-policy webhooks may point: URL prefixes, each ending in '/' after its host
   // (allotd.toml [idle] webhook_allow). Empty: no team may set a webhook.
   std::vector<std::string> webhookAllow;
+  // The scheduling pass. Tests replace it to reach what no fleet can make it do: refuse.
+  std::function<Result<sched::Decisions>(const sched::Snapshot&)> decide = sched::decide;
 };
 
 // Whether `url` starts with one of the allowed prefixes.
@@ -737,6 +739,8 @@ class Cluster {
   void returnLeaseHosts(model::Lease& l, Change<int>& c);
   void noticeLease(model::Lease& l, Change<int>& c);
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c);
+  // A pass whose snapshot the scheduler refused: every queued job waits, admins hear.
+  void refuseSnapshot(const std::string& error, store::WriteBatch& batch);
   // Moves `h` to `to`, recording who and why, and writes both.
   // `output` is what ran for the transition (a hook's stdout and stderr).
   void transitionHost(model::Host& h, model::AdminState to, const std::string& by,

@@ -255,12 +255,12 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     world_.waits.clear();
     return c;
   }
-  auto decisions = sched::decide(snapshot());
+  auto decisions = options_.decide(snapshot());
   if (!decisions.ok()) {
-    // A snapshot the scheduler refuses is a bug here; keep serving and say so.
-    spdlog::error("scheduling pass refused its snapshot: {}", decisions.status().message());
+    refuseSnapshot(decisions.status().message(), c.batch);
     return c;
   }
+  world_.schedulerError.clear();
   auto now = clock_.nowMs();
   for (const auto& e : decisions->evictions) evict(e, c);
   for (auto& pl : decisions->placements) {
@@ -310,6 +310,23 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
                                   true};
   }
   return c;
+}
+
+void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch) {
+  // A snapshot the scheduler cannot model places nothing for anyone (a bug, or a fleet beyond
+  // what it models): said where users and admins look, never only in a log line. Every queued
+  // job waits with the reason; the metric counts the passes; admins get one event per error.
+  ++world_.refusedPasses;
+  world_.waits.clear();
+  for (int64_t id : world_.queued) world_.waits.push_back({id, sched::WaitKind::kSchedulerError});
+  if (world_.schedulerError == error) return;
+  world_.schedulerError = error;
+  spdlog::error("scheduling pass refused its snapshot: {}", error);
+  model::Event e;
+  e.kind = model::EventKind::kSchedulerError;
+  e.message = "nothing can be placed: the scheduling pass refused the fleet's state: " + error;
+  e.details = nlohmann::json{{"error", error}, {"queued_jobs", world_.queued.size()}}.dump();
+  appendEvent(std::move(e), batch);
 }
 
 void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {

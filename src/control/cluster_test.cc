@@ -191,6 +191,53 @@ TEST_F(ClusterTest, HostCredentialAuthenticatesAsHost) {
   EXPECT_EQ(p->name, "gpu-02");
 }
 
+// A pass that refuses its snapshot places nothing for anyone: that is said where users and admins
+// look (every queued job's wait, one admin event per distinct error, a metric), and it clears
+// once a pass succeeds.
+class RefusedSnapshotTest : public ClusterTest {
+ protected:
+  void adjustOptions(ClusterOptions& o) override {
+    o.decide = [this](const sched::Snapshot& s) -> Result<sched::Decisions> {
+      if (refuse_) return Status::InvalidArgument("node gpu-01: resources out of range");
+      return sched::decide(s);
+    };
+  }
+  bool refuse_ = true;
+};
+
+TEST_F(RefusedSnapshotTest, EveryQueuedJobWaitsAndAdminsHearOnce) {
+  joinHost("gpu-01", 2);
+  const int64_t a = submitSleep(alice_, 1), b = submitSleep(bob_, 1);
+  auto pass = cluster_->schedulePass();
+  EXPECT_TRUE(pass.value.empty());
+  EXPECT_FALSE(pass.batch.empty());  // the event is written
+  for (int64_t id : {a, b}) {
+    auto wait = cluster_->waitOf(id);
+    ASSERT_TRUE(wait.has_value()) << id;
+    EXPECT_EQ(wait->kind, sched::WaitKind::kSchedulerError);
+    // Members are told that nothing places, not the error, which may name any team's host.
+    const std::string reason = cluster_->waitReason(*cluster_->getJob(admin_, id));
+    EXPECT_NE(reason.find("the scheduler refused"), std::string::npos) << reason;
+    EXPECT_EQ(reason.find("gpu-01"), std::string::npos) << reason;
+  }
+  EventFilter f;
+  f.kind = model::EventKind::kSchedulerError;
+  auto seen = cluster_->events(admin_, f);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->size(), 1u);
+  EXPECT_NE(seen->front().message.find("gpu-01: resources out of range"), std::string::npos);
+  EXPECT_TRUE(cluster_->events(alice_, f)->empty());  // cluster-wide: platform admins only
+
+  // The same error again: counted, not announced again.
+  EXPECT_TRUE(cluster_->schedulePass().batch.empty());
+  EXPECT_EQ(cluster_->world().refusedPasses, 2);
+  EXPECT_EQ(cluster_->events(admin_, f)->size(), 1u);
+
+  refuse_ = false;
+  EXPECT_EQ(place().size(), 2u);
+  EXPECT_TRUE(cluster_->world().schedulerError.empty());
+}
+
 }  // namespace
 }  // namespace allot::control
 

@@ -99,6 +99,9 @@ struct World {
   // The last scheduling pass's word on each job still queued, sorted by job id, so a lookup is a
   // binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;
+  // Passes that refused their snapshot (a metric), and the last such error while it lasts.
+  int64_t refusedPasses = 0;
+  std::string schedulerError;
   // How the last pass placed each job it placed, for `explain`; onJobChanged drops it when the
   // job ends or goes back to the queue.
   std::map<int64_t, sched::Placement> placedBy;

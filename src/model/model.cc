@@ -119,6 +119,8 @@ const char* eventKindName(EventKind k) {
       return "lease_changed";
     case EventKind::kLeasePreemptionNotice:
       return "lease_preemption_notice";
+    case EventKind::kSchedulerError:
+      return "scheduler_error";
   }
   return "?";
 }
@@ -126,7 +128,7 @@ const char* eventKindName(EventKind k) {
 std::optional<EventKind> parseEventKind(const std::string& s) {
   for (auto k : {EventKind::kAllocationIdle, EventKind::kAllocationBusyAgain,
                  EventKind::kAllocationReclaimed, EventKind::kLeaseChanged,
-                 EventKind::kLeasePreemptionNotice}) {
+                 EventKind::kLeasePreemptionNotice, EventKind::kSchedulerError}) {
     if (s == eventKindName(k)) return k;
   }
   return std::nullopt;

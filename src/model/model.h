@@ -504,7 +504,8 @@ enum class EventKind {
   kAllocationBusyAgain,
   kAllocationReclaimed,
   kLeaseChanged,
-  kLeasePreemptionNotice
+  kLeasePreemptionNotice,
+  kSchedulerError  // cluster-wide (no team): the scheduler refused the fleet's snapshot
 };
 const char* eventKindName(EventKind k);
 std::optional<EventKind> parseEventKind(const std::string& s);

@@ -200,6 +200,7 @@ enum class WaitKind {
   kHeldForLease,       // fits only on hosts held for lease `lease` from `startAt` (`host`)
   kNoHostInContour,    // hosts of other contours could take it, none of its own (`contour`)
   kContourLimit,       // its team is at its limit in its contour (`limitMilli`, `usedMilli`)
+  kSchedulerError,     // the pass refused the fleet's snapshot: nothing places (allotd's log)
 };
 const char* waitKindName(WaitKind kind);
 

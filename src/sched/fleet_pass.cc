@@ -58,16 +58,16 @@ class Pass {
   // obstacles).
   // `ignoreContour`: as if the request might run in any contour (to tell its contour from other
   // obstacles).
-  uint64_t mask(const Request& r, Phase phase, const std::string& model = "",
-                bool ignoreHolds = false, bool ignoreContour = false) const;
-  uint64_t visibleMask(const Request& r, bool ignoreContour = false) const {
+  pl::ModelSet mask(const Request& r, Phase phase, const std::string& model = "",
+                    bool ignoreHolds = false, bool ignoreContour = false) const;
+  pl::ModelSet visibleMask(const Request& r, bool ignoreContour = false) const {
     return mask(r, Phase::kOwn, "", false, ignoreContour) |
            mask(r, Phase::kPool, "", false, ignoreContour) |
            mask(r, Phase::kLent, "", false, ignoreContour);
   }
-  pl::Task taskFor(const Request& r, uint64_t allowed) const;
-  bool kindAllowed(int node, uint64_t allowed) const {
-    return (f_.kindBit(f_.segments()[node].kind) & allowed) != 0;
+  pl::Task taskFor(const Request& r, const pl::ModelSet& allowed) const;
+  bool kindAllowed(int node, const pl::ModelSet& allowed) const {
+    return allowed.contains(f_.kindModel(f_.segments()[node].kind));
   }
   // Every change to the placement state goes through these, so cached answers know when they
   // are stale.
@@ -88,7 +88,7 @@ class Pass {
   }
   std::optional<Wait> impossible(const Request& r);
   // What impossible() says for the nodes of `visible` only.
-  std::optional<Wait> impossibleIn(const Request& r, uint64_t visible);
+  std::optional<Wait> impossibleIn(const Request& r, const pl::ModelSet& visible);
   // What the fleet offers a request's visibility and GPU count (see impossible()).
   struct Capacity {
     bool any = false;  // some segment it may use at all
@@ -96,10 +96,10 @@ class Pass {
     // (CPU, memory) capacity -> distinct hosts with a segment that has enough GPUs
     std::map<std::pair<int64_t, int64_t>, int> bigEnough;
   };
-  Capacity capacityFor(const Request& r, uint64_t visible) const;
+  Capacity capacityFor(const Request& r, const pl::ModelSet& visible) const;
   // A request nothing may take: kNoSuchModel, or which version minimum rules the hosts out.
   void versionWait(const Request& r, Wait& w) const;
-  bool anyNode(uint64_t allowed) const;
+  bool anyNode(const pl::ModelSet& allowed) const;
   // A task that could not be placed in this pass: later requests that ask at least as much
   // (same kinds, GPUs, fraction and hosts; no less CPU and memory) cannot be placed either,
   // since a pass only ever takes capacity.
@@ -107,7 +107,7 @@ class Pass {
   void failed(const pl::Task& t, int hosts);
   void pickWholeHosts(std::vector<Item>& items);
   // Places the request with the tasks' mask; applies and records it. False when it does not fit.
-  bool tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm);
+  bool tryPlace(Item& it, const pl::ModelSet& allowed, PlacedBy by, const q::Admission* adm);
   int chooseCpuOnly(const pl::Task& t) const;
   // The first node of one of the request's preferred hosts with room for it; -1 when none.
   int preferredNode(const Request& r, const pl::Task& t) const;
@@ -146,17 +146,18 @@ class Pass {
     std::set<std::string> models;
     std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> free;
   };
-  std::map<std::tuple<uint64_t, int>, ModelRoom> modelRoom_;
+  std::map<std::tuple<pl::ModelSet, int>, ModelRoom> modelRoom_;
   std::vector<std::vector<int>> runningOnNode_;  // node -> indices into s_.running
   std::vector<std::vector<TimeMs>> gpuFreeAt_;   // node -> GPU -> when it is free (kNever)
   std::map<std::pair<std::string, std::string>, int64_t> projectUsage_;  // pool milli
-  std::map<std::tuple<uint64_t, int, int, int>, std::vector<std::pair<int64_t, int64_t>>>
+  std::map<std::tuple<pl::ModelSet, int, int, int>, std::vector<std::pair<int64_t, int64_t>>>
       failedShapes_;
   // A deep queue repeats a few shapes: what the fleet lacks for a shape, and how a shape waits in
   // the current state, are worked out once per shape (and state version), not once per request.
   uint64_t version_ = 0;
-  std::map<std::tuple<uint64_t, bool, bool, int>, Capacity> capacityCache_;
-  std::map<std::tuple<uint64_t, int64_t, int64_t, int, int, int, bool>, std::pair<uint64_t, Wait>>
+  std::map<std::tuple<pl::ModelSet, bool, bool, int>, Capacity> capacityCache_;
+  std::map<std::tuple<pl::ModelSet, int64_t, int64_t, int, int, int, bool>,
+           std::pair<uint64_t, Wait>>
       unplacedCache_;
   std::vector<Reservation> reservations_;
   std::set<int> wholeHostTaken_;
@@ -231,9 +232,9 @@ void Pass::applyRunning() {
   }
 }
 
-uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model, bool ignoreHolds,
-                    bool ignoreContour) const {
-  uint64_t m = 0;
+pl::ModelSet Pass::mask(const Request& r, Phase phase, const std::string& model, bool ignoreHolds,
+                        bool ignoreContour) const {
+  pl::ModelSet m;
   const auto& kinds = f_.kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
     const fleet::Kind& kind = kinds[k];
@@ -266,12 +267,12 @@ uint64_t Pass::mask(const Request& r, Phase phase, const std::string& model, boo
       if (!r.minCuda.empty() && !versionAtLeast(kind.cuda, r.minCuda)) continue;
       if (r.gpuMemoryMib > 0 && kindMinGpuMemory_[k] < r.gpuMemoryMib) continue;
     }
-    m |= f_.kindBit(static_cast<int>(k));
+    m.insert(f_.kindModel(static_cast<int>(k)));
   }
   return m;
 }
 
-pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
+pl::Task Pass::taskFor(const Request& r, const pl::ModelSet& allowed) const {
   pl::Task t;
   t.cpuMilli = r.cpuMillis;
   t.memoryMib = r.memoryMib;
@@ -285,7 +286,7 @@ pl::Task Pass::taskFor(const Request& r, uint64_t allowed) const {
     if (r.gpuMemoryMib > 0) {
       int64_t smallest = 0;
       for (size_t k = 0; k < f_.kinds().size(); ++k) {
-        if ((f_.kindBit(static_cast<int>(k)) & allowed) == 0) continue;
+        if (!allowed.contains(f_.kindModel(static_cast<int>(k)))) continue;
         if (smallest == 0 || kindMinGpuMemory_[k] < smallest) smallest = kindMinGpuMemory_[k];
       }
       if (smallest > 0) milli = std::max(milli, (r.gpuMemoryMib * 1000 + smallest - 1) / smallest);
@@ -317,7 +318,7 @@ std::optional<Wait> Pass::impossible(const Request& r) {
   return c;
 }
 
-std::optional<Wait> Pass::impossibleIn(const Request& r, uint64_t visible) {
+std::optional<Wait> Pass::impossibleIn(const Request& r, const pl::ModelSet& visible) {
   Wait w;
   w.jobId = r.id;
   if (st_.size() == 0) {
@@ -377,7 +378,7 @@ void Pass::versionWait(const Request& r, Wait& w) const {
   driverOnly.minDriver = r.minDriver;
   const bool driverFails = !r.minDriver.empty() && !anyNode(visibleMask(driverOnly));
   // Newest among the nodes that pass every other test (the driver, when CUDA is the problem).
-  const uint64_t candidates = visibleMask(driverFails ? any : driverOnly);
+  const pl::ModelSet candidates = visibleMask(driverFails ? any : driverOnly);
   if (!anyNode(candidates)) return;
   w.kind = driverFails ? WaitKind::kDriverTooOld : WaitKind::kCudaTooOld;
   for (int n = 0; n < st_.size(); ++n) {
@@ -388,13 +389,13 @@ void Pass::versionWait(const Request& r, Wait& w) const {
   }
 }
 
-bool Pass::anyNode(uint64_t allowed) const {
+bool Pass::anyNode(const pl::ModelSet& allowed) const {
   for (int n = 0; n < st_.size(); ++n)
     if (kindAllowed(n, allowed)) return true;
   return false;
 }
 
-Pass::Capacity Pass::capacityFor(const Request& r, uint64_t visible) const {
+Pass::Capacity Pass::capacityFor(const Request& r, const pl::ModelSet& visible) const {
   Capacity c;
   int lastHost = -1;
   for (int n = 0; n < st_.size(); ++n) {
@@ -419,8 +420,8 @@ void Pass::pickWholeHosts(std::vector<Item>& items) {
     const Request& r = *it.r;
     if (!r.wholeHost || it.wait) continue;
     std::tuple<int, int, int> best{3, 0, 0};
-    const uint64_t own = mask(r, Phase::kOwn), pool = mask(r, Phase::kPool),
-                   lent = mask(r, Phase::kLent);
+    const pl::ModelSet own = mask(r, Phase::kOwn), pool = mask(r, Phase::kPool),
+                       lent = mask(r, Phase::kLent);
     for (int n = 0; n < st_.size(); ++n) {
       const int host = f_.segments()[n].host;
       if (!f_.hasOneSegment(host) || wholeHostTaken_.count(n) || st_.numGpus(n) == 0) continue;
@@ -518,9 +519,9 @@ void Pass::record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Adm
   out_.placements.push_back(std::move(p));
 }
 
-bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission* adm) {
+bool Pass::tryPlace(Item& it, const pl::ModelSet& allowed, PlacedBy by, const q::Admission* adm) {
   const Request& r = *it.r;
-  if (allowed == 0) return false;
+  if (allowed.empty()) return false;
   pl::Task t = taskFor(r, allowed);
   if (r.wholeHost) {
     int n = it.wholeHostNode;
@@ -579,9 +580,9 @@ bool Pass::tryPlace(Item& it, uint64_t allowed, PlacedBy by, const q::Admission*
     failed(t, r.hosts);
     return false;
   }
-  uint64_t modelMask = 0;
+  pl::ModelSet modelMask;
   for (size_t k = 0; k < f_.kinds().size(); ++k) {
-    if (f_.kinds()[k].model == model) modelMask |= f_.kindBit(static_cast<int>(k));
+    if (f_.kinds()[k].model == model) modelMask.insert(f_.kindModel(static_cast<int>(k)));
   }
   t.allowedModels &= modelMask;
   std::set<int> usedHosts;
@@ -624,10 +625,10 @@ void Pass::failed(const pl::Task& t, int hosts) {
 
 std::optional<Wait> Pass::heldWait(const Request& r) const {
   if (cpuOnly(r) || r.hosts != 1) return std::nullopt;
-  const uint64_t unheld = mask(r, Phase::kOwn, "", true) | mask(r, Phase::kPool, "", true) |
-                          mask(r, Phase::kLent, "", true);
-  const uint64_t heldOnly = unheld & ~visibleMask(r);
-  if (heldOnly == 0) return std::nullopt;
+  const pl::ModelSet unheld = mask(r, Phase::kOwn, "", true) | mask(r, Phase::kPool, "", true) |
+                              mask(r, Phase::kLent, "", true);
+  const pl::ModelSet heldOnly = unheld - visibleMask(r);
+  if (heldOnly.empty()) return std::nullopt;
   const pl::Task t = taskFor(r, heldOnly);
   int best = -1;
   for (int n = 0; n < st_.size(); ++n) {
@@ -648,8 +649,8 @@ std::optional<Wait> Pass::heldWait(const Request& r) const {
 }
 
 std::optional<Wait> Pass::contourWait(const Request& r) const {
-  const uint64_t elsewhere = visibleMask(r, /*ignoreContour=*/true) & ~visibleMask(r);
-  if (elsewhere == 0) return std::nullopt;
+  const pl::ModelSet elsewhere = visibleMask(r, /*ignoreContour=*/true) - visibleMask(r);
+  if (elsewhere.empty()) return std::nullopt;
   const pl::Task t = taskFor(r, elsewhere);
   std::set<int> hostsWithRoom;
   for (int n = 0; n < st_.size(); ++n) {
@@ -772,8 +773,8 @@ void Pass::reserve(Item& it, const pl::Task& t) {
 // segment that needs the fewest victims (lowest priority and most recent first).
 void Pass::reclaimDedicated(Item& it) {
   const Request& r = *it.r;
-  const uint64_t own = mask(r, Phase::kOwn);
-  if (own == 0 || r.hosts != 1) return;
+  const pl::ModelSet own = mask(r, Phase::kOwn);
+  if (own.empty() || r.hosts != 1) return;
   if (r.wholeHost) return;
   // The team's segments that others hold GPUs on, found once per pass: most requests of a team
   // whose dedicated capacity is not lent out cost nothing here.
@@ -922,7 +923,7 @@ std::string Pass::quotaModel(const Request& r, const Item& it) {
   // pass. Worked out once per request shape: a deep queue repeats a few.
   // The per-node scan is done once per (pool kinds, GPUs); a request then sums the few distinct
   // (model, CPU, memory) capacities it fits.
-  const uint64_t pool = mask(r, Phase::kPool);
+  const pl::ModelSet pool = mask(r, Phase::kPool);
   auto key = std::tuple(pool, fractional(r) ? 1 : r.gpus);
   auto cached = modelRoom_.find(key);
   if (cached == modelRoom_.end()) {
@@ -1178,7 +1179,7 @@ Result<Decisions> Pass::run() {
     // Its own capacity, lent out to others, comes back before it queues for the pool.
     reclaimDedicated(it);
     if (it.wait) continue;
-    if (mask(r, Phase::kPool) != 0 &&
+    if (!mask(r, Phase::kPool).empty() &&
         (!r.wholeHost || kindAllowed(it.wholeHostNode, mask(r, Phase::kPool))))
       forQuota.push_back(&it);
   }
@@ -1226,7 +1227,7 @@ Result<Decisions> Pass::run() {
     const Request& r = *it.r;
     if (overContourLimit(it)) continue;
     if (auto a = admitted.find(r.id); a != admitted.end()) {
-      const uint64_t pool = mask(r, Phase::kPool, a->second->model);
+      const pl::ModelSet pool = mask(r, Phase::kPool, a->second->model);
       if (tryPlace(it, pool, PlacedBy::kQuota, a->second)) continue;
       pl::Task t = taskFor(r, pool);
       if (tryBackfill(it, t)) continue;

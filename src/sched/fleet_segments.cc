@@ -91,15 +91,10 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
       f.segments_.push_back(std::move(seg));
     }
   }
-  if (f.kinds_.size() > 64) {
-    return Status::InvalidArgument("the fleet has " + std::to_string(f.kinds_.size()) +
-                                   " kinds of GPU capacity (model x owner x mode x driver x CUDA x "
-                                   "contour); the scheduler handles 64");
-  }
   auto state = pl::ClusterState::create(specs);
   if (!state.ok()) return state.status();
   f.state_ = std::move(*state);
-  for (const auto& k : f.kinds_) f.kindBit_.push_back(uint64_t{1} << f.state_.modelId(encode(k)));
+  for (const auto& k : f.kinds_) f.kindModel_.push_back(f.state_.modelId(encode(k)));
   return f;
 }
 

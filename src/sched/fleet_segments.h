@@ -40,7 +40,7 @@ struct Segment {
 
 class Fleet {
  public:
-  // Fails when the fleet has more placement kinds than a mask can hold (64).
+  // Fails when the snapshot cannot be modelled (more than placement::kMaxModels kinds).
   static Result<Fleet> build(const Snapshot& snapshot);
 
   placement::ClusterState& state() { return state_; }
@@ -51,8 +51,8 @@ class Fleet {
   const HostView& hostOf(int node) const { return (*hosts_)[segments_[node].host]; }
   // Segments of a host (by index into Snapshot::hosts).
   const std::vector<int>& segmentsOfHost(int host) const { return byHost_[host]; }
-  // The kind bit of node `node` in a task's allowedModels.
-  uint64_t kindBit(int kind) const { return kindBit_[kind]; }
+  // The placement model id of a kind, as a task's allowedModels holds it.
+  int kindModel(int kind) const { return kindModel_[kind]; }
   bool hasOneSegment(int host) const { return byHost_[host].size() == 1; }
 
   // Takes what a running slice holds, as far as it still fits (reality wins over the model: a
@@ -71,7 +71,7 @@ class Fleet {
   placement::ClusterState state_;
   std::vector<Segment> segments_;
   std::vector<Kind> kinds_;
-  std::vector<uint64_t> kindBit_;
+  std::vector<int> kindModel_;
   std::vector<std::vector<int>> byHost_;
   std::map<std::string, int> hostByName_;
 };

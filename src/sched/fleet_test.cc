@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 
+#include "sched/placement/cluster.h"
+
 namespace allot::sched {
 namespace {
 
@@ -609,6 +611,41 @@ TEST(FleetProperty, InvariantsHoldOnRandomFleets) {
       }
     }
   }
+}
+
+// A kind is model x owner x mode x driver x CUDA x lease hold x contour; past 64 of them the
+// pass once refused the snapshot and placed nothing for anyone.
+TEST(FleetKinds, TwoHundredKindsAllPlace) {
+  Snapshot s;
+  s.teams = {team("red"), team("blue")};
+  for (int i = 0; i < 200; ++i) {
+    HostView h = host("h" + std::to_string(i), 2, "M" + std::to_string(100 + i));
+    if (i % 2) h.gpus[1].shared = true;  // a second kind on the same host
+    if (i % 7 == 0) h.dedicatedTo = "red";
+    s.hosts.push_back(h);
+  }
+  Request last = req(1, "blue", 1);
+  last.models = {"M299"};
+  Request dedicated = req(2, "red", 2);
+  dedicated.models = {"M114"};  // host 14, dedicated to red
+  Request any = req(3, "blue", 2);
+  s.pending = {last, dedicated, any};
+  Decisions d = run(s);
+  ASSERT_EQ(d.placements.size(), 3u);
+  EXPECT_EQ(placementOf(d, 1)->slices.front().host, "h199");
+  EXPECT_EQ(placementOf(d, 2)->slices.front().host, "h14");
+  EXPECT_TRUE(d.waits.empty());
+}
+
+TEST(FleetKinds, MoreKindsThanThePlacementModelHoldsIsRefusedNotCrashed) {
+  Snapshot s;
+  s.teams = {team("red")};
+  for (int i = 0; i <= placement::kMaxModels; ++i)
+    s.hosts.push_back(host("h" + std::to_string(i), 1, "M" + std::to_string(i)));
+  s.pending = {req(1, "red", 1)};
+  auto d = decide(s);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("GPU models"), std::string::npos) << d.status().message();
 }
 
 }  // namespace

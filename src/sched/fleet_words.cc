@@ -91,6 +91,8 @@ const char* waitKindName(WaitKind kind) {
       return "no_host_in_contour";
     case WaitKind::kContourLimit:
       return "contour_limit";
+    case WaitKind::kSchedulerError:
+      return "scheduler_error";
   }
   return "waiting";
 }
@@ -170,6 +172,10 @@ std::string describeWait(const Wait& w, const Request& r) {
     case WaitKind::kContourLimit:
       return "contour limit: team " + r.team + " may hold at most " + milliText(w.limitMilli) +
              " GPUs in contour " + w.contour + " and holds " + milliText(w.usedMilli);
+    case WaitKind::kSchedulerError:
+      // The error itself may name any team's hosts: it goes to platform admins (an event).
+      return "nothing can be placed: the scheduler refused the fleet's state (platform admins "
+             "have a scheduler_error event)";
   }
   return "waiting";
 }

@@ -31,7 +31,8 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
   for (const auto& spec : specs) s.models_.push_back(spec.model);
   std::sort(s.models_.begin(), s.models_.end());
   s.models_.erase(std::unique(s.models_.begin(), s.models_.end()), s.models_.end());
-  if (s.models_.size() > 64) return Status::InvalidArgument("more than 64 GPU models");
+  if (s.models_.size() > kMaxModels)
+    return Status::InvalidArgument("more than " + std::to_string(kMaxModels) + " GPU models");
   for (const auto& spec : specs) {
     if (spec.gpus < 0 || spec.gpus > kMaxGpusPerNode || spec.cpuMilli < 0 || spec.memoryMib < 0) {
       return Status::InvalidArgument("node " + spec.name + ": resources out of range (gpus " +
@@ -44,7 +45,7 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
     n.memFree = n.memCap = spec.memoryMib;
     n.gpuOffset = static_cast<uint32_t>(s.gpuFree_.size());
     n.numGpu = static_cast<uint8_t>(spec.gpus);
-    n.model = static_cast<uint8_t>(model);
+    n.model = static_cast<uint16_t>(model);
     n.fullFree = static_cast<uint8_t>(spec.gpus);
     n.maxFree = spec.gpus > 0 ? kGpuMilli : 0;
     n.gpuFreeTotal = int64_t{spec.gpus} * kGpuMilli;
@@ -67,14 +68,11 @@ int ClusterState::modelId(const std::string& model) const {
   return it == models_.end() || *it != model ? -1 : static_cast<int>(it - models_.begin());
 }
 
-uint64_t ClusterState::modelMask(const std::vector<std::string>& models) const {
+ModelSet ClusterState::modelMask(const std::vector<std::string>& models) const {
   if (models.empty()) return kAnyModel;
-  uint64_t mask = 0;
-  for (const auto& m : models) {
-    int id = modelId(m);
-    if (id >= 0) mask |= uint64_t{1} << id;
-  }
-  return mask;
+  ModelSet set;
+  for (const auto& m : models) set.insert(modelId(m));  // -1 (no node has it) adds nothing
+  return set;
 }
 
 void ClusterState::syncBound(int node) {

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "common/status.h"
+#include "sched/placement/model_set.h"
 
 namespace allot::sched::placement {
 
 inline constexpr int kGpuMilli = 1000;      // one whole GPU
 inline constexpr int kMaxGpusPerNode = 32;  // GPUs of a node are addressed by a 32-bit mask
-inline constexpr uint64_t kAnyModel = ~uint64_t{0};
+inline constexpr int kMaxModels = 65535;    // ids are 16 bits in the per-node state
+inline const ModelSet kAnyModel = ModelSet::any();
 
 struct NodeSpec {
   std::string name;
@@ -37,7 +39,7 @@ struct Task {
   int64_t memoryMib = 0;
   int numGpu = 0;
   int gpuMilli = 0;                    // per GPU; < 1000 only when shared (numGpu == 1)
-  uint64_t allowedModels = kAnyModel;  // bit i = model id i (ClusterState::modelId)
+  ModelSet allowedModels = kAnyModel;  // model ids (ClusterState::modelId)
 
   bool shared() const { return numGpu == 1 && gpuMilli > 0 && gpuMilli < kGpuMilli; }
   // GPU capacity asked for, in milli-GPU.
@@ -53,8 +55,8 @@ struct Choice {
 
 class ClusterState {
  public:
-  // Fails on a node with more than kMaxGpusPerNode GPUs, negative resources, or more than 64
-  // distinct GPU models.
+  // Fails on a node with more than kMaxGpusPerNode GPUs, negative resources, or more than
+  // kMaxModels distinct GPU models.
   static Result<ClusterState> create(const std::vector<NodeSpec>& nodes);
 
   int size() const { return static_cast<int>(nodes_.size()); }
@@ -64,7 +66,7 @@ class ClusterState {
   // node order. modelMask turns a list of names into a task's allowed set (empty list = any
   // model; names no node has are simply never satisfied).
   int modelId(const std::string& model) const;
-  uint64_t modelMask(const std::vector<std::string>& models) const;
+  ModelSet modelMask(const std::vector<std::string>& models) const;
 
   int numGpus(int node) const { return nodes_[node].numGpu; }
   int gpuFree(int node, int gpu) const { return gpuFree_[nodes_[node].gpuOffset + gpu]; }
@@ -85,7 +87,7 @@ class ClusterState {
     const Bound& b = bounds_[node];
     if (b.cpuFree < task.cpuMilli || b.memFree < task.memoryMib) return false;
     if (task.numGpu == 0) return true;
-    if (!((task.allowedModels >> b.model) & 1)) return false;
+    if (!task.allowedModels.contains(b.model)) return false;
     if (task.shared()) return b.maxFree >= task.gpuMilli;
     return b.fullFree >= task.numGpu;
   }
@@ -113,7 +115,7 @@ class ClusterState {
     int64_t gpuFreeTotal = 0;
     uint32_t gpuOffset = 0;
     uint8_t numGpu = 0;
-    uint8_t model = 0;
+    uint16_t model = 0;
     uint8_t fullFree = 0;
     uint16_t maxFree = 0;  // the most free milli on one GPU
     uint64_t stamp = 0;
@@ -124,7 +126,7 @@ class ClusterState {
     int64_t cpuFree = 0, memFree = 0;
     uint16_t maxFree = 0;
     uint8_t fullFree = 0;
-    uint8_t model = 0;
+    uint16_t model = 0;
   };
   void syncBound(int node);
   std::vector<Node> nodes_;

@@ -188,7 +188,7 @@ TEST(Placement, PropertyNoGpuOverCommittedAndDeterministic) {
       int kind = rng() % 4;
       if (kind == 1) t.numGpu = 1, t.gpuMilli = 50 + rng() % 950;
       if (kind >= 2) t.numGpu = 1 + rng() % 8, t.gpuMilli = 1000;
-      if (rng() % 5 == 0) t.allowedModels = uint64_t{1} << (rng() % 3);
+      if (rng() % 5 == 0) t.allowedModels = ModelSet::of({static_cast<int>(rng() % 3)});
       stream.push_back(t);
     }
     for (const char* name : {"random", "firstfit", "bestfit", "fgd"}) {
@@ -226,6 +226,46 @@ TEST(Placement, RejectsOversizedNode) {
   auto s = ClusterState::create({{"big", 1, 1, 64, "G1"}});
   EXPECT_FALSE(s.ok());
   EXPECT_FALSE(makePolicy("nope", 1, {}).ok());
+}
+
+TEST(ModelSet, HoldsIdsPastSixtyFourAndKeepsSetAlgebra) {
+  ModelSet a = ModelSet::of({1, 63, 64, 200});
+  for (int id : {1, 63, 64, 200}) EXPECT_TRUE(a.contains(id)) << id;
+  for (int id : {-1, 0, 2, 65, 199, 201, 100000}) EXPECT_FALSE(a.contains(id)) << id;
+  EXPECT_EQ(a.maxId(), 200);
+  const ModelSet b = ModelSet::of({63, 200, 300});
+  EXPECT_EQ(a & b, ModelSet::of({63, 200}));
+  EXPECT_EQ(a | b, ModelSet::of({1, 63, 64, 200, 300}));
+  EXPECT_EQ(a - b, ModelSet::of({1, 64}));
+  // Trimmed: a set emptied of its high ids equals one that never had them.
+  EXPECT_EQ(ModelSet::of({5, 300}) - ModelSet::of({300}), ModelSet::of({5}));
+  EXPECT_TRUE((a - a).empty());
+  EXPECT_FALSE((a - b) < (a - b));
+  // Any model: contains everything, is the identity of &, absorbs |.
+  EXPECT_TRUE(kAnyModel.contains(65'000));
+  EXPECT_EQ(kAnyModel & b, b);
+  EXPECT_TRUE((kAnyModel | b).isAny());
+  EXPECT_TRUE((b - kAnyModel).empty());
+  EXPECT_EQ(ModelSet::of({7}).hash(), (ModelSet::of({7, 300}) - ModelSet::of({300})).hash());
+}
+
+TEST(ClusterState, ModelsPastSixtyFourPlace) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 300; ++i)
+    nodes.push_back({"n" + std::to_string(i), 8000, 65536, 1, "M" + std::to_string(1000 + i)});
+  auto s = ClusterState::create(nodes);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Task t{1000, 1024, 1, 1000, s->modelMask({"M1299"})};
+  auto policy = makePolicy("bestfit", 1, {});
+  ASSERT_TRUE(policy.ok());
+  Choice c = (*policy)->choose(*s, t);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(s->name(c.node), "n299");
+  // FGD's workload index is per model too: a task type on model 299 is used there.
+  WorkloadDistribution w = WorkloadDistribution::fromTasks({t});
+  EXPECT_EQ(w.typeOf(t), 0);
+  EXPECT_GT(w.usable(*s, c.node), 0);
+  EXPECT_EQ(w.usable(*s, 0), 0);
 }
 
 }  // namespace

@@ -81,22 +81,21 @@ Choice BestFitPolicy::choose(const ClusterState& s, const Task& t) {
   return {best, t.shared() ? tightestGpu(s, best, t) : s.firstGpus(best, t)};
 }
 
-size_t WorkloadDistribution::KeyHash::operator()(const std::array<int64_t, 5>& k) const {
-  uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (int64_t v : k) h = (h ^ uint64_t(v)) * 0x100000001b3ULL + (h >> 29);
+size_t WorkloadDistribution::KeyHash::operator()(const TaskKey& k) const {
+  uint64_t h = k.models.hash();
+  for (int64_t v : k.shape) h = (h ^ uint64_t(v)) * 0x100000001b3ULL + (h >> 29);
   return size_t(h);
 }
 
-namespace {
-std::array<int64_t, 5> keyOf(const Task& t) {
-  return {t.cpuMilli, t.memoryMib, t.numGpu, t.numGpu == 0 ? 0 : t.gpuMilli,
-          int64_t(t.numGpu == 0 ? 0 : t.allowedModels)};
+WorkloadDistribution::TaskKey WorkloadDistribution::keyOf(const Task& t) {
+  // A CPU-only task's GPU fields say nothing: all of them are one type.
+  if (t.numGpu == 0) return {{t.cpuMilli, t.memoryMib, 0, 0}, ModelSet{}};
+  return {{t.cpuMilli, t.memoryMib, t.numGpu, t.gpuMilli}, t.allowedModels};
 }
-}  // namespace
 
 WorkloadDistribution WorkloadDistribution::fromTasks(const std::vector<Task>& tasks) {
   WorkloadDistribution w;
-  std::vector<uint64_t> models;
+  std::vector<ModelSet> models;
   double total = 0;
   for (const auto& t : tasks) {
     if (t.numGpu < 0 || t.numGpu > kMaxGpusPerNode) continue;
@@ -130,12 +129,19 @@ WorkloadDistribution WorkloadDistribution::fromTasks(const std::vector<Task>& ta
     while (j + 1 < int(w.demands_.size()) && w.demands_[j + 1] <= x) ++j;
     w.demandAtMost_[x] = static_cast<int16_t>(j);
   }
-  for (int m = 0; m < 64; ++m) {
+  int named = -1;
+  for (const auto& m : models) named = std::max(named, m.maxId());
+  w.byModel_.resize(static_cast<size_t>(named + 1));
+  const auto byCpu = [&](int a, int b) { return w.types_[a].cpu < w.types_[b].cpu; };
+  for (int i = 0; i < int(w.types_.size()); ++i) {
+    if (models[i].isAny()) w.onAnyModel_.push_back(i);
+  }
+  std::stable_sort(w.onAnyModel_.begin(), w.onAnyModel_.end(), byCpu);
+  for (int m = 0; m <= named; ++m) {
     for (int i = 0; i < int(w.types_.size()); ++i) {
-      if ((models[i] >> m) & 1) w.byModel_[m].push_back(i);
+      if (models[i].contains(m)) w.byModel_[m].push_back(i);
     }
-    std::stable_sort(w.byModel_[m].begin(), w.byModel_[m].end(),
-                     [&](int a, int b) { return w.types_[a].cpu < w.types_[b].cpu; });
+    std::stable_sort(w.byModel_[m].begin(), w.byModel_[m].end(), byCpu);
   }
   return w;
 }
@@ -169,7 +175,7 @@ double WorkloadDistribution::usableOf(int64_t cpuFree, int64_t memFree, int mode
   MemoKey k;
   k.cpu = cpuFree;
   k.mem = memFree;
-  k.model = static_cast<uint8_t>(model);
+  k.model = static_cast<uint16_t>(model);
   k.n = static_cast<uint8_t>(n);
   std::copy(free, free + n, k.free.begin());
   std::sort(k.free.begin(), k.free.begin() + n);
@@ -197,7 +203,7 @@ double WorkloadDistribution::usableCompute(int64_t cpuFree, int64_t memFree, int
   }
   for (int j = d - 2; j >= 0; --j) at[j] += at[j + 1];
   double u = 0;
-  for (int i : byModel_[model]) {
+  for (int i : typesOn(model)) {
     const Type& t = types_[i];
     if (t.cpu > cpuFree) break;
     if (t.mem > memFree) continue;

@@ -86,9 +86,20 @@ class WorkloadDistribution {
     int demand = 0;  // index in demands_ of the milli asked per GPU
     double weight = 0;
   };
-  struct KeyHash {
-    size_t operator()(const std::array<int64_t, 5>& k) const;
+  // A task's shape (CPU, memory, GPU count, milli per GPU) and its allowed models.
+  struct TaskKey {
+    std::array<int64_t, 4> shape{};
+    ModelSet models;
+    bool operator==(const TaskKey& o) const = default;
   };
+  struct KeyHash {
+    size_t operator()(const TaskKey& k) const;
+  };
+  static TaskKey keyOf(const Task& t);
+  // GPU types allowed on a model, CPU ascending.
+  const std::vector<int>& typesOn(int model) const {
+    return static_cast<size_t>(model) < byModel_.size() ? byModel_[model] : onAnyModel_;
+  }
   double usableOf(int64_t cpuFree, int64_t memFree, int model, const uint16_t* free, int n) const;
   double usableCompute(int64_t cpuFree, int64_t memFree, int model, const uint16_t* free,
                        int n) const;
@@ -98,7 +109,8 @@ class WorkloadDistribution {
   // a WorkloadDistribution object single-threaded, like the policy that owns it.
   struct MemoKey {
     int64_t cpu = 0, mem = 0;
-    uint8_t model = 0, n = 0;
+    uint16_t model = 0;
+    uint8_t n = 0;
     std::array<uint16_t, kMaxGpusPerNode> free{};
     bool operator==(const MemoKey& o) const;
   };
@@ -108,10 +120,13 @@ class WorkloadDistribution {
   mutable std::unordered_map<MemoKey, double, MemoHash> memo_;
 
   std::vector<Type> types_;  // GPU types only (CPU-only types never use GPU capacity)
-  std::array<std::vector<int>, 64> byModel_;  // GPU types allowed on each model, CPU ascending
-  std::vector<int> demands_;                  // distinct milli-per-GPU demands, ascending
+  // GPU types allowed on each model named by some type, CPU ascending; models past those take
+  // only the types allowed on any model (onAnyModel_).
+  std::vector<std::vector<int>> byModel_;
+  std::vector<int> onAnyModel_;
+  std::vector<int> demands_;                           // distinct milli-per-GPU demands, ascending
   std::array<int16_t, kGpuMilli + 1> demandAtMost_{};  // largest demand index <= x, or -1
-  std::unordered_map<std::array<int64_t, 5>, int, KeyHash> index_;  // task -> type (-2: CPU-only)
+  std::unordered_map<TaskKey, int, KeyHash> index_;    // task -> type (-2: CPU-only)
 };
 
 // Fragmentation Gradient Descent (Weng et al., ATC'23). A node's change of fragmentation if the
