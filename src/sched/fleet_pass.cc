@@ -66,6 +66,12 @@ class Pass {
            mask(r, Phase::kLent, "", false, ignoreContour);
   }
   pl::Task taskFor(const Request& r, const pl::ModelSet& allowed) const;
+  // The kinds of a GPU model (none for a model no host has).
+  const pl::ModelSet& kindsOf(const std::string& model) const {
+    static const pl::ModelSet kNone;
+    auto it = kindsOfModel_.find(model);
+    return it == kindsOfModel_.end() ? kNone : it->second;
+  }
   bool kindAllowed(int node, const pl::ModelSet& allowed) const {
     return allowed.contains(f_.kindModel(f_.segments()[node].kind));
   }
@@ -140,6 +146,7 @@ class Pass {
   std::map<std::string, const TeamView*> teams_;
   std::set<std::string> lenders_;  // teams lending dedicated capacity
   std::vector<int64_t> kindMinGpuMemory_;
+  std::map<std::string, pl::ModelSet> kindsOfModel_;  // GPU model -> its kinds' ids
   // Per (pool kinds, GPUs): the pool models, and the free milli at the start of the pass of the
   // segments with that many GPUs, by (model, CPU capacity, memory capacity) (see quotaModel).
   struct ModelRoom {
@@ -234,6 +241,8 @@ void Pass::applyRunning() {
 
 pl::ModelSet Pass::mask(const Request& r, Phase phase, const std::string& model, bool ignoreHolds,
                         bool ignoreContour) const {
+  if (!model.empty() && !cpuOnly(r))
+    return mask(r, phase, "", ignoreHolds, ignoreContour) & kindsOf(model);
   pl::ModelSet m;
   const auto& kinds = f_.kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
@@ -261,7 +270,6 @@ pl::ModelSet Pass::mask(const Request& r, Phase phase, const std::string& model,
       if (!r.models.empty() &&
           std::find(r.models.begin(), r.models.end(), kind.model) == r.models.end())
         continue;
-      if (!model.empty() && kind.model != model) continue;
       if (fractional(r) && !kind.shared) continue;
       if (!r.minDriver.empty() && !versionAtLeast(kind.driver, r.minDriver)) continue;
       if (!r.minCuda.empty() && !versionAtLeast(kind.cuda, r.minCuda)) continue;
@@ -1101,6 +1109,8 @@ Result<Decisions> Pass::run() {
   ALLOT_RETURN_IF_ERROR(validate());
   for (const auto& j : s_.running) running_[j.id] = &j;
   kindMinGpuMemory_.assign(f_.kinds().size(), std::numeric_limits<int64_t>::max());
+  for (size_t k = 0; k < f_.kinds().size(); ++k)
+    kindsOfModel_[f_.kinds()[k].model].insert(f_.kindModel(static_cast<int>(k)));
   for (const auto& seg : f_.segments()) {
     if (!seg.gpus.empty())
       kindMinGpuMemory_[seg.kind] = std::min(kindMinGpuMemory_[seg.kind], seg.gpuMemoryMib);
@@ -1136,8 +1146,9 @@ Result<Decisions> Pass::run() {
     if (!model.empty()) {
       workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, model)));
     } else {
-      for (const auto& m : poolModels)
-        workload.push_back(taskFor(*it.r, mask(*it.r, Phase::kPool, m)));
+      // One scan of the kinds, then a set intersection per model (a fleet may have hundreds).
+      const pl::ModelSet pool = mask(*it.r, Phase::kPool);
+      for (const auto& m : poolModels) workload.push_back(taskFor(*it.r, pool & kindsOf(m)));
     }
   }
   // What runs is the workload too: with a short queue (the usual case in allotd) the queue alone

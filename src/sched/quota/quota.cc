@@ -183,14 +183,17 @@ double Pass::share(const TeamState& t) const {
 
 std::vector<std::string> Pass::modelsFor(const Request& r) const {
   if (!r.model.empty()) return {r.model};
-  std::vector<std::string> models;
+  // Most free first, so any-model work lands where it disturbs least. Each model's free count is
+  // looked up once: a fleet may have hundreds of kinds, and this runs for every request.
+  std::vector<std::pair<int, const std::string*>> byFree;
   for (const auto& [m, n] : s_.capacity) {
-    if (n > 0) models.push_back(m);
+    if (n > 0) byFree.emplace_back(free_.at(m), &m);
   }
-  // Most free first, so any-model work lands where it disturbs least.
-  std::stable_sort(models.begin(), models.end(), [&](const std::string& a, const std::string& b) {
-    return free_.at(a) > free_.at(b);
-  });
+  std::stable_sort(byFree.begin(), byFree.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> models;
+  models.reserve(byFree.size());
+  for (const auto& [free, m] : byFree) models.push_back(*m);
   return models;
 }
 
