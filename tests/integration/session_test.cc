@@ -146,6 +146,24 @@ std::string executeOnKernel(websocket::stream<tcp::socket>& ws, const std::strin
   }
 }
 
+// Reads the kernel's messages until it publishes `state` for the request `msgId`; false when it
+// did not within `limit`.
+bool readUntilStatus(websocket::stream<tcp::socket>& ws, const std::string& msgId,
+                     const std::string& state, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    beast::flat_buffer buf;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !readWithin(ws, buf, left)) return false;
+    json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+    if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
+        msg["parent_header"].value("msg_id", "") == msgId &&
+        msg["content"].value("execution_state", "") == state)
+      return true;
+  }
+}
+
 class SessionTest : public TestCluster {
  protected:
   void SetUp() override {
@@ -574,18 +592,7 @@ class SessionCullingTest : public SessionTest {
       sendExecuteRequest(*ws, "fire-and-forget", code);
       // Until the kernel says it is busy with this request (not with the kernel_info the server
       // sends on connecting), so that closing cannot race the request.
-      const auto deadline = std::chrono::steady_clock::now() + limit;
-      for (;;) {
-        beast::flat_buffer buf;
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0 || !readWithin(*ws, buf, left)) return false;
-        json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
-        if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
-            msg["parent_header"].value("msg_id", "") == "fire-and-forget" &&
-            msg["content"].value("execution_state", "") == "busy")
-          break;
-      }
+      if (!readUntilStatus(*ws, "fire-and-forget", "busy", limit)) return false;
     }
     ws->close(websocket::close_code::normal);
     return true;
@@ -599,18 +606,7 @@ class SessionCullingTest : public SessionTest {
                             base + "api/kernels/" + kernelId + "/channels?session_id=allot-control",
                             {{"Authorization", "Bearer " + alice_}});
     sendKernelMessage(*ws, "control-info", "kernel_info_request", "control", json::object());
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    for (;;) {
-      beast::flat_buffer buf;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !readWithin(*ws, buf, left)) return false;
-      json msg = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
-      if (msg.is_object() && msg["header"].value("msg_type", "") == "status" &&
-          msg["parent_header"].value("msg_id", "") == "control-info" &&
-          msg["content"].value("execution_state", "") == "idle")
-        break;
-    }
+    if (!readUntilStatus(*ws, "control-info", "idle", 30s)) return false;
     ws->close(websocket::close_code::normal);
     return true;
   }
