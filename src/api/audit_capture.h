@@ -3,7 +3,8 @@
 // (docs/audit.md). Server::session runs it around every handler of a non-GET route, so no route
 // can forget it: begin() before the handler reads the resource as it was, finish() after it
 // builds the entry from the reply (nothing for a reply that is not 2xx). The session commits the
-// entry before it replies. On allotd's I/O thread only.
+// entry in the same batch as the handler's change (RequestWrite, server.h), before it replies.
+// On allotd's I/O thread only.
 //
 // before and after are the resource as the API itself shows it: the nearest GET route on the
 // request's path ("/hosts/gpu-01/drain" -> GET "/hosts/gpu-01"), called internally as a platform

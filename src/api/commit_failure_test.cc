@@ -80,6 +80,56 @@ TEST_F(CommitFailureTest, AllotdStopsBeforeAcknowledgingAWriteTheDiskRefused) {
   EXPECT_FALSE(again->newAdminToken().has_value());  // the same admin, from the disk
 }
 
+// A change and the audit entry that records it are one batch: no crash can leave one without
+// the other. The audit entry's batch refused, the change is not on disk either.
+TEST_F(CommitFailureTest, AChangeAndItsAuditEntryAreOneWrite) {
+  EXPECT_EXIT(
+      {
+        setupLogging("allotd", "info", false);
+        auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
+        faulty->failIf(store::FaultInjectingStore::holds<store::AppendAudit>);
+        auto server = start(std::move(faulty));
+        const uint16_t port = server->listen().value();
+        std::thread serving([&] { server->run(false); });
+        auto client = std::move(cli::HttpClient::create(
+                                    "http://127.0.0.1:" + std::to_string(port), token_))
+                          .value();
+        auto reply = client->request("POST", "/api/v1/teams", R"({"name":"unaudited"})");
+        std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
+  EXPECT_FALSE(teamOnDisk("unaudited"));
+
+  // And as it goes when the disk takes it: the batch that holds the team holds its entry.
+  auto watching = std::make_unique<store::FaultInjectingStore>(openStore());
+  std::vector<std::pair<bool, bool>> batches;  // (holds a PutTeam, holds an AppendAudit)
+  watching->failIf([&](const store::WriteBatch& b) {
+    batches.emplace_back(store::FaultInjectingStore::holds<store::PutTeam>(b),
+                         store::FaultInjectingStore::holds<store::AppendAudit>(b));
+    return false;  // watches, never fails
+  });
+  auto server = start(std::move(watching));
+  const uint16_t port = server->listen().value();
+  std::thread serving([&] { server->run(false); });
+  auto client =
+      std::move(cli::HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_))
+          .value();
+  auto reply = client->request("POST", "/api/v1/teams", R"({"name":"audited"})");
+  server->stop();
+  serving.join();
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->status, 201) << reply->body;
+  EXPECT_TRUE(teamOnDisk("audited"));
+  int teamBatches = 0;
+  for (const auto& [team, audit] : batches) {
+    if (!team) continue;
+    ++teamBatches;
+    EXPECT_TRUE(audit);
+  }
+  EXPECT_EQ(teamBatches, 1);
+}
+
 // The wrapper itself: a batch it fails is not written; the others are.
 TEST_F(CommitFailureTest, TheFaultInjectingStoreWritesOnlyWhatItLetsThrough) {
   store::FaultInjectingStore s(openStore());

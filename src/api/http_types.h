@@ -16,6 +16,8 @@
 
 namespace allot::api {
 
+struct RequestWrite;  // server.h
+
 namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 
@@ -27,6 +29,9 @@ struct ApiRequest {
   std::string peer;          // the client's IP address (the socket's; proxies are not trusted)
   std::string credentialId;  // the id of the token that authenticated it (for logout)
   bool viaCookie = false;    // authenticated by a console session cookie
+  // Set for an audited request: the one write its handler's changes and its audit entry make,
+  // committed once the handler has returned (Server::apply). Null otherwise.
+  RequestWrite* write = nullptr;
   const control::Principal& who() const { return *principal; }
 };
 

@@ -156,7 +156,7 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name"}));
     TRY_ASSIGN(name, in.requiredString("name"));
     TRY_ASSIGN(change, s.cluster().createTeam(r.who(), name));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
@@ -168,7 +168,7 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(name, in.requiredString("name"));
     TRY_ASSIGN(team, in.optionalString("team"));
     TRY_ASSIGN(change, s.cluster().createProject(r.who(), name, team));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
@@ -185,7 +185,7 @@ void registerRoutes(Router& router, Server& s) {
           Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
     TRY_ASSIGN(uses, in.optionalInt("uses", 1, 1, control::kMaxJoinTokenUses));
     TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl, uses));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     auto out = joinTokenJson(change.value.token, s.clock().nowMs());
     out["token"] = change.value.secret;
     co_return ApiResponse::json(out, http::status::created);
@@ -199,12 +199,12 @@ void registerRoutes(Router& router, Server& s) {
   });
   router.add(V::delete_, "/api/v1/hosts/join-tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().revokeJoinToken(r.who(), r.params["id"]));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(joinTokenJson(change.value, s.clock().nowMs()));
   });
   router.add(V::post, "/api/v1/hosts/{name}/reset-credential", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().resetHostCredential(r.who(), r.params["name"]));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json({{"host", change.value.name}, {"credential_reset", true}});
   });
 
@@ -223,7 +223,7 @@ void registerRoutes(Router& router, Server& s) {
           co_return ApiResponse::error(
               Status::InvalidArgument("inventory: " + inv.status().message(), "inventory"));
         TRY_ASSIGN(change, s.cluster().joinHost(secret, name, *inv));
-        co_await s.apply(change);
+        co_await s.apply(r, change);
         co_return ApiResponse::json(
             {{"host", model::toJson(change.value.host)}, {"credential", change.value.credential}});
       },
@@ -288,11 +288,10 @@ void registerRoutes(Router& router, Server& s) {
                         "hosts",      "max_runtime", "min_driver", "min_cuda",    "contour"}));
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
-    co_await s.apply(change);
-    // The scheduling pass usually ran while the submission was being committed: reply with the
-    // job as it is now (placed, or with its real wait reason).
-    auto now = s.cluster().getJob(r.who(), change.value.id);
-    co_return ApiResponse::json(jobJson(s, now.ok() ? *now : change.value), http::status::created);
+    co_await s.apply(r, change);
+    // Queued: the reply goes out once the submission is durable, and the scheduling pass that
+    // places it runs after that (its own write waits behind this one).
+    co_return ApiResponse::json(jobJson(s, change.value), http::status::created);
   });
 
   router.add(V::get, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
@@ -380,8 +379,8 @@ void registerRoutes(Router& router, Server& s) {
     (void)in;
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(change, s.cluster().cancelJob(r.who(), id));
-    co_await s.apply(change);
-    s.notifyJob(id);
+    co_await s.apply(r, change);
+    s.notifyJob(r, id);
     co_return ApiResponse::json(jobJson(s, change.value));
   });
 

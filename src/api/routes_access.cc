@@ -120,7 +120,7 @@ void registerAccessRoutes(Router& router, Server& s) {
       n.passwordHash = *hash;
     }
     TRY_ASSIGN(change, s.cluster().createUser(r.who(), std::move(n)));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     auto out = model::toJson(change.value.user);
     out["token"] = change.value.token;
     co_return ApiResponse::json(out, http::status::created);
@@ -144,7 +144,7 @@ void registerAccessRoutes(Router& router, Server& s) {
       up.disabled = v;
     }
     TRY_ASSIGN(change, s.cluster().updateUser(r.who(), r.params.at("name"), up));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -166,7 +166,7 @@ void registerAccessRoutes(Router& router, Server& s) {
     TRY_ASSIGN(role, parseTeamRole(roleText, "role"));
     TRY_ASSIGN(change,
                s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"), role));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json({{"team", r.params.at("team")},
                                  {"user", change.value.name},
                                  {"role", model::roleName(role)}});
@@ -174,7 +174,7 @@ void registerAccessRoutes(Router& router, Server& s) {
   router.add(V::delete_, "/api/v1/teams/{team}/members/{user}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"),
                                                  std::nullopt));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -196,7 +196,7 @@ void registerAccessRoutes(Router& router, Server& s) {
       t.ttlMs = *ms;
     }
     TRY_ASSIGN(change, s.cluster().createToken(r.who(), t));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     auto out = model::toJson(change.value.token);
     out["token"] = change.value.secret;
     co_return ApiResponse::json(out, http::status::created);
@@ -208,7 +208,7 @@ void registerAccessRoutes(Router& router, Server& s) {
   });
   router.add(V::delete_, "/api/v1/tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().revokeToken(r.who(), r.params.at("id")));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -221,12 +221,12 @@ void registerAccessRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"key"}));
     TRY_ASSIGN(line, in.requiredString("key"));
     TRY_ASSIGN(change, s.cluster().addSshKey(r.who(), queryUser(r), line));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::delete_, "/api/v1/ssh-keys/{fingerprint}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().removeSshKey(r.who(), queryUser(r), r.params.at("fingerprint")));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 }

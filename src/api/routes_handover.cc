@@ -40,7 +40,7 @@ void registerHandoverRoutes(Router& router, Server& s) {
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change,
                s.cluster().assignHost(r.who(), r.params["name"], team, gpus, deadlineMs, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -51,7 +51,7 @@ void registerHandoverRoutes(Router& router, Server& s) {
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change,
                s.cluster().assignHost(r.who(), r.params["name"], "", gpus, deadlineMs, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 

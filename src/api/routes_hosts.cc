@@ -34,14 +34,14 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
     }
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change, s.cluster().drainHost(r.who(), r.params["name"], deadlineMs, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/resume", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
     TRY_ASSIGN(change, s.cluster().resumeHost(r.who(), r.params["name"]));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -56,7 +56,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
           "state"));
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change, s.cluster().setHostAdminState(r.who(), r.params["name"], *state, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -75,7 +75,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
       timeoutMs = *t;
     }
     TRY_ASSIGN(change, s.cluster().reprovisionHost(r.who(), r.params["name"], profile, timeoutMs));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 

@@ -154,7 +154,7 @@ void registerIdleRoutes(Router& router, Server& s) {
     TRY_ASSIGN(update, readPolicyUpdate(r.raw.body()));
     const std::string& team = r.params["team"];
     TRY_ASSIGN(change, s.cluster().setIdlePolicy(r.who(), team, "", update));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, "", change.value));
   });
 
@@ -168,13 +168,13 @@ void registerIdleRoutes(Router& router, Server& s) {
     TRY_ASSIGN(update, readPolicyUpdate(r.raw.body()));
     const std::string &team = r.params["team"], &project = r.params["project"];
     TRY_ASSIGN(change, s.cluster().setIdlePolicy(r.who(), team, project, update));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, project, change.value));
   });
   router.add(V::delete_, projectPath, [&s](ApiRequest& r) -> Awaitable {
     const std::string &team = r.params["team"], &project = r.params["project"];
     TRY_ASSIGN(change, s.cluster().clearProjectIdlePolicy(r.who(), team, project));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, project, change.value));
   });
 

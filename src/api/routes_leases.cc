@@ -97,7 +97,7 @@ void registerLeaseRoutes(Router& router, Server& s) {
   router.add(V::post, "/api/v1/leases", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(request, readLeaseRequest(r.raw.body(), s.clock().nowMs()));
     TRY_ASSIGN(change, s.cluster().createLease(r.who(), request));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/leases/{id}", [&s](ApiRequest& r) -> Awaitable {
@@ -109,14 +109,14 @@ void registerLeaseRoutes(Router& router, Server& s) {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().approveLease(r.who(), id, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/reject", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().rejectLease(r.who(), id, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/extend", [&s](ApiRequest& r) -> Awaitable {
@@ -124,14 +124,14 @@ void registerLeaseRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"end"}));
     TRY_ASSIGN(end, readTime(in, "end", s.clock().nowMs()));
     TRY_ASSIGN(change, s.cluster().extendLease(r.who(), id, end));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/end", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().endLease(r.who(), id, reason));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 }

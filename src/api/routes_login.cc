@@ -108,7 +108,7 @@ void registerLoginRoutes(Router& router, Server& s) {
         const auto& cfg = s.login().config();
         TRY_ASSIGN(issued, s.cluster().issueLoginToken(
                                user, kind, session ? cfg.sessionLifetimeMs : cfg.cliTokenTtlMs));
-        co_await s.apply(issued);
+        co_await s.apply(r, issued);
         const auto& tok = issued.value.token;
         spdlog::info("login: user '{}' from {} ({}, token {})", user, r.peer,
                      session ? "console session" : "api token", tok.id);
@@ -129,7 +129,7 @@ void registerLoginRoutes(Router& router, Server& s) {
 
   router.add(V::post, "/api/v1/logout", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(ended, s.cluster().endSession(r.credentialId));
-    co_await s.apply(ended);
+    co_await s.apply(r, ended);
     s.login().sessionEnded(r.credentialId);
     auto res = ApiResponse::json({{"logged_out", true}, {"token_id", r.credentialId}});
     if (r.viaCookie) res.headers.emplace_back("Set-Cookie", s.login().clearedSessionCookie());
@@ -166,7 +166,7 @@ void registerLoginRoutes(Router& router, Server& s) {
     up.passwordHash = *hash;
     if (name == r.who().name) up.keepTokenId = r.credentialId;
     TRY_ASSIGN(change, s.cluster().updateUser(r.who(), name, up));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     spdlog::info("password of user '{}' set by '{}'", name, r.who().name);
     co_return ApiResponse::json(model::toJson(change.value));
   });

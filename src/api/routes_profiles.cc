@@ -127,7 +127,7 @@ void registerProfileRoutes(Router& router, Server& s) {
     if (profile.name.empty())
       co_return ApiResponse::error(Status::InvalidArgument("name: is required", "name"));
     TRY_ASSIGN(change, s.cluster().createProfile(r.who(), std::move(profile)));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
@@ -140,12 +140,12 @@ void registerProfileRoutes(Router& router, Server& s) {
     TRY_ASSIGN(seen, s.cluster().getProfile(r.who(), r.params["name"]));
     TRY_ASSIGN(profile, readProfile(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().replaceProfile(r.who(), seen.name, std::move(profile)));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::delete_, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(change, s.cluster().deleteProfile(r.who(), r.params["name"]));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 }

@@ -72,7 +72,7 @@ void registerSessionRoutes(Router& router, Server& s) {
   router.add(V::post, "/api/v1/sessions", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(req, readSessionRequest(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().createSession(r.who(), std::move(req)));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     // Usually placed by the pass that ran while the creation was being committed.
     auto now = s.cluster().getSession(r.who(), change.value.id);
     co_return ApiResponse::json(sessionJson(s, now.ok() ? *now : change.value),
@@ -105,8 +105,8 @@ void registerSessionRoutes(Router& router, Server& s) {
     (void)in;
     TRY_ASSIGN(id, parseSessionId(r.params["id"]));
     TRY_ASSIGN(change, s.cluster().stopSession(r.who(), id));
-    co_await s.apply(change);
-    s.notifyJob(id);
+    co_await s.apply(r, change);
+    s.notifyJob(r, id);
     co_return ApiResponse::json(sessionJson(s, change.value));
   });
 
@@ -118,7 +118,7 @@ void registerSessionRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"users"}));
     TRY_ASSIGN(users, in.requiredStringArray("users"));
     TRY_ASSIGN(change, s.cluster().shareSession(r.who(), id, std::move(users)));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(sessionJson(s, change.value));
   });
 }

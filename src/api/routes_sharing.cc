@@ -103,7 +103,7 @@ void registerSharingRoutes(Router& router, Server& s) {
       u.lendDedicated = ld;
     }
     TRY_ASSIGN(change, s.cluster().setTeamQuota(r.who(), r.params["team"], u));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -121,7 +121,7 @@ void registerSharingRoutes(Router& router, Server& s) {
                TRY_ASSIGN(g, readGuarantee(in));
                TRY_ASSIGN(change, s.cluster().setProjectQuota(r.who(), r.params["team"],
                                                               r.params["project"], std::move(g)));
-               co_await s.apply(change);
+               co_await s.apply(r, change);
                co_return ApiResponse::json(model::toJson(change.value));
              });
 
@@ -134,7 +134,7 @@ void registerSharingRoutes(Router& router, Server& s) {
                                   "team"));
     TRY_ASSIGN(team, in.optionalString("team"));
     TRY_ASSIGN(change, s.cluster().dedicateHost(r.who(), r.params["name"], team));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -142,7 +142,7 @@ void registerSharingRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"contour"}));
     TRY_ASSIGN(contour, in.requiredString("contour"));
     TRY_ASSIGN(change, s.cluster().setHostContour(r.who(), r.params["name"], contour));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
@@ -162,7 +162,7 @@ void registerSharingRoutes(Router& router, Server& s) {
       settings.shared = shared;
     }
     TRY_ASSIGN(change, s.cluster().setGpu(r.who(), r.params["name"], index, settings));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 }

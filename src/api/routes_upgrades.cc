@@ -48,7 +48,7 @@ void registerUpgradeRoutes(Router& router, Server& s) {
     TRY_ASSIGN(deadlineMs, readDrainDeadline(in));
     TRY_ASSIGN(change,
                s.cluster().startUpgrade(r.who(), pool, profile, maxUnavailable, deadlineMs));
-    co_await s.apply(change);
+    co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
 

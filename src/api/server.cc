@@ -24,7 +24,6 @@
 #include "common/gzip.h"
 #include "common/tls.h"
 #include "common/utf8.h"
-#include "control/async_commit.h"
 #include "model/json.h"
 
 namespace allot::api {
@@ -80,7 +79,19 @@ Status writeSecretFile(const std::string& path, const std::string& content) {
 }  // namespace
 
 Server::Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store)
-    : config_(std::move(config)), clock_(clock), store_(std::move(store)) {}
+    : config_(std::move(config)), clock_(clock), store_(std::move(store)) {
+  writes_ =
+      std::make_unique<WritePipeline>(io_, *store_, [this](const Status& st, uint32_t topics) {
+        if (!st.ok()) {
+          // Memory already holds the change; serving it without the disk would break the promise
+          // that an acknowledged write is durable. Crash, and let the restart reload from disk.
+          spdlog::critical("durable write failed, exiting: {}", st.toString());
+          std::abort();
+        }
+        // Durable now: consoles may refetch and will see it.
+        events_.publish(topics);
+      });
+}
 
 Server::~Server() {
   // Readings not yet handed over go to telemetry.db before its writer stops.
@@ -196,17 +207,7 @@ void Server::stop() {
 }
 
 asio::awaitable<void> Server::commit(store::WriteBatch batch) {
-  const uint32_t topics = topicsOf(batch);  // before the batch moves to the store
-  Status st = co_await control::asyncCommit(*store_, std::move(batch),
-                                            co_await asio::this_coro::executor, use_awaitable);
-  if (!st.ok()) {
-    // Memory already holds the change; serving it without the disk would break the promise that
-    // an acknowledged write is durable. Crash, and let the restart reload from disk.
-    spdlog::critical("durable write failed, exiting: {}", st.toString());
-    std::abort();
-  }
-  // Durable now: consoles may refetch and will see it.
-  events_.publish(topics);
+  co_await writes_->commit(std::move(batch));
 }
 
 void Server::wakeScheduler() {
@@ -314,6 +315,14 @@ asio::awaitable<void> Server::waitForJobNews(int64_t job, std::chrono::milliseco
   auto it = jobWatchers_.emplace(job, &timer);
   co_await timer.async_wait(asio::as_tuple(use_awaitable));
   jobWatchers_.erase(it);
+}
+
+void Server::notifyJob(ApiRequest& r, int64_t job) {
+  if (r.write) {
+    r.write->notifyJobs.push_back(job);
+  } else {
+    notifyJob(job);
+  }
 }
 
 void Server::notifyJob(int64_t job) {
@@ -492,15 +501,33 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
                                                               peerAddress, clock_.nowMs());
           audit.emplace(std::move(started));
         }
-        res = co_await match.route->handler(areq);
-        if (audit) {
-          std::optional<model::AuditEntry> entry = co_await audit->finish(router_, res);
-          if (entry) {
-            store::WriteBatch batch;
-            batch.add(store::AppendAudit{std::move(*entry)});
-            co_await commit(std::move(batch));
+        // The handler's changes and the audit entry are one write (RequestWrite), sealed here
+        // whatever the handler did, so that no write queued behind it waits for ever.
+        RequestWrite write;
+        if (audit) areq.write = &write;
+        std::exception_ptr failed;
+        std::optional<model::AuditEntry> entry;
+        try {
+          res = co_await match.route->handler(areq);
+          if (audit) {
+            std::optional<model::AuditEntry> finished = co_await audit->finish(router_, res);
+            entry = std::move(finished);
           }
+        } catch (...) {
+          failed = std::current_exception();
         }
+        if (entry) {
+          if (!write.slot) write.slot = writes_->reserve();
+          WritePipeline::add(write.slot,
+                             store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
+        }
+        if (write.slot) {
+          writes_->seal(write.slot);
+          co_await writes_->wait(write.slot);
+        }
+        cluster_->push(write.pushHosts);
+        for (int64_t id : write.notifyJobs) notifyJob(id);
+        if (failed) std::rethrow_exception(failed);
       }
     }
     metrics_.request(

@@ -11,8 +11,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "api/event_hub.h"
 #include "api/login_service.h"
@@ -22,6 +24,7 @@
 #include "api/static_files.h"
 #include "api/tunnel_hub.h"
 #include "api/webhook.h"
+#include "api/write_pipeline.h"
 #include "common/clock.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
@@ -52,6 +55,15 @@ struct ServerConfig {
   // Sessions are served at s<id>.<sessionDomain> only (api/session_origin.h). The default,
   // localhost, serves only a browser on this machine.
   std::string sessionDomain = std::string(kDefaultSessionDomain);
+};
+
+// What an audited request's handler changed (docs/architecture.md, "An acknowledged write is
+// durable"): one write, with the request's audit entry, committed after the handler returns;
+// agents are told and watchers woken only once it is durable.
+struct RequestWrite {
+  WritePipeline::Slot slot;  // reserved at the handler's first change to memory
+  std::set<std::string> pushHosts;
+  std::vector<int64_t> notifyJobs;
 };
 
 class Server {
@@ -99,9 +111,26 @@ class Server {
     if (!change.batch.empty()) co_await commit(change.batch);
     cluster_->push(change.pushHosts);
   }
+  // A handler's change: in an audited request it joins the request's write, which the session
+  // commits with the audit entry once the handler has returned (it holds its place in the order
+  // of writes from now on); otherwise as apply(change).
+  template <typename T>
+  boost::asio::awaitable<void> apply(ApiRequest& r, const control::Change<T>& change) {
+    if (!r.write) {
+      co_await apply(change);
+      co_return;
+    }
+    if (!change.batch.empty()) {
+      if (!r.write->slot) r.write->slot = writes_->reserve();
+      WritePipeline::add(r.write->slot, change.batch);
+    }
+    r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
+  }
   // Job watchers: a logs request with `wait` sleeps until its job has news or the time is up.
   boost::asio::awaitable<void> waitForJobNews(int64_t job, std::chrono::milliseconds timeout);
   void notifyJob(int64_t job);
+  // In a handler: once the request's write is durable.
+  void notifyJob(ApiRequest& r, int64_t job);
 
  private:
   Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
@@ -135,6 +164,8 @@ class Server {
   EventHub events_;
   StaticFiles console_{""};
   boost::asio::io_context io_{1};
+  // After io_: its queued writes' timers go before the context.
+  std::unique_ptr<WritePipeline> writes_;
   TunnelHub tunnels_{io_.get_executor()};
   SessionOriginAccess sessionAccess_;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;

@@ -1,0 +1,72 @@
+#include "api/write_pipeline.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "api/event_hub.h"
+
+namespace allot::api {
+
+namespace asio = boost::asio;
+
+struct WritePipeline::Write {
+  explicit Write(asio::io_context& io) : wake(io) {}
+  store::WriteBatch batch;
+  bool sealed = false;
+  bool done = false;
+  asio::steady_timer wake;  // cancelled once done
+};
+
+WritePipeline::WritePipeline(asio::io_context& io, store::Store& store,
+                             std::function<void(const Status&, uint32_t)> durable)
+    : io_(io), store_(store), durable_(std::move(durable)) {}
+
+asio::awaitable<void> WritePipeline::commit(store::WriteBatch batch) {
+  Slot slot = reserve();
+  slot->batch = std::move(batch);
+  seal(slot);
+  co_await wait(slot);
+}
+
+WritePipeline::Slot WritePipeline::reserve() {
+  auto slot = std::make_shared<Write>(io_);
+  queued_.push_back(slot);
+  return slot;
+}
+
+void WritePipeline::add(const Slot& slot, const store::WriteBatch& batch) {
+  slot->batch.ops.insert(slot->batch.ops.end(), batch.ops.begin(), batch.ops.end());
+}
+
+void WritePipeline::seal(const Slot& slot) {
+  slot->sealed = true;
+  pump();
+}
+
+void WritePipeline::pump() {
+  while (!queued_.empty() && queued_.front()->sealed) {
+    Slot slot = std::move(queued_.front());
+    queued_.pop_front();
+    const uint32_t topics = topicsOf(slot->batch);  // before the batch moves to the store
+    auto work = asio::make_work_guard(io_);
+    store_.submit(std::move(slot->batch), [this, slot, topics, work](Status st) mutable {
+      asio::post(io_, [this, slot, topics, st = std::move(st)] {
+        durable_(st, topics);
+        slot->done = true;
+        slot->wake.cancel();
+      });
+      work.reset();
+    });
+  }
+}
+
+asio::awaitable<void> WritePipeline::wait(Slot slot) {
+  while (!slot->done) {
+    slot->wake.expires_at(asio::steady_timer::time_point::max());
+    co_await slot->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace allot::api
