@@ -361,6 +361,47 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
   co_await serveHttp(stream);
 }
 
+asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& areq,
+                                                std::string_view path, std::string peerAddress) {
+  // Every change through the API leaves one audit entry, in the same commit, durable before the
+  // reply. Plain statements around co_await: GCC 12 mishandles temporaries inside co_await
+  // expressions.
+  std::optional<AuditCapture> audit;
+  if (AuditCapture::audited(route)) {
+    AuditCapture started = co_await AuditCapture::begin(router_, route, areq, path,
+                                                        std::move(peerAddress), clock_.nowMs());
+    audit.emplace(std::move(started));
+  }
+  // The handler's changes and the audit entry are one write (RequestWrite), sealed here whatever
+  // the handler did, so that no write queued behind it waits for ever.
+  RequestWrite write;
+  if (audit) areq.write = &write;
+  ApiResponse res;
+  std::exception_ptr failed;
+  std::optional<model::AuditEntry> entry;
+  try {
+    res = co_await route.handler(areq);
+    if (audit) {
+      std::optional<model::AuditEntry> finished = co_await audit->finish(router_, res);
+      entry = std::move(finished);
+    }
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (entry) {
+    if (!write.slot) write.slot = writes_->reserve();
+    WritePipeline::add(write.slot, store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
+  }
+  if (write.slot) {
+    writes_->seal(write.slot);
+    co_await writes_->wait(write.slot);
+  }
+  cluster_->push(write.pushHosts);
+  for (int64_t id : write.notifyJobs) notifyJob(id);
+  if (failed) std::rethrow_exception(failed);
+  co_return res;
+}
+
 template <typename Stream>
 asio::awaitable<void> Server::serveHttp(Stream& stream) {
   beast::flat_buffer buffer;
@@ -492,42 +533,8 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
         break;
       }
       if (authorized) {
-        // Every change through the API leaves one audit entry, durable before the reply.
-        // Plain statements around co_await: GCC 12 mishandles temporaries inside co_await
-        // expressions.
-        std::optional<AuditCapture> audit;
-        if (AuditCapture::audited(*match.route)) {
-          AuditCapture started = co_await AuditCapture::begin(router_, *match.route, areq, path,
-                                                              peerAddress, clock_.nowMs());
-          audit.emplace(std::move(started));
-        }
-        // The handler's changes and the audit entry are one write (RequestWrite), sealed here
-        // whatever the handler did, so that no write queued behind it waits for ever.
-        RequestWrite write;
-        if (audit) areq.write = &write;
-        std::exception_ptr failed;
-        std::optional<model::AuditEntry> entry;
-        try {
-          res = co_await match.route->handler(areq);
-          if (audit) {
-            std::optional<model::AuditEntry> finished = co_await audit->finish(router_, res);
-            entry = std::move(finished);
-          }
-        } catch (...) {
-          failed = std::current_exception();
-        }
-        if (entry) {
-          if (!write.slot) write.slot = writes_->reserve();
-          WritePipeline::add(write.slot,
-                             store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
-        }
-        if (write.slot) {
-          writes_->seal(write.slot);
-          co_await writes_->wait(write.slot);
-        }
-        cluster_->push(write.pushHosts);
-        for (int64_t id : write.notifyJobs) notifyJob(id);
-        if (failed) std::rethrow_exception(failed);
+        ApiResponse handled = co_await runHandler(*match.route, areq, path, peerAddress);
+        res = std::move(handled);
       }
     }
     metrics_.request(

@@ -141,6 +141,9 @@ class Server {
   // it closes or turns into an agent's WebSocket.
   template <typename Stream>
   boost::asio::awaitable<void> serveHttp(Stream& stream);
+  // An authorized request's handler, with its audit entry and its one write (RequestWrite).
+  boost::asio::awaitable<ApiResponse> runHandler(const Route& route, ApiRequest& areq,
+                                                 std::string_view path, std::string peerAddress);
   boost::asio::awaitable<void> schedulingLoop();
   boost::asio::awaitable<void> livenessLoop();
   // The idle check of each liveness tick: commit, let reclaimed jobs' agents stop them, and send
