@@ -39,8 +39,8 @@ struct Checked {
 
 // Local accounts verify their Argon2id hash; everyone else asks the directory, when there is
 // one. Unknown users, service accounts and accounts without a password fail exactly as a wrong
-// password does.
-boost::asio::awaitable<Checked> checkLogin(Server& s, const std::string& user,
+// password does. A directory user's synced account joins the login's write (and its audit entry).
+boost::asio::awaitable<Checked> checkLogin(Server& s, ApiRequest& r, const std::string& user,
                                            const std::string& password) {
   const auto& users = s.cluster().world().users;
   auto it = users.find(user);
@@ -70,7 +70,7 @@ boost::asio::awaitable<Checked> checkLogin(Server& s, const std::string& user,
   control::DirectoryLogin login{user, access->teams, access->platformAdmin, found->uid, found->gid};
   auto synced = s.cluster().syncDirectoryUser(login);
   if (!synced.ok()) co_return Checked{synced.status(), false};
-  co_await s.apply(*synced);
+  co_await s.apply(r, *synced);
   co_return Checked{Status::Ok(), false};
 }
 
@@ -96,7 +96,7 @@ void registerLoginRoutes(Router& router, Server& s) {
           spdlog::warn("login: refused for user '{}' from {}: too many failures", user, r.peer);
           co_return tooManyFailures(wait);
         }
-        Checked checked = co_await checkLogin(s, user, password);
+        Checked checked = co_await checkLogin(s, r, user, password);
         if (!checked.status.ok()) {
           if (checked.countsAsFailure) s.login().loginFailed(user, r.peer);
           spdlog::info("login: failed for user '{}' from {}: {}", user, r.peer,

@@ -73,10 +73,9 @@ void registerSessionRoutes(Router& router, Server& s) {
     TRY_ASSIGN(req, readSessionRequest(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().createSession(r.who(), std::move(req)));
     co_await s.apply(r, change);
-    // Usually placed by the pass that ran while the creation was being committed.
-    auto now = s.cluster().getSession(r.who(), change.value.id);
-    co_return ApiResponse::json(sessionJson(s, now.ok() ? *now : change.value),
-                                http::status::created);
+    // Queued: the reply goes out once the creation is durable, and the scheduling pass that
+    // places it runs after that (its own write waits behind this one).
+    co_return ApiResponse::json(sessionJson(s, change.value), http::status::created);
   });
 
   router.add(V::get, "/api/v1/sessions", [&s](ApiRequest& r) -> Awaitable {

@@ -385,13 +385,15 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
       std::optional<model::AuditEntry> finished = co_await audit->finish(router_, res);
       entry = std::move(finished);
     }
+    if (entry) {
+      if (!write.slot) write.slot = writes_->reserve();
+      WritePipeline::add(write.slot,
+                         store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
+    }
   } catch (...) {
     failed = std::current_exception();
   }
-  if (entry) {
-    if (!write.slot) write.slot = writes_->reserve();
-    WritePipeline::add(write.slot, store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
-  }
+  areq.write = nullptr;  // a local of this frame
   if (write.slot) {
     writes_->seal(write.slot);
     co_await writes_->wait(write.slot);

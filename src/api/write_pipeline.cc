@@ -51,8 +51,10 @@ void WritePipeline::pump() {
     queued_.pop_front();
     const uint32_t topics = topicsOf(slot->batch);  // before the batch moves to the store
     auto work = asio::make_work_guard(io_);
-    store_.submit(std::move(slot->batch), [this, slot, topics, work](Status st) mutable {
-      asio::post(io_, [this, slot, topics, st = std::move(st)] {
+    store::WriteBatch batch = std::move(slot->batch);
+    store_.submit(std::move(batch), [this, slot, topics, work](Status st) mutable {
+      // The slot moves on to the I/O thread: its timer is never destroyed on the writer's.
+      asio::post(io_, [this, slot = std::move(slot), topics, st = std::move(st)] {
         durable_(st, topics);
         slot->done = true;
         slot->wake.cancel();

@@ -253,6 +253,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
   accountUsage(/*persist=*/false);  // the liveness loop writes it
   if (world_.queued.empty()) {
     world_.waits.clear();
+    world_.schedulerError.clear();  // a refusal after this is a new episode, announced again
     return c;
   }
   auto decisions = options_.decide(snapshot());
