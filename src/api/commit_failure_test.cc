@@ -48,6 +48,29 @@ class CommitFailureTest : public ::testing::Test {
     return false;
   }
 
+  // POSTs a new team to an allotd serving `store` on a loopback port; the reply, if any.
+  Result<cli::HttpResponse> createTeam(std::unique_ptr<store::Store> store,
+                                       const std::string& name) {
+    auto server = start(std::move(store));
+    const uint16_t port = server->listen().value();
+    std::thread serving([&] { server->run(false); });
+    auto client =
+        std::move(cli::HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_))
+            .value();
+    auto reply = client->request("POST", "/api/v1/teams", R"({"name":")" + name + R"("})");
+    server->stop();
+    serving.join();
+    return reply;
+  }
+  // In a death test's child: allotd must abort on the refused batch, never reply.
+  [[noreturn]] void createTeamThatMustNotBeAcknowledged(
+      std::unique_ptr<store::FaultInjectingStore> faulty, const std::string& name) {
+    setupLogging("allotd", "info", false);  // to stderr, which the check reads
+    auto reply = createTeam(std::move(faulty), name);
+    std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
+    std::_Exit(0);
+  }
+
   SystemClock clock_;
   std::filesystem::path dir_;
   ServerConfig cfg_;
@@ -59,19 +82,9 @@ TEST_F(CommitFailureTest, AllotdStopsBeforeAcknowledgingAWriteTheDiskRefused) {
   // data directory and token, and only this thread (SetUp's server is gone) is forked.
   EXPECT_EXIT(
       {
-        setupLogging("allotd", "info", false);  // to stderr, which the check reads
         auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
         faulty->failIf(store::FaultInjectingStore::holds<store::PutTeam>);
-        auto server = start(std::move(faulty));
-        const uint16_t port = server->listen().value();
-        std::thread serving([&] { server->run(false); });
-        auto client =
-            std::move(cli::HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_))
-                .value();
-        auto reply = client->request("POST", "/api/v1/teams", R"({"name":"doomed"})");
-        // Not reached while allotd keeps its promise: it aborted before replying.
-        std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
-        std::_Exit(0);
+        createTeamThatMustNotBeAcknowledged(std::move(faulty), "doomed");
       },
       ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
   // Nothing of the refused batch is on disk, and allotd starts again from what is.
@@ -85,18 +98,9 @@ TEST_F(CommitFailureTest, AllotdStopsBeforeAcknowledgingAWriteTheDiskRefused) {
 TEST_F(CommitFailureTest, AChangeAndItsAuditEntryAreOneWrite) {
   EXPECT_EXIT(
       {
-        setupLogging("allotd", "info", false);
         auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
         faulty->failIf(store::FaultInjectingStore::holds<store::AppendAudit>);
-        auto server = start(std::move(faulty));
-        const uint16_t port = server->listen().value();
-        std::thread serving([&] { server->run(false); });
-        auto client = std::move(cli::HttpClient::create(
-                                    "http://127.0.0.1:" + std::to_string(port), token_))
-                          .value();
-        auto reply = client->request("POST", "/api/v1/teams", R"({"name":"unaudited"})");
-        std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
-        std::_Exit(0);
+        createTeamThatMustNotBeAcknowledged(std::move(faulty), "unaudited");
       },
       ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
   EXPECT_FALSE(teamOnDisk("unaudited"));
@@ -109,15 +113,7 @@ TEST_F(CommitFailureTest, AChangeAndItsAuditEntryAreOneWrite) {
                          store::FaultInjectingStore::holds<store::AppendAudit>(b));
     return false;  // watches, never fails
   });
-  auto server = start(std::move(watching));
-  const uint16_t port = server->listen().value();
-  std::thread serving([&] { server->run(false); });
-  auto client =
-      std::move(cli::HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_))
-          .value();
-  auto reply = client->request("POST", "/api/v1/teams", R"({"name":"audited"})");
-  server->stop();
-  serving.join();
+  auto reply = createTeam(std::move(watching), "audited");
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(reply->status, 201) << reply->body;
   EXPECT_TRUE(teamOnDisk("audited"));
