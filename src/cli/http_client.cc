@@ -1,7 +1,6 @@
 #include "cli/http_client.h"
 
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 // GCC 12 needs <utility> ahead of Boost.Asio; keep clang-format from sorting it after.
 // clang-format off
@@ -24,6 +23,7 @@
 #include <boost/beast/ssl.hpp>
 #include <optional>
 
+#include "common/http_url.h"
 #include "common/tls.h"
 
 namespace allot::cli {
@@ -66,53 +66,21 @@ bool isStaleConnection(const beast::error_code& ec) {
 Result<ServerUrl> parseServerUrl(std::string_view url) {
   ServerUrl out;
   out.text = std::string(url);
-  std::string_view rest = url;
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("bad server URL '" + std::string(url) + "': " + why);
   };
-  if (auto pos = rest.find("://"); pos != std::string_view::npos) {
-    std::string scheme = lower(rest.substr(0, pos));
-    out.tls = scheme == "https";
-    if (scheme != "http" && !out.tls)
-      return bad("unsupported scheme '" + scheme + "'; use http://host:port or https://host:port");
-    rest.remove_prefix(pos + 3);
-  } else {
-    out.text = "http://" + out.text;
-  }
-  std::string_view authority = rest.substr(0, rest.find('/'));
-  std::string_view path =
-      authority.size() < rest.size() ? rest.substr(authority.size()) : std::string_view{};
-  if (authority.find('@') != std::string_view::npos) {
-    return bad("credentials in the URL are not supported; use --token");
-  }
-  if (path.find_first_of("?#") != std::string_view::npos)
-    return bad("no query or fragment allowed");
-  std::string_view portText;
-  if (!authority.empty() && authority[0] == '[') {
-    auto close = authority.find(']');
-    if (close == std::string_view::npos) return bad("unclosed '[' in the host");
-    out.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return bad("expected ':' after ']'");
-      portText = after.substr(1);
-    }
-  } else {
-    auto colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) portText = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) return bad("no host");
-  if (portText.empty()) {
-    out.port = out.tls ? "443" : "80";
-  } else {
-    int port = 0;
-    auto [p, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
-    if (ec != std::errc() || p != portText.data() + portText.size() || port < 1 || port > 65535) {
-      return bad("port must be a number from 1 to 65535");
-    }
-    out.port = std::string(portText);
-  }
+  // "gpu-head:7070" is short for http://gpu-head:7070.
+  if (url.find("://") == std::string_view::npos) out.text = "http://" + out.text;
+  auto u = parseHttpUrl(out.text);
+  if (!u.ok()) return bad(u.status().message());
+  out.tls = u->scheme == "https";
+  if (u->scheme != "http" && !out.tls)
+    return bad("unsupported scheme '" + u->scheme + "'; use http://host:port or https://host:port");
+  if (u->hasUserinfo) return bad("credentials in the URL are not supported; use --token");
+  if (u->hasQuery || u->hasFragment) return bad("no query or fragment allowed");
+  out.host = u->host;
+  out.port = u->port ? std::to_string(*u->port) : (out.tls ? "443" : "80");
+  std::string_view path = u->path;
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
   out.basePath = std::string(path);
   while (!out.text.empty() && out.text.back() == '/') out.text.pop_back();

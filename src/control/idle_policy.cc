@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/http_url.h"
 #include "common/time_format.h"
 
 namespace allot::control {
@@ -68,39 +69,25 @@ Result<WebhookTarget> parseWebhookUrl(const std::string& url) {
   for (unsigned char c : url) {
     if (c <= 0x20 || c >= 0x7f) return bad("must be printable ASCII without spaces");
   }
-  constexpr std::string_view kScheme = "http://";
   // The URL itself is never echoed: it may carry a secret.
-  if (url.rfind(kScheme, 0) != 0)
+  auto u = parseHttpUrl(url);
+  if (!u.ok()) return bad(u.status().message());
+  if (u->scheme != "http")
     return bad("must start with http:// (allotd has no TLS client; use a local relay for https)");
-  std::string_view rest = std::string_view(url).substr(kScheme.size());
-  const size_t slash = rest.find_first_of("/?");
-  std::string_view authority = rest.substr(0, slash);
-  WebhookTarget t;
-  if (slash != std::string_view::npos) {
-    t.target = std::string(rest.substr(slash));
-    if (t.target.front() == '?') t.target = "/" + t.target;
-  }
-  if (t.target.find('#') != std::string::npos) return bad("must not have a #fragment");
-  if (authority.find('@') != std::string_view::npos)
+  if (u->hasFragment) return bad("must not have a #fragment");
+  if (u->hasUserinfo)
     return bad("must not carry user:password@ (put a secret in the path or query instead)");
-  if (authority.find('[') != std::string_view::npos)
+  if (u->ipv6 || u->host.front() == '[')
     return bad("IPv6 literals are not supported; use a host name");
-  const size_t colon = authority.find(':');
-  std::string_view host = authority.substr(0, colon);
-  if (host.empty() || host.size() > 253) return bad("needs a host");
-  for (char c : host) {
+  if (u->host.size() > 253) return bad("needs a host");
+  for (char c : u->host) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
       return bad("host has a character other than letters, digits, '-' and '.'");
   }
-  t.host = std::string(host);
-  if (colon != std::string_view::npos) {
-    std::string_view port = authority.substr(colon + 1);
-    int v = 0;
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-    if (port.empty() || ec != std::errc() || p != port.data() + port.size() || v < 1 || v > 65535)
-      return bad("port must be between 1 and 65535");
-    t.port = static_cast<uint16_t>(v);
-  }
+  WebhookTarget t;
+  t.host = u->host;
+  if (u->port) t.port = *u->port;
+  t.target = (u->path.empty() ? "/" : u->path) + (u->hasQuery ? "?" + u->query : "");
   return t;
 }
 

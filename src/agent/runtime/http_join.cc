@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/bounded_json.h"
+#include "common/http_url.h"
 #include "common/tls.h"
 
 namespace allot::agent {
@@ -18,25 +19,15 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 Result<ServerAddress> parseServerUrl(const std::string& url) {
+  auto bad = [&] {
+    return Status::InvalidArgument("--server: expected http(s)://HOST:PORT, got '" + url + "'");
+  };
+  auto u = parseHttpUrl(url);
+  if (!u.ok() || (u->scheme != "http" && u->scheme != "https") || u->hasUserinfo) return bad();
   ServerAddress a;
-  a.tls = url.rfind("https://", 0) == 0;
-  const std::string scheme = a.tls ? "https://" : "http://";
-  if (url.rfind(scheme, 0) != 0)
-    return Status::InvalidArgument("--server: expected http(s)://HOST:PORT, got '" + url + "'");
-  std::string rest = url.substr(scheme.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  auto colon = rest.rfind(':');
-  if (rest.size() > 0 && rest.front() == '[' && rest.back() == ']') colon = std::string::npos;
-  if (colon == std::string::npos) {
-    a.host = rest;
-    a.port = a.tls ? "443" : "80";
-  } else {
-    a.host = rest.substr(0, colon);
-    a.port = rest.substr(colon + 1);
-  }
-  if (a.host.size() > 2 && a.host.front() == '[') a.host = a.host.substr(1, a.host.size() - 2);
-  if (a.host.empty() || a.port.empty())
-    return Status::InvalidArgument("--server: expected http(s)://HOST:PORT, got '" + url + "'");
+  a.tls = u->scheme == "https";
+  a.host = u->host;
+  a.port = u->port ? std::to_string(*u->port) : (a.tls ? "443" : "80");
   return a;
 }
 
