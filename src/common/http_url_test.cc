@@ -29,8 +29,9 @@ TEST(HttpUrl, RefusesWhatIsNotOneWithoutEchoingIt) {
                           "http://x:65536", "http://x:abc", "http://secret@:1"}) {
     auto u = parseHttpUrl(bad);
     EXPECT_FALSE(u.ok()) << bad;
-    if (!u.ok() && std::string(bad).size() > 8)
+    if (!u.ok() && std::string(bad).size() > 8) {
       EXPECT_EQ(u.status().message().find(bad), std::string::npos) << u.status().message();
+    }
   }
 }
 

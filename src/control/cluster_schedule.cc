@@ -319,7 +319,12 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
   // job waits with the reason; the metric counts the passes; admins get one event per error.
   ++world_.refusedPasses;
   world_.waits.clear();
-  for (int64_t id : world_.queued) world_.waits.push_back({id, sched::WaitKind::kSchedulerError});
+  for (int64_t id : world_.queued) {
+    sched::Wait w;
+    w.jobId = id;
+    w.kind = sched::WaitKind::kSchedulerError;
+    world_.waits.push_back(std::move(w));
+  }
   if (world_.schedulerError == error) return;
   world_.schedulerError = error;
   spdlog::error("scheduling pass refused its snapshot: {}", error);
