@@ -40,6 +40,10 @@ struct ApiResponse {
   std::string body;
   std::string contentType = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  // Run once the request's write is durable, just before the reply goes out, to show the state
+  // then: a submission's reply has the job as the scheduling pass, which ran meanwhile, left it
+  // (placed, or with its real wait reason). The audit entry keeps the reply as first built.
+  std::function<void(ApiResponse&)> refreshAfterWrite = nullptr;
 
   static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
     // Replace, not throw: text from hosts (hook output cut at a byte limit) may split a UTF-8

@@ -289,9 +289,14 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(r, change);
-    // Queued: the reply goes out once the submission is durable, and the scheduling pass that
-    // places it runs after that (its own write waits behind this one).
-    co_return ApiResponse::json(jobJson(s, change.value), http::status::created);
+    ApiResponse res = ApiResponse::json(jobJson(s, change.value), http::status::created);
+    // The scheduling pass usually runs while the submission is being committed: the reply shows
+    // the job as it is then (placed, or with its real wait reason).
+    res.refreshAfterWrite = [&s, who = r.who(), job = change.value](ApiResponse& out) {
+      auto now = s.cluster().getJob(who, job.id);
+      out.body = ApiResponse::json(jobJson(s, now.ok() ? *now : job)).body;
+    };
+    co_return res;
   });
 
   router.add(V::get, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {

@@ -73,9 +73,13 @@ void registerSessionRoutes(Router& router, Server& s) {
     TRY_ASSIGN(req, readSessionRequest(r.raw.body()));
     TRY_ASSIGN(change, s.cluster().createSession(r.who(), std::move(req)));
     co_await s.apply(r, change);
-    // Queued: the reply goes out once the creation is durable, and the scheduling pass that
-    // places it runs after that (its own write waits behind this one).
-    co_return ApiResponse::json(sessionJson(s, change.value), http::status::created);
+    ApiResponse res = ApiResponse::json(sessionJson(s, change.value), http::status::created);
+    // Usually placed by the pass that runs while the creation is being committed.
+    res.refreshAfterWrite = [&s, who = r.who(), session = change.value](ApiResponse& out) {
+      auto now = s.cluster().getSession(who, session.id);
+      out.body = ApiResponse::json(sessionJson(s, now.ok() ? *now : session)).body;
+    };
+    co_return res;
   });
 
   router.add(V::get, "/api/v1/sessions", [&s](ApiRequest& r) -> Awaitable {

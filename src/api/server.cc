@@ -398,6 +398,10 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
     writes_->seal(write.slot);
     co_await writes_->wait(write.slot);
   }
+  if (!failed && res.refreshAfterWrite) {
+    auto refresh = std::move(res.refreshAfterWrite);
+    refresh(res);
+  }
   cluster_->push(write.pushHosts);
   for (int64_t id : write.notifyJobs) notifyJob(id);
   if (failed) std::rethrow_exception(failed);
