@@ -292,9 +292,10 @@ void registerRoutes(Router& router, Server& s) {
     ApiResponse res = ApiResponse::json(jobJson(s, change.value), http::status::created);
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
-    res.refreshAfterWrite = [&s, who = r.who(), job = change.value](ApiResponse& out) {
-      auto now = s.cluster().getJob(who, job.id);
-      out.body = ApiResponse::json(jobJson(s, now.ok() ? *now : job)).body;
+    // Only the id is kept: a job's command and environment may be 512 KiB.
+    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id](ApiResponse& out) {
+      if (auto now = s.cluster().getJob(who, id); now.ok())
+        out.body = ApiResponse::json(jobJson(s, *now)).body;
     };
     co_return res;
   });

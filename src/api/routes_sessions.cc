@@ -75,9 +75,9 @@ void registerSessionRoutes(Router& router, Server& s) {
     co_await s.apply(r, change);
     ApiResponse res = ApiResponse::json(sessionJson(s, change.value), http::status::created);
     // Usually placed by the pass that runs while the creation is being committed.
-    res.refreshAfterWrite = [&s, who = r.who(), session = change.value](ApiResponse& out) {
-      auto now = s.cluster().getSession(who, session.id);
-      out.body = ApiResponse::json(sessionJson(s, now.ok() ? *now : session)).body;
+    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id](ApiResponse& out) {
+      if (auto now = s.cluster().getSession(who, id); now.ok())
+        out.body = ApiResponse::json(sessionJson(s, *now)).body;
     };
     co_return res;
   });

@@ -387,8 +387,9 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
     }
     if (entry) {
       if (!write.slot) write.slot = writes_->reserve();
-      WritePipeline::add(write.slot,
-                         store::WriteBatch{}.add(store::AppendAudit{std::move(*entry)}));
+      store::WriteBatch audited;
+      audited.add(store::AppendAudit{std::move(*entry)});
+      WritePipeline::add(write.slot, std::move(audited));  // moved: before/after may be large
     }
   } catch (...) {
     failed = std::current_exception();

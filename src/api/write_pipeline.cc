@@ -40,6 +40,10 @@ void WritePipeline::add(const Slot& slot, const store::WriteBatch& batch) {
   slot->batch.ops.insert(slot->batch.ops.end(), batch.ops.begin(), batch.ops.end());
 }
 
+void WritePipeline::add(const Slot& slot, store::WriteBatch&& batch) {
+  for (auto& op : batch.ops) slot->batch.ops.push_back(std::move(op));
+}
+
 void WritePipeline::seal(const Slot& slot) {
   slot->sealed = true;
   pump();
