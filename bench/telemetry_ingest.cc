@@ -52,16 +52,16 @@ int run(int rounds, int hosts, int gpusPerHost) {
   control::LogStore logs((dir / "logs").string());
   if (!logs.init().ok()) return 1;
   control::Cluster cluster(clock, logs, {});
-  auto admin = *cluster.authenticate(cluster.bootstrapAdmin()->value);
-  (void)cluster.createTeam(admin, "ml");
-  auto alice = *cluster.authenticate(
-      cluster.createUser(admin, "alice", "ml", model::Role::kMember)->value.token);
+  auto admin = *cluster.access().authenticate(cluster.access().bootstrapAdmin()->value);
+  (void)cluster.access().createTeam(admin, "ml");
+  auto alice = *cluster.access().authenticate(
+      cluster.access().createUser(admin, "alice", "ml", model::Role::kMember)->value.token);
   NullLink link;
   std::vector<std::string> names;
   for (int h = 0; h < hosts; ++h) {
     names.push_back("gpu-" + std::to_string(h));
-    auto jt = cluster.createJoinToken(admin, 3'600'000);
-    (void)cluster.joinHost(jt->value.secret, names.back(), inventory(gpusPerHost));
+    auto jt = cluster.hosts().createJoinToken(admin, 3'600'000);
+    (void)cluster.hosts().joinHost(jt->value.secret, names.back(), inventory(gpusPerHost));
     cluster.agentConnected(names.back(), &link, inventory(gpusPerHost), {});
   }
   for (int j = 0; j < hosts * gpusPerHost; ++j) {
@@ -117,7 +117,7 @@ int run(int rounds, int hosts, int gpusPerHost) {
       }
       samples += t->gpus.size();
     }
-    (*store)->submit(cluster.drainTelemetry());
+    (*store)->submit(cluster.accounting().drainTelemetry());
   }
   const auto ingested = Clock::now();
   (*store)->flush();

@@ -116,7 +116,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
   std::string credential;
   if (auth.size() > 7 && auth.substr(0, 7) == "Bearer ") {
     credential = std::string(auth.substr(7));
-    who = server.cluster().authenticate(credential);
+    who = server.cluster().access().authenticate(credential);
   }
   if (!who || who->kind != control::Principal::Kind::kHost) {
     auto res = ApiResponse::error(Status::Unauthenticated("agent stream needs a host credential"));
@@ -147,7 +147,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     if (ec) break;
     // A reset or a re-join deletes the credential while the stream is open; its hash was checked
     // once, above, so each message only looks its id up.
-    if (!server.cluster().hostCredentialLive(credentialId, host)) {
+    if (!server.cluster().access().hostCredentialLive(credentialId, host)) {
       spdlog::warn("agent {}: its credential was revoked; closing its stream", host);
       break;
     }
@@ -190,7 +190,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     }
     if (type == "task_output" && helloSeen) {
       auto o = model::taskOutputFromJson(msg);
-      if (o.ok()) server.cluster().agentTaskOutput(host, *o);
+      if (o.ok()) server.cluster().hosts().agentTaskOutput(host, *o);
       continue;
     }
     if (type == "task_result" && helloSeen) {
@@ -199,10 +199,12 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
         spdlog::warn("agent {}: bad task_result: {}", host, r.status().message());
         continue;
       }
-      auto change = server.cluster().agentTaskResult(host, *r);
+      auto change = server.cluster().hosts().agentTaskResult(host, *r);
       co_await server.apply(change);
       continue;
     }
+    if (type == "hello" || type == "status")
+      server.metrics().agentReport(host, model::refusedDesiredOf(msg));
     auto jobs = readJobs(msg);
     if (!jobs.ok()) {
       spdlog::warn("agent {}: {} message dropped: {}", host, type, jobs.status().message());

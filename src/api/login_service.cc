@@ -114,7 +114,7 @@ RequestCredential LoginService::authenticate(const HttpRequest& req,
   auto tok = cluster.world().tokens.find(out.tokenId);
   const bool isSession =
       tok != cluster.world().tokens.end() && tok->second.kind == model::TokenKind::kSession;
-  out.principal = cluster.authenticate(out.secret);
+  out.principal = cluster.access().authenticate(out.secret);
   // A session token is only good as the cookie (where idle time and CSRF are checked), and the
   // cookie only carries session tokens.
   if (!out.principal || isSession != out.viaCookie) {
@@ -148,7 +148,7 @@ RequestCredential LoginService::authenticate(const HttpRequest& req,
 
 bool LoginService::stillValid(const std::string& secret, bool viaCookie,
                               const control::Cluster& cluster) const {
-  auto principal = cluster.authenticate(secret);
+  auto principal = cluster.access().authenticate(secret);
   if (!principal || principal->kind == control::Principal::Kind::kHost) return false;
   const std::string tokenId = secret.substr(0, secret.find('_'));
   auto tok = cluster.world().tokens.find(tokenId);

@@ -88,13 +88,13 @@ TEST(LoginServiceTest, StillValidDoesNotKeepAnIdleSessionAlive) {
   control::LogStore logs(dir.string());
   ASSERT_TRUE(logs.init().ok());
   control::Cluster cluster(clock, logs, control::ClusterOptions{});
-  auto admin = cluster.bootstrapAdmin();
+  auto admin = cluster.access().bootstrapAdmin();
   ASSERT_TRUE(admin.has_value());
-  const control::Principal root = *cluster.authenticate(admin->value);
-  ASSERT_TRUE(cluster.createTeam(root, "ml").ok());
-  auto alice = cluster.createUser(root, "alice", "ml", model::Role::kMember);
+  const control::Principal root = *cluster.access().authenticate(admin->value);
+  ASSERT_TRUE(cluster.access().createTeam(root, "ml").ok());
+  auto alice = cluster.access().createUser(root, "alice", "ml", model::Role::kMember);
   ASSERT_TRUE(alice.ok());
-  auto session = cluster.issueLoginToken("alice", model::TokenKind::kSession, 0);
+  auto session = cluster.access().issueLoginToken("alice", model::TokenKind::kSession, 0);
   ASSERT_TRUE(session.ok());
   const std::string cookie = session->value.secret;
 
@@ -115,7 +115,7 @@ TEST(LoginServiceTest, StillValidDoesNotKeepAnIdleSessionAlive) {
 
   const std::string token = alice->value.token;
   EXPECT_TRUE(login.stillValid(token, false, cluster));
-  ASSERT_TRUE(cluster.revokeToken(root, token.substr(0, token.find('_'))).ok());
+  ASSERT_TRUE(cluster.access().revokeToken(root, token.substr(0, token.find('_'))).ok());
   EXPECT_FALSE(login.stillValid(token, false, cluster));
   std::filesystem::remove_all(dir);
 }

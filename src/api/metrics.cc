@@ -1,5 +1,7 @@
 #include "api/metrics.h"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -179,6 +181,16 @@ void ServerMetrics::schedulingPass(double seconds, size_t placed) {
   placements += placed;
 }
 
+void ServerMetrics::agentReport(const std::string& host, int64_t refusedDesired) {
+  int64_t& seen = desiredRefused[host];
+  if (refusedDesired > seen)
+    spdlog::error(
+        "agent {} refused {} desired state(s) it could not decode (allotd and the agent may be of "
+        "different versions); it keeps running what it runs and waits for one it can read",
+        host, refusedDesired - seen);
+  seen = refusedDesired;
+}
+
 std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeMs now) {
   std::string out;
   out.reserve(4096 + 256 * w.hosts.size());
@@ -296,6 +308,11 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
          "Scheduling passes that refused the fleet's snapshot and placed nothing (the "
          "scheduler_error event says why).");
   sample(out, "allot_scheduling_refused_passes_total", "", static_cast<double>(w.refusedPasses));
+  header(out, "allot_agent_desired_refused_total", "counter",
+         "Desired states an agent refused whole because it could not decode them (version skew), "
+         "as the agent last reported; it restarts from 0 with the agent.");
+  for (const auto& [host, n] : m.desiredRefused)
+    sample(out, "allot_agent_desired_refused_total", label("host", host), static_cast<double>(n));
   header(out, "allot_placements_total", "counter", "Jobs placed by the scheduler.");
   sample(out, "allot_placements_total", "", static_cast<double>(m.placements));
 

@@ -48,6 +48,10 @@ struct ServerMetrics {
     (accepted ? telemetrySamples : telemetryRejected) += samples;
   }
 
+  // An agent's hello or status: the desired states it refused since it started. A rise is logged
+  // (version skew between allotd and the agent, docs/agent.md).
+  void agentReport(const std::string& host, int64_t refusedDesired);
+
   std::map<std::tuple<std::string, std::string, int>, uint64_t> requests;
   std::map<std::string, Histogram> requestSeconds;  // by route
   Histogram passSeconds;
@@ -55,6 +59,7 @@ struct ServerMetrics {
   uint64_t placements = 0;
   uint64_t telemetrySamples = 0;
   uint64_t telemetryRejected = 0;
+  std::map<std::string, int64_t> desiredRefused;  // by host, as its agent last reported
 };
 
 // `now` decides which GPU telemetry is current: a GPU whose agent has not reported for three of

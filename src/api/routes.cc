@@ -71,7 +71,7 @@ nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) 
     out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
   }
   // The owner's view of an idle flag (see docs/accounting.md); absent while not flagged.
-  if (auto idle = s.cluster().idleFlag(j.id)) {
+  if (auto idle = s.cluster().idle().flag(j.id)) {
     auto at = [](TimeMs t) { return t ? nlohmann::json(formatIso8601(t)) : nlohmann::json(); };
     out["idle"] = {{"since", at(idle->idleSince)},
                    {"notified_at", at(idle->notifiedAt)},
@@ -155,24 +155,24 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::post, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name"}));
     TRY_ASSIGN(name, in.requiredString("name"));
-    TRY_ASSIGN(change, s.cluster().createTeam(r.who(), name));
+    TRY_ASSIGN(change, s.cluster().access().createTeam(r.who(), name));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listTeams(r.who())));
+    co_return ApiResponse::json(arrayOf(s.cluster().access().listTeams(r.who())));
   });
 
   router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team"}));
     TRY_ASSIGN(name, in.requiredString("name"));
     TRY_ASSIGN(team, in.optionalString("team"));
-    TRY_ASSIGN(change, s.cluster().createProject(r.who(), name, team));
+    TRY_ASSIGN(change, s.cluster().access().createProject(r.who(), name, team));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listProjects(r.who())));
+    co_return ApiResponse::json(arrayOf(s.cluster().access().listProjects(r.who())));
   });
 
   // ---- hosts ----
@@ -184,7 +184,7 @@ void registerRoutes(Router& router, Server& s) {
       co_return ApiResponse::error(
           Status::InvalidArgument("ttl: " + ttl.status().message(), "ttl"));
     TRY_ASSIGN(uses, in.optionalInt("uses", 1, 1, control::kMaxJoinTokenUses));
-    TRY_ASSIGN(change, s.cluster().createJoinToken(r.who(), *ttl, uses));
+    TRY_ASSIGN(change, s.cluster().hosts().createJoinToken(r.who(), *ttl, uses));
     co_await s.apply(r, change);
     auto out = joinTokenJson(change.value.token, s.clock().nowMs());
     out["token"] = change.value.secret;
@@ -192,18 +192,18 @@ void registerRoutes(Router& router, Server& s) {
   });
   // Before /hosts/{name}: the router takes the first pattern that matches.
   router.add(V::get, "/api/v1/hosts/join-tokens", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(tokens, s.cluster().listJoinTokens(r.who()));
+    TRY_ASSIGN(tokens, s.cluster().hosts().listJoinTokens(r.who()));
     nlohmann::json out = nlohmann::json::array();
     for (const auto& t : tokens) out.push_back(joinTokenJson(t, s.clock().nowMs()));
     co_return ApiResponse::json(out);
   });
   router.add(V::delete_, "/api/v1/hosts/join-tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().revokeJoinToken(r.who(), r.params["id"]));
+    TRY_ASSIGN(change, s.cluster().hosts().revokeJoinToken(r.who(), r.params["id"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json(joinTokenJson(change.value, s.clock().nowMs()));
   });
   router.add(V::post, "/api/v1/hosts/{name}/reset-credential", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().resetHostCredential(r.who(), r.params["name"]));
+    TRY_ASSIGN(change, s.cluster().hosts().resetHostCredential(r.who(), r.params["name"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json({{"host", change.value.name}, {"credential_reset", true}});
   });
@@ -222,7 +222,7 @@ void registerRoutes(Router& router, Server& s) {
         if (!inv.ok())
           co_return ApiResponse::error(
               Status::InvalidArgument("inventory: " + inv.status().message(), "inventory"));
-        TRY_ASSIGN(change, s.cluster().joinHost(secret, name, *inv));
+        TRY_ASSIGN(change, s.cluster().hosts().joinHost(secret, name, *inv));
         co_await s.apply(r, change);
         co_return ApiResponse::json(
             {{"host", model::toJson(change.value.host)}, {"credential", change.value.credential}});
@@ -231,19 +231,19 @@ void registerRoutes(Router& router, Server& s) {
 
   router.add(V::get, "/api/v1/hosts", [&s](ApiRequest& r) -> Awaitable {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& h : s.cluster().listHosts(r.who())) {
+    for (const auto& h : s.cluster().hosts().listHosts(r.who())) {
       out.push_back(hostJsonFor(r.who(), h));
       out.back()["lease"] = hostLeaseJson(s, r.who(), h.name);
     }
     co_return ApiResponse::json(out);
   });
   router.add(V::get, "/api/v1/hosts/{name}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
+    TRY_ASSIGN(host, s.cluster().hosts().getHost(r.who(), r.params["name"]));
     auto out = hostJsonFor(r.who(), host);
     out["lease"] = hostLeaseJson(s, r.who(), host.name);
     nlohmann::json allocs = nlohmann::json::array();
     std::map<int, nlohmann::json> holders;  // by GPU index
-    for (const auto& a : s.cluster().allocations(r.who(), host.name)) {
+    for (const auto& a : s.cluster().hosts().allocations(r.who(), host.name)) {
       // Holders from other teams are shown as busy without naming them.
       bool visible = control::authz::canSeeTeam(r.who(), a.team);
       auto named = [&](nlohmann::json v) { return visible ? v : nlohmann::json(nullptr); };

@@ -96,7 +96,7 @@ void registerAccessRoutes(Router& router, Server& s) {
   registerLoginRoutes(router, s);
 
   router.add(V::get, "/api/v1/whoami", [&s](ApiRequest& r) -> Awaitable {
-    auto out = whoamiJson(r.who(), s.cluster().getUser(r.who(), r.who().name));
+    auto out = whoamiJson(r.who(), s.cluster().access().getUser(r.who(), r.who().name));
     // The console reloads without its login reply; the cookie is HttpOnly, so it learns the
     // CSRF token here (a GET that other sites cannot read).
     if (r.viaCookie) out["csrf_token"] = auth::csrfTokenFor(sessionSecretOf(r.raw));
@@ -119,17 +119,17 @@ void registerAccessRoutes(Router& router, Server& s) {
       if (!hash.ok()) co_return unavailableResponse(hash.status());
       n.passwordHash = *hash;
     }
-    TRY_ASSIGN(change, s.cluster().createUser(r.who(), std::move(n)));
+    TRY_ASSIGN(change, s.cluster().access().createUser(r.who(), std::move(n)));
     co_await s.apply(r, change);
     auto out = model::toJson(change.value.user);
     out["token"] = change.value.token;
     co_return ApiResponse::json(out, http::status::created);
   });
   router.add(V::get, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listUsers(r.who())));
+    co_return ApiResponse::json(arrayOf(s.cluster().access().listUsers(r.who())));
   });
   router.add(V::get, "/api/v1/users/{name}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(u, s.cluster().getUser(r.who(), r.params.at("name")));
+    TRY_ASSIGN(u, s.cluster().access().getUser(r.who(), r.params.at("name")));
     co_return ApiResponse::json(model::toJson(u));
   });
   router.add(V::patch, "/api/v1/users/{name}", [&s](ApiRequest& r) -> Awaitable {
@@ -143,14 +143,14 @@ void registerAccessRoutes(Router& router, Server& s) {
       TRY_ASSIGN(v, in.optionalBool("disabled", false));
       up.disabled = v;
     }
-    TRY_ASSIGN(change, s.cluster().updateUser(r.who(), r.params.at("name"), up));
+    TRY_ASSIGN(change, s.cluster().access().updateUser(r.who(), r.params.at("name"), up));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   // ---- team membership ----
   router.add(V::get, "/api/v1/teams/{team}/members", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(members, s.cluster().teamMembers(r.who(), r.params.at("team")));
+    TRY_ASSIGN(members, s.cluster().access().teamMembers(r.who(), r.params.at("team")));
     json arr = json::array();
     for (const auto& [u, role] : members) {
       arr.push_back({{"user", u.name},
@@ -164,16 +164,16 @@ void registerAccessRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"role"}));
     TRY_ASSIGN(roleText, in.optionalString("role", "member"));
     TRY_ASSIGN(role, parseTeamRole(roleText, "role"));
-    TRY_ASSIGN(change,
-               s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"), role));
+    TRY_ASSIGN(change, s.cluster().access().setMembership(r.who(), r.params.at("team"),
+                                                          r.params.at("user"), role));
     co_await s.apply(r, change);
     co_return ApiResponse::json({{"team", r.params.at("team")},
                                  {"user", change.value.name},
                                  {"role", model::roleName(role)}});
   });
   router.add(V::delete_, "/api/v1/teams/{team}/members/{user}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().setMembership(r.who(), r.params.at("team"), r.params.at("user"),
-                                                 std::nullopt));
+    TRY_ASSIGN(change, s.cluster().access().setMembership(r.who(), r.params.at("team"),
+                                                          r.params.at("user"), std::nullopt));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -195,7 +195,7 @@ void registerAccessRoutes(Router& router, Server& s) {
             "expires_in"));
       t.ttlMs = *ms;
     }
-    TRY_ASSIGN(change, s.cluster().createToken(r.who(), t));
+    TRY_ASSIGN(change, s.cluster().access().createToken(r.who(), t));
     co_await s.apply(r, change);
     auto out = model::toJson(change.value.token);
     out["token"] = change.value.secret;
@@ -203,29 +203,31 @@ void registerAccessRoutes(Router& router, Server& s) {
   });
   router.add(V::get, "/api/v1/tokens", [&s](ApiRequest& r) -> Awaitable {
     auto it = r.query.find("user");
-    TRY_ASSIGN(tokens, s.cluster().listTokens(r.who(), it == r.query.end() ? "" : it->second));
+    TRY_ASSIGN(tokens,
+               s.cluster().access().listTokens(r.who(), it == r.query.end() ? "" : it->second));
     co_return ApiResponse::json(arrayOf(tokens));
   });
   router.add(V::delete_, "/api/v1/tokens/{id}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().revokeToken(r.who(), r.params.at("id")));
+    TRY_ASSIGN(change, s.cluster().access().revokeToken(r.who(), r.params.at("id")));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   // ---- SSH public keys (`?user=` for platform admins) ----
   router.add(V::get, "/api/v1/ssh-keys", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(keys, s.cluster().listSshKeys(r.who(), queryUser(r)));
+    TRY_ASSIGN(keys, s.cluster().access().listSshKeys(r.who(), queryUser(r)));
     co_return ApiResponse::json(arrayOf(keys));
   });
   router.add(V::post, "/api/v1/ssh-keys", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"key"}));
     TRY_ASSIGN(line, in.requiredString("key"));
-    TRY_ASSIGN(change, s.cluster().addSshKey(r.who(), queryUser(r), line));
+    TRY_ASSIGN(change, s.cluster().access().addSshKey(r.who(), queryUser(r), line));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::delete_, "/api/v1/ssh-keys/{fingerprint}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().removeSshKey(r.who(), queryUser(r), r.params.at("fingerprint")));
+    TRY_ASSIGN(change, s.cluster().access().removeSshKey(r.who(), queryUser(r),
+                                                         r.params.at("fingerprint")));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

@@ -38,8 +38,8 @@ void registerHandoverRoutes(Router& router, Server& s) {
     TRY_ASSIGN(gpus, in.optionalIntArray("gpus", 0, kMaxGpuIndex));
     TRY_ASSIGN(deadlineMs, readDeadline(in));
     TRY_ASSIGN(reason, readReason(in));
-    TRY_ASSIGN(change,
-               s.cluster().assignHost(r.who(), r.params["name"], team, gpus, deadlineMs, reason));
+    TRY_ASSIGN(change, s.cluster().hosts().assignHost(r.who(), r.params["name"], team, gpus,
+                                                      deadlineMs, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -49,8 +49,8 @@ void registerHandoverRoutes(Router& router, Server& s) {
     TRY_ASSIGN(gpus, in.optionalIntArray("gpus", 0, kMaxGpuIndex));
     TRY_ASSIGN(deadlineMs, readDeadline(in));
     TRY_ASSIGN(reason, readReason(in));
-    TRY_ASSIGN(change,
-               s.cluster().assignHost(r.who(), r.params["name"], "", gpus, deadlineMs, reason));
+    TRY_ASSIGN(change, s.cluster().hosts().assignHost(r.who(), r.params["name"], "", gpus,
+                                                      deadlineMs, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -69,7 +69,7 @@ void registerHandoverRoutes(Router& router, Server& s) {
             Status::InvalidArgument("offset: '" + it->second + "' is not a byte offset", "offset"));
       }
     }
-    TRY_ASSIGN(view, s.cluster().taskOutput(r.who(), r.params["name"], offset));
+    TRY_ASSIGN(view, s.cluster().hosts().taskOutput(r.who(), r.params["name"], offset));
     co_return ApiResponse::json(nlohmann::json{{"task_id", view.taskId},
                                                {"running", view.running},
                                                {"offset", view.offset},

@@ -33,14 +33,15 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
       deadlineMs = *d;
     }
     TRY_ASSIGN(reason, readReason(in));
-    TRY_ASSIGN(change, s.cluster().drainHost(r.who(), r.params["name"], deadlineMs, reason));
+    TRY_ASSIGN(change,
+               s.cluster().hosts().drainHost(r.who(), r.params["name"], deadlineMs, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/resume", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
-    TRY_ASSIGN(change, s.cluster().resumeHost(r.who(), r.params["name"]));
+    TRY_ASSIGN(change, s.cluster().hosts().resumeHost(r.who(), r.params["name"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -55,7 +56,8 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
               stateText + "'",
           "state"));
     TRY_ASSIGN(reason, readReason(in));
-    TRY_ASSIGN(change, s.cluster().setHostAdminState(r.who(), r.params["name"], *state, reason));
+    TRY_ASSIGN(change,
+               s.cluster().hosts().setHostAdminState(r.who(), r.params["name"], *state, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -74,13 +76,14 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
             "timeout"));
       timeoutMs = *t;
     }
-    TRY_ASSIGN(change, s.cluster().reprovisionHost(r.who(), r.params["name"], profile, timeoutMs));
+    TRY_ASSIGN(change,
+               s.cluster().hosts().reprovisionHost(r.who(), r.params["name"], profile, timeoutMs));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   router.add(V::get, "/api/v1/hosts/{name}/events", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(transitions, s.cluster().hostTransitions(r.who(), r.params["name"]));
+    TRY_ASSIGN(transitions, s.cluster().hosts().hostTransitions(r.who(), r.params["name"]));
     nlohmann::json out = nlohmann::json::array();
     for (const auto& t : transitions) {
       nlohmann::json j = model::toJson(t);

@@ -122,7 +122,7 @@ Result<control::EventFilter> readEventFilter(const ApiRequest& r, TimeMs now) {
 
 Result<nlohmann::json> idleAllocationsJson(Server& s, const control::Principal& p,
                                            const std::string& team) {
-  auto idle = s.cluster().idleAllocations(p, team);
+  auto idle = s.cluster().idle().flagged(p, team);
   if (!idle.ok()) return idle.status();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& a : *idle) {
@@ -147,13 +147,13 @@ void registerIdleRoutes(Router& router, Server& s) {
 
   router.add(V::get, "/api/v1/teams/{team}/idle-policy", [&s](ApiRequest& r) -> Awaitable {
     const std::string& team = r.params["team"];
-    TRY_ASSIGN(policy, s.cluster().idlePolicy(r.who(), team, ""));
+    TRY_ASSIGN(policy, s.cluster().idle().policy(r.who(), team, ""));
     co_return ApiResponse::json(policyJson(r.who(), team, "", policy));
   });
   router.add(V::put, "/api/v1/teams/{team}/idle-policy", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(update, readPolicyUpdate(r.raw.body()));
     const std::string& team = r.params["team"];
-    TRY_ASSIGN(change, s.cluster().setIdlePolicy(r.who(), team, "", update));
+    TRY_ASSIGN(change, s.cluster().idle().setPolicy(r.who(), team, "", update));
     co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, "", change.value));
   });
@@ -161,26 +161,26 @@ void registerIdleRoutes(Router& router, Server& s) {
   const char* projectPath = "/api/v1/teams/{team}/projects/{project}/idle-policy";
   router.add(V::get, projectPath, [&s](ApiRequest& r) -> Awaitable {
     const std::string &team = r.params["team"], &project = r.params["project"];
-    TRY_ASSIGN(policy, s.cluster().idlePolicy(r.who(), team, project));
+    TRY_ASSIGN(policy, s.cluster().idle().policy(r.who(), team, project));
     co_return ApiResponse::json(policyJson(r.who(), team, project, policy));
   });
   router.add(V::put, projectPath, [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(update, readPolicyUpdate(r.raw.body()));
     const std::string &team = r.params["team"], &project = r.params["project"];
-    TRY_ASSIGN(change, s.cluster().setIdlePolicy(r.who(), team, project, update));
+    TRY_ASSIGN(change, s.cluster().idle().setPolicy(r.who(), team, project, update));
     co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, project, change.value));
   });
   router.add(V::delete_, projectPath, [&s](ApiRequest& r) -> Awaitable {
     const std::string &team = r.params["team"], &project = r.params["project"];
-    TRY_ASSIGN(change, s.cluster().clearProjectIdlePolicy(r.who(), team, project));
+    TRY_ASSIGN(change, s.cluster().idle().clearProjectPolicy(r.who(), team, project));
     co_await s.apply(r, change);
     co_return ApiResponse::json(policyJson(r.who(), team, project, change.value));
   });
 
   router.add(V::get, "/api/v1/events", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(filter, readEventFilter(r, s.clock().nowMs()));
-    TRY_ASSIGN(events, s.cluster().events(r.who(), filter));
+    TRY_ASSIGN(events, s.cluster().eventLog().list(r.who(), filter));
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : events) out.push_back(model::toJson(e));
     co_return ApiResponse::json(out);

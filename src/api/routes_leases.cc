@@ -75,7 +75,7 @@ Result<std::string> readReasonBody(const std::string& body) {
 }  // namespace
 
 nlohmann::json hostLeaseJson(Server& s, const control::Principal& p, const std::string& host) {
-  auto l = s.cluster().hostLease(host);
+  auto l = s.cluster().leases().onHost(host);
   if (!l) return nullptr;
   // Another team's lease shows that the host is held, and when, but not for whom.
   const bool visible = control::authz::canSeeTeam(p, l->team);
@@ -91,31 +91,31 @@ void registerLeaseRoutes(Router& router, Server& s) {
 
   router.add(V::get, "/api/v1/leases", [&s](ApiRequest& r) -> Awaitable {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& l : s.cluster().listLeases(r.who())) out.push_back(model::toJson(l));
+    for (const auto& l : s.cluster().leases().list(r.who())) out.push_back(model::toJson(l));
     co_return ApiResponse::json(out);
   });
   router.add(V::post, "/api/v1/leases", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(request, readLeaseRequest(r.raw.body(), s.clock().nowMs()));
-    TRY_ASSIGN(change, s.cluster().createLease(r.who(), request));
+    TRY_ASSIGN(change, s.cluster().leases().create(r.who(), request));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/leases/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(lease, s.cluster().getLease(r.who(), id));
+    TRY_ASSIGN(lease, s.cluster().leases().get(r.who(), id));
     co_return ApiResponse::json(model::toJson(lease));
   });
   router.add(V::post, "/api/v1/leases/{id}/approve", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().approveLease(r.who(), id, reason));
+    TRY_ASSIGN(change, s.cluster().leases().approve(r.who(), id, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/reject", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().rejectLease(r.who(), id, reason));
+    TRY_ASSIGN(change, s.cluster().leases().reject(r.who(), id, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -123,14 +123,14 @@ void registerLeaseRoutes(Router& router, Server& s) {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"end"}));
     TRY_ASSIGN(end, readTime(in, "end", s.clock().nowMs()));
-    TRY_ASSIGN(change, s.cluster().extendLease(r.who(), id, end));
+    TRY_ASSIGN(change, s.cluster().leases().extend(r.who(), id, end));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::post, "/api/v1/leases/{id}/end", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().endLease(r.who(), id, reason));
+    TRY_ASSIGN(change, s.cluster().leases().end(r.who(), id, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

@@ -68,7 +68,7 @@ boost::asio::awaitable<Checked> checkLogin(Server& s, ApiRequest& r, const std::
   auto access = auth::mapGroups(s.login().config().ldap, *found);
   if (!access.ok()) co_return Checked{access.status(), false};
   control::DirectoryLogin login{user, access->teams, access->platformAdmin, found->uid, found->gid};
-  auto synced = s.cluster().syncDirectoryUser(login);
+  auto synced = s.cluster().access().syncDirectoryUser(login);
   if (!synced.ok()) co_return Checked{synced.status(), false};
   co_await s.apply(r, *synced);
   co_return Checked{Status::Ok(), false};
@@ -106,7 +106,7 @@ void registerLoginRoutes(Router& router, Server& s) {
         s.login().loginSucceeded(user);
         const auto kind = session ? model::TokenKind::kSession : model::TokenKind::kApi;
         const auto& cfg = s.login().config();
-        TRY_ASSIGN(issued, s.cluster().issueLoginToken(
+        TRY_ASSIGN(issued, s.cluster().access().issueLoginToken(
                                user, kind, session ? cfg.sessionLifetimeMs : cfg.cliTokenTtlMs));
         co_await s.apply(r, issued);
         const auto& tok = issued.value.token;
@@ -128,7 +128,7 @@ void registerLoginRoutes(Router& router, Server& s) {
       /*authenticated=*/false);
 
   router.add(V::post, "/api/v1/logout", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(ended, s.cluster().endSession(r.credentialId));
+    TRY_ASSIGN(ended, s.cluster().access().endSession(r.credentialId));
     co_await s.apply(r, ended);
     s.login().sessionEnded(r.credentialId);
     auto res = ApiResponse::json({{"logged_out", true}, {"token_id", r.credentialId}});
@@ -141,7 +141,7 @@ void registerLoginRoutes(Router& router, Server& s) {
     TRY_ASSIGN(password, in.requiredString("password"));
     TRY_ASSIGN(current, in.optionalString("current_password"));
     const std::string& name = r.params.at("name");
-    TRY_ASSIGN(target, s.cluster().getUser(r.who(), name));
+    TRY_ASSIGN(target, s.cluster().access().getUser(r.who(), name));
     if (Status st = auth::checkPasswordPolicy(password, "password"); !st.ok())
       co_return ApiResponse::error(st);
     if (name != r.who().name) {
@@ -165,7 +165,7 @@ void registerLoginRoutes(Router& router, Server& s) {
     control::UserUpdate up;
     up.passwordHash = *hash;
     if (name == r.who().name) up.keepTokenId = r.credentialId;
-    TRY_ASSIGN(change, s.cluster().updateUser(r.who(), name, up));
+    TRY_ASSIGN(change, s.cluster().access().updateUser(r.who(), name, up));
     co_await s.apply(r, change);
     spdlog::info("password of user '{}' set by '{}'", name, r.who().name);
     co_return ApiResponse::json(model::toJson(change.value));

@@ -33,7 +33,7 @@ json holdersJson(const control::Principal& who, const std::vector<control::GpuAl
 }
 
 json hostMapJson(Server& s, const control::Principal& who, const model::Host& h, TimeMs now) {
-  const auto held = s.cluster().allocations(who, h.name);
+  const auto held = s.cluster().hosts().allocations(who, h.name);
   json gpus = json::array();
   for (const auto& g : h.gpus) {
     if (!control::authz::canSeeGpu(who, g)) continue;
@@ -64,7 +64,7 @@ void registerMapRoutes(Router& router, Server& s) {
   router.add(http::verb::get, "/api/v1/cluster/map", [&s](ApiRequest& r) -> Awaitable {
     const TimeMs now = s.clock().nowMs();
     json hosts = json::array();
-    for (const auto& h : s.cluster().listHosts(r.who()))
+    for (const auto& h : s.cluster().hosts().listHosts(r.who()))
       hosts.push_back(hostMapJson(s, r.who(), h, now));
     co_return ApiResponse::json({{"at", formatIso8601(now)}, {"hosts", std::move(hosts)}});
   });

@@ -120,31 +120,31 @@ void registerProfileRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::get, "/api/v1/profiles", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().listProfiles(r.who())));
+    co_return ApiResponse::json(arrayOf(s.cluster().profiles().list(r.who())));
   });
   router.add(V::post, "/api/v1/profiles", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(profile, readProfile(r.raw.body()));
     if (profile.name.empty())
       co_return ApiResponse::error(Status::InvalidArgument("name: is required", "name"));
-    TRY_ASSIGN(change, s.cluster().createProfile(r.who(), std::move(profile)));
+    TRY_ASSIGN(change, s.cluster().profiles().create(r.who(), std::move(profile)));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
   router.add(V::get, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(profile, s.cluster().getProfile(r.who(), r.params["name"]));
+    TRY_ASSIGN(profile, s.cluster().profiles().get(r.who(), r.params["name"]));
     co_return ApiResponse::json(model::toJson(profile));
   });
   router.add(V::put, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
     // Who may see it is decided before the body is judged: another team's profile is 404
     // whatever the body says.
-    TRY_ASSIGN(seen, s.cluster().getProfile(r.who(), r.params["name"]));
+    TRY_ASSIGN(seen, s.cluster().profiles().get(r.who(), r.params["name"]));
     TRY_ASSIGN(profile, readProfile(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().replaceProfile(r.who(), seen.name, std::move(profile)));
+    TRY_ASSIGN(change, s.cluster().profiles().replace(r.who(), seen.name, std::move(profile)));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
   router.add(V::delete_, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(change, s.cluster().deleteProfile(r.who(), r.params["name"]));
+    TRY_ASSIGN(change, s.cluster().profiles().remove(r.who(), r.params["name"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

@@ -71,12 +71,12 @@ void registerSessionRoutes(Router& router, Server& s) {
 
   router.add(V::post, "/api/v1/sessions", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(req, readSessionRequest(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().createSession(r.who(), std::move(req)));
+    TRY_ASSIGN(change, s.cluster().sessions().create(r.who(), std::move(req)));
     co_await s.apply(r, change);
     ApiResponse res = ApiResponse::json(sessionJson(s, change.value), http::status::created);
     // Usually placed by the pass that runs while the creation is being committed.
     res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id](ApiResponse& out) {
-      if (auto now = s.cluster().getSession(who, id); now.ok())
+      if (auto now = s.cluster().sessions().get(who, id); now.ok())
         out.body = ApiResponse::json(sessionJson(s, *now)).body;
     };
     co_return res;
@@ -92,14 +92,14 @@ void registerSessionRoutes(Router& router, Server& s) {
     TRY_ASSIGN(all, flag("all"));
     TRY_ASSIGN(ended, flag("ended"));
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& j : s.cluster().listSessions(r.who(), all, !ended))
+    for (const auto& j : s.cluster().sessions().list(r.who(), all, !ended))
       out.push_back(sessionJson(s, j));
     co_return ApiResponse::json(out);
   });
 
   router.add(V::get, "/api/v1/sessions/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseSessionId(r.params["id"]));
-    TRY_ASSIGN(session, s.cluster().getSession(r.who(), id));
+    TRY_ASSIGN(session, s.cluster().sessions().get(r.who(), id));
     co_return ApiResponse::json(sessionJson(s, session));
   });
 
@@ -107,7 +107,7 @@ void registerSessionRoutes(Router& router, Server& s) {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
     (void)in;
     TRY_ASSIGN(id, parseSessionId(r.params["id"]));
-    TRY_ASSIGN(change, s.cluster().stopSession(r.who(), id));
+    TRY_ASSIGN(change, s.cluster().sessions().stop(r.who(), id));
     co_await s.apply(r, change);
     s.notifyJob(r, id);
     co_return ApiResponse::json(sessionJson(s, change.value));
@@ -116,11 +116,11 @@ void registerSessionRoutes(Router& router, Server& s) {
   router.add(V::put, "/api/v1/sessions/{id}/shared-with", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseSessionId(r.params["id"]));
     // Another team's session is 404 whatever the body says.
-    TRY_ASSIGN(seen, s.cluster().getSession(r.who(), id));
+    TRY_ASSIGN(seen, s.cluster().sessions().get(r.who(), id));
     (void)seen;
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"users"}));
     TRY_ASSIGN(users, in.requiredStringArray("users"));
-    TRY_ASSIGN(change, s.cluster().shareSession(r.who(), id, std::move(users)));
+    TRY_ASSIGN(change, s.cluster().sessions().share(r.who(), id, std::move(users)));
     co_await s.apply(r, change);
     co_return ApiResponse::json(sessionJson(s, change.value));
   });

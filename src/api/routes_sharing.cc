@@ -102,28 +102,28 @@ void registerSharingRoutes(Router& router, Server& s) {
       TRY_ASSIGN(ld, in.optionalBool("lend_dedicated", false));
       u.lendDedicated = ld;
     }
-    TRY_ASSIGN(change, s.cluster().setTeamQuota(r.who(), r.params["team"], u));
+    TRY_ASSIGN(change, s.cluster().quotas().setTeam(r.who(), r.params["team"], u));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   router.add(V::get, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(view, s.cluster().teamQuota(r.who(), r.params["team"]));
+    TRY_ASSIGN(view, s.cluster().quotas().ofTeam(r.who(), r.params["team"]));
     co_return ApiResponse::json(quotaViewJson(view));
   });
 
-  router.add(V::put, "/api/v1/teams/{team}/projects/{project}/quota",
-             [&s](ApiRequest& r) -> Awaitable {
-               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed"}));
-               if (!in.has("guaranteed"))
-                 co_return ApiResponse::error(
-                     Status::InvalidArgument("guaranteed: required", "guaranteed"));
-               TRY_ASSIGN(g, readGuarantee(in));
-               TRY_ASSIGN(change, s.cluster().setProjectQuota(r.who(), r.params["team"],
-                                                              r.params["project"], std::move(g)));
-               co_await s.apply(r, change);
-               co_return ApiResponse::json(model::toJson(change.value));
-             });
+  router.add(
+      V::put, "/api/v1/teams/{team}/projects/{project}/quota", [&s](ApiRequest& r) -> Awaitable {
+        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed"}));
+        if (!in.has("guaranteed"))
+          co_return ApiResponse::error(
+              Status::InvalidArgument("guaranteed: required", "guaranteed"));
+        TRY_ASSIGN(g, readGuarantee(in));
+        TRY_ASSIGN(change, s.cluster().quotas().setProject(r.who(), r.params["team"],
+                                                           r.params["project"], std::move(g)));
+        co_await s.apply(r, change);
+        co_return ApiResponse::json(model::toJson(change.value));
+      });
 
   router.add(V::put, "/api/v1/hosts/{name}/dedication", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"team"}));
@@ -133,7 +133,7 @@ void registerSharingRoutes(Router& router, Server& s) {
                                   "shared pool)",
                                   "team"));
     TRY_ASSIGN(team, in.optionalString("team"));
-    TRY_ASSIGN(change, s.cluster().dedicateHost(r.who(), r.params["name"], team));
+    TRY_ASSIGN(change, s.cluster().hosts().dedicateHost(r.who(), r.params["name"], team));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -141,7 +141,7 @@ void registerSharingRoutes(Router& router, Server& s) {
   router.add(V::put, "/api/v1/hosts/{name}/contour", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"contour"}));
     TRY_ASSIGN(contour, in.requiredString("contour"));
-    TRY_ASSIGN(change, s.cluster().setHostContour(r.who(), r.params["name"], contour));
+    TRY_ASSIGN(change, s.cluster().hosts().setHostContour(r.who(), r.params["name"], contour));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
@@ -161,7 +161,7 @@ void registerSharingRoutes(Router& router, Server& s) {
       TRY_ASSIGN(shared, in.optionalBool("shared", false));
       settings.shared = shared;
     }
-    TRY_ASSIGN(change, s.cluster().setGpu(r.who(), r.params["name"], index, settings));
+    TRY_ASSIGN(change, s.cluster().hosts().setGpu(r.who(), r.params["name"], index, settings));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

@@ -32,7 +32,7 @@ void registerTelemetryRoutes(Router& router, Server& s) {
   using V = boost::beast::http::verb;
   router.add(V::get, "/api/v1/hosts/{name}/gpus/{index}/history", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(index, parseGpuIndex(r.params["index"]));
-    TRY_ASSIGN(host, s.cluster().getHost(r.who(), r.params["name"]));
+    TRY_ASSIGN(host, s.cluster().hosts().getHost(r.who(), r.params["name"]));
     // A GPU dedicated to another team is not there for this caller, like in `host show`.
     const auto gpus = control::authz::visibleHost(r.who(), host).gpus;
     if (std::none_of(gpus.begin(), gpus.end(),

@@ -46,21 +46,21 @@ void registerUpgradeRoutes(Router& router, Server& s) {
     TRY_ASSIGN(profile, in.requiredString("profile"));
     TRY_ASSIGN(maxUnavailable, in.optionalInt("max_unavailable", 1, 1, kMaxUnavailableLimit));
     TRY_ASSIGN(deadlineMs, readDrainDeadline(in));
-    TRY_ASSIGN(change,
-               s.cluster().startUpgrade(r.who(), pool, profile, maxUnavailable, deadlineMs));
+    TRY_ASSIGN(change, s.cluster().hosts().startUpgrade(r.who(), pool, profile, maxUnavailable,
+                                                        deadlineMs));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value), http::status::created);
   });
 
   router.add(V::get, "/api/v1/upgrades", [&s](ApiRequest& r) -> Awaitable {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& u : s.cluster().listUpgrades(r.who())) out.push_back(model::toJson(u));
+    for (const auto& u : s.cluster().hosts().listUpgrades(r.who())) out.push_back(model::toJson(u));
     co_return ApiResponse::json(out);
   });
 
   router.add(V::get, "/api/v1/upgrades/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseUpgradeId(r.params["id"]));
-    TRY_ASSIGN(u, s.cluster().getUpgrade(r.who(), id));
+    TRY_ASSIGN(u, s.cluster().hosts().getUpgrade(r.who(), id));
     co_return ApiResponse::json(model::toJson(u));
   });
 }

@@ -34,7 +34,7 @@ void registerUsageRoutes(Router& router, Server& s) {
     control::UsageQuery q;
     if (Status st = readUsageQuery(r.query, s.clock().nowMs(), q); !st.ok())
       co_return ApiResponse::error(st);
-    TRY_ASSIGN(rows, s.cluster().usage(r.who(), q));
+    TRY_ASSIGN(rows, s.cluster().accounting().usage(r.who(), q));
     const auto& prices = s.cluster().options().pricePerGpuHour;
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) {

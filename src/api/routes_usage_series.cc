@@ -55,7 +55,7 @@ void registerUsageSeriesRoutes(Router& router, Server& s) {
       co_return ApiResponse::error(st);
     TRY_ASSIGN(step, stepOf(r.query, q.from, q.to));
     q.step = step;
-    TRY_ASSIGN(rows, s.cluster().usageSeries(r.who(), q));
+    TRY_ASSIGN(rows, s.cluster().accounting().usageSeries(r.who(), q));
     const int64_t buckets = control::seriesBucketCount(q.from, q.to, q.step);
     nlohmann::json times = nlohmann::json::array();
     for (int64_t b = 0; b < buckets; ++b) times.push_back((q.from + b * q.step) / 1000);

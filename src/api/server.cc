@@ -95,7 +95,7 @@ Server::Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::S
 
 Server::~Server() {
   // Readings not yet handed over go to telemetry.db before its writer stops.
-  if (telemetry_ && cluster_) telemetry_->submit(cluster_->drainTelemetry());
+  if (telemetry_ && cluster_) telemetry_->submit(cluster_->accounting().drainTelemetry());
   telemetry_.reset();
   // The store's writer thread finishes in-flight commits and posts their completions to io_;
   // stop it while io_ still exists (members are destroyed in reverse order, io_ before store_).
@@ -117,15 +117,16 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   s->telemetry_ = std::move(telemetry).value();
   auto totals = s->telemetry_->loadTotals();
   if (!totals.ok()) return totals.status();
-  s->cluster_->loadUsageTotals(*totals);
-  s->cluster_->setUsageHistory([raw = s->telemetry_.get()](int64_t seq, TimeMs from, TimeMs to) {
-    return raw->usageWithin(seq, from, to);
-  });
-  if (auto adopted = s->cluster_->adoptUnledgeredJobs(); !adopted.batch.empty()) {
+  s->cluster_->accounting().loadUsageTotals(*totals);
+  s->cluster_->accounting().setUsageHistory(
+      [raw = s->telemetry_.get()](int64_t seq, TimeMs from, TimeMs to) {
+        return raw->usageWithin(seq, from, to);
+      });
+  if (auto adopted = s->cluster_->accounting().adoptUnledgeredJobs(); !adopted.batch.empty()) {
     ALLOT_RETURN_IF_ERROR(s->store_->commit(adopted.batch));
     spdlog::info("ledger: opened entries for {} jobs placed before it existed", adopted.value);
   }
-  if (auto admin = s->cluster_->bootstrapAdmin()) {
+  if (auto admin = s->cluster_->access().bootstrapAdmin()) {
     ALLOT_RETURN_IF_ERROR(s->store_->commit(admin->batch));
     std::string path = s->config_.dataDir + "/admin.token";
     ALLOT_RETURN_IF_ERROR(writeSecretFile(path, admin->value));
@@ -133,7 +134,7 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   }
   s->login_ = std::make_unique<LoginService>(s->config_.login, clock);
   // Users and teams stored before allotd handed out Unix ids get theirs now, once.
-  if (auto ids = s->cluster_->assignMissingUnixIds()) {
+  if (auto ids = s->cluster_->access().assignMissingUnixIds()) {
     ALLOT_RETURN_IF_ERROR(s->store_->commit(ids->batch));
     spdlog::info("identity: gave Unix ids to {} users and teams stored without them", ids->value);
   }
@@ -261,19 +262,19 @@ asio::awaitable<void> Server::livenessLoop() {
     co_await enforceDrains();
     // After the drains: a step whose host just reached maintenance is already under way, and
     // the next batch starts from an up-to-date count of hosts out.
-    auto upgrades = cluster_->advanceUpgrades();
+    auto upgrades = cluster_->hosts().advanceUpgrades();
     co_await apply(upgrades);
-    auto health = cluster_->scheduleHealthChecks();
+    auto health = cluster_->hosts().scheduleHealthChecks();
     co_await apply(health);
     auto usage = cluster_->accountUsage();
     co_await apply(usage);
-    telemetry_->submit(cluster_->drainTelemetry());
+    telemetry_->submit(cluster_->accounting().drainTelemetry());
     co_await checkIdle();
   }
 }
 
 asio::awaitable<void> Server::enforceDrains() {
-  auto drains = cluster_->enforceDrains();
+  auto drains = cluster_->hosts().enforceDrains();
   if (!drains.batch.empty()) co_await commit(drains.batch);
   // Only once durable may agents hear of the evictions: a crash must not stop work the restarted
   // allotd still thinks is running.
@@ -283,19 +284,19 @@ asio::awaitable<void> Server::enforceDrains() {
 }
 
 asio::awaitable<void> Server::enforceLeases() {
-  auto leases = cluster_->enforceLeases();
+  auto leases = cluster_->leases().enforce();
   co_await apply(leases);
   if (leases.value > 0) wakeScheduler();
 }
 
 asio::awaitable<void> Server::checkIdle() {
-  auto idle = cluster_->checkIdleAllocations();
+  auto idle = cluster_->idle().check();
   if (!idle.batch.empty()) co_await commit(idle.batch);
   cluster_->evictionsDurable(idle.value.reclaimed);
   cluster_->push(idle.pushHosts);
   for (int64_t id : idle.value.reclaimed) notifyJob(id);
   for (const auto& e : idle.value.events) {
-    const auto effective = cluster_->effectiveIdlePolicyOf(e.team, e.project);
+    const auto effective = cluster_->idle().effectivePolicyOf(e.team, e.project);
     const std::string& url = effective.policy.webhook;
     if (url.empty()) continue;
     // A team's webhook stored before the allow-list changed goes nowhere the list leaves out;
@@ -517,7 +518,8 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
         auto cred = login_->authenticate(req, *cluster_, &idleSession);
         if (!idleSession.empty()) {
           // An idle console session ends for good, not just until allotd restarts.
-          if (auto ended = cluster_->endSession(idleSession); ended.ok()) co_await apply(*ended);
+          if (auto ended = cluster_->access().endSession(idleSession); ended.ok())
+            co_await apply(*ended);
         }
         areq.principal = std::move(cred.principal);
         areq.credentialId = std::move(cred.tokenId);

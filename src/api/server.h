@@ -151,7 +151,7 @@ class Server {
   boost::asio::awaitable<void> checkIdle();
   // Draining hosts: drained ones to maintenance, jobs past a deadline preempted.
   boost::asio::awaitable<void> enforceDrains();
-  // Leases whose start or end has come, and notices (Cluster::enforceLeases).
+  // Leases whose start or end has come, and notices (LeaseService::enforce).
   boost::asio::awaitable<void> enforceLeases();
   void wakeScheduler();
 

@@ -33,7 +33,7 @@ nlohmann::json sessionJson(Server& s, const model::Job& j) {
   using nlohmann::json;
   auto at = [](TimeMs t) { return t ? json(formatIso8601(t)) : json(nullptr); };
   auto text = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
-  const auto rt = s.cluster().sessionRuntime(j.id);
+  const auto rt = s.cluster().sessions().runtime(j.id);
   const bool ready = rt && rt->ready;
   const model::SessionSpec spec = j.session.value_or(model::SessionSpec{});
   const bool jupyter = spec.app.rfind("jupyter", 0) == 0;
@@ -76,7 +76,7 @@ nlohmann::json sessionJson(Server& s, const model::Job& j) {
   if (rt) {
     // Jupyter's own count (its kernels' and terminals' WebSockets), or else what allotd relays
     // (SSH, and WebSockets to a command session): the two overlap for Jupyter.
-    out["connections"] = std::max(rt->connections, s.cluster().sessionRelays(j.id));
+    out["connections"] = std::max(rt->connections, s.cluster().sessions().relays(j.id));
     out["busy_kernels"] = rt->busyKernels;
     out["last_activity"] = at(rt->lastActivity);
   } else {

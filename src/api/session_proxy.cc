@@ -156,10 +156,10 @@ std::function<bool()> accessCheck(Server& server, const RequestCredential& cred,
                                   bool ssh) {
   return [&server, secret = cred.secret, viaCookie = cred.viaCookie, id, ssh] {
     if (!server.login().stillValid(secret, viaCookie, server.cluster())) return false;
-    auto p = server.cluster().authenticate(secret);
+    auto p = server.cluster().access().authenticate(secret);
     if (!p) return false;
-    return ssh ? server.cluster().openSessionSsh(*p, id).ok()
-               : server.cluster().openSession(*p, id).ok();
+    return ssh ? server.cluster().sessions().openSsh(*p, id).ok()
+               : server.cluster().sessions().open(*p, id).ok();
   };
 }
 
@@ -211,7 +211,7 @@ bool mayUseSessions(Server& server, const HttpRequest& header) {
   }
   // The token is checked, not how it is presented nor a console session's idle clock: the
   // request itself checks those once it is read.
-  auto p = secret.empty() ? std::nullopt : server.cluster().authenticate(secret);
+  auto p = secret.empty() ? std::nullopt : server.cluster().access().authenticate(secret);
   return p && p->kind != control::Principal::Kind::kHost;
 }
 
@@ -265,7 +265,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     req.set(http::field::cookie, cookies);
   if (!expired.empty()) {
     // An idle console session ends for good, as on the API's paths.
-    if (auto ended = server.cluster().endSession(expired); ended.ok())
+    if (auto ended = server.cluster().access().endSession(expired); ended.ok())
       co_await server.apply(*ended);
   }
   if (!cred.principal) {
@@ -293,7 +293,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
         "a request to a session with a cookie must come from the session's own origin"));
     co_return co_await reply(stream, req, res);
   }
-  auto endpoint = server.cluster().openSession(*cred.principal, id);
+  auto endpoint = server.cluster().sessions().open(*cred.principal, id);
   if (!endpoint.ok()) {
     auto res = ApiResponse::error(endpoint.status());
     if (endpoint.status().code() == Code::kUnavailable)
@@ -361,7 +361,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     state.stream = *opened;
   }
   auto t = state.stream;
-  server.cluster().sessionProxied(id);
+  server.cluster().sessions().proxied(id);
   std::string bytes = wire.str();
   Status sent = co_await t->write(std::move(bytes));
   if (!sent.ok()) {
@@ -426,9 +426,9 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
       beast::get_lowest_layer(stream).expires_never();
       // Jupyter's first frames, if they came with its 101, were written with it above.
       state.stream.reset();
-      server.cluster().sessionRelay(id, true);
+      server.cluster().sessions().relay(id, true);
       co_await relayUpgraded(stream, buffer, t, accessCheck(server, cred, id, /*ssh=*/false));
-      server.cluster().sessionRelay(id, false);
+      server.cluster().sessions().relay(id, false);
       co_return false;
     }
     if (parser.is_done()) co_return parser.get().keep_alive() && req.keep_alive();
@@ -483,7 +483,7 @@ asio::awaitable<void> serveSsh(Server& server, Stream& stream, beast::flat_buffe
                        "an SSH connection with the console's cookie must come from its origin")));
     co_return;
   }
-  auto endpoint = server.cluster().openSessionSsh(*cred.principal, id);
+  auto endpoint = server.cluster().sessions().openSsh(*cred.principal, id);
   if (!endpoint.ok()) {
     co_await reply(stream, req, ApiResponse::error(endpoint.status()));
     co_return;
@@ -508,9 +508,9 @@ asio::awaitable<void> serveSsh(Server& server, Stream& stream, beast::flat_buffe
   spdlog::info("session ssh: session={} user={} host={}", id, cred.principal->name, endpoint->host);
   beast::get_lowest_layer(stream).expires_never();
   // An open SSH connection is use: the session is not idle while it lasts.
-  server.cluster().sessionRelay(id, true);
+  server.cluster().sessions().relay(id, true);
   co_await relayUpgraded(stream, buffer, *opened, accessCheck(server, cred, id, /*ssh=*/true));
-  server.cluster().sessionRelay(id, false);
+  server.cluster().sessions().relay(id, false);
 }
 
 asio::awaitable<void> serveSessionSsh(Server& server, beast::tcp_stream& stream,

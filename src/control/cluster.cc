@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <tuple>
-#include <unordered_set>
 
 #include "common/secrets.h"
 #include "common/utf8.h"
@@ -27,48 +26,34 @@ constexpr size_t kMaxEnvBytes = 256 << 10;
 
 }  // namespace
 
-Status validateName(const std::string& value, const char* field) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(std::string(field) + ": " + why, field);
-  };
-  if (value.empty()) return bad("must not be empty");
-  if (value.size() > 63) return bad("must be at most 63 characters");
-  if (!std::isalnum(static_cast<unsigned char>(value[0])) ||
-      std::isupper(static_cast<unsigned char>(value[0])))
-    return bad("'" + value + "' must start with a lowercase letter or digit");
-  for (char c : value) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-    if (!ok) return bad("'" + value + "' may contain only a-z, 0-9, '-', '_' and '.'");
-  }
-  return Status::Ok();
-}
-
-Status validateGpuModel(const std::string& value, const std::string& field) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(field + ": " + why, field);
-  };
-  if (value.empty()) return bad("a GPU model must not be empty");
-  if (value.size() > 128) return bad("a GPU model is at most 128 characters");
-  if (value == "any") return bad("'any' is not a GPU model");
-  if (value.front() == ' ' || value.back() == ' ')
-    return bad("GPU model '" + value + "' must not start or end with a space");
-  for (char c : value) {
-    if (c < 0x20 || c > 0x7e || c == ',' || c == '=')
-      return bad("GPU model '" + value +
-                 "' may contain only printable ASCII other than ',' and '='");
-  }
-  return Status::Ok();
-}
-
 Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
     : clock_(clock),
       logs_(logs),
       options_(options),
-      usage_(options.idleBelowPct),
-      idleEpoch_(clock.nowMs()) {}
+      access_(clock_, world_, options_.unixIds, sessions_),
+      quotas_(world_, options_.contours,
+              [this] {
+                if (onQueueChanged_) onQueueChanged_();
+              }),
+      hosts_({clock_, world_, access_, *this,
+              [this] {
+                if (onQueueChanged_) onQueueChanged_();
+              }},
+             {options_.lifecycle, options_.hookProfiles, options_.contours}),
+      leases_({clock_, world_, events_, hosts_,
+               [this] {
+                 if (onQueueChanged_) onQueueChanged_();
+               }},
+              options_.leases, options_.cancelGraceMs),
+      accounting_(clock_, world_, options_.idleBelowPct),
+      idle_({clock_, world_, events_, sessions_, *this, *this},
+            {options_.idleDefault, options_.webhookAllow}) {}
 
 void Cluster::load(const store::Contents& contents) {
   world_.load(contents);
+  events_.load(contents.events);
+  profiles_.load(contents.profiles);
+  leases_.load(contents.leases);
   // Documents written before contours belong to the default contour; they are written with it
   // the next time they change. A contour dropped from the config keeps its hosts and jobs
   // (they wait) until an admin moves them.
@@ -81,240 +66,16 @@ void Cluster::load(const store::Contents& contents) {
   }
   for (auto& [id, j] : world_.jobs) {
     if (j.contour.empty()) j.contour = fallback;
-    noteLocalHome(j);
+    sessions_.started(j);
   }
   // Capped logs of jobs that ended while allotd was down get their tails now.
   for (auto [job, rank] : logs_.unsealedAtStart()) {
     auto it = world_.jobs.find(job);
     if (it == world_.jobs.end() || model::isTerminal(it->second.state)) logs_.seal(job, rank);
   }
-  // Samples may still come for allocations open now or closed moments ago; the attributor needs
-  // their holds, not the whole history.
-  const TimeMs recent = clock_.nowMs() - 10 * 60'000;
-  std::unordered_set<int64_t> live;
-  for (const auto& i : world_.ledger.intervals()) {
-    if (i.end == 0 || i.end >= recent) live.insert(i.openSeq);
-  }
-  for (const auto& e : contents.ledger) {
-    if (live.count(e.kind == model::LedgerKind::kOpen ? e.seq : e.ref)) usage_.onLedger(e);
-  }
-  idleEpoch_ = clock_.nowMs();
-}
-
-std::string Cluster::newSecretId(const char* kind) {
-  return std::string(kind) + "-" + std::to_string(world_.nextSecretSeq++);
-}
-
-// ---- Teams, users, projects -------------------------------------------------------------
-
-Result<Change<model::Team>> Cluster::createTeam(const Principal& p, const std::string& name) {
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create teams"));
-  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
-  if (world_.teams.count(name)) return Status::AlreadyExists("team '" + name + "' already exists");
-  Change<model::Team> c;
-  c.value.name = name;
-  c.value.createdAt = clock_.nowMs();
-  ALLOT_RETURN_IF_ERROR(assignTeamGid(c.value, c.batch));
-  world_.teams[name] = c.value;
-  c.batch.add(store::PutTeam{c.value});
-  return c;
-}
-
-std::vector<model::Team> Cluster::listTeams(const Principal& p) const {
-  std::vector<model::Team> out;
-  for (const auto& [name, t] : world_.teams) {
-    if (authz::canSeeTeam(p, name)) out.push_back(t);
-  }
-  return out;
-}
-
-Result<Change<model::Project>> Cluster::createProject(const Principal& p, const std::string& name,
-                                                      const std::string& teamIn) {
-  std::string team = teamIn.empty() ? p.soleTeam() : teamIn;
-  if (team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
-  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
-  if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
-    return Status::NotFound("no team '" + team + "'");
-  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
-  auto key = World::projectKey(team, name);
-  if (world_.projects.count(key))
-    return Status::AlreadyExists("project '" + name + "' already exists in team '" + team + "'");
-  Change<model::Project> c;
-  c.value.name = name;
-  c.value.team = team;
-  c.value.createdAt = clock_.nowMs();
-  world_.projects[key] = c.value;
-  c.batch.add(store::PutProject{c.value});
-  return c;
-}
-
-std::vector<model::Project> Cluster::listProjects(const Principal& p) const {
-  std::vector<model::Project> out;
-  for (const auto& [key, pr] : world_.projects) {
-    if (authz::canSeeTeam(p, pr.team)) out.push_back(pr);
-  }
-  return out;
-}
-
-// ---- Hosts -------------------------------------------------------------------------------
-
-Result<Change<CreatedJoinToken>> Cluster::createJoinToken(const Principal& p, int64_t ttlMs,
-                                                          int uses) {
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create join tokens"));
-  if (ttlMs <= 0) return Status::InvalidArgument("ttl: must be positive", "ttl");
-  if (uses < 1 || uses > kMaxJoinTokenUses)
-    return Status::InvalidArgument("uses: must be from 1 to " + std::to_string(kMaxJoinTokenUses),
-                                   "uses");
-  Change<CreatedJoinToken> c;
-  auto now = clock_.nowMs();
-  c.value.token = model::JoinToken{newSecretId("join"), "", p.name, now, now + ttlMs, uses};
-  c.value.secret = newToken(c.value.token.id);
-  c.value.token.hash = hashToken(c.value.secret);
-  world_.joinTokens[c.value.token.id] = c.value.token;
-  c.batch.add(store::PutJoinToken{c.value.token});
-  return c;
-}
-
-Result<std::vector<model::JoinToken>> Cluster::listJoinTokens(const Principal& p) const {
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "list join tokens"));
-  std::vector<model::JoinToken> out;
-  for (const auto& [id, t] : world_.joinTokens) out.push_back(t);
-  return out;
-}
-
-Result<Change<model::JoinToken>> Cluster::revokeJoinToken(const Principal& p,
-                                                          const std::string& id) {
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "revoke join tokens"));
-  auto it = world_.joinTokens.find(id);
-  if (it == world_.joinTokens.end()) return Status::NotFound("no join token '" + id + "'");
-  Change<model::JoinToken> c;
-  // Revoking twice keeps the first time: the record says when it stopped working.
-  if (it->second.revokedAt == 0) {
-    it->second.revokedAt = clock_.nowMs();
-    c.batch.add(store::PutJoinToken{it->second});
-    spdlog::info("join token revoked: id={} by={}", id, p.name);
-  }
-  c.value = it->second;
-  return c;
-}
-
-Result<Change<JoinedHost>> Cluster::joinHost(std::string_view secret, const std::string& nameIn,
-                                             const model::Inventory& inv) {
-  auto sep = secret.find('_');
-  auto it = sep == std::string_view::npos
-                ? world_.joinTokens.end()
-                : world_.joinTokens.find(std::string(secret.substr(0, sep)));
-  if (it == world_.joinTokens.end() || !hashesEqual(it->second.hash, hashToken(secret)))
-    return Status::Unauthenticated("join_token: unknown join token");
-  model::JoinToken& token = it->second;
-  if (token.revokedAt != 0)
-    return Status::Unauthenticated("join_token: the join token was revoked");
-  if (token.expiresAt <= clock_.nowMs())
-    return Status::Unauthenticated(
-        "join_token: the join token has expired; make a new one with `allot host join-token`");
-  if (token.usesLeft() <= 0)
-    return Status::Unauthenticated(
-        "join_token: the join token has been used up; make a new one with `allot host "
-        "join-token`");
-  std::string name = nameIn.empty() ? inv.hostname : nameIn;
-  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
-  auto existing = world_.hosts.find(name);
-  if (existing != world_.hosts.end() && !existing->second.credentialReset) {
-    // Whoever holds a join token could otherwise take over a running host's identity (and the
-    // work placed on it). A reinstalled host needs an admin's word first.
-    return Status::AlreadyExists("name: host '" + name +
-                                 "' has already joined; a platform admin must reset its "
-                                 "credential (`allot host reset-credential " +
-                                 name + "`) before it can join again");
-  }
-  Change<JoinedHost> c;
-  auto now = clock_.nowMs();
-  model::Host h;
-  if (existing != world_.hosts.end()) {
-    // Re-joining after a reset (a reinstalled host, a lost credential): the host keeps its name
-    // and history. Its old credentials were revoked by the reset.
-    h = existing->second;
-    h.credentialReset = false;
-    revokeHostCredentials(name, c.batch);
-  } else {
-    h.name = name;
-    h.joinedAt = now;
-    h.contour = options_.contours.defaultContour;
-    // A new host takes work once commissioning has checked it (cluster_host_task.cc).
-    if (options_.lifecycle.commission) h.adminState = model::AdminState::kRegistering;
-  }
-  model::applyInventory(h, inv);
-  world_.hosts[name] = h;
-  c.value.credential =
-      mintToken({"", "host:" + name, "", now, 0, "", model::TokenKind::kHost}, "hst", c.batch)
-          .secret;
-  // The use is counted in the same commit as the host: no restart or concurrent join can admit
-  // more hosts than the token allows.
-  ++token.used;
-  c.value.host = h;
-  c.batch.add(store::PutHost{h}).add(store::PutJoinToken{token});
-  spdlog::info("host joined: host={} gpus={} provider={}{} join_token={} uses_left={}", name,
-               h.gpus.size(), h.gpuProvider, h.simulated ? " (SIMULATED)" : "", token.id,
-               token.usesLeft());
-  return c;
-}
-
-void Cluster::revokeHostCredentials(const std::string& host, store::WriteBatch& batch) {
-  for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
-    if (t->second.owner == "host:" + host) {
-      batch.add(store::DeleteToken{t->first});
-      t = world_.tokens.erase(t);
-    } else {
-      ++t;
-    }
-  }
-}
-
-Result<Change<model::Host>> Cluster::resetHostCredential(const Principal& p,
-                                                         const std::string& name) {
-  auto it = world_.hosts.find(name);
-  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
-    return Status::NotFound("no host '" + name + "'");
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "reset a host's credential"));
-  Change<model::Host> c;
-  revokeHostCredentials(name, c.batch);
-  it->second.credentialReset = true;
-  c.batch.add(store::PutHost{it->second});
-  c.value = it->second;
-  spdlog::warn("host credential reset: host={} by={}; its agent must join again", name, p.name);
-  return c;
-}
-
-std::vector<model::Host> Cluster::listHosts(const Principal& p) const {
-  std::vector<model::Host> out;
-  for (const auto& [name, h] : world_.hosts) {
-    if (authz::canSeeHost(p, h)) out.push_back(authz::visibleHost(p, h));
-  }
-  return out;
-}
-
-Result<model::Host> Cluster::getHost(const Principal& p, const std::string& name) const {
-  auto it = world_.hosts.find(name);
-  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
-    return Status::NotFound("no host '" + name + "'");
-  return authz::visibleHost(p, it->second);
-}
-
-std::vector<GpuAllocation> Cluster::allocations(const Principal& p, const std::string& host) const {
-  std::vector<GpuAllocation> out;
-  auto h = world_.hosts.find(host);
-  auto it = world_.gpuHolders.find(host);
-  if (h == world_.hosts.end() || it == world_.gpuHolders.end()) return out;
-  if (!authz::canSeeHost(p, h->second)) return out;
-  for (const auto& [gpu, jobId] : it->second) {
-    auto g = std::find_if(h->second.gpus.begin(), h->second.gpus.end(),
-                          [&](const model::Gpu& x) { return x.index == gpu; });
-    if (g != h->second.gpus.end() && !authz::canSeeGpu(p, *g)) continue;
-    const auto& j = world_.jobs.at(jobId);
-    out.push_back({gpu, jobId, j.team, j.user, j.project, j.startedAt ? j.startedAt : j.scheduledAt,
-                   j.gpuMilli});
-  }
-  return out;
+  // Samples may still come for allocations open now or closed moments ago.
+  accounting_.load(contents);
+  idle_.restarted();
 }
 
 // ---- Jobs --------------------------------------------------------------------------------
@@ -467,7 +228,7 @@ Result<Job> Cluster::getJob(const Principal& p, int64_t id) const {
 }
 
 void Cluster::updateJob(Job& job, const Job& before, store::WriteBatch& batch) {
-  recordLedger(before, job, batch);
+  accounting_.jobChanged(before, job, batch);
   world_.onJobChanged(&before, job);
   batch.add(store::PutJob{job});
 }
@@ -477,8 +238,7 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
   job.state = state;
   job.reason = std::move(reason);
   if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
-  sessionRuntime_.erase(job.id);
-  sessionProxiedAt_.erase(job.id);
+  sessions_.ended(job.id);
   // Its output is all in (agents send it before the status that ends a job): close its logs.
   for (int rank = 0; rank < std::max<int>(1, static_cast<int>(job.ranks.size())); ++rank)
     logs_.seal(job.id, rank);

@@ -29,12 +29,12 @@ class AccessTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    ASSERT_TRUE(cluster_->createProject(admin_, "resnet", "vision").ok());
+    ASSERT_TRUE(cluster_->access().createProject(admin_, "resnet", "vision").ok());
     for (auto [name, role] :
          {std::pair{"vic", Role::kViewer}, {"mia", Role::kMember}, {"tom", Role::kTeamAdmin}}) {
-      auto u = cluster_->createUser(admin_, name, "vision", role);
+      auto u = cluster_->access().createUser(admin_, name, "vision", role);
       ASSERT_TRUE(u.ok());
-      callers_[name] = *cluster_->authenticate(u->value.token);
+      callers_[name] = *cluster_->access().authenticate(u->value.token);
     }
     callers_["bob (nlp)"] = bob_;
     callers_["admin"] = admin_;
@@ -66,28 +66,28 @@ TEST_F(AccessTest, EachRoleGetsWhatItMayDoAndNothingMore) {
       {"create a project in vision",
        [this](const Principal& p) {
          static int n = 0;
-         return cluster_->createProject(p, "p" + std::to_string(n++), "vision").status();
+         return cluster_->access().createProject(p, "p" + std::to_string(n++), "vision").status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
       {"split vision's quota",
        [this](const Principal& p) {
-         return cluster_->setProjectQuota(p, "vision", "resnet", {}).status();
+         return cluster_->quotas().setProject(p, "vision", "resnet", {}).status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
       // A team-admin adds only people they can see; bob shares no team with vision's.
       {"add a person of another team to vision",
        [this](const Principal& p) {
-         return cluster_->setMembership(p, "vision", "bob", Role::kViewer).status();
+         return cluster_->access().setMembership(p, "vision", "bob", Role::kViewer).status();
        },
        O::kDenied, O::kDenied, O::kNotFound, O::kNotFound, O::kOk, O::kDenied},
       {"change the role of a member of vision",
        [this](const Principal& p) {
-         return cluster_->setMembership(p, "vision", "mia", Role::kMember).status();
+         return cluster_->access().setMembership(p, "vision", "mia", Role::kMember).status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
       {"list vision's members",
-       [this](const Principal& p) { return cluster_->teamMembers(p, "vision").status(); }, O::kOk,
-       O::kOk, O::kOk, O::kNotFound, O::kOk, O::kOk},
+       [this](const Principal& p) { return cluster_->access().teamMembers(p, "vision").status(); },
+       O::kOk, O::kOk, O::kOk, O::kNotFound, O::kOk, O::kOk},
       {"create a service account for vision",
        [this](const Principal& p) {
          static int n = 0;
@@ -95,31 +95,32 @@ TEST_F(AccessTest, EachRoleGetsWhatItMayDoAndNothingMore) {
          u.name = "ci" + std::to_string(n++);
          u.kind = model::UserKind::kService;
          u.teams["vision"] = Role::kMember;
-         return cluster_->createUser(p, u).status();
+         return cluster_->access().createUser(p, u).status();
        },
        O::kDenied, O::kDenied, O::kOk, O::kNotFound, O::kOk, O::kDenied},
       {"create a person's account",
        [this](const Principal& p) {
          static int n = 0;
-         return cluster_->createUser(p, "h" + std::to_string(n++), "vision", Role::kMember)
+         return cluster_->access()
+             .createUser(p, "h" + std::to_string(n++), "vision", Role::kMember)
              .status();
        },
        O::kDenied, O::kDenied, O::kDenied, O::kNotFound, O::kOk, O::kDenied},
       {"create a team",
        [this](const Principal& p) {
          static int n = 0;
-         return cluster_->createTeam(p, "t" + std::to_string(n++)).status();
+         return cluster_->access().createTeam(p, "t" + std::to_string(n++)).status();
        },
        O::kDenied, O::kDenied, O::kDenied, O::kDenied, O::kOk, O::kDenied},
       {"set vision's quota",
        [this](const Principal& p) {
          QuotaUpdate q;
          q.weight = 2;
-         return cluster_->setTeamQuota(p, "vision", q).status();
+         return cluster_->quotas().setTeam(p, "vision", q).status();
        },
        O::kDenied, O::kDenied, O::kDenied, O::kNotFound, O::kOk, O::kDenied},
       {"make a join token",
-       [this](const Principal& p) { return cluster_->createJoinToken(p, 60'000).status(); },
+       [this](const Principal& p) { return cluster_->hosts().createJoinToken(p, 60'000).status(); },
        O::kDenied, O::kDenied, O::kDenied, O::kDenied, O::kOk, O::kDenied},
   };
   const std::vector<std::string> order = {"vic",       "mia",   "tom",
@@ -146,8 +147,8 @@ TEST_F(AccessTest, ViewersReadButDoNotSubmitAndOtherTeamsSeeNoTeam) {
 }
 
 TEST_F(AccessTest, AUserOfSeveralTeamsNamesOneAndHasEachTeamsRole) {
-  ASSERT_TRUE(cluster_->setMembership(admin_, "nlp", "mia", Role::kViewer).ok());
-  auto mia = cluster_->getUser(admin_, "mia");
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "mia", Role::kViewer).ok());
+  auto mia = cluster_->access().getUser(admin_, "mia");
   ASSERT_TRUE(mia.ok());
   Principal p = Principal::ofUser(*mia);
   JobRequest r;
@@ -160,57 +161,62 @@ TEST_F(AccessTest, AUserOfSeveralTeamsNamesOneAndHasEachTeamsRole) {
   r.team = "vision";
   EXPECT_TRUE(cluster_->submitJob(p, r).ok());
   // Removing her from nlp takes nlp away.
-  ASSERT_TRUE(cluster_->setMembership(admin_, "nlp", "mia", std::nullopt).ok());
-  p = Principal::ofUser(*cluster_->getUser(admin_, "mia"));
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "mia", std::nullopt).ok());
+  p = Principal::ofUser(*cluster_->access().getUser(admin_, "mia"));
   EXPECT_EQ(p.soleTeam(), "vision");
 }
 
 TEST_F(AccessTest, TeamAdminsCannotGrantPlatformRightsOrReachOtherTeams) {
   const Principal& tom = callers_.at("tom");
-  EXPECT_EQ(cluster_->setMembership(tom, "vision", "mia", Role::kPlatformAdmin).status().field(),
-            "role");
-  EXPECT_EQ(cluster_->setMembership(tom, "nlp", "mia", Role::kMember).status().code(),
+  EXPECT_EQ(
+      cluster_->access().setMembership(tom, "vision", "mia", Role::kPlatformAdmin).status().field(),
+      "role");
+  EXPECT_EQ(cluster_->access().setMembership(tom, "nlp", "mia", Role::kMember).status().code(),
             Code::kNotFound);
   UserUpdate up;
   up.platformAdmin = true;
-  EXPECT_EQ(cluster_->updateUser(tom, "tom", up).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->access().updateUser(tom, "tom", up).status().code(), Code::kPermissionDenied);
   NewUser svc;
   svc.name = "nlp-ci";
   svc.kind = model::UserKind::kService;
   svc.teams["nlp"] = Role::kMember;
-  EXPECT_EQ(cluster_->createUser(tom, svc).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->access().createUser(tom, svc).status().code(), Code::kNotFound);
 }
 
 TEST_F(AccessTest, TokensAreNamedExpireAndAreRevokedAtOnce) {
   NewToken t;
   t.name = "laptop";
   t.ttlMs = 60'000;
-  auto made = cluster_->createToken(alice_, t);
+  auto made = cluster_->access().createToken(alice_, t);
   ASSERT_TRUE(made.ok()) << made.status().toString();
-  EXPECT_TRUE(cluster_->authenticate(made->value.secret).has_value());
-  auto list = cluster_->listTokens(alice_, "");
+  EXPECT_TRUE(cluster_->access().authenticate(made->value.secret).has_value());
+  auto list = cluster_->access().listTokens(alice_, "");
   ASSERT_TRUE(list.ok());
   EXPECT_TRUE(std::any_of(list->begin(), list->end(),
                           [](const model::ApiToken& x) { return x.name == "laptop"; }));
   // Others cannot see or revoke it: it does not exist for them.
-  EXPECT_EQ(cluster_->revokeToken(bob_, made->value.token.id).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->revokeToken(callers_.at("tom"), made->value.token.id).status().code(),
+  EXPECT_EQ(cluster_->access().revokeToken(bob_, made->value.token.id).status().code(),
             Code::kNotFound);
-  EXPECT_EQ(cluster_->listTokens(bob_, "alice").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->listTokens(callers_.at("mia"), "alice").status().code(),
+  EXPECT_EQ(
+      cluster_->access().revokeToken(callers_.at("tom"), made->value.token.id).status().code(),
+      Code::kNotFound);
+  EXPECT_EQ(cluster_->access().listTokens(bob_, "alice").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->access().listTokens(callers_.at("mia"), "alice").status().code(),
             Code::kPermissionDenied);
   // Expiry.
   clock_.advance(60'001);
-  EXPECT_FALSE(cluster_->authenticate(made->value.secret).has_value());
+  EXPECT_FALSE(cluster_->access().authenticate(made->value.secret).has_value());
   // Revocation.
-  auto second = cluster_->createToken(alice_, NewToken{"", "ci", 0});
+  auto second = cluster_->access().createToken(alice_, NewToken{"", "ci", 0});
   ASSERT_TRUE(second.ok());
-  EXPECT_TRUE(cluster_->authenticate(second->value.secret).has_value());
-  ASSERT_TRUE(cluster_->revokeToken(alice_, second->value.token.id).ok());
-  EXPECT_FALSE(cluster_->authenticate(second->value.secret).has_value());
+  EXPECT_TRUE(cluster_->access().authenticate(second->value.secret).has_value());
+  ASSERT_TRUE(cluster_->access().revokeToken(alice_, second->value.token.id).ok());
+  EXPECT_FALSE(cluster_->access().authenticate(second->value.secret).has_value());
   // Bad input.
-  EXPECT_EQ(cluster_->createToken(alice_, NewToken{"", "Bad Name", 0}).status().field(), "name");
-  EXPECT_EQ(cluster_->createToken(alice_, NewToken{"", "", -5}).status().field(), "expires_in");
+  EXPECT_EQ(cluster_->access().createToken(alice_, NewToken{"", "Bad Name", 0}).status().field(),
+            "name");
+  EXPECT_EQ(cluster_->access().createToken(alice_, NewToken{"", "", -5}).status().field(),
+            "expires_in");
 }
 
 TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
@@ -219,31 +225,33 @@ TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
   svc.name = "vision-ci";
   svc.kind = model::UserKind::kService;
   svc.teams["vision"] = Role::kMember;
-  ASSERT_TRUE(cluster_->createUser(tom, svc).ok());
-  auto tok = cluster_->createToken(tom, NewToken{"vision-ci", "gitlab", 0});
+  ASSERT_TRUE(cluster_->access().createUser(tom, svc).ok());
+  auto tok = cluster_->access().createToken(tom, NewToken{"vision-ci", "gitlab", 0});
   ASSERT_TRUE(tok.ok()) << tok.status().toString();
-  auto p = cluster_->authenticate(tok->value.secret);
+  auto p = cluster_->access().authenticate(tok->value.secret);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->name, "vision-ci");
-  EXPECT_TRUE(cluster_->listTokens(tom, "vision-ci").ok());
+  EXPECT_TRUE(cluster_->access().listTokens(tom, "vision-ci").ok());
   // A member of the team may not; nor may tom mint tokens for a person.
-  EXPECT_EQ(
-      cluster_->createToken(callers_.at("mia"), NewToken{"vision-ci", "x", 0}).status().code(),
-      Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->createToken(tom, NewToken{"mia", "x", 0}).status().code(),
+  EXPECT_EQ(cluster_->access()
+                .createToken(callers_.at("mia"), NewToken{"vision-ci", "x", 0})
+                .status()
+                .code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->access().createToken(tom, NewToken{"mia", "x", 0}).status().code(),
             Code::kPermissionDenied);
 }
 
 TEST_F(AccessTest, DisabledUsersCannotAuthenticateAndTheLastAdminStays) {
-  auto tok = cluster_->createToken(alice_, NewToken{"", "t", 0});
+  auto tok = cluster_->access().createToken(alice_, NewToken{"", "t", 0});
   ASSERT_TRUE(tok.ok());
   UserUpdate off;
   off.disabled = true;
-  ASSERT_TRUE(cluster_->updateUser(admin_, "alice", off).ok());
-  EXPECT_FALSE(cluster_->authenticate(tok->value.secret).has_value());
+  ASSERT_TRUE(cluster_->access().updateUser(admin_, "alice", off).ok());
+  EXPECT_FALSE(cluster_->access().authenticate(tok->value.secret).has_value());
   UserUpdate demote;
   demote.platformAdmin = false;
-  EXPECT_EQ(cluster_->updateUser(admin_, "admin", demote).status().code(),
+  EXPECT_EQ(cluster_->access().updateUser(admin_, "admin", demote).status().code(),
             Code::kFailedPrecondition);
 }
 

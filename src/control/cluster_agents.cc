@@ -136,7 +136,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.cpuMillis = j.cpuMillis;
       d.memoryMib = j.memoryMib;
       d.logOffset = logs_.received(j.id, rank);
-      d.runAs = runAsOf(j);
+      d.runAs = access_.runAsOf(j);
       if (j.session) {
         d.session = model::DesiredSession{
             j.session->app, j.session->storage, {}, j.user, options_.sessionSharedDir};
@@ -193,9 +193,9 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
     spdlog::warn("host {}: its agent claims {}", host, grew);
     if (admitted) {
-      transitionHost(h, model::AdminState::kMaintenance, kSystemActor,
-                     "its inventory changed (" + grew + "); check the host, then resume it",
-                     c.batch);
+      hosts_.transitionHost(h, model::AdminState::kMaintenance, kSystemActor,
+                            "its inventory changed (" + grew + "); check the host, then resume it",
+                            c.batch);
     }
   }
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
@@ -203,7 +203,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   model::applyInventory(h, inv);
   if (h.adminState == model::AdminState::kRegistering) {
     // First word from a new host: check it before it takes work.
-    transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);
+    hosts_.transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);
     model::HostTask task;
     task.purpose = "commissioning";
     if (auto prof = options_.hookProfiles.find(options_.lifecycle.commissionProfile);
@@ -216,8 +216,8 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
                                   options_.lifecycle.taskTimeoutMs,
                                   {}};
     }
-    task.health = healthStep(h, true);
-    startTask(h, std::move(task), c.batch);
+    task.health = hosts_.healthStep(h, true);
+    hosts_.startTask(h, std::move(task), c.batch);
   } else if (h.expectedGpuCount < 0) {
     // Commissioned before health checks knew what to expect: what it has now is the baseline.
     h.expectedGpuCount = static_cast<int>(h.gpus.size());
@@ -290,14 +290,14 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
     return;
   }
   if (j.session && a.session && a.state == model::ActualState::kRunning)
-    sessionRuntime_[j.id] = *a.session;
+    sessions_.reported(j, *a.session);
   Job before = j;
   switch (a.state) {
     case model::ActualState::kRunning:
       if (j.state == JobState::kScheduled) {
         j.state = JobState::kRunning;
         j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
-        noteLocalHome(j);
+        sessions_.started(j);
         updateJob(j, before, batch);
         // Specs held back for budget go out as the jobs before them start.
         if (deferredHosts_.count(host)) push.insert(host);
@@ -461,10 +461,8 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
   const TimeMs now = clock_.nowMs();
   auto& mine = world_.telemetry[host];
   for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
-  usage_.addRound(host, t, now, [this](int64_t alloc, const telemetry::UsageCell& c) {
-    world_.ledger.addUsage(alloc, c);
-  });
-  noteTelemetry(host);
+  accounting_.sampleRound(host, t, now);
+  idle_.samplesArrived(host);
   return Status::Ok();
 }
 
@@ -523,7 +521,8 @@ Change<int> Cluster::checkLiveness() {
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
         const auto held = world_.ledger.openPlacement(id);
         preemptedJobStopped(j, "its host " + name + " became unreachable", c.batch);
-        correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
+        accounting_.correctEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen",
+                               c.batch);
         ++c.value;
         continue;
       }
@@ -545,7 +544,7 @@ Change<int> Cluster::checkLiveness() {
       // Its GPUs on this host were last known held when the host was last heard from.
       const auto held = world_.ledger.openPlacement(id);
       finishJob(j, JobState::kLost, why, c.batch);
-      correctLedgerEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
+      accounting_.correctEnd(id, held, name, h.lastSeenAt, "host " + name + " last seen", c.batch);
       ++c.value;
     }
   }

@@ -13,9 +13,9 @@ class ContourTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    auto carol = cluster_->createUser(admin_, "carol", "vision", Role::kTeamAdmin);
+    auto carol = cluster_->access().createUser(admin_, "carol", "vision", Role::kTeamAdmin);
     ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->authenticate(carol->value.token);
+    carol_ = *cluster_->access().authenticate(carol->value.token);
   }
 
   Result<Change<model::Job>> submitTo(const Principal& p, const std::string& contour,
@@ -65,16 +65,17 @@ TEST_F(ContourTest, SubmissionNamesTheContourAndDefaultsToDev) {
 
 TEST_F(ContourTest, HostContourIsAnAdminSettingTheAgentDoesNotChange) {
   joinHost("gpu-01", 4);
-  EXPECT_EQ(cluster_->getHost(admin_, "gpu-01")->contour, "dev");  // new hosts: the default
+  EXPECT_EQ(cluster_->hosts().getHost(admin_, "gpu-01")->contour, "dev");  // new hosts: the default
 
-  EXPECT_EQ(cluster_->setHostContour(alice_, "gpu-01", "prod").status().code(),
+  EXPECT_EQ(cluster_->hosts().setHostContour(alice_, "gpu-01", "prod").status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->setHostContour(admin_, "gpu-09", "prod").status().code(), Code::kNotFound);
-  auto unknown = cluster_->setHostContour(admin_, "gpu-01", "qa");
+  EXPECT_EQ(cluster_->hosts().setHostContour(admin_, "gpu-09", "prod").status().code(),
+            Code::kNotFound);
+  auto unknown = cluster_->hosts().setHostContour(admin_, "gpu-01", "qa");
   EXPECT_EQ(unknown.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(unknown.status().field(), "contour");
 
-  auto set = cluster_->setHostContour(admin_, "gpu-01", "prod");
+  auto set = cluster_->hosts().setHostContour(admin_, "gpu-01", "prod");
   ASSERT_TRUE(set.ok());
   const auto* put = findOp<store::PutHost>(*set);
   ASSERT_NE(put, nullptr);  // written through the store
@@ -83,13 +84,13 @@ TEST_F(ContourTest, HostContourIsAnAdminSettingTheAgentDoesNotChange) {
   // The agent reconnecting re-reports its inventory; the contour stays.
   cluster_->agentDisconnected("gpu-01", &link_);
   cluster_->agentConnected("gpu-01", &link_, inventory(4), {});
-  EXPECT_EQ(cluster_->getHost(admin_, "gpu-01")->contour, "prod");
+  EXPECT_EQ(cluster_->hosts().getHost(admin_, "gpu-01")->contour, "prod");
 }
 
 TEST_F(ContourTest, JobsArePlacedOnlyInTheirContour) {
   joinHost("dev-01", 4);
   joinHost("prod-01", 4);
-  ASSERT_TRUE(cluster_->setHostContour(admin_, "prod-01", "prod").ok());
+  ASSERT_TRUE(cluster_->hosts().setHostContour(admin_, "prod-01", "prod").ok());
   int64_t prodJob = submitTo(carol_, "prod", 4)->value.id;
   int64_t devJob = submitTo(alice_, "dev", 4)->value.id;
   int64_t testJob = submitTo(alice_, "test", 1)->value.id;
@@ -107,20 +108,22 @@ TEST_F(ContourTest, JobsArePlacedOnlyInTheirContour) {
 
 TEST_F(ContourTest, TeamLimitPerContourIsSetByAdminsAndEnforced) {
   joinHost("prod-01", 8);
-  ASSERT_TRUE(cluster_->setHostContour(admin_, "prod-01", "prod").ok());
+  ASSERT_TRUE(cluster_->hosts().setHostContour(admin_, "prod-01", "prod").ok());
   QuotaUpdate u;
   u.contourLimits["prod"] = 2;
-  EXPECT_EQ(cluster_->setTeamQuota(carol_, "vision", u).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->quotas().setTeam(carol_, "vision", u).status().code(),
+            Code::kPermissionDenied);
   QuotaUpdate bad;
   bad.contourLimits["qa"] = 2;
-  auto refused = cluster_->setTeamQuota(admin_, "vision", bad);
+  auto refused = cluster_->quotas().setTeam(admin_, "vision", bad);
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(refused.status().field(), "contour_limits");
   QuotaUpdate negative;
   negative.contourLimits["prod"] = -1;
-  EXPECT_EQ(cluster_->setTeamQuota(admin_, "vision", negative).status().field(), "contour_limits");
+  EXPECT_EQ(cluster_->quotas().setTeam(admin_, "vision", negative).status().field(),
+            "contour_limits");
 
-  auto set = cluster_->setTeamQuota(admin_, "vision", u);
+  auto set = cluster_->quotas().setTeam(admin_, "vision", u);
   ASSERT_TRUE(set.ok());
   EXPECT_EQ(set->value.quota.contourLimits.at("prod"), 2);
 
@@ -135,10 +138,10 @@ TEST_F(ContourTest, TeamLimitPerContourIsSetByAdminsAndEnforced) {
   // Removing the limit lets it run; other limits of the team stay as they are.
   QuotaUpdate more;
   more.contourLimits["test"] = 3;
-  ASSERT_TRUE(cluster_->setTeamQuota(admin_, "vision", more).ok());
+  ASSERT_TRUE(cluster_->quotas().setTeam(admin_, "vision", more).ok());
   QuotaUpdate remove;
   remove.contourLimits["prod"] = std::nullopt;
-  auto removed = cluster_->setTeamQuota(admin_, "vision", remove);
+  auto removed = cluster_->quotas().setTeam(admin_, "vision", remove);
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(removed->value.quota.contourLimits, (std::map<std::string, int>{{"test", 3}}));
   place();
@@ -149,17 +152,17 @@ class ContourDurableTest : public DurableClusterTest {};
 
 TEST_F(ContourDurableTest, ContoursSurviveRestartsAndOldDocumentsLoadAsTheDefault) {
   start();
-  auto admin = cluster_->bootstrapAdmin();
+  auto admin = cluster_->access().bootstrapAdmin();
   ASSERT_TRUE(admin.has_value());
   keep(*admin);
-  Principal root = *cluster_->authenticate(admin->value);
-  keep(cluster_->createTeam(root, "vision"));
-  auto jt = keep(cluster_->createJoinToken(root, 3'600'000));
-  keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(2)));
-  keep(cluster_->setHostContour(root, "gpu-01", "prod"));
+  Principal root = *cluster_->access().authenticate(admin->value);
+  keep(cluster_->access().createTeam(root, "vision"));
+  auto jt = keep(cluster_->hosts().createJoinToken(root, 3'600'000));
+  keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(2)));
+  keep(cluster_->hosts().setHostContour(root, "gpu-01", "prod"));
   QuotaUpdate u;
   u.contourLimits["prod"] = 4;
-  keep(cluster_->setTeamQuota(root, "vision", u));
+  keep(cluster_->quotas().setTeam(root, "vision", u));
   JobRequest r;
   r.team = "vision";
   r.command = {"true"};
@@ -180,11 +183,11 @@ TEST_F(ContourDurableTest, ContoursSurviveRestartsAndOldDocumentsLoadAsTheDefaul
   ClusterOptions opts = testOptions();
   opts.contours.defaultContour = "test";
   start(opts);
-  EXPECT_EQ(cluster_->getHost(root, "gpu-01")->contour, "prod");
-  EXPECT_EQ(cluster_->getHost(root, "gpu-00")->contour, "test");
+  EXPECT_EQ(cluster_->hosts().getHost(root, "gpu-01")->contour, "prod");
+  EXPECT_EQ(cluster_->hosts().getHost(root, "gpu-00")->contour, "test");
   EXPECT_EQ(cluster_->getJob(root, job)->contour, "test");
   EXPECT_EQ(cluster_->getJob(root, 999)->contour, "test");
-  EXPECT_EQ(cluster_->teamQuota(root, "vision")->team.quota.contourLimits.at("prod"), 4);
+  EXPECT_EQ(cluster_->quotas().ofTeam(root, "vision")->team.quota.contourLimits.at("prod"), 4);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ class DrainTest : public ClusterTest {
 
 TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
   joinHost("gpu-01", 2);
-  auto drained = cluster_->drainHost(admin_, "gpu-01", 0, "kernel update");
+  auto drained = cluster_->hosts().drainHost(admin_, "gpu-01", 0, "kernel update");
   ASSERT_TRUE(drained.ok()) << drained.status().toString();
   // Nothing ran there, so it is drained at once.
   EXPECT_EQ(drained->value.adminState, AdminState::kMaintenance);
@@ -50,7 +50,7 @@ TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
   EXPECT_EQ(wait->kind, sched::WaitKind::kHostsDrained);
   EXPECT_NE(cluster_->waitReason(job(id)).find("draining or in maintenance"), std::string::npos);
 
-  auto resumed = cluster_->resumeHost(admin_, "gpu-01");
+  auto resumed = cluster_->hosts().resumeHost(admin_, "gpu-01");
   ASSERT_TRUE(resumed.ok());
   EXPECT_EQ(resumed->value.adminState, AdminState::kAvailable);
   EXPECT_EQ(resumed->value.adminReason, "");
@@ -64,14 +64,14 @@ TEST_F(DrainTest, RunningJobFinishesThenHostIsInMaintenance) {
   ASSERT_EQ(place().size(), 1u);
   cluster_->agentStatus("gpu-01", {running(id)});
 
-  auto d = cluster_->drainHost(admin_, "gpu-01", 0, "");
+  auto d = cluster_->hosts().drainHost(admin_, "gpu-01", 0, "");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->value.adminState, AdminState::kDraining);
   EXPECT_EQ(d->value.drainDeadline, 0);
   // With no deadline it waits as long as the job runs, and places nothing beside it.
   int64_t other = submitJob(1, false);
   clock_.advance(24 * 60 * kMin);
-  EXPECT_TRUE(cluster_->enforceDrains().value.empty());
+  EXPECT_TRUE(cluster_->hosts().enforceDrains().value.empty());
   EXPECT_TRUE(place().empty());
   EXPECT_EQ(adminState("gpu-01"), AdminState::kDraining);
   EXPECT_EQ(job(id).state, JobState::kRunning);
@@ -79,7 +79,7 @@ TEST_F(DrainTest, RunningJobFinishesThenHostIsInMaintenance) {
 
   cluster_->agentStatus("gpu-01", {exited(id, 0, {})});
   EXPECT_EQ(job(id).state, JobState::kSucceeded);
-  auto c = cluster_->enforceDrains();
+  auto c = cluster_->hosts().enforceDrains();
   EXPECT_NE(findOp<store::AppendHostTransition>(c), nullptr);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kMaintenance);
   EXPECT_TRUE(place().empty());
@@ -93,16 +93,16 @@ TEST_F(DrainTest, DeadlinePreemptsWhatStillRuns) {
   ASSERT_EQ(place().size(), 2u);
   cluster_->agentStatus("gpu-01", {running(spot), running(pinned)});
 
-  ASSERT_TRUE(cluster_->drainHost(admin_, "gpu-01", 30 * kMin, "kernel update").ok());
+  ASSERT_TRUE(cluster_->hosts().drainHost(admin_, "gpu-01", 30 * kMin, "kernel update").ok());
   clock_.advance(30 * kMin - 1);
-  EXPECT_TRUE(cluster_->enforceDrains().value.empty());
+  EXPECT_TRUE(cluster_->hosts().enforceDrains().value.empty());
   clock_.advance(1);
-  auto c = cluster_->enforceDrains();
+  auto c = cluster_->hosts().enforceDrains();
   EXPECT_EQ(c.value, (std::vector<int64_t>{spot, pinned}));
   EXPECT_TRUE(c.pushHosts.count("gpu-01"));
   cluster_->evictionsDurable(c.value);
   EXPECT_TRUE(job(spot).evicting);
-  EXPECT_TRUE(cluster_->enforceDrains().value.empty());  // asked once
+  EXPECT_TRUE(cluster_->hosts().enforceDrains().value.empty());  // asked once
 
   cluster_->agentStatus("gpu-01", {exited(spot, {}, 15), exited(pinned, {}, 15)});
   // Preemptible: back to the queue; the other ends preempted, saying why.
@@ -111,7 +111,7 @@ TEST_F(DrainTest, DeadlinePreemptsWhatStillRuns) {
   EXPECT_EQ(job(pinned).state, JobState::kPreempted);
   EXPECT_NE(job(pinned).reason.find("host drained: kernel update"), std::string::npos)
       << job(pinned).reason;
-  cluster_->enforceDrains();
+  cluster_->hosts().enforceDrains();
   EXPECT_EQ(adminState("gpu-01"), AdminState::kMaintenance);
   // The requeued job does not go back to the drained host.
   EXPECT_TRUE(place().empty());
@@ -120,41 +120,49 @@ TEST_F(DrainTest, DeadlinePreemptsWhatStillRuns) {
 TEST_F(DrainTest, ResumeFromFailedButNotFromRetired) {
   joinHost("gpu-01", 1);
   joinHost("gpu-02", 1);
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "ECC").ok());
+  ASSERT_TRUE(
+      cluster_->hosts().setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "ECC").ok());
   int64_t id = submitJob(1, false);
   EXPECT_EQ(place(), std::vector<int64_t>{id});
   EXPECT_EQ(job(id).host, "gpu-02");  // not on the failed host
-  ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
+  ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
 
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kRetired, "").ok());
-  auto r = cluster_->resumeHost(admin_, "gpu-01");
+  ASSERT_TRUE(cluster_->hosts().setHostAdminState(admin_, "gpu-01", AdminState::kRetired, "").ok());
+  auto r = cluster_->hosts().resumeHost(admin_, "gpu-01");
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kRetired);
-  EXPECT_EQ(cluster_->drainHost(admin_, "gpu-01", 0, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().drainHost(admin_, "gpu-01", 0, "").status().code(),
             Code::kFailedPrecondition);
-  EXPECT_EQ(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "").status().code(),
+  EXPECT_EQ(cluster_->hosts()
+                .setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "")
+                .status()
+                .code(),
             Code::kFailedPrecondition);
   // Maintenance is reached by draining, not set by hand.
-  EXPECT_EQ(
-      cluster_->setHostAdminState(admin_, "gpu-02", AdminState::kMaintenance, "").status().code(),
-      Code::kInvalidArgument);
+  EXPECT_EQ(cluster_->hosts()
+                .setHostAdminState(admin_, "gpu-02", AdminState::kMaintenance, "")
+                .status()
+                .code(),
+            Code::kInvalidArgument);
   EXPECT_EQ(adminState("gpu-02"), AdminState::kAvailable);
 }
 
 TEST_F(DrainTest, OnlyPlatformAdminsDrainAndOthersSeeNothingTheyCannotSee) {
   joinHost("gpu-01", 1);
   joinHost("gpu-02", 1);
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-02", "nlp").ok());
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-02", "nlp").ok());
 
-  EXPECT_EQ(cluster_->drainHost(alice_, "gpu-01", 0, "").status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->resumeHost(alice_, "gpu-01").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->hosts().drainHost(alice_, "gpu-01", 0, "").status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->hosts().resumeHost(alice_, "gpu-01").status().code(),
+            Code::kPermissionDenied);
   // Another team's dedicated host does not exist for alice.
-  EXPECT_EQ(cluster_->drainHost(alice_, "gpu-02", 0, "").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->hostTransitions(alice_, "gpu-02").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->drainHost(admin_, "nope", 0, "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().drainHost(alice_, "gpu-02", 0, "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().hostTransitions(alice_, "gpu-02").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().drainHost(admin_, "nope", 0, "").status().code(), Code::kNotFound);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
-  EXPECT_TRUE(cluster_->hostTransitions(admin_, "gpu-01")->empty());
+  EXPECT_TRUE(cluster_->hosts().hostTransitions(admin_, "gpu-01")->empty());
 }
 
 TEST_F(DrainTest, EveryTransitionIsRecordedWithWhoWhenAndWhy) {
@@ -163,18 +171,18 @@ TEST_F(DrainTest, EveryTransitionIsRecordedWithWhoWhenAndWhy) {
   place();
   cluster_->agentStatus("gpu-01", {running(id)});
   const TimeMs drainedAt = clock_.nowMs();
-  auto d = cluster_->drainHost(admin_, "gpu-01", 10 * kMin, "PSU swap");
+  auto d = cluster_->hosts().drainHost(admin_, "gpu-01", 10 * kMin, "PSU swap");
   ASSERT_TRUE(d.ok());
   const auto* put = findOp<store::AppendHostTransition>(*d);
   ASSERT_NE(put, nullptr);
   EXPECT_EQ(put->transition.by, "admin");
   clock_.advance(kMin);
   cluster_->agentStatus("gpu-01", {exited(id, 0, {})});
-  cluster_->enforceDrains();
-  ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
+  cluster_->hosts().enforceDrains();
+  ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
 
   // Anyone who sees the host may read its record.
-  auto log = cluster_->hostTransitions(alice_, "gpu-01");
+  auto log = cluster_->hosts().hostTransitions(alice_, "gpu-01");
   ASSERT_TRUE(log.ok());
   ASSERT_EQ(log->size(), 3u);
   const auto& t = *log;
@@ -199,13 +207,13 @@ class DrainRestartTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
     ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->authenticate(admin->value);
-    keep(cluster_->createTeam(admin_, "vision"));
-    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
-    keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(1)));
+    admin_ = *cluster_->access().authenticate(admin->value);
+    keep(cluster_->access().createTeam(admin_, "vision"));
+    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
+    keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(1)));
     keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
   }
 
@@ -223,7 +231,7 @@ TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   cluster_->placementsDurable(pass.value);
   const ActualJob run{id, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
   keep(cluster_->agentStatus("gpu-01", {run}));
-  auto d = keep(cluster_->drainHost(admin_, "gpu-01", 10 * kMin, "rack move"));
+  auto d = keep(cluster_->hosts().drainHost(admin_, "gpu-01", 10 * kMin, "rack move"));
   const TimeMs deadline = d.value.drainDeadline;
   ASSERT_GT(deadline, 0);
 
@@ -232,16 +240,16 @@ TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   EXPECT_EQ(h.adminState, AdminState::kDraining);
   EXPECT_EQ(h.drainDeadline, deadline);
   EXPECT_EQ(h.adminReason, "rack move");
-  auto log = cluster_->hostTransitions(admin_, "gpu-01");
+  auto log = cluster_->hosts().hostTransitions(admin_, "gpu-01");
   ASSERT_TRUE(log.ok());
   ASSERT_EQ(log->size(), 1u);
   EXPECT_EQ((*log)[0].to, AdminState::kDraining);
   keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {run}));
 
   clock_.advance(10 * kMin - 1);
-  EXPECT_TRUE(keep(cluster_->enforceDrains()).value.empty());
+  EXPECT_TRUE(keep(cluster_->hosts().enforceDrains()).value.empty());
   clock_.advance(1);
-  auto c = keep(cluster_->enforceDrains());
+  auto c = keep(cluster_->hosts().enforceDrains());
   EXPECT_EQ(c.value, std::vector<int64_t>{id});
   EXPECT_EQ(cluster_->getJob(admin_, id)->evictedFor, "host drained: rack move");
 
@@ -252,9 +260,9 @@ TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   killed.signal = 15;
   keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {killed}));
   EXPECT_EQ(cluster_->getJob(admin_, id)->state, JobState::kPreempted);
-  keep(cluster_->enforceDrains());
+  keep(cluster_->hosts().enforceDrains());
   start();
-  log = cluster_->hostTransitions(admin_, "gpu-01");
+  log = cluster_->hosts().hostTransitions(admin_, "gpu-01");
   ASSERT_EQ(log->size(), 2u);
   EXPECT_EQ((*log)[1].to, AdminState::kMaintenance);
   EXPECT_EQ((*log)[1].id, (*log)[0].id + 1);

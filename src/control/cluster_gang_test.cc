@@ -85,8 +85,8 @@ TEST_F(GangTest, AGangIsPlacedOnDistinctHostsAndHoldsEveryRanksGpus) {
   EXPECT_EQ(j.ranks[1].gpuUuids.size(), 2u);
   EXPECT_EQ(pushed, (std::set<std::string>{"gpu-a", "gpu-b"}));
   // Nothing else fits on either host while the gang holds them.
-  EXPECT_EQ(cluster_->allocations(admin_, "gpu-a").size(), 2u);
-  EXPECT_EQ(cluster_->allocations(admin_, "gpu-b").size(), 2u);
+  EXPECT_EQ(cluster_->hosts().allocations(admin_, "gpu-a").size(), 2u);
+  EXPECT_EQ(cluster_->hosts().allocations(admin_, "gpu-b").size(), 2u);
   int64_t other = submit(bob_, 1);
   place();
   EXPECT_EQ(job(other).state, JobState::kQueued);
@@ -127,8 +127,8 @@ TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
   j = job(id);
   EXPECT_EQ(j.state, JobState::kSucceeded);
   EXPECT_EQ(j.exitCode, 0);
-  EXPECT_TRUE(cluster_->allocations(admin_, a).empty());
-  EXPECT_TRUE(cluster_->allocations(admin_, b).empty());
+  EXPECT_TRUE(cluster_->hosts().allocations(admin_, a).empty());
+  EXPECT_TRUE(cluster_->hosts().allocations(admin_, b).empty());
 }
 
 TEST_F(GangTest, ARankFailingStopsTheOthersAndFailsTheJobNamingIt) {
@@ -169,7 +169,7 @@ TEST_F(GangTest, AnUnreachableHostLosesTheWholeGang) {
   EXPECT_NE(j.reason.find("rank 1 on " + b), std::string::npos) << j.reason;
   EXPECT_TRUE(c.pushHosts.count(a));  // rank 0 leaves gpu-a's desired state and is stopped
   EXPECT_TRUE(desired(a, id).is_null());
-  EXPECT_TRUE(cluster_->allocations(admin_, a).empty());
+  EXPECT_TRUE(cluster_->hosts().allocations(admin_, a).empty());
 }
 
 TEST_F(GangTest, CancelStopsEveryRank) {
@@ -190,7 +190,7 @@ TEST_F(GangTest, CancelStopsEveryRank) {
 TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
   QuotaUpdate q;
   q.guaranteed = std::map<std::string, int>{{"", 2}};
-  ASSERT_TRUE(cluster_->setTeamQuota(admin_, "nlp", q).ok());
+  ASSERT_TRUE(cluster_->quotas().setTeam(admin_, "nlp", q).ok());
   int64_t id = submitGang(alice_, 2, 2, /*preemptible=*/true);  // borrows all four GPUs
   place();
   auto j = job(id);

@@ -44,7 +44,7 @@ class HandoverTest : public ClusterTest {
     health.gpuCount = gpus;
     health.gpuModels.assign(static_cast<size_t>(gpus), "A100");
     r.health = health;
-    return cluster_->agentTaskResult(name, r);
+    return cluster_->hosts().agentTaskResult(name, r);
   }
 };
 
@@ -52,14 +52,14 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
   ClusterOptions o = cluster_->options();
   o.lifecycle.commission = true;
   cluster_ = std::make_unique<Cluster>(clock_, *logs_, o);
-  auto admin = cluster_->bootstrapAdmin();
-  admin_ = *cluster_->authenticate(admin->value);
-  ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
-  auto alice = cluster_->createUser(admin_, "alice", "vision", model::Role::kMember);
-  alice_ = *cluster_->authenticate(alice->value.token);
+  auto admin = cluster_->access().bootstrapAdmin();
+  admin_ = *cluster_->access().authenticate(admin->value);
+  ASSERT_TRUE(cluster_->access().createTeam(admin_, "vision").ok());
+  auto alice = cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember);
+  alice_ = *cluster_->access().authenticate(alice->value.token);
 
-  auto jt = cluster_->createJoinToken(admin_, 3'600'000);
-  ASSERT_TRUE(cluster_->joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
+  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
+  ASSERT_TRUE(cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kRegistering);
   cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kCommissioning);
@@ -78,7 +78,7 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
   EXPECT_EQ(host("gpu-01").expectedGpuCount, 2);
   EXPECT_EQ(sentTask("gpu-01")["health"].is_null(), true);
   EXPECT_EQ(place(), std::vector<int64_t>{id});
-  auto log = *cluster_->hostTransitions(admin_, "gpu-01");
+  auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].from, AdminState::kRegistering);
   EXPECT_EQ(log[1].reason, "commissioned");
@@ -89,9 +89,9 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
   ClusterOptions o = cluster_->options();
   o.lifecycle.commission = true;
   cluster_ = std::make_unique<Cluster>(clock_, *logs_, o);
-  admin_ = *cluster_->authenticate(cluster_->bootstrapAdmin()->value);
-  auto jt = cluster_->createJoinToken(admin_, 3'600'000);
-  ASSERT_TRUE(cluster_->joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
+  admin_ = *cluster_->access().authenticate(cluster_->access().bootstrapAdmin()->value);
+  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
+  ASSERT_TRUE(cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
   cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
   model::HostTaskResult r;
   r.id = host("gpu-01").task->id;
@@ -99,7 +99,7 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
   model::HealthReport health;
   health.problems = {"driver 535.54 is older than the required 550.0", "GPU 1: XID 79"};
   r.health = health;
-  cluster_->agentTaskResult("gpu-01", r);
+  cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   EXPECT_EQ(host("gpu-01").adminReason,
             "commissioning failed: health check: driver 535.54 is older than the required 550.0; "
@@ -114,27 +114,27 @@ TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
                         {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
 
   // Who may, and with what.
-  EXPECT_EQ(cluster_->assignHost(alice_, "gpu-01", "vision", {}, 0, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().assignHost(alice_, "gpu-01", "vision", {}, 0, "").status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->assignHost(admin_, "gpu-01", "nope", {}, 0, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().assignHost(admin_, "gpu-01", "nope", {}, 0, "").status().code(),
             Code::kNotFound);
-  EXPECT_EQ(cluster_->assignHost(admin_, "gpu-01", "vision", {}, -1, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, -1, "").status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_FALSE(host("gpu-01").handover.has_value());
 
-  auto a = cluster_->assignHost(admin_, "gpu-01", "vision", {}, 5 * kMin, "project X");
+  auto a = cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 5 * kMin, "project X");
   ASSERT_TRUE(a.ok()) << a.status().toString();
   EXPECT_EQ(a->value.adminState, AdminState::kDraining);
   // Others' work may finish until the deadline, then is preempted (requeued: preemptible).
   clock_.advance(5 * kMin);
-  auto d = cluster_->enforceDrains();
+  auto d = cluster_->hosts().enforceDrains();
   EXPECT_EQ(d.value, std::vector<int64_t>{spot});
   cluster_->evictionsDurable(d.value);
   cluster_->agentStatus(
       "gpu-01", {{spot, ActualState::kExited, 1, {}, 15, clock_.nowMs(), clock_.nowMs(), ""}});
   EXPECT_EQ(cluster_->getJob(admin_, spot)->state, JobState::kQueued);
-  d = cluster_->enforceDrains();
+  d = cluster_->hosts().enforceDrains();
   EXPECT_TRUE(d.pushHosts.count("gpu-01"));
 
   // Drained: one task of wipe, the new owner's profile and a health check with burn-in.
@@ -153,47 +153,47 @@ TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
   EXPECT_FALSE(host("gpu-01").handover.has_value());
   // Only its new owner sees it; the requeued job of the other team has nowhere to go.
-  EXPECT_EQ(cluster_->getHost(bob_, "gpu-01").status().code(), Code::kNotFound);
-  EXPECT_TRUE(cluster_->getHost(alice_, "gpu-01").ok());
+  EXPECT_EQ(cluster_->hosts().getHost(bob_, "gpu-01").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->hosts().getHost(alice_, "gpu-01").ok());
   EXPECT_TRUE(place().empty());
-  auto log = *cluster_->hostTransitions(admin_, "gpu-01");
+  auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");
   ASSERT_EQ(log.size(), 4u);  // draining, maintenance, reprovisioning, available
   EXPECT_EQ(log[0].reason, "project X");
   EXPECT_EQ(log[3].reason, "handed over to team vision");
   EXPECT_EQ(log[3].output, "wiped\nhealthy\n");
 
   // And back: unassign returns it to the shared pool the same way.
-  auto u = cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "");
+  auto u = cluster_->hosts().assignHost(admin_, "gpu-01", "", {}, 0, "");
   ASSERT_TRUE(u.ok()) << u.status().toString();
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning);  // nothing ran: at once
   EXPECT_EQ(sentTask("gpu-01")["hook"].value("profile", ""), "default");
   taskSucceeds("gpu-01");
   EXPECT_EQ(host("gpu-01").dedicatedTo, "");
   EXPECT_EQ(host("gpu-01").adminReason, "");
-  EXPECT_EQ(cluster_->hostTransitions(admin_, "gpu-01")->back().reason,
+  EXPECT_EQ(cluster_->hosts().hostTransitions(admin_, "gpu-01")->back().reason,
             "returned to the shared pool");
   EXPECT_EQ(place(), std::vector<int64_t>{spot});
 }
 
 TEST_F(HandoverTest, AFailedWipeFencesTheHostAndKeepsItsOwner) {
   joinHost("gpu-01", 2);
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
   model::HostTaskResult r;
   r.id = host("gpu-01").task->id;
   r.failedStep = "wipe";
   r.reason = "GPU 1 still has process 4711 (python) using 2048 MiB";
   r.output = "killed 1 stray process\n";
-  cluster_->agentTaskResult("gpu-01", r);
+  cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   EXPECT_EQ(host("gpu-01").dedicatedTo, "");
   EXPECT_EQ(host("gpu-01").adminReason,
             "handover to team vision failed: wipe: GPU 1 still has process 4711 (python) using "
             "2048 MiB");
   // Refused while failed; resumed by hand, it can be handed over again.
-  EXPECT_EQ(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "").status().code(),
             Code::kFailedPrecondition);
-  ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
-  EXPECT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
+  EXPECT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
 }
 
 TEST_F(HandoverTest, OneHandoverAtATime) {
@@ -202,9 +202,9 @@ TEST_F(HandoverTest, OneHandoverAtATime) {
   ASSERT_EQ(place().size(), 1u);
   cluster_->agentStatus("gpu-01",
                         {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 60 * kMin, "").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 60 * kMin, "").ok());
   // Another owner while the first handover drains: refused, naming what is under way.
-  auto other = cluster_->assignHost(admin_, "gpu-01", "nlp", {}, 0, "");
+  auto other = cluster_->hosts().assignHost(admin_, "gpu-01", "nlp", {}, 0, "");
   EXPECT_EQ(other.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(other.status().message().find("a handover by admin"), std::string::npos)
       << other.status().message();
@@ -212,33 +212,35 @@ TEST_F(HandoverTest, OneHandoverAtATime) {
   // Draining it again by hand once the job left still goes on with the handover.
   cluster_->agentStatus(
       "gpu-01", {{spot, ActualState::kExited, 1, 0, {}, clock_.nowMs(), clock_.nowMs(), ""}});
-  ASSERT_TRUE(cluster_->drainHost(admin_, "gpu-01", 0, "now").ok());
+  ASSERT_TRUE(cluster_->hosts().drainHost(admin_, "gpu-01", 0, "now").ok());
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning);
   ASSERT_TRUE(host("gpu-01").task.has_value());
   // Failing it by hand ends the handover: nothing keeps waiting for it.
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "bad fan").ok());
+  ASSERT_TRUE(
+      cluster_->hosts().setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "bad fan").ok());
   EXPECT_FALSE(host("gpu-01").handover.has_value());
-  EXPECT_FALSE(cluster_->taskOutput(admin_, "gpu-01", 0)->running);
+  EXPECT_FALSE(cluster_->hosts().taskOutput(admin_, "gpu-01", 0)->running);
 }
 
 TEST_F(HandoverTest, TaskOutputIsForPlatformAdminsOnly) {
   joinHost("gpu-01", 1);
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "").ok());
-  EXPECT_EQ(cluster_->taskOutput(alice_, "gpu-01", 0).status().code(), Code::kPermissionDenied);
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "", {}, 0, "").ok());
+  EXPECT_EQ(cluster_->hosts().taskOutput(alice_, "gpu-01", 0).status().code(),
+            Code::kPermissionDenied);
 }
 
 TEST_F(HandoverTest, SingleGpusAreDedicatedAtOnceWithoutAWipe) {
   joinHost("gpu-01", 4);
-  auto bad = cluster_->assignHost(admin_, "gpu-01", "vision", {1, 9}, 0, "");
+  auto bad = cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {1, 9}, 0, "");
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
   EXPECT_EQ(host("gpu-01").gpus[1].dedicatedTo, "") << "a bad index changes nothing";
-  auto a = cluster_->assignHost(admin_, "gpu-01", "vision", {0, 1}, 0, "");
+  auto a = cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {0, 1}, 0, "");
   ASSERT_TRUE(a.ok()) << a.status().toString();
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_EQ(host("gpu-01").gpus[0].dedicatedTo, "vision");
   EXPECT_EQ(host("gpu-01").gpus[1].dedicatedTo, "vision");
   EXPECT_FALSE(host("gpu-01").task.has_value());
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {0}, 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "", {0}, 0, "").ok());
   EXPECT_EQ(host("gpu-01").gpus[0].dedicatedTo, "");
   EXPECT_EQ(host("gpu-01").gpus[1].dedicatedTo, "vision");
 }
@@ -246,27 +248,28 @@ TEST_F(HandoverTest, SingleGpusAreDedicatedAtOnceWithoutAWipe) {
 TEST_F(HandoverTest, PeriodicHealthCheckFencesAHostThatWentBad) {
   joinHost("gpu-01", 2);
   EXPECT_EQ(host("gpu-01").expectedGpuCount, 2);
-  auto c = cluster_->scheduleHealthChecks();
+  auto c = cluster_->hosts().scheduleHealthChecks();
   EXPECT_EQ(c.value, 1);
   nlohmann::json task = sentTask("gpu-01");
   EXPECT_EQ(task.value("purpose", ""), "periodic health check");
   EXPECT_FALSE(task["health"].value("burn_in", true)) << "no burn-in beside running work";
   EXPECT_FALSE(task.contains("wipe"));
-  EXPECT_EQ(cluster_->scheduleHealthChecks().value, 0) << "one at a time";
+  EXPECT_EQ(cluster_->hosts().scheduleHealthChecks().value, 0) << "one at a time";
   taskSucceeds("gpu-01");
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
-  EXPECT_TRUE(cluster_->hostTransitions(admin_, "gpu-01")->empty()) << "a pass is not a transition";
-  EXPECT_EQ(cluster_->scheduleHealthChecks().value, 0) << "not due yet";
+  EXPECT_TRUE(cluster_->hosts().hostTransitions(admin_, "gpu-01")->empty())
+      << "a pass is not a transition";
+  EXPECT_EQ(cluster_->hosts().scheduleHealthChecks().value, 0) << "not due yet";
 
   clock_.advance(10 * kMin);
-  ASSERT_EQ(cluster_->scheduleHealthChecks().value, 1);
+  ASSERT_EQ(cluster_->hosts().scheduleHealthChecks().value, 1);
   model::HostTaskResult r;
   r.id = host("gpu-01").task->id;
   r.failedStep = "health";
   model::HealthReport health;
   health.problems = {"expected 2 GPUs, found 1"};
   r.health = health;
-  cluster_->agentTaskResult("gpu-01", r);
+  cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   EXPECT_EQ(host("gpu-01").adminReason,
             "periodic health check failed: health check: expected 2 GPUs, found 1");
@@ -274,26 +277,28 @@ TEST_F(HandoverTest, PeriodicHealthCheckFencesAHostThatWentBad) {
 
 TEST_F(HandoverTest, ARunningTasksOutputCanBeFollowed) {
   joinHost("gpu-01", 1);
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
   const int64_t id = host("gpu-01").task->id;
-  cluster_->agentTaskOutput("gpu-01", {id, 0, "wiping\n"});
-  cluster_->agentTaskOutput("gpu-01", {id, 0, "wiping\nPLAY [all]\n"});  // resent after reconnect
-  cluster_->agentTaskOutput("gpu-01", {id + 1, 0, "not this task\n"});
-  auto v = cluster_->taskOutput(admin_, "gpu-01", 0);
+  cluster_->hosts().agentTaskOutput("gpu-01", {id, 0, "wiping\n"});
+  cluster_->hosts().agentTaskOutput("gpu-01",
+                                    {id, 0, "wiping\nPLAY [all]\n"});  // resent after reconnect
+  cluster_->hosts().agentTaskOutput("gpu-01", {id + 1, 0, "not this task\n"});
+  auto v = cluster_->hosts().taskOutput(admin_, "gpu-01", 0);
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->running);
   EXPECT_EQ(v->taskId, id);
   EXPECT_EQ(v->data, "wiping\nPLAY [all]\n");
-  EXPECT_EQ(cluster_->taskOutput(admin_, "gpu-01", 7)->data, "PLAY [all]\n");
-  EXPECT_EQ(cluster_->taskOutput(admin_, "gpu-09", 0).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->taskOutput(admin_, "gpu-01", -1).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(cluster_->hosts().taskOutput(admin_, "gpu-01", 7)->data, "PLAY [all]\n");
+  EXPECT_EQ(cluster_->hosts().taskOutput(admin_, "gpu-09", 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().taskOutput(admin_, "gpu-01", -1).status().code(),
+            Code::kInvalidArgument);
   taskSucceeds("gpu-01", 1);
-  EXPECT_FALSE(cluster_->taskOutput(admin_, "gpu-01", 0)->running);
+  EXPECT_FALSE(cluster_->hosts().taskOutput(admin_, "gpu-01", 0)->running);
 }
 
 TEST_F(HandoverTest, AHandoverSurvivesTheAgentReconnecting) {
   joinHost("gpu-01", 1);
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "").ok());
   const int64_t id = host("gpu-01").task->id;
   cluster_->agentDisconnected("gpu-01", &link_);
   auto c = cluster_->agentConnected("gpu-01", &link_, inventory(1), {});
@@ -309,19 +314,19 @@ class HandoverRestartTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->authenticate(admin->value);
-    keep(cluster_->createTeam(admin_, "vision"));
-    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
-    keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(1)));
+    admin_ = *cluster_->access().authenticate(admin->value);
+    keep(cluster_->access().createTeam(admin_, "vision"));
+    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
+    keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(1)));
     keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
   }
   Principal admin_;
 };
 
 TEST_F(HandoverRestartTest, AHandoverSurvivesARestartMidTask) {
-  keep(cluster_->assignHost(admin_, "gpu-01", "vision", {}, 0, "project X"));
+  keep(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "project X"));
   const int64_t id = cluster_->world().hosts.at("gpu-01").task->id;
 
   start();  // allotd restarts
@@ -339,13 +344,13 @@ TEST_F(HandoverRestartTest, AHandoverSurvivesARestartMidTask) {
   model::HostTaskResult r;
   r.id = id;
   r.ok = true;
-  keep(cluster_->agentTaskResult("gpu-01", r));
+  keep(cluster_->hosts().agentTaskResult("gpu-01", r));
   start();
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").dedicatedTo, "vision");
   EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").task.has_value());
   // Task ids go on from where they were: a new task is never mistaken for the old one.
-  keep(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, ""));
+  keep(cluster_->hosts().assignHost(admin_, "gpu-01", "", {}, 0, ""));
   EXPECT_GT(cluster_->world().hosts.at("gpu-01").task->id, id);
 }
 

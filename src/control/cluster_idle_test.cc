@@ -59,7 +59,7 @@ class ClusterIdleTest : public ClusterTest {
     for (int64_t t = 0; t < ms; t += 1000) {
       clock_.advance(1000);
       telemetry(util);
-      auto c = cluster_->checkIdleAllocations();
+      auto c = cluster_->idle().check();
       record(c);
       cluster_->evictionsDurable(c.value.reclaimed);
       out.insert(out.end(), c.value.events.begin(), c.value.events.end());
@@ -68,7 +68,7 @@ class ClusterIdleTest : public ClusterTest {
   }
 
   void setTeamPolicy(const std::string& team, IdlePolicyUpdate u) {
-    auto c = cluster_->setIdlePolicy(admin_, team, "", u);
+    auto c = cluster_->idle().setPolicy(admin_, team, "", u);
     ASSERT_TRUE(c.ok()) << c.status().toString();
     record(*c);
   }
@@ -98,7 +98,7 @@ TEST_F(ClusterIdleTest, AJobUnderTheThresholdForTheDurationIsFlaggedOnce) {
   int64_t id = runJob(2);
   auto events = idleFor(59'000, 3);
   EXPECT_TRUE(events.empty());
-  EXPECT_FALSE(cluster_->idleFlag(id));
+  EXPECT_FALSE(cluster_->idle().flag(id));
   events = idleFor(2'000, 3);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, EventKind::kAllocationIdle);
@@ -106,21 +106,22 @@ TEST_F(ClusterIdleTest, AJobUnderTheThresholdForTheDurationIsFlaggedOnce) {
   EXPECT_EQ(events[0].team, "vision");
   EXPECT_EQ(events[0].user, "alice");
   EXPECT_EQ(events[0].hosts, std::vector<std::string>{"gpu-01"});
-  auto flag = cluster_->idleFlag(id);
+  auto flag = cluster_->idle().flag(id);
   ASSERT_TRUE(flag);
   EXPECT_EQ(flag->reclaimAt, 0);  // notify only
   EXPECT_EQ(flag->gpus, 2);
   // Still idle: no second event for the same episode, and the job keeps running.
   EXPECT_TRUE(idleFor(120'000, 3).empty());
   EXPECT_EQ(cluster_->getJob(alice_, id)->state, JobState::kRunning);
-  auto listed = cluster_->idleAllocations(alice_, "");
+  auto listed = cluster_->idle().flagged(alice_, "");
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].jobId, id);
   // Another team sees neither the flag nor the event.
-  EXPECT_TRUE(cluster_->idleAllocations(bob_, "")->empty());
-  EXPECT_TRUE(cluster_->events(bob_, {})->empty());
-  EXPECT_EQ(cluster_->events(bob_, EventFilter{.team = "vision"}).status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->idle().flagged(bob_, "")->empty());
+  EXPECT_TRUE(cluster_->eventLog().list(bob_, {})->empty());
+  EXPECT_EQ(cluster_->eventLog().list(bob_, EventFilter{.team = "vision"}).status().code(),
+            Code::kNotFound);
 }
 
 TEST_F(ClusterIdleTest, BusyTimeResetsTheClockAndBusyAfterAFlagClearsIt) {
@@ -136,7 +137,7 @@ TEST_F(ClusterIdleTest, BusyTimeResetsTheClockAndBusyAfterAFlagClearsIt) {
   auto again = idleFor(1'000, 90);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].kind, EventKind::kAllocationBusyAgain);
-  EXPECT_FALSE(cluster_->idleFlag(id));
+  EXPECT_FALSE(cluster_->idle().flag(id));
 }
 
 TEST_F(ClusterIdleTest, NoCurrentTelemetryCountsAsBusy) {
@@ -145,22 +146,22 @@ TEST_F(ClusterIdleTest, NoCurrentTelemetryCountsAsBusy) {
   int64_t id = runJob(1);
   for (int i = 0; i < 60; ++i) {  // the agent sends nothing
     clock_.advance(1000);
-    EXPECT_TRUE(cluster_->checkIdleAllocations().value.events.empty());
+    EXPECT_TRUE(cluster_->idle().check().value.events.empty());
   }
-  EXPECT_FALSE(cluster_->idleFlag(id));
+  EXPECT_FALSE(cluster_->idle().flag(id));
 }
 
 TEST_F(ClusterIdleTest, AProjectPolicyOverridesItsTeamsAndDeleteInheritsAgain) {
   joinHost("gpu-01", 4);
-  ASSERT_TRUE(cluster_->createProject(admin_, "resnet", "vision").ok());
+  ASSERT_TRUE(cluster_->access().createProject(admin_, "resnet", "vision").ok());
   setTeamPolicy("vision", policy(10, 60'000, model::IdleAction::kNotify, 0));
   IdlePolicyUpdate lenient;
   lenient.afterMs = 600'000;
-  auto set = cluster_->setIdlePolicy(admin_, "vision", "resnet", lenient);
+  auto set = cluster_->idle().setPolicy(admin_, "vision", "resnet", lenient);
   ASSERT_TRUE(set.ok()) << set.status().toString();
   EXPECT_EQ(set->value.source, PolicySource::kProject);
   EXPECT_EQ(set->value.policy.thresholdPct, 10);  // what it saw before, kept
-  auto shown = cluster_->idlePolicy(alice_, "vision", "resnet");
+  auto shown = cluster_->idle().policy(alice_, "vision", "resnet");
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->policy.afterMs, 600'000);
 
@@ -169,9 +170,9 @@ TEST_F(ClusterIdleTest, AProjectPolicyOverridesItsTeamsAndDeleteInheritsAgain) {
   auto events = idleFor(120'000, 0);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].jobId, inTeam);
-  EXPECT_FALSE(cluster_->idleFlag(inProject));
+  EXPECT_FALSE(cluster_->idle().flag(inProject));
 
-  auto cleared = cluster_->clearProjectIdlePolicy(admin_, "vision", "resnet");
+  auto cleared = cluster_->idle().clearProjectPolicy(admin_, "vision", "resnet");
   ASSERT_TRUE(cleared.ok());
   EXPECT_EQ(cleared->value.source, PolicySource::kTeam);
   events = idleFor(1'000, 0);
@@ -182,25 +183,25 @@ TEST_F(ClusterIdleTest, AProjectPolicyOverridesItsTeamsAndDeleteInheritsAgain) {
 TEST_F(ClusterIdleTest, PoliciesAreCheckedAndOnlyManagersMaySetThem) {
   IdlePolicyUpdate bad;
   bad.thresholdPct = 150;
-  auto r = cluster_->setIdlePolicy(admin_, "vision", "", bad);
+  auto r = cluster_->idle().setPolicy(admin_, "vision", "", bad);
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(r.status().field(), "threshold_percent");
   IdlePolicyUpdate hook;
   hook.webhook = "ftp://example.com/x";
-  r = cluster_->setIdlePolicy(admin_, "vision", "", hook);
+  r = cluster_->idle().setPolicy(admin_, "vision", "", hook);
   EXPECT_EQ(r.status().field(), "webhook");
   hook.webhook = "http://hooks.example.com:8080/t/secret?x=1";
-  EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", hook).ok());
+  EXPECT_TRUE(cluster_->idle().setPolicy(admin_, "vision", "", hook).ok());
   // A member reads, but may not set; another team does not see it.
-  EXPECT_TRUE(cluster_->idlePolicy(alice_, "vision", "").ok());
+  EXPECT_TRUE(cluster_->idle().policy(alice_, "vision", "").ok());
   IdlePolicyUpdate u;
   u.thresholdPct = 1;
-  EXPECT_EQ(cluster_->setIdlePolicy(alice_, "vision", "", u).status().code(),
+  EXPECT_EQ(cluster_->idle().setPolicy(alice_, "vision", "", u).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->idlePolicy(bob_, "vision", "").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->setIdlePolicy(bob_, "vision", "", u).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->idle().policy(bob_, "vision", "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->idle().setPolicy(bob_, "vision", "", u).status().code(), Code::kNotFound);
   // Without a policy of its own, a team has the platform's default.
-  auto platform = cluster_->idlePolicy(bob_, "nlp", "");
+  auto platform = cluster_->idle().policy(bob_, "nlp", "");
   ASSERT_TRUE(platform.ok());
   EXPECT_EQ(platform->source, PolicySource::kPlatform);
   EXPECT_EQ(platform->policy, model::IdlePolicy{});
@@ -212,7 +213,7 @@ TEST_F(ClusterIdleTest, ReclaimRequeuesAPreemptibleJobAfterTheGrace) {
   int64_t id = runJob(1, /*preemptible=*/true);
   auto events = idleFor(10'000, 2);
   ASSERT_EQ(events.size(), 1u);
-  auto flag = cluster_->idleFlag(id);
+  auto flag = cluster_->idle().flag(id);
   ASSERT_TRUE(flag);
   EXPECT_EQ(flag->reclaimAt, flag->notifiedAt + 5'000);
   EXPECT_TRUE(idleFor(4'000, 2).empty());
@@ -267,17 +268,18 @@ TEST_F(ClusterIdleTest, EventsAndPoliciesSurviveARestart) {
   ASSERT_TRUE(contents.ok());
   Cluster restarted(clock_, *logs_, ClusterOptions{});
   restarted.load(*contents);
-  auto events = restarted.events(alice_, EventFilter{.jobId = id});
+  auto events = restarted.eventLog().list(alice_, EventFilter{.jobId = id});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ((*events)[0].kind, EventKind::kAllocationIdle);
   EXPECT_EQ((*events)[1].kind, EventKind::kAllocationBusyAgain);
   EXPECT_EQ(model::toJson((*events)[0])["details"]["threshold_percent"], 10);
-  auto kinds = restarted.events(alice_, EventFilter{.kind = EventKind::kAllocationBusyAgain});
+  auto kinds =
+      restarted.eventLog().list(alice_, EventFilter{.kind = EventKind::kAllocationBusyAgain});
   ASSERT_EQ(kinds->size(), 1u);
-  EXPECT_EQ(restarted.idlePolicy(alice_, "vision", "")->policy.afterMs, 5'000);
+  EXPECT_EQ(restarted.idle().policy(alice_, "vision", "")->policy.afterMs, 5'000);
   // New events continue the numbering.
-  EXPECT_EQ(restarted.world().nextEventId, (*events)[1].id + 1);
+  EXPECT_EQ(restarted.eventLog().nextId(), (*events)[1].id + 1);
 }
 
 TEST(IdlePolicy, APolicyChangedWhileFlaggedAppliesFromThen) {

@@ -16,25 +16,26 @@ class JoinTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(store_->commit(admin->batch).ok());
     adminToken_ = admin->value;
-    admin_ = *cluster_->authenticate(adminToken_);
-    keep(cluster_->createTeam(admin_, "vision"));
-    auto alice = keep(cluster_->createUser(admin_, "alice", "vision", model::Role::kMember));
-    alice_ = *cluster_->authenticate(alice.value.token);
+    admin_ = *cluster_->access().authenticate(adminToken_);
+    keep(cluster_->access().createTeam(admin_, "vision"));
+    auto alice =
+        keep(cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember));
+    alice_ = *cluster_->access().authenticate(alice.value.token);
   }
   // Restarts allotd's Cluster from what the store holds.
   void restart() {
     start();
-    admin_ = *cluster_->authenticate(adminToken_);
+    admin_ = *cluster_->access().authenticate(adminToken_);
   }
   std::string newToken(int uses, int64_t ttlMs = 3'600'000) {
-    return keep(cluster_->createJoinToken(admin_, ttlMs, uses)).value.secret;
+    return keep(cluster_->hosts().createJoinToken(admin_, ttlMs, uses)).value.secret;
   }
   Result<Change<JoinedHost>> join(const std::string& secret, const std::string& name,
                                   int gpus = 1) {
-    auto r = cluster_->joinHost(secret, name, inventory(gpus));
+    auto r = cluster_->hosts().joinHost(secret, name, inventory(gpus));
     if (r.ok()) {
       EXPECT_TRUE(store_->commit(r->batch).ok());
     }
@@ -50,7 +51,7 @@ class JoinTest : public DurableClusterTest {
 };
 
 TEST_F(JoinTest, AJoinTokenIsSingleUseByDefault) {
-  auto made = keep(cluster_->createJoinToken(admin_, 3'600'000));
+  auto made = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
   EXPECT_EQ(made.value.token.uses, 1);
   ASSERT_TRUE(join(made.value.secret, "gpu-01").ok());
   auto second = join(made.value.secret, "gpu-02");
@@ -91,15 +92,15 @@ TEST_F(JoinTest, ConcurrentJoinsCannotOverspendAToken) {
   // Joins run one at a time on allotd's I/O thread; the second sees the first's use in memory
   // before either is durable.
   const auto secret = newToken(1);
-  auto a = cluster_->joinHost(secret, "gpu-01", inventory(1));
-  auto b = cluster_->joinHost(secret, "gpu-02", inventory(1));
+  auto a = cluster_->hosts().joinHost(secret, "gpu-01", inventory(1));
+  auto b = cluster_->hosts().joinHost(secret, "gpu-02", inventory(1));
   EXPECT_TRUE(a.ok());
   EXPECT_FALSE(b.ok());
 }
 
 TEST_F(JoinTest, BadUsesAreRefusedNamingTheField) {
   for (int uses : {0, -1, kMaxJoinTokenUses + 1}) {
-    auto r = cluster_->createJoinToken(admin_, 3'600'000, uses);
+    auto r = cluster_->hosts().createJoinToken(admin_, 3'600'000, uses);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().field(), "uses");
   }
@@ -108,10 +109,12 @@ TEST_F(JoinTest, BadUsesAreRefusedNamingTheField) {
 
 TEST_F(JoinTest, OnlyPlatformAdminsListAndRevoke) {
   const auto secret = newToken(3);
-  EXPECT_EQ(cluster_->createJoinToken(alice_, 3'600'000).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->listJoinTokens(alice_).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->revokeJoinToken(alice_, only().id).status().code(), Code::kPermissionDenied);
-  auto list = cluster_->listJoinTokens(admin_);
+  EXPECT_EQ(cluster_->hosts().createJoinToken(alice_, 3'600'000).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->hosts().listJoinTokens(alice_).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->hosts().revokeJoinToken(alice_, only().id).status().code(),
+            Code::kPermissionDenied);
+  auto list = cluster_->hosts().listJoinTokens(admin_);
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ((*list)[0].usesLeft(), 3);
@@ -122,8 +125,9 @@ TEST_F(JoinTest, OnlyPlatformAdminsListAndRevoke) {
 TEST_F(JoinTest, ARevokedTokenAdmitsNoOneEvenAfterARestart) {
   const auto secret = newToken(5);
   const std::string id = only().id;
-  keep(cluster_->revokeJoinToken(admin_, id));
-  EXPECT_EQ(cluster_->revokeJoinToken(admin_, "join-nope").status().code(), Code::kNotFound);
+  keep(cluster_->hosts().revokeJoinToken(admin_, id));
+  EXPECT_EQ(cluster_->hosts().revokeJoinToken(admin_, "join-nope").status().code(),
+            Code::kNotFound);
   restart();
   auto r = join(secret, "gpu-01");
   ASSERT_FALSE(r.ok());
@@ -141,24 +145,25 @@ TEST_F(JoinTest, AJoinTokenCannotTakeOverAnExistingHost) {
   EXPECT_THAT(takeover.status().message(), HasSubstr("name: host 'gpu-01' has already joined"));
   EXPECT_THAT(takeover.status().message(), HasSubstr("allot host reset-credential gpu-01"));
   // Nothing changed: the host's own credential still works, and the token keeps its use.
-  EXPECT_TRUE(cluster_->authenticate(first->value.credential).has_value());
+  EXPECT_TRUE(cluster_->access().authenticate(first->value.credential).has_value());
   EXPECT_EQ(cluster_->world().joinTokens.at(secret.substr(0, secret.find('_'))).usesLeft(), 1);
 }
 
 TEST_F(JoinTest, AfterAResetTheNextJoinTakesTheHostOverOnce) {
   auto first = join(newToken(1), "gpu-01", 2);
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(cluster_->resetHostCredential(alice_, "gpu-01").status().code(),
+  EXPECT_EQ(cluster_->hosts().resetHostCredential(alice_, "gpu-01").status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->resetHostCredential(admin_, "gpu-99").status().code(), Code::kNotFound);
-  keep(cluster_->resetHostCredential(admin_, "gpu-01"));
-  EXPECT_FALSE(cluster_->authenticate(first->value.credential).has_value());
+  EXPECT_EQ(cluster_->hosts().resetHostCredential(admin_, "gpu-99").status().code(),
+            Code::kNotFound);
+  keep(cluster_->hosts().resetHostCredential(admin_, "gpu-01"));
+  EXPECT_FALSE(cluster_->access().authenticate(first->value.credential).has_value());
   restart();  // the reset is durable
-  EXPECT_FALSE(cluster_->authenticate(first->value.credential).has_value());
+  EXPECT_FALSE(cluster_->access().authenticate(first->value.credential).has_value());
   auto again = join(newToken(2), "gpu-01", 2);
   ASSERT_TRUE(again.ok()) << again.status().toString();
   EXPECT_EQ(again->value.host.joinedAt, first->value.host.joinedAt);  // same host, same history
-  EXPECT_TRUE(cluster_->authenticate(again->value.credential).has_value());
+  EXPECT_TRUE(cluster_->access().authenticate(again->value.credential).has_value());
   // The reset allowed one takeover, not more.
   auto third = join(newToken(1), "gpu-01", 2);
   ASSERT_FALSE(third.ok());
@@ -212,11 +217,11 @@ TEST_F(CommissioningScopeTest, ATaskResultCountsOnlyForTheSendersHost) {
   model::HostTaskResult r;
   r.id = cluster_->world().hosts.at("gpu-a").task->id;
   r.ok = true;
-  cluster_->agentTaskOutput("gpu-b", {r.id, 0, "forged"});
-  cluster_->agentTaskResult("gpu-b", r);
+  cluster_->hosts().agentTaskOutput("gpu-b", {r.id, 0, "forged"});
+  cluster_->hosts().agentTaskResult("gpu-b", r);
   EXPECT_EQ(cluster_->world().hosts.at("gpu-a").adminState, model::AdminState::kCommissioning);
   EXPECT_TRUE(cluster_->world().hosts.at("gpu-a").task.has_value());
-  EXPECT_EQ(cluster_->taskOutput(admin_, "gpu-a", 0)->data, "");
+  EXPECT_EQ(cluster_->hosts().taskOutput(admin_, "gpu-a", 0)->data, "");
 }
 
 }  // namespace

@@ -30,9 +30,9 @@ class LeaseTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
+    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
     ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->authenticate(carol->value.token);
+    carol_ = *cluster_->access().authenticate(carol->value.token);
   }
   LeaseRequest hostsLease(std::vector<std::string> hosts, TimeMs in, TimeMs length,
                           std::string team = "vision") {
@@ -46,9 +46,9 @@ class LeaseTest : public ClusterTest {
   }
   // A lease asked by carol and approved by the platform admin; its id.
   int64_t approvedLease(std::vector<std::string> hosts, TimeMs in, TimeMs length) {
-    auto c = cluster_->createLease(carol_, hostsLease(std::move(hosts), in, length));
+    auto c = cluster_->leases().create(carol_, hostsLease(std::move(hosts), in, length));
     EXPECT_TRUE(c.ok()) << c.status().toString();
-    auto a = cluster_->approveLease(admin_, c->value.id, "");
+    auto a = cluster_->leases().approve(admin_, c->value.id, "");
     EXPECT_TRUE(a.ok()) << a.status().toString();
     return c->value.id;
   }
@@ -59,13 +59,13 @@ class LeaseTest : public ClusterTest {
   // Completes the host's handover task as a healthy agent would.
   void finishTask(const std::string& name) {
     ASSERT_TRUE(host(name).task.has_value()) << name << " runs no task";
-    cluster_->agentTaskResult(name, taskOk(host(name).task->id));
+    cluster_->hosts().agentTaskResult(name, taskOk(host(name).task->id));
   }
-  model::Lease lease(int64_t id) { return *cluster_->getLease(admin_, id); }
+  model::Lease lease(int64_t id) { return *cluster_->leases().get(admin_, id); }
   std::vector<model::Event> eventsOf(model::EventKind kind) {
     EventFilter f;
     f.kind = kind;
-    return *cluster_->events(admin_, f);
+    return *cluster_->eventLog().list(admin_, f);
   }
 
   Principal carol_;
@@ -74,21 +74,21 @@ class LeaseTest : public ClusterTest {
 TEST_F(LeaseTest, RequestedThenApprovedOrRejected) {
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
-  auto c = cluster_->createLease(carol_, hostsLease({"gpu-01"}, kHour, 2 * kHour));
+  auto c = cluster_->leases().create(carol_, hostsLease({"gpu-01"}, kHour, 2 * kHour));
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_EQ(c->value.state, LeaseState::kRequested);
   EXPECT_NE(findOp<store::PutLease>(*c), nullptr) << "the request must be written";
-  auto a = cluster_->approveLease(admin_, c->value.id, "ok");
+  auto a = cluster_->leases().approve(admin_, c->value.id, "ok");
   ASSERT_TRUE(a.ok()) << a.status().toString();
   EXPECT_EQ(a->value.state, LeaseState::kApproved);
   EXPECT_EQ(a->value.decidedBy, "admin");
   // Approving twice is refused.
-  EXPECT_EQ(cluster_->approveLease(admin_, c->value.id, "").status().code(),
+  EXPECT_EQ(cluster_->leases().approve(admin_, c->value.id, "").status().code(),
             Code::kFailedPrecondition);
 
-  auto other = cluster_->createLease(carol_, hostsLease({"gpu-02"}, kHour, kHour));
+  auto other = cluster_->leases().create(carol_, hostsLease({"gpu-02"}, kHour, kHour));
   ASSERT_TRUE(other.ok());
-  auto r = cluster_->rejectLease(admin_, other->value.id, "not this week");
+  auto r = cluster_->leases().reject(admin_, other->value.id, "not this week");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->value.state, LeaseState::kRejected);
   EXPECT_EQ(r->value.decision, "not this week");
@@ -97,60 +97,61 @@ TEST_F(LeaseTest, RequestedThenApprovedOrRejected) {
 
 TEST_F(LeaseTest, TeamAdminAsksMemberCannotOtherTeamSeesNothing) {
   joinHost("gpu-01", 2);
-  auto byMember = cluster_->createLease(alice_, hostsLease({"gpu-01"}, kHour, kHour));
+  auto byMember = cluster_->leases().create(alice_, hostsLease({"gpu-01"}, kHour, kHour));
   EXPECT_EQ(byMember.status().code(), Code::kPermissionDenied);
-  auto byOther = cluster_->createLease(bob_, hostsLease({"gpu-01"}, kHour, kHour));
+  auto byOther = cluster_->leases().create(bob_, hostsLease({"gpu-01"}, kHour, kHour));
   EXPECT_EQ(byOther.status().code(), Code::kNotFound);
   // A platform admin may ask for any team.
-  EXPECT_TRUE(cluster_->createLease(admin_, hostsLease({"gpu-01"}, kHour, kHour, "nlp")).ok());
+  EXPECT_TRUE(cluster_->leases().create(admin_, hostsLease({"gpu-01"}, kHour, kHour, "nlp")).ok());
 
-  auto c = cluster_->createLease(carol_, hostsLease({"gpu-01"}, 3 * kHour, kHour));
+  auto c = cluster_->leases().create(carol_, hostsLease({"gpu-01"}, 3 * kHour, kHour));
   ASSERT_TRUE(c.ok());
   const int64_t id = c->value.id;
-  EXPECT_EQ(cluster_->approveLease(carol_, id, "").status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->approveLease(bob_, id, "").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->endLease(bob_, id, "").status().code(), Code::kNotFound);
-  EXPECT_TRUE(cluster_->getLease(alice_, id).ok()) << "members see their team's leases";
-  EXPECT_EQ(cluster_->getLease(bob_, id).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->listLeases(alice_).size(), 1u);
-  EXPECT_EQ(cluster_->listLeases(bob_).size(), 1u) << "bob sees only nlp's";
-  EXPECT_EQ(cluster_->listLeases(admin_).size(), 2u);
+  EXPECT_EQ(cluster_->leases().approve(carol_, id, "").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->leases().approve(bob_, id, "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->leases().end(bob_, id, "").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->leases().get(alice_, id).ok()) << "members see their team's leases";
+  EXPECT_EQ(cluster_->leases().get(bob_, id).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->leases().list(alice_).size(), 1u);
+  EXPECT_EQ(cluster_->leases().list(bob_).size(), 1u) << "bob sees only nlp's";
+  EXPECT_EQ(cluster_->leases().list(admin_).size(), 2u);
 }
 
 TEST_F(LeaseTest, BadInputIsRefusedNamingTheField) {
   joinHost("gpu-01", 2);
   auto r = hostsLease({"gpu-01"}, kHour, kHour);
   r.endAt = r.startAt;
-  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "end");
+  EXPECT_EQ(cluster_->leases().create(carol_, r).status().field(), "end");
   r = hostsLease({"gpu-01"}, -kHour, 3 * kHour);
-  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "start");
+  EXPECT_EQ(cluster_->leases().create(carol_, r).status().field(), "start");
   r = hostsLease({"gpu-09"}, kHour, kHour);
-  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "hosts");
+  EXPECT_EQ(cluster_->leases().create(carol_, r).status().field(), "hosts");
   r = hostsLease({"gpu-01"}, kHour, kHour);
   r.count = 2;
-  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "hosts");
+  EXPECT_EQ(cluster_->leases().create(carol_, r).status().field(), "hosts");
   r = hostsLease({}, kHour, kHour);
-  EXPECT_EQ(cluster_->createLease(carol_, r).status().field(), "count");
-  EXPECT_TRUE(cluster_->listLeases(admin_).empty()) << "a refused request changes nothing";
+  EXPECT_EQ(cluster_->leases().create(carol_, r).status().field(), "count");
+  EXPECT_TRUE(cluster_->leases().list(admin_).empty()) << "a refused request changes nothing";
 }
 
 TEST_F(LeaseTest, ConflictsAreRefusedNamingTheLease) {
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
   const int64_t first = approvedLease({"gpu-01"}, kHour, 2 * kHour);
-  auto clash = cluster_->createLease(admin_, hostsLease({"gpu-01"}, 2 * kHour, kHour, "nlp"));
+  auto clash = cluster_->leases().create(admin_, hostsLease({"gpu-01"}, 2 * kHour, kHour, "nlp"));
   ASSERT_EQ(clash.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(clash.status().message().find("host gpu-01 is leased from "), std::string::npos)
       << clash.status().message();
   EXPECT_NE(clash.status().message().find("(lease " + std::to_string(first) + ")"),
             std::string::npos);
   // Back to back is no conflict.
-  EXPECT_TRUE(cluster_->createLease(admin_, hostsLease({"gpu-01"}, 3 * kHour, kHour, "nlp")).ok());
+  EXPECT_TRUE(
+      cluster_->leases().create(admin_, hostsLease({"gpu-01"}, 3 * kHour, kHour, "nlp")).ok());
 
   // A count lease that needs both hosts: only one is free then.
   LeaseRequest count = hostsLease({}, kHour, kHour, "nlp");
   count.count = 2;
-  auto short_ = cluster_->createLease(admin_, count);
+  auto short_ = cluster_->leases().create(admin_, count);
   ASSERT_EQ(short_.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(short_.status().message().find("2 match and 1 of them are free"), std::string::npos)
       << short_.status().message();
@@ -159,11 +160,11 @@ TEST_F(LeaseTest, ConflictsAreRefusedNamingTheLease) {
   // Extending into another approved lease is refused too.
   const int64_t later = approvedLease({"gpu-02"}, 5 * kHour, kHour);
   const int64_t early = approvedLease({"gpu-02"}, kHour, kHour);
-  auto ext = cluster_->extendLease(admin_, early, clock_.nowMs() + 6 * kHour);
+  auto ext = cluster_->leases().extend(admin_, early, clock_.nowMs() + 6 * kHour);
   ASSERT_EQ(ext.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(ext.status().message().find("(lease " + std::to_string(later) + ")"),
             std::string::npos);
-  EXPECT_TRUE(cluster_->extendLease(admin_, early, clock_.nowMs() + 4 * kHour).ok());
+  EXPECT_TRUE(cluster_->leases().extend(admin_, early, clock_.nowMs() + 4 * kHour).ok());
 }
 
 TEST_F(LeaseTest, CountLeasePicksMatchingHostsAtApproval) {
@@ -173,10 +174,10 @@ TEST_F(LeaseTest, CountLeasePicksMatchingHostsAtApproval) {
   r.count = 1;
   r.minGpus = 4;
   r.gpuModel = "A100";
-  auto c = cluster_->createLease(carol_, r);
+  auto c = cluster_->leases().create(carol_, r);
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_TRUE(c->value.hosts.empty()) << "hosts are picked at approval";
-  auto a = cluster_->approveLease(admin_, c->value.id, "");
+  auto a = cluster_->leases().approve(admin_, c->value.id, "");
   ASSERT_TRUE(a.ok()) << a.status().toString();
   EXPECT_EQ(a->value.hosts, std::vector<std::string>{"gpu-02"});
 }
@@ -198,7 +199,7 @@ TEST_F(LeaseTest, HeldHostTakesOnlyWorkThatEndsInTime) {
               std::string::npos)
         << reason;
   }
-  EXPECT_EQ(cluster_->hostLease("gpu-01")->id, id);
+  EXPECT_EQ(cluster_->leases().onHost("gpu-01")->id, id);
 }
 
 TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
@@ -218,9 +219,9 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   cluster_->agentStatus(busy, {{jobId, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
 
   const int64_t id = approvedLease({busy, idle}, kHour, kHour);
-  EXPECT_EQ(cluster_->enforceLeases().value, 0) << "no notice an hour before";
+  EXPECT_EQ(cluster_->leases().enforce().value, 0) << "no notice an hour before";
   clock_.advance(50 * kMin);
-  auto notice = cluster_->enforceLeases();
+  auto notice = cluster_->leases().enforce();
   EXPECT_EQ(notice.value, 1);
   EXPECT_NE(findOp<store::PutLease>(notice), nullptr) << "who was told is kept";
   auto notices = eventsOf(model::EventKind::kLeasePreemptionNotice);
@@ -229,10 +230,10 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   EXPECT_EQ(notices[0].team, "nlp");
   EXPECT_NE(notices[0].message.find("leased to team vision (lease " + std::to_string(id) + ")"),
             std::string::npos);
-  EXPECT_EQ(cluster_->enforceLeases().value, 0) << "told once";
+  EXPECT_EQ(cluster_->leases().enforce().value, 0) << "told once";
 
   clock_.advance(10 * kMin);
-  auto start = cluster_->enforceLeases();
+  auto start = cluster_->leases().enforce();
   EXPECT_EQ(start.value, 1);
   EXPECT_EQ(lease(id).state, LeaseState::kActive);
   EXPECT_EQ(lease(id).startedAt, lease(id).startAt);
@@ -240,14 +241,14 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   EXPECT_EQ(host(idle).adminState, AdminState::kReprovisioning);
   ASSERT_TRUE(host(busy).handover.has_value());
   EXPECT_EQ(host(busy).handover->leaseId, id);
-  auto drains = cluster_->enforceDrains();
+  auto drains = cluster_->hosts().enforceDrains();
   EXPECT_EQ(drains.value, std::vector<int64_t>{jobId});
   cluster_->evictionsDurable(drains.value);
   cluster_->agentStatus(
       busy, {{jobId, ActualState::kExited, 1, {}, 15, clock_.nowMs(), clock_.nowMs(), ""}});
   EXPECT_EQ(cluster_->getJob(admin_, jobId)->state, model::JobState::kQueued) << "requeued";
   // The next tick finds the host empty: maintenance, then its handover task.
-  cluster_->enforceDrains();
+  cluster_->hosts().enforceDrains();
   EXPECT_EQ(host(busy).adminState, AdminState::kReprovisioning);
   finishTask(busy);
   finishTask(idle);
@@ -256,29 +257,30 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
     EXPECT_EQ(host(h).dedicatedTo, "vision");
   }
   // Other teams no longer see the hosts.
-  EXPECT_EQ(cluster_->getHost(bob_, busy).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().getHost(bob_, busy).status().code(), Code::kNotFound);
 }
 
 TEST_F(LeaseTest, EndReturnsHostsToThePoolAndSkipsFailedHosts) {
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
   const int64_t id = approvedLease({"gpu-01", "gpu-02"}, kHour, kHour);
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-02", AdminState::kFailed, "bad fan").ok());
+  ASSERT_TRUE(
+      cluster_->hosts().setHostAdminState(admin_, "gpu-02", AdminState::kFailed, "bad fan").ok());
   clock_.advance(kHour);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_EQ(lease(id).skipped, std::vector<std::string>{"gpu-02: failed"});
   finishTask("gpu-01");
   EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
 
   clock_.advance(kHour);
-  auto end = cluster_->enforceLeases();
+  auto end = cluster_->leases().enforce();
   EXPECT_EQ(end.value, 1);
   EXPECT_EQ(lease(id).state, LeaseState::kEnded);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kReprovisioning) << "wiped on the way back";
   finishTask("gpu-01");
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_EQ(host("gpu-01").dedicatedTo, "");
-  EXPECT_FALSE(cluster_->hostLease("gpu-01").has_value());
+  EXPECT_FALSE(cluster_->leases().onHost("gpu-01").has_value());
 }
 
 TEST_F(LeaseTest, BackToBackLeasesHandTheHostOnWithoutTakingItFromTheNext) {
@@ -287,19 +289,19 @@ TEST_F(LeaseTest, BackToBackLeasesHandTheHostOnWithoutTakingItFromTheNext) {
   const int64_t later = approvedLease({"gpu-01"}, 2 * kHour, kHour);
   const int64_t earlier = approvedLease({"gpu-01"}, kHour, kHour);
   clock_.advance(kHour);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   finishTask("gpu-01");
   EXPECT_EQ(lease(earlier).state, LeaseState::kActive);
 
   clock_.advance(kHour);  // one ends, the other starts, in the same tick
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_EQ(lease(earlier).state, LeaseState::kEnded);
   EXPECT_EQ(lease(later).state, LeaseState::kActive);
   ASSERT_TRUE(host("gpu-01").handover.has_value());
   EXPECT_EQ(host("gpu-01").handover->leaseId, later) << "the ended lease must not take it back";
   EXPECT_EQ(lease(earlier).returned, std::vector<std::string>{"gpu-01"});
   finishTask("gpu-01");
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
   EXPECT_FALSE(host("gpu-01").handover.has_value());
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
@@ -309,14 +311,14 @@ TEST_F(LeaseTest, AHostBusyAtTheStartIsClaimedOnceFree) {
   joinHost("gpu-01", 2);
   const int64_t id = approvedLease({"gpu-01"}, kHour, 2 * kHour);
   // An admin's handover is under way when the lease starts.
-  ASSERT_TRUE(cluster_->assignHost(admin_, "gpu-01", "", {}, 0, "reimage").ok());
+  ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "", {}, 0, "reimage").ok());
   clock_.advance(kHour);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_TRUE(lease(id).skipped.empty()) << "busy is not skipped: it is tried again";
   EXPECT_TRUE(lease(id).claimed.empty());
   finishTask("gpu-01");
   clock_.advance(1000);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_EQ(lease(id).claimed, std::vector<std::string>{"gpu-01"});
   finishTask("gpu-01");
   EXPECT_EQ(host("gpu-01").dedicatedTo, "vision");
@@ -326,7 +328,7 @@ TEST_F(LeaseTest, ALeaseEndedWhileAllotdWasDownTouchesNoHost) {
   joinHost("gpu-01", 2);
   const int64_t id = approvedLease({"gpu-01"}, kHour, kHour);
   clock_.advance(3 * kHour);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   EXPECT_EQ(lease(id).state, LeaseState::kEnded);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_FALSE(host("gpu-01").task.has_value()) << "nothing was handed over, nothing to wipe";
@@ -336,9 +338,9 @@ TEST_F(LeaseTest, EarlyEndReturnsHostsAndEndBeforeStartCancels) {
   joinHost("gpu-01", 2);
   const int64_t id = approvedLease({"gpu-01"}, kHour, 4 * kHour);
   clock_.advance(kHour);
-  cluster_->enforceLeases();
+  cluster_->leases().enforce();
   finishTask("gpu-01");
-  auto e = cluster_->endLease(carol_, id, "done early");
+  auto e = cluster_->leases().end(carol_, id, "done early");
   ASSERT_TRUE(e.ok()) << e.status().toString();
   EXPECT_EQ(e->value.state, LeaseState::kEnded);
   EXPECT_EQ(e->value.endAt, clock_.nowMs());
@@ -346,11 +348,11 @@ TEST_F(LeaseTest, EarlyEndReturnsHostsAndEndBeforeStartCancels) {
   EXPECT_EQ(host("gpu-01").dedicatedTo, "");
 
   const int64_t next = approvedLease({"gpu-01"}, kHour, kHour);
-  auto cancelled = cluster_->endLease(carol_, next, "");
+  auto cancelled = cluster_->leases().end(carol_, next, "");
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->value.state, LeaseState::kCancelled);
   clock_.advance(kHour);
-  EXPECT_EQ(cluster_->enforceLeases().value, 0);
+  EXPECT_EQ(cluster_->leases().enforce().value, 0);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
 }
 
@@ -362,16 +364,16 @@ TEST_F(LeaseTest, AutoApprovePolicyWithinLimits) {
   ClusterOptions opts = cluster_->options();
   opts.leases = o;
   cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
-  auto admin = cluster_->bootstrapAdmin();
-  admin_ = *cluster_->authenticate(admin->value);
-  ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
+  auto admin = cluster_->access().bootstrapAdmin();
+  admin_ = *cluster_->access().authenticate(admin->value);
+  ASSERT_TRUE(cluster_->access().createTeam(admin_, "vision").ok());
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
-  auto one = cluster_->createLease(admin_, hostsLease({"gpu-01"}, kHour, kHour));
+  auto one = cluster_->leases().create(admin_, hostsLease({"gpu-01"}, kHour, kHour));
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->value.state, LeaseState::kApproved);
   EXPECT_EQ(one->value.decidedBy, "allotd");
-  auto two = cluster_->createLease(admin_, hostsLease({"gpu-01", "gpu-02"}, 3 * kHour, kHour));
+  auto two = cluster_->leases().create(admin_, hostsLease({"gpu-01", "gpu-02"}, 3 * kHour, kHour));
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->value.state, LeaseState::kRequested) << "beyond max_hosts: an admin decides";
 }
@@ -380,30 +382,30 @@ class LeaseRestartTest : public DurableClusterTest {};
 
 TEST_F(LeaseRestartTest, StartMissedWhileDownHappensWhenBack) {
   start();
-  auto admin = cluster_->bootstrapAdmin();
+  auto admin = cluster_->access().bootstrapAdmin();
   ASSERT_TRUE(admin.has_value());
   keep(*admin);
-  Principal root = *cluster_->authenticate(admin->value);
-  keep(cluster_->createTeam(root, "vision"));
-  auto jt = keep(cluster_->createJoinToken(root, kHour));
-  keep(cluster_->joinHost(jt.value.secret, "gpu-01", inventory(2)));
+  Principal root = *cluster_->access().authenticate(admin->value);
+  keep(cluster_->access().createTeam(root, "vision"));
+  auto jt = keep(cluster_->hosts().createJoinToken(root, kHour));
+  keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(2)));
   keep(cluster_->agentConnected("gpu-01", &link_, inventory(2), {}));
   LeaseRequest r;
   r.team = "vision";
   r.hosts = {"gpu-01"};
   r.startAt = clock_.nowMs() + kHour;
   r.endAt = r.startAt + kHour;
-  auto c = keep(cluster_->createLease(root, r));
-  keep(cluster_->approveLease(root, c.value.id, ""));
+  auto c = keep(cluster_->leases().create(root, r));
+  keep(cluster_->leases().approve(root, c.value.id, ""));
 
   // allotd is down across the start.
   cluster_.reset();
   clock_.advance(kHour + 5 * kMin);
   start();
-  auto lease = cluster_->getLease(*cluster_->authenticate(admin->value), c.value.id);
+  auto lease = cluster_->leases().get(*cluster_->access().authenticate(admin->value), c.value.id);
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ(lease->state, LeaseState::kApproved);
-  auto started = keep(cluster_->enforceLeases());
+  auto started = keep(cluster_->leases().enforce());
   EXPECT_EQ(started.value, 1);
   const model::Host& h = cluster_->world().hosts.at("gpu-01");
   ASSERT_TRUE(h.handover.has_value());
@@ -413,8 +415,8 @@ TEST_F(LeaseRestartTest, StartMissedWhileDownHappensWhenBack) {
   // And the start itself was durable: a second restart does not start it again.
   cluster_.reset();
   start();
-  EXPECT_EQ(cluster_->world().leases.at(c.value.id).state, LeaseState::kActive);
-  EXPECT_EQ(cluster_->enforceLeases().value, 0);
+  EXPECT_EQ(cluster_->leases().all().at(c.value.id).state, LeaseState::kActive);
+  EXPECT_EQ(cluster_->leases().enforce().value, 0);
 }
 
 }  // namespace

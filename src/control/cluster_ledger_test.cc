@@ -29,22 +29,24 @@ class LedgerScenarioTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
     keep(*admin);
-    admin_ = *cluster_->authenticate(admin->value);
-    keep(cluster_->createTeam(admin_, "vision"));
-    keep(cluster_->createTeam(admin_, "nlp"));
-    alice_ = *cluster_->authenticate(
-        keep(cluster_->createUser(admin_, "alice", "vision", model::Role::kMember)).value.token);
-    bob_ = *cluster_->authenticate(
-        keep(cluster_->createUser(admin_, "bob", "nlp", model::Role::kMember)).value.token);
+    admin_ = *cluster_->access().authenticate(admin->value);
+    keep(cluster_->access().createTeam(admin_, "vision"));
+    keep(cluster_->access().createTeam(admin_, "nlp"));
+    alice_ = *cluster_->access().authenticate(
+        keep(cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember))
+            .value.token);
+    bob_ = *cluster_->access().authenticate(
+        keep(cluster_->access().createUser(admin_, "bob", "nlp", model::Role::kMember))
+            .value.token);
     QuotaUpdate q;
     q.guaranteed = std::map<std::string, int>{{"", 2}};
-    keep(cluster_->setTeamQuota(admin_, "nlp", q));
+    keep(cluster_->quotas().setTeam(admin_, "nlp", q));
     for (const char* h : {"gpu-a", "gpu-b"}) {
-      auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
-      keep(cluster_->joinHost(jt.value.secret, h, inventory(2)));
+      auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
+      keep(cluster_->hosts().joinHost(jt.value.secret, h, inventory(2)));
       keep(cluster_->agentConnected(h, &link_, inventory(2), {}));
     }
   }
@@ -57,7 +59,7 @@ class LedgerScenarioTest : public DurableClusterTest {
   // allotd stopping, as Server does (what is attributed goes to telemetry.db), and starting
   // (again) from what both stores hold.
   void start() {
-    if (cluster_ && telemetry_) telemetry_->submit(cluster_->drainTelemetry());
+    if (cluster_ && telemetry_) telemetry_->submit(cluster_->accounting().drainTelemetry());
     telemetry_.reset();
     ClusterOptions opts = testOptions();
     opts.lostAfterMs = 60 * kS;
@@ -67,8 +69,8 @@ class LedgerScenarioTest : public DurableClusterTest {
     telemetry_ = std::move(t).value();
     auto totals = telemetry_->loadTotals();
     ASSERT_TRUE(totals.ok());
-    cluster_->loadUsageTotals(*totals);
-    cluster_->setUsageHistory([this](int64_t seq, TimeMs from, TimeMs to) {
+    cluster_->accounting().loadUsageTotals(*totals);
+    cluster_->accounting().setUsageHistory([this](int64_t seq, TimeMs from, TimeMs to) {
       return telemetry_->usageWithin(seq, from, to);
     });
   }
@@ -238,7 +240,7 @@ TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts)
   constexpr int64_t kGpuS = kS * 1000;  // one GPU-second in milli-GPU-ms
 
   auto check = [&](TimeMs from, TimeMs to, int64_t measured, int64_t used, int64_t idle) {
-    auto rows = cluster_->usage(admin_, {UsageBy::kUser, from, to, 0, ""});
+    auto rows = cluster_->accounting().usage(admin_, {UsageBy::kUser, from, to, 0, ""});
     ASSERT_TRUE(rows.ok());
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ((*rows)[0].usage.measured, measured * kGpuS);
@@ -257,7 +259,7 @@ TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts)
 TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
   GpuSettings shared;
   shared.shared = true;
-  keep(cluster_->setGpu(admin_, "gpu-a", 0, shared));
+  keep(cluster_->hosts().setGpu(admin_, "gpu-a", 0, shared));
   const TimeMs t0 = clock_.nowMs();
   JobRequest r;
   r.command = {"python", "infer.py"};
@@ -303,13 +305,13 @@ TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
   contents->ledger.clear();  // as an older allotd left it
   cluster_ = std::make_unique<Cluster>(clock_, *logs_, ClusterOptions{});
   cluster_->load(*contents);
-  auto adopted = cluster_->adoptUnledgeredJobs();
+  auto adopted = cluster_->accounting().adoptUnledgeredJobs();
   EXPECT_EQ(adopted.value, 1);
   ASSERT_EQ(adopted.batch.ops.size(), 1u);
   const auto& e = std::get<store::AppendLedger>(adopted.batch.ops[0]).entry;
   EXPECT_EQ(e.jobId, id);
   EXPECT_EQ(e.startAt, t0);
-  EXPECT_EQ(cluster_->adoptUnledgeredJobs().value, 0);  // once only
+  EXPECT_EQ(cluster_->accounting().adoptUnledgeredJobs().value, 0);  // once only
   auto rows = usageReport(cluster_->world().ledger,
                           {UsageBy::kTeam, t0, clock_.nowMs(), clock_.nowMs(), ""});
   ASSERT_EQ(rows.size(), 1u);

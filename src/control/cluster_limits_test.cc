@@ -43,9 +43,9 @@ TEST_F(LimitsTest, AUserAndATeamHoldAtMostTheirLimitOfLiveJobs) {
   ASSERT_TRUE(cluster_->cancelJob(alice_, jobs.front().id).ok());
   EXPECT_TRUE(cluster_->submitJob(alice_, JobRequest{.command = {"true"}}).ok());
   // The team's limit counts every member: a second member of vision gets one more, then none.
-  auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kMember);
+  auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kMember);
   ASSERT_TRUE(carol.ok());
-  Principal c = *cluster_->authenticate(carol->value.token);
+  Principal c = *cluster_->access().authenticate(carol->value.token);
   EXPECT_TRUE(cluster_->submitJob(c, JobRequest{.command = {"true"}}).ok());
   auto overTeam = cluster_->submitJob(c, JobRequest{.command = {"true"}});
   ASSERT_FALSE(overTeam.ok());
@@ -96,8 +96,8 @@ TEST_F(ClusterTest, JobsAskingNothingAreCountedAtTheFloor) {
 TEST_F(LimitsTest, TheDesiredStateStaysBoundedHoweverLargeTheJobs) {
   joinHost("gpu-01", 0);
   // Three users of two teams, 250 KiB of environment per job, all placed on one host.
-  auto dave = cluster_->createUser(admin_, "dave", "nlp", model::Role::kMember);
-  Principal d = *cluster_->authenticate(dave->value.token);
+  auto dave = cluster_->access().createUser(admin_, "dave", "nlp", model::Role::kMember);
+  Principal d = *cluster_->access().authenticate(dave->value.token);
   std::vector<int64_t> ids;
   for (const Principal* p : {&alice_, &bob_, &d}) {
     for (int i = 0; i < 3; ++i) {
@@ -304,27 +304,27 @@ TEST_F(ClusterTest, AHelloClaimingAbsurdHardwareIsRefused) {
 TEST_F(LimitsTest, WebhooksGoOnlyWhereAdminsAllow) {
   IdlePolicyUpdate u;
   u.webhook = "http://127.0.0.1:7070/api/v1/jobs";
-  auto loopback = cluster_->setIdlePolicy(admin_, "vision", "", u);
+  auto loopback = cluster_->idle().setPolicy(admin_, "vision", "", u);
   ASSERT_FALSE(loopback.ok());
   EXPECT_EQ(loopback.status().field(), "webhook");
   u.webhook = "http://hooks.example.com.evil.net/x";
-  EXPECT_FALSE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  EXPECT_FALSE(cluster_->idle().setPolicy(admin_, "vision", "", u).ok());
   for (const char* escape :
        {"http://hooks.example.com/a/../../admin", "http://hooks.example.com/%2E%2E/admin",
         "http://hooks.example.com/."}) {
     u.webhook = escape;
-    EXPECT_FALSE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok()) << escape;
+    EXPECT_FALSE(cluster_->idle().setPolicy(admin_, "vision", "", u).ok()) << escape;
   }
   u.webhook = "http://hooks.example.com/allot?key=1";
-  EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  EXPECT_TRUE(cluster_->idle().setPolicy(admin_, "vision", "", u).ok());
   u.webhook = "";  // clearing is always allowed
-  EXPECT_TRUE(cluster_->setIdlePolicy(admin_, "vision", "", u).ok());
+  EXPECT_TRUE(cluster_->idle().setPolicy(admin_, "vision", "", u).ok());
 }
 
 TEST_F(ClusterTest, WithNoAllowListNoWebhookIsAccepted) {
   IdlePolicyUpdate u;
   u.webhook = "http://hooks.example.com/x";
-  auto r = cluster_->setIdlePolicy(admin_, "vision", "", u);
+  auto r = cluster_->idle().setPolicy(admin_, "vision", "", u);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("webhook_allow"), std::string::npos);
 }

@@ -24,13 +24,13 @@ class ProfileTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
+    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
     ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->authenticate(carol->value.token);
+    carol_ = *cluster_->access().authenticate(carol->value.token);
   }
   std::vector<std::string> names(const Principal& p) {
     std::vector<std::string> out;
-    for (const auto& prof : cluster_->listProfiles(p)) out.push_back(prof.name);
+    for (const auto& prof : cluster_->profiles().list(p)) out.push_back(prof.name);
     return out;
   }
   Principal carol_;
@@ -99,65 +99,69 @@ TEST(ProfileValidationTest, EachFaultNamesItsField) {
 TEST_F(ProfileTest, PlatformWideProfilesAreSeenByTheTeamsTheyAreVisibleTo) {
   auto forVision = profile("vision-nb");
   forVision.visibleTo = {"vision"};
-  ASSERT_TRUE(cluster_->createProfile(admin_, forVision).ok());
-  ASSERT_TRUE(cluster_->createProfile(admin_, profile("everyone")).ok());
+  ASSERT_TRUE(cluster_->profiles().create(admin_, forVision).ok());
+  ASSERT_TRUE(cluster_->profiles().create(admin_, profile("everyone")).ok());
 
   EXPECT_EQ(names(alice_), (std::vector<std::string>{"everyone", "vision-nb"}));
   EXPECT_EQ(names(bob_), (std::vector<std::string>{"everyone"}));
-  EXPECT_EQ(cluster_->getProfile(bob_, "vision-nb").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->profiles().get(bob_, "vision-nb").status().code(), Code::kNotFound);
   EXPECT_EQ(names(admin_), (std::vector<std::string>{"everyone", "vision-nb"}));
 }
 
 TEST_F(ProfileTest, ATeamsProfileIsItsTeamsAlone) {
-  auto c = cluster_->createProfile(carol_, profile("vision-gpu", "vision"));
+  auto c = cluster_->profiles().create(carol_, profile("vision-gpu", "vision"));
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_EQ(c->value.createdBy, "carol");
   ASSERT_EQ(c->batch.ops.size(), 1u);
   EXPECT_TRUE(std::holds_alternative<store::PutProfile>(c->batch.ops[0]));
 
-  EXPECT_TRUE(cluster_->getProfile(alice_, "vision-gpu").ok());
+  EXPECT_TRUE(cluster_->profiles().get(alice_, "vision-gpu").ok());
   // Another team's profile does not exist for bob, whatever he tries.
-  EXPECT_EQ(cluster_->getProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
-  EXPECT_EQ(
-      cluster_->replaceProfile(bob_, "vision-gpu", profile("vision-gpu", "nlp")).status().code(),
-      Code::kNotFound);
-  EXPECT_EQ(cluster_->deleteProfile(bob_, "vision-gpu").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->profiles().get(bob_, "vision-gpu").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->profiles()
+                .replace(bob_, "vision-gpu", profile("vision-gpu", "nlp"))
+                .status()
+                .code(),
+            Code::kNotFound);
+  EXPECT_EQ(cluster_->profiles().remove(bob_, "vision-gpu").status().code(), Code::kNotFound);
   EXPECT_TRUE(names(bob_).empty());
 }
 
 TEST_F(ProfileTest, MembersCannotDefineProfilesAndTeamAdminsOnlyForTheirTeam) {
-  EXPECT_EQ(cluster_->createProfile(alice_, profile("a", "vision")).status().code(),
+  EXPECT_EQ(cluster_->profiles().create(alice_, profile("a", "vision")).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->createProfile(carol_, profile("b")).status().code(),
+  EXPECT_EQ(cluster_->profiles().create(carol_, profile("b")).status().code(),
             Code::kPermissionDenied);  // platform-wide: platform admins only
-  EXPECT_EQ(cluster_->createProfile(carol_, profile("c", "nlp")).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->createProfile(carol_, profile("d", "ghost")).status().code(),
+  EXPECT_EQ(cluster_->profiles().create(carol_, profile("c", "nlp")).status().code(),
             Code::kNotFound);
-  ASSERT_TRUE(cluster_->createProfile(admin_, profile("shared")).ok());
+  EXPECT_EQ(cluster_->profiles().create(carol_, profile("d", "ghost")).status().code(),
+            Code::kNotFound);
+  ASSERT_TRUE(cluster_->profiles().create(admin_, profile("shared")).ok());
   // carol sees the platform-wide profile but may not change or delete it.
-  EXPECT_EQ(cluster_->replaceProfile(carol_, "shared", profile("shared")).status().code(),
+  EXPECT_EQ(cluster_->profiles().replace(carol_, "shared", profile("shared")).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->deleteProfile(carol_, "shared").status().code(), Code::kPermissionDenied);
-  EXPECT_TRUE(cluster_->listProfiles(alice_).size() == 1);
+  EXPECT_EQ(cluster_->profiles().remove(carol_, "shared").status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(cluster_->profiles().list(alice_).size() == 1);
 }
 
 TEST_F(ProfileTest, ReplaceKeepsNameAndOriginAndDeleteRemoves) {
-  ASSERT_TRUE(cluster_->createProfile(carol_, profile("nb", "vision")).ok());
+  ASSERT_TRUE(cluster_->profiles().create(carol_, profile("nb", "vision")).ok());
   clock_.advance(60'000);
   auto next = profile("nb", "vision");
   next.description = "notebooks";
   next.storage = {"local"};
-  auto r = cluster_->replaceProfile(carol_, "nb", next);
+  auto r = cluster_->profiles().replace(carol_, "nb", next);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->value.createdBy, "carol");
-  EXPECT_EQ(cluster_->getProfile(alice_, "nb")->description, "notebooks");
-  EXPECT_EQ(cluster_->replaceProfile(carol_, "nb", profile("other", "vision")).status().field(),
+  EXPECT_EQ(cluster_->profiles().get(alice_, "nb")->description, "notebooks");
+  EXPECT_EQ(cluster_->profiles().replace(carol_, "nb", profile("other", "vision")).status().field(),
             "name");
-  EXPECT_EQ(cluster_->createProfile(admin_, profile("nb")).status().code(), Code::kAlreadyExists);
-  auto d = cluster_->deleteProfile(carol_, "nb");
+  EXPECT_EQ(cluster_->profiles().create(admin_, profile("nb")).status().code(),
+            Code::kAlreadyExists);
+  auto d = cluster_->profiles().remove(carol_, "nb");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(std::holds_alternative<store::DeleteProfile>(d->batch.ops[0]));
-  EXPECT_EQ(cluster_->getProfile(alice_, "nb").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->profiles().get(alice_, "nb").status().code(), Code::kNotFound);
 }
 
 }  // namespace

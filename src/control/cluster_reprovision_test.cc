@@ -41,8 +41,8 @@ class ReprovisionTest : public ClusterTest {
   }
   int64_t startReprovision(const std::string& profile = "default") {
     joinHost("gpu-01", 1);
-    EXPECT_TRUE(cluster_->drainHost(admin_, "gpu-01", 0, "handover").ok());
-    auto r = cluster_->reprovisionHost(admin_, "gpu-01", profile, kTimeout);
+    EXPECT_TRUE(cluster_->hosts().drainHost(admin_, "gpu-01", 0, "handover").ok());
+    auto r = cluster_->hosts().reprovisionHost(admin_, "gpu-01", profile, kTimeout);
     EXPECT_TRUE(r.ok()) << r.status().toString();
     EXPECT_EQ(r->value.adminState, AdminState::kReprovisioning);
     EXPECT_TRUE(r->pushHosts.count("gpu-01"));
@@ -53,20 +53,21 @@ class ReprovisionTest : public ClusterTest {
 
 TEST_F(ReprovisionTest, RefusedUnlessInMaintenance) {
   joinHost("gpu-01", 1);
-  auto r = cluster_->reprovisionHost(admin_, "gpu-01", "default", kTimeout);
+  auto r = cluster_->hosts().reprovisionHost(admin_, "gpu-01", "default", kTimeout);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(r.status().message().find("available"), std::string::npos) << r.status().message();
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
-  EXPECT_TRUE(cluster_->hostTransitions(admin_, "gpu-01")->empty());
+  EXPECT_TRUE(cluster_->hosts().hostTransitions(admin_, "gpu-01")->empty());
 
-  ASSERT_TRUE(cluster_->drainHost(admin_, "gpu-01", 0, "").ok());
+  ASSERT_TRUE(cluster_->hosts().drainHost(admin_, "gpu-01", 0, "").ok());
   // Who may, and with what.
-  EXPECT_EQ(cluster_->reprovisionHost(alice_, "gpu-01", "default", kTimeout).status().code(),
-            Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->reprovisionHost(admin_, "nope", "default", kTimeout).status().code(),
+  EXPECT_EQ(
+      cluster_->hosts().reprovisionHost(alice_, "gpu-01", "default", kTimeout).status().code(),
+      Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->hosts().reprovisionHost(admin_, "nope", "default", kTimeout).status().code(),
             Code::kNotFound);
-  auto unknown = cluster_->reprovisionHost(admin_, "gpu-01", "gold", kTimeout);
+  auto unknown = cluster_->hosts().reprovisionHost(admin_, "gpu-01", "gold", kTimeout);
   EXPECT_EQ(unknown.status().code(), Code::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("default, wipe"), std::string::npos)
       << unknown.status().message();
@@ -82,17 +83,17 @@ TEST_F(ReprovisionTest, SuccessBringsTheHostBackWithTheOutput) {
   EXPECT_EQ(hook.value("path", ""), "/etc/allot/ansible/profiles/default.yml");
   EXPECT_EQ(hook.value("timeout_ms", 0), kTimeout);
   // A reprovisioning host takes no new work, and cannot be drained under the hook.
-  EXPECT_EQ(cluster_->drainHost(admin_, "gpu-01", 0, "").status().code(),
+  EXPECT_EQ(cluster_->hosts().drainHost(admin_, "gpu-01", 0, "").status().code(),
             Code::kFailedPrecondition);
 
   auto r = hookRan(id, true, 0, false, "PLAY RECAP ok=3 failed=0\n");
-  auto c = cluster_->agentTaskResult("gpu-01", r);
+  auto c = cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(c.value, 1);
   EXPECT_TRUE(c.pushHosts.count("gpu-01"));
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
   EXPECT_TRUE(sentHook().is_null()) << "the agent must stop being told the hook";
 
-  auto log = *cluster_->hostTransitions(admin_, "gpu-01");
+  auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");
   ASSERT_EQ(log.size(), 4u);  // draining, maintenance, reprovisioning, available
   EXPECT_EQ(log[2].to, AdminState::kReprovisioning);
   EXPECT_EQ(log[2].by, "admin");
@@ -102,30 +103,32 @@ TEST_F(ReprovisionTest, SuccessBringsTheHostBackWithTheOutput) {
   EXPECT_EQ(log[3].output, "PLAY RECAP ok=3 failed=0\n");
 
   // A repeated result (the agent resends until it hears) changes nothing.
-  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", r).value, 0);
-  EXPECT_EQ(cluster_->hostTransitions(admin_, "gpu-01")->size(), 4u);
+  EXPECT_EQ(cluster_->hosts().agentTaskResult("gpu-01", r).value, 0);
+  EXPECT_EQ(cluster_->hosts().hostTransitions(admin_, "gpu-01")->size(), 4u);
 }
 
 TEST_F(ReprovisionTest, FailureLeavesTheHostFailedWithTheOutput) {
   const int64_t id = startReprovision("wipe");
   EXPECT_EQ(sentHook().value("kind", ""), "script");
   // A result for another run is not this one's.
-  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", hookRan(id + 100, true, 0, false, "")).value, 0);
+  EXPECT_EQ(
+      cluster_->hosts().agentTaskResult("gpu-01", hookRan(id + 100, true, 0, false, "")).value, 0);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kReprovisioning);
 
-  auto c = cluster_->agentTaskResult("gpu-01", hookRan(id, false, 3, false, "disk not found\n"));
+  auto c =
+      cluster_->hosts().agentTaskResult("gpu-01", hookRan(id, false, 3, false, "disk not found\n"));
   EXPECT_EQ(c.value, 1);
   const auto& h = cluster_->world().hosts.at("gpu-01");
   EXPECT_EQ(h.adminState, AdminState::kFailed);
   EXPECT_EQ(h.adminReason, "reprovisioning with profile wipe failed: exit code 3");
-  auto log = *cluster_->hostTransitions(admin_, "gpu-01");
+  auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");
   EXPECT_EQ(log.back().to, AdminState::kFailed);
   EXPECT_EQ(log.back().output, "disk not found\n");
 }
 
 TEST_F(ReprovisionTest, TimeoutSaysSo) {
   const int64_t id = startReprovision();
-  cluster_->agentTaskResult("gpu-01", hookRan(id, false, -1, true, "TASK [packages]\n"));
+  cluster_->hosts().agentTaskResult("gpu-01", hookRan(id, false, -1, true, "TASK [packages]\n"));
   EXPECT_EQ(adminState("gpu-01"), AdminState::kFailed);
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").adminReason,
             "reprovisioning with profile default failed: timed out after 600s");
@@ -141,9 +144,10 @@ TEST_F(ReprovisionTest, DisconnectKeepsWaitingAndResumeByHandEndsTheWait) {
   EXPECT_EQ(sentHook().value("id", 0), id);
 
   // An admin may give up on the hook; a result arriving later changes nothing.
-  ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
+  ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
   EXPECT_FALSE(cluster_->world().hosts.at("gpu-01").task.has_value());
-  EXPECT_EQ(cluster_->agentTaskResult("gpu-01", hookRan(id, false, 1, false, "late")).value, 0);
+  EXPECT_EQ(cluster_->hosts().agentTaskResult("gpu-01", hookRan(id, false, 1, false, "late")).value,
+            0);
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
 }
 

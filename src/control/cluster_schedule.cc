@@ -100,9 +100,9 @@ sched::Snapshot Cluster::snapshot() const {
   s.policy = options_.scheduling;
   // Hosts of approved leases that start within the horizon are held from their start: only
   // work that ends by then may start there (docs/leases.md). A start already due holds too,
-  // until enforceLeases hands the host over.
+  // until the lease service hands the host over.
   std::map<std::string, std::pair<TimeMs, int64_t>> holds;
-  for (const auto& [id, l] : world_.leases) {
+  for (const auto& [id, l] : leases_.all()) {
     if (l.state != model::LeaseState::kApproved ||
         l.startAt > s.now + options_.leases.holdHorizonMs)
       continue;
@@ -203,8 +203,8 @@ sched::Snapshot Cluster::snapshot() const {
     s.pending.push_back(requestOf(j, options_.limits));
     // A local-storage session goes back to where its owner's home is, when there is room.
     if (j.session && j.session->storage == "local") {
-      if (auto h = localHomes_.find(j.user); h != localHomes_.end())
-        s.pending.back().preferHosts.assign(h->second.begin(), h->second.end());
+      if (const auto* homes = sessions_.localHomesOf(j.user))
+        s.pending.back().preferHosts.assign(homes->begin(), homes->end());
     }
   }
   return s;
@@ -332,7 +332,7 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
   e.kind = model::EventKind::kSchedulerError;
   e.message = "nothing can be placed: the scheduling pass refused the fleet's state: " + error;
   e.details = nlohmann::json{{"error", error}, {"queued_jobs", world_.queued.size()}}.dump();
-  appendEvent(std::move(e), batch);
+  events_.append(std::move(e), batch);
 }
 
 void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
@@ -430,6 +430,10 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
   if (j.evicting) out["evicting"] = {{"for", j.evictedFor}};
   if (!j.reason.empty()) out["reason"] = j.reason;
   return out;
+}
+
+void Cluster::evictionsDurable(const std::vector<int64_t>& jobs) {
+  for (int64_t id : jobs) evictionsInFlight_.erase(id);
 }
 
 }  // namespace allot::control

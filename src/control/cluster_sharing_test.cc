@@ -16,17 +16,17 @@ class SharingTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    auto carol = cluster_->createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
+    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
     ASSERT_TRUE(carol.ok()) << carol.status().toString();
-    carol_ = *cluster_->authenticate(carol->value.token);
-    ASSERT_TRUE(cluster_->createProject(carol_, "resnet", "").ok());
-    ASSERT_TRUE(cluster_->createProject(carol_, "vit", "").ok());
+    carol_ = *cluster_->access().authenticate(carol->value.token);
+    ASSERT_TRUE(cluster_->access().createProject(carol_, "resnet", "").ok());
+    ASSERT_TRUE(cluster_->access().createProject(carol_, "vit", "").ok());
   }
 
   void setVisionGuarantee(std::map<std::string, int> g) {
     QuotaUpdate u;
     u.guaranteed = std::move(g);
-    auto c = cluster_->setTeamQuota(admin_, "vision", u);
+    auto c = cluster_->quotas().setTeam(admin_, "vision", u);
     ASSERT_TRUE(c.ok()) << c.status().toString();
   }
 
@@ -43,7 +43,7 @@ TEST_F(SharingTest, TeamQuotaIsSetByAdminsAndWrittenDurably) {
   u.borrowLimit = 3;
   u.weight = 2.5;
   u.lendDedicated = true;
-  auto c = cluster_->setTeamQuota(admin_, "vision", u);
+  auto c = cluster_->quotas().setTeam(admin_, "vision", u);
   ASSERT_TRUE(c.ok()) << c.status().toString();
   const auto* put = findOp<store::PutTeam>(*c);
   ASSERT_NE(put, nullptr);
@@ -59,7 +59,7 @@ TEST_F(SharingTest, TeamQuotaIsSetByAdminsAndWrittenDurably) {
   QuotaUpdate only;
   only.weight = 1.0;
   only.borrowLimit = -1;
-  ASSERT_TRUE(cluster_->setTeamQuota(admin_, "vision", only).ok());
+  ASSERT_TRUE(cluster_->quotas().setTeam(admin_, "vision", only).ok());
   EXPECT_EQ(vision().quota.guaranteed.at("A100"), 4);
   EXPECT_EQ(vision().quota.borrowLimit, -1);
   EXPECT_TRUE(vision().lendDedicated);
@@ -68,15 +68,17 @@ TEST_F(SharingTest, TeamQuotaIsSetByAdminsAndWrittenDurably) {
 TEST_F(SharingTest, TeamQuotaRefusesOthersAndBadInputChangingNothing) {
   QuotaUpdate u;
   u.weight = 2;
-  EXPECT_EQ(cluster_->setTeamQuota(alice_, "vision", u).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->setTeamQuota(carol_, "vision", u).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->setTeamQuota(bob_, "vision", u).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->setTeamQuota(admin_, "nope", u).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->quotas().setTeam(alice_, "vision", u).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->quotas().setTeam(carol_, "vision", u).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->quotas().setTeam(bob_, "vision", u).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->quotas().setTeam(admin_, "nope", u).status().code(), Code::kNotFound);
 
   auto fieldOf = [&](auto edit) {
     QuotaUpdate bad;
     edit(bad);
-    return cluster_->setTeamQuota(admin_, "vision", bad).status().field();
+    return cluster_->quotas().setTeam(admin_, "vision", bad).status().field();
   };
   using Q = QuotaUpdate;
   EXPECT_EQ(fieldOf([](Q& q) { q.guaranteed = {{"A100", -1}}; }), "guaranteed");
@@ -101,29 +103,29 @@ TEST_F(SharingTest, TeamQuotaRefusesOthersAndBadInputChangingNothing) {
 
 TEST_F(SharingTest, TeamQuotaViewIsForTheTeamAndAdmins) {
   setVisionGuarantee({{"A100", 4}});
-  auto v = cluster_->teamQuota(alice_, "vision");
+  auto v = cluster_->quotas().ofTeam(alice_, "vision");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->team.quota.guaranteed.at("A100"), 4);
   EXPECT_FALSE(v->status.has_value());  // no scheduling pass has looked yet
-  EXPECT_TRUE(cluster_->teamQuota(admin_, "vision").ok());
-  EXPECT_EQ(cluster_->teamQuota(bob_, "vision").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->quotas().ofTeam(admin_, "vision").ok());
+  EXPECT_EQ(cluster_->quotas().ofTeam(bob_, "vision").status().code(), Code::kNotFound);
 
   TeamQuotaStatus st;
   st.guaranteed = 4;
   st.within = 3;
   st.known = true;
-  cluster_->setQuotaStatus({{"vision", st}, {"nlp", TeamQuotaStatus{}}});
-  v = cluster_->teamQuota(alice_, "vision");
+  cluster_->quotas().setStatus({{"vision", st}, {"nlp", TeamQuotaStatus{}}});
+  v = cluster_->quotas().ofTeam(alice_, "vision");
   ASSERT_TRUE(v->status.has_value());
   EXPECT_EQ(v->status->within, 3);
-  EXPECT_FALSE(cluster_->teamQuota(bob_, "nlp")->status.has_value());  // not known
+  EXPECT_FALSE(cluster_->quotas().ofTeam(bob_, "nlp")->status.has_value());  // not known
 }
 
 // ---- project split ----
 
 TEST_F(SharingTest, TeamAdminsSplitTheGuaranteeAmongProjects) {
   setVisionGuarantee({{"A100", 4}, {"", 2}});
-  auto c = cluster_->setProjectQuota(carol_, "vision", "resnet", {{"A100", 3}, {"", 2}});
+  auto c = cluster_->quotas().setProject(carol_, "vision", "resnet", {{"A100", 3}, {"", 2}});
   ASSERT_TRUE(c.ok()) << c.status().toString();
   const auto* put = findOp<store::PutProject>(*c);
   ASSERT_NE(put, nullptr);
@@ -131,54 +133,57 @@ TEST_F(SharingTest, TeamAdminsSplitTheGuaranteeAmongProjects) {
   EXPECT_EQ(put->project.team, "vision");
 
   // 3 + 2 A100 would exceed the team's 4.
-  auto over = cluster_->setProjectQuota(carol_, "vision", "vit", {{"A100", 2}});
+  auto over = cluster_->quotas().setProject(carol_, "vision", "vit", {{"A100", 2}});
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().field(), "guaranteed");
   EXPECT_NE(over.status().message().find("5 A100 GPUs"), std::string::npos)
       << over.status().message();
   EXPECT_NE(over.status().message().find("of 4"), std::string::npos);
   // A model the team has no guarantee for.
-  EXPECT_EQ(cluster_->setProjectQuota(admin_, "vision", "vit", {{"H100", 1}}).status().field(),
+  EXPECT_EQ(cluster_->quotas().setProject(admin_, "vision", "vit", {{"H100", 1}}).status().field(),
             "guaranteed");
   EXPECT_TRUE(cluster_->world().projects.at("vision/vit").guaranteed.empty());
   // Re-splitting one project replaces its own share, it does not add to it.
-  EXPECT_TRUE(cluster_->setProjectQuota(admin_, "vision", "resnet", {{"A100", 4}}).ok());
-  EXPECT_TRUE(cluster_->setProjectQuota(carol_, "vision", "vit", {{"", 2}}).ok());
+  EXPECT_TRUE(cluster_->quotas().setProject(admin_, "vision", "resnet", {{"A100", 4}}).ok());
+  EXPECT_TRUE(cluster_->quotas().setProject(carol_, "vision", "vit", {{"", 2}}).ok());
 
   // The team's guarantee cannot drop under what its projects hold.
   QuotaUpdate lower;
   lower.guaranteed = {{"A100", 2}, {"", 2}};
-  auto refused = cluster_->setTeamQuota(admin_, "vision", lower);
+  auto refused = cluster_->quotas().setTeam(admin_, "vision", lower);
   EXPECT_EQ(refused.status().field(), "guaranteed");
   EXPECT_EQ(vision().quota.guaranteed.at("A100"), 4);
 
-  auto view = cluster_->teamQuota(alice_, "vision");
+  auto view = cluster_->quotas().ofTeam(alice_, "vision");
   ASSERT_EQ(view->projects.size(), 2u);
 }
 
 TEST_F(SharingTest, ProjectSplitIsForTeamAdminsOfThatTeam) {
   setVisionGuarantee({{"A100", 4}});
-  EXPECT_EQ(cluster_->setProjectQuota(alice_, "vision", "resnet", {{"A100", 1}}).status().code(),
-            Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->setProjectQuota(bob_, "vision", "resnet", {{"A100", 1}}).status().code(),
+  EXPECT_EQ(
+      cluster_->quotas().setProject(alice_, "vision", "resnet", {{"A100", 1}}).status().code(),
+      Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->quotas().setProject(bob_, "vision", "resnet", {{"A100", 1}}).status().code(),
             Code::kNotFound);
-  EXPECT_EQ(cluster_->setProjectQuota(carol_, "vision", "nope", {{"A100", 1}}).status().code(),
+  EXPECT_EQ(cluster_->quotas().setProject(carol_, "vision", "nope", {{"A100", 1}}).status().code(),
             Code::kNotFound);
   // A team-admin of another team is just another team.
-  auto dan = cluster_->createUser(admin_, "dan", "nlp", model::Role::kTeamAdmin);
-  auto danP = *cluster_->authenticate(dan->value.token);
-  EXPECT_EQ(cluster_->setProjectQuota(danP, "vision", "resnet", {{"A100", 1}}).status().code(),
+  auto dan = cluster_->access().createUser(admin_, "dan", "nlp", model::Role::kTeamAdmin);
+  auto danP = *cluster_->access().authenticate(dan->value.token);
+  EXPECT_EQ(cluster_->quotas().setProject(danP, "vision", "resnet", {{"A100", 1}}).status().code(),
             Code::kNotFound);
   EXPECT_TRUE(cluster_->world().projects.at("vision/resnet").guaranteed.empty());
 }
 
 TEST_F(SharingTest, TeamAdminsAreMembersWhoCanRunTheirTeam) {
   EXPECT_EQ(carol_.roleIn("vision"), model::Role::kTeamAdmin);
-  EXPECT_TRUE(cluster_->createProject(carol_, "detr", "").ok());
-  EXPECT_EQ(cluster_->createProject(carol_, "x", "nlp").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->createTeam(carol_, "rogue").status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->createUser(admin_, "erin", "", model::Role::kTeamAdmin).status().field(),
-            "team");
+  EXPECT_TRUE(cluster_->access().createProject(carol_, "detr", "").ok());
+  EXPECT_EQ(cluster_->access().createProject(carol_, "x", "nlp").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->access().createTeam(carol_, "rogue").status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(
+      cluster_->access().createUser(admin_, "erin", "", model::Role::kTeamAdmin).status().field(),
+      "team");
 }
 
 // ---- dedication and visibility ----
@@ -186,7 +191,7 @@ TEST_F(SharingTest, TeamAdminsAreMembersWhoCanRunTheirTeam) {
 TEST_F(SharingTest, DedicatedHostExistsOnlyForItsTeam) {
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
-  auto c = cluster_->dedicateHost(admin_, "gpu-01", "vision");
+  auto c = cluster_->hosts().dedicateHost(admin_, "gpu-01", "vision");
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_TRUE(c->pushHosts.empty());
   const auto* put = findOp<store::PutHost>(*c);
@@ -195,25 +200,26 @@ TEST_F(SharingTest, DedicatedHostExistsOnlyForItsTeam) {
 
   auto names = [&](const Principal& p) {
     std::vector<std::string> out;
-    for (const auto& h : cluster_->listHosts(p)) out.push_back(h.name);
+    for (const auto& h : cluster_->hosts().listHosts(p)) out.push_back(h.name);
     return out;
   };
   EXPECT_EQ(names(bob_), std::vector<std::string>{"gpu-02"});
   EXPECT_EQ(names(alice_), (std::vector<std::string>{"gpu-01", "gpu-02"}));
   EXPECT_EQ(names(admin_), (std::vector<std::string>{"gpu-01", "gpu-02"}));
-  EXPECT_EQ(cluster_->getHost(bob_, "gpu-01").status().code(), Code::kNotFound);
-  EXPECT_TRUE(cluster_->getHost(alice_, "gpu-01").ok());
-  EXPECT_TRUE(cluster_->allocations(bob_, "gpu-01").empty());
+  EXPECT_EQ(cluster_->hosts().getHost(bob_, "gpu-01").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->hosts().getHost(alice_, "gpu-01").ok());
+  EXPECT_TRUE(cluster_->hosts().allocations(bob_, "gpu-01").empty());
 
   // Others cannot even learn it exists by trying to change it.
-  EXPECT_EQ(cluster_->dedicateHost(bob_, "gpu-01", "").status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->dedicateHost(alice_, "gpu-01", "").status().code(), Code::kPermissionDenied);
-  auto unknown = cluster_->dedicateHost(admin_, "gpu-02", "nope");
+  EXPECT_EQ(cluster_->hosts().dedicateHost(bob_, "gpu-01", "").status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().dedicateHost(alice_, "gpu-01", "").status().code(),
+            Code::kPermissionDenied);
+  auto unknown = cluster_->hosts().dedicateHost(admin_, "gpu-02", "nope");
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
   EXPECT_EQ(unknown.status().field(), "team");
   EXPECT_EQ(cluster_->world().hosts.at("gpu-02").dedicatedTo, "");
 
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-01", "").ok());  // back to the pool
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-01", "").ok());  // back to the pool
   EXPECT_EQ(names(bob_).size(), 2u);
 }
 
@@ -221,26 +227,26 @@ TEST_F(SharingTest, DedicatedGpuOnAPoolHostIsLeftOutForOthers) {
   joinHost("gpu-01", 2);
   GpuSettings s;
   s.dedicatedTo = "vision";
-  auto c = cluster_->setGpu(admin_, "gpu-01", 1, s);
+  auto c = cluster_->hosts().setGpu(admin_, "gpu-01", 1, s);
   ASSERT_TRUE(c.ok()) << c.status().toString();
   ASSERT_NE(findOp<store::PutHost>(*c), nullptr);
   EXPECT_EQ(findOp<store::PutHost>(*c)->host.gpus[1].dedicatedTo, "vision");
 
-  auto bobView = cluster_->getHost(bob_, "gpu-01");
+  auto bobView = cluster_->hosts().getHost(bob_, "gpu-01");
   ASSERT_TRUE(bobView.ok());
   ASSERT_EQ(bobView->gpus.size(), 1u);
   EXPECT_EQ(bobView->gpus[0].index, 0);
-  EXPECT_EQ(cluster_->listHosts(bob_)[0].gpus.size(), 1u);
-  EXPECT_EQ(cluster_->getHost(alice_, "gpu-01")->gpus.size(), 2u);
-  EXPECT_EQ(cluster_->getHost(admin_, "gpu-01")->gpus.size(), 2u);
+  EXPECT_EQ(cluster_->hosts().listHosts(bob_)[0].gpus.size(), 1u);
+  EXPECT_EQ(cluster_->hosts().getHost(alice_, "gpu-01")->gpus.size(), 2u);
+  EXPECT_EQ(cluster_->hosts().getHost(admin_, "gpu-01")->gpus.size(), 2u);
 
   // Two vision jobs, one on its dedicated GPU (first) and one in the pool: bob sees only the
   // pool GPU's allocation. (A job never spans dedicated and pool GPUs: docs/scheduler.md.)
   submit(alice_, 1);
   submit(alice_, 1);
   cluster_->placementsDurable(cluster_->schedulePass().value);
-  EXPECT_EQ(cluster_->allocations(alice_, "gpu-01").size(), 2u);
-  auto bobAllocs = cluster_->allocations(bob_, "gpu-01");
+  EXPECT_EQ(cluster_->hosts().allocations(alice_, "gpu-01").size(), 2u);
+  auto bobAllocs = cluster_->hosts().allocations(bob_, "gpu-01");
   ASSERT_EQ(bobAllocs.size(), 1u);
   EXPECT_EQ(bobAllocs[0].gpuIndex, 0);
 }
@@ -249,26 +255,28 @@ TEST_F(SharingTest, GpuSettingsAreCheckedAndKeptAcrossReports) {
   joinHost("gpu-01", 2);
   GpuSettings s;
   s.shared = true;
-  EXPECT_EQ(cluster_->setGpu(alice_, "gpu-01", 0, s).status().code(), Code::kPermissionDenied);
-  auto noGpu = cluster_->setGpu(admin_, "gpu-01", 7, s);
+  EXPECT_EQ(cluster_->hosts().setGpu(alice_, "gpu-01", 0, s).status().code(),
+            Code::kPermissionDenied);
+  auto noGpu = cluster_->hosts().setGpu(admin_, "gpu-01", 7, s);
   EXPECT_EQ(noGpu.status().code(), Code::kNotFound);
   EXPECT_EQ(noGpu.status().field(), "index");
-  EXPECT_EQ(cluster_->setGpu(admin_, "nope", 0, s).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster_->hosts().setGpu(admin_, "nope", 0, s).status().code(), Code::kNotFound);
   GpuSettings badTeam;
   badTeam.dedicatedTo = "nope";
-  EXPECT_EQ(cluster_->setGpu(admin_, "gpu-01", 0, badTeam).status().field(), "dedicated_to");
+  EXPECT_EQ(cluster_->hosts().setGpu(admin_, "gpu-01", 0, badTeam).status().field(),
+            "dedicated_to");
 
-  ASSERT_TRUE(cluster_->setGpu(admin_, "gpu-01", 0, s).ok());
+  ASSERT_TRUE(cluster_->hosts().setGpu(admin_, "gpu-01", 0, s).ok());
   GpuSettings ded;
   ded.dedicatedTo = "vision";
-  ASSERT_TRUE(cluster_->setGpu(admin_, "gpu-01", 1, ded).ok());
+  ASSERT_TRUE(cluster_->hosts().setGpu(admin_, "gpu-01", 1, ded).ok());
   // A host may not be dedicated to a team other than one of its GPUs'.
-  EXPECT_EQ(cluster_->dedicateHost(admin_, "gpu-01", "nlp").status().code(),
+  EXPECT_EQ(cluster_->hosts().dedicateHost(admin_, "gpu-01", "nlp").status().code(),
             Code::kFailedPrecondition);
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-01", "vision").ok());
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-01", "vision").ok());
   GpuSettings other;
   other.dedicatedTo = "nlp";
-  EXPECT_EQ(cluster_->setGpu(admin_, "gpu-01", 0, other).status().field(), "dedicated_to");
+  EXPECT_EQ(cluster_->hosts().setGpu(admin_, "gpu-01", 0, other).status().field(), "dedicated_to");
 
   // The agent reconnects and re-reports: the settings stay, in memory and in what is written.
   auto again = cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
@@ -278,9 +286,9 @@ TEST_F(SharingTest, GpuSettingsAreCheckedAndKeptAcrossReports) {
   EXPECT_EQ(put->host.gpus[1].dedicatedTo, "vision");
   EXPECT_EQ(put->host.dedicatedTo, "vision");
   // And a re-join (a reinstalled host, after an admin reset its credential) keeps them too.
-  ASSERT_TRUE(cluster_->resetHostCredential(admin_, "gpu-01").ok());
-  auto jt = cluster_->createJoinToken(admin_, 3'600'000);
-  auto rejoined = cluster_->joinHost(jt->value.secret, "gpu-01", inventory(2));
+  ASSERT_TRUE(cluster_->hosts().resetHostCredential(admin_, "gpu-01").ok());
+  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
+  auto rejoined = cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(2));
   ASSERT_TRUE(rejoined.ok());
   EXPECT_TRUE(rejoined->value.host.gpus[0].shared);
   EXPECT_EQ(rejoined->value.host.dedicatedTo, "vision");
@@ -288,7 +296,7 @@ TEST_F(SharingTest, GpuSettingsAreCheckedAndKeptAcrossReports) {
   // Fields left out keep their value.
   GpuSettings onlyShared;
   onlyShared.shared = false;
-  ASSERT_TRUE(cluster_->setGpu(admin_, "gpu-01", 1, onlyShared).ok());
+  ASSERT_TRUE(cluster_->hosts().setGpu(admin_, "gpu-01", 1, onlyShared).ok());
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").gpus[1].dedicatedTo, "vision");
 }
 
@@ -413,7 +421,7 @@ TEST_F(ClusterTest, AFractionOfASharedGpuIsToldItsShare) {
   joinHost("gpu-01", 1);
   GpuSettings s;
   s.shared = true;
-  ASSERT_TRUE(cluster_->setGpu(admin_, "gpu-01", 0, s).ok());
+  ASSERT_TRUE(cluster_->hosts().setGpu(admin_, "gpu-01", 0, s).ok());
   JobRequest r;
   r.command = {"python", "serve.py"};
   r.gpus = 1;

@@ -27,17 +27,17 @@ using SshKeyClusterTest = ClusterTest;
 
 TEST_F(SshKeyClusterTest, AUserHoldsAtMost32Keys) {
   for (unsigned char i = 0; i < 32; ++i) {
-    auto added = cluster_->addSshKey(alice_, "", syntheticKey(i));
+    auto added = cluster_->access().addSshKey(alice_, "", syntheticKey(i));
     ASSERT_TRUE(added.ok()) << int(i) << ": " << added.status().toString();
   }
-  EXPECT_EQ(cluster_->addSshKey(alice_, "", syntheticKey(32)).status().code(),
+  EXPECT_EQ(cluster_->access().addSshKey(alice_, "", syntheticKey(32)).status().code(),
             Code::kFailedPrecondition);
-  EXPECT_EQ(cluster_->listSshKeys(alice_, "")->size(), 32u);
+  EXPECT_EQ(cluster_->access().listSshKeys(alice_, "")->size(), 32u);
 }
 
 TEST_F(SshKeyClusterTest, UsersManageTheirOwnKeys) {
   clock_.advance(5000);
-  auto added = cluster_->addSshKey(alice_, "", kKey);
+  auto added = cluster_->access().addSshKey(alice_, "", kKey);
   ASSERT_TRUE(added.ok()) << added.status().toString();
   EXPECT_EQ(added->value.fingerprint, kKeyFingerprint);
   EXPECT_EQ(added->value.addedAt, clock_.nowMs());
@@ -46,59 +46,62 @@ TEST_F(SshKeyClusterTest, UsersManageTheirOwnKeys) {
   ASSERT_NE(put, nullptr);
   ASSERT_EQ(put->user.sshKeys.size(), 1u);
 
-  auto keys = cluster_->listSshKeys(alice_, "");
+  auto keys = cluster_->access().listSshKeys(alice_, "");
   ASSERT_TRUE(keys.ok());
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].comment, "my laptop");
 
-  EXPECT_EQ(cluster_->addSshKey(alice_, "alice", kKey).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(cluster_->access().addSshKey(alice_, "alice", kKey).status().code(),
+            Code::kAlreadyExists);
   // bob may hold the same key; it is his own entry.
-  EXPECT_TRUE(cluster_->addSshKey(bob_, "", kKey).ok());
+  EXPECT_TRUE(cluster_->access().addSshKey(bob_, "", kKey).ok());
 
   // Removal takes the fingerprint with or without its prefix.
   std::string bare = std::string(kKeyFingerprint).substr(7);
-  auto removed = cluster_->removeSshKey(alice_, "", bare);
+  auto removed = cluster_->access().removeSshKey(alice_, "", bare);
   ASSERT_TRUE(removed.ok()) << removed.status().toString();
   EXPECT_EQ(removed->value.fingerprint, kKeyFingerprint);
-  EXPECT_TRUE(cluster_->listSshKeys(alice_, "")->empty());
-  EXPECT_EQ(cluster_->removeSshKey(alice_, "", kKeyFingerprint).status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->access().listSshKeys(alice_, "")->empty());
+  EXPECT_EQ(cluster_->access().removeSshKey(alice_, "", kKeyFingerprint).status().code(),
+            Code::kNotFound);
 }
 
 TEST_F(SshKeyClusterTest, AnotherUsersKeysDoNotExistExceptForPlatformAdmins) {
-  ASSERT_TRUE(cluster_->addSshKey(alice_, "", kKey).ok());
-  const Status unknown = cluster_->listSshKeys(bob_, "nosuchuser").status();
-  const Status others = cluster_->listSshKeys(bob_, "alice").status();
+  ASSERT_TRUE(cluster_->access().addSshKey(alice_, "", kKey).ok());
+  const Status unknown = cluster_->access().listSshKeys(bob_, "nosuchuser").status();
+  const Status others = cluster_->access().listSshKeys(bob_, "alice").status();
   EXPECT_EQ(others.code(), Code::kNotFound);
   EXPECT_EQ(unknown.code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->addSshKey(bob_, "alice", kOtherKey).status().code(), Code::kNotFound);
-  EXPECT_EQ(cluster_->removeSshKey(bob_, "alice", kKeyFingerprint).status().code(),
+  EXPECT_EQ(cluster_->access().addSshKey(bob_, "alice", kOtherKey).status().code(),
             Code::kNotFound);
-  EXPECT_EQ(cluster_->listSshKeys(alice_, "")->size(), 1u);
+  EXPECT_EQ(cluster_->access().removeSshKey(bob_, "alice", kKeyFingerprint).status().code(),
+            Code::kNotFound);
+  EXPECT_EQ(cluster_->access().listSshKeys(alice_, "")->size(), 1u);
 
   // A platform admin manages anyone's.
-  ASSERT_TRUE(cluster_->addSshKey(admin_, "alice", kOtherKey).ok());
-  EXPECT_EQ(cluster_->listSshKeys(admin_, "alice")->size(), 2u);
-  EXPECT_TRUE(cluster_->removeSshKey(admin_, "alice", kKeyFingerprint).ok());
-  EXPECT_EQ(cluster_->listSshKeys(alice_, "")->size(), 1u);
+  ASSERT_TRUE(cluster_->access().addSshKey(admin_, "alice", kOtherKey).ok());
+  EXPECT_EQ(cluster_->access().listSshKeys(admin_, "alice")->size(), 2u);
+  EXPECT_TRUE(cluster_->access().removeSshKey(admin_, "alice", kKeyFingerprint).ok());
+  EXPECT_EQ(cluster_->access().listSshKeys(alice_, "")->size(), 1u);
 }
 
 TEST_F(SshKeyClusterTest, BadKeysAreRefusedNamingTheField) {
-  auto bad = cluster_->addSshKey(alice_, "", "ssh-ed25519 garbage!");
+  auto bad = cluster_->access().addSshKey(alice_, "", "ssh-ed25519 garbage!");
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(bad.status().field(), "key");
-  EXPECT_TRUE(cluster_->listSshKeys(alice_, "")->empty());
+  EXPECT_TRUE(cluster_->access().listSshKeys(alice_, "")->empty());
 }
 
 class SshKeyDurableTest : public DurableClusterTest {};
 
 TEST_F(SshKeyDurableTest, KeysSurviveARestart) {
   start();
-  auto boot = cluster_->bootstrapAdmin();
+  auto boot = cluster_->access().bootstrapAdmin();
   ASSERT_TRUE(boot.has_value());
   keep(*boot);
-  keep(cluster_->addSshKey(*cluster_->authenticate(boot->value), "", kKey));
+  keep(cluster_->access().addSshKey(*cluster_->access().authenticate(boot->value), "", kKey));
   start();
-  auto keys = cluster_->listSshKeys(*cluster_->authenticate(boot->value), "");
+  auto keys = cluster_->access().listSshKeys(*cluster_->access().authenticate(boot->value), "");
   ASSERT_TRUE(keys.ok());
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].fingerprint, kKeyFingerprint);

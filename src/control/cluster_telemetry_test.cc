@@ -67,7 +67,7 @@ TEST_F(ClusterTest, AllocationsNameProjectAndSince) {
   int64_t a = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
   cluster_->placementsDurable(pass.value);
-  auto allocs = cluster_->allocations(admin_, "gpu-01");
+  auto allocs = cluster_->hosts().allocations(admin_, "gpu-01");
   ASSERT_EQ(allocs.size(), 1u);
   EXPECT_EQ(allocs[0].jobId, a);
   EXPECT_EQ(allocs[0].team, "vision");

@@ -12,13 +12,13 @@ using model::JobState;
 TEST_F(ClusterTest, TokensAuthenticateOnlyWhenExact) {
   EXPECT_EQ(alice_.name, "alice");
   EXPECT_EQ(alice_.soleTeam(), "vision");
-  EXPECT_FALSE(cluster_->authenticate("tok-1_wrong").has_value());
-  EXPECT_FALSE(cluster_->authenticate("garbage").has_value());
-  EXPECT_FALSE(cluster_->bootstrapAdmin().has_value());  // only on first start
+  EXPECT_FALSE(cluster_->access().authenticate("tok-1_wrong").has_value());
+  EXPECT_FALSE(cluster_->access().authenticate("garbage").has_value());
+  EXPECT_FALSE(cluster_->access().bootstrapAdmin().has_value());  // only on first start
 }
 
 TEST_F(ClusterTest, StoresOnlyTokenHashes) {
-  auto u = cluster_->createUser(admin_, "carol", "vision", model::Role::kMember);
+  auto u = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kMember);
   ASSERT_TRUE(u.ok());
   for (const auto& op : u->batch.ops) {
     if (auto* t = std::get_if<store::PutToken>(&op)) {
@@ -29,11 +29,11 @@ TEST_F(ClusterTest, StoresOnlyTokenHashes) {
 }
 
 TEST_F(ClusterTest, MembersCannotAdminister) {
-  auto t = cluster_->createTeam(alice_, "rogue");
+  auto t = cluster_->access().createTeam(alice_, "rogue");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), Code::kPermissionDenied);
-  EXPECT_FALSE(cluster_->createUser(alice_, "x", "vision", model::Role::kMember).ok());
-  EXPECT_FALSE(cluster_->createJoinToken(alice_, 1000).ok());
+  EXPECT_FALSE(cluster_->access().createUser(alice_, "x", "vision", model::Role::kMember).ok());
+  EXPECT_FALSE(cluster_->hosts().createJoinToken(alice_, 1000).ok());
 }
 
 TEST_F(ClusterTest, BadInputChangesNothing) {
@@ -51,7 +51,7 @@ TEST_F(ClusterTest, BadInputChangesNothing) {
   r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "env");
   EXPECT_EQ(cluster_->world().jobs.size(), before);
-  EXPECT_FALSE(cluster_->createTeam(admin_, "Bad Name!").ok());
+  EXPECT_FALSE(cluster_->access().createTeam(admin_, "Bad Name!").ok());
 }
 
 TEST_F(ClusterTest, AnotherTeamsJobsDoNotExist) {
@@ -119,7 +119,7 @@ TEST_F(ClusterTest, AgentReportsDriveJobStates) {
   auto j = cluster_->getJob(alice_, a);
   EXPECT_EQ(j->state, JobState::kFailed);
   EXPECT_EQ(j->exitCode, 3);
-  EXPECT_TRUE(cluster_->allocations(admin_, "gpu-01").empty());  // GPUs free again
+  EXPECT_TRUE(cluster_->hosts().allocations(admin_, "gpu-01").empty());  // GPUs free again
 }
 
 TEST_F(ClusterTest, CancelOfRunningJobWaitsForTheAgent) {
@@ -176,16 +176,16 @@ TEST_F(ClusterTest, ReconnectingAgentReadoptsRunningJob) {
 }
 
 TEST_F(ClusterTest, ExpiredJoinTokenIsRefused) {
-  auto jt = cluster_->createJoinToken(admin_, 1000);
+  auto jt = cluster_->hosts().createJoinToken(admin_, 1000);
   clock_.advance(2000);
-  auto joined = cluster_->joinHost(jt->value.secret, "late", inventory(1));
+  auto joined = cluster_->hosts().joinHost(jt->value.secret, "late", inventory(1));
   ASSERT_FALSE(joined.ok());
   EXPECT_EQ(joined.status().code(), Code::kUnauthenticated);
 }
 
 TEST_F(ClusterTest, HostCredentialAuthenticatesAsHost) {
   auto cred = joinHost("gpu-02", 1);
-  auto p = cluster_->authenticate(cred);
+  auto p = cluster_->access().authenticate(cred);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->kind, Principal::Kind::kHost);
   EXPECT_EQ(p->name, "gpu-02");
@@ -222,16 +222,16 @@ TEST_F(RefusedSnapshotTest, EveryQueuedJobWaitsAndAdminsHearOnce) {
   }
   EventFilter f;
   f.kind = model::EventKind::kSchedulerError;
-  auto seen = cluster_->events(admin_, f);
+  auto seen = cluster_->eventLog().list(admin_, f);
   ASSERT_TRUE(seen.ok());
   ASSERT_EQ(seen->size(), 1u);
   EXPECT_NE(seen->front().message.find("gpu-01: resources out of range"), std::string::npos);
-  EXPECT_TRUE(cluster_->events(alice_, f)->empty());  // cluster-wide: platform admins only
+  EXPECT_TRUE(cluster_->eventLog().list(alice_, f)->empty());  // cluster-wide: platform admins only
 
   // The same error again: counted, not announced again.
   EXPECT_TRUE(cluster_->schedulePass().batch.empty());
   EXPECT_EQ(cluster_->world().refusedPasses, 2);
-  EXPECT_EQ(cluster_->events(admin_, f)->size(), 1u);
+  EXPECT_EQ(cluster_->eventLog().list(admin_, f)->size(), 1u);
 
   refuse_ = false;
   EXPECT_EQ(place().size(), 2u);

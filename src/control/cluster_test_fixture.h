@@ -56,25 +56,25 @@ class ClusterTest : public ::testing::Test {
     opts.lifecycle.healthIntervalMs = 0;
     adjustOptions(opts);
     cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
-    admin_ = *cluster_->authenticate(admin->value);
-    ASSERT_TRUE(cluster_->createTeam(admin_, "vision").ok());
-    ASSERT_TRUE(cluster_->createTeam(admin_, "nlp").ok());
-    auto alice = cluster_->createUser(admin_, "alice", "vision", model::Role::kMember);
+    admin_ = *cluster_->access().authenticate(admin->value);
+    ASSERT_TRUE(cluster_->access().createTeam(admin_, "vision").ok());
+    ASSERT_TRUE(cluster_->access().createTeam(admin_, "nlp").ok());
+    auto alice = cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember);
     ASSERT_TRUE(alice.ok());
-    alice_ = *cluster_->authenticate(alice->value.token);
-    auto bob = cluster_->createUser(admin_, "bob", "nlp", model::Role::kMember);
-    bob_ = *cluster_->authenticate(bob->value.token);
+    alice_ = *cluster_->access().authenticate(alice->value.token);
+    auto bob = cluster_->access().createUser(admin_, "bob", "nlp", model::Role::kMember);
+    bob_ = *cluster_->access().authenticate(bob->value.token);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   // For fixtures that need other options (e.g. hook profiles) from the start.
   virtual void adjustOptions(ClusterOptions&) {}
 
   std::string joinHost(const std::string& name, int gpus) {
-    auto jt = cluster_->createJoinToken(admin_, 3'600'000);
+    auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
     EXPECT_TRUE(jt.ok());
-    auto joined = cluster_->joinHost(jt->value.secret, name, inventory(gpus));
+    auto joined = cluster_->hosts().joinHost(jt->value.secret, name, inventory(gpus));
     EXPECT_TRUE(joined.ok()) << joined.status().toString();
     cluster_->agentConnected(name, &link_, inventory(gpus), {});
     return joined->value.credential;

@@ -18,10 +18,10 @@ class UnixIdsTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start(options());
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
     keep(*admin);
-    admin_ = *cluster_->authenticate(admin->value);
+    admin_ = *cluster_->access().authenticate(admin->value);
   }
   const model::User& user(const std::string& name) { return cluster_->world().users.at(name); }
   const model::Team& team(const std::string& name) { return cluster_->world().teams.at(name); }
@@ -30,8 +30,8 @@ class UnixIdsTest : public DurableClusterTest {
 
 TEST_F(UnixIdsTest, UsersAndTeamsGetIdsFromTheirRangesOnceAndKeepThemAcrossRestarts) {
   EXPECT_EQ(user("admin").uid, 5000);
-  keep(cluster_->createTeam(admin_, "red"));
-  keep(cluster_->createUser(admin_, "alice", "red", model::Role::kMember));
+  keep(cluster_->access().createTeam(admin_, "red"));
+  keep(cluster_->access().createUser(admin_, "alice", "red", model::Role::kMember));
   EXPECT_EQ(team("red").gid, 7000);
   EXPECT_EQ(user("alice").uid, 5001);
   EXPECT_EQ(user("alice").gid, 5001);  // user-private group
@@ -39,12 +39,12 @@ TEST_F(UnixIdsTest, UsersAndTeamsGetIdsFromTheirRangesOnceAndKeepThemAcrossResta
   start(options());  // allotd restarts
   EXPECT_EQ(user("alice").uid, 5001);
   EXPECT_EQ(team("red").gid, 7000);
-  EXPECT_FALSE(cluster_->assignMissingUnixIds().has_value());
-  keep(cluster_->createUser(admin_, "bob", "red", model::Role::kMember));
+  EXPECT_FALSE(cluster_->access().assignMissingUnixIds().has_value());
+  keep(cluster_->access().createUser(admin_, "bob", "red", model::Role::kMember));
   EXPECT_EQ(user("bob").uid, 5002);  // the next one, never alice's again
 
   // The range is spent: the account is refused, and nothing changes.
-  auto carol = cluster_->createUser(admin_, "carol", "red", model::Role::kMember);
+  auto carol = cluster_->access().createUser(admin_, "carol", "red", model::Role::kMember);
   ASSERT_FALSE(carol.ok());
   EXPECT_NE(carol.status().message().find("uid_min..uid_max"), std::string::npos);
   EXPECT_FALSE(cluster_->world().users.count("carol"));
@@ -62,7 +62,7 @@ TEST_F(UnixIdsTest, UsersStoredWithoutIdsGetThemOnceAtStart) {
   ASSERT_TRUE(store_->commit(b).ok());
   start(options());
   EXPECT_EQ(user("old").uid, -1);
-  auto ids = cluster_->assignMissingUnixIds();
+  auto ids = cluster_->access().assignMissingUnixIds();
   ASSERT_TRUE(ids.has_value());
   EXPECT_EQ(ids->value, 2);
   keep(*ids);
@@ -71,16 +71,17 @@ TEST_F(UnixIdsTest, UsersStoredWithoutIdsGetThemOnceAtStart) {
   start(options());
   EXPECT_EQ(user("old").uid, 5001);
   EXPECT_EQ(team("red").gid, 7000);
-  EXPECT_FALSE(cluster_->assignMissingUnixIds().has_value());
+  EXPECT_FALSE(cluster_->access().assignMissingUnixIds().has_value());
 }
 
 TEST_F(UnixIdsTest, DirectoryIdsInsideAllotsRangesOrHeldByAnotherAreRefused) {
-  keep(cluster_->createTeam(admin_, "red"));
-  keep(cluster_->createUser(admin_, "alice", "red", model::Role::kMember));
-  EXPECT_TRUE(cluster_->checkDirectoryIds("dora", 10001, 10001).ok());
-  EXPECT_FALSE(cluster_->checkDirectoryIds("dora", 5001, 10001).ok());  // allotd's range
-  EXPECT_FALSE(cluster_->checkDirectoryIds("dora", 10001, 7000).ok());  // a team gid's range
-  EXPECT_FALSE(cluster_->checkDirectoryIds("dora", 0, 0).ok());         // root
+  keep(cluster_->access().createTeam(admin_, "red"));
+  keep(cluster_->access().createUser(admin_, "alice", "red", model::Role::kMember));
+  EXPECT_TRUE(cluster_->access().checkDirectoryIds("dora", 10001, 10001).ok());
+  EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", 5001, 10001).ok());  // allotd's range
+  EXPECT_FALSE(
+      cluster_->access().checkDirectoryIds("dora", 10001, 7000).ok());    // a team gid's range
+  EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", 0, 0).ok());  // root
 
   // A directory user keeps its own ids and uses none of allotd's.
   NewUser dora;
@@ -88,24 +89,24 @@ TEST_F(UnixIdsTest, DirectoryIdsInsideAllotsRangesOrHeldByAnotherAreRefused) {
   dora.teams["red"] = model::Role::kMember;
   dora.uid = 10001;
   dora.gid = 10001;
-  keep(cluster_->createUser(admin_, dora));
+  keep(cluster_->access().createUser(admin_, dora));
   EXPECT_EQ(user("dora").uid, 10001);
-  keep(cluster_->createUser(admin_, "erin", "red", model::Role::kMember));
+  keep(cluster_->access().createUser(admin_, "erin", "red", model::Role::kMember));
   EXPECT_EQ(user("erin").uid, 5002);
   NewUser clash = dora;
   clash.name = "frank";  // the same uid as dora's
-  EXPECT_FALSE(cluster_->createUser(admin_, clash).ok());
+  EXPECT_FALSE(cluster_->access().createUser(admin_, clash).ok());
   clash.uid = clash.gid = 5001;  // inside allotd's range
-  EXPECT_FALSE(cluster_->createUser(admin_, clash).ok());
+  EXPECT_FALSE(cluster_->access().createUser(admin_, clash).ok());
   EXPECT_FALSE(cluster_->world().users.count("frank"));
 }
 
 TEST_F(UnixIdsTest, TheDesiredStateCarriesTheOwnersIdentity) {
-  keep(cluster_->createTeam(admin_, "red"));
-  auto alice = keep(cluster_->createUser(admin_, "alice", "red", model::Role::kMember));
-  Principal p = *cluster_->authenticate(alice.value.token);
-  auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000));
-  keep(cluster_->joinHost(jt.value.secret, "h1", inventory(1)));
+  keep(cluster_->access().createTeam(admin_, "red"));
+  auto alice = keep(cluster_->access().createUser(admin_, "alice", "red", model::Role::kMember));
+  Principal p = *cluster_->access().authenticate(alice.value.token);
+  auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
+  keep(cluster_->hosts().joinHost(jt.value.secret, "h1", inventory(1)));
   cluster_->agentConnected("h1", &link_, inventory(1), {});
   JobRequest r;
   r.command = {"true"};

@@ -49,17 +49,17 @@ class UpgradeTest : public ClusterTest {
     return UpgradeHostState::kPending;
   }
   int64_t start(int maxUnavailable, const std::string& pool = "shared") {
-    auto c = cluster_->startUpgrade(admin_, pool, kProfile, maxUnavailable, 0);
+    auto c = cluster_->hosts().startUpgrade(admin_, pool, kProfile, maxUnavailable, 0);
     EXPECT_TRUE(c.ok()) << c.status().toString();
     return c.ok() ? c->value.id : 0;
   }
   // The host's agent reports its upgrade task's result.
   void finish(const std::string& name, bool ok) {
     ASSERT_TRUE(host(name).task.has_value()) << name << " runs no task";
-    EXPECT_EQ(cluster_->agentTaskResult(name, taskRan(host(name).task->id, ok)).value, 1);
+    EXPECT_EQ(cluster_->hosts().agentTaskResult(name, taskRan(host(name).task->id, ok)).value, 1);
   }
   size_t transitions(const std::string& name) {
-    return cluster_->hostTransitions(admin_, name)->size();
+    return cluster_->hosts().hostTransitions(admin_, name)->size();
   }
 };
 
@@ -72,36 +72,36 @@ TEST_F(UpgradeTest, BatchesRespectMaxUnavailableAndWalkThePool) {
   ASSERT_TRUE(host("gpu-01").task && host("gpu-01").task->hook);
   EXPECT_EQ(host("gpu-01").task->hook->profile, kProfile);
   EXPECT_FALSE(host("gpu-01").task->wipe.has_value()) << "an upgrade keeps the tenant's data";
-  EXPECT_EQ(cluster_->advanceUpgrades().value, 0) << "two out already: nothing more starts";
+  EXPECT_EQ(cluster_->hosts().advanceUpgrades().value, 0) << "two out already: nothing more starts";
   EXPECT_EQ(host("gpu-03").adminState, AdminState::kAvailable);
 
   finish("gpu-01", true);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   EXPECT_EQ(host("gpu-01").adminReason, "");
   EXPECT_EQ(stepOf(id, "gpu-01"), UpgradeHostState::kDone);
-  EXPECT_EQ(cluster_->advanceUpgrades().value, 1);
+  EXPECT_EQ(cluster_->hosts().advanceUpgrades().value, 1);
   EXPECT_EQ(host("gpu-03").adminState, AdminState::kReprovisioning);
 
   finish("gpu-02", true);
   finish("gpu-03", true);
-  EXPECT_EQ(cluster_->advanceUpgrades().value, 1);
+  EXPECT_EQ(cluster_->hosts().advanceUpgrades().value, 1);
   EXPECT_EQ(upgrade(id).state, UpgradeState::kSucceeded);
   for (const char* h : {"gpu-01", "gpu-02", "gpu-03"}) {
     EXPECT_EQ(host(h).adminState, AdminState::kAvailable) << h;
     EXPECT_TRUE(host(h).dedicatedTo.empty()) << h << " stays in the shared pool";
     EXPECT_EQ(stepOf(id, h), UpgradeHostState::kDone) << h;
-    EXPECT_EQ(cluster_->hostTransitions(admin_, h)->back().reason,
+    EXPECT_EQ(cluster_->hosts().hostTransitions(admin_, h)->back().reason,
               "upgrade " + std::to_string(id) + ": reprovisioned with profile " + kProfile);
   }
   // A finished upgrade frees the pool for the next one.
-  EXPECT_TRUE(cluster_->startUpgrade(admin_, "shared", kProfile, 1, 0).ok());
+  EXPECT_TRUE(cluster_->hosts().startUpgrade(admin_, "shared", kProfile, 1, 0).ok());
 }
 
 TEST_F(UpgradeTest, AFailingHostStopsItAndLeavesTheRestUntouched) {
   const int64_t id = start(1);
   EXPECT_EQ(host("gpu-02").adminState, AdminState::kAvailable);
   finish("gpu-01", true);
-  cluster_->advanceUpgrades();
+  cluster_->hosts().advanceUpgrades();
   EXPECT_EQ(host("gpu-02").adminState, AdminState::kReprovisioning);
   const size_t before = transitions("gpu-03");
 
@@ -114,7 +114,7 @@ TEST_F(UpgradeTest, AFailingHostStopsItAndLeavesTheRestUntouched) {
   EXPECT_EQ(stepOf(id, "gpu-02"), UpgradeHostState::kFailed);
   EXPECT_EQ(host("gpu-02").adminState, AdminState::kFailed);
 
-  cluster_->advanceUpgrades();
+  cluster_->hosts().advanceUpgrades();
   EXPECT_EQ(host("gpu-03").adminState, AdminState::kAvailable);
   EXPECT_FALSE(host("gpu-03").task.has_value());
   EXPECT_EQ(transitions("gpu-03"), before) << "the third host was never touched";
@@ -123,8 +123,8 @@ TEST_F(UpgradeTest, AFailingHostStopsItAndLeavesTheRestUntouched) {
 
 TEST_F(UpgradeTest, AStepResumedByHandStopsTheUpgrade) {
   const int64_t id = start(1);
-  ASSERT_TRUE(cluster_->resumeHost(admin_, "gpu-01").ok());
-  cluster_->advanceUpgrades();
+  ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
+  cluster_->hosts().advanceUpgrades();
   EXPECT_EQ(upgrade(id).state, UpgradeState::kStopped);
   EXPECT_EQ(upgrade(id).stoppedAt, "gpu-01");
   EXPECT_NE(upgrade(id).reason.find("resumed by hand"), std::string::npos) << upgrade(id).reason;
@@ -137,40 +137,42 @@ TEST_F(UpgradeTest, RunningWorkMayFinishWithoutADeadline) {
   ASSERT_EQ(pass.value.size(), 1u);
   const std::string busy = cluster_->world().jobs.at(job).host;
   // Only the busy host, so that it is the one drained first.
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, busy, "vision").ok());
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, busy, "vision").ok());
   const int64_t id = start(1, "vision");
   EXPECT_EQ(host(busy).adminState, AdminState::kDraining);
   EXPECT_EQ(host(busy).drainDeadline, 0);
   clock_.advance(3'600'000);
-  EXPECT_TRUE(cluster_->enforceDrains().value.empty()) << "no deadline: nothing is preempted";
+  EXPECT_TRUE(cluster_->hosts().enforceDrains().value.empty())
+      << "no deadline: nothing is preempted";
   EXPECT_EQ(upgrade(id).hosts.size(), 1u);
   EXPECT_EQ(stepOf(id, busy), UpgradeHostState::kRunning);
 }
 
 TEST_F(UpgradeTest, ATeamPoolKeepsItsOwnerAndSkipsFencedHosts) {
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-02", "vision").ok());
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-03", "vision").ok());
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-03", AdminState::kFailed, "bad fan").ok());
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-02", "vision").ok());
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-03", "vision").ok());
+  ASSERT_TRUE(
+      cluster_->hosts().setHostAdminState(admin_, "gpu-03", AdminState::kFailed, "bad fan").ok());
   const int64_t id = start(4, "vision");
   ASSERT_EQ(upgrade(id).hosts.size(), 2u) << "only the team's hosts";
   EXPECT_EQ(stepOf(id, "gpu-03"), UpgradeHostState::kSkipped);
   EXPECT_EQ(upgrade(id).hosts[1].reason, "host is failed at the start");
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable);
   finish("gpu-02", true);
-  cluster_->advanceUpgrades();
+  cluster_->hosts().advanceUpgrades();
   EXPECT_EQ(upgrade(id).state, UpgradeState::kSucceeded);
   EXPECT_EQ(host("gpu-02").dedicatedTo, "vision");
   EXPECT_EQ(host("gpu-03").adminState, AdminState::kFailed);
   // Members see their own team's upgrades and the shared pool's; another team's is not there.
-  EXPECT_TRUE(cluster_->getUpgrade(alice_, id).ok());
-  EXPECT_EQ(cluster_->getUpgrade(bob_, id).status().code(), Code::kNotFound);
-  EXPECT_TRUE(cluster_->listUpgrades(bob_).empty());
+  EXPECT_TRUE(cluster_->hosts().getUpgrade(alice_, id).ok());
+  EXPECT_EQ(cluster_->hosts().getUpgrade(bob_, id).status().code(), Code::kNotFound);
+  EXPECT_TRUE(cluster_->hosts().listUpgrades(bob_).empty());
 }
 
 TEST_F(UpgradeTest, BadInputIsRefusedAndChangesNothing) {
   auto fieldOf = [&](const Principal& p, const std::string& pool, const std::string& profile,
                      int maxUnavailable, int64_t deadline) {
-    auto r = cluster_->startUpgrade(p, pool, profile, maxUnavailable, deadline);
+    auto r = cluster_->hosts().startUpgrade(p, pool, profile, maxUnavailable, deadline);
     EXPECT_FALSE(r.ok());
     return std::pair(r.status().code(), r.status().field());
   };
@@ -195,7 +197,7 @@ TEST_F(UpgradeTest, BadInputIsRefusedAndChangesNothing) {
   }
 
   const int64_t id = start(1);
-  auto again = cluster_->startUpgrade(admin_, "shared", kProfile, 1, 0);
+  auto again = cluster_->hosts().startUpgrade(admin_, "shared", kProfile, 1, 0);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(again.status().message().find("upgrade " + std::to_string(id)), std::string::npos)
@@ -204,9 +206,10 @@ TEST_F(UpgradeTest, BadInputIsRefusedAndChangesNothing) {
 }
 
 TEST_F(UpgradeTest, APoolWithNoHostToUpgradeIsRefused) {
-  ASSERT_TRUE(cluster_->dedicateHost(admin_, "gpu-03", "nlp").ok());
-  ASSERT_TRUE(cluster_->setHostAdminState(admin_, "gpu-03", AdminState::kRetired, "old").ok());
-  auto r = cluster_->startUpgrade(admin_, "nlp", kProfile, 1, 0);
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-03", "nlp").ok());
+  ASSERT_TRUE(
+      cluster_->hosts().setHostAdminState(admin_, "gpu-03", AdminState::kRetired, "old").ok());
+  auto r = cluster_->hosts().startUpgrade(admin_, "nlp", kProfile, 1, 0);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(r.status().message().find("gpu-03: host is retired"), std::string::npos)
@@ -224,8 +227,8 @@ class DriverMinimumTest : public ClusterTest {
       g.driverVersion = driver;
       g.cudaVersion = "12.4";
     }
-    auto jt = cluster_->createJoinToken(admin_, 3'600'000);
-    ASSERT_TRUE(cluster_->joinHost(jt->value.secret, name, inv).ok());
+    auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
+    ASSERT_TRUE(cluster_->hosts().joinHost(jt->value.secret, name, inv).ok());
     cluster_->agentConnected(name, &link_, inv, {});
   }
 };
@@ -262,13 +265,13 @@ class UpgradeRestartTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start(options());
-    auto admin = cluster_->bootstrapAdmin();
+    auto admin = cluster_->access().bootstrapAdmin();
     ASSERT_TRUE(admin.has_value());
     ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->authenticate(admin->value);
-    auto jt = keep(cluster_->createJoinToken(admin_, 3'600'000, 2));  // one use per host
+    admin_ = *cluster_->access().authenticate(admin->value);
+    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000, 2));  // one use per host
     for (const char* h : {"gpu-01", "gpu-02"}) {
-      keep(cluster_->joinHost(jt.value.secret, h, inventory(1)));
+      keep(cluster_->hosts().joinHost(jt.value.secret, h, inventory(1)));
       keep(cluster_->agentConnected(h, &link_, inventory(1), {}));
     }
   }
@@ -283,7 +286,8 @@ class UpgradeRestartTest : public DurableClusterTest {
 };
 
 TEST_F(UpgradeRestartTest, AnUpgradeGoesOnAfterARestart) {
-  const int64_t id = keep(cluster_->startUpgrade(admin_, "shared", kProfile, 1, 0)).value.id;
+  const int64_t id =
+      keep(cluster_->hosts().startUpgrade(admin_, "shared", kProfile, 1, 0)).value.id;
   const int64_t task = host("gpu-01").task->id;
 
   start(options());  // allotd restarts mid-step
@@ -294,17 +298,17 @@ TEST_F(UpgradeRestartTest, AnUpgradeGoesOnAfterARestart) {
   EXPECT_EQ(host("gpu-01").handover->upgradeId, id);
   for (const char* h : {"gpu-01", "gpu-02"})
     keep(cluster_->agentConnected(h, &link_, inventory(1), {}));
-  EXPECT_EQ(keep(cluster_->advanceUpgrades()).value, 0) << "still waiting for gpu-01";
+  EXPECT_EQ(keep(cluster_->hosts().advanceUpgrades()).value, 0) << "still waiting for gpu-01";
 
-  keep(cluster_->agentTaskResult("gpu-01", taskRan(task, true)));
-  keep(cluster_->advanceUpgrades());
+  keep(cluster_->hosts().agentTaskResult("gpu-01", taskRan(task, true)));
+  keep(cluster_->hosts().advanceUpgrades());
   EXPECT_EQ(host("gpu-02").adminState, AdminState::kReprovisioning);
 
   start(options());  // and again, with the second step under way
   for (const char* h : {"gpu-01", "gpu-02"})
     keep(cluster_->agentConnected(h, &link_, inventory(1), {}));
-  keep(cluster_->agentTaskResult("gpu-02", taskRan(host("gpu-02").task->id, true)));
-  keep(cluster_->advanceUpgrades());
+  keep(cluster_->hosts().agentTaskResult("gpu-02", taskRan(host("gpu-02").task->id, true)));
+  keep(cluster_->hosts().advanceUpgrades());
   start(options());
   const model::Upgrade& u = cluster_->world().upgrades.at(id);
   EXPECT_EQ(u.state, UpgradeState::kSucceeded);

@@ -1,5 +1,6 @@
 #include "control/idle_policy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -121,6 +122,27 @@ IdleStep stepIdle(IdleTrack& t, const model::IdlePolicy& p, TimeMs now) {
 
 std::string describeIdle(const model::IdlePolicy& p) {
   return "GPUs under " + percentText(p.thresholdPct) + "% for " + formatDurationSpec(p.afterMs);
+}
+
+bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url) {
+  // A path that a receiver would resolve elsewhere ("/allot/../admin", or the same spelt with
+  // %2e and %2f) could leave an allowed prefix: refused whatever the list says.
+  std::string lower = url;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string path = lower.substr(std::min(lower.size(), lower.find('/', 7)));
+  for (const char* bad : {"/./", "/../", "%2e", "%2f", "%5c", "\\"}) {
+    if (path.find(bad) != std::string::npos) return false;
+  }
+  auto endsWith = [&](std::string_view tail) {
+    return path.size() >= tail.size() &&
+           path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (endsWith("/..") || endsWith("/.")) return false;
+  // Each prefix ends in '/' after its host (checked when allotd reads its config), so a prefix
+  // "http://hooks.example.com/" cannot match "http://hooks.example.com.evil.net/".
+  return std::any_of(allow.begin(), allow.end(),
+                     [&](const std::string& p) { return !p.empty() && url.rfind(p, 0) == 0; });
 }
 
 }  // namespace allot::control

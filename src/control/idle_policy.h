@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -68,5 +69,29 @@ IdleStep stepIdle(IdleTrack& t, const model::IdlePolicy& p, TimeMs now);
 
 // "GPUs under 10% for 30m", for messages and the reclaim reason.
 std::string describeIdle(const model::IdlePolicy& p);
+
+// A job flagged idle, as its owners and the usage report see it.
+struct IdleAllocation {
+  int64_t jobId = 0;
+  std::string team;
+  std::string project;
+  std::string user;
+  std::vector<std::string> hosts;  // rank order
+  int gpus = 0;                    // on all hosts together
+  TimeMs idleSince = 0;
+  TimeMs notifiedAt = 0;
+  TimeMs reclaimAt = 0;  // 0 = not to be reclaimed
+  double thresholdPct = 0;
+};
+
+// What one idle check did: the events to announce (and send to webhooks once durable), and the
+// jobs it evicted, whose eviction the caller confirms with evictionsDurable after the commit.
+struct IdleCheck {
+  std::vector<model::Event> events;
+  std::vector<int64_t> reclaimed;
+};
+
+// Whether `url` starts with one of the allowed prefixes.
+bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url);
 
 }  // namespace allot::control

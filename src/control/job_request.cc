@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "common/version.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {

@@ -55,13 +55,6 @@ void World::load(const store::Contents& c) {
     if (key == "next_gid") nextGid = std::max<int64_t>(nextGid, std::stoll(value));
   }
   for (const auto& e : c.ledger) ledger.apply(e);
-  events.assign(c.events.begin(), c.events.end());
-  if (!events.empty()) nextEventId = std::max(nextEventId, events.back().id + 1);
-  for (const auto& p : c.profiles) profiles[p.name] = p;
-  for (const auto& l : c.leases) {
-    leases[l.id] = l;
-    nextLeaseId = std::max(nextLeaseId, l.id + 1);
-  }
   for (const auto& t : c.hostTransitions) {
     hostTransitions[t.host].push_back(t);
     nextHostTransitionId = std::max(nextHostTransitionId, t.id + 1);

@@ -3,7 +3,6 @@
 // only through Cluster. Not thread-safe: allotd touches it from its one I/O thread.
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -57,12 +56,6 @@ struct World {
   // The allocation ledger, folded for usage reports; Cluster appends to it beside the store.
   LedgerIndex ledger;
 
-  // The newest events (at most store::kEventsLoaded), oldest first. Memory serves the API: the
-  // events an owner wants are the recent ones, and a bounded window keeps listing cheap; the
-  // store keeps every event for audit.
-  std::deque<model::Event> events;
-  int64_t nextEventId = 1;
-
   // Every admin-state transition of each host, oldest first (few: people make them).
   std::map<std::string, std::vector<model::HostTransition>> hostTransitions;
   int64_t nextHostTransitionId = 1;
@@ -70,11 +63,6 @@ struct World {
   // Rolling upgrades, every one (few: people start them).
   std::map<int64_t, model::Upgrade> upgrades;
   int64_t nextUpgradeId = 1;
-  // Every lease, by id (docs/leases.md); few, and kept whole as the record.
-  std::map<int64_t, model::Lease> leases;
-  int64_t nextLeaseId = 1;
-  // Session profiles by their cluster-wide name (docs/sessions.md).
-  std::map<std::string, model::Profile> profiles;
 
   int64_t nextJobId = 1;
   // The next uid and team gid allotd hands out (0: the start of its range); never goes back.
@@ -119,6 +107,11 @@ struct World {
 
   // Keeps the derived indexes right when a job changes; call with the job's old copy.
   void onJobChanged(const model::Job* before, const model::Job& after);
+
+  // A fresh public id for a secret of `kind` ("tok-12", "join-3"): one sequence for every kind.
+  std::string newSecretId(const char* kind) {
+    return std::string(kind) + "-" + std::to_string(nextSecretSeq++);
+  }
 
   static std::string projectKey(const std::string& team, const std::string& name) {
     return team + "/" + name;

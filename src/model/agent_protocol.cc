@@ -1,5 +1,6 @@
 #include "model/agent_protocol.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/bounded_json.h"
@@ -349,13 +350,25 @@ static nlohmann::json jobsArray(const std::vector<ActualJob>& jobs) {
   return arr;
 }
 
-std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs) {
-  return nlohmann::json{{"type", "hello"}, {"inventory", toJson(inv)}, {"jobs", jobsArray(jobs)}}
+std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs,
+                        int64_t refusedDesired) {
+  return nlohmann::json{{"type", "hello"},
+                        {"inventory", toJson(inv)},
+                        {"jobs", jobsArray(jobs)},
+                        {"refused_desired", refusedDesired}}
       .dump();
 }
 
-std::string encodeStatus(const std::vector<ActualJob>& jobs) {
-  return nlohmann::json{{"type", "status"}, {"jobs", jobsArray(jobs)}}.dump();
+std::string encodeStatus(const std::vector<ActualJob>& jobs, int64_t refusedDesired) {
+  return nlohmann::json{
+      {"type", "status"}, {"jobs", jobsArray(jobs)}, {"refused_desired", refusedDesired}}
+      .dump();
+}
+
+int64_t refusedDesiredOf(const nlohmann::json& msg) {
+  const auto it = msg.find("refused_desired");
+  if (it == msg.end() || !it->is_number_integer()) return 0;
+  return std::max<int64_t>(0, it->get<int64_t>());
 }
 
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,

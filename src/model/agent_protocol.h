@@ -6,8 +6,10 @@
 // agent sends the whole actual state of its workloads whenever it changes and with each
 // heartbeat. Either side may restart at any moment; the next exchange repairs the world.
 //
-//   agent -> allotd  text   {"type":"hello", "inventory":{...}, "jobs":[ActualJob...]}
-//   agent -> allotd  text   {"type":"status", "jobs":[ActualJob...]}        (also the heartbeat)
+//   agent -> allotd  text   {"type":"hello", "inventory":{...}, "jobs":[ActualJob...],
+//                            "refused_desired":N}
+//   agent -> allotd  text   {"type":"status", "jobs":[ActualJob...], "refused_desired":N}
+//                           (also the heartbeat)
 //   agent -> allotd  binary '{"type":"log","job":ID,"offset":N}\n' followed by raw output bytes
 //   agent -> allotd  text   {"type":"telemetry", "host":H, "at_ms":T, "interval_ms":N,
 //   "gpus":[GpuSample...]}
@@ -31,6 +33,12 @@
 // and only up to kDesiredSpecBudget bytes of them in one message. A job left out is sent with
 // "deferred": true and no command; the agent leaves it unstarted until a later message (sent as
 // earlier jobs start) carries it. A job being cancelled never carries them.
+//
+// A desired state the agent cannot decode whole (a job entry of a newer allotd, a bug) is refused
+// whole: the agent logs why and keeps converging to the last good one, since a job left out of a
+// half-read message would be stopped as not wanted. "refused_desired" counts such messages since
+// the agent started; allotd shows it as allot_agent_desired_refused_total. Fields a side does not
+// know are ignored, so a newer peer may add them.
 //
 // The task rides in the desired state rather than in a message of its own: the link keeps only
 // the newest message (level-triggered), and a host that reconnects mid-task must hear it again.
@@ -249,8 +257,12 @@ Result<GpuSample> gpuSampleFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const Telemetry& t);  // with "type":"telemetry"
 Result<Telemetry> telemetryFromJson(const nlohmann::json& j);
 
-std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs);
-std::string encodeStatus(const std::vector<ActualJob>& jobs);
+// `refusedDesired`: desired states refused since the agent started (see above).
+std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs,
+                        int64_t refusedDesired = 0);
+std::string encodeStatus(const std::vector<ActualJob>& jobs, int64_t refusedDesired = 0);
+// The count an agent's hello or status reports; 0 when absent (an older agent) or not a count.
+int64_t refusedDesiredOf(const nlohmann::json& msg);
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
                           const std::optional<HostTask>& task = std::nullopt);
 

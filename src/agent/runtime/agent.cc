@@ -460,7 +460,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   logShipped_.clear();
   taskResultSentAt_ = 0;
   taskOutputSent_ = 0;
-  auto hello = model::encodeHello(inventory(), actualJobs());
+  auto hello = model::encodeHello(inventory(), actualJobs(), refusedDesired_);
   ws->text(true);
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
   if (wec) co_return Status::Unavailable("send failed: " + wec.message());
@@ -496,6 +496,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
             "desired state refused ({} so far), keeping the last good one: {} (allotd and this "
             "agent may be of different versions)",
             refusedDesired_, state.status().message());
+        statusDirty_ =
+            true;  // allotd hears of it with the next tick's status, not a heartbeat later
         continue;
       }
       std::vector<model::DesiredJob> desired = std::move(state->jobs);
@@ -591,7 +593,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       }
       if (failed) break;
     }
-    std::string status = model::encodeStatus(jobs);
+    std::string status = model::encodeStatus(jobs, refusedDesired_);
     auto now = clock_.nowMs();
     if (status != lastStatus || statusDirty_ || now - lastSent >= heartbeatMs) {
       outbox->push(status, false);

@@ -1,6 +1,8 @@
 // Leases, as people ask for them: create, approve, reject, extend, end, and who sees what. The
-// schedule side (starting and ending them, holds and notices) is in cluster_lease_schedule.cc.
+// schedule side (starting and ending them, holds and notices) is in lease_schedule.cc.
 // See docs/leases.md.
+
+#include "control/leases/lease_service.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,7 +10,7 @@
 
 #include "common/time_format.h"
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -43,9 +45,19 @@ Status checkLeasableHost(const Principal& p, const World& w, const std::string& 
 
 }  // namespace
 
-Status Cluster::leaseConflict(const std::vector<std::string>& hosts, TimeMs start, TimeMs end,
+LeaseService::LeaseService(Deps deps, LeaseOptions options, int64_t cancelGraceMs)
+    : deps_(std::move(deps)), options_(options), cancelGraceMs_(cancelGraceMs) {}
+
+void LeaseService::load(const std::vector<Lease>& stored) {
+  for (const auto& l : stored) {
+    leases_[l.id] = l;
+    nextId_ = std::max(nextId_, l.id + 1);
+  }
+}
+
+Status LeaseService::conflict(const std::vector<std::string>& hosts, TimeMs start, TimeMs end,
                               int64_t except) const {
-  for (const auto& [id, l] : world_.leases) {
+  for (const auto& [id, l] : leases_) {
     if (id == except || !holdsHosts(l) || !overlaps(start, end, l.startAt, l.endAt)) continue;
     for (const auto& h : hosts) {
       if (std::find(l.hosts.begin(), l.hosts.end(), h) == l.hosts.end()) continue;
@@ -60,11 +72,11 @@ Status Cluster::leaseConflict(const std::vector<std::string>& hosts, TimeMs star
 // A count lease's hosts: in service (not failed or retired), of the shared pool or the team's
 // own, every GPU of the model asked and at least min_gpus of them, free of conflicting leases;
 // the first `count` by name, so the choice is predictable.
-Result<std::vector<std::string>> Cluster::pickLeaseHosts(const Lease& l) const {
+Result<std::vector<std::string>> LeaseService::pickHosts(const Lease& l) const {
   std::vector<std::string> picked;
   std::string firstConflict;
   int matching = 0;
-  for (const auto& [name, h] : world_.hosts) {
+  for (const auto& [name, h] : deps_.world.hosts) {
     if (h.adminState == model::AdminState::kFailed || h.adminState == model::AdminState::kRetired)
       continue;
     if (!h.dedicatedTo.empty() && h.dedicatedTo != l.team) continue;
@@ -74,9 +86,9 @@ Result<std::vector<std::string>> Cluster::pickLeaseHosts(const Lease& l) const {
         }))
       continue;
     ++matching;
-    Status conflict = leaseConflict({name}, l.startAt, l.endAt, l.id);
-    if (!conflict.ok()) {
-      if (firstConflict.empty()) firstConflict = conflict.message();
+    Status taken = conflict({name}, l.startAt, l.endAt, l.id);
+    if (!taken.ok()) {
+      if (firstConflict.empty()) firstConflict = taken.message();
       continue;
     }
     picked.push_back(name);
@@ -92,7 +104,7 @@ Result<std::vector<std::string>> Cluster::pickLeaseHosts(const Lease& l) const {
   return Status::FailedPrecondition(msg);
 }
 
-void Cluster::leaseEvent(const Lease& l, std::string message, store::WriteBatch& batch) {
+void LeaseService::recordEvent(const Lease& l, std::string message, store::WriteBatch& batch) {
   model::Event e;
   e.kind = model::EventKind::kLeaseChanged;
   e.team = l.team;
@@ -104,11 +116,11 @@ void Cluster::leaseEvent(const Lease& l, std::string message, store::WriteBatch&
                              {"start", formatIso8601(l.startAt)},
                              {"end", formatIso8601(l.endAt)}}
                   .dump();
-  appendEvent(std::move(e), batch);
+  deps_.events.append(std::move(e), batch);
 }
 
-Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
-  if (!world_.teams.count(r.team) || !authz::canSeeTeam(p, r.team))
+Result<Change<Lease>> LeaseService::create(const Principal& p, LeaseRequest r) {
+  if (!deps_.world.teams.count(r.team) || !authz::canSeeTeam(p, r.team))
     return Status::NotFound("no team '" + r.team + "'", "team");
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, r.team));
   const bool named = !r.hosts.empty();
@@ -122,7 +134,7 @@ Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
                                    "gpu_model");
   if (r.minGpus < 0) return Status::InvalidArgument("min_gpus: must be >= 0", "min_gpus");
   if (!r.gpuModel.empty()) ALLOT_RETURN_IF_ERROR(validateGpuModel(r.gpuModel, "gpu_model"));
-  const TimeMs now = clock_.nowMs();
+  const TimeMs now = deps_.clock.nowMs();
   // A minute of slack lets "now" typed a moment ago through; a start further back is a mistake.
   if (r.startAt < now - 60'000)
     return Status::InvalidArgument("start: " + formatIso8601(r.startAt) + " is in the past",
@@ -132,10 +144,10 @@ Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
     return Status::InvalidArgument("hosts: a host is named twice", "hosts");
-  for (const auto& h : r.hosts) ALLOT_RETURN_IF_ERROR(checkLeasableHost(p, world_, h));
+  for (const auto& h : r.hosts) ALLOT_RETURN_IF_ERROR(checkLeasableHost(p, deps_.world, h));
 
   Lease l;
-  l.id = world_.nextLeaseId;
+  l.id = nextId_;
   l.team = r.team;
   l.requestedBy = p.name;
   l.reason = r.reason;
@@ -148,28 +160,28 @@ Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
   l.createdAt = now;
   // Refused now rather than at approval when it cannot be granted as things stand.
   if (named) {
-    ALLOT_RETURN_IF_ERROR(leaseConflict(l.hosts, l.startAt, l.endAt, 0));
+    ALLOT_RETURN_IF_ERROR(conflict(l.hosts, l.startAt, l.endAt, 0));
   } else {
-    auto picked = pickLeaseHosts(l);
+    auto picked = pickHosts(l);
     if (!picked.ok()) return picked.status();
   }
-  ++world_.nextLeaseId;
+  ++nextId_;
   Change<Lease> c;
-  const LeaseOptions& o = options_.leases;
+  const LeaseOptions& o = options_;
   const int hosts = named ? static_cast<int>(l.hosts.size()) : l.count;
   const bool withinLimits = (o.maxHosts == 0 || hosts <= o.maxHosts) &&
                             (o.maxDurationMs == 0 || l.endAt - l.startAt <= o.maxDurationMs);
-  leaseEvent(l, "lease " + std::to_string(l.id) + " requested by " + p.name, c.batch);
+  recordEvent(l, "lease " + std::to_string(l.id) + " requested by " + p.name, c.batch);
   if (o.autoApprove && withinLimits) {
-    if (!named) l.hosts = *pickLeaseHosts(l);
+    if (!named) l.hosts = *pickHosts(l);
     l.state = LeaseState::kApproved;
     l.decidedBy = kSystemActor;
     l.decidedAt = now;
     l.decision = "auto-approved by policy";
-    leaseEvent(l, "lease " + std::to_string(l.id) + " approved by policy", c.batch);
-    if (onQueueChanged_) onQueueChanged_();  // its hosts are held from now on
+    recordEvent(l, "lease " + std::to_string(l.id) + " approved by policy", c.batch);
+    deps_.queueChanged();  // its hosts are held from now on
   }
-  world_.leases[l.id] = l;
+  leases_[l.id] = l;
   c.batch.add(store::PutLease{l});
   spdlog::info("lease requested: id={} team={} by={} state={}", l.id, l.team, p.name,
                model::leaseStateName(l.state));
@@ -177,42 +189,42 @@ Result<Change<Lease>> Cluster::createLease(const Principal& p, LeaseRequest r) {
   return c;
 }
 
-std::vector<Lease> Cluster::listLeases(const Principal& p) const {
+std::vector<Lease> LeaseService::list(const Principal& p) const {
   std::vector<Lease> out;
-  for (const auto& [id, l] : world_.leases) {
+  for (const auto& [id, l] : leases_) {
     if (authz::canSeeTeam(p, l.team)) out.push_back(l);
   }
   return out;
 }
 
-Result<Lease> Cluster::getLease(const Principal& p, int64_t id) const {
-  auto it = world_.leases.find(id);
-  if (it == world_.leases.end() || !authz::canSeeTeam(p, it->second.team))
+Result<Lease> LeaseService::get(const Principal& p, int64_t id) const {
+  auto it = leases_.find(id);
+  if (it == leases_.end() || !authz::canSeeTeam(p, it->second.team))
     return Status::NotFound("no lease " + std::to_string(id));
   return it->second;
 }
 
-Result<Change<Lease>> Cluster::approveLease(const Principal& p, int64_t id,
+Result<Change<Lease>> LeaseService::approve(const Principal& p, int64_t id,
                                             const std::string& reason) {
-  auto seen = getLease(p, id);
+  auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "approve leases"));
-  Lease& l = world_.leases.at(id);
+  Lease& l = leases_.at(id);
   if (l.state != LeaseState::kRequested)
     return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
                                       model::leaseStateName(l.state) +
                                       "; only a requested lease can be approved");
-  const TimeMs now = clock_.nowMs();
+  const TimeMs now = deps_.clock.nowMs();
   if (l.endAt <= now)
     return Status::FailedPrecondition("lease " + std::to_string(id) + " ended at " +
                                       formatIso8601(l.endAt) + " before it was approved");
   std::vector<std::string> hosts = l.hosts;
   if (l.count > 0) {
-    auto picked = pickLeaseHosts(l);
+    auto picked = pickHosts(l);
     if (!picked.ok()) return picked.status();
     hosts = *picked;
   } else {
-    ALLOT_RETURN_IF_ERROR(leaseConflict(hosts, l.startAt, l.endAt, id));
+    ALLOT_RETURN_IF_ERROR(conflict(hosts, l.startAt, l.endAt, id));
   }
   Change<Lease> c;
   l.hosts = hosts;
@@ -220,20 +232,20 @@ Result<Change<Lease>> Cluster::approveLease(const Principal& p, int64_t id,
   l.decidedBy = p.name;
   l.decidedAt = now;
   l.decision = reason;
-  leaseEvent(l, "lease " + std::to_string(id) + " approved by " + p.name, c.batch);
+  recordEvent(l, "lease " + std::to_string(id) + " approved by " + p.name, c.batch);
   c.batch.add(store::PutLease{l});
-  if (onQueueChanged_) onQueueChanged_();
+  deps_.queueChanged();
   spdlog::info("lease approved: id={} by={} hosts={}", id, p.name, hosts.size());
   c.value = l;
   return c;
 }
 
-Result<Change<Lease>> Cluster::rejectLease(const Principal& p, int64_t id,
+Result<Change<Lease>> LeaseService::reject(const Principal& p, int64_t id,
                                            const std::string& reason) {
-  auto seen = getLease(p, id);
+  auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
   ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "reject leases"));
-  Lease& l = world_.leases.at(id);
+  Lease& l = leases_.at(id);
   if (l.state != LeaseState::kRequested)
     return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
                                       model::leaseStateName(l.state) +
@@ -241,23 +253,23 @@ Result<Change<Lease>> Cluster::rejectLease(const Principal& p, int64_t id,
   Change<Lease> c;
   l.state = LeaseState::kRejected;
   l.decidedBy = p.name;
-  l.decidedAt = clock_.nowMs();
+  l.decidedAt = deps_.clock.nowMs();
   l.decision = reason;
-  leaseEvent(l,
-             "lease " + std::to_string(id) + " rejected by " + p.name +
-                 (reason.empty() ? "" : ": " + reason),
-             c.batch);
+  recordEvent(l,
+              "lease " + std::to_string(id) + " rejected by " + p.name +
+                  (reason.empty() ? "" : ": " + reason),
+              c.batch);
   c.batch.add(store::PutLease{l});
   c.value = l;
   return c;
 }
 
-Result<Change<Lease>> Cluster::extendLease(const Principal& p, int64_t id, TimeMs endAt) {
-  auto seen = getLease(p, id);
+Result<Change<Lease>> LeaseService::extend(const Principal& p, int64_t id, TimeMs endAt) {
+  auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
-  Lease& l = world_.leases.at(id);
+  Lease& l = leases_.at(id);
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, l.team));
-  const LeaseOptions& o = options_.leases;
+  const LeaseOptions& o = options_;
   // An extension of a granted lease is a grant too: a team-admin may extend only where the
   // policy would have approved the longer lease by itself.
   const bool policyAllows =
@@ -273,26 +285,26 @@ Result<Change<Lease>> Cluster::extendLease(const Principal& p, int64_t id, TimeM
     return Status::InvalidArgument("end: must be after the lease's end, " + formatIso8601(l.endAt),
                                    "end");
   if (l.state != LeaseState::kRequested)
-    ALLOT_RETURN_IF_ERROR(leaseConflict(l.hosts, l.startAt, endAt, id));
+    ALLOT_RETURN_IF_ERROR(conflict(l.hosts, l.startAt, endAt, id));
   Change<Lease> c;
   const TimeMs before = l.endAt;
   l.endAt = endAt;
-  leaseEvent(l,
-             "lease " + std::to_string(id) + " extended by " + p.name + " from " +
-                 formatIso8601(before) + " to " + formatIso8601(endAt),
-             c.batch);
+  recordEvent(l,
+              "lease " + std::to_string(id) + " extended by " + p.name + " from " +
+                  formatIso8601(before) + " to " + formatIso8601(endAt),
+              c.batch);
   c.batch.add(store::PutLease{l});
   c.value = l;
   return c;
 }
 
-Result<Change<Lease>> Cluster::endLease(const Principal& p, int64_t id, const std::string& reason) {
-  auto seen = getLease(p, id);
+Result<Change<Lease>> LeaseService::end(const Principal& p, int64_t id, const std::string& reason) {
+  auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
-  Lease& l = world_.leases.at(id);
+  Lease& l = leases_.at(id);
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, l.team));
   Change<Lease> c;
-  const TimeMs now = clock_.nowMs();
+  const TimeMs now = deps_.clock.nowMs();
   switch (l.state) {
     case LeaseState::kRequested:
     case LeaseState::kApproved:
@@ -313,16 +325,16 @@ Result<Change<Lease>> Cluster::endLease(const Principal& p, int64_t id, const st
     Change<int> ended;
     l.state = LeaseState::kEnded;
     l.endedAt = now;
-    returnLeaseHosts(l, ended);
+    returnHosts(l, ended);
     c.batch = std::move(ended.batch);
     c.pushHosts = std::move(ended.pushHosts);
   }
-  leaseEvent(l,
-             "lease " + std::to_string(id) + " " + model::leaseStateName(l.state) + " by " +
-                 p.name + (reason.empty() ? "" : ": " + reason),
-             c.batch);
+  recordEvent(l,
+              "lease " + std::to_string(id) + " " + model::leaseStateName(l.state) + " by " +
+                  p.name + (reason.empty() ? "" : ": " + reason),
+              c.batch);
   c.batch.add(store::PutLease{l});
-  if (onQueueChanged_) onQueueChanged_();
+  deps_.queueChanged();
   c.value = l;
   return c;
 }

@@ -4,8 +4,9 @@
 #include <algorithm>
 
 #include "common/secrets.h"
+#include "control/access/access_service.h"
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {
@@ -14,12 +15,6 @@ namespace {
 constexpr size_t kMaxTokensPerUser = 100;
 // The longest a token may be valid for: ten years.
 constexpr int64_t kMaxTokenTtlMs = 10LL * 365 * 24 * 3600 * 1000;
-
-std::string teamList(const std::map<std::string, model::Role>& teams) {
-  std::string out;
-  for (const auto& [team, role] : teams) out += (out.empty() ? "" : ", ") + team;
-  return out;
-}
 
 bool isLastPlatformAdmin(const World& w, const std::string& name) {
   for (const auto& [n, u] : w.users) {
@@ -30,13 +25,9 @@ bool isLastPlatformAdmin(const World& w, const std::string& name) {
 
 }  // namespace
 
-std::string teamRequired(const Principal& p) {
-  if (p.teams.empty()) return "team: required (you belong to no team)";
-  return "team: required: you belong to several teams (" + teamList(p.teams) + "); name one";
-}
-
-CreatedToken Cluster::mintToken(model::ApiToken tok, const char* idKind, store::WriteBatch& batch) {
-  tok.id = newSecretId(idKind);
+CreatedToken AccessService::mintToken(model::ApiToken tok, const char* idKind,
+                                      store::WriteBatch& batch) {
+  tok.id = world_.newSecretId(idKind);
   CreatedToken out;
   out.secret = newToken(tok.id);
   tok.hash = hashToken(out.secret);
@@ -46,13 +37,13 @@ CreatedToken Cluster::mintToken(model::ApiToken tok, const char* idKind, store::
   return out;
 }
 
-bool Cluster::hostCredentialLive(const std::string& tokenId, const std::string& host) const {
+bool AccessService::hostCredentialLive(const std::string& tokenId, const std::string& host) const {
   auto it = world_.tokens.find(tokenId);
   return it != world_.tokens.end() && it->second.owner == "host:" + host &&
          (it->second.expiresAt == 0 || it->second.expiresAt > clock_.nowMs());
 }
 
-std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
+std::optional<Change<std::string>> AccessService::bootstrapAdmin() {
   if (!world_.users.empty()) return std::nullopt;
   Change<std::string> c;
   model::User admin;
@@ -67,7 +58,7 @@ std::optional<Change<std::string>> Cluster::bootstrapAdmin() {
   return c;
 }
 
-std::optional<Principal> Cluster::authenticate(std::string_view bearer) const {
+std::optional<Principal> AccessService::authenticate(std::string_view bearer) const {
   // Tokens are "<id>_<secret>"; the id finds the row, the hash comparison is constant-time.
   auto sep = bearer.find('_');
   if (sep == std::string_view::npos) return std::nullopt;
@@ -88,7 +79,7 @@ std::optional<Principal> Cluster::authenticate(std::string_view bearer) const {
   return Principal::ofUser(u->second);
 }
 
-Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
+Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, NewUser n) {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot create users");
   ALLOT_RETURN_IF_ERROR(validateName(n.name, "name"));
   for (const auto& [team, role] : n.teams) {
@@ -137,8 +128,8 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, NewUser n) {
   return c;
 }
 
-Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::string& name,
-                                                const std::string& team, model::Role role) {
+Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, const std::string& name,
+                                                      const std::string& team, model::Role role) {
   if (role != model::Role::kPlatformAdmin && team.empty())
     return Status::InvalidArgument(
         std::string("team: a ") + model::roleName(role) + " must belong to a team", "team");
@@ -149,7 +140,7 @@ Result<Change<CreatedUser>> Cluster::createUser(const Principal& p, const std::s
   return createUser(p, std::move(n));
 }
 
-std::vector<model::User> Cluster::listUsers(const Principal& p) const {
+std::vector<model::User> AccessService::listUsers(const Principal& p) const {
   std::vector<model::User> out;
   for (const auto& [name, u] : world_.users) {
     if (authz::canSeeUser(p, u)) out.push_back(u);
@@ -157,15 +148,15 @@ std::vector<model::User> Cluster::listUsers(const Principal& p) const {
   return out;
 }
 
-Result<model::User> Cluster::getUser(const Principal& p, const std::string& name) const {
+Result<model::User> AccessService::getUser(const Principal& p, const std::string& name) const {
   auto it = world_.users.find(name);
   if (it == world_.users.end() || !authz::canSeeUser(p, it->second))
     return Status::NotFound("no user '" + name + "'");
   return it->second;
 }
 
-Result<Change<model::User>> Cluster::updateUser(const Principal& p, const std::string& name,
-                                                const UserUpdate& up) {
+Result<Change<model::User>> AccessService::updateUser(const Principal& p, const std::string& name,
+                                                      const UserUpdate& up) {
   auto it = world_.users.find(name);
   if (it == world_.users.end() || !authz::canSeeUser(p, it->second))
     return Status::NotFound("no user '" + name + "'");
@@ -210,9 +201,10 @@ Result<Change<model::User>> Cluster::updateUser(const Principal& p, const std::s
   return c;
 }
 
-Result<Change<model::User>> Cluster::setMembership(const Principal& p, const std::string& team,
-                                                   const std::string& user,
-                                                   std::optional<model::Role> role) {
+Result<Change<model::User>> AccessService::setMembership(const Principal& p,
+                                                         const std::string& team,
+                                                         const std::string& user,
+                                                         std::optional<model::Role> role) {
   if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
@@ -247,13 +239,13 @@ Result<Change<model::User>> Cluster::setMembership(const Principal& p, const std
   world_.users[user] = u;
   c.batch.add(store::PutUser{u});
   if (!role) {
-    endSharesOutsideTeams(u, c.batch);
+    membership_.leftTeams(u, c.batch);
     c.pushHosts = world_.sessionHostsOf(u.name);  // a session of a team left takes no more keys
   }
   return c;
 }
 
-Result<std::vector<std::pair<model::User, model::Role>>> Cluster::teamMembers(
+Result<std::vector<std::pair<model::User, model::Role>>> AccessService::teamMembers(
     const Principal& p, const std::string& team) const {
   if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
@@ -264,7 +256,7 @@ Result<std::vector<std::pair<model::User, model::Role>>> Cluster::teamMembers(
   return out;
 }
 
-Result<Change<CreatedToken>> Cluster::createToken(const Principal& p, const NewToken& t) {
+Result<Change<CreatedToken>> AccessService::createToken(const Principal& p, const NewToken& t) {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot create tokens");
   const std::string owner = t.user.empty() ? p.name : t.user;
   auto it = world_.users.find(owner);
@@ -287,8 +279,8 @@ Result<Change<CreatedToken>> Cluster::createToken(const Principal& p, const NewT
   return c;
 }
 
-Result<std::vector<model::ApiToken>> Cluster::listTokens(const Principal& p,
-                                                         const std::string& user) const {
+Result<std::vector<model::ApiToken>> AccessService::listTokens(const Principal& p,
+                                                               const std::string& user) const {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot list tokens");
   const std::string owner = user.empty() ? p.name : user;
   if (owner != p.name) {
@@ -303,7 +295,8 @@ Result<std::vector<model::ApiToken>> Cluster::listTokens(const Principal& p,
   return out;
 }
 
-Result<Change<model::ApiToken>> Cluster::revokeToken(const Principal& p, const std::string& id) {
+Result<Change<model::ApiToken>> AccessService::revokeToken(const Principal& p,
+                                                           const std::string& id) {
   auto it = world_.tokens.find(id);
   Status notFound = Status::NotFound("no token '" + id + "'");
   if (!p.isUser() || it == world_.tokens.end() || it->second.kind == model::TokenKind::kHost)
@@ -319,6 +312,17 @@ Result<Change<model::ApiToken>> Cluster::revokeToken(const Principal& p, const s
   world_.tokens.erase(it);
   c.batch.add(store::DeleteToken{id});
   return c;
+}
+
+void AccessService::revokeHostCredentials(const std::string& host, store::WriteBatch& batch) {
+  for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
+    if (t->second.owner == "host:" + host) {
+      batch.add(store::DeleteToken{t->first});
+      t = world_.tokens.erase(t);
+    } else {
+      ++t;
+    }
+  }
 }
 
 }  // namespace allot::control

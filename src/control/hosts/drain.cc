@@ -8,7 +8,8 @@
 
 #include "common/time_format.h"
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -22,9 +23,9 @@ std::string drainedFor(const std::string& reason) {
 
 }  // namespace
 
-void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& by,
-                             const std::string& reason, store::WriteBatch& batch,
-                             const std::string& output) {
+void HostService::transitionHost(model::Host& h, AdminState to, const std::string& by,
+                                 const std::string& reason, store::WriteBatch& batch,
+                                 const std::string& output) {
   model::HostTransition t;
   t.id = world_.nextHostTransitionId++;
   t.host = h.name;
@@ -47,8 +48,8 @@ void Cluster::transitionHost(model::Host& h, AdminState to, const std::string& b
                model::adminStateName(t.from), model::adminStateName(to), by, reason);
 }
 
-Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::string& name,
-                                               int64_t deadlineMs, const std::string& reason) {
+Result<Change<model::Host>> HostService::drainHost(const Principal& p, const std::string& name,
+                                                   int64_t deadlineMs, const std::string& reason) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -79,12 +80,12 @@ Result<Change<model::Host>> Cluster::drainHost(const Principal& p, const std::st
     continueHandover(h, c.batch, c.pushHosts);
   }
   // Queued jobs' waits should say the host is drained, not that it is busy.
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   c.value = h;
   return c;
 }
 
-Result<Change<model::Host>> Cluster::resumeHost(const Principal& p, const std::string& name) {
+Result<Change<model::Host>> HostService::resumeHost(const Principal& p, const std::string& name) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -97,14 +98,15 @@ Result<Change<model::Host>> Cluster::resumeHost(const Principal& p, const std::s
     // Resuming gives up a handover under way: the host stays with its owner.
     h.handover.reset();
     transitionHost(h, AdminState::kAvailable, p.name, "resumed", c.batch);
-    if (onQueueChanged_) onQueueChanged_();
+    queueChanged_();
   }
   c.value = h;
   return c;
 }
 
-Result<Change<model::Host>> Cluster::setHostAdminState(const Principal& p, const std::string& name,
-                                                       AdminState to, const std::string& reason) {
+Result<Change<model::Host>> HostService::setHostAdminState(const Principal& p,
+                                                           const std::string& name, AdminState to,
+                                                           const std::string& reason) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -129,8 +131,8 @@ Result<Change<model::Host>> Cluster::setHostAdminState(const Principal& p, const
   return c;
 }
 
-Result<std::vector<model::HostTransition>> Cluster::hostTransitions(const Principal& p,
-                                                                    const std::string& name) const {
+Result<std::vector<model::HostTransition>> HostService::hostTransitions(
+    const Principal& p, const std::string& name) const {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -139,7 +141,7 @@ Result<std::vector<model::HostTransition>> Cluster::hostTransitions(const Princi
   return t->second;
 }
 
-Change<std::vector<int64_t>> Cluster::enforceDrains() {
+Change<std::vector<int64_t>> HostService::enforceDrains() {
   Change<std::vector<int64_t>> c;
   const TimeMs now = clock_.nowMs();
   for (auto& [name, h] : world_.hosts) {
@@ -158,7 +160,7 @@ Change<std::vector<int64_t>> Cluster::enforceDrains() {
       const model::Job& j = world_.jobs.at(id);
       if (j.evicting) continue;  // already leaving
       sched::Eviction e{id, j.preemptible, 0, drainedFor(h.adminReason)};
-      evict(e, c);
+      jobs_.evict(e, c);
       c.value.push_back(id);
     }
   }

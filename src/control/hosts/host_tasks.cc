@@ -6,7 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -43,7 +44,7 @@ std::string failureReason(const model::HostTask& task, const model::HostTaskResu
 
 }  // namespace
 
-model::HealthStep Cluster::healthStep(const model::Host& h, bool burnIn) const {
+model::HealthStep HostService::healthStep(const model::Host& h, bool burnIn) const {
   const HostLifecycleOptions& o = options_.lifecycle;
   model::HealthStep s;
   s.gpuCount = h.expectedGpuCount;
@@ -55,11 +56,11 @@ model::HealthStep Cluster::healthStep(const model::Host& h, bool burnIn) const {
   return s;
 }
 
-void Cluster::startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch) {
+void HostService::startTask(model::Host& h, model::HostTask task, store::WriteBatch& batch) {
   task.id = ++h.lastTaskId;
   if (task.hook) {
     task.hook->id = task.id;
-    task.hook->accounts = accountsFor(task.hook->team);
+    task.hook->accounts = access_.accountsFor(task.hook->team);
   }
   h.task = std::move(task);
   taskOutputs_.erase(h.name);
@@ -69,7 +70,7 @@ void Cluster::startTask(model::Host& h, model::HostTask task, store::WriteBatch&
                h.task->hook ? h.task->hook->profile : "-", h.task->health.has_value());
 }
 
-Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostTaskResult& r) {
+Change<int> HostService::agentTaskResult(const std::string& name, const model::HostTaskResult& r) {
   Change<int> c;
   c.value = 0;
   auto it = world_.hosts.find(name);
@@ -136,11 +137,11 @@ Change<int> Cluster::agentTaskResult(const std::string& name, const model::HostT
   }
   transitionHost(h, AdminState::kAvailable, kSystemActor, reason, c.batch, r.output);
   if (upgradeId) upgradeStepDone(upgradeId, name, true, reason, c.batch, c.pushHosts);
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 
-void Cluster::agentTaskOutput(const std::string& name, const model::TaskOutput& o) {
+void HostService::agentTaskOutput(const std::string& name, const model::TaskOutput& o) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !it->second.task || it->second.task->id != o.id) return;
   TaskOutputView& v = taskOutputs_[name];
@@ -157,8 +158,9 @@ void Cluster::agentTaskOutput(const std::string& name, const model::TaskOutput& 
   }
 }
 
-Result<Cluster::TaskOutputView> Cluster::taskOutput(const Principal& p, const std::string& name,
-                                                    int64_t offset) const {
+Result<HostService::TaskOutputView> HostService::taskOutput(const Principal& p,
+                                                            const std::string& name,
+                                                            int64_t offset) const {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -179,7 +181,7 @@ Result<Cluster::TaskOutputView> Cluster::taskOutput(const Principal& p, const st
   return out;
 }
 
-Change<int> Cluster::scheduleHealthChecks() {
+Change<int> HostService::scheduleHealthChecks() {
   Change<int> c;
   c.value = 0;
   const int64_t every = options_.lifecycle.healthIntervalMs;

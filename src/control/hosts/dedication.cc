@@ -1,18 +1,19 @@
-// Cluster operations on the admin's settings of hosts and GPUs: dedication to a team and shared
+// The admin's settings of hosts and GPUs: dedication to a team and shared
 // (fractional) mode. They change where the scheduler may place work, not what runs now: running
-// jobs stay, and agents hear nothing. See cluster.h and docs/api.md.
+// jobs stay, and agents hear nothing. See host_service.h and docs/api.md.
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
-Result<Change<model::Host>> Cluster::dedicateHost(const Principal& p, const std::string& name,
-                                                  const std::string& team) {
+Result<Change<model::Host>> HostService::dedicateHost(const Principal& p, const std::string& name,
+                                                      const std::string& team) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -36,12 +37,12 @@ Result<Change<model::Host>> Cluster::dedicateHost(const Principal& p, const std:
   c.batch.add(store::PutHost{h});
   spdlog::info("host dedication: host={} team={} by={}", name, team.empty() ? "(pool)" : team,
                p.name);
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 
-Result<Change<model::Host>> Cluster::setHostContour(const Principal& p, const std::string& name,
-                                                    const std::string& contour) {
+Result<Change<model::Host>> HostService::setHostContour(const Principal& p, const std::string& name,
+                                                        const std::string& contour) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -54,12 +55,12 @@ Result<Change<model::Host>> Cluster::setHostContour(const Principal& p, const st
   c.value = h;
   c.batch.add(store::PutHost{h});
   spdlog::info("host contour: host={} from={} to={} by={}", name, before, contour, p.name);
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 
-Result<Change<model::Host>> Cluster::setGpu(const Principal& p, const std::string& name, int index,
-                                            const GpuSettings& s) {
+Result<Change<model::Host>> HostService::setGpu(const Principal& p, const std::string& name,
+                                                int index, const GpuSettings& s) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");
@@ -86,7 +87,7 @@ Result<Change<model::Host>> Cluster::setGpu(const Principal& p, const std::strin
   c.batch.add(store::PutHost{h});
   spdlog::info("gpu settings: host={} gpu={} dedicated_to={} shared={} by={}", name, index,
                g->dedicatedTo.empty() ? "(none)" : g->dedicatedTo, g->shared, p.name);
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 

@@ -1,8 +1,6 @@
-// Session profiles as people define them: create, replace, delete, and who sees which
-// (docs/sessions.md). The rules a profile keeps are in profile.cc; who may do what in authz.cc.
+#include "control/sessions/profile_service.h"
 
 #include "control/authz.h"
-#include "control/cluster.h"
 #include "control/profile.h"
 
 namespace allot::control {
@@ -11,6 +9,10 @@ namespace {
 Status noProfile(const std::string& name) { return Status::NotFound("no profile '" + name + "'"); }
 
 }  // namespace
+
+void ProfileService::load(const std::vector<model::Profile>& stored) {
+  for (const auto& p : stored) profiles_[p.name] = p;
+}
 
 // The team must exist for the caller before anything else is said about it: another team's
 // name answers NotFound, as everywhere.
@@ -21,33 +23,33 @@ static Status checkScope(const Principal& p, const std::string& team,
   return authz::canManageProfiles(p, team);
 }
 
-Result<Change<model::Profile>> Cluster::createProfile(const Principal& p, model::Profile profile) {
-  ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, world_.teams));
-  ALLOT_RETURN_IF_ERROR(validateProfile(profile, world_.teams));
+Result<Change<model::Profile>> ProfileService::create(const Principal& p, model::Profile profile) {
+  ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, teams_));
+  ALLOT_RETURN_IF_ERROR(validateProfile(profile, teams_));
   // Names are cluster-wide, so a taken name is said to be taken even when the caller cannot see
   // the profile: the price of one namespace, and all it tells is that the name is in use.
-  if (world_.profiles.count(profile.name))
+  if (profiles_.count(profile.name))
     return Status::AlreadyExists("profile '" + profile.name + "' already exists");
   profile.createdBy = p.name;
   profile.createdAt = clock_.nowMs();
   Change<model::Profile> c;
   c.value = profile;
-  world_.profiles[profile.name] = profile;
+  profiles_[profile.name] = profile;
   c.batch.add(store::PutProfile{std::move(profile)});
   return c;
 }
 
-Result<Change<model::Profile>> Cluster::replaceProfile(const Principal& p, const std::string& name,
+Result<Change<model::Profile>> ProfileService::replace(const Principal& p, const std::string& name,
                                                        model::Profile profile) {
-  auto it = world_.profiles.find(name);
-  if (it == world_.profiles.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
+  auto it = profiles_.find(name);
+  if (it == profiles_.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
   // Rights over the profile as it is, and over where it goes when its team changes.
   ALLOT_RETURN_IF_ERROR(authz::canManageProfiles(p, it->second.team));
-  ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, world_.teams));
+  ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, teams_));
   if (profile.name.empty()) profile.name = name;
   if (profile.name != name)
     return Status::InvalidArgument("name: a profile keeps its name ('" + name + "')", "name");
-  ALLOT_RETURN_IF_ERROR(validateProfile(profile, world_.teams));
+  ALLOT_RETURN_IF_ERROR(validateProfile(profile, teams_));
   profile.createdBy = it->second.createdBy;
   profile.createdAt = it->second.createdAt;
   Change<model::Profile> c;
@@ -57,28 +59,28 @@ Result<Change<model::Profile>> Cluster::replaceProfile(const Principal& p, const
   return c;
 }
 
-Result<Change<model::Profile>> Cluster::deleteProfile(const Principal& p, const std::string& name) {
-  auto it = world_.profiles.find(name);
-  if (it == world_.profiles.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
+Result<Change<model::Profile>> ProfileService::remove(const Principal& p, const std::string& name) {
+  auto it = profiles_.find(name);
+  if (it == profiles_.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
   ALLOT_RETURN_IF_ERROR(authz::canManageProfiles(p, it->second.team));
   Change<model::Profile> c;
   c.value = it->second;
-  world_.profiles.erase(it);
+  profiles_.erase(it);
   c.batch.add(store::DeleteProfile{name});
   return c;
 }
 
-std::vector<model::Profile> Cluster::listProfiles(const Principal& p) const {
+std::vector<model::Profile> ProfileService::list(const Principal& p) const {
   std::vector<model::Profile> out;
-  for (const auto& [name, profile] : world_.profiles) {
+  for (const auto& [name, profile] : profiles_) {
     if (authz::canSeeProfile(p, profile)) out.push_back(profile);
   }
   return out;
 }
 
-Result<model::Profile> Cluster::getProfile(const Principal& p, const std::string& name) const {
-  auto it = world_.profiles.find(name);
-  if (it == world_.profiles.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
+Result<model::Profile> ProfileService::get(const Principal& p, const std::string& name) const {
+  auto it = profiles_.find(name);
+  if (it == profiles_.end() || !authz::canSeeProfile(p, it->second)) return noProfile(name);
   return it->second;
 }
 

@@ -2,7 +2,8 @@
 // groups, and the end of console sessions (docs/login.md). Checking passwords and talking to
 // the directory happen off the I/O thread in the API layer; these only change the world.
 
-#include "control/cluster.h"
+#include "control/access/access_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {
@@ -22,8 +23,8 @@ void dropExpiredTokens(World& w, const std::string& owner, TimeMs now, store::Wr
 
 }  // namespace
 
-Result<Change<CreatedToken>> Cluster::issueLoginToken(const std::string& user,
-                                                      model::TokenKind kind, int64_t ttlMs) {
+Result<Change<CreatedToken>> AccessService::issueLoginToken(const std::string& user,
+                                                            model::TokenKind kind, int64_t ttlMs) {
   auto it = world_.users.find(user);
   if (it == world_.users.end() || it->second.disabled)
     return Status::Unauthenticated("invalid user name or password");
@@ -36,7 +37,7 @@ Result<Change<CreatedToken>> Cluster::issueLoginToken(const std::string& user,
   return c;
 }
 
-Result<Change<model::User>> Cluster::syncDirectoryUser(const DirectoryLogin& login) {
+Result<Change<model::User>> AccessService::syncDirectoryUser(const DirectoryLogin& login) {
   auto it = world_.users.find(login.name);
   if (it != world_.users.end() && it->second.source != model::UserSource::kLdap)
     return Status::FailedPrecondition("user '" + login.name +
@@ -72,11 +73,11 @@ Result<Change<model::User>> Cluster::syncDirectoryUser(const DirectoryLogin& log
   c.value = u;
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
-  endSharesOutsideTeams(u, c.batch);  // the directory may have taken a group away
+  membership_.leftTeams(u, c.batch);  // the directory may have taken a group away
   return c;
 }
 
-Result<Change<model::ApiToken>> Cluster::endSession(const std::string& tokenId) {
+Result<Change<model::ApiToken>> AccessService::endSession(const std::string& tokenId) {
   auto it = world_.tokens.find(tokenId);
   if (it == world_.tokens.end()) return Status::NotFound("no token '" + tokenId + "'");
   Change<model::ApiToken> c;

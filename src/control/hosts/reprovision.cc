@@ -8,15 +8,17 @@
 #include <spdlog/spdlog.h>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
 using model::AdminState;
 
-Result<Change<model::Host>> Cluster::reprovisionHost(const Principal& p, const std::string& name,
-                                                     const std::string& profile,
-                                                     int64_t timeoutMs) {
+Result<Change<model::Host>> HostService::reprovisionHost(const Principal& p,
+                                                         const std::string& name,
+                                                         const std::string& profile,
+                                                         int64_t timeoutMs) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");

@@ -3,10 +3,12 @@
 // its own: a name unique among its owner's live sessions, the app its agent starts, who may open
 // it, and the runtime state (Jupyter's token, readiness, connections) its agent reports.
 
+#include "control/sessions/session_service.h"
+
 #include <algorithm>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -50,13 +52,13 @@ bool isOwnerOrShared(const Principal& p, const Job& j) {
 
 }  // namespace
 
-Result<Change<Job>> Cluster::createSession(const Principal& p, SessionRequest r) {
+Result<Change<Job>> SessionService::create(const Principal& p, SessionRequest r) {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot start sessions");
   const std::string profileName = r.profile.empty() ? "jupyter" : r.profile;
-  auto pit = world_.profiles.find(profileName);
-  if (pit == world_.profiles.end() || !authz::canSeeProfile(p, pit->second))
+  const model::Profile* found = profiles_.find(profileName);
+  if (!found || !authz::canSeeProfile(p, *found))
     return Status::NotFound("no profile '" + profileName + "'", "profile");
-  const model::Profile& profile = pit->second;
+  const model::Profile& profile = *found;
 
   const std::string team =
       r.team.empty() ? (profile.team.empty() ? p.soleTeam() : profile.team) : r.team;
@@ -98,7 +100,7 @@ Result<Change<Job>> Cluster::createSession(const Principal& p, SessionRequest r)
         "storage: profile '" + profileName + "' offers " + allowed + ", not '" + spec.storage + "'",
         "storage");
   }
-  if (spec.storage == "shared" && options_.sessionSharedDir.empty())
+  if (spec.storage == "shared" && sharedDir_.empty())
     return Status::InvalidArgument(
         "storage: this cluster has no shared storage (allotd --session-shared-dir)", "storage");
   spec.idleThresholdPct = profile.idleThresholdPct;
@@ -123,10 +125,10 @@ Result<Change<Job>> Cluster::createSession(const Principal& p, SessionRequest r)
     for (int n = 2; taken(job.name); ++n) job.name = profileName + "-" + std::to_string(n);
   }
   job.session = std::move(spec);
-  return submitJob(p, std::move(job));
+  return jobs_.submitJob(p, std::move(job));
 }
 
-std::vector<Job> Cluster::listSessions(const Principal& p, bool all, bool live) const {
+std::vector<Job> SessionService::list(const Principal& p, bool all, bool live) const {
   std::vector<Job> out;
   for (auto it = world_.jobs.rbegin(); it != world_.jobs.rend(); ++it) {
     const Job& j = it->second;
@@ -134,31 +136,31 @@ std::vector<Job> Cluster::listSessions(const Principal& p, bool all, bool live) 
     if (!all && !isOwnerOrShared(p, j)) continue;
     if (live && model::isTerminal(j.state)) continue;
     out.push_back(j);
-    if (j.state == JobState::kQueued) out.back().reason = waitReason(j);
+    if (j.state == JobState::kQueued) out.back().reason = jobs_.waitReason(j);
   }
   return out;
 }
 
-Result<Job> Cluster::getSession(const Principal& p, int64_t id) const {
+Result<Job> SessionService::get(const Principal& p, int64_t id) const {
   auto it = world_.jobs.find(id);
   if (it == world_.jobs.end() || !it->second.session || !authz::canSeeJob(p, it->second))
     return noSession(id);
   Job j = it->second;
-  if (j.state == JobState::kQueued) j.reason = waitReason(j);
+  if (j.state == JobState::kQueued) j.reason = jobs_.waitReason(j);
   return j;
 }
 
-Result<Change<Job>> Cluster::stopSession(const Principal& p, int64_t id) {
+Result<Change<Job>> SessionService::stop(const Principal& p, int64_t id) {
   auto it = world_.jobs.find(id);
   if (it == world_.jobs.end() || !it->second.session || !authz::canSeeJob(p, it->second))
     return noSession(id);
   if (model::isTerminal(it->second.state))
     return Status::FailedPrecondition("session " + std::to_string(id) + " has already ended (" +
                                       model::jobStateName(it->second.state) + ")");
-  return cancelJob(p, id);
+  return jobs_.cancelJob(p, id);
 }
 
-Result<Change<Job>> Cluster::shareSession(const Principal& p, int64_t id,
+Result<Change<Job>> SessionService::share(const Principal& p, int64_t id,
                                           std::vector<std::string> users) {
   auto it = world_.jobs.find(id);
   if (it == world_.jobs.end() || !it->second.session || !authz::canSeeJob(p, it->second))
@@ -178,38 +180,38 @@ Result<Change<Job>> Cluster::shareSession(const Principal& p, int64_t id,
   Change<Job> c;
   Job before = j;
   j.session->sharedWith = std::move(users);
-  updateJob(j, before, c.batch);
+  jobs_.jobUpdated(j, before, c.batch);
   c.value = j;
   return c;
 }
 
-void Cluster::endSharesOutsideTeams(const model::User& u, store::WriteBatch& batch) {
+void SessionService::leftTeams(const model::User& u, store::WriteBatch& batch) {
   for (auto& [id, j] : world_.jobs) {
     if (!j.session || model::isTerminal(j.state) || u.teams.count(j.team)) continue;
     auto& shared = j.session->sharedWith;
     if (std::find(shared.begin(), shared.end(), u.name) == shared.end()) continue;
     Job before = j;
     std::erase(shared, u.name);
-    updateJob(j, before, batch);
+    jobs_.jobUpdated(j, before, batch);
   }
 }
 
-void Cluster::sessionProxied(int64_t id) { sessionProxiedAt_[id] = clock_.nowMs(); }
+void SessionService::proxied(int64_t id) { proxiedAt_[id] = clock_.nowMs(); }
 
-void Cluster::sessionRelay(int64_t id, bool open) {
-  sessionProxied(id);
-  int& n = sessionRelays_[id];
+void SessionService::relay(int64_t id, bool open) {
+  proxied(id);
+  int& n = relays_[id];
   n += open ? 1 : -1;
-  if (n <= 0) sessionRelays_.erase(id);
+  if (n <= 0) relays_.erase(id);
 }
 
-std::optional<model::ActualSession> Cluster::sessionRuntime(int64_t id) const {
-  auto it = sessionRuntime_.find(id);
-  if (it == sessionRuntime_.end()) return std::nullopt;
+std::optional<model::ActualSession> SessionService::runtime(int64_t id) const {
+  auto it = runtime_.find(id);
+  if (it == runtime_.end()) return std::nullopt;
   return it->second;
 }
 
-Result<SessionEndpoint> Cluster::openSession(const Principal& p, int64_t id) const {
+Result<SessionEndpoint> SessionService::open(const Principal& p, int64_t id) const {
   auto it = world_.jobs.find(id);
   if (it == world_.jobs.end() || !it->second.session || !p.isUser() ||
       !isOwnerOrShared(p, it->second))
@@ -218,20 +220,20 @@ Result<SessionEndpoint> Cluster::openSession(const Principal& p, int64_t id) con
   if (model::isTerminal(j.state))
     return Status::FailedPrecondition("session " + std::to_string(id) + " has ended (" +
                                       model::jobStateName(j.state) + ")");
-  auto rt = sessionRuntime_.find(id);
-  if (j.state != JobState::kRunning || rt == sessionRuntime_.end() || !rt->second.ready)
+  auto rt = runtime_.find(id);
+  if (j.state != JobState::kRunning || rt == runtime_.end() || !rt->second.ready)
     return Status::Unavailable("session " + std::to_string(id) + " is starting");
   return SessionEndpoint{j.host, j.session->app, rt->second.token};
 }
 
-Result<SessionEndpoint> Cluster::openSessionSsh(const Principal& p, int64_t id) const {
+Result<SessionEndpoint> SessionService::openSsh(const Principal& p, int64_t id) const {
   // Its owner's only: a login is a shell as them, whoever the session is shared with.
   auto it = world_.jobs.find(id);
   if (it == world_.jobs.end() || !it->second.session || !p.isUser() || p.name != it->second.user)
     return noSession(id);
-  auto endpoint = openSession(p, id);
+  auto endpoint = open(p, id);
   if (!endpoint.ok()) return endpoint.status();
-  auto rt = sessionRuntime_.find(id);
+  auto rt = runtime_.find(id);
   if (rt->second.sshHostKey.empty())
     return Status::FailedPrecondition("session " + std::to_string(id) + ": host '" +
                                       endpoint->host + "' offers no SSH");

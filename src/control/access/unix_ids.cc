@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <string>
 
-#include "control/cluster.h"
+#include "control/access/access_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {
@@ -17,9 +18,9 @@ bool inRange(int64_t id, int64_t lo, int64_t hi) { return id >= lo && id <= hi; 
 
 }  // namespace
 
-Status Cluster::assignUnixIds(model::User& u, store::WriteBatch& batch) {
+Status AccessService::assignUnixIds(model::User& u, store::WriteBatch& batch) {
   if (u.uid >= 0) return Status::Ok();  // the directory's, or given before: kept
-  const UnixIdOptions& o = options_.unixIds;
+  const UnixIdOptions& o = unixIds_;
   int64_t next = std::max(world_.nextUid, o.uidMin);
   // Skips ids a directory user holds (they are refused inside the range, but a store written
   // before that check, or a range moved since, may still have one).
@@ -44,9 +45,9 @@ Status Cluster::assignUnixIds(model::User& u, store::WriteBatch& batch) {
   return Status::Ok();
 }
 
-Status Cluster::assignTeamGid(model::Team& t, store::WriteBatch& batch) {
+Status AccessService::assignTeamGid(model::Team& t, store::WriteBatch& batch) {
   if (t.gid >= 0) return Status::Ok();
-  const UnixIdOptions& o = options_.unixIds;
+  const UnixIdOptions& o = unixIds_;
   int64_t next = std::max(world_.nextGid, o.gidMin);
   auto taken = [this](int64_t id) {
     for (const auto& [name, team] : world_.teams) {
@@ -68,7 +69,7 @@ Status Cluster::assignTeamGid(model::Team& t, store::WriteBatch& batch) {
   return Status::Ok();
 }
 
-std::optional<Change<int>> Cluster::assignMissingUnixIds() {
+std::optional<Change<int>> AccessService::assignMissingUnixIds() {
   Change<int> c;
   c.value = 0;
   for (auto& [name, t] : world_.teams) {
@@ -94,8 +95,8 @@ std::optional<Change<int>> Cluster::assignMissingUnixIds() {
   return c;
 }
 
-Status Cluster::checkDirectoryIds(const std::string& user, int64_t uid, int64_t gid) const {
-  const UnixIdOptions& o = options_.unixIds;
+Status AccessService::checkDirectoryIds(const std::string& user, int64_t uid, int64_t gid) const {
+  const UnixIdOptions& o = unixIds_;
   if (uid == 0 || gid == 0)
     return Status::InvalidArgument("uid: user '" + user + "' has uid or gid 0 in the directory",
                                    "uid");
@@ -115,7 +116,7 @@ Status Cluster::checkDirectoryIds(const std::string& user, int64_t uid, int64_t 
   return Status::Ok();
 }
 
-std::vector<model::UnixAccount> Cluster::accountsFor(const std::string& team) const {
+std::vector<model::UnixAccount> AccessService::accountsFor(const std::string& team) const {
   std::vector<model::UnixAccount> out;
   for (const auto& [name, u] : world_.users) {
     if (u.disabled || u.uid <= 0 || u.gid <= 0) continue;
@@ -130,7 +131,7 @@ std::vector<model::UnixAccount> Cluster::accountsFor(const std::string& team) co
   return out;
 }
 
-std::optional<model::RunAs> Cluster::runAsOf(const model::Job& job) const {
+std::optional<model::RunAs> AccessService::runAsOf(const model::Job& job) const {
   auto u = world_.users.find(job.user);
   if (u == world_.users.end() || u->second.uid <= 0 || u->second.gid <= 0) return std::nullopt;
   model::RunAs r;

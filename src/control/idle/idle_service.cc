@@ -1,12 +1,7 @@
-// Idle allocations: per-team and per-project policies, detection from live GPU telemetry, the
-// events that tell owners, and reclaiming through the preemption path. See cluster.h and
+// Idle allocations: policies, detection and reclaiming. See idle_service.h and
 // docs/accounting.md.
-//
-// Detection keeps, per running job, the last moment it was busy: any of its GPUs (every rank of a
-// gang) at or above the threshold, or without a current reading (no news is not idleness). It is
-// brought up to date on each telemetry round of the job's hosts and on each periodic check, so a
-// host that goes silent makes its jobs busy rather than idle. Utilisation is GPU-wide: jobs
-// sharing a GPU (fractions) see the GPU's utilisation, not their own.
+
+#include "control/idle/idle_service.h"
 
 #include <spdlog/spdlog.h>
 
@@ -15,7 +10,6 @@
 
 #include "common/time_format.h"
 #include "control/authz.h"
-#include "control/cluster.h"
 
 namespace allot::control {
 
@@ -69,8 +63,8 @@ nlohmann::json policyDetails(const model::IdlePolicy& p, const IdleTrack& t) {
 
 }  // namespace
 
-model::IdlePolicy Cluster::idlePolicyFor(const Job& j) const {
-  model::IdlePolicy policy = effectiveIdlePolicyOf(j.team, j.project).policy;
+model::IdlePolicy IdleService::policyFor(const Job& j) const {
+  model::IdlePolicy policy = effectivePolicyOf(j.team, j.project).policy;
   if (!j.session) return policy;
   // A session is culled under its profile's rule: idle for `after`, then stopped after a notice
   // of a quarter of that (at most ten minutes), so that its owner hears before it goes.
@@ -81,29 +75,30 @@ model::IdlePolicy Cluster::idlePolicyFor(const Job& j) const {
   return policy;
 }
 
-EffectiveIdlePolicy Cluster::effectiveIdlePolicyOf(const std::string& team,
+EffectiveIdlePolicy IdleService::effectivePolicyOf(const std::string& team,
                                                    const std::string& project) const {
   auto t = world_.teams.find(team);
   auto p = project.empty() ? world_.projects.end()
                            : world_.projects.find(World::projectKey(team, project));
-  return effectiveIdlePolicy(options_.idleDefault, t == world_.teams.end() ? nullptr : &t->second,
+  return effectiveIdlePolicy(options_.platformDefault,
+                             t == world_.teams.end() ? nullptr : &t->second,
                              p == world_.projects.end() ? nullptr : &p->second);
 }
 
-Result<EffectiveIdlePolicy> Cluster::idlePolicy(const Principal& p, const std::string& team,
+Result<EffectiveIdlePolicy> IdleService::policy(const Principal& p, const std::string& team,
                                                 const std::string& project) const {
   if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
   if (!project.empty() && !world_.projects.count(World::projectKey(team, project)))
     return Status::NotFound("no project '" + project + "' in team '" + team + "'");
-  return effectiveIdlePolicyOf(team, project);
+  return effectivePolicyOf(team, project);
 }
 
-Result<Change<EffectiveIdlePolicy>> Cluster::setIdlePolicy(const Principal& p,
+Result<Change<EffectiveIdlePolicy>> IdleService::setPolicy(const Principal& p,
                                                            const std::string& team,
                                                            const std::string& project,
                                                            const IdlePolicyUpdate& u) {
-  auto current = idlePolicy(p, team, project);
+  auto current = policy(p, team, project);
   if (!current.ok()) return current.status();
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
   // Fields not given keep what the owner sees now, so `--threshold 10` changes only that.
@@ -143,10 +138,10 @@ Result<Change<EffectiveIdlePolicy>> Cluster::setIdlePolicy(const Principal& p,
   return c;
 }
 
-Result<Change<EffectiveIdlePolicy>> Cluster::clearProjectIdlePolicy(const Principal& p,
+Result<Change<EffectiveIdlePolicy>> IdleService::clearProjectPolicy(const Principal& p,
                                                                     const std::string& team,
                                                                     const std::string& project) {
-  auto current = idlePolicy(p, team, project);
+  auto current = policy(p, team, project);
   if (!current.ok()) return current.status();
   ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
   model::Project& pr = world_.projects.at(World::projectKey(team, project));
@@ -155,79 +150,56 @@ Result<Change<EffectiveIdlePolicy>> Cluster::clearProjectIdlePolicy(const Princi
     pr.idlePolicy.reset();
     c.batch.add(store::PutProject{pr});
   }
-  c.value = effectiveIdlePolicyOf(team, project);
+  c.value = effectivePolicyOf(team, project);
   return c;
 }
 
-IdleTrack& Cluster::trackIdle(const Job& j, TimeMs now) {
-  auto [it, fresh] = idle_.try_emplace(j.id);
+IdleTrack& IdleService::track(const Job& j, TimeMs now) {
+  auto [it, fresh] = tracks_.try_emplace(j.id);
   IdleTrack& t = it->second;
   if (fresh || t.startedAt != j.startedAt) {
     // Starting counts as busy, and so does allotd's own start: it knows nothing from before.
     t = IdleTrack{};
     t.startedAt = j.startedAt;
-    t.lastBusyAt = std::max(j.startedAt, idleEpoch_);
+    t.lastBusyAt = std::max(j.startedAt, epoch_);
   }
-  const double threshold = idlePolicyFor(j).thresholdPct;
+  const double threshold = policyFor(j).thresholdPct;
   if (busyNow(world_, j, threshold, now)) t.lastBusyAt = now;
   if (j.session) {
     // A session is in use while a kernel runs or someone is connected, whatever its GPUs do;
     // Jupyter's own last activity (a request, kernel output) counts too. Before its agent has
     // said anything, or while its look at Jupyter gets no answer, it is busy: no news is not
     // idleness.
-    auto rt = sessionRuntime_.find(j.id);
-    if (rt == sessionRuntime_.end() || !rt->second.activityKnown || rt->second.connections > 0 ||
-        rt->second.busyKernels > 0 || sessionRelays_.count(j.id))
+    const auto rt = sessions_.runtime(j.id);
+    if (!rt || !rt->activityKnown || rt->connections > 0 || rt->busyKernels > 0 ||
+        sessions_.relays(j.id) > 0)
       t.lastBusyAt = now;
-    else if (rt->second.lastActivity > t.lastBusyAt)
-      t.lastBusyAt = std::min(rt->second.lastActivity, now);
-    if (auto p = sessionProxiedAt_.find(j.id); p != sessionProxiedAt_.end())
-      t.lastBusyAt = std::max(t.lastBusyAt, std::min(p->second, now));
+    else if (rt->lastActivity > t.lastBusyAt)
+      t.lastBusyAt = std::min(rt->lastActivity, now);
+    if (const TimeMs at = sessions_.proxiedAt(j.id); at > 0)
+      t.lastBusyAt = std::max(t.lastBusyAt, std::min(at, now));
   }
   return t;
 }
 
-void Cluster::noteTelemetry(const std::string& host) {
+void IdleService::samplesArrived(const std::string& host) {
   auto held = world_.hostJobs.find(host);
   if (held == world_.hostJobs.end()) return;
   const TimeMs now = clock_.nowMs();
   for (int64_t id : held->second) {
     const Job& j = world_.jobs.at(id);
-    if (watched(j)) trackIdle(j, now);
+    if (watched(j)) track(j, now);
   }
 }
 
-model::Event& Cluster::addEvent(model::EventKind kind, const Job& j, std::string message,
-                                const nlohmann::json& details, store::WriteBatch& batch) {
-  model::Event e;
-  e.kind = kind;
-  e.team = j.team;
-  e.project = j.project;
-  e.user = j.user;
-  e.jobId = j.id;
-  e.hosts = model::rankHosts(j);
-  e.message = std::move(message);
-  e.details = details.dump();
-  return appendEvent(std::move(e), batch);
-}
-
-model::Event& Cluster::appendEvent(model::Event e, store::WriteBatch& batch) {
-  e.id = world_.nextEventId++;
-  e.at = clock_.nowMs();
-  batch.add(store::AppendEvent{e});
-  if (world_.events.size() >= store::kEventsLoaded) world_.events.pop_front();
-  world_.events.push_back(std::move(e));
-  return world_.events.back();
-}
-
-Change<IdleCheck> Cluster::checkIdleAllocations() {
+Change<IdleCheck> IdleService::check() {
   Change<IdleCheck> c;
   const TimeMs now = clock_.nowMs();
   // Tracks of jobs no longer watched (ended, requeued, being stopped) go: a later start is a new
   // episode.
-  for (auto it = idle_.begin(); it != idle_.end();) {
+  for (auto it = tracks_.begin(); it != tracks_.end();) {
     auto j = world_.jobs.find(it->first);
-    it = j == world_.jobs.end() || !watched(j->second) ? idle_.erase(it) : std::next(it);
+    it = j == world_.jobs.end() || !watched(j->second) ? tracks_.erase(it) : std::next(it);
   }
   // Collected first: evicting edits hostJobs, and a gang is listed under each of its hosts.
   std::set<int64_t> ids;
@@ -235,8 +207,8 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
   for (int64_t id : ids) {
     Job& j = world_.jobs.at(id);
     if (!watched(j)) continue;
-    const model::IdlePolicy policy = idlePolicyFor(j);
-    IdleTrack& t = trackIdle(j, now);
+    const model::IdlePolicy policy = policyFor(j);
+    IdleTrack& t = track(j, now);
     const IdleStep step = stepIdle(t, policy, now);
     const std::string what =
         (j.session ? "session " : "job ") + std::to_string(j.id) + " (" + j.user + ")";
@@ -251,46 +223,46 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
         else if (t.reclaimAt)
           msg += "; its GPUs will be reclaimed at " + formatIso8601(t.reclaimAt) +
                  " unless it gets busy";
-        c.value.events.push_back(addEvent(model::EventKind::kAllocationIdle, j, std::move(msg),
-                                          policyDetails(policy, t), c.batch));
+        c.value.events.push_back(events_.appendForJob(model::EventKind::kAllocationIdle, j,
+                                                      std::move(msg), policyDetails(policy, t),
+                                                      c.batch));
         spdlog::info("allocation idle: job={} team={} action={}", j.id, j.team,
                      model::idleActionName(policy.action));
         break;
       }
       case IdleStep::kBusyAgain:
-        c.value.events.push_back(addEvent(model::EventKind::kAllocationBusyAgain, j,
-                                          what + ": busy again", policyDetails(policy, t),
-                                          c.batch));
+        c.value.events.push_back(events_.appendForJob(model::EventKind::kAllocationBusyAgain, j,
+                                                      what + ": busy again",
+                                                      policyDetails(policy, t), c.batch));
         break;
       case IdleStep::kReclaim: {
         if (j.session) {
           // Culled: stopped like `allot session stop`, the reason kept on the session.
           const std::string reason =
               "culled: " + describeIdle(policy) + " with no kernel busy and no connection open";
-          c.value.events.push_back(
-              addEvent(model::EventKind::kAllocationReclaimed, j,
-                       "session " + std::to_string(j.id) + " (" + j.user + "): " + reason,
-                       policyDetails(policy, t), c.batch));
+          c.value.events.push_back(events_.appendForJob(
+              model::EventKind::kAllocationReclaimed, j,
+              "session " + std::to_string(j.id) + " (" + j.user + "): " + reason,
+              policyDetails(policy, t), c.batch));
           Job before = j;
           j.cancelRequested = true;
           j.reason = reason;
-          updateJob(j, before, c.batch);
+          jobs_.jobUpdated(j, before, c.batch);
           c.pushHosts.insert(j.host);
           c.value.reclaimed.push_back(j.id);
           spdlog::info("session culled: session={} user={}", j.id, j.user);
           break;
         }
         const std::string reason = "reclaimed: " + describeIdle(policy);
-        c.value.events.push_back(
-            addEvent(model::EventKind::kAllocationReclaimed, j,
-                     what + ": " + reason + (j.preemptible ? "; requeued" : "; stopped"),
-                     policyDetails(policy, t), c.batch));
+        c.value.events.push_back(events_.appendForJob(
+            model::EventKind::kAllocationReclaimed, j,
+            what + ": " + reason + (j.preemptible ? "; requeued" : "; stopped"),
+            policyDetails(policy, t), c.batch));
         // The preemption path: the agent stops it with the preempt grace; a preemptible job goes
         // back to the queue, any other ends `preempted` with this reason.
         Change<std::vector<int64_t>> evicted;
-        evict(sched::Eviction{j.id, j.preemptible, 0, reason}, evicted);
-        for (auto& op : evicted.batch.ops) c.batch.ops.push_back(std::move(op));
-        c.pushHosts.insert(evicted.pushHosts.begin(), evicted.pushHosts.end());
+        preemption_.evict(sched::Eviction{j.id, j.preemptible, 0, reason}, evicted);
+        c.absorb(std::move(evicted));
         c.value.reclaimed.push_back(j.id);
         break;
       }
@@ -299,14 +271,10 @@ Change<IdleCheck> Cluster::checkIdleAllocations() {
   return c;
 }
 
-void Cluster::evictionsDurable(const std::vector<int64_t>& jobs) {
-  for (int64_t id : jobs) evictionsInFlight_.erase(id);
-}
-
-std::optional<IdleAllocation> Cluster::idleFlag(int64_t jobId) const {
-  auto t = idle_.find(jobId);
+std::optional<IdleAllocation> IdleService::flag(int64_t jobId) const {
+  auto t = tracks_.find(jobId);
   auto j = world_.jobs.find(jobId);
-  if (t == idle_.end() || !t->second.flagged() || j == world_.jobs.end() || !watched(j->second))
+  if (t == tracks_.end() || !t->second.flagged() || j == world_.jobs.end() || !watched(j->second))
     return std::nullopt;
   const Job& job = j->second;
   IdleAllocation a;
@@ -319,59 +287,21 @@ std::optional<IdleAllocation> Cluster::idleFlag(int64_t jobId) const {
   a.idleSince = t->second.idleSince;
   a.notifiedAt = t->second.notifiedAt;
   a.reclaimAt = t->second.reclaimAt;
-  a.thresholdPct = effectiveIdlePolicyOf(job.team, job.project).policy.thresholdPct;
+  a.thresholdPct = effectivePolicyOf(job.team, job.project).policy.thresholdPct;
   return a;
 }
 
-Result<std::vector<IdleAllocation>> Cluster::idleAllocations(const Principal& p,
-                                                             const std::string& team) const {
+Result<std::vector<IdleAllocation>> IdleService::flagged(const Principal& p,
+                                                         const std::string& team) const {
   if (!team.empty() && (!world_.teams.count(team) || !authz::canSeeTeam(p, team)))
     return Status::NotFound("no team '" + team + "'");
   std::vector<IdleAllocation> out;
-  for (const auto& [id, t] : idle_) {
-    auto a = idleFlag(id);
+  for (const auto& [id, t] : tracks_) {
+    auto a = flag(id);
     if (!a || (!team.empty() && a->team != team) || !authz::canSeeTeam(p, a->team)) continue;
     out.push_back(std::move(*a));
   }
   return out;
-}
-
-Result<std::vector<model::Event>> Cluster::events(const Principal& p, const EventFilter& f) const {
-  if (!f.team.empty() && (!world_.teams.count(f.team) || !authz::canSeeTeam(p, f.team)))
-    return Status::NotFound("no team '" + f.team + "'");
-  std::vector<model::Event> out;
-  for (auto it = world_.events.rbegin(); it != world_.events.rend() && out.size() < f.limit; ++it) {
-    const model::Event& e = *it;
-    if (e.at < f.since) break;  // appended in time order
-    if (!f.team.empty() && e.team != f.team) continue;
-    if (f.jobId != 0 && e.jobId != f.jobId) continue;
-    if (f.kind && e.kind != *f.kind) continue;
-    if (!authz::canSeeTeam(p, e.team)) continue;
-    out.push_back(e);
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
-
-bool webhookAllowed(const std::vector<std::string>& allow, const std::string& url) {
-  // A path that a receiver would resolve elsewhere ("/allot/../admin", or the same spelt with
-  // %2e and %2f) could leave an allowed prefix: refused whatever the list says.
-  std::string lower = url;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const std::string path = lower.substr(std::min(lower.size(), lower.find('/', 7)));
-  for (const char* bad : {"/./", "/../", "%2e", "%2f", "%5c", "\\"}) {
-    if (path.find(bad) != std::string::npos) return false;
-  }
-  auto endsWith = [&](std::string_view tail) {
-    return path.size() >= tail.size() &&
-           path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  if (endsWith("/..") || endsWith("/.")) return false;
-  // Each prefix ends in '/' after its host (checked when allotd reads its config), so a prefix
-  // "http://hooks.example.com/" cannot match "http://hooks.example.com.evil.net/".
-  return std::any_of(allow.begin(), allow.end(),
-                     [&](const std::string& p) { return !p.empty() && url.rfind(p, 0) == 0; });
 }
 
 }  // namespace allot::control

@@ -1,4 +1,4 @@
-// Leases on the clock: every second (Server's liveness loop) allotd starts the leases whose start
+// Leases on the clock: every second (the control loop) allotd starts the leases whose start
 // has come, ends those whose end has, and tells the owners of jobs that a start will preempt.
 // Everything it decides is in the lease's stored document, so an allotd restart resumes it: a
 // start missed while allotd was down happens on its first tick back. See docs/leases.md.
@@ -8,7 +8,8 @@
 #include <algorithm>
 
 #include "common/time_format.h"
-#include "control/cluster.h"
+#include "control/leases/lease_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -30,12 +31,12 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
-void Cluster::claimLeaseHosts(Lease& l, Change<int>& c) {
+void LeaseService::claimHosts(Lease& l, Change<int>& c) {
   const std::string why = "lease " + std::to_string(l.id) + " starts";
   for (const auto& name : l.hosts) {
     if (wasSkipped(l, name) || contains(l.claimed, name)) continue;
-    auto it = world_.hosts.find(name);
-    if (it == world_.hosts.end()) {
+    auto it = deps_.world.hosts.find(name);
+    if (it == deps_.world.hosts.end()) {
       l.skipped.push_back(name + ": no longer known");
       continue;
     }
@@ -46,7 +47,7 @@ void Cluster::claimLeaseHosts(Lease& l, Change<int>& c) {
       continue;
     }
     // Others' work is preempted at once: its owners had their notice (noticeLease).
-    auto h = handOverHost(name, model::handoverTo(l.team, kSystemActor, why, l.id), 0);
+    auto h = deps_.hosts.handOverHost(name, model::handoverTo(l.team, kSystemActor, why, l.id), 0);
     if (!h.ok()) {
       // Busy with another handover (a rolling upgrade's step, the previous lease's return):
       // tried again every tick until that one ends.
@@ -54,41 +55,39 @@ void Cluster::claimLeaseHosts(Lease& l, Change<int>& c) {
       continue;
     }
     l.claimed.push_back(name);
-    for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));
-    c.pushHosts.insert(h->pushHosts.begin(), h->pushHosts.end());
+    c.absorb(std::move(*h));
   }
 }
 
-void Cluster::startLease(Lease& l, Change<int>& c) {
-  claimLeaseHosts(l, c);
+void LeaseService::start(Lease& l, Change<int>& c) {
+  claimHosts(l, c);
   l.state = LeaseState::kActive;
-  l.startedAt = clock_.nowMs();
+  l.startedAt = deps_.clock.nowMs();
   std::string msg = "lease " + std::to_string(l.id) + " started: hosts go to team " + l.team;
   if (!l.skipped.empty()) msg += " (skipped " + std::to_string(l.skipped.size()) + ")";
-  leaseEvent(l, msg, c.batch);
+  recordEvent(l, msg, c.batch);
   spdlog::info("lease started: id={} team={} lag_ms={} skipped={}", l.id, l.team,
                l.startedAt - l.startAt, l.skipped.size());
 }
 
-void Cluster::returnLeaseHosts(Lease& l, Change<int>& c) {
+void LeaseService::returnHosts(Lease& l, Change<int>& c) {
   const std::string why = "lease " + std::to_string(l.id) + " ended";
   for (const auto& name : l.hosts) {
     if (wasSkipped(l, name) || contains(l.returned, name)) continue;
-    auto it = world_.hosts.find(name);
+    auto it = deps_.world.hosts.find(name);
     // Only what the lease still has goes back: a host it never got, or that has since gone
     // elsewhere (an admin's assign, the next lease), is not the lease's to return.
-    const bool ours = it != world_.hosts.end() && contains(l.claimed, name) &&
+    const bool ours = it != deps_.world.hosts.end() && contains(l.claimed, name) &&
                       (it->second.handover ? it->second.handover->leaseId == l.id
                                            : it->second.dedicatedTo == l.team);
     if (!ours) {
       l.returned.push_back(name);
       continue;
     }
-    auto h = handOverHost(name, model::handoverTo("", kSystemActor, why, l.id), 0);
+    auto h = deps_.hosts.handOverHost(name, model::handoverTo("", kSystemActor, why, l.id), 0);
     if (h.ok()) {
       l.returned.push_back(name);
-      for (auto& op : h->batch.ops) c.batch.ops.push_back(std::move(op));
-      c.pushHosts.insert(h->pushHosts.begin(), h->pushHosts.end());
+      c.absorb(std::move(*h));
       continue;
     }
     const AdminState st = it->second.adminState;
@@ -102,33 +101,33 @@ void Cluster::returnLeaseHosts(Lease& l, Change<int>& c) {
   }
 }
 
-void Cluster::noticeLease(Lease& l, Change<int>& c) {
+void LeaseService::notice(Lease& l, Change<int>& c) {
   for (const auto& name : l.hosts) {
-    auto held = world_.hostJobs.find(name);
-    if (held == world_.hostJobs.end()) continue;
+    auto held = deps_.world.hostJobs.find(name);
+    if (held == deps_.world.hostJobs.end()) continue;
     for (int64_t id : held->second) {
       if (std::find(l.noticed.begin(), l.noticed.end(), id) != l.noticed.end()) continue;
-      const model::Job& j = world_.jobs.at(id);
+      const model::Job& j = deps_.world.jobs.at(id);
       const TimeMs from = j.startedAt ? j.startedAt : j.scheduledAt;
       // A job whose enforced end comes before the start leaves by itself.
-      if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + options_.cancelGraceMs <= l.startAt)
-        continue;
+      if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + cancelGraceMs_ <= l.startAt) continue;
       l.noticed.push_back(id);
-      addEvent(model::EventKind::kLeasePreemptionNotice, j,
-               "job " + std::to_string(id) + " will be preempted at " + formatIso8601(l.startAt) +
-                   ": host " + name + " is leased to team " + l.team + " (lease " +
-                   std::to_string(l.id) + ")",
-               {{"lease", l.id}, {"host", name}, {"start", formatIso8601(l.startAt)}}, c.batch);
+      deps_.events.appendForJob(
+          model::EventKind::kLeasePreemptionNotice, j,
+          "job " + std::to_string(id) + " will be preempted at " + formatIso8601(l.startAt) +
+              ": host " + name + " is leased to team " + l.team + " (lease " +
+              std::to_string(l.id) + ")",
+          {{"lease", l.id}, {"host", name}, {"start", formatIso8601(l.startAt)}}, c.batch);
       ++c.value;
     }
   }
 }
 
-Change<int> Cluster::enforceLeases() {
+Change<int> LeaseService::enforce() {
   Change<int> c;
   c.value = 0;
-  const TimeMs now = clock_.nowMs();
-  for (auto& [id, l] : world_.leases) {
+  const TimeMs now = deps_.clock.nowMs();
+  for (auto& [id, l] : leases_) {
     const size_t before = c.batch.ops.size();
     const int noticesBefore = c.value;
     bool changed = false;
@@ -137,35 +136,35 @@ Change<int> Cluster::enforceLeases() {
         // allotd was down for the whole lease: there is nothing left to give, or to take back.
         l.state = LeaseState::kEnded;
         l.endedAt = now;
-        leaseEvent(l, "lease " + std::to_string(id) + " ended before allotd could start it",
-                   c.batch);
+        recordEvent(l, "lease " + std::to_string(id) + " ended before allotd could start it",
+                    c.batch);
       } else {
-        startLease(l, c);
+        start(l, c);
       }
       changed = true;
       ++c.value;
-    } else if (l.state == LeaseState::kApproved && l.startAt - options_.leases.noticeMs <= now) {
-      noticeLease(l, c);
+    } else if (l.state == LeaseState::kApproved && l.startAt - options_.noticeMs <= now) {
+      notice(l, c);
       changed = c.value != noticesBefore;
     }
     if (l.state == LeaseState::kActive && l.endAt > now &&
         l.claimed.size() + l.skipped.size() < l.hosts.size()) {
       const size_t claimed = l.claimed.size();
-      claimLeaseHosts(l, c);
+      claimHosts(l, c);
       changed = changed || l.claimed.size() != claimed;
     }
     if (l.state == LeaseState::kActive && l.endAt <= now) {
       l.state = LeaseState::kEnded;
       l.endedAt = now;
-      leaseEvent(l, "lease " + std::to_string(id) + " ended: hosts return to the shared pool",
-                 c.batch);
+      recordEvent(l, "lease " + std::to_string(id) + " ended: hosts return to the shared pool",
+                  c.batch);
       spdlog::info("lease ended: id={} team={} lag_ms={}", id, l.team, now - l.endAt);
       changed = true;
       ++c.value;
     }
     if (l.state == LeaseState::kEnded) {
       const size_t returned = l.returned.size();
-      returnLeaseHosts(l, c);
+      returnHosts(l, c);
       changed = changed || l.returned.size() != returned;
     }
     if (changed || c.batch.ops.size() != before) c.batch.add(store::PutLease{l});
@@ -173,9 +172,9 @@ Change<int> Cluster::enforceLeases() {
   return c;
 }
 
-std::optional<Lease> Cluster::hostLease(const std::string& host) const {
+std::optional<Lease> LeaseService::onHost(const std::string& host) const {
   const Lease* next = nullptr;
-  for (const auto& [id, l] : world_.leases) {
+  for (const auto& [id, l] : leases_) {
     if (!contains(l.hosts, host) || wasSkipped(l, host)) continue;
     if (l.state == LeaseState::kActive) return l;
     if (l.state == LeaseState::kApproved && (!next || l.startAt < next->startAt)) next = &l;

@@ -1,6 +1,6 @@
 // Handover: a host changes hands (to a team, back to the shared pool) with nothing of its
 // previous tenant left. Drain, then one host task: wipe, the new owner's profile, health check;
-// its result makes the host its new owner's (cluster_host_task.cc). The handover is kept on the
+// its result makes the host its new owner's (host_tasks.cc). The handover is kept on the
 // host, in the store, so an allotd restart anywhere along the way resumes it. See docs/hosts.md.
 
 #include <spdlog/spdlog.h>
@@ -8,7 +8,8 @@
 #include <algorithm>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -22,8 +23,8 @@ std::string handoverPurpose(const std::string& team) {
 
 }  // namespace
 
-std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team,
-                                                     const std::string& named) const {
+std::optional<model::HookSpec> HostService::handoverHook(const std::string& team,
+                                                         const std::string& named) const {
   const HostLifecycleOptions& o = options_.lifecycle;
   std::string profile = o.defaultProfile;
   if (auto t = o.teamProfiles.find(team); t != o.teamProfiles.end()) profile = t->second;
@@ -39,8 +40,8 @@ std::optional<model::HookSpec> Cluster::handoverHook(const std::string& team,
   return hook;
 }
 
-void Cluster::continueHandover(model::Host& h, store::WriteBatch& batch,
-                               std::set<std::string>& push) {
+void HostService::continueHandover(model::Host& h, store::WriteBatch& batch,
+                                   std::set<std::string>& push) {
   if (!h.handover || h.adminState != AdminState::kMaintenance) return;
   const model::Handover to = *h.handover;
   const std::string purpose =
@@ -56,8 +57,9 @@ void Cluster::continueHandover(model::Host& h, store::WriteBatch& batch,
   push.insert(h.name);
 }
 
-Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
-                                                  const model::Handover& to, int64_t deadlineMs) {
+Result<Change<model::Host>> HostService::handOverHost(const std::string& name,
+                                                      const model::Handover& to,
+                                                      int64_t deadlineMs) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end()) return Status::NotFound("no host '" + name + "'");
   if (!to.team.empty() && !world_.teams.count(to.team))
@@ -108,17 +110,17 @@ Result<Change<model::Host>> Cluster::handOverHost(const std::string& name,
     transitionHost(h, AdminState::kMaintenance, kSystemActor, why, c.batch);
   continueHandover(h, c.batch, c.pushHosts);
   c.batch.add(store::PutHost{h});
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   spdlog::info("handover: host={} to={} by={} deadline_ms={}", name,
                to.team.empty() ? "(shared pool)" : to.team, to.by, deadlineMs);
   c.value = h;
   return c;
 }
 
-Result<Change<model::Host>> Cluster::assignHost(const Principal& p, const std::string& name,
-                                                const std::string& team,
-                                                const std::vector<int>& gpus, int64_t deadlineMs,
-                                                const std::string& reason) {
+Result<Change<model::Host>> HostService::assignHost(const Principal& p, const std::string& name,
+                                                    const std::string& team,
+                                                    const std::vector<int>& gpus,
+                                                    int64_t deadlineMs, const std::string& reason) {
   auto it = world_.hosts.find(name);
   if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'");

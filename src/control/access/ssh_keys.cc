@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "control/cluster.h"
+#include "control/access/access_service.h"
+#include "control/names.h"
 #include "control/ssh_key.h"
 
 namespace allot::control {
@@ -27,8 +28,8 @@ Result<const model::User*> keyOwner(const World& w, const Principal& p, const st
 
 }  // namespace
 
-Result<Change<model::SshKey>> Cluster::addSshKey(const Principal& p, const std::string& user,
-                                                 std::string_view line) {
+Result<Change<model::SshKey>> AccessService::addSshKey(const Principal& p, const std::string& user,
+                                                       std::string_view line) {
   auto owner = keyOwner(world_, p, user);
   if (!owner.ok()) return owner.status();
   auto key = parseSshPublicKey(line);
@@ -53,8 +54,9 @@ Result<Change<model::SshKey>> Cluster::addSshKey(const Principal& p, const std::
   return c;
 }
 
-Result<Change<model::SshKey>> Cluster::removeSshKey(const Principal& p, const std::string& user,
-                                                    const std::string& fingerprint) {
+Result<Change<model::SshKey>> AccessService::removeSshKey(const Principal& p,
+                                                          const std::string& user,
+                                                          const std::string& fingerprint) {
   auto owner = keyOwner(world_, p, user);
   if (!owner.ok()) return owner.status();
   model::User u = **owner;
@@ -71,8 +73,8 @@ Result<Change<model::SshKey>> Cluster::removeSshKey(const Principal& p, const st
   return c;
 }
 
-Result<std::vector<model::SshKey>> Cluster::listSshKeys(const Principal& p,
-                                                        const std::string& user) const {
+Result<std::vector<model::SshKey>> AccessService::listSshKeys(const Principal& p,
+                                                              const std::string& user) const {
   auto owner = keyOwner(world_, p, user);
   if (!owner.ok()) return owner.status();
   return (*owner)->sshKeys;

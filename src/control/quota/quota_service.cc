@@ -1,10 +1,12 @@
-// Cluster operations on quotas: a team's guarantee and sharing settings (platform admins), and
-// its split among the team's projects (team-admins). See cluster.h and docs/api.md.
+// Quotas: a team's guarantee and sharing settings (platform admins), and its split among the
+// team's projects (team-admins). See quota_service.h and docs/api.md.
+
+#include "control/quota/quota_service.h"
 
 #include <spdlog/spdlog.h>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {
@@ -67,7 +69,7 @@ std::map<std::string, int> projectSplits(const World& w, const std::string& team
 
 }  // namespace
 
-Result<Change<model::Team>> Cluster::setTeamQuota(const Principal& p, const std::string& team,
+Result<Change<model::Team>> QuotaService::setTeam(const Principal& p, const std::string& team,
                                                   const QuotaUpdate& u) {
   auto it = world_.teams.find(team);
   if (it == world_.teams.end() || !authz::canSeeTeam(p, team))
@@ -109,7 +111,7 @@ Result<Change<model::Team>> Cluster::setTeamQuota(const Principal& p, const std:
       t.quota.contourLimits.erase(contour);
       continue;
     }
-    ALLOT_RETURN_IF_ERROR(options_.contours.check(contour, "contour_limits"));
+    ALLOT_RETURN_IF_ERROR(contours_.check(contour, "contour_limits"));
     if (*limit < 0 || *limit > kMaxGuaranteedGpus)
       return Status::InvalidArgument("contour_limits." + contour + ": must be between 0 and " +
                                          std::to_string(kMaxGuaranteedGpus) + ", or null for none",
@@ -122,11 +124,11 @@ Result<Change<model::Team>> Cluster::setTeamQuota(const Principal& p, const std:
   c.value = t;
   c.batch.add(store::PutTeam{t});
   spdlog::info("team quota set: team={} by={}", team, p.name);
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 
-Result<TeamQuotaView> Cluster::teamQuota(const Principal& p, const std::string& team) const {
+Result<TeamQuotaView> QuotaService::ofTeam(const Principal& p, const std::string& team) const {
   auto it = world_.teams.find(team);
   if (it == world_.teams.end() || !authz::canSeeTeam(p, team))
     return Status::NotFound("no team '" + team + "'");
@@ -140,7 +142,7 @@ Result<TeamQuotaView> Cluster::teamQuota(const Principal& p, const std::string& 
   return v;
 }
 
-Result<Change<model::Project>> Cluster::setProjectQuota(const Principal& p, const std::string& team,
+Result<Change<model::Project>> QuotaService::setProject(const Principal& p, const std::string& team,
                                                         const std::string& project,
                                                         std::map<std::string, int> guaranteed) {
   auto t = world_.teams.find(team);
@@ -167,7 +169,7 @@ Result<Change<model::Project>> Cluster::setProjectQuota(const Principal& p, cons
   Change<model::Project> c;
   c.value = pr->second;
   c.batch.add(store::PutProject{pr->second});
-  if (onQueueChanged_) onQueueChanged_();
+  queueChanged_();
   return c;
 }
 

@@ -1,11 +1,13 @@
-// The allocation ledger's writes: every change of whether a job holds GPUs appends entries to the
-// same WriteBatch as the job change, so the ledger is exactly as durable as the job. See
-// model::LedgerEntry.
+// The allocation ledger's writes and the reports read from it: every change of whether a job holds
+// GPUs appends entries to the same WriteBatch as the job change, so the ledger is exactly as
+// durable as the job. See model::LedgerEntry and accounting_service.h.
 
 #include <algorithm>
+#include <unordered_set>
 
+#include "control/accounting/accounting_service.h"
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/names.h"
 
 namespace allot::control {
 namespace {
@@ -16,16 +18,35 @@ bool holdsGpus(model::JobState s) {
 
 }  // namespace
 
-void Cluster::recordLedger(const model::Job& before, const model::Job& after,
-                           store::WriteBatch& batch) {
+void AccountingService::load(const store::Contents& contents) {
+  const TimeMs recent = clock_.nowMs() - 10 * 60'000;
+  std::unordered_set<int64_t> live;
+  for (const auto& i : world_.ledger.intervals()) {
+    if (i.end == 0 || i.end >= recent) live.insert(i.openSeq);
+  }
+  for (const auto& e : contents.ledger) {
+    if (live.count(e.kind == model::LedgerKind::kOpen ? e.seq : e.ref)) usage_.onLedger(e);
+  }
+}
+
+void AccountingService::append(model::LedgerEntry e, store::WriteBatch& batch) {
+  e.seq = world_.ledger.nextSeq();
+  world_.ledger.apply(e);
+  usage_.onLedger(e);
+  batch.add(store::AppendLedger{std::move(e)});
+}
+
+void AccountingService::sampleRound(const std::string& host, const model::Telemetry& t,
+                                    TimeMs now) {
+  usage_.addRound(host, t, now, [this](int64_t alloc, const telemetry::UsageCell& c) {
+    world_.ledger.addUsage(alloc, c);
+  });
+}
+
+void AccountingService::jobChanged(const model::Job& before, const model::Job& after,
+                                   store::WriteBatch& batch) {
   const bool held = holdsGpus(before.state);
   const bool holds = holdsGpus(after.state);
-  auto append = [&](model::LedgerEntry e) {
-    e.seq = world_.ledger.nextSeq();
-    world_.ledger.apply(e);
-    usage_.onLedger(e);
-    batch.add(store::AppendLedger{std::move(e)});
-  };
   if (held && !holds) {
     const TimeMs now = clock_.nowMs();
     for (int64_t seq : world_.ledger.openPlacement(after.id)) {
@@ -39,7 +60,7 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
       if (i) e.endAt = std::max(e.endAt, i->start);
       e.reason =
           after.state == model::JobState::kQueued ? "requeued" : model::jobStateName(after.state);
-      append(std::move(e));
+      append(std::move(e), batch);
     }
   }
   if (!held && holds) {
@@ -59,7 +80,7 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
       e.gpuIndices = gpus;
       e.gpuMilli = after.gpuMilli;
       e.startAt = after.scheduledAt > 0 ? after.scheduledAt : clock_.nowMs();
-      append(std::move(e));
+      append(std::move(e), batch);
     };
     if (after.ranks.empty()) {
       open(after.host, after.gpuIndices);
@@ -69,8 +90,9 @@ void Cluster::recordLedger(const model::Job& before, const model::Job& after,
   }
 }
 
-Result<std::optional<std::string>> Cluster::usageTeam(const Principal& p, const std::string& team,
-                                                      TimeMs from, TimeMs to) const {
+Result<std::optional<std::string>> AccountingService::usageTeam(const Principal& p,
+                                                                const std::string& team,
+                                                                TimeMs from, TimeMs to) const {
   if (!p.isUser()) return Status::PermissionDenied("usage reports are for users");
   if (!team.empty() && (!world_.teams.count(team) || !authz::canSeeTeam(p, team)))
     return Status::NotFound("no team '" + team + "'");
@@ -84,7 +106,7 @@ Result<std::optional<std::string>> Cluster::usageTeam(const Principal& p, const 
   return out;
 }
 
-UsageWithin Cluster::measuredUsage() const {
+UsageWithin AccountingService::measuredUsage() const {
   return [this](int64_t seq, TimeMs from, TimeMs to) -> std::optional<telemetry::UsageCell> {
     std::optional<telemetry::UsageCell> part =
         history_ ? history_(seq, from, to) : telemetry::UsageCell{};
@@ -93,7 +115,7 @@ UsageWithin Cluster::measuredUsage() const {
   };
 }
 
-Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) const {
+Result<std::vector<UsageRow>> AccountingService::usage(const Principal& p, UsageQuery q) const {
   auto team = usageTeam(p, q.team, q.from, q.to);
   if (!team.ok()) return team.status();
   if (!*team) return std::vector<UsageRow>{};
@@ -102,7 +124,8 @@ Result<std::vector<UsageRow>> Cluster::usage(const Principal& p, UsageQuery q) c
   return usageReport(world_.ledger, q, measuredUsage());
 }
 
-Result<std::vector<SeriesRow>> Cluster::usageSeries(const Principal& p, SeriesQuery q) const {
+Result<std::vector<SeriesRow>> AccountingService::usageSeries(const Principal& p,
+                                                              SeriesQuery q) const {
   auto team = usageTeam(p, q.team, q.from, q.to);
   if (!team.ok()) return team.status();
   if (!*team) return std::vector<SeriesRow>{};
@@ -112,11 +135,12 @@ Result<std::vector<SeriesRow>> Cluster::usageSeries(const Principal& p, SeriesQu
   return control::usageSeries(world_.ledger, q, measuredUsage());
 }
 
-void Cluster::loadUsageTotals(const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
+void AccountingService::loadUsageTotals(
+    const std::vector<std::pair<int64_t, telemetry::UsageCell>>& totals) {
   for (const auto& [seq, cell] : totals) world_.ledger.addUsage(seq, cell);
 }
 
-Change<int> Cluster::adoptUnledgeredJobs() {
+Change<int> AccountingService::adoptUnledgeredJobs() {
   Change<int> c;
   c.value = 0;
   std::set<int64_t> ids;
@@ -127,28 +151,25 @@ Change<int> Cluster::adoptUnledgeredJobs() {
     model::Job before = j;
     before.state = model::JobState::kQueued;
     const size_t ops = c.batch.ops.size();
-    recordLedger(before, j, c.batch);
+    jobChanged(before, j, c.batch);
     if (c.batch.ops.size() > ops) ++c.value;
   }
   return c;
 }
 
-void Cluster::correctLedgerEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
-                               const std::string& host, TimeMs end, const std::string& why,
-                               store::WriteBatch& batch) {
+void AccountingService::correctEnd(int64_t jobId, const std::vector<int64_t>& openSeqs,
+                                   const std::string& host, TimeMs end, const std::string& why,
+                                   store::WriteBatch& batch) {
   for (int64_t seq : openSeqs) {
     const LedgerInterval* i = world_.ledger.interval(seq);
     if (!i || i->end == 0 || world_.ledger.hostOf(*i) != host || end >= i->end) continue;
     model::LedgerEntry e;
-    e.seq = world_.ledger.nextSeq();
     e.kind = model::LedgerKind::kCorrect;
     e.ref = seq;
     e.endAt = std::max(end, i->start);
     e.jobId = jobId;
     e.reason = why;
-    world_.ledger.apply(e);
-    usage_.onLedger(e);
-    batch.add(store::AppendLedger{std::move(e)});
+    append(std::move(e), batch);
   }
 }
 

@@ -1,6 +1,6 @@
 // Rolling upgrades: a pool's hosts are upgraded a few at a time (at most `maxUnavailable` out of
 // service at once), each through a handover that keeps its owner and wipes nothing: drain, the
-// profile's hook, a health check, back to available (cluster_handover.cc, cluster_host_task.cc).
+// profile's hook, a health check, back to available (handover.cc, host_tasks.cc).
 // The first step that fails stops the upgrade; hosts not yet started stay as they are, so a bad
 // hook costs one batch, not the pool. Progress is kept in the upgrade (store table `upgrades`)
 // and in each host's handover, so an allotd restart picks it up where it was. See docs/hosts.md.
@@ -10,7 +10,8 @@
 #include <algorithm>
 
 #include "control/authz.h"
-#include "control/cluster.h"
+#include "control/hosts/host_service.h"
+#include "control/names.h"
 
 namespace allot::control {
 
@@ -56,9 +57,11 @@ model::UpgradeHost* entryOf(model::Upgrade& u, const std::string& host) {
 
 }  // namespace
 
-Result<Change<model::Upgrade>> Cluster::startUpgrade(const Principal& p, const std::string& pool,
-                                                     const std::string& profile, int maxUnavailable,
-                                                     int64_t drainDeadlineMs) {
+Result<Change<model::Upgrade>> HostService::startUpgrade(const Principal& p,
+                                                         const std::string& pool,
+                                                         const std::string& profile,
+                                                         int maxUnavailable,
+                                                         int64_t drainDeadlineMs) {
   if (pool.empty()) return Status::InvalidArgument("pool: required", "pool");
   if (pool != kSharedPool) {
     ALLOT_RETURN_IF_ERROR(validateName(pool, "pool"));
@@ -129,21 +132,21 @@ Result<Change<model::Upgrade>> Cluster::startUpgrade(const Principal& p, const s
   return c;
 }
 
-std::vector<model::Upgrade> Cluster::listUpgrades(const Principal& p) const {
+std::vector<model::Upgrade> HostService::listUpgrades(const Principal& p) const {
   std::vector<model::Upgrade> out;
   for (const auto& [id, u] : world_.upgrades)
     if (canSeeUpgrade(p, u)) out.push_back(u);
   return out;
 }
 
-Result<model::Upgrade> Cluster::getUpgrade(const Principal& p, int64_t id) const {
+Result<model::Upgrade> HostService::getUpgrade(const Principal& p, int64_t id) const {
   auto it = world_.upgrades.find(id);
   if (it == world_.upgrades.end() || !canSeeUpgrade(p, it->second))
     return Status::NotFound("no upgrade " + std::to_string(id));
   return it->second;
 }
 
-Change<int> Cluster::advanceUpgrades() {
+Change<int> HostService::advanceUpgrades() {
   Change<int> c;
   c.value = 0;
   for (auto& [id, u] : world_.upgrades) {
@@ -156,8 +159,8 @@ Change<int> Cluster::advanceUpgrades() {
   return c;
 }
 
-bool Cluster::advanceUpgrade(model::Upgrade& u, store::WriteBatch& batch,
-                             std::set<std::string>& push) {
+bool HostService::advanceUpgrade(model::Upgrade& u, store::WriteBatch& batch,
+                                 std::set<std::string>& push) {
   bool changed = false;
   const TimeMs now = clock_.nowMs();
   // Steps that ended without their task's result: the host was resumed by hand (which gives up
@@ -235,7 +238,7 @@ bool Cluster::advanceUpgrade(model::Upgrade& u, store::WriteBatch& batch,
   return changed;
 }
 
-void Cluster::stopUpgrade(model::Upgrade& u, const std::string& host, const std::string& why) {
+void HostService::stopUpgrade(model::Upgrade& u, const std::string& host, const std::string& why) {
   u.state = UpgradeState::kStopped;
   u.endedAt = clock_.nowMs();
   u.stoppedAt = host;
@@ -249,9 +252,9 @@ void Cluster::stopUpgrade(model::Upgrade& u, const std::string& host, const std:
   spdlog::warn("upgrade: id={} pool={} stopped at host {}: {}", u.id, u.pool, host, why);
 }
 
-void Cluster::upgradeStepDone(int64_t upgradeId, const std::string& host, bool ok,
-                              const std::string& reason, store::WriteBatch& batch,
-                              std::set<std::string>& /*push*/) {
+void HostService::upgradeStepDone(int64_t upgradeId, const std::string& host, bool ok,
+                                  const std::string& reason, store::WriteBatch& batch,
+                                  std::set<std::string>& /*push*/) {
   auto it = world_.upgrades.find(upgradeId);
   if (it == world_.upgrades.end()) return;
   model::Upgrade& u = it->second;

@@ -1,0 +1,60 @@
+// Teams and projects: platform admins create teams, team-admins their team's projects; each is
+// seen by those who may see its team.
+
+#include "control/access/access_service.h"
+#include "control/authz.h"
+#include "control/names.h"
+
+namespace allot::control {
+
+Result<Change<model::Team>> AccessService::createTeam(const Principal& p, const std::string& name) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "create teams"));
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  if (world_.teams.count(name)) return Status::AlreadyExists("team '" + name + "' already exists");
+  Change<model::Team> c;
+  c.value.name = name;
+  c.value.createdAt = clock_.nowMs();
+  ALLOT_RETURN_IF_ERROR(assignTeamGid(c.value, c.batch));
+  world_.teams[name] = c.value;
+  c.batch.add(store::PutTeam{c.value});
+  return c;
+}
+
+std::vector<model::Team> AccessService::listTeams(const Principal& p) const {
+  std::vector<model::Team> out;
+  for (const auto& [name, t] : world_.teams) {
+    if (authz::canSeeTeam(p, name)) out.push_back(t);
+  }
+  return out;
+}
+
+Result<Change<model::Project>> AccessService::createProject(const Principal& p,
+                                                            const std::string& name,
+                                                            const std::string& teamIn) {
+  std::string team = teamIn.empty() ? p.soleTeam() : teamIn;
+  if (team.empty()) return Status::InvalidArgument(teamRequired(p), "team");
+  ALLOT_RETURN_IF_ERROR(validateName(name, "name"));
+  if (!world_.teams.count(team) || !authz::canSeeTeam(p, team))
+    return Status::NotFound("no team '" + team + "'");
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
+  auto key = World::projectKey(team, name);
+  if (world_.projects.count(key))
+    return Status::AlreadyExists("project '" + name + "' already exists in team '" + team + "'");
+  Change<model::Project> c;
+  c.value.name = name;
+  c.value.team = team;
+  c.value.createdAt = clock_.nowMs();
+  world_.projects[key] = c.value;
+  c.batch.add(store::PutProject{c.value});
+  return c;
+}
+
+std::vector<model::Project> AccessService::listProjects(const Principal& p) const {
+  std::vector<model::Project> out;
+  for (const auto& [key, pr] : world_.projects) {
+    if (authz::canSeeTeam(p, pr.team)) out.push_back(pr);
+  }
+  return out;
+}
+
+}  // namespace allot::control
