@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "api/server.h"
-#include "cli/http_client.h"
 #include "common/clock.h"
+#include "common/http_client.h"
 #include "common/log.h"
 #include "common/secrets.h"
 #include "store/fault_injecting_store.h"
@@ -49,14 +49,12 @@ class CommitFailureTest : public ::testing::Test {
   }
 
   // POSTs a new team to an allotd serving `store` on a loopback port; the reply, if any.
-  Result<cli::HttpResponse> createTeam(std::unique_ptr<store::Store> store,
-                                       const std::string& name) {
+  Result<HttpResponse> createTeam(std::unique_ptr<store::Store> store, const std::string& name) {
     auto server = start(std::move(store));
     const uint16_t port = server->listen().value();
     std::thread serving([&] { server->run(false); });
     auto client =
-        std::move(cli::HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_))
-            .value();
+        std::move(HttpClient::create("http://127.0.0.1:" + std::to_string(port), token_)).value();
     auto reply = client->request("POST", "/api/v1/teams", R"({"name":")" + name + R"("})");
     server->stop();
     serving.join();

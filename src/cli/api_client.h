@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/http_client.h"
+#include "common/http_client.h"
 #include "cli/json.h"
 #include "common/status.h"
 

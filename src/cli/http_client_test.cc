@@ -1,4 +1,4 @@
-#include "cli/http_client.h"
+#include "common/http_client.h"
 
 // GCC 12 needs <utility> ahead of Boost.Asio; keep clang-format from sorting it after.
 // clang-format off

@@ -1,4 +1,4 @@
-#include "cli/http_client.h"
+#include "common/http_client.h"
 
 #include <cctype>
 #include <cstdio>
@@ -26,7 +26,7 @@
 #include "common/http_url.h"
 #include "common/tls.h"
 
-namespace allot::cli {
+namespace allot {
 namespace {
 
 namespace asio = boost::asio;
@@ -381,4 +381,4 @@ const ServerUrl& HttpClient::url() const { return impl_->url; }
 bool HttpClient::hasToken() const { return !impl_->token.empty(); }
 int HttpClient::connectionsOpened() const { return impl_->connectionsOpened; }
 
-}  // namespace allot::cli
+}  // namespace allot

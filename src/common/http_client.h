@@ -1,7 +1,8 @@
 #pragma once
-// HttpClient: a synchronous HTTP/1.1 client over plain TCP or TLS (https://), for the CLI. It talks
-// to one server, keeps one keep-alive connection open across calls and reopens it when the server
-// has closed it. Not thread-safe: the CLI's one thread calls it. Errors come back as Status
+// HttpClient: the one synchronous HTTP/1.1 client, over plain TCP or TLS (https://), for the CLI
+// and the agent's join (allotd's own webhooks are asynchronous, on its I/O thread: api/webhook.h).
+// It talks to one server, keeps one keep-alive connection open across calls and reopens it when the
+// server has closed it. Not thread-safe: one thread calls it. Errors come back as Status
 // (kUnavailable for "cannot reach", kInvalidArgument for a bad URL); no exception leaves this
 // module.
 
@@ -13,7 +14,7 @@
 
 #include "common/status.h"
 
-namespace allot::cli {
+namespace allot {
 
 // A parsed server address: http(s)://host[:port][/base].
 struct ServerUrl {
@@ -76,4 +77,4 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace allot::cli
+}  // namespace allot
