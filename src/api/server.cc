@@ -108,6 +108,7 @@ Result<std::unique_ptr<Server>> Server::create(ServerConfig config, const Clock&
   s->logs_ = std::make_unique<control::LogStore>(s->config_.dataDir + "/logs", s->config_.logs);
   ALLOT_RETURN_IF_ERROR(s->logs_->init());
   s->cluster_ = std::make_unique<control::Cluster>(clock, *s->logs_, s->config_.cluster);
+  s->controllers_ = std::make_unique<control::Controllers>(*s->cluster_);
   auto contents = s->store_->loadAll();
   if (!contents.ok()) return contents.status().withContext("failed to load the store");
   s->cluster_->load(*contents);
@@ -226,17 +227,10 @@ asio::awaitable<void> Server::schedulingLoop() {
     }
     scheduleNeeded_ = false;
     auto started = std::chrono::steady_clock::now();
-    auto change = cluster_->schedulePass();
+    control::Step pass = controllers_->schedulingPass();
     auto took = std::chrono::steady_clock::now() - started;
-    metrics_.schedulingPass(std::chrono::duration<double>(took).count(), change.value.size());
-    // Placements and evictions both write; an eviction with no placement still has to reach the
-    // victim's agent.
-    if (!change.batch.empty() || !change.pushHosts.empty()) {
-      co_await commit(change.batch);
-      cluster_->placementsDurable(change.value);
-      cluster_->push(change.pushHosts);
-      for (int64_t id : change.value) notifyJob(id);
-    }
+    metrics_.schedulingPass(std::chrono::duration<double>(took).count(), pass.placed);
+    co_await commitStep(std::move(pass));
     // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
     // back would starve the API on this one thread; resting kPassRestFactor times as long as the
     // pass took caps scheduling at a fifth of the thread. Short passes (a short queue) never rest.
@@ -252,62 +246,18 @@ asio::awaitable<void> Server::livenessLoop() {
   for (;;) {
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(asio::as_tuple(use_awaitable));
-    auto change = cluster_->checkLiveness();
-    co_await apply(change);
-    auto overdue = cluster_->enforceMaxRuntime();
-    co_await apply(overdue);
-    // Before the drains: a lease's start drains its hosts with a deadline of now, which the
-    // drain check then enforces in the same tick.
-    co_await enforceLeases();
-    co_await enforceDrains();
-    // After the drains: a step whose host just reached maintenance is already under way, and
-    // the next batch starts from an up-to-date count of hosts out.
-    auto upgrades = cluster_->hosts().advanceUpgrades();
-    co_await apply(upgrades);
-    auto health = cluster_->hosts().scheduleHealthChecks();
-    co_await apply(health);
-    auto usage = cluster_->accountUsage();
-    co_await apply(usage);
-    telemetry_->submit(cluster_->accounting().drainTelemetry());
-    co_await checkIdle();
+    for (auto& step : controllers_->tick()) co_await commitStep(step());
+    telemetry_->submit(controllers_->drainTelemetry());
   }
 }
 
-asio::awaitable<void> Server::enforceDrains() {
-  auto drains = cluster_->hosts().enforceDrains();
-  if (!drains.batch.empty()) co_await commit(drains.batch);
-  // Only once durable may agents hear of the evictions: a crash must not stop work the restarted
-  // allotd still thinks is running.
-  cluster_->evictionsDurable(drains.value);
-  cluster_->push(drains.pushHosts);
-  for (int64_t id : drains.value) notifyJob(id);
-}
-
-asio::awaitable<void> Server::enforceLeases() {
-  auto leases = cluster_->leases().enforce();
-  co_await apply(leases);
-  if (leases.value > 0) wakeScheduler();
-}
-
-asio::awaitable<void> Server::checkIdle() {
-  auto idle = cluster_->idle().check();
-  if (!idle.batch.empty()) co_await commit(idle.batch);
-  cluster_->evictionsDurable(idle.value.reclaimed);
-  cluster_->push(idle.pushHosts);
-  for (int64_t id : idle.value.reclaimed) notifyJob(id);
-  for (const auto& e : idle.value.events) {
-    const auto effective = cluster_->idle().effectivePolicyOf(e.team, e.project);
-    const std::string& url = effective.policy.webhook;
-    if (url.empty()) continue;
-    // A team's webhook stored before the allow-list changed goes nowhere the list leaves out;
-    // the platform's own (allotd.toml [idle] webhook) is the admins' word already.
-    if (effective.source != control::PolicySource::kPlatform &&
-        !control::webhookAllowed(cluster_->options().webhookAllow, url)) {
-      spdlog::warn("idle webhook of team {} not sent: its target is not allowed any more", e.team);
-      continue;
-    }
-    webhooks_.send(url, model::toJson(e).dump());
-  }
+asio::awaitable<void> Server::commitStep(control::Step step) {
+  if (!step.batch.empty()) co_await commit(std::move(step.batch));
+  if (step.afterDurable) step.afterDurable();
+  cluster_->push(step.pushHosts);
+  for (int64_t id : step.notifyJobs) notifyJob(id);
+  for (auto& [url, body] : step.webhooks) webhooks_.send(url, std::move(body));
+  if (step.wakeScheduler) wakeScheduler();
 }
 
 asio::awaitable<void> Server::waitForJobNews(int64_t job, std::chrono::milliseconds timeout) {

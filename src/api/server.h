@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
+#include "control/loops/controllers.h"
 #include "store/store.h"
 #include "telemetry/telemetry_store.h"
 
@@ -145,14 +146,11 @@ class Server {
   boost::asio::awaitable<ApiResponse> runHandler(const Route& route, ApiRequest& areq,
                                                  std::string_view path, std::string peerAddress);
   boost::asio::awaitable<void> schedulingLoop();
+  // Every second: the controllers' tick, each step committed before the next runs.
   boost::asio::awaitable<void> livenessLoop();
-  // The idle check of each liveness tick: commit, let reclaimed jobs' agents stop them, and send
-  // each event to its policy's webhook.
-  boost::asio::awaitable<void> checkIdle();
-  // Draining hosts: drained ones to maintenance, jobs past a deadline preempted.
-  boost::asio::awaitable<void> enforceDrains();
-  // Leases whose start or end has come, and notices (LeaseService::enforce).
-  boost::asio::awaitable<void> enforceLeases();
+  // Commits a controller's step, then lets out what it holds back until then
+  // (docs/architecture.md).
+  boost::asio::awaitable<void> commitStep(control::Step step);
   void wakeScheduler();
 
   ServerConfig config_;
@@ -161,6 +159,7 @@ class Server {
   std::unique_ptr<telemetry::TelemetryStore> telemetry_;
   std::unique_ptr<control::LogStore> logs_;
   std::unique_ptr<control::Cluster> cluster_;
+  std::unique_ptr<control::Controllers> controllers_;  // the periodic work, on cluster_
   ServerMetrics metrics_;
   Router router_;
   // Before io_: streams' subscribers (in coroutine frames) leave it when io_ is destroyed.
