@@ -1,10 +1,13 @@
 #pragma once
-// Cluster: every operation on the control plane's state. Each operation checks its caller and
-// its input first (a refused request changes nothing), then changes the in-memory World and
-// returns a Change: the value to show plus the WriteBatch that makes it durable and the hosts
-// whose agents must hear about it. The caller commits the batch, waits until it is durable,
-// then replies and pushes (see Server). Batches commit in order, so memory may run ahead of the
-// disk only by writes that are not yet acknowledged to anyone.
+// Cluster: the control plane. It builds the services (access, hosts, leases, quotas, sessions and
+// profiles, idle, accounting, the event log; docs/architecture.md, "The control plane's
+// services"), wires them together, and keeps the jobs side itself: submissions, cancels, the
+// scheduling pass, the agents' links, reports and desired states, liveness. Like every service,
+// each operation checks its caller and input first (a refused request changes nothing), then
+// changes the in-memory World and returns a Change: the value to show, the WriteBatch that makes
+// it durable and the hosts whose agents must hear about it. The caller commits the batch, waits
+// until it is durable, then replies and pushes (see Server). Batches commit in order, so memory
+// may run ahead of the disk only by writes that are not yet acknowledged to anyone.
 //
 // Threading: one thread (allotd's I/O thread) calls everything here.
 

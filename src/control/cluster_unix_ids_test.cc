@@ -1,4 +1,4 @@
-// Unix ids (cluster_unix_ids.cc): every user and team gets ids from allotd's ranges, once, and
+// Unix ids (access/unix_ids.cc): every user and team gets ids from allotd's ranges, once, and
 // keeps them across restarts; the job's desired state carries them to the agent.
 
 #include <nlohmann/json.hpp>

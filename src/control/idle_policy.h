@@ -1,7 +1,7 @@
 #pragma once
 // Idle-allocation policy: which policy applies to a job (project over team over platform), what
 // a valid policy is, and the detector's decision for one job at one moment. Pure: inputs in,
-// decisions out; Cluster (cluster_idle.cc) owns the state and acts on the decisions.
+// decisions out; IdleService (idle/idle_service.h) owns the state and acts on the decisions.
 
 #include <cstdint>
 #include <optional>
