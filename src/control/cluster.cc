@@ -24,6 +24,13 @@ constexpr size_t kMaxCommandArgs = 4096;
 constexpr size_t kMaxCommandBytes = 256 << 10;
 constexpr size_t kMaxEnvBytes = 256 << 10;
 
+// What a service calls when the queue may move: the Server's wake-up, set after construction.
+std::function<void()> waker(const std::function<void()>& onQueueChanged) {
+  return [&onQueueChanged] {
+    if (onQueueChanged) onQueueChanged();
+  };
+}
+
 }  // namespace
 
 Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
@@ -31,20 +38,11 @@ Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
       logs_(logs),
       options_(options),
       access_(clock_, world_, options_.unixIds, sessions_),
-      quotas_(world_, options_.contours,
-              [this] {
-                if (onQueueChanged_) onQueueChanged_();
-              }),
-      hosts_({clock_, world_, access_, *this,
-              [this] {
-                if (onQueueChanged_) onQueueChanged_();
-              }},
+      quotas_(world_, options_.contours, waker(onQueueChanged_)),
+      hosts_({clock_, world_, access_, *this, waker(onQueueChanged_)},
              {options_.lifecycle, options_.hookProfiles, options_.contours}),
-      leases_({clock_, world_, events_, hosts_,
-               [this] {
-                 if (onQueueChanged_) onQueueChanged_();
-               }},
-              options_.leases, options_.cancelGraceMs),
+      leases_({clock_, world_, events_, hosts_, waker(onQueueChanged_)}, options_.leases,
+              options_.cancelGraceMs),
       accounting_(clock_, world_, options_.idleBelowPct),
       idle_({clock_, world_, events_, sessions_, *this, *this},
             {options_.idleDefault, options_.webhookAllow}) {}

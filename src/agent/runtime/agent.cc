@@ -496,8 +496,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
             "desired state refused ({} so far), keeping the last good one: {} (allotd and this "
             "agent may be of different versions)",
             refusedDesired_, state.status().message());
-        statusDirty_ =
-            true;  // allotd hears of it with the next tick's status, not a heartbeat later
+        // allotd hears of it with the next tick's status, not a heartbeat later.
+        statusDirty_ = true;
         continue;
       }
       std::vector<model::DesiredJob> desired = std::move(state->jobs);

@@ -35,7 +35,9 @@ class RecordingJobs : public SessionJobs {
   }
   Result<Change<model::Job>> cancelJob(const Principal&, int64_t id) override {
     cancelled.push_back(id);
-    return Change<model::Job>{world_.jobs.at(id)};
+    Change<model::Job> c;
+    c.value = world_.jobs.at(id);
+    return c;
   }
   std::string waitReason(const model::Job&) const override { return "waiting for a GPU"; }
   void jobUpdated(model::Job& job, const model::Job&, store::WriteBatch& batch) override {
