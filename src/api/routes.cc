@@ -341,8 +341,8 @@ void registerRoutes(Router& router, Server& s) {
   // Prometheus scrapes this with a platform admin's token (deploy/prometheus.yml): the labels
   // name every team, user and host.
   router.add(V::get, "/metrics", [&s](ApiRequest& r) -> Awaitable {
-    if (!r.who().isAdmin())
-      co_return ApiResponse::error(Status::PermissionDenied("metrics are for platform admins"));
+    if (Status st = control::authz::requireAdmin(r.who(), "read the metrics"); !st.ok())
+      co_return ApiResponse::error(st);
     co_return ApiResponse{http::status::ok,
                           renderMetrics(s.cluster().world(), s.metrics(), s.clock().nowMs()),
                           "text/plain; version=0.0.4; charset=utf-8",

@@ -6,6 +6,7 @@
 #include "api/json_input.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
+#include "control/authz.h"
 #include "model/json.h"
 
 namespace allot::api {
@@ -87,9 +88,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& t : transitions) {
       nlohmann::json j = model::toJson(t);
-      // A task's output may be any team's (a lease's profile, the wipe's account of what it
-      // killed): platform admins only.
-      if (!r.who().isAdmin()) j["output"] = nullptr;
+      if (!control::authz::canSeeTaskOutput(r.who())) j["output"] = nullptr;
       if (!t.reason.empty()) j["reason"] = hideOtherTeams(r.who(), t.reason);
       out.push_back(std::move(j));
     }

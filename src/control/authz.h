@@ -57,6 +57,9 @@ bool canSeeGpu(const Principal& p, const model::Gpu& gpu);
 // The host as `p` may see it: GPUs dedicated to other teams left out (so absent from its lists
 // and counts). Call only for a host canSeeHost allows.
 model::Host visibleHost(const Principal& p, const model::Host& host);
+// What a host's task printed (a lease's profile, the wipe's account of what it killed) may be any
+// team's: platform admins only.
+bool canSeeTaskOutput(const Principal& p);
 
 // Session profiles (docs/sessions.md). A team's profile is seen by its team; a platform-wide one
 // by the teams in its visible_to (every user when that is empty); platform admins see all.

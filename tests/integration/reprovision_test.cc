@@ -98,6 +98,15 @@ TEST_F(ReprovisionTest, FailingScriptLeavesTheHostFailedWithItsOutput) {
   const std::string output = textOf(log[log.size() - 1], "output");
   EXPECT_NE(output.find("wiping scratch"), std::string::npos) << log.dump();
   EXPECT_NE(output.find("/dev/nvme9 not found"), std::string::npos) << log.dump();
+
+  // What a task printed may be any team's (authz::canSeeTaskOutput): a member of a team sees
+  // that the shared host's task ran and failed, not what it said.
+  createTeam("ml");
+  const std::string erin = createUser("erin", "ml");
+  json seen = cliJson(erin, {"host", "log", "gpu-a"});
+  ASSERT_FALSE(seen.empty()) << seen.dump();
+  EXPECT_TRUE(seen[seen.size() - 1]["output"].is_null()) << seen.dump();
+  EXPECT_EQ(seen.dump().find("nvme9"), std::string::npos) << seen.dump();
 }
 
 }  // namespace
