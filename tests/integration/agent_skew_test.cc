@@ -39,6 +39,8 @@ class SkewedServer {
     stop_ = true;
     // A read blocked on a silent agent returns once its socket is shut down.
     if (int fd = fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    // So does an accept() no agent came to: close() alone would leave it blocked.
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     beast::error_code ec;
     acceptor_.close(ec);
     if (thread_.joinable()) thread_.join();
