@@ -108,7 +108,10 @@ import sys
 from jupyter_client import BlockingKernelClient
 c = BlockingKernelClient(connection_file=sys.argv[1])
 c.load_connection_file()
-c.start_channels()
+# No heartbeat channel: it calls a kernel dead after one beat missed by more than a second,
+# which a loaded 2-core CI machine produces ("Kernel died before replying to kernel_info").
+# The 60 s deadline still catches a kernel that really died.
+c.start_channels(hb=False)
 c.wait_for_ready(timeout=60)
 cell = c.execute("import time; time.sleep(60)")
 def until(parent, state):
