@@ -1,6 +1,7 @@
 // Who is logged in, for every page: the /whoami answer, shared through a context.
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
+import { useResource } from './live.js';
 
 export const SessionContext = createContext(null);
 
@@ -32,4 +33,21 @@ export function canManageTeam(me, team) {
 export function canSubmit(me, team) {
   const role = roleIn(me, team);
   return isAdmin(me) || role === 'member' || role === 'team-admin';
+}
+
+// The user's teams whose settings `me` may change.
+export function managedTeams(me) {
+  return teamNames(me).filter((t) => canManageTeam(me, t));
+}
+
+// The user's teams `me` may submit work in.
+export function submittableTeams(me) {
+  return teamNames(me).filter((t) => canSubmit(me, t));
+}
+
+// The teams `me` may pick in a form or filter: every team for platform admins (the server lists
+// them), else `mine`.
+export function useTeamChoices(me, mine) {
+  const all = useResource(isAdmin(me) ? '/teams' : null, ['teams']);
+  return isAdmin(me) ? (all.data ?? []).map((t) => t.name) : mine;
 }

@@ -4,11 +4,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useResource } from '../live.js';
-import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../session.js';
+import {
+  useSession,
+  useTeamChoices,
+  submittableTeams,
+  canManageTeam,
+  isAdmin,
+} from '../session.js';
 import { fmtTime, fmtGpus, since } from '../format.js';
-import { ErrorNote, Loading, Field, StateBadge } from './ui.jsx';
-import { useAction } from './action.js';
-import { GpuAmountFields } from './gpu-amount-fields.jsx';
+import { ErrorNote, Loading, StateBadge, Checkbox, InputField, SelectField } from './ui.jsx';
+import { useAction, ActionButton, ActionForm } from './action.jsx';
+import { Table } from './table.jsx';
+import { fieldErrors, binder, scaled } from './form-fields.jsx';
+import { GpuAmountFields, CpuField, TeamField, ProjectField, gpuAmount } from './work-fields.jsx';
 import { parseMemory, fmtMib } from './memory.js';
 import './sessions-panel.css';
 
@@ -16,9 +24,15 @@ const ENDED = new Set(['stopped', 'failed', 'lost']);
 // States the server moves a session out of by itself; see the poll in SessionsPanel.
 const MOVING = new Set(['queued', 'starting', 'stopping']);
 
+const SESSION_COLS = ['Name', 'Profile', 'State', 'Host', 'GPUs', 'Storage', 'Age', 'Actions'];
+
 function mayStop(me, s) {
   if (ENDED.has(s.state) || s.state === 'stopping') return false;
   return s.user === me.name || canManageTeam(me, s.team);
+}
+
+function scratchNote(s) {
+  return s.storage === 'scratch' ? ' Its scratch storage is deleted.' : '';
 }
 
 export function SessionsPanel() {
@@ -27,7 +41,7 @@ export function SessionsPanel() {
   const sessions = useResource(showEnded ? '/sessions?ended=true' : '/sessions', ['jobs']);
   const stop = useAction(sessions.reload);
   const list = sessions.data ?? [];
-  const mayCreate = isAdmin(me) || teamNames(me).some((t) => canSubmit(me, t));
+  const mayCreate = isAdmin(me) || submittableTeams(me).length > 0;
 
   // "starting" ends when Jupyter first answers on the host, which the live stream may not
   // announce; while a session is between states, look again now and then so the badge (and
@@ -39,115 +53,88 @@ export function SessionsPanel() {
     return () => clearInterval(t);
   }, [moving, sessions.reload]);
 
-  function stopSession(s) {
-    const scratch = s.storage === 'scratch' ? ' Its scratch storage is deleted.' : '';
-    if (!window.confirm(`Stop session ${s.name}? Its kernels end.${scratch}`)) return;
-    stop.run(() => api.post(`/sessions/${s.id}/stop`));
-  }
-
   return (
     <section class="panel sessions" aria-labelledby="sessions-h" data-testid="sessions-panel">
       <div class="row sessions-head">
         <h2 id="sessions-h">Sessions</h2>
-        <label class="inline">
-          <input
-            type="checkbox"
-            name="show_ended"
-            data-testid="sessions-show-ended"
-            checked={showEnded}
-            onChange={(e) => setShowEnded(e.currentTarget.checked)}
-          />{' '}
+        <Checkbox
+          name="show_ended"
+          data-testid="sessions-show-ended"
+          checked={showEnded}
+          set={setShowEnded}
+        >
           show ended
-        </label>
+        </Checkbox>
       </div>
       <ErrorNote error={sessions.error} />
       <ErrorNote error={stop.error} />
       {sessions.loading && !sessions.data ? (
         <Loading what="sessions" />
       ) : (
-        <table data-testid="sessions-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Profile</th>
-              <th>State</th>
-              <th>Host</th>
-              <th>GPUs</th>
-              <th>Storage</th>
-              <th>Age</th>
-              <th>Actions</th>
+        <Table
+          testid="sessions-table"
+          cols={SESSION_COLS}
+          rows={list}
+          empty={showEnded ? 'No sessions.' : 'No live sessions.'}
+          row={(s) => (
+            <tr key={s.id} data-testid={`session-row-${s.name}`}>
+              <td>
+                <strong>{s.name}</strong>
+                {s.team && (
+                  <div class="muted">{s.project ? `${s.team} / ${s.project}` : s.team}</div>
+                )}
+              </td>
+              <td>{s.profile}</td>
+              <td>
+                <span data-testid={`session-state-${s.name}`}>
+                  <StateBadge state={s.state} />
+                </span>
+                {s.reason && <div class="reason">{s.reason}</div>}
+              </td>
+              <td>{s.host ?? '—'}</td>
+              <td>{fmtGpus(s)}</td>
+              <td data-testid={`session-storage-${s.name}`}>
+                {s.storage}
+                {s.storage_used_bytes != null && (
+                  <div class="muted">{fmtMib(Math.ceil(s.storage_used_bytes / 1048576))} used</div>
+                )}
+                {s.ssh && (
+                  <div class="muted" title={`SSH as ${s.ssh.user}`}>
+                    <code>allot ssh {s.name}</code>
+                  </div>
+                )}
+              </td>
+              <td title={fmtTime(s.created_at)}>
+                {since(s.created_at)}
+                {s.ended_at && <div class="muted">ended {since(s.ended_at)} ago</div>}
+              </td>
+              <td class="actions">
+                {s.state === 'running' && s.url && (
+                  <a
+                    href={s.url}
+                    target="_blank"
+                    rel="noopener"
+                    class="button"
+                    data-testid={`session-open-${s.name}`}
+                  >
+                    Open Jupyter
+                  </a>
+                )}
+                {mayStop(me, s) && (
+                  <ActionButton
+                    act={stop}
+                    class="danger"
+                    data-testid={`session-stop-${s.name}`}
+                    confirm={`Stop session ${s.name}? Its kernels end.${scratchNote(s)}`}
+                    run={() => api.post(`/sessions/${s.id}/stop`)}
+                  >
+                    Stop
+                  </ActionButton>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {list.length === 0 && (
-              <tr>
-                <td colSpan={8} class="empty">
-                  {showEnded ? 'No sessions.' : 'No live sessions.'}
-                </td>
-              </tr>
-            )}
-            {list.map((s) => (
-              <tr key={s.id} data-testid={`session-row-${s.name}`}>
-                <td>
-                  <strong>{s.name}</strong>
-                  {s.team && (
-                    <div class="muted">{s.project ? `${s.team} / ${s.project}` : s.team}</div>
-                  )}
-                </td>
-                <td>{s.profile}</td>
-                <td>
-                  <span data-testid={`session-state-${s.name}`}>
-                    <StateBadge state={s.state} />
-                  </span>
-                  {s.reason && <div class="reason">{s.reason}</div>}
-                </td>
-                <td>{s.host ?? '—'}</td>
-                <td>{fmtGpus(s)}</td>
-                <td data-testid={`session-storage-${s.name}`}>
-                  {s.storage}
-                  {s.storage_used_bytes != null && (
-                    <div class="muted">
-                      {fmtMib(Math.ceil(s.storage_used_bytes / 1048576))} used
-                    </div>
-                  )}
-                  {s.ssh && (
-                    <div class="muted" title={`SSH as ${s.ssh.user}`}>
-                      <code>allot ssh {s.name}</code>
-                    </div>
-                  )}
-                </td>
-                <td title={fmtTime(s.created_at)}>
-                  {since(s.created_at)}
-                  {s.ended_at && <div class="muted">ended {since(s.ended_at)} ago</div>}
-                </td>
-                <td class="actions">
-                  {s.state === 'running' && s.url && (
-                    <a
-                      href={s.url}
-                      target="_blank"
-                      rel="noopener"
-                      class="button"
-                      data-testid={`session-open-${s.name}`}
-                    >
-                      Open Jupyter
-                    </a>
-                  )}
-                  {mayStop(me, s) && (
-                    <button
-                      type="button"
-                      class="danger"
-                      data-testid={`session-stop-${s.name}`}
-                      disabled={stop.busy}
-                      onClick={() => stopSession(s)}
-                    >
-                      Stop
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       )}
       {mayCreate ? (
         <NewSession onDone={sessions.reload} />
@@ -187,11 +174,9 @@ function NewSession({ onDone }) {
   const { me } = useSession();
   const admin = isAdmin(me);
   const profiles = useResource('/profiles', ['teams']);
-  const allTeams = useResource(admin ? '/teams' : null, ['teams']);
   const projects = useResource('/projects', ['teams']);
-  const myTeams = teamNames(me).filter((t) => canSubmit(me, t));
   // Platform admins may start sessions for any team; everyone else in their own.
-  const teams = admin ? (allTeams.data ?? []).map((t) => t.name) : myTeams;
+  const teams = useTeamChoices(me, submittableTeams(me));
 
   const empty = {
     profile: '',
@@ -205,8 +190,7 @@ function NewSession({ onDone }) {
     storage: '',
   };
   const [f, setF] = useState(empty);
-  const set = (k) => (e) => {
-    const v = e.currentTarget.value;
+  const set = (k) => (v) => {
     // A new profile offers other storage: keep the choice only if it still offers it.
     setF((prev) => ({ ...prev, [k]: v, ...(k === 'profile' ? { storage: '' } : {}) }));
   };
@@ -232,92 +216,43 @@ function NewSession({ onDone }) {
     if (f.name !== '') b.name = f.name;
     if (team && (teams.length > 1 || admin)) b.team = team;
     if (f.project) b.project = f.project;
-    if (f.gpu_fraction) {
-      b.gpus = 1;
-      b.gpu_milli = Number(f.gpu_fraction);
-    } else if (f.gpus !== '') {
-      b.gpus = /^\d+$/.test(f.gpus.trim()) ? Number(f.gpus) : f.gpus;
-    }
-    if (f.cpus !== '') {
-      const n = Number(f.cpus);
-      b.cpu_millis = Number.isFinite(n) ? Math.round(n * 1000) : f.cpus;
-    }
+    Object.assign(b, gpuAmount(f.gpus, f.gpu_fraction));
+    if (f.cpus !== '') b.cpu_millis = scaled(f.cpus, 1000);
     if (f.memory.trim() !== '') b.memory_mib = parseMemory(f.memory);
     if (storage) b.storage = storage;
     return b;
   }
 
-  function submit(ev) {
-    ev.preventDefault();
-    act.run(() => api.post('/sessions', body()));
-  }
-
-  const error = act.error;
-  const errField = error?.field ? (FIELD_OF[error.field] ?? error.field) : null;
-  const inForm = errField && Object.values(FIELD_OF).includes(errField);
-  const fieldError = (name) =>
-    errField === name ? (
-      <small class="error" id={`err-session-${name}`} role="alert" data-testid="new-session-error">
-        {error.message}
-      </small>
-    ) : null;
-  const aria = (name) =>
-    errField === name ? { 'aria-invalid': 'true', 'aria-describedby': `err-session-${name}` } : {};
+  const start = () => api.post('/sessions', body());
+  const errors = fieldErrors(act.error, FIELD_OF, {
+    id: 'err-session-',
+    testid: 'new-session-error',
+  });
+  const bind = binder(f, set, errors);
   const d = profile?.defaults;
 
   return (
-    <form class="new-session" data-testid="new-session-form" onSubmit={submit} noValidate>
+    <ActionForm act={act} run={start} class="new-session" data-testid="new-session-form" noValidate>
       <h3>New session</h3>
       <ErrorNote error={profiles.error} />
       <div class="row">
-        <Field label="Profile">
-          <select
-            name="profile"
-            data-testid="new-session-profile"
-            value={profileName}
-            onChange={set('profile')}
-            {...aria('profile')}
-          >
-            {list.map((p) => (
-              <option value={p.name}>{p.team ? `${p.name} (${p.team})` : p.name}</option>
-            ))}
-          </select>
-          {fieldError('profile')}
-        </Field>
-        <Field label="Name">
-          <input
-            name="name"
-            data-testid="new-session-name"
-            value={f.name}
-            onInput={set('name')}
-            placeholder={profileName ? `${profileName}, numbered` : ''}
-            autoComplete="off"
-            spellCheck={false}
-            {...aria('name')}
-          />
-          {fieldError('name')}
-        </Field>
-        {(teams.length > 1 || admin) && (
-          <Field label="Team">
-            <select name="team" value={team} onChange={set('team')} {...aria('team')}>
-              {teams.map((t) => (
-                <option value={t}>{t}</option>
-              ))}
-            </select>
-            {fieldError('team')}
-          </Field>
-        )}
-        {teamProjects.length > 0 && (
-          <Field label="Project">
-            <select name="project" value={f.project} onChange={set('project')} {...aria('project')}>
-              <option value="">(none)</option>
-              {teamProjects.map((p) => (
-                <option value={p.name}>{p.name}</option>
-              ))}
-            </select>
-            {fieldError('project')}
-          </Field>
-        )}
+        <SelectField
+          {...bind('profile')}
+          label="Profile"
+          data-testid="new-session-profile"
+          value={profileName}
+          options={list.map((p) => [p.name, p.team ? `${p.name} (${p.team})` : p.name])}
+        />
+        <InputField
+          {...bind('name')}
+          label="Name"
+          data-testid="new-session-name"
+          placeholder={profileName ? `${profileName}, numbered` : ''}
+          autoComplete="off"
+          spellCheck={false}
+        />
+        <TeamField bind={bind} value={team} teams={teams} admin={admin} />
+        {teamProjects.length > 0 && <ProjectField bind={bind} projects={teamProjects} />}
       </div>
       {profile && (
         <p class="muted profile-note" data-testid="new-session-profile-note">
@@ -336,66 +271,30 @@ function NewSession({ onDone }) {
         </p>
       )}
       <div class="row">
-        <GpuAmountFields
-          gpus={f.gpus}
-          fraction={f.gpu_fraction}
-          onGpus={set('gpus')}
-          onFraction={set('gpu_fraction')}
-          aria={aria}
-          fieldError={fieldError}
-          placeholder={String(d?.gpus ?? 0)}
-          testId="new-session-gpus"
+        <GpuAmountFields bind={bind} placeholder={String(d?.gpus ?? 0)} testId="new-session-gpus" />
+        <CpuField
+          {...bind('cpus')}
+          placeholder={d?.cpu_millis ? String(d.cpu_millis / 1000) : 'no limit'}
         />
-        <Field label="CPU cores">
-          <input
-            name="cpus"
-            type="number"
-            min="0"
-            step="0.25"
-            class="short"
-            value={f.cpus}
-            onInput={set('cpus')}
-            placeholder={d?.cpu_millis ? String(d.cpu_millis / 1000) : 'no limit'}
-            {...aria('cpus')}
-          />
-          {fieldError('cpus')}
-        </Field>
-        <Field label="Memory (MiB, or 16Gi)">
-          <input
-            name="memory"
-            class="short"
-            value={f.memory}
-            onInput={set('memory')}
-            placeholder={d?.memory_mib ? fmtMib(d.memory_mib) : 'no limit'}
-            autoComplete="off"
-            {...aria('memory')}
-          />
-          {fieldError('memory')}
-        </Field>
-        <Field label="Storage">
-          <select
-            name="storage"
-            data-testid="new-session-storage"
-            value={storage}
-            onChange={set('storage')}
-            {...aria('storage')}
-          >
-            {storageKinds.map((k) => (
-              <option value={k}>{k}</option>
-            ))}
-          </select>
-          {fieldError('storage')}
-        </Field>
+        <InputField
+          {...bind('memory')}
+          label="Memory (MiB, or 16Gi)"
+          class="short"
+          placeholder={d?.memory_mib ? fmtMib(d.memory_mib) : 'no limit'}
+          autoComplete="off"
+        />
+        <SelectField
+          {...bind('storage')}
+          label="Storage"
+          data-testid="new-session-storage"
+          value={storage}
+          options={storageKinds}
+        />
         <button type="submit" data-testid="new-session-submit" disabled={act.busy || !profileName}>
           {act.busy ? 'Starting…' : 'Start session'}
         </button>
       </div>
-      {error && !inForm && (
-        <p class="error" role="alert" data-testid="new-session-error">
-          {error.message}
-          {error.field ? ` (field: ${error.field})` : ''}
-        </p>
-      )}
-    </form>
+      {!errors.inForm && <ErrorNote error={act.error} testid="new-session-error" />}
+    </ActionForm>
   );
 }

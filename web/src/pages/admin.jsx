@@ -7,8 +7,10 @@ import { api, query } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, isAdmin } from '../session.js';
 import { fmtTime } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge, Field, TextInput } from '../components/ui.jsx';
-import { useAction } from '../components/action.js';
+import { ErrorNote, StateBadge, InputField, SelectField } from '../components/ui.jsx';
+import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
+import { useFields } from '../components/form-fields.jsx';
+import { ResourceTable } from '../components/table.jsx';
 import { ProfilesPanel } from './profiles-panel.jsx';
 import './admin.css';
 
@@ -33,7 +35,9 @@ export function AdminPage() {
   );
 }
 
+// A secret just made (null: none), until the user is done with it.
 function Secret({ label, value, testid, onDismiss }) {
+  if (!value) return null;
   return (
     <div class="secret" role="status">
       <p>
@@ -56,110 +60,103 @@ function Secret({ label, value, testid, onDismiss }) {
   );
 }
 
+// The form that makes a secret (an API or a join token), its error, and the secret once made.
+function SecretForm({ testid, button, label, secretTestid, make, onDone, children }) {
+  const [secret, setSecret] = useState(null);
+  const create = useAction((out) => {
+    setSecret(out?.token ?? null);
+    onDone();
+  });
+  return (
+    <>
+      <ActionForm act={create} run={make} class="row token-form" data-testid={testid}>
+        {children}
+        <button type="submit" disabled={create.busy}>
+          {button}
+        </button>
+      </ActionForm>
+      <ErrorNote error={create.error} />
+      <Secret
+        label={label}
+        value={secret}
+        testid={secretTestid}
+        onDismiss={() => setSecret(null)}
+      />
+    </>
+  );
+}
+
+function revokeQuestion(t) {
+  const what = t.kind === 'session' ? ' This is a console session: it may be this one.' : '';
+  return `Revoke token ${t.name || t.id}?${what}`;
+}
+
+const EXPIRIES = [
+  ['1d', '1 day'],
+  ['7d', '7 days'],
+  ['30d', '30 days'],
+  ['90d', '90 days'],
+  ['365d', '1 year'],
+  ['never', 'never'],
+];
+
 function TokensPanel({ me }) {
   const tokens = useResource('/tokens', ['users']);
   const [name, setName] = useState('');
   const [expires, setExpires] = useState('30d');
-  const [secret, setSecret] = useState(null);
-  const create = useAction((out) => {
-    setSecret(out?.token ?? null);
-    setName('');
-    tokens.reload();
-  });
   const revoke = useAction(tokens.reload);
-  const list = tokens.data ?? [];
   return (
     <section class="panel" aria-labelledby="tokens-h">
       <h2 id="tokens-h">My API tokens ({me.name})</h2>
-      <ErrorNote error={tokens.error} />
-      {tokens.loading && !tokens.data && <Loading />}
-      {tokens.data && !list.length && <Empty>No tokens.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="tokens-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Id</th>
-              <th>Kind</th>
-              <th>Created</th>
-              <th>Expires</th>
-              <th>Revoke</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((t) => (
-              <tr key={t.id} data-testid={`token-${t.id}`}>
-                <td>{t.name || '—'}</td>
-                <td>
-                  <code>{t.id}</code>
-                </td>
-                <td>{t.kind}</td>
-                <td>{fmtTime(t.created_at)}</td>
-                <td>{t.expires_at ? fmtTime(t.expires_at) : 'never'}</td>
-                <td>
-                  <button
-                    type="button"
-                    class="danger"
-                    disabled={revoke.busy}
-                    onClick={() => {
-                      const what =
-                        t.kind === 'session'
-                          ? ' This is a console session: it may be this one.'
-                          : '';
-                      if (confirm(`Revoke token ${t.name || t.id}?${what}`)) {
-                        revoke.run(() => api.del(`/tokens/${encodeURIComponent(t.id)}`));
-                      }
-                    }}
-                  >
-                    Revoke
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={tokens}
+        loading
+        empty="No tokens."
+        testid="tokens-table"
+        cols={['Name', 'Id', 'Kind', 'Created', 'Expires', 'Revoke']}
+        row={(t) => (
+          <tr key={t.id} data-testid={`token-${t.id}`}>
+            <td>{t.name || '—'}</td>
+            <td>
+              <code>{t.id}</code>
+            </td>
+            <td>{t.kind}</td>
+            <td>{fmtTime(t.created_at)}</td>
+            <td>{t.expires_at ? fmtTime(t.expires_at) : 'never'}</td>
+            <td>
+              <ActionButton
+                act={revoke}
+                class="danger"
+                confirm={revokeQuestion(t)}
+                run={() => api.del(`/tokens/${encodeURIComponent(t.id)}`)}
+              >
+                Revoke
+              </ActionButton>
+            </td>
+          </tr>
+        )}
+      />
       <ErrorNote error={revoke.error} />
-      <form
-        class="row token-form"
-        data-testid="token-create-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const body = { expires_in: expires };
-          if (name) body.name = name;
-          create.run(() => api.post('/tokens', body));
+      <SecretForm
+        testid="token-create-form"
+        button="Create token"
+        label="New token:"
+        secretTestid="new-token-secret"
+        make={() => api.post('/tokens', { expires_in: expires, ...(name ? { name } : {}) })}
+        onDone={() => {
+          setName('');
+          tokens.reload();
         }}
       >
-        <Field label="Token name">
-          <TextInput name="name" value={name} set={setName} placeholder="ci" />
-        </Field>
-        <Field label="Expires in">
-          <select
-            name="expires_in"
-            value={expires}
-            onChange={(e) => setExpires(e.currentTarget.value)}
-          >
-            <option value="1d">1 day</option>
-            <option value="7d">7 days</option>
-            <option value="30d">30 days</option>
-            <option value="90d">90 days</option>
-            <option value="365d">1 year</option>
-            <option value="never">never</option>
-          </select>
-        </Field>
-        <button type="submit" disabled={create.busy}>
-          Create token
-        </button>
-      </form>
-      <ErrorNote error={create.error} />
-      {secret && (
-        <Secret
-          label="New token:"
-          value={secret}
-          testid="new-token-secret"
-          onDismiss={() => setSecret(null)}
+        <InputField label="Token name" name="name" value={name} set={setName} placeholder="ci" />
+        <SelectField
+          label="Expires in"
+          name="expires_in"
+          value={expires}
+          set={setExpires}
+          options={EXPIRIES}
         />
-      )}
+      </SecretForm>
     </section>
   );
 }
@@ -168,186 +165,150 @@ function UsersPanel() {
   const users = useResource('/users', ['users']);
   const teams = useResource('/teams', ['teams']);
   const act = useAction(users.reload);
-  const list = users.data ?? [];
-  const patch = (u, body) => act.run(() => api.patch(`/users/${encodeURIComponent(u.name)}`, body));
+  const patch = (u, body) => () => api.patch(`/users/${encodeURIComponent(u.name)}`, body);
   return (
     <section class="panel" aria-labelledby="users-h">
       <h2 id="users-h">Users</h2>
-      <ErrorNote error={users.error} />
-      {users.loading && !users.data && <Loading />}
-      {list.length > 0 && (
-        <table data-testid="users-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Teams</th>
-              <th>Kind</th>
-              <th>Source</th>
-              <th>Password</th>
-              <th>Status</th>
-              <th>Platform admin</th>
-              <th>Created</th>
-              <th>Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((u) => (
-              <tr key={u.name} data-testid={`user-${u.name}`}>
-                <td>{u.name}</td>
-                <td>
-                  {Object.entries(u.teams ?? {}).map(([t, r]) => (
-                    <div>
-                      <a href={`/teams/${encodeURIComponent(t)}`}>{t}</a>{' '}
-                      <span class="muted">{r}</span>
-                    </div>
-                  ))}
-                </td>
-                <td>{u.kind}</td>
-                <td>{u.source}</td>
-                <td>{u.has_password ? 'set' : '—'}</td>
-                <td>{u.disabled ? <StateBadge state="disabled" /> : 'active'}</td>
-                <td>{u.platform_admin ? 'yes' : 'no'}</td>
-                <td>{fmtTime(u.created_at)}</td>
-                <td class="actions">
-                  <button
-                    type="button"
-                    class={u.disabled ? 'secondary' : 'danger'}
-                    disabled={act.busy}
-                    onClick={() => patch(u, { disabled: !u.disabled })}
-                  >
-                    {u.disabled ? 'Enable' : 'Disable'}
-                  </button>
-                  <button
-                    type="button"
-                    class="secondary"
-                    disabled={act.busy}
-                    onClick={() => patch(u, { platform_admin: !u.platform_admin })}
-                  >
-                    {u.platform_admin ? 'Revoke admin' : 'Make admin'}
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={users}
+        loading
+        testid="users-table"
+        cols={USER_COLS}
+        row={(u) => (
+          <tr key={u.name} data-testid={`user-${u.name}`}>
+            <td>{u.name}</td>
+            <td>
+              {Object.entries(u.teams ?? {}).map(([t, r]) => (
+                <div>
+                  <a href={`/teams/${encodeURIComponent(t)}`}>{t}</a> <span class="muted">{r}</span>
+                </div>
+              ))}
+            </td>
+            <td>{u.kind}</td>
+            <td>{u.source}</td>
+            <td>{u.has_password ? 'set' : '—'}</td>
+            <td>{u.disabled ? <StateBadge state="disabled" /> : 'active'}</td>
+            <td>{u.platform_admin ? 'yes' : 'no'}</td>
+            <td>{fmtTime(u.created_at)}</td>
+            <td class="actions">
+              <ActionButton
+                act={act}
+                class={u.disabled ? 'secondary' : 'danger'}
+                run={patch(u, { disabled: !u.disabled })}
+              >
+                {u.disabled ? 'Enable' : 'Disable'}
+              </ActionButton>
+              <ActionButton
+                act={act}
+                class="secondary"
+                run={patch(u, { platform_admin: !u.platform_admin })}
+              >
+                {u.platform_admin ? 'Revoke admin' : 'Make admin'}
+              </ActionButton>
+            </td>
+          </tr>
+        )}
+      />
       <ErrorNote error={act.error} />
       <CreateUser teams={teams.data ?? []} onDone={users.reload} />
     </section>
   );
 }
 
+const USER_COLS = [
+  'Name',
+  'Teams',
+  'Kind',
+  'Source',
+  'Password',
+  'Status',
+  'Platform admin',
+  'Created',
+  'Actions',
+];
+
+const USER_ROLES = ['viewer', 'member', 'team-admin', 'platform-admin'];
+
 function CreateUser({ teams, onDone }) {
-  const [name, setName] = useState('');
-  const [team, setTeam] = useState('');
-  const [role, setRole] = useState('member');
-  const [password, setPassword] = useState('');
-  const [kind, setKind] = useState('human');
+  const { f, setF, bind } = useFields({
+    name: '',
+    team: '',
+    role: 'member',
+    password: '',
+    kind: 'human',
+  });
   const [secret, setSecret] = useState(null);
   const act = useAction((out) => {
     setSecret(out?.token ? { user: out.name, token: out.token } : null);
-    setName('');
-    setPassword('');
+    setF((prev) => ({ ...prev, name: '', password: '' }));
     onDone();
   });
-  const submit = (e) => {
-    e.preventDefault();
-    const body = { name, kind };
-    if (role === 'platform-admin') body.platform_admin = true;
-    if (team) {
-      body.team = team;
-      if (role !== 'platform-admin') body.role = role;
+  const create = () => {
+    const body = { name: f.name, kind: f.kind };
+    if (f.role === 'platform-admin') body.platform_admin = true;
+    if (f.team) {
+      body.team = f.team;
+      if (f.role !== 'platform-admin') body.role = f.role;
     }
-    if (password && kind === 'human') body.password = password;
-    act.run(() => api.post('/users', body));
+    if (f.password && f.kind === 'human') body.password = f.password;
+    return api.post('/users', body);
   };
   return (
-    <form class="create-user" data-testid="user-create-form" onSubmit={submit}>
+    <ActionForm act={act} run={create} class="create-user" data-testid="user-create-form">
       <h3>New user</h3>
       <div class="row">
-        <Field label="Name">
-          <TextInput name="name" value={name} set={setName} required />
-        </Field>
-        <Field label="Team">
-          <select name="team" value={team} onChange={(e) => setTeam(e.currentTarget.value)}>
-            <option value="">none</option>
-            {teams.map((t) => (
-              <option value={t.name}>{t.name}</option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Role">
-          <select name="role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
-            <option value="viewer">viewer</option>
-            <option value="member">member</option>
-            <option value="team-admin">team-admin</option>
-            <option value="platform-admin">platform-admin</option>
-          </select>
-        </Field>
-        <Field label="Kind">
-          <select name="kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
-            <option value="human">human</option>
-            <option value="service">service</option>
-          </select>
-        </Field>
-        {kind === 'human' && (
-          <Field label="Password" hint="10 characters at least; blank: none">
-            <TextInput
-              type="password"
-              name="password"
-              autocomplete="new-password"
-              value={password}
-              set={setPassword}
-            />
-          </Field>
+        <InputField {...bind('name')} label="Name" required />
+        <SelectField
+          {...bind('team')}
+          label="Team"
+          options={[['', 'none'], ...teams.map((t) => t.name)]}
+        />
+        <SelectField {...bind('role')} label="Role" options={USER_ROLES} />
+        <SelectField {...bind('kind')} label="Kind" options={['human', 'service']} />
+        {f.kind === 'human' && (
+          <InputField
+            {...bind('password')}
+            label="Password"
+            hint="10 characters at least; blank: none"
+            type="password"
+            autocomplete="new-password"
+          />
         )}
         <button type="submit" disabled={act.busy}>
           Create user
         </button>
       </div>
       <ErrorNote error={act.error} />
-      {secret && (
-        <Secret
-          label={`Token of ${secret.user}:`}
-          value={secret.token}
-          testid="new-user-token"
-          onDismiss={() => setSecret(null)}
-        />
-      )}
-    </form>
+      <Secret
+        label={`Token of ${secret?.user}:`}
+        value={secret?.token}
+        testid="new-user-token"
+        onDismiss={() => setSecret(null)}
+      />
+    </ActionForm>
   );
 }
 
 function TeamsPanel() {
   const teams = useResource('/teams', ['teams']);
-  const list = teams.data ?? [];
   return (
     <section class="panel" aria-labelledby="ateams-h">
       <h2 id="ateams-h">Teams</h2>
-      <ErrorNote error={teams.error} />
-      {teams.data && !list.length && <Empty>No teams yet; create them on the Teams page.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="admin-teams">
-          <thead>
-            <tr>
-              <th>Team</th>
-              <th class="num">Unix gid</th>
-              <th>Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((t) => (
-              <tr key={t.name}>
-                <td>
-                  <a href={`/teams/${encodeURIComponent(t.name)}`}>{t.name}</a>
-                </td>
-                <td class="num">{t.gid ?? '—'}</td>
-                <td>{fmtTime(t.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={teams}
+        empty="No teams yet; create them on the Teams page."
+        testid="admin-teams"
+        cols={['Team', ['Unix gid', 'num'], 'Created']}
+        row={(t) => (
+          <tr key={t.name}>
+            <td>
+              <a href={`/teams/${encodeURIComponent(t.name)}`}>{t.name}</a>
+            </td>
+            <td class="num">{t.gid ?? '—'}</td>
+            <td>{fmtTime(t.created_at)}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
@@ -375,185 +336,148 @@ function PoolsPanel() {
   return (
     <section class="panel" aria-labelledby="pools-h">
       <h2 id="pools-h">Pools</h2>
-      <ErrorNote error={hosts.error} />
-      {hosts.data && (
-        <table data-testid="pools">
-          <thead>
-            <tr>
-              <th>Pool</th>
-              <th class="num">Hosts</th>
-              <th class="num">GPUs</th>
-              <th class="num">Dedicated GPUs on shared hosts</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map(([k, p]) => (
-              <tr key={k} data-testid={`pool-${k || 'shared'}`}>
-                <td>{k ? `team ${k} (dedicated)` : 'shared pool'}</td>
-                <td class="num">{p.hosts}</td>
-                <td class="num">{p.gpus}</td>
-                <td class="num">{k ? p.gpusOnShared : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={hosts}
+        rows={hosts.data ? rows : []}
+        testid="pools"
+        cols={POOL_COLS}
+        row={([k, p]) => (
+          <tr key={k} data-testid={`pool-${k || 'shared'}`}>
+            <td>{k ? `team ${k} (dedicated)` : 'shared pool'}</td>
+            <td class="num">{p.hosts}</td>
+            <td class="num">{p.gpus}</td>
+            <td class="num">{k ? p.gpusOnShared : '—'}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
+
+const POOL_COLS = [
+  'Pool',
+  ['Hosts', 'num'],
+  ['GPUs', 'num'],
+  ['Dedicated GPUs on shared hosts', 'num'],
+];
 
 function JoinTokensPanel() {
   const tokens = useResource('/hosts/join-tokens', ['hosts']);
   const [ttl, setTtl] = useState('24h');
   const [uses, setUses] = useState('1');
-  const [secret, setSecret] = useState(null);
-  const create = useAction((out) => {
-    setSecret(out?.token ?? null);
-    tokens.reload();
-  });
   const revoke = useAction(tokens.reload);
-  const list = [...(tokens.data ?? [])].reverse();
   return (
     <section class="panel" aria-labelledby="join-h">
       <h2 id="join-h">Host join tokens</h2>
-      <ErrorNote error={tokens.error} />
-      {tokens.data && !list.length && <Empty>No join tokens.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="join-tokens">
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>State</th>
-              <th>Uses</th>
-              <th>By</th>
-              <th>Created</th>
-              <th>Expires</th>
-              <th>Revoke</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((t) => (
-              <tr key={t.id}>
-                <td>
-                  <code>{t.id}</code>
-                </td>
-                <td>
-                  <StateBadge state={t.state} />
-                </td>
-                <td>
-                  {t.used} of {t.uses} used
-                </td>
-                <td>{t.created_by}</td>
-                <td>{fmtTime(t.created_at)}</td>
-                <td>{fmtTime(t.expires_at)}</td>
-                <td>
-                  {t.state === 'active' ? (
-                    <button
-                      type="button"
-                      class="danger"
-                      disabled={revoke.busy}
-                      onClick={() =>
-                        revoke.run(() => api.del(`/hosts/join-tokens/${encodeURIComponent(t.id)}`))
-                      }
-                    >
-                      Revoke
-                    </button>
-                  ) : (
-                    '—'
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={tokens}
+        rows={[...(tokens.data ?? [])].reverse()}
+        empty="No join tokens."
+        testid="join-tokens"
+        cols={['Id', 'State', 'Uses', 'By', 'Created', 'Expires', 'Revoke']}
+        row={(t) => (
+          <tr key={t.id}>
+            <td>
+              <code>{t.id}</code>
+            </td>
+            <td>
+              <StateBadge state={t.state} />
+            </td>
+            <td>
+              {t.used} of {t.uses} used
+            </td>
+            <td>{t.created_by}</td>
+            <td>{fmtTime(t.created_at)}</td>
+            <td>{fmtTime(t.expires_at)}</td>
+            <td>
+              {t.state === 'active' ? (
+                <ActionButton
+                  act={revoke}
+                  class="danger"
+                  run={() => api.del(`/hosts/join-tokens/${encodeURIComponent(t.id)}`)}
+                >
+                  Revoke
+                </ActionButton>
+              ) : (
+                '—'
+              )}
+            </td>
+          </tr>
+        )}
+      />
       <ErrorNote error={revoke.error} />
-      <form
-        class="row token-form"
-        data-testid="join-token-form"
-        onSubmit={(e) => {
-          e.preventDefault();
+      <SecretForm
+        testid="join-token-form"
+        button="Create join token"
+        label="New join token:"
+        secretTestid="new-join-token"
+        make={() => {
           const body = {};
           if (ttl) body.ttl = ttl;
           if (uses !== '') body.uses = Number(uses);
-          create.run(() => api.post('/hosts/join-tokens', body));
+          return api.post('/hosts/join-tokens', body);
         }}
+        onDone={tokens.reload}
       >
-        <Field label="Valid for" hint="e.g. 24h">
-          <TextInput name="ttl" size={6} value={ttl} set={setTtl} />
-        </Field>
-        <Field label="Uses">
-          <TextInput name="uses" inputMode="numeric" size={5} value={uses} set={setUses} />
-        </Field>
-        <button type="submit" disabled={create.busy}>
-          Create join token
-        </button>
-      </form>
-      <ErrorNote error={create.error} />
-      {secret && (
-        <Secret
-          label="New join token:"
-          value={secret}
-          testid="new-join-token"
-          onDismiss={() => setSecret(null)}
+        <InputField
+          label="Valid for"
+          hint="e.g. 24h"
+          name="ttl"
+          size={6}
+          value={ttl}
+          set={setTtl}
         />
-      )}
+        <InputField
+          label="Uses"
+          name="uses"
+          inputMode="numeric"
+          size={5}
+          value={uses}
+          set={setUses}
+        />
+      </SecretForm>
     </section>
   );
 }
 
 function AuditPanel() {
   const audit = useResource(`/audit${query({ limit: 100 })}`, ['audit']);
-  const list = audit.data ?? [];
   return (
     <section class="panel" aria-labelledby="audit-h">
       <h2 id="audit-h">Audit log (last 100)</h2>
-      <ErrorNote error={audit.error} />
-      {audit.loading && !audit.data && <Loading />}
-      {audit.data && !list.length && <Empty>Nothing recorded yet.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="audit-table">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Actor</th>
-              <th>From</th>
-              <th>Action</th>
-              <th>Object</th>
-              <th class="num">Status</th>
-              <th>Details</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((a) => (
-              <tr key={a.id}>
-                <td>{fmtTime(a.at)}</td>
-                <td>
-                  {a.actor} <small class="muted">{a.actor_kind}</small>
-                </td>
-                <td>{a.address}</td>
-                <td>{a.action}</td>
-                <td>
-                  <code>{a.object}</code>
-                </td>
-                <td class="num">{a.status}</td>
-                <td>
-                  <details>
-                    <summary>show</summary>
-                    <pre class="audit-json">
-                      {JSON.stringify(
-                        { request: a.request, before: a.before, after: a.after },
-                        null,
-                        2,
-                      )}
-                    </pre>
-                  </details>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={audit}
+        loading
+        empty="Nothing recorded yet."
+        testid="audit-table"
+        cols={['When', 'Actor', 'From', 'Action', 'Object', ['Status', 'num'], 'Details']}
+        row={(a) => (
+          <tr key={a.id}>
+            <td>{fmtTime(a.at)}</td>
+            <td>
+              {a.actor} <small class="muted">{a.actor_kind}</small>
+            </td>
+            <td>{a.address}</td>
+            <td>{a.action}</td>
+            <td>
+              <code>{a.object}</code>
+            </td>
+            <td class="num">{a.status}</td>
+            <td>
+              <details>
+                <summary>show</summary>
+                <pre class="audit-json">
+                  {JSON.stringify(
+                    { request: a.request, before: a.before, after: a.after },
+                    null,
+                    2,
+                  )}
+                </pre>
+              </details>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

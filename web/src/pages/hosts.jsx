@@ -4,10 +4,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { useResource } from '../live.js';
-import { useSession, isAdmin, canManageTeam, teamNames } from '../session.js';
+import { useSession, useTeamChoices, isAdmin, managedTeams } from '../session.js';
 import { fmtTime, since } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge, Field, TextInput } from '../components/ui.jsx';
-import { useAction } from '../components/action.js';
+import {
+  ErrorNote,
+  Loading,
+  Empty,
+  StateBadge,
+  InputField,
+  SelectField,
+} from '../components/ui.jsx';
+import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
+import { useFields } from '../components/form-fields.jsx';
+import { ResourceTable, Table } from '../components/table.jsx';
 import './hosts.css';
 
 const DAY = 24 * 3600e3;
@@ -58,63 +67,48 @@ function HostList() {
     hosts.reload();
     leases.reload();
   };
-  const list = hosts.data ?? [];
   return (
     <section class="hosts-page">
       <h1>Hosts</h1>
-      <ErrorNote error={hosts.error} />
-      {hosts.loading && !hosts.data && <Loading what="hosts" />}
-      {hosts.data && !list.length && <Empty>No hosts you may see.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="hosts-table">
-          <thead>
-            <tr>
-              <th>Host</th>
-              <th>State</th>
-              <th>Admin state</th>
-              <th>Owner</th>
-              <th>Contour</th>
-              <th>GPUs</th>
-              <th>Agent</th>
-              <th>Lease</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((h) => (
-              <tr key={h.name} data-testid={`hostrow-${h.name}`}>
-                <td>
-                  <a href={`/hosts/${encodeURIComponent(h.name)}`}>{h.name}</a>
-                </td>
-                <td>
-                  <StateBadge state={h.state} />
-                </td>
-                <td>
-                  <StateBadge state={h.admin_state} />
-                  {h.task && <small class="muted"> {h.task}</small>}
-                </td>
-                <td>
-                  <Owner host={h} />
-                </td>
-                <td>{h.contour ?? '—'}</td>
-                <td>{gpuSummary(h.gpus)}</td>
-                <td>
-                  {h.agent_version}{' '}
-                  {h.simulated ? (
-                    <span class="badge simulated" title={`GPU provider: ${h.gpu_provider}`}>
-                      simulated
-                    </span>
-                  ) : (
-                    <small class="muted">{h.gpu_provider}</small>
-                  )}
-                </td>
-                <td>
-                  <LeaseCell lease={h.lease} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={hosts}
+        loading="hosts"
+        empty="No hosts you may see."
+        testid="hosts-table"
+        cols={['Host', 'State', 'Admin state', 'Owner', 'Contour', 'GPUs', 'Agent', 'Lease']}
+        row={(h) => (
+          <tr key={h.name} data-testid={`hostrow-${h.name}`}>
+            <td>
+              <a href={`/hosts/${encodeURIComponent(h.name)}`}>{h.name}</a>
+            </td>
+            <td>
+              <StateBadge state={h.state} />
+            </td>
+            <td>
+              <StateBadge state={h.admin_state} />
+              {h.task && <small class="muted"> {h.task}</small>}
+            </td>
+            <td>
+              <Owner host={h} />
+            </td>
+            <td>{h.contour ?? '—'}</td>
+            <td>{gpuSummary(h.gpus)}</td>
+            <td>
+              {h.agent_version}{' '}
+              {h.simulated ? (
+                <span class="badge simulated" title={`GPU provider: ${h.gpu_provider}`}>
+                  simulated
+                </span>
+              ) : (
+                <small class="muted">{h.gpu_provider}</small>
+              )}
+            </td>
+            <td>
+              <LeaseCell lease={h.lease} />
+            </td>
+          </tr>
+        )}
+      />
       <LeasesPanel leases={leases} me={me} onDone={reload} />
     </section>
   );
@@ -125,14 +119,13 @@ function LeaseActions({ lease, onDone }) {
   const id = encodeURIComponent(lease.id);
   return (
     <span class="lease-actions">
-      <button
-        type="button"
+      <ActionButton
+        act={act}
         data-testid={`lease-approve-${lease.id}`}
-        disabled={act.busy}
-        onClick={() => act.run(() => api.post(`/leases/${id}/approve`, {}))}
+        run={() => api.post(`/leases/${id}/approve`, {})}
       >
         Approve
-      </button>
+      </ActionButton>
       <button
         type="button"
         class="danger"
@@ -161,119 +154,101 @@ function leaseTarget(l) {
 
 function LeasesPanel({ leases, me, onDone }) {
   const open = (leases.data ?? []).filter((l) => OPEN_LEASE.has(l.state));
-  const canRequest = isAdmin(me) || teamNames(me).some((t) => canManageTeam(me, t));
   return (
     <section class="panel" aria-labelledby="leases-h" data-testid="leases">
       <h2 id="leases-h">Leases</h2>
-      <ErrorNote error={leases.error} />
-      {leases.data && !open.length && <Empty>No requested, approved or active leases.</Empty>}
-      {open.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>Team</th>
-              <th>State</th>
-              <th>Hosts</th>
-              <th>From</th>
-              <th>To</th>
-              <th>Reason</th>
-              <th>Requested by</th>
-              {isAdmin(me) && <th>Decision</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {open.map((l) => (
-              <tr key={l.id} data-testid={`lease-${l.id}`}>
-                <td>{l.id}</td>
-                <td>{l.team}</td>
-                <td>
-                  <StateBadge state={l.state} />
-                </td>
-                <td>{leaseTarget(l)}</td>
-                <td>{fmtTime(l.start)}</td>
-                <td>{fmtTime(l.end)}</td>
-                <td>{l.reason || '—'}</td>
-                <td>{l.requested_by}</td>
-                {isAdmin(me) && (
-                  <td>
-                    {l.state === 'requested' ? <LeaseActions lease={l} onDone={onDone} /> : '—'}
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      {canRequest && <LeaseRequest me={me} onDone={onDone} />}
+      <ResourceTable
+        res={leases}
+        rows={open}
+        empty="No requested, approved or active leases."
+        cols={[
+          'Id',
+          'Team',
+          'State',
+          'Hosts',
+          'From',
+          'To',
+          'Reason',
+          'Requested by',
+          isAdmin(me) && 'Decision',
+        ]}
+        row={(l) => (
+          <tr key={l.id} data-testid={`lease-${l.id}`}>
+            <td>{l.id}</td>
+            <td>{l.team}</td>
+            <td>
+              <StateBadge state={l.state} />
+            </td>
+            <td>{leaseTarget(l)}</td>
+            <td>{fmtTime(l.start)}</td>
+            <td>{fmtTime(l.end)}</td>
+            <td>{l.reason || '—'}</td>
+            <td>{l.requested_by}</td>
+            {isAdmin(me) && (
+              <td>{l.state === 'requested' ? <LeaseActions lease={l} onDone={onDone} /> : '—'}</td>
+            )}
+          </tr>
+        )}
+      />
+      {mayRequestLease(me) && <LeaseRequest me={me} onDone={onDone} />}
     </section>
   );
+}
+
+// Team-admins ask for leases for their teams; platform admins for any.
+function mayRequestLease(me) {
+  return isAdmin(me) || managedTeams(me).length > 0;
 }
 
 // A lease request: named hosts or a count. Times go to the server as typed (ISO 8601 or "+1d"),
 // so its error names the field.
 function LeaseRequest({ me, host, onDone }) {
-  const teams = useResource(isAdmin(me) ? '/teams' : null, ['teams']);
-  const choices = isAdmin(me)
-    ? (teams.data ?? []).map((t) => t.name)
-    : teamNames(me).filter((t) => canManageTeam(me, t));
-  const [team, setTeam] = useState('');
-  const [hosts, setHosts] = useState(host ?? '');
-  const [count, setCount] = useState('');
-  const [start, setStart] = useState('+1h');
-  const [end, setEnd] = useState('+1d');
-  const [reason, setReason] = useState('');
+  const choices = useTeamChoices(me, managedTeams(me));
+  const { f, set, bind } = useFields({
+    team: '',
+    hosts: host ?? '',
+    count: '',
+    start: '+1h',
+    end: '+1d',
+    reason: '',
+  });
+  const team = f.team || choices[0];
   const act = useAction(() => {
-    setReason('');
+    set('reason')('');
     onDone();
   });
-  const submit = (e) => {
-    e.preventDefault();
-    const body = { team: team || choices[0], start, end };
-    const names = hosts.split(/[,\s]+/).filter(Boolean);
+  const request = () => {
+    const body = { team, start: f.start, end: f.end };
+    const names = f.hosts.split(/[,\s]+/).filter(Boolean);
     if (names.length) body.hosts = names;
-    if (count.trim() !== '') body.count = Number(count);
-    if (reason) body.reason = reason;
-    act.run(() => api.post('/leases', body));
+    if (f.count.trim() !== '') body.count = Number(f.count);
+    if (f.reason) body.reason = f.reason;
+    return api.post('/leases', body);
   };
   return (
-    <form class="lease-request" data-testid="lease-request-form" onSubmit={submit}>
+    <ActionForm act={act} run={request} class="lease-request" data-testid="lease-request-form">
       <h3>Request a lease</h3>
       <div class="row">
-        <Field label="Team">
-          <select
-            name="team"
-            value={team || choices[0]}
-            onChange={(e) => setTeam(e.currentTarget.value)}
-          >
-            {choices.map((t) => (
-              <option value={t}>{t}</option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Hosts" hint="names, comma-separated">
-          <TextInput name="hosts" value={hosts} set={setHosts} />
-        </Field>
+        <SelectField {...bind('team')} label="Team" value={team} options={choices} />
+        <InputField {...bind('hosts')} label="Hosts" hint="names, comma-separated" />
         {!host && (
-          <Field label="or Count" hint="any hosts">
-            <TextInput name="count" inputMode="numeric" size={4} value={count} set={setCount} />
-          </Field>
+          <InputField
+            {...bind('count')}
+            label="or Count"
+            hint="any hosts"
+            inputMode="numeric"
+            size={4}
+          />
         )}
-        <Field label="Start" hint="ISO time or +1d">
-          <TextInput name="start" value={start} set={setStart} required />
-        </Field>
-        <Field label="End" hint="ISO time or +2d">
-          <TextInput name="end" value={end} set={setEnd} required />
-        </Field>
-        <Field label="Reason">
-          <TextInput name="reason" value={reason} set={setReason} />
-        </Field>
+        <InputField {...bind('start')} label="Start" hint="ISO time or +1d" required />
+        <InputField {...bind('end')} label="End" hint="ISO time or +2d" required />
+        <InputField {...bind('reason')} label="Reason" />
         <button type="submit" disabled={act.busy || !choices.length}>
           Request lease
         </button>
       </div>
       <ErrorNote error={act.error} />
-    </form>
+    </ActionForm>
   );
 }
 
@@ -354,62 +329,62 @@ function HostDetail({ name }) {
   );
 }
 
+const GPU_COLS = [
+  ['#', 'num'],
+  'Model',
+  ['Memory', 'num'],
+  'State',
+  'Held by',
+  'Dedicated to',
+  'Shared',
+  ['Utilisation', 'num'],
+];
+
 function GpuTable({ host }) {
   return (
     <section class="panel" aria-labelledby="gpus-h">
       <h2 id="gpus-h">GPUs ({gpuSummary(host.gpus)})</h2>
       {host.gpus?.length ? (
-        <table data-testid="host-gpus">
-          <thead>
-            <tr>
-              <th class="num">#</th>
-              <th>Model</th>
-              <th class="num">Memory</th>
-              <th>State</th>
-              <th>Held by</th>
-              <th>Dedicated to</th>
-              <th>Shared</th>
-              <th class="num">Utilisation</th>
-            </tr>
-          </thead>
-          <tbody>
-            {host.gpus.map((g) => {
-              const holders = g.holders ?? [];
-              const util = g.telemetry?.utilization_pct;
-              return (
-                <tr key={g.index}>
-                  <td class="num">{g.index}</td>
-                  <td>{g.model}</td>
-                  <td class="num">{Math.round(g.memory_mib / 1024)} GiB</td>
-                  <td>
-                    <StateBadge state={holders.length ? 'allocated' : 'free'} />
-                  </td>
-                  <td>
-                    {holders.length
-                      ? holders.map((x) => (
-                          <div>
-                            {x.job_id ? <a href={`/work/${x.job_id}`}>job {x.job_id}</a> : 'a job'}{' '}
-                            <span class="muted">
-                              {x.team ?? 'another team'}
-                              {x.user ? ` / ${x.user}` : ''}
-                              {x.gpu_milli && x.gpu_milli < 1000
-                                ? ` (${x.gpu_milli / 1000} GPU)`
-                                : ''}
-                            </span>
-                          </div>
-                        ))
-                      : '—'}
-                  </td>
-                  <td>{g.dedicated_to ?? '—'}</td>
-                  <td>{g.shared ? 'yes' : 'no'}</td>
-                  <td class="num">
-                    {util === undefined || util === null ? '—' : `${Math.round(util)}%`}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <Table
+          testid="host-gpus"
+          cols={GPU_COLS}
+          rows={host.gpus}
+          row={(g) => {
+            const holders = g.holders ?? [];
+            const util = g.telemetry?.utilization_pct;
+            return (
+              <tr key={g.index}>
+                <td class="num">{g.index}</td>
+                <td>{g.model}</td>
+                <td class="num">{Math.round(g.memory_mib / 1024)} GiB</td>
+                <td>
+                  <StateBadge state={holders.length ? 'allocated' : 'free'} />
+                </td>
+                <td>
+                  {holders.length
+                    ? holders.map((x) => (
+                        <div>
+                          {x.job_id ? <a href={`/work/${x.job_id}`}>job {x.job_id}</a> : 'a job'}{' '}
+                          <span class="muted">
+                            {x.team ?? 'another team'}
+                            {x.user ? ` / ${x.user}` : ''}
+                            {x.gpu_milli && x.gpu_milli < 1000
+                              ? ` (${x.gpu_milli / 1000} GPU)`
+                              : ''}
+                          </span>
+                        </div>
+                      ))
+                    : '—'}
+                </td>
+                <td>{g.dedicated_to ?? '—'}</td>
+                <td>{g.shared ? 'yes' : 'no'}</td>
+                <td class="num">
+                  {util === undefined || util === null ? '—' : `${Math.round(util)}%`}
+                </td>
+              </tr>
+            );
+          }}
+        />
       ) : (
         <Empty>No GPUs you may see.</Empty>
       )}
@@ -432,7 +407,6 @@ function LeaseCalendar({ name, leases, me, onDone }) {
     `${((Math.min(Math.max(t, now), endOfView) - now) / (endOfView - now)) * 100}%`;
   const ticks = [];
   for (let d = 0; d <= CALENDAR_DAYS; d += 5) ticks.push(d);
-  const canRequest = isAdmin(me) || teamNames(me).some((t) => canManageTeam(me, t));
   return (
     <section class="panel" aria-labelledby="cal-h" data-testid="lease-calendar">
       <h2 id="cal-h">Leases, next {CALENDAR_DAYS} days</h2>
@@ -478,7 +452,7 @@ function LeaseCalendar({ name, leases, me, onDone }) {
           })}
         </ul>
       </div>
-      {canRequest && <LeaseRequest me={me} host={name} onDone={onDone} />}
+      {mayRequestLease(me) && <LeaseRequest me={me} host={name} onDone={onDone} />}
     </section>
   );
 }
@@ -487,113 +461,99 @@ function AdminActions({ host, onDone }) {
   const n = encodeURIComponent(host.name);
   const act = useAction(onDone);
   const teams = useResource('/teams', ['teams']);
-  const [deadline, setDeadline] = useState('');
-  const [reason, setReason] = useState('');
-  const [team, setTeam] = useState('');
-  const [adminState, setAdminState] = useState('failed');
-  const [profile, setProfile] = useState('');
-  const [timeout, setTimeoutText] = useState('');
+  const { f, bind } = useFields({
+    deadline: '',
+    reason: '',
+    team: '',
+    state: 'failed',
+    profile: '',
+    timeout: '',
+  });
   // Only the fields given: the server applies its defaults to the rest.
-  const opt = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== ''));
-  const post = (what, body) => act.run(() => api.post(`/hosts/${n}/${what}`, body));
+  const given = (...keys) =>
+    Object.fromEntries(keys.map((k) => [k, f[k]]).filter(([, v]) => v !== ''));
   const assigned = host.pool && host.pool !== 'shared';
+  const button = { act, host: n };
   return (
     <section class="panel admin-actions" aria-labelledby="admin-h" data-testid="host-actions">
       <h2 id="admin-h">Admin actions</h2>
       <div class="row">
-        <Field label="Deadline" hint="e.g. 30m; blank: work may finish">
-          <TextInput name="deadline" size={8} value={deadline} set={setDeadline} />
-        </Field>
-        <Field label="Reason">
-          <TextInput name="reason" value={reason} set={setReason} />
-        </Field>
-        <button
-          type="button"
-          data-testid="drain-button"
-          disabled={act.busy}
-          onClick={() => post('drain', opt({ deadline, reason }))}
-        >
+        <InputField
+          {...bind('deadline')}
+          label="Deadline"
+          hint="e.g. 30m; blank: work may finish"
+          size={8}
+        />
+        <InputField {...bind('reason')} label="Reason" />
+        <HostAction {...button} what="drain" body={given('deadline', 'reason')}>
           Drain
-        </button>
-        <button
-          type="button"
-          class="secondary"
-          data-testid="resume-button"
-          disabled={act.busy}
-          onClick={() => post('resume', {})}
-        >
+        </HostAction>
+        <HostAction {...button} what="resume" body={{}} class="secondary">
           Resume
-        </button>
+        </HostAction>
       </div>
       <div class="row">
-        <Field label="Team">
-          <select name="assign-team" value={team} onChange={(e) => setTeam(e.currentTarget.value)}>
-            <option value="">choose…</option>
-            {(teams.data ?? []).map((t) => (
-              <option value={t.name}>{t.name}</option>
-            ))}
-          </select>
-        </Field>
-        <button
-          type="button"
-          data-testid="assign-button"
-          disabled={act.busy}
-          onClick={() => post('assign', opt({ team, deadline, reason }))}
-        >
+        <SelectField
+          {...bind('team')}
+          name="assign-team"
+          label="Team"
+          options={[['', 'choose…'], ...(teams.data ?? []).map((t) => t.name)]}
+        />
+        <HostAction {...button} what="assign" body={given('team', 'deadline', 'reason')}>
           Assign to team
-        </button>
-        <button
-          type="button"
+        </HostAction>
+        <HostAction
+          {...button}
+          what="unassign"
+          body={given('deadline', 'reason')}
           class="secondary"
-          data-testid="unassign-button"
-          disabled={act.busy || !assigned}
-          onClick={() => post('unassign', opt({ deadline, reason }))}
+          disabled={!assigned}
         >
           Back to shared pool
-        </button>
+        </HostAction>
         <small class="muted">Assign and unassign use the deadline and reason above.</small>
       </div>
       <div class="row">
-        <Field label="Admin state">
-          <select
-            name="admin-state"
-            value={adminState}
-            onChange={(e) => setAdminState(e.currentTarget.value)}
-          >
-            <option value="failed">failed</option>
-            <option value="retired">retired</option>
-          </select>
-        </Field>
-        <button
-          type="button"
+        <SelectField
+          {...bind('state')}
+          name="admin-state"
+          label="Admin state"
+          options={['failed', 'retired']}
+        />
+        <HostAction
+          {...button}
+          what="admin-state"
+          body={given('state', 'reason')}
           class="danger"
-          data-testid="admin-state-button"
-          disabled={act.busy}
-          onClick={() => {
-            if (confirm(`Mark ${host.name} ${adminState}?`))
-              post('admin-state', opt({ state: adminState, reason }));
-          }}
+          confirm={`Mark ${host.name} ${f.state}?`}
         >
           Set admin state
-        </button>
-        <Field label="Profile" hint="blank: default">
-          <TextInput name="profile" size={10} value={profile} set={setProfile} />
-        </Field>
-        <Field label="Timeout" hint="e.g. 10m">
-          <TextInput name="timeout" size={6} value={timeout} set={setTimeoutText} />
-        </Field>
-        <button
-          type="button"
+        </HostAction>
+        <InputField {...bind('profile')} label="Profile" hint="blank: default" size={10} />
+        <InputField {...bind('timeout')} label="Timeout" hint="e.g. 10m" size={6} />
+        <HostAction
+          {...button}
+          what="reprovision"
+          body={given('profile', 'timeout')}
           class="secondary"
-          data-testid="reprovision-button"
-          disabled={act.busy}
-          onClick={() => post('reprovision', opt({ profile, timeout }))}
         >
           Reprovision
-        </button>
+        </HostAction>
       </div>
       <ErrorNote error={act.error} />
     </section>
+  );
+}
+
+// An admin action's button: POST /hosts/{host}/{what} with `body`, marked `{what}-button`.
+function HostAction({ act, host, what, body, ...props }) {
+  return (
+    <ActionButton
+      act={act}
+      data-testid={`${what}-button`}
+      run={() => api.post(`/hosts/${host}/${what}`, body)}
+      {...props}
+    />
   );
 }
 
@@ -659,47 +619,36 @@ function TaskOutput({ name }) {
 }
 
 function EventsPanel({ events }) {
-  const list = [...(events.data ?? [])].reverse();
   return (
     <section class="panel" aria-labelledby="events-h">
       <h2 id="events-h">Recent events</h2>
-      <ErrorNote error={events.error} />
-      {events.data && !list.length && <Empty>No events.</Empty>}
-      {list.length > 0 && (
-        <table data-testid="host-events">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>By</th>
-              <th>Change</th>
-              <th>Reason</th>
-              <th>Output</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.slice(0, 50).map((ev) => (
-              <tr key={ev.id}>
-                <td>{fmtTime(ev.at)}</td>
-                <td>{ev.by}</td>
-                <td>
-                  {ev.from} → {ev.to}
-                </td>
-                <td>{ev.reason ?? '—'}</td>
-                <td>
-                  {ev.output ? (
-                    <details>
-                      <summary>show</summary>
-                      <pre class="log">{ev.output}</pre>
-                    </details>
-                  ) : (
-                    '—'
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={events}
+        rows={[...(events.data ?? [])].reverse().slice(0, 50)}
+        empty="No events."
+        testid="host-events"
+        cols={['When', 'By', 'Change', 'Reason', 'Output']}
+        row={(ev) => (
+          <tr key={ev.id}>
+            <td>{fmtTime(ev.at)}</td>
+            <td>{ev.by}</td>
+            <td>
+              {ev.from} → {ev.to}
+            </td>
+            <td>{ev.reason ?? '—'}</td>
+            <td>
+              {ev.output ? (
+                <details>
+                  <summary>show</summary>
+                  <pre class="log">{ev.output}</pre>
+                </details>
+              ) : (
+                '—'
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

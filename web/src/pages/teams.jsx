@@ -6,8 +6,18 @@ import { api } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, teamNames, isAdmin, canManageTeam } from '../session.js';
 import { fmtTime, teamColor } from '../format.js';
-import { ErrorNote, Loading, Empty, Field, TextInput } from '../components/ui.jsx';
-import { useAction } from '../components/action.js';
+import {
+  ErrorNote,
+  Loading,
+  Empty,
+  TextInput,
+  Select,
+  InputField,
+  SelectField,
+} from '../components/ui.jsx';
+import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
+import { useFields } from '../components/form-fields.jsx';
+import { ResourceTable, TableHead } from '../components/table.jsx';
 import { fmtGpuMap, parseGpuMap } from '../components/gpumap.js';
 import './teams.css';
 
@@ -69,22 +79,13 @@ function CreateByName({ label, button, testid, cls, create, onDone }) {
     onDone();
   });
   return (
-    <form
-      class={cls}
-      data-testid={testid}
-      onSubmit={(e) => {
-        e.preventDefault();
-        act.run(() => create(name));
-      }}
-    >
-      <Field label={label}>
-        <TextInput name="name" value={name} set={setName} required />
-      </Field>
+    <ActionForm act={act} run={() => create(name)} class={cls} data-testid={testid}>
+      <InputField label={label} name="name" value={name} set={setName} required />
       <button type="submit" disabled={act.busy}>
         {button}
       </button>
       <ErrorNote error={act.error} />
-    </form>
+    </ActionForm>
   );
 }
 
@@ -140,6 +141,9 @@ function limit(v) {
   return v === null || v === undefined ? 'no limit' : String(v);
 }
 
+// The columns of the team's position, all numbers.
+const POSITION_COLS = ['Guaranteed', 'Within', 'Borrowed', 'Lendable', 'Share'];
+
 function QuotaPanel({ team, quota, me, onDone }) {
   const q = quota.data;
   const [editing, setEditing] = useState(false);
@@ -168,15 +172,7 @@ function QuotaPanel({ team, quota, me, onDone }) {
             <h3>Position (last scheduling pass)</h3>
             {q.status ? (
               <table class="position" data-testid="quota-status">
-                <thead>
-                  <tr>
-                    <th class="num">Guaranteed</th>
-                    <th class="num">Within</th>
-                    <th class="num">Borrowed</th>
-                    <th class="num">Lendable</th>
-                    <th class="num">Share</th>
-                  </tr>
-                </thead>
+                <TableHead cols={POSITION_COLS.map((c) => [c, 'num'])} />
                 <tbody>
                   <tr>
                     <td class="num">{num(q.status.guaranteed)}</td>
@@ -227,44 +223,48 @@ function nullableNumber(text) {
 }
 
 function QuotaForm({ team, q, onClose, onDone }) {
-  const [guaranteed, setGuaranteed] = useState(fmtGpuMap(q.guaranteed).replace('—', ''));
-  const [borrow, setBorrow] = useState(q.borrow_limit ?? '');
-  const [lend, setLend] = useState(q.lend_limit ?? '');
-  const [weight, setWeight] = useState(q.weight ?? 1);
-  const [lendDedicated, setLendDedicated] = useState(!!q.lend_dedicated);
+  const { f, set, bind } = useFields({
+    guaranteed: fmtGpuMap(q.guaranteed).replace('—', ''),
+    borrow_limit: q.borrow_limit ?? '',
+    lend_limit: q.lend_limit ?? '',
+    weight: q.weight ?? 1,
+    lend_dedicated: !!q.lend_dedicated,
+  });
   const act = useAction(onDone);
-  const submit = (e) => {
-    e.preventDefault();
-    act.run(() =>
-      api.put(`/teams/${encodeURIComponent(team)}/quota`, {
-        guaranteed: parseGpuMap(guaranteed),
-        borrow_limit: nullableNumber(String(borrow)),
-        lend_limit: nullableNumber(String(lend)),
-        weight: Number(weight),
-        lend_dedicated: lendDedicated,
-      }),
-    );
-  };
+  const save = () =>
+    api.put(`/teams/${encodeURIComponent(team)}/quota`, {
+      guaranteed: parseGpuMap(f.guaranteed),
+      borrow_limit: nullableNumber(String(f.borrow_limit)),
+      lend_limit: nullableNumber(String(f.lend_limit)),
+      weight: Number(f.weight),
+      lend_dedicated: f.lend_dedicated,
+    });
   return (
-    <form class="quota-form" data-testid="quota-form" onSubmit={submit}>
+    <ActionForm act={act} run={save} class="quota-form" data-testid="quota-form">
       <div class="row">
-        <Field label="Guaranteed" hint="GPU model=count, e.g. A100=4, any=2">
-          <TextInput name="guaranteed" value={guaranteed} set={setGuaranteed} />
-        </Field>
-        <Field label="Borrow limit" hint="blank: no limit">
-          <TextInput name="borrow_limit" inputMode="numeric" value={borrow} set={setBorrow} />
-        </Field>
-        <Field label="Lend limit" hint="blank: all">
-          <TextInput name="lend_limit" inputMode="numeric" value={lend} set={setLend} />
-        </Field>
-        <Field label="Weight">
-          <TextInput name="weight" inputMode="decimal" value={weight} set={setWeight} />
-        </Field>
+        <InputField
+          {...bind('guaranteed')}
+          label="Guaranteed"
+          hint="GPU model=count, e.g. A100=4, any=2"
+        />
+        <InputField
+          {...bind('borrow_limit')}
+          label="Borrow limit"
+          hint="blank: no limit"
+          inputMode="numeric"
+        />
+        <InputField
+          {...bind('lend_limit')}
+          label="Lend limit"
+          hint="blank: all"
+          inputMode="numeric"
+        />
+        <InputField {...bind('weight')} label="Weight" inputMode="decimal" />
         <label class="check">
           <input
             type="checkbox"
-            checked={lendDedicated}
-            onChange={(e) => setLendDedicated(e.currentTarget.checked)}
+            checked={f.lend_dedicated}
+            onChange={(e) => set('lend_dedicated')(e.currentTarget.checked)}
           />
           Lend idle dedicated capacity
         </label>
@@ -278,7 +278,7 @@ function QuotaForm({ team, q, onClose, onDone }) {
         </button>
       </div>
       <ErrorNote error={act.error} />
-    </form>
+    </ActionForm>
   );
 }
 
@@ -292,40 +292,30 @@ function ProjectsPanel({ team, quota, projects, manage, onDone }) {
   return (
     <section class="panel" data-testid="team-projects" aria-labelledby="projects-h">
       <h2 id="projects-h">Projects</h2>
-      <ErrorNote error={projects.error} />
-      {projects.loading && !projects.data && <Loading />}
-      {projects.data && !list.length && <Empty>No projects yet.</Empty>}
-      {list.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th>Project</th>
-              <th>Share of the guarantee</th>
-              <th>Created</th>
-              {manage && <th>Change split</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((p) => (
-              <tr key={p.name} data-testid={`project-${p.name}`}>
-                <td>{p.name}</td>
-                <td>{fmtGpuMap(split.get(p.name) ?? p.guaranteed)}</td>
-                <td>{fmtTime(p.created_at)}</td>
-                {manage && (
-                  <td>
-                    <SplitForm
-                      team={team}
-                      project={p.name}
-                      current={split.get(p.name) ?? p.guaranteed}
-                      onDone={onDone}
-                    />
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={projects}
+        rows={list}
+        loading
+        empty="No projects yet."
+        cols={['Project', 'Share of the guarantee', 'Created', manage && 'Change split']}
+        row={(p) => (
+          <tr key={p.name} data-testid={`project-${p.name}`}>
+            <td>{p.name}</td>
+            <td>{fmtGpuMap(split.get(p.name) ?? p.guaranteed)}</td>
+            <td>{fmtTime(p.created_at)}</td>
+            {manage && (
+              <td>
+                <SplitForm
+                  team={team}
+                  project={p.name}
+                  current={split.get(p.name) ?? p.guaranteed}
+                  onDone={onDone}
+                />
+              </td>
+            )}
+          </tr>
+        )}
+      />
       {manage && <CreateProject team={team} onDone={onDone} />}
     </section>
   );
@@ -335,17 +325,15 @@ function SplitForm({ team, project, current, onDone }) {
   const [text, setText] = useState(fmtGpuMap(current).replace('—', ''));
   const act = useAction(onDone);
   return (
-    <form
+    <ActionForm
+      act={act}
+      run={() =>
+        api.put(
+          `/teams/${encodeURIComponent(team)}/projects/${encodeURIComponent(project)}/quota`,
+          { guaranteed: parseGpuMap(text) },
+        )
+      }
       class="inline"
-      onSubmit={(e) => {
-        e.preventDefault();
-        act.run(() =>
-          api.put(
-            `/teams/${encodeURIComponent(team)}/projects/${encodeURIComponent(project)}/quota`,
-            { guaranteed: parseGpuMap(text) },
-          ),
-        );
-      }}
     >
       <TextInput
         aria-label={`Guaranteed GPUs for project ${project}`}
@@ -357,7 +345,7 @@ function SplitForm({ team, project, current, onDone }) {
         Set
       </button>
       <ErrorNote error={act.error} />
-    </form>
+    </ActionForm>
   );
 }
 
@@ -380,66 +368,46 @@ function MembersPanel({ team, members, manage }) {
   return (
     <section class="panel" data-testid="team-members" aria-labelledby="members-h">
       <h2 id="members-h">Members</h2>
-      <ErrorNote error={members.error} />
-      {members.loading && !members.data && <Loading />}
-      {members.data && !members.data.length && <Empty>No members.</Empty>}
-      {members.data && members.data.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th>User</th>
-              <th>Role</th>
-              <th>Kind</th>
-              <th>Source</th>
-              {manage && <th>Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {members.data.map((m) => (
-              <tr key={m.user} data-testid={`member-${m.user}`}>
-                <td>{m.user}</td>
-                <td>
-                  {manage ? (
-                    <select
-                      aria-label={`Role of ${m.user}`}
-                      value={m.role}
-                      disabled={act.busy}
-                      onChange={(e) => {
-                        const role = e.currentTarget.value;
-                        act.run(() => api.put(base + encodeURIComponent(m.user), { role }));
-                      }}
-                    >
-                      {ROLES.map((r) => (
-                        <option value={r}>{r}</option>
-                      ))}
-                    </select>
-                  ) : (
-                    m.role
-                  )}
-                </td>
-                <td>{m.kind}</td>
-                <td>{m.source}</td>
-                {manage && (
-                  <td>
-                    <button
-                      type="button"
-                      class="danger"
-                      disabled={act.busy}
-                      onClick={() => {
-                        if (confirm(`Remove ${m.user} from ${team}?`)) {
-                          act.run(() => api.del(base + encodeURIComponent(m.user)));
-                        }
-                      }}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        res={members}
+        loading
+        empty="No members."
+        cols={['User', 'Role', 'Kind', 'Source', manage && 'Actions']}
+        row={(m) => (
+          <tr key={m.user} data-testid={`member-${m.user}`}>
+            <td>{m.user}</td>
+            <td>
+              {manage ? (
+                <Select
+                  aria-label={`Role of ${m.user}`}
+                  value={m.role}
+                  disabled={act.busy}
+                  set={(role) =>
+                    act.run(() => api.put(base + encodeURIComponent(m.user), { role }))
+                  }
+                  options={ROLES}
+                />
+              ) : (
+                m.role
+              )}
+            </td>
+            <td>{m.kind}</td>
+            <td>{m.source}</td>
+            {manage && (
+              <td>
+                <ActionButton
+                  act={act}
+                  class="danger"
+                  confirm={`Remove ${m.user} from ${team}?`}
+                  run={() => api.del(base + encodeURIComponent(m.user))}
+                >
+                  Remove
+                </ActionButton>
+              </td>
+            )}
+          </tr>
+        )}
+      />
       <ErrorNote error={act.error} />
       {manage && <AddMember base={base} onDone={members.reload} />}
     </section>
@@ -454,29 +422,19 @@ function AddMember({ base, onDone }) {
     onDone();
   });
   return (
-    <form
+    <ActionForm
+      act={act}
+      run={() => api.put(base + encodeURIComponent(user.trim()), { role })}
       class="row add-member"
       data-testid="add-member-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        act.run(() => api.put(base + encodeURIComponent(user.trim()), { role }));
-      }}
     >
-      <Field label="User">
-        <TextInput name="user" value={user} set={setUser} required />
-      </Field>
-      <Field label="Role">
-        <select name="role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
-          {ROLES.map((r) => (
-            <option value={r}>{r}</option>
-          ))}
-        </select>
-      </Field>
+      <InputField label="User" name="user" value={user} set={setUser} required />
+      <SelectField label="Role" name="role" value={role} set={setRole} options={ROLES} />
       <button type="submit" disabled={act.busy}>
         Add member
       </button>
       <ErrorNote error={act.error} />
-    </form>
+    </ActionForm>
   );
 }
 

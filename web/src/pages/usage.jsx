@@ -4,7 +4,8 @@ import { useMemo, useState } from 'preact/hooks';
 import { query } from '../api.js';
 import { useResource } from '../live.js';
 import { fmtHours, fmtPercent, fmtTime, since, teamColor } from '../format.js';
-import { ErrorNote, Loading, Empty, Field, TextInput } from '../components/ui.jsx';
+import { ErrorNote, Loading, Empty, InputField, SelectField } from '../components/ui.jsx';
+import { Table } from '../components/table.jsx';
 import { UPlotChart } from '../components/uplot-chart.jsx';
 import './usage.css';
 
@@ -13,6 +14,12 @@ const WINDOWS = [
   ['7d', 'Last 7 days', 7 * 24 * 3600e3],
   ['30d', 'Last 30 days', 30 * 24 * 3600e3],
   ['custom', 'Custom', 0],
+];
+
+const GROUPINGS = [
+  ['team', 'Team'],
+  ['project', 'Project'],
+  ['user', 'User'],
 ];
 
 // The series endpoint buckets by `step`; about 24..720 buckets keeps the chart readable.
@@ -57,33 +64,22 @@ export function UsagePage() {
     <section class="usage-page">
       <h1>Usage</h1>
       <div class="panel row usage-controls">
-        <Field label="Group by">
-          <select
-            data-testid="usage-by"
-            name="by"
-            value={by}
-            onChange={(e) => setBy(e.currentTarget.value)}
-          >
-            <option value="team">Team</option>
-            <option value="project">Project</option>
-            <option value="user">User</option>
-          </select>
-        </Field>
-        <Field label="Window">
-          <select
-            data-testid="usage-window"
-            name="window"
-            value={win.kind}
-            onChange={(e) => {
-              const kind = e.currentTarget.value;
-              setWin(kind === 'custom' ? { ...win, kind } : windowFor(kind));
-            }}
-          >
-            {WINDOWS.map(([k, label]) => (
-              <option value={k}>{label}</option>
-            ))}
-          </select>
-        </Field>
+        <SelectField
+          label="Group by"
+          data-testid="usage-by"
+          name="by"
+          value={by}
+          set={setBy}
+          options={GROUPINGS}
+        />
+        <SelectField
+          label="Window"
+          data-testid="usage-window"
+          name="window"
+          value={win.kind}
+          set={(kind) => setWin(kind === 'custom' ? { ...win, kind } : windowFor(kind))}
+          options={WINDOWS.map(([k, label]) => [k, label])}
+        />
         {win.kind === 'custom' && <CustomWindow win={win} onChange={setWin} />}
         {win.kind !== 'custom' && (
           <button type="button" class="secondary" onClick={() => setWin(windowFor(win.kind))}>
@@ -145,12 +141,8 @@ function CustomWindow({ win, onChange }) {
         onChange({ kind: 'custom', from: f, to: t });
       }}
     >
-      <Field label="From">
-        <TextInput type="datetime-local" name="from" value={from} set={setFrom} />
-      </Field>
-      <Field label="To">
-        <TextInput type="datetime-local" name="to" value={to} set={setTo} />
-      </Field>
+      <InputField label="From" type="datetime-local" name="from" value={from} set={setFrom} />
+      <InputField label="To" type="datetime-local" name="to" value={to} set={setTo} />
       <button type="submit">Show</button>
       <ErrorNote error={error} />
     </form>
@@ -223,70 +215,59 @@ function TotalsTable({ report }) {
   const rows = report.rows ?? [];
   if (!rows.length) return <Empty>No GPU time in this window.</Empty>;
   return (
-    <table data-testid="usage-table">
-      <thead>
-        <tr>
-          <th>{report.by}</th>
-          <th class="num">Allocated GPU-h</th>
-          <th class="num">Measured GPU-h</th>
-          <th class="num">Used GPU-h</th>
-          <th class="num">Efficiency</th>
-          <th class="num">Idle GPU-h (&lt;{report.idle_below_percent}%)</th>
-          <th class="num">Peak GPUs</th>
-          <th class="num">Cost</th>
+    <Table
+      testid="usage-table"
+      cols={[
+        report.by,
+        ...[
+          'Allocated GPU-h',
+          'Measured GPU-h',
+          'Used GPU-h',
+          'Efficiency',
+          `Idle GPU-h (<${report.idle_below_percent}%)`,
+          'Peak GPUs',
+          'Cost',
+        ].map((c) => [c, 'num']),
+      ]}
+      rows={rows}
+      row={(r) => (
+        <tr key={r.name}>
+          <td>{r.name}</td>
+          <td class="num">{fmtHours(r.gpu_hours_allocated)}</td>
+          <td class="num">{fmtHours(r.gpu_hours_measured)}</td>
+          <td class="num">{fmtHours(r.gpu_hours_used)}</td>
+          <td class="num">{fmtPercent(r.efficiency)}</td>
+          <td class="num">{fmtHours(r.idle_gpu_hours)}</td>
+          <td class="num">{r.peak_gpus ?? '—'}</td>
+          <td class="num">{r.cost === null || r.cost === undefined ? '—' : r.cost.toFixed(2)}</td>
         </tr>
-      </thead>
-      <tbody>
-        {rows.map((r) => (
-          <tr key={r.name}>
-            <td>{r.name}</td>
-            <td class="num">{fmtHours(r.gpu_hours_allocated)}</td>
-            <td class="num">{fmtHours(r.gpu_hours_measured)}</td>
-            <td class="num">{fmtHours(r.gpu_hours_used)}</td>
-            <td class="num">{fmtPercent(r.efficiency)}</td>
-            <td class="num">{fmtHours(r.idle_gpu_hours)}</td>
-            <td class="num">{r.peak_gpus ?? '—'}</td>
-            <td class="num">{r.cost === null || r.cost === undefined ? '—' : r.cost.toFixed(2)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      )}
+    />
   );
 }
 
 function IdleTable({ rows }) {
   if (!rows.length) return <Empty>No allocation is idle now.</Empty>;
   return (
-    <table data-testid="usage-idle">
-      <thead>
-        <tr>
-          <th>Job</th>
-          <th>Team</th>
-          <th>Project</th>
-          <th>User</th>
-          <th>Host</th>
-          <th class="num">GPUs</th>
-          <th>Idle for</th>
-          <th>Reclaimed at</th>
+    <Table
+      testid="usage-idle"
+      cols={['Job', 'Team', 'Project', 'User', 'Host', ['GPUs', 'num'], 'Idle for', 'Reclaimed at']}
+      rows={rows}
+      row={(a) => (
+        <tr key={a.job}>
+          <td>
+            <a href={`/work/${a.job}`}>{a.job}</a>
+          </td>
+          <td>{a.team}</td>
+          <td>{a.project ?? '—'}</td>
+          <td>{a.user}</td>
+          <td>{a.host}</td>
+          <td class="num">{a.gpus}</td>
+          <td title={fmtTime(a.idle_since)}>{since(a.idle_since)}</td>
+          <td>{a.reclaim_at ? fmtTime(a.reclaim_at) : 'not reclaimed (notify)'}</td>
         </tr>
-      </thead>
-      <tbody>
-        {rows.map((a) => (
-          <tr key={a.job}>
-            <td>
-              <a href={`/work/${a.job}`}>{a.job}</a>
-            </td>
-            <td>{a.team}</td>
-            <td>{a.project ?? '—'}</td>
-            <td>{a.user}</td>
-            <td>{a.host}</td>
-            <td class="num">{a.gpus}</td>
-            <td title={fmtTime(a.idle_since)}>{since(a.idle_since)}</td>
-            <td>{a.reclaim_at ? fmtTime(a.reclaim_at) : 'not reclaimed (notify)'}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      )}
+    />
   );
 }
 

@@ -3,11 +3,35 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiError } from '../api.js';
 import { useResource } from '../live.js';
-import { useSession, teamNames, canSubmit, canManageTeam, isAdmin } from '../session.js';
+import {
+  useSession,
+  useTeamChoices,
+  submittableTeams,
+  canSubmit,
+  canManageTeam,
+  isAdmin,
+} from '../session.js';
 import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
-import { ErrorNote, Loading, Empty, StateBadge, Field } from '../components/ui.jsx';
+import {
+  ErrorNote,
+  Loading,
+  StateBadge,
+  Checkbox,
+  InputField,
+  SelectField,
+} from '../components/ui.jsx';
+import { useAction, ActionForm } from '../components/action.jsx';
+import { Table } from '../components/table.jsx';
+import { fieldErrors, binder, scaled } from '../components/form-fields.jsx';
 import { splitCommand } from '../components/shellwords.js';
-import { GpuAmountFields } from '../components/gpu-amount-fields.jsx';
+import {
+  GpuAmountFields,
+  CpuField,
+  NumberField,
+  TeamField,
+  ProjectField,
+  gpuAmount,
+} from '../components/work-fields.jsx';
 import { SessionsPanel } from '../components/sessions-panel.jsx';
 import './work.css';
 
@@ -28,7 +52,7 @@ function WorkList() {
   const [allTeam, setAllTeam] = useState(false);
   const jobs = useResource('/jobs?limit=1000', ['jobs']);
   const list = (jobs.data ?? []).filter((j) => allTeam || j.user === me.name);
-  const submittable = teamNames(me).filter((t) => canSubmit(me, t));
+  const submittable = submittableTeams(me);
 
   return (
     <section class="work">
@@ -41,15 +65,9 @@ function WorkList() {
       <SessionsPanel />
       <div class="row work-head">
         <h2>{allTeam ? "My teams' jobs" : 'My jobs'}</h2>
-        <label class="inline">
-          <input
-            type="checkbox"
-            name="all_team"
-            checked={allTeam}
-            onChange={(e) => setAllTeam(e.currentTarget.checked)}
-          />{' '}
+        <Checkbox name="all_team" checked={allTeam} set={setAllTeam}>
           all my team's jobs
-        </label>
+        </Checkbox>
       </div>
       <ErrorNote error={jobs.error} />
       {jobs.loading && !jobs.data ? (
@@ -63,52 +81,44 @@ function WorkList() {
 
 function JobsTable({ jobs, showUser }) {
   return (
-    <table data-testid="my-jobs">
-      <thead>
-        <tr>
-          <th>Job</th>
-          <th>Name</th>
-          <th>Team</th>
-          {showUser && <th>User</th>}
-          <th>State</th>
-          <th>GPUs</th>
-          <th>Host</th>
-          <th>Submitted</th>
-          <th>Ran</th>
-          <th>Reason</th>
+    <Table
+      testid="my-jobs"
+      cols={[
+        'Job',
+        'Name',
+        'Team',
+        showUser && 'User',
+        'State',
+        'GPUs',
+        'Host',
+        'Submitted',
+        'Ran',
+        'Reason',
+      ]}
+      rows={jobs}
+      empty="No jobs."
+      row={(j) => (
+        <tr key={j.id} data-testid={`job-${j.id}`}>
+          <td>
+            <a href={`/work/${j.id}`}>{j.id}</a>
+          </td>
+          <td>{j.name}</td>
+          <td>
+            {j.team}
+            {j.project ? ` / ${j.project}` : ''}
+          </td>
+          {showUser && <td>{j.user}</td>}
+          <td>
+            <StateBadge state={j.state} />
+          </td>
+          <td>{fmtGpus(j)}</td>
+          <td>{j.host ?? '—'}</td>
+          <td title={fmtTime(j.submitted_at)}>{since(j.submitted_at)} ago</td>
+          <td>{runTime(j)}</td>
+          <td class="reason">{j.reason ?? ''}</td>
         </tr>
-      </thead>
-      <tbody>
-        {jobs.length === 0 && (
-          <tr>
-            <td colSpan={showUser ? 10 : 9} class="empty">
-              No jobs.
-            </td>
-          </tr>
-        )}
-        {jobs.map((j) => (
-          <tr key={j.id} data-testid={`job-${j.id}`}>
-            <td>
-              <a href={`/work/${j.id}`}>{j.id}</a>
-            </td>
-            <td>{j.name}</td>
-            <td>
-              {j.team}
-              {j.project ? ` / ${j.project}` : ''}
-            </td>
-            {showUser && <td>{j.user}</td>}
-            <td>
-              <StateBadge state={j.state} />
-            </td>
-            <td>{fmtGpus(j)}</td>
-            <td>{j.host ?? '—'}</td>
-            <td title={fmtTime(j.submitted_at)}>{since(j.submitted_at)} ago</td>
-            <td>{runTime(j)}</td>
-            <td class="reason">{j.reason ?? ''}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      )}
+    />
   );
 }
 
@@ -140,10 +150,9 @@ function LaunchForm() {
   const { me } = useSession();
   const { route } = useLocation();
   const admin = isAdmin(me);
-  const myTeams = teamNames(me).filter((t) => canSubmit(me, t));
+  const myTeams = submittableTeams(me);
   // Platform admins may submit for any team; everyone else for their own.
-  const allTeams = useResource(admin ? '/teams' : null, ['teams']);
-  const teams = admin ? (allTeams.data ?? []).map((t) => t.name) : myTeams;
+  const teams = useTeamChoices(me, myTeams);
   const projects = useResource('/projects', ['teams']);
   const hosts = useResource('/hosts', ['hosts']);
 
@@ -162,12 +171,8 @@ function LaunchForm() {
     preemptible: false,
     contour: '',
   });
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const set = (k) => (e) => {
-    const t = e.currentTarget;
-    setF((prev) => ({ ...prev, [k]: t.type === 'checkbox' ? t.checked : t.value }));
-  };
+  const act = useAction((job) => route(`/work/${job.id}`));
+  const set = (k) => (v) => setF((prev) => ({ ...prev, [k]: v }));
   const team = f.team || teams[0] || '';
 
   const models = useMemo(() => {
@@ -185,6 +190,8 @@ function LaunchForm() {
   // Where launch profiles (issue 8) will slot in: a profile will pre-fill `f` from the profiles
   // the user may use, before the user's own edits. There are none yet, so nothing is applied.
 
+  // Refuses a command it cannot split as the server would a bad field; called inside the action,
+  // so that the error shows on the field.
   function body() {
     let command;
     try {
@@ -201,22 +208,10 @@ function LaunchForm() {
     if (f.name.trim()) b.name = f.name.trim();
     if (team) b.team = team;
     if (f.project) b.project = f.project;
-    if (f.gpu_fraction) {
-      b.gpus = 1;
-      b.gpu_milli = Number(f.gpu_fraction);
-    } else if (f.gpus !== '') {
-      // Sent as typed when not a number: the server names the field in its answer.
-      b.gpus = /^\d+$/.test(f.gpus.trim()) ? Number(f.gpus) : f.gpus;
-    }
+    Object.assign(b, gpuAmount(f.gpus, f.gpu_fraction));
     if (f.gpu_model) b.gpu_model = f.gpu_model;
-    if (f.cpus !== '') {
-      const n = Number(f.cpus);
-      b.cpu_millis = Number.isFinite(n) ? Math.round(n * 1000) : f.cpus;
-    }
-    if (f.memory_gib !== '') {
-      const n = Number(f.memory_gib);
-      b.memory_mib = Number.isFinite(n) ? Math.round(n * 1024) : f.memory_gib;
-    }
+    if (f.cpus !== '') b.cpu_millis = scaled(f.cpus, 1000);
+    if (f.memory_gib !== '') b.memory_mib = scaled(f.memory_gib, 1024);
     if (f.max_runtime.trim()) b.max_runtime = f.max_runtime.trim();
     if (f.priority !== '' && f.priority !== '0') {
       const n = Number(f.priority);
@@ -227,198 +222,79 @@ function LaunchForm() {
     return b;
   }
 
-  async function submit(ev) {
-    ev.preventDefault();
-    setError(null);
-    setBusy(true);
-    try {
-      const job = await api.post('/jobs', body());
-      route(`/work/${job.id}`);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  const errField = error?.field ? (FIELD_OF[error.field] ?? error.field) : null;
-  const fieldError = (name) =>
-    errField === name ? (
-      <small class="error" id={`err-${name}`} role="alert">
-        {error.message}
-      </small>
-    ) : null;
-  const aria = (name) =>
-    errField === name ? { 'aria-invalid': 'true', 'aria-describedby': `err-${name}` } : {};
+  const launch = () => api.post('/jobs', body());
+  const errors = fieldErrors(act.error, FIELD_OF);
+  const bind = binder(f, set, errors);
 
   return (
-    <form class="panel launch" data-testid="launch-form" onSubmit={submit} noValidate>
+    <ActionForm act={act} run={launch} class="panel launch" data-testid="launch-form" noValidate>
       <h2>Launch a job</h2>
-      <Field label="Command">
-        <input
-          name="command"
-          value={f.command}
-          onInput={set('command')}
-          placeholder={'python train.py --lr 3e-4 --note "first run"'}
-          required
-          autoComplete="off"
-          spellCheck={false}
-          {...aria('command')}
-        />
-        {fieldError('command')}
-      </Field>
+      <InputField
+        {...bind('command')}
+        label="Command"
+        placeholder={'python train.py --lr 3e-4 --note "first run"'}
+        required
+        autoComplete="off"
+        spellCheck={false}
+      />
       <div class="row">
-        {(teams.length > 1 || admin) && (
-          <Field label="Team">
-            <select name="team" value={team} onChange={set('team')} {...aria('team')}>
-              {teams.map((t) => (
-                <option value={t}>{t}</option>
-              ))}
-            </select>
-            {fieldError('team')}
-          </Field>
-        )}
-        <Field label="Project">
-          <select name="project" value={f.project} onChange={set('project')} {...aria('project')}>
-            <option value="">(none)</option>
-            {teamProjects.map((p) => (
-              <option value={p.name}>{p.name}</option>
-            ))}
-          </select>
-          {fieldError('project')}
-        </Field>
-        <Field label="Name">
-          <input name="name" value={f.name} onInput={set('name')} {...aria('name')} />
-          {fieldError('name')}
-        </Field>
+        <TeamField bind={bind} value={team} teams={teams} admin={admin} />
+        <ProjectField bind={bind} projects={teamProjects} />
+        <InputField {...bind('name')} label="Name" />
       </div>
       <div class="row">
-        <GpuAmountFields
-          gpus={f.gpus}
-          fraction={f.gpu_fraction}
-          onGpus={set('gpus')}
-          onFraction={set('gpu_fraction')}
-          aria={aria}
-          fieldError={fieldError}
+        <GpuAmountFields bind={bind} />
+        <SelectField {...bind('gpu_model')} label="GPU model" options={[['', 'any'], ...models]} />
+        <CpuField {...bind('cpus')} placeholder="no limit" />
+        <NumberField
+          {...bind('memory_gib')}
+          label="Memory (GiB)"
+          step="0.5"
+          placeholder="no limit"
         />
-        <Field label="GPU model">
-          <select
-            name="gpu_model"
-            value={f.gpu_model}
-            onChange={set('gpu_model')}
-            {...aria('gpu_model')}
-          >
-            <option value="">any</option>
-            {models.map((m) => (
-              <option value={m}>{m}</option>
-            ))}
-          </select>
-          {fieldError('gpu_model')}
-        </Field>
-        <Field label="CPU cores">
-          <input
-            name="cpus"
-            type="number"
-            min="0"
-            step="0.25"
-            class="short"
-            value={f.cpus}
-            onInput={set('cpus')}
-            placeholder="no limit"
-            {...aria('cpus')}
-          />
-          {fieldError('cpus')}
-        </Field>
-        <Field label="Memory (GiB)">
-          <input
-            name="memory_gib"
-            type="number"
-            min="0"
-            step="0.5"
-            class="short"
-            value={f.memory_gib}
-            onInput={set('memory_gib')}
-            placeholder="no limit"
-            {...aria('memory_gib')}
-          />
-          {fieldError('memory_gib')}
-        </Field>
       </div>
       <div class="row">
-        <Field label="Max runtime">
-          <input
-            name="max_runtime"
-            class="short"
-            value={f.max_runtime}
-            onInput={set('max_runtime')}
-            placeholder="e.g. 2h"
-            {...aria('max_runtime')}
-          />
-          {fieldError('max_runtime')}
-        </Field>
-        <Field label="Priority">
-          <input
-            name="priority"
-            type="number"
-            min="-1000"
-            max="1000"
-            class="short"
-            value={f.priority}
-            onInput={set('priority')}
-            {...aria('priority')}
-          />
-          {fieldError('priority')}
-        </Field>
-        <Field label="Contour">
-          <select name="contour" value={f.contour} onChange={set('contour')} {...aria('contour')}>
-            <option value="">default</option>
-            {contours.map((c) => (
-              <option value={c}>{c}</option>
-            ))}
-          </select>
-          {fieldError('contour')}
-        </Field>
-        <label class="inline check">
-          <input
-            type="checkbox"
-            name="preemptible"
-            checked={f.preemptible}
-            onChange={set('preemptible')}
-          />{' '}
+        <InputField
+          {...bind('max_runtime')}
+          label="Max runtime"
+          class="short"
+          placeholder="e.g. 2h"
+        />
+        <NumberField {...bind('priority')} label="Priority" min="-1000" max="1000" />
+        <SelectField
+          {...bind('contour')}
+          label="Contour"
+          options={[['', 'default'], ...contours]}
+        />
+        <Checkbox
+          cls="inline check"
+          name="preemptible"
+          checked={f.preemptible}
+          set={set('preemptible')}
+        >
           preemptible
-        </label>
-        <button type="submit" data-testid="launch-submit" disabled={busy}>
-          {busy ? 'Launching…' : 'Launch'}
+        </Checkbox>
+        <button type="submit" data-testid="launch-submit" disabled={act.busy}>
+          {act.busy ? 'Launching…' : 'Launch'}
         </button>
       </div>
-      {error && !errField && <ErrorNote error={error} />}
-      {error && errField && !FIELD_IN_FORM.has(errField) && <ErrorNote error={error} />}
-    </form>
+      {!errors.inForm && <ErrorNote error={act.error} />}
+    </ActionForm>
   );
 }
-
-const FIELD_IN_FORM = new Set(Object.values(FIELD_OF));
 
 function JobDetail({ id }) {
   const { me } = useSession();
   const job = useResource(`/jobs/${id}`, ['jobs']);
   const j = job.data;
   const explain = useResource(j && j.state === 'queued' ? `/jobs/${id}/explain` : null, ['jobs']);
-  const [cancelError, setCancelError] = useState(null);
-  const [cancelling, setCancelling] = useState(false);
+  const cancel = useAction();
 
-  async function cancel() {
+  async function cancelJob() {
     if (!window.confirm(`Cancel job ${id}${j.name ? ` (${j.name})` : ''}?`)) return;
-    setCancelError(null);
-    setCancelling(true);
-    try {
-      await api.post(`/jobs/${id}/cancel`);
-    } catch (e) {
-      setCancelError(e);
-    } finally {
-      setCancelling(false);
-      job.reload();
-    }
+    await cancel.run(() => api.post(`/jobs/${id}/cancel`));
+    // Refused or not, the job may have moved meanwhile.
+    job.reload();
   }
 
   if (job.error && !j) {
@@ -454,15 +330,15 @@ function JobDetail({ id }) {
             type="button"
             class="danger"
             data-testid="job-cancel"
-            onClick={cancel}
-            disabled={cancelling}
+            onClick={cancelJob}
+            disabled={cancel.busy}
           >
-            {cancelling ? 'Cancelling…' : 'Cancel job'}
+            {cancel.busy ? 'Cancelling…' : 'Cancel job'}
           </button>
         </p>
       )}
       {j.cancel_requested && !TERMINAL.has(j.state) && <p class="note">Cancel requested.</p>}
-      <ErrorNote error={cancelError} />
+      <ErrorNote error={cancel.error} />
       <dl class="job-fields">
         <Row k="Team" v={j.team} />
         <Row k="Project" v={j.project} />
