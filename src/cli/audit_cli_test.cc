@@ -1,17 +1,12 @@
 // `allot audit` and `allot audit export` against a fake API server.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/cli.h"
-#include "cli/fake_server.h"
-#include "common/time_format.h"
+#include "cli/cli_fixture.h"
 
 namespace allot::cli {
 namespace {
@@ -19,7 +14,6 @@ namespace {
 using nlohmann::json;
 using testing::FakeRequest;
 using testing::FakeResponse;
-using testing::FakeServer;
 using testing::jsonReply;
 
 json entry(int64_t id, const std::string& actor) {
@@ -54,35 +48,9 @@ FakeResponse api(const FakeRequest& r) {
   return jsonReply(404, R"({"error":{"code":"not_found","message":"no such endpoint"}})");
 }
 
-class AuditCliTest : public ::testing::Test {
+class AuditCliTest : public testing::CliFixture {
  protected:
-  AuditCliTest() : server_(api), clock_(*parseTime("2026-11-30T12:00:00Z", 0)) {}
-
-  void SetUp() override {
-    char tmpl[] = "/tmp/allot_audit_cli_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    home_ = tmpl;
-    vars_ = {{"HOME", home_}, {"ALLOT_SERVER", server_.url()}, {"ALLOT_TOKEN", "tok_x"}};
-  }
-  void TearDown() override { std::filesystem::remove_all(home_); }
-
-  int run(std::vector<std::string> args) {
-    out_.str("");
-    err_.str("");
-    std::istringstream in;
-    auto env = [this](const std::string& name) -> std::optional<std::string> {
-      auto it = vars_.find(name);
-      if (it == vars_.end()) return std::nullopt;
-      return it->second;
-    };
-    return runWith(args, env, in, out_, err_, clock_);
-  }
-
-  FakeServer server_;
-  FakeClock clock_;
-  std::string home_;
-  std::map<std::string, std::string> vars_;
-  std::ostringstream out_, err_;
+  AuditCliTest() : CliFixture(api, "tok_x") {}
 };
 
 TEST_F(AuditCliTest, ListSendsTheFiltersAndPrintsATable) {

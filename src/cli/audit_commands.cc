@@ -40,24 +40,16 @@ int listAudit(Context& ctx, const AuditOpts& o) {
   auto query = filterQuery(o, ctx.now());
   if (!query.ok()) return ctx.usageError(query.status());
   if (o.limit != 0) *query += "&limit=" + std::to_string(o.limit);
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
   std::string path = "/audit";
   if (!query->empty()) path += "?" + query->substr(1);
-  auto entries = (*api)->get(path);
-  if (!entries.ok()) return ctx.fail(entries.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*entries);
-  Table table({"TIME", "ACTOR", "ADDRESS", "ACTION", "OBJECT", "STATUS"});
-  for (const auto& e : *entries) {
-    table.addRow({text(e, "at"), text(e, "actor"), text(e, "address"), text(e, "action"),
-                  text(e, "object"), std::to_string(e.value("status", 0))});
-  }
-  if (table.empty()) {
-    ctx.out() << "No audit entries.\n";
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get(path), [&](const json& entries) {
+    Table table({"TIME", "ACTOR", "ADDRESS", "ACTION", "OBJECT", "STATUS"});
+    for (const auto& e : entries) {
+      table.addRow({text(e, "at"), text(e, "actor"), text(e, "address"), text(e, "action"),
+                    text(e, "object"), std::to_string(e.value("status", 0))});
+    }
+    ctx.out() << (table.empty() ? "No audit entries.\n" : table.render());
+  });
 }
 
 int exportAudit(Context& ctx, const AuditOpts& o) {

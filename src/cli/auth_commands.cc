@@ -106,17 +106,13 @@ int login(Context& ctx, const LoginOpts& o) {
 }
 
 int whoami(Context& ctx) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto who = (*api)->get("/whoami");
-  if (!who.ok()) return ctx.fail(who.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*who);
-  Details d;
-  d.add("name", text(*who, "name"));
-  d.add("roles", rolesSummary(*who));
-  d.add("server", (*api)->serverUrl());
-  ctx.out() << d.render();
-  return 0;
+  return ctx.printReply(ctx.get("/whoami"), [&](const json& who) {
+    Details d;
+    d.add("name", text(who, "name"));
+    d.add("roles", rolesSummary(who));
+    d.add("server", ctx.serverUrl());
+    ctx.out() << d.render();
+  });
 }
 
 }  // namespace

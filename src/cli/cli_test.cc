@@ -8,12 +8,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/fake_server.h"
-#include "common/time_format.h"
+#include "cli/cli_fixture.h"
 
 namespace allot::cli {
 namespace {
@@ -291,35 +289,9 @@ FakeResponse api(const FakeRequest& r) {
   return jsonReply(404, R"({"error":{"code":"not_found","message":"no such route"}})");
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public testing::CliFixture {
  protected:
-  CliTest() : server_(api), clock_(*parseTime("2026-11-30T12:00:00Z", 0)) {}
-
-  void SetUp() override {
-    char tmpl[] = "/tmp/allot_cli_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    home_ = tmpl;
-    vars_ = {{"HOME", home_}, {"ALLOT_SERVER", server_.url()}, {"ALLOT_TOKEN", kToken}};
-  }
-  void TearDown() override { std::filesystem::remove_all(home_); }
-
-  int run(std::vector<std::string> args, std::string stdinText = "") {
-    out_.str("");
-    err_.str("");
-    std::istringstream in(stdinText);
-    auto env = [this](const std::string& name) -> std::optional<std::string> {
-      auto it = vars_.find(name);
-      if (it == vars_.end() || it->second.empty()) return std::nullopt;
-      return it->second;
-    };
-    return runWith(args, env, in, out_, err_, clock_);
-  }
-
-  FakeServer server_;
-  FakeClock clock_;
-  std::string home_;
-  std::map<std::string, std::string> vars_;
-  std::ostringstream out_, err_;
+  CliTest() : CliFixture(api, kToken) {}
 };
 
 TEST_F(CliTest, SshKeyAddSendsThePublicKeyAndNeverAPrivateOne) {

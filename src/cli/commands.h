@@ -3,10 +3,18 @@
 // chosen command records its action on the Context, and cli.cc runs it after parsing succeeds.
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "cli/context.h"
 
 namespace allot::cli {
+
+// A noun's command (`allot token`): it does nothing itself, so one of its subcommands must follow.
+inline CLI::App* addGroup(CLI::App& parent, const std::string& name, const std::string& help) {
+  auto* group = parent.add_subcommand(name, help);
+  group->require_subcommand(1);
+  return group;
+}
 
 void addAuthCommands(CLI::App& app, Context& ctx);    // login, whoami
 void addOrgCommands(CLI::App& app, Context& ctx);     // team, user, project

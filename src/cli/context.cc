@@ -24,6 +24,32 @@ Result<ApiClient*> Context::api() {
   return api_.get();
 }
 
+Result<json> Context::request(const std::function<Result<json>(ApiClient&)>& call) {
+  auto client = api();
+  if (!client.ok()) return client.status();
+  return call(**client);
+}
+
+Result<json> Context::get(const std::string& path) {
+  return request([&](ApiClient& a) { return a.get(path); });
+}
+
+Result<json> Context::post(const std::string& path, const json& body) {
+  return request([&](ApiClient& a) { return a.post(path, body); });
+}
+
+Result<json> Context::put(const std::string& path, const json& body) {
+  return request([&](ApiClient& a) { return a.put(path, body); });
+}
+
+Result<json> Context::patch(const std::string& path, const json& body) {
+  return request([&](ApiClient& a) { return a.patch(path, body); });
+}
+
+Result<json> Context::del(const std::string& path) {
+  return request([&](ApiClient& a) { return a.del(path); });
+}
+
 int Context::fail(const Status& status) {
   err_ << "allot: " << status.message() << "\n";
   err_.flush();
@@ -46,6 +72,18 @@ int Context::printJson(const json& doc) {
   out_ << doc.dump(2) << "\n";
   out_.flush();
   return 0;
+}
+
+int Context::printReply(const Result<json>& reply, const std::function<void(const json&)>& print) {
+  if (!reply.ok()) return fail(reply.status());
+  if (jsonOutput()) return printJson(*reply);
+  print(*reply);
+  return 0;
+}
+
+int Context::printReplyLine(const Result<json>& reply,
+                            const std::function<std::string(const json&)>& line) {
+  return printReply(reply, [&](const json& doc) { out_ << line(doc) << "\n"; });
 }
 
 }  // namespace allot::cli

@@ -35,6 +35,16 @@ class Context {
   Result<Settings> settings();
   // The API client for the resolved server and token, made on first use.
   Result<ApiClient*> api();
+  // One request through api(): settings that make no client fail it like a refused request, so
+  // a command checks one Result.
+  Result<json> get(const std::string& path);
+  Result<json> post(const std::string& path, const json& body);
+  Result<json> put(const std::string& path, const json& body);
+  Result<json> patch(const std::string& path, const json& body);
+  Result<json> del(const std::string& path);
+  // The server's URL as the client reaches it; only once a request went through (the client
+  // exists then).
+  const std::string& serverUrl() const { return api_->serverUrl(); }
 
   std::istream& in() { return in_; }
   std::ostream& out() { return out_; }
@@ -49,6 +59,13 @@ class Context {
   int usageError(const Status& status);
   // Prints `doc` as pretty JSON; returns 0.
   int printJson(const json& doc);
+  // How most commands end: a failed request is fail()ed; under -o json the reply is printed as it
+  // came; else `print(reply)` writes the human form to out(). Returns 0 when the request went
+  // through. The human form is only made when it is shown.
+  int printReply(const Result<json>& reply, const std::function<void(const json&)>& print);
+  // The same for a human form of one line: `line(reply)`, to which the newline is added.
+  int printReplyLine(const Result<json>& reply,
+                     const std::function<std::string(const json&)>& line);
 
   // The command chosen on the command line; set by its CLI11 callback, run after parsing.
   void setAction(std::function<int()> action) { action_ = std::move(action); }
@@ -57,6 +74,8 @@ class Context {
   int runAction();
 
  private:
+  Result<json> request(const std::function<Result<json>(ApiClient&)>& call);
+
   EnvLookup env_;
   std::istream& in_;
   std::ostream& out_;

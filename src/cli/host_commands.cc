@@ -86,28 +86,23 @@ std::string leaseText(const json& h, bool full) {
 }
 
 int hostList(Context& ctx) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto hosts = (*api)->get("/hosts");
-  if (!hosts.ok()) return ctx.fail(hosts.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*hosts);
-  Table table({"NAME", "STATE", "ADMIN", "POOL", "CONTOUR", "LEASE", "GPUS", "DRIVER", "CUDA",
-               "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
-  for (const auto& h : *hosts) {
-    table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
-                  text(h, "pool", "shared"), text(h, "contour"), leaseText(h, false), gpuSummary(h),
-                  text(h, "driver_version"), text(h, "cuda_version"), providerText(h),
-                  text(h, "cpus"), memoryText(h, "memory_mib"), text(h, "agent_version"),
-                  relativeTime(text(h, "last_seen_at", ""), ctx.now())});
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/hosts"), [&](const json& hosts) {
+    Table table({"NAME", "STATE", "ADMIN", "POOL", "CONTOUR", "LEASE", "GPUS", "DRIVER", "CUDA",
+                 "PROVIDER", "CPUS", "MEMORY", "AGENT", "LAST SEEN"});
+    for (const auto& h : hosts) {
+      table.addRow({text(h, "name"), text(h, "state"), text(h, "admin_state", "available"),
+                    text(h, "pool", "shared"), text(h, "contour"), leaseText(h, false),
+                    gpuSummary(h), text(h, "driver_version"), text(h, "cuda_version"),
+                    providerText(h), text(h, "cpus"), memoryText(h, "memory_mib"),
+                    text(h, "agent_version"),
+                    relativeTime(text(h, "last_seen_at", ""), ctx.now())});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int hostShow(Context& ctx, const HostOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->get("/hosts/" + urlEncode(o.name));
+  auto host = ctx.get("/hosts/" + urlEncode(o.name));
   if (!host.ok()) return ctx.fail(host.status());
   if (ctx.jsonOutput()) return ctx.printJson(*host);
   const json& h = *host;
@@ -183,30 +178,21 @@ int hostShow(Context& ctx, const HostOpts& o) {
 }
 
 int dedicate(Context& ctx, const HostOpts& o, const std::string& team) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/dedication",
-                          {{"team", team.empty() ? json(nullptr) : json(team)}});
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  if (team.empty()) {
-    ctx.out() << "Host " << o.name << " is back in the shared pool\n";
-  } else {
-    ctx.out() << "Host " << o.name << " is dedicated to team " << team
-              << "; other teams no longer see it\n";
-  }
-  return 0;
+  auto reply = ctx.put("/hosts/" + urlEncode(o.name) + "/dedication",
+                       {{"team", team.empty() ? json(nullptr) : json(team)}});
+  return ctx.printReplyLine(reply, [&](const json&) {
+    return team.empty() ? "Host " + o.name + " is back in the shared pool"
+                        : "Host " + o.name + " is dedicated to team " + team +
+                              "; other teams no longer see it";
+  });
 }
 
 int setContour(Context& ctx, const HostOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/contour", {{"contour", o.contour}});
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  ctx.out() << "Host " << o.name << " is in contour " << text(*host, "contour")
-            << "; it takes only work of that contour\n";
-  return 0;
+  auto reply = ctx.put("/hosts/" + urlEncode(o.name) + "/contour", {{"contour", o.contour}});
+  return ctx.printReplyLine(reply, [&](const json& host) {
+    return "Host " + o.name + " is in contour " + text(host, "contour") +
+           "; it takes only work of that contour";
+  });
 }
 
 int gpuSettings(Context& ctx, const HostOpts& o) {
@@ -218,19 +204,16 @@ int gpuSettings(Context& ctx, const HostOpts& o) {
   if (body.empty())
     return ctx.usageError(Status::InvalidArgument(
         "nothing to set: give --dedicate TEAM, --undedicate, --shared or --exclusive"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->put("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu), body);
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  for (const auto& g : host->value("gpus", json::array())) {
-    if (g.value("index", -1) != o.gpu) continue;
-    std::string team = text(g, "dedicated_to", "");
-    ctx.out() << "GPU " << o.gpu << " of host " << o.name << ": "
-              << (team.empty() ? "not dedicated" : "dedicated to team " + team) << ", "
-              << (isTrue(g, "shared") ? "shared" : "exclusive") << "\n";
-  }
-  return 0;
+  auto reply = ctx.put("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu), body);
+  return ctx.printReply(reply, [&](const json& host) {
+    for (const auto& g : host.value("gpus", json::array())) {
+      if (g.value("index", -1) != o.gpu) continue;
+      std::string team = text(g, "dedicated_to", "");
+      ctx.out() << "GPU " << o.gpu << " of host " << o.name << ": "
+                << (team.empty() ? "not dedicated" : "dedicated to team " + team) << ", "
+                << (isTrue(g, "shared") ? "shared" : "exclusive") << "\n";
+    }
+  });
 }
 
 // A number from a history point with `decimals` places, "-" when null.
@@ -246,31 +229,27 @@ int gpuHistory(Context& ctx, const HostOpts& o) {
   auto window = windowQuery(o.from, o.to, ctx.now());
   if (!window.ok()) return ctx.usageError(window.status());
   const std::string query = "?resolution=" + urlEncode(o.resolution) + *window;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto history = (*api)->get("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu) +
-                             "/history" + query);
-  if (!history.ok()) return ctx.fail(history.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*history);
-  Table table({"TIME", "SAMPLES", "UTIL %", "MEMORY", "TEMP C", "POWER W"});
-  for (const auto& p : history->value("points", json::array())) {
-    table.addRow({text(p, "at"), std::to_string(p.value("samples", int64_t{0})),
-                  pointNumber(p, "utilization_pct", 1), memoryText(p, "memory_max_mib"),
-                  pointNumber(p, "temperature_max_c", 0), pointNumber(p, "power_w", 0)});
-  }
-  ctx.out() << o.name << " GPU " << o.gpu << ", " << text(*history, "resolution") << " from "
-            << text(*history, "from") << " to " << text(*history, "to") << "\n";
-  if (!table.empty()) ctx.out() << table.render();
-  if (history->value("truncated", false))
-    ctx.out() << "(the first 10,000 points; narrow --from/--to or use --resolution hour)\n";
-  return 0;
+  auto reply = ctx.get("/hosts/" + urlEncode(o.name) + "/gpus/" + std::to_string(o.gpu) +
+                       "/history" + query);
+  return ctx.printReply(reply, [&](const json& history) {
+    Table table({"TIME", "SAMPLES", "UTIL %", "MEMORY", "TEMP C", "POWER W"});
+    for (const auto& p : history.value("points", json::array())) {
+      table.addRow({text(p, "at"), std::to_string(p.value("samples", int64_t{0})),
+                    pointNumber(p, "utilization_pct", 1), memoryText(p, "memory_max_mib"),
+                    pointNumber(p, "temperature_max_c", 0), pointNumber(p, "power_w", 0)});
+    }
+    ctx.out() << o.name << " GPU " << o.gpu << ", " << text(history, "resolution") << " from "
+              << text(history, "from") << " to " << text(history, "to") << "\n";
+    if (!table.empty()) ctx.out() << table.render();
+    if (history.value("truncated", false))
+      ctx.out() << "(the first 10,000 points; narrow --from/--to or use --resolution hour)\n";
+  });
 }
 
 }  // namespace
 
 void addHostCommands(CLI::App& app, Context& ctx) {
-  auto* host = app.add_subcommand("host", "GPU hosts: the shared pool and dedicated hosts");
-  host->require_subcommand(1);
+  auto* host = addGroup(app, "host", "GPU hosts: the shared pool and dedicated hosts");
   auto o = std::make_shared<HostOpts>();
 
   auto* list = host->add_subcommand("list", "List hosts");

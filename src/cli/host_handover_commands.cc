@@ -43,23 +43,21 @@ int handover(Context& ctx, const HandoverOpts& o, const char* action) {
     body["deadline"] = o.deadline;
   }
   if (!o.reason.empty()) body["reason"] = o.reason;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->post("/hosts/" + urlEncode(o.name) + "/" + action, body);
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  if (!o.gpus.empty()) {
-    ctx.out() << "Host " << o.name << ": GPUs " << o.gpus
-              << (o.team.empty() ? " returned to the host's pool" : " dedicated to team " + o.team)
-              << "\n";
-    return 0;
-  }
-  std::string to = text(*host, "handover_to", "");
-  ctx.out() << "Host " << o.name << ": " << text(*host, "admin_state") << ", handover to "
-            << (to.empty() ? text(*host, "pool", "shared") : to)
-            << "\n(drain, wipe, profile, health check; `allot host log " << o.name
-            << " --follow` shows it as it runs)\n";
-  return 0;
+  auto reply = ctx.post("/hosts/" + urlEncode(o.name) + "/" + action, body);
+  return ctx.printReply(reply, [&](const json& host) {
+    if (!o.gpus.empty()) {
+      ctx.out() << "Host " << o.name << ": GPUs " << o.gpus
+                << (o.team.empty() ? " returned to the host's pool"
+                                   : " dedicated to team " + o.team)
+                << "\n";
+      return;
+    }
+    std::string to = text(host, "handover_to", "");
+    ctx.out() << "Host " << o.name << ": " << text(host, "admin_state") << ", handover to "
+              << (to.empty() ? text(host, "pool", "shared") : to)
+              << "\n(drain, wipe, profile, health check; `allot host log " << o.name
+              << " --follow` shows it as it runs)\n";
+  });
 }
 
 }  // namespace

@@ -24,72 +24,53 @@ int createJoinToken(Context& ctx, const JoinOpts& o) {
     if (!ttl.ok()) return ctx.usageError(ttl.status().withContext("--ttl"));
     body["ttl"] = o.ttl;
   }
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto made = (*api)->post("/hosts/join-tokens", body);
-  if (!made.ok()) return ctx.fail(made.status());
   // Showing the token is this command's purpose: it is shown once.
-  if (ctx.jsonOutput()) return ctx.printJson(*made);
-  std::string token = text(*made, "token", "");
-  std::string expires = text(*made, "expires_at", "");
-  const int uses = made->value("uses", 1);
-  ctx.out() << "Join token: " << token << "\n";
-  ctx.out() << "Uses:       " << uses << (uses == 1 ? " (single use)" : " joins") << "\n";
-  if (!expires.empty()) {
-    ctx.out() << "Expires:    " << expires << " (" << relativeTime(expires, ctx.now()) << ")\n";
-  }
-  ctx.out() << "It will not be shown again. On " << (uses == 1 ? "the" : "each")
-            << " GPU host, run:\n"
-            << "  ALLOT_JOIN_TOKEN=" << token << " allot-agent --server " << (*api)->serverUrl()
-            << "\n"
-            << "(in the environment, not as --join-token: other users of the host can read a "
-               "command line)\n";
-  return 0;
+  return ctx.printReply(ctx.post("/hosts/join-tokens", body), [&](const json& made) {
+    std::string token = text(made, "token", "");
+    std::string expires = text(made, "expires_at", "");
+    const int uses = made.value("uses", 1);
+    ctx.out() << "Join token: " << token << "\n";
+    ctx.out() << "Uses:       " << uses << (uses == 1 ? " (single use)" : " joins") << "\n";
+    if (!expires.empty()) {
+      ctx.out() << "Expires:    " << expires << " (" << relativeTime(expires, ctx.now()) << ")\n";
+    }
+    ctx.out() << "It will not be shown again. On " << (uses == 1 ? "the" : "each")
+              << " GPU host, run:\n"
+              << "  ALLOT_JOIN_TOKEN=" << token << " allot-agent --server " << ctx.serverUrl()
+              << "\n"
+              << "(in the environment, not as --join-token: other users of the host can read a "
+                 "command line)\n";
+  });
 }
 
 int listJoinTokens(Context& ctx, const JoinOpts&) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto tokens = (*api)->get("/hosts/join-tokens");
-  if (!tokens.ok()) return ctx.fail(tokens.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*tokens);
-  Table table({"ID", "CREATED BY", "EXPIRES", "USES LEFT", "STATE"});
-  for (const auto& t : *tokens) {
-    const std::string expires = text(t, "expires_at", "");
-    table.addRow(
-        {text(t, "id"), text(t, "created_by"),
-         expires.empty() ? "-" : relativeTime(expires, ctx.now()),
-         std::to_string(t.value("uses_left", 0)) + "/" + std::to_string(t.value("uses", 0)),
-         text(t, "state")});
-  }
-  if (table.empty()) {
-    ctx.out() << "No join tokens\n";
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/hosts/join-tokens"), [&](const json& tokens) {
+    Table table({"ID", "CREATED BY", "EXPIRES", "USES LEFT", "STATE"});
+    for (const auto& t : tokens) {
+      const std::string expires = text(t, "expires_at", "");
+      table.addRow(
+          {text(t, "id"), text(t, "created_by"),
+           expires.empty() ? "-" : relativeTime(expires, ctx.now()),
+           std::to_string(t.value("uses_left", 0)) + "/" + std::to_string(t.value("uses", 0)),
+           text(t, "state")});
+    }
+    ctx.out() << (table.empty() ? "No join tokens\n" : table.render());
+  });
 }
 
 int revokeJoinToken(Context& ctx, const JoinOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto revoked = (*api)->del("/hosts/join-tokens/" + urlEncode(o.id));
-  if (!revoked.ok()) return ctx.fail(revoked.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*revoked);
-  ctx.out() << "Join token " << o.id << " revoked: no agent can join with it any more\n";
-  return 0;
+  return ctx.printReplyLine(ctx.del("/hosts/join-tokens/" + urlEncode(o.id)), [&](const json&) {
+    return "Join token " + o.id + " revoked: no agent can join with it any more";
+  });
 }
 
 int resetCredential(Context& ctx, const JoinOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto reset = (*api)->post("/hosts/" + urlEncode(o.id) + "/reset-credential", json::object());
-  if (!reset.ok()) return ctx.fail(reset.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*reset);
-  ctx.out() << "Host " << o.id
-            << ": credential revoked; its agent is disconnected. The next agent to join as " << o.id
-            << " (with a join token) takes the host over.\n";
-  return 0;
+  auto reply = ctx.post("/hosts/" + urlEncode(o.id) + "/reset-credential", json::object());
+  return ctx.printReplyLine(reply, [&](const json&) {
+    return "Host " + o.id +
+           ": credential revoked; its agent is disconnected. The next agent to join as " + o.id +
+           " (with a join token) takes the host over.";
+  });
 }
 
 }  // namespace

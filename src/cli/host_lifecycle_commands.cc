@@ -41,6 +41,14 @@ std::string stateLine(const json& h, TimeMs now) {
   return out;
 }
 
+// POST `action` on the host and show the admin state it is in now; `after` follows that line.
+int changeState(Context& ctx, const LifecycleOpts& o, const char* action, const json& body,
+                const std::string& after = "") {
+  return ctx.printReplyLine(ctx.post(hostPath(o, action), body), [&](const json& host) {
+    return "Host " + o.name + ": " + stateLine(host, ctx.now()) + after;
+  });
+}
+
 int drain(Context& ctx, const LifecycleOpts& o) {
   json body = json::object();
   if (!o.deadline.empty()) {
@@ -50,35 +58,17 @@ int drain(Context& ctx, const LifecycleOpts& o) {
     body["deadline"] = o.deadline;
   }
   if (!o.reason.empty()) body["reason"] = o.reason;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->post(hostPath(o, "drain"), body);
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
-  return 0;
+  return changeState(ctx, o, "drain", body);
 }
 
 int resume(Context& ctx, const LifecycleOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->post(hostPath(o, "resume"), json::object());
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
-  return 0;
+  return changeState(ctx, o, "resume", json::object());
 }
 
 int setState(Context& ctx, const LifecycleOpts& o, const char* state) {
   json body = {{"state", state}};
   if (!o.reason.empty()) body["reason"] = o.reason;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->post(hostPath(o, "admin-state"), body);
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now()) << "\n";
-  return 0;
+  return changeState(ctx, o, "admin-state", body);
 }
 
 int reprovision(Context& ctx, const LifecycleOpts& o) {
@@ -89,15 +79,9 @@ int reprovision(Context& ctx, const LifecycleOpts& o) {
     body["timeout"] = o.timeout;
   }
   if (!o.profile.empty()) body["profile"] = o.profile;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto host = (*api)->post(hostPath(o, "reprovision"), body);
-  if (!host.ok()) return ctx.fail(host.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*host);
-  ctx.out() << "Host " << o.name << ": " << stateLine(*host, ctx.now())
-            << "\n(the agent runs the hook; `allot host log " << o.name
-            << "` shows how it ended)\n";
-  return 0;
+  return changeState(
+      ctx, o, "reprovision", body,
+      "\n(the agent runs the hook; `allot host log " + o.name + "` shows how it ended)");
 }
 
 // The transitions after `afterId`, as a table and then each one's output. `streamed` bytes of
@@ -134,12 +118,12 @@ int64_t lastId(const json& events) {
 }
 
 // Prints the running task's output as it comes, then the transitions its end made.
-int followTask(Context& ctx, ApiClient& api, const LifecycleOpts& o, int64_t seenId) {
+int followTask(Context& ctx, const LifecycleOpts& o, int64_t seenId) {
   int64_t offset = 0;
   int64_t announced = -1;  // the task announced last; -1 none, 0 a drain
   size_t streamed = 0;     // bytes of its output printed
   for (;;) {
-    auto chunk = api.get(hostPath(o, "task-output") + "?offset=" + std::to_string(offset));
+    auto chunk = ctx.get(hostPath(o, "task-output") + "?offset=" + std::to_string(offset));
     if (!chunk.ok()) return ctx.fail(chunk.status());
     const std::string data = text(*chunk, "data", "");
     const int64_t task = chunk->value("task_id", int64_t{0});
@@ -157,7 +141,7 @@ int followTask(Context& ctx, ApiClient& api, const LifecycleOpts& o, int64_t see
     if (!chunk->value("running", false)) break;
     std::this_thread::sleep_for(kFollowPoll);
   }
-  auto events = api.get(hostPath(o, "events"));
+  auto events = ctx.get(hostPath(o, "events"));
   if (!events.ok()) return ctx.fail(events.status());
   if (announced >= 0) ctx.out() << "\n";
   printTransitions(ctx, *events, seenId, streamed);
@@ -165,9 +149,7 @@ int followTask(Context& ctx, ApiClient& api, const LifecycleOpts& o, int64_t see
 }
 
 int hostLog(Context& ctx, const LifecycleOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto events = (*api)->get(hostPath(o, "events"));
+  auto events = ctx.get(hostPath(o, "events"));
   if (!events.ok()) return ctx.fail(events.status());
   if (ctx.jsonOutput()) return ctx.printJson(*events);
   if (events->empty() && !o.follow) {
@@ -175,7 +157,7 @@ int hostLog(Context& ctx, const LifecycleOpts& o) {
     return 0;
   }
   printTransitions(ctx, *events, 0);
-  if (o.follow) return followTask(ctx, **api, o, lastId(*events));
+  if (o.follow) return followTask(ctx, o, lastId(*events));
   return 0;
 }
 

@@ -73,42 +73,30 @@ int policySet(Context& ctx, const PolicyOpts& o) {
   if (body.empty())
     return ctx.usageError(Status::InvalidArgument(
         "nothing to set: give --threshold, --after, --action, --grace or --webhook"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->put(policyPath(o), body);
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  ctx.out() << "Set the idle policy of " << ownerText(o) << ": " << policyLine(*p) << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.put(policyPath(o), body), [&](const json& p) {
+    return "Set the idle policy of " + ownerText(o) + ": " + policyLine(p);
+  });
 }
 
 int policyShow(Context& ctx, const PolicyOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->get(policyPath(o));
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  Details d;
-  d.add("owner", ownerText(o));
-  d.add("from", text(*p, "source"));
-  d.add("threshold", percentText(*p));
-  d.add("after", text(*p, "after"));
-  d.add("action", text(*p, "action"));
-  d.add("grace", text(*p, "grace"));
-  d.add("webhook", webhookText(*p));
-  ctx.out() << d.render();
-  return 0;
+  return ctx.printReply(ctx.get(policyPath(o)), [&](const json& p) {
+    Details d;
+    d.add("owner", ownerText(o));
+    d.add("from", text(p, "source"));
+    d.add("threshold", percentText(p));
+    d.add("after", text(p, "after"));
+    d.add("action", text(p, "action"));
+    d.add("grace", text(p, "grace"));
+    d.add("webhook", webhookText(p));
+    ctx.out() << d.render();
+  });
 }
 
 int policyUnset(Context& ctx, const PolicyOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->del(policyPath(o));
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  ctx.out() << "Project " << o.team << "/" << o.project << " now follows its " << text(*p, "source")
-            << "'s idle policy: " << policyLine(*p) << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.del(policyPath(o)), [&](const json& p) {
+    return "Project " + o.team + "/" + o.project + " now follows its " + text(p, "source") +
+           "'s idle policy: " + policyLine(p);
+  });
 }
 
 struct EventOpts {
@@ -133,30 +121,21 @@ int listEvents(Context& ctx, const EventOpts& o) {
     if (!t.ok()) return ctx.usageError(t.status().withContext("--since"));
     query += "&since=" + urlEncode(formatIso8601(*t));
   }
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto events = (*api)->get("/events" + query);
-  if (!events.ok()) return ctx.fail(events.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*events);
-  Table table({"AT", "KIND", "JOB", "TEAM", "USER", "MESSAGE"});
-  for (const auto& e : *events) {
-    table.addRow({text(e, "at"), text(e, "kind"), formatJobId(e.value("job", int64_t{0})),
-                  text(e, "team"), text(e, "user"), text(e, "message")});
-  }
-  if (table.empty()) {
-    ctx.out() << "No events.\n";
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/events" + query), [&](const json& events) {
+    Table table({"AT", "KIND", "JOB", "TEAM", "USER", "MESSAGE"});
+    for (const auto& e : events) {
+      table.addRow({text(e, "at"), text(e, "kind"), formatJobId(e.value("job", int64_t{0})),
+                    text(e, "team"), text(e, "user"), text(e, "message")});
+    }
+    ctx.out() << (table.empty() ? "No events.\n" : table.render());
+  });
 }
 
 }  // namespace
 
 void addIdleCommands(CLI::App& app, Context& ctx) {
-  auto* idle = app.get_subcommand("team")->add_subcommand(
-      "idle-policy", "When a team's or project's allocations count as idle, and what then");
-  idle->require_subcommand(1);
+  auto* idle = addGroup(*app.get_subcommand("team"), "idle-policy",
+                        "When a team's or project's allocations count as idle, and what then");
   {
     auto o = std::make_shared<PolicyOpts>();
     auto* set = idle->add_subcommand(

@@ -211,29 +211,23 @@ int jobList(Context& ctx, const JobOpts& o) {
     if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
     param(key, formatIso8601(*t));
   }
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto jobs = (*api)->get("/jobs" + query);
-  if (!jobs.ok()) return ctx.fail(jobs.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*jobs);
-  Table table({"ID", "NAME", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED", "DURATION",
-               "REASON"});
-  for (const auto& j : *jobs) {
-    table.addRow({jobIdText(j), text(j, "name"), text(j, "user"), text(j, "project"),
-                  text(j, "state"), gpusText(j), text(j, "host"),
-                  relativeTime(text(j, "submitted_at", ""), ctx.now()), jobDuration(j, ctx.now()),
-                  text(j, "reason", "")});
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/jobs" + query), [&](const json& jobs) {
+    Table table({"ID", "NAME", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED", "DURATION",
+                 "REASON"});
+    for (const auto& j : jobs) {
+      table.addRow({jobIdText(j), text(j, "name"), text(j, "user"), text(j, "project"),
+                    text(j, "state"), gpusText(j), text(j, "host"),
+                    relativeTime(text(j, "submitted_at", ""), ctx.now()), jobDuration(j, ctx.now()),
+                    text(j, "reason", "")});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int jobShow(Context& ctx, const JobOpts& o) {
   auto id = parseJobId(o.id);
   if (!id.ok()) return ctx.usageError(id.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto job = (*api)->get("/jobs/" + std::to_string(*id));
+  auto job = ctx.get("/jobs/" + std::to_string(*id));
   if (!job.ok()) return ctx.fail(job.status());
   if (ctx.jsonOutput()) return ctx.printJson(*job);
   const json& j = *job;
@@ -319,9 +313,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
 int jobExplain(Context& ctx, const JobOpts& o) {
   auto id = parseJobId(o.id);
   if (!id.ok()) return ctx.usageError(id.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto why = (*api)->get("/jobs/" + std::to_string(*id) + "/explain");
+  auto why = ctx.get("/jobs/" + std::to_string(*id) + "/explain");
   if (!why.ok()) return ctx.fail(why.status());
   if (ctx.jsonOutput()) return ctx.printJson(*why);
   const json& e = *why;
@@ -385,19 +377,13 @@ int jobLogs(Context& ctx, const JobOpts& o) {
 int jobCancel(Context& ctx, const JobOpts& o) {
   auto id = parseJobId(o.id);
   if (!id.ok()) return ctx.usageError(id.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto job = (*api)->post("/jobs/" + std::to_string(*id) + "/cancel", json::object());
-  if (!job.ok()) return ctx.fail(job.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*job);
-  std::string state = text(*job, "state");
-  if (state == "cancelled") {
-    ctx.out() << "Cancelled " << jobIdText(*job) << "\n";
-  } else {
-    ctx.out() << "Cancel requested for " << jobIdText(*job) << " (" << state
-              << "); it becomes cancelled once its agent has stopped it\n";
-  }
-  return 0;
+  auto reply = ctx.post("/jobs/" + std::to_string(*id) + "/cancel", json::object());
+  return ctx.printReplyLine(reply, [](const json& job) {
+    std::string state = text(job, "state");
+    if (state == "cancelled") return "Cancelled " + jobIdText(job);
+    return "Cancel requested for " + jobIdText(job) + " (" + state +
+           "); it becomes cancelled once its agent has stopped it";
+  });
 }
 
 }  // namespace
@@ -440,8 +426,7 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->footer("Example: allot run --gpus 2 --env SEED=1 --wait -- python train.py --lr 3e-4");
   onRun(run, ctx, r, submit);
 
-  auto* job = app.add_subcommand("job", "Jobs: list, inspect, explain, follow, cancel");
-  job->require_subcommand(1);
+  auto* job = addGroup(app, "job", "Jobs: list, inspect, explain, follow, cancel");
   auto o = std::make_shared<JobOpts>();
 
   auto* list = job->add_subcommand("list", "List jobs, newest first");
@@ -456,25 +441,21 @@ void addJobCommands(CLI::App& app, Context& ctx) {
       ->check(CLI::PositiveNumber);
   onRun(list, ctx, o, jobList);
 
-  auto* show = job->add_subcommand("show", "Show every field of a job");
-  show->add_option("ID", o->id, "Job id: 42 or j-42")->required();
-  onRun(show, ctx, o, jobShow);
-
-  auto* explain = job->add_subcommand(
-      "explain", "Why a job waits (reason, position, numbers) or how it was placed");
-  explain->add_option("ID", o->id, "Job id: 42 or j-42")->required();
-  onRun(explain, ctx, o, jobExplain);
-
-  auto* logs = job->add_subcommand("logs", "Print a job's output");
-  logs->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+  // show, explain, logs, cancel: one job, named by its id.
+  auto addForJob = [&](const char* name, const char* help, auto fn) {
+    auto* cmd = job->add_subcommand(name, help);
+    cmd->add_option("ID", o->id, "Job id: 42 or j-42")->required();
+    onRun(cmd, ctx, o, fn);
+    return cmd;
+  };
+  addForJob("show", "Show every field of a job", jobShow);
+  addForJob("explain", "Why a job waits (reason, position, numbers) or how it was placed",
+            jobExplain);
+  auto* logs = addForJob("logs", "Print a job's output", jobLogs);
   logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the job ends");
   logs->add_option("--rank", o->rank, "Which process of a multi-host job (default 0)")
       ->check(CLI::NonNegativeNumber);
-  onRun(logs, ctx, o, jobLogs);
-
-  auto* cancel = job->add_subcommand("cancel", "Stop a job");
-  cancel->add_option("ID", o->id, "Job id: 42 or j-42")->required();
-  onRun(cancel, ctx, o, jobCancel);
+  addForJob("cancel", "Stop a job", jobCancel);
 }
 
 }  // namespace allot::cli

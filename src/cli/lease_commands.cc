@@ -56,10 +56,13 @@ std::string hostsText(const json& l) {
   return want;
 }
 
-void printLease(Context& ctx, const std::string& verb, const json& l) {
-  ctx.out() << verb << " lease " << text(l, "id") << " (" << text(l, "state") << "): team "
-            << text(l, "team") << ", " << hostsText(l) << ", " << text(l, "start") << " to "
-            << text(l, "end") << "\n";
+// POST `path` and show the lease it answers with as "<verb> lease 7 (approved): team ...".
+int postLease(Context& ctx, const std::string& path, const json& body, const std::string& verb) {
+  return ctx.printReplyLine(ctx.post(path, body), [&](const json& l) {
+    return verb + " lease " + text(l, "id") + " (" + text(l, "state") + "): team " +
+           text(l, "team") + ", " + hostsText(l) + ", " + text(l, "start") + " to " +
+           text(l, "end");
+  });
 }
 
 int create(Context& ctx, const LeaseOpts& o) {
@@ -78,13 +81,7 @@ int create(Context& ctx, const LeaseOpts& o) {
   if (!o.gpuModel.empty()) body["gpu_model"] = o.gpuModel;
   if (o.minGpus > 0) body["min_gpus"] = o.minGpus;
   if (!o.reason.empty()) body["reason"] = o.reason;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto l = (*api)->post("/leases", body);
-  if (!l.ok()) return ctx.fail(l.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*l);
-  printLease(ctx, "Created", *l);
-  return 0;
+  return postLease(ctx, "/leases", body, "Created");
 }
 
 // One row per host, one column per day from today (UTC): the lease holding the host that day
@@ -125,26 +122,18 @@ std::string calendar(const json& leases, TimeMs now, int days) {
 }
 
 int list(Context& ctx, const LeaseOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto leases = (*api)->get("/leases");
-  if (!leases.ok()) return ctx.fail(leases.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*leases);
-  if (o.calendar) {
-    ctx.out() << calendar(*leases, ctx.now(), o.days);
-    return 0;
-  }
-  Table table({"ID", "TEAM", "STATE", "HOSTS", "START", "END", "REASON"});
-  for (const auto& l : *leases) {
-    table.addRow({text(l, "id"), text(l, "team"), text(l, "state"), hostsText(l), text(l, "start"),
-                  text(l, "end"), text(l, "reason", "")});
-  }
-  if (table.empty()) {
-    ctx.out() << "No leases.\n";
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/leases"), [&](const json& leases) {
+    if (o.calendar) {
+      ctx.out() << calendar(leases, ctx.now(), o.days);
+      return;
+    }
+    Table table({"ID", "TEAM", "STATE", "HOSTS", "START", "END", "REASON"});
+    for (const auto& l : leases) {
+      table.addRow({text(l, "id"), text(l, "team"), text(l, "state"), hostsText(l),
+                    text(l, "start"), text(l, "end"), text(l, "reason", "")});
+    }
+    ctx.out() << (table.empty() ? "No leases.\n" : table.render());
+  });
 }
 
 // approve, reject, end: POST /leases/{id}/{verb} with an optional reason.
@@ -153,13 +142,7 @@ int decide(Context& ctx, const LeaseOpts& o, const std::string& verb, const std:
   if (!id.ok()) return ctx.usageError(id.status());
   json body = json::object();
   if (!o.reason.empty()) body["reason"] = o.reason;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto l = (*api)->post("/leases/" + std::to_string(*id) + "/" + verb, body);
-  if (!l.ok()) return ctx.fail(l.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*l);
-  printLease(ctx, done, *l);
-  return 0;
+  return postLease(ctx, "/leases/" + std::to_string(*id) + "/" + verb, body, done);
 }
 
 int extend(Context& ctx, const LeaseOpts& o) {
@@ -167,20 +150,14 @@ int extend(Context& ctx, const LeaseOpts& o) {
   if (!id.ok()) return ctx.usageError(id.status());
   auto end = timeArg(o.end, "--end", ctx.now());
   if (!end.ok()) return ctx.usageError(end.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto l = (*api)->post("/leases/" + std::to_string(*id) + "/extend", json{{"end", *end}});
-  if (!l.ok()) return ctx.fail(l.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*l);
-  printLease(ctx, "Extended", *l);
-  return 0;
+  return postLease(ctx, "/leases/" + std::to_string(*id) + "/extend", json{{"end", *end}},
+                   "Extended");
 }
 
 }  // namespace
 
 void addLeaseCommands(CLI::App& app, Context& ctx) {
-  auto* lease = app.add_subcommand("lease", "Hosts for a team for a time (docs/leases.md)");
-  lease->require_subcommand(1);
+  auto* lease = addGroup(app, "lease", "Hosts for a team for a time (docs/leases.md)");
 
   auto o = std::make_shared<LeaseOpts>();
   auto* create_ = lease->add_subcommand(

@@ -44,42 +44,34 @@ std::string teamRoles(const json& teams) {
 
 // GET `path` and print the array as JSON or as a table of `columns` (API field names).
 int listObjects(Context& ctx, const std::string& path, const std::vector<std::string>& columns) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto list = (*api)->get(path);
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  std::vector<std::string> headers;
-  for (const auto& c : columns) {
-    std::string h = c == "created_at" ? "CREATED" : c;
-    for (char& ch : h) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    headers.push_back(h);
-  }
-  Table table(headers);
-  for (const auto& item : *list) {
-    std::vector<std::string> row;
+  return ctx.printReply(ctx.get(path), [&](const json& list) {
+    std::vector<std::string> headers;
     for (const auto& c : columns) {
-      row.push_back(c == "created_at" ? relativeTime(text(item, "created_at", ""), ctx.now())
-                                      : text(item, c.c_str()));
+      std::string h = c == "created_at" ? "CREATED" : c;
+      for (char& ch : h) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      headers.push_back(h);
     }
-    table.addRow(std::move(row));
-  }
-  ctx.out() << table.render();
-  return 0;
+    Table table(headers);
+    for (const auto& item : list) {
+      std::vector<std::string> row;
+      for (const auto& c : columns) {
+        row.push_back(c == "created_at" ? relativeTime(text(item, "created_at", ""), ctx.now())
+                                        : text(item, c.c_str()));
+      }
+      table.addRow(std::move(row));
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int create(Context& ctx, const std::string& path, const json& body, const std::string& what) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto made = (*api)->post(path, body);
-  if (!made.ok()) return ctx.fail(made.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*made);
-  ctx.out() << "Created " << what << " " << text(*made, "name");
-  if (std::string team = text(*made, "team", ""); !team.empty() && what != "team") {
-    ctx.out() << " in team " << team;
-  }
-  ctx.out() << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.post(path, body), [&](const json& made) {
+    std::string line = "Created " + what + " " + text(made, "name");
+    if (std::string team = text(made, "team", ""); !team.empty() && what != "team") {
+      line += " in team " + team;
+    }
+    return line;
+  });
 }
 
 int userCreate(Context& ctx, const NameOpts& o) {
@@ -99,29 +91,23 @@ int userCreate(Context& ctx, const NameOpts& o) {
       return ctx.usageError(Status::InvalidArgument("--password-stdin: no password on stdin"));
     body["password"] = password;
   }
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto made = (*api)->post("/users", body);
-  if (!made.ok()) return ctx.fail(made.status());
   // Showing the token is this command's purpose: it exists nowhere else.
-  if (ctx.jsonOutput()) return ctx.printJson(*made);
-  std::string token = text(*made, "token", "");
-  std::string teams = teamRoles(made->value("teams", json::object()));
-  ctx.out() << "Created " << (o.service ? "service account " : "user ") << text(*made, "name")
-            << " (" << (teams.empty() ? "no team" : "teams " + teams)
-            << (admin ? ", platform admin" : "") << ").\n"
-            << "Token: " << token << "\n"
-            << "Keep it now: it will not be shown again. The user logs in with:\n"
-            << "  allot login --server " << (*api)->serverUrl() << " --token " << token << "\n";
-  return 0;
+  return ctx.printReply(ctx.post("/users", body), [&](const json& made) {
+    std::string token = text(made, "token", "");
+    std::string teams = teamRoles(made.value("teams", json::object()));
+    ctx.out() << "Created " << (o.service ? "service account " : "user ") << text(made, "name")
+              << " (" << (teams.empty() ? "no team" : "teams " + teams)
+              << (admin ? ", platform admin" : "") << ").\n"
+              << "Token: " << token << "\n"
+              << "Keep it now: it will not be shown again. The user logs in with:\n"
+              << "  allot login --server " << ctx.serverUrl() << " --token " << token << "\n";
+  });
 }
 
 // Oneself: the current password, then the new one twice. Another user (platform admins): the new
 // one twice. On a terminal without echo; otherwise one line each from stdin.
 int userPasswd(Context& ctx, const PasswdOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto me = (*api)->get("/whoami");
+  auto me = ctx.get("/whoami");
   if (!me.ok()) return ctx.fail(me.status());
   const std::string name = o.name.empty() ? text(*me, "name") : o.name;
   json body = json::object();
@@ -131,49 +117,38 @@ int userPasswd(Context& ctx, const PasswdOpts& o) {
   if (password != again)
     return ctx.usageError(Status::InvalidArgument("the two new passwords differ; nothing changed"));
   body["password"] = password;
-  auto res = (*api)->put("/users/" + urlEncode(name) + "/password", body);
-  if (!res.ok()) return ctx.fail(res.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*res);
-  ctx.out() << "Password of " << name << " changed\n";
-  return 0;
+  return ctx.printReplyLine(ctx.put("/users/" + urlEncode(name) + "/password", body),
+                            [&](const json&) { return "Password of " + name + " changed"; });
 }
 
 int userList(Context& ctx) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto list = (*api)->get("/users");
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  Table table({"NAME", "KIND", "SOURCE", "TEAMS", "ADMIN", "DISABLED", "CREATED"});
-  for (const auto& u : *list) {
-    table.addRow({text(u, "name"), text(u, "kind"), text(u, "source"),
-                  teamRoles(u.value("teams", json::object())),
-                  u.value("platform_admin", false) ? "yes" : "",
-                  u.value("disabled", false) ? "yes" : "",
-                  relativeTime(text(u, "created_at", ""), ctx.now())});
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/users"), [&](const json& users) {
+    Table table({"NAME", "KIND", "SOURCE", "TEAMS", "ADMIN", "DISABLED", "CREATED"});
+    for (const auto& u : users) {
+      table.addRow({text(u, "name"), text(u, "kind"), text(u, "source"),
+                    teamRoles(u.value("teams", json::object())),
+                    u.value("platform_admin", false) ? "yes" : "",
+                    u.value("disabled", false) ? "yes" : "",
+                    relativeTime(text(u, "created_at", ""), ctx.now())});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int userShow(Context& ctx, const std::string& name) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto u = (*api)->get("/users/" + urlEncode(name));
-  if (!u.ok()) return ctx.fail(u.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*u);
-  Details d;
-  d.add("name", text(*u, "name"));
-  d.add("kind", text(*u, "kind"));
-  d.add("source", text(*u, "source"));
-  d.add("teams", teamRoles(u->value("teams", json::object())));
-  d.add("platform admin", u->value("platform_admin", false) ? "yes" : "no");
-  d.add("password", u->value("has_password", false) ? "set" : "none");
-  d.add("disabled", u->value("disabled", false) ? "yes" : "no");
-  d.add("uid", text(*u, "uid"));
-  d.add("created", text(*u, "created_at"));
-  ctx.out() << d.render();
-  return 0;
+  return ctx.printReply(ctx.get("/users/" + urlEncode(name)), [&](const json& u) {
+    Details d;
+    d.add("name", text(u, "name"));
+    d.add("kind", text(u, "kind"));
+    d.add("source", text(u, "source"));
+    d.add("teams", teamRoles(u.value("teams", json::object())));
+    d.add("platform admin", u.value("platform_admin", false) ? "yes" : "no");
+    d.add("password", u.value("has_password", false) ? "set" : "none");
+    d.add("disabled", u.value("disabled", false) ? "yes" : "no");
+    d.add("uid", text(u, "uid"));
+    d.add("created", text(u, "created_at"));
+    ctx.out() << d.render();
+  });
 }
 
 int userUpdate(Context& ctx, const UserUpdateOpts& o) {
@@ -183,56 +158,42 @@ int userUpdate(Context& ctx, const UserUpdateOpts& o) {
   if (body.empty())
     return ctx.usageError(
         Status::InvalidArgument("nothing to change: give --platform-admin or --disabled"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto u = (*api)->patch("/users/" + urlEncode(o.name), body);
-  if (!u.ok()) return ctx.fail(u.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*u);
-  ctx.out() << "Updated user " << o.name << ": platform admin "
-            << (u->value("platform_admin", false) ? "yes" : "no") << ", disabled "
-            << (u->value("disabled", false) ? "yes" : "no") << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.patch("/users/" + urlEncode(o.name), body), [&](const json& u) {
+    return "Updated user " + o.name + ": platform admin " +
+           (u.value("platform_admin", false) ? "yes" : "no") + ", disabled " +
+           (u.value("disabled", false) ? "yes" : "no");
+  });
 }
 
 int teamMembers(Context& ctx, const std::string& team) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto list = (*api)->get("/teams/" + urlEncode(team) + "/members");
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  Table table({"USER", "ROLE", "KIND", "SOURCE"});
-  for (const auto& m : *list)
-    table.addRow({text(m, "user"), text(m, "role"), text(m, "kind"), text(m, "source")});
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/teams/" + urlEncode(team) + "/members"), [&](const json& list) {
+    Table table({"USER", "ROLE", "KIND", "SOURCE"});
+    for (const auto& m : list)
+      table.addRow({text(m, "user"), text(m, "role"), text(m, "kind"), text(m, "source")});
+    ctx.out() << table.render();
+  });
+}
+
+std::string memberPath(const MemberOpts& o) {
+  return "/teams/" + urlEncode(o.team) + "/members/" + urlEncode(o.user);
 }
 
 int addMember(Context& ctx, const MemberOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto res = (*api)->put("/teams/" + urlEncode(o.team) + "/members/" + urlEncode(o.user),
-                         {{"role", o.role}});
-  if (!res.ok()) return ctx.fail(res.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*res);
-  ctx.out() << o.user << " is now " << o.role << " of team " << o.team << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.put(memberPath(o), {{"role", o.role}}), [&](const json&) {
+    return o.user + " is now " + o.role + " of team " + o.team;
+  });
 }
 
 int removeMember(Context& ctx, const MemberOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto res = (*api)->del("/teams/" + urlEncode(o.team) + "/members/" + urlEncode(o.user));
-  if (!res.ok()) return ctx.fail(res.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*res);
-  ctx.out() << "Removed " << o.user << " from team " << o.team << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.del(memberPath(o)), [&](const json&) {
+    return "Removed " + o.user + " from team " + o.team;
+  });
 }
 
 }  // namespace
 
 void addOrgCommands(CLI::App& app, Context& ctx) {
-  auto* team = app.add_subcommand("team", "Teams: the unit that owns projects and jobs");
-  team->require_subcommand(1);
+  auto* team = addGroup(app, "team", "Teams: the unit that owns projects and jobs");
   {
     auto o = std::make_shared<NameOpts>();
     auto* cmd = team->add_subcommand("create", "Create a team (platform-admin)");
@@ -265,8 +226,7 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     onRun(remove, ctx, m, removeMember);
   }
 
-  auto* user = app.add_subcommand("user", "Users and their API tokens");
-  user->require_subcommand(1);
+  auto* user = addGroup(app, "user", "Users and their API tokens");
   {
     auto o = std::make_shared<NameOpts>();
     auto* cmd = user->add_subcommand("create",
@@ -311,8 +271,7 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     onRun(update, ctx, u, userUpdate);
   }
 
-  auto* project = app.add_subcommand("project", "Projects: how a team labels its jobs");
-  project->require_subcommand(1);
+  auto* project = addGroup(app, "project", "Projects: how a team labels its jobs");
   {
     auto o = std::make_shared<NameOpts>();
     auto* cmd = project->add_subcommand("create", "Create a project");

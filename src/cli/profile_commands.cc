@@ -69,56 +69,44 @@ std::string resourcesText(const json& r, bool maxima) {
 }
 
 int list(Context& ctx, const ProfileOpts&) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto profiles = (*api)->get("/profiles");
-  if (!profiles.ok()) return ctx.fail(profiles.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*profiles);
-  Table table({"NAME", "TEAM", "GPUS", "STORAGE", "COMMAND", "DESCRIPTION"});
-  for (const auto& p : *profiles) {
-    table.addRow({text(p, "name"), scope(p), gpusText(p.value("defaults", json::object())),
-                  joined(p.value("storage", json::array())),
-                  shellJoin(p.value("command", std::vector<std::string>{})),
-                  text(p, "description", "")});
-  }
-  if (table.empty()) {
-    ctx.out() << "No profiles.\n";
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/profiles"), [&](const json& profiles) {
+    Table table({"NAME", "TEAM", "GPUS", "STORAGE", "COMMAND", "DESCRIPTION"});
+    for (const auto& p : profiles) {
+      table.addRow({text(p, "name"), scope(p), gpusText(p.value("defaults", json::object())),
+                    joined(p.value("storage", json::array())),
+                    shellJoin(p.value("command", std::vector<std::string>{})),
+                    text(p, "description", "")});
+    }
+    ctx.out() << (table.empty() ? "No profiles.\n" : table.render());
+  });
 }
 
 int show(Context& ctx, const ProfileOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->get("/profiles/" + o.name);
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  Details d;
-  d.add("name", text(*p, "name"));
-  d.add("team", scope(*p));
-  d.add("description", text(*p, "description", ""));
-  d.add("command", shellJoin(p->value("command", std::vector<std::string>{})));
-  std::string env;
-  const json envDoc = p->value("env", json::object());
-  for (const auto& [k, v] : envDoc.items())
-    env += (env.empty() ? "" : " ") + k + "=" + v.get<std::string>();
-  d.add("env", env.empty() ? "-" : env);
-  d.add("defaults", resourcesText(p->value("defaults", json::object()), false));
-  d.add("maxima", resourcesText(p->value("maxima", json::object()), true));
-  d.add("storage", joined(p->value("storage", json::array())));
-  const json idle = p->value("idle", json::object());
-  d.add("idle", "under " + text(idle, "threshold_percent") + "% GPU for " + text(idle, "after"));
-  const std::string lifetime = text(*p, "max_lifetime", "0s");
-  d.add("max lifetime", lifetime == "0s" ? "none" : lifetime);
-  if (p->value("team", json()).is_null()) {
-    const std::string teams = joined(p->value("visible_to", json::array()));
-    d.add("visible to", teams.empty() ? "every team" : teams);
-  }
-  d.add("created", text(*p, "created_by") + ", " + relativeTime(text(*p, "created_at"), ctx.now()));
-  ctx.out() << d.render();
-  return 0;
+  return ctx.printReply(ctx.get("/profiles/" + o.name), [&](const json& p) {
+    Details d;
+    d.add("name", text(p, "name"));
+    d.add("team", scope(p));
+    d.add("description", text(p, "description", ""));
+    d.add("command", shellJoin(p.value("command", std::vector<std::string>{})));
+    std::string env;
+    const json envDoc = p.value("env", json::object());
+    for (const auto& [k, v] : envDoc.items())
+      env += (env.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+    d.add("env", env.empty() ? "-" : env);
+    d.add("defaults", resourcesText(p.value("defaults", json::object()), false));
+    d.add("maxima", resourcesText(p.value("maxima", json::object()), true));
+    d.add("storage", joined(p.value("storage", json::array())));
+    const json idle = p.value("idle", json::object());
+    d.add("idle", "under " + text(idle, "threshold_percent") + "% GPU for " + text(idle, "after"));
+    const std::string lifetime = text(p, "max_lifetime", "0s");
+    d.add("max lifetime", lifetime == "0s" ? "none" : lifetime);
+    if (p.value("team", json()).is_null()) {
+      const std::string teams = joined(p.value("visible_to", json::array()));
+      d.add("visible to", teams.empty() ? "every team" : teams);
+    }
+    d.add("created", text(p, "created_by") + ", " + relativeTime(text(p, "created_at"), ctx.now()));
+    ctx.out() << d.render();
+  });
 }
 
 // The request body from the flags; a bad value is a usage error naming its flag.
@@ -181,32 +169,23 @@ Result<json> createBody(const ProfileOpts& o) {
 int create(Context& ctx, const ProfileOpts& o) {
   auto body = createBody(o);
   if (!body.ok()) return ctx.usageError(body.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->post("/profiles", *body);
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  ctx.out() << "Created profile " << text(*p, "name") << " (" << scope(*p) << ").\n";
-  return 0;
+  return ctx.printReplyLine(ctx.post("/profiles", *body), [](const json& p) {
+    return "Created profile " + text(p, "name") + " (" + scope(p) + ").";
+  });
 }
 
 int deleteProfile(Context& ctx, const ProfileOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto p = (*api)->del("/profiles/" + o.name);
-  if (!p.ok()) return ctx.fail(p.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*p);
-  ctx.out() << "Deleted profile " << text(*p, "name") << ".\n";
-  return 0;
+  return ctx.printReplyLine(ctx.del("/profiles/" + o.name), [](const json& p) {
+    return "Deleted profile " + text(p, "name") + ".";
+  });
 }
 
 }  // namespace
 
 void addProfileCommands(CLI::App& app, Context& ctx) {
-  auto* profile = app.add_subcommand(
-      "profile",
-      "Session profiles: what a session runs and within which limits (docs/sessions.md)");
-  profile->require_subcommand(1);
+  auto* profile =
+      addGroup(app, "profile",
+               "Session profiles: what a session runs and within which limits (docs/sessions.md)");
   auto o = std::make_shared<ProfileOpts>();
 
   auto* list_ = profile->add_subcommand("list", "The profiles you may use");

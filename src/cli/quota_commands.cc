@@ -129,65 +129,55 @@ int quotaSet(Context& ctx, const QuotaOpts& o) {
     return ctx.usageError(Status::InvalidArgument(
         "nothing to set: give --gpus, --any, --borrow-limit, --lend-limit, --weight, "
         "--lend-dedicated or --contour-limit"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto team = (*api)->put("/teams/" + urlEncode(o.team) + "/quota", body);
-  if (!team.ok()) return ctx.fail(team.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*team);
-  const json q = team->value("quota", json::object());
-  ctx.out() << "Set the quota of team " << text(*team, "name") << ": "
-            << guaranteeText(q.value("guaranteed", json::object())) << " guaranteed, borrow limit "
-            << limitText(q, "borrow_limit", "none") << ", lend limit "
-            << limitText(q, "lend_limit", "all idle") << ", weight " << numberText(q, "weight")
-            << ", contour limits " << contourLimitsText(q) << "\n";
-  return 0;
+  auto reply = ctx.put("/teams/" + urlEncode(o.team) + "/quota", body);
+  return ctx.printReply(reply, [&](const json& team) {
+    const json q = team.value("quota", json::object());
+    ctx.out() << "Set the quota of team " << text(team, "name") << ": "
+              << guaranteeText(q.value("guaranteed", json::object()))
+              << " guaranteed, borrow limit " << limitText(q, "borrow_limit", "none")
+              << ", lend limit " << limitText(q, "lend_limit", "all idle") << ", weight "
+              << numberText(q, "weight") << ", contour limits " << contourLimitsText(q) << "\n";
+  });
 }
 
 int quotaShow(Context& ctx, const QuotaOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto q = (*api)->get("/teams/" + urlEncode(o.team) + "/quota");
-  if (!q.ok()) return ctx.fail(q.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*q);
-  Details d;
-  d.add("team", text(*q, "team"));
-  d.add("guaranteed", guaranteeText(q->value("guaranteed", json::object())));
-  d.add("borrow limit", limitText(*q, "borrow_limit", "none"));
-  d.add("lend limit", limitText(*q, "lend_limit", "all idle guarantee"));
-  d.add("weight", numberText(*q, "weight"));
-  d.add("lend dedicated", isTrue(*q, "lend_dedicated") ? "yes" : "no");
-  d.add("contour limits", contourLimitsText(*q));
-  auto st = q->find("status");
-  if (st != q->end() && st->is_object()) {
-    d.add("in use",
-          text(*st, "within") + " within guarantee, " + text(*st, "borrowed") + " borrowed");
-    d.add("lendable now", text(*st, "lendable"));
-    d.add("share", numberText(*st, "share"));
-  } else {
-    d.add("in use", "not known yet (no scheduling pass has looked at this team)");
-  }
-  ctx.out() << d.render();
-  Table projects({"PROJECT", "GUARANTEED"});
-  for (const auto& p : q->value("projects", json::array()))
-    projects.addRow({text(p, "name"), guaranteeText(p.value("guaranteed", json::object()))});
-  if (!projects.empty()) ctx.out() << "\n" << projects.render();
-  return 0;
+  return ctx.printReply(ctx.get("/teams/" + urlEncode(o.team) + "/quota"), [&](const json& q) {
+    Details d;
+    d.add("team", text(q, "team"));
+    d.add("guaranteed", guaranteeText(q.value("guaranteed", json::object())));
+    d.add("borrow limit", limitText(q, "borrow_limit", "none"));
+    d.add("lend limit", limitText(q, "lend_limit", "all idle guarantee"));
+    d.add("weight", numberText(q, "weight"));
+    d.add("lend dedicated", isTrue(q, "lend_dedicated") ? "yes" : "no");
+    d.add("contour limits", contourLimitsText(q));
+    auto st = q.find("status");
+    if (st != q.end() && st->is_object()) {
+      d.add("in use",
+            text(*st, "within") + " within guarantee, " + text(*st, "borrowed") + " borrowed");
+      d.add("lendable now", text(*st, "lendable"));
+      d.add("share", numberText(*st, "share"));
+    } else {
+      d.add("in use", "not known yet (no scheduling pass has looked at this team)");
+    }
+    ctx.out() << d.render();
+    Table projects({"PROJECT", "GUARANTEED"});
+    for (const auto& p : q.value("projects", json::array()))
+      projects.addRow({text(p, "name"), guaranteeText(p.value("guaranteed", json::object()))});
+    if (!projects.empty()) ctx.out() << "\n" << projects.render();
+  });
 }
 
 int projectQuotaSet(Context& ctx, const QuotaOpts& o) {
   auto g = guaranteeBody(o);
   if (!g.ok()) return ctx.usageError(g.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto project =
-      (*api)->put("/teams/" + urlEncode(o.team) + "/projects/" + urlEncode(o.project) + "/quota",
-                  {{"guaranteed", *g}});
-  if (!project.ok()) return ctx.fail(project.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*project);
-  ctx.out() << "Set the quota of project " << text(*project, "name") << " in team "
-            << text(*project, "team") << ": "
-            << guaranteeText(project->value("guaranteed", json::object())) << " guaranteed\n";
-  return 0;
+  auto reply =
+      ctx.put("/teams/" + urlEncode(o.team) + "/projects/" + urlEncode(o.project) + "/quota",
+              {{"guaranteed", *g}});
+  return ctx.printReplyLine(reply, [](const json& project) {
+    return "Set the quota of project " + text(project, "name") + " in team " +
+           text(project, "team") + ": " +
+           guaranteeText(project.value("guaranteed", json::object())) + " guaranteed";
+  });
 }
 
 void addGuaranteeFlags(CLI::App* cmd, QuotaOpts& o) {
@@ -201,9 +191,8 @@ void addGuaranteeFlags(CLI::App* cmd, QuotaOpts& o) {
 }  // namespace
 
 void addQuotaCommands(CLI::App& app, Context& ctx) {
-  auto* quota = app.get_subcommand("team")->add_subcommand(
-      "quota", "A team's guaranteed GPUs, borrowing and lending, fair-share weight");
-  quota->require_subcommand(1);
+  auto* quota = addGroup(*app.get_subcommand("team"), "quota",
+                         "A team's guaranteed GPUs, borrowing and lending, fair-share weight");
   {
     auto o = std::make_shared<QuotaOpts>();
     auto* set = quota->add_subcommand("set", "Set a team's quota (platform-admin)");
@@ -231,9 +220,8 @@ void addQuotaCommands(CLI::App& app, Context& ctx) {
     onRun(show, ctx, o, quotaShow);
   }
 
-  auto* pquota = app.get_subcommand("project")->add_subcommand(
-      "quota", "A project's split of its team's guaranteed GPUs");
-  pquota->require_subcommand(1);
+  auto* pquota = addGroup(*app.get_subcommand("project"), "quota",
+                          "A project's split of its team's guaranteed GPUs");
   {
     auto o = std::make_shared<QuotaOpts>();
     auto* set = pquota->add_subcommand(

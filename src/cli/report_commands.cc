@@ -65,9 +65,7 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
   if (!window.ok()) return ctx.usageError(window.status());
   std::string query = "?by=" + urlEncode(o.by) + *window;
   if (!o.team.empty()) query += "&team=" + urlEncode(o.team);
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto report = (*api)->get("/usage" + query);
+  auto report = ctx.get("/usage" + query);
   if (!report.ok()) return ctx.fail(report.status());
   if (ctx.jsonOutput()) return ctx.printJson(*report);
   const json rows = report->contains("rows") ? (*report)["rows"] : json::array();
@@ -107,8 +105,7 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
 }  // namespace
 
 void addReportCommands(CLI::App& app, Context& ctx) {
-  auto* report = app.add_subcommand("report", "Reports: GPU-hours allocated and used");
-  report->require_subcommand(1);
+  auto* report = addGroup(app, "report", "Reports: GPU-hours allocated and used");
   auto o = std::make_shared<UsageOpts>();
   auto* usage = report->add_subcommand(
       "usage",

@@ -86,58 +86,48 @@ std::string sessionUrl(const std::string& server, const json& s) {
 int create(Context& ctx, const SessionOpts& o) {
   auto body = createBody(o);
   if (!body.ok()) return ctx.usageError(body.status());
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto s = (*api)->post("/sessions", *body);
-  if (!s.ok()) return ctx.fail(s.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*s);
-  ctx.out() << "Session " << text(*s, "id") << " (" << text(*s, "name") << ", profile "
-            << text(*s, "profile") << ") is " << text(*s, "state");
-  if (!s->value("host", json()).is_null()) ctx.out() << " on " << text(*s, "host");
-  ctx.out() << ".\n";
-  if (s->value("state", "") == "queued") ctx.out() << "  " << text(*s, "reason") << "\n";
-  if (!s->value("url", json()).is_null())
-    ctx.out() << "Open it with: allot session open " << text(*s, "name") << "\n";
-  return 0;
+  return ctx.printReply(ctx.post("/sessions", *body), [&](const json& s) {
+    ctx.out() << "Session " << text(s, "id") << " (" << text(s, "name") << ", profile "
+              << text(s, "profile") << ") is " << text(s, "state");
+    if (!s.value("host", json()).is_null()) ctx.out() << " on " << text(s, "host");
+    ctx.out() << ".\n";
+    if (s.value("state", "") == "queued") ctx.out() << "  " << text(s, "reason") << "\n";
+    if (!s.value("url", json()).is_null())
+      ctx.out() << "Open it with: allot session open " << text(s, "name") << "\n";
+  });
 }
 
 int list(Context& ctx, const SessionOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
   std::string path = "/sessions";
   if (o.all || o.ended)
     path += std::string("?") + (o.all ? "all=true" : "") + (o.all && o.ended ? "&" : "") +
             (o.ended ? "ended=true" : "");
-  auto sessions = (*api)->get(path);
-  if (!sessions.ok()) return ctx.fail(sessions.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*sessions);
-  std::vector<std::string> cols = {"ID",   "NAME", "PROFILE", "STATE",
-                                   "HOST", "GPUS", "STORAGE", "CREATED"};
-  if (o.all) cols.insert(cols.begin() + 2, "USER");
-  Table table(cols);
-  for (const auto& s : *sessions) {
-    std::vector<std::string> row = {
-        text(s, "id"),        text(s, "name"),
-        text(s, "profile"),   text(s, "state"),
-        text(s, "host", "-"), gpusText(s),
-        text(s, "storage"),   relativeTime(text(s, "created_at"), ctx.now())};
-    if (o.all) row.insert(row.begin() + 2, text(s, "user"));
-    table.addRow(row);
-  }
-  if (table.empty()) {
-    ctx.out() << (o.ended ? "No sessions.\n" : "No live sessions.\n");
-    return 0;
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get(path), [&](const json& sessions) {
+    std::vector<std::string> cols = {"ID",   "NAME", "PROFILE", "STATE",
+                                     "HOST", "GPUS", "STORAGE", "CREATED"};
+    if (o.all) cols.insert(cols.begin() + 2, "USER");
+    Table table(cols);
+    for (const auto& s : sessions) {
+      std::vector<std::string> row = {
+          text(s, "id"),        text(s, "name"),
+          text(s, "profile"),   text(s, "state"),
+          text(s, "host", "-"), gpusText(s),
+          text(s, "storage"),   relativeTime(text(s, "created_at"), ctx.now())};
+      if (o.all) row.insert(row.begin() + 2, text(s, "user"));
+      table.addRow(row);
+    }
+    if (table.empty()) {
+      ctx.out() << (o.ended ? "No sessions.\n" : "No live sessions.\n");
+      return;
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int show(Context& ctx, const SessionOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto id = findSession(**api, o.session);
+  auto id = findSession(ctx, o.session);
   if (!id.ok()) return ctx.fail(id.status());
-  auto s = (*api)->get("/sessions/" + std::to_string(*id));
+  auto s = ctx.get("/sessions/" + std::to_string(*id));
   if (!s.ok()) return ctx.fail(s.status());
   if (ctx.jsonOutput()) return ctx.printJson(*s);
   auto settings = ctx.settings();
@@ -179,22 +169,16 @@ int show(Context& ctx, const SessionOpts& o) {
 }
 
 int stop(Context& ctx, const SessionOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto id = findSession(**api, o.session);
+  auto id = findSession(ctx, o.session);
   if (!id.ok()) return ctx.fail(id.status());
-  auto s = (*api)->post("/sessions/" + std::to_string(*id) + "/stop", json::object());
-  if (!s.ok()) return ctx.fail(s.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*s);
-  ctx.out() << "Session " << text(*s, "id") << " (" << text(*s, "name") << ") is "
-            << text(*s, "state") << ".\n";
-  return 0;
+  auto reply = ctx.post("/sessions/" + std::to_string(*id) + "/stop", json::object());
+  return ctx.printReplyLine(reply, [](const json& s) {
+    return "Session " + text(s, "id") + " (" + text(s, "name") + ") is " + text(s, "state") + ".";
+  });
 }
 
 int share(Context& ctx, const SessionOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto id = findSession(**api, o.session);
+  auto id = findSession(ctx, o.session);
   if (!id.ok()) return ctx.fail(id.status());
   std::vector<std::string> users;
   std::string names;
@@ -204,12 +188,11 @@ int share(Context& ctx, const SessionOpts& o) {
       users.push_back(u);
     }
   }
-  auto s = (*api)->put("/sessions/" + std::to_string(*id) + "/shared-with", json{{"users", users}});
-  if (!s.ok()) return ctx.fail(s.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*s);
-  ctx.out() << "Session " << text(*s, "id") << " is shared with "
-            << (names.empty() ? std::string("nobody") : names) << ".\n";
-  return 0;
+  auto reply = ctx.put("/sessions/" + std::to_string(*id) + "/shared-with", json{{"users", users}});
+  return ctx.printReplyLine(reply, [&](const json& s) {
+    return "Session " + text(s, "id") + " is shared with " +
+           (names.empty() ? std::string("nobody") : names) + ".";
+  });
 }
 
 // Waits until the session runs and Jupyter answers, prints its URL and, where there is a
@@ -217,16 +200,14 @@ int share(Context& ctx, const SessionOpts& o) {
 int open(Context& ctx, const SessionOpts& o) {
   auto wait = parseDurationMs(o.wait);
   if (!wait.ok()) return ctx.usageError(wait.status().withContext("--wait"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
   auto settings = ctx.settings();
   if (!settings.ok()) return ctx.fail(settings.status());
-  auto id = findSession(**api, o.session);
+  auto id = findSession(ctx, o.session);
   if (!id.ok()) return ctx.fail(id.status());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait);
   json s;
   for (;;) {
-    auto got = (*api)->get("/sessions/" + std::to_string(*id));
+    auto got = ctx.get("/sessions/" + std::to_string(*id));
     if (!got.ok()) return ctx.fail(got.status());
     s = *got;
     const std::string state = s.value("state", "");
@@ -260,9 +241,8 @@ int open(Context& ctx, const SessionOpts& o) {
 }  // namespace
 
 void addSessionCommands(CLI::App& app, Context& ctx) {
-  auto* session = app.add_subcommand(
-      "session", "Interactive sessions: Jupyter and SSH workspaces (docs/sessions.md)");
-  session->require_subcommand(1);
+  auto* session = addGroup(app, "session",
+                           "Interactive sessions: Jupyter and SSH workspaces (docs/sessions.md)");
   auto o = std::make_shared<SessionOpts>();
 
   auto* create_ = session->add_subcommand("create", "Start a session from a profile");

@@ -18,4 +18,10 @@ Result<int64_t> findSession(ApiClient& api, const std::string& idOrName) {
   return Status::NotFound("no live session named '" + idOrName + "'");
 }
 
+Result<int64_t> findSession(Context& ctx, const std::string& idOrName) {
+  auto api = ctx.api();
+  if (!api.ok()) return api.status();
+  return findSession(**api, idOrName);
+}
+
 }  // namespace allot::cli

@@ -44,49 +44,37 @@ int sshKeyAdd(Context& ctx, const SshKeyOpts& o) {
   if (line->find("PRIVATE KEY") != std::string::npos)
     return ctx.fail(Status::InvalidArgument(
         "'" + o.file + "' is a PRIVATE key: never upload it; give the .pub file next to it"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto added = (*api)->post("/ssh-keys" + userQuery(o), json{{"key", *line}});
-  if (!added.ok()) return ctx.fail(added.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*added);
-  const std::string comment = text(*added, "comment", "");
-  ctx.out() << "Added SSH key " << text(*added, "fingerprint") << " (" << text(*added, "type")
-            << (comment.empty() ? "" : ", " + comment) << ")"
-            << (o.user.empty() ? "" : " for " + o.user) << "\n";
-  return 0;
+  auto reply = ctx.post("/ssh-keys" + userQuery(o), json{{"key", *line}});
+  return ctx.printReply(reply, [&](const json& added) {
+    const std::string comment = text(added, "comment", "");
+    ctx.out() << "Added SSH key " << text(added, "fingerprint") << " (" << text(added, "type")
+              << (comment.empty() ? "" : ", " + comment) << ")"
+              << (o.user.empty() ? "" : " for " + o.user) << "\n";
+  });
 }
 
 int sshKeyList(Context& ctx, const SshKeyOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto list = (*api)->get("/ssh-keys" + userQuery(o));
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  Table table({"FINGERPRINT", "TYPE", "COMMENT", "ADDED"});
-  for (const auto& k : *list) {
-    table.addRow({text(k, "fingerprint"), text(k, "type"), text(k, "comment", ""),
-                  relativeTime(text(k, "added_at", ""), ctx.now())});
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/ssh-keys" + userQuery(o)), [&](const json& keys) {
+    Table table({"FINGERPRINT", "TYPE", "COMMENT", "ADDED"});
+    for (const auto& k : keys) {
+      table.addRow({text(k, "fingerprint"), text(k, "type"), text(k, "comment", ""),
+                    relativeTime(text(k, "added_at", ""), ctx.now())});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int sshKeyRemove(Context& ctx, const SshKeyOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
   // Fingerprints hold '/' and '+': encoded, they stay one path segment.
-  auto res = (*api)->del("/ssh-keys/" + urlEncode(o.fingerprint) + userQuery(o));
-  if (!res.ok()) return ctx.fail(res.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*res);
-  ctx.out() << "Removed SSH key " << text(*res, "fingerprint") << "\n";
-  return 0;
+  return ctx.printReplyLine(
+      ctx.del("/ssh-keys/" + urlEncode(o.fingerprint) + userQuery(o)),
+      [](const json& removed) { return "Removed SSH key " + text(removed, "fingerprint"); });
 }
 
 }  // namespace
 
 void addSshKeyCommands(CLI::App& app, Context& ctx) {
-  auto* sshKey = app.add_subcommand("ssh-key", "Your SSH public keys: add, list, remove");
-  sshKey->require_subcommand(1);
+  auto* sshKey = addGroup(app, "ssh-key", "Your SSH public keys: add, list, remove");
   auto o = std::make_shared<SshKeyOpts>();
   const char* userHelp = "Another user's keys (platform admin)";
 

@@ -18,52 +18,40 @@ int tokenCreate(Context& ctx, const TokenOpts& o) {
   json body = {{"expires_in", o.expires}};
   if (!o.name.empty()) body["name"] = o.name;
   if (!o.user.empty()) body["user"] = o.user;
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto made = (*api)->post("/tokens", body);
-  if (!made.ok()) return ctx.fail(made.status());
   // Showing the secret is this command's purpose: it exists nowhere else.
-  if (ctx.jsonOutput()) return ctx.printJson(*made);
-  std::string expires = text(*made, "expires_at", "");
-  ctx.out() << "Created token " << text(*made, "id") << " for " << text(*made, "user")
-            << (expires.empty() || expires == "-" ? ", no expiry" : ", expires " + expires) << ".\n"
-            << "Token: " << text(*made, "token") << "\n"
-            << "Keep it now: it will not be shown again.\n";
-  return 0;
+  return ctx.printReply(ctx.post("/tokens", body), [&](const json& made) {
+    std::string expires = text(made, "expires_at", "");
+    ctx.out() << "Created token " << text(made, "id") << " for " << text(made, "user")
+              << (expires.empty() || expires == "-" ? ", no expiry" : ", expires " + expires)
+              << ".\n"
+              << "Token: " << text(made, "token") << "\n"
+              << "Keep it now: it will not be shown again.\n";
+  });
 }
 
 int tokenList(Context& ctx, const TokenOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto list = (*api)->get("/tokens" + (o.user.empty() ? "" : "?user=" + urlEncode(o.user)));
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  Table table({"ID", "NAME", "KIND", "CREATED", "EXPIRES"});
-  for (const auto& t : *list) {
-    std::string expires = text(t, "expires_at", "");
-    table.addRow({text(t, "id"), text(t, "name"), text(t, "kind"),
-                  relativeTime(text(t, "created_at", ""), ctx.now()),
-                  expires.empty() ? "never" : expires});
-  }
-  ctx.out() << table.render();
-  return 0;
+  auto list = ctx.get("/tokens" + (o.user.empty() ? "" : "?user=" + urlEncode(o.user)));
+  return ctx.printReply(list, [&](const json& tokens) {
+    Table table({"ID", "NAME", "KIND", "CREATED", "EXPIRES"});
+    for (const auto& t : tokens) {
+      std::string expires = text(t, "expires_at", "");
+      table.addRow({text(t, "id"), text(t, "name"), text(t, "kind"),
+                    relativeTime(text(t, "created_at", ""), ctx.now()),
+                    expires.empty() ? "never" : expires});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 int tokenRevoke(Context& ctx, const TokenOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto res = (*api)->del("/tokens/" + urlEncode(o.id));
-  if (!res.ok()) return ctx.fail(res.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*res);
-  ctx.out() << "Revoked token " << o.id << "\n";
-  return 0;
+  return ctx.printReplyLine(ctx.del("/tokens/" + urlEncode(o.id)),
+                            [&](const json&) { return "Revoked token " + o.id; });
 }
 
 }  // namespace
 
 void addTokenCommands(CLI::App& app, Context& ctx) {
-  auto* token = app.add_subcommand("token", "Your API tokens: create, list, revoke");
-  token->require_subcommand(1);
+  auto* token = addGroup(app, "token", "Your API tokens: create, list, revoke");
   auto o = std::make_shared<TokenOpts>();
 
   auto* create = token->add_subcommand("create", "Create an API token and print it, once");

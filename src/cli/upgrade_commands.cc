@@ -61,7 +61,7 @@ int outcome(Context& ctx, const json& u) {
   return 1;
 }
 
-int follow(Context& ctx, ApiClient& api, json u) {
+int follow(Context& ctx, json u) {
   const std::string path = "/upgrades/" + text(u, "id");
   std::string last;
   for (;;) {
@@ -75,7 +75,7 @@ int follow(Context& ctx, ApiClient& api, json u) {
     last = line;
     if (text(u, "state") != "running") break;
     std::this_thread::sleep_for(kPollInterval);
-    auto next = api.get(path);
+    auto next = ctx.get(path);
     if (!next.ok()) return ctx.fail(next.status());
     u = std::move(next).value();
   }
@@ -99,39 +99,29 @@ int startUpgrade(Context& ctx, const UpgradeOpts& o) {
   }
   if (o.maxUnavailable < 1)
     return ctx.usageError(Status::InvalidArgument("--max-unavailable: must be at least 1"));
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
-  auto u = (*api)->post("/upgrades", body);
-  if (!u.ok()) return ctx.fail(u.status());
-  if (o.wait) return follow(ctx, **api, *u);
-  if (ctx.jsonOutput()) return ctx.printJson(*u);
-  ctx.out() << "Started " << summary(*u) << "\n(`allot host upgrades " << text(*u, "id")
-            << "` shows its progress)\n";
-  return 0;
+  auto u = ctx.post("/upgrades", body);
+  if (o.wait && u.ok()) return follow(ctx, *u);
+  return ctx.printReplyLine(u, [](const json& started) {
+    return "Started " + summary(started) + "\n(`allot host upgrades " + text(started, "id") +
+           "` shows its progress)";
+  });
 }
 
 int showUpgrades(Context& ctx, const UpgradeOpts& o) {
-  auto api = ctx.api();
-  if (!api.ok()) return ctx.fail(api.status());
   if (!o.id.empty()) {
-    auto u = (*api)->get("/upgrades/" + urlEncode(o.id));
-    if (!u.ok()) return ctx.fail(u.status());
-    if (ctx.jsonOutput()) return ctx.printJson(*u);
-    printUpgrade(ctx, *u);
-    return 0;
+    return ctx.printReply(ctx.get("/upgrades/" + urlEncode(o.id)),
+                          [&](const json& u) { printUpgrade(ctx, u); });
   }
-  auto list = (*api)->get("/upgrades");
-  if (!list.ok()) return ctx.fail(list.status());
-  if (ctx.jsonOutput()) return ctx.printJson(*list);
-  Table table({"ID", "POOL", "PROFILE", "STATE", "HOSTS", "DONE", "BY", "CREATED", "STOPPED AT"});
-  for (const auto& u : *list) {
-    table.addRow({text(u, "id"), text(u, "pool"), text(u, "profile"), text(u, "state"),
-                  std::to_string(u.value("hosts", json::array()).size()),
-                  std::to_string(countIn(u, "done")), text(u, "by"), text(u, "created_at"),
-                  text(u, "stopped_at")});
-  }
-  ctx.out() << table.render();
-  return 0;
+  return ctx.printReply(ctx.get("/upgrades"), [&](const json& list) {
+    Table table({"ID", "POOL", "PROFILE", "STATE", "HOSTS", "DONE", "BY", "CREATED", "STOPPED AT"});
+    for (const auto& u : list) {
+      table.addRow({text(u, "id"), text(u, "pool"), text(u, "profile"), text(u, "state"),
+                    std::to_string(u.value("hosts", json::array()).size()),
+                    std::to_string(countIn(u, "done")), text(u, "by"), text(u, "created_at"),
+                    text(u, "stopped_at")});
+    }
+    ctx.out() << table.render();
+  });
 }
 
 }  // namespace
