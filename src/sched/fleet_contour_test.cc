@@ -6,68 +6,35 @@
 #include <set>
 
 #include "sched/fleet.h"
+#include "sched/fleet_test_support.h"
 
 namespace allot::sched {
 namespace {
 
+using fleettest::placementOf;
+using fleettest::run;
+using fleettest::team;
+using fleettest::waitKindOf;
+using fleettest::waitOf;
+
+// The shared builders, each in a contour.
 HostView host(const std::string& name, int gpus, const std::string& contour) {
-  HostView h;
-  h.name = name;
-  h.cpuMillis = 64'000;
-  h.memoryMib = 512 * 1024;
-  h.driverVersion = "535.104.05";
-  h.cudaVersion = "12.2";
+  HostView h = fleettest::host(name, gpus);
   h.contour = contour;
-  for (int i = 0; i < gpus; ++i) h.gpus.push_back({i, "A100", 81'920});
   return h;
 }
 
 Request req(int64_t id, const std::string& team, int gpus, const std::string& contour) {
-  Request r;
-  r.id = id;
-  r.team = team;
-  r.gpus = gpus;
-  r.submittedAt = id;
+  Request r = fleettest::req(id, team, gpus);
   r.contour = contour;
   return r;
 }
 
 RunningJob running(int64_t id, const std::string& team, const std::string& h, std::vector<int> gpus,
                    const std::string& contour) {
-  RunningJob j;
-  j.id = id;
-  j.team = team;
-  j.startedAt = 1;
+  RunningJob j = fleettest::running(id, team, h, std::move(gpus));
   j.contour = contour;
-  j.slices.push_back({h, std::move(gpus)});
   return j;
-}
-
-TeamView team(const std::string& name, int guaranteed = 0) {
-  TeamView t;
-  t.name = name;
-  if (guaranteed > 0) t.guaranteed[""] = guaranteed;
-  return t;
-}
-
-Decisions run(const Snapshot& s) {
-  auto d = decide(s);
-  EXPECT_TRUE(d.ok()) << d.status().message();
-  return d.ok() ? *d : Decisions{};
-}
-
-const Placement* placementOf(const Decisions& d, int64_t id) {
-  for (const auto& p : d.placements) {
-    if (p.jobId == id) return &p;
-  }
-  return nullptr;
-}
-
-const Wait* waitOf(const Decisions& d, int64_t id) {
-  for (const auto& w : d.waits) {
-    if (w.jobId == id) return &w;
-  }
-  return nullptr;
 }
 
 TEST(FleetContour, JobsRunOnlyOnHostsOfTheirContour) {
@@ -100,17 +67,11 @@ TEST(FleetContour, NoHostOfItsContourIsItsOwnWait) {
   // Too big for its contour's hosts, though another contour has a host that big.
   s.hosts.push_back(host("prod-1", 2, "prod"));
   s.pending = {req(2, "ml", 8, "prod")};
-  d = run(s);
-  w = waitOf(d, 2);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+  EXPECT_EQ(waitKindOf(run(s), 2), WaitKind::kNoHostInContour);
 
   // Too big for every host: the contour is not what stands in the way.
   s.pending = {req(3, "ml", 16, "prod")};
-  d = run(s);
-  w = waitOf(d, 3);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kTooBig);
+  EXPECT_EQ(waitKindOf(run(s), 3), WaitKind::kTooBig);
 }
 
 TEST(FleetContour, BusyContourWhileOthersHaveRoomSaysSo) {
@@ -131,10 +92,7 @@ TEST(FleetContour, BusyContourWhileOthersHaveRoomSaysSo) {
 
   // With the other contour full too, it is an ordinary wait for GPUs.
   s.running.push_back(running(11, "ml", "dev-1", {0, 1, 2, 3, 4, 5, 6, 7}, "dev"));
-  d = run(s);
-  w = waitOf(d, 1);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kReserved);
+  EXPECT_EQ(waitKindOf(run(s), 1), WaitKind::kReserved);
 }
 
 TEST(FleetContour, GangsAndFractionsStayInTheirContour) {
@@ -158,18 +116,12 @@ TEST(FleetContour, GangsAndFractionsStayInTheirContour) {
   // A gang of 3 in dev, where only 2 hosts exist, waits for its contour.
   s.pending = {req(3, "ml", 1, "dev")};
   s.pending[0].hosts = 3;
-  d = run(s);
-  const Wait* w = waitOf(d, 3);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+  EXPECT_EQ(waitKindOf(run(s), 3), WaitKind::kNoHostInContour);
 
   // A fraction in test, where no host is, waits for its contour too.
   s.pending = {req(4, "ml", 1, "test")};
   s.pending[0].gpuMilli = 250;
-  d = run(s);
-  w = waitOf(d, 4);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
+  EXPECT_EQ(waitKindOf(run(s), 4), WaitKind::kNoHostInContour);
 }
 
 TEST(FleetContour, TeamLimitInAContourHolds) {
@@ -200,8 +152,7 @@ TEST(FleetContour, TeamLimitInAContourHolds) {
   s.running.clear();
   s.pending = {req(5, "ml", 1, "prod"), req(6, "ml", 0, "prod")};
   d = run(s);
-  ASSERT_NE(waitOf(d, 5), nullptr);
-  EXPECT_EQ(waitOf(d, 5)->kind, WaitKind::kContourLimit);
+  EXPECT_EQ(waitKindOf(d, 5), WaitKind::kContourLimit);
   EXPECT_NE(placementOf(d, 6), nullptr);
 }
 

@@ -6,68 +6,13 @@
 #include <random>
 #include <set>
 
+#include "sched/fleet_test_support.h"
 #include "sched/placement/cluster.h"
 
 namespace allot::sched {
 namespace {
 
-HostView host(const std::string& name, int gpus, const std::string& model = "A100") {
-  HostView h;
-  h.name = name;
-  h.cpuMillis = 64'000;
-  h.memoryMib = 512 * 1024;
-  h.driverVersion = "535.104.05";
-  h.cudaVersion = "12.2";
-  for (int i = 0; i < gpus; ++i) h.gpus.push_back({i, model, 81'920});
-  return h;
-}
-
-Request req(int64_t id, const std::string& team, int gpus, TimeMs at = 0) {
-  Request r;
-  r.id = id;
-  r.team = team;
-  r.gpus = gpus;
-  r.submittedAt = at == 0 ? id : at;
-  return r;
-}
-
-RunningJob running(int64_t id, const std::string& team, const std::string& h, std::vector<int> gpus,
-                   TimeMs started = 1) {
-  RunningJob j;
-  j.id = id;
-  j.team = team;
-  j.startedAt = started;
-  j.slices.push_back({h, std::move(gpus)});
-  return j;
-}
-
-TeamView team(const std::string& name, int guaranteed = 0, int borrowLimit = -1) {
-  TeamView t;
-  t.name = name;
-  if (guaranteed > 0) t.guaranteed[""] = guaranteed;
-  t.borrowLimit = borrowLimit;
-  return t;
-}
-
-Decisions run(const Snapshot& s) {
-  auto d = decide(s);
-  EXPECT_TRUE(d.ok()) << d.status().message();
-  return d.ok() ? *d : Decisions{};
-}
-
-const Placement* placementOf(const Decisions& d, int64_t id) {
-  for (const auto& p : d.placements) {
-    if (p.jobId == id) return &p;
-  }
-  return nullptr;
-}
-
-const Wait* waitOf(const Decisions& d, int64_t id) {
-  for (const auto& w : d.waits) {
-    if (w.jobId == id) return &w;
-  }
-  return nullptr;
-}
+using namespace fleettest;
 
 TEST(Fleet, PlacesWholeGpusWithoutQuotasConfigured) {
   Snapshot s;
