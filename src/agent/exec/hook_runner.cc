@@ -14,6 +14,8 @@
 #include <fstream>
 #include <vector>
 
+#include "agent/exec/output_tail.h"
+
 namespace allot::agent {
 namespace fs = std::filesystem;
 
@@ -44,31 +46,6 @@ bool writeFile(const fs::path& p, const std::string& data) {
   out << data;
   return static_cast<bool>(out);
 }
-
-// Keeps the last `cap` bytes of what it is given, counting what it dropped.
-class Tail {
- public:
-  explicit Tail(size_t cap) : cap_(cap) {}
-  void add(const char* data, size_t n) {
-    buf_.append(data, n);
-    if (buf_.size() > 2 * cap_) trim();
-  }
-  std::string take() {
-    trim();
-    if (dropped_ == 0) return std::move(buf_);
-    return "[... " + std::to_string(dropped_) + " earlier bytes not kept ...]\n" + buf_;
-  }
-
- private:
-  void trim() {
-    if (buf_.size() <= cap_) return;
-    dropped_ += buf_.size() - cap_;
-    buf_.erase(0, buf_.size() - cap_);
-  }
-  size_t cap_;
-  size_t dropped_ = 0;
-  std::string buf_;
-};
 
 model::HookResult failed(int64_t id, std::string why) {
   model::HookResult r;
@@ -160,7 +137,7 @@ model::HookResult runHook(const HookRun& run) {
   ::close(fds[1]);
   if (devNull >= 0) ::close(devNull);
 
-  Tail out(kMaxHookOutput);
+  OutputTail out(kMaxHookOutput);
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(spec.timeoutMs);
   auto drainUntil = SteadyClock::time_point::max();
   bool timedOut = false;
@@ -183,8 +160,9 @@ model::HookResult runHook(const HookRun& run) {
     ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: every writer is gone
-    out.add(buf, static_cast<size_t>(n));
-    if (run.onOutput) run.onOutput(std::string_view(buf, static_cast<size_t>(n)));
+    const std::string_view piece(buf, static_cast<size_t>(n));
+    out.add(piece);
+    if (run.onOutput) run.onOutput(piece);
   }
   ::close(fds[0]);
   // The hook's own process may outlive its output (it closed stdout); the timeout still holds.

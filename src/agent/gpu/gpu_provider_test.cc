@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -41,6 +42,34 @@ class TempToml {
 
  private:
   std::string dir_, path_;
+};
+
+// What the provider logs while it lives: the default logger writes here, and is put back after.
+class CapturedLog {
+ public:
+  explicit CapturedLog(std::optional<spdlog::level::level_enum> level = std::nullopt)
+      : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+    if (level) logger->set_level(*level);
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+
+  std::string text() const { return out_.str(); }
+  // How many times `what` was logged.
+  size_t count(const std::string& what) const {
+    const std::string log = text();
+    size_t n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
 };
 
 TEST(SimulatedGpuProvider, ShorthandSpecGivesThatManyGpusOfThatModel) {
@@ -387,12 +416,7 @@ TEST_F(FakeNvml, PcieTopologyErrorLeavesSwitchesUnknown) {
 }
 
 TEST_F(FakeNvml, MissingTopologyFunctionsLeaveItUnknownAndSayWhyOnce) {
-  auto out = std::make_shared<std::ostringstream>();
-  auto logger = std::make_shared<spdlog::logger>(
-      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(*out));
-  logger->set_level(spdlog::level::debug);
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(logger);
+  CapturedLog log(spdlog::level::debug);
 
   setenv("FAKE_NVML_GPUS", "4", 1);
   setenv("FAKE_NVML_NVLINK", "pairs", 1);  // ignored: the library lacks the functions
@@ -407,17 +431,9 @@ TEST_F(FakeNvml, MissingTopologyFunctionsLeaveItUnknownAndSayWhyOnce) {
     EXPECT_EQ(pcieSwitches(*gpus), (std::vector<int>(4, -1)));
     EXPECT_EQ((*gpus)[2].uuid, "GPU-0fa4e000-0000-0000-0000-000000000002");
   }
-  spdlog::set_default_logger(previous);
-
-  std::string log = out->str();
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count("NVML lacks nvmlDeviceGetNvLinkState"), 1u) << log;
-  EXPECT_EQ(count("NVML lacks nvmlDeviceGetTopologyCommonAncestor"), 1u) << log;
-  EXPECT_NE(log.find("[debug]"), std::string::npos) << log;
+  EXPECT_EQ(log.count("NVML lacks nvmlDeviceGetNvLinkState"), 1u) << log.text();
+  EXPECT_EQ(log.count("NVML lacks nvmlDeviceGetTopologyCommonAncestor"), 1u) << log.text();
+  EXPECT_NE(log.text().find("[debug]"), std::string::npos) << log.text();
 }
 
 TEST_F(FakeNvml, SampleReadsEveryGpuThroughTheSession) {
@@ -458,11 +474,7 @@ TEST_F(FakeNvml, EccNotSupportedLeavesEccAbsentNotZero) {
 }
 
 TEST_F(FakeNvml, MissingSamplingSymbolsLeaveThoseReadingsAbsentLoggedOnce) {
-  auto out = std::make_shared<std::ostringstream>();
-  auto logger = std::make_shared<spdlog::logger>(
-      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(*out));
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(logger);
+  CapturedLog log;
   auto p = NvmlGpuProvider::open(ALLOT_FAKE_NVML_NO_SAMPLING_PATH);
   ASSERT_TRUE(p.ok()) << p.status().toString();
   for (int round = 0; round < 3; ++round) {
@@ -475,16 +487,9 @@ TEST_F(FakeNvml, MissingSamplingSymbolsLeaveThoseReadingsAbsentLoggedOnce) {
                  s.eccUncorrected);
     EXPECT_TRUE(s.pids.empty());
   }
-  spdlog::set_default_logger(previous);
-  std::string log = out->str();
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count("NVML lacks nvmlDeviceGetUtilizationRates"), 1u) << log;
-  EXPECT_EQ(count("NVML lacks nvmlDeviceGetTotalEccErrors"), 1u) << log;
-  EXPECT_EQ(count("NVML lacks nvmlDeviceGetComputeRunningProcesses"), 1u) << log;
+  EXPECT_EQ(log.count("NVML lacks nvmlDeviceGetUtilizationRates"), 1u) << log.text();
+  EXPECT_EQ(log.count("NVML lacks nvmlDeviceGetTotalEccErrors"), 1u) << log.text();
+  EXPECT_EQ(log.count("NVML lacks nvmlDeviceGetComputeRunningProcesses"), 1u) << log.text();
 }
 
 TEST_F(FakeNvml, InitFailureCarriesNvmlErrorString) {

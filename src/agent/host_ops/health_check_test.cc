@@ -38,6 +38,14 @@ HealthCheckOptions options(GpuProvider* gpus) {
   return o;
 }
 
+// The same with the burn-in on, `ms` per GPU.
+HealthCheckOptions burnInOptions(GpuProvider* gpus, int64_t ms) {
+  HealthCheckOptions o = options(gpus);
+  o.step.burnIn = true;
+  o.step.burnInMs = ms;
+  return o;
+}
+
 TEST(HealthCheck, AHostAsCommissionedIsHealthy) {
   auto gpus = sim("sim:2xH100");
   auto o = options(gpus.get());
@@ -140,9 +148,7 @@ TEST_F(NvmlHealthCheck, CriticalXidsFromTheDriverAreProblems) {
 
 TEST_F(NvmlHealthCheck, BurnInPassesWhenEveryGpuComputesRight) {
   auto gpus = open();
-  auto o = options(gpus.get());
-  o.step.burnIn = true;
-  o.step.burnInMs = 200;
+  auto o = burnInOptions(gpus.get(), 200);
   auto r = runHealthCheck(o);
   EXPECT_TRUE(r.problems.empty()) << problems(r);
   EXPECT_EQ(r.burnIn.rfind("passed (", 0), 0u) << r.burnIn;
@@ -152,9 +158,7 @@ TEST_F(NvmlHealthCheck, BurnInPassesWhenEveryGpuComputesRight) {
 TEST_F(NvmlHealthCheck, BurnInFailsOnAWrongResult) {
   setenv("FAKE_CUDA_WRONG_DEVICE", "1", 1);
   auto gpus = open();
-  auto o = options(gpus.get());
-  o.step.burnIn = true;
-  o.step.burnInMs = 50;
+  auto o = burnInOptions(gpus.get(), 50);
   auto r = runHealthCheck(o);
   EXPECT_EQ(r.burnIn.rfind("failed: GPU 1: wrong result (thread 77", 0), 0u) << r.burnIn;
   EXPECT_TRUE(hasProblem(r, "burn-in failed: GPU 1: wrong result")) << problems(r);
@@ -165,9 +169,7 @@ TEST_F(NvmlHealthCheck, BurnInFindsEachGpuByUuidWhateverCudasOrder) {
   setenv("FAKE_CUDA_REVERSED", "1", 1);
   setenv("FAKE_CUDA_WRONG_DEVICE", "0", 1);
   auto gpus = open();
-  auto o = options(gpus.get());
-  o.step.burnIn = true;
-  o.step.burnInMs = 50;
+  auto o = burnInOptions(gpus.get(), 50);
   auto r = runHealthCheck(o);
   EXPECT_EQ(r.burnIn.rfind("failed: GPU 1: wrong result", 0), 0u) << r.burnIn;
   unsetenv("FAKE_CUDA_REVERSED");
@@ -176,9 +178,7 @@ TEST_F(NvmlHealthCheck, BurnInFindsEachGpuByUuidWhateverCudasOrder) {
 TEST_F(NvmlHealthCheck, BurnInNamesTheCudaErrorAndAMissingLibrary) {
   setenv("FAKE_CUDA_PTX_FAIL", "1", 1);
   auto gpus = open();
-  auto o = options(gpus.get());
-  o.step.burnIn = true;
-  o.step.burnInMs = 50;
+  auto o = burnInOptions(gpus.get(), 50);
   auto r = runHealthCheck(o);
   EXPECT_EQ(r.burnIn, "failed: GPU 0: cuModuleLoadData: CUDA_ERROR_INVALID_PTX");
   o.cudaLibrary = "/nonexistent/libcuda.so.1";

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "agent/exec/output_tail.h"
+
 namespace allot::agent {
 namespace {
 
@@ -32,24 +34,13 @@ class Output {
         done += static_cast<size_t>(n);
       }
     }
-    tail_.append(s);
-    if (tail_.size() > 2 * kMaxHookOutput) trim();
+    tail_.add(s);
   }
-  std::string take() {
-    trim();
-    if (dropped_ == 0) return std::move(tail_);
-    return "[... " + std::to_string(dropped_) + " earlier bytes not kept ...]\n" + tail_;
-  }
+  std::string take() { return tail_.take(); }
 
  private:
-  void trim() {
-    if (tail_.size() <= kMaxHookOutput) return;
-    dropped_ += tail_.size() - kMaxHookOutput;
-    tail_.erase(0, tail_.size() - kMaxHookOutput);
-  }
   int fd_ = -1;
-  std::string tail_;
-  size_t dropped_ = 0;
+  OutputTail tail_{kMaxHookOutput};
 };
 
 std::string firstLine(const std::string& s) {

@@ -105,20 +105,27 @@ class TunnelTest : public ::testing::Test {
     --echoOpen_;
   }
 
+  // Hands each tunnel frame read from `ws` to `onFrame` until the connection ends.
+  static asio::awaitable<void> readTunnelFrames(Ws& ws,
+                                                std::function<void(const std::string&)> onFrame) {
+    beast::flat_buffer buf;
+    for (;;) {
+      buf.clear();
+      auto [ec, n] = co_await ws.async_read(buf, as_tuple(use_awaitable));
+      if (ec) break;
+      std::string data = beast::buffers_to_string(buf.data());
+      if (model::isTunnelFrame(data)) onFrame(data);
+    }
+  }
+
   // allotd's side of the connection: frames to the hub, the hub's frames out.
   asio::awaitable<void> serverSide(std::shared_ptr<Ws> ws) {
     auto ex = co_await asio::this_coro::executor;
     auto outbox = std::make_shared<AgentOutbox<Ws>>(ws);
     asio::co_spawn(ex, outbox->run(), asio::detached);
     auto mux = hub_.attach("h1", [outbox](std::string f) { outbox->pushTunnel(std::move(f)); });
-    beast::flat_buffer buf;
-    for (;;) {
-      buf.clear();
-      auto [ec, n] = co_await ws->async_read(buf, as_tuple(use_awaitable));
-      if (ec) break;
-      std::string data = beast::buffers_to_string(buf.data());
-      if (model::isTunnelFrame(data)) hub_.onFrame("h1", *mux, data);
-    }
+    co_await readTunnelFrames(
+        *ws, [this, &mux](const std::string& frame) { hub_.onFrame("h1", *mux, frame); });
     hub_.detach("h1", mux);
     outbox->stop();
   }
@@ -131,14 +138,7 @@ class TunnelTest : public ::testing::Test {
     endpoint_ = std::make_unique<TunnelEndpoint>(
         ex, [outbox](std::string f) { outbox->pushTunnel(std::move(f)); },
         [this](int64_t s, const std::string& t) { return resolve(s, t); });
-    beast::flat_buffer buf;
-    for (;;) {
-      buf.clear();
-      auto [ec, n] = co_await ws->async_read(buf, as_tuple(use_awaitable));
-      if (ec) break;
-      std::string data = beast::buffers_to_string(buf.data());
-      if (model::isTunnelFrame(data)) endpoint_->onFrame(data);
-    }
+    co_await readTunnelFrames(*ws, [this](const std::string& frame) { endpoint_->onFrame(frame); });
     endpoint_->shutdown();
     outbox->stop();
     clientDone_ = true;
@@ -199,6 +199,12 @@ class TunnelTest : public ::testing::Test {
     if (client_) beast::get_lowest_layer(*client_).socket().close(ignored);
     io_.restart();
     io_.run_for(std::chrono::milliseconds(200));  // lets both sides see the close; not asserted
+  }
+
+  // Writes `bytes` to the stream and says how that went.
+  static asio::awaitable<Status> write(std::shared_ptr<TunnelStream> s, std::string bytes) {
+    auto writing = s->write(std::move(bytes));
+    co_return co_await std::move(writing);
   }
 
   // Writes `bytes` then half-closes; reads until the peer's half-close; returns what it read.
@@ -265,8 +271,7 @@ TEST_F(TunnelTest, HalfCloseKeepsTheOtherDirectionOpen) {
     auto opened = co_await hub_.open("h1", 1, "echo");
     CO_ASSERT(opened.ok());
     auto s = *opened;
-    auto writing = s->write("ping");
-    Status st = co_await std::move(writing);
+    Status st = co_await write(s, "ping");
     CO_ASSERT(st.ok());
     s->closeWrite();
     // After our CLOSE the echo still answers, then closes its side: "" is the end of stream.
@@ -313,8 +318,7 @@ TEST_F(TunnelTest, DroppedWebSocketResetsEveryStream) {
     auto opened = co_await hub_.open("h1", 1, "echo");
     CO_ASSERT(opened.ok());
     auto s = *opened;
-    auto writing = s->write("x");
-    Status st = co_await std::move(writing);
+    Status st = co_await write(s, "x");
     CO_ASSERT(st.ok());
     auto first = co_await s->read();
     CO_ASSERT(first.ok() && *first == "x");
