@@ -23,11 +23,11 @@ using HttpRequest = http::request<http::string_body>;
 
 struct ApiRequest {
   const HttpRequest& raw;
-  std::map<std::string, std::string> params;  // from the path pattern: {id} -> "42"
-  std::map<std::string, std::string> query;
-  std::optional<control::Principal> principal;  // set on every authenticated route
-  std::string peer;          // the client's IP address (the socket's; proxies are not trusted)
-  std::string credentialId;  // the id of the token that authenticated it (for logout)
+  std::map<std::string, std::string> params = {};  // from the path pattern: {id} -> "42"
+  std::map<std::string, std::string> query = {};
+  std::optional<control::Principal> principal = {};  // set on every authenticated route
+  std::string peer = {};  // the client's IP address (the socket's; proxies are not trusted)
+  std::string credentialId = {};  // the id of the token that authenticated it (for logout)
   bool viaCookie = false;    // authenticated by a console session cookie
   // Set for an audited request: the one write its handler's changes and its audit entry make,
   // committed once the handler has returned (Server::apply). Null otherwise.

@@ -20,10 +20,9 @@
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
 #include "api/event_stream.h"
+#include "api/http_pipeline.h"
 #include "api/session_proxy.h"
-#include "common/gzip.h"
 #include "common/tls.h"
-#include "common/utf8.h"
 #include "model/json.h"
 
 namespace allot::api {
@@ -40,29 +39,49 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
 
-// API answers at least this big go gzipped to clients that accept it (browsers do; the CLI and
-// agents do not ask): a 1,000-host cluster map is 1.69 MB of JSON and 78 KB as sent, at zlib's
-// fastest level, which keeps the I/O thread's cost low (docs/benchmarks.md).
-constexpr size_t kGzipMinBytes = 8 * 1024;
+// The read stage of a request (api/http_pipeline.h).
+struct RequestRead {
+  std::optional<HttpRequest> request;  // empty: the connection ends (closed, timed out, bad)
+  std::optional<size_t> tooLargeFor;   // set: the body is over this limit; answer 413 and close
+};
 
-bool shouldGzip(const HttpRequest& req, const ApiResponse& res,
-                const http::response<http::string_body>& out) {
-  if (res.body.size() < kGzipMinBytes || out.count(http::field::content_encoding)) return false;
-  const std::string_view type = res.contentType;
-  const bool text = type.starts_with("application/json") || type.starts_with("text/");
-  return text && acceptsGzip(req[http::field::accept_encoding]);
-}
-
-// The first path or query parameter of req that is not UTF-8 ("" when all are).
-std::string nonUtf8Parameter(const ApiRequest& req) {
-  for (const auto& [k, v] : req.params) {
-    if (!isValidUtf8(v)) return k;
+// The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API, but
+// only from a caller with a valid credential; anyone else is held to the API's limit, so no one
+// unauthenticated makes allotd buffer 256 MiB.
+template <typename Stream>
+asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
+                                         beast::flat_buffer& buffer) {
+  const size_t apiLimit = server.config().maxBodyBytes;
+  http::request_parser<http::string_body> parser;
+  // The largest any request may send (Beast checks a Content-Length against it as it reads the
+  // header); narrowed below once the header says what the request is.
+  parser.body_limit(std::max<size_t>(apiLimit, kSessionBodyLimit));
+  parser.header_limit(64 * 1024);
+  auto [hec, hn] =
+      co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
+  boost::system::error_code ec = hec;
+  size_t limit = apiLimit;
+  if (!ec) {
+    // Asked only of a body that may be over the API's limit: most requests pay nothing.
+    const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
+    if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get()))
+      limit = kSessionBodyLimit;
+    if (parser.content_length() && *parser.content_length() > limit) {
+      ec = http::error::body_limit;
+    } else {
+      parser.body_limit(limit);  // what a chunked body may add up to
+      auto [bec, bn] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+      ec = bec;
+    }
   }
-  for (const auto& [k, v] : req.query) {
-    if (!isValidUtf8(k)) return "query";
-    if (!isValidUtf8(v)) return k;
+  RequestRead read;
+  if (ec == http::error::body_limit) {
+    read.tooLargeFor = limit;
+  } else if (!ec) {
+    read.request = parser.release();
   }
-  return "";
+  co_return read;
 }
 
 Status writeSecretFile(const std::string& path, const std::string& content) {
@@ -368,156 +387,40 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
   const std::string peerAddress = peerError ? std::string() : peer.address().to_string();
   SessionProxyState proxy;  // this connection's tunnel to a session, kept between requests
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    // The largest any request may send (Beast checks a Content-Length against it as it reads
-    // the header); narrowed below once the header says what the request is.
-    parser.body_limit(std::max<size_t>(config_.maxBodyBytes, kSessionBodyLimit));
-    parser.header_limit(64 * 1024);
     beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
-    // The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API,
-    // but only from a caller with a valid credential; anyone else is held to the API's limit,
-    // so no one unauthenticated makes allotd buffer 256 MiB.
-    auto [hec, hn] =
-        co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
-    boost::system::error_code ec = hec;
-    size_t limit = config_.maxBodyBytes;
-    if (!ec) {
-      // Asked only of a body that may be over the API's limit: most requests pay nothing.
-      const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
-      if (large && isSessionPath(parser.get().target()) && mayUseSessions(*this, parser.get()))
-        limit = kSessionBodyLimit;
-      if (parser.content_length() && *parser.content_length() > limit) {
-        ec = http::error::body_limit;
-      } else {
-        parser.body_limit(limit);  // what a chunked body may add up to
-        auto [bec, bn] =
-            co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
-        ec = bec;
-      }
-    }
-    if (ec == http::error::body_limit) {
-      auto res = ApiResponse::error(
-          Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));
-      http::response<http::string_body> out{res.status, 11};
-      out.set(http::field::content_type, res.contentType);
-      out.keep_alive(false);
-      out.body() = std::move(res.body);
-      out.prepare_payload();
+    RequestRead read = co_await readRequest(*this, stream, buffer);
+    if (read.tooLargeFor) {
+      auto out = encodeTooLarge(*read.tooLargeFor);
       co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
       break;
     }
-    if (ec) break;
-    HttpRequest req = parser.release();
-
-    // A session's origin serves that session and nothing else: not the API, whose CSRF token a
-    // session's scripts must never read, nor the console, nor an agent's stream
-    // (api/session_origin.h). serveSessionRequest keeps it to the one session.
+    if (!read.request) break;
+    HttpRequest req = std::move(*read.request);
     const bool onSessionOrigin = sessionOfHost(req[http::field::host], config_.sessionDomain) != 0;
-
-    if (isSessionPath(req.target())) {
-      // Jupyter's traffic, not the API's: neither audited nor in the API's request metrics.
+    const RequestOwner owner = dispatch(req, onSessionOrigin);
+    if (owner == RequestOwner::kSessionProxy) {
+      // serveSessionRequest keeps a session's origin to its one session.
       const bool again = co_await serveSessionRequest(*this, stream, buffer, std::move(req), proxy);
       if (!again) break;
       continue;
     }
-
-    if (!onSessionOrigin && isSessionSshPath(req.target())) {
+    if (owner == RequestOwner::kSessionSsh) {
       // Becomes one SSH connection's relay (or answers an error and closes).
       co_await serveSessionSsh(*this, stream, buffer, std::move(req));
       break;
     }
-
-    if (!onSessionOrigin && beast::websocket::is_upgrade(req)) {
+    if (owner == RequestOwner::kAgentStream) {
       beast::get_lowest_layer(stream).expires_never();
       co_await serveAgentStream(*this, std::move(stream), std::move(req));
       co_return;
     }
-
-    const auto requestStarted = std::chrono::steady_clock::now();
-    std::string_view target = req.target();
-    auto qpos = target.find('?');
-    std::string_view path = target.substr(0, qpos);
-    ApiResponse res;
-    auto match = router_.match(req.method(), path);
-    const bool console =
-        !onSessionOrigin && !match.route && StaticFiles::isConsoleRequest(req.method(), path);
-    if (onSessionOrigin) {
-      res = ApiResponse::error(
-          Status::NotFound("no such endpoint on a session's origin: " + std::string(path)));
-    } else if (console) {
-      res = console_.serve(path, req[http::field::accept_encoding]);
-    } else if (!match.route) {
-      res = match.pathKnown
-                ? ApiResponse::error(Status::InvalidArgument(
-                      std::string(req.method_string()) + " is not allowed on " + std::string(path)))
-                : ApiResponse::error(Status::NotFound("no such endpoint: " + std::string(path)));
-      if (match.pathKnown) res.status = http::status::method_not_allowed;
-    } else {
-      ApiRequest areq{req, std::move(match.params), {}, std::nullopt};
-      if (qpos != std::string_view::npos) areq.query = parseQuery(target.substr(qpos + 1));
-      areq.peer = peerAddress;
-      bool authorized = true;
-      // Percent-decoding can make any bytes; what is not UTF-8 can be neither stored nor shown.
-      if (auto bad = nonUtf8Parameter(areq); !bad.empty()) {
-        authorized = false;
-        res = ApiResponse::error(Status::InvalidArgument(bad + ": not valid UTF-8", bad));
-      }
-      StreamCredential streamCred;
-      if (authorized && match.route->authenticated) {
-        std::string idleSession;
-        auto cred = login_->authenticate(req, *cluster_, &idleSession);
-        if (!idleSession.empty()) {
-          // An idle console session ends for good, not just until allotd restarts.
-          if (auto ended = cluster_->access().endSession(idleSession); ended.ok())
-            co_await apply(*ended);
-        }
-        areq.principal = std::move(cred.principal);
-        areq.credentialId = std::move(cred.tokenId);
-        areq.viaCookie = cred.viaCookie;
-        if (match.route->eventStream) streamCred = {cred.secret, cred.viaCookie};
-        if (!areq.principal) {
-          authorized = false;
-          res = ApiResponse::error(cred.error);
-        } else if (areq.principal->kind == control::Principal::Kind::kHost) {
-          authorized = false;  // host credentials speak only the agent protocol
-          res = ApiResponse::error(
-              Status::PermissionDenied("a host credential cannot call " + std::string(path)));
-        }
-      }
-      if (authorized && match.route->eventStream) {
-        // Not audited (a read), not a response: the connection is the stream's until it ends.
-        metrics_.request(match.route->pattern, std::string(req.method_string()), 200, 0);
-        beast::get_lowest_layer(stream).expires_never();
-        co_await serveEventStream(*this, stream, streamCred);
-        break;
-      }
-      if (authorized) {
-        ApiResponse handled = co_await runHandler(*match.route, areq, path, peerAddress);
-        res = std::move(handled);
-      }
+    ApiOutcome outcome = co_await serveApi(*this, req, onSessionOrigin, peerAddress);
+    if (outcome.eventStream) {
+      beast::get_lowest_layer(stream).expires_never();
+      co_await serveEventStream(*this, stream, *outcome.eventStream);
+      break;
     }
-    metrics_.request(
-        match.route ? match.route->pattern : std::string(console ? "(console)" : "(unmatched)"),
-        std::string(req.method_string()), static_cast<int>(res.status),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - requestStarted).count());
-    http::response<http::string_body> out{res.status, req.version()};
-    out.set(http::field::server, "allotd");
-    out.set(http::field::content_type, res.contentType);
-    for (auto& [k, v] : res.headers) out.set(k, v);
-    out.keep_alive(req.keep_alive());
-    if (shouldGzip(req, res, out)) {
-      res.body = gzipCompress(res.body);
-      out.set(http::field::content_encoding, "gzip");
-      out.set(http::field::vary, "Accept-Encoding");
-    }
-    out.body() = std::move(res.body);
-    out.prepare_payload();
-    if (req.method() == http::verb::head) {
-      // The length of what GET would send, and no body.
-      const auto length = out.body().size();
-      out.body().clear();
-      out.content_length(length);
-    }
+    auto out = encodeResponse(req, std::move(outcome.response));
     auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
     if (wec || !out.keep_alive()) break;
   }

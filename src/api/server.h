@@ -127,6 +127,12 @@ class Server {
     }
     r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
   }
+  // The handle stage of the request pipeline (api/http_pipeline.h): an authorized request's
+  // handler, with its audit entry and its one write (RequestWrite).
+  boost::asio::awaitable<ApiResponse> runHandler(const Route& route, ApiRequest& areq,
+                                                 std::string_view path, std::string peerAddress);
+  // The web console's built files (ServerConfig::webDir).
+  const StaticFiles& console() const { return console_; }
   // Job watchers: a logs request with `wait` sleeps until its job has news or the time is up.
   boost::asio::awaitable<void> waitForJobNews(int64_t job, std::chrono::milliseconds timeout);
   void notifyJob(int64_t job);
@@ -139,12 +145,9 @@ class Server {
   // One connection: the TLS handshake first when tls_ is set, then serveHttp on the stream.
   boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket);
   // Requests on one connection, plain or TLS alike (instantiated in server.cc for both), until
-  // it closes or turns into an agent's WebSocket.
+  // it closes or a handler takes it over; runs the stages of api/http_pipeline.h.
   template <typename Stream>
   boost::asio::awaitable<void> serveHttp(Stream& stream);
-  // An authorized request's handler, with its audit entry and its one write (RequestWrite).
-  boost::asio::awaitable<ApiResponse> runHandler(const Route& route, ApiRequest& areq,
-                                                 std::string_view path, std::string peerAddress);
   boost::asio::awaitable<void> schedulingLoop();
   // Every second: the controllers' tick, each step committed before the next runs.
   boost::asio::awaitable<void> livenessLoop();
