@@ -60,13 +60,22 @@ class CommitFailureTest : public ::testing::Test {
     serving.join();
     return reply;
   }
-  // In a death test's child: allotd must abort on the refused batch, never reply.
-  [[noreturn]] void createTeamThatMustNotBeAcknowledged(
-      std::unique_ptr<store::FaultInjectingStore> faulty, const std::string& name) {
-    setupLogging("allotd", "info", false);  // to stderr, which the check reads
-    auto reply = createTeam(std::move(faulty), name);
-    std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
-    std::_Exit(0);
+  // allotd, on a store that refuses the batches `refuse` holds for, creates team `name`: in a
+  // death test's child, it must abort on the refused batch, never reply. The default ("fast")
+  // style: the child is a fork of this process, so it has this fixture's data directory and
+  // token, and only this thread (SetUp's server is gone) is forked.
+  void expectAbortBeforeAcknowledging(store::FaultInjectingStore::Fault refuse,
+                                      const std::string& name) {
+    EXPECT_EXIT(
+        {
+          auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
+          faulty->failIf(std::move(refuse));
+          setupLogging("allotd", "info", false);  // to stderr, which the check reads
+          auto reply = createTeam(std::move(faulty), name);
+          std::fprintf(stderr, "allotd replied %d\n", reply.ok() ? reply->status : -1);
+          std::_Exit(0);
+        },
+        ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
   }
 
   SystemClock clock_;
@@ -76,15 +85,7 @@ class CommitFailureTest : public ::testing::Test {
 };
 
 TEST_F(CommitFailureTest, AllotdStopsBeforeAcknowledgingAWriteTheDiskRefused) {
-  // The default ("fast") style: the child is a fork of this process, so it has this fixture's
-  // data directory and token, and only this thread (SetUp's server is gone) is forked.
-  EXPECT_EXIT(
-      {
-        auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
-        faulty->failIf(store::FaultInjectingStore::holds<store::PutTeam>);
-        createTeamThatMustNotBeAcknowledged(std::move(faulty), "doomed");
-      },
-      ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
+  expectAbortBeforeAcknowledging(store::FaultInjectingStore::holds<store::PutTeam>, "doomed");
   // Nothing of the refused batch is on disk, and allotd starts again from what is.
   EXPECT_FALSE(teamOnDisk("doomed"));
   auto again = start(openStore());
@@ -94,13 +95,8 @@ TEST_F(CommitFailureTest, AllotdStopsBeforeAcknowledgingAWriteTheDiskRefused) {
 // A change and the audit entry that records it are one batch: no crash can leave one without
 // the other. The audit entry's batch refused, the change is not on disk either.
 TEST_F(CommitFailureTest, AChangeAndItsAuditEntryAreOneWrite) {
-  EXPECT_EXIT(
-      {
-        auto faulty = std::make_unique<store::FaultInjectingStore>(openStore());
-        faulty->failIf(store::FaultInjectingStore::holds<store::AppendAudit>);
-        createTeamThatMustNotBeAcknowledged(std::move(faulty), "unaudited");
-      },
-      ::testing::KilledBySignal(SIGABRT), "durable write failed, exiting");
+  expectAbortBeforeAcknowledging(store::FaultInjectingStore::holds<store::AppendAudit>,
+                                 "unaudited");
   EXPECT_FALSE(teamOnDisk("unaudited"));
 
   // And as it goes when the disk takes it: the batch that holds the team holds its entry.

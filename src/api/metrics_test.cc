@@ -66,49 +66,53 @@ control::World sampleWorld() {
   return w;
 }
 
+// Fails the test for each of `series` (a whole line or the start of one) that `out` lacks.
+void expectSeries(const std::string& out, const std::vector<std::string>& series) {
+  for (const std::string& s : series) {
+    EXPECT_NE(out.find(s), std::string::npos) << "no " << s << " in:\n" << out;
+  }
+}
+
 TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   ServerMetrics m;
   m.request("/api/v1/jobs", "POST", 201, 0.002);
   m.schedulingPass(0.0004, 2);
-  std::string out = renderMetrics(sampleWorld(), m, kNow);
-  EXPECT_NE(out.find("allot_host_up{host=\"gpu-01\",simulated=\"true\"} 1\n"), std::string::npos)
-      << out;
-  EXPECT_NE(out.find("allot_gpu_allocated{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\","
-                     "team=\"ml\",project=\"llm \\\"big\\\"\",user=\"alice\",job=\"2\"} 0.5\n"),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find("allot_hosts_admin{admin_state=\"available\"} 1\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_hosts_admin{admin_state=\"draining\"} 0\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_jobs{state=\"running\"} 2\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_jobs_ended_total{state=\"preempted\"} 1\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_preemptions_total 1\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_jobs_submitted_total 3\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(
-      out.find("allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1"),
-      std::string::npos);
+  expectSeries(renderMetrics(sampleWorld(), m, kNow),
+               {
+                   "allot_host_up{host=\"gpu-01\",simulated=\"true\"} 1\n",
+                   "allot_gpu_allocated{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\","
+                   "team=\"ml\",project=\"llm \\\"big\\\"\",user=\"alice\",job=\"2\"} 0.5\n",
+                   "allot_hosts_admin{admin_state=\"available\"} 1\n",
+                   "allot_hosts_admin{admin_state=\"draining\"} 0\n",
+                   "allot_jobs{state=\"running\"} 2\n",
+                   "allot_jobs_ended_total{state=\"preempted\"} 1\n",
+                   "allot_preemptions_total 1\n",
+                   "allot_jobs_submitted_total 3\n",
+                   "allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n",
+                   "allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n",
+                   "allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1",
+               });
 }
 
 TEST(Metrics, GpuTelemetryGaugesInBaseUnitsLabelledWithTheHolder) {
   ServerMetrics m;
   std::string out = renderMetrics(sampleWorld(), m, kNow);
-  const std::string held =
-      "{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\",team=\"ml\","
-      "project=\"llm \\\"big\\\"\",user=\"alice\"}";
-  EXPECT_NE(out.find("allot_gpu_utilization_ratio" + held + " 0.7\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("allot_gpu_memory_used_bytes" + held + " 1073741824\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_gpu_temperature_celsius" + held + " 61\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_gpu_power_watts" + held + " 312.5\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_gpu_sm_clock_hertz" + held + " 1980000000\n"), std::string::npos);
-  EXPECT_NE(out.find("allot_gpu_ecc_errors_total" + held.substr(0, held.size() - 1) +
-                     ",kind=\"corrected\"} 3\n"),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find("# TYPE allot_gpu_ecc_errors_total counter\n"), std::string::npos);
-  // GPU 0 is held by job 1 too; it has only utilisation, and no series for what it lacks.
-  EXPECT_NE(out.find("allot_gpu_utilization_ratio{host=\"gpu-01\",gpu=\"0\""), std::string::npos);
+  const std::string labels =
+      "host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\",team=\"ml\","
+      "project=\"llm \\\"big\\\"\",user=\"alice\"";
+  const std::string held = "{" + labels + "}";
+  expectSeries(out, {
+                        "allot_gpu_utilization_ratio" + held + " 0.7\n",
+                        "allot_gpu_memory_used_bytes" + held + " 1073741824\n",
+                        "allot_gpu_temperature_celsius" + held + " 61\n",
+                        "allot_gpu_power_watts" + held + " 312.5\n",
+                        "allot_gpu_sm_clock_hertz" + held + " 1980000000\n",
+                        "allot_gpu_ecc_errors_total{" + labels + ",kind=\"corrected\"} 3\n",
+                        "# TYPE allot_gpu_ecc_errors_total counter\n",
+                        // GPU 0 is held by job 1 too; it has only utilisation.
+                        "allot_gpu_utilization_ratio{host=\"gpu-01\",gpu=\"0\"",
+                    });
+  // ... and no series for what it lacks.
   EXPECT_EQ(out.find("allot_gpu_power_watts{host=\"gpu-01\",gpu=\"0\""), std::string::npos);
 }
 
