@@ -33,6 +33,16 @@ std::string besideThisBinary(const char* program) {
   return (self.parent_path() / program).string();
 }
 
+std::string absolutePath(const std::string& path) {
+  return std::filesystem::absolute(path).string();
+}
+
+// A root a wipe empties, or team storage, must not be / or hold the work dir: the agent would
+// lose its own state.
+bool holdsWorkDir(const std::string& root, const std::string& workDir) {
+  return root == "/" || (workDir + "/").rfind(root + "/", 0) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,14 +127,14 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(workDir, ec);
   if (ec) return fail("cannot create work dir " + workDir + ": " + ec.message());
-  workDir = std::filesystem::absolute(workDir).string();
+  workDir = absolutePath(workDir);
 
   if (scratchDir.empty()) scratchDir = workDir + "/scratch";
-  scratchDir = std::filesystem::absolute(scratchDir).string();
+  scratchDir = absolutePath(scratchDir);
   if (!homeDir.empty()) {
-    homeDir = std::filesystem::absolute(homeDir).string();
+    homeDir = absolutePath(homeDir);
     // A wipe empties it: the work dir or / given by mistake would lose the agent's own state.
-    if (homeDir == "/" || (workDir + "/").rfind(homeDir + "/", 0) == 0)
+    if (holdsWorkDir(homeDir, workDir))
       return fail("--home-dir: " + homeDir +
                   " cannot be a team home root: it holds the work dir, and a wipe empties it");
   }
@@ -133,13 +143,13 @@ int main(int argc, char** argv) {
         "--run-as-owner required: only root can start workloads as other users; run "
         "as root, or pass --run-as-owner off to run every job as this user");
   if (!teamDir.empty()) {
-    teamDir = std::filesystem::absolute(teamDir).string();
-    if (teamDir == "/" || (workDir + "/").rfind(teamDir + "/", 0) == 0)
+    teamDir = absolutePath(teamDir);
+    if (holdsWorkDir(teamDir, workDir))
       return fail("--team-dir: " + teamDir +
                   " cannot be the team storage root: it holds the "
                   "work dir");
   }
-  if (scratchDir == "/" || (workDir + "/").rfind(scratchDir + "/", 0) == 0)
+  if (holdsWorkDir(scratchDir, workDir))
     return fail("--scratch-dir: " + scratchDir +
                 " cannot be the scratch root: it holds the work dir, and a wipe empties it");
   if (runAsOwner == "required") {
@@ -200,7 +210,7 @@ int main(int argc, char** argv) {
   cfg.sshDirectAddress = sshDirectAddress;
   cfg.teamDir = teamDir;
   if (!sessionHomeDir.empty())
-    cfg.sessionHomeDir = std::filesystem::absolute(sessionHomeDir).string();
+    cfg.sessionHomeDir = absolutePath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

@@ -19,17 +19,28 @@ Result<Limits> read(std::string_view text) {
   return out;
 }
 
+// Every number [limits] sets, in the order of its keys.
+struct Numbers {
+  int jobsPerUser, jobsPerTeam;
+  int64_t jobBytesPerUser, jobBytesPerTeam, cpuFloorMillis, memoryFloorMib, logBytes,
+      logReserveBytes;
+};
+
+void expectNumbers(const Limits& l, const Numbers& want) {
+  EXPECT_EQ(l.jobs.maxActiveJobsPerUser, want.jobsPerUser);
+  EXPECT_EQ(l.jobs.maxActiveJobsPerTeam, want.jobsPerTeam);
+  EXPECT_EQ(l.jobs.maxActiveJobBytesPerUser, want.jobBytesPerUser);
+  EXPECT_EQ(l.jobs.maxActiveJobBytesPerTeam, want.jobBytesPerTeam);
+  EXPECT_EQ(l.jobs.cpuFloorMillis, want.cpuFloorMillis);
+  EXPECT_EQ(l.jobs.memoryFloorMib, want.memoryFloorMib);
+  EXPECT_EQ(l.logs.maxBytes, want.logBytes);
+  EXPECT_EQ(l.logs.reserveBytes, want.logReserveBytes);
+}
+
 TEST(LimitsConfig, DefaultsAreWhatAFleetWouldUse) {
   auto l = read("");
   ASSERT_TRUE(l.ok()) << l.status().message();
-  EXPECT_EQ(l->jobs.maxActiveJobsPerUser, 1000);
-  EXPECT_EQ(l->jobs.maxActiveJobsPerTeam, 5000);
-  EXPECT_EQ(l->jobs.maxActiveJobBytesPerUser, 32 << 20);
-  EXPECT_EQ(l->jobs.maxActiveJobBytesPerTeam, 128 << 20);
-  EXPECT_EQ(l->jobs.cpuFloorMillis, 100);
-  EXPECT_EQ(l->jobs.memoryFloorMib, 256);
-  EXPECT_EQ(l->logs.maxBytes, 64 << 20);
-  EXPECT_EQ(l->logs.reserveBytes, 512 << 20);
+  expectNumbers(*l, {1000, 5000, 32 << 20, 128 << 20, 100, 256, 64 << 20, 512 << 20});
   EXPECT_TRUE(l->webhooks.empty());
 }
 
@@ -48,14 +59,7 @@ log_disk_reserve_mib = 2048
 webhook_allow = ["http://hooks.internal:8080/allot/", "http://chat.example.com/"]
 )");
   ASSERT_TRUE(l.ok()) << l.status().message();
-  EXPECT_EQ(l->jobs.maxActiveJobsPerUser, 50);
-  EXPECT_EQ(l->jobs.maxActiveJobsPerTeam, 0);
-  EXPECT_EQ(l->jobs.maxActiveJobBytesPerUser, 8 << 20);
-  EXPECT_EQ(l->jobs.maxActiveJobBytesPerTeam, 64 << 20);
-  EXPECT_EQ(l->jobs.cpuFloorMillis, 250);
-  EXPECT_EQ(l->jobs.memoryFloorMib, 512);
-  EXPECT_EQ(l->logs.maxBytes, 1 << 20);
-  EXPECT_EQ(l->logs.reserveBytes, int64_t{2048} << 20);
+  expectNumbers(*l, {50, 0, 8 << 20, 64 << 20, 250, 512, 1 << 20, int64_t{2048} << 20});
   EXPECT_EQ(l->webhooks.size(), 2u);
 }
 

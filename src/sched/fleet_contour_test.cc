@@ -37,6 +37,16 @@ RunningJob running(int64_t id, const std::string& team, const std::string& h, st
   return j;
 }
 
+// The wait of the snapshot's one pending job, which nothing places and its contour keeps waiting.
+Wait contourWaitOf(const Snapshot& s) {
+  const int64_t id = s.pending.at(0).id;
+  auto d = run(s);
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_EQ(waitKindOf(d, id), WaitKind::kNoHostInContour);
+  const Wait* w = waitOf(d, id);
+  return w ? *w : Wait{};
+}
+
 TEST(FleetContour, JobsRunOnlyOnHostsOfTheirContour) {
   Snapshot s;
   // The prod host is the best fit for the dev job's 4 GPUs if contours were ignored.
@@ -55,14 +65,10 @@ TEST(FleetContour, NoHostOfItsContourIsItsOwnWait) {
   s.hosts = {host("dev-1", 8, "dev")};
   s.teams = {team("ml")};
   s.pending = {req(1, "ml", 2, "prod")};
-  auto d = run(s);
-  EXPECT_TRUE(d.placements.empty());
-  const Wait* w = waitOf(d, 1);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
-  EXPECT_TRUE(w->contourNever);
-  EXPECT_EQ(std::string(waitKindName(w->kind)), "no_host_in_contour");
-  EXPECT_NE(describeWait(*w, s.pending[0]).find("no host in contour prod"), std::string::npos);
+  const Wait w = contourWaitOf(s);
+  EXPECT_TRUE(w.contourNever);
+  EXPECT_EQ(std::string(waitKindName(w.kind)), "no_host_in_contour");
+  EXPECT_NE(describeWait(w, s.pending[0]).find("no host in contour prod"), std::string::npos);
 
   // Too big for its contour's hosts, though another contour has a host that big.
   s.hosts.push_back(host("prod-1", 2, "prod"));
@@ -80,14 +86,10 @@ TEST(FleetContour, BusyContourWhileOthersHaveRoomSaysSo) {
   s.teams = {team("ml")};
   s.running = {running(10, "ml", "prod-1", {0, 1, 2, 3}, "prod")};
   s.pending = {req(1, "ml", 2, "prod")};
-  auto d = run(s);
-  EXPECT_TRUE(d.placements.empty());
-  const Wait* w = waitOf(d, 1);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->kind, WaitKind::kNoHostInContour);
-  EXPECT_FALSE(w->contourNever);
-  EXPECT_EQ(w->host, "prod-1");  // it still holds its place in line there
-  EXPECT_NE(describeWait(*w, s.pending[0]).find("hosts of other contours have room"),
+  const Wait w = contourWaitOf(s);
+  EXPECT_FALSE(w.contourNever);
+  EXPECT_EQ(w.host, "prod-1");  // it still holds its place in line there
+  EXPECT_NE(describeWait(w, s.pending[0]).find("hosts of other contours have room"),
             std::string::npos);
 
   // With the other contour full too, it is an ordinary wait for GPUs.

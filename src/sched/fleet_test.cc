@@ -178,12 +178,18 @@ TEST(Fleet, DedicatedSingleGpusStayWithTheirTeam) {
   EXPECT_EQ(placementOf(d, 3)->by, PlacedBy::kDedicated);
 }
 
-TEST(Fleet, LentDedicatedCapacityIsReclaimedByItsOwner) {
+// Host "ours", 4 GPUs dedicated to team ml, which lends them to cv while it does not use them.
+Snapshot lentHostScene() {
   Snapshot s;
   s.hosts = {host("ours", 4)};
   s.hosts[0].dedicatedTo = "ml";
   s.teams = {team("ml"), team("cv")};
   s.teams[0].lendDedicated = true;
+  return s;
+}
+
+TEST(Fleet, LentDedicatedCapacityIsReclaimedByItsOwner) {
+  Snapshot s = lentHostScene();
   s.pending = {req(1, "cv", 4)};
   auto d = run(s);
   ASSERT_NE(placementOf(d, 1), nullptr);
@@ -380,11 +386,8 @@ TEST(Fleet, OneOversizedRequestWaitsAndTheRestAreScheduled) {
 }
 
 TEST(Fleet, AnOwnerTakesBackLentCapacityEvenWhenThePoolIsFull) {
-  Snapshot s;
-  s.hosts = {host("ours", 4), host("pool", 4)};
-  s.hosts[0].dedicatedTo = "ml";
-  s.teams = {team("ml"), team("cv")};
-  s.teams[0].lendDedicated = true;
+  Snapshot s = lentHostScene();
+  s.hosts.push_back(host("pool", 4));
   s.running = {running(10, "cv", "ours", {0, 1, 2, 3}), running(11, "cv", "pool", {0, 1, 2, 3})};
   s.pending = {req(1, "ml", 2)};
   auto d = run(s);
