@@ -4,10 +4,17 @@
 #include <set>
 
 #include "common/bounded_json.h"
+#include "model/enum_names.h"
 #include "model/json.h"
+#include "model/json_fields.h"
 
 namespace allot::model {
 namespace {
+
+using fields::decodeObjectAt;
+using fields::objectAt;
+using fields::readOptional;
+using fields::valueOrNull;
 
 // Wraps nlohmann's exceptions (missing key, wrong type) into a Status naming what was wrong.
 template <typename F>
@@ -19,21 +26,15 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
   }
 }
 
+constexpr EnumName<ActualState> kActualStates[] = {
+    {ActualState::kRunning, "running"},
+    {ActualState::kExited, "exited"},
+    {ActualState::kLost, "lost"},
+    {ActualState::kFailedToStart, "failed_to_start"}};
+
 }  // namespace
 
-const char* actualStateName(ActualState s) {
-  switch (s) {
-    case ActualState::kRunning:
-      return "running";
-    case ActualState::kExited:
-      return "exited";
-    case ActualState::kLost:
-      return "lost";
-    case ActualState::kFailedToStart:
-      return "failed_to_start";
-  }
-  return "unknown";
-}
+const char* actualStateName(ActualState s) { return nameIn(kActualStates, s, "unknown"); }
 
 void applyInventory(Host& h, const Inventory& inv) {
   h.cpus = inv.cpus;
@@ -191,7 +192,7 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
       if (!r.ok()) return r.status();
       d.runAs = *r;
     }
-    if (auto s = j.find("session"); s != j.end() && s->is_object()) {
+    if (const nlohmann::json* s = objectAt(j, "session")) {
       d.session = DesiredSession{s->at("app").get<std::string>(), s->value("storage", "scratch"),
                                  s->value("ssh_keys", std::vector<std::string>{}),
                                  s->value("user", ""), s->value("shared_root", "")};
@@ -207,8 +208,8 @@ nlohmann::json toJson(const ActualJob& a) {
                       {"started_ms", a.startedAt},
                       {"finished_ms", a.finishedAt},
                       {"message", a.message}};
-  j["exit_code"] = a.exitCode ? nlohmann::json(*a.exitCode) : nlohmann::json(nullptr);
-  j["signal"] = a.signal ? nlohmann::json(*a.signal) : nlohmann::json(nullptr);
+  j["exit_code"] = valueOrNull(a.exitCode);
+  j["signal"] = valueOrNull(a.signal);
   if (a.session) j["session"] = toJson(*a.session);
   return j;
 }
@@ -250,28 +251,16 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     ActualJob a;
     a.id = j.at("id").get<int64_t>();
     auto st = j.at("state").get<std::string>();
-    if (st == "running")
-      a.state = ActualState::kRunning;
-    else if (st == "exited")
-      a.state = ActualState::kExited;
-    else if (st == "lost")
-      a.state = ActualState::kLost;
-    else if (st == "failed_to_start")
-      a.state = ActualState::kFailedToStart;
-    else
-      return Status::InvalidArgument("bad job status: unknown state '" + st + "'");
+    auto state = parseIn(kActualStates, st);
+    if (!state) return Status::InvalidArgument("bad job status: unknown state '" + st + "'");
+    a.state = *state;
     a.pid = j.value("pid", 0);
-    if (j.contains("exit_code") && !j["exit_code"].is_null())
-      a.exitCode = j["exit_code"].get<int>();
-    if (j.contains("signal") && !j["signal"].is_null()) a.signal = j["signal"].get<int>();
+    a.exitCode = readOptional<int>(j, "exit_code");
+    a.signal = readOptional<int>(j, "signal");
     a.startedAt = j.value("started_ms", TimeMs{0});
     a.finishedAt = j.value("finished_ms", TimeMs{0});
     a.message = j.value("message", "");
-    if (auto s = j.find("session"); s != j.end() && s->is_object()) {
-      auto session = actualSessionFromJson(*s);
-      if (!session.ok()) return session.status();
-      a.session = *session;
-    }
+    ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "session", actualSessionFromJson, a.session));
     return a;
   });
 }
@@ -283,8 +272,7 @@ void putOptional(nlohmann::json& j, const char* key, const std::optional<T>& v) 
 }
 template <typename T>
 void getOptional(const nlohmann::json& j, const char* key, std::optional<T>& v) {
-  auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) v = it->get<T>();
+  if (auto got = readOptional<T>(j, key)) v = *got;
 }
 }  // namespace
 
@@ -464,14 +452,9 @@ Result<HostTask> hostTaskFromJson(const nlohmann::json& j) {
     HostTask t;
     t.id = j.at("id").get<int64_t>();
     t.purpose = j.value("purpose", "");
-    if (auto w = j.find("wipe"); w != j.end() && w->is_object())
-      t.wipe = WipeStep{w->value("home", false)};
-    if (auto h = j.find("hook"); h != j.end() && h->is_object()) {
-      auto hook = hookSpecFromJson(*h);
-      if (!hook.ok()) return hook.status();
-      t.hook = *hook;
-    }
-    if (auto h = j.find("health"); h != j.end() && h->is_object()) {
+    if (const nlohmann::json* w = objectAt(j, "wipe")) t.wipe = WipeStep{w->value("home", false)};
+    ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "hook", hookSpecFromJson, t.hook));
+    if (const nlohmann::json* h = objectAt(j, "health")) {
       HealthStep s;
       s.gpuCount = h->value("gpu_count", -1);
       s.gpuModels = h->value("gpu_models", std::vector<std::string>{});
@@ -545,16 +528,8 @@ Result<HostTaskResult> taskResultFromJson(const nlohmann::json& j) {
     r.failedStep = j.value("failed_step", "");
     r.reason = j.value("reason", "");
     r.output = j.value("output", "");
-    if (auto h = j.find("hook"); h != j.end() && h->is_object()) {
-      auto hook = hookResultFromJson(*h);
-      if (!hook.ok()) return hook.status();
-      r.hook = *hook;
-    }
-    if (auto h = j.find("health"); h != j.end() && h->is_object()) {
-      auto health = healthReportFromJson(*h);
-      if (!health.ok()) return health.status();
-      r.health = *health;
-    }
+    ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "hook", hookResultFromJson, r.hook));
+    ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "health", healthReportFromJson, r.health));
     return r;
   });
 }

@@ -6,16 +6,17 @@
 
 #include "common/time_format.h"
 #include "model/agent_protocol.h"
+#include "model/json_fields.h"
 
 namespace allot::model {
 namespace {
 
-json optionalInt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
-std::optional<int> readOptionalInt(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<int>();
-}
+using fields::nullIfEmpty;
+using fields::objectAt;
+using fields::parseStored;
+using fields::readOptional;
+using fields::timeOrNull;
+using fields::valueOrNull;
 
 json limitJson(int v) { return v < 0 ? json(nullptr) : json(v); }
 int readLimit(const json& j, const char* key) {
@@ -24,7 +25,10 @@ int readLimit(const json& j, const char* key) {
   return it->get<int>();
 }
 
-json nullIfEmpty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+json durationOrNull(TimeMs ms) { return ms ? json(formatDurationSpec(ms)) : json(nullptr); }
+
+// Unix ids and group ids: -1 is "none", which the API writes as null.
+json idOrNull(int64_t id) { return id >= 0 ? json(id) : json(nullptr); }
 
 json idlePolicyStoreDoc(const IdlePolicy& p) {
   return {{"threshold_percent", p.thresholdPct},
@@ -36,8 +40,8 @@ json idlePolicyStoreDoc(const IdlePolicy& p) {
 
 // Absent in documents written before idle policies: none set, the default applies.
 std::optional<IdlePolicy> readIdlePolicy(const json& d) {
-  auto it = d.find("idle_policy");
-  if (it == d.end() || !it->is_object()) return std::nullopt;
+  const json* it = objectAt(d, "idle_policy");
+  if (!it) return std::nullopt;
   IdlePolicy p;
   p.thresholdPct = it->value("threshold_percent", p.thresholdPct);
   p.afterMs = it->value("after_ms", p.afterMs);
@@ -74,7 +78,7 @@ json quotaJson(const Team& t) {
 json toJson(const Team& t) {
   return {{"name", t.name},
           {"created_at", formatIso8601(t.createdAt)},
-          {"gid", t.gid >= 0 ? json(t.gid) : json(nullptr)},
+          {"gid", idOrNull(t.gid)},
           {"quota", quotaJson(t)}};
 }
 
@@ -126,42 +130,47 @@ std::map<std::string, Role> teamRolesFromJson(const json& j) {
   return out;
 }
 
-}  // namespace
-
-// The API's view: never the password hash.
-json toJson(const User& u) {
-  json out = {{"name", u.name},
-              {"teams", teamRolesJson(u.teams)},
-              {"platform_admin", u.platformAdmin},
-              {"kind", userKindName(u.kind)},
-              {"source", userSourceName(u.source)},
-              {"has_password", !u.passwordHash.empty()},
-              {"disabled", u.disabled},
-              {"uid", u.uid >= 0 ? json(u.uid) : json(nullptr)},
-              {"gid", u.gid >= 0 ? json(u.gid) : json(nullptr)},
-              {"created_at", formatIso8601(u.createdAt)}};
-  if (!u.createdBy.empty()) out["created_by"] = u.createdBy;
-  return out;
-}
-
-json toStoreDoc(const User& u) {
+// What the API and the store both say of a user.
+json userAccess(const User& u) {
   json out = {{"teams", teamRolesJson(u.teams)},
               {"platform_admin", u.platformAdmin},
               {"kind", userKindName(u.kind)},
               {"source", userSourceName(u.source)},
-              {"disabled", u.disabled},
-              {"uid", u.uid},
-              {"gid", u.gid}};
-  if (!u.passwordHash.empty()) out["password_hash"] = u.passwordHash;
+              {"disabled", u.disabled}};
   if (!u.createdBy.empty()) out["created_by"] = u.createdBy;
+  return out;
+}
+
+// What identifies a key, in both views.
+json sshKeyIdentity(const SshKey& k) {
+  return {{"fingerprint", k.fingerprint}, {"type", k.type}, {"comment", k.comment}};
+}
+
+}  // namespace
+
+// The API's view: never the password hash.
+json toJson(const User& u) {
+  json out = userAccess(u);
+  out["name"] = u.name;
+  out["has_password"] = !u.passwordHash.empty();
+  out["uid"] = idOrNull(u.uid);
+  out["gid"] = idOrNull(u.gid);
+  out["created_at"] = formatIso8601(u.createdAt);
+  return out;
+}
+
+json toStoreDoc(const User& u) {
+  json out = userAccess(u);
+  out["uid"] = u.uid;
+  out["gid"] = u.gid;
+  if (!u.passwordHash.empty()) out["password_hash"] = u.passwordHash;
   if (!u.sshKeys.empty()) {
     json keys = json::array();
     for (const auto& k : u.sshKeys) {
-      keys.push_back({{"fingerprint", k.fingerprint},
-                      {"type", k.type},
-                      {"blob", k.blob},
-                      {"comment", k.comment},
-                      {"added_ms", k.addedAt}});
+      json key = sshKeyIdentity(k);
+      key["blob"] = k.blob;
+      key["added_ms"] = k.addedAt;
+      keys.push_back(std::move(key));
     }
     out["ssh_keys"] = std::move(keys);
   }
@@ -193,10 +202,9 @@ User userFromStoreDoc(const json& d) {
 
 // The API's view of a key: what identifies it; the blob stays in the store and authorized_keys.
 json toJson(const SshKey& k) {
-  return {{"fingerprint", k.fingerprint},
-          {"type", k.type},
-          {"comment", k.comment},
-          {"added_at", formatIso8601(k.addedAt)}};
+  json out = sshKeyIdentity(k);
+  out["added_at"] = formatIso8601(k.addedAt);
+  return out;
 }
 
 // The API's view of a token: never its hash (nor, after creation, its secret).
@@ -206,21 +214,22 @@ json toJson(const ApiToken& t) {
           {"user", t.owner},
           {"kind", tokenKindName(t.kind)},
           {"created_at", formatIso8601(t.createdAt)},
-          {"expires_at", t.expiresAt ? json(formatIso8601(t.expiresAt)) : json(nullptr)}};
+          {"expires_at", timeOrNull(t.expiresAt)}};
+}
+
+static json projectSplit(const Project& p) {
+  return {{"name", p.name}, {"team", p.team}, {"guaranteed", guaranteedJson(p.guaranteed)}};
 }
 
 json toJson(const Project& p) {
-  return {{"name", p.name},
-          {"team", p.team},
-          {"created_at", formatIso8601(p.createdAt)},
-          {"guaranteed", guaranteedJson(p.guaranteed)}};
+  json out = projectSplit(p);
+  out["created_at"] = formatIso8601(p.createdAt);
+  return out;
 }
 
 json toStoreDoc(const Project& p) {
-  json out = {{"name", p.name},
-              {"team", p.team},
-              {"created_ms", p.createdAt},
-              {"guaranteed", guaranteedJson(p.guaranteed)}};
+  json out = projectSplit(p);
+  out["created_ms"] = p.createdAt;
   if (p.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*p.idlePolicy);
   return out;
 }
@@ -320,7 +329,7 @@ json toJson(const Host& h) {
   out["admin_state"] = adminStateName(h.adminState);
   out["admin_reason"] = nullIfEmpty(h.adminReason);
   if (h.adminState == AdminState::kDraining) {
-    out["drain_deadline"] = h.drainDeadline ? json(formatIso8601(h.drainDeadline)) : json(nullptr);
+    out["drain_deadline"] = timeOrNull(h.drainDeadline);
     out["drain_reason"] = nullIfEmpty(h.adminReason);
   }
   // "shared", or the team the host is assigned to.
@@ -330,8 +339,7 @@ json toJson(const Host& h) {
   out["task"] = h.task ? json(h.task->purpose) : json(nullptr);
   out["handover_to"] =
       h.handover ? json(h.handover->team.empty() ? "shared" : h.handover->team) : json(nullptr);
-  out["health_checked_at"] =
-      h.healthCheckedAt ? json(formatIso8601(h.healthCheckedAt)) : json(nullptr);
+  out["health_checked_at"] = timeOrNull(h.healthCheckedAt);
   return out;
 }
 
@@ -346,17 +354,22 @@ json toJson(const HostTransition& t) {
           {"output", nullIfEmpty(t.output)}};
 }
 
+// A rank as both views write it; the API adds its number, the store its message.
+static json rankJson(const Rank& k) {
+  return {{"host", k.host},
+          {"gpu_indices", k.gpuIndices},
+          {"gpu_uuids", k.gpuUuids},
+          {"state", rankStateName(k.state)},
+          {"exit_code", valueOrNull(k.exitCode)},
+          {"signal", valueOrNull(k.signal)}};
+}
+
 static json ranksJson(const std::vector<Rank>& ranks) {
   json out = json::array();
   for (size_t r = 0; r < ranks.size(); ++r) {
-    const Rank& k = ranks[r];
-    out.push_back({{"rank", r},
-                   {"host", k.host},
-                   {"gpu_indices", k.gpuIndices},
-                   {"gpu_uuids", k.gpuUuids},
-                   {"state", rankStateName(k.state)},
-                   {"exit_code", optionalInt(k.exitCode)},
-                   {"signal", optionalInt(k.signal)}});
+    json rank = rankJson(ranks[r]);
+    rank["rank"] = r;
+    out.push_back(std::move(rank));
   }
   return out;
 }
@@ -414,46 +427,51 @@ std::optional<std::vector<std::string>> cutSpec(const Job& j, size_t max) {
 
 }  // namespace
 
+// What the API and the store both say of a job, word for word: its request and where it stands.
+static json jobCommon(const Job& j) {
+  return {{"id", j.id},
+          {"name", j.name},
+          {"team", j.team},
+          {"user", j.user},
+          {"gpus", j.gpus},
+          {"gpu_models", j.gpuModels},
+          {"gpu_milli", j.gpuMilli},
+          {"gpu_memory_mib", j.gpuMemoryMib},
+          {"cpu_millis", j.cpuMillis},
+          {"memory_mib", j.memoryMib},
+          {"priority", j.priority},
+          {"preemptible", j.preemptible},
+          {"whole_host", j.wholeHost},
+          {"hosts", j.hosts},
+          {"state", jobStateName(j.state)},
+          {"gpu_indices", j.gpuIndices},
+          {"gpu_uuids", j.gpuUuids},
+          {"exit_code", valueOrNull(j.exitCode)},
+          {"signal", valueOrNull(j.signal)},
+          {"cancel_requested", j.cancelRequested},
+          {"preemptions", j.preemptions},
+          {"evicting", j.evicting}};
+}
+
+// The API's view: unset texts and times are null, times ISO 8601, the spec cut to fit a listing.
 json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   static const std::map<std::string, std::string> kNoEnv;
   const auto cut = cutSpec(j, maxSpecBytes);
-  json out = {
-      {"id", j.id},
-      {"name", j.name},
-      {"team", j.team},
-      {"project", j.project.empty() ? json(nullptr) : json(j.project)},
-      {"user", j.user},
-      {"command", cut ? *cut : j.command},
-      {"env", cut ? kNoEnv : j.env},
-      {"gpus", j.gpus},
-      {"gpu_models", j.gpuModels},
-      {"gpu_milli", j.gpuMilli},
-      {"gpu_memory_mib", j.gpuMemoryMib},
-      {"cpu_millis", j.cpuMillis},
-      {"memory_mib", j.memoryMib},
-      {"priority", j.priority},
-      {"preemptible", j.preemptible},
-      {"whole_host", j.wholeHost},
-      {"hosts", j.hosts},
-      {"max_runtime", j.maxRuntimeMs ? json(formatDurationSpec(j.maxRuntimeMs)) : json(nullptr)},
-      {"min_driver", nullIfEmpty(j.minDriver)},
-      {"min_cuda", nullIfEmpty(j.minCuda)},
-      {"contour", nullIfEmpty(j.contour)},
-      {"state", jobStateName(j.state)},
-      {"reason", j.reason.empty() ? json(nullptr) : json(j.reason)},
-      {"host", j.host.empty() ? json(nullptr) : json(j.host)},
-      {"gpu_indices", j.gpuIndices},
-      {"gpu_uuids", j.gpuUuids},
-      {"exit_code", optionalInt(j.exitCode)},
-      {"signal", optionalInt(j.signal)},
-      {"cancel_requested", j.cancelRequested},
-      {"preemptions", j.preemptions},
-      {"evicting", j.evicting},
-      {"evicting_since", j.evictingSince ? json(formatIso8601(j.evictingSince)) : json(nullptr)},
-      {"evicted_for", nullIfEmpty(j.evictedFor)},
-      {"submitted_at", formatIso8601(j.submittedAt)},
-      {"started_at", j.startedAt ? json(formatIso8601(j.startedAt)) : json(nullptr)},
-      {"finished_at", j.finishedAt ? json(formatIso8601(j.finishedAt)) : json(nullptr)}};
+  json out = jobCommon(j);
+  out["project"] = nullIfEmpty(j.project);
+  out["command"] = cut ? *cut : j.command;
+  out["env"] = cut ? kNoEnv : j.env;
+  out["max_runtime"] = durationOrNull(j.maxRuntimeMs);
+  out["min_driver"] = nullIfEmpty(j.minDriver);
+  out["min_cuda"] = nullIfEmpty(j.minCuda);
+  out["contour"] = nullIfEmpty(j.contour);
+  out["reason"] = nullIfEmpty(j.reason);
+  out["host"] = nullIfEmpty(j.host);
+  out["evicting_since"] = timeOrNull(j.evictingSince);
+  out["evicted_for"] = nullIfEmpty(j.evictedFor);
+  out["submitted_at"] = formatIso8601(j.submittedAt);
+  out["started_at"] = timeOrNull(j.startedAt);
+  out["finished_at"] = timeOrNull(j.finishedAt);
   if (cut) out["spec_truncated"] = true;
   return out;
 }
@@ -497,10 +515,7 @@ Host hostFromStoreDoc(const json& d) {
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");
   // Documents written before admin states existed load as available.
-  const std::string admin = d.value("admin_state", "available");
-  auto parsed = parseAdminState(admin);
-  if (!parsed) throw std::runtime_error("unknown admin_state '" + admin + "'");
-  h.adminState = *parsed;
+  h.adminState = parseStored(&parseAdminState, d.value("admin_state", "available"), "admin_state");
   h.adminReason = d.value("admin_reason", "");
   h.drainDeadline = d.value("drain_deadline_ms", TimeMs{0});
   if (d.contains("task")) {
@@ -513,7 +528,7 @@ Host hostFromStoreDoc(const json& d) {
     h.task = model::HostTask{hook->id, "reprovision", std::nullopt, *hook, std::nullopt};
   }
   h.lastTaskId = std::max(d.value("last_task_id", int64_t{0}), h.task ? h.task->id : 0);
-  if (auto ho = d.find("handover"); ho != d.end() && ho->is_object()) {
+  if (const json* ho = objectAt(d, "handover")) {
     h.handover = Handover{ho->value("team", ""),
                           ho->value("by", ""),
                           ho->value("reason", ""),
@@ -535,12 +550,7 @@ json toStoreDoc(const Job& j) {
   if (!j.ranks.empty()) {
     json ranks = json::array();
     for (const Rank& k : j.ranks) {
-      json r = {{"host", k.host},
-                {"gpu_indices", k.gpuIndices},
-                {"gpu_uuids", k.gpuUuids},
-                {"state", rankStateName(k.state)},
-                {"exit_code", optionalInt(k.exitCode)},
-                {"signal", optionalInt(k.signal)}};
+      json r = rankJson(k);
       if (!k.message.empty()) r["message"] = k.message;
       ranks.push_back(std::move(r));
     }
@@ -552,43 +562,23 @@ json toStoreDoc(const Job& j) {
 }
 
 json toStoreDocFlat(const Job& j) {
-  return {{"id", j.id},
-          {"name", j.name},
-          {"team", j.team},
-          {"project", j.project},
-          {"user", j.user},
-          {"command", j.command},
-          {"env", j.env},
-          {"gpus", j.gpus},
-          {"gpu_models", j.gpuModels},
-          {"gpu_milli", j.gpuMilli},
-          {"gpu_memory_mib", j.gpuMemoryMib},
-          {"cpu_millis", j.cpuMillis},
-          {"memory_mib", j.memoryMib},
-          {"priority", j.priority},
-          {"preemptible", j.preemptible},
-          {"whole_host", j.wholeHost},
-          {"hosts", j.hosts},
-          {"max_runtime_ms", j.maxRuntimeMs},
-          {"min_driver", j.minDriver},
-          {"min_cuda", j.minCuda},
-          {"contour", j.contour},
-          {"state", jobStateName(j.state)},
-          {"reason", j.reason},
-          {"host", j.host},
-          {"gpu_indices", j.gpuIndices},
-          {"gpu_uuids", j.gpuUuids},
-          {"exit_code", optionalInt(j.exitCode)},
-          {"signal", optionalInt(j.signal)},
-          {"cancel_requested", j.cancelRequested},
-          {"preemptions", j.preemptions},
-          {"evicting", j.evicting},
-          {"evicting_since_ms", j.evictingSince},
-          {"evicted_for", j.evictedFor},
-          {"submitted_ms", j.submittedAt},
-          {"scheduled_ms", j.scheduledAt},
-          {"started_ms", j.startedAt},
-          {"finished_ms", j.finishedAt}};
+  json out = jobCommon(j);
+  out["project"] = j.project;
+  out["command"] = j.command;
+  out["env"] = j.env;
+  out["max_runtime_ms"] = j.maxRuntimeMs;
+  out["min_driver"] = j.minDriver;
+  out["min_cuda"] = j.minCuda;
+  out["contour"] = j.contour;
+  out["reason"] = j.reason;
+  out["host"] = j.host;
+  out["evicting_since_ms"] = j.evictingSince;
+  out["evicted_for"] = j.evictedFor;
+  out["submitted_ms"] = j.submittedAt;
+  out["scheduled_ms"] = j.scheduledAt;
+  out["started_ms"] = j.startedAt;
+  out["finished_ms"] = j.finishedAt;
+  return out;
 }
 
 Job jobFromStoreDoc(const json& d) {
@@ -629,14 +619,14 @@ Job jobFromStoreDoc(const json& d) {
     k.gpuIndices = r.value("gpu_indices", std::vector<int>{});
     k.gpuUuids = r.value("gpu_uuids", std::vector<std::string>{});
     k.state = parseRankState(r.value("state", "pending")).value_or(RankState::kPending);
-    k.exitCode = readOptionalInt(r, "exit_code");
-    k.signal = readOptionalInt(r, "signal");
+    k.exitCode = readOptional<int>(r, "exit_code");
+    k.signal = readOptional<int>(r, "signal");
     k.message = r.value("message", "");
     j.ranks.push_back(std::move(k));
   }
   j.failedRank = d.value("failed_rank", -1);
-  j.exitCode = readOptionalInt(d, "exit_code");
-  j.signal = readOptionalInt(d, "signal");
+  j.exitCode = readOptional<int>(d, "exit_code");
+  j.signal = readOptional<int>(d, "signal");
   j.cancelRequested = d.value("cancel_requested", false);
   j.preemptions = d.value("preemptions", 0);
   j.evicting = d.value("evicting", false);
@@ -646,62 +636,57 @@ Job jobFromStoreDoc(const json& d) {
   j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
   j.startedAt = d.value("started_ms", TimeMs{0});
   j.finishedAt = d.value("finished_ms", TimeMs{0});
-  if (auto it = d.find("session"); it != d.end() && it->is_object())
-    j.session = sessionSpecFromJson(*it);
+  if (const json* session = objectAt(d, "session")) j.session = sessionSpecFromJson(*session);
   return j;
 }
 
-namespace {
+// What the API and the store both say of an upgrade and of each of its hosts.
+static json upgradeHostCommon(const UpgradeHost& h) {
+  return {{"host", h.host}, {"state", upgradeHostStateName(h.state)}};
+}
 
-json timeOrNull(TimeMs t) { return t ? json(formatIso8601(t)) : json(nullptr); }
-
-}  // namespace
+static json upgradeCommon(const Upgrade& u) {
+  return {{"id", u.id},           {"pool", u.pool},
+          {"profile", u.profile}, {"max_unavailable", u.maxUnavailable},
+          {"by", u.by},           {"state", upgradeStateName(u.state)}};
+}
 
 json toJson(const Upgrade& u) {
   json hosts = json::array();
   for (const auto& h : u.hosts) {
-    hosts.push_back({{"host", h.host},
-                     {"state", upgradeHostStateName(h.state)},
-                     {"reason", nullIfEmpty(h.reason)},
-                     {"started_at", timeOrNull(h.startedAt)},
-                     {"ended_at", timeOrNull(h.endedAt)}});
+    json host = upgradeHostCommon(h);
+    host["reason"] = nullIfEmpty(h.reason);
+    host["started_at"] = timeOrNull(h.startedAt);
+    host["ended_at"] = timeOrNull(h.endedAt);
+    hosts.push_back(std::move(host));
   }
-  return {{"id", u.id},
-          {"pool", u.pool},
-          {"profile", u.profile},
-          {"max_unavailable", u.maxUnavailable},
-          {"drain_deadline",
-           u.drainDeadlineMs ? json(formatDurationSpec(u.drainDeadlineMs)) : json(nullptr)},
-          {"by", u.by},
-          {"created_at", formatIso8601(u.createdAt)},
-          {"state", upgradeStateName(u.state)},
-          {"ended_at", timeOrNull(u.endedAt)},
-          {"stopped_at", nullIfEmpty(u.stoppedAt)},
-          {"reason", nullIfEmpty(u.reason)},
-          {"hosts", hosts}};
+  json out = upgradeCommon(u);
+  out["drain_deadline"] = durationOrNull(u.drainDeadlineMs);
+  out["created_at"] = formatIso8601(u.createdAt);
+  out["ended_at"] = timeOrNull(u.endedAt);
+  out["stopped_at"] = nullIfEmpty(u.stoppedAt);
+  out["reason"] = nullIfEmpty(u.reason);
+  out["hosts"] = std::move(hosts);
+  return out;
 }
 
 json toStoreDoc(const Upgrade& u) {
   json hosts = json::array();
   for (const auto& h : u.hosts) {
-    hosts.push_back({{"host", h.host},
-                     {"state", upgradeHostStateName(h.state)},
-                     {"reason", h.reason},
-                     {"started_ms", h.startedAt},
-                     {"ended_ms", h.endedAt}});
+    json host = upgradeHostCommon(h);
+    host["reason"] = h.reason;
+    host["started_ms"] = h.startedAt;
+    host["ended_ms"] = h.endedAt;
+    hosts.push_back(std::move(host));
   }
-  return {{"id", u.id},
-          {"pool", u.pool},
-          {"profile", u.profile},
-          {"max_unavailable", u.maxUnavailable},
-          {"drain_deadline_ms", u.drainDeadlineMs},
-          {"by", u.by},
-          {"created_ms", u.createdAt},
-          {"state", upgradeStateName(u.state)},
-          {"ended_ms", u.endedAt},
-          {"stopped_at", u.stoppedAt},
-          {"reason", u.reason},
-          {"hosts", hosts}};
+  json out = upgradeCommon(u);
+  out["drain_deadline_ms"] = u.drainDeadlineMs;
+  out["created_ms"] = u.createdAt;
+  out["ended_ms"] = u.endedAt;
+  out["stopped_at"] = u.stoppedAt;
+  out["reason"] = u.reason;
+  out["hosts"] = std::move(hosts);
+  return out;
 }
 
 Upgrade upgradeFromStoreDoc(const json& d) {
@@ -713,20 +698,15 @@ Upgrade upgradeFromStoreDoc(const json& d) {
   u.drainDeadlineMs = d.value("drain_deadline_ms", int64_t{0});
   u.by = d.value("by", "");
   u.createdAt = d.value("created_ms", TimeMs{0});
-  const std::string state = d.value("state", "running");
-  auto parsed = parseUpgradeState(state);
-  if (!parsed) throw std::runtime_error("unknown upgrade state '" + state + "'");
-  u.state = *parsed;
+  u.state = parseStored(&parseUpgradeState, d.value("state", "running"), "upgrade state");
   u.endedAt = d.value("ended_ms", TimeMs{0});
   u.stoppedAt = d.value("stopped_at", "");
   u.reason = d.value("reason", "");
   for (const auto& h : d.value("hosts", json::array())) {
     UpgradeHost uh;
     uh.host = h.at("host").get<std::string>();
-    const std::string hs = h.value("state", "pending");
-    auto p = parseUpgradeHostState(hs);
-    if (!p) throw std::runtime_error("unknown upgrade host state '" + hs + "'");
-    uh.state = *p;
+    uh.state =
+        parseStored(&parseUpgradeHostState, h.value("state", "pending"), "upgrade host state");
     uh.reason = h.value("reason", "");
     uh.startedAt = h.value("started_ms", TimeMs{0});
     uh.endedAt = h.value("ended_ms", TimeMs{0});

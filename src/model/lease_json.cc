@@ -2,59 +2,60 @@
 
 #include "common/time_format.h"
 #include "model/json.h"
+#include "model/json_fields.h"
 
 namespace allot::model {
 
 namespace {
 
-json timeOrNull(TimeMs t) { return t ? json(formatIso8601(t)) : json(nullptr); }
-json textOrNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+using fields::nullIfEmpty;
+using fields::timeOrNull;
+
+json countOrNull(int n) { return n > 0 ? json(n) : json(nullptr); }
+
+// What the API and the store both say of a lease: who asked for what, and where it stands.
+json leaseRequest(const Lease& l) {
+  return {{"id", l.id},       {"team", l.team},     {"state", leaseStateName(l.state)},
+          {"hosts", l.hosts}, {"reason", l.reason}, {"requested_by", l.requestedBy}};
+}
 
 }  // namespace
 
 json toJson(const Lease& l) {
-  return {{"id", l.id},
-          {"team", l.team},
-          {"state", leaseStateName(l.state)},
-          {"hosts", l.hosts},
-          {"count", l.count > 0 ? json(l.count) : json(nullptr)},
-          {"gpu_model", textOrNull(l.gpuModel)},
-          {"min_gpus", l.minGpus > 0 ? json(l.minGpus) : json(nullptr)},
-          {"start", formatIso8601(l.startAt)},
-          {"end", formatIso8601(l.endAt)},
-          {"reason", l.reason},
-          {"requested_by", l.requestedBy},
-          {"created_at", formatIso8601(l.createdAt)},
-          {"decided_by", textOrNull(l.decidedBy)},
-          {"decided_at", timeOrNull(l.decidedAt)},
-          {"decision", textOrNull(l.decision)},
-          {"started_at", timeOrNull(l.startedAt)},
-          {"ended_at", timeOrNull(l.endedAt)},
-          {"skipped_hosts", l.skipped}};
+  json out = leaseRequest(l);
+  out["count"] = countOrNull(l.count);
+  out["gpu_model"] = nullIfEmpty(l.gpuModel);
+  out["min_gpus"] = countOrNull(l.minGpus);
+  out["start"] = formatIso8601(l.startAt);
+  out["end"] = formatIso8601(l.endAt);
+  out["created_at"] = formatIso8601(l.createdAt);
+  out["decided_by"] = nullIfEmpty(l.decidedBy);
+  out["decided_at"] = timeOrNull(l.decidedAt);
+  out["decision"] = nullIfEmpty(l.decision);
+  out["started_at"] = timeOrNull(l.startedAt);
+  out["ended_at"] = timeOrNull(l.endedAt);
+  out["skipped_hosts"] = l.skipped;
+  return out;
 }
 
 json toStoreDoc(const Lease& l) {
-  return {{"id", l.id},
-          {"team", l.team},
-          {"state", leaseStateName(l.state)},
-          {"hosts", l.hosts},
-          {"count", l.count},
-          {"gpu_model", l.gpuModel},
-          {"min_gpus", l.minGpus},
-          {"start_ms", l.startAt},
-          {"end_ms", l.endAt},
-          {"reason", l.reason},
-          {"requested_by", l.requestedBy},
-          {"created_ms", l.createdAt},
-          {"decided_by", l.decidedBy},
-          {"decided_ms", l.decidedAt},
-          {"decision", l.decision},
-          {"started_ms", l.startedAt},
-          {"ended_ms", l.endedAt},
-          {"skipped", l.skipped},
-          {"claimed", l.claimed},
-          {"returned", l.returned},
-          {"noticed", l.noticed}};
+  json out = leaseRequest(l);
+  out["count"] = l.count;
+  out["gpu_model"] = l.gpuModel;
+  out["min_gpus"] = l.minGpus;
+  out["start_ms"] = l.startAt;
+  out["end_ms"] = l.endAt;
+  out["created_ms"] = l.createdAt;
+  out["decided_by"] = l.decidedBy;
+  out["decided_ms"] = l.decidedAt;
+  out["decision"] = l.decision;
+  out["started_ms"] = l.startedAt;
+  out["ended_ms"] = l.endedAt;
+  out["skipped"] = l.skipped;
+  out["claimed"] = l.claimed;
+  out["returned"] = l.returned;
+  out["noticed"] = l.noticed;
+  return out;
 }
 
 Lease leaseFromStoreDoc(const json& d) {

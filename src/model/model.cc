@@ -1,27 +1,70 @@
 #include "model/model.h"
 
+#include "model/enum_names.h"
+
 namespace allot::model {
+namespace {
 
-const char* roleName(Role r) {
-  switch (r) {
-    case Role::kViewer:
-      return "viewer";
-    case Role::kPlatformAdmin:
-      return "platform-admin";
-    case Role::kTeamAdmin:
-      return "team-admin";
-    case Role::kMember:
-      return "member";
-  }
-  return "member";
-}
+constexpr EnumName<Role> kRoles[] = {{Role::kViewer, "viewer"},
+                                     {Role::kMember, "member"},
+                                     {Role::kTeamAdmin, "team-admin"},
+                                     {Role::kPlatformAdmin, "platform-admin"}};
 
-std::optional<Role> parseRole(const std::string& s) {
-  for (auto r : {Role::kViewer, Role::kMember, Role::kTeamAdmin, Role::kPlatformAdmin}) {
-    if (s == roleName(r)) return r;
-  }
-  return std::nullopt;
-}
+constexpr EnumName<TokenKind> kTokenKinds[] = {
+    {TokenKind::kSession, "session"}, {TokenKind::kHost, "host"}, {TokenKind::kApi, "api"}};
+
+constexpr EnumName<AdminState> kAdminStates[] = {
+    {AdminState::kAvailable, "available"},     {AdminState::kDraining, "draining"},
+    {AdminState::kMaintenance, "maintenance"}, {AdminState::kFailed, "failed"},
+    {AdminState::kRetired, "retired"},         {AdminState::kReprovisioning, "reprovisioning"},
+    {AdminState::kRegistering, "registering"}, {AdminState::kCommissioning, "commissioning"}};
+
+constexpr EnumName<LedgerKind> kLedgerKinds[] = {
+    {LedgerKind::kOpen, "open"}, {LedgerKind::kClose, "close"}, {LedgerKind::kCorrect, "correct"}};
+
+constexpr EnumName<IdleAction> kIdleActions[] = {{IdleAction::kNotify, "notify"},
+                                                 {IdleAction::kReclaim, "reclaim"}};
+
+constexpr EnumName<EventKind> kEventKinds[] = {
+    {EventKind::kAllocationIdle, "allocation_idle"},
+    {EventKind::kAllocationBusyAgain, "allocation_busy_again"},
+    {EventKind::kAllocationReclaimed, "allocation_reclaimed"},
+    {EventKind::kLeaseChanged, "lease_changed"},
+    {EventKind::kLeasePreemptionNotice, "lease_preemption_notice"},
+    {EventKind::kSchedulerError, "scheduler_error"}};
+
+constexpr EnumName<LeaseState> kLeaseStates[] = {
+    {LeaseState::kRequested, "requested"}, {LeaseState::kApproved, "approved"},
+    {LeaseState::kActive, "active"},       {LeaseState::kEnded, "ended"},
+    {LeaseState::kRejected, "rejected"},   {LeaseState::kCancelled, "cancelled"}};
+
+constexpr EnumName<JobState> kJobStates[] = {
+    {JobState::kQueued, "queued"},   {JobState::kScheduled, "scheduled"},
+    {JobState::kRunning, "running"}, {JobState::kSucceeded, "succeeded"},
+    {JobState::kFailed, "failed"},   {JobState::kCancelled, "cancelled"},
+    {JobState::kLost, "lost"},       {JobState::kPreempted, "preempted"}};
+
+constexpr EnumName<RankState> kRankStates[] = {{RankState::kPending, "pending"},
+                                               {RankState::kRunning, "running"},
+                                               {RankState::kExited, "exited"},
+                                               {RankState::kFailedToStart, "failed_to_start"},
+                                               {RankState::kLost, "lost"}};
+
+constexpr EnumName<UpgradeState> kUpgradeStates[] = {{UpgradeState::kRunning, "running"},
+                                                     {UpgradeState::kSucceeded, "succeeded"},
+                                                     {UpgradeState::kStopped, "stopped"}};
+
+constexpr EnumName<UpgradeHostState> kUpgradeHostStates[] = {
+    {UpgradeHostState::kPending, "pending"},
+    {UpgradeHostState::kRunning, "running"},
+    {UpgradeHostState::kDone, "done"},
+    {UpgradeHostState::kFailed, "failed"},
+    {UpgradeHostState::kSkipped, "skipped"}};
+
+}  // namespace
+
+const char* roleName(Role r) { return nameIn(kRoles, r, "member"); }
+std::optional<Role> parseRole(const std::string& s) { return parseIn(kRoles, s); }
 
 const char* userKindName(UserKind k) { return k == UserKind::kService ? "service" : "human"; }
 const char* userSourceName(UserSource s) { return s == UserSource::kLdap ? "ldap" : "local"; }
@@ -30,194 +73,37 @@ std::string authorizedKeysLine(const SshKey& k) {
   return k.type + " " + k.blob + (k.comment.empty() ? "" : " " + k.comment);
 }
 
-const char* tokenKindName(TokenKind k) {
-  switch (k) {
-    case TokenKind::kSession:
-      return "session";
-    case TokenKind::kHost:
-      return "host";
-    case TokenKind::kApi:
-      return "api";
-  }
-  return "api";
-}
+const char* tokenKindName(TokenKind k) { return nameIn(kTokenKinds, k, "api"); }
 
 const char* hostStateName(HostState s) {
   return s == HostState::kOnline ? "online" : "unreachable";
 }
 
-const char* adminStateName(AdminState s) {
-  switch (s) {
-    case AdminState::kAvailable:
-      return "available";
-    case AdminState::kDraining:
-      return "draining";
-    case AdminState::kMaintenance:
-      return "maintenance";
-    case AdminState::kFailed:
-      return "failed";
-    case AdminState::kRetired:
-      return "retired";
-    case AdminState::kReprovisioning:
-      return "reprovisioning";
-    case AdminState::kRegistering:
-      return "registering";
-    case AdminState::kCommissioning:
-      return "commissioning";
-  }
-  return "available";
-}
+const char* adminStateName(AdminState s) { return nameIn(kAdminStates, s, "available"); }
+std::optional<AdminState> parseAdminState(const std::string& s) { return parseIn(kAdminStates, s); }
 
-std::optional<AdminState> parseAdminState(const std::string& s) {
-  for (auto a : {AdminState::kAvailable, AdminState::kDraining, AdminState::kMaintenance,
-                 AdminState::kFailed, AdminState::kRetired, AdminState::kReprovisioning,
-                 AdminState::kRegistering, AdminState::kCommissioning}) {
-    if (s == adminStateName(a)) return a;
-  }
-  return std::nullopt;
-}
+const char* ledgerKindName(LedgerKind k) { return nameIn(kLedgerKinds, k, "?"); }
+std::optional<LedgerKind> parseLedgerKind(const std::string& s) { return parseIn(kLedgerKinds, s); }
 
-const char* ledgerKindName(LedgerKind k) {
-  switch (k) {
-    case LedgerKind::kOpen:
-      return "open";
-    case LedgerKind::kClose:
-      return "close";
-    case LedgerKind::kCorrect:
-      return "correct";
-  }
-  return "?";
-}
+const char* idleActionName(IdleAction a) { return nameIn(kIdleActions, a, "notify"); }
+std::optional<IdleAction> parseIdleAction(const std::string& s) { return parseIn(kIdleActions, s); }
 
-std::optional<LedgerKind> parseLedgerKind(const std::string& s) {
-  for (auto k : {LedgerKind::kOpen, LedgerKind::kClose, LedgerKind::kCorrect}) {
-    if (s == ledgerKindName(k)) return k;
-  }
-  return std::nullopt;
-}
+const char* eventKindName(EventKind k) { return nameIn(kEventKinds, k, "?"); }
+std::optional<EventKind> parseEventKind(const std::string& s) { return parseIn(kEventKinds, s); }
 
-const char* idleActionName(IdleAction a) {
-  return a == IdleAction::kReclaim ? "reclaim" : "notify";
-}
+const char* leaseStateName(LeaseState s) { return nameIn(kLeaseStates, s, "?"); }
+std::optional<LeaseState> parseLeaseState(const std::string& s) { return parseIn(kLeaseStates, s); }
 
-std::optional<IdleAction> parseIdleAction(const std::string& s) {
-  for (auto a : {IdleAction::kNotify, IdleAction::kReclaim}) {
-    if (s == idleActionName(a)) return a;
-  }
-  return std::nullopt;
-}
-
-const char* eventKindName(EventKind k) {
-  switch (k) {
-    case EventKind::kAllocationIdle:
-      return "allocation_idle";
-    case EventKind::kAllocationBusyAgain:
-      return "allocation_busy_again";
-    case EventKind::kAllocationReclaimed:
-      return "allocation_reclaimed";
-    case EventKind::kLeaseChanged:
-      return "lease_changed";
-    case EventKind::kLeasePreemptionNotice:
-      return "lease_preemption_notice";
-    case EventKind::kSchedulerError:
-      return "scheduler_error";
-  }
-  return "?";
-}
-
-std::optional<EventKind> parseEventKind(const std::string& s) {
-  for (auto k : {EventKind::kAllocationIdle, EventKind::kAllocationBusyAgain,
-                 EventKind::kAllocationReclaimed, EventKind::kLeaseChanged,
-                 EventKind::kLeasePreemptionNotice, EventKind::kSchedulerError}) {
-    if (s == eventKindName(k)) return k;
-  }
-  return std::nullopt;
-}
-
-const char* leaseStateName(LeaseState s) {
-  switch (s) {
-    case LeaseState::kRequested:
-      return "requested";
-    case LeaseState::kApproved:
-      return "approved";
-    case LeaseState::kActive:
-      return "active";
-    case LeaseState::kEnded:
-      return "ended";
-    case LeaseState::kRejected:
-      return "rejected";
-    case LeaseState::kCancelled:
-      return "cancelled";
-  }
-  return "?";
-}
-
-std::optional<LeaseState> parseLeaseState(const std::string& s) {
-  for (auto k : {LeaseState::kRequested, LeaseState::kApproved, LeaseState::kActive,
-                 LeaseState::kEnded, LeaseState::kRejected, LeaseState::kCancelled}) {
-    if (s == leaseStateName(k)) return k;
-  }
-  return std::nullopt;
-}
-
-const char* jobStateName(JobState s) {
-  switch (s) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kScheduled:
-      return "scheduled";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kSucceeded:
-      return "succeeded";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-    case JobState::kLost:
-      return "lost";
-    case JobState::kPreempted:
-      return "preempted";
-  }
-  return "unknown";
-}
-
-std::optional<JobState> parseJobState(const std::string& s) {
-  for (auto st : {JobState::kQueued, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
-                  JobState::kFailed, JobState::kCancelled, JobState::kLost, JobState::kPreempted}) {
-    if (s == jobStateName(st)) return st;
-  }
-  return std::nullopt;
-}
+const char* jobStateName(JobState s) { return nameIn(kJobStates, s, "unknown"); }
+std::optional<JobState> parseJobState(const std::string& s) { return parseIn(kJobStates, s); }
 
 bool isTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
          s == JobState::kLost || s == JobState::kPreempted;
 }
 
-const char* rankStateName(RankState s) {
-  switch (s) {
-    case RankState::kPending:
-      return "pending";
-    case RankState::kRunning:
-      return "running";
-    case RankState::kExited:
-      return "exited";
-    case RankState::kFailedToStart:
-      return "failed_to_start";
-    case RankState::kLost:
-      return "lost";
-  }
-  return "pending";
-}
-
-std::optional<RankState> parseRankState(const std::string& s) {
-  for (auto st : {RankState::kPending, RankState::kRunning, RankState::kExited,
-                  RankState::kFailedToStart, RankState::kLost}) {
-    if (s == rankStateName(st)) return st;
-  }
-  return std::nullopt;
-}
+const char* rankStateName(RankState s) { return nameIn(kRankStates, s, "pending"); }
+std::optional<RankState> parseRankState(const std::string& s) { return parseIn(kRankStates, s); }
 
 int rankOn(const Job& job, const std::string& host) {
   if (job.ranks.empty()) return !job.host.empty() && job.host == host ? 0 : -1;
@@ -249,45 +135,16 @@ std::string hostCudaVersion(const Host& h) {
   return "";
 }
 
-const char* upgradeStateName(UpgradeState s) {
-  switch (s) {
-    case UpgradeState::kRunning:
-      return "running";
-    case UpgradeState::kSucceeded:
-      return "succeeded";
-    case UpgradeState::kStopped:
-      return "stopped";
-  }
-  return "running";
-}
-
+const char* upgradeStateName(UpgradeState s) { return nameIn(kUpgradeStates, s, "running"); }
 std::optional<UpgradeState> parseUpgradeState(const std::string& s) {
-  for (auto v : {UpgradeState::kRunning, UpgradeState::kSucceeded, UpgradeState::kStopped})
-    if (s == upgradeStateName(v)) return v;
-  return std::nullopt;
+  return parseIn(kUpgradeStates, s);
 }
 
 const char* upgradeHostStateName(UpgradeHostState s) {
-  switch (s) {
-    case UpgradeHostState::kPending:
-      return "pending";
-    case UpgradeHostState::kRunning:
-      return "running";
-    case UpgradeHostState::kDone:
-      return "done";
-    case UpgradeHostState::kFailed:
-      return "failed";
-    case UpgradeHostState::kSkipped:
-      return "skipped";
-  }
-  return "pending";
+  return nameIn(kUpgradeHostStates, s, "pending");
 }
-
 std::optional<UpgradeHostState> parseUpgradeHostState(const std::string& s) {
-  for (auto v : {UpgradeHostState::kPending, UpgradeHostState::kRunning, UpgradeHostState::kDone,
-                 UpgradeHostState::kFailed, UpgradeHostState::kSkipped})
-    if (s == upgradeHostStateName(v)) return v;
-  return std::nullopt;
+  return parseIn(kUpgradeHostStates, s);
 }
 
 }  // namespace allot::model

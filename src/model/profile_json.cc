@@ -3,6 +3,7 @@
 
 #include "common/time_format.h"
 #include "model/json.h"
+#include "model/json_fields.h"
 
 namespace allot::model {
 
@@ -24,41 +25,39 @@ ProfileResources resourcesFromJson(const json& j) {
   return r;
 }
 
-}  // namespace
-
-json toJson(const Profile& p) {
-  return {
-      {"name", p.name},
-      {"team", p.team.empty() ? json(nullptr) : json(p.team)},
-      {"description", p.description},
-      {"command", p.command},
-      {"env", p.env},
-      {"defaults", resourcesJson(p.defaults, true)},
-      {"maxima", resourcesJson(p.maxima, false)},
-      {"storage", p.storage},
-      {"idle",
-       {{"threshold_percent", p.idleThresholdPct}, {"after", formatDurationSpec(p.idleAfterMs)}}},
-      {"max_lifetime", formatDurationSpec(p.maxLifetimeMs)},
-      {"visible_to", p.visibleTo},
-      {"created_by", p.createdBy},
-      {"created_at", formatIso8601(p.createdAt)}};
-}
-
-json toStoreDoc(const Profile& p) {
+// What the API and the store both say of a profile: what a session of it runs, and with what.
+json profileSpec(const Profile& p) {
   return {{"name", p.name},
-          {"team", p.team},
           {"description", p.description},
           {"command", p.command},
           {"env", p.env},
           {"defaults", resourcesJson(p.defaults, true)},
           {"maxima", resourcesJson(p.maxima, false)},
           {"storage", p.storage},
-          {"idle_threshold_percent", p.idleThresholdPct},
-          {"idle_after_ms", p.idleAfterMs},
-          {"max_lifetime_ms", p.maxLifetimeMs},
           {"visible_to", p.visibleTo},
-          {"created_by", p.createdBy},
-          {"created_ms", p.createdAt}};
+          {"created_by", p.createdBy}};
+}
+
+}  // namespace
+
+json toJson(const Profile& p) {
+  json out = profileSpec(p);
+  out["team"] = fields::nullIfEmpty(p.team);
+  out["idle"] = {{"threshold_percent", p.idleThresholdPct},
+                 {"after", formatDurationSpec(p.idleAfterMs)}};
+  out["max_lifetime"] = formatDurationSpec(p.maxLifetimeMs);
+  out["created_at"] = formatIso8601(p.createdAt);
+  return out;
+}
+
+json toStoreDoc(const Profile& p) {
+  json out = profileSpec(p);
+  out["team"] = p.team;
+  out["idle_threshold_percent"] = p.idleThresholdPct;
+  out["idle_after_ms"] = p.idleAfterMs;
+  out["max_lifetime_ms"] = p.maxLifetimeMs;
+  out["created_ms"] = p.createdAt;
+  return out;
 }
 
 Profile profileFromStoreDoc(const json& d) {

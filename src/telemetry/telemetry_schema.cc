@@ -1,6 +1,9 @@
 #include "telemetry/telemetry_schema.h"
 
 #include <array>
+#include <string>
+
+#include "store/migrations/schema_sql.h"
 
 namespace allot::telemetry {
 namespace {
@@ -10,7 +13,7 @@ namespace {
 // open entry. Readings a GPU did not report are NULL in gpu_samples. Rollup tables are keyed the
 // way they are read (one GPU's or one allocation's buckets in time order), and so are raw samples;
 // retention deletes by time scan them, once an hour.
-constexpr std::string_view kV1 = R"sql(
+constexpr std::string_view kV1Samples = R"sql(
 CREATE TABLE gpu_samples (
   host            TEXT NOT NULL,
   gpu             INTEGER NOT NULL,
@@ -25,50 +28,31 @@ CREATE TABLE gpu_samples (
 );
 CREATE INDEX gpu_samples_by_gpu ON gpu_samples (host, gpu, at_ms);
 
-CREATE TABLE gpu_minutes (
-  host              TEXT NOT NULL,
-  gpu               INTEGER NOT NULL,
-  bucket            INTEGER NOT NULL,
-  samples           INTEGER NOT NULL,
-  util_samples      INTEGER NOT NULL,
-  util_sum          REAL NOT NULL,
-  memory_max_mib    INTEGER NOT NULL,
-  temperature_max_c REAL NOT NULL,
-  power_sum_w       REAL NOT NULL,
-  power_samples     INTEGER NOT NULL,
-  PRIMARY KEY (host, gpu, bucket)
-) WITHOUT ROWID;
-CREATE TABLE gpu_hours (
-  host              TEXT NOT NULL,
-  gpu               INTEGER NOT NULL,
-  bucket            INTEGER NOT NULL,
-  samples           INTEGER NOT NULL,
-  util_samples      INTEGER NOT NULL,
-  util_sum          REAL NOT NULL,
-  memory_max_mib    INTEGER NOT NULL,
-  temperature_max_c REAL NOT NULL,
-  power_sum_w       REAL NOT NULL,
-  power_samples     INTEGER NOT NULL,
-  PRIMARY KEY (host, gpu, bucket)
-) WITHOUT ROWID;
+)sql";
 
-CREATE TABLE usage_minutes (
-  alloc    INTEGER NOT NULL,
+// Minute and hour rollups of a GPU's samples, and of an allocation's usage: the two tiers of each
+// have the same columns and differ only in the bucket's length.
+constexpr std::string_view kGpuRollupColumns = R"sql(  host              TEXT NOT NULL,
+  gpu               INTEGER NOT NULL,
+  bucket            INTEGER NOT NULL,
+  samples           INTEGER NOT NULL,
+  util_samples      INTEGER NOT NULL,
+  util_sum          REAL NOT NULL,
+  memory_max_mib    INTEGER NOT NULL,
+  temperature_max_c REAL NOT NULL,
+  power_sum_w       REAL NOT NULL,
+  power_samples     INTEGER NOT NULL,
+  PRIMARY KEY (host, gpu, bucket)
+)sql";
+constexpr std::string_view kUsageRollupColumns = R"sql(  alloc    INTEGER NOT NULL,
   bucket   INTEGER NOT NULL,
   measured INTEGER NOT NULL,
   used     INTEGER NOT NULL,
   idle     INTEGER NOT NULL,
   PRIMARY KEY (alloc, bucket)
-) WITHOUT ROWID;
-CREATE TABLE usage_hours (
-  alloc    INTEGER NOT NULL,
-  bucket   INTEGER NOT NULL,
-  measured INTEGER NOT NULL,
-  used     INTEGER NOT NULL,
-  idle     INTEGER NOT NULL,
-  PRIMARY KEY (alloc, bucket)
-) WITHOUT ROWID;
-CREATE TABLE usage_totals (
+)sql";
+
+constexpr std::string_view kV1UsageTotals = R"sql(CREATE TABLE usage_totals (
   alloc    INTEGER PRIMARY KEY,
   measured INTEGER NOT NULL,
   used     INTEGER NOT NULL,
@@ -76,12 +60,18 @@ CREATE TABLE usage_totals (
 );
 )sql";
 
-constexpr std::array kMigrations = {
-    store::Migration{1, "samples, rollups and usage", kV1},
-};
-
 }  // namespace
 
-std::span<const store::Migration> telemetryMigrations() { return kMigrations; }
+std::span<const store::Migration> telemetryMigrations() {
+  static const std::string kV1 =
+      std::string(kV1Samples) + store::withoutRowidTable("gpu_minutes", kGpuRollupColumns) +
+      store::withoutRowidTable("gpu_hours", kGpuRollupColumns) + "\n" +
+      store::withoutRowidTable("usage_minutes", kUsageRollupColumns) +
+      store::withoutRowidTable("usage_hours", kUsageRollupColumns) + std::string(kV1UsageTotals);
+  static const std::array kMigrations = {
+      store::Migration{1, "samples, rollups and usage", kV1},
+  };
+  return kMigrations;
+}
 
 }  // namespace allot::telemetry

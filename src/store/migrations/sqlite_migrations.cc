@@ -1,6 +1,9 @@
 #include "store/migrations/sqlite_migrations.h"
 
 #include <array>
+#include <string>
+
+#include "store/migrations/schema_sql.h"
 
 namespace allot::store {
 namespace {
@@ -102,7 +105,7 @@ ALTER TABLE projects_v2 RENAME TO projects;
 // Accounting: the allocation ledger, append-only (one row per entry, see model::LedgerEntry).
 // Triggers refuse updates and deletes, so a bug cannot rewrite history. gpu_indices is a
 // comma-separated list. Close and correction rows leave the open entry's columns empty.
-constexpr std::string_view kV3Ledger = R"sql(
+constexpr std::string_view kV3LedgerTables = R"sql(
 CREATE TABLE ledger (
   seq         INTEGER PRIMARY KEY,
   kind        TEXT NOT NULL,
@@ -120,15 +123,11 @@ CREATE TABLE ledger (
   reason      TEXT NOT NULL
 );
 CREATE INDEX ledger_by_job ON ledger (job_id);
-CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
-  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
-  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 )sql";
 
 // Events about allocations (idle, busy again, reclaimed), append-only like the ledger. hosts is a
 // comma-separated list; details a JSON object.
-constexpr std::string_view kV4Events = R"sql(
+constexpr std::string_view kV4EventsTables = R"sql(
 CREATE TABLE events (
   id        INTEGER PRIMARY KEY,
   at_ms     INTEGER NOT NULL,
@@ -143,15 +142,11 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_team ON events (team, id);
 CREATE INDEX events_by_job ON events (job_id);
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 )sql";
 
 // Host lifecycle: every change of a host's admin state (available, draining, maintenance, ...),
 // append-only like the ledger. The admin state itself lives in the host's document.
-constexpr std::string_view kV5HostTransitions = R"sql(
+constexpr std::string_view kV5HostTransitionsTables = R"sql(
 CREATE TABLE host_transitions (
   id         INTEGER PRIMARY KEY,
   host       TEXT NOT NULL,
@@ -163,10 +158,6 @@ CREATE TABLE host_transitions (
   output     TEXT NOT NULL
 );
 CREATE INDEX host_transitions_by_host ON host_transitions (host, id);
-CREATE TRIGGER host_transitions_no_update BEFORE UPDATE ON host_transitions
-  BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
-CREATE TRIGGER host_transitions_no_delete BEFORE DELETE ON host_transitions
-  BEGIN SELECT RAISE(ABORT, 'host transitions are append-only'); END;
 )sql";
 
 // Time-boxed leases of hosts to teams (docs/leases.md). The document holds the whole lease; the
@@ -208,7 +199,7 @@ ALTER TABLE tokens ADD COLUMN doc TEXT NOT NULL DEFAULT '{}';
 // The audit log (docs/audit.md): one row per change made through the API, append-only like the
 // ledger. request, before and after are JSON texts with secrets already redacted. The id is
 // assigned here (rowid) in commit order; readers page on it.
-constexpr std::string_view kV9Audit = R"sql(
+constexpr std::string_view kV9AuditTables = R"sql(
 CREATE TABLE audit (
   id         INTEGER PRIMARY KEY,
   at_ms      INTEGER NOT NULL,
@@ -225,10 +216,6 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_at ON audit (at_ms);
 CREATE INDEX audit_by_actor ON audit (actor, id);
 CREATE INDEX audit_by_object ON audit (object, id);
-CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 )sql";
 
 // Join tokens become limited: `uses` joins in all, `used` counted in the commit of each join,
@@ -255,22 +242,33 @@ INSERT INTO profiles (name, team, created_ms, doc) VALUES ('jupyter', '', 0,
   '{"name":"jupyter","team":"","description":"Jupyter (jupyter-server) on the host; for hosts where Jupyter is installed","command":["jupyter-server"],"env":{},"defaults":{"gpus":0,"gpu_milli":1000,"cpu_millis":0,"memory_mib":0},"maxima":{"gpus":0,"cpu_millis":0,"memory_mib":0},"storage":["scratch","local"],"idle_threshold_percent":5.0,"idle_after_ms":1800000,"max_lifetime_ms":0,"visible_to":[],"created_by":"allotd","created_ms":0}');
 )sql";
 
-constexpr std::array kMigrations = {
-    Migration{1, "initial schema", kV1Initial},
-    Migration{2, "team quotas and project splits", kV2Quotas},
-    Migration{3, "allocation ledger", kV3Ledger},
-    Migration{4, "allocation events", kV4Events},
-    Migration{5, "host admin-state transitions", kV5HostTransitions},
-    Migration{6, "leases", kV6Leases},
-    Migration{7, "rolling upgrades", kV7Upgrades},
-    Migration{8, "user documents: teams, roles, credentials", kV8Identity},
-    Migration{9, "audit log", kV9Audit},
-    Migration{10, "limited-use join tokens", kV10JoinTokenUses},
-    Migration{11, "session profiles, with the default jupyter profile", kV11Profiles},
-};
-
 }  // namespace
 
-std::span<const Migration> sqliteMigrations() { return kMigrations; }
+std::span<const Migration> sqliteMigrations() {
+  // The append-only logs' steps end in their triggers; built once, kept for the process.
+  static const std::string kV3Ledger =
+      std::string(kV3LedgerTables) + appendOnlyTriggers("ledger", "the ledger is append-only");
+  static const std::string kV4Events =
+      std::string(kV4EventsTables) + appendOnlyTriggers("events", "events are append-only");
+  static const std::string kV5HostTransitions =
+      std::string(kV5HostTransitionsTables) +
+      appendOnlyTriggers("host_transitions", "host transitions are append-only");
+  static const std::string kV9Audit =
+      std::string(kV9AuditTables) + appendOnlyTriggers("audit", "the audit log is append-only");
+  static const std::array kMigrations = {
+      Migration{1, "initial schema", kV1Initial},
+      Migration{2, "team quotas and project splits", kV2Quotas},
+      Migration{3, "allocation ledger", kV3Ledger},
+      Migration{4, "allocation events", kV4Events},
+      Migration{5, "host admin-state transitions", kV5HostTransitions},
+      Migration{6, "leases", kV6Leases},
+      Migration{7, "rolling upgrades", kV7Upgrades},
+      Migration{8, "user documents: teams, roles, credentials", kV8Identity},
+      Migration{9, "audit log", kV9Audit},
+      Migration{10, "limited-use join tokens", kV10JoinTokenUses},
+      Migration{11, "session profiles, with the default jupyter profile", kV11Profiles},
+  };
+  return kMigrations;
+}
 
 }  // namespace allot::store

@@ -178,6 +178,29 @@ Result<T> fromDoc(const std::string& doc, T (*decode)(const model::json&)) {
   }
 }
 
+// forEachRow over one table, naming it in an error: "failed to load <what>: ...".
+Status loadRows(sqlite3* db, std::string_view sql, const std::string& what,
+                const std::function<Status(sqlite3_stmt*)>& row) {
+  Status st = forEachRow(db, sql, row);
+  return st.ok() ? st : st.withContext("failed to load " + what);
+}
+
+// A table whose document is the whole value, read in key order; a row that does not decode is
+// named "<kind> <key>".
+template <typename T>
+Status loadDocs(sqlite3* db, const std::string& table, const std::string& key, const char* kind,
+                T (*decode)(const model::json&), std::vector<T>& out) {
+  return loadRows(db, "SELECT " + key + ", doc FROM " + table + " ORDER BY " + key, table,
+                  [&](sqlite3_stmt* s) {
+                    auto value = fromDoc<T>(columnText(s, 1), decode);
+                    if (!value.ok()) {
+                      return value.status().withContext(std::string(kind) + " " + columnText(s, 0));
+                    }
+                    out.push_back(std::move(value).value());
+                    return Status::Ok();
+                  });
+}
+
 }  // namespace
 
 Result<WriteStatements> WriteStatements::prepareAll(sqlite3* db) {
@@ -462,8 +485,8 @@ Status WriteStatements::put(const AppendHostTransition& op) {
 Result<Contents> loadContents(sqlite3* db) {
   Contents c;
   // Teams and projects: the columns are the truth for their keys; the document carries the rest.
-  Status st =
-      forEachRow(db, "SELECT name, created_ms, doc FROM teams ORDER BY name", [&](sqlite3_stmt* s) {
+  ALLOT_RETURN_IF_ERROR(loadRows(
+      db, "SELECT name, created_ms, doc FROM teams ORDER BY name", "teams", [&](sqlite3_stmt* s) {
         const std::string name = columnText(s, 0);
         auto team = fromDoc<model::Team>(columnText(s, 2), &model::teamFromStoreDoc);
         if (!team.ok()) return team.status().withContext("team " + name);
@@ -471,11 +494,10 @@ Result<Contents> loadContents(sqlite3* db) {
         team->createdAt = columnInt(s, 1);
         c.teams.push_back(std::move(team).value());
         return Status::Ok();
-      });
-  if (!st.ok()) return st.withContext("failed to load teams");
+      }));
 
-  st = forEachRow(
-      db, "SELECT name, team, role, created_ms, doc FROM users ORDER BY name",
+  ALLOT_RETURN_IF_ERROR(loadRows(
+      db, "SELECT name, team, role, created_ms, doc FROM users ORDER BY name", "users",
       [&](sqlite3_stmt* s) {
         const std::string name = columnText(s, 0);
         const std::string docText = columnText(s, 4);
@@ -493,91 +515,79 @@ Result<Contents> loadContents(sqlite3* db) {
         }
         c.users.push_back(std::move(user).value());
         return Status::Ok();
-      });
-  if (!st.ok()) return st.withContext("failed to load users");
+      }));
 
-  st = forEachRow(db, "SELECT id, owner, hash, created_ms, expires_ms, doc FROM tokens ORDER BY id",
-                  [&](sqlite3_stmt* s) {
-                    model::ApiToken t{columnText(s, 0), columnText(s, 1), columnText(s, 2),
-                                      columnInt(s, 3), columnInt(s, 4)};
-                    auto doc = nlohmann::json::parse(columnText(s, 5), nullptr, false);
-                    if (doc.is_discarded() || !doc.is_object())
-                      return Status::Internal("token " + t.id + " has a corrupt document");
-                    t.name = doc.value("name", "");
-                    const std::string kind = doc.value("kind", "");
-                    t.kind = kind == "session" ? model::TokenKind::kSession
-                             : kind == "host" || t.owner.starts_with("host:")
-                                 ? model::TokenKind::kHost
-                                 : model::TokenKind::kApi;
-                    c.tokens.push_back(std::move(t));
-                    return Status::Ok();
-                  });
-  if (!st.ok()) return st.withContext("failed to load tokens");
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db, "SELECT id, owner, hash, created_ms, expires_ms, doc FROM tokens ORDER BY id",
+               "tokens", [&](sqlite3_stmt* s) {
+                 model::ApiToken t{columnText(s, 0), columnText(s, 1), columnText(s, 2),
+                                   columnInt(s, 3), columnInt(s, 4)};
+                 auto doc = nlohmann::json::parse(columnText(s, 5), nullptr, false);
+                 if (doc.is_discarded() || !doc.is_object())
+                   return Status::Internal("token " + t.id + " has a corrupt document");
+                 t.name = doc.value("name", "");
+                 const std::string kind = doc.value("kind", "");
+                 t.kind = kind == "session" ? model::TokenKind::kSession
+                          : kind == "host" || t.owner.starts_with("host:") ? model::TokenKind::kHost
+                                                                           : model::TokenKind::kApi;
+                 c.tokens.push_back(std::move(t));
+                 return Status::Ok();
+               }));
 
-  st = forEachRow(db, "SELECT name, team, created_ms, doc FROM projects ORDER BY name, team",
-                  [&](sqlite3_stmt* s) {
-                    const std::string name = columnText(s, 0);
-                    const std::string team = columnText(s, 1);
-                    auto project =
-                        fromDoc<model::Project>(columnText(s, 3), &model::projectFromStoreDoc);
-                    if (!project.ok())
-                      return project.status().withContext("project " + team + "/" + name);
-                    project->name = name;
-                    project->team = team;
-                    project->createdAt = columnInt(s, 2);
-                    c.projects.push_back(std::move(project).value());
-                    return Status::Ok();
-                  });
-  if (!st.ok()) return st.withContext("failed to load projects");
+  ALLOT_RETURN_IF_ERROR(loadRows(
+      db, "SELECT name, team, created_ms, doc FROM projects ORDER BY name, team", "projects",
+      [&](sqlite3_stmt* s) {
+        const std::string name = columnText(s, 0);
+        const std::string team = columnText(s, 1);
+        auto project = fromDoc<model::Project>(columnText(s, 3), &model::projectFromStoreDoc);
+        if (!project.ok()) return project.status().withContext("project " + team + "/" + name);
+        project->name = name;
+        project->team = team;
+        project->createdAt = columnInt(s, 2);
+        c.projects.push_back(std::move(project).value());
+        return Status::Ok();
+      }));
 
-  st = forEachRow(
+  ALLOT_RETURN_IF_ERROR(loadRows(
       db,
       "SELECT id, hash, created_by, created_ms, expires_ms, uses, used, revoked_ms "
       "FROM join_tokens ORDER BY id",
-      [&](sqlite3_stmt* s) {
+      "join tokens", [&](sqlite3_stmt* s) {
         c.joinTokens.push_back({columnText(s, 0), columnText(s, 1), columnText(s, 2),
                                 columnInt(s, 3), columnInt(s, 4), static_cast<int>(columnInt(s, 5)),
                                 static_cast<int>(columnInt(s, 6)), columnInt(s, 7)});
         return Status::Ok();
-      });
-  if (!st.ok()) return st.withContext("failed to load join tokens");
+      }));
 
-  st =
-      forEachRow(db, "SELECT name, state, unreachable_since_ms, doc FROM hosts ORDER BY name",
-                 [&](sqlite3_stmt* s) {
-                   const std::string name = columnText(s, 0);
-                   auto host = fromDoc<model::Host>(columnText(s, 3), &model::hostFromStoreDoc);
-                   if (!host.ok()) return host.status().withContext("host " + name);
-                   const std::string state = columnText(s, 1);
-                   auto parsed = parseHostState(state);
-                   if (!parsed)
-                     return Status::Internal("host " + name + " has unknown state '" + state + "'");
-                   host->state = *parsed;
-                   host->unreachableSince = columnInt(s, 2);
-                   c.hosts.push_back(std::move(host).value());
-                   return Status::Ok();
-                 });
-  if (!st.ok()) return st.withContext("failed to load hosts");
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db, "SELECT name, state, unreachable_since_ms, doc FROM hosts ORDER BY name",
+               "hosts", [&](sqlite3_stmt* s) {
+                 const std::string name = columnText(s, 0);
+                 auto host = fromDoc<model::Host>(columnText(s, 3), &model::hostFromStoreDoc);
+                 if (!host.ok()) return host.status().withContext("host " + name);
+                 const std::string state = columnText(s, 1);
+                 auto parsed = parseHostState(state);
+                 if (!parsed)
+                   return Status::Internal("host " + name + " has unknown state '" + state + "'");
+                 host->state = *parsed;
+                 host->unreachableSince = columnInt(s, 2);
+                 c.hosts.push_back(std::move(host).value());
+                 return Status::Ok();
+               }));
 
-  st = forEachRow(db, "SELECT id, doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
-    auto job = fromDoc<model::Job>(columnText(s, 1), &model::jobFromStoreDoc);
-    if (!job.ok()) return job.status().withContext(jobLabel(columnInt(s, 0)));
-    c.jobs.push_back(std::move(job).value());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.withContext("failed to load jobs");
+  ALLOT_RETURN_IF_ERROR(loadDocs(db, "jobs", "id", "job", &model::jobFromStoreDoc, c.jobs));
 
-  st = forEachRow(db, "SELECT key, value FROM meta ORDER BY key", [&](sqlite3_stmt* s) {
-    c.meta.emplace_back(columnText(s, 0), columnText(s, 1));
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.withContext("failed to load meta");
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db, "SELECT key, value FROM meta ORDER BY key", "meta", [&](sqlite3_stmt* s) {
+        c.meta.emplace_back(columnText(s, 0), columnText(s, 1));
+        return Status::Ok();
+      }));
 
-  st = forEachRow(
+  ALLOT_RETURN_IF_ERROR(loadRows(
       db,
       "SELECT seq, kind, ref, job_id, team, project, user_name, host, gpu_model, gpu_indices, "
       "gpu_milli, start_ms, end_ms, reason FROM ledger ORDER BY seq",
-      [&](sqlite3_stmt* s) {
+      "the ledger", [&](sqlite3_stmt* s) {
         model::LedgerEntry e;
         e.seq = columnInt(s, 0);
         const std::string kind = columnText(s, 1);
@@ -607,86 +617,68 @@ Result<Contents> loadContents(sqlite3* db) {
         e.reason = columnText(s, 13);
         c.ledger.push_back(std::move(e));
         return Status::Ok();
-      });
-  if (!st.ok()) return st.withContext("failed to load the ledger");
+      }));
 
   // The newest events only: the API serves what memory holds (see Cluster::events).
-  st = forEachRow(db,
-                  "SELECT id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
-                  "details FROM events ORDER BY id DESC LIMIT " +
-                      std::to_string(kEventsLoaded),
-                  [&](sqlite3_stmt* s) {
-                    model::Event e;
-                    e.id = columnInt(s, 0);
-                    e.at = columnInt(s, 1);
-                    const std::string kind = columnText(s, 2);
-                    auto parsed = model::parseEventKind(kind);
-                    if (!parsed) {
-                      return Status::Internal("event " + std::to_string(e.id) +
-                                              " has unknown kind '" + kind + "'");
-                    }
-                    e.kind = *parsed;
-                    e.team = columnText(s, 3);
-                    e.project = columnText(s, 4);
-                    e.user = columnText(s, 5);
-                    e.jobId = columnInt(s, 6);
-                    e.hosts = splitStrings(columnText(s, 7));
-                    e.message = columnText(s, 8);
-                    e.details = columnText(s, 9);
-                    c.events.push_back(std::move(e));
-                    return Status::Ok();
-                  });
-  if (!st.ok()) return st.withContext("failed to load events");
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db,
+               "SELECT id, at_ms, kind, team, project, user_name, job_id, hosts, message, "
+               "details FROM events ORDER BY id DESC LIMIT " +
+                   std::to_string(kEventsLoaded),
+               "events", [&](sqlite3_stmt* s) {
+                 model::Event e;
+                 e.id = columnInt(s, 0);
+                 e.at = columnInt(s, 1);
+                 const std::string kind = columnText(s, 2);
+                 auto parsed = model::parseEventKind(kind);
+                 if (!parsed) {
+                   return Status::Internal("event " + std::to_string(e.id) + " has unknown kind '" +
+                                           kind + "'");
+                 }
+                 e.kind = *parsed;
+                 e.team = columnText(s, 3);
+                 e.project = columnText(s, 4);
+                 e.user = columnText(s, 5);
+                 e.jobId = columnInt(s, 6);
+                 e.hosts = splitStrings(columnText(s, 7));
+                 e.message = columnText(s, 8);
+                 e.details = columnText(s, 9);
+                 c.events.push_back(std::move(e));
+                 return Status::Ok();
+               }));
   std::reverse(c.events.begin(), c.events.end());
 
-  st = forEachRow(db,
-                  "SELECT id, host, at_ms, by_name, from_state, to_state, reason, output "
-                  "FROM host_transitions ORDER BY id",
-                  [&](sqlite3_stmt* s) {
-                    model::HostTransition t;
-                    t.id = columnInt(s, 0);
-                    t.host = columnText(s, 1);
-                    t.at = columnInt(s, 2);
-                    t.by = columnText(s, 3);
-                    const std::string from = columnText(s, 4);
-                    const std::string to = columnText(s, 5);
-                    auto parsedFrom = model::parseAdminState(from);
-                    auto parsedTo = model::parseAdminState(to);
-                    if (!parsedFrom || !parsedTo) {
-                      return Status::Internal("host transition " + std::to_string(t.id) +
-                                              " has unknown state '" + (parsedFrom ? to : from) +
-                                              "'");
-                    }
-                    t.from = *parsedFrom;
-                    t.to = *parsedTo;
-                    t.reason = columnText(s, 6);
-                    t.output = columnText(s, 7);
-                    c.hostTransitions.push_back(std::move(t));
-                    return Status::Ok();
-                  });
-  if (!st.ok()) return st.withContext("failed to load host transitions");
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db,
+               "SELECT id, host, at_ms, by_name, from_state, to_state, reason, output "
+               "FROM host_transitions ORDER BY id",
+               "host transitions", [&](sqlite3_stmt* s) {
+                 model::HostTransition t;
+                 t.id = columnInt(s, 0);
+                 t.host = columnText(s, 1);
+                 t.at = columnInt(s, 2);
+                 t.by = columnText(s, 3);
+                 const std::string from = columnText(s, 4);
+                 const std::string to = columnText(s, 5);
+                 auto parsedFrom = model::parseAdminState(from);
+                 auto parsedTo = model::parseAdminState(to);
+                 if (!parsedFrom || !parsedTo) {
+                   return Status::Internal("host transition " + std::to_string(t.id) +
+                                           " has unknown state '" + (parsedFrom ? to : from) + "'");
+                 }
+                 t.from = *parsedFrom;
+                 t.to = *parsedTo;
+                 t.reason = columnText(s, 6);
+                 t.output = columnText(s, 7);
+                 c.hostTransitions.push_back(std::move(t));
+                 return Status::Ok();
+               }));
 
-  st = forEachRow(db, "SELECT id, doc FROM upgrades ORDER BY id", [&](sqlite3_stmt* s) {
-    auto u = fromDoc<model::Upgrade>(columnText(s, 1), &model::upgradeFromStoreDoc);
-    if (!u.ok()) return u.status().withContext("upgrade " + std::to_string(columnInt(s, 0)));
-    c.upgrades.push_back(std::move(u).value());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.withContext("failed to load upgrades");
-  st = forEachRow(db, "SELECT id, doc FROM leases ORDER BY id", [&](sqlite3_stmt* s) {
-    auto lease = fromDoc<model::Lease>(columnText(s, 1), &model::leaseFromStoreDoc);
-    if (!lease.ok()) return lease.status().withContext("lease " + std::to_string(columnInt(s, 0)));
-    c.leases.push_back(std::move(lease).value());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.withContext("failed to load leases");
-  st = forEachRow(db, "SELECT name, doc FROM profiles ORDER BY name", [&](sqlite3_stmt* s) {
-    auto profile = fromDoc<model::Profile>(columnText(s, 1), &model::profileFromStoreDoc);
-    if (!profile.ok()) return profile.status().withContext("profile " + columnText(s, 0));
-    c.profiles.push_back(std::move(profile).value());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.withContext("failed to load profiles");
+  ALLOT_RETURN_IF_ERROR(
+      loadDocs(db, "upgrades", "id", "upgrade", &model::upgradeFromStoreDoc, c.upgrades));
+  ALLOT_RETURN_IF_ERROR(loadDocs(db, "leases", "id", "lease", &model::leaseFromStoreDoc, c.leases));
+  ALLOT_RETURN_IF_ERROR(
+      loadDocs(db, "profiles", "name", "profile", &model::profileFromStoreDoc, c.profiles));
   return c;
 }
 
