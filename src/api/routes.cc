@@ -22,11 +22,7 @@ namespace {
 Result<int64_t> parseJobId(const std::string& s) {
   std::string_view v = s;
   if (v.rfind("j-", 0) == 0) v.remove_prefix(2);
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
-  if (ec != std::errc() || p != v.data() + v.size() || id <= 0)
-    return Status::InvalidArgument("id: '" + s + "' is not a job id", "id");
-  return id;
+  return parsePathId(v, s, "a job");
 }
 
 Result<int64_t> queryInt(const ApiRequest& r, const char* key, int64_t fallback, int64_t min,

@@ -14,13 +14,7 @@
 namespace allot::api {
 namespace {
 
-Result<int64_t> parseLeaseId(const std::string& s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0)
-    return Status::InvalidArgument("id: '" + s + "' is not a lease id", "id");
-  return v;
-}
+Result<int64_t> parseLeaseId(const std::string& s) { return parsePathId(s, "a lease"); }
 
 // A time field: ISO 8601, or relative to now ("+2h").
 Result<TimeMs> readTime(const JsonInput& in, const char* field, TimeMs now) {
@@ -105,32 +99,26 @@ void registerLeaseRoutes(Router& router, Server& s) {
     TRY_ASSIGN(lease, s.cluster().leases().get(r.who(), id));
     co_return ApiResponse::json(model::toJson(lease));
   });
-  router.add(V::post, "/api/v1/leases/{id}/approve", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().leases().approve(r.who(), id, reason));
-    co_await s.apply(r, change);
-    co_return ApiResponse::json(model::toJson(change.value));
-  });
-  router.add(V::post, "/api/v1/leases/{id}/reject", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().leases().reject(r.who(), id, reason));
-    co_await s.apply(r, change);
-    co_return ApiResponse::json(model::toJson(change.value));
-  });
+  // Decisions on a lease: the same request (an optional reason) and the same answer.
+  using Decision = Result<control::Change<model::Lease>> (control::LeaseService::*)(
+      const control::Principal&, int64_t, const std::string&);
+  for (auto [verb, decide] : {std::pair<const char*, Decision>{"approve", &control::LeaseService::approve},
+                              {"reject", &control::LeaseService::reject},
+                              {"end", &control::LeaseService::end}}) {
+    router.add(V::post, std::string("/api/v1/leases/{id}/") + verb,
+               [&s, decide](ApiRequest& r) -> Awaitable {
+                 TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
+                 TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
+                 TRY_ASSIGN(change, (s.cluster().leases().*decide)(r.who(), id, reason));
+                 co_await s.apply(r, change);
+                 co_return ApiResponse::json(model::toJson(change.value));
+               });
+  }
   router.add(V::post, "/api/v1/leases/{id}/extend", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"end"}));
     TRY_ASSIGN(end, readTime(in, "end", s.clock().nowMs()));
     TRY_ASSIGN(change, s.cluster().leases().extend(r.who(), id, end));
-    co_await s.apply(r, change);
-    co_return ApiResponse::json(model::toJson(change.value));
-  });
-  router.add(V::post, "/api/v1/leases/{id}/end", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(reason, readReasonBody(r.raw.body()));
-    TRY_ASSIGN(change, s.cluster().leases().end(r.who(), id, reason));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });

@@ -14,13 +14,7 @@
 namespace allot::api {
 namespace {
 
-Result<int64_t> parseSessionId(const std::string& s) {
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-  if (ec != std::errc() || p != s.data() + s.size() || id <= 0)
-    return Status::InvalidArgument("id: '" + s + "' is not a session id", "id");
-  return id;
-}
+Result<int64_t> parseSessionId(const std::string& s) { return parsePathId(s, "a session"); }
 
 Result<control::SessionRequest> readSessionRequest(const std::string& body) {
   auto in = JsonInput::parse(body, {"profile", "name", "team", "project", "gpus", "gpu_milli",

@@ -13,13 +13,7 @@ namespace {
 
 constexpr int kMaxUnavailableLimit = 1000;
 
-Result<int64_t> parseUpgradeId(const std::string& s) {
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-  if (ec != std::errc() || p != s.data() + s.size() || id <= 0)
-    return Status::InvalidArgument("id: '" + s + "' is not an upgrade id", "id");
-  return id;
-}
+Result<int64_t> parseUpgradeId(const std::string& s) { return parsePathId(s, "an upgrade"); }
 
 // "30m", "2h"; absent or "" = no deadline (running work may finish).
 Result<int64_t> readDrainDeadline(const JsonInput& in) {
