@@ -11,18 +11,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/test_dirs.h"
+
 namespace allot::agent {
 namespace {
 namespace fs = std::filesystem;
+using testdirs::fileText;
 
-class HookRunnerTest : public ::testing::Test {
+class HookRunnerTest : public testdirs::TempDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/allot-hook-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  HookRunnerTest() : TempDirTest("hook") {}
 
   std::string script(const std::string& body) {
     std::string p = dir_ + "/hook.sh";
@@ -41,13 +39,6 @@ class HookRunnerTest : public ::testing::Test {
     r.runDir = dir_ + "/run";
     return r;
   }
-  static std::string slurp(const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  std::string dir_;
 };
 
 bool haveAnsible() {
@@ -71,14 +62,14 @@ TEST_F(HookRunnerTest, ShippedExamplePlaybookRunsWithRealAnsible) {
   EXPECT_NE(r.output.find("failed=0"), std::string::npos) << r.output;
   // The system tasks are skipped without allot_apply_system.
   EXPECT_NE(r.output.find("skipping"), std::string::npos) << r.output;
-  auto marker = nlohmann::json::parse(slurp(dir_ + "/state/profile.json"), nullptr, false);
-  ASSERT_TRUE(marker.is_object()) << slurp(dir_ + "/state/profile.json");
+  auto marker = nlohmann::json::parse(fileText(dir_ + "/state/profile.json"), nullptr, false);
+  ASSERT_TRUE(marker.is_object()) << fileText(dir_ + "/state/profile.json");
   EXPECT_EQ(marker.value("team", ""), "ml");
   EXPECT_EQ(marker.value("profile", ""), "default");
   EXPECT_EQ(marker.value("driver_version", ""), "550.54.15");
   EXPECT_EQ(marker.value("host", ""), "gpu-a");
   // The generated inventory names this host, reached without ssh.
-  EXPECT_NE(slurp(dir_ + "/run/inventory.ini").find("localhost ansible_connection=local"),
+  EXPECT_NE(fileText(dir_ + "/run/inventory.ini").find("localhost ansible_connection=local"),
             std::string::npos);
 }
 
@@ -103,7 +94,7 @@ TEST_F(HookRunnerTest, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_NE(r.output.find("started"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("timeout"), std::string::npos) << r.output;
   // The background child went with the hook: it was in its process group.
-  const pid_t child = std::stoi(slurp(pidFile));
+  const pid_t child = std::stoi(fileText(pidFile));
   for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
   EXPECT_NE(::kill(child, 0), 0) << "the hook's child " << child << " outlived the timeout";
 }

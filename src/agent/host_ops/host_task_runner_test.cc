@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agent/gpu/simulated_gpu_provider.h"
+#include "agent/test_dirs.h"
 
 namespace allot::agent {
 namespace {
@@ -16,10 +17,7 @@ namespace fs = std::filesystem;
 class HostTaskRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("allot-task-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = testdirs::perTestDir("task-test");
     fs::create_directories(root_ / "work/jobs/3");
     std::ofstream(root_ / "work/jobs/3/output.log") << "old";
     auto p = SimulatedGpuProvider::create("sim:2xH100", "task-test");
@@ -53,12 +51,6 @@ class HostTaskRunnerTest : public ::testing::Test {
     c.outputFile = (root_ / "work/hooks/5/output.log").string();
     return c;
   }
-  std::string fileText(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
 
   fs::path root_;
   std::unique_ptr<SimulatedGpuProvider> gpus_;
@@ -88,7 +80,7 @@ TEST_F(HostTaskRunnerTest, RunsWipeThenHookThenHealthAndStreamsAllOutput) {
   ASSERT_NE(health, std::string::npos) << r.output;
   EXPECT_LT(wipe, hook);
   EXPECT_LT(hook, health);
-  EXPECT_EQ(fileText(root_ / "work/hooks/5/output.log"), r.output);
+  EXPECT_EQ(testdirs::fileText(root_ / "work/hooks/5/output.log"), r.output);
 }
 
 TEST_F(HostTaskRunnerTest, StopsAtTheFirstFailingStep) {

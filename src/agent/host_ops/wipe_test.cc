@@ -14,6 +14,7 @@
 
 #include "agent/gpu/nvml_gpu_provider.h"
 #include "agent/gpu/simulated_gpu_provider.h"
+#include "agent/test_dirs.h"
 
 namespace allot::agent {
 namespace {
@@ -75,10 +76,7 @@ void waitForExec(int pid) {
 class WipeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("allot-wipe-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = testdirs::perTestDir("wipe-test");
     work_ = root_ / "work";
     scratch_ = root_ / "scratch";
     home_ = root_ / "home";

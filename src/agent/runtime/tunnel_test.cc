@@ -22,6 +22,7 @@
 
 #include "agent/runtime/agent_outbox.h"
 #include "agent/runtime/tunnel_endpoint.h"
+#include "agent/test_dirs.h"
 #include "api/tunnel_hub.h"
 #include "model/tunnel_frame.h"
 
@@ -63,15 +64,13 @@ asio::awaitable<void> waitFor(std::function<bool()> cond) {
   }
 }
 
-class TunnelTest : public ::testing::Test {
+class TunnelTest : public testdirs::TempDirTest {
  protected:
+  TunnelTest() : TempDirTest("tunnel") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/allot-tunnel-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    TempDirTest::SetUp();
     echoPath_ = dir_ + "/echo.sock";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   Result<TunnelTarget> resolve(int64_t session, const std::string& target) {
     if (session == 1 && target == "echo") return TunnelTarget::unixSocket(echoPath_);
@@ -201,6 +200,13 @@ class TunnelTest : public ::testing::Test {
     io_.run_for(std::chrono::milliseconds(200));  // lets both sides see the close; not asserted
   }
 
+  // A stream to session 1's echo; null, with the reason as a failure, when it cannot be opened.
+  asio::awaitable<std::shared_ptr<TunnelStream>> openEcho() {
+    auto opened = co_await hub_.open("h1", 1, "echo");
+    if (!opened.ok()) ADD_FAILURE() << opened.status().message();
+    co_return opened.ok() ? *opened : nullptr;
+  }
+
   // Writes `bytes` to the stream and says how that went.
   static asio::awaitable<Status> write(std::shared_ptr<TunnelStream> s, std::string bytes) {
     auto writing = s->write(std::move(bytes));
@@ -240,7 +246,6 @@ class TunnelTest : public ::testing::Test {
   api::TunnelHub hub_{io_.get_executor()};
   std::unique_ptr<TunnelEndpoint> endpoint_;
   std::shared_ptr<Ws> client_;
-  std::string dir_;
   std::string echoPath_;
   bool echoListening_ = false;
   int echoOpen_ = 0;
@@ -249,9 +254,8 @@ class TunnelTest : public ::testing::Test {
 
 TEST_F(TunnelTest, CarriesMegabytesBothWaysIntactAndHalfCloses) {
   run([this]() -> asio::awaitable<void> {
-    auto opened = co_await hub_.open("h1", 1, "echo");
-    CO_ASSERT(opened.ok());
-    auto s = *opened;
+    auto s = co_await openEcho();
+    CO_ASSERT(s);
     const std::string sent = pattern(3 * 1024 * 1024 + 12345, 1);
     auto trip = roundTrip(s, sent);
     std::string got = co_await std::move(trip);
@@ -268,9 +272,8 @@ TEST_F(TunnelTest, CarriesMegabytesBothWaysIntactAndHalfCloses) {
 
 TEST_F(TunnelTest, HalfCloseKeepsTheOtherDirectionOpen) {
   run([this]() -> asio::awaitable<void> {
-    auto opened = co_await hub_.open("h1", 1, "echo");
-    CO_ASSERT(opened.ok());
-    auto s = *opened;
+    auto s = co_await openEcho();
+    CO_ASSERT(s);
     Status st = co_await write(s, "ping");
     CO_ASSERT(st.ok());
     s->closeWrite();
@@ -315,9 +318,8 @@ TEST_F(TunnelTest, UnknownSessionIsRefusedWithTheAgentsReason) {
 
 TEST_F(TunnelTest, DroppedWebSocketResetsEveryStream) {
   run([this]() -> asio::awaitable<void> {
-    auto opened = co_await hub_.open("h1", 1, "echo");
-    CO_ASSERT(opened.ok());
-    auto s = *opened;
+    auto s = co_await openEcho();
+    CO_ASSERT(s);
     Status st = co_await write(s, "x");
     CO_ASSERT(st.ok());
     auto first = co_await s->read();
@@ -342,9 +344,8 @@ TEST_F(TunnelTest, DroppedWebSocketResetsEveryStream) {
 TEST_F(TunnelTest, AReaderThatStopsStallsOnlyItsOwnStream) {
   run([this]() -> asio::awaitable<void> {
     auto ex = co_await asio::this_coro::executor;
-    auto stalledOpen = co_await hub_.open("h1", 1, "echo");
-    CO_ASSERT(stalledOpen.ok());
-    auto stalled = *stalledOpen;
+    auto stalled = co_await openEcho();
+    CO_ASSERT(stalled);
     // Nobody reads `stalled`: its echo fills the windows and socket buffers and then its writer
     // waits for credit, with no more than a window of it queued anywhere.
     bool stalledWriteDone = false;
@@ -357,10 +358,10 @@ TEST_F(TunnelTest, AReaderThatStopsStallsOnlyItsOwnStream) {
         },
         asio::detached);
 
-    auto otherOpen = co_await hub_.open("h1", 1, "echo");
-    CO_ASSERT(otherOpen.ok());
+    auto other = co_await openEcho();
+    CO_ASSERT(other);
     const std::string sent = pattern(1024 * 1024, 4);
-    auto trip = roundTrip(*otherOpen, sent);
+    auto trip = roundTrip(other, sent);
     std::string got = co_await std::move(trip);
     EXPECT_TRUE(got == sent) << "got " << got.size() << " bytes of " << sent.size();
     EXPECT_FALSE(stalledWriteDone) << "32 MiB went out although nobody read the echo";
