@@ -6,38 +6,27 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 
-#include <filesystem>
+#include "store/sqlite/sqlite_test_support.h"
 
 namespace allot::telemetry {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr TimeMs kT0 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 constexpr int64_t kGpuMinute = kMinuteMs * 1000;
 
 class TelemetryStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "allot-telemetry-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { store_.reset(); }
   void open(TelemetryRetention r = {}) {
     store_.reset();
-    auto s = TelemetryStore::open((dir_ / "telemetry.db").string(), r, clock_);
+    auto s = TelemetryStore::open(dbPath_, r, clock_);
     ASSERT_TRUE(s.ok()) << s.status().toString();
     store_ = std::move(s).value();
   }
   int64_t count(const char* table) {
     sqlite3* db = nullptr;
-    sqlite3_open_v2((dir_ / "telemetry.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_open_v2(dbPath_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
     sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db, (std::string("SELECT count(*) FROM ") + table).c_str(), -1, &st,
                        nullptr);
@@ -56,7 +45,8 @@ class TelemetryStoreTest : public ::testing::Test {
   }
 
   FakeClock clock_{kT0 + 48 * kHourMs};
-  fs::path dir_;
+  store::test::ScratchDir dir_{"allot-telemetry-test"};
+  const std::string dbPath_ = dir_.file("telemetry.db");
   std::unique_ptr<TelemetryStore> store_;
 };
 

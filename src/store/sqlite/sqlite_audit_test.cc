@@ -3,36 +3,26 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
-
-#include <cstdlib>
-#include <filesystem>
 
 #include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_test_support.h"
 
 namespace allot::store {
 namespace {
 
+using test::execOnFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
+using ::testing::Optional;
 
 class SqliteAuditTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "allot-audit-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = (dir_ / "allot.db").string();
     auto store = SqliteStore::open(path_);
     ASSERT_TRUE(store.ok()) << store.status().toString();
     store_ = std::move(store).value();
   }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { store_.reset(); }
 
   static model::AuditEntry entry(TimeMs at, std::string actor, std::string object) {
     model::AuditEntry e;
@@ -58,8 +48,8 @@ class SqliteAuditTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
-  std::string path_;
+  test::ScratchDir dir_{"allot-audit-test"};
+  const std::string path_ = dir_.file("allot.db");
   std::unique_ptr<SqliteStore> store_;
 };
 
@@ -123,18 +113,9 @@ TEST_F(SqliteAuditTest, QueryFiltersByTimeActorObjectAndPages) {
 
 TEST_F(SqliteAuditTest, TheAuditLogRefusesUpdatesAndDeletes) {
   ASSERT_TRUE(store_->commit(WriteBatch{}.add(AppendAudit{entry(1'000, "root", "team:ml")})).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_NE(sqlite3_exec(db, "UPDATE audit SET actor = 'someone else'", nullptr, nullptr, &err),
-            SQLITE_OK);
-  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
-  sqlite3_free(err);
-  err = nullptr;
-  EXPECT_NE(sqlite3_exec(db, "DELETE FROM audit", nullptr, nullptr, &err), SQLITE_OK);
-  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
-  sqlite3_free(err);
-  sqlite3_close(db);
+  EXPECT_THAT(execOnFile(path_, "UPDATE audit SET actor = 'someone else'"),
+              Optional(HasSubstr("append-only")));
+  EXPECT_THAT(execOnFile(path_, "DELETE FROM audit"), Optional(HasSubstr("append-only")));
   auto got = store_->queryAudit(AuditQuery{});
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 1u);

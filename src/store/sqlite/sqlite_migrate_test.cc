@@ -28,13 +28,14 @@ bool tableExists(sqlite3* db, const std::string& name) {
   return sqlite3_column_int(stmt->get(), 0) == 1;
 }
 
+// Step 1 of every list of steps below: the table the others build on.
+constexpr Migration kCreateA = {1, "a", "CREATE TABLE a (x INTEGER)"};
+
 TEST(SqliteMigrateTest, AppliesStepsInOrderOnceEach) {
   DbHandle db = memoryDb();
   // Step 2 would fail if run twice, and depends on step 1.
   const std::vector<Migration> steps = {
-      {1, "a", "CREATE TABLE a (x INTEGER)"},
-      {2, "b", "CREATE TABLE b (y INTEGER); INSERT INTO a VALUES (1)"},
-  };
+      kCreateA, {2, "b", "CREATE TABLE b (y INTEGER); INSERT INTO a VALUES (1)"}};
   auto v = migrate(db.get(), steps);
   ASSERT_TRUE(v.ok()) << v.status().toString();
   EXPECT_EQ(*v, 2);
@@ -51,9 +52,7 @@ TEST(SqliteMigrateTest, AppliesStepsInOrderOnceEach) {
 TEST(SqliteMigrateTest, FailedStepLeavesNothingBehind) {
   DbHandle db = memoryDb();
   const std::vector<Migration> steps = {
-      {1, "a", "CREATE TABLE a (x INTEGER)"},
-      {2, "broken", "CREATE TABLE b (y INTEGER); THIS IS NOT SQL"},
-  };
+      kCreateA, {2, "broken", "CREATE TABLE b (y INTEGER); THIS IS NOT SQL"}};
   auto v = migrate(db.get(), steps);
   ASSERT_FALSE(v.ok());
   EXPECT_THAT(v.status().message(), HasSubstr("migration 2 (broken)"));
@@ -65,7 +64,7 @@ TEST(SqliteMigrateTest, FailedStepLeavesNothingBehind) {
 TEST(SqliteMigrateTest, NewerDatabaseIsRefused) {
   DbHandle db = memoryDb();
   ASSERT_TRUE(exec(db.get(), "PRAGMA user_version = 5").ok());
-  const std::vector<Migration> steps = {{1, "a", "CREATE TABLE a (x INTEGER)"}};
+  const std::vector<Migration> steps = {kCreateA};
   auto v = migrate(db.get(), steps);
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), Code::kFailedPrecondition);

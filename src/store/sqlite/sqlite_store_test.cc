@@ -15,27 +15,18 @@
 
 #include "model/json.h"
 #include "store/migrations/sqlite_migrations.h"
+#include "store/sqlite/sqlite_test_support.h"
 
 namespace allot::store {
 namespace {
 
+using test::execOnFile;
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
+using ::testing::Optional;
 
 // A fresh directory per test, removed afterwards.
 class SqliteStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "allot-store-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = (dir_ / "allot.db").string();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   std::unique_ptr<SqliteStore> openStore() {
     auto store = SqliteStore::open(path_);
     EXPECT_TRUE(store.ok()) << store.status().toString();
@@ -48,8 +39,8 @@ class SqliteStoreTest : public ::testing::Test {
     return c.ok() ? std::move(c).value() : Contents{};
   }
 
-  fs::path dir_;
-  std::string path_;
+  test::ScratchDir dir_{"allot-store-test"};
+  const std::string path_ = dir_.file("allot.db");
 };
 
 // Holds the writer thread inside a done callback until released, so batches submitted meanwhile
@@ -530,10 +521,7 @@ TEST_F(SqliteStoreTest, ProjectsOfTheSameNameInTwoTeamsAreTwoRows) {
 // A database written by the first release (schema 1, documents without the scheduling fields)
 // opens, migrates, and loads with every new field at its default.
 TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    std::string sql = std::string(sqliteMigrations()[0].sql) + R"sql(
+  ASSERT_EQ(execOnFile(path_, std::string(sqliteMigrations()[0].sql) + R"sql(
       PRAGMA user_version = 1;
       INSERT INTO teams VALUES ('vision', 10);
       INSERT INTO projects VALUES ('resnet', 'vision', 11);
@@ -543,11 +531,8 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
         '{"name":"gpu-07","gpus":[{"index":0,"uuid":"GPU-a","model":"H100"}],"joined_ms":1}');
       INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
         '{"id":5,"name":"train","team":"vision","gpus":2,"gpu_model":"H100","state":"queued"}');
-    )sql";
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
-    sqlite3_close(db);
-  }
+    )sql"),
+            std::nullopt);
   auto store = openStore();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
@@ -592,10 +577,7 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
 
 TEST_F(SqliteStoreTest, DatabaseFromANewerVersionIsRefused) {
   { ASSERT_NE(openStore(), nullptr); }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_EQ(execOnFile(path_, "PRAGMA user_version = 999"), std::nullopt);
 
   auto store = SqliteStore::open(path_);
   ASSERT_FALSE(store.ok());
@@ -606,7 +588,7 @@ TEST_F(SqliteStoreTest, DatabaseFromANewerVersionIsRefused) {
 }
 
 TEST_F(SqliteStoreTest, OpeningInAMissingDirectoryFailsNamingThePath) {
-  const std::string path = (dir_ / "no" / "such" / "dir" / "allot.db").string();
+  const std::string path = (dir_.path() / "no" / "such" / "dir" / "allot.db").string();
   auto store = SqliteStore::open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kUnavailable);
@@ -692,14 +674,9 @@ TEST_F(SqliteStoreTest, LedgerIsAppendOnly) {
   EXPECT_FALSE(again.ok());
   EXPECT_THAT(again.message(), HasSubstr("ledger entry 1 of job 9"));
   // And SQL that tries to rewrite history fails too.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_NE(sqlite3_exec(db, "UPDATE ledger SET start_ms = 0", nullptr, nullptr, &err), SQLITE_OK);
-  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
-  sqlite3_free(err);
-  EXPECT_NE(sqlite3_exec(db, "DELETE FROM ledger", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  EXPECT_THAT(execOnFile(path_, "UPDATE ledger SET start_ms = 0"),
+              Optional(HasSubstr("append-only")));
+  EXPECT_NE(execOnFile(path_, "DELETE FROM ledger"), std::nullopt);
   Contents c = load(*store);
   ASSERT_EQ(c.ledger.size(), 1u);
   EXPECT_EQ(c.ledger[0].jobId, 7);
@@ -811,15 +788,9 @@ TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
   Status again = store->commit(WriteBatch{}.add(AppendHostTransition{t}));
   EXPECT_FALSE(again.ok());
   EXPECT_THAT(again.message(), HasSubstr("host transition 1 of host gpu-07"));
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_NE(sqlite3_exec(db, "UPDATE host_transitions SET by_name = 'x'", nullptr, nullptr, &err),
-            SQLITE_OK);
-  EXPECT_THAT(std::string(err ? err : ""), HasSubstr("append-only"));
-  sqlite3_free(err);
-  EXPECT_NE(sqlite3_exec(db, "DELETE FROM host_transitions", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  EXPECT_THAT(execOnFile(path_, "UPDATE host_transitions SET by_name = 'x'"),
+              Optional(HasSubstr("append-only")));
+  EXPECT_NE(execOnFile(path_, "DELETE FROM host_transitions"), std::nullopt);
 
   store.reset();
   store = openStore();
@@ -840,20 +811,14 @@ TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
 // A database of schema 2 (before the ledger) migrates: its jobs stay, the ledger starts empty and
 // takes entries.
 TEST_F(SqliteStoreTest, SchemaTwoDatabaseGainsAnEmptyLedger) {
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    std::string sql = std::string(sqliteMigrations()[0].sql) +
-                      std::string(sqliteMigrations()[1].sql) +
-                      R"sql(
+  ASSERT_EQ(execOnFile(path_, std::string(sqliteMigrations()[0].sql) +
+                                  std::string(sqliteMigrations()[1].sql) +
+                                  R"sql(
       PRAGMA user_version = 2;
       INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
         '{"id":5,"name":"train","team":"vision","gpus":2,"state":"queued"}');
-    )sql";
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
-    sqlite3_close(db);
-  }
+    )sql"),
+            std::nullopt);
   auto store = openStore();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
@@ -901,10 +866,8 @@ namespace allot::store {
 namespace {
 
 TEST(SqliteUpgradesTest, UpgradesRoundTripAndAreReplacedWhole) {
-  std::string tmpl =
-      (std::filesystem::temp_directory_path() / "allot-store-upgrades-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::string path = tmpl + "/allot.db";
+  test::ScratchDir dir("allot-store-upgrades");
+  const std::string path = dir.file("allot.db");
   model::Upgrade u;
   u.id = 3;
   u.pool = "ml";
@@ -944,7 +907,6 @@ TEST(SqliteUpgradesTest, UpgradesRoundTripAndAreReplacedWhole) {
   EXPECT_EQ(got.hosts[2].reason, "host is failed at the start");
   EXPECT_EQ(got.hosts[0].endedAt, 2'000);
   EXPECT_GE((*store)->schemaVersion(), 7);
-  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace
