@@ -73,19 +73,22 @@ TEST(ReplayTest, WaitsForRoomAndMeasuresDelayAndUtilisation) {
 
 // Team 0 borrows the whole 4-GPU host (2 GPUs guaranteed each); team 1's task arrives within
 // its guarantee and takes one back.
-ReplayTrace borrowThenReclaim(bool preemptible) {
-  return traceOf(
-      {task(1, 0, 0, 1000, 1, 1000, preemptible), task(2, 0, 0, 1000, 1, 1000, preemptible),
-       task(3, 0, 0, 1000, 1, 1000, preemptible), task(4, 0, 0, 1000, 1, 1000, preemptible),
-       task(5, 1, 100, 100, 1)},
-      1000);
-}
-
-TEST(ReplayTest, AGuaranteeReclaimsBorrowedWorkWhichRequeuesAndRestarts) {
+Result<ReplayResult> replayBorrowThenReclaim(bool preemptible, TimeMs graceMs = 0) {
   ReplayOptions o;
   o.teams = 2;
   o.guaranteeShare = 1.0;
-  auto r = runReplay(oneHost(4), borrowThenReclaim(true), o);
+  o.graceMs = graceMs;
+  return runReplay(
+      oneHost(4),
+      traceOf({task(1, 0, 0, 1000, 1, 1000, preemptible), task(2, 0, 0, 1000, 1, 1000, preemptible),
+               task(3, 0, 0, 1000, 1, 1000, preemptible), task(4, 0, 0, 1000, 1, 1000, preemptible),
+               task(5, 1, 100, 100, 1)},
+              1000),
+      o);
+}
+
+TEST(ReplayTest, AGuaranteeReclaimsBorrowedWorkWhichRequeuesAndRestarts) {
+  auto r = replayBorrowThenReclaim(true);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->teams[0].requeued, 1);
   EXPECT_EQ(r->teams[0].killed, 0);
@@ -103,10 +106,7 @@ TEST(ReplayTest, AGuaranteeReclaimsBorrowedWorkWhichRequeuesAndRestarts) {
 }
 
 TEST(ReplayTest, ReclaimingNonPreemptibleWorkKillsIt) {
-  ReplayOptions o;
-  o.teams = 2;
-  o.guaranteeShare = 1.0;
-  auto r = runReplay(oneHost(4), borrowThenReclaim(false), o);
+  auto r = replayBorrowThenReclaim(false);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->teams[0].requeued, 0);
   EXPECT_EQ(r->teams[0].killed, 1);
@@ -116,11 +116,7 @@ TEST(ReplayTest, ReclaimingNonPreemptibleWorkKillsIt) {
 }
 
 TEST(ReplayTest, AGracePeriodDelaysTheReclaimingTask) {
-  ReplayOptions o;
-  o.teams = 2;
-  o.guaranteeShare = 1.0;
-  o.graceMs = 30 * kS;
-  auto r = runReplay(oneHost(4), borrowThenReclaim(true), o);
+  auto r = replayBorrowThenReclaim(true, 30 * kS);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->teams[0].requeued, 1);
   EXPECT_DOUBLE_EQ(r->teams[1].delay.meanS, 30);

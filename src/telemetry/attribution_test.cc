@@ -109,29 +109,34 @@ TEST(UsageAttributor, HoldsStartAndEndWhereTheLedgerSays) {
   EXPECT_EQ(a.drain().samples.size(), 3u);  // the repeat is not stored either
 }
 
-TEST(UsageAttributor, AGapLongerThanThreeIntervalsCountsOnlyOneInterval) {
-  UsageAttributor a(5);
-  a.onLedger(openEntry(1, "gpu-a", {0}, 1000, kT0));
+// Allocation 1 holds GPU 0 of gpu-a, whole, from kT0; the agent samples every 5 s.
+class OneWholeGpuHeld : public ::testing::Test {
+ protected:
+  void SetUp() override { a.onLedger(openEntry(1, "gpu-a", {0}, 1000, kT0)); }
+  // GPU 0 fully used in a round the agent stamped `agentAt`, arriving at `receivedAt`.
+  void fullUse(TimeMs agentAt, TimeMs receivedAt) {
+    a.addRound("gpu-a", round(agentAt, {{0, 100}}), receivedAt, got.fn());
+  }
+
+  UsageAttributor a{5};
   Collected got;
-  a.addRound("gpu-a", round(kT0 + 5 * kS, {{0, 100}}), kT0 + 5 * kS, got.fn());
+};
+
+TEST_F(OneWholeGpuHeld, AGapLongerThanThreeIntervalsCountsOnlyOneInterval) {
+  fullUse(kT0 + 5 * kS, kT0 + 5 * kS);
   // The agent was away for a minute: the time it did not sample is not claimed as measured.
-  a.addRound("gpu-a", round(kT0 + 65 * kS, {{0, 100}}), kT0 + 65 * kS, got.fn());
+  fullUse(kT0 + 65 * kS, kT0 + 65 * kS);
   EXPECT_EQ(got.byAlloc[1].measured, 10 * kS * 1000);
 }
 
-TEST(UsageAttributor, AnAgentClockSteppingBackCountsOneInterval) {
-  UsageAttributor a(5);
-  a.onLedger(openEntry(1, "gpu-a", {0}, 1000, kT0));
-  Collected got;
-  a.addRound("gpu-a", round(kT0 + 50 * kS, {{0, 100}}), kT0 + 5 * kS, got.fn());
-  a.addRound("gpu-a", round(kT0 + 2 * kS, {{0, 100}}), kT0 + 10 * kS, got.fn());
-  a.addRound("gpu-a", round(kT0 + 7 * kS, {{0, 100}}), kT0 + 15 * kS, got.fn());
+TEST_F(OneWholeGpuHeld, AnAgentClockSteppingBackCountsOneInterval) {
+  fullUse(kT0 + 50 * kS, kT0 + 5 * kS);
+  fullUse(kT0 + 2 * kS, kT0 + 10 * kS);
+  fullUse(kT0 + 7 * kS, kT0 + 15 * kS);
   EXPECT_EQ(got.byAlloc[1].measured, 15 * kS * 1000);
 }
 
-TEST(UsageAttributor, PendingUseInsideAWindowIsProratedByMinute) {
-  UsageAttributor a(5);
-  a.onLedger(openEntry(1, "gpu-a", {0}, 1000, kT0));
+TEST_F(OneWholeGpuHeld, PendingUseInsideAWindowIsProratedByMinute) {
   for (int i = 1; i <= 24; ++i)
     a.addRound("gpu-a", round(kT0 + i * 5 * kS, {{0, 100}}), kT0 + i * 5 * kS, nullptr);
   EXPECT_EQ(a.pendingWithin(1, kT0, kT0 + 120 * kS).measured, 120 * kS * 1000);

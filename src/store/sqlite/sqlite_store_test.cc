@@ -33,6 +33,17 @@ class SqliteStoreTest : public ::testing::Test {
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
+  // Opens a database an older release left at path_, written by `sql`: the store migrates it to
+  // the newest schema.
+  std::unique_ptr<SqliteStore> openOldDatabase(const std::string& sql) {
+    const auto error = test::execOnFile(path_, sql);
+    EXPECT_EQ(error, std::nullopt);
+    if (error) return nullptr;
+    auto store = openStore();
+    if (store) EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
+    return store;
+  }
+
   Contents load(SqliteStore& store) {
     auto c = store.loadAll();
     EXPECT_TRUE(c.ok()) << c.status().toString();
@@ -521,7 +532,7 @@ TEST_F(SqliteStoreTest, ProjectsOfTheSameNameInTwoTeamsAreTwoRows) {
 // A database written by the first release (schema 1, documents without the scheduling fields)
 // opens, migrates, and loads with every new field at its default.
 TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
-  ASSERT_EQ(execOnFile(path_, std::string(sqliteMigrations()[0].sql) + R"sql(
+  auto store = openOldDatabase(std::string(sqliteMigrations()[0].sql) + R"sql(
       PRAGMA user_version = 1;
       INSERT INTO teams VALUES ('vision', 10);
       INSERT INTO projects VALUES ('resnet', 'vision', 11);
@@ -531,11 +542,8 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
         '{"name":"gpu-07","gpus":[{"index":0,"uuid":"GPU-a","model":"H100"}],"joined_ms":1}');
       INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
         '{"id":5,"name":"train","team":"vision","gpus":2,"gpu_model":"H100","state":"queued"}');
-    )sql"),
-            std::nullopt);
-  auto store = openStore();
+    )sql");
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
   Contents c = load(*store);
   ASSERT_EQ(c.teams.size(), 1u);
   EXPECT_EQ(c.teams[0].name, "vision");
@@ -811,17 +819,13 @@ TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
 // A database of schema 2 (before the ledger) migrates: its jobs stay, the ledger starts empty and
 // takes entries.
 TEST_F(SqliteStoreTest, SchemaTwoDatabaseGainsAnEmptyLedger) {
-  ASSERT_EQ(execOnFile(path_, std::string(sqliteMigrations()[0].sql) +
-                                  std::string(sqliteMigrations()[1].sql) +
-                                  R"sql(
+  auto store = openOldDatabase(std::string(sqliteMigrations()[0].sql) +
+                               std::string(sqliteMigrations()[1].sql) + R"sql(
       PRAGMA user_version = 2;
       INSERT INTO jobs VALUES (5, 'train', 'vision', 'resnet', 'alice', 'queued', '', 100, 0,
         '{"id":5,"name":"train","team":"vision","gpus":2,"state":"queued"}');
-    )sql"),
-            std::nullopt);
-  auto store = openStore();
+    )sql");
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
   Contents c = load(*store);
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_TRUE(c.ledger.empty());
