@@ -78,16 +78,20 @@ std::vector<bpf_insn> gpuDeviceFilterProgram(const std::vector<int>& gpuMinors) 
   return p;
 }
 
-Status attachGpuDeviceFilter(const std::string& cgroupDir, const std::vector<int>& gpuMinors) {
-  const std::string what = "failed to attach GPU device filter to " + cgroupDir + ": ";
-  std::vector<bpf_insn> prog = gpuDeviceFilterProgram(gpuMinors);
+bpf_attr deviceProgramLoadAttr(const std::vector<bpf_insn>& prog) {
   static const char kLicense[] = "GPL";
-
   bpf_attr load{};
   load.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
   load.insns = reinterpret_cast<uint64_t>(prog.data());
   load.insn_cnt = static_cast<uint32_t>(prog.size());
   load.license = reinterpret_cast<uint64_t>(kLicense);
+  return load;
+}
+
+Status attachGpuDeviceFilter(const std::string& cgroupDir, const std::vector<int>& gpuMinors) {
+  const std::string what = "failed to attach GPU device filter to " + cgroupDir + ": ";
+  std::vector<bpf_insn> prog = gpuDeviceFilterProgram(gpuMinors);
+  bpf_attr load = deviceProgramLoadAttr(prog);
   int progFd = static_cast<int>(bpf(BPF_PROG_LOAD, &load));
   if (progFd < 0 && (errno == EINVAL || errno == EACCES)) {
     // The verifier refused it: load again with its log, which says why.

@@ -28,6 +28,10 @@ namespace allot::agent {
 std::vector<bpf_insn> gpuDeviceFilterProgram(const std::vector<int>& gpuMinors);
 inline constexpr size_t kGpuFilterFixedInsns = 11;
 
+// The BPF_PROG_LOAD attributes of a device program (GPL), as attachGpuDeviceFilter loads it; they
+// point into `prog`, which must outlive their use. The tests probe the kernel with them.
+bpf_attr deviceProgramLoadAttr(const std::vector<bpf_insn>& prog);
+
 // Loads gpuDeviceFilterProgram(gpuMinors) and attaches it to the cgroup v2 directory
 // `cgroupDir` (BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI). The attachment holds the program for as long
 // as the group exists; nothing needs to be kept or detached. Errors say which step failed on

@@ -131,12 +131,7 @@ std::string kernelSkipReason() {
     return mount + " is not writable: " + std::strerror(errno);
   }
   auto prog = gpuDeviceFilterProgram({});
-  static const char kLicense[] = "GPL";
-  bpf_attr attr{};
-  attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
-  attr.insns = reinterpret_cast<uint64_t>(prog.data());
-  attr.insn_cnt = static_cast<uint32_t>(prog.size());
-  attr.license = reinterpret_cast<uint64_t>(kLicense);
+  bpf_attr attr = deviceProgramLoadAttr(prog);
   long fd = ::syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
   if (fd < 0 && (errno == EPERM || errno == ENOSYS)) {
     return std::string("bpf(BPF_PROG_LOAD) is not permitted here: ") + std::strerror(errno);

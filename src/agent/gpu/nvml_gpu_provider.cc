@@ -423,28 +423,26 @@ Result<std::vector<model::GpuSample>> NvmlGpuProvider::sample() {
     } else {
       failed("nvmlDeviceGetMemoryInfo", i, rc);
     }
-    unsigned v = 0;
-    if (!api.getTemperature) {
-      missing("nvmlDeviceGetTemperature");
-    } else if ((rc = api.getTemperature(dev, kNvmlTemperatureGpu, &v)) == kNvmlSuccess) {
-      s.temperatureC = v;
-    } else {
-      failed("nvmlDeviceGetTemperature", i, rc);
-    }
-    if (!api.getPowerUsage) {
-      missing("nvmlDeviceGetPowerUsage");
-    } else if ((rc = api.getPowerUsage(dev, &v)) == kNvmlSuccess) {
-      s.powerW = v / 1000.0;  // NVML says milliwatts
-    } else {
-      failed("nvmlDeviceGetPowerUsage", i, rc);
-    }
-    if (!api.getClockInfo) {
-      missing("nvmlDeviceGetClockInfo");
-    } else if ((rc = api.getClockInfo(dev, kNvmlClockSm, &v)) == kNvmlSuccess) {
-      s.smClockMhz = v;
-    } else {
-      failed("nvmlDeviceGetClockInfo", i, rc);
-    }
+    // A reading NVML gives as one unsigned, after the device and `args`; none when `fn` is
+    // missing or fails.
+    auto unsignedReading = [&](const char* symbol, auto fn,
+                               auto... args) -> std::optional<unsigned> {
+      if (!fn) {
+        missing(symbol);
+        return std::nullopt;
+      }
+      unsigned v = 0;
+      if ((rc = fn(dev, args..., &v)) == kNvmlSuccess) return v;
+      failed(symbol, i, rc);
+      return std::nullopt;
+    };
+    if (auto v = unsignedReading("nvmlDeviceGetTemperature", api.getTemperature,
+                                 kNvmlTemperatureGpu))
+      s.temperatureC = *v;
+    if (auto v = unsignedReading("nvmlDeviceGetPowerUsage", api.getPowerUsage))
+      s.powerW = *v / 1000.0;  // NVML says milliwatts
+    if (auto v = unsignedReading("nvmlDeviceGetClockInfo", api.getClockInfo, kNvmlClockSm))
+      s.smClockMhz = *v;
     if (!api.getTotalEccErrors) {
       missing("nvmlDeviceGetTotalEccErrors");
     } else {
