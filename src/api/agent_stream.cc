@@ -13,10 +13,12 @@
 #include <boost/beast/websocket/ssl.hpp>
 #include <deque>
 #include <optional>
+#include <variant>
 
 #include "api/server.h"
 #include "common/bounded_json.h"
 #include "model/agent_protocol.h"
+#include "protocol/agent_messages.h"
 #include "model/tunnel_frame.h"
 
 namespace allot::api {
@@ -95,17 +97,11 @@ asio::awaitable<void> runWriter(std::shared_ptr<WsAgentLink<Ws>> link) {
   co_await link->writer();
 }
 
-Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
-  std::vector<model::ActualJob> out;
-  auto it = msg.find("jobs");
-  if (it == msg.end() || !it->is_array())
-    return Status::InvalidArgument("message without jobs array");
-  for (const auto& j : *it) {
-    auto a = model::actualJobFromJson(j);
-    if (!a.ok()) return a.status();
-    out.push_back(*a);
-  }
-  return out;
+// The GPUs a telemetry round reported, as far as it could be read (for the metrics of a refused
+// one too).
+size_t reportedGpus(const nlohmann::json& msg) {
+  const auto gpus = msg.find("gpus");
+  return gpus != msg.end() && gpus->is_array() ? gpus->size() : 0;
 }
 
 template <typename Stream>
@@ -172,50 +168,32 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       spdlog::warn("agent {}: malformed message dropped", host);
       continue;
     }
-    std::string type = msg.value("type", "");
-    if (type == "telemetry") {
-      auto t = model::telemetryFromJson(msg);
-      Status st = t.ok() ? server.cluster().agentTelemetry(host, *t) : t.status();
-      const auto gpus = msg.find("gpus");
-      server.metrics().telemetryRound(
-          t.ok() ? t->gpus.size() : (gpus != msg.end() && gpus->is_array() ? gpus->size() : 0),
-          st.ok());
-      if (!st.ok()) spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
-      if (st.ok()) {
-        const auto sinceBoot = std::chrono::steady_clock::now().time_since_epoch();
-        server.events().telemetryIngested(
-            std::chrono::duration_cast<std::chrono::milliseconds>(sinceBoot).count());
-      }
-      continue;
-    }
-    if (type == "task_output" && helloSeen) {
-      auto o = model::taskOutputFromJson(msg);
-      if (o.ok()) server.cluster().hosts().agentTaskOutput(host, *o);
-      continue;
-    }
-    if (type == "task_result" && helloSeen) {
-      auto r = model::taskResultFromJson(msg);
-      if (!r.ok()) {
-        spdlog::warn("agent {}: bad task_result: {}", host, r.status().message());
-        continue;
-      }
-      auto change = server.cluster().hosts().agentTaskResult(host, *r);
-      co_await server.apply(change);
-      continue;
-    }
+    const std::string type = protocol::messageType(msg);
     if (type == "hello" || type == "status")
       server.metrics().agentReport(host, model::refusedDesiredOf(msg));
-    auto jobs = readJobs(msg);
-    if (!jobs.ok()) {
-      spdlog::warn("agent {}: {} message dropped: {}", host, type, jobs.status().message());
+    // Whole or not at all (protocol/agent_messages.h): a report missing a job it could not read
+    // would have allotd take that job for lost.
+    auto decoded = protocol::decodeAgentMessage(msg);
+    if (!decoded.ok()) {
+      if (type == "telemetry") server.metrics().telemetryRound(reportedGpus(msg), false);
+      spdlog::warn("agent {}: message refused: {}", host, decoded.status().message());
+      // No hello, no service: the agent reconnects and says hello again.
+      if (type == "hello") break;
       continue;
     }
-    if (type == "hello") {
-      auto inv = model::inventoryFromJson(msg.value("inventory", nlohmann::json::object()));
-      if (!inv.ok()) {
-        spdlog::warn("agent {}: bad hello: {}", host, inv.status().message());
-        break;
+    if (auto* t = std::get_if<model::Telemetry>(&*decoded)) {
+      Status st = server.cluster().agentTelemetry(host, *t);
+      server.metrics().telemetryRound(t->gpus.size(), st.ok());
+      if (!st.ok()) {
+        spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
+        continue;
       }
+      const auto sinceBoot = std::chrono::steady_clock::now().time_since_epoch();
+      server.events().telemetryIngested(
+          std::chrono::duration_cast<std::chrono::milliseconds>(sinceBoot).count());
+      continue;
+    }
+    if (auto* hello = std::get_if<protocol::Hello>(&*decoded)) {
       if (!helloSeen) {
         asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
         std::weak_ptr<WsAgentLink<Ws>> weakLink = link;
@@ -224,16 +202,26 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
         });
       }
       helloSeen = true;
-      auto change = server.cluster().agentConnected(host, link.get(), *inv, *jobs);
+      auto change = server.cluster().agentConnected(host, link.get(), hello->inventory, hello->jobs);
       co_await server.apply(change);
-    } else if (type == "status" && helloSeen) {
-      auto change = server.cluster().agentStatus(host, *jobs);
-      co_await server.apply(change);
-    } else {
-      spdlog::warn("agent {}: unexpected message type '{}'", host, type);
+      for (const auto& a : hello->jobs) server.notifyJob(a.id);
       continue;
     }
-    for (const auto& a : *jobs) server.notifyJob(a.id);
+    if (!helloSeen) {
+      // Reports, task output and results belong to a connection that said hello first.
+      spdlog::warn("agent {}: unexpected message type '{}' before hello", host, type);
+      continue;
+    }
+    if (auto* status = std::get_if<protocol::StatusReport>(&*decoded)) {
+      auto change = server.cluster().agentStatus(host, status->jobs);
+      co_await server.apply(change);
+      for (const auto& a : status->jobs) server.notifyJob(a.id);
+    } else if (auto* output = std::get_if<model::TaskOutput>(&*decoded)) {
+      server.cluster().hosts().agentTaskOutput(host, *output);
+    } else if (auto* result = std::get_if<model::HostTaskResult>(&*decoded)) {
+      auto change = server.cluster().hosts().agentTaskResult(host, *result);
+      co_await server.apply(change);
+    }
   }
   link->close();
   if (tunnels) server.tunnels().detach(host, tunnels);
