@@ -9,15 +9,8 @@ namespace {
 
 using model::Role;
 
-class ContourTest : public ClusterTest {
+class ContourTest : public TeamAdminClusterTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    auto carol = cluster_->access().createUser(admin_, "carol", "vision", Role::kTeamAdmin);
-    ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->access().authenticate(carol->value.token);
-  }
-
   Result<Change<model::Job>> submitTo(const Principal& p, const std::string& contour,
                                       int gpus = 1) {
     JobRequest r;
@@ -26,8 +19,6 @@ class ContourTest : public ClusterTest {
     r.contour = contour;
     return cluster_->submitJob(p, r);
   }
-
-  Principal carol_;
 };
 
 TEST_F(ContourTest, RoleCheckFollowsTheContoursSubmitRole) {
@@ -152,13 +143,9 @@ class ContourDurableTest : public DurableClusterTest {};
 
 TEST_F(ContourDurableTest, ContoursSurviveRestartsAndOldDocumentsLoadAsTheDefault) {
   start();
-  auto admin = cluster_->access().bootstrapAdmin();
-  ASSERT_TRUE(admin.has_value());
-  keep(*admin);
-  Principal root = *cluster_->access().authenticate(admin->value);
-  keep(cluster_->access().createTeam(root, "vision"));
-  auto jt = keep(cluster_->hosts().createJoinToken(root, 3'600'000));
-  keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(2)));
+  bootstrap({"vision"});
+  const Principal& root = admin_;
+  keepJoinedHost("gpu-01", 2, /*connect=*/false);
   keep(cluster_->hosts().setHostContour(root, "gpu-01", "prod"));
   QuotaUpdate u;
   u.contourLimits["prod"] = 4;

@@ -14,26 +14,13 @@
 namespace allot::control {
 namespace {
 
-using model::ActualJob;
-using model::ActualState;
-using model::AdminState;
-using model::JobState;
-
-constexpr TimeMs kMin = 60'000;
-
 class DrainTest : public ClusterTest {
  protected:
   int64_t submitJob(int gpus, bool preemptible) { return submitSleep(alice_, gpus, preemptible); }
-  ActualJob running(int64_t id) {
-    return {id, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
-  }
   ActualJob exited(int64_t id, std::optional<int> code, std::optional<int> signal) {
     return {id, ActualState::kExited, 1, code, signal, clock_.nowMs(), clock_.nowMs(), ""};
   }
-  AdminState adminState(const std::string& host) {
-    return cluster_->world().hosts.at(host).adminState;
-  }
-  model::Job job(int64_t id) { return *cluster_->getJob(admin_, id); }
+  AdminState adminState(const std::string& name) { return host(name).adminState; }
 };
 
 TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
@@ -202,23 +189,7 @@ TEST_F(DrainTest, EveryTransitionIsRecordedWithWhoWhenAndWhy) {
 
 // The deadline and the record outlive allotd: a Cluster restarted from the same store still
 // preempts at the deadline set before the restart.
-class DrainRestartTest : public DurableClusterTest {
- protected:
-  void SetUp() override {
-    DurableClusterTest::SetUp();
-    start();
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(admin.has_value());
-    ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->access().authenticate(admin->value);
-    keep(cluster_->access().createTeam(admin_, "vision"));
-    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
-    keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(1)));
-    keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
-  }
-
-  Principal admin_;
-};
+class DrainRestartTest : public OneHostDurableTest {};
 
 TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   JobRequest r;
@@ -229,7 +200,7 @@ TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   auto pass = keep(cluster_->schedulePass());
   ASSERT_EQ(pass.value.size(), 1u);
   cluster_->placementsDurable(pass.value);
-  const ActualJob run{id, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
+  const ActualJob run = running(id);
   keep(cluster_->agentStatus("gpu-01", {run}));
   auto d = keep(cluster_->hosts().drainHost(admin_, "gpu-01", 10 * kMin, "rack move"));
   const TimeMs deadline = d.value.drainDeadline;

@@ -10,9 +10,6 @@
 namespace allot::control {
 namespace {
 
-using model::ActualJob;
-using model::ActualState;
-using model::JobState;
 using model::RankState;
 
 class GangTest : public ClusterTest {
@@ -23,30 +20,29 @@ class GangTest : public ClusterTest {
     joinHost("gpu-b", 2);
   }
 
-  // A 2-host x 2-GPU gang of alice's, placed, with both ranks reported running.
+  // A 2-host x 2-GPU gang of alice's, placed.
   struct Gang {
     int64_t id = 0;
     std::string a, b;  // the hosts of rank 0 and rank 1
   };
-  Gang runningGang() {
+  Gang placedGang() {
     int64_t id = submitGang(alice_, 2, 2);
     place();
     auto j = job(id);
-    Gang g{id, j.ranks.at(0).host, j.ranks.at(1).host};
-    cluster_->agentStatus(g.a, {report(id, ActualState::kRunning)});
-    cluster_->agentStatus(g.b, {report(id, ActualState::kRunning)});
+    return {id, j.ranks.at(0).host, j.ranks.at(1).host};
+  }
+  // The same, with both ranks reported running.
+  Gang runningGang() {
+    Gang g = placedGang();
+    cluster_->agentStatus(g.a, {report(g.id, ActualState::kRunning)});
+    cluster_->agentStatus(g.b, {report(g.id, ActualState::kRunning)});
     return g;
   }
 
   int64_t submitGang(const Principal& p, int hosts, int gpus, bool preemptible = false) {
-    JobRequest r;
-    r.command = {"torchrun", "train.py"};
-    r.gpus = gpus;
+    JobRequest r = request({"torchrun", "train.py"}, gpus, preemptible);
     r.hosts = hosts;
-    r.preemptible = preemptible;
-    auto c = cluster_->submitJob(p, r);
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    return c.ok() ? c->value.id : 0;
+    return submitRequest(p, r);
   }
 
   // Places what is queued and makes it durable; returns the hosts told about it.
@@ -69,8 +65,6 @@ class GangTest : public ClusterTest {
                    std::optional<int> signal = {}) {
     return {id, state, 1, code, signal, clock_.nowMs(), 0, ""};
   }
-
-  model::Job job(int64_t id) { return *cluster_->getJob(admin_, id); }
 };
 
 TEST_F(GangTest, AGangIsPlacedOnDistinctHostsAndHoldsEveryRanksGpus) {
@@ -112,10 +106,7 @@ TEST_F(GangTest, EachHostIsToldItsRankAndTheRendezvous) {
 }
 
 TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  auto [id, a, b] = placedGang();
   cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
   EXPECT_EQ(job(id).state, JobState::kScheduled);  // rank 1 has not started yet
   cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
@@ -124,7 +115,7 @@ TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
   EXPECT_EQ(job(id).state, JobState::kRunning);  // rank 0 still runs
   EXPECT_EQ(job(id).ranks[1].state, RankState::kExited);
   cluster_->agentStatus(a, {report(id, ActualState::kExited, 0)});
-  j = job(id);
+  auto j = job(id);
   EXPECT_EQ(j.state, JobState::kSucceeded);
   EXPECT_EQ(j.exitCode, 0);
   EXPECT_TRUE(cluster_->hosts().allocations(admin_, a).empty());
@@ -221,10 +212,7 @@ TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
 }
 
 TEST_F(GangTest, EachRankKeepsItsOwnLog) {
-  int64_t id = submitGang(alice_, 2, 2);
-  place();
-  auto j = job(id);
-  const auto a = j.ranks[0].host, b = j.ranks[1].host;
+  auto [id, a, b] = placedGang();
   ASSERT_TRUE(cluster_->agentLog(a, {id, 0, "rank0\n"}).ok());
   ASSERT_TRUE(cluster_->agentLog(b, {id, 0, "rank1 line\n"}).ok());
   EXPECT_EQ(*logs_->read(id, 0, 1024, 0), "rank0\n");

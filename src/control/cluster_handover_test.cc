@@ -11,13 +11,6 @@
 namespace allot::control {
 namespace {
 
-using model::ActualJob;
-using model::ActualState;
-using model::AdminState;
-using model::JobState;
-
-constexpr TimeMs kMin = 60'000;
-
 class HandoverTest : public ClusterTest {
  protected:
   void adjustOptions(ClusterOptions& o) override {
@@ -28,7 +21,19 @@ class HandoverTest : public ClusterTest {
     o.lifecycle.minDriver = "550.0";
     o.lifecycle.healthIntervalMs = 10 * kMin;
   }
-  const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
+  // A preemptible job of bob's, placed on gpu-01 and reported running there; its id.
+  int64_t runningSpotJob() {
+    const int64_t spot = submitSleep(bob_, 1, true);
+    EXPECT_EQ(place(), std::vector<int64_t>{spot});
+    cluster_->agentStatus("gpu-01", {running(spot)});
+    return spot;
+  }
+  // A fresh Cluster that commissions hosts as they join, as allotd does unless told otherwise.
+  void commissionNewHosts() {
+    ClusterOptions o = cluster_->options();
+    o.lifecycle.commission = true;
+    rebuild(o);
+  }
   // The task the host's desired state names; null when none.
   nlohmann::json sentTask(const std::string& name) {
     auto msg = nlohmann::json::parse(cluster_->desiredMessage(name));
@@ -49,17 +54,8 @@ class HandoverTest : public ClusterTest {
 };
 
 TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
-  ClusterOptions o = cluster_->options();
-  o.lifecycle.commission = true;
-  cluster_ = std::make_unique<Cluster>(clock_, *logs_, o);
-  auto admin = cluster_->access().bootstrapAdmin();
-  admin_ = *cluster_->access().authenticate(admin->value);
-  ASSERT_TRUE(cluster_->access().createTeam(admin_, "vision").ok());
-  auto alice = cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember);
-  alice_ = *cluster_->access().authenticate(alice->value.token);
-
-  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
-  ASSERT_TRUE(cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
+  commissionNewHosts();
+  joinOnly("gpu-01", 2);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kRegistering);
   cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kCommissioning);
@@ -86,12 +82,8 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
 }
 
 TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
-  ClusterOptions o = cluster_->options();
-  o.lifecycle.commission = true;
-  cluster_ = std::make_unique<Cluster>(clock_, *logs_, o);
-  admin_ = *cluster_->access().authenticate(cluster_->access().bootstrapAdmin()->value);
-  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
-  ASSERT_TRUE(cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(2)).ok());
+  commissionNewHosts();
+  joinOnly("gpu-01", 2);
   cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
   model::HostTaskResult r;
   r.id = host("gpu-01").task->id;
@@ -108,10 +100,7 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
 
 TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   joinHost("gpu-01", 2);
-  int64_t spot = submitSleep(bob_, 1, true);
-  ASSERT_EQ(place().size(), 1u);
-  cluster_->agentStatus("gpu-01",
-                        {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+  const int64_t spot = runningSpotJob();
 
   // Who may, and with what.
   EXPECT_EQ(cluster_->hosts().assignHost(alice_, "gpu-01", "vision", {}, 0, "").status().code(),
@@ -198,10 +187,7 @@ TEST_F(HandoverTest, AFailedWipeFencesTheHostAndKeepsItsOwner) {
 
 TEST_F(HandoverTest, OneHandoverAtATime) {
   joinHost("gpu-01", 1);
-  int64_t spot = submitSleep(bob_, 1, true);
-  ASSERT_EQ(place().size(), 1u);
-  cluster_->agentStatus("gpu-01",
-                        {{spot, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
+  const int64_t spot = runningSpotJob();
   ASSERT_TRUE(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 60 * kMin, "").ok());
   // Another owner while the first handover drains: refused, naming what is under way.
   auto other = cluster_->hosts().assignHost(admin_, "gpu-01", "nlp", {}, 0, "");
@@ -309,21 +295,7 @@ TEST_F(HandoverTest, AHandoverSurvivesTheAgentReconnecting) {
 
 // A handover outlives allotd: restarted mid-task, it still waits for the same task's result and
 // completes it with the owner asked for.
-class HandoverRestartTest : public DurableClusterTest {
- protected:
-  void SetUp() override {
-    DurableClusterTest::SetUp();
-    start();
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->access().authenticate(admin->value);
-    keep(cluster_->access().createTeam(admin_, "vision"));
-    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
-    keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(1)));
-    keep(cluster_->agentConnected("gpu-01", &link_, inventory(1), {}));
-  }
-  Principal admin_;
-};
+class HandoverRestartTest : public OneHostDurableTest {};
 
 TEST_F(HandoverRestartTest, AHandoverSurvivesARestartMidTask) {
   keep(cluster_->hosts().assignHost(admin_, "gpu-01", "vision", {}, 0, "project X"));

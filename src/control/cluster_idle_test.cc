@@ -11,7 +11,6 @@ namespace allot::control {
 namespace {
 
 using model::EventKind;
-using model::JobState;
 
 class ClusterIdleTest : public ClusterTest {
  protected:
@@ -80,12 +79,7 @@ class ClusterIdleTest : public ClusterTest {
 
   static IdlePolicyUpdate policy(double threshold, int64_t afterMs, model::IdleAction action,
                                  int64_t graceMs) {
-    IdlePolicyUpdate u;
-    u.thresholdPct = threshold;
-    u.afterMs = afterMs;
-    u.action = action;
-    u.graceMs = graceMs;
-    return u;
+    return {threshold, afterMs, action, graceMs, std::nullopt};
   }
 
   model::ActualJob run_;
@@ -224,10 +218,7 @@ TEST_F(ClusterIdleTest, ReclaimRequeuesAPreemptibleJobAfterTheGrace) {
   EXPECT_TRUE(j->evicting);
   // Once durable, the agent is told to stop it with the preemption grace.
   EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos);
-  model::ActualJob stopped = run_;
-  stopped.state = model::ActualState::kExited;
-  stopped.signal = 15;
-  cluster_->agentStatus("gpu-01", {stopped});
+  reportEnded("gpu-01", run_, {}, 15);
   j = cluster_->getJob(alice_, id);
   EXPECT_EQ(j->state, JobState::kQueued);
   EXPECT_NE(j->reason.find("reclaimed: GPUs under 10% for 10s"), std::string::npos) << j->reason;
@@ -241,10 +232,7 @@ TEST_F(ClusterIdleTest, ReclaimEndsAJobThatIsNotPreemptibleWithTheReason) {
   auto events = idleFor(12'000, 0);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[1].kind, EventKind::kAllocationReclaimed);
-  model::ActualJob stopped = run_;
-  stopped.state = model::ActualState::kExited;
-  stopped.signal = 15;
-  cluster_->agentStatus("gpu-01", {stopped});
+  reportEnded("gpu-01", run_, {}, 15);
   auto j = cluster_->getJob(alice_, id);
   EXPECT_EQ(j->state, JobState::kPreempted);
   EXPECT_NE(j->reason.find("reclaimed: GPUs under 10% for 10s"), std::string::npos) << j->reason;

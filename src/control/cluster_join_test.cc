@@ -8,7 +8,6 @@
 namespace allot::control {
 namespace {
 
-using model::JobState;
 using ::testing::HasSubstr;
 
 class JoinTest : public DurableClusterTest {
@@ -16,14 +15,8 @@ class JoinTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(store_->commit(admin->batch).ok());
-    adminToken_ = admin->value;
-    admin_ = *cluster_->access().authenticate(adminToken_);
-    keep(cluster_->access().createTeam(admin_, "vision"));
-    auto alice =
-        keep(cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember));
-    alice_ = *cluster_->access().authenticate(alice.value.token);
+    bootstrap({"vision"});
+    alice_ = keepUser("alice", "vision", model::Role::kMember);
   }
   // Restarts allotd's Cluster from what the store holds.
   void restart() {
@@ -46,8 +39,7 @@ class JoinTest : public DurableClusterTest {
     return cluster_->world().joinTokens.begin()->second;
   }
 
-  std::string adminToken_;
-  Principal admin_, alice_;
+  Principal alice_;
 };
 
 TEST_F(JoinTest, AJoinTokenIsSingleUseByDefault) {

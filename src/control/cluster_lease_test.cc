@@ -11,13 +11,7 @@
 namespace allot::control {
 namespace {
 
-using model::ActualJob;
-using model::ActualState;
-using model::AdminState;
 using model::LeaseState;
-
-constexpr TimeMs kMin = 60'000;
-constexpr TimeMs kHour = 60 * kMin;
 
 model::HostTaskResult taskOk(int64_t id) {
   model::HostTaskResult r;
@@ -26,14 +20,8 @@ model::HostTaskResult taskOk(int64_t id) {
   return r;
 }
 
-class LeaseTest : public ClusterTest {
+class LeaseTest : public TeamAdminClusterTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
-    ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->access().authenticate(carol->value.token);
-  }
   LeaseRequest hostsLease(std::vector<std::string> hosts, TimeMs in, TimeMs length,
                           std::string team = "vision") {
     LeaseRequest r;
@@ -55,7 +43,6 @@ class LeaseTest : public ClusterTest {
   int64_t submitFor(const Principal& p, int gpus, TimeMs maxRuntime) {
     return submitSleep(p, gpus, false, maxRuntime);
   }
-  const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
   // Completes the host's handover task as a healthy agent would.
   void finishTask(const std::string& name) {
     ASSERT_TRUE(host(name).task.has_value()) << name << " runs no task";
@@ -67,8 +54,6 @@ class LeaseTest : public ClusterTest {
     f.kind = kind;
     return *cluster_->eventLog().list(admin_, f);
   }
-
-  Principal carol_;
 };
 
 TEST_F(LeaseTest, RequestedThenApprovedOrRejected) {
@@ -363,10 +348,7 @@ TEST_F(LeaseTest, AutoApprovePolicyWithinLimits) {
   // A fresh cluster with the policy: options are fixed at construction.
   ClusterOptions opts = cluster_->options();
   opts.leases = o;
-  cluster_ = std::make_unique<Cluster>(clock_, *logs_, opts);
-  auto admin = cluster_->access().bootstrapAdmin();
-  admin_ = *cluster_->access().authenticate(admin->value);
-  ASSERT_TRUE(cluster_->access().createTeam(admin_, "vision").ok());
+  rebuild(opts);
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);
   auto one = cluster_->leases().create(admin_, hostsLease({"gpu-01"}, kHour, kHour));
@@ -382,32 +364,26 @@ class LeaseRestartTest : public DurableClusterTest {};
 
 TEST_F(LeaseRestartTest, StartMissedWhileDownHappensWhenBack) {
   start();
-  auto admin = cluster_->access().bootstrapAdmin();
-  ASSERT_TRUE(admin.has_value());
-  keep(*admin);
-  Principal root = *cluster_->access().authenticate(admin->value);
-  keep(cluster_->access().createTeam(root, "vision"));
-  auto jt = keep(cluster_->hosts().createJoinToken(root, kHour));
-  keep(cluster_->hosts().joinHost(jt.value.secret, "gpu-01", inventory(2)));
-  keep(cluster_->agentConnected("gpu-01", &link_, inventory(2), {}));
+  bootstrap({"vision"});
+  keepJoinedHost("gpu-01", 2);
   LeaseRequest r;
   r.team = "vision";
   r.hosts = {"gpu-01"};
   r.startAt = clock_.nowMs() + kHour;
   r.endAt = r.startAt + kHour;
-  auto c = keep(cluster_->leases().create(root, r));
-  keep(cluster_->leases().approve(root, c.value.id, ""));
+  auto c = keep(cluster_->leases().create(admin_, r));
+  keep(cluster_->leases().approve(admin_, c.value.id, ""));
 
   // allotd is down across the start.
   cluster_.reset();
   clock_.advance(kHour + 5 * kMin);
   start();
-  auto lease = cluster_->leases().get(*cluster_->access().authenticate(admin->value), c.value.id);
+  auto lease = cluster_->leases().get(*cluster_->access().authenticate(adminToken_), c.value.id);
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ(lease->state, LeaseState::kApproved);
   auto started = keep(cluster_->leases().enforce());
   EXPECT_EQ(started.value, 1);
-  const model::Host& h = cluster_->world().hosts.at("gpu-01");
+  const model::Host& h = host("gpu-01");
   ASSERT_TRUE(h.handover.has_value());
   EXPECT_EQ(h.handover->team, "vision");
   EXPECT_EQ(h.handover->leaseId, c.value.id);

@@ -10,6 +10,7 @@
 #include "common/secrets.h"
 #include "control/cluster.h"
 #include "control/cluster_test_fixture.h"
+#include "control/testsupport/ledger_entries.h"
 #include "control/usage_report.h"
 #include "store/sqlite/sqlite_store.h"
 #include "telemetry/telemetry_store.h"
@@ -17,38 +18,20 @@
 namespace allot::control {
 namespace {
 
-using model::ActualJob;
-using model::ActualState;
-using model::JobState;
 using model::LedgerKind;
-
-constexpr TimeMs kS = 1000;
 
 class LedgerScenarioTest : public DurableClusterTest {
  protected:
   void SetUp() override {
     DurableClusterTest::SetUp();
     start();
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(admin.has_value());
-    keep(*admin);
-    admin_ = *cluster_->access().authenticate(admin->value);
-    keep(cluster_->access().createTeam(admin_, "vision"));
-    keep(cluster_->access().createTeam(admin_, "nlp"));
-    alice_ = *cluster_->access().authenticate(
-        keep(cluster_->access().createUser(admin_, "alice", "vision", model::Role::kMember))
-            .value.token);
-    bob_ = *cluster_->access().authenticate(
-        keep(cluster_->access().createUser(admin_, "bob", "nlp", model::Role::kMember))
-            .value.token);
+    bootstrap({"vision", "nlp"});
+    alice_ = keepUser("alice", "vision", model::Role::kMember);
+    bob_ = keepUser("bob", "nlp", model::Role::kMember);
     QuotaUpdate q;
     q.guaranteed = std::map<std::string, int>{{"", 2}};
     keep(cluster_->quotas().setTeam(admin_, "nlp", q));
-    for (const char* h : {"gpu-a", "gpu-b"}) {
-      auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
-      keep(cluster_->hosts().joinHost(jt.value.secret, h, inventory(2)));
-      keep(cluster_->agentConnected(h, &link_, inventory(2), {}));
-    }
+    for (const char* h : {"gpu-a", "gpu-b"}) keepJoinedHost(h, 2);
   }
   void TearDown() override {
     cluster_.reset();
@@ -79,12 +62,17 @@ class LedgerScenarioTest : public DurableClusterTest {
     auto pass = keep(cluster_->schedulePass());
     cluster_->placementsDurable(pass.value);
   }
+  // Alice's 2-GPU `python train.py`, submitted and placed; its id.
+  int64_t placeTraining() {
+    const int64_t id =
+        keep(cluster_->submitJob(alice_, request({"python", "train.py"}, 2))).value.id;
+    place();
+    return id;
+  }
   void report(const std::string& host, int64_t id, ActualState state,
               std::optional<int> code = {}) {
     keep(cluster_->agentStatus(host, {{id, state, 1, code, {}, clock_.nowMs(), 0, ""}}));
   }
-  model::Job job(int64_t id) { return *cluster_->getJob(admin_, id); }
-
   std::map<std::string, int64_t> milliGpuMs(UsageBy by, TimeMs from, TimeMs to) {
     std::map<std::string, int64_t> out;
     for (const auto& r :
@@ -95,7 +83,7 @@ class LedgerScenarioTest : public DurableClusterTest {
   }
 
   std::unique_ptr<telemetry::TelemetryStore> telemetry_;
-  Principal admin_, alice_, bob_;
+  Principal alice_, bob_;
 };
 
 // Two hosts of two GPUs; nlp is guaranteed two. GPU-seconds by the script:
@@ -200,11 +188,7 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
 TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts) {
   clock_.set(telemetry::bucketOf(clock_.nowMs(), telemetry::kHourMs) + telemetry::kHourMs);
   const TimeMs t0 = clock_.nowMs();
-  JobRequest r;
-  r.command = {"python", "train.py"};
-  r.gpus = 2;
-  const int64_t id = keep(cluster_->submitJob(alice_, r)).value.id;
-  place();
+  const int64_t id = placeTraining();
   ASSERT_EQ(job(id).state, JobState::kScheduled);
   const std::string host = job(id).host;
   report(host, id, ActualState::kRunning);
@@ -292,11 +276,7 @@ TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
 // from when it was placed, and is accounted from then on.
 TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
   const TimeMs t0 = clock_.nowMs();
-  JobRequest r;
-  r.command = {"python", "train.py"};
-  r.gpus = 2;
-  const int64_t id = keep(cluster_->submitJob(alice_, r)).value.id;
-  place();
+  const int64_t id = placeTraining();
   report(job(id).host, id, ActualState::kRunning);
   clock_.advance(10 * kS);
   auto contents = store_->loadAll();
@@ -320,33 +300,8 @@ TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
 
 // ---- The report on a hand-built ledger ---------------------------------------------------------
 
-model::LedgerEntry opened(int64_t seq, const std::string& team, const std::string& user,
-                          const std::string& host, const std::string& gpuModel, int gpus, int milli,
-                          TimeMs start) {
-  model::LedgerEntry e;
-  e.seq = seq;
-  e.jobId = seq;
-  e.team = team;
-  e.project = "p";
-  e.user = user;
-  e.host = host;
-  e.gpuModel = gpuModel;
-  for (int g = 0; g < gpus; ++g) e.gpuIndices.push_back(g);
-  e.gpuMilli = milli;
-  e.startAt = start;
-  return e;
-}
-
-model::LedgerEntry closed(int64_t seq, int64_t ref, TimeMs end,
-                          LedgerKind kind = LedgerKind::kClose) {
-  model::LedgerEntry e;
-  e.seq = seq;
-  e.kind = kind;
-  e.ref = ref;
-  e.jobId = ref;
-  e.endAt = end;
-  return e;
-}
+using testsupport::closed;
+using testsupport::opened;
 
 TEST(UsageReportTest, GroupsClipsToTheWindowAndFindsThePeak) {
   LedgerIndex index;

@@ -9,8 +9,6 @@
 namespace allot::control {
 namespace {
 
-using model::JobState;
-
 class LimitsTest : public ClusterTest {
  protected:
   void adjustOptions(ClusterOptions& o) override {
@@ -43,9 +41,7 @@ TEST_F(LimitsTest, AUserAndATeamHoldAtMostTheirLimitOfLiveJobs) {
   ASSERT_TRUE(cluster_->cancelJob(alice_, jobs.front().id).ok());
   EXPECT_TRUE(cluster_->submitJob(alice_, JobRequest{.command = {"true"}}).ok());
   // The team's limit counts every member: a second member of vision gets one more, then none.
-  auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kMember);
-  ASSERT_TRUE(carol.ok());
-  Principal c = *cluster_->access().authenticate(carol->value.token);
+  Principal c = addUser("carol", "vision", model::Role::kMember);
   EXPECT_TRUE(cluster_->submitJob(c, JobRequest{.command = {"true"}}).ok());
   auto overTeam = cluster_->submitJob(c, JobRequest{.command = {"true"}});
   ASSERT_FALSE(overTeam.ok());
@@ -96,8 +92,7 @@ TEST_F(ClusterTest, JobsAskingNothingAreCountedAtTheFloor) {
 TEST_F(LimitsTest, TheDesiredStateStaysBoundedHoweverLargeTheJobs) {
   joinHost("gpu-01", 0);
   // Three users of two teams, 250 KiB of environment per job, all placed on one host.
-  auto dave = cluster_->access().createUser(admin_, "dave", "nlp", model::Role::kMember);
-  Principal d = *cluster_->access().authenticate(dave->value.token);
+  Principal d = addUser("dave", "nlp", model::Role::kMember);
   std::vector<int64_t> ids;
   for (const Principal* p : {&alice_, &bob_, &d}) {
     for (int i = 0; i < 3; ++i) {
@@ -174,14 +169,11 @@ TEST_F(ClusterTest, SpecsBeyondTheBudgetAreDeferredUntilEarlierJobsStart) {
 // Liveness of one host, gpu-01, running one job of alice's.
 class LivenessTest : public ClusterTest {
  protected:
-  // The job, placed and reported running; its report.
-  model::ActualJob runningJob() {
-    joinHost("gpu-01", 1);
-    const int64_t id = submit(alice_, 1);
-    place();
-    model::ActualJob run{id, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
-    cluster_->agentStatus("gpu-01", {run});
-    return run;
+  // The agent drops, stays away for `ms`, and reconnects still running `run`.
+  void awayFor(int64_t ms, const model::ActualJob& run) {
+    cluster_->agentDisconnected("gpu-01", &link_);
+    clock_.advance(ms);
+    cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
   }
   // The agent stays connected for `beats` status reports `everyMs` apart, liveness checked after
   // each.
@@ -200,9 +192,7 @@ TEST_F(LivenessTest, AFlappingAgentIsCountedUnreachable) {
   // The agent drops and comes back every second, never staying up: each reconnect used to
   // reset the unreachable clock, so its jobs were never declared lost.
   for (int i = 0; i < 70; ++i) {
-    cluster_->agentDisconnected("gpu-01", &link_);
-    clock_.advance(500);
-    cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+    awayFor(500, run);
     clock_.advance(500);
     cluster_->checkLiveness();
   }
@@ -214,9 +204,7 @@ TEST_F(LivenessTest, AFlappingAgentIsCountedUnreachable) {
 TEST_F(LivenessTest, AnAgentThatStaysUpEndsItsOutage) {
   const model::ActualJob run = runningJob();
   const int64_t a = run.id;
-  cluster_->agentDisconnected("gpu-01", &link_);
-  clock_.advance(40'000);
-  cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+  awayFor(40'000, run);
   // Up for three heartbeats: the outage is over, and a later short drop starts a new one.
   stayUp(run, 4, 5'000);
   cluster_->agentDisconnected("gpu-01", &link_);
@@ -229,9 +217,7 @@ TEST_F(LivenessTest, AHostThatComesBackAndStaysIsNotFlapping) {
   const model::ActualJob run = runningJob();
   const int64_t a = run.id;
   // Away for most of --lost-after (60 s here), then back for good: its jobs stay.
-  cluster_->agentDisconnected("gpu-01", &link_);
-  clock_.advance(55'000);
-  cluster_->agentConnected("gpu-01", &link_, inventory(1), {run});
+  awayFor(55'000, run);
   stayUp(run, 6, 2'000);
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
 }

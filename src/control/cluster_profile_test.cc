@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "control/authz.h"
 #include "control/cluster.h"
 #include "control/cluster_test_fixture.h"
@@ -20,20 +22,13 @@ model::Profile profile(std::string name, std::string team = "") {
   return p;
 }
 
-class ProfileTest : public ClusterTest {
+class ProfileTest : public TeamAdminClusterTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
-    ASSERT_TRUE(carol.ok());
-    carol_ = *cluster_->access().authenticate(carol->value.token);
-  }
   std::vector<std::string> names(const Principal& p) {
     std::vector<std::string> out;
     for (const auto& prof : cluster_->profiles().list(p)) out.push_back(prof.name);
     return out;
   }
-  Principal carol_;
 };
 
 // The field an invalid profile is refused for.
@@ -43,54 +38,60 @@ std::string faultOf(const model::Profile& p, const std::map<std::string, model::
   return st.field();
 }
 
+// One fault: a valid profile "x" (of `team`, when set) spoiled by `spoil`, refused for `field`.
+struct ProfileFault {
+  std::string field;
+  std::function<void(model::Profile&)> spoil;
+  std::string team = "";
+};
+
 TEST(ProfileValidationTest, EachFaultNamesItsField) {
   std::map<std::string, model::Team> teams = {{"ml", {}}, {"cv", {}}};
   EXPECT_TRUE(validateProfile(profile("ok"), teams).ok());
 
-  auto p = profile("Bad Name");
-  EXPECT_EQ(faultOf(p, teams), "name");
-  p = profile("x");
-  p.command.clear();
-  EXPECT_EQ(faultOf(p, teams), "command");
-  p = profile("x");
-  p.env["A=B"] = "1";
-  EXPECT_EQ(faultOf(p, teams), "env");
-  p = profile("x");
-  p.defaults.gpus = 4;
-  p.maxima.gpus = 2;
-  EXPECT_EQ(faultOf(p, teams), "defaults.gpus");
-  p = profile("x");
-  p.defaults.memoryMib = 32768;
-  p.maxima.memoryMib = 16384;
-  EXPECT_EQ(faultOf(p, teams), "defaults.memory_mib");
-  p = profile("x");
-  p.defaults.cpuMillis = 8000;
-  p.maxima.cpuMillis = 4000;
-  EXPECT_EQ(faultOf(p, teams), "defaults.cpu_millis");
-  p = profile("x");
-  p.defaults.gpuMilli = 500;  // a fraction needs gpus = 1
-  EXPECT_EQ(faultOf(p, teams), "defaults.gpu_milli");
-  p = profile("x");
-  p.storage = {"scratch", "nfs"};
-  EXPECT_EQ(faultOf(p, teams), "storage");
-  p = profile("x");
-  p.storage.clear();
-  EXPECT_EQ(faultOf(p, teams), "storage");
-  p = profile("x");
-  p.idleThresholdPct = 101;
-  EXPECT_EQ(faultOf(p, teams), "idle.threshold_percent");
-  p = profile("x");
-  p.idleAfterMs = 0;
-  EXPECT_EQ(faultOf(p, teams), "idle.after");
-  p = profile("x");
-  p.visibleTo = {"ml", "nope"};
-  EXPECT_EQ(faultOf(p, teams), "visible_to");
-  p = profile("x", "ml");
-  p.visibleTo = {"cv"};  // a team's profile is for its team only
-  EXPECT_EQ(faultOf(p, teams), "visible_to");
+  const std::vector<ProfileFault> faults = {
+      {"name", [](model::Profile& p) { p.name = "Bad Name"; }},
+      {"command", [](model::Profile& p) { p.command.clear(); }},
+      {"env", [](model::Profile& p) { p.env["A=B"] = "1"; }},
+      {"defaults.gpus",
+       [](model::Profile& p) {
+         p.defaults.gpus = 4;
+         p.maxima.gpus = 2;
+       }},
+      {"defaults.memory_mib",
+       [](model::Profile& p) {
+         p.defaults.memoryMib = 32768;
+         p.maxima.memoryMib = 16384;
+       }},
+      {"defaults.cpu_millis",
+       [](model::Profile& p) {
+         p.defaults.cpuMillis = 8000;
+         p.maxima.cpuMillis = 4000;
+       }},
+      // A fraction needs gpus = 1.
+      {"defaults.gpu_milli", [](model::Profile& p) { p.defaults.gpuMilli = 500; }},
+      {"storage",
+       [](model::Profile& p) {
+         p.storage = {"scratch", "nfs"};
+       }},
+      {"storage", [](model::Profile& p) { p.storage.clear(); }},
+      {"idle.threshold_percent", [](model::Profile& p) { p.idleThresholdPct = 101; }},
+      {"idle.after", [](model::Profile& p) { p.idleAfterMs = 0; }},
+      {"visible_to",
+       [](model::Profile& p) {
+         p.visibleTo = {"ml", "nope"};
+       }},
+      // A team's profile is for its team only.
+      {"visible_to", [](model::Profile& p) { p.visibleTo = {"cv"}; }, "ml"},
+  };
+  for (const auto& f : faults) {
+    auto p = profile("x", f.team);
+    f.spoil(p);
+    EXPECT_EQ(faultOf(p, teams), f.field);
+  }
 
   // No maximum (0) leaves the default free; a default at its maximum is fine.
-  p = profile("x");
+  auto p = profile("x");
   p.defaults.gpus = 8;
   p.maxima = {.gpus = 8, .cpuMillis = 0, .memoryMib = 0};
   EXPECT_TRUE(validateProfile(p, teams).ok());

@@ -10,8 +10,6 @@
 namespace allot::control {
 namespace {
 
-using model::AdminState;
-
 constexpr int64_t kTimeout = 600'000;
 
 class ReprovisionTest : public ClusterTest {

@@ -10,15 +10,10 @@
 namespace allot::control {
 namespace {
 
-using model::JobState;
-
-class SharingTest : public ClusterTest {
+class SharingTest : public TeamAdminClusterTest {
  protected:
   void SetUp() override {
-    ClusterTest::SetUp();
-    auto carol = cluster_->access().createUser(admin_, "carol", "vision", model::Role::kTeamAdmin);
-    ASSERT_TRUE(carol.ok()) << carol.status().toString();
-    carol_ = *cluster_->access().authenticate(carol->value.token);
+    TeamAdminClusterTest::SetUp();
     ASSERT_TRUE(cluster_->access().createProject(carol_, "resnet", "").ok());
     ASSERT_TRUE(cluster_->access().createProject(carol_, "vit", "").ok());
   }
@@ -31,8 +26,6 @@ class SharingTest : public ClusterTest {
   }
 
   const model::Team& vision() const { return cluster_->world().teams.at("vision"); }
-
-  Principal carol_;
 };
 
 // ---- team quota ----
@@ -168,8 +161,7 @@ TEST_F(SharingTest, ProjectSplitIsForTeamAdminsOfThatTeam) {
   EXPECT_EQ(cluster_->quotas().setProject(carol_, "vision", "nope", {{"A100", 1}}).status().code(),
             Code::kNotFound);
   // A team-admin of another team is just another team.
-  auto dan = cluster_->access().createUser(admin_, "dan", "nlp", model::Role::kTeamAdmin);
-  auto danP = *cluster_->access().authenticate(dan->value.token);
+  auto danP = addUser("dan", "nlp", model::Role::kTeamAdmin);
   EXPECT_EQ(cluster_->quotas().setProject(danP, "vision", "resnet", {{"A100", 1}}).status().code(),
             Code::kNotFound);
   EXPECT_TRUE(cluster_->world().projects.at("vision/resnet").guaranteed.empty());
@@ -401,10 +393,7 @@ TEST_F(SharingTest, RunningJobPastItsMaxRuntimeIsCancelled) {
   EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos);
   EXPECT_EQ(cluster_->enforceMaxRuntime().value, 0);  // asked once
 
-  model::ActualJob killed = run;
-  killed.state = model::ActualState::kExited;
-  killed.signal = 15;
-  cluster_->agentStatus("gpu-01", {killed});
+  reportEnded("gpu-01", run, {}, 15);
   auto j = cluster_->getJob(alice_, id);
   EXPECT_EQ(j->state, JobState::kCancelled);
   EXPECT_EQ(j->reason, "exceeded its maximum runtime of 2h; killed by signal 15");

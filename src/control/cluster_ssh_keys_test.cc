@@ -96,12 +96,10 @@ class SshKeyDurableTest : public DurableClusterTest {};
 
 TEST_F(SshKeyDurableTest, KeysSurviveARestart) {
   start();
-  auto boot = cluster_->access().bootstrapAdmin();
-  ASSERT_TRUE(boot.has_value());
-  keep(*boot);
-  keep(cluster_->access().addSshKey(*cluster_->access().authenticate(boot->value), "", kKey));
+  bootstrap();
+  keep(cluster_->access().addSshKey(admin_, "", kKey));
   start();
-  auto keys = cluster_->access().listSshKeys(*cluster_->access().authenticate(boot->value), "");
+  auto keys = cluster_->access().listSshKeys(*cluster_->access().authenticate(adminToken_), "");
   ASSERT_TRUE(keys.ok());
   ASSERT_EQ(keys->size(), 1u);
   EXPECT_EQ((*keys)[0].fingerprint, kKeyFingerprint);

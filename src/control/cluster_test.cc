@@ -7,8 +7,6 @@
 namespace allot::control {
 namespace {
 
-using model::JobState;
-
 TEST_F(ClusterTest, TokensAuthenticateOnlyWhenExact) {
   EXPECT_EQ(alice_.name, "alice");
   EXPECT_EQ(alice_.soleTeam(), "vision");
@@ -112,10 +110,7 @@ TEST_F(ClusterTest, AgentReportsDriveJobStates) {
   model::ActualJob run{a, model::ActualState::kRunning, 123, {}, {}, clock_.nowMs(), 0, ""};
   cluster_->agentStatus("gpu-01", {run});
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
-  model::ActualJob done = run;
-  done.state = model::ActualState::kExited;
-  done.exitCode = 3;
-  cluster_->agentStatus("gpu-01", {done});
+  reportEnded("gpu-01", run, 3);
   auto j = cluster_->getJob(alice_, a);
   EXPECT_EQ(j->state, JobState::kFailed);
   EXPECT_EQ(j->exitCode, 3);
@@ -138,10 +133,7 @@ TEST_F(ClusterTest, CancelOfRunningJobWaitsForTheAgent) {
 }
 
 TEST_F(ClusterTest, UnreachableHostLosesItsJobsAfterTimeout) {
-  joinHost("gpu-01", 1);
-  int64_t a = submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
-  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  const int64_t a = runningJob().id;
   cluster_->agentDisconnected("gpu-01", &link_);
   EXPECT_EQ(cluster_->world().hosts.at("gpu-01").state, model::HostState::kUnreachable);
   clock_.advance(30'000);
@@ -154,10 +146,7 @@ TEST_F(ClusterTest, UnreachableHostLosesItsJobsAfterTimeout) {
 }
 
 TEST_F(ClusterTest, ReconnectingAgentThatForgotAJobMakesItLost) {
-  joinHost("gpu-01", 1);
-  int64_t a = submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
-  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""}});
+  const int64_t a = runningJob().id;
   cluster_->agentDisconnected("gpu-01", &link_);
   cluster_->agentConnected("gpu-01", &link_, inventory(1), {});
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kLost);

@@ -18,14 +18,10 @@ class UnixIdsTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start(options());
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(admin.has_value());
-    keep(*admin);
-    admin_ = *cluster_->access().authenticate(admin->value);
+    bootstrap();
   }
   const model::User& user(const std::string& name) { return cluster_->world().users.at(name); }
   const model::Team& team(const std::string& name) { return cluster_->world().teams.at(name); }
-  Principal admin_;
 };
 
 TEST_F(UnixIdsTest, UsersAndTeamsGetIdsFromTheirRangesOnceAndKeepThemAcrossRestarts) {
@@ -103,11 +99,8 @@ TEST_F(UnixIdsTest, DirectoryIdsInsideAllotsRangesOrHeldByAnotherAreRefused) {
 
 TEST_F(UnixIdsTest, TheDesiredStateCarriesTheOwnersIdentity) {
   keep(cluster_->access().createTeam(admin_, "red"));
-  auto alice = keep(cluster_->access().createUser(admin_, "alice", "red", model::Role::kMember));
-  Principal p = *cluster_->access().authenticate(alice.value.token);
-  auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000));
-  keep(cluster_->hosts().joinHost(jt.value.secret, "h1", inventory(1)));
-  cluster_->agentConnected("h1", &link_, inventory(1), {});
+  Principal p = keepUser("alice", "red", model::Role::kMember);
+  keepJoinedHost("h1", 1);
   JobRequest r;
   r.command = {"true"};
   r.gpus = 1;

@@ -12,7 +12,6 @@
 namespace allot::control {
 namespace {
 
-using model::AdminState;
 using model::UpgradeHostState;
 using model::UpgradeState;
 
@@ -40,7 +39,6 @@ class UpgradeTest : public ClusterTest {
     ClusterTest::SetUp();
     for (const char* h : {"gpu-01", "gpu-02", "gpu-03"}) joinHost(h, 1);
   }
-  const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
   const model::Upgrade& upgrade(int64_t id) { return cluster_->world().upgrades.at(id); }
   UpgradeHostState stepOf(int64_t id, const std::string& name) {
     for (const auto& e : upgrade(id).hosts)
@@ -265,24 +263,14 @@ class UpgradeRestartTest : public DurableClusterTest {
   void SetUp() override {
     DurableClusterTest::SetUp();
     start(options());
-    auto admin = cluster_->access().bootstrapAdmin();
-    ASSERT_TRUE(admin.has_value());
-    ASSERT_TRUE(store_->commit(admin->batch).ok());
-    admin_ = *cluster_->access().authenticate(admin->value);
-    auto jt = keep(cluster_->hosts().createJoinToken(admin_, 3'600'000, 2));  // one use per host
-    for (const char* h : {"gpu-01", "gpu-02"}) {
-      keep(cluster_->hosts().joinHost(jt.value.secret, h, inventory(1)));
-      keep(cluster_->agentConnected(h, &link_, inventory(1), {}));
-    }
+    bootstrap();
+    for (const char* h : {"gpu-01", "gpu-02"}) keepJoinedHost(h, 1);
   }
   static ClusterOptions options() {
     ClusterOptions o = testOptions();
     withProfile(o);
     return o;
   }
-  const model::Host& host(const std::string& name) { return cluster_->world().hosts.at(name); }
-
-  Principal admin_;
 };
 
 TEST_F(UpgradeRestartTest, AnUpgradeGoesOnAfterARestart) {

@@ -8,42 +8,22 @@
 
 #include <numeric>
 
+#include "control/testsupport/ledger_entries.h"
+
 namespace allot::control {
 namespace {
 
+using testsupport::closed;
+
+// Whole A100 GPUs on h1: what every interval here holds.
 model::LedgerEntry opened(int64_t seq, const std::string& team, const std::string& user, int gpus,
                           TimeMs start) {
-  model::LedgerEntry e;
-  e.seq = seq;
-  e.jobId = seq;
-  e.team = team;
-  e.project = "p";
-  e.user = user;
-  e.host = "h1";
-  e.gpuModel = "A100";
-  for (int g = 0; g < gpus; ++g) e.gpuIndices.push_back(g);
-  e.gpuMilli = 1000;
-  e.startAt = start;
-  return e;
+  return testsupport::opened(seq, team, user, "h1", "A100", gpus, 1000, start);
 }
 
-model::LedgerEntry closed(int64_t seq, int64_t ref, TimeMs end) {
-  model::LedgerEntry e;
-  e.seq = seq;
-  e.kind = model::LedgerKind::kClose;
-  e.ref = ref;
-  e.jobId = ref;
-  e.endAt = end;
-  return e;
-}
-
-SeriesQuery query(TimeMs from, TimeMs to, TimeMs step, TimeMs now) {
-  SeriesQuery q;
-  q.from = from;
-  q.to = to;
-  q.step = step;
-  q.now = now;
-  return q;
+// Buckets of `step` over [from, to) by team (of `team` only, when set).
+SeriesQuery query(TimeMs from, TimeMs to, TimeMs step, TimeMs now, const std::string& team = "") {
+  return {UsageBy::kTeam, from, to, step, now, team};
 }
 
 TEST(UsageSeriesTest, BucketCountRoundsUp) {
@@ -67,19 +47,10 @@ TEST(UsageSeriesTest, ClipsIntervalsToTheWindowAndCutsThemAtBucketEdges) {
   EXPECT_EQ(rows[1].name, "vision");
   EXPECT_EQ(rows[1].milliGpuMs, (std::vector<int64_t>{2000 * 50, 2000 * 40, 0}));
 
-  SeriesQuery byUser = query(10, 130, 50, 130);
-  byUser.by = UsageBy::kUser;
-  byUser.team = "vision";
-  rows = usageSeries(index, byUser);
+  rows = usageSeries(index, {UsageBy::kUser, 10, 130, 50, 130, "vision"});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].name, "alice");
-  EXPECT_TRUE(usageSeries(index,
-                          [] {
-                            SeriesQuery q = query(10, 130, 50, 130);
-                            q.team = "nobody";
-                            return q;
-                          }())
-                  .empty());
+  EXPECT_TRUE(usageSeries(index, query(10, 130, 50, 130, "nobody")).empty());
 }
 
 TEST(UsageSeriesTest, SumOverBucketsEqualsTheUsageReport) {
@@ -91,15 +62,8 @@ TEST(UsageSeriesTest, SumOverBucketsEqualsTheUsageReport) {
         opened(open, j % 3 == 0 ? "a" : "b", "u" + std::to_string(j % 5), 1 + j % 4, j * 37));
     if (j % 7 != 0) index.apply(closed(seq++, open, j * 37 + 50 + j * 13));
   }
-  UsageQuery uq;
-  uq.from = 100;
-  uq.to = 1500;
-  uq.now = 1400;
-  uq.by = UsageBy::kUser;
-  SeriesQuery sq = query(100, 1500, 130, 1400);
-  sq.by = UsageBy::kUser;
-  auto report = usageReport(index, uq);
-  auto series = usageSeries(index, sq);
+  auto report = usageReport(index, {UsageBy::kUser, 100, 1500, 1400, ""});
+  auto series = usageSeries(index, {UsageBy::kUser, 100, 1500, 130, 1400, ""});
   ASSERT_EQ(series.size(), report.size());
   for (size_t k = 0; k < report.size(); ++k) {
     EXPECT_EQ(series[k].name, report[k].name);

@@ -16,28 +16,40 @@ namespace {
 
 bool inRange(int64_t id, int64_t lo, int64_t hi) { return id >= lo && id <= hi; }
 
+// Whether any user's uid or gid, or any team's gid, is `id`: both ranges hand out ids that none
+// of these holds, since a user's private group shares its user's number.
+bool unixIdTaken(const World& w, int64_t id) {
+  for (const auto& [name, user] : w.users) {
+    if (user.uid == id || user.gid == id) return true;
+  }
+  for (const auto& [name, team] : w.teams) {
+    if (team.gid == id) return true;
+  }
+  return false;
+}
+
+// The refusal when `kind`'s range ("uid" or "gid") [min, max] has no id left for `owner`.
+Status rangeSpent(const std::string& kind, int64_t min, int64_t max, const std::string& owner) {
+  return Status::FailedPrecondition("no " + kind + " left in [identity] " + kind + "_min.." + kind +
+                                    "_max (" + std::to_string(min) + ".." + std::to_string(max) +
+                                    ") for " + owner);
+}
+
+// The first id from `from` up to `max` that nobody holds; max + 1 when the range is spent.
+int64_t firstFreeId(const World& w, int64_t from, int64_t max) {
+  while (from <= max && unixIdTaken(w, from)) ++from;
+  return from;
+}
+
 }  // namespace
 
 Status AccessService::assignUnixIds(model::User& u, store::WriteBatch& batch) {
   if (u.uid >= 0) return Status::Ok();  // the directory's, or given before: kept
   const UnixIdOptions& o = unixIds_;
-  int64_t next = std::max(world_.nextUid, o.uidMin);
   // Skips ids a directory user holds (they are refused inside the range, but a store written
   // before that check, or a range moved since, may still have one).
-  auto taken = [this](int64_t id) {
-    for (const auto& [name, other] : world_.users) {
-      if (other.uid == id || other.gid == id) return true;
-    }
-    for (const auto& [name, team] : world_.teams) {
-      if (team.gid == id) return true;
-    }
-    return false;
-  };
-  while (next <= o.uidMax && taken(next)) ++next;
-  if (next > o.uidMax)
-    return Status::FailedPrecondition("no uid left in [identity] uid_min..uid_max (" +
-                                      std::to_string(o.uidMin) + ".." + std::to_string(o.uidMax) +
-                                      ") for user '" + u.name + "'");
+  const int64_t next = firstFreeId(world_, std::max(world_.nextUid, o.uidMin), o.uidMax);
+  if (next > o.uidMax) return rangeSpent("uid", o.uidMin, o.uidMax, "user '" + u.name + "'");
   u.uid = next;
   u.gid = next;  // a user-private group, as Debian and Red Hat make them
   world_.nextUid = next + 1;
@@ -48,21 +60,8 @@ Status AccessService::assignUnixIds(model::User& u, store::WriteBatch& batch) {
 Status AccessService::assignTeamGid(model::Team& t, store::WriteBatch& batch) {
   if (t.gid >= 0) return Status::Ok();
   const UnixIdOptions& o = unixIds_;
-  int64_t next = std::max(world_.nextGid, o.gidMin);
-  auto taken = [this](int64_t id) {
-    for (const auto& [name, team] : world_.teams) {
-      if (team.gid == id) return true;
-    }
-    for (const auto& [name, user] : world_.users) {
-      if (user.gid == id || user.uid == id) return true;
-    }
-    return false;
-  };
-  while (next <= o.gidMax && taken(next)) ++next;
-  if (next > o.gidMax)
-    return Status::FailedPrecondition("no gid left in [identity] gid_min..gid_max (" +
-                                      std::to_string(o.gidMin) + ".." + std::to_string(o.gidMax) +
-                                      ") for team '" + t.name + "'");
+  const int64_t next = firstFreeId(world_, std::max(world_.nextGid, o.gidMin), o.gidMax);
+  if (next > o.gidMax) return rangeSpent("gid", o.gidMin, o.gidMax, "team '" + t.name + "'");
   t.gid = next;
   world_.nextGid = next + 1;
   batch.add(store::PutMeta{"next_gid", std::to_string(world_.nextGid)});

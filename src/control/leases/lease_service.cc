@@ -28,6 +28,26 @@ bool overlaps(TimeMs aStart, TimeMs aEnd, TimeMs bStart, TimeMs bEnd) {
   return aStart < bEnd && bStart < aEnd;
 }
 
+// Whether `p` may decide lease `id` now: only an admin decides, and only a lease still requested.
+// `action` is what the refusal of a non-admin names, `decided` what only a request can be.
+Status checkDecision(const Principal& p, const Lease& l, int64_t id, const char* action,
+                     const char* decided) {
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, action));
+  if (l.state != LeaseState::kRequested)
+    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
+                                      model::leaseStateName(l.state) +
+                                      "; only a requested lease can be " + decided);
+  return Status::Ok();
+}
+
+// Records `p`'s decision on `l`: its new state, who decided, when and why.
+void decide(Lease& l, LeaseState to, const Principal& p, TimeMs at, const std::string& reason) {
+  l.state = to;
+  l.decidedBy = p.name;
+  l.decidedAt = at;
+  l.decision = reason;
+}
+
 std::string window(TimeMs start, TimeMs end) {
   return "from " + formatIso8601(start) + " to " + formatIso8601(end);
 }
@@ -208,12 +228,8 @@ Result<Change<Lease>> LeaseService::approve(const Principal& p, int64_t id,
                                             const std::string& reason) {
   auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "approve leases"));
   Lease& l = leases_.at(id);
-  if (l.state != LeaseState::kRequested)
-    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
-                                      model::leaseStateName(l.state) +
-                                      "; only a requested lease can be approved");
+  ALLOT_RETURN_IF_ERROR(checkDecision(p, l, id, "approve leases", "approved"));
   const TimeMs now = deps_.clock.nowMs();
   if (l.endAt <= now)
     return Status::FailedPrecondition("lease " + std::to_string(id) + " ended at " +
@@ -228,10 +244,7 @@ Result<Change<Lease>> LeaseService::approve(const Principal& p, int64_t id,
   }
   Change<Lease> c;
   l.hosts = hosts;
-  l.state = LeaseState::kApproved;
-  l.decidedBy = p.name;
-  l.decidedAt = now;
-  l.decision = reason;
+  decide(l, LeaseState::kApproved, p, now, reason);
   recordEvent(l, "lease " + std::to_string(id) + " approved by " + p.name, c.batch);
   c.batch.add(store::PutLease{l});
   deps_.queueChanged();
@@ -244,17 +257,10 @@ Result<Change<Lease>> LeaseService::reject(const Principal& p, int64_t id,
                                            const std::string& reason) {
   auto seen = get(p, id);
   if (!seen.ok()) return seen.status();
-  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "reject leases"));
   Lease& l = leases_.at(id);
-  if (l.state != LeaseState::kRequested)
-    return Status::FailedPrecondition("lease " + std::to_string(id) + " is " +
-                                      model::leaseStateName(l.state) +
-                                      "; only a requested lease can be rejected");
+  ALLOT_RETURN_IF_ERROR(checkDecision(p, l, id, "reject leases", "rejected"));
   Change<Lease> c;
-  l.state = LeaseState::kRejected;
-  l.decidedBy = p.name;
-  l.decidedAt = deps_.clock.nowMs();
-  l.decision = reason;
+  decide(l, LeaseState::kRejected, p, deps_.clock.nowMs(), reason);
   recordEvent(l,
               "lease " + std::to_string(id) + " rejected by " + p.name +
                   (reason.empty() ? "" : ": " + reason),
