@@ -13,14 +13,26 @@ Result<control::ContourOptions> read(std::string_view text) {
   return out;
 }
 
+// The contours in order, the default one, and who may submit to each.
+void expectContours(const control::ContourOptions& c, const std::string& names,
+                    const std::string& defaultContour,
+                    const std::vector<std::pair<std::string, model::Role>>& submitRoles) {
+  EXPECT_EQ(c.namesText(), names);
+  EXPECT_EQ(c.defaultContour, defaultContour);
+  for (const auto& [name, role] : submitRoles) {
+    const control::ContourRule* rule = c.find(name);
+    ASSERT_NE(rule, nullptr) << name;
+    EXPECT_EQ(rule->submitRole, role) << name;
+  }
+}
+
 TEST(ContourConfig, DefaultsAreDevTestProdWithProdForTeamAdmins) {
   auto c = read("");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->namesText(), "dev, test, prod");
-  EXPECT_EQ(c->defaultContour, "dev");
-  EXPECT_EQ(c->find("dev")->submitRole, model::Role::kMember);
-  EXPECT_EQ(c->find("test")->submitRole, model::Role::kMember);
-  EXPECT_EQ(c->find("prod")->submitRole, model::Role::kTeamAdmin);
+  expectContours(*c, "dev, test, prod", "dev",
+                 {{"dev", model::Role::kMember},
+                  {"test", model::Role::kMember},
+                  {"prod", model::Role::kTeamAdmin}});
 }
 
 TEST(ContourConfig, NamesDefaultAndRolesAreConfigurable) {
@@ -32,11 +44,10 @@ default = "sandbox"
 staging = "team-admin"
 )");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->namesText(), "sandbox, staging, prod");
-  EXPECT_EQ(c->defaultContour, "sandbox");
-  EXPECT_EQ(c->find("sandbox")->submitRole, model::Role::kMember);
-  EXPECT_EQ(c->find("staging")->submitRole, model::Role::kTeamAdmin);
-  EXPECT_EQ(c->find("prod")->submitRole, model::Role::kTeamAdmin);
+  expectContours(*c, "sandbox, staging, prod", "sandbox",
+                 {{"sandbox", model::Role::kMember},
+                  {"staging", model::Role::kTeamAdmin},
+                  {"prod", model::Role::kTeamAdmin}});
   EXPECT_EQ(c->find("dev"), nullptr);
 }
 

@@ -164,12 +164,18 @@ TEST(Fleet, DedicatedHostIsInvisibleToOtherTeams) {
   EXPECT_EQ(placementOf(d, 2)->by, PlacedBy::kDedicated);
 }
 
-TEST(Fleet, DedicatedSingleGpusStayWithTheirTeam) {
+// Host h1 of 4 GPUs, the last two dedicated to team ml; teams ml and cv.
+Snapshot dedicatedGpusScene() {
   Snapshot s;
   s.hosts = {host("h1", 4)};
   s.hosts[0].gpus[2].dedicatedTo = "ml";
   s.hosts[0].gpus[3].dedicatedTo = "ml";
   s.teams = {team("ml"), team("cv")};
+  return s;
+}
+
+TEST(Fleet, DedicatedSingleGpusStayWithTheirTeam) {
+  Snapshot s = dedicatedGpusScene();
   s.pending = {req(1, "cv", 3), req(2, "cv", 2), req(3, "ml", 2)};
   auto d = run(s);
   EXPECT_EQ(waitOf(d, 1)->kind, WaitKind::kTooBig);  // cv sees only two GPUs
@@ -399,11 +405,7 @@ TEST(Fleet, AnOwnerTakesBackLentCapacityEvenWhenThePoolIsFull) {
 TEST(Fleet, CpuOfAJobSpillsOverToTheHostsOtherSegments) {
   // 4 GPUs, 2 dedicated to ml: two segments of 32 cores each. A pool job using 48 cores leaves
   // 16 on the host, wherever the split put them.
-  Snapshot s;
-  s.hosts = {host("h1", 4)};
-  s.hosts[0].gpus[2].dedicatedTo = "ml";
-  s.hosts[0].gpus[3].dedicatedTo = "ml";
-  s.teams = {team("ml"), team("cv")};
+  Snapshot s = dedicatedGpusScene();
   s.running = {running(10, "cv", "h1", {0})};
   s.running[0].slices[0].cpuMillis = 48'000;
   s.pending = {req(1, "ml", 1), req(2, "ml", 1)};
