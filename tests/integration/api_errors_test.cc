@@ -1,5 +1,7 @@
 // Bad input, for every endpoint: the right status and error body, and nothing written.
 
+#include <tuple>
+
 #include "harness.h"
 
 namespace allot::it {
@@ -10,10 +12,7 @@ class ApiErrorsTest : public TestCluster {
   void SetUp() override {
     TestCluster::SetUp();
     startAgent("node-a", "sim:1xA100");
-    createTeam("ml");
-    createTeam("other");
-    alice_ = createUser("alice", "ml");
-    bob_ = createUser("bob", "other");
+    std::tie(alice_, bob_) = createTwoTeams("ml", "alice", "other", "bob");
     auto p = cliJson(adminToken_, {"project", "create", "p1", "--team", "ml"});
     ASSERT_EQ(p["team"], "ml") << p.dump();
     // One ended job in each team.

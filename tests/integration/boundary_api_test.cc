@@ -31,6 +31,13 @@ class ApiBoundaryTest : public TestCluster {
     ASSERT_EQ(health.status, 200) << "after " << after;
   }
 
+  // PUT /api/v1/teams/TEAM/members/USER with `role`, as `token`.
+  HttpResult putMember(const std::string& team, const std::string& user, const std::string& role,
+                       const std::string& token) {
+    return httpRequest(port_, "PUT", "/api/v1/teams/" + team + "/members/" + user,
+                       json{{"role", role}}.dump(), token);
+  }
+
   // Every route of the API (from its own openapi.json) as (method, path with each parameter
   // replaced by `param`).
   std::vector<std::pair<std::string, std::string>> routes(const std::string& param) {
@@ -65,21 +72,16 @@ TEST_F(ApiBoundaryTest, ATeamAdminCannotTakeOverAnotherTeamsServiceAccount) {
                   json{{"name", "ci-blue"}, {"team", "blue"}, {"kind", "service"}}.dump(), bob_);
   ASSERT_EQ(ci.status, 201) << ci.body;
 
-  auto add = httpRequest(port_, "PUT", "/api/v1/teams/red/members/ci-blue",
-                         json{{"role", "viewer"}}.dump(), tom_);
+  auto add = putMember("red", "ci-blue", "viewer", tom_);
   EXPECT_EQ(add.status, 404) << add.body;
   // Exactly what a name nobody has gets: the PUT tells no names.
-  auto nobody = httpRequest(port_, "PUT", "/api/v1/teams/red/members/no-such-user",
-                            json{{"role", "viewer"}}.dump(), tom_);
+  auto nobody = putMember("red", "no-such-user", "viewer", tom_);
   EXPECT_EQ(nobody.status, 404);
   EXPECT_EQ(add.parsed()["error"]["message"].get<std::string>(),
             nobody.parsed()["error"]["message"].get<std::string>().replace(
                 std::string("no user '").size(), std::string("no-such-user").size(), "ci-blue"));
   // Nor a person of another team, whom a platform admin adds.
-  EXPECT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/red/members/bob",
-                        json{{"role", "viewer"}}.dump(), tom_)
-                .status,
-            404);
+  EXPECT_EQ(putMember("red", "bob", "viewer", tom_).status, 404);
 
   auto mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
   EXPECT_EQ(mint.status, 404) << mint.body;
@@ -87,16 +89,10 @@ TEST_F(ApiBoundaryTest, ATeamAdminCannotTakeOverAnotherTeamsServiceAccount) {
 
   // An account in both teams (a platform admin's doing) acts for blue too: red's team-admin
   // alone does not hold its tokens; one who runs both teams does.
-  ASSERT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/red/members/ci-blue",
-                        json{{"role", "member"}}.dump(), adminToken_)
-                .status,
-            200);
+  ASSERT_EQ(putMember("red", "ci-blue", "member", adminToken_).status, 200);
   mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
   EXPECT_EQ(mint.status, 403) << mint.body;
-  ASSERT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/blue/members/tom",
-                        json{{"role", "team-admin"}}.dump(), adminToken_)
-                .status,
-            200);
+  ASSERT_EQ(putMember("blue", "tom", "team-admin", adminToken_).status, 200);
   mint = httpRequest(port_, "POST", "/api/v1/tokens", json{{"user", "ci-blue"}}.dump(), tom_);
   EXPECT_EQ(mint.status, 201) << mint.body;
   // The token acts with the account's rights as they are now: once it leaves blue, blue's jobs

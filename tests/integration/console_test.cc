@@ -161,10 +161,7 @@ TEST_F(ConsoleTest, StreamAnnouncesChangesAndEndsWhenItsTokenIsRevoked) {
 
 TEST_F(ConsoleTest, UsageSeriesAddsUpToTheUsageReport) {
   startAgent("node-a", "sim:2xA100");
-  createTeam("ml");
-  createTeam("cv");
-  const std::string alice = createUser("alice", "ml");
-  const std::string mallory = createUser("mallory", "cv");
+  const auto [alice, mallory] = createTwoTeams("ml", "alice", "cv", "mallory");
   const int64_t id = submit(alice, {"--gpus", "2"}, {"sleep", "1"});
   ASSERT_TRUE(waitForJobState(alice, id, "succeeded"));
 
@@ -224,10 +221,7 @@ namespace {
 
 TEST_F(ConsoleTest, ClusterMapNamesOnlyTheCallersOwnWork) {
   startAgent("node-a", "sim:4xA100");
-  createTeam("ml");
-  createTeam("cv");
-  const std::string alice = createUser("alice", "ml");
-  const std::string bob = createUser("bob", "cv");
+  const auto [alice, bob] = createTwoTeams("ml", "alice", "cv", "bob");
   const int64_t id = submit(alice, {"--gpus", "1"}, {"sleep", "300"});
   ASSERT_TRUE(waitForJobState(alice, id, "running"));
 

@@ -15,14 +15,21 @@ class GangTest : public TestCluster {
     createTeam("ml");
     token_ = createUser("carol", "ml");
   }
+  // Submits a job of two hosts with `gpus` GPUs each running `sh -c script` and waits until it
+  // is `state`; its id.
+  int64_t runGangUntil(const std::string& state, const std::string& gpus,
+                       const std::string& script) {
+    int64_t id = submit(token_, {"--hosts", "2", "--gpus", gpus}, {"sh", "-c", script});
+    json last;
+    if (!waitForJobState(token_, id, state, &last))
+      throw std::runtime_error("the job never got " + state + ": " + last.dump());
+    return id;
+  }
   std::string token_;
 };
 
 TEST_F(GangTest, EachRankRunsOnItsOwnHostWithTheRendezvousAndItsOwnLog) {
-  int64_t id = submit(token_, {"--hosts", "2", "--gpus", "2"},
-                      {"sh", "-c", "echo $RANK $WORLD_SIZE $MASTER_ADDR"});
-  json last;
-  ASSERT_TRUE(waitForJobState(token_, id, "succeeded", &last)) << last.dump();
+  const int64_t id = runGangUntil("succeeded", "2", "echo $RANK $WORLD_SIZE $MASTER_ADDR");
   json j = job(token_, id);
   EXPECT_EQ(j["hosts"], 2) << j.dump();
   ASSERT_EQ(j["ranks"].size(), 2u) << j.dump();
@@ -49,10 +56,8 @@ TEST_F(GangTest, EachRankRunsOnItsOwnHostWithTheRendezvousAndItsOwnLog) {
 
 TEST_F(GangTest, ARankThatFailsStopsTheOtherAndFailsTheJobNamingIt) {
   // Rank 1 fails at once; rank 0 would run for a minute unless it is stopped.
-  int64_t id = submit(token_, {"--hosts", "2", "--gpus", "1"},
-                      {"sh", "-c", "if [ \"$RANK\" = 1 ]; then exit 3; fi; echo up; sleep 60"});
-  json last;
-  ASSERT_TRUE(waitForJobState(token_, id, "failed", &last)) << last.dump();
+  const int64_t id =
+      runGangUntil("failed", "1", "if [ \"$RANK\" = 1 ]; then exit 3; fi; echo up; sleep 60");
   json j = job(token_, id);
   const std::string host1 = j["ranks"][1]["host"];
   EXPECT_EQ(j["reason"], "rank 1 on " + host1 + " exited with code 3") << j.dump();

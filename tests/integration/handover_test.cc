@@ -5,39 +5,39 @@
 // and health-checks it; then the host exists for its new team only. `allot host log --follow`
 // shows the task as it runs. Unassign brings it back to the shared pool the same way.
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "harness.h"
+#include "hook_cluster.h"
 
 namespace allot::it {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool haveAnsible() {
-  return ::access("/usr/bin/ansible-playbook", X_OK) == 0 ||
-         ::access("/usr/local/bin/ansible-playbook", X_OK) == 0;
-}
-
-class HandoverTest : public TestCluster {
+class HandoverTest : public HookCluster {
  protected:
   std::vector<std::string> serverFlags() const override {
-    const std::string config = path("allotd.toml");
-    writeFile(path("profile.sh"), "#!/bin/sh\necho \"profile for team '$ALLOT_TEAM'\"\n");
-    ::chmod(path("profile.sh").c_str(), 0755);
-    std::string profile = haveAnsible() ? "playbook = \"" ALLOT_SOURCE_DIR
-                                          "/deploy/ansible/profiles/default.yml\"\n"
-                                        : "script = \"" + path("profile.sh") + "\"\n";
-    writeFile(config, "[hooks.profiles.default]\n" + profile +
-                          "[handover]\ndefault_profile = \"default\"\nwipe_home = true\n");
-    return {"--heartbeat", "1s", "--config", config};
+    const std::string script =
+        writeScript("profile.sh", "#!/bin/sh\necho \"profile for team '$ALLOT_TEAM'\"\n");
+    const std::string profile = haveAnsible() ? "playbook = \"" + kExamplePlaybook + "\"\n"
+                                              : "script = \"" + script + "\"\n";
+    return flagsWithConfig("[hooks.profiles.default]\n" + profile +
+                           "[handover]\ndefault_profile = \"default\"\nwipe_home = true\n");
   }
   std::vector<std::string> agentFlags() const override {
     return {"--home-dir",         path("homes"),         "--scratch-dir", path("scratch"),
             "--session-home-dir", path("session-homes"), "--team-dir",    path("teams")};
+  }
+  // Whether host `name` comes back available in `pool` once its handover task is done (a wipe and
+  // a playbook: far slower than the usual wait).
+  bool waitUntilAvailableIn(const std::string& name, const std::string& pool) {
+    return waitFor(
+        [&] {
+          json h = host(name);
+          return textOf(h, "admin_state") == "available" && textOf(h, "pool") == pool;
+        },
+        std::chrono::seconds(120));
   }
   bool hostListed(const std::string& token, const std::string& name) {
     for (const auto& h : cliJson(token, {"host", "list"}))
@@ -49,10 +49,7 @@ class HandoverTest : public TestCluster {
 TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHost) {
   fs::create_directories(path("homes"));
   startAgent("gpu-a", "sim:2xA100");
-  createTeam("ml");
-  createTeam("nlp");
-  std::string alice = createUser("alice", "ml");
-  std::string bob = createUser("bob", "nlp");
+  const auto [alice, bob] = createTwoTeams("ml", "alice", "nlp", "bob");
 
   // The previous tenant: a job that leaves scratch data, home data and a daemon behind.
   int64_t spot = submit(bob, {"--gpus", "1", "--preemptible"},
@@ -100,13 +97,7 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   // Following the log shows the task as it runs and ends with the transition its result made.
   CliResult followed = cli({"host", "log", "gpu-a", "--follow"});
   ASSERT_EQ(followed.code, 0) << followed.describe();
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json h = host("gpu-a");
-        return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "ml";
-      },
-      std::chrono::seconds(120)))
-      << host("gpu-a").dump();
+  ASSERT_TRUE(waitUntilAvailableIn("gpu-a", "ml")) << host("gpu-a").dump();
   EXPECT_NE(followed.out.find("handover to team ml"), std::string::npos) << followed.out;
   EXPECT_NE(followed.out.find("running now"), std::string::npos) << followed.out;
   EXPECT_NE(followed.out.find("killed 1 stray process"), std::string::npos) << followed.out;
@@ -151,13 +142,7 @@ TEST_F(HandoverTest, AssignLeavesNothingOfThePreviousTeamAndUnassignReturnsTheHo
   // Unassign: the owner's work goes, the host is wiped again and returns to the shared pool.
   CliResult unassigned = cli({"host", "unassign", "gpu-a"});
   ASSERT_EQ(unassigned.code, 0) << unassigned.describe();
-  ASSERT_TRUE(waitFor(
-      [&] {
-        json h = host("gpu-a");
-        return textOf(h, "admin_state") == "available" && textOf(h, "pool") == "shared";
-      },
-      std::chrono::seconds(120)))
-      << host("gpu-a").dump();
+  ASSERT_TRUE(waitUntilAvailableIn("gpu-a", "shared")) << host("gpu-a").dump();
   EXPECT_TRUE(hostListed(bob, "gpu-a"));
   EXPECT_TRUE(waitForJobState(bob, spot, "running", &last)) << last.dump();
 }

@@ -579,6 +579,16 @@ std::string TestCluster::createUser(const std::string& user, const std::string& 
   return u["token"].get<std::string>();
 }
 
+std::pair<std::string, std::string> TestCluster::createTwoTeams(const std::string& team1,
+                                                                const std::string& user1,
+                                                                const std::string& team2,
+                                                                const std::string& user2) {
+  createTeam(team1);
+  createTeam(team2);
+  std::string first = createUser(user1, team1);
+  return {first, createUser(user2, team2)};
+}
+
 std::string TestCluster::runToEnd(const std::string& token, const std::string& script,
                                   const std::vector<std::string>& flags) {
   int64_t id = submit(token, flags, {"sh", "-c", script + "; echo end-of-probe"});

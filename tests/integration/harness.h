@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace allot::it {
@@ -152,6 +153,13 @@ class TestCluster : public ::testing::Test {
   // A user with `role` in `team`; its token.
   std::string createUser(const std::string& user, const std::string& team,
                          const std::string& role = "member");
+  // The usual cast of a test of what one team may see or do of another's: teams `team1` and
+  // `team2`, in that order, then member `user1` of the first and `user2` of the second; their
+  // tokens, in that order.
+  std::pair<std::string, std::string> createTwoTeams(const std::string& team1,
+                                                     const std::string& user1,
+                                                     const std::string& team2,
+                                                     const std::string& user2);
   // `allot run -o json FLAGS -- COMMAND...`; returns the job id.
   int64_t submit(const std::string& token, const std::vector<std::string>& flags,
                  const std::vector<std::string>& command);

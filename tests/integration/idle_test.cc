@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "refusals.h"
 
 namespace allot::it {
 namespace {
@@ -200,21 +201,13 @@ TEST_F(IdleTest, IdleJobsAreFlaggedReclaimedAndClearedWhenBusyAgain) {
 }
 
 TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
-  createTeam("ml");
-  createTeam("cv");
-  const std::string alice = createUser("alice", "ml");
-  const std::string carol = createUser("carol", "cv");
+  const auto [alice, carol] = createTwoTeams("ml", "alice", "cv", "carol");
   ASSERT_EQ(cliJson(adminToken_, {"project", "create", "p1", "--team", "ml"}).value("team", ""),
             "ml");
   const std::string admin = adminToken_;
   const std::string team = "/api/v1/teams/ml/idle-policy";
   const std::string project = "/api/v1/teams/ml/projects/p1/idle-policy";
-  struct Case {
-    std::string method, target, body, token;
-    int status;
-    std::string field;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<RefusedRequest> cases = {
       {"PUT", team, R"({"threshold_percent":150})", admin, 400, "threshold_percent"},
       {"PUT", team, R"({"threshold_percent":-1})", admin, 400, "threshold_percent"},
       {"PUT", team, R"({"threshold_percent":"ten"})", admin, 400, "threshold_percent"},
@@ -244,14 +237,7 @@ TEST_F(IdleTest, BadPolicyAndEventInputIsRefusedWithTheFieldNamed) {
       {"GET", "/api/v1/events?job=x", "", alice, 400, "job"},
       {"GET", "/api/v1/events?team=ml", "", carol, 404, ""},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.method + " " + c.target + " " + c.body);
-    HttpResult r = httpRequest(port_, c.method, c.target, c.body, c.token);
-    EXPECT_EQ(r.status, c.status) << r.body;
-    json err = r.parsed().value("error", json::object());
-    EXPECT_FALSE(textOf(err, "message").empty()) << r.body;
-    if (!c.field.empty()) EXPECT_EQ(textOf(err, "field"), c.field) << r.body;
-  }
+  expectRefused(port_, cases);
   // Nothing was set: both still follow the platform's default.
   for (const auto& target : {team, project}) {
     json p = httpRequest(port_, "GET", target, "", admin).parsed();

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "harness.h"
+#include "refusals.h"
 
 namespace allot::it {
 namespace {
@@ -118,20 +119,12 @@ TEST_F(LeaseTest, StartMissedWhileAllotdWasDownHappensWhenItIsBack) {
 
 TEST_F(LeaseTest, BadRequestsAreRefusedNamingTheField) {
   startAgent("gpu-a", "sim:1xA100");
-  createTeam("ml");
-  createTeam("cv");
-  std::string carol = createUser("carol", "ml");
-  std::string dave = createUser("dave", "cv");
+  const auto [carol, dave] = createTwoTeams("ml", "carol", "cv", "dave");
   json made = cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a", "--start",
                                     "+1h", "--end", "+2h"});
   const std::string id = std::to_string(made.value("id", 0));
-  struct Case {
-    std::string method, target, body, token;
-    int status;
-    std::string field;
-  };
   const std::string ok = R"("team":"ml","hosts":["gpu-a"],"start":"+3h")";
-  const std::vector<Case> cases = {
+  const std::vector<RefusedRequest> cases = {
       {"POST", "/api/v1/leases", "{" + ok + "}", adminToken_, 400, "end"},
       {"POST", "/api/v1/leases", "{" + ok + R"(,"end":"soon"})", adminToken_, 400, "end"},
       {"POST", "/api/v1/leases", "{" + ok + R"(,"end":"+4h","count":-1})", adminToken_, 400,
@@ -148,16 +141,7 @@ TEST_F(LeaseTest, BadRequestsAreRefusedNamingTheField) {
       {"POST", "/api/v1/leases/" + id + "/end", "", dave, 404, ""},
       {"POST", "/api/v1/leases/" + id + "/approve", "", carol, 403, ""},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.method + " " + c.target + " " + c.body);
-    HttpResult r = httpRequest(port_, c.method, c.target, c.body, c.token);
-    EXPECT_EQ(r.status, c.status) << r.body;
-    json err = r.parsed().value("error", json::object());
-    EXPECT_FALSE(textOf(err, "message").empty()) << r.body;
-    if (!c.field.empty()) {
-      EXPECT_EQ(textOf(err, "field"), c.field) << r.body;
-    }
-  }
+  expectRefused(port_, cases);
   // Nothing changed: one lease, still requested, with its end.
   json all = httpRequest(port_, "GET", "/api/v1/leases", "", adminToken_).parsed();
   ASSERT_EQ(all.size(), 1u) << all.dump();

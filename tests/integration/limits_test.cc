@@ -46,10 +46,7 @@ class LimitsTest : public TestCluster {
 
 TEST_F(LimitsTest, AFloodOfHugeJobsDoesNotWedgeASharedHost) {
   startAgent("gpu-a", "sim:2xA100");
-  createTeam("ml");
-  createTeam("nlp");
-  const std::string mallory = createUser("mallory", "ml");
-  const std::string bob = createUser("bob", "nlp");
+  const auto [mallory, bob] = createTwoTeams("ml", "mallory", "nlp", "bob");
   // Another team's work on the same host.
   int64_t bobs = submit(bob, {"--gpus", "1"}, {"sleep", "600"});
   ASSERT_TRUE(waitForJobState(bob, bobs, "running"));

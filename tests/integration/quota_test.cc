@@ -33,10 +33,7 @@ std::vector<std::string> holdUntilTerm() {
 
 TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
   startAgent("gpu-a", "sim:4xA100");
-  createTeam("ml");
-  createTeam("cv");
-  std::string alice = createUser("alice", "ml");
-  std::string carol = createUser("carol", "cv");
+  const auto [alice, carol] = createTwoTeams("ml", "alice", "cv", "carol");
   // ml is guaranteed the whole host; cv has no guarantee and borrows what ml leaves idle.
   auto q = httpRequest(port_, "PUT", "/api/v1/teams/ml/quota", R"({"guaranteed":{"any":4}})",
                        adminToken_);
@@ -102,10 +99,7 @@ class DedicationTest : public TestCluster {};
 TEST_F(DedicationTest, ADedicatedHostIsInvisibleAndUnusableForOtherTeams) {
   startAgent("ours", "sim:2xA100");
   startAgent("pool", "sim:2xA100");
-  createTeam("ml");
-  createTeam("cv");
-  std::string alice = createUser("alice", "ml");
-  std::string carol = createUser("carol", "cv");
+  const auto [alice, carol] = createTwoTeams("ml", "alice", "cv", "carol");
   auto d = cli({"host", "dedicate", "ours", "--team", "ml"});
   ASSERT_EQ(d.code, 0) << d.describe();
 

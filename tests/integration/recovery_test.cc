@@ -13,16 +13,6 @@
 namespace allot::it {
 namespace {
 
-class RecoveryTest : public TestCluster {};
-
-// allotd with a short lost-after, so that an agent that stays away loses its jobs quickly.
-class LostAfterTest : public TestCluster {
- protected:
-  std::vector<std::string> serverFlags() const override {
-    return {"--heartbeat", "1s", "--lost-after", "3s"};
-  }
-};
-
 // Prints "start", waits for `first`, prints "middle", waits for `second`, then prints 1..2000.
 std::vector<std::string> twoStageJob(const std::string& first, const std::string& second) {
   return {"sh", "-c",
@@ -36,6 +26,47 @@ std::string twoStageOutput() {
   return out;
 }
 
+class RecoveryTest : public TestCluster {
+ protected:
+  // Starts twoStageJob as `token` on `gpus` GPUs and waits until it runs and has printed "start".
+  int64_t startTwoStageJob(const std::string& token, const std::string& gpus,
+                           json* running = nullptr) {
+    int64_t id = submit(token, {"--gpus", gpus}, twoStageJob(firstFile(), secondFile()));
+    json last;
+    if (!waitForJobState(token, id, "running", &last))
+      throw std::runtime_error("the job never ran: " + last.dump());
+    if (running) *running = last;
+    if (!waitFor([&] { return logs(token, id) == "start\n"; }))
+      throw std::runtime_error("the job never printed 'start'");
+    return id;
+  }
+  // Once firstFile() is there (written across the crash): the job prints "middle" and, given
+  // secondFile(), ends well with all of its output. `crash` names the crash for messages.
+  void expectTwoStageJobFinishes(const std::string& token, int64_t id, const std::string& crash) {
+    std::string got;
+    EXPECT_TRUE(waitFor([&] { return (got = logs(token, id)) == "start\nmiddle\n"; }))
+        << "logs after " << crash << ": '" << got << "'";
+
+    writeFile(secondFile(), "");
+    json j;
+    ASSERT_TRUE(waitForJobState(token, id, "succeeded", &j));
+    EXPECT_EQ(j["exit_code"], 0) << j.dump();
+    EXPECT_TRUE(logs(token, id) == twoStageOutput()) << "output incomplete after " << crash;
+  }
+
+  // The files twoStageJob waits for, in this test's temp dir (known once SetUp has made it).
+  std::string firstFile() const { return path("first"); }
+  std::string secondFile() const { return path("second"); }
+};
+
+// allotd with a short lost-after, so that an agent that stays away loses its jobs quickly.
+class LostAfterTest : public TestCluster {
+ protected:
+  std::vector<std::string> serverFlags() const override {
+    return {"--heartbeat", "1s", "--lost-after", "3s"};
+  }
+};
+
 std::vector<std::string> sorted(const json& arr) {
   std::vector<std::string> out;
   for (const auto& v : arr) out.push_back(v.dump());
@@ -47,10 +78,7 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
   startAgent("gpu-a", "sim:4xA100");
   createTeam("ml");
   std::string erin = createUser("erin", "ml");
-  std::string first = path("first"), second = path("second");
-  int64_t longJob = submit(erin, {"--gpus", "1"}, twoStageJob(first, second));
-  ASSERT_TRUE(waitForJobState(erin, longJob, "running"));
-  ASSERT_TRUE(waitFor([&] { return logs(erin, longJob) == "start\n"; }));
+  int64_t longJob = startTwoStageJob(erin, "1");
 
   // Submissions keep coming while allotd dies; a 201 means the job must survive. They ask for
   // 8 GPUs, which no host has, so they stay queued and cost nothing.
@@ -89,7 +117,7 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
   RecordProperty("acknowledged_before_kill", static_cast<int>(acked.size()));
 
   // Output the job writes while allotd is down must not be lost.
-  writeFile(first, "");
+  writeFile(firstFile(), "");
   startServer();
 
   std::map<int64_t, json> listed;
@@ -117,46 +145,29 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
   json j = job(erin, longJob);
   EXPECT_EQ(j["state"], "running") << j.dump();
   EXPECT_EQ(j["host"], "gpu-a") << j.dump();
-  std::string got;
-  EXPECT_TRUE(waitFor([&] { return (got = logs(erin, longJob)) == "start\nmiddle\n"; }))
-      << "logs after the restart: '" << got << "'";
-
-  writeFile(second, "");
-  ASSERT_TRUE(waitForJobState(erin, longJob, "succeeded", &j));
-  EXPECT_EQ(j["exit_code"], 0) << j.dump();
-  EXPECT_TRUE(logs(erin, longJob) == twoStageOutput()) << "output incomplete after the restart";
+  expectTwoStageJobFinishes(erin, longJob, "the restart");
 }
 
 TEST_F(RecoveryTest, AgentKill9RunningJobIsReadopted) {
   startAgent("gpu-a", "sim:4xA100");
   createTeam("ml");
   std::string fred = createUser("fred", "ml");
-  std::string first = path("first"), second = path("second");
-  int64_t id = submit(fred, {"--gpus", "2"}, twoStageJob(first, second));
   json before;
-  ASSERT_TRUE(waitForJobState(fred, id, "running", &before));
-  ASSERT_TRUE(waitFor([&] { return logs(fred, id) == "start\n"; }));
+  int64_t id = startTwoStageJob(fred, "2", &before);
 
   killAgent("gpu-a");
   ASSERT_TRUE(waitForHostState("gpu-a", "unreachable"));
   // Its job is not given up on while the host may come back.
   json j = job(fred, id);
   EXPECT_EQ(j["state"], "running") << j.dump();
-  writeFile(first, "");  // the job goes on writing output with no agent watching
+  writeFile(firstFile(), "");  // the job goes on writing output with no agent watching
 
   restartAgent("gpu-a");  // same work dir, no join token
   ASSERT_TRUE(waitForHostState("gpu-a", "online"));
   j = job(fred, id);
   EXPECT_EQ(j["state"], "running") << j.dump();
   EXPECT_EQ(j["gpu_uuids"], before["gpu_uuids"]) << j.dump();
-  std::string got;
-  EXPECT_TRUE(waitFor([&] { return (got = logs(fred, id)) == "start\nmiddle\n"; }))
-      << "logs after the agent restart: '" << got << "'";
-
-  writeFile(second, "");
-  ASSERT_TRUE(waitForJobState(fred, id, "succeeded", &j));
-  EXPECT_EQ(j["exit_code"], 0) << j.dump();
-  EXPECT_TRUE(logs(fred, id) == twoStageOutput()) << "output incomplete after the agent restart";
+  ASSERT_NO_FATAL_FAILURE(expectTwoStageJobFinishes(fred, id, "the agent restart"));
   EXPECT_TRUE(waitFor([&] { return host("gpu-a").at("allocations").empty(); }))
       << host("gpu-a").dump();
 }

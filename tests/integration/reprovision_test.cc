@@ -3,37 +3,22 @@
 // ansible-playbook; the host comes back available with the playbook's output in `allot host log`.
 // A failing script leaves the host failed, with its output.
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "harness.h"
+#include "hook_cluster.h"
 
 namespace allot::it {
 namespace {
 
-class ReprovisionTest : public TestCluster {
+class ReprovisionTest : public HookCluster {
  protected:
   std::vector<std::string> serverFlags() const override {
-    const std::string config = path("allotd.toml");
-    writeFile(path("broken.sh"),
-              "#!/bin/sh\necho 'wiping scratch'\necho 'disk /dev/nvme9 not found' >&2\nexit 4\n");
-    ::chmod(path("broken.sh").c_str(), 0755);
-    writeFile(config,
-              "[hooks.profiles.default]\n"
-              "playbook = \"" ALLOT_SOURCE_DIR
-              "/deploy/ansible/profiles/default.yml\"\n"
-              "[hooks.profiles.broken]\n"
-              "script = \"" +
-                  path("broken.sh") + "\"\n");
-    return {"--heartbeat", "1s", "--config", config};
+    const std::string broken = writeScript(
+        "broken.sh",
+        "#!/bin/sh\necho 'wiping scratch'\necho 'disk /dev/nvme9 not found' >&2\nexit 4\n");
+    return flagsWithConfig("[hooks.profiles.default]\nplaybook = \"" + kExamplePlaybook +
+                           "\"\n[hooks.profiles.broken]\nscript = \"" + broken + "\"\n");
   }
-  std::string adminState(const std::string& h) { return textOf(host(h), "admin_state"); }
 };
-
-bool haveAnsible() {
-  return ::access("/usr/bin/ansible-playbook", X_OK) == 0 ||
-         ::access("/usr/local/bin/ansible-playbook", X_OK) == 0;
-}
 
 TEST_F(ReprovisionTest, ExamplePlaybookBringsADrainedHostBack) {
   if (!haveAnsible())

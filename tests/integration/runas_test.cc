@@ -10,13 +10,14 @@
 #include <filesystem>
 
 #include "harness.h"
+#include "tenants.h"
 
 namespace allot::it {
 namespace {
 
 namespace fs = std::filesystem;
 
-class RunAsTest : public TestCluster {
+class RunAsTest : public RedAndBlueCluster {
  protected:
   std::vector<std::string> agentFlags() const override {
     return {"--run-as-owner", "required", "--team-dir", path("teams")};
@@ -27,12 +28,7 @@ class RunAsTest : public TestCluster {
     TestCluster::SetUp();
     // Jobs of other users must reach their own directories under the test's (mkdtemp: 0700).
     fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    createTeam("red");
-    createTeam("blue");
-    alice_ = createUser("alice", "red");
-    carol_ = createUser("carol", "red");
-    bob_ = createUser("bob", "blue");
-    startAgent("h1");
+    createRedAndBlue();
   }
 
   int64_t uidOf(const std::string& user) {
@@ -47,8 +43,6 @@ class RunAsTest : public TestCluster {
     }
     throw std::runtime_error("team " + team + " has no gid");
   }
-
-  std::string alice_, carol_, bob_;
 };
 
 TEST_F(RunAsTest, OneUsersJobCannotReadOrSignalAnothersJob) {

@@ -179,10 +179,7 @@ TEST_F(WideFleetTest, AFleetOfMoreThan200KindsStillPlacesEveryTeamsWork) {
     for (int g = 0; g < 52; ++g) spec += (g ? ",1x" : "1x") + model(h * 52 + g);
     startAgent("wide-" + std::to_string(h), spec);
   }
-  createTeam("red");
-  createTeam("blue");
-  const std::string alice = createUser("alice", "red");
-  const std::string bob = createUser("bob", "blue");
+  const auto [alice, bob] = createTwoTeams("red", "alice", "blue", "bob");
   std::vector<std::pair<std::string, int64_t>> jobs = {
       {alice, submit(alice, {"--gpus", "1", "--gpu-model", model(207)}, {"sleep", "60"})},
       {alice,

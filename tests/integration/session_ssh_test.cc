@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "tenants.h"
 
 namespace allot::it {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class SessionSshTest : public TestCluster {
+class SessionSshTest : public RedAndBlueCluster {
  protected:
   void SetUp() override {
     for (const char* program : {"/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/ssh-keygen"}) {
@@ -23,12 +24,7 @@ class SessionSshTest : public TestCluster {
         GTEST_SKIP() << program << " is not installed (scripts/install-deps.sh)";
     }
     TestCluster::SetUp();
-    createTeam("red");
-    createTeam("blue");
-    alice_ = createUser("alice", "red");
-    carol_ = createUser("carol", "red");
-    bob_ = createUser("bob", "blue");
-    startAgent("h1");
+    createRedAndBlue();
     aliceKey_ = makeKey("alice");
     auto added = cliAs(alice_, {"ssh-key", "add", aliceKey_ + ".pub"});
     ASSERT_EQ(added.code, 0) << added.describe();
@@ -64,7 +60,21 @@ class SessionSshTest : public TestCluster {
     return cliAs(token, args);
   }
 
-  std::string alice_, carol_, bob_, aliceKey_;
+  // alice's `allot ssh` into session `id` running `sleep SECONDS`, once the session counts its
+  // connection; throws when it never does.
+  std::unique_ptr<Process> holdConnection(const std::string& id, const std::string& seconds) {
+    auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
+                                "-i", aliceKey_, "--", "sleep", seconds},
+                               path("held.out"), path("held.err"),
+                               childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
+    if (!waitFor([&] {
+          return cliJson(alice_, {"session", "show", id}).value("connections", 0) == 1;
+        }))
+      throw std::runtime_error("the session never counted the connection: " + held->stderrText());
+    return held;
+  }
+
+  std::string aliceKey_;
 };
 
 TEST_F(SessionSshTest, AllotSshRunsACommandInTheSessionAndOnlyItsOwnerGetsIn) {
@@ -135,13 +145,7 @@ TEST_F(SessionSshTest, AllotSshRunsACommandInTheSessionAndOnlyItsOwnerGetsIn) {
 TEST_F(SessionSshTest, AnOpenSshConnectionKeepsTheSessionFromBeingCulled) {
   json s = startShellSession("held", "6s");
   const std::string id = std::to_string(s["id"].get<int64_t>());
-  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
-                              "-i", aliceKey_, "--", "sleep", "14"},
-                             path("held.out"), path("held.err"),
-                             childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
-  ASSERT_TRUE(waitFor([&] {
-    return cliJson(alice_, {"session", "show", id}).value("connections", 0) == 1;
-  })) << held->stderrText();
+  auto held = holdConnection(id, "14");
   // Well past its idle time, with nothing but the SSH connection in use: kept.
   for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;
        std::this_thread::sleep_for(250ms)) {
@@ -209,13 +213,7 @@ TEST_F(SessionSshDirectTest, AllotSshGoesStraightToTheSessionsPortAndItClosesWit
   EXPECT_EQ(r.code, 255) << r.describe();
 
   // An open direct connection is seen by the host (allotd relays nothing) and counted.
-  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
-                              "-i", aliceKey_, "--", "sleep", "30"},
-                             path("held.out"), path("held.err"),
-                             childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
-  EXPECT_TRUE(waitFor([&] {
-    return cliJson(alice_, {"session", "show", id}).value("connections", 0) == 1;
-  })) << held->stderrText();
+  auto held = holdConnection(id, "30");
 
   // Stopping the session ends its sshd, and the connection with it.
   cliJson(alice_, {"session", "stop", id});

@@ -62,10 +62,7 @@ class SshKeyTest : public TestCluster {
 };
 
 TEST_F(SshKeyTest, AUserAddsListsAndRemovesTheirKeys) {
-  createTeam("ml");
-  createTeam("other");
-  const std::string alice = createUser("alice", "ml");
-  const std::string mallory = createUser("mallory", "other");
+  const auto [alice, mallory] = createTwoTeams("ml", "alice", "other", "mallory");
   const std::string key = keygen("alice");
   const std::string fp = fingerprintOf(key + ".pub");
   ASSERT_EQ(fp.rfind("SHA256:", 0), 0u) << fp;

@@ -3,28 +3,24 @@
 // resume. The script fails on the second host: the upgrade stops there and says so, and the third
 // host is never touched. Also: each host reports its driver and CUDA versions.
 
-#include <sys/stat.h>
-
 #include "harness.h"
+#include "hook_cluster.h"
 
 namespace allot::it {
 namespace {
 
-class UpgradeTest : public TestCluster {
+class UpgradeTest : public HookCluster {
  protected:
   std::vector<std::string> serverFlags() const override {
-    const std::string config = path("allotd.toml");
     // The agent gives scripts their vars as ALLOT_* environment variables.
-    writeFile(path("driver.sh"),
-              "#!/bin/sh\n"
-              "echo \"installing driver 550 on $ALLOT_HOST\"\n"
-              "if [ \"$ALLOT_HOST\" = gpu-b ]; then echo 'dkms build failed' >&2; exit 3; fi\n"
-              "exit 0\n");
-    ::chmod(path("driver.sh").c_str(), 0755);
-    writeFile(config, "[hooks.profiles.driver-550]\nscript = \"" + path("driver.sh") + "\"\n");
-    return {"--heartbeat", "1s", "--config", config};
+    const std::string driver = writeScript(
+        "driver.sh",
+        "#!/bin/sh\n"
+        "echo \"installing driver 550 on $ALLOT_HOST\"\n"
+        "if [ \"$ALLOT_HOST\" = gpu-b ]; then echo 'dkms build failed' >&2; exit 3; fi\n"
+        "exit 0\n");
+    return flagsWithConfig("[hooks.profiles.driver-550]\nscript = \"" + driver + "\"\n");
   }
-  std::string adminState(const std::string& h) { return textOf(host(h), "admin_state"); }
 };
 
 TEST_F(UpgradeTest, StopsAtTheFailingHostAndLeavesTheRestUntouched) {
