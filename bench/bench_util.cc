@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -178,6 +179,17 @@ Result<HttpReply> httpRequest(uint16_t port, const std::string& method, const st
   } catch (const std::exception& e) {
     return Status::Unavailable(method + " " + target + ": " + e.what());
   }
+}
+
+nlohmann::json callOrExit(uint16_t port, const std::string& method, const std::string& target,
+                          const nlohmann::json& body, const std::string& token) {
+  auto r = httpRequest(port, method, target, token, body.is_null() ? "" : body.dump());
+  if (!r.ok() || r->status >= 300) {
+    std::cerr << method << " " << target << ": " << (r.ok() ? r->body : r.status().toString())
+              << "\n";
+    std::exit(1);
+  }
+  return nlohmann::json::parse(r->body);
 }
 
 Result<std::string> makeScratchDir(const std::string& prefix) {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ struct HttpReply {
 // One blocking request on a fresh connection to 127.0.0.1:port (5 s timeout). `token` may be "".
 Result<HttpReply> httpRequest(uint16_t port, const std::string& method, const std::string& target,
                               const std::string& token, const std::string& body);
+
+// A request the driver cannot go on without: its reply as JSON when the status is below 300;
+// otherwise says "METHOD TARGET: what came back" on stderr and exits 1. A null `body` sends none.
+nlohmann::json callOrExit(uint16_t port, const std::string& method, const std::string& target,
+                          const nlohmann::json& body, const std::string& token);
 
 // A fresh directory under $ALLOT_BENCH_DIR (default /tmp) named prefix-XXXXXX.
 Result<std::string> makeScratchDir(const std::string& prefix);

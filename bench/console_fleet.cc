@@ -27,7 +27,6 @@
 
 namespace {
 
-using allot::bench::httpRequest;
 using nlohmann::json;
 
 int fail(const std::string& msg) {
@@ -63,14 +62,8 @@ int main(int argc, char** argv) {
   if (!d.ok()) return fail(d.status().toString());
   const std::string admin = d->adminToken;
   auto call = [&](const std::string& method, const std::string& target, const json& body,
-                  const std::string& token) -> json {
-    auto r = httpRequest(d->port, method, target, token, body.dump());
-    if (!r.ok() || r->status >= 300) {
-      std::cerr << method << " " << target << ": " << (r.ok() ? r->body : r.status().toString())
-                << "\n";
-      std::exit(1);
-    }
-    return json::parse(r->body);
+                  const std::string& token) {
+    return allot::bench::callOrExit(d->port, method, target, body, token);
   };
   const std::string password = "console-bench-password";
   call("PUT", "/api/v1/users/admin/password", {{"password", password}}, admin);

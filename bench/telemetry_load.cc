@@ -65,14 +65,8 @@ int main(int argc, char** argv) {
   if (!d.ok()) return fail(d.status().toString());
   const std::string admin = d->adminToken;
   auto call = [&](const std::string& method, const std::string& target, const json& body,
-                  const std::string& token) -> json {
-    auto r = httpRequest(d->port, method, target, token, body.is_null() ? "" : body.dump());
-    if (!r.ok() || r->status >= 300) {
-      std::cerr << method << " " << target << ": " << (r.ok() ? r->body : r.status().toString())
-                << "\n";
-      std::exit(1);
-    }
-    return json::parse(r->body);
+                  const std::string& token) {
+    return allot::bench::callOrExit(d->port, method, target, body, token);
   };
   call("POST", "/api/v1/teams", {{"name", "ml"}}, admin);
   const std::string alice =

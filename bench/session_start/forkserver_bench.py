@@ -15,31 +15,21 @@ The poller is Python on the same cores, so the numbers include some of its own c
 """
 
 import argparse
-import http.client
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 
+from local_cluster import UnixHTTPConnection, pct
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=5)
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.unix_path)
-
-
 def status(sock_path, url, token):
-    c = UnixHTTPConnection(sock_path)
+    c = UnixHTTPConnection(sock_path, timeout=5)
     try:
         c.request("GET", url, headers={"Authorization": "token " + token})
         r = c.getresponse()
@@ -49,11 +39,6 @@ def status(sock_path, url, token):
         return None
     finally:
         c.close()
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def main():

@@ -2,13 +2,18 @@
 
 allotd keeps its embedded SQLite in a scratch dir; the agent has simulated GPUs and runs the
 Jupyter fork server next to it, with workloads as its own user (--run-as-owner off). Loopback
-only: nothing here reaches another address.
+only: nothing here reaches another address. Also the small pieces the benchmarks share: HTTP to
+a Jupyter server's Unix socket, and percentiles.
 """
 
+import contextlib
+import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 
@@ -16,6 +21,24 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP to the server listening on the Unix socket `path` (a Jupyter server's, directly)."""
+
+    def __init__(self, path, timeout=10):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.unix_path)
+
+
+def pct(xs, p):
+    """The p-th percentile of xs, nearest rank."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def wait_until(pred, timeout=30.0, step=0.002):
@@ -79,3 +102,20 @@ class LocalCluster:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+@contextlib.contextmanager
+def scratch_cluster(bin_dir, name, mode=None):
+    """A LocalCluster in a fresh scratch dir (allot-NAME-*, chmod `mode` when given) with cgroup
+    allot-NAME; stopped, and its dir removed, when the block ends, however it ends."""
+    work = tempfile.mkdtemp(prefix=f"allot-{name}-")
+    if mode is not None:
+        os.chmod(work, mode)
+    cluster = None
+    try:
+        cluster = LocalCluster(bin_dir, work, f"allot-{name}")
+        yield cluster
+    finally:
+        if cluster:
+            cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)

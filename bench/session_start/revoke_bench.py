@@ -20,15 +20,13 @@ import base64
 import http.client
 import json
 import os
-import shutil
 import socket
 import statistics
 import struct
-import tempfile
 import time
 import uuid
 
-from local_cluster import LocalCluster, wait_until
+from local_cluster import scratch_cluster, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -126,11 +124,7 @@ def main():
     ap.add_argument("--n", type=int, default=10)
     args = ap.parse_args()
 
-    work = tempfile.mkdtemp(prefix="allot-revoke-bench-")
-    os.chmod(work, 0o711)
-    cluster = None
-    try:
-        cluster = LocalCluster(args.bin, work, "allot-revoke-bench")
+    with scratch_cluster(args.bin, "revoke-bench", mode=0o711) as cluster:
         port, owner = cluster.port, cluster.token
 
         def call(method, path, token, body=None):
@@ -176,10 +170,6 @@ def main():
         print(f"revoked token -> its kernel WebSocket through allotd closed, n={args.n}: "
               f"p50 {statistics.median(closes):.0f} ms, max {max(closes):.0f} ms; "
               f"load {load[0]:.2f}")
-    finally:
-        if cluster:
-            cluster.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

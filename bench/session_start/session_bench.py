@@ -23,32 +23,12 @@ import argparse
 import http.client
 import json
 import os
-import shutil
-import socket
 import statistics
-import tempfile
 import time
 
-from local_cluster import LocalCluster, wait_until
+from local_cluster import UnixHTTPConnection, pct, scratch_cluster, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=10)
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.unix_path)
-
-
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def main():
@@ -61,10 +41,7 @@ def main():
     if os.geteuid() != 0:
         raise SystemExit("run as root: the direct side reads the session's token and socket")
 
-    work = tempfile.mkdtemp(prefix="allot-session-bench-")
-    cluster = None
-    try:
-        cluster = LocalCluster(args.bin, work, "allot-session-bench")
+    with scratch_cluster(args.bin, "session-bench") as cluster:
         port, token, agent_dir = cluster.port, cluster.token, cluster.agent_dir
 
         api = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -138,10 +115,6 @@ def main():
         print(f"  added by the proxy:   p50 {statistics.median(via) - statistics.median(direct):7.0f}"
               f" us; load {load[0]:.2f}")
         stop(sid)
-    finally:
-        if cluster:
-            cluster.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
