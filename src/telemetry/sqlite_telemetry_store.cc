@@ -1,4 +1,4 @@
-#include "telemetry/telemetry_store.h"
+#include "telemetry/sqlite_telemetry_store.h"
 
 #include <spdlog/spdlog.h>
 
@@ -52,7 +52,7 @@ void bindOptional(Binder& b, const std::optional<T>& v) {
 
 }  // namespace
 
-struct TelemetryStore::Statements {
+struct SqliteTelemetryStore::Statements {
   StmtHandle insertSample, upsertGpuMinute, upsertGpuHour, upsertUsageMinute, upsertUsageHour,
       upsertTotal;
 
@@ -84,9 +84,8 @@ struct TelemetryStore::Statements {
   }
 };
 
-Result<std::unique_ptr<TelemetryStore>> TelemetryStore::open(const std::string& path,
-                                                             TelemetryRetention retention,
-                                                             const Clock& clock) {
+Result<std::unique_ptr<SqliteTelemetryStore>> SqliteTelemetryStore::open(
+    const std::string& path, TelemetryRetention retention, const Clock& clock) {
   const std::string context = "failed to open telemetry store " + path;
   // NORMAL: a commit survives allotd crashing, not the machine losing power (see the header).
   auto writeDb = sqlite::openWalWriter(path, "NORMAL");
@@ -101,17 +100,18 @@ Result<std::unique_ptr<TelemetryStore>> TelemetryStore::open(const std::string& 
   auto readDb = sqlite::openConnection(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
   if (!readDb.ok()) return readDb.status().withContext(context + " for reading");
   try {
-    return std::unique_ptr<TelemetryStore>(
-        new TelemetryStore(path, retention, clock, std::move(writeDb).value(),
-                           std::move(statements).value(), std::move(readDb).value()));
+    return std::unique_ptr<SqliteTelemetryStore>(
+        new SqliteTelemetryStore(path, retention, clock, std::move(writeDb).value(),
+                                 std::move(statements).value(), std::move(readDb).value()));
   } catch (const std::system_error& e) {
     return Status::Unavailable(context + ": cannot start writer thread: " + e.what());
   }
 }
 
-TelemetryStore::TelemetryStore(std::string path, TelemetryRetention retention, const Clock& clock,
-                               sqlite::DbHandle writeDb, std::unique_ptr<Statements> statements,
-                               sqlite::DbHandle readDb)
+SqliteTelemetryStore::SqliteTelemetryStore(std::string path, TelemetryRetention retention,
+                                           const Clock& clock, sqlite::DbHandle writeDb,
+                                           std::unique_ptr<Statements> statements,
+                                           sqlite::DbHandle readDb)
     : path_(std::move(path)),
       retention_(retention),
       clock_(clock),
@@ -130,7 +130,7 @@ TelemetryStore::TelemetryStore(std::string path, TelemetryRetention retention, c
   writer_ = std::thread([this] { writerLoop(); });
 }
 
-TelemetryStore::~TelemetryStore() {
+SqliteTelemetryStore::~SqliteTelemetryStore() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -139,7 +139,7 @@ TelemetryStore::~TelemetryStore() {
   writer_.join();
 }
 
-Result<std::vector<std::pair<int64_t, UsageCell>>> TelemetryStore::loadTotals() {
+Result<std::vector<std::pair<int64_t, UsageCell>>> SqliteTelemetryStore::loadTotals() {
   std::lock_guard lock(readMu_);
   auto stmt =
       sqlite::prepare(readDb_.get(), "SELECT alloc, measured, used, idle FROM usage_totals");
@@ -155,7 +155,7 @@ Result<std::vector<std::pair<int64_t, UsageCell>>> TelemetryStore::loadTotals() 
   return out;
 }
 
-void TelemetryStore::submit(TelemetryBatch batch) {
+void SqliteTelemetryStore::submit(TelemetryBatch batch) {
   if (batch.empty()) return;
   {
     std::lock_guard lock(readMu_);
@@ -169,18 +169,18 @@ void TelemetryStore::submit(TelemetryBatch batch) {
   wake_.notify_one();
 }
 
-void TelemetryStore::flush() {
+void SqliteTelemetryStore::flush() {
   std::unique_lock lock(mu_);
   const uint64_t target = submitted_;
   drained_.wait(lock, [&] { return committed_ >= target; });
 }
 
-uint64_t TelemetryStore::samplesCommitted() const {
+uint64_t SqliteTelemetryStore::samplesCommitted() const {
   std::lock_guard lock(mu_);
   return samplesCommitted_;
 }
 
-void TelemetryStore::writerLoop() {
+void SqliteTelemetryStore::writerLoop() {
   for (;;) {
     std::vector<TelemetryBatch> batches;
     bool stopping;
@@ -225,7 +225,7 @@ void TelemetryStore::writerLoop() {
   }
 }
 
-Status TelemetryStore::write(const std::vector<TelemetryBatch>& batches) {
+Status SqliteTelemetryStore::write(const std::vector<TelemetryBatch>& batches) {
   sqlite3* db = writeDb_.get();
   Status st = sqlite::exec(db, "BEGIN");
   if (!st.ok()) return st;
@@ -327,7 +327,7 @@ Status TelemetryStore::write(const std::vector<TelemetryBatch>& batches) {
   return Status::Ok();
 }
 
-Status TelemetryStore::applyRetention() {
+Status SqliteTelemetryStore::applyRetention() {
   std::unique_lock lock(mu_);
   const uint64_t ticket = ++retainAsked_;
   wake_.notify_one();
@@ -335,7 +335,7 @@ Status TelemetryStore::applyRetention() {
   return retainStatus_;
 }
 
-Status TelemetryStore::retain() {
+Status SqliteTelemetryStore::retain() {
   const TimeMs now = clock_.nowMs();
   sqlite3* db = writeDb_.get();
   struct Cut {
@@ -358,9 +358,10 @@ Status TelemetryStore::retain() {
   return Status::Ok();
 }
 
-Result<std::vector<GpuPoint>> TelemetryStore::gpuHistory(const std::string& host, int gpu,
-                                                         TimeMs from, TimeMs to,
-                                                         Resolution resolution, size_t limit) {
+Result<std::vector<GpuPoint>> SqliteTelemetryStore::gpuHistory(const std::string& host, int gpu,
+                                                               TimeMs from, TimeMs to,
+                                                               Resolution resolution,
+                                                               size_t limit) {
   std::string sql;
   if (resolution == Resolution::kRaw) {
     sql =
@@ -406,7 +407,7 @@ Result<std::vector<GpuPoint>> TelemetryStore::gpuHistory(const std::string& host
   return out;
 }
 
-UsageCell TelemetryStore::sumTier(bool hours, int64_t alloc, TimeMs from, TimeMs to) {
+UsageCell SqliteTelemetryStore::sumTier(bool hours, int64_t alloc, TimeMs from, TimeMs to) {
   const int64_t size = hours ? kHourMs : kMinuteMs;
   sqlite3_stmt* stmt = hours ? sumHours_.get() : sumMinutes_.get();
   UsageCell sum;
@@ -423,14 +424,14 @@ UsageCell TelemetryStore::sumTier(bool hours, int64_t alloc, TimeMs from, TimeMs
   return sum;
 }
 
-UsageCell TelemetryStore::sumFinest(int64_t alloc, TimeMs from, TimeMs to) {
+UsageCell SqliteTelemetryStore::sumFinest(int64_t alloc, TimeMs from, TimeMs to) {
   if (to <= from) return {};
   const TimeMs minutesFrom =
       retention_.minutesMs > 0 ? clock_.nowMs() - retention_.minutesMs : INT64_MIN;
   return sumTier(from < minutesFrom, alloc, from, to);
 }
 
-std::optional<UsageCell> TelemetryStore::usageWithin(int64_t alloc, TimeMs from, TimeMs to) {
+std::optional<UsageCell> SqliteTelemetryStore::usageWithin(int64_t alloc, TimeMs from, TimeMs to) {
   if (to <= from) return UsageCell{};
   if (retention_.hoursMs > 0 && from < bucketOf(clock_.nowMs() - retention_.hoursMs, kHourMs))
     return std::nullopt;
@@ -450,6 +451,18 @@ std::optional<UsageCell> TelemetryStore::usageWithin(int64_t alloc, TimeMs from,
   sum += sumFinest(alloc, from, h1);
   sum += sumFinest(alloc, h2, to);
   return sum;
+}
+
+}  // namespace allot::telemetry
+
+namespace allot::telemetry {
+
+Result<std::unique_ptr<TelemetryStore>> TelemetryStore::open(const std::string& path,
+                                                             TelemetryRetention retention,
+                                                             const Clock& clock) {
+  auto engine = SqliteTelemetryStore::open(path, retention, clock);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<TelemetryStore>(std::move(engine).value());
 }
 
 }  // namespace allot::telemetry
