@@ -66,7 +66,12 @@ Result<AgentMessage> decodeAgentMessage(const nlohmann::json& msg) {
 Result<ServerMessage> decodeServerMessage(const nlohmann::json& msg) {
   if (!msg.is_object()) return Status::InvalidArgument("not a JSON object");
   const std::string type = messageType(msg);
-  if (type == "desired") return wrap<ServerMessage>(type, model::decodeDesired(msg));
+  if (type == "desired") {
+    // Its refusals name the desired state already ("desired state: job entry 1: ...").
+    auto state = model::decodeDesired(msg);
+    if (!state.ok()) return state.status();
+    return ServerMessage{std::move(*state)};
+  }
   return Status::InvalidArgument("unknown message type '" + type + "'");
 }
 

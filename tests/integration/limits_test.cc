@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
+#include <sys/socket.h>
 #include <thread>
 
 #include "harness.h"
@@ -120,6 +121,19 @@ class HostStream {
     ws_.write(boost::asio::buffer(text), ec);
     return !ec;
   }
+  // True when allotd closes the stream within `within` (what it sends until then is read and
+  // dropped); false when it is still open then.
+  bool closedByServer(std::chrono::seconds within = std::chrono::seconds(10)) {
+    timeval tv{static_cast<time_t>(within.count()), 0};
+    ::setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (;;) {
+      beast::flat_buffer buf;
+      beast::error_code ec;
+      ws_.read(buf, ec);
+      if (!ec) continue;
+      return ec != boost::asio::error::would_block && ec != boost::asio::error::try_again;
+    }
+  }
 
  private:
   boost::asio::io_context io_;
@@ -170,6 +184,39 @@ TEST_F(LimitsTest, AForgedHelloCannotEnlargeAHostOrAllotdsMemory) {
   HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
   EXPECT_EQ(hosts.status, 200);
   EXPECT_LT(hosts.body.size(), 64u << 10);
+}
+
+// What a host credential's holder sends is read whole or refused whole (protocol/agent_messages.h):
+// a hello allotd cannot read closes the stream, and any other frame it cannot read is dropped,
+// leaving the stream, and allotd, serving.
+TEST_F(LimitsTest, AgentMessagesThatDoNotDecodeAreRefusedWhole) {
+  startAgent("gpu-a", "sim:2xA100");
+  const json credential = json::parse(readFile(path("agents/gpu-a/credential.json")));
+  const std::string token = credential.at("token").get<std::string>();
+  killAgent("gpu-a");
+  {
+    HostStream forged(port_, token);
+    json hello = helloWith(2, "A100");
+    hello["jobs"] = json::array({{{"id", "one"}, {"state", "running"}}});
+    ASSERT_TRUE(forged.send(hello.dump()));
+    EXPECT_TRUE(forged.closedByServer());
+  }
+  HostStream forged(port_, token);
+  ASSERT_TRUE(forged.send(helloWith(2, "A100").dump()));
+  for (const char* text :
+       {R"({"type":5})", R"({"type":null})", R"([1,2])", R"({"type":"status"})",
+        R"({"type":"status","jobs":[{"id":{}}]})", R"({"type":"status","jobs":[null]})",
+        R"({"type":"telemetry","gpus":7})", R"({"type":"task_result","task":[]})",
+        R"({"type":"task_output","task":"x"})", R"({"type":"no-such-type"})"})
+    ASSERT_TRUE(forged.send(text)) << text;
+  // A good report after them is still heard on the same stream: its count reaches the metric.
+  ASSERT_TRUE(forged.send(
+      json{{"type", "status"}, {"jobs", json::array()}, {"refused_desired", 7}}.dump()));
+  EXPECT_TRUE(waitFor([&] {
+    HttpResult m = httpRequest(port_, "GET", "/metrics", "", adminToken_);
+    return m.body.find("allot_agent_desired_refused_total{host=\"gpu-a\"} 7") != std::string::npos;
+  }));
+  ASSERT_TRUE(serverRunning());
 }
 
 }  // namespace

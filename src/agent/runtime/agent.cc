@@ -27,6 +27,7 @@
 #include "common/bounded_json.h"
 #include "common/tls.h"
 #include "model/tunnel_frame.h"
+#include "protocol/agent_messages.h"
 
 namespace allot::agent {
 
@@ -460,7 +461,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   logShipped_.clear();
   taskResultSentAt_ = 0;
   taskOutputSent_ = 0;
-  auto hello = model::encodeHello(inventory(), actualJobs(), refusedDesired_);
+  auto hello = protocol::encode(protocol::Hello{inventory(), actualJobs(), refusedDesired_});
   ws->text(true);
   auto [wec, wn] = co_await ws->async_write(asio::buffer(hello), asio::as_tuple(use_awaitable));
   if (wec) co_return Status::Unavailable("send failed: " + wec.message());
@@ -487,22 +488,24 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         continue;
       }
       auto msg = parseBoundedJson(beast::buffers_to_string(buf.data()));
-      if (!msg.is_object() || msg.value("type", "") != "desired") continue;
+      // What a newer allotd may send besides is not this agent's to act on.
+      if (protocol::messageType(msg) != "desired") continue;
       // Whole or not at all: a job missing from a half-read message would be stopped.
-      auto state = model::decodeDesired(msg);
-      if (!state.ok()) {
+      auto decoded = protocol::decodeServerMessage(msg);
+      if (!decoded.ok()) {
         ++refusedDesired_;
         spdlog::error(
             "desired state refused ({} so far), keeping the last good one: {} (allotd and this "
             "agent may be of different versions)",
-            refusedDesired_, state.status().message());
+            refusedDesired_, decoded.status().message());
         // allotd hears of it with the next tick's status, not a heartbeat later.
         statusDirty_ = true;
         continue;
       }
-      std::vector<model::DesiredJob> desired = std::move(state->jobs);
-      if (state->heartbeatMs) heartbeatMs = *state->heartbeatMs;
-      wantedTask_ = std::move(state->task);
+      auto& state = std::get<model::DesiredState>(*decoded);
+      std::vector<model::DesiredJob> desired = std::move(state.jobs);
+      if (state.heartbeatMs) heartbeatMs = *state.heartbeatMs;
+      wantedTask_ = std::move(state.task);
       startTaskIfWanted();
       haveDesired_ = true;
       // allotd's word on how much output it holds is the truth for a new connection only; after
@@ -593,7 +596,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       }
       if (failed) break;
     }
-    std::string status = model::encodeStatus(jobs, refusedDesired_);
+    std::string status = protocol::encode(protocol::StatusReport{std::move(jobs), refusedDesired_});
     auto now = clock_.nowMs();
     if (status != lastStatus || statusDirty_ || now - lastSent >= heartbeatMs) {
       outbox->push(status, false);
