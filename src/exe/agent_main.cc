@@ -14,6 +14,7 @@
 #include "agent/exec/process_executor.h"
 #include "agent/exec/run_as.h"
 #include "agent/gpu/gpu_provider_factory.h"
+#include "agent/host_ops/wipe_roots.h"
 #include "agent/runtime/agent.h"
 #include "common/log.h"
 #include "common/time_format.h"
@@ -31,16 +32,6 @@ std::string besideThisBinary(const char* program) {
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return program;
   return (self.parent_path() / program).string();
-}
-
-std::string absolutePath(const std::string& path) {
-  return std::filesystem::absolute(path).string();
-}
-
-// A root a wipe empties, or team storage, must not be / or hold the work dir: the agent would
-// lose its own state.
-bool holdsWorkDir(const std::string& root, const std::string& workDir) {
-  return root == "/" || (workDir + "/").rfind(root + "/", 0) == 0;
 }
 
 }  // namespace
@@ -127,14 +118,14 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(workDir, ec);
   if (ec) return fail("cannot create work dir " + workDir + ": " + ec.message());
-  workDir = absolutePath(workDir);
+  workDir = allot::agent::normalPath(workDir);
 
   if (scratchDir.empty()) scratchDir = workDir + "/scratch";
-  scratchDir = absolutePath(scratchDir);
+  scratchDir = allot::agent::normalPath(scratchDir);
   if (!homeDir.empty()) {
-    homeDir = absolutePath(homeDir);
+    homeDir = allot::agent::normalPath(homeDir);
     // A wipe empties it: the work dir or / given by mistake would lose the agent's own state.
-    if (holdsWorkDir(homeDir, workDir))
+    if (allot::agent::holdsDir(homeDir, workDir))
       return fail("--home-dir: " + homeDir +
                   " cannot be a team home root: it holds the work dir, and a wipe empties it");
   }
@@ -143,13 +134,13 @@ int main(int argc, char** argv) {
         "--run-as-owner required: only root can start workloads as other users; run "
         "as root, or pass --run-as-owner off to run every job as this user");
   if (!teamDir.empty()) {
-    teamDir = absolutePath(teamDir);
-    if (holdsWorkDir(teamDir, workDir))
+    teamDir = allot::agent::normalPath(teamDir);
+    if (allot::agent::holdsDir(teamDir, workDir))
       return fail("--team-dir: " + teamDir +
                   " cannot be the team storage root: it holds the "
                   "work dir");
   }
-  if (holdsWorkDir(scratchDir, workDir))
+  if (allot::agent::holdsDir(scratchDir, workDir))
     return fail("--scratch-dir: " + scratchDir +
                 " cannot be the scratch root: it holds the work dir, and a wipe empties it");
   if (runAsOwner == "required") {
@@ -210,7 +201,7 @@ int main(int argc, char** argv) {
   cfg.sshDirectAddress = sshDirectAddress;
   cfg.teamDir = teamDir;
   if (!sessionHomeDir.empty())
-    cfg.sessionHomeDir = absolutePath(sessionHomeDir);
+    cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());
