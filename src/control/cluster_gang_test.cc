@@ -259,7 +259,7 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   place();
   cluster_->agentStatus(job(id).ranks[1].host, {report(id, ActualState::kExited, 3)});
   auto j = job(id);
-  auto back = model::jobFromStoreDoc(model::toStoreDoc(j));
+  auto back = model::jobFromStoreDoc(model::toStoreDoc(j)).value();
   EXPECT_EQ(back.hosts, 2);
   ASSERT_EQ(back.ranks.size(), 2u);
   EXPECT_EQ(back.failedRank, 1);
@@ -278,7 +278,7 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   EXPECT_TRUE(w.hostJobs["gpu-a"].count(id));
   EXPECT_TRUE(w.hostJobs["gpu-b"].count(id));
   EXPECT_EQ(w.gpuHolders["gpu-b"].size(), 2u);
-  auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}});
+  auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}}).value();
   EXPECT_EQ(old.hosts, 1);
   EXPECT_TRUE(old.ranks.empty());
   EXPECT_EQ(model::toJson(old).count("ranks"), 0u);

@@ -94,7 +94,7 @@ json toStoreDoc(const Team& t) {
 }
 
 // Teams stored before quotas existed have an empty document: every field has its default.
-Team teamFromStoreDoc(const json& d) {
+static Team teamFromStoreDocOrThrow(const json& d) {
   Team t;
   t.name = d.value("name", "");
   t.createdAt = d.value("created_ms", TimeMs{0});
@@ -179,7 +179,7 @@ json toStoreDoc(const User& u) {
 
 // Users stored before schema 8 have an empty document; the store fills teams and the platform
 // admin flag from their team and role columns.
-User userFromStoreDoc(const json& d) {
+static User userFromStoreDocOrThrow(const json& d) {
   User u;
   u.teams = teamRolesFromJson(d.value("teams", json::object()));
   u.platformAdmin = d.value("platform_admin", false);
@@ -234,7 +234,7 @@ json toStoreDoc(const Project& p) {
   return out;
 }
 
-Project projectFromStoreDoc(const json& d) {
+static Project projectFromStoreDocOrThrow(const json& d) {
   Project p;
   p.name = d.value("name", "");
   p.team = d.value("team", "");
@@ -500,7 +500,7 @@ json toStoreDoc(const Host& h) {
   return out;
 }
 
-Host hostFromStoreDoc(const json& d) {
+static Host hostFromStoreDocOrThrow(const json& d) {
   Host h;
   h.name = d.at("name").get<std::string>();
   h.simulated = d.value("simulated", false);
@@ -581,7 +581,7 @@ json toStoreDocFlat(const Job& j) {
   return out;
 }
 
-Job jobFromStoreDoc(const json& d) {
+static Job jobFromStoreDocOrThrow(const json& d) {
   Job j;
   j.id = d.at("id").get<int64_t>();
   j.name = d.value("name", "");
@@ -689,7 +689,7 @@ json toStoreDoc(const Upgrade& u) {
   return out;
 }
 
-Upgrade upgradeFromStoreDoc(const json& d) {
+static Upgrade upgradeFromStoreDocOrThrow(const json& d) {
   Upgrade u;
   u.id = d.at("id").get<int64_t>();
   u.pool = d.value("pool", "");
@@ -713,6 +713,32 @@ Upgrade upgradeFromStoreDoc(const json& d) {
     u.hosts.push_back(std::move(uh));
   }
   return u;
+}
+
+// The store's decoders: the *OrThrow bodies above throw (nlohmann on a missing or mistyped
+// field, parseStored on an unknown name); what leaves the model is a Result.
+Result<Team> teamFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return teamFromStoreDocOrThrow(d); });
+}
+
+Result<User> userFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return userFromStoreDocOrThrow(d); });
+}
+
+Result<Project> projectFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return projectFromStoreDocOrThrow(d); });
+}
+
+Result<Host> hostFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return hostFromStoreDocOrThrow(d); });
+}
+
+Result<Job> jobFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return jobFromStoreDocOrThrow(d); });
+}
+
+Result<Upgrade> upgradeFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return upgradeFromStoreDocOrThrow(d); });
 }
 
 }  // namespace allot::model

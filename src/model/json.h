@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "model/model.h"
 
 namespace allot::model {
@@ -21,7 +22,7 @@ json toJson(const Team& t);
 json quotaJson(const Team& t);
 json toJson(const User& u);
 json toStoreDoc(const User& u);
-User userFromStoreDoc(const json& doc);
+Result<User> userFromStoreDoc(const json& doc);
 json toJson(const SshKey& k);
 json toJson(const ApiToken& t);
 json toJson(const Project& p);
@@ -40,27 +41,28 @@ json toJson(const Upgrade& u);
 // An event as the API and webhooks show it.
 json toJson(const Event& e);
 
-// Documents for the store: every field, times in ms, secrets' hashes included.
+// Documents for the store: every field, times in ms, secrets' hashes included. A document that
+// does not decode is an Internal error, never an exception out of the model.
 json toStoreDoc(const Team& t);
 json toStoreDoc(const Project& p);
-Team teamFromStoreDoc(const json& doc);
-Project projectFromStoreDoc(const json& doc);
+Result<Team> teamFromStoreDoc(const json& doc);
+Result<Project> projectFromStoreDoc(const json& doc);
 json toStoreDoc(const Host& h);
 json toStoreDoc(const Job& j);
-Host hostFromStoreDoc(const json& doc);
-Job jobFromStoreDoc(const json& doc);
+Result<Host> hostFromStoreDoc(const json& doc);
+Result<Job> jobFromStoreDoc(const json& doc);
 json toStoreDoc(const Upgrade& u);
-Upgrade upgradeFromStoreDoc(const json& doc);
+Result<Upgrade> upgradeFromStoreDoc(const json& doc);
 Gpu gpuFromJson(const json& j);
 
 // Leases (lease_json.cc): the API's form, and the store's.
 json toJson(const Lease& l);
 json toStoreDoc(const Lease& l);
-Lease leaseFromStoreDoc(const json& doc);
+Result<Lease> leaseFromStoreDoc(const json& doc);
 
 // Session profiles (profile_json.cc): the API's form, and the store's.
 json toJson(const Profile& p);
 json toStoreDoc(const Profile& p);
-Profile profileFromStoreDoc(const json& doc);
+Result<Profile> profileFromStoreDoc(const json& doc);
 
 }  // namespace allot::model

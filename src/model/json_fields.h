@@ -51,6 +51,17 @@ Status decodeObjectAt(const json& j, const char* key, Decode&& decode, std::opti
 
 // An enum read from a stored document, where an unknown name is corruption: throws
 // "unknown <what> '<name>'" for the store to report.
+// Runs a store decoder's body so that nothing it throws (nlohmann on a missing or mistyped field,
+// parseStored on an unknown name) leaves the model: the store gets a Status instead.
+template <typename F>
+auto decodedOrStatus(F&& body) -> Result<decltype(body())> {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("stored document does not decode: ") + e.what());
+  }
+}
+
 template <typename E>
 E parseStored(std::optional<E> (*parse)(const std::string&), const std::string& name,
               const char* what) {

@@ -18,7 +18,7 @@ TEST(ModelJson, JobRoundTripsThroughStoreDoc) {
   j.gpuIndices = {0, 1};
   j.exitCode = 3;
   j.submittedAt = 1000;
-  Job back = jobFromStoreDoc(toStoreDoc(j));
+  Job back = jobFromStoreDoc(toStoreDoc(j)).value();
   EXPECT_EQ(back.id, 42);
   EXPECT_EQ(back.command, j.command);
   EXPECT_EQ(back.env, j.env);
@@ -47,7 +47,7 @@ TEST(ModelJson, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
   u.name = "alice";
   u.sshKeys.push_back({"SHA256:abc", "ssh-ed25519", "AAAAC3Nz", "alice@laptop", 1234});
   u.sshKeys.push_back({"SHA256:def", "ssh-rsa", "AAAAB3Nz", "", 5678});
-  User back = userFromStoreDoc(toStoreDoc(u));
+  User back = userFromStoreDoc(toStoreDoc(u)).value();
   ASSERT_EQ(back.sshKeys.size(), 2u);
   EXPECT_EQ(back.sshKeys[0].fingerprint, "SHA256:abc");
   EXPECT_EQ(back.sshKeys[0].blob, "AAAAC3Nz");
@@ -59,7 +59,7 @@ TEST(ModelJson, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
   // The API shows what identifies a key, not the blob.
   EXPECT_FALSE(toJson(back.sshKeys[0]).contains("blob"));
   // A user stored before SSH keys existed loads with none.
-  EXPECT_TRUE(userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).sshKeys.empty());
+  EXPECT_TRUE(userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).value().sshKeys.empty());
 }
 
 TEST(ModelJson, HostRoundTrip) {
@@ -67,7 +67,7 @@ TEST(ModelJson, HostRoundTrip) {
   h.name = "h1";
   h.simulated = true;
   h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", "", "", false});
-  Host back = hostFromStoreDoc(toStoreDoc(h));
+  Host back = hostFromStoreDoc(toStoreDoc(h)).value();
   EXPECT_EQ(back.name, "h1");
   EXPECT_TRUE(back.simulated);
   ASSERT_EQ(back.gpus.size(), 1u);
@@ -78,7 +78,7 @@ TEST(ModelJson, HostAdminStateRoundTripsAndShowsInTheApi) {
   Host h;
   h.name = "h1";
   // A document written before admin states existed loads as available.
-  Host old = hostFromStoreDoc(toStoreDoc(h));
+  Host old = hostFromStoreDoc(toStoreDoc(h)).value();
   EXPECT_EQ(old.adminState, AdminState::kAvailable);
   EXPECT_EQ(toJson(old)["admin_state"], "available");
   EXPECT_FALSE(toJson(old).contains("drain_deadline"));
@@ -86,7 +86,7 @@ TEST(ModelJson, HostAdminStateRoundTripsAndShowsInTheApi) {
   h.adminState = AdminState::kDraining;
   h.adminReason = "kernel update";
   h.drainDeadline = 1'764'505'800'000;  // 2025-11-30T12:30:00Z
-  Host back = hostFromStoreDoc(toStoreDoc(h));
+  Host back = hostFromStoreDoc(toStoreDoc(h)).value();
   EXPECT_EQ(back.adminState, AdminState::kDraining);
   EXPECT_EQ(back.adminReason, "kernel update");
   EXPECT_EQ(back.drainDeadline, h.drainDeadline);
@@ -115,7 +115,7 @@ TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
   j.evicting = true;
   j.evictingSince = 5000;
   j.evictedFor = "reclaimed by team ml for job 42";
-  Job back = jobFromStoreDoc(toStoreDoc(j));
+  Job back = jobFromStoreDoc(toStoreDoc(j)).value();
   EXPECT_EQ(toStoreDoc(back), toStoreDoc(j));
   EXPECT_EQ(back.gpuModels, j.gpuModels);
   EXPECT_EQ(back.gpuMilli, 250);
@@ -131,13 +131,13 @@ TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
 
 TEST(ModelJson, JobDocumentsFromBeforeSchedulingFieldsLoadWithDefaults) {
   json old = {{"id", 3}, {"gpus", 2}, {"gpu_model", "H100"}, {"state", "queued"}};
-  Job j = jobFromStoreDoc(old);
+  Job j = jobFromStoreDoc(old).value();
   EXPECT_EQ(j.gpuModels, std::vector<std::string>{"H100"});
   EXPECT_EQ(j.gpuMilli, 1000);
   EXPECT_EQ(j.priority, 0);
   EXPECT_FALSE(j.preemptible);
   EXPECT_EQ(j.maxRuntimeMs, 0);
-  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).gpuModels.empty());
+  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).value().gpuModels.empty());
   auto api = toJson(j);
   EXPECT_TRUE(api["max_runtime"].is_null());
   EXPECT_TRUE(api["min_driver"].is_null());
@@ -153,7 +153,7 @@ TEST(ModelJson, TeamQuotaRoundTripsAndShowsAnyModelAsAny) {
   t.lendDedicated = true;
   t.usageGpuSeconds = 1234.5;
   t.usageAt = 99;
-  Team back = teamFromStoreDoc(toStoreDoc(t));
+  Team back = teamFromStoreDoc(toStoreDoc(t)).value();
   EXPECT_EQ(back.name, "ml");
   EXPECT_EQ(back.createdAt, 10);
   EXPECT_EQ(back.quota.guaranteed, t.quota.guaranteed);
@@ -169,7 +169,7 @@ TEST(ModelJson, TeamQuotaRoundTripsAndShowsAnyModelAsAny) {
   EXPECT_EQ(q["borrow_limit"], 3);
   EXPECT_TRUE(q["lend_limit"].is_null());
 
-  Team old = teamFromStoreDoc(json::object());  // a team stored before quotas
+  Team old = teamFromStoreDoc(json::object()).value();  // a team stored before quotas
   EXPECT_TRUE(old.quota.guaranteed.empty());
   EXPECT_EQ(old.quota.borrowLimit, -1);
   EXPECT_EQ(old.quota.weight, 1.0);
@@ -185,17 +185,17 @@ TEST(ModelJson, IdlePoliciesRoundTripAndAreAbsentInOlderDocuments) {
   pol.graceMs = 0;
   pol.webhook = "http://hooks:8080/x";
   t.idlePolicy = pol;
-  EXPECT_EQ(teamFromStoreDoc(toStoreDoc(t)).idlePolicy, pol);
+  EXPECT_EQ(teamFromStoreDoc(toStoreDoc(t)).value().idlePolicy, pol);
   Project p;
   p.idlePolicy = pol;
-  EXPECT_EQ(projectFromStoreDoc(toStoreDoc(p)).idlePolicy, pol);
-  EXPECT_FALSE(teamFromStoreDoc(json::object()).idlePolicy);
-  EXPECT_FALSE(projectFromStoreDoc(json::object()).idlePolicy);
+  EXPECT_EQ(projectFromStoreDoc(toStoreDoc(p)).value().idlePolicy, pol);
+  EXPECT_FALSE(teamFromStoreDoc(json::object()).value().idlePolicy);
+  EXPECT_FALSE(projectFromStoreDoc(json::object()).value().idlePolicy);
 }
 
 TEST(ModelJson, ProjectSplitAndHostDedicationRoundTrip) {
   Project p{"resnet", "ml", 5, {{"A100", 2}, {"", 1}}, std::nullopt};
-  Project back = projectFromStoreDoc(toStoreDoc(p));
+  Project back = projectFromStoreDoc(toStoreDoc(p)).value();
   EXPECT_EQ(back.guaranteed, p.guaranteed);
   EXPECT_EQ(back.team, "ml");
   EXPECT_EQ(toJson(p)["guaranteed"], json({{"A100", 2}, {"any", 1}}));
@@ -207,14 +207,14 @@ TEST(ModelJson, ProjectSplitAndHostDedicationRoundTrip) {
   h.gpus.push_back(Gpu{1, "GPU-2", 1, "A100", 81920, 0, "", "", "", false});
   h.gpus[0].dedicatedTo = "ml";
   h.gpus[1].shared = true;
-  Host hb = hostFromStoreDoc(toStoreDoc(h));
+  Host hb = hostFromStoreDoc(toStoreDoc(h)).value();
   EXPECT_EQ(hb.dedicatedTo, "ml");
   EXPECT_EQ(hb.gpus[0].dedicatedTo, "ml");
   EXPECT_FALSE(hb.gpus[0].shared);
   EXPECT_TRUE(hb.gpus[1].shared);
   EXPECT_EQ(toJson(h)["dedicated_to"], "ml");
   EXPECT_TRUE(toJson(h)["gpus"][1]["dedicated_to"].is_null());
-  EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).dedicatedTo.empty());
+  EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).value().dedicatedTo.empty());
 }
 
 TEST(ModelJson, GpuTopologyRoundTripsAndIsUnknownWhenAbsent) {
@@ -259,6 +259,27 @@ TEST(ModelJson, AListedJobCarriesABoundedCommandAndEnvironment) {
   EXPECT_EQ(last.substr(last.size() - 4), "y...");
   // The whole job is still there for GET /jobs/{id}.
   EXPECT_EQ(toJson(big)["env"]["BLOB"].get<std::string>().size(), 200'000u);
+}
+
+// A stored document the model cannot read is corruption, reported as a Result: nothing thrown
+// crosses from the model into the store.
+TEST(StoreDocJson, ADocumentThatDoesNotDecodeIsAnErrorNotAnException) {
+  const json bad[] = {json{{"id", "seven"}}, json{{"id", 7}, {"ranks", "two"}}, json::array(),
+                      json(nullptr)};
+  for (const json& doc : bad) {
+    bool ok = true;
+    EXPECT_NO_THROW(ok = jobFromStoreDoc(doc).ok()) << doc.dump();
+    EXPECT_FALSE(ok) << doc.dump();
+  }
+  auto host = hostFromStoreDoc({{"name", "h1"}, {"task", {{"id", "one"}}}});
+  ASSERT_FALSE(host.ok());
+  EXPECT_EQ(host.status().code(), Code::kInternal);
+  EXPECT_NE(host.status().message().find("stored document does not decode: host h1"),
+            std::string::npos)
+      << host.status().message();
+  EXPECT_FALSE(teamFromStoreDoc(json("a team")).ok());
+  EXPECT_FALSE(leaseFromStoreDoc(json::array()).ok());
+  EXPECT_FALSE(profileFromStoreDoc(json{{"name", 5}}).ok());
 }
 
 }  // namespace

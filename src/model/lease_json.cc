@@ -58,7 +58,7 @@ json toStoreDoc(const Lease& l) {
   return out;
 }
 
-Lease leaseFromStoreDoc(const json& d) {
+static Lease leaseFromStoreDocOrThrow(const json& d) {
   Lease l;
   l.id = d.value("id", int64_t{0});
   l.team = d.value("team", "");
@@ -83,6 +83,12 @@ Lease leaseFromStoreDoc(const json& d) {
   l.claimed = d.value("claimed", std::vector<std::string>{});
   l.noticed = d.value("noticed", std::vector<int64_t>{});
   return l;
+}
+
+// The store's decoders: the *OrThrow bodies above throw (nlohmann on a missing or mistyped
+// field, parseStored on an unknown name); what leaves the model is a Result.
+Result<Lease> leaseFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return leaseFromStoreDocOrThrow(d); });
 }
 
 }  // namespace allot::model

@@ -60,7 +60,7 @@ json toStoreDoc(const Profile& p) {
   return out;
 }
 
-Profile profileFromStoreDoc(const json& d) {
+static Profile profileFromStoreDocOrThrow(const json& d) {
   Profile p;
   p.name = d.value("name", "");
   p.team = d.value("team", "");
@@ -77,6 +77,12 @@ Profile profileFromStoreDoc(const json& d) {
   p.createdBy = d.value("created_by", "");
   p.createdAt = d.value("created_ms", TimeMs{0});
   return p;
+}
+
+// The store's decoders: the *OrThrow bodies above throw (nlohmann on a missing or mistyped
+// field, parseStored on an unknown name); what leaves the model is a Result.
+Result<Profile> profileFromStoreDoc(const json& d) {
+  return fields::decodedOrStatus([&] { return profileFromStoreDocOrThrow(d); });
 }
 
 }  // namespace allot::model

@@ -168,14 +168,17 @@ Status forEachRow(sqlite3* db, std::string_view sql,
   }
 }
 
-// Decodes a stored document; a row that does not parse is corruption, not a user error.
+// Decodes a stored document; a row that does not parse is corruption, not a user error. The model's
+// decoders return a Result; only the parse here may throw, and it is caught here.
 template <typename T>
-Result<T> fromDoc(const std::string& doc, T (*decode)(const model::json&)) {
+Result<T> fromDoc(const std::string& doc, Result<T> (*decode)(const model::json&)) {
+  model::json parsed;
   try {
-    return decode(model::json::parse(doc));
+    parsed = model::json::parse(doc);
   } catch (const std::exception& e) {
     return Status::Internal(std::string("stored document does not decode: ") + e.what());
   }
+  return decode(parsed);
 }
 
 // forEachRow over one table, naming it in an error: "failed to load <what>: ...".
@@ -189,7 +192,7 @@ Status loadRows(sqlite3* db, std::string_view sql, const std::string& what,
 // named "<kind> <key>".
 template <typename T>
 Status loadDocs(sqlite3* db, const std::string& table, const std::string& key, const char* kind,
-                T (*decode)(const model::json&), std::vector<T>& out) {
+                Result<T> (*decode)(const model::json&), std::vector<T>& out) {
   return loadRows(db, "SELECT " + key + ", doc FROM " + table + " ORDER BY " + key, table,
                   [&](sqlite3_stmt* s) {
                     auto value = fromDoc<T>(columnText(s, 1), decode);
