@@ -18,8 +18,8 @@
 #include "api/server.h"
 #include "common/bounded_json.h"
 #include "model/agent_protocol.h"
-#include "protocol/agent_messages.h"
 #include "model/tunnel_frame.h"
+#include "protocol/agent_messages.h"
 
 namespace allot::api {
 
@@ -202,7 +202,8 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
         });
       }
       helloSeen = true;
-      auto change = server.cluster().agentConnected(host, link.get(), hello->inventory, hello->jobs);
+      auto change =
+          server.cluster().agentConnected(host, link.get(), hello->inventory, hello->jobs);
       co_await server.apply(change);
       for (const auto& a : hello->jobs) server.notifyJob(a.id);
       continue;

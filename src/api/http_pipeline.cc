@@ -33,7 +33,8 @@ ApiResponse answerWithoutRoute(Server& server, const HttpRequest& req, std::stri
     return ApiResponse::error(
         Status::NotFound("no such endpoint on a session's origin: " + std::string(path)));
   if (console) return server.console().serve(path, req[http::field::accept_encoding]);
-  if (!pathKnown) return ApiResponse::error(Status::NotFound("no such endpoint: " + std::string(path)));
+  if (!pathKnown)
+    return ApiResponse::error(Status::NotFound("no such endpoint: " + std::string(path)));
   ApiResponse res = ApiResponse::error(Status::InvalidArgument(
       std::string(req.method_string()) + " is not allowed on " + std::string(path)));
   res.status = http::status::method_not_allowed;
@@ -102,7 +103,8 @@ boost::asio::awaitable<ApiOutcome> serveApi(Server& server, const HttpRequest& r
       refused = ApiResponse::error(Status::InvalidArgument(bad + ": not valid UTF-8", bad));
     StreamCredential streamCred;
     if (!refused && route.authenticated) {
-      std::optional<ApiResponse> authRefused = co_await authenticate(server, route, areq, streamCred);
+      std::optional<ApiResponse> authRefused =
+          co_await authenticate(server, route, areq, streamCred);
       refused = std::move(authRefused);
     }
     if (!refused && route.eventStream) {
@@ -148,8 +150,8 @@ http::response<http::string_body> encodeResponse(const HttpRequest& req, ApiResp
 }
 
 http::response<http::string_body> encodeTooLarge(size_t limit) {
-  auto res = ApiResponse::error(
-      Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));
+  auto res =
+      ApiResponse::error(Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));
   http::response<http::string_body> out{res.status, 11};
   out.set(http::field::content_type, res.contentType);
   out.keep_alive(false);

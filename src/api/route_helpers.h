@@ -88,14 +88,14 @@ Status readUsageQuery(const std::map<std::string, std::string>& query, TimeMs no
 }
 
 // A positive id from the path parameter `id`: `digits` is it without any prefix ("j-" of a job),
-// `shown` as the caller sent it, `what` the object it names with its article ("a lease"), for the 400's message.
+// `shown` as the caller sent it, `what` the object it names with its article ("a lease"), for the
+// 400's message.
 inline Result<int64_t> parsePathId(std::string_view digits, const std::string& shown,
                                    std::string_view what) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (ec != std::errc() || p != digits.data() + digits.size() || v <= 0)
-    return Status::InvalidArgument("id: '" + shown + "' is not " + std::string(what) + " id",
-                                   "id");
+    return Status::InvalidArgument("id: '" + shown + "' is not " + std::string(what) + " id", "id");
   return v;
 }
 inline Result<int64_t> parsePathId(const std::string& s, std::string_view what) {

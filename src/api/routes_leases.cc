@@ -102,9 +102,10 @@ void registerLeaseRoutes(Router& router, Server& s) {
   // Decisions on a lease: the same request (an optional reason) and the same answer.
   using Decision = Result<control::Change<model::Lease>> (control::LeaseService::*)(
       const control::Principal&, int64_t, const std::string&);
-  for (auto [verb, decide] : {std::pair<const char*, Decision>{"approve", &control::LeaseService::approve},
-                              {"reject", &control::LeaseService::reject},
-                              {"end", &control::LeaseService::end}}) {
+  for (auto [verb, decide] :
+       {std::pair<const char*, Decision>{"approve", &control::LeaseService::approve},
+        {"reject", &control::LeaseService::reject},
+        {"end", &control::LeaseService::end}}) {
     router.add(V::post, std::string("/api/v1/leases/{id}/") + verb,
                [&s, decide](ApiRequest& r) -> Awaitable {
                  TRY_ASSIGN(id, parseLeaseId(r.params["id"]));

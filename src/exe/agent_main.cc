@@ -200,8 +200,7 @@ int main(int argc, char** argv) {
   }
   cfg.sshDirectAddress = sshDirectAddress;
   cfg.teamDir = teamDir;
-  if (!sessionHomeDir.empty())
-    cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
+  if (!sessionHomeDir.empty()) cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());

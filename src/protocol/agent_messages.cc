@@ -24,8 +24,7 @@ Result<std::vector<model::ActualJob>> readJobs(const nlohmann::json& msg) {
 // One alternative from its codec's Result, or the refusal naming the message's type.
 template <typename Variant, typename T>
 Result<Variant> wrap(const std::string& type, Result<T> decoded) {
-  if (!decoded.ok())
-    return Status::InvalidArgument(type + ": " + decoded.status().message());
+  if (!decoded.ok()) return Status::InvalidArgument(type + ": " + decoded.status().message());
   return Variant{std::move(*decoded)};
 }
 

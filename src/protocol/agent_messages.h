@@ -31,8 +31,8 @@ struct StatusReport {
   int64_t refusedDesired = 0;
 };
 
-using AgentMessage = std::variant<Hello, StatusReport, model::Telemetry, model::TaskOutput,
-                                  model::HostTaskResult>;
+using AgentMessage =
+    std::variant<Hello, StatusReport, model::Telemetry, model::TaskOutput, model::HostTaskResult>;
 using ServerMessage = std::variant<model::DesiredState>;
 
 // The message's "type" ("" when it has none, or one that is not a string).

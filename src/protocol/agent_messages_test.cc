@@ -80,14 +80,13 @@ TEST(AgentMessages, AMalformedJobEntryRefusesTheWholeReport) {
 // What an agent (or whoever holds its credential) sends is input: any shape is refused with a
 // reason, never thrown out of the decoder.
 TEST(AgentMessages, HostileShapesAreRefusedNotThrown) {
-  for (const char* text : {R"([1,2])", R"("hello")", R"({})", R"({"type":5})",
-                           R"({"type":null,"jobs":[]})", R"({"type":"hello"})",
-                           R"({"type":"hello","jobs":{},"inventory":[]})",
-                           R"({"type":"status","jobs":[{"id":{}}]})",
-                           R"({"type":"status","jobs":[null]})", R"({"type":"telemetry"})",
-                           R"({"type":"telemetry","gpus":"x"})", R"({"type":"task_result"})",
-                           R"({"type":"task_output","task":"x"})", R"({"type":"desired"})",
-                           R"({"type":"no-such-type"})"}) {
+  for (const char* text :
+       {R"([1,2])", R"("hello")", R"({})", R"({"type":5})", R"({"type":null,"jobs":[]})",
+        R"({"type":"hello"})", R"({"type":"hello","jobs":{},"inventory":[]})",
+        R"({"type":"status","jobs":[{"id":{}}]})", R"({"type":"status","jobs":[null]})",
+        R"({"type":"telemetry"})", R"({"type":"telemetry","gpus":"x"})",
+        R"({"type":"task_result"})", R"({"type":"task_output","task":"x"})",
+        R"({"type":"desired"})", R"({"type":"no-such-type"})"}) {
     const json msg = json::parse(text);
     bool decoded = true;
     EXPECT_NO_THROW(decoded = decodeAgentMessage(msg).ok()) << text;

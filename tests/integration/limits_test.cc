@@ -1,11 +1,13 @@
 // Issue 18, against real processes: one member's flood of huge jobs does not wedge a shared host,
 // one job's output does not fill allotd's disk, and a host credential cannot make its host look
-// bigger or blow up allotd's memory with its hello.
+// bigger or blow up allotd's memory with its hello. And (issue 19) what such a holder sends that
+// does not decode is refused whole, without taking allotd's end of the stream down.
+
+#include <sys/socket.h>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
-#include <sys/socket.h>
 #include <thread>
 
 #include "harness.h"
