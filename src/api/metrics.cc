@@ -57,7 +57,7 @@ std::vector<std::pair<std::string, const control::GpuTelemetry*>> telemetrySerie
     const control::World& w, TimeMs now) {
   std::vector<std::pair<std::string, const control::GpuTelemetry*>> out;
   for (const auto& [hostName, h] : w.hosts) {
-    const auto holders = w.gpuHolders.find(hostName);
+    const auto holders = w.gpuHolders().find(hostName);
     for (const auto& g : h.gpus) {
       const auto* t = w.freshTelemetry(hostName, g.index, now);
       if (!t) continue;
@@ -65,7 +65,7 @@ std::vector<std::pair<std::string, const control::GpuTelemetry*>> telemetrySerie
                            "," + label("uuid", g.uuid) + "," + label("model", g.model);
       std::string team, project, user;
       bool held = false;
-      if (holders != w.gpuHolders.end()) {
+      if (holders != w.gpuHolders().end()) {
         auto [from, to] = holders->second.equal_range(g.index);
         for (auto it = from; it != to; ++it) {
           const auto job = w.jobs.find(it->second);
@@ -235,7 +235,7 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
 
   header(out, "allot_gpu_allocated", "gauge",
          "Share of a GPU held by a job (1 = the whole GPU), labelled with who holds it.");
-  for (const auto& [hostName, holders] : w.gpuHolders) {
+  for (const auto& [hostName, holders] : w.gpuHolders()) {
     const auto host = w.hosts.find(hostName);
     if (host == w.hosts.end()) continue;
     for (const auto& [gpu, jobId] : holders) {

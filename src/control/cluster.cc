@@ -166,8 +166,8 @@ Status Cluster::checkJobLimits(const std::string& user, const std::string& team,
     auto it = m.find(k);
     return it == m.end() ? World::Active{} : it->second;
   };
-  const World::Active mine = active(world_.activeByUser, user);
-  const World::Active ours = active(world_.activeByTeam, team);
+  const World::Active mine = active(world_.activeByUser(), user);
+  const World::Active ours = active(world_.activeByTeam(), team);
   auto refuse = [](const std::string& who, const std::string& what, const char* key) {
     return Status::FailedPrecondition(who + " already has " + what +
                                       " in jobs queued or running, the most allowed (limits." +

@@ -69,10 +69,10 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
 
 std::string Cluster::desiredMessage(const std::string& host) {
   std::vector<model::DesiredJob> out;
-  auto hj = world_.hostJobs.find(host);
+  auto hj = world_.hostJobs().find(host);
   const auto& h = world_.hosts.at(host);
   size_t carried = 0;  // bytes of commands and environments in this message (kDesiredSpecBudget)
-  if (hj != world_.hostJobs.end()) {
+  if (hj != world_.hostJobs().end()) {
     for (int64_t id : hj->second) {
       if (placementsInFlight_.count(id)) continue;
       const Job& j = world_.jobs.at(id);
@@ -234,7 +234,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
     applyActual(host, a, c.batch, c.pushHosts);
   }
   // A job allotd thinks runs there but the agent does not know was lost with the agent's state.
-  auto hj = world_.hostJobs[host];  // copy: finishing jobs edits the index
+  auto hj = world_.hostJobsOf(host);  // copy: finishing jobs edits the index
   for (int64_t id : hj) {
     Job& j = world_.jobs.at(id);
     if (reported.count(id) || model::isTerminal(j.state)) continue;
@@ -511,7 +511,7 @@ Change<int> Cluster::checkLiveness() {
       }
     }
     if (downSince == 0 || now - downSince < options_.lostAfterMs) continue;
-    auto hj = world_.hostJobs[name];
+    auto hj = world_.hostJobsOf(name);
     // A flapping host is connected now: it hears that its jobs are gone and stops them.
     if (!hj.empty() && h.state == model::HostState::kOnline) c.pushHosts.insert(name);
     for (int64_t id : hj) {

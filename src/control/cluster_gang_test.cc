@@ -275,9 +275,9 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   store::Contents contents;
   contents.jobs.push_back(back);
   w.load(contents);
-  EXPECT_TRUE(w.hostJobs["gpu-a"].count(id));
-  EXPECT_TRUE(w.hostJobs["gpu-b"].count(id));
-  EXPECT_EQ(w.gpuHolders["gpu-b"].size(), 2u);
+  EXPECT_TRUE(w.hostJobsOf("gpu-a").count(id));
+  EXPECT_TRUE(w.hostJobsOf("gpu-b").count(id));
+  EXPECT_EQ(w.gpuHolders().at("gpu-b").size(), 2u);
   auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}}).value();
   EXPECT_EQ(old.hosts, 1);
   EXPECT_TRUE(old.ranks.empty());

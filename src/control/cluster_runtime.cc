@@ -14,7 +14,7 @@ Change<int> Cluster::enforceMaxRuntime() {
   auto now = clock_.nowMs();
   // Collected first: updateJob edits hostJobs, and a gang is listed under each of its hosts.
   std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
   for (int64_t id : ids) {
     model::Job& j = world_.jobs.at(id);
     if (j.state != model::JobState::kRunning || j.maxRuntimeMs <= 0 || j.cancelRequested ||

@@ -162,7 +162,7 @@ sched::Snapshot Cluster::snapshot() const {
       if (tv.name == p.team) tv.projectSplits[p.name] = p.guaranteed;
     }
   }
-  for (const auto& [host, ids] : world_.hostJobs) {
+  for (const auto& [host, ids] : world_.hostJobs()) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
       if (host != j.host) continue;  // a gang is listed under each of its hosts; take it once
@@ -197,8 +197,8 @@ sched::Snapshot Cluster::snapshot() const {
       s.running.push_back(std::move(r));
     }
   }
-  s.pending.reserve(world_.queued.size());
-  for (int64_t id : world_.queued) {
+  s.pending.reserve(world_.queued().size());
+  for (int64_t id : world_.queued()) {
     const Job& j = world_.jobs.at(id);
     s.pending.push_back(requestOf(j, options_.limits));
     // A local-storage session goes back to where its owner's home is, when there is room.
@@ -216,7 +216,7 @@ Change<int> Cluster::accountUsage(bool persist) {
   c.value = 0;
   const TimeMs now = clock_.nowMs();
   std::map<std::string, int64_t> heldMilli;
-  for (const auto& [host, ids] : world_.hostJobs) {
+  for (const auto& [host, ids] : world_.hostJobs()) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
       // Each host counts its own rank's GPUs, so a gang counts all of its GPUs once.
@@ -251,7 +251,7 @@ Change<int> Cluster::accountUsage(bool persist) {
 Change<std::vector<int64_t>> Cluster::schedulePass() {
   Change<std::vector<int64_t>> c;
   accountUsage(/*persist=*/false);  // the liveness loop writes it
-  if (world_.queued.empty()) {
+  if (world_.queued().empty()) {
     world_.waits.clear();
     world_.schedulerError.clear();  // a refusal after this is a new episode, announced again
     return c;
@@ -319,7 +319,7 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
   // job waits with the reason; the metric counts the passes; admins get one event per error.
   ++world_.refusedPasses;
   world_.waits.clear();
-  for (int64_t id : world_.queued) {
+  for (int64_t id : world_.queued()) {
     sched::Wait w;
     w.jobId = id;
     w.kind = sched::WaitKind::kSchedulerError;
@@ -331,7 +331,7 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
   model::Event e;
   e.kind = model::EventKind::kSchedulerError;
   e.message = "nothing can be placed: the scheduling pass refused the fleet's state: " + error;
-  e.details = nlohmann::json{{"error", error}, {"queued_jobs", world_.queued.size()}}.dump();
+  e.details = nlohmann::json{{"error", error}, {"queued_jobs", world_.queued().size()}}.dump();
   events_.append(std::move(e), batch);
 }
 

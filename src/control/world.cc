@@ -74,11 +74,11 @@ int64_t specBytes(const model::Job& j) {
 }
 
 void World::reindex() {
-  queued.clear();
-  activeByUser.clear();
-  activeByTeam.clear();
-  gpuHolders.clear();
-  hostJobs.clear();
+  queued_.clear();
+  activeByUser_.clear();
+  activeByTeam_.clear();
+  gpuHolders_.clear();
+  hostJobs_.clear();
   for (const auto& [id, j] : jobs) onJobChanged(nullptr, j);
 }
 
@@ -93,19 +93,19 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   };
   if (before && !model::isTerminal(before->state)) {
     const int64_t bytes = specBytes(*before);
-    count(activeByUser, before->user, -1, bytes);
-    count(activeByTeam, before->team, -1, bytes);
+    count(activeByUser_, before->user, -1, bytes);
+    count(activeByTeam_, before->team, -1, bytes);
   }
   if (!model::isTerminal(after.state)) {
     const int64_t bytes = specBytes(after);
-    count(activeByUser, after.user, +1, bytes);
-    count(activeByTeam, after.team, +1, bytes);
+    count(activeByUser_, after.user, +1, bytes);
+    count(activeByTeam_, after.team, +1, bytes);
   }
   if (before) {
-    if (before->state == model::JobState::kQueued) queued.erase(before->id);
+    if (before->state == model::JobState::kQueued) queued_.erase(before->id);
     if (holdsGpus(before->state)) {
       forEachRank(*before, [&](const std::string& host, const std::vector<int>& gpus) {
-        auto& holders = gpuHolders[host];
+        auto& holders = gpuHolders_[host];
         for (int g : gpus) {
           for (auto [it, end] = holders.equal_range(g); it != end; ++it) {
             if (it->second == before->id) {
@@ -114,15 +114,15 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
             }
           }
         }
-        hostJobs[host].erase(before->id);
+        hostJobs_[host].erase(before->id);
       });
     }
   }
-  if (after.state == model::JobState::kQueued) queued.insert(after.id);
+  if (after.state == model::JobState::kQueued) queued_.insert(after.id);
   if (holdsGpus(after.state)) {
     forEachRank(after, [&](const std::string& host, const std::vector<int>& gpus) {
-      for (int g : gpus) gpuHolders[host].emplace(g, after.id);
-      hostJobs[host].insert(after.id);
+      for (int g : gpus) gpuHolders_[host].emplace(g, after.id);
+      hostJobs_[host].insert(after.id);
     });
   }
 }

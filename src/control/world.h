@@ -1,6 +1,8 @@
 #pragma once
 // World: the control plane's live state in memory, loaded from the store at start and changed
-// only through Cluster. Not thread-safe: allotd touches it from its one I/O thread.
+// only through Cluster and its services. The indexes derived from the jobs are private: only
+// reindex and onJobChanged change them. Not thread-safe: allotd touches it from its one I/O
+// thread.
 
 #include <cstdint>
 #include <map>
@@ -70,20 +72,29 @@ struct World {
   int64_t nextGid = 0;
   int64_t nextSecretSeq = 1;  // numbers the public ids of tokens of every kind
 
-  // Derived state, rebuilt by `reindex` and kept current by Cluster.
-  std::set<int64_t> queued;  // job ids in state queued; ids grow with submission, so FIFO order
-  // Jobs not yet ended (queued, scheduled or running), and the bytes of their commands and
-  // environments, by user and by team: the job limits.
+  // Derived from the jobs, read through these and changed only by `reindex` and `onJobChanged`
+  // (private below), so that no caller can leave them out of step with the jobs.
   struct Active {
     int jobs = 0;
     int64_t specBytes = 0;
   };
-  std::map<std::string, Active> activeByUser;
-  std::map<std::string, Active> activeByTeam;
+  // Job ids in state queued; ids grow with submission, so FIFO order.
+  const std::set<int64_t>& queued() const { return queued_; }
+  // Jobs not yet ended (queued, scheduled or running), and the bytes of their commands and
+  // environments, by user and by team: the job limits.
+  const std::map<std::string, Active>& activeByUser() const { return activeByUser_; }
+  const std::map<std::string, Active>& activeByTeam() const { return activeByTeam_; }
   // host -> GPU index -> job ids (several when fractions share a GPU)
-  std::map<std::string, std::multimap<int, int64_t>> gpuHolders;
+  const std::map<std::string, std::multimap<int, int64_t>>& gpuHolders() const {
+    return gpuHolders_;
+  }
   // host -> its scheduled/running jobs; a gang is listed under every host it has a rank on
-  std::map<std::string, std::set<int64_t>> hostJobs;
+  const std::map<std::string, std::set<int64_t>>& hostJobs() const { return hostJobs_; }
+  // A copy of one host's, empty when it holds none (callers that end jobs edit the index).
+  std::set<int64_t> hostJobsOf(const std::string& host) const {
+    auto it = hostJobs_.find(host);
+    return it == hostJobs_.end() ? std::set<int64_t>{} : it->second;
+  }
   // The last scheduling pass's word on each job still queued, sorted by job id, so a lookup is a
   // binary search and a pass refills it without allocating per job.
   std::vector<sched::Wait> waits;
@@ -105,7 +116,8 @@ struct World {
   void load(const store::Contents& contents);
   void reindex();
 
-  // Keeps the derived indexes right when a job changes; call with the job's old copy.
+  // Keeps the derived indexes right when a job changes; call with the job's old copy. Cluster
+  // calls it for every change of a job (Cluster::updateJob and submission).
   void onJobChanged(const model::Job* before, const model::Job& after);
 
   // A fresh public id for a secret of `kind` ("tok-12", "join-3"): one sequence for every kind.
@@ -116,6 +128,13 @@ struct World {
   static std::string projectKey(const std::string& team, const std::string& name) {
     return team + "/" + name;
   }
+
+ private:
+  std::set<int64_t> queued_;
+  std::map<std::string, Active> activeByUser_;
+  std::map<std::string, Active> activeByTeam_;
+  std::map<std::string, std::multimap<int, int64_t>> gpuHolders_;
+  std::map<std::string, std::set<int64_t>> hostJobs_;
 };
 
 }  // namespace allot::control

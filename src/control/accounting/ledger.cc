@@ -144,7 +144,7 @@ Change<int> AccountingService::adoptUnledgeredJobs() {
   Change<int> c;
   c.value = 0;
   std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
   for (int64_t id : ids) {
     const model::Job& j = world_.jobs.at(id);
     if (!world_.ledger.openPlacement(id).empty()) continue;

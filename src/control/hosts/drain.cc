@@ -73,8 +73,8 @@ Result<Change<model::Host>> HostService::drainHost(const Principal& p, const std
   h.drainDeadline = deadlineMs > 0 ? clock_.nowMs() + deadlineMs : 0;
   transitionHost(h, AdminState::kDraining, p.name, reason, c.batch);
   // A host with nothing on it is drained at once.
-  auto held = world_.hostJobs.find(name);
-  if (held == world_.hostJobs.end() || held->second.empty()) {
+  auto held = world_.hostJobs().find(name);
+  if (held == world_.hostJobs().end() || held->second.empty()) {
     transitionHost(h, AdminState::kMaintenance, kSystemActor, reason, c.batch);
     // A host draining for a handover goes on with it.
     continueHandover(h, c.batch, c.pushHosts);
@@ -146,8 +146,8 @@ Change<std::vector<int64_t>> HostService::enforceDrains() {
   const TimeMs now = clock_.nowMs();
   for (auto& [name, h] : world_.hosts) {
     if (h.adminState != AdminState::kDraining) continue;
-    auto held = world_.hostJobs.find(name);
-    if (held == world_.hostJobs.end() || held->second.empty()) {
+    auto held = world_.hostJobs().find(name);
+    if (held == world_.hostJobs().end() || held->second.empty()) {
       transitionHost(h, AdminState::kMaintenance, kSystemActor, h.adminReason, c.batch);
       continueHandover(h, c.batch, c.pushHosts);
       continue;

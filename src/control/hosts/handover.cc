@@ -104,9 +104,9 @@ Result<Change<model::Host>> HostService::handOverHost(const std::string& name,
     h.drainDeadline = clock_.nowMs() + deadlineMs;
     transitionHost(h, AdminState::kDraining, to.by, why, c.batch);
   }
-  auto held = world_.hostJobs.find(name);
+  auto held = world_.hostJobs().find(name);
   if (h.adminState == AdminState::kDraining &&
-      (held == world_.hostJobs.end() || held->second.empty()))
+      (held == world_.hostJobs().end() || held->second.empty()))
     transitionHost(h, AdminState::kMaintenance, kSystemActor, why, c.batch);
   continueHandover(h, c.batch, c.pushHosts);
   c.batch.add(store::PutHost{h});

@@ -146,8 +146,8 @@ std::vector<GpuAllocation> HostService::allocations(const Principal& p,
                                                     const std::string& host) const {
   std::vector<GpuAllocation> out;
   auto h = world_.hosts.find(host);
-  auto it = world_.gpuHolders.find(host);
-  if (h == world_.hosts.end() || it == world_.gpuHolders.end()) return out;
+  auto it = world_.gpuHolders().find(host);
+  if (h == world_.hosts.end() || it == world_.gpuHolders().end()) return out;
   if (!authz::canSeeHost(p, h->second)) return out;
   for (const auto& [gpu, jobId] : it->second) {
     auto g = std::find_if(h->second.gpus.begin(), h->second.gpus.end(),

@@ -183,8 +183,8 @@ IdleTrack& IdleService::track(const Job& j, TimeMs now) {
 }
 
 void IdleService::samplesArrived(const std::string& host) {
-  auto held = world_.hostJobs.find(host);
-  if (held == world_.hostJobs.end()) return;
+  auto held = world_.hostJobs().find(host);
+  if (held == world_.hostJobs().end()) return;
   const TimeMs now = clock_.nowMs();
   for (int64_t id : held->second) {
     const Job& j = world_.jobs.at(id);
@@ -203,7 +203,7 @@ Change<IdleCheck> IdleService::check() {
   }
   // Collected first: evicting edits hostJobs, and a gang is listed under each of its hosts.
   std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs) ids.insert(held.begin(), held.end());
+  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
   for (int64_t id : ids) {
     Job& j = world_.jobs.at(id);
     if (!watched(j)) continue;

@@ -103,8 +103,8 @@ void LeaseService::returnHosts(Lease& l, Change<int>& c) {
 
 void LeaseService::notice(Lease& l, Change<int>& c) {
   for (const auto& name : l.hosts) {
-    auto held = deps_.world.hostJobs.find(name);
-    if (held == deps_.world.hostJobs.end()) continue;
+    auto held = deps_.world.hostJobs().find(name);
+    if (held == deps_.world.hostJobs().end()) continue;
     for (int64_t id : held->second) {
       if (std::find(l.noticed.begin(), l.noticed.end(), id) != l.noticed.end()) continue;
       const model::Job& j = deps_.world.jobs.at(id);
