@@ -41,9 +41,11 @@ ApiResponse answerWithoutRoute(Server& server, const HttpRequest& req, std::stri
   return res;
 }
 
-// The authenticate stage: sets areq's principal, or returns the refusal to send. For an event
-// stream, streamCred keeps the credential the stream re-checks at every keepalive.
+// The authenticate stage: sets areq's principal, or returns the refusal to send (`path` names
+// the endpoint in it). For an event stream, streamCred keeps the credential the stream
+// re-checks at every keepalive.
 boost::asio::awaitable<std::optional<ApiResponse>> authenticate(Server& server, const Route& route,
+                                                                std::string_view path,
                                                                 ApiRequest& areq,
                                                                 StreamCredential& streamCred) {
   std::string idleSession;
@@ -60,8 +62,6 @@ boost::asio::awaitable<std::optional<ApiResponse>> authenticate(Server& server, 
   if (!areq.principal) co_return ApiResponse::error(cred.error);
   if (areq.principal->kind == control::Principal::Kind::kHost) {
     // Host credentials speak only the agent protocol.
-    std::string_view path = areq.raw.target();
-    path = path.substr(0, path.find('?'));
     co_return ApiResponse::error(
         Status::PermissionDenied("a host credential cannot call " + std::string(path)));
   }
@@ -104,7 +104,7 @@ boost::asio::awaitable<ApiOutcome> serveApi(Server& server, const HttpRequest& r
     StreamCredential streamCred;
     if (!refused && route.authenticated) {
       std::optional<ApiResponse> authRefused =
-          co_await authenticate(server, route, areq, streamCred);
+          co_await authenticate(server, route, path, areq, streamCred);
       refused = std::move(authRefused);
     }
     if (!refused && route.eventStream) {
