@@ -90,13 +90,14 @@ model::Job makeJob(int64_t id, const std::vector<model::Host>& hosts) {
            {"NCCL_DEBUG", "WARN"},
            {"HF_HOME", "/data/cache/huggingface"},
            {"RUN_ID", "run-" + std::to_string(id)}};
-  j.gpus = 1 << (id % 4);  // 1, 2, 4, 8
-  if (id % 3 == 0) j.gpuModels = {"H100"};
+  j.resources.gpus = 1 << (id % 4);  // 1, 2, 4, 8
+  if (id % 3 == 0) j.resources.gpuModels = {"H100"};
   const model::Host& h = hosts[static_cast<size_t>(id) % hosts.size()];
-  j.host = h.name;
-  for (int g = 0; g < j.gpus; ++g) {
-    j.gpuIndices.push_back(g);
-    j.gpuUuids.push_back(h.gpus[static_cast<size_t>(g)].uuid);
+  model::Rank& placed = j.ranks.emplace_back();
+  placed.host = h.name;
+  for (int g = 0; g < j.resources.gpus; ++g) {
+    placed.gpuIndices.push_back(g);
+    placed.gpuUuids.push_back(h.gpus[static_cast<size_t>(g)].uuid);
   }
   j.submittedAt = kEpoch + id * 60'000;
   j.scheduledAt = j.submittedAt + 150;

@@ -69,8 +69,8 @@ allot::model::Job makeJob(int64_t id) {
   j.user = "alice";
   j.command = {"python3", "train.py", "--epochs=90", "--batch-size=256"};
   j.env = {{"SEED", "7"}, {"WANDB_MODE", "offline"}};
-  j.gpus = 8;
-  j.gpuModels = {"H100"};
+  j.resources.gpus = 8;
+  j.resources.gpuModels = {"H100"};
   j.submittedAt = 1'700'000'000'000 + id;
   return j;
 }

@@ -67,7 +67,7 @@ int run(int rounds, int hosts, int gpusPerHost) {
   for (int j = 0; j < hosts * gpusPerHost; ++j) {
     control::JobRequest r;
     r.command = {"python", "train.py"};
-    r.gpus = 1;
+    r.resources.gpus = 1;
     (void)cluster.submitJob(alice, r);
   }
   auto pass = cluster.schedulePass();

@@ -254,7 +254,7 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
                  label("uuid", uuid) + "," + label("model", gpuModel) + "," +
                  label("team", j.team) + "," + label("project", j.project) + "," +
                  label("user", j.user) + "," + label("job", std::to_string(j.id)),
-             j.gpuMilli / 1000.0);
+             j.resources.gpuMilli / 1000.0);
     }
   }
 

@@ -33,17 +33,15 @@ control::World sampleWorld() {
   whole.project = "llm \"big\"";  // a label value that needs escaping
   whole.user = "alice";
   whole.state = model::JobState::kRunning;
-  whole.host = "gpu-01";
-  whole.gpuIndices = {0};
+  whole.ranks = {{.host = "gpu-01", .gpuIndices = {0}}};
   model::Job half = whole;
   half.id = 2;
-  half.gpuIndices = {1};
-  half.gpuMilli = 500;
+  half.ranks[0].gpuIndices = {1};
+  half.resources.gpuMilli = 500;
   model::Job done = whole;
   done.id = 3;
   done.state = model::JobState::kPreempted;
-  done.host.clear();
-  done.gpuIndices.clear();
+  done.ranks.clear();
   for (const auto& j : {whole, half, done}) w.jobs[j.id] = j;
   w.nextJobId = 4;
   w.reindex();
@@ -77,21 +75,22 @@ TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   ServerMetrics m;
   m.request("/api/v1/jobs", "POST", 201, 0.002);
   m.schedulingPass(0.0004, 2);
-  expectSeries(renderMetrics(sampleWorld(), m, kNow),
-               {
-                   "allot_host_up{host=\"gpu-01\",simulated=\"true\"} 1\n",
-                   "allot_gpu_allocated{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\","
-                   "team=\"ml\",project=\"llm \\\"big\\\"\",user=\"alice\",job=\"2\"} 0.5\n",
-                   "allot_hosts_admin{admin_state=\"available\"} 1\n",
-                   "allot_hosts_admin{admin_state=\"draining\"} 0\n",
-                   "allot_jobs{state=\"running\"} 2\n",
-                   "allot_jobs_ended_total{state=\"preempted\"} 1\n",
-                   "allot_preemptions_total 1\n",
-                   "allot_jobs_submitted_total 3\n",
-                   "allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n",
-                   "allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n",
-                   "allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1",
-               });
+  expectSeries(
+      renderMetrics(sampleWorld(), m, kNow),
+      {
+          "allot_host_up{host=\"gpu-01\",simulated=\"true\"} 1\n",
+          "allot_gpu_allocated{host=\"gpu-01\",gpu=\"1\",uuid=\"GPU-1\",model=\"A100\","
+          "team=\"ml\",project=\"llm \\\"big\\\"\",user=\"alice\",job=\"2\"} 0.5\n",
+          "allot_hosts_admin{admin_state=\"available\"} 1\n",
+          "allot_hosts_admin{admin_state=\"draining\"} 0\n",
+          "allot_jobs{state=\"running\"} 2\n",
+          "allot_jobs_ended_total{state=\"preempted\"} 1\n",
+          "allot_preemptions_total 1\n",
+          "allot_jobs_submitted_total 3\n",
+          "allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n",
+          "allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n",
+          "allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1",
+      });
 }
 
 TEST(Metrics, GpuTelemetryGaugesInBaseUnitsLabelledWithTheHolder) {

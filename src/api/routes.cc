@@ -89,28 +89,31 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   ALLOT_RETURN_IF_ERROR(assign(req.project, in.optionalString("project")));
   ALLOT_RETURN_IF_ERROR(assign(req.command, in.requiredStringArray("command")));
   ALLOT_RETURN_IF_ERROR(assign(req.env, in.optionalStringMap("env")));
-  ALLOT_RETURN_IF_ERROR(assign(req.gpus, in.optionalInt("gpus", 0, 0, model::kMaxRequestGpus)));
+  ALLOT_RETURN_IF_ERROR(
+      assign(req.resources.gpus, in.optionalInt("gpus", 0, 0, model::kMaxRequestGpus)));
   // "gpu_model": "A100" is shorthand for "gpu_models": ["A100"].
   if (in.has("gpu_model") && in.has("gpu_models"))
     return Status::InvalidArgument("gpu_model: give gpu_models or gpu_model, not both",
                                    "gpu_model");
   std::string one;
   ALLOT_RETURN_IF_ERROR(assign(one, in.optionalString("gpu_model")));
-  if (!one.empty()) req.gpuModels = {one};
+  if (!one.empty()) req.resources.gpuModels = {one};
   if (in.has("gpu_models"))
-    ALLOT_RETURN_IF_ERROR(assign(req.gpuModels, in.optionalStringArray("gpu_models")));
-  ALLOT_RETURN_IF_ERROR(assign(req.gpuMilli, in.optionalInt("gpu_milli", 1000, 1, 1000)));
-  ALLOT_RETURN_IF_ERROR(assign(
-      req.gpuMemoryMib, in.optionalInt("gpu_memory_mib", 0, 0, model::kMaxRequestGpuMemoryMib)));
+    ALLOT_RETURN_IF_ERROR(assign(req.resources.gpuModels, in.optionalStringArray("gpu_models")));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.gpuMilli, in.optionalInt("gpu_milli", 1000, 1, 1000)));
   ALLOT_RETURN_IF_ERROR(
-      assign(req.cpuMillis, in.optionalInt("cpu_millis", 0, 0, model::kMaxRequestCpuMillis)));
-  ALLOT_RETURN_IF_ERROR(
-      assign(req.memoryMib, in.optionalInt("memory_mib", 0, 0, model::kMaxRequestMemoryMib)));
+      assign(req.resources.gpuMemoryMib,
+             in.optionalInt("gpu_memory_mib", 0, 0, model::kMaxRequestGpuMemoryMib)));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.cpuMillis,
+                               in.optionalInt("cpu_millis", 0, 0, model::kMaxRequestCpuMillis)));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.memoryMib,
+                               in.optionalInt("memory_mib", 0, 0, model::kMaxRequestMemoryMib)));
   ALLOT_RETURN_IF_ERROR(assign(
       req.priority, in.optionalInt("priority", 0, control::kMinPriority, control::kMaxPriority)));
   ALLOT_RETURN_IF_ERROR(assign(req.preemptible, in.optionalBool("preemptible", false)));
-  ALLOT_RETURN_IF_ERROR(assign(req.wholeHost, in.optionalBool("whole_host", false)));
-  ALLOT_RETURN_IF_ERROR(assign(req.hosts, in.optionalInt("hosts", 1, 1, control::kMaxGangHosts)));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.wholeHost, in.optionalBool("whole_host", false)));
+  ALLOT_RETURN_IF_ERROR(
+      assign(req.resources.hosts, in.optionalInt("hosts", 1, 1, control::kMaxGangHosts)));
   std::string runtime;
   ALLOT_RETURN_IF_ERROR(assign(runtime, in.optionalString("max_runtime")));
   if (!runtime.empty()) {
@@ -122,8 +125,8 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
                                      "max_runtime");
     req.maxRuntimeMs = *ms;
   }
-  ALLOT_RETURN_IF_ERROR(assign(req.minDriver, in.optionalString("min_driver")));
-  ALLOT_RETURN_IF_ERROR(assign(req.minCuda, in.optionalString("min_cuda")));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.minDriver, in.optionalString("min_driver")));
+  ALLOT_RETURN_IF_ERROR(assign(req.resources.minCuda, in.optionalString("min_cuda")));
   ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
   return req;
 }
@@ -359,10 +362,10 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(rank64, queryInt(r, "rank", 0, 0, control::kMaxGangHosts - 1));
     TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
     const int rank = static_cast<int>(rank64);
-    if (rank >= job.hosts)
+    if (rank >= job.resources.hosts)
       co_return ApiResponse::error(Status::InvalidArgument(
-          "rank: job " + std::to_string(id) + " has ranks 0.." + std::to_string(job.hosts - 1) +
-              ", got " + std::to_string(rank),
+          "rank: job " + std::to_string(id) + " has ranks 0.." +
+              std::to_string(job.resources.hosts - 1) + ", got " + std::to_string(rank),
           "rank"));
     if (wait > 0 && s.logs().size(id, rank) <= offset && !model::isTerminal(job.state)) {
       co_await s.waitForJobNews(id, std::chrono::seconds(wait));

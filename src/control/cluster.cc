@@ -99,7 +99,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
                                          "; pass large inputs in a file",
                                      field);
   }
-  if (r.gpus < 0 || r.gpus > model::kMaxRequestGpus)
+  if (r.resources.gpus < 0 || r.resources.gpus > model::kMaxRequestGpus)
     return Status::InvalidArgument(
         "gpus: must be between 0 and " + std::to_string(model::kMaxRequestGpus), "gpus");
   ALLOT_RETURN_IF_ERROR(checkSchedulingFields(r));
@@ -134,19 +134,10 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.user = p.name;
   j.command = std::move(r.command);
   j.env = std::move(r.env);
-  j.gpus = r.gpus;
-  j.gpuModels = std::move(r.gpuModels);
-  j.gpuMilli = r.gpuMilli;
-  j.gpuMemoryMib = r.gpuMemoryMib;
-  j.cpuMillis = r.cpuMillis;
-  j.memoryMib = r.memoryMib;
+  j.resources = std::move(r.resources);
   j.priority = r.priority;
   j.preemptible = r.preemptible;
-  j.wholeHost = r.wholeHost;
-  j.hosts = r.hosts;
   j.maxRuntimeMs = r.maxRuntimeMs;
-  j.minDriver = std::move(r.minDriver);
-  j.minCuda = std::move(r.minCuda);
   j.contour = std::move(r.contour);
   j.session = std::move(r.session);
   j.state = JobState::kQueued;

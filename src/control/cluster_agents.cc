@@ -77,7 +77,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
       if (placementsInFlight_.count(id)) continue;
       const Job& j = world_.jobs.at(id);
       const int rank = model::rankOn(j, host);
-      const auto& gpuIndices = j.ranks.empty() ? j.gpuIndices : j.ranks[rank].gpuIndices;
+      const Rank& placed = j.ranks[rank];
+      const auto& gpuIndices = placed.gpuIndices;
       model::DesiredJob d;
       d.id = j.id;
       // A preempted job is stopped like a cancelled one, with the preemption grace; so are the
@@ -88,9 +89,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       // The command and environment only while the agent may still have to start the job, and
       // only within the budget: the rest wait for a later message (agent_protocol.h).
-      const bool mayStart =
-          !d.cancel && (j.ranks.empty() ? j.state == JobState::kScheduled
-                                        : j.ranks[rank].state == RankState::kPending);
+      const bool mayStart = !d.cancel && (isGang(j) ? placed.state == RankState::kPending
+                                                    : j.state == JobState::kScheduled);
       const auto bytes = static_cast<size_t>(specBytes(j));
       if (mayStart && (carried == 0 || carried + bytes <= model::kDesiredSpecBudget)) {
         carried += bytes;
@@ -102,7 +102,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
         // environment a started job still needs.
         if (auto u = j.env.find("ALLOT_SIM_GPU_UTIL"); u != j.env.end()) d.env.insert(*u);
       }
-      if (!j.ranks.empty() && !d.command.empty()) {
+      if (isGang(j) && !d.command.empty()) {
         // The rendezvous torchrun and NCCL read. MASTER_ADDR is the name rank 0's host joined
         // with: it must resolve between the hosts (docs/scheduler.md).
         std::string hosts;
@@ -114,27 +114,29 @@ std::string Cluster::desiredMessage(const std::string& host) {
         d.env["ALLOT_RANK"] = std::to_string(rank);
         d.env["ALLOT_HOSTS"] = hosts;
       }
-      if (j.gpuMilli < 1000 && !j.gpuIndices.empty() && !d.command.empty()) {
+      if (j.resources.gpuMilli < 1000 && !gpuIndices.empty() && !d.command.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
         // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
         char fraction[16];
-        std::snprintf(fraction, sizeof fraction, "%g", j.gpuMilli / 1000.0);
+        std::snprintf(fraction, sizeof fraction, "%g", j.resources.gpuMilli / 1000.0);
         d.env["ALLOT_GPU_FRACTION"] = fraction;
-        d.env.emplace("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string((j.gpuMilli + 9) / 10));
+        d.env.emplace("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                      std::to_string((j.resources.gpuMilli + 9) / 10));
         for (const auto& g : h.gpus) {
-          if (g.index == j.gpuIndices.front() && g.memoryMib > 0)
-            d.env["ALLOT_GPU_MEMORY_MIB"] = std::to_string(g.memoryMib * j.gpuMilli / 1000);
+          if (g.index == gpuIndices.front() && g.memoryMib > 0)
+            d.env["ALLOT_GPU_MEMORY_MIB"] =
+                std::to_string(g.memoryMib * j.resources.gpuMilli / 1000);
         }
       }
       d.gpuIndices = gpuIndices;
-      d.gpuUuids = j.ranks.empty() ? j.gpuUuids : j.ranks[rank].gpuUuids;
+      d.gpuUuids = placed.gpuUuids;
       for (int idx : gpuIndices) {
         for (const auto& g : h.gpus) {
           if (g.index == idx) d.gpuMinors.push_back(g.minor);
         }
       }
-      d.cpuMillis = j.cpuMillis;
-      d.memoryMib = j.memoryMib;
+      d.cpuMillis = j.resources.cpuMillis;
+      d.memoryMib = j.resources.memoryMib;
       d.logOffset = logs_.received(j.id, rank);
       d.runAs = access_.runAsOf(j);
       if (j.session) {
@@ -238,7 +240,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   for (int64_t id : hj) {
     Job& j = world_.jobs.at(id);
     if (reported.count(id) || model::isTerminal(j.state)) continue;
-    if (!j.ranks.empty()) {
+    if (isGang(j)) {
       Rank& k = j.ranks[model::rankOn(j, host)];
       if (k.state == RankState::kRunning) {
         model::ActualJob a;
@@ -285,7 +287,7 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
     return;
   }
   Job& j = it->second;
-  if (!j.ranks.empty()) {
+  if (isGang(j)) {
     applyRankActual(j, host, a, batch, push);
     return;
   }
@@ -531,7 +533,7 @@ Change<int> Cluster::checkLiveness() {
                                                                 "without staying up) for more than "
                                                               : " unreachable for more than ") +
                         std::to_string(options_.lostAfterMs / 1000) + "s";
-      if (!j.ranks.empty()) {
+      if (isGang(j)) {
         // The whole gang is lost with one of its hosts; the other agents stop their ranks when
         // the job leaves their desired state.
         const int rank = model::rankOn(j, name);

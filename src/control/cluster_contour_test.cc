@@ -15,7 +15,7 @@ class ContourTest : public TeamAdminClusterTest {
                                       int gpus = 1) {
     JobRequest r;
     r.command = {"sleep", "3600"};
-    r.gpus = gpus;
+    r.resources.gpus = gpus;
     r.contour = contour;
     return cluster_->submitJob(p, r);
   }
@@ -86,8 +86,8 @@ TEST_F(ContourTest, JobsArePlacedOnlyInTheirContour) {
   int64_t devJob = submitTo(alice_, "dev", 4)->value.id;
   int64_t testJob = submitTo(alice_, "test", 1)->value.id;
   place();
-  EXPECT_EQ(cluster_->getJob(admin_, prodJob)->host, "prod-01");
-  EXPECT_EQ(cluster_->getJob(admin_, devJob)->host, "dev-01");
+  EXPECT_EQ(firstRank(*cluster_->getJob(admin_, prodJob)).host, "prod-01");
+  EXPECT_EQ(firstRank(*cluster_->getJob(admin_, devJob)).host, "dev-01");
   auto wait = cluster_->waitOf(testJob);
   ASSERT_TRUE(wait.has_value());
   EXPECT_EQ(wait->kind, sched::WaitKind::kNoHostInContour);
@@ -121,7 +121,7 @@ TEST_F(ContourTest, TeamLimitPerContourIsSetByAdminsAndEnforced) {
   int64_t first = submitTo(carol_, "prod", 2)->value.id;
   int64_t second = submitTo(carol_, "prod", 1)->value.id;
   place();
-  EXPECT_EQ(cluster_->getJob(admin_, first)->host, "prod-01");
+  EXPECT_EQ(firstRank(*cluster_->getJob(admin_, first)).host, "prod-01");
   auto wait = cluster_->waitOf(second);
   ASSERT_TRUE(wait.has_value());
   EXPECT_EQ(wait->kind, sched::WaitKind::kContourLimit);
@@ -136,7 +136,7 @@ TEST_F(ContourTest, TeamLimitPerContourIsSetByAdminsAndEnforced) {
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(removed->value.quota.contourLimits, (std::map<std::string, int>{{"test", 3}}));
   place();
-  EXPECT_EQ(cluster_->getJob(admin_, second)->host, "prod-01");
+  EXPECT_EQ(firstRank(*cluster_->getJob(admin_, second)).host, "prod-01");
 }
 
 class ContourDurableTest : public DurableClusterTest {};

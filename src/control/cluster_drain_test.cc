@@ -42,7 +42,7 @@ TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
   EXPECT_EQ(resumed->value.adminState, AdminState::kAvailable);
   EXPECT_EQ(resumed->value.adminReason, "");
   EXPECT_EQ(place(), std::vector<int64_t>{id});
-  EXPECT_EQ(job(id).host, "gpu-01");
+  EXPECT_EQ(firstRank(job(id)).host, "gpu-01");
 }
 
 TEST_F(DrainTest, RunningJobFinishesThenHostIsInMaintenance) {
@@ -111,7 +111,7 @@ TEST_F(DrainTest, ResumeFromFailedButNotFromRetired) {
       cluster_->hosts().setHostAdminState(admin_, "gpu-01", AdminState::kFailed, "ECC").ok());
   int64_t id = submitJob(1, false);
   EXPECT_EQ(place(), std::vector<int64_t>{id});
-  EXPECT_EQ(job(id).host, "gpu-02");  // not on the failed host
+  EXPECT_EQ(firstRank(job(id)).host, "gpu-02");  // not on the failed host
   ASSERT_TRUE(cluster_->hosts().resumeHost(admin_, "gpu-01").ok());
   EXPECT_EQ(adminState("gpu-01"), AdminState::kAvailable);
 
@@ -194,7 +194,7 @@ class DrainRestartTest : public OneHostDurableTest {};
 TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   JobRequest r;
   r.command = {"sleep", "3600"};
-  r.gpus = 1;
+  r.resources.gpus = 1;
   r.team = "vision";
   int64_t id = keep(cluster_->submitJob(admin_, r)).value.id;
   auto pass = keep(cluster_->schedulePass());

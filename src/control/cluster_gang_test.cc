@@ -41,7 +41,7 @@ class GangTest : public ClusterTest {
 
   int64_t submitGang(const Principal& p, int hosts, int gpus, bool preemptible = false) {
     JobRequest r = request({"torchrun", "train.py"}, gpus, preemptible);
-    r.hosts = hosts;
+    r.resources.hosts = hosts;
     return submitRequest(p, r);
   }
 
@@ -74,8 +74,9 @@ TEST_F(GangTest, AGangIsPlacedOnDistinctHostsAndHoldsEveryRanksGpus) {
   EXPECT_EQ(j.state, JobState::kScheduled);
   ASSERT_EQ(j.ranks.size(), 2u);
   EXPECT_NE(j.ranks[0].host, j.ranks[1].host);
-  EXPECT_EQ(j.host, j.ranks[0].host);  // rank 0 stays in the flat fields
-  EXPECT_EQ(j.gpuIndices, j.ranks[0].gpuIndices);
+  const nlohmann::json shown = model::toJson(j);  // rank 0 stays in the flat fields the API shows
+  EXPECT_EQ(shown["host"], j.ranks[0].host);
+  EXPECT_EQ(shown["gpu_indices"], j.ranks[0].gpuIndices);
   EXPECT_EQ(j.ranks[1].gpuUuids.size(), 2u);
   EXPECT_EQ(pushed, (std::set<std::string>{"gpu-a", "gpu-b"}));
   // Nothing else fits on either host while the gang holds them.
@@ -206,7 +207,6 @@ TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
   EXPECT_EQ(j.state, JobState::kQueued);
   EXPECT_EQ(j.preemptions, 1);
   EXPECT_TRUE(j.ranks.empty());
-  EXPECT_TRUE(j.host.empty());
   place();
   EXPECT_EQ(job(claim).state, JobState::kScheduled);
 }
@@ -237,20 +237,20 @@ TEST_F(GangTest, AGangCountsEachOfItsGpusOnceInTheUsageHistory) {
 TEST_F(GangTest, GangFieldsAreChecked) {
   JobRequest r;
   r.command = {"x"};
-  r.gpus = 1;
-  r.hosts = 0;
+  r.resources.gpus = 1;
+  r.resources.hosts = 0;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
-  r.hosts = 65;
+  r.resources.hosts = 65;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
-  r.hosts = 2;
-  r.gpus = 0;
+  r.resources.hosts = 2;
+  r.resources.gpus = 0;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
-  r.gpus = 1;
-  r.gpuMilli = 500;
+  r.resources.gpus = 1;
+  r.resources.gpuMilli = 500;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
-  r.gpuMilli = 1000;
-  r.gpus = 0;
-  r.wholeHost = true;
+  r.resources.gpuMilli = 1000;
+  r.resources.gpus = 0;
+  r.resources.wholeHost = true;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "hosts");
 }
 
@@ -260,7 +260,7 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   cluster_->agentStatus(job(id).ranks[1].host, {report(id, ActualState::kExited, 3)});
   auto j = job(id);
   auto back = model::jobFromStoreDoc(model::toStoreDoc(j)).value();
-  EXPECT_EQ(back.hosts, 2);
+  EXPECT_EQ(back.resources.hosts, 2);
   ASSERT_EQ(back.ranks.size(), 2u);
   EXPECT_EQ(back.failedRank, 1);
   for (int r = 0; r < 2; ++r) {
@@ -279,8 +279,10 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   EXPECT_TRUE(w.hostJobsOf("gpu-b").count(id));
   EXPECT_EQ(w.gpuHolders().at("gpu-b").size(), 2u);
   auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}}).value();
-  EXPECT_EQ(old.hosts, 1);
-  EXPECT_TRUE(old.ranks.empty());
+  EXPECT_EQ(old.resources.hosts, 1);
+  ASSERT_EQ(old.ranks.size(), 1u) << "its flat fields are its one rank";
+  EXPECT_EQ(old.ranks[0].host, "gpu-a");
+  EXPECT_EQ(old.ranks[0].gpuIndices, std::vector<int>{0});
   EXPECT_EQ(model::toJson(old).count("ranks"), 0u);
   EXPECT_EQ(model::toJson(j).at("ranks").size(), 2u);
   EXPECT_EQ(model::toJson(j).at("ranks")[1].at("exit_code"), 3);

@@ -21,7 +21,7 @@ class ClusterIdleTest : public ClusterTest {
   int64_t runJob(int gpus, bool preemptible = false, const std::string& project = "") {
     JobRequest r;
     r.command = {"train"};
-    r.gpus = gpus;
+    r.resources.gpus = gpus;
     r.preemptible = preemptible;
     r.project = project;
     auto c = cluster_->submitJob(alice_, r);

@@ -193,13 +193,13 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   // Running before the lease was approved, without a max runtime: it will be in the way.
   JobRequest req;
   req.command = {"sleep", "3600"};
-  req.gpus = 2;
+  req.resources.gpus = 2;
   req.preemptible = true;
   auto job = cluster_->submitJob(bob_, req);
   ASSERT_TRUE(job.ok());
   const int64_t jobId = job->value.id;
   ASSERT_EQ(place().size(), 1u);
-  const std::string busy = cluster_->getJob(admin_, jobId)->host;
+  const std::string busy = firstRank(*cluster_->getJob(admin_, jobId)).host;
   const std::string idle = busy == "gpu-01" ? "gpu-02" : "gpu-01";
   cluster_->agentStatus(busy, {{jobId, ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""}});
 

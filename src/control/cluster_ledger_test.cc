@@ -95,8 +95,8 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
   const TimeMs t0 = clock_.nowMs();
   JobRequest gangReq;
   gangReq.command = {"torchrun", "train.py"};
-  gangReq.gpus = 2;
-  gangReq.hosts = 2;
+  gangReq.resources.gpus = 2;
+  gangReq.resources.hosts = 2;
   gangReq.preemptible = true;
   gangReq.project = "";
   const int64_t gang = keep(cluster_->submitJob(alice_, gangReq)).value.id;
@@ -108,7 +108,7 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
   clock_.advance(100 * kS);
   JobRequest claimReq;
   claimReq.command = {"python", "eval.py"};
-  claimReq.gpus = 2;
+  claimReq.resources.gpus = 2;
   const int64_t claim = keep(cluster_->submitJob(bob_, claimReq)).value.id;
   place();
   ASSERT_TRUE(job(gang).evicting);
@@ -118,7 +118,7 @@ TEST_F(LedgerScenarioTest, GpuSecondsAreExactThroughPreemptionRestartAndALostHos
   ASSERT_EQ(job(gang).state, JobState::kQueued);
   place();
   ASSERT_EQ(job(claim).state, JobState::kScheduled);
-  const std::string claimHost = job(claim).host;
+  const std::string claimHost = firstRank(job(claim)).host;
   report(claimHost, claim, ActualState::kRunning);
 
   clock_.advance(70 * kS);
@@ -190,7 +190,7 @@ TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts)
   const TimeMs t0 = clock_.nowMs();
   const int64_t id = placeTraining();
   ASSERT_EQ(job(id).state, JobState::kScheduled);
-  const std::string host = job(id).host;
+  const std::string host = firstRank(job(id)).host;
   report(host, id, ActualState::kRunning);
   // The agent's clock is 3 minutes off; only the intervals between its samples count.
   TimeMs agentClock = t0 + 180 * kS;
@@ -198,7 +198,8 @@ TEST_F(LedgerScenarioTest, UsedAndIdleGpuSecondsFollowTheSamplesThroughRestarts)
     clock_.advance(5 * kS);
     agentClock += 5 * kS;
     model::Telemetry t{host, agentClock, 5 * kS, {}};
-    for (int g : job(id).gpuIndices) {
+    const auto gpus = firstRank(job(id)).gpuIndices;  // job() returns a copy
+    for (int g : gpus) {
       model::GpuSample s;
       s.index = g;
       s.utilizationPct = pct;
@@ -247,8 +248,8 @@ TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
   const TimeMs t0 = clock_.nowMs();
   JobRequest r;
   r.command = {"python", "infer.py"};
-  r.gpus = 1;
-  r.gpuMilli = 250;
+  r.resources.gpus = 1;
+  r.resources.gpuMilli = 250;
   const int64_t id = keep(cluster_->submitJob(bob_, r)).value.id;
   place();
   ASSERT_EQ(job(id).state, JobState::kScheduled);
@@ -277,7 +278,7 @@ TEST_F(LedgerScenarioTest, AFractionOfASharedGpuCountsAsItsFraction) {
 TEST_F(LedgerScenarioTest, JobsPlacedBeforeTheLedgerExistedAreAdoptedAtStart) {
   const TimeMs t0 = clock_.nowMs();
   const int64_t id = placeTraining();
-  report(job(id).host, id, ActualState::kRunning);
+  report(firstRank(job(id)).host, id, ActualState::kRunning);
   clock_.advance(10 * kS);
   auto contents = store_->loadAll();
   ASSERT_TRUE(contents.ok());

@@ -19,7 +19,7 @@ class LimitsTest : public ClusterTest {
   Result<Change<model::Job>> submitWithEnv(const Principal& p, size_t envBytes, int gpus = 0) {
     JobRequest r;
     r.command = {"sleep", "3600"};
-    r.gpus = gpus;
+    r.resources.gpus = gpus;
     r.env["BIG"] = std::string(envBytes, 'x');
     return cluster_->submitJob(p, r);
   }

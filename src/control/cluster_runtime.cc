@@ -31,8 +31,8 @@ Change<int> Cluster::enforceMaxRuntime() {
     updateJob(j, before, c.batch);
     for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
     ++c.value;
-    spdlog::info("job over its max runtime: job={} host={} max_runtime_ms={}", id, j.host,
-                 j.maxRuntimeMs);
+    spdlog::info("job over its max runtime: job={} host={} max_runtime_ms={}", id,
+                 firstRank(j).host, j.maxRuntimeMs);
   }
   return c;
 }

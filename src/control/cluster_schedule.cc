@@ -21,10 +21,10 @@ namespace {
 // the floor when it asked for none (JobLimits), so that jobs asking nothing cannot all pile onto
 // one host. The agent still limits the job by what it asked for.
 int64_t cpuCounted(const Job& j, const JobLimits& l) {
-  return j.cpuMillis > 0 ? j.cpuMillis : l.cpuFloorMillis;
+  return j.resources.cpuMillis > 0 ? j.resources.cpuMillis : l.cpuFloorMillis;
 }
 int64_t memoryCounted(const Job& j, const JobLimits& l) {
-  return j.memoryMib > 0 ? j.memoryMib : l.memoryFloorMib;
+  return j.resources.memoryMib > 0 ? j.resources.memoryMib : l.memoryFloorMib;
 }
 
 // The scheduler's view of a queued job.
@@ -36,16 +36,16 @@ sched::Request requestOf(const Job& j, const JobLimits& l) {
   r.priority = j.priority;
   r.preemptible = j.preemptible;
   r.submittedAt = j.submittedAt;
-  r.gpus = j.gpus;
-  r.gpuMilli = j.gpuMilli;
-  r.gpuMemoryMib = j.gpuMemoryMib;
-  r.models = j.gpuModels;
+  r.gpus = j.resources.gpus;
+  r.gpuMilli = j.resources.gpuMilli;
+  r.gpuMemoryMib = j.resources.gpuMemoryMib;
+  r.models = j.resources.gpuModels;
   r.cpuMillis = cpuCounted(j, l);
   r.memoryMib = memoryCounted(j, l);
-  r.wholeHost = j.wholeHost;
-  r.hosts = j.hosts;
-  r.minDriver = j.minDriver;
-  r.minCuda = j.minCuda;
+  r.wholeHost = j.resources.wholeHost;
+  r.hosts = j.resources.hosts;
+  r.minDriver = j.resources.minDriver;
+  r.minCuda = j.resources.minCuda;
   r.maxRuntimeMs = j.maxRuntimeMs;
   r.contour = j.contour;
   return r;
@@ -165,7 +165,8 @@ sched::Snapshot Cluster::snapshot() const {
   for (const auto& [host, ids] : world_.hostJobs()) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
-      if (host != j.host) continue;  // a gang is listed under each of its hosts; take it once
+      if (host != firstRank(j).host)
+        continue;  // a gang is listed under each of its hosts; take it once
       sched::RunningJob r;
       r.id = j.id;
       r.team = j.team;
@@ -179,20 +180,16 @@ sched::Snapshot Cluster::snapshot() const {
                                     : 0;
       r.evicting = j.evicting;
       r.contour = j.contour;
-      if (j.ranks.empty()) {
-        sched::Slice slice{j.host, j.gpuIndices, j.gpuMilli, cpuCounted(j, options_.limits),
-                           memoryCounted(j, options_.limits)};
-        if (j.wholeHost) {
+      for (const auto& k : j.ranks) {
+        sched::Slice slice{k.host, k.gpuIndices, j.resources.gpuMilli,
+                           cpuCounted(j, options_.limits), memoryCounted(j, options_.limits)};
+        if (j.resources.wholeHost) {
           // It holds the whole host, whatever its own limits say.
-          const auto& h = world_.hosts.at(j.host);
+          const auto& h = world_.hosts.at(k.host);
           slice.cpuMillis = int64_t{h.cpus} * 1000;
           slice.memoryMib = h.memoryMib;
         }
         r.slices.push_back(std::move(slice));
-      } else {
-        for (const auto& k : j.ranks)
-          r.slices.push_back({k.host, k.gpuIndices, j.gpuMilli, cpuCounted(j, options_.limits),
-                              memoryCounted(j, options_.limits)});
       }
       s.running.push_back(std::move(r));
     }
@@ -221,8 +218,8 @@ Change<int> Cluster::accountUsage(bool persist) {
       const Job& j = world_.jobs.at(id);
       // Each host counts its own rank's GPUs, so a gang counts all of its GPUs once.
       const int rank = model::rankOn(j, host);
-      const size_t held = j.ranks.empty() ? j.gpuIndices.size() : j.ranks[rank].gpuIndices.size();
-      heldMilli[j.team] += int64_t{j.gpuMilli} * static_cast<int64_t>(held);
+      const size_t held = j.ranks[rank].gpuIndices.size();
+      heldMilli[j.team] += int64_t{j.resources.gpuMilli} * static_cast<int64_t>(held);
     }
   }
   for (auto& [name, t] : world_.teams) {
@@ -267,7 +264,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
   for (auto& pl : decisions->placements) {
     Job& j = world_.jobs.at(pl.jobId);
     Job before = j;
-    // One rank per slice, in the scheduler's order; rank 0 also fills the flat fields.
+    // One rank per slice, in the scheduler's order.
     j.ranks.clear();
     for (const sched::Slice& slice : pl.slices) {
       const auto& host = world_.hosts.at(slice.host);
@@ -284,12 +281,9 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     }
     j.state = JobState::kScheduled;
     j.reason.clear();
-    j.host = j.ranks.front().host;
-    j.gpuIndices = j.ranks.front().gpuIndices;
-    j.gpuUuids = j.ranks.front().gpuUuids;
-    j.gpuMilli = pl.slices.front().gpuMilli;  // a fraction raised for GPU memory is what it holds
-    if (j.wholeHost) j.gpus = static_cast<int>(j.gpuIndices.size());
-    if (j.hosts <= 1) j.ranks.clear();  // a single-host job keeps only the flat fields
+    j.resources.gpuMilli =
+        pl.slices.front().gpuMilli;  // a fraction raised for GPU memory is what it holds
+    if (j.resources.wholeHost) j.resources.gpus = static_cast<int>(firstRank(j).gpuIndices.size());
     j.failedRank = -1;
     j.scheduledAt = now;
     updateJob(j, before, c.batch);
@@ -348,7 +342,7 @@ void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
              " (stopping, grace " + std::to_string(options_.preemptGraceMs / 1000) + "s)";
   updateJob(j, before, c.batch);
   for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);
-  spdlog::info("preempting job {} on {}: {}", j.id, j.host, e.reason);
+  spdlog::info("preempting job {} on {}: {}", j.id, firstRank(j).host, e.reason);
 }
 
 void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBatch& batch) {
@@ -359,9 +353,6 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
   Job before = j;
   j.state = JobState::kQueued;
   j.reason = "requeued after preemption (" + j.evictedFor + ")";
-  j.host.clear();
-  j.gpuIndices.clear();
-  j.gpuUuids.clear();
   j.ranks.clear();
   j.failedRank = -1;
   j.exitCode.reset();

@@ -297,37 +297,37 @@ TEST_F(SharingTest, GpuSettingsAreCheckedAndKeptAcrossReports) {
 TEST_F(SharingTest, SubmitKeepsTheSchedulingFields) {
   JobRequest r;
   r.command = {"python", "serve.py"};
-  r.gpus = 1;
-  r.gpuModels = {"A100", "H100", "A100"};
-  r.gpuMilli = 250;
-  r.gpuMemoryMib = 10240;
+  r.resources.gpus = 1;
+  r.resources.gpuModels = {"A100", "H100", "A100"};
+  r.resources.gpuMilli = 250;
+  r.resources.gpuMemoryMib = 10240;
   r.priority = 50;
   r.preemptible = true;
   r.maxRuntimeMs = 7'200'000;
-  r.minDriver = "535.104";
-  r.minCuda = "12.2";
+  r.resources.minDriver = "535.104";
+  r.resources.minCuda = "12.2";
   auto c = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(c.ok()) << c.status().toString();
   const auto* put = findOp<store::PutJob>(*c);
   ASSERT_NE(put, nullptr);
   const model::Job& j = put->job;
-  EXPECT_EQ(j.gpuModels, (std::vector<std::string>{"A100", "H100"}));
-  EXPECT_EQ(j.gpuMilli, 250);
-  EXPECT_EQ(j.gpuMemoryMib, 10240);
+  EXPECT_EQ(j.resources.gpuModels, (std::vector<std::string>{"A100", "H100"}));
+  EXPECT_EQ(j.resources.gpuMilli, 250);
+  EXPECT_EQ(j.resources.gpuMemoryMib, 10240);
   EXPECT_EQ(j.priority, 50);
   EXPECT_TRUE(j.preemptible);
   EXPECT_EQ(j.maxRuntimeMs, 7'200'000);
-  EXPECT_EQ(j.minDriver, "535.104");
-  EXPECT_EQ(j.minCuda, "12.2");
+  EXPECT_EQ(j.resources.minDriver, "535.104");
+  EXPECT_EQ(j.resources.minCuda, "12.2");
 
   JobRequest whole;
   whole.command = {"x"};
-  whole.wholeHost = true;
-  whole.gpuModels = {"any"};
+  whole.resources.wholeHost = true;
+  whole.resources.gpuModels = {"any"};
   auto w = cluster_->submitJob(alice_, whole);
   ASSERT_TRUE(w.ok()) << w.status().toString();
-  EXPECT_TRUE(w->value.wholeHost);
-  EXPECT_TRUE(w->value.gpuModels.empty());
+  EXPECT_TRUE(w->value.resources.wholeHost);
+  EXPECT_TRUE(w->value.resources.gpuModels.empty());
 }
 
 TEST_F(SharingTest, BadSchedulingFieldsAreRefusedByName) {
@@ -335,34 +335,34 @@ TEST_F(SharingTest, BadSchedulingFieldsAreRefusedByName) {
   auto fieldOf = [&](auto edit) {
     JobRequest r;
     r.command = {"x"};
-    r.gpus = 1;
+    r.resources.gpus = 1;
     edit(r);
     return cluster_->submitJob(alice_, r).status().field();
   };
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuMilli = 0; }), "gpu_milli");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuMilli = 1001; }), "gpu_milli");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuMilli = 0; }), "gpu_milli");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuMilli = 1001; }), "gpu_milli");
   EXPECT_EQ(fieldOf([](JobRequest& r) {
-              r.gpus = 2;
-              r.gpuMilli = 500;
+              r.resources.gpus = 2;
+              r.resources.gpuMilli = 500;
             }),
             "gpu_milli");
   EXPECT_EQ(fieldOf([](JobRequest& r) {
-              r.gpus = 0;
-              r.gpuMemoryMib = 1024;
+              r.resources.gpus = 0;
+              r.resources.gpuMemoryMib = 1024;
             }),
             "gpu_memory_mib");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuMemoryMib = -1; }), "gpu_memory_mib");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.wholeHost = true; }), "gpus");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuMemoryMib = -1; }), "gpu_memory_mib");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.wholeHost = true; }), "gpus");
   EXPECT_EQ(fieldOf([](JobRequest& r) { r.priority = 1001; }), "priority");
   EXPECT_EQ(fieldOf([](JobRequest& r) { r.priority = -1001; }), "priority");
   EXPECT_EQ(fieldOf([](JobRequest& r) { r.maxRuntimeMs = -1; }), "max_runtime");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuModels = {"A100", "any"}; }), "gpu_models");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuModels = {"A100=2"}; }), "gpu_models");
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.gpuModels = {""}; }), "gpu_models");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuModels = {"A100", "any"}; }), "gpu_models");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuModels = {"A100=2"}; }), "gpu_models");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.gpuModels = {""}; }), "gpu_models");
   for (const char* v : {"abc", "12.", ".5", "1..2", "1.2.3.4.5", "12-rc1"}) {
-    EXPECT_EQ(fieldOf([&](JobRequest& r) { r.minDriver = v; }), "min_driver") << v;
+    EXPECT_EQ(fieldOf([&](JobRequest& r) { r.resources.minDriver = v; }), "min_driver") << v;
   }
-  EXPECT_EQ(fieldOf([](JobRequest& r) { r.minCuda = "twelve"; }), "min_cuda");
+  EXPECT_EQ(fieldOf([](JobRequest& r) { r.resources.minCuda = "twelve"; }), "min_cuda");
   EXPECT_EQ(cluster_->world().jobs.size(), before);
 }
 
@@ -370,11 +370,11 @@ TEST_F(SharingTest, RunningJobPastItsMaxRuntimeIsCancelled) {
   joinHost("gpu-01", 2);
   JobRequest r;
   r.command = {"train"};
-  r.gpus = 1;
+  r.resources.gpus = 1;
   r.maxRuntimeMs = 7'200'000;
   int64_t id = cluster_->submitJob(alice_, r)->value.id;
   JobRequest q = r;  // one that stays queued: its clock has not started
-  q.gpus = 2;
+  q.resources.gpus = 2;
   int64_t queued = cluster_->submitJob(alice_, q)->value.id;
   cluster_->placementsDurable(cluster_->schedulePass().value);
   model::ActualJob run{id, model::ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
@@ -413,8 +413,8 @@ TEST_F(ClusterTest, AFractionOfASharedGpuIsToldItsShare) {
   ASSERT_TRUE(cluster_->hosts().setGpu(admin_, "gpu-01", 0, s).ok());
   JobRequest r;
   r.command = {"python", "serve.py"};
-  r.gpus = 1;
-  r.gpuMilli = 250;
+  r.resources.gpus = 1;
+  r.resources.gpuMilli = 250;
   auto c = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(c.ok()) << c.status().toString();
   auto placed = cluster_->schedulePass().value;

@@ -40,9 +40,9 @@ TEST_F(ClusterTest, BadInputChangesNothing) {
   r.command = {};
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "command");
   r.command = {"x"};
-  r.gpus = -1;
+  r.resources.gpus = -1;
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().field(), "gpus");
-  r.gpus = 0;
+  r.resources.gpus = 0;
   r.project = "nope";
   EXPECT_EQ(cluster_->submitJob(alice_, r).status().code(), Code::kNotFound);
   r.project = "";
@@ -89,7 +89,7 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
   auto pass = cluster_->schedulePass();
   EXPECT_EQ(pass.value.size(), 2u);
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kScheduled);
-  EXPECT_EQ(cluster_->getJob(alice_, b)->gpuIndices, (std::vector<int>{2, 3}));
+  EXPECT_EQ(firstRank(*cluster_->getJob(alice_, b)).gpuIndices, (std::vector<int>{2, 3}));
   auto waiting = cluster_->getJob(alice_, c);
   EXPECT_EQ(waiting->state, JobState::kQueued);
   EXPECT_NE(waiting->reason.find("free"), std::string::npos);

@@ -58,7 +58,7 @@ class ClusterFixtureBase : public ::testing::Test {
   static JobRequest request(std::vector<std::string> command, int gpus, bool preemptible = false) {
     JobRequest r;
     r.command = std::move(command);
-    r.gpus = gpus;
+    r.resources.gpus = gpus;
     r.preemptible = preemptible;
     return r;
   }

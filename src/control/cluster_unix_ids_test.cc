@@ -103,7 +103,7 @@ TEST_F(UnixIdsTest, TheDesiredStateCarriesTheOwnersIdentity) {
   keepJoinedHost("h1", 1);
   JobRequest r;
   r.command = {"true"};
-  r.gpus = 1;
+  r.resources.gpus = 1;
   keep(cluster_->submitJob(p, r));
   auto pass = cluster_->schedulePass();
   cluster_->placementsDurable(pass.value);

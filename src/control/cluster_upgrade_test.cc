@@ -133,7 +133,7 @@ TEST_F(UpgradeTest, RunningWorkMayFinishWithoutADeadline) {
   const int64_t job = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
   ASSERT_EQ(pass.value.size(), 1u);
-  const std::string busy = cluster_->world().jobs.at(job).host;
+  const std::string busy = firstRank(cluster_->world().jobs.at(job)).host;
   // Only the busy host, so that it is the one drained first.
   ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, busy, "vision").ok());
   const int64_t id = start(1, "vision");
@@ -236,8 +236,8 @@ TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
   EXPECT_EQ(model::toJson(cluster_->world().hosts.at("old-01"))["driver_version"], "535.104.05");
   JobRequest r;
   r.command = {"train"};
-  r.gpus = 1;
-  r.minDriver = "550";
+  r.resources.gpus = 1;
+  r.resources.minDriver = "550";
   auto job = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(job.ok()) << job.status().toString();
   const int64_t id = job->value.id;
@@ -255,7 +255,7 @@ TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
   joinWithDriver("new-01", "550.54.15");
   auto pass = cluster_->schedulePass();
   ASSERT_EQ(pass.value.size(), 1u);
-  EXPECT_EQ(cluster_->world().jobs.at(id).host, "new-01");
+  EXPECT_EQ(firstRank(cluster_->world().jobs.at(id)).host, "new-01");
 }
 
 class UpgradeRestartTest : public DurableClusterTest {

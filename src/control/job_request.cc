@@ -23,12 +23,12 @@ Status validateVersion(const std::string& value, const char* field) {
 }
 
 Status checkSchedulingFields(JobRequest& r) {
-  if (r.gpuModels.size() > kMaxGpuModels)
+  if (r.resources.gpuModels.size() > kMaxGpuModels)
     return Status::InvalidArgument(
         "gpu_models: at most " + std::to_string(kMaxGpuModels) + " models", "gpu_models");
   std::vector<std::string> models;
   bool any = false;
-  for (const auto& m : r.gpuModels) {
+  for (const auto& m : r.resources.gpuModels) {
     if (m == "any") {
       any = true;
       continue;
@@ -39,40 +39,41 @@ Status checkSchedulingFields(JobRequest& r) {
   if (any && !models.empty())
     return Status::InvalidArgument("gpu_models: 'any' cannot be combined with named models",
                                    "gpu_models");
-  r.gpuModels = std::move(models);
+  r.resources.gpuModels = std::move(models);
 
-  if (r.gpuMilli < 1 || r.gpuMilli > 1000)
+  if (r.resources.gpuMilli < 1 || r.resources.gpuMilli > 1000)
     return Status::InvalidArgument(
-        "gpu_milli: must be between 1 and 1000, got " + std::to_string(r.gpuMilli), "gpu_milli");
-  if (r.gpuMilli < 1000 && r.gpus != 1)
-    return Status::InvalidArgument(
-        "gpu_milli: a fraction of a GPU needs gpus = 1, got gpus = " + std::to_string(r.gpus),
+        "gpu_milli: must be between 1 and 1000, got " + std::to_string(r.resources.gpuMilli),
         "gpu_milli");
-  if (r.gpuMemoryMib < 0 || r.gpuMemoryMib > kMaxGpuMemoryMib)
+  if (r.resources.gpuMilli < 1000 && r.resources.gpus != 1)
+    return Status::InvalidArgument("gpu_milli: a fraction of a GPU needs gpus = 1, got gpus = " +
+                                       std::to_string(r.resources.gpus),
+                                   "gpu_milli");
+  if (r.resources.gpuMemoryMib < 0 || r.resources.gpuMemoryMib > kMaxGpuMemoryMib)
     return Status::InvalidArgument(
         "gpu_memory_mib: must be between 0 and " + std::to_string(kMaxGpuMemoryMib),
         "gpu_memory_mib");
-  if (r.gpuMemoryMib > 0 && r.gpus == 0 && !r.wholeHost)
+  if (r.resources.gpuMemoryMib > 0 && r.resources.gpus == 0 && !r.resources.wholeHost)
     return Status::InvalidArgument("gpu_memory_mib: a job without GPUs needs no GPU memory",
                                    "gpu_memory_mib");
-  if (r.wholeHost) {
-    if (r.gpus != 0)
+  if (r.resources.wholeHost) {
+    if (r.resources.gpus != 0)
       return Status::InvalidArgument(
           "gpus: a whole-host job gets every GPU of its host; leave gpus out or 0", "gpus");
-    if (r.gpuMilli != 1000)
+    if (r.resources.gpuMilli != 1000)
       return Status::InvalidArgument("gpu_milli: a whole-host job takes whole GPUs", "gpu_milli");
   }
-  if (r.hosts < 1 || r.hosts > kMaxGangHosts)
+  if (r.resources.hosts < 1 || r.resources.hosts > kMaxGangHosts)
     return Status::InvalidArgument("hosts: must be between 1 and " + std::to_string(kMaxGangHosts) +
-                                       ", got " + std::to_string(r.hosts),
+                                       ", got " + std::to_string(r.resources.hosts),
                                    "hosts");
-  if (r.hosts > 1) {
-    if (r.wholeHost)
+  if (r.resources.hosts > 1) {
+    if (r.resources.wholeHost)
       return Status::InvalidArgument("hosts: a whole-host job runs on one host", "hosts");
-    if (r.gpus < 1)
+    if (r.resources.gpus < 1)
       return Status::InvalidArgument("hosts: a multi-host job needs gpus >= 1 on each host",
                                      "hosts");
-    if (r.gpuMilli != 1000)
+    if (r.resources.gpuMilli != 1000)
       return Status::InvalidArgument("hosts: a multi-host job takes whole GPUs", "hosts");
   }
   if (r.priority < kMinPriority || r.priority > kMaxPriority)
@@ -81,8 +82,10 @@ Status checkSchedulingFields(JobRequest& r) {
                                    "priority");
   if (r.maxRuntimeMs < 0 || r.maxRuntimeMs > kMaxRuntimeLimitMs)
     return Status::InvalidArgument("max_runtime: must be positive and at most 365d", "max_runtime");
-  if (!r.minDriver.empty()) ALLOT_RETURN_IF_ERROR(validateVersion(r.minDriver, "min_driver"));
-  if (!r.minCuda.empty()) ALLOT_RETURN_IF_ERROR(validateVersion(r.minCuda, "min_cuda"));
+  if (!r.resources.minDriver.empty())
+    ALLOT_RETURN_IF_ERROR(validateVersion(r.resources.minDriver, "min_driver"));
+  if (!r.resources.minCuda.empty())
+    ALLOT_RETURN_IF_ERROR(validateVersion(r.resources.minCuda, "min_cuda"));
   return Status::Ok();
 }
 

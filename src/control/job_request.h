@@ -19,19 +19,12 @@ struct JobRequest {
   std::string project;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
-  int gpus = 0;
-  std::vector<std::string> gpuModels;  // any of these; empty, or one "any", = any model
-  int gpuMilli = 1000;                 // per GPU; below 1000 only with gpus == 1
-  int64_t gpuMemoryMib = 0;            // GPU memory needed on each GPU; 0 = not stated
-  int cpuMillis = 0;
-  int64_t memoryMib = 0;
+  // As the job will hold it, except that gpuModels may still say "any", and a whole-host request
+  // must leave gpus 0 (the scheduler fills it).
+  model::ResourceRequest resources;
   int priority = 0;
   bool preemptible = false;
-  bool wholeHost = false;  // gpus must be 0: the scheduler gives it every GPU of the host
-  int hosts = 1;           // > 1: a gang, one process per host with `gpus` whole GPUs each
   int64_t maxRuntimeMs = 0;
-  std::string minDriver;
-  std::string minCuda;
   std::string contour;  // empty: the default contour
   // Set by Cluster::createSession only (never read from a job submission): the job is a session.
   std::optional<model::SessionSpec> session;

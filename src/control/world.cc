@@ -21,10 +21,6 @@ bool holdsGpus(model::JobState s) {
 // Calls fn(host, gpuIndices) for each rank of a placed job.
 template <typename F>
 void forEachRank(const model::Job& j, F fn) {
-  if (j.ranks.empty()) {
-    fn(j.host, j.gpuIndices);
-    return;
-  }
   for (const auto& r : j.ranks) fn(r.host, r.gpuIndices);
 }
 
@@ -130,8 +126,8 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
 std::set<std::string> World::sessionHostsOf(const std::string& user) const {
   std::set<std::string> hosts;
   for (const auto& [id, j] : jobs) {
-    if (j.session && j.user == user && !model::isTerminal(j.state) && !j.host.empty())
-      hosts.insert(j.host);
+    if (j.session && j.user == user && !model::isTerminal(j.state) && !firstRank(j).host.empty())
+      hosts.insert(firstRank(j).host);
   }
   return hosts;
 }

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "model/directory.h"
 #include "model/host.h"
+#include "model/resource_request.h"
 
 namespace allot::model {
 
@@ -37,8 +38,9 @@ enum class RankState { kPending, kRunning, kExited, kFailedToStart, kLost };
 const char* rankStateName(RankState s);
 std::optional<RankState> parseRankState(const std::string& s);
 
-// One process of a gang (multi-host) job: where it runs and how it went. Rank 0 is also kept in
-// the job's flat host/gpuIndices/gpuUuids fields, so that readers of single-host jobs keep working.
+// One process of a job: where it runs and, for a gang (multi-host) job, how it went. A placed job
+// always has its ranks, one per host; a single-host job is one rank, whose state stays kPending
+// because the job's own state says how it runs.
 struct Rank {
   std::string host;
   std::vector<int> gpuIndices;
@@ -73,26 +75,16 @@ struct Job {
   std::string user;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
-  int gpus = 0;
-  std::vector<std::string> gpuModels;  // any of these; empty = any model
-  int gpuMilli = 1000;       // share of each GPU; below 1000 only with gpus == 1 (a shared GPU)
-  int64_t gpuMemoryMib = 0;  // GPU memory it needs on each GPU; 0 = not stated
-  int cpuMillis = 0;         // CPU limit in millicores; 0 = unlimited
-  int64_t memoryMib = 0;     // memory limit; 0 = unlimited
+  // What it asks for. A whole-host job's gpus is filled in when it is placed: what it holds.
+  ResourceRequest resources;
   int priority = 0;          // -1000..1000, higher first
   bool preemptible = false;  // may be stopped and requeued to make room
-  bool wholeHost = false;    // every GPU, CPU and byte of one host; the scheduler fills gpus
-  int hosts = 1;             // > 1: a gang of `hosts` processes, one per host, `gpus` GPUs each
   int64_t maxRuntimeMs = 0;  // declared limit, enforced; 0 = none
-  std::string minDriver;     // lowest NVIDIA driver version it runs on ("535.104"); empty = any
-  std::string minCuda;       // lowest CUDA version ("12.2"); empty = any
   JobState state = JobState::kQueued;
   std::string reason;  // why it waits, or why it ended the way it did
-  std::string host;
-  std::vector<int> gpuIndices;
-  std::vector<std::string> gpuUuids;
-  // A placed gang's ranks in rank order (rank 0 first, mirroring host/gpuIndices/gpuUuids); empty
-  // for a single-host job and for a gang not placed.
+  // Where it runs, in rank order (one rank per host, so one for a single-host job); empty while
+  // it is not placed. The API and the store documents also show rank 0 as flat host/gpu_indices
+  // fields, for readers from before gangs.
   std::vector<Rank> ranks;
   // A gang: the first rank that failed, started no process or was lost, whose failure stops the
   // other ranks and decides how the job ends; -1 while none has.
@@ -170,6 +162,11 @@ struct Event {
   std::string details = "{}";
 };
 
+// A gang: `hosts` processes on as many hosts, each with a rank state of its own (Rank).
+inline bool isGang(const Job& job) { return job.resources.hosts > 1; }
+// Rank 0: the whole placement of a single-host job, the first host of a gang; an empty Rank (no
+// host, no GPUs) when the job is not placed.
+const Rank& firstRank(const Job& job);
 // The rank of `job` that runs on `host`, or -1. A single-host job's one process is rank 0.
 int rankOn(const Job& job, const std::string& host);
 // Every host a placed job has a rank on, in rank order; empty when not placed.

@@ -395,7 +395,7 @@ json toJson(const Job& j) { return toListedJson(j, 0); }
 
 json toListedJson(const Job& j, size_t maxSpecBytes) {
   json out = toJsonFlat(j, maxSpecBytes);
-  if (!j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
+  if (isGang(j) && !j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
   if (j.session) out["session"] = toJson(*j.session);
   return out;
 }
@@ -433,19 +433,19 @@ static json jobCommon(const Job& j) {
           {"name", j.name},
           {"team", j.team},
           {"user", j.user},
-          {"gpus", j.gpus},
-          {"gpu_models", j.gpuModels},
-          {"gpu_milli", j.gpuMilli},
-          {"gpu_memory_mib", j.gpuMemoryMib},
-          {"cpu_millis", j.cpuMillis},
-          {"memory_mib", j.memoryMib},
+          {"gpus", j.resources.gpus},
+          {"gpu_models", j.resources.gpuModels},
+          {"gpu_milli", j.resources.gpuMilli},
+          {"gpu_memory_mib", j.resources.gpuMemoryMib},
+          {"cpu_millis", j.resources.cpuMillis},
+          {"memory_mib", j.resources.memoryMib},
           {"priority", j.priority},
           {"preemptible", j.preemptible},
-          {"whole_host", j.wholeHost},
-          {"hosts", j.hosts},
+          {"whole_host", j.resources.wholeHost},
+          {"hosts", j.resources.hosts},
           {"state", jobStateName(j.state)},
-          {"gpu_indices", j.gpuIndices},
-          {"gpu_uuids", j.gpuUuids},
+          {"gpu_indices", firstRank(j).gpuIndices},
+          {"gpu_uuids", firstRank(j).gpuUuids},
           {"exit_code", valueOrNull(j.exitCode)},
           {"signal", valueOrNull(j.signal)},
           {"cancel_requested", j.cancelRequested},
@@ -462,11 +462,11 @@ json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   out["command"] = cut ? *cut : j.command;
   out["env"] = cut ? kNoEnv : j.env;
   out["max_runtime"] = durationOrNull(j.maxRuntimeMs);
-  out["min_driver"] = nullIfEmpty(j.minDriver);
-  out["min_cuda"] = nullIfEmpty(j.minCuda);
+  out["min_driver"] = nullIfEmpty(j.resources.minDriver);
+  out["min_cuda"] = nullIfEmpty(j.resources.minCuda);
   out["contour"] = nullIfEmpty(j.contour);
   out["reason"] = nullIfEmpty(j.reason);
-  out["host"] = nullIfEmpty(j.host);
+  out["host"] = nullIfEmpty(firstRank(j).host);
   out["evicting_since"] = timeOrNull(j.evictingSince);
   out["evicted_for"] = nullIfEmpty(j.evictedFor);
   out["submitted_at"] = formatIso8601(j.submittedAt);
@@ -545,9 +545,10 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   return h;
 }
 
+// A single-host job's one rank is its flat host and GPU fields, as documents were before gangs.
 json toStoreDoc(const Job& j) {
   json out = toStoreDocFlat(j);
-  if (!j.ranks.empty()) {
+  if (isGang(j) && !j.ranks.empty()) {
     json ranks = json::array();
     for (const Rank& k : j.ranks) {
       json r = rankJson(k);
@@ -567,11 +568,11 @@ json toStoreDocFlat(const Job& j) {
   out["command"] = j.command;
   out["env"] = j.env;
   out["max_runtime_ms"] = j.maxRuntimeMs;
-  out["min_driver"] = j.minDriver;
-  out["min_cuda"] = j.minCuda;
+  out["min_driver"] = j.resources.minDriver;
+  out["min_cuda"] = j.resources.minCuda;
   out["contour"] = j.contour;
   out["reason"] = j.reason;
-  out["host"] = j.host;
+  out["host"] = firstRank(j).host;
   out["evicting_since_ms"] = j.evictingSince;
   out["evicted_for"] = j.evictedFor;
   out["submitted_ms"] = j.submittedAt;
@@ -590,29 +591,26 @@ static Job jobFromStoreDocOrThrow(const json& d) {
   j.user = d.value("user", "");
   j.command = d.value("command", std::vector<std::string>{});
   j.env = d.value("env", std::map<std::string, std::string>{});
-  j.gpus = d.value("gpus", 0);
+  j.resources.gpus = d.value("gpus", 0);
   if (auto it = d.find("gpu_models"); it != d.end()) {
-    j.gpuModels = it->get<std::vector<std::string>>();
+    j.resources.gpuModels = it->get<std::vector<std::string>>();
   } else if (std::string one = d.value("gpu_model", ""); !one.empty()) {
-    j.gpuModels = {one};  // written before a job could name several models
+    j.resources.gpuModels = {one};  // written before a job could name several models
   }
-  j.gpuMilli = d.value("gpu_milli", 1000);
-  j.gpuMemoryMib = d.value("gpu_memory_mib", int64_t{0});
-  j.cpuMillis = d.value("cpu_millis", 0);
-  j.memoryMib = d.value("memory_mib", int64_t{0});
+  j.resources.gpuMilli = d.value("gpu_milli", 1000);
+  j.resources.gpuMemoryMib = d.value("gpu_memory_mib", int64_t{0});
+  j.resources.cpuMillis = d.value("cpu_millis", 0);
+  j.resources.memoryMib = d.value("memory_mib", int64_t{0});
   j.priority = d.value("priority", 0);
   j.preemptible = d.value("preemptible", false);
-  j.wholeHost = d.value("whole_host", false);
-  j.hosts = d.value("hosts", 1);
+  j.resources.wholeHost = d.value("whole_host", false);
+  j.resources.hosts = d.value("hosts", 1);
   j.maxRuntimeMs = d.value("max_runtime_ms", int64_t{0});
-  j.minDriver = d.value("min_driver", "");
-  j.minCuda = d.value("min_cuda", "");
+  j.resources.minDriver = d.value("min_driver", "");
+  j.resources.minCuda = d.value("min_cuda", "");
   j.contour = d.value("contour", "");  // empty: written before contours
   j.state = parseJobState(d.value("state", "queued")).value_or(JobState::kQueued);
   j.reason = d.value("reason", "");
-  j.host = d.value("host", "");
-  j.gpuIndices = d.value("gpu_indices", std::vector<int>{});
-  j.gpuUuids = d.value("gpu_uuids", std::vector<std::string>{});
   for (const auto& r : d.value("ranks", json::array())) {
     Rank k;
     k.host = r.value("host", "");
@@ -622,6 +620,13 @@ static Job jobFromStoreDocOrThrow(const json& d) {
     k.exitCode = readOptional<int>(r, "exit_code");
     k.signal = readOptional<int>(r, "signal");
     k.message = r.value("message", "");
+    j.ranks.push_back(std::move(k));
+  }
+  if (std::string host = d.value("host", ""); j.ranks.empty() && !host.empty()) {
+    Rank k;
+    k.host = std::move(host);
+    k.gpuIndices = d.value("gpu_indices", std::vector<int>{});
+    k.gpuUuids = d.value("gpu_uuids", std::vector<std::string>{});
     j.ranks.push_back(std::move(k));
   }
   j.failedRank = d.value("failed_rank", -1);

@@ -12,10 +12,9 @@ TEST(ModelJson, JobRoundTripsThroughStoreDoc) {
   j.team = "vision";
   j.command = {"python3", "train.py"};
   j.env = {{"A", "1"}};
-  j.gpus = 2;
+  j.resources.gpus = 2;
   j.state = JobState::kRunning;
-  j.host = "gpu-07";
-  j.gpuIndices = {0, 1};
+  j.ranks = {{.host = "gpu-07", .gpuIndices = {0, 1}}};
   j.exitCode = 3;
   j.submittedAt = 1000;
   Job back = jobFromStoreDoc(toStoreDoc(j)).value();
@@ -23,7 +22,9 @@ TEST(ModelJson, JobRoundTripsThroughStoreDoc) {
   EXPECT_EQ(back.command, j.command);
   EXPECT_EQ(back.env, j.env);
   EXPECT_EQ(back.state, JobState::kRunning);
-  EXPECT_EQ(back.gpuIndices, j.gpuIndices);
+  ASSERT_EQ(back.ranks.size(), 1u) << "a single-host job's document holds its one rank";
+  EXPECT_EQ(back.ranks[0].host, "gpu-07");
+  EXPECT_EQ(back.ranks[0].gpuIndices, j.ranks[0].gpuIndices);
   EXPECT_EQ(back.exitCode, 3);
   EXPECT_FALSE(back.signal.has_value());
   EXPECT_EQ(back.submittedAt, 1000);
@@ -59,7 +60,8 @@ TEST(ModelJson, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
   // The API shows what identifies a key, not the blob.
   EXPECT_FALSE(toJson(back.sshKeys[0]).contains("blob"));
   // A user stored before SSH keys existed loads with none.
-  EXPECT_TRUE(userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).value().sshKeys.empty());
+  EXPECT_TRUE(
+      userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).value().sshKeys.empty());
 }
 
 TEST(ModelJson, HostRoundTrip) {
@@ -101,24 +103,24 @@ TEST(ModelJson, HostAdminStateRoundTripsAndShowsInTheApi) {
 TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
   Job j;
   j.id = 7;
-  j.gpus = 1;
-  j.gpuModels = {"A100", "H100 80GB HBM3"};
-  j.gpuMilli = 250;
-  j.gpuMemoryMib = 10240;
+  j.resources.gpus = 1;
+  j.resources.gpuModels = {"A100", "H100 80GB HBM3"};
+  j.resources.gpuMilli = 250;
+  j.resources.gpuMemoryMib = 10240;
   j.priority = -5;
   j.preemptible = true;
-  j.wholeHost = true;
+  j.resources.wholeHost = true;
   j.maxRuntimeMs = 7'200'000;
-  j.minDriver = "535.104";
-  j.minCuda = "12.2";
+  j.resources.minDriver = "535.104";
+  j.resources.minCuda = "12.2";
   j.preemptions = 2;
   j.evicting = true;
   j.evictingSince = 5000;
   j.evictedFor = "reclaimed by team ml for job 42";
   Job back = jobFromStoreDoc(toStoreDoc(j)).value();
   EXPECT_EQ(toStoreDoc(back), toStoreDoc(j));
-  EXPECT_EQ(back.gpuModels, j.gpuModels);
-  EXPECT_EQ(back.gpuMilli, 250);
+  EXPECT_EQ(back.resources.gpuModels, j.resources.gpuModels);
+  EXPECT_EQ(back.resources.gpuMilli, 250);
   EXPECT_EQ(back.evictedFor, j.evictedFor);
 
   auto api = toJson(j);
@@ -132,12 +134,12 @@ TEST(ModelJson, SchedulingFieldsRoundTripThroughStoreDoc) {
 TEST(ModelJson, JobDocumentsFromBeforeSchedulingFieldsLoadWithDefaults) {
   json old = {{"id", 3}, {"gpus", 2}, {"gpu_model", "H100"}, {"state", "queued"}};
   Job j = jobFromStoreDoc(old).value();
-  EXPECT_EQ(j.gpuModels, std::vector<std::string>{"H100"});
-  EXPECT_EQ(j.gpuMilli, 1000);
+  EXPECT_EQ(j.resources.gpuModels, std::vector<std::string>{"H100"});
+  EXPECT_EQ(j.resources.gpuMilli, 1000);
   EXPECT_EQ(j.priority, 0);
   EXPECT_FALSE(j.preemptible);
   EXPECT_EQ(j.maxRuntimeMs, 0);
-  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).value().gpuModels.empty());
+  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).value().resources.gpuModels.empty());
   auto api = toJson(j);
   EXPECT_TRUE(api["max_runtime"].is_null());
   EXPECT_TRUE(api["min_driver"].is_null());

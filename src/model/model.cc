@@ -105,8 +105,12 @@ bool isTerminal(JobState s) {
 const char* rankStateName(RankState s) { return nameIn(kRankStates, s, "pending"); }
 std::optional<RankState> parseRankState(const std::string& s) { return parseIn(kRankStates, s); }
 
+const Rank& firstRank(const Job& job) {
+  static const Rank kNotPlaced;
+  return job.ranks.empty() ? kNotPlaced : job.ranks.front();
+}
+
 int rankOn(const Job& job, const std::string& host) {
-  if (job.ranks.empty()) return !job.host.empty() && job.host == host ? 0 : -1;
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     if (job.ranks[r].host == host) return static_cast<int>(r);
   }
@@ -115,10 +119,6 @@ int rankOn(const Job& job, const std::string& host) {
 
 std::vector<std::string> rankHosts(const Job& job) {
   std::vector<std::string> out;
-  if (job.ranks.empty()) {
-    if (!job.host.empty()) out.push_back(job.host);
-    return out;
-  }
   for (const auto& r : job.ranks) out.push_back(r.host);
   return out;
 }

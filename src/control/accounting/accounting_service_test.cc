@@ -39,8 +39,7 @@ class AccountingServiceTest : public ::testing::Test {
     j.user = user;
     j.state = state;
     if (state == JobState::kScheduled) {
-      j.host = "gpu-01";
-      j.gpuIndices = {0, 1};
+      j.ranks = {{.host = "gpu-01", .gpuIndices = {0, 1}}};
       j.scheduledAt = clock_.nowMs();
     }
     store::WriteBatch batch;

@@ -78,15 +78,11 @@ void AccountingService::jobChanged(const model::Job& before, const model::Job& a
         }
       }
       e.gpuIndices = gpus;
-      e.gpuMilli = after.gpuMilli;
+      e.gpuMilli = after.resources.gpuMilli;
       e.startAt = after.scheduledAt > 0 ? after.scheduledAt : clock_.nowMs();
       append(std::move(e), batch);
     };
-    if (after.ranks.empty()) {
-      open(after.host, after.gpuIndices);
-    } else {
-      for (const auto& r : after.ranks) open(r.host, r.gpuIndices);
-    }
+    for (const auto& r : after.ranks) open(r.host, r.gpuIndices);
   }
 }
 

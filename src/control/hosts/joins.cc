@@ -155,7 +155,7 @@ std::vector<GpuAllocation> HostService::allocations(const Principal& p,
     if (g != h->second.gpus.end() && !authz::canSeeGpu(p, *g)) continue;
     const auto& j = world_.jobs.at(jobId);
     out.push_back({gpu, jobId, j.team, j.user, j.project, j.startedAt ? j.startedAt : j.scheduledAt,
-                   j.gpuMilli});
+                   j.resources.gpuMilli});
   }
   return out;
 }

@@ -21,10 +21,6 @@ namespace {
 // Calls fn(host, gpuIndices) for each rank of a placed job.
 template <typename F>
 void forEachRank(const Job& j, F fn) {
-  if (j.ranks.empty()) {
-    fn(j.host, j.gpuIndices);
-    return;
-  }
   for (const auto& r : j.ranks) fn(r.host, r.gpuIndices);
 }
 
@@ -32,7 +28,7 @@ void forEachRank(const Job& j, F fn) {
 // even without GPUs), and not already on their way out.
 bool watched(const Job& j) {
   return j.state == JobState::kRunning && !j.evicting && !j.cancelRequested &&
-         (j.gpus > 0 || j.session);
+         (j.resources.gpus > 0 || j.session);
 }
 
 int gpusHeld(const Job& j) {
@@ -248,7 +244,7 @@ Change<IdleCheck> IdleService::check() {
           j.cancelRequested = true;
           j.reason = reason;
           jobs_.jobUpdated(j, before, c.batch);
-          c.pushHosts.insert(j.host);
+          c.pushHosts.insert(firstRank(j).host);
           c.value.reclaimed.push_back(j.id);
           spdlog::info("session culled: session={} user={}", j.id, j.user);
           break;

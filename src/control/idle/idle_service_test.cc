@@ -42,9 +42,8 @@ class IdleServiceTest : public ::testing::Test {
     j.id = id;
     j.team = "vision";
     j.user = "alice";
-    j.gpus = 1;
-    j.host = "gpu-01";
-    j.gpuIndices = {0};
+    j.resources.gpus = 1;
+    j.ranks = {{.host = "gpu-01", .gpuIndices = {0}}};
     j.state = model::JobState::kRunning;
     j.startedAt = clock_.nowMs();
     world_.jobs[id] = j;

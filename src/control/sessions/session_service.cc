@@ -78,14 +78,16 @@ Result<Change<Job>> SessionService::create(const Principal& p, SessionRequest r)
   job.project = r.project;
   job.command = profile.command;
   job.env = profile.env;
-  job.gpus = r.gpus.value_or(r.gpuMilli ? 1 : profile.defaults.gpus);
-  job.gpuMilli = r.gpuMilli.value_or(r.gpus ? 1000 : profile.defaults.gpuMilli);
-  job.cpuMillis = r.cpuMillis.value_or(profile.defaults.cpuMillis);
-  job.memoryMib = r.memoryMib.value_or(profile.defaults.memoryMib);
-  if (job.gpus < 0) return Status::InvalidArgument("gpus: must not be negative", "gpus");
-  ALLOT_RETURN_IF_ERROR(withinMaximum(job.gpus, profile.maxima.gpus, "gpus"));
-  ALLOT_RETURN_IF_ERROR(withinMaximum(job.cpuMillis, profile.maxima.cpuMillis, "cpu_millis"));
-  ALLOT_RETURN_IF_ERROR(withinMaximum(job.memoryMib, profile.maxima.memoryMib, "memory_mib"));
+  job.resources.gpus = r.gpus.value_or(r.gpuMilli ? 1 : profile.defaults.gpus);
+  job.resources.gpuMilli = r.gpuMilli.value_or(r.gpus ? 1000 : profile.defaults.gpuMilli);
+  job.resources.cpuMillis = r.cpuMillis.value_or(profile.defaults.cpuMillis);
+  job.resources.memoryMib = r.memoryMib.value_or(profile.defaults.memoryMib);
+  if (job.resources.gpus < 0) return Status::InvalidArgument("gpus: must not be negative", "gpus");
+  ALLOT_RETURN_IF_ERROR(withinMaximum(job.resources.gpus, profile.maxima.gpus, "gpus"));
+  ALLOT_RETURN_IF_ERROR(
+      withinMaximum(job.resources.cpuMillis, profile.maxima.cpuMillis, "cpu_millis"));
+  ALLOT_RETURN_IF_ERROR(
+      withinMaximum(job.resources.memoryMib, profile.maxima.memoryMib, "memory_mib"));
   job.maxRuntimeMs = profile.maxLifetimeMs;
 
   model::SessionSpec spec;
@@ -223,7 +225,7 @@ Result<SessionEndpoint> SessionService::open(const Principal& p, int64_t id) con
   auto rt = runtime_.find(id);
   if (j.state != JobState::kRunning || rt == runtime_.end() || !rt->second.ready)
     return Status::Unavailable("session " + std::to_string(id) + " is starting");
-  return SessionEndpoint{j.host, j.session->app, rt->second.token};
+  return SessionEndpoint{firstRank(j).host, j.session->app, rt->second.token};
 }
 
 Result<SessionEndpoint> SessionService::openSsh(const Principal& p, int64_t id) const {

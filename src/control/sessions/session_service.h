@@ -94,8 +94,8 @@ class SessionService : public MembershipObserver {
   // started (its `local` storage now lives on its host) or ended (its runtime state goes).
   void reported(const model::Job& j, const model::ActualSession& s) { runtime_[j.id] = s; }
   void started(const model::Job& j) {
-    if (j.session && j.session->storage == "local" && !j.host.empty() && j.startedAt > 0)
-      localHomes_[j.user].insert(j.host);
+    if (j.session && j.session->storage == "local" && !firstRank(j).host.empty() && j.startedAt > 0)
+      localHomes_[j.user].insert(firstRank(j).host);
   }
   void ended(int64_t id) {
     runtime_.erase(id);

@@ -24,7 +24,7 @@ class RecordingJobs : public SessionJobs {
     j.team = r.team.empty() ? p.soleTeam() : r.team;
     j.user = p.name;
     j.command = r.command;
-    j.gpus = r.gpus;
+    j.resources.gpus = r.resources.gpus;
     j.session = r.session;
     j.state = JobState::kQueued;
     world_.jobs[j.id] = j;
@@ -81,7 +81,7 @@ TEST_F(SessionServiceTest, ASessionIsAJobMadeFromItsProfileAndNamedForItsOwner) 
   auto first = sessions_.create(alice_, {});
   ASSERT_TRUE(first.ok()) << first.status().toString();
   EXPECT_EQ(first->value.name, "jupyter");
-  EXPECT_EQ(first->value.gpus, 1) << "the profile's default";
+  EXPECT_EQ(first->value.resources.gpus, 1) << "the profile's default";
   ASSERT_TRUE(first->value.session.has_value());
   EXPECT_EQ(first->value.session->app, "jupyter-server");
   EXPECT_EQ(first->value.session->storage, "scratch");
@@ -113,7 +113,7 @@ TEST_F(SessionServiceTest, OnlyTheOwnerAndThoseItIsSharedWithOpenIt) {
 
   model::Job& j = world_.jobs.at(id);
   j.state = JobState::kRunning;
-  j.host = "gpu-01";
+  j.ranks = {{.host = "gpu-01"}};
   model::ActualSession rt;
   rt.ready = true;
   rt.token = "jupyter-token";

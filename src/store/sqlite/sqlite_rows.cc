@@ -356,7 +356,7 @@ Status WriteStatements::put(const PutJob& op) {
         .text(j.project)
         .text(j.user)
         .text(model::jobStateName(j.state))
-        .text(j.host)
+        .text(firstRank(j).host)
         .integer(j.submittedAt)
         .integer(j.finishedAt)
         .text(doc)

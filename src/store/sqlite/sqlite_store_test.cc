@@ -95,8 +95,8 @@ model::Job makeJob(int64_t id) {
   j.user = "alice";
   j.command = {"python3", "train.py", "--epochs=3"};
   j.env = {{"SEED", "7"}, {"WANDB_MODE", "offline"}};
-  j.gpus = 2;
-  j.gpuModels = {"H100"};
+  j.resources.gpus = 2;
+  j.resources.gpuModels = {"H100"};
   j.submittedAt = 1'700'000'000'000 + id;
   return j;
 }
@@ -156,22 +156,20 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   model::Job job = makeJob(42);
   job.state = model::JobState::kFailed;
   job.reason = "exit code 3";
-  job.host = "gpu-07";
-  job.gpuIndices = {0, 1};
-  job.gpuUuids = {"GPU-abc", "GPU-def"};
+  job.ranks = {{.host = "gpu-07", .gpuIndices = {0, 1}, .gpuUuids = {"GPU-abc", "GPU-def"}}};
   job.exitCode = 3;
   job.cancelRequested = true;
   job.scheduledAt = 1;
   job.startedAt = 2;
   job.finishedAt = 3;
-  job.gpuModels = {"H100", "A100"};
-  job.gpuMilli = 500;
-  job.gpuMemoryMib = 20480;
+  job.resources.gpuModels = {"H100", "A100"};
+  job.resources.gpuMilli = 500;
+  job.resources.gpuMemoryMib = 20480;
   job.priority = 100;
   job.preemptible = true;
   job.maxRuntimeMs = 3'600'000;
-  job.minDriver = "535.104";
-  job.minCuda = "12.2";
+  job.resources.minDriver = "535.104";
+  job.resources.minCuda = "12.2";
   job.preemptions = 1;
   job.evicting = true;
   job.evictingSince = 4;
@@ -261,7 +259,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_EQ(model::toStoreDoc(c.jobs[0]), model::toStoreDoc(job));
   EXPECT_EQ(c.jobs[0].exitCode, std::optional<int>(3));
-  EXPECT_EQ(c.jobs[0].gpuModels, job.gpuModels);
+  EXPECT_EQ(c.jobs[0].resources.gpuModels, job.resources.gpuModels);
   EXPECT_EQ(c.jobs[0].evictedFor, job.evictedFor);
   EXPECT_EQ(c.jobs[0].signal, std::nullopt);
 
@@ -283,8 +281,7 @@ TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
                   .ok());
 
   job.state = model::JobState::kRunning;
-  job.host = "gpu-01";
-  job.gpuIndices = {3};
+  job.ranks = {{.host = "gpu-01", .gpuIndices = {3}}};
   job.env.clear();
   ASSERT_TRUE(store
                   ->commit(WriteBatch{}
@@ -296,8 +293,8 @@ TEST_F(SqliteStoreTest, UpsertReplacesTheWholeRow) {
   Contents c = load(*store);
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_EQ(c.jobs[0].state, model::JobState::kRunning);
-  EXPECT_EQ(c.jobs[0].host, "gpu-01");
-  EXPECT_EQ(c.jobs[0].gpuIndices, std::vector<int>{3});
+  EXPECT_EQ(firstRank(c.jobs[0]).host, "gpu-01");
+  EXPECT_EQ(firstRank(c.jobs[0]).gpuIndices, std::vector<int>{3});
   EXPECT_TRUE(c.jobs[0].env.empty());
   ASSERT_EQ(c.users.size(), 1u);
   EXPECT_TRUE(c.users[0].teams.empty());
@@ -570,8 +567,8 @@ TEST_F(SqliteStoreTest, SchemaOneDatabaseLoadsWithDefaults) {
   EXPECT_EQ(c.hosts[0].gpus[0].dedicatedTo, "");
   EXPECT_FALSE(c.hosts[0].gpus[0].shared);
   ASSERT_EQ(c.jobs.size(), 1u);
-  EXPECT_EQ(c.jobs[0].gpuModels, std::vector<std::string>{"H100"});
-  EXPECT_EQ(c.jobs[0].gpuMilli, 1000);
+  EXPECT_EQ(c.jobs[0].resources.gpuModels, std::vector<std::string>{"H100"});
+  EXPECT_EQ(c.jobs[0].resources.gpuMilli, 1000);
   EXPECT_EQ(c.jobs[0].priority, 0);
   EXPECT_EQ(c.jobs[0].maxRuntimeMs, 0);
   EXPECT_EQ(c.jobs[0].preemptions, 0);
