@@ -6,6 +6,7 @@
 #include "control/cluster.h"
 #include "control/cluster_test_fixture.h"
 #include "model/json.h"
+#include "store/documents.h"
 
 namespace allot::control {
 namespace {
@@ -259,7 +260,7 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   place();
   cluster_->agentStatus(job(id).ranks[1].host, {report(id, ActualState::kExited, 3)});
   auto j = job(id);
-  auto back = model::jobFromStoreDoc(model::toStoreDoc(j)).value();
+  auto back = store::jobFromStoreDoc(store::toStoreDoc(j)).value();
   EXPECT_EQ(back.resources.hosts, 2);
   ASSERT_EQ(back.ranks.size(), 2u);
   EXPECT_EQ(back.failedRank, 1);
@@ -278,7 +279,7 @@ TEST_F(GangTest, RanksSurviveTheStoreAndOldJobsLoadAsSingleHost) {
   EXPECT_TRUE(w.hostJobsOf("gpu-a").count(id));
   EXPECT_TRUE(w.hostJobsOf("gpu-b").count(id));
   EXPECT_EQ(w.gpuHolders().at("gpu-b").size(), 2u);
-  auto old = model::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}}).value();
+  auto old = store::jobFromStoreDoc({{"id", 7}, {"host", "gpu-a"}, {"gpu_indices", {0}}}).value();
   EXPECT_EQ(old.resources.hosts, 1);
   ASSERT_EQ(old.ranks.size(), 1u) << "its flat fields are its one rank";
   EXPECT_EQ(old.ranks[0].host, "gpu-a");

@@ -1,7 +1,8 @@
 #pragma once
-// JSON forms of the domain values. One form serves the API, the store's documents and the agent
-// protocol, so a field has one name everywhere (snake_case). Times are ISO 8601 in the API
-// ("*_at") and Unix milliseconds in stored documents ("*_ms"); `forStore` picks.
+// The API's JSON forms of the domain values, which the agent protocol's field codecs also use for
+// the hardware it reports (model/agent_protocol.h). Times are ISO 8601 ("*_at"). The store's
+// documents are store/documents.h; what both views share, so that a field has one name (snake_case)
+// in each, is model/json_parts.h.
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +22,6 @@ json toJson(const Team& t);
 // A team's quota settings: {"guaranteed","borrow_limit","lend_limit","weight","lend_dedicated"}.
 json quotaJson(const Team& t);
 json toJson(const User& u);
-json toStoreDoc(const User& u);
-Result<User> userFromStoreDoc(const json& doc);
 json toJson(const SshKey& k);
 json toJson(const ApiToken& t);
 json toJson(const Project& p);
@@ -41,28 +40,9 @@ json toJson(const Upgrade& u);
 // An event as the API and webhooks show it.
 json toJson(const Event& e);
 
-// Documents for the store: every field, times in ms, secrets' hashes included. A document that
-// does not decode is an Internal error, never an exception out of the model.
-json toStoreDoc(const Team& t);
-json toStoreDoc(const Project& p);
-Result<Team> teamFromStoreDoc(const json& doc);
-Result<Project> projectFromStoreDoc(const json& doc);
-json toStoreDoc(const Host& h);
-json toStoreDoc(const Job& j);
-Result<Host> hostFromStoreDoc(const json& doc);
-Result<Job> jobFromStoreDoc(const json& doc);
-json toStoreDoc(const Upgrade& u);
-Result<Upgrade> upgradeFromStoreDoc(const json& doc);
 Gpu gpuFromJson(const json& j);
 
-// Leases (lease_json.cc): the API's form, and the store's.
-json toJson(const Lease& l);
-json toStoreDoc(const Lease& l);
-Result<Lease> leaseFromStoreDoc(const json& doc);
-
-// Session profiles (profile_json.cc): the API's form, and the store's.
-json toJson(const Profile& p);
-json toStoreDoc(const Profile& p);
-Result<Profile> profileFromStoreDoc(const json& doc);
+json toJson(const Lease& l);    // lease_json.cc
+json toJson(const Profile& p);  // profile_json.cc
 
 }  // namespace allot::model

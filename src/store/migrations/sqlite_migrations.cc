@@ -9,7 +9,7 @@ namespace allot::store {
 namespace {
 
 // Keys and the fields someone filters on are real columns; hosts and jobs also carry their full
-// store document (model::toStoreDoc) in `doc`, which is what loadAll reads back. Times are Unix
+// store document (store/documents.h) in `doc`, which is what loadAll reads back. Times are Unix
 // milliseconds. Columns are NOT NULL with '' / 0 for "none", matching the model's conventions.
 constexpr std::string_view kV1Initial = R"sql(
 CREATE TABLE teams (

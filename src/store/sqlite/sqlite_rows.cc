@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/json.h"
+#include "store/documents.h"
 
 namespace allot::store::sqlite {
 namespace {
@@ -260,7 +261,7 @@ void WriteStatements::rollback() {
 Status WriteStatements::put(const PutTeam& op) {
   const model::Team& t = op.team;
   return guarded("team " + t.name, [&] {
-    const std::string doc = docText(model::toStoreDoc(t));
+    const std::string doc = docText(toStoreDoc(t));
     return Binder(team_.get()).text(t.name).integer(t.createdAt).text(doc).run();
   });
 }
@@ -274,7 +275,7 @@ Status WriteStatements::put(const PutUser& op) {
     const model::Role role = u.platformAdmin   ? model::Role::kPlatformAdmin
                              : u.teams.empty() ? model::Role::kMember
                                                : u.teams.begin()->second;
-    const std::string doc = docText(model::toStoreDoc(u));
+    const std::string doc = docText(toStoreDoc(u));
     return Binder(user_.get())
         .text(u.name)
         .text(team)
@@ -307,7 +308,7 @@ Status WriteStatements::put(const DeleteToken& op) {
 Status WriteStatements::put(const PutProject& op) {
   const model::Project& p = op.project;
   return guarded("project " + p.team + "/" + p.name, [&] {
-    const std::string doc = docText(model::toStoreDoc(p));
+    const std::string doc = docText(toStoreDoc(p));
     return Binder(project_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
   });
 }
@@ -333,7 +334,7 @@ Status WriteStatements::put(const PutJoinToken& op) {
 Status WriteStatements::put(const PutHost& op) {
   const model::Host& h = op.host;
   return guarded("host " + h.name, [&] {
-    const std::string doc = docText(model::toStoreDoc(h));
+    const std::string doc = docText(toStoreDoc(h));
     return Binder(host_.get())
         .text(h.name)
         .text(model::hostStateName(h.state))
@@ -348,7 +349,7 @@ Status WriteStatements::put(const PutHost& op) {
 Status WriteStatements::put(const PutJob& op) {
   const model::Job& j = op.job;
   return guarded(jobLabel(j.id), [&] {
-    const std::string doc = docText(model::toStoreDoc(j));
+    const std::string doc = docText(toStoreDoc(j));
     return Binder(job_.get())
         .integer(j.id)
         .text(j.name)
@@ -367,7 +368,7 @@ Status WriteStatements::put(const PutJob& op) {
 Status WriteStatements::put(const PutUpgrade& op) {
   const model::Upgrade& u = op.upgrade;
   return guarded("upgrade " + std::to_string(u.id), [&] {
-    const std::string doc = docText(model::toStoreDoc(u));
+    const std::string doc = docText(toStoreDoc(u));
     return Binder(upgrade_.get())
         .integer(u.id)
         .text(u.pool)
@@ -381,7 +382,7 @@ Status WriteStatements::put(const PutUpgrade& op) {
 Status WriteStatements::put(const PutLease& op) {
   const model::Lease& l = op.lease;
   return guarded("lease " + std::to_string(l.id), [&] {
-    const std::string doc = docText(model::toStoreDoc(l));
+    const std::string doc = docText(toStoreDoc(l));
     return Binder(lease_.get())
         .integer(l.id)
         .text(l.team)
@@ -396,7 +397,7 @@ Status WriteStatements::put(const PutLease& op) {
 Status WriteStatements::put(const PutProfile& op) {
   const model::Profile& p = op.profile;
   return guarded("profile " + p.name, [&] {
-    const std::string doc = docText(model::toStoreDoc(p));
+    const std::string doc = docText(toStoreDoc(p));
     return Binder(profile_.get()).text(p.name).text(p.team).integer(p.createdAt).text(doc).run();
   });
 }
@@ -491,7 +492,7 @@ Result<Contents> loadContents(sqlite3* db) {
   ALLOT_RETURN_IF_ERROR(loadRows(
       db, "SELECT name, created_ms, doc FROM teams ORDER BY name", "teams", [&](sqlite3_stmt* s) {
         const std::string name = columnText(s, 0);
-        auto team = fromDoc<model::Team>(columnText(s, 2), &model::teamFromStoreDoc);
+        auto team = fromDoc<model::Team>(columnText(s, 2), &teamFromStoreDoc);
         if (!team.ok()) return team.status().withContext("team " + name);
         team->name = name;
         team->createdAt = columnInt(s, 1);
@@ -504,7 +505,7 @@ Result<Contents> loadContents(sqlite3* db) {
       [&](sqlite3_stmt* s) {
         const std::string name = columnText(s, 0);
         const std::string docText = columnText(s, 4);
-        auto user = fromDoc<model::User>(docText, &model::userFromStoreDoc);
+        auto user = fromDoc<model::User>(docText, &userFromStoreDoc);
         if (!user.ok()) return user.status().withContext("user " + name);
         user->name = name;
         user->createdAt = columnInt(s, 3);
@@ -537,19 +538,20 @@ Result<Contents> loadContents(sqlite3* db) {
                  return Status::Ok();
                }));
 
-  ALLOT_RETURN_IF_ERROR(loadRows(
-      db, "SELECT name, team, created_ms, doc FROM projects ORDER BY name, team", "projects",
-      [&](sqlite3_stmt* s) {
-        const std::string name = columnText(s, 0);
-        const std::string team = columnText(s, 1);
-        auto project = fromDoc<model::Project>(columnText(s, 3), &model::projectFromStoreDoc);
-        if (!project.ok()) return project.status().withContext("project " + team + "/" + name);
-        project->name = name;
-        project->team = team;
-        project->createdAt = columnInt(s, 2);
-        c.projects.push_back(std::move(project).value());
-        return Status::Ok();
-      }));
+  ALLOT_RETURN_IF_ERROR(
+      loadRows(db, "SELECT name, team, created_ms, doc FROM projects ORDER BY name, team",
+               "projects", [&](sqlite3_stmt* s) {
+                 const std::string name = columnText(s, 0);
+                 const std::string team = columnText(s, 1);
+                 auto project = fromDoc<model::Project>(columnText(s, 3), &projectFromStoreDoc);
+                 if (!project.ok())
+                   return project.status().withContext("project " + team + "/" + name);
+                 project->name = name;
+                 project->team = team;
+                 project->createdAt = columnInt(s, 2);
+                 c.projects.push_back(std::move(project).value());
+                 return Status::Ok();
+               }));
 
   ALLOT_RETURN_IF_ERROR(loadRows(
       db,
@@ -566,7 +568,7 @@ Result<Contents> loadContents(sqlite3* db) {
       loadRows(db, "SELECT name, state, unreachable_since_ms, doc FROM hosts ORDER BY name",
                "hosts", [&](sqlite3_stmt* s) {
                  const std::string name = columnText(s, 0);
-                 auto host = fromDoc<model::Host>(columnText(s, 3), &model::hostFromStoreDoc);
+                 auto host = fromDoc<model::Host>(columnText(s, 3), &hostFromStoreDoc);
                  if (!host.ok()) return host.status().withContext("host " + name);
                  const std::string state = columnText(s, 1);
                  auto parsed = parseHostState(state);
@@ -578,7 +580,7 @@ Result<Contents> loadContents(sqlite3* db) {
                  return Status::Ok();
                }));
 
-  ALLOT_RETURN_IF_ERROR(loadDocs(db, "jobs", "id", "job", &model::jobFromStoreDoc, c.jobs));
+  ALLOT_RETURN_IF_ERROR(loadDocs(db, "jobs", "id", "job", &jobFromStoreDoc, c.jobs));
 
   ALLOT_RETURN_IF_ERROR(
       loadRows(db, "SELECT key, value FROM meta ORDER BY key", "meta", [&](sqlite3_stmt* s) {
@@ -678,10 +680,10 @@ Result<Contents> loadContents(sqlite3* db) {
                }));
 
   ALLOT_RETURN_IF_ERROR(
-      loadDocs(db, "upgrades", "id", "upgrade", &model::upgradeFromStoreDoc, c.upgrades));
-  ALLOT_RETURN_IF_ERROR(loadDocs(db, "leases", "id", "lease", &model::leaseFromStoreDoc, c.leases));
+      loadDocs(db, "upgrades", "id", "upgrade", &upgradeFromStoreDoc, c.upgrades));
+  ALLOT_RETURN_IF_ERROR(loadDocs(db, "leases", "id", "lease", &leaseFromStoreDoc, c.leases));
   ALLOT_RETURN_IF_ERROR(
-      loadDocs(db, "profiles", "name", "profile", &model::profileFromStoreDoc, c.profiles));
+      loadDocs(db, "profiles", "name", "profile", &profileFromStoreDoc, c.profiles));
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "model/json.h"
+#include "store/documents.h"
 #include "store/migrations/sqlite_migrations.h"
 #include "store/sqlite/sqlite_test_support.h"
 
@@ -208,7 +209,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   ASSERT_EQ(c.teams.size(), 1u);
   EXPECT_EQ(c.teams[0].name, "vision");
   EXPECT_EQ(c.teams[0].createdAt, 10);
-  EXPECT_EQ(model::toStoreDoc(c.teams[0]), model::toStoreDoc(team));
+  EXPECT_EQ(toStoreDoc(c.teams[0]), toStoreDoc(team));
   EXPECT_EQ(c.teams[0].quota.guaranteed, team.quota.guaranteed);
   EXPECT_EQ(c.teams[0].usageGpuSeconds, 3600.25);
 
@@ -246,7 +247,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   EXPECT_EQ(c.joinTokens[0].revokedAt, 18);
 
   ASSERT_EQ(c.hosts.size(), 1u);
-  EXPECT_EQ(model::toStoreDoc(c.hosts[0]), model::toStoreDoc(host));
+  EXPECT_EQ(toStoreDoc(c.hosts[0]), toStoreDoc(host));
   EXPECT_EQ(c.hosts[0].state, model::HostState::kUnreachable);
   EXPECT_TRUE(c.hosts[0].credentialReset);  // a reset survives a restart
   EXPECT_EQ(c.hosts[0].unreachableSince, host.unreachableSince);
@@ -257,7 +258,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryOpType) {
   EXPECT_TRUE(c.hosts[0].gpus[1].shared);
 
   ASSERT_EQ(c.jobs.size(), 1u);
-  EXPECT_EQ(model::toStoreDoc(c.jobs[0]), model::toStoreDoc(job));
+  EXPECT_EQ(toStoreDoc(c.jobs[0]), toStoreDoc(job));
   EXPECT_EQ(c.jobs[0].exitCode, std::optional<int>(3));
   EXPECT_EQ(c.jobs[0].resources.gpuModels, job.resources.gpuModels);
   EXPECT_EQ(c.jobs[0].evictedFor, job.evictedFor);
@@ -716,7 +717,7 @@ TEST_F(SqliteStoreTest, LeasesRoundTripAndAPutReplacesTheLease) {
   store = openStore();
   Contents c = load(*store);
   ASSERT_EQ(c.leases.size(), 1u);
-  EXPECT_EQ(model::toStoreDoc(c.leases[0]), model::toStoreDoc(l));
+  EXPECT_EQ(toStoreDoc(c.leases[0]), toStoreDoc(l));
   EXPECT_EQ(c.leases[0].state, model::LeaseState::kActive);
   EXPECT_EQ(c.leases[0].hosts, l.hosts);
   EXPECT_EQ(c.leases[0].noticed, std::vector<int64_t>{42});
@@ -757,7 +758,7 @@ TEST_F(SqliteStoreTest, ProfilesStartWithJupyterRoundTripAndDelete) {
   store = openStore();
   Contents c = load(*store);
   ASSERT_EQ(c.profiles.size(), 1u);  // a deleted jupyter stays deleted
-  EXPECT_EQ(model::toStoreDoc(c.profiles[0]), model::toStoreDoc(p));
+  EXPECT_EQ(toStoreDoc(c.profiles[0]), toStoreDoc(p));
   EXPECT_EQ(c.profiles[0].defaults, p.defaults);
   EXPECT_EQ(store->schemaVersion(), 11);
 }

@@ -1,0 +1,236 @@
+// The store's documents round-trip every field, and documents from older versions load with
+// defaults (store/documents.h).
+
+#include "store/documents.h"
+
+#include <gtest/gtest.h>
+
+#include "model/json.h"
+
+namespace allot::store {
+namespace {
+
+using namespace model;  // NOLINT(google-build-using-namespace): the model's types under test
+
+TEST(StoreDocuments, JobRoundTripsThroughStoreDoc) {
+  Job j;
+  j.id = 42;
+  j.name = "train";
+  j.team = "vision";
+  j.command = {"python3", "train.py"};
+  j.env = {{"A", "1"}};
+  j.resources.gpus = 2;
+  j.state = JobState::kRunning;
+  j.ranks = {{.host = "gpu-07", .gpuIndices = {0, 1}}};
+  j.exitCode = 3;
+  j.submittedAt = 1000;
+  Job back = jobFromStoreDoc(toStoreDoc(j)).value();
+  EXPECT_EQ(back.id, 42);
+  EXPECT_EQ(back.command, j.command);
+  EXPECT_EQ(back.env, j.env);
+  EXPECT_EQ(back.state, JobState::kRunning);
+  ASSERT_EQ(back.ranks.size(), 1u) << "a single-host job's document holds its one rank";
+  EXPECT_EQ(back.ranks[0].host, "gpu-07");
+  EXPECT_EQ(back.ranks[0].gpuIndices, j.ranks[0].gpuIndices);
+  EXPECT_EQ(back.exitCode, 3);
+  EXPECT_FALSE(back.signal.has_value());
+  EXPECT_EQ(back.submittedAt, 1000);
+}
+
+TEST(StoreDocuments, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
+  User u;
+  u.name = "alice";
+  u.sshKeys.push_back({"SHA256:abc", "ssh-ed25519", "AAAAC3Nz", "alice@laptop", 1234});
+  u.sshKeys.push_back({"SHA256:def", "ssh-rsa", "AAAAB3Nz", "", 5678});
+  User back = userFromStoreDoc(toStoreDoc(u)).value();
+  ASSERT_EQ(back.sshKeys.size(), 2u);
+  EXPECT_EQ(back.sshKeys[0].fingerprint, "SHA256:abc");
+  EXPECT_EQ(back.sshKeys[0].blob, "AAAAC3Nz");
+  EXPECT_EQ(back.sshKeys[0].comment, "alice@laptop");
+  EXPECT_EQ(back.sshKeys[0].addedAt, 1234);
+  EXPECT_EQ(back.sshKeys[1].type, "ssh-rsa");
+  EXPECT_EQ(authorizedKeysLine(back.sshKeys[0]), "ssh-ed25519 AAAAC3Nz alice@laptop");
+  EXPECT_EQ(authorizedKeysLine(back.sshKeys[1]), "ssh-rsa AAAAB3Nz");
+  // The API shows what identifies a key, not the blob.
+  EXPECT_FALSE(toJson(back.sshKeys[0]).contains("blob"));
+  // A user stored before SSH keys existed loads with none.
+  EXPECT_TRUE(
+      userFromStoreDoc(json::parse(R"({"teams":{"ml":"member"}})")).value().sshKeys.empty());
+}
+
+TEST(StoreDocuments, HostRoundTrip) {
+  Host h;
+  h.name = "h1";
+  h.simulated = true;
+  h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", "", "", false});
+  Host back = hostFromStoreDoc(toStoreDoc(h)).value();
+  EXPECT_EQ(back.name, "h1");
+  EXPECT_TRUE(back.simulated);
+  ASSERT_EQ(back.gpus.size(), 1u);
+  EXPECT_EQ(back.gpus[0].model, "A100");
+}
+
+TEST(StoreDocuments, HostAdminStateRoundTripsAndShowsInTheApi) {
+  Host h;
+  h.name = "h1";
+  // A document written before admin states existed loads as available.
+  Host old = hostFromStoreDoc(toStoreDoc(h)).value();
+  EXPECT_EQ(old.adminState, AdminState::kAvailable);
+  EXPECT_EQ(toJson(old)["admin_state"], "available");
+  EXPECT_FALSE(toJson(old).contains("drain_deadline"));
+
+  h.adminState = AdminState::kDraining;
+  h.adminReason = "kernel update";
+  h.drainDeadline = 1'764'505'800'000;  // 2025-11-30T12:30:00Z
+  Host back = hostFromStoreDoc(toStoreDoc(h)).value();
+  EXPECT_EQ(back.adminState, AdminState::kDraining);
+  EXPECT_EQ(back.adminReason, "kernel update");
+  EXPECT_EQ(back.drainDeadline, h.drainDeadline);
+  json out = toJson(back);
+  EXPECT_EQ(out["admin_state"], "draining");
+  EXPECT_EQ(out["drain_deadline"], "2025-11-30T12:30:00Z");
+  EXPECT_EQ(out["drain_reason"], "kernel update");
+  EXPECT_EQ(parseAdminState("retired"), AdminState::kRetired);
+  EXPECT_FALSE(parseAdminState("drained").has_value());
+}
+
+TEST(StoreDocuments, SchedulingFieldsRoundTripThroughStoreDoc) {
+  Job j;
+  j.id = 7;
+  j.resources.gpus = 1;
+  j.resources.gpuModels = {"A100", "H100 80GB HBM3"};
+  j.resources.gpuMilli = 250;
+  j.resources.gpuMemoryMib = 10240;
+  j.priority = -5;
+  j.preemptible = true;
+  j.resources.wholeHost = true;
+  j.maxRuntimeMs = 7'200'000;
+  j.resources.minDriver = "535.104";
+  j.resources.minCuda = "12.2";
+  j.preemptions = 2;
+  j.evicting = true;
+  j.evictingSince = 5000;
+  j.evictedFor = "reclaimed by team ml for job 42";
+  Job back = jobFromStoreDoc(toStoreDoc(j)).value();
+  EXPECT_EQ(toStoreDoc(back), toStoreDoc(j));
+  EXPECT_EQ(back.resources.gpuModels, j.resources.gpuModels);
+  EXPECT_EQ(back.resources.gpuMilli, 250);
+  EXPECT_EQ(back.evictedFor, j.evictedFor);
+
+  auto api = toJson(j);
+  EXPECT_EQ(api["gpu_models"], json({"A100", "H100 80GB HBM3"}));
+  EXPECT_EQ(api["max_runtime"], "2h");
+  EXPECT_EQ(api["min_cuda"], "12.2");
+  EXPECT_EQ(api["evicting_since"], "1970-01-01T00:00:05Z");
+  EXPECT_FALSE(api.contains("gpu_model"));
+}
+
+TEST(StoreDocuments, JobDocumentsFromBeforeSchedulingFieldsLoadWithDefaults) {
+  json old = {{"id", 3}, {"gpus", 2}, {"gpu_model", "H100"}, {"state", "queued"}};
+  Job j = jobFromStoreDoc(old).value();
+  EXPECT_EQ(j.resources.gpuModels, std::vector<std::string>{"H100"});
+  EXPECT_EQ(j.resources.gpuMilli, 1000);
+  EXPECT_EQ(j.priority, 0);
+  EXPECT_FALSE(j.preemptible);
+  EXPECT_EQ(j.maxRuntimeMs, 0);
+  EXPECT_TRUE(jobFromStoreDoc({{"id", 4}, {"gpu_model", ""}}).value().resources.gpuModels.empty());
+  auto api = toJson(j);
+  EXPECT_TRUE(api["max_runtime"].is_null());
+  EXPECT_TRUE(api["min_driver"].is_null());
+}
+
+TEST(StoreDocuments, TeamQuotaRoundTripsAndShowsAnyModelAsAny) {
+  Team t;
+  t.name = "ml";
+  t.createdAt = 10;
+  t.quota.guaranteed = {{"A100", 4}, {"", 2}};
+  t.quota.borrowLimit = 3;
+  t.quota.weight = 2.5;
+  t.lendDedicated = true;
+  t.usageGpuSeconds = 1234.5;
+  t.usageAt = 99;
+  Team back = teamFromStoreDoc(toStoreDoc(t)).value();
+  EXPECT_EQ(back.name, "ml");
+  EXPECT_EQ(back.createdAt, 10);
+  EXPECT_EQ(back.quota.guaranteed, t.quota.guaranteed);
+  EXPECT_EQ(back.quota.borrowLimit, 3);
+  EXPECT_EQ(back.quota.lendLimit, -1);
+  EXPECT_EQ(back.quota.weight, 2.5);
+  EXPECT_TRUE(back.lendDedicated);
+  EXPECT_EQ(back.usageGpuSeconds, 1234.5);
+  EXPECT_EQ(back.usageAt, 99);
+
+  auto q = toJson(t)["quota"];
+  EXPECT_EQ(q["guaranteed"], json({{"A100", 4}, {"any", 2}}));
+  EXPECT_EQ(q["borrow_limit"], 3);
+  EXPECT_TRUE(q["lend_limit"].is_null());
+
+  Team old = teamFromStoreDoc(json::object()).value();  // a team stored before quotas
+  EXPECT_TRUE(old.quota.guaranteed.empty());
+  EXPECT_EQ(old.quota.borrowLimit, -1);
+  EXPECT_EQ(old.quota.weight, 1.0);
+}
+
+TEST(StoreDocuments, IdlePoliciesRoundTripAndAreAbsentInOlderDocuments) {
+  Team t;
+  t.name = "ml";
+  IdlePolicy pol;
+  pol.thresholdPct = 12.5;
+  pol.afterMs = 60'000;
+  pol.action = IdleAction::kReclaim;
+  pol.graceMs = 0;
+  pol.webhook = "http://hooks:8080/x";
+  t.idlePolicy = pol;
+  EXPECT_EQ(teamFromStoreDoc(toStoreDoc(t)).value().idlePolicy, pol);
+  Project p;
+  p.idlePolicy = pol;
+  EXPECT_EQ(projectFromStoreDoc(toStoreDoc(p)).value().idlePolicy, pol);
+  EXPECT_FALSE(teamFromStoreDoc(json::object()).value().idlePolicy);
+  EXPECT_FALSE(projectFromStoreDoc(json::object()).value().idlePolicy);
+}
+
+TEST(StoreDocuments, ProjectSplitAndHostDedicationRoundTrip) {
+  Project p{"resnet", "ml", 5, {{"A100", 2}, {"", 1}}, std::nullopt};
+  Project back = projectFromStoreDoc(toStoreDoc(p)).value();
+  EXPECT_EQ(back.guaranteed, p.guaranteed);
+  EXPECT_EQ(back.team, "ml");
+  EXPECT_EQ(toJson(p)["guaranteed"], json({{"A100", 2}, {"any", 1}}));
+
+  Host h;
+  h.name = "h1";
+  h.dedicatedTo = "ml";
+  h.gpus.push_back(Gpu{0, "GPU-1", 0, "A100", 81920, 0, "", "", "", false});
+  h.gpus.push_back(Gpu{1, "GPU-2", 1, "A100", 81920, 0, "", "", "", false});
+  h.gpus[0].dedicatedTo = "ml";
+  h.gpus[1].shared = true;
+  Host hb = hostFromStoreDoc(toStoreDoc(h)).value();
+  EXPECT_EQ(hb.dedicatedTo, "ml");
+  EXPECT_EQ(hb.gpus[0].dedicatedTo, "ml");
+  EXPECT_FALSE(hb.gpus[0].shared);
+  EXPECT_TRUE(hb.gpus[1].shared);
+  EXPECT_EQ(toJson(h)["dedicated_to"], "ml");
+  EXPECT_TRUE(toJson(h)["gpus"][1]["dedicated_to"].is_null());
+  EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).value().dedicatedTo.empty());
+}
+
+TEST(StoreDocuments, ADocumentThatDoesNotDecodeIsAnErrorNotAnException) {
+  const json bad[] = {json{{"id", "seven"}}, json{{"id", 7}, {"ranks", "two"}}, json::array(),
+                      json(nullptr)};
+  for (const json& doc : bad) {
+    bool ok = true;
+    EXPECT_NO_THROW(ok = jobFromStoreDoc(doc).ok()) << doc.dump();
+    EXPECT_FALSE(ok) << doc.dump();
+  }
+  auto host = hostFromStoreDoc({{"name", "h1"}, {"task", {{"id", "one"}}}});
+  ASSERT_FALSE(host.ok());
+  EXPECT_EQ(host.status().code(), Code::kInternal);
+  EXPECT_NE(host.status().message().find("stored document does not decode: host h1"),
+            std::string::npos)
+      << host.status().message();
+  EXPECT_FALSE(teamFromStoreDoc(json("a team")).ok());
+  EXPECT_FALSE(leaseFromStoreDoc(json::array()).ok());
+  EXPECT_FALSE(profileFromStoreDoc(json{{"name", 5}}).ok());
+}
+
+}  // namespace
+}  // namespace allot::store
