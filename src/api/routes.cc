@@ -127,6 +127,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   }
   ALLOT_RETURN_IF_ERROR(assign(req.resources.minDriver, in.optionalString("min_driver")));
   ALLOT_RETURN_IF_ERROR(assign(req.resources.minCuda, in.optionalString("min_cuda")));
+  ALLOT_RETURN_IF_ERROR(assign(req.queueAnyway, in.optionalBool("queue_anyway", false)));
   ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
   return req;
 }
@@ -281,10 +282,11 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(
                        r.raw.body(),
-                       {"name",       "team",        "project",    "command",     "env",
-                        "gpus",       "gpu_model",   "gpu_models", "gpu_milli",   "gpu_memory_mib",
-                        "cpu_millis", "memory_mib",  "priority",   "preemptible", "whole_host",
-                        "hosts",      "max_runtime", "min_driver", "min_cuda",    "contour"}));
+                       {"name",        "team",        "project",    "command",     "env",
+                        "gpus",        "gpu_model",   "gpu_models", "gpu_milli",   "gpu_memory_mib",
+                        "cpu_millis",  "memory_mib",  "priority",   "preemptible", "whole_host",
+                        "hosts",       "max_runtime", "min_driver", "min_cuda",    "contour",
+                        "queue_anyway"}));
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(r, change);

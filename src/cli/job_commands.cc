@@ -34,6 +34,7 @@ struct RunOpts {
   std::string memory;
   std::vector<std::string> env;
   bool wait = false;
+  bool queueAnyway = false;
   std::vector<std::string> command;
 };
 
@@ -165,6 +166,7 @@ int submit(Context& ctx, const RunOpts& o) {
   if (!o.contour.empty()) body["contour"] = o.contour;
   if (!o.project.empty()) body["project"] = o.project;
   if (!env->empty()) body["env"] = *env;
+  if (o.queueAnyway) body["queue_anyway"] = true;
 
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
@@ -420,6 +422,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->add_option("--memory", r->memory, "Memory limit: MiB (512) or 512Mi, 16Gi, 1Ti");
   run->add_option("--env", r->env, "Environment entry KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
+  run->add_flag("--queue-anyway", r->queueAnyway,
+                "Queue it even if no host joined so far could ever run it (for hosts about to "
+                "join); without it such a job is refused with the reason");
   run->add_flag("--wait", r->wait,
                 "Stream the job's output and exit with its exit status when it ends");
   run->add_option("COMMAND", r->command, "The command and its arguments, after --")->required();

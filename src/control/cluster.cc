@@ -8,6 +8,7 @@
 #include "common/secrets.h"
 #include "common/utf8.h"
 #include "control/authz.h"
+#include "control/fleet_fit.h"
 #include "model/resource_limits.h"
 
 namespace allot::control {
@@ -106,6 +107,10 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   if (r.contour.empty()) r.contour = options_.contours.defaultContour;
   ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
   ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
+  if (!r.queueAnyway)
+    ALLOT_RETURN_IF_ERROR(
+        checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour}, team,
+                         r.contour, r.resources));
   if (!r.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(r.name, "name"));
   if (!r.project.empty() && !world_.projects.count(World::projectKey(team, r.project)))
     return Status::NotFound("no project '" + r.project + "' in team '" + team + "'");

@@ -11,12 +11,13 @@ using model::Role;
 
 class ContourTest : public TeamAdminClusterTest {
  protected:
-  Result<Change<model::Job>> submitTo(const Principal& p, const std::string& contour,
-                                      int gpus = 1) {
+  Result<Change<model::Job>> submitTo(const Principal& p, const std::string& contour, int gpus = 1,
+                                      bool queueAnyway = false) {
     JobRequest r;
     r.command = {"sleep", "3600"};
     r.resources.gpus = gpus;
     r.contour = contour;
+    r.queueAnyway = queueAnyway;
     return cluster_->submitJob(p, r);
   }
 };
@@ -84,7 +85,10 @@ TEST_F(ContourTest, JobsArePlacedOnlyInTheirContour) {
   ASSERT_TRUE(cluster_->hosts().setHostContour(admin_, "prod-01", "prod").ok());
   int64_t prodJob = submitTo(carol_, "prod", 4)->value.id;
   int64_t devJob = submitTo(alice_, "dev", 4)->value.id;
-  int64_t testJob = submitTo(alice_, "test", 1)->value.id;
+  // No host is in test: refused, unless queued anyway for hosts about to join.
+  auto refused = submitTo(alice_, "test", 1);
+  EXPECT_EQ(refused.status().field(), "contour") << refused.status().toString();
+  int64_t testJob = submitTo(alice_, "test", 1, /*queueAnyway=*/true)->value.id;
   place();
   EXPECT_EQ(firstRank(*cluster_->getJob(admin_, prodJob)).host, "prod-01");
   EXPECT_EQ(firstRank(*cluster_->getJob(admin_, devJob)).host, "dev-01");
@@ -154,6 +158,7 @@ TEST_F(ContourDurableTest, ContoursSurviveRestartsAndOldDocumentsLoadAsTheDefaul
   r.team = "vision";
   r.command = {"true"};
   r.contour = "test";
+  r.queueAnyway = true;  // no host is in test
   int64_t job = keep(cluster_->submitJob(root, r)).value.id;
   // Documents from before contours: no contour at all.
   model::Host old;

@@ -238,6 +238,11 @@ TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
   r.command = {"train"};
   r.resources.gpus = 1;
   r.resources.minDriver = "550";
+  auto refused = cluster_->submitJob(alice_, r);
+  EXPECT_EQ(refused.status().field(), "min_driver") << "no host could ever run it";
+  EXPECT_NE(refused.status().message().find("the newest is 535.104.05"), std::string::npos)
+      << refused.status().toString();
+  r.queueAnyway = true;  // for the newer host about to join
   auto job = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(job.ok()) << job.status().toString();
   const int64_t id = job->value.id;

@@ -26,6 +26,9 @@ struct JobRequest {
   bool preemptible = false;
   int64_t maxRuntimeMs = 0;
   std::string contour;  // empty: the default contour
+  // Queue it even when no host of the fleet could ever run it (control/fleet_fit.h): for hosts
+  // about to join.
+  bool queueAnyway = false;
   // Set by Cluster::createSession only (never read from a job submission): the job is a session.
   std::optional<model::SessionSpec> session;
 };

@@ -72,8 +72,11 @@ TEST_F(ContourTest, JobsRunOnlyInTheirContourAndProdNeedsATeamAdmin) {
   EXPECT_EQ(textOf(last, "host"), "dev-1");
   EXPECT_EQ(textOf(last, "contour"), "dev");
 
-  // No host is in test: the job waits for its contour.
-  int64_t test = submit(alice, {"--contour", "test", "--gpus", "1"}, {"true"});
+  // No host is in test: refused, or with --queue-anyway, waits for its contour.
+  refused = cliAs(alice, {"run", "--contour", "test", "--gpus", "1", "--", "true"});
+  EXPECT_NE(refused.err.find("contour: no host of contour 'test'"), std::string::npos)
+      << refused.describe();
+  int64_t test = submit(alice, {"--contour", "test", "--gpus", "1", "--queue-anyway"}, {"true"});
   EXPECT_EQ(waitKind(alice, test), "no_host_in_contour");
 
   // At most 2 GPUs for ml in prod, and it holds 2: the next prod job waits on the limit, even

@@ -228,12 +228,27 @@ TEST_F(IsolationTest, AnotherTeamsMemberFindsNothingOnAnyRoute) {
 }
 
 TEST_F(IsolationTest, CraftedConstraintsNeverPlaceWorkOnAnotherTeamsHost) {
-  // ml-box has the only H100s; mallory asks for them in every way the API allows.
+  // ml-box has the only H100s; mallory asks for them in every way the API allows. No host open
+  // to her could ever run these, so each is refused, without a word of ml-box; queued anyway,
+  // none is placed there either.
+  const std::vector<std::vector<std::string>> crafted = {{"--gpus", "1", "--gpu-model", "H100"},
+                                                         {"--gpus", "2", "--gpu-model", "H100"},
+                                                         {"--whole-host", "--gpu-model", "H100"},
+                                                         {"--gpus", "1", "--hosts", "2"}};
   std::vector<int64_t> jobs;
-  jobs.push_back(submit(mallory_, {"--gpus", "1", "--gpu-model", "H100"}, {"sleep", "60"}));
+  for (const auto& flags : crafted) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "sleep", "60"});
+    CliResult refused = cliAs(mallory_, args);
+    EXPECT_NE(refused.code, 0) << refused.describe();
+    EXPECT_NE(refused.err.find("--queue-anyway"), std::string::npos) << refused.describe();
+    EXPECT_EQ(refused.err.find("ml-box"), std::string::npos) << refused.describe();
+    std::vector<std::string> anyway = flags;
+    anyway.push_back("--queue-anyway");
+    jobs.push_back(submit(mallory_, anyway, {"sleep", "60"}));
+  }
   jobs.push_back(submit(mallory_, {"--gpus", "2", "--gpu-model", "H100,A100"}, {"sleep", "60"}));
-  jobs.push_back(submit(mallory_, {"--whole-host", "--gpu-model", "H100"}, {"sleep", "60"}));
-  jobs.push_back(submit(mallory_, {"--gpus", "1", "--hosts", "2"}, {"sleep", "60"}));
   // Naming ml's team or project is refused as if they did not exist.
   for (const auto& flags : std::vector<std::vector<std::string>>{
            {"--team", "ml"}, {"--project", "mlproj"}, {"--team", "ml", "--project", "mlproj"}}) {

@@ -89,8 +89,8 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
   const uint16_t port = port_;
   std::thread submitter([&] {
     for (int i = 0; i < 1000 && !stop; ++i) {
-      std::string body =
-          R"({"command":["true"],"gpus":8,"name":"burst-)" + std::to_string(i) + R"("})";
+      std::string body = R"({"command":["true"],"gpus":8,"queue_anyway":true,"name":"burst-)" +
+                         std::to_string(i) + R"("})";
       try {
         auto r = httpRequest(port, "POST", "/api/v1/jobs", body, erin);
         std::lock_guard lock(mu);
@@ -137,7 +137,7 @@ TEST_F(RecoveryTest, ServerKill9KeepsAcknowledgedJobsAndRunningWork) {
     EXPECT_EQ(it->second["gpus"], 8) << it->second.dump();
   }
   // No acknowledged id is handed out again.
-  int64_t after = submit(erin, {"--gpus", "8"}, {"true"});
+  int64_t after = submit(erin, {"--gpus", "8", "--queue-anyway"}, {"true"});
   EXPECT_GT(after, *std::max_element(acked.begin(), acked.end()));
 
   // The agent comes back by itself; its job never stopped running.

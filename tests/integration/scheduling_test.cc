@@ -114,12 +114,26 @@ TEST_F(SchedulingTest, JobsGetDisjointGpus) {
   EXPECT_EQ(logs(alice, fifth), joinStrings(strings(f["gpu_uuids"]), ",") + "\n");
 }
 
-TEST_F(SchedulingTest, JobLargerThanAnyHostStaysQueuedWithReason) {
+// Like Slurm, a job no host could ever run is refused at submission, with the reason; with
+// --queue-anyway (hosts about to join) it waits, saying why, and holds up nothing that can run.
+TEST_F(SchedulingTest, JobLargerThanAnyHostIsRefusedOrQueuedAnywayWithReason) {
   startAgent("gpu-a", "sim:4xA100");
   createTeam("ml");
   std::string bob = createUser("bob", "ml");
 
-  int64_t big = submit(bob, {"--gpus", "16"}, {"true"});
+  CliResult refused = cliAs(bob, {"run", "--gpus", "16", "--", "true"});
+  EXPECT_NE(refused.code, 0) << refused.describe();
+  EXPECT_NE(refused.err.find("gpus: no host of contour 'dev' open to team 'ml' has 16 GPUs"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("the most on one host is 4"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--queue-anyway"), std::string::npos) << refused.err;
+  refused = cliAs(bob, {"run", "--gpus", "1", "--gpu-model", "V100", "--", "true"});
+  EXPECT_NE(refused.err.find("gpu_models:"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("(it offers A100)"), std::string::npos) << refused.err;
+  EXPECT_TRUE(cliJson(bob, {"job", "list"}).empty()) << "a refused job is not stored";
+
+  int64_t big = submit(bob, {"--gpus", "16", "--queue-anyway"}, {"true"});
   json j;
   ASSERT_TRUE(waitFor([&] {
     j = job(bob, big);

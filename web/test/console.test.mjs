@@ -120,6 +120,30 @@ describe('console', () => {
     assert.equal(job.gpus, 1);
   });
 
+  test('a job no host could run is refused with why, and queues when asked to', async () => {
+    await alice.click('nav >> text=My work');
+    const form = '[data-testid=launch-form]';
+    await alice.waitForSelector(form);
+    await alice.fill(`${form} [name=command]`, 'python train.py');
+    await alice.fill(`${form} [name=name]`, 'too-big');
+    await alice.fill(`${form} [name=gpus]`, '64');
+    await alice.click('[data-testid=launch-submit]');
+    await alice.waitForFunction(
+      (sel) => /the most on one host is/.test(document.querySelector(sel)?.textContent ?? ''),
+      form,
+    );
+    assert.doesNotMatch(alice.url(), /\/work\/\d+$/, 'still on the form: nothing was submitted');
+    await screenshot(alice, '03b-refused-too-big');
+    await alice.check(`${form} [name=queue_anyway]`);
+    await alice.click('[data-testid=launch-submit]');
+    await alice.waitForURL(/\/work\/\d+$/);
+    const queued = Number(alice.url().match(/\/work\/(\d+)$/)[1]);
+    const job = await cluster.api('GET', `/jobs/${queued}`);
+    assert.equal(job.state, 'queued');
+    assert.equal(job.gpus, 64);
+    await cluster.api('POST', `/jobs/${queued}/cancel`, {});
+  });
+
   test('the job shows on the map and in My work', async () => {
     await alice.click('nav >> text=Overview');
     await alice.waitForSelector(`[data-testid=cluster-map] [data-job="${jobId}"]`);

@@ -169,6 +169,7 @@ function LaunchForm() {
     max_runtime: '',
     priority: '0',
     preemptible: false,
+    queue_anyway: false,
     contour: '',
   });
   const act = useAction((job) => route(`/work/${job.id}`));
@@ -219,6 +220,8 @@ function LaunchForm() {
     }
     if (f.preemptible) b.preemptible = true;
     if (f.contour) b.contour = f.contour;
+    // A job no host could ever run is refused unless asked to queue for hosts about to join.
+    if (f.queue_anyway) b.queue_anyway = true;
     return b;
   }
 
@@ -273,6 +276,14 @@ function LaunchForm() {
           set={set('preemptible')}
         >
           preemptible
+        </Checkbox>
+        <Checkbox
+          cls="inline check"
+          name="queue_anyway"
+          checked={f.queue_anyway}
+          set={set('queue_anyway')}
+        >
+          queue even if no host fits yet
         </Checkbox>
         <button type="submit" data-testid="launch-submit" disabled={act.busy}>
           {act.busy ? 'Launching…' : 'Launch'}
