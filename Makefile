@@ -5,7 +5,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps build web test run stop clean bench format
+.PHONY: deps build web test run stop stop-all clean bench format
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,11 @@ run: build
 
 stop:
 	@scripts/run-local.sh stop
+
+# `make stop`, after cancelling every job (make stop leaves running work running; make run
+# re-adopts it).
+stop-all:
+	@scripts/run-local.sh stop-all
 
 bench: build
 	@scripts/run-bench.sh

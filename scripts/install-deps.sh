@@ -26,6 +26,8 @@ packages=(
   # sshd in inetd mode per connection (no system sshd is started or used).
   python3-jupyter-server jupyter-server python3-notebook jupyter-notebook python3-ipykernel
   openssh-server openssh-client
+  # `allot man` writes roff that the CLI's tests check with groff; man reads it.
+  groff-base man-db
 )
 
 # Node.js and npm build the web console (Vite needs Node 20.19 or later). Machines of this kind

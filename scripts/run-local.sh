@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make run`: starts allotd on embedded SQLite under ./.allot and one local allot-agent (real GPUs
-# through NVML when the host has them, otherwise a simulated 8-GPU host), in the background, and
-# prints how to use them. `make stop` (this script with "stop") stops both. Running jobs survive
-# an agent restart; they are re-adopted.
+# `make run`: starts allotd on embedded SQLite under ./.allot and one local allot-agent (work dir
+# ./.allot-agent; real GPUs through NVML when the host has them, otherwise a simulated 8-GPU
+# host), in the background, and prints how to use them. `make stop` (this script with "stop") stops both, and says which jobs
+# keep running: they survive an agent restart and are re-adopted. `make stop-all` ("stop-all")
+# cancels every job first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,10 @@ STATE_DIR=${ALLOT_STATE_DIR:-$PWD/.allot}
 LISTEN=${ALLOT_LISTEN:-127.0.0.1:7070}
 BIN=${ALLOT_BIN:-$PWD/build/bin}
 SERVER="http://$LISTEN"
-mkdir -p "$STATE_DIR"
+# The agent's work dir sits beside allotd's data dir, not in it: allotd keeps its dir to itself
+# (0700), and the workloads, which run as their owners, must reach their job dirs.
+AGENT_DIR=${ALLOT_AGENT_DIR:-$STATE_DIR-agent}
+mkdir -p "$STATE_DIR" "$AGENT_DIR"
 
 stop_one() {
   local pidfile="$STATE_DIR/$1.pid"
@@ -21,10 +25,32 @@ stop_one() {
   rm -f "$pidfile"
 }
 
-if [ "${1:-}" = "stop" ]; then
+# Job ids ("12 13") in STATE (running, queued, ...), asked of allotd as the admin; empty when
+# allotd is not up.
+jobs_in() {
+  [ -f "$STATE_DIR/admin.token" ] || return 0
+  ALLOT_SERVER=$SERVER ALLOT_TOKEN=$(cat "$STATE_DIR/admin.token") \
+    "$BIN/allot" job list --state "$1" --limit 1000 -o json 2>/dev/null |
+    sed -n 's/^    "id": *\([0-9]*\).*/\1/p' | tr '\n' ' ' || true
+}
+
+if [ "${1:-}" = "stop" ] || [ "${1:-}" = "stop-all" ]; then
+  if [ "$1" = "stop-all" ]; then
+    # Cancel every job first, and wait for the agent to stop them: work does not outlive it.
+    for id in $(jobs_in queued) $(jobs_in running) $(jobs_in scheduled); do
+      ALLOT_SERVER=$SERVER ALLOT_TOKEN=$(cat "$STATE_DIR/admin.token") \
+        "$BIN/allot" job cancel "$id" >/dev/null 2>&1 || true
+    done
+    for _ in $(seq 300); do [ -z "$(jobs_in running)" ] && break; sleep 0.1; done
+  fi
+  running=$(jobs_in running)
   stop_one agent
   stop_one allotd
   echo "stopped allotd and the local agent (state kept in $STATE_DIR)"
+  if [ -n "$running" ]; then
+    echo "still running, and re-adopted by the next \`make run\`: $(printf 'j-%s ' $running)"
+    echo "to stop them too: make run && make stop-all"
+  fi
   exit 0
 fi
 
@@ -56,16 +82,23 @@ ADMIN_PASSWORD=$(cat "$STATE_DIR/admin.password" 2>/dev/null || echo "(not set: 
 
 # The join token goes in the agent's environment, not its command line (which ps shows to all).
 ALLOT_JOIN_TOKEN=""
-if [ ! -f "$STATE_DIR/agent/credential.json" ]; then
+if [ ! -f "$AGENT_DIR/credential.json" ]; then
   ALLOT_JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
 fi
 ALLOT_JOIN_TOKEN="$ALLOT_JOIN_TOKEN" "$BIN/allot-agent" --server "$SERVER" --name local --gpus auto \
-  --work-dir "$STATE_DIR/agent" >"$STATE_DIR/agent.log" 2>&1 &
+  --work-dir "$AGENT_DIR" >"$STATE_DIR/agent.log" 2>&1 &
 echo $! >"$STATE_DIR/agent.pid"
 for _ in $(seq 100); do
   "$BIN/allot" host list -o json 2>/dev/null | grep -q '"state": *"online"' && break
   sleep 0.1
 done
+
+# Shell completion and the manual page, for this user (no root needed), written by the CLI from
+# its own definitions.
+DATA_HOME=${XDG_DATA_HOME:-$HOME/.local/share}
+mkdir -p "$DATA_HOME/bash-completion/completions" "$DATA_HOME/man/man1"
+"$BIN/allot" completion bash >"$DATA_HOME/bash-completion/completions/allot"
+"$BIN/allot" man >"$DATA_HOME/man/man1/allot.1"
 
 PROVIDER=$("$BIN/allot" host show local -o json | sed -n 's/.*"gpu_provider": *"\([^"]*\)".*/\1/p' | head -1)
 GPUS=$("$BIN/allot" host show local -o json | grep -c '"uuid"' || true)
@@ -76,6 +109,8 @@ Allot is running.
   admin token: $ADMIN_TOKEN
   local agent: host 'local' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
   logs:        $STATE_DIR/allotd.log, $STATE_DIR/agent.log
+  installed:   bash completion ($DATA_HOME/bash-completion/completions/allot; zsh: source <(allot completion zsh)),
+               man page ($DATA_HOME/man/man1/allot.1: man allot)
 
 Try:
   export ALLOT_SERVER=$SERVER ALLOT_TOKEN=$ADMIN_TOKEN PATH=$BIN:\$PATH

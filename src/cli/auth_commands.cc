@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/secret_input.h"
@@ -13,7 +16,22 @@ namespace {
 struct LoginOpts {
   bool noVerify = false;
   std::string user;  // log in with a password instead of a token
+  std::string team;  // the default team to save
 };
+
+// The teams /whoami lists for the caller.
+std::vector<std::string> teamsOf(const json& who) {
+  std::vector<std::string> out;
+  const json teams = who.value("teams", json::object());  // items() must not outlive it
+  for (const auto& [team, role] : teams.items()) out.push_back(team);
+  return out;
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 // login's server: flag, environment, the current config file, default. A broken config file does
 // not stop a login, which replaces it.
@@ -90,7 +108,19 @@ int login(Context& ctx, const LoginOpts& o) {
     if (!res.ok()) return ctx.fail(res.status().withContext("login failed, nothing saved"));
     who = *res;
   }
-  if (Status st = saveConfig(*path, ConfigFile{server, token, caFile}); !st.ok())
+  // The default team: the one named, checked against the caller's teams; else the one saved
+  // before for this server, so that logging in again does not forget it.
+  std::string team = o.team;
+  const auto teams = who.is_null() ? std::vector<std::string>{} : teamsOf(who);
+  if (!team.empty() && !who.is_null() && !who.value("platform_admin", false) &&
+      std::find(teams.begin(), teams.end(), team) == teams.end())
+    return ctx.usageError(Status::InvalidArgument(
+        "--team: you are not in team '" + team +
+        "' (your teams: " + (teams.empty() ? "none" : joinNames(teams)) + "); nothing saved"));
+  if (team.empty()) {
+    if (auto old = loadConfig(*path); old.ok() && old->server == server) team = old->team;
+  }
+  if (Status st = saveConfig(*path, ConfigFile{server, token, caFile, team}); !st.ok())
     return ctx.fail(st);
 
   if (ctx.jsonOutput()) {
@@ -101,6 +131,12 @@ int login(Context& ctx, const LoginOpts& o) {
   } else {
     ctx.out() << "Logged in to " << server << " as " << text(who, "name") << " ("
               << rolesSummary(who) << "). Saved to " << *path << "\n";
+  }
+  if (!team.empty()) {
+    ctx.out() << "Default team: " << team << "\n";
+  } else if (teams.size() > 1) {
+    ctx.out() << "You are in several teams (" << joinNames(teams)
+              << "): name one with --team, or set a default: allot config set team NAME\n";
   }
   return 0;
 }
@@ -130,6 +166,9 @@ void addAuthCommands(CLI::App& app, Context& ctx) {
   loginCmd->add_option("--user", loginOpts->user,
                        "Log in with this user's password (asked without echo, or one line on "
                        "stdin) and save the API token it earns");
+  loginCmd->add_option("--team", loginOpts->team,
+                       "Save this team as the default of commands that act for one (run, session "
+                       "create, ...); you must be in it");
   onRun(loginCmd, ctx, loginOpts, login);
 
   auto* whoamiCmd = app.add_subcommand("whoami", "Show who the token belongs to");

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <iostream>
 
+#include "cli/command_docs.h"
+#include "cli/command_hint.h"
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "common/build_info.h"
 
 namespace allot::cli {
 
@@ -15,6 +18,7 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   // Global flags may come after the subcommand too: `allot job list -o json`.
   app.fallthrough();
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("allot ") + allotVersion());
   app.add_option("--server", ctx.flags.server,
                  "Server URL (default: $ALLOT_SERVER, the config file, http://127.0.0.1:7070)");
   app.add_option("--token", ctx.flags.token, "API token (default: $ALLOT_TOKEN, the config file)");
@@ -43,6 +47,8 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
   addJobCommands(app, ctx);
   addReportCommands(app, ctx);
   addAuditCommands(app, ctx);
+  addDocCommands(app, ctx);
+  addConfigCommands(app, ctx);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed
@@ -60,6 +66,12 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       app.exit(e, out, err);  // --help and friends
       return 0;
+    }
+    // A misspelt or missing command: say which ones there are, not CLI11's "A subcommand is
+    // required".
+    if (auto hint = commandHint(app, args); !hint.empty()) {
+      err << "allot: " << hint << "\n";
+      return kUsageExit;
     }
     // Usage errors are one line, like every other error of the CLI.
     err << "allot: " << e.what() << " (see --help)\n";

@@ -37,6 +37,8 @@ void addIdleCommands(CLI::App& app, Context& ctx);
 void addReportCommands(CLI::App& app, Context& ctx);   // report usage
 void addLeaseCommands(CLI::App& app, Context& ctx);    // lease
 void addAuditCommands(CLI::App& app, Context& ctx);    // audit, audit export
+void addDocCommands(CLI::App& app, Context& ctx);      // completion, man
+void addConfigCommands(CLI::App& app, Context& ctx);   // config show, set, unset
 void addProfileCommands(CLI::App& app, Context& ctx);  // profile
 void addSessionCommands(CLI::App& app, Context& ctx);  // session
 

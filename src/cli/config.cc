@@ -90,6 +90,7 @@ Result<ConfigFile> loadConfig(const std::string& path) {
   out.server = str("server");
   out.token = str("token");
   out.caFile = str("ca_file");
+  out.team = str("team");
   return out;
 }
 
@@ -103,6 +104,7 @@ Status saveConfig(const std::string& path, const ConfigFile& config) {
   if (!config.server.empty()) doc["server"] = config.server;
   if (!config.token.empty()) doc["token"] = config.token;
   if (!config.caFile.empty()) doc["ca_file"] = config.caFile;
+  if (!config.team.empty()) doc["team"] = config.team;
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return context(errnoText());
@@ -128,10 +130,11 @@ Result<Settings> resolveSettings(const std::string& flagServer, const std::strin
   if (s.server.empty()) s.server = env("ALLOT_SERVER").value_or("");
   if (s.token.empty()) s.token = env("ALLOT_TOKEN").value_or("");
   if (s.caFile.empty()) s.caFile = env("ALLOT_CA_FILE").value_or("");
+  s.team = env("ALLOT_TEAM").value_or("");
   // A broken config file stops a command only when it needed the server or token from it; a CA
-  // file is merely looked for there.
+  // file and a team are merely looked for there.
   const bool needed = s.server.empty() || s.token.empty();
-  if (needed || s.caFile.empty()) {
+  if (needed || s.caFile.empty() || s.team.empty()) {
     auto path = configPath(env);
     if (path.ok()) {
       auto file = loadConfig(*path);
@@ -140,6 +143,7 @@ Result<Settings> resolveSettings(const std::string& flagServer, const std::strin
         if (s.server.empty()) s.server = file->server;
         if (s.token.empty()) s.token = file->token;
         if (s.caFile.empty()) s.caFile = file->caFile;
+        if (s.team.empty()) s.team = file->team;
       }
     }
   }

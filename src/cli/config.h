@@ -23,6 +23,7 @@ struct ConfigFile {
   std::string server;
   std::string token;
   std::string caFile;  // "ca_file": PEM CA to verify an https:// server with
+  std::string team;    // the team commands act for when they name none (`allot login --team`)
 };
 
 // $ALLOT_CONFIG, else $XDG_CONFIG_HOME/allot/config.json, else $HOME/.config/allot/config.json.
@@ -36,11 +37,16 @@ struct Settings {
   std::string server;
   std::string token;   // may be empty: commands then fail with the server's 401
   std::string caFile;  // "" = the system's trusted CAs (for https:// servers)
+  // The default team of commands that act for one (run, session create, project create, report
+  // usage) when they are given no --team: $ALLOT_TEAM, else the config file's "team"; "" = none
+  // (the server then takes the caller's only team).
+  std::string team;
 };
 
 // `flagServer`/`flagToken`/`flagCaFile` are empty when the flag was not given. The CA file comes
-// from --ca-file, ALLOT_CA_FILE, then the config file's ca_file. The config file is read only
-// when a flag and the environment leave something unset.
+// from --ca-file, ALLOT_CA_FILE, then the config file's ca_file; the team from ALLOT_TEAM, then
+// the config file's team. The config file is read only when a flag and the environment leave
+// something unset.
 Result<Settings> resolveSettings(const std::string& flagServer, const std::string& flagToken,
                                  const EnvLookup& env, const std::string& flagCaFile = "");
 

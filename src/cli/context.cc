@@ -11,6 +11,12 @@ Result<Settings> Context::settings() {
   return *settings_;
 }
 
+std::string Context::teamOr(const std::string& given) {
+  if (!given.empty()) return given;
+  auto s = settings();
+  return s.ok() ? s->team : std::string();
+}
+
 Result<ApiClient*> Context::api() {
   if (!api_) {
     auto s = settings();

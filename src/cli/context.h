@@ -33,6 +33,8 @@ class Context {
 
   // Settings from flags, environment and config file, resolved on first use.
   Result<Settings> settings();
+  // `given` (a --team flag), else the default team (Settings::team), else "".
+  std::string teamOr(const std::string& given);
   // The API client for the resolved server and token, made on first use.
   Result<ApiClient*> api();
   // One request through api(): settings that make no client fail it like a refused request, so

@@ -133,9 +133,7 @@ int hostShow(Context& ctx, const HostOpts& o) {
       "gpus",           "allocations",  "dedicated_to",   "admin_state",  "admin_reason",
       "drain_deadline", "drain_reason", "driver_version", "cuda_version", "lease",
       "contour"};
-  for (const auto& [key, value] : h.items()) {
-    if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
-  }
+  d.addOthers(h, kShown);
   ctx.out() << d.render();
 
   // Holders per GPU (several when fractions share it); a holder of a team the caller cannot

@@ -155,7 +155,7 @@ int submit(Context& ctx, const RunOpts& o) {
     body["memory_mib"] = *mib;
   }
   if (!o.name.empty()) body["name"] = o.name;
-  if (!o.team.empty()) body["team"] = o.team;
+  if (auto team = ctx.teamOr(o.team); !team.empty()) body["team"] = team;
   if (auto models = splitList(o.gpuModel); !models.empty()) body["gpu_models"] = models;
   if (o.priority != 0) body["priority"] = o.priority;
   if (o.preemptible) body["preemptible"] = true;
@@ -304,9 +304,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
       "evicted_for", "host",         "gpu_indices", "gpu_uuids",      "exit_code",
       "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested",
       "hosts",       "ranks",        "contour"};
-  for (const auto& [key, value] : j.items()) {
-    if (!kShown.count(key)) d.add(key, value.is_string() ? value.get<std::string>() : value.dump());
-  }
+  d.addOthers(j, kShown);
   ctx.out() << d.render();
   return 0;
 }
@@ -417,7 +415,8 @@ void addJobCommands(CLI::App& app, Context& ctx) {
                   "server's default, dev); it runs only on hosts of that contour");
   run->add_option("--project", r->project, "Project to file the job under");
   run->add_option("--name", r->name, "A name for the job");
-  run->add_option("--team", r->team, "Submit for this team (platform-admin; default: yours)");
+  run->add_option("--team", r->team,
+                  "Submit for this team (default: your default team, or your only one)");
   run->add_option("--cpus", r->cpus, "CPU limit: cores (2, 0.5) or millicores (250m)");
   run->add_option("--memory", r->memory, "Memory limit: MiB (512) or 512Mi, 16Gi, 1Ti");
   run->add_option("--env", r->env, "Environment entry KEY=VALUE (repeatable)")

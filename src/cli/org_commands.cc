@@ -276,10 +276,11 @@ void addOrgCommands(CLI::App& app, Context& ctx) {
     auto o = std::make_shared<NameOpts>();
     auto* cmd = project->add_subcommand("create", "Create a project");
     cmd->add_option("NAME", o->name, "Project name")->required();
-    cmd->add_option("--team", o->team, "Owning team (default: yours)");
+    cmd->add_option("--team", o->team,
+                    "Owning team (default: your default team, or your only one)");
     onRun(cmd, ctx, o, [](Context& c, const NameOpts& x) {
       json body = {{"name", x.name}};
-      if (!x.team.empty()) body["team"] = x.team;
+      if (auto team = c.teamOr(x.team); !team.empty()) body["team"] = team;
       return create(c, "/projects", body, "project");
     });
     auto* list = project->add_subcommand("list", "List projects");

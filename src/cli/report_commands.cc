@@ -64,7 +64,7 @@ int reportUsage(Context& ctx, const UsageOpts& o) {
   auto window = windowQuery(o.from, o.to, ctx.now());
   if (!window.ok()) return ctx.usageError(window.status());
   std::string query = "?by=" + urlEncode(o.by) + *window;
-  if (!o.team.empty()) query += "&team=" + urlEncode(o.team);
+  if (auto team = ctx.teamOr(o.team); !team.empty()) query += "&team=" + urlEncode(team);
   auto report = ctx.get("/usage" + query);
   if (!report.ok()) return ctx.fail(report.status());
   if (ctx.jsonOutput()) return ctx.printJson(*report);

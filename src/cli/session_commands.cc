@@ -86,6 +86,7 @@ std::string sessionUrl(const std::string& server, const json& s) {
 int create(Context& ctx, const SessionOpts& o) {
   auto body = createBody(o);
   if (!body.ok()) return ctx.usageError(body.status());
+  if (auto team = ctx.teamOr(o.team); !team.empty()) (*body)["team"] = team;
   return ctx.printReply(ctx.post("/sessions", *body), [&](const json& s) {
     ctx.out() << "Session " << text(s, "id") << " (" << text(s, "name") << ", profile "
               << text(s, "profile") << ") is " << text(s, "state");
@@ -206,19 +207,26 @@ int open(Context& ctx, const SessionOpts& o) {
   if (!id.ok()) return ctx.fail(id.status());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait);
   json s;
+  std::string toldWhy;  // the wait reason last printed, so that each new one shows once
   for (;;) {
     auto got = ctx.get("/sessions/" + std::to_string(*id));
     if (!got.ok()) return ctx.fail(got.status());
     s = *got;
     const std::string state = s.value("state", "");
+    const std::string why = text(s, "reason", "");
     if (state == "running") break;
     if (state != "queued" && state != "starting")
-      return ctx.fail(Status::FailedPrecondition(
-          "session " + std::to_string(*id) + " is " + state +
-          (s.value("reason", json()).is_string() ? ": " + s["reason"].get<std::string>() : "")));
+      return ctx.fail(Status::FailedPrecondition("session " + std::to_string(*id) + " is " + state +
+                                                 (why.empty() ? "" : ": " + why)));
+    // Queued: say why while waiting, as `allot run --wait` does, not only when time is up.
+    if (state == "queued" && !why.empty() && why != toldWhy) {
+      ctx.err() << "session " << *id << " is queued: " << why << "\n";
+      toldWhy = why;
+    }
     if (std::chrono::steady_clock::now() >= deadline)
       return ctx.fail(Status::Unavailable("session " + std::to_string(*id) + " is still " + state +
-                                          " after " + o.wait));
+                                          " after " + o.wait +
+                                          (state == "queued" && !why.empty() ? ": " + why : "")));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (s.value("url", json()).is_null())
@@ -248,7 +256,8 @@ void addSessionCommands(CLI::App& app, Context& ctx) {
   auto* create_ = session->add_subcommand("create", "Start a session from a profile");
   create_->add_option("--profile", o->profile, "The profile (default: jupyter)");
   create_->add_option("--name", o->name, "Its name, unique among your live sessions");
-  create_->add_option("--team", o->team, "The team it is for (default: yours)");
+  create_->add_option("--team", o->team,
+                      "The team it is for (default: your default team, or your only one)");
   create_->add_option("--project", o->project, "The project its GPU time is accounted to");
   create_->add_option("--gpus", o->gpus, "Whole GPUs (default: the profile's)");
   create_->add_option("--gpu-fraction", o->gpuFraction, "A share of one GPU: 0.25");

@@ -56,6 +56,15 @@ void Details::add(std::string key, std::string value) {
   lines_.emplace_back(std::move(key), std::move(value));
 }
 
+void Details::addOthers(const json& object, const std::set<std::string>& shown) {
+  for (const auto& [key, value] : object.items()) {
+    if (shown.count(key) || value.is_null()) continue;
+    std::string words = key;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    add(words, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+}
+
 std::string Details::render() const {
   size_t width = 0;
   for (const auto& [k, v] : lines_) width = std::max(width, displayWidth(k));

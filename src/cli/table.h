@@ -3,8 +3,11 @@
 // two spaces, with no trailing blanks; a cell's control characters become spaces so one row stays
 // one line. A plain value: build, then render once.
 
+#include <set>
 #include <string>
 #include <vector>
+
+#include "cli/json.h"
 
 namespace allot::cli {
 
@@ -26,6 +29,10 @@ class Table {
 class Details {
  public:
   void add(std::string key, std::string value);
+  // The fields of `object` not in `shown` (ones this CLI does not know yet, from a newer server),
+  // so that nothing the server says is hidden: the key in words ("health checked at"), strings
+  // as they are, others as JSON; null ones (nothing to say) left out.
+  void addOthers(const json& object, const std::set<std::string>& shown);
   std::string render() const;
 
  private:

@@ -16,6 +16,7 @@
 #include "agent/gpu/gpu_provider_factory.h"
 #include "agent/host_ops/wipe_roots.h"
 #include "agent/runtime/agent.h"
+#include "common/build_info.h"
 #include "common/log.h"
 #include "common/time_format.h"
 
@@ -38,6 +39,7 @@ std::string besideThisBinary(const char* program) {
 
 int main(int argc, char** argv) {
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
+  app.set_version_flag("--version", std::string("allot-agent ") + allot::allotVersion());
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/server.h"
+#include "common/build_info.h"
 #include "common/log.h"
 #include "common/secrets.h"
 #include "common/time_format.h"
@@ -52,6 +53,7 @@ int fail(const std::string& msg) {
 
 int main(int argc, char** argv) {
   CLI::App app{"allotd: the Allot control plane (API, scheduler, store)"};
+  app.set_version_flag("--version", std::string("allotd ") + allot::allotVersion());
   Flags f;
   app.add_option("--config", f.configFile, "TOML config file (flags override it)");
   app.add_option("--listen", f.listen,

@@ -25,6 +25,7 @@
 #include "agent/runtime/http_join.h"
 #include "agent/runtime/tunnel_endpoint.h"
 #include "common/bounded_json.h"
+#include "common/build_info.h"
 #include "common/tls.h"
 #include "model/tunnel_frame.h"
 #include "protocol/agent_messages.h"
@@ -38,7 +39,6 @@ using asio::use_awaitable;
 
 namespace {
 
-constexpr char kAgentVersion[] = "0.1.0";
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr int64_t kMaxLogChunk = 256 * 1024;
 
@@ -185,7 +185,7 @@ model::Inventory Agent::inventory() {
   inv.gpus = gpuList_;
   inv.gpuProvider = gpus_.name();
   inv.simulated = gpus_.simulated();
-  inv.agentVersion = kAgentVersion;
+  inv.agentVersion = allotVersion();
   inv.cgroup = config_.cgroupMode.empty() ? "none" : config_.cgroupMode;
   inv.runAsOwner = config_.runAsOwner ? "required" : "off";
   return inv;
