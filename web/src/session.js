@@ -51,3 +51,25 @@ export function useTeamChoices(me, mine) {
   const all = useResource(isAdmin(me) ? '/teams' : null, ['teams']);
   return isAdmin(me) ? (all.data ?? []).map((t) => t.name) : mine;
 }
+
+const TEAM_KEY = 'allot.team';
+
+// The team a user in several teams picked last (in the launch form or on the Usage page), when
+// it is still one of `teams`; else the first of them. Kept in this browser only.
+export function preferredTeam(teams) {
+  try {
+    const t = localStorage.getItem(TEAM_KEY);
+    if (t && teams.includes(t)) return t;
+  } catch {
+    // Storage may be off (private windows); the first team then.
+  }
+  return teams[0] ?? '';
+}
+
+export function rememberTeam(team) {
+  try {
+    localStorage.setItem(TEAM_KEY, team);
+  } catch {
+    // Not remembered, as above.
+  }
+}

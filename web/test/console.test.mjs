@@ -412,6 +412,31 @@ describe('console', () => {
     await screenshot(alice, '07-usage');
   });
 
+  test('a member of two teams picks one on Usage, and the console remembers it', async () => {
+    await cluster.createUser('dana', { ml: 'member', cv: 'member' }, PASSWORD);
+    const dana = await newPage(browser);
+    await logIn(dana, cluster.url, 'dana', PASSWORD);
+    await dana.click('nav >> text=Usage');
+    await dana.waitForSelector('[data-testid=usage-chart] canvas');
+    await dana.waitForSelector('text=No GPU time in this window.');
+    // No "you belong to several teams" error: the page asks for one team.
+    assert.equal(await dana.locator('main [role=alert]').count(), 0);
+    assert.equal(await dana.inputValue('[data-testid=usage-team]'), 'cv');
+    // ml's usage (alice's jobs) shows once ml is picked.
+    await dana.selectOption('[data-testid=usage-team]', 'ml');
+    await dana.waitForSelector('[data-testid=usage-table]');
+    assert.equal(await dana.locator('main [role=alert]').count(), 0);
+    await screenshot(dana, '07b-usage-team-picker');
+    // The launch form starts on the team picked last, after a reload too.
+    await dana.reload();
+    await dana.click('nav >> text=My work');
+    await dana.waitForSelector('[data-testid=launch-form]');
+    assert.equal(await dana.inputValue('[data-testid=launch-form] [name=team]'), 'ml');
+    await dana.click('nav >> text=Usage');
+    assert.equal(await dana.inputValue('[data-testid=usage-team]'), 'ml');
+    await dana.context().close();
+  });
+
   test('an ended session returns to the login page', async () => {
     await alice.context().clearCookies();
     await alice.click('nav >> text=Queue');

@@ -3,6 +3,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { query } from '../api.js';
 import { useResource } from '../live.js';
+import { isAdmin, preferredTeam, rememberTeam, teamNames, useSession } from '../session.js';
 import { fmtHours, fmtPercent, fmtTime, since, teamColor } from '../format.js';
 import { ErrorNote, Loading, Empty, InputField, SelectField } from '../components/ui.jsx';
 import { Table } from '../components/table.jsx';
@@ -53,10 +54,20 @@ function seriesColor(name) {
 }
 
 export function UsagePage() {
+  const { me } = useSession();
+  // A member of several teams sees one team's usage at a time (the server asks which); platform
+  // admins see every team's.
+  const mine = teamNames(me);
+  const pickTeam = !isAdmin(me) && mine.length > 1;
+  const [team, setTeamState] = useState(() => (pickTeam ? preferredTeam(mine) : ''));
+  const setTeam = (t) => {
+    rememberTeam(t);
+    setTeamState(t);
+  };
   const [by, setBy] = useState('team');
   const [win, setWin] = useState(() => windowFor('7d'));
   const step = stepFor(new Date(win.to) - new Date(win.from));
-  const params = { by, from: win.from, to: win.to };
+  const params = { by, from: win.from, to: win.to, ...(team ? { team } : {}) };
   const series = useResource(`/usage/series${query({ ...params, step })}`, ['usage']);
   const totals = useResource(`/usage${query(params)}`, ['usage', 'jobs']);
 
@@ -64,6 +75,16 @@ export function UsagePage() {
     <section class="usage-page">
       <h1>Usage</h1>
       <div class="panel row usage-controls">
+        {pickTeam && (
+          <SelectField
+            label="Team"
+            data-testid="usage-team"
+            name="team"
+            value={team}
+            set={setTeam}
+            options={mine}
+          />
+        )}
         <SelectField
           label="Group by"
           data-testid="usage-by"

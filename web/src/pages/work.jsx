@@ -10,6 +10,8 @@ import {
   canSubmit,
   canManageTeam,
   isAdmin,
+  preferredTeam,
+  rememberTeam,
 } from '../session.js';
 import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
 import {
@@ -157,7 +159,7 @@ function LaunchForm() {
   const hosts = useResource('/hosts', ['hosts']);
 
   const [f, setF] = useState({
-    team: myTeams[0] ?? '',
+    team: preferredTeam(myTeams),
     project: '',
     command: '',
     name: '',
@@ -173,7 +175,10 @@ function LaunchForm() {
     contour: '',
   });
   const act = useAction((job) => route(`/work/${job.id}`));
-  const set = (k) => (v) => setF((prev) => ({ ...prev, [k]: v }));
+  const set = (k) => (v) => {
+    if (k === 'team') rememberTeam(v);
+    setF((prev) => ({ ...prev, [k]: v }));
+  };
   const team = f.team || teams[0] || '';
 
   const models = useMemo(() => {
