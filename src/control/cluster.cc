@@ -107,10 +107,17 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   if (r.contour.empty()) r.contour = options_.contours.defaultContour;
   ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
   ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
-  if (!r.queueAnyway)
-    ALLOT_RETURN_IF_ERROR(
-        checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour}, team,
-                         r.contour, r.resources));
+  if (!r.queueAnyway) {
+    Status fit = checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour},
+                                  team, r.contour, r.resources);
+    // A session cannot be queued anyway: it is for now, and its request is its profile's.
+    if (!fit.ok() && !r.session)
+      return Status::InvalidArgument(fit.message() +
+                                         "; to queue it for hosts yet to join, submit with "
+                                         "--queue-anyway (queue_anyway: true)",
+                                     fit.field());
+    ALLOT_RETURN_IF_ERROR(fit);
+  }
   if (!r.name.empty()) ALLOT_RETURN_IF_ERROR(validateName(r.name, "name"));
   if (!r.project.empty() && !world_.projects.count(World::projectKey(team, r.project)))
     return Status::NotFound("no project '" + r.project + "' in team '" + team + "'");

@@ -109,6 +109,31 @@ TEST_F(ProfileTest, PlatformWideProfilesAreSeenByTheTeamsTheyAreVisibleTo) {
   EXPECT_EQ(names(admin_), (std::vector<std::string>{"everyone", "vision-nb"}));
 }
 
+// A job or session no host could ever run is refused, naming the field and changing nothing; only
+// a job is told how to queue anyway (a session is wanted now).
+TEST_F(ProfileTest, ASessionNoHostCouldRunIsRefusedLikeAJobButWithoutQueueAnyway) {
+  joinHost("gpu-01", 2);
+  ASSERT_TRUE(cluster_->profiles().create(admin_, profile("nb")).ok());
+  const size_t before = cluster_->world().jobs.size();
+  SessionRequest big;
+  big.profile = "nb";
+  big.gpus = 4;
+  Status session = cluster_->sessions().create(alice_, big).status();
+  EXPECT_EQ(session.field(), "gpus") << session.toString();
+  EXPECT_NE(session.message().find("the most on one host is 2"), std::string::npos);
+  EXPECT_EQ(session.message().find("queue"), std::string::npos) << session.toString();
+  JobRequest job;
+  job.command = {"train"};
+  job.resources.gpus = 4;
+  Status refused = cluster_->submitJob(alice_, job).status();
+  EXPECT_EQ(refused.field(), "gpus");
+  EXPECT_NE(refused.message().find("--queue-anyway (queue_anyway: true)"), std::string::npos)
+      << refused.toString();
+  EXPECT_EQ(cluster_->world().jobs.size(), before);
+  big.gpus = 2;
+  EXPECT_TRUE(cluster_->sessions().create(alice_, big).ok());
+}
+
 TEST_F(ProfileTest, ATeamsProfileIsItsTeamsAlone) {
   auto c = cluster_->profiles().create(carol_, profile("vision-gpu", "vision"));
   ASSERT_TRUE(c.ok()) << c.status().toString();

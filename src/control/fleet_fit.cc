@@ -9,11 +9,8 @@
 namespace allot::control {
 namespace {
 
-constexpr const char* kQueueAnyway =
-    "; to queue it for hosts yet to join, submit with --queue-anyway (queue_anyway: true)";
-
 Status refuse(const std::string& message, const char* field) {
-  return Status::InvalidArgument(std::string(field) + ": " + message + kQueueAnyway, field);
+  return Status::InvalidArgument(std::string(field) + ": " + message, field);
 }
 
 std::string joined(const std::set<std::string>& names) {

@@ -21,8 +21,8 @@ struct FleetFitQuery {
 };
 
 // Ok, or InvalidArgument naming the field that rules every host out ("gpus", "gpu_models",
-// "min_driver", "min_cuda", "cpu_millis", "memory_mib", "hosts", "contour"), with what the fleet
-// offers instead and how to queue it anyway.
+// "gpu_memory_mib", "min_driver", "min_cuda", "cpu_millis", "memory_mib", "hosts", "contour"),
+// with what the fleet offers instead. The caller says how to queue it anyway, where it can.
 Status checkFleetCanRun(const FleetFitQuery& fleet, const std::string& team,
                         const std::string& contour, const model::ResourceRequest& r);
 
