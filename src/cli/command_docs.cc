@@ -24,28 +24,33 @@ void walk(CLI::App* at, const std::string& path,
     walk(c, path.empty() ? c->get_name() : path + " " + c->get_name(), fn);
 }
 
-std::string longNames(const CLI::Option* o) {
+// The words a flag is typed as ("--output -o"), for completion.
+std::string flagWords(const CLI::Option* o) {
   std::string out;
   for (const auto& n : o->get_lnames()) out += (out.empty() ? "--" : " --") + n;
   for (const auto& n : o->get_snames()) out += (out.empty() ? "-" : " -") + n;
   return out;
 }
 
-// Roff text: backslashes and hyphens escaped, and a line that would start with a control
-// character made plain.
+// Roff text: backslashes and hyphens escaped, line breaks kept, and a line that would start with
+// a control character ('.' or '\'') made plain.
 std::string roff(const std::string& text) {
   std::string out;
+  bool lineStart = true;
   for (char c : text) {
-    if (c == '\\')
+    if (lineStart && (c == '.' || c == '\'')) out += "\\&";
+    lineStart = false;
+    if (c == '\\') {
       out += "\\e";
-    else if (c == '-')
+    } else if (c == '-') {
       out += "\\-";
-    else if (c == '\n')
+    } else if (c == '\n') {
       out += "\n.br\n";
-    else
+      lineStart = true;
+    } else {
       out += c;
+    }
   }
-  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
   return out;
 }
 
@@ -64,7 +69,7 @@ std::string bashCompletion(CLI::App& app) {
   std::string paths, cases;
   const std::string global = [&] {
     std::string g;
-    for (const auto* o : flagsOf(&app)) g += (g.empty() ? "" : " ") + longNames(o);
+    for (const auto* o : flagsOf(&app)) g += (g.empty() ? "" : " ") + flagWords(o);
     return g;
   }();
   walk(&app, "", [&](CLI::App* at, const std::string& path) {
@@ -75,7 +80,7 @@ std::string bashCompletion(CLI::App& app) {
     std::string words;
     for (auto* c : commandsOf(at)) words += (words.empty() ? "" : " ") + c->get_name();
     if (at != &app) {
-      for (const auto* o : flagsOf(at)) words += (words.empty() ? "" : " ") + longNames(o);
+      for (const auto* o : flagsOf(at)) words += (words.empty() ? "" : " ") + flagWords(o);
     }
     words += (words.empty() ? "" : " ") + global + " --help";
     cases += "    \"" + key2 + "\") words=\"" + words + "\" ;;\n";
