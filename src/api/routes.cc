@@ -303,13 +303,22 @@ void registerRoutes(Router& router, Server& s) {
 
   router.add(V::get, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
     control::JobFilter f;
+    // state=queued,running: any of them.
     if (auto it = r.query.find("state"); it != r.query.end() && !it->second.empty()) {
-      f.state = model::parseJobState(it->second);
-      if (!f.state)
-        co_return ApiResponse::error(
-            Status::InvalidArgument("state: unknown job state '" + it->second + "'", "state"));
+      std::string_view rest = it->second;
+      while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string one(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        auto state = model::parseJobState(one);
+        if (!state)
+          co_return ApiResponse::error(
+              Status::InvalidArgument("state: unknown job state '" + one + "'", "state"));
+        f.states.insert(*state);
+      }
     }
     if (auto it = r.query.find("team"); it != r.query.end()) f.team = it->second;
+    if (auto it = r.query.find("user"); it != r.query.end()) f.user = it->second;
     // Times: ISO 8601 ("2026-11-30T08:00:00Z") or relative to now ("-2h").
     for (auto [key, target] :
          {std::pair{"since", &f.submittedSince}, {"until", &f.submittedUntil}}) {

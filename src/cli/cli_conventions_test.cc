@@ -36,6 +36,11 @@ class CliConventionsTest : public testing::CliFixture {
                 r.body = R"({"name":"alice","teams":{"nlp":"member","vision":"member"},
                   "platform_admin":false})";
               }
+              if (req.target.rfind("/api/v1/jobs?", 0) == 0) {
+                r.status = 200;
+                r.body = R"([{"id":7,"name":"train","team":"vision","user":"alice",
+                  "project":null,"state":"running","gpus":2,"host":"gpu-01"}])";
+              }
               if (req.target == "/api/v1/sessions/5") {
                 r.status = 200;
                 r.body = R"({"id":5,"name":"jupyter","state":"queued","reason":
@@ -158,6 +163,18 @@ TEST_F(CliConventionsTest, ADefaultTeamIsSentByCommandsThatActForATeam) {
   EXPECT_EQ(teamSent({"run", "--", "true"}), "vision");
   ASSERT_EQ(run({"login", "--token", "token"}), 0) << "logging in again keeps it";
   EXPECT_EQ(teamSent({"run", "--", "true"}), "vision");
+}
+
+TEST_F(CliConventionsTest, JobListTakesSeveralStatesAndMineAndShowsTheTeam) {
+  ASSERT_EQ(run({"job", "list", "--state", "queued,running", "--mine"}), 0) << err_.str();
+  const auto reqs = server_.requests();
+  ASSERT_FALSE(reqs.empty());
+  EXPECT_EQ(reqs.back().target, "/api/v1/jobs?state=queued%2Crunning&user=alice");
+  EXPECT_NE(out_.str().find("TEAM"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("vision"), std::string::npos) << out_.str();
+  EXPECT_EQ(run({"job", "list", "--state", "queued,sleeping"}), 2);
+  EXPECT_NE(err_.str().find("unknown job state 'sleeping'"), std::string::npos) << err_.str();
+  EXPECT_EQ(run({"job", "list", "--mine", "--user", "bob"}), 2);
 }
 
 TEST_F(CliConventionsTest, EditDistanceCountsASwapAsOne) {

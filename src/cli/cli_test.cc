@@ -825,11 +825,13 @@ TEST_F(CliTest, JobListJsonIsTheApiArray) {
 TEST_F(CliTest, JobListTableShowsReasonAndRelativeTimes) {
   EXPECT_EQ(run({"job", "list", "--state", "queued"}), 0);
   std::string out = out_.str();
-  EXPECT_EQ(out.substr(0, out.find('\n')),
-            "ID    NAME   USER   PROJECT  STATE   GPUS     HOST  SUBMITTED  DURATION  REASON");
-  EXPECT_NE(out.find("j-42  train  alice  -        queued  8x H100  -     3m ago     -         "
-                     "waiting for 8 free H100 GPUs"),
-            std::string::npos)
+  EXPECT_EQ(
+      out.substr(0, out.find('\n')),
+      "ID    NAME   TEAM  USER   PROJECT  STATE   GPUS     HOST  SUBMITTED  DURATION  REASON");
+  EXPECT_NE(
+      out.find("j-42  train  ml    alice  -        queued  8x H100  -     3m ago     -         "
+               "waiting for 8 free H100 GPUs"),
+      std::string::npos)
       << out;
 }
 

@@ -1,5 +1,6 @@
 // allot run, allot job: submitting work, watching it, stopping it.
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -42,12 +43,34 @@ struct JobOpts {
   std::string id;
   std::string state;
   std::string team;
+  std::string user;
+  bool mine = false;
   std::string since;
   std::string until;
   int limit = 0;
   bool follow = false;
   int rank = 0;
 };
+
+// A comma-separated list of job states ("queued,running"), each one allotd knows.
+CLI::Validator jobStatesValidator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        size_t start = 0;
+        while (start <= value.size()) {
+          const size_t comma = value.find(',', start);
+          const std::string one = value.substr(start, comma - start);
+          if (std::find(std::begin(kJobStates), std::end(kJobStates), one) == std::end(kJobStates))
+            return "unknown job state '" + one +
+                   "' (states: queued, scheduled, running, "
+                   "succeeded, failed, cancelled, lost, preempted)";
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+        return "";
+      },
+      "STATE[,STATE...]");
+}
 
 std::string listText(const json& job, const char* key) {
   auto it = job.find(key);
@@ -205,6 +228,14 @@ int jobList(Context& ctx, const JobOpts& o) {
   };
   if (!o.state.empty()) param("state", o.state);
   if (!o.team.empty()) param("team", o.team);
+  if (o.mine && !o.user.empty())
+    return ctx.usageError(Status::InvalidArgument("--mine and --user: give one of them"));
+  if (o.mine) {
+    auto who = ctx.get("/whoami");
+    if (!who.ok()) return ctx.fail(who.status());
+    param("user", text(*who, "name", ""));
+  }
+  if (!o.user.empty()) param("user", o.user);
   if (o.limit > 0) param("limit", std::to_string(o.limit));
   // Relative times ("-2h") are resolved here, so the server sees the moment the user meant.
   for (auto [key, value] : {std::pair{"since", &o.since}, {"until", &o.until}}) {
@@ -214,11 +245,11 @@ int jobList(Context& ctx, const JobOpts& o) {
     param(key, formatIso8601(*t));
   }
   return ctx.printReply(ctx.get("/jobs" + query), [&](const json& jobs) {
-    Table table({"ID", "NAME", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED", "DURATION",
-                 "REASON"});
+    Table table({"ID", "NAME", "TEAM", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED",
+                 "DURATION", "REASON"});
     for (const auto& j : jobs) {
-      table.addRow({jobIdText(j), text(j, "name"), text(j, "user"), text(j, "project"),
-                    text(j, "state"), gpusText(j), text(j, "host"),
+      table.addRow({jobIdText(j), text(j, "name"), text(j, "team"), text(j, "user"),
+                    text(j, "project"), text(j, "state"), gpusText(j), text(j, "host"),
                     relativeTime(text(j, "submitted_at", ""), ctx.now()), jobDuration(j, ctx.now()),
                     text(j, "reason", "")});
     }
@@ -434,10 +465,11 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<JobOpts>();
 
   auto* list = job->add_subcommand("list", "List jobs, newest first");
-  list->add_option("--state", o->state, "Only jobs in this state")
-      ->check(
-          CLI::IsMember(std::vector<std::string>(std::begin(kJobStates), std::end(kJobStates))));
+  list->add_option("--state", o->state, "Only jobs in these states: running, or queued,running")
+      ->check(jobStatesValidator());
   list->add_option("--team", o->team, "Only this team's jobs (platform-admin)");
+  list->add_option("--user", o->user, "Only this user's jobs");
+  list->add_flag("--mine", o->mine, "Only my jobs");
   list->add_option("--since", o->since,
                    "Only jobs submitted at or after TIME (ISO 8601, or relative: -2h, -30m)");
   list->add_option("--until", o->until, "Only jobs submitted before TIME (ISO 8601 or relative)");

@@ -198,7 +198,8 @@ void Cluster::visitJobs(const Principal& p, const JobFilter& f,
   for (auto it = world_.jobs.rbegin(); it != world_.jobs.rend() && seen < f.limit; ++it) {
     const Job& j = it->second;
     if (!authz::canSeeJob(p, j)) continue;
-    if (f.state && j.state != *f.state) continue;
+    if (!f.states.empty() && !f.states.count(j.state)) continue;
+    if (!f.user.empty() && j.user != f.user) continue;
     if (!f.team.empty() && j.team != f.team) continue;
     if (f.submittedSince != 0 && j.submittedAt < f.submittedSince) continue;
     if (f.submittedUntil != 0 && j.submittedAt >= f.submittedUntil) continue;

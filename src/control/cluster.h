@@ -49,8 +49,9 @@
 namespace allot::control {
 
 struct JobFilter {
-  std::optional<model::JobState> state;
+  std::set<model::JobState> states;  // any of these; empty = any state
   std::string team;
+  std::string user;           // only this user's; empty = anyone's the caller may see
   TimeMs submittedSince = 0;  // 0: no lower bound
   TimeMs submittedUntil = 0;  // 0: no upper bound (exclusive)
   size_t limit = 1000;

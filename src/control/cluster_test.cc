@@ -65,6 +65,23 @@ TEST_F(ClusterTest, AnotherTeamsJobsDoNotExist) {
   EXPECT_EQ(cluster_->submitJob(bob_, r).status().code(), Code::kNotFound);
 }
 
+TEST_F(ClusterTest, ListsJobsInAnyOfSeveralStatesAndOfOneUser) {
+  int64_t queued = submit(alice_, 0);
+  int64_t cancelled = submit(alice_, 0);
+  ASSERT_TRUE(cluster_->cancelJob(alice_, cancelled).ok());
+  JobFilter f;
+  f.states = {model::JobState::kQueued, model::JobState::kRunning};
+  auto live = cluster_->listJobs(admin_, f);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].id, queued);
+  f.states = {model::JobState::kQueued, model::JobState::kCancelled};
+  EXPECT_EQ(cluster_->listJobs(admin_, f).size(), 2u);
+  f.user = "nobody";
+  EXPECT_TRUE(cluster_->listJobs(admin_, f).empty());
+  f.user = "alice";
+  EXPECT_EQ(cluster_->listJobs(admin_, f).size(), 2u);
+}
+
 TEST_F(ClusterTest, ListsJobsSubmittedInATimeWindow) {
   int64_t early = submit(alice_, 0);
   clock_.advance(60'000);
