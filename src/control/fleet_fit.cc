@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <vector>
 
 #include "common/version.h"
 
@@ -34,8 +33,7 @@ bool modelAsked(const model::ResourceRequest& r, const std::string& gpuModel) {
 // The hosts that pass each test of the request in turn: the test that ruled the last ones out
 // says what to tell the user.
 struct Narrowing {
-  std::vector<const model::Host*> inContour;  // and open to the team
-  std::set<std::string> modelsOffered;        // on open GPUs of those hosts
+  int inContour = 0;          // hosts of the contour open to the team
   int withModel = 0;          // hosts with an open GPU of a model asked (every host, without GPUs)
   int64_t mostGpuMemory = 0;  // on one such GPU
   int withMemory = 0;         // ... that also has the GPU memory asked
@@ -56,17 +54,19 @@ void keepNewest(std::string& newest, const std::string& v) {
 Status checkFleetCanRun(const FleetFitQuery& f, const std::string& team, const std::string& contour,
                         const model::ResourceRequest& r) {
   if (f.hosts.empty()) return Status::Ok();
-  Narrowing n;
-  for (const auto& [name, h] : f.hosts) {
+  auto candidate = [&](const model::Host& h) {
     const std::string& hostContour = h.contour.empty() ? f.defaultContour : h.contour;
-    if (hostContour == contour && openTo(f, h.dedicatedTo, team)) n.inContour.push_back(&h);
-  }
-  if (n.inContour.empty())
-    return refuse("no host of contour '" + contour + "' is open to team '" + team + "'", "contour");
+    return hostContour == contour && openTo(f, h.dedicatedTo, team);
+  };
+  Narrowing n;
   const int gpusPerHost = r.wholeHost ? 0 : r.gpus;
   // A request without GPUs needs no model; a whole host needs a GPU of the models it names.
   const bool needsModel = gpusPerHost > 0 || (r.wholeHost && !r.gpuModels.empty());
-  for (const model::Host* h : n.inContour) {
+  // One pass, stopping at the first hosts that fit; a refusal's numbers come from the full pass.
+  for (const auto& [name, host] : f.hosts) {
+    if (!candidate(host)) continue;
+    ++n.inContour;
+    const model::Host* h = &host;
     int ofModel = 0, withMemory = 0;
     for (const auto& g : h->gpus) {
       if (!openTo(f, g.dedicatedTo, team) || !modelAsked(r, g.model)) continue;
@@ -97,18 +97,21 @@ Status checkFleetCanRun(const FleetFitQuery& f, const std::string& team, const s
     // Most requests fit on the first hosts they look at: no need to look further.
     if (++n.fits >= r.hosts) return Status::Ok();
   }
+  if (n.inContour == 0)
+    return refuse("no host of contour '" + contour + "' is open to team '" + team + "'", "contour");
   const std::string where = "no host of contour '" + contour + "' open to team '" + team + "'";
   if (n.withModel == 0) {
-    for (const model::Host* h : n.inContour) {
-      for (const auto& g : h->gpus) {
-        if (openTo(f, g.dedicatedTo, team)) n.modelsOffered.insert(g.model);
+    std::set<std::string> offered;  // the models on GPUs open to the team there
+    for (const auto& [name, h] : f.hosts) {
+      if (!candidate(h)) continue;
+      for (const auto& g : h.gpus) {
+        if (openTo(f, g.dedicatedTo, team)) offered.insert(g.model);
       }
     }
     std::string asked;
     for (const auto& m : r.gpuModels) asked += (asked.empty() ? "" : " or ") + m;
-    return refuse(
-        where + " has a GPU of model " + asked + " (it offers " + joined(n.modelsOffered) + ")",
-        "gpu_models");
+    return refuse(where + " has a GPU of model " + asked + " (it offers " + joined(offered) + ")",
+                  "gpu_models");
   }
   if (n.withMemory == 0)
     return refuse(where + " has a GPU of the models asked with " + std::to_string(r.gpuMemoryMib) +
