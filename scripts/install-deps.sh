@@ -22,9 +22,11 @@ packages=(
   # The console's end-to-end tests drive Debian's Chromium with playwright-core (web/test/).
   chromium
   # Interactive sessions (docs/sessions.md): the default jupyter profile runs Debian's Jupyter
-  # (the fork server imports it), kernels are ipykernel, and SSH to a session runs OpenSSH's
-  # sshd in inetd mode per connection (no system sshd is started or used).
-  python3-jupyter-server jupyter-server python3-notebook jupyter-notebook python3-ipykernel
+  # (the fork server imports it) with the classic notebook interface (nbclassic, a jupyter-server
+  # extension: JupyterLab's server is not packaged in Debian), kernels are ipykernel, and SSH to
+  # a session runs OpenSSH's sshd in inetd mode per connection (no system sshd is started or used).
+  python3-jupyter-server jupyter-server python3-nbclassic python3-notebook jupyter-notebook
+  python3-ipykernel
   openssh-server openssh-client
   # `allot man` writes roff that the CLI's tests check with groff; man reads it.
   groff-base man-db

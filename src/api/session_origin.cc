@@ -46,6 +46,16 @@ std::string sessionOrigin(int64_t id, const SessionOrigins& origins, std::string
          origins.domain + (numeric ? ":" + std::string(port) : "");
 }
 
+std::optional<std::string> consoleOrigin(const SessionOrigins& origins,
+                                         std::string_view sessionHost) {
+  if (origins.configured) return std::nullopt;
+  const std::string_view port = splitHost(sessionHost).second;
+  const bool numeric = !port.empty() && port.size() <= 5 &&
+                       port.find_first_not_of("0123456789") == std::string_view::npos;
+  return std::string(origins.https ? "https://" : "http://") + "localhost" +
+         (numeric ? ":" + std::string(port) : "");
+}
+
 bool isLoopbackHost(std::string_view host) {
   const std::string_view name = splitHost(host).first;
   const std::string_view localhost = "localhost";

@@ -44,6 +44,12 @@ int64_t sessionOfHost(std::string_view host, std::string_view domain);
 // port the browser could use): "http://s12.localhost:7070".
 std::string sessionOrigin(int64_t id, const SessionOrigins& origins, std::string_view consoleHost);
 
+// The console's origin seen from a session's (`sessionHost`, its Host header): known only under
+// the default domain, where the console is localhost on the same port; nullopt under a
+// configured one, where the console may be anywhere.
+std::optional<std::string> consoleOrigin(const SessionOrigins& origins,
+                                         std::string_view sessionHost);
+
 // Where the handoff lands on a session's origin, under its base URL.
 inline constexpr std::string_view kHandoffPath = "_allot/handoff";
 // The cookie a session's origin keeps (never the console's, whose name it ignores there).

@@ -198,6 +198,30 @@ ApiResponse redeemHandoff(Server& server, const HttpRequest& req, int64_t id) {
   return res;
 }
 
+// A browser opening a session link with no login (a bookmark, a link pasted into a new
+// browser): it goes to the console's login page, which brings it back here once logged in,
+// instead of being shown a JSON error. Only for page loads without a token: scripts and the
+// CLI, which send one, and Jupyter's own requests keep the JSON answer.
+std::optional<ApiResponse> loginRedirect(Server& server, const HttpRequest& req, bool ownOrigin) {
+  const bool navigation = req["Sec-Fetch-Mode"] == "navigate" ||
+                          req[http::field::accept].find("text/html") != std::string_view::npos;
+  if (req.method() != http::verb::get || !navigation || req.count(http::field::authorization))
+    return std::nullopt;
+  const std::string target(req.target());
+  if (target.find_first_of("\r\n") != std::string::npos) return std::nullopt;
+  std::string console;  // "": the console is this origin
+  if (ownOrigin) {
+    auto known = consoleOrigin(server.sessionOrigins(), req[http::field::host]);
+    if (!known) return std::nullopt;
+    console = *known;
+  }
+  ApiResponse res{http::status::found, "", "text/plain", {}};
+  res.headers.emplace_back(
+      "Location", console + "/?next=" + boost::urls::encode(target, boost::urls::unreserved_chars));
+  res.headers.emplace_back("Cache-Control", "no-store");
+  return res;
+}
+
 }  // namespace
 
 bool isSessionPath(std::string_view target) { return target.rfind("/sessions/", 0) == 0; }
@@ -269,7 +293,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
       co_await server.apply(*ended);
   }
   if (!cred.principal) {
-    auto res = ApiResponse::error(cred.error);
+    auto res = loginRedirect(server, req, ownOrigin).value_or(ApiResponse::error(cred.error));
     co_return co_await reply(stream, req, res);
   }
   if (bare) {

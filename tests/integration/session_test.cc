@@ -500,6 +500,44 @@ TEST_F(SessionTest, ASessionIsServedOnlyAtItsOwnOriginAndTheConsoleCookieIsHande
 // Issue 18, finding 6: bodies to /sessions/ were buffered up to 256 MiB before anyone was
 // authenticated. Now only a caller with a valid credential gets the large limit (a notebook
 // saved with its outputs); anyone else is held to the API's 1 MiB.
+TEST_F(SessionTest, OpensOnTheNotebookTreeAndALinkWithoutLoginLeadsToTheLoginPage) {
+  json s = create({"--name", "tree"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "tree");
+  const std::string base = "/sessions/" + id + "/";
+
+  // The default profile lands on the classic notebook's file tree (nbclassic), which serves it.
+  auto landing = httpRequest(port_, "GET", base, "", alice_);
+  ASSERT_EQ(landing.status, 302) << landing.body;
+  EXPECT_EQ(landing.headers["location"].rfind(base + "tree", 0), 0u) << landing.headers["location"];
+  auto tree = httpRequest(port_, "GET", base + "tree", "", alice_);
+  EXPECT_EQ(tree.status, 200) << tree.body.substr(0, 300);
+  EXPECT_NE(tree.body.find("notebook_list"), std::string::npos) << tree.body.substr(0, 300);
+
+  // A browser with no login is sent to the console's login page, which brings it back.
+  const std::map<std::string, std::string> page = {{"Accept", "text/html,*/*;q=0.8"},
+                                                   {"Sec-Fetch-Mode", "navigate"}};
+  auto bare = httpRequest(port_, "GET", base + "tree?x=1", "", "", page);
+  ASSERT_EQ(bare.status, 302) << bare.body;
+  EXPECT_EQ(bare.headers["location"], "/?next=%2Fsessions%2F" + id + "%2Ftree%3Fx%3D1");
+  // On the session's own origin, to the console's (localhost, the same port).
+  auto own = page;
+  own["Host"] = "s" + id + ".localhost:" + std::to_string(port_);
+  auto fromOwn = httpRequest(port_, "GET", base, "", "", own);
+  ASSERT_EQ(fromOwn.status, 302) << fromOwn.body;
+  EXPECT_EQ(fromOwn.headers["location"],
+            "http://localhost:" + std::to_string(port_) + "/?next=%2Fsessions%2F" + id + "%2F");
+  // Scripts, a bad token and writes keep the JSON 401, which names what is missing.
+  auto script = httpRequest(port_, "GET", base + "api/status");
+  EXPECT_EQ(script.status, 401);
+  EXPECT_FALSE(textOf(script.parsed()["error"], "message").empty()) << script.body;
+  EXPECT_EQ(httpRequest(port_, "GET", base, "", "not-a-token", page).status, 401);
+  EXPECT_EQ(httpRequest(port_, "POST", base + "api/kernels", "{}", "", page).status, 401);
+  // A Location cannot be made to carry a header of the attacker's.
+  auto crafted = httpRequest(port_, "GET", base + "tree%0d%0aSet-Cookie:%20x=1", "", "", page);
+  EXPECT_EQ(crafted.headers.count("set-cookie"), 0u);
+}
+
 TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
   json s = create({"--name", "big"});
   const std::string id = std::to_string(s["id"].get<int64_t>());

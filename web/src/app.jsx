@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, lazy, useLocation } from 'preact-iso';
 import { onUnauthorized, whoami, logout } from './api.js';
 import { startLive, stopLive, useLiveStatus } from './live.js';
-import { SessionContext, isAdmin } from './session.js';
+import { SessionContext, isAdmin, sessionLinkToFollow } from './session.js';
 import { LoginPage } from './pages/login.jsx';
 import { OverviewPage } from './pages/overview.jsx';
 
@@ -73,9 +73,17 @@ export function App() {
   const [me, setMe] = useState(undefined);
   const [expired, setExpired] = useState(false);
 
+  // Logged in (already, or just now): on to a session link that led here, else the console;
+  // null (no login) shows the login page.
+  function enter(who) {
+    const next = who && sessionLinkToFollow();
+    if (next) window.location.assign(next);
+    else setMe(who);
+  }
+
   useEffect(() => {
     whoami()
-      .then(setMe)
+      .then(enter)
       .catch(() => setMe(null));
     return onUnauthorized(() => {
       stopLive();
@@ -97,7 +105,7 @@ export function App() {
         expired={expired}
         onLogin={(who) => {
           setExpired(false);
-          setMe(who);
+          enter(who);
         }}
       />
     );

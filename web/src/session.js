@@ -73,3 +73,11 @@ export function rememberTeam(team) {
     // Not remembered, as above.
   }
 }
+
+// A session link opened before logging in comes back as /?next=/sessions/N/... (allotd's
+// session proxy sends it here): once logged in, the browser goes on to it. Only a session path
+// of this origin is followed, never another site.
+export function sessionLinkToFollow(search = window.location.search) {
+  const next = new URLSearchParams(search).get('next');
+  return next && /^\/sessions\/[1-9][0-9]*\//.test(next) ? next : null;
+}

@@ -2,7 +2,8 @@
 // launches a job from the form, sees it on the map and in My work, follows its log and cancels
 // it; a member of another team sees none of it; the usage chart renders; a session that ends
 // sends the browser back to the login page; a member starts a Jupyter session, sees it run and
-// stops it. Screenshots land in the artifacts directory.
+// stops it; a session link opened with no login goes through the login page to the notebook tree,
+// where a new notebook runs a cell. Screenshots land in the artifacts directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, waitFor } from './cluster.mjs';
@@ -403,6 +404,54 @@ describe('console', () => {
     );
     assert.equal(await alice.locator('[data-testid=session-stop-nb-console]').count(), 0);
     await screenshot(alice, '13-session-stopped');
+  });
+
+  test('a session link opened without a login leads to the login page, then to a notebook that runs a cell', async () => {
+    const made = await cluster.api('POST', '/sessions', { name: 'nb-tree' }, await aliceToken());
+    await waitFor(
+      'the session running',
+      async () =>
+        (await cluster.api('GET', `/sessions/${made.id}`, undefined, await aliceToken())).state ===
+        'running',
+    );
+    // A new browser (no console login) follows the session's link: the login page says why.
+    const page = await newPage(browser);
+    await page.goto(`${cluster.url}/sessions/${made.id}/`);
+    await page.waitForSelector('[data-testid=login-for-session]');
+    assert.match(new URL(page.url()).search, new RegExp(`next=%2Fsessions%2F${made.id}%2F`));
+    await screenshot(page, '14-session-link-login');
+    await page.fill('input[name=user]', 'alice');
+    await page.fill('input[name=password]', PASSWORD);
+    await page.click('button[type=submit]');
+    // Logged in, it goes on to the session's own origin and the classic notebook's file tree.
+    await page.waitForURL(
+      (url) =>
+        url.hostname === `s${made.id}.localhost` && url.pathname === `/sessions/${made.id}/tree`,
+      { timeout: 30000 },
+    );
+    await page.waitForSelector('#notebook_list');
+    await screenshot(page, '15-notebook-tree');
+
+    // New > Python 3 opens a notebook in a new tab; a cell runs there and shows its output.
+    await page.click('#new-dropdown-button');
+    const [notebook] = await Promise.all([
+      page.context().waitForEvent('page'),
+      page.click('#new-menu li[id^=kernel-] a'),
+    ]);
+    notebook.setDefaultTimeout(30000);
+    await notebook.waitForURL((url) => url.pathname.startsWith(`/sessions/${made.id}/notebooks/`));
+    await notebook.waitForSelector('#kernel_indicator_icon.kernel_idle_icon');
+    await notebook.click('.cell .CodeMirror');
+    await notebook.keyboard.type('print(6 * 7)');
+    await notebook.keyboard.press('Shift+Enter');
+    await notebook.waitForFunction(() =>
+      [...document.querySelectorAll('.output_subarea pre')].some(
+        (p) => p.textContent.trim() === '42',
+      ),
+    );
+    await screenshot(notebook, '16-notebook-cell');
+    await page.context().close();
+    await cluster.api('POST', `/sessions/${made.id}/stop`, {}, await aliceToken());
   });
 
   test('the usage chart renders', async () => {

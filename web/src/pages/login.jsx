@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { login, whoami } from '../api.js';
 import { TextInput } from '../components/ui.jsx';
+import { sessionLinkToFollow } from '../session.js';
 
 export function LoginPage({ expired, onLogin }) {
   const [user, setUser] = useState('');
@@ -28,6 +29,11 @@ export function LoginPage({ expired, onLogin }) {
     <main class="login" id="main">
       <form onSubmit={submit} aria-labelledby="login-title">
         <h1 id="login-title">Allot</h1>
+        {sessionLinkToFollow() && !expired && (
+          <p class="note" role="status" data-testid="login-for-session">
+            Log in to open the session you followed a link to.
+          </p>
+        )}
         {expired && (
           <p class="note" role="status">
             Your session has ended. Please log in again.
