@@ -78,8 +78,9 @@ void registerSharingRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::put, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed", "borrow_limit", "lend_limit",
-                                                   "weight", "lend_dedicated", "contour_limits"}));
+    TRY_ASSIGN(in,
+               JsonInput::parse(r.raw.body(), {"guaranteed", "borrow_limit", "lend_limit", "weight",
+                                               "lend_dedicated", "contour_limits", "overcommit"}));
     control::QuotaUpdate u;
     TRY_ASSIGN(limits, readContourLimits(in));
     u.contourLimits = std::move(limits);
@@ -102,6 +103,8 @@ void registerSharingRoutes(Router& router, Server& s) {
       TRY_ASSIGN(ld, in.optionalBool("lend_dedicated", false));
       u.lendDedicated = ld;
     }
+    TRY_ASSIGN(overcommit, in.optionalBool("overcommit", false));
+    u.overcommit = overcommit;
     TRY_ASSIGN(change, s.cluster().quotas().setTeam(r.who(), r.params["team"], u));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));

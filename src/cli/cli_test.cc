@@ -715,7 +715,7 @@ TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--gpus", "A100"}), 2);
   EXPECT_EQ(err_.str(), "allot: --gpus 'A100': expected MODEL=N, e.g. A100=4\n");
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--borrow-limit", "lots"}), 2);
-  EXPECT_EQ(err_.str(), "allot: --borrow-limit 'lots': expected a number of GPUs or 'none'\n");
+  EXPECT_EQ(err_.str(), "allot: --borrow-limit 'lots': expected a number of GPUs or 'unlimited'\n");
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--weight", "heavy"}), 2);
   EXPECT_EQ(run({"team", "quota", "set", "ml", "--lend-dedicated", "maybe"}), 2);
   EXPECT_TRUE(server_.requests().empty());
@@ -727,10 +727,10 @@ TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {
 TEST_F(CliTest, TeamQuotaShowPrintsSettingsUseAndSplit) {
   EXPECT_EQ(run({"team", "quota", "show", "ml"}), 0);
   std::string out = out_.str();
-  for (const char* want : {"guaranteed:     4x A100, 2x any model\n", "borrow limit:   none\n",
+  for (const char* want : {"guaranteed:     4x A100, 2x any model\n", "borrow limit:   unlimited\n",
                            "lend limit:     2\n", "weight:         2\n", "lend dedicated: no\n",
                            "in use:         5 within guarantee, 1 borrowed\n",
-                           "lendable now:   1\n", "share:          0.25\n", "resnet   3x A100\n"}) {
+                           "lendable now:   1\n", "fair share:     0.25 (GPUs it holds now", "resnet   3x A100\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
   }
 }

@@ -154,11 +154,11 @@ std::vector<std::string> splitList(std::string_view text) {
 }
 
 Result<int> parseLimit(std::string_view text, std::string_view flag) {
-  if (text == "none") return -1;
+  if (text == "unlimited" || text == "none") return -1;  // "none": the older word, still taken
   auto n = readCount(text);
   if (!n)
     return Status::InvalidArgument(std::string(flag) + " '" + std::string(text) +
-                                   "': expected a number of GPUs or 'none'");
+                                   "': expected a number of GPUs or 'unlimited'");
   return *n;
 }
 

@@ -40,7 +40,8 @@ Result<GpuAmount> parseGpuAmount(std::string_view text);
 Result<std::map<std::string, int>> parseGpuCounts(const std::vector<std::string>& entries);
 // "A100,H100" -> {"A100", "H100"}, spaces around names dropped.
 std::vector<std::string> splitList(std::string_view text);
-// A limit flag: a whole number >= 0, or "none" -> -1. Errors name `flag`.
+// A limit flag: a whole number >= 0, or "unlimited" (or the older "none") -> -1. Errors name
+// `flag`.
 Result<int> parseLimit(std::string_view text, std::string_view flag);
 
 // "&from=...&to=..." for --from and --to as given (either may be empty, then left out), resolved

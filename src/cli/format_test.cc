@@ -104,7 +104,7 @@ TEST(ResourceTest, GpuCountsListsAndLimits) {
   EXPECT_EQ(*parseLimit("none", "--borrow-limit"), -1);
   EXPECT_EQ(*parseLimit("4", "--borrow-limit"), 4);
   EXPECT_EQ(parseLimit("-1", "--borrow-limit").status().message(),
-            "--borrow-limit '-1': expected a number of GPUs or 'none'");
+            "--borrow-limit '-1': expected a number of GPUs or 'unlimited'");
 }
 
 TEST(RelativeTimeTest, PastFutureAndMissing) {

@@ -384,8 +384,15 @@ int jobExplain(Context& ctx, const JobOpts& o) {
       d.add("backfilled before", "j-" + b->dump());
   }
   if (auto q = e.find("team_quota"); q != e.end() && q->is_object()) {
+    const double effective = q->value("guaranteed_gpus", json(0.0)).get<double>();
+    const double configured = q->value("configured_guarantee_gpus", json(effective)).get<double>();
+    const std::string scaled =
+        effective + 0.0005 < configured
+            ? " of the " + number(json(configured)) +
+                  " set (scaled down: the teams' guarantees exceed the pool)"
+            : "";
     d.add("team " + text(*q, "team"),
-          "guaranteed " + number(q->value("guaranteed_gpus", json(0.0))) + ", within " +
+          "guaranteed " + number(q->value("guaranteed_gpus", json(0.0))) + scaled + ", within " +
               number(q->value("within_guarantee_gpus", json(0.0))) + ", borrowed " +
               number(q->value("borrowed_gpus", json(0.0))) + ", lendable " +
               number(q->value("lendable_gpus", json(0.0))) + " GPUs");

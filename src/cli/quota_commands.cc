@@ -21,7 +21,8 @@ struct QuotaOpts {
   std::string lendLimit;
   std::string weight;
   std::string lendDedicated;
-  std::vector<std::string> contourLimits;  // CONTOUR=N or CONTOUR=none entries
+  std::vector<std::string> contourLimits;  // CONTOUR=N or CONTOUR=unlimited entries
+  bool overcommit = false;
 };
 
 // --gpus and --any together give the whole guarantee; "any" is the API's key for any model.
@@ -39,9 +40,10 @@ Result<json> guaranteeBody(const QuotaOpts& o) {
   return g;
 }
 
-// "4x A100, 2x any model", or "none".
+// "4x A100, 2x any model", or "0 GPUs" (no guarantee: "none" would read like "no limit", which
+// is what it means for the limits).
 std::string guaranteeText(const json& g) {
-  if (!g.is_object() || g.empty()) return "none";
+  if (!g.is_object() || g.empty()) return "0 GPUs";
   std::string out;
   for (const auto& [model, n] : g.items()) {
     if (!out.empty()) out += ", ";
@@ -64,16 +66,17 @@ std::string numberText(const json& obj, const char* key) {
   return buf;
 }
 
-// --contour-limit prod=4 --contour-limit test=none -> {"prod": 4, "test": null}.
+// --contour-limit prod=4 --contour-limit test=unlimited -> {"prod": 4, "test": null} ("none" is
+// the older word for unlimited, still taken).
 Result<json> contourLimitsBody(const std::vector<std::string>& entries) {
   json out = json::object();
   for (const auto& e : entries) {
     auto eq = e.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
       return Status::InvalidArgument("--contour-limit '" + e +
-                                     "': expected CONTOUR=GPUS (prod=4) or CONTOUR=none");
+                                     "': expected CONTOUR=GPUS (prod=4) or CONTOUR=unlimited");
     const std::string contour = e.substr(0, eq), value = e.substr(eq + 1);
-    if (value == "none") {
+    if (value == "unlimited" || value == "none") {
       out[contour] = nullptr;
       continue;
     }
@@ -81,16 +84,16 @@ Result<json> contourLimitsBody(const std::vector<std::string>& entries) {
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
     if (ec != std::errc() || p != value.data() + value.size() || n < 0)
       return Status::InvalidArgument("--contour-limit '" + e +
-                                     "': expected a number of GPUs or none after '='");
+                                     "': expected a number of GPUs or unlimited after '='");
     out[contour] = n;
   }
   return out;
 }
 
-// "prod 4, test 8", or "none".
+// "prod 4, test 8", or "unlimited".
 std::string contourLimitsText(const json& q) {
   auto it = q.find("contour_limits");
-  if (it == q.end() || !it->is_object() || it->empty()) return "none";
+  if (it == q.end() || !it->is_object() || it->empty()) return "unlimited";
   std::string out;
   for (const auto& [contour, n] : it->items())
     out += (out.empty() ? "" : ", ") + contour + " " + n.dump();
@@ -120,6 +123,7 @@ int quotaSet(Context& ctx, const QuotaOpts& o) {
     body["weight"] = w;
   }
   if (!o.lendDedicated.empty()) body["lend_dedicated"] = o.lendDedicated == "true";
+  if (o.overcommit) body["overcommit"] = true;
   if (!o.contourLimits.empty()) {
     auto limits = contourLimitsBody(o.contourLimits);
     if (!limits.ok()) return ctx.usageError(limits.status());
@@ -134,18 +138,37 @@ int quotaSet(Context& ctx, const QuotaOpts& o) {
     const json q = team.value("quota", json::object());
     ctx.out() << "Set the quota of team " << text(team, "name") << ": "
               << guaranteeText(q.value("guaranteed", json::object()))
-              << " guaranteed, borrow limit " << limitText(q, "borrow_limit", "none")
+              << " guaranteed, borrow limit " << limitText(q, "borrow_limit", "unlimited")
               << ", lend limit " << limitText(q, "lend_limit", "all idle") << ", weight "
               << numberText(q, "weight") << ", contour limits " << contourLimitsText(q) << "\n";
   });
+}
+
+// " (now 1.7: ...)" when the scheduler scales the guarantee down because the teams' guarantees
+// exceed the pool (hosts away, or set with --overcommit); "" when it is whole.
+std::string effectiveGuaranteeText(const json& q, const json& guaranteed) {
+  auto st = q.find("status");
+  if (st == q.end() || !st->is_object() || !st->contains("guaranteed") ||
+      !(*st)["guaranteed"].is_number() || !guaranteed.is_object())
+    return "";
+  int configured = 0;
+  for (const auto& [model, n] : guaranteed.items()) configured += n.is_number() ? n.get<int>() : 0;
+  const double effective = st->value("guaranteed", json(0.0)).get<double>();
+  if (effective + 0.0005 >= configured) return "";
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.3g", effective);
+  return std::string(" (now ") + buf +
+         " GPUs: the teams' guarantees add up to more than the pool has, so each is scaled down "
+         "in proportion)";
 }
 
 int quotaShow(Context& ctx, const QuotaOpts& o) {
   return ctx.printReply(ctx.get("/teams/" + urlEncode(o.team) + "/quota"), [&](const json& q) {
     Details d;
     d.add("team", text(q, "team"));
-    d.add("guaranteed", guaranteeText(q.value("guaranteed", json::object())));
-    d.add("borrow limit", limitText(q, "borrow_limit", "none"));
+    const json guaranteed = q.value("guaranteed", json::object());
+    d.add("guaranteed", guaranteeText(guaranteed) + effectiveGuaranteeText(q, guaranteed));
+    d.add("borrow limit", limitText(q, "borrow_limit", "unlimited"));
     d.add("lend limit", limitText(q, "lend_limit", "all idle guarantee"));
     d.add("weight", numberText(q, "weight"));
     d.add("lend dedicated", isTrue(q, "lend_dedicated") ? "yes" : "no");
@@ -155,7 +178,9 @@ int quotaShow(Context& ctx, const QuotaOpts& o) {
       d.add("in use",
             text(*st, "within") + " within guarantee, " + text(*st, "borrowed") + " borrowed");
       d.add("lendable now", text(*st, "lendable"));
-      d.add("share", numberText(*st, "share"));
+      d.add("fair share", numberText(*st, "share") +
+                              " (GPUs it holds now plus its recent average, per unit of weight; "
+                              "when teams borrow, the lowest goes first)");
     } else {
       d.add("in use", "not known yet (no scheduling pass has looked at this team)");
     }
@@ -199,17 +224,20 @@ void addQuotaCommands(CLI::App& app, Context& ctx) {
     set->add_option("TEAM", o->team, "Team name")->required();
     addGuaranteeFlags(set, *o);
     set->add_option("--borrow-limit", o->borrowLimit,
-                    "Most GPUs it may use beyond its guarantee, or none");
+                    "Most GPUs it may use beyond its guarantee, or unlimited");
     set->add_option("--lend-limit", o->lendLimit,
-                    "Most of its idle guarantee others may use, or none (all of it)");
+                    "Most of its idle guarantee others may use, or unlimited (all of it)");
     set->add_option("--weight", o->weight, "Fair-share weight when borrowing (> 0)");
     set->add_option("--lend-dedicated", o->lendDedicated,
                     "Let others use its idle dedicated hosts and GPUs, preemptibly")
         ->check(CLI::IsMember({"true", "false"}));
     set->add_option("--contour-limit", o->contourLimits,
-                    "Most GPUs its work may hold in a contour, CONTOUR=N (repeat); CONTOUR=none "
-                    "removes the limit; contours not given keep theirs")
+                    "Most GPUs its work may hold in a contour, CONTOUR=N (repeat); "
+                    "CONTOUR=unlimited removes the limit; contours not given keep theirs")
         ->allow_extra_args(false);
+    set->add_flag("--overcommit", o->overcommit,
+                  "Accept guarantees that add up to more than the pool has (a fleet about to "
+                  "grow); every team's guarantee is then scaled down in proportion");
     set->footer(
         "Example: allot team quota set ml --gpus A100=4 --any 2 --borrow-limit 4 "
         "--contour-limit prod=4");

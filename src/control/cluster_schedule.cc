@@ -83,9 +83,11 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
   return out;
 }
 
-nlohmann::json teamStatusJson(const std::string& team, const TeamQuotaStatus& t) {
+// `configured`: the guarantee as set, which the pass scales down while it exceeds the pool.
+nlohmann::json teamStatusJson(const std::string& team, const TeamQuotaStatus& t, int configured) {
   return {{"team", team},
           {"guaranteed_gpus", t.guaranteed},
+          {"configured_guarantee_gpus", configured},
           {"within_guarantee_gpus", t.within},
           {"borrowed_gpus", t.borrowed},
           {"lendable_gpus", t.lendable},
@@ -301,7 +303,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
                                   gpus(t.withinMilli),
                                   gpus(t.borrowedMilli),
                                   gpus(t.lendableMilli),
-                                  t.share,
+                                  t.share / sched::kMilliPerGpu,  // in GPUs, like the rest
                                   true};
   }
   return c;
@@ -393,8 +395,13 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     return Status::NotFound("no job " + std::to_string(id));
   const Job& j = it->second;
   nlohmann::json out = {{"job", j.id}, {"state", model::jobStateName(j.state)}};
-  if (auto ts = world_.quotaStatus.find(j.team); ts != world_.quotaStatus.end())
-    out["team_quota"] = teamStatusJson(j.team, ts->second);
+  if (auto ts = world_.quotaStatus.find(j.team); ts != world_.quotaStatus.end()) {
+    int configured = 0;
+    if (auto t = world_.teams.find(j.team); t != world_.teams.end()) {
+      for (const auto& [model, n] : t->second.quota.guaranteed) configured += n;
+    }
+    out["team_quota"] = teamStatusJson(j.team, ts->second, configured);
+  }
   if (j.state == JobState::kQueued) {
     if (auto w = waitOf(id)) {
       out["wait"] = waitJson(*w, requestOf(j, options_.limits));

@@ -92,6 +92,41 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
 namespace allot::it {
 namespace {
 
+TEST_F(QuotaTest, GuaranteesBeyondThePoolAreRefusedOrOvercommittedAndShownScaled) {
+  startAgent("gpu-a", "sim:4xA100");
+  const auto [alice, carol] = createTwoTeams("ml", "alice", "cv", "carol");
+  ASSERT_EQ(cli({"team", "quota", "set", "cv", "--any", "2"}).code, 0);
+
+  // 20 on a 4-GPU pool: refused, saying what the pool has and the most ml can have.
+  auto refused = cli({"team", "quota", "set", "ml", "--any", "20"});
+  EXPECT_EQ(refused.code, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("the pool has 4 GPUs (4 A100) and other teams are guaranteed 2; "
+                             "team 'ml' can be guaranteed at most 2 in all, not 20"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("--overcommit"), std::string::npos) << refused.err;
+  EXPECT_NE(cli({"team", "quota", "show", "ml"}).out.find("guaranteed:     0 GPUs"),
+            std::string::npos)
+      << "a refusal changes nothing";
+
+  // Accepted when asked for: the scheduler scales every guarantee down, and says so.
+  ASSERT_EQ(cli({"team", "quota", "set", "ml", "--any", "6", "--overcommit"}).code, 0);
+  int64_t id = submitJson(alice, {{"command", {"sleep", "30"}}, {"gpus", 1}});
+  ASSERT_TRUE(waitForJobState(alice, id, "running"));
+  std::string shown;
+  ASSERT_TRUE(waitFor([&] {
+    shown = cliAs(alice, {"team", "quota", "show", "ml"}).out;
+    return shown.find("(now 3 GPUs: the teams' guarantees add up to more than the pool") !=
+           std::string::npos;
+  })) << shown;
+  EXPECT_NE(shown.find("borrow limit:   unlimited"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("fair share:     "), std::string::npos) << shown;
+  auto why = cliAs(alice, {"job", "explain", std::to_string(id)});
+  EXPECT_NE(why.out.find("guaranteed 3 of the 6 set (scaled down"), std::string::npos) << why.out;
+  json quota = explain(alice, id)["team_quota"];
+  EXPECT_EQ(quota["configured_guarantee_gpus"], 6) << quota.dump();
+}
+
 class DedicationTest : public TestCluster {};
 
 // "Only us": a host dedicated to ml is not there for cv, in listings or in placement; ml's work

@@ -26,6 +26,15 @@ async function aliceToken() {
   return aliceApiToken;
 }
 
+// The admin logs in to the console with a password, set once (a second change of one's own
+// password needs the current one).
+let adminHasPassword = false;
+async function giveAdminAPassword() {
+  if (adminHasPassword) return;
+  await cluster.api('PUT', '/users/admin/password', { password: PASSWORD });
+  adminHasPassword = true;
+}
+
 before(async () => {
   cluster = await new Cluster().start();
   await cluster.createTeam('ml');
@@ -239,7 +248,7 @@ describe('console', () => {
   });
 
   test('an admin drains and resumes a host from its page; a member has no such buttons', async () => {
-    await cluster.api('PUT', '/users/admin/password', { password: PASSWORD });
+    await giveAdminAPassword();
     const admin = await newPage(browser);
     await logIn(admin, cluster.url, 'admin', PASSWORD);
     await admin.click('nav >> text=Hosts');
@@ -271,6 +280,49 @@ describe('console', () => {
     await member.waitForSelector('[data-testid=host-detail]');
     assert.equal(await member.locator('[data-testid=drain-button]').count(), 0);
     await member.context().close();
+  });
+
+  test('an admin is told a guarantee exceeds the pool, may overcommit it, and sees it scaled', async () => {
+    await giveAdminAPassword();
+    const admin = await newPage(browser);
+    await logIn(admin, cluster.url, 'admin', PASSWORD);
+    await admin.goto(`${cluster.url}/teams/ml`);
+    await admin.waitForSelector('[data-testid=team-quota]');
+    assert.equal(await admin.textContent('[data-testid=quota-guaranteed]'), '0 GPUs');
+    await admin.click('[data-testid=team-quota] >> text=Change quota');
+    const form = admin.locator('[data-testid=quota-form]');
+    await form.getByLabel('Guaranteed').fill('any=6');
+    await form.locator('button[type=submit]').click();
+    // The pool is gpu-sim-1's 4 H100 (cv-only is dedicated): refused, with the numbers.
+    await admin.waitForSelector('[data-testid=quota-form] [role=alert]');
+    assert.match(
+      await admin.textContent('[data-testid=quota-form] [role=alert]'),
+      /the pool has 4 GPUs \(4 H100\).*at most 4 in all, not 6/,
+    );
+    await screenshot(admin, '17-quota-refused');
+    await admin.check('[data-testid=quota-overcommit]');
+    await form.locator('button[type=submit]').click();
+    await admin.waitForSelector('[data-testid=quota-form]', { state: 'detached' });
+    // The next pass (one runs for ml's next job) scales it down to the pool, and the page says
+    // so, with the position's bar.
+    const job = await cluster.api(
+      'POST',
+      '/jobs',
+      { team: 'ml', command: ['sleep', '60'], gpus: 1 },
+      await aliceToken(),
+    );
+    await waitFor(
+      'the pass scaled the guarantee',
+      async () => (await cluster.api('GET', '/teams/ml/quota')).status?.guaranteed === 4,
+    );
+    await admin.reload();
+    await admin.waitForSelector('[data-testid=quota-scaled]');
+    assert.match(await admin.textContent('[data-testid=quota-scaled]'), /now 4/);
+    await admin.waitForSelector('[data-testid=quota-bar]');
+    await screenshot(admin, '18-quota-scaled');
+    await cluster.api('POST', `/jobs/${job.id}/cancel`, {}, await aliceToken());
+    await cluster.api('PUT', '/teams/ml/quota', { guaranteed: {} });
+    await admin.context().close();
   });
 
   test('a team-admin defines a session profile; another team does not see it', async () => {

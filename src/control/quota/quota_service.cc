@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "control/authz.h"
 #include "control/names.h"
 
@@ -67,6 +69,99 @@ std::map<std::string, int> projectSplits(const World& w, const std::string& team
   return sum;
 }
 
+// The pool guarantees are promised against: every joined host's GPUs that no team has
+// dedicated, whatever the host's state now (an offline or drained host comes back), retired
+// hosts aside. The scheduling pass counts only what is schedulable at that moment and scales the
+// guarantees down while hosts are away (docs/scheduler.md).
+std::map<std::string, int> poolGpus(const World& w) {
+  std::map<std::string, int> out;
+  for (const auto& [name, h] : w.hosts) {
+    if (!h.dedicatedTo.empty() || h.adminState == model::AdminState::kRetired) continue;
+    for (const auto& g : h.gpus) {
+      if (g.dedicatedTo.empty()) ++out[g.model];
+    }
+  }
+  return out;
+}
+
+int sumOf(const std::map<std::string, int>& g) {
+  int n = 0;
+  for (const auto& [model, v] : g) n += v;
+  return n;
+}
+
+// "12 GPUs (8 A100, 4 H100)".
+std::string poolText(const std::map<std::string, int>& pool) {
+  std::string models;
+  for (const auto& [model, n] : pool) {
+    if (!models.empty()) models += ", ";
+    models += std::to_string(n) + " " + model;
+  }
+  return std::to_string(sumOf(pool)) + " GPUs (" + models + ")";
+}
+
+// Refuses a guarantee for `team` that, with every other team's, would promise more than the
+// pool has, per model or in all: the pass would otherwise scale every team's guarantee down
+// behind its back. Only a change that makes things worse is refused, so an admin can always
+// lower a guarantee of a pool that shrank. A fleet with no host yet is being set up: guarantees
+// may be set ahead of it.
+Status checkWithinPool(const World& w, const std::string& team, const model::Team& before,
+                       const std::map<std::string, int>& g) {
+  const auto pool = poolGpus(w);
+  if (pool.empty()) return Status::Ok();
+  std::map<std::string, int> others;
+  for (const auto& [name, t] : w.teams) {
+    if (name == team) continue;
+    for (const auto& [model, n] : t.quota.guaranteed) others[model] += n;
+  }
+  const std::string how =
+      "; or pass overcommit: true (allot team quota set --overcommit) to promise it anyway, every "
+      "team's guarantee then scaled down in proportion";
+  for (const auto& [model, n] : g) {
+    if (model.empty() || n <= countOf(before.quota.guaranteed, model)) continue;
+    const int have = countOf(pool, model);
+    if (countOf(others, model) + n > have) {
+      return Status::InvalidArgument(
+          "guaranteed." + model + ": the pool has " + std::to_string(have) + " " + model +
+              " GPUs and other teams are guaranteed " + std::to_string(countOf(others, model)) +
+              " of them; team '" + team + "' can be guaranteed at most " +
+              std::to_string(std::max(0, have - countOf(others, model))) + how,
+          "guaranteed");
+    }
+  }
+  const int total = sumOf(g), poolTotal = sumOf(pool), othersTotal = sumOf(others);
+  if (total > sumOf(before.quota.guaranteed) && othersTotal + total > poolTotal) {
+    return Status::InvalidArgument(
+        "guaranteed: the pool has " + poolText(pool) + " and other teams are guaranteed " +
+            std::to_string(othersTotal) + "; team '" + team + "' can be guaranteed at most " +
+            std::to_string(std::max(0, poolTotal - othersTotal)) + " in all, not " +
+            std::to_string(total) + how,
+        "guaranteed");
+  }
+  return Status::Ok();
+}
+
+// A project's split is counted key by key against the team's guarantee: a split "of any model"
+// draws on the team's any-model guarantee only, a split of H100 on its H100 one. When the
+// refused key is the wrong kind for the team's guarantee, say which form fits.
+std::string splitHint(const std::map<std::string, int>& team, const std::string& refusedKey,
+                      int asked) {
+  if (refusedKey.empty()) {
+    for (const auto& [model, n] : team) {
+      if (!model.empty())
+        return "; the team's guarantee is by model: split that instead, e.g. allot project quota "
+               "set PROJECT --gpus " +
+               model + "=" + std::to_string(std::min(asked, n));
+    }
+    return "";
+  }
+  if (int any = countOf(team, ""); any > 0)
+    return "; the team's guarantee is of any model: split that instead, e.g. allot project quota "
+           "set PROJECT --any " +
+           std::to_string(std::min(asked, any));
+  return "";
+}
+
 }  // namespace
 
 Result<Change<model::Team>> QuotaService::setTeam(const Principal& p, const std::string& team,
@@ -91,6 +186,7 @@ Result<Change<model::Team>> QuotaService::setTeam(const Principal& p, const std:
                                        "guaranteed");
       }
     }
+    if (!u.overcommit) ALLOT_RETURN_IF_ERROR(checkWithinPool(world_, team, t, g));
     t.quota.guaranteed = std::move(g);
   }
   ALLOT_RETURN_IF_ERROR(checkLimit(u.borrowLimit, "borrow_limit"));
@@ -123,7 +219,8 @@ Result<Change<model::Team>> QuotaService::setTeam(const Principal& p, const std:
   Change<model::Team> c;
   c.value = t;
   c.batch.add(store::PutTeam{t});
-  spdlog::info("team quota set: team={} by={}", team, p.name);
+  spdlog::info("team quota set: team={} by={}{}", team, p.name,
+               u.overcommit ? " (overcommit: guarantees may exceed the pool)" : "");
   queueChanged_();
   return c;
 }
@@ -161,7 +258,8 @@ Result<Change<model::Project>> QuotaService::setProject(const Principal& p, cons
     if (total > limit) {
       return Status::InvalidArgument(
           "guaranteed: the projects of team '" + team + "' would hold " + gpusOf(total, model) +
-              ", more than the team's guarantee of " + std::to_string(limit),
+              ", more than the team's guarantee of " + std::to_string(limit) +
+              splitHint(t->second.quota.guaranteed, model, n),
           "guaranteed");
     }
   }

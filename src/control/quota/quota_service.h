@@ -33,6 +33,9 @@ struct QuotaUpdate {
   std::optional<bool> lendDedicated;
   // Merged into the team's limits: a number sets the contour's limit, nullopt removes it.
   std::map<std::string, std::optional<int>> contourLimits;
+  // Accept a guarantee that, with the other teams', promises more than the pool has (for a fleet
+  // about to grow); the scheduler then scales every guarantee down in proportion.
+  bool overcommit = false;
 };
 
 // A team's quota as `GET /teams/{team}/quota` shows it.

@@ -69,5 +69,82 @@ TEST_F(QuotaServiceTest, BadSettingsNameTheirField) {
   EXPECT_EQ(wakes_, 0);
 }
 
+// A host of `gpus` GPUs of `model` in the pool, or dedicated to `team`.
+void addHost(World& w, const std::string& name, const std::string& model, int gpus,
+             const std::string& dedicatedTo = "") {
+  model::Host& h = w.hosts[name];
+  h.name = name;
+  h.dedicatedTo = dedicatedTo;
+  for (int i = 0; i < gpus; ++i) h.gpus.push_back(model::Gpu{.index = i, .model = model});
+}
+
+TEST_F(QuotaServiceTest, GuaranteesBeyondThePoolAreRefusedUnlessOvercommitted) {
+  addHost(world_, "a1", "A100", 8);
+  addHost(world_, "h1", "H100", 4);
+  addHost(world_, "own", "H100", 8, "nlp");  // dedicated: outside the pool
+  QuotaUpdate nlp;
+  nlp.guaranteed = std::map<std::string, int>{{"", 4}};
+  ASSERT_TRUE(quotas_.setTeam(admin_, "nlp", nlp).ok());
+
+  QuotaUpdate tooMany;
+  tooMany.guaranteed = std::map<std::string, int>{{"", 20}};
+  auto refused = quotas_.setTeam(admin_, "ml", tooMany);
+  ASSERT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(refused.status().field(), "guaranteed");
+  EXPECT_NE(refused.status().message().find("the pool has 12 GPUs (8 A100, 4 H100) and other "
+                                            "teams are guaranteed 4; team 'ml' can be "
+                                            "guaranteed at most 8 in all, not 20"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("--overcommit"), std::string::npos);
+  EXPECT_TRUE(world_.teams.at("ml").quota.guaranteed.empty()) << "a refusal changes nothing";
+
+  QuotaUpdate models;
+  models.guaranteed = std::map<std::string, int>{{"H100", 5}};
+  auto perModel = quotas_.setTeam(admin_, "ml", models);
+  ASSERT_EQ(perModel.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(perModel.status().message().find("guaranteed.H100: the pool has 4 H100 GPUs"),
+            std::string::npos)
+      << perModel.status().message();
+
+  QuotaUpdate fits;
+  fits.guaranteed = std::map<std::string, int>{{"", 8}};
+  EXPECT_TRUE(quotas_.setTeam(admin_, "ml", fits).ok()) << "exactly the pool is fine";
+  tooMany.overcommit = true;
+  ASSERT_TRUE(quotas_.setTeam(admin_, "ml", tooMany).ok());
+  EXPECT_EQ(world_.teams.at("ml").quota.guaranteed.at(""), 20);
+
+  // The pool shrank (a host retired): lowering an overcommitted guarantee is always allowed.
+  world_.hosts.at("a1").adminState = model::AdminState::kRetired;
+  QuotaUpdate lower;
+  lower.guaranteed = std::map<std::string, int>{{"", 10}};
+  EXPECT_TRUE(quotas_.setTeam(admin_, "ml", lower).ok());
+}
+
+TEST_F(QuotaServiceTest, ASplitOfTheWrongKindSuggestsTheFormThatFits) {
+  QuotaUpdate byModel;
+  byModel.guaranteed = std::map<std::string, int>{{"H100", 4}};
+  ASSERT_TRUE(quotas_.setTeam(admin_, "ml", byModel).ok());
+  auto any = quotas_.setProject(lead_, "ml", "vision", {{"", 2}});
+  ASSERT_EQ(any.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(any.status().message().find("allot project quota set PROJECT --gpus H100=2"),
+            std::string::npos)
+      << any.status().message();
+
+  QuotaUpdate anyModel;
+  anyModel.guaranteed = std::map<std::string, int>{{"", 4}};
+  ASSERT_TRUE(quotas_.setTeam(admin_, "ml", anyModel).ok());
+  auto model = quotas_.setProject(lead_, "ml", "vision", {{"H100", 6}});
+  ASSERT_EQ(model.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("--any 4"), std::string::npos)
+      << model.status().message();
+}
+
+TEST_F(QuotaServiceTest, AFleetWithNoHostYetTakesGuaranteesAheadOfIt) {
+  QuotaUpdate u;
+  u.guaranteed = std::map<std::string, int>{{"A100", 16}};
+  EXPECT_TRUE(quotas_.setTeam(admin_, "ml", u).ok());
+}
+
 }  // namespace
 }  // namespace allot::control

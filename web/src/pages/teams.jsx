@@ -138,11 +138,65 @@ function TeamDetail({ team, me }) {
 }
 
 function limit(v) {
-  return v === null || v === undefined ? 'no limit' : String(v);
+  return v === null || v === undefined ? 'unlimited' : String(v);
 }
 
-// The columns of the team's position, all numbers.
-const POSITION_COLS = ['Guaranteed', 'Within', 'Borrowed', 'Lendable', 'Share'];
+// The columns of the team's position, all numbers, with what each means on hover.
+const POSITION_COLS = ['Guaranteed', 'Within', 'Borrowed', 'Lendable', 'Fair share'];
+
+// The guarantee as set, all models together.
+function configuredGuarantee(q) {
+  return Object.values(q.guaranteed ?? {}).reduce((a, n) => a + (Number(n) || 0), 0);
+}
+
+// Said where the scheduler scales the guarantee down: the teams' guarantees add up to more than
+// the pool has (hosts away, or set with "overcommit").
+function ScaledNote({ q }) {
+  const effective = q.status?.guaranteed;
+  if (effective === undefined || effective + 0.0005 >= configuredGuarantee(q)) return null;
+  return (
+    <span class="note" data-testid="quota-scaled">
+      {' '}
+      (now {num(effective)}: the teams' guarantees add up to more than the pool has, so each is
+      scaled down in proportion)
+    </span>
+  );
+}
+
+// One bar of the team's position: in use within the guarantee, the idle rest of it (others may
+// borrow what is lendable), and borrowed beyond it; the guarantee's end is marked.
+function QuotaBar({ status }) {
+  const { guaranteed = 0, within = 0, borrowed = 0, lendable = 0 } = status;
+  const scale = Math.max(guaranteed, within + borrowed, 1);
+  const pct = (v) => `${(100 * Math.max(0, v)) / scale}%`;
+  const idle = Math.max(0, guaranteed - within);
+  const parts = [
+    ['within', within, `${num(within)} in use within the guarantee`],
+    ['idle', idle, `${num(idle)} of the guarantee idle, ${num(lendable)} of it lendable`],
+    ['borrowed', borrowed, `${num(borrowed)} borrowed beyond the guarantee`],
+  ];
+  return (
+    <div class="quota-bar-wrap">
+      <div
+        class="quota-bar"
+        role="img"
+        data-testid="quota-bar"
+        aria-label={parts.map((p) => p[2]).join('; ')}
+      >
+        {parts.map(([kind, v, title]) =>
+          v > 0 ? <span class={`seg ${kind}`} style={{ width: pct(v) }} title={title} /> : null,
+        )}
+        {guaranteed > 0 && (
+          <span class="limit" style={{ left: pct(guaranteed) }} title="the guarantee" />
+        )}
+      </div>
+      <p class="legend">
+        <span class="swatch within" /> within guarantee <span class="swatch idle" /> idle guarantee{' '}
+        <span class="swatch borrowed" /> borrowed
+      </p>
+    </div>
+  );
+}
 
 function QuotaPanel({ team, quota, me, onDone }) {
   const q = quota.data;
@@ -156,20 +210,32 @@ function QuotaPanel({ team, quota, me, onDone }) {
         <div class="quota-grid">
           <dl>
             <dt>Guaranteed</dt>
-            <dd data-testid="quota-guaranteed">{fmtGpuMap(q.guaranteed)}</dd>
+            <dd data-testid="quota-guaranteed">
+              {Object.keys(q.guaranteed ?? {}).length ? fmtGpuMap(q.guaranteed) : '0 GPUs'}
+              <ScaledNote q={q} />
+            </dd>
             <dt>Borrow limit</dt>
             <dd>{limit(q.borrow_limit)}</dd>
             <dt>Lend limit</dt>
-            <dd>{q.lend_limit === null || q.lend_limit === undefined ? 'all' : q.lend_limit}</dd>
+            <dd>
+              {q.lend_limit === null || q.lend_limit === undefined
+                ? 'all idle guarantee'
+                : q.lend_limit}
+            </dd>
             <dt>Weight</dt>
             <dd>{q.weight}</dd>
             <dt>Lends dedicated</dt>
             <dd>{q.lend_dedicated ? 'yes' : 'no'}</dd>
             <dt>Contour limits</dt>
-            <dd>{fmtGpuMap(q.contour_limits)}</dd>
+            <dd>
+              {Object.keys(q.contour_limits ?? {}).length
+                ? fmtGpuMap(q.contour_limits)
+                : 'unlimited'}
+            </dd>
           </dl>
           <div>
             <h3>Position (last scheduling pass)</h3>
+            {q.status && <QuotaBar status={q.status} />}
             {q.status ? (
               <table class="position" data-testid="quota-status">
                 <TableHead cols={POSITION_COLS.map((c) => [c, 'num'])} />
@@ -179,7 +245,12 @@ function QuotaPanel({ team, quota, me, onDone }) {
                     <td class="num">{num(q.status.within)}</td>
                     <td class="num">{num(q.status.borrowed)}</td>
                     <td class="num">{num(q.status.lendable)}</td>
-                    <td class="num">{num(q.status.share)}</td>
+                    <td
+                      class="num"
+                      title="GPUs it holds now plus its recent average, per unit of weight; when teams borrow, the lowest goes first"
+                    >
+                      {num(q.status.share)}
+                    </td>
                   </tr>
                 </tbody>
               </table>
@@ -229,6 +300,7 @@ function QuotaForm({ team, q, onClose, onDone }) {
     lend_limit: q.lend_limit ?? '',
     weight: q.weight ?? 1,
     lend_dedicated: !!q.lend_dedicated,
+    overcommit: false,
   });
   const act = useAction(onDone);
   const save = () =>
@@ -238,6 +310,7 @@ function QuotaForm({ team, q, onClose, onDone }) {
       lend_limit: nullableNumber(String(f.lend_limit)),
       weight: Number(f.weight),
       lend_dedicated: f.lend_dedicated,
+      ...(f.overcommit ? { overcommit: true } : {}),
     });
   return (
     <ActionForm act={act} run={save} class="quota-form" data-testid="quota-form">
@@ -250,7 +323,7 @@ function QuotaForm({ team, q, onClose, onDone }) {
         <InputField
           {...bind('borrow_limit')}
           label="Borrow limit"
-          hint="blank: no limit"
+          hint="blank: unlimited"
           inputMode="numeric"
         />
         <InputField
@@ -267,6 +340,15 @@ function QuotaForm({ team, q, onClose, onDone }) {
             onChange={(e) => set('lend_dedicated')(e.currentTarget.checked)}
           />
           Lend idle dedicated capacity
+        </label>
+        <label class="check">
+          <input
+            type="checkbox"
+            data-testid="quota-overcommit"
+            checked={f.overcommit}
+            onChange={(e) => set('overcommit')(e.currentTarget.checked)}
+          />
+          Allow more than the pool has (every team's guarantee is scaled down)
         </label>
       </div>
       <div class="row">
