@@ -18,21 +18,33 @@ constexpr int64_t kMaxHookTimeoutMs = 24 * 3'600'000;
 
 }  // namespace
 
+// A drain's deadline ("30m"); none (0): running work may finish whenever it does.
+Result<int64_t> readDrainDeadline(const std::string& text) {
+  if (text.empty()) return int64_t{0};
+  auto d = parseDurationMs(text);
+  if (!d.ok() || *d <= 0)
+    return Status::InvalidArgument(
+        "deadline: '" + text + "' is not a positive duration (e.g. 30m, 2h)", "deadline");
+  return *d;
+}
+
 void registerHostLifecycleRoutes(Router& router, Server& s) {
   using V = http::verb;
+
+  // What a drain with that deadline would stop; nothing changes.
+  router.add(V::get, "/api/v1/hosts/{name}/impact", [&s](ApiRequest& r) -> Awaitable {
+    auto it = r.query.find("deadline");
+    TRY_ASSIGN(deadlineMs, readDrainDeadline(it == r.query.end() ? "" : it->second));
+    TimeMs stopsAt = 0;
+    TRY_ASSIGN(stopped,
+               s.cluster().hosts().drainImpact(r.who(), r.params["name"], deadlineMs, &stopsAt));
+    co_return ApiResponse::json(control::impactJson(stopped, stopsAt));
+  });
 
   router.add(V::post, "/api/v1/hosts/{name}/drain", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"deadline", "reason"}));
     TRY_ASSIGN(deadlineText, in.optionalString("deadline"));
-    int64_t deadlineMs = 0;  // none: running work may finish whenever it does
-    if (!deadlineText.empty()) {
-      auto d = parseDurationMs(deadlineText);
-      if (!d.ok() || *d <= 0)
-        co_return ApiResponse::error(Status::InvalidArgument(
-            "deadline: '" + deadlineText + "' is not a positive duration (e.g. 30m, 2h)",
-            "deadline"));
-      deadlineMs = *d;
-    }
+    TRY_ASSIGN(deadlineMs, readDrainDeadline(deadlineText));
     TRY_ASSIGN(reason, readReason(in));
     TRY_ASSIGN(change,
                s.cluster().hosts().drainHost(r.who(), r.params["name"], deadlineMs, reason));

@@ -115,6 +115,14 @@ void registerLeaseRoutes(Router& router, Server& s) {
                  co_return ApiResponse::json(model::toJson(change.value));
                });
   }
+  // What approving it would stop; nothing changes.
+  router.add(V::get, "/api/v1/leases/{id}/impact", [&s](ApiRequest& r) -> Awaitable {
+    TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
+    TRY_ASSIGN(impact, s.cluster().leases().approvalImpact(r.who(), id));
+    auto out = control::impactJson(impact.stopped, impact.stopsAt);
+    out["hosts"] = impact.hosts;
+    co_return ApiResponse::json(out);
+  });
   router.add(V::post, "/api/v1/leases/{id}/extend", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"end"}));

@@ -6,6 +6,7 @@
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
+#include "cli/confirm_disruption.h"
 #include "cli/format.h"
 #include "cli/table.h"
 #include "common/time_format.h"
@@ -20,6 +21,7 @@ struct LifecycleOpts {
   std::string profile;
   std::string timeout;
   bool follow = false;
+  bool force = false;  // drain: go on even when the deadline stops running work
 };
 
 // How often `host log --follow` asks for more of a running task's output.
@@ -58,6 +60,12 @@ int drain(Context& ctx, const LifecycleOpts& o) {
     body["deadline"] = o.deadline;
   }
   if (!o.reason.empty()) body["reason"] = o.reason;
+  if (!o.deadline.empty()) {
+    if (auto stop = confirmDisruption(ctx, hostPath(o, "impact") + "?deadline=" +
+                                               urlEncode(o.deadline),
+                                      "draining " + o.name, o.force))
+      return *stop;
+  }
   return changeState(ctx, o, "drain", body);
 }
 
@@ -173,6 +181,9 @@ void addHostLifecycleCommands(CLI::App* host, Context& ctx) {
                        "Preempt what still runs after this long, e.g. 30m, 2h "
                        "(preemptible jobs are requeued; default: wait for it to finish)");
   drainCmd->add_option("--reason", o->reason, "Why, for `allot host log` and the jobs it stops");
+  drainCmd->add_flag("--force", o->force,
+                     "With --deadline: drain even though work still running then is stopped "
+                     "(otherwise it is listed and you are asked; a script is refused)");
   onRun(drainCmd, ctx, o, drain);
 
   auto* resumeCmd = host->add_subcommand(

@@ -50,6 +50,7 @@ struct JobOpts {
   int limit = 0;
   bool follow = false;
   int rank = 0;
+  int tail = -1;  // logs: only the last N lines (-1: all)
 };
 
 // A comma-separated list of job states ("queued,running"), each one allotd knows.
@@ -209,9 +210,23 @@ int submit(Context& ctx, const RunOpts& o) {
 
   ctx.err() << "Submitted " << id
             << "; streaming its output (Ctrl-C stops watching, not the job)\n";
+  // While it waits in the queue, why, as `job explain` says it: once, and again when it changes.
+  std::string lastReason;
+  auto sayWhy = [&](const json& j) {
+    if (text(j, "state", "") != "queued") return;
+    const std::string reason = text(j, "reason", "");
+    if (reason.empty() || reason == lastReason) return;
+    lastReason = reason;
+    ctx.err() << id << " queued: " << reason << "\n";
+  };
+  sayWhy(*job);
+  auto onQuiet = [&](const std::string& state) {
+    if (state != "queued" && !state.empty()) return;
+    if (auto now = (*api)->get("/jobs/" + std::to_string(*idNum)); now.ok()) sayWhy(*now);
+  };
   // With -o json, stdout carries only the final job, so the job's output goes to stderr.
   std::ostream& sink = ctx.jsonOutput() ? ctx.err() : ctx.out();
-  auto state = streamLogs(**api, *idNum, sink, /*follow=*/true);
+  auto state = streamLogs(**api, *idNum, sink, /*follow=*/true, 10, 0, 0, onQuiet);
   if (!state.ok()) return ctx.fail(state.status().withContext("while following " + id));
   auto final = (*api)->get("/jobs/" + std::to_string(*idNum));
   if (!final.ok()) return ctx.fail(final.status());
@@ -407,7 +422,13 @@ int jobLogs(Context& ctx, const JobOpts& o) {
   if (!id.ok()) return ctx.usageError(id.status());
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
-  auto state = streamLogs(**api, *id, ctx.out(), o.follow, 10, o.rank);
+  int64_t from = 0;
+  if (o.tail >= 0) {
+    auto start = tailStart(**api, *id, o.rank, o.tail);
+    if (!start.ok()) return ctx.fail(start.status());
+    from = *start;
+  }
+  auto state = streamLogs(**api, *id, ctx.out(), o.follow, 10, o.rank, from);
   if (!state.ok()) return ctx.fail(state.status());
   return 0;
 }
@@ -497,6 +518,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   auto* logs = addForJob("logs", "Print a job's output", jobLogs);
   logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the job ends");
   logs->add_option("--rank", o->rank, "Which process of a multi-host job (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_option("-n,--tail", o->tail,
+                   "Only the last N lines (with --follow: then what comes), as tail -n")
       ->check(CLI::NonNegativeNumber);
   addForJob("cancel", "Stop a job", jobCancel);
 }

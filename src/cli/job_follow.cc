@@ -1,5 +1,7 @@
 #include "cli/job_follow.h"
 
+#include <algorithm>
+
 #include "cli/format.h"
 
 namespace allot::cli {
@@ -39,9 +41,38 @@ std::string endingSummary(const json& job) {
   return out;
 }
 
+Result<int64_t> tailStart(ApiClient& api, int64_t jobId, int rank, int lines) {
+  // An offset past the end reads nothing but says how long the log is.
+  auto end = api.jobLogs(jobId, INT64_MAX / 2, 0, rank);
+  if (!end.ok()) return end.status();
+  const int64_t size = std::max<int64_t>(0, end->totalSize);
+  if (lines <= 0) return size;
+  for (int64_t window = 16 << 10;; window *= 4) {
+    const int64_t from = std::max<int64_t>(0, size - window);
+    std::string tail;
+    for (int64_t at = from; at < size;) {
+      auto chunk = api.jobLogs(jobId, at, 0, rank);
+      if (!chunk.ok()) return chunk.status();
+      if (chunk->bytes.empty()) break;
+      at += static_cast<int64_t>(chunk->bytes.size());
+      tail += chunk->bytes;
+    }
+    // Newlines from the end: the lines-th one before a trailing partial line marks the start.
+    int64_t pos = static_cast<int64_t>(tail.size());
+    if (pos > 0 && tail.back() == '\n') --pos;
+    int found = 0;
+    while (pos > 0) {
+      if (tail[static_cast<size_t>(pos - 1)] == '\n' && ++found == lines) return from + pos;
+      --pos;
+    }
+    if (from == 0) return 0;  // fewer lines than asked: all of it
+  }
+}
+
 Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,
-                               int waitSeconds, int rank) {
-  int64_t offset = 0;
+                               int waitSeconds, int rank, int64_t fromOffset,
+                               const std::function<void(const std::string&)>& onQuiet) {
+  int64_t offset = fromOffset;
   std::string state;
   while (true) {
     auto chunk = api.jobLogs(jobId, offset, follow ? waitSeconds : 0, rank);
@@ -53,6 +84,7 @@ Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out,
     bool allRead = chunk->totalSize < 0 || offset >= chunk->totalSize;
     // An empty chunk while the server claims more bytes would loop forever; take it as the end.
     bool noProgress = chunk->bytes.empty();
+    if (noProgress && follow && onQuiet && !isTerminalState(state)) onQuiet(state);
     if (!follow && (allRead || noProgress)) break;
     if (follow && isTerminalState(state) && (allRead || noProgress)) break;
     if (follow && state.empty() && noProgress) {

@@ -3,6 +3,7 @@
 // job means as an exit status for `allot run --wait`. Called from the CLI's one thread.
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -27,7 +28,15 @@ std::string endingSummary(const json& job);
 // that exist now are written; with it, long-polls (GET .../logs?offset=N&wait=waitSeconds) until
 // the job is terminal and every byte is read. Returns the last job state the server reported.
 // `rank` picks the process of a multi-host job.
+// `fromOffset`: where to start (tailStart's answer, for --tail). `onQuiet`, when set, is called
+// with the job's state after each poll that brought no output (run --wait says why it waits).
 Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,
-                               int waitSeconds = 10, int rank = 0);
+                               int waitSeconds = 10, int rank = 0, int64_t fromOffset = 0,
+                               const std::function<void(const std::string&)>& onQuiet = {});
+
+// Where the last `lines` lines of the job's output begin, as `tail -n` counts them (a last line
+// without a newline counts): reads back from the end in growing windows, so a long log costs
+// only its tail.
+Result<int64_t> tailStart(ApiClient& api, int64_t jobId, int rank, int lines);
 
 }  // namespace allot::cli

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/confirm_disruption.h"
 #include "cli/format.h"
 #include "cli/table.h"
 #include "common/time_format.h"
@@ -27,6 +28,7 @@ struct LeaseOpts {
   std::string reason;
   bool calendar = false;
   int days = 14;
+  bool force = false;  // approve: go on even when its start preempts running work
 };
 
 // Times are read here, so a typo is a usage error, and sent as absolute ISO 8601.
@@ -142,7 +144,13 @@ int decide(Context& ctx, const LeaseOpts& o, const std::string& verb, const std:
   if (!id.ok()) return ctx.usageError(id.status());
   json body = json::object();
   if (!o.reason.empty()) body["reason"] = o.reason;
-  return postLease(ctx, "/leases/" + std::to_string(*id) + "/" + verb, body, done);
+  const std::string path = "/leases/" + std::to_string(*id);
+  if (verb == "approve") {
+    if (auto stop = confirmDisruption(ctx, path + "/impact",
+                                      "approving lease " + std::to_string(*id), o.force))
+      return *stop;
+  }
+  return postLease(ctx, path + "/" + verb, body, done);
 }
 
 int extend(Context& ctx, const LeaseOpts& o) {
@@ -195,6 +203,10 @@ void addLeaseCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("ID", o->id, "Lease id")->required();
     cmd->add_option("--reason", o->reason, "Why");
     const std::string verb = v.name, done = v.done;
+    if (verb == "approve")
+      cmd->add_flag("--force", o->force,
+                    "Approve even though its start preempts running work (otherwise the jobs "
+                    "it stops are listed and you are asked; a script is refused)");
     onRun(cmd, ctx, o,
           [verb, done](Context& c, const LeaseOpts& x) { return decide(c, x, verb, done); });
   }

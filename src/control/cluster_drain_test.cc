@@ -35,7 +35,8 @@ TEST_F(DrainTest, DrainedHostTakesNoNewWorkUntilResumed) {
   auto wait = cluster_->waitOf(id);
   ASSERT_TRUE(wait.has_value());
   EXPECT_EQ(wait->kind, sched::WaitKind::kHostsDrained);
-  EXPECT_NE(cluster_->waitReason(job(id)).find("draining or in maintenance"), std::string::npos);
+  EXPECT_NE(cluster_->waitReason(job(id)).find("host gpu-01 is in maintenance"), std::string::npos)
+      << cluster_->waitReason(job(id));
 
   auto resumed = cluster_->hosts().resumeHost(admin_, "gpu-01");
   ASSERT_TRUE(resumed.ok());

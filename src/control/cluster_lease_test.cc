@@ -268,6 +268,62 @@ TEST_F(LeaseTest, EndReturnsHostsToThePoolAndSkipsFailedHosts) {
   EXPECT_FALSE(cluster_->leases().onHost("gpu-01").has_value());
 }
 
+TEST_F(LeaseTest, AHostDedicatedBeforeTheLeaseGoesBackToItsTeamAtTheEnd) {
+  joinHost("gpu-01", 2);
+  joinHost("gpu-02", 2);
+  // gpu-02 is already vision's own; vision leases it with a pool host for an hour.
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-02", "vision").ok());
+  const int64_t id = approvedLease({"gpu-01", "gpu-02"}, kHour, kHour);
+  clock_.advance(kHour);
+  cluster_->leases().enforce();
+  finishTask("gpu-01");
+  finishTask("gpu-02");
+  EXPECT_EQ(host("gpu-02").dedicatedTo, "vision");
+  EXPECT_EQ(lease(id).dedicatedBefore.at("gpu-02"), "vision");
+
+  clock_.advance(kHour);
+  cluster_->leases().enforce();
+  finishTask("gpu-01");
+  finishTask("gpu-02");
+  EXPECT_EQ(host("gpu-01").dedicatedTo, "") << "the pool's host goes back to the pool";
+  EXPECT_EQ(host("gpu-02").dedicatedTo, "vision") << "vision keeps its own host, not the pool";
+}
+
+TEST_F(LeaseTest, ApprovalImpactListsTheWorkItsStartWouldStopAndChangesNothing) {
+  joinHost("gpu-01", 2);
+  const int64_t running = submitFor(bob_, 1, 0);
+  const int64_t ending = submitFor(bob_, 1, 10 * kMin);  // ends before the start: spared
+  ASSERT_EQ(place().size(), 2u);
+  auto asked = cluster_->leases().create(carol_, hostsLease({"gpu-01"}, kHour, kHour));
+  ASSERT_TRUE(asked.ok()) << asked.status().toString();
+  const int64_t id = asked->value.id;
+
+  auto impact = cluster_->leases().approvalImpact(admin_, id);
+  ASSERT_TRUE(impact.ok()) << impact.status().toString();
+  ASSERT_EQ(impact->stopped.size(), 1u);
+  EXPECT_EQ(impact->stopped[0].id, running);
+  EXPECT_EQ(impact->stopped[0].team, "nlp");
+  EXPECT_EQ(impact->stopped[0].host, "gpu-01");
+  EXPECT_EQ(impact->stopsAt, lease(id).startAt);
+  EXPECT_NE(impact->stopped[0].id, ending);
+  EXPECT_EQ(lease(id).state, LeaseState::kRequested) << "asking changes nothing";
+  // Only platform admins decide, and so only they see it; another team's lease is not there.
+  EXPECT_EQ(cluster_->leases().approvalImpact(carol_, id).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->leases().approvalImpact(bob_, id).status().code(), Code::kNotFound);
+
+  // A drain with a deadline stops what still runs then; without one, nothing.
+  TimeMs stopsAt = 0;
+  auto drain = cluster_->hosts().drainImpact(admin_, "gpu-01", 30 * kMin, &stopsAt);
+  ASSERT_TRUE(drain.ok());
+  ASSERT_EQ(drain->size(), 1u);
+  EXPECT_EQ((*drain)[0].id, running);
+  EXPECT_TRUE(cluster_->hosts().drainImpact(admin_, "gpu-01", 0, &stopsAt)->empty());
+  EXPECT_EQ(cluster_->hosts().drainImpact(bob_, "gpu-01", kMin, &stopsAt).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kAvailable) << "asking changes nothing";
+}
+
 TEST_F(LeaseTest, BackToBackLeasesHandTheHostOnWithoutTakingItFromTheNext) {
   joinHost("gpu-01", 2);
   // The later lease was asked first, so it comes first in every tick.

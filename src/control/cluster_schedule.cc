@@ -73,6 +73,15 @@ nlohmann::json waitJson(const sched::Wait& w, const sched::Request& r) {
     if (w.startAt > 0) out["expected_start"] = formatIso8601(w.startAt);
   }
   if (!w.waitingFor.empty()) out["waiting_for_jobs"] = w.waitingFor;
+  if (!w.outOfService.empty()) {
+    nlohmann::json hosts = nlohmann::json::array();
+    for (const auto& h : w.outOfService) {
+      nlohmann::json one = {{"host", h.host}, {"state", h.state}};
+      if (h.drainDeadline > 0) one["drain_deadline"] = formatIso8601(h.drainDeadline);
+      hosts.push_back(std::move(one));
+    }
+    out["out_of_service_hosts"] = std::move(hosts);
+  }
   if (!w.contour.empty()) out["contour"] = w.contour;
   if (w.kind == sched::WaitKind::kContourLimit) {
     out["contour_limit_gpus"] = static_cast<double>(w.limitMilli) / sched::kMilliPerGpu;
@@ -121,6 +130,12 @@ sched::Snapshot Cluster::snapshot() const {
     const bool online = h.state == model::HostState::kOnline;
     v.schedulable = online && h.adminState == model::AdminState::kAvailable;
     v.drained = online && !v.schedulable;
+    if (v.drained) {
+      v.outOfService = h.adminState == model::AdminState::kMaintenance
+                           ? std::string("in maintenance")
+                           : std::string(model::adminStateName(h.adminState));
+      if (h.adminState == model::AdminState::kDraining) v.drainDeadline = h.drainDeadline;
+    }
     v.cpuMillis = int64_t{h.cpus} * 1000;
     v.memoryMib = h.memoryMib;
     v.dedicatedTo = h.dedicatedTo;

@@ -44,7 +44,10 @@ struct Lease {
   // Hosts whose handover to the team began (at the start, or later when the host was busy with
   // another handover then): the lease keeps trying the others until its end.
   std::vector<std::string> claimed;
-  std::vector<std::string> returned;  // hosts handed back to the pool after the end
+  std::vector<std::string> returned;  // hosts handed back after the end
+  // The team each claimed host was dedicated to before the lease took it ("" = the shared pool):
+  // at the end it goes back there, so a team that leased its own dedicated host keeps it.
+  std::map<std::string, std::string> dedicatedBefore;
   std::vector<int64_t> noticed;       // jobs already told they will be preempted at the start
 };
 

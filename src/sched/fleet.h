@@ -62,6 +62,11 @@ struct HostView {
   std::string name;
   bool schedulable = true;  // online, not drained, not held
   bool drained = false;     // online, but an admin took it out of service (draining, maintenance)
+  // A drained host's admin state in words ("draining", "in maintenance", "reprovisioning"), and
+  // when a drain stops the work still on it (0 = none): a request only such hosts could run
+  // waits saying so, not "no such GPUs".
+  std::string outOfService;
+  TimeMs drainDeadline = 0;
   int64_t cpuMillis = 0;
   int64_t memoryMib = 0;
   std::string dedicatedTo;  // the whole host belongs to this team
@@ -224,6 +229,14 @@ struct Wait {
   bool contourNever = false;
   int64_t limitMilli = 0;  // kContourLimit
   int64_t usedMilli = 0;   // kContourLimit: what its team holds (and was given) in the contour
+  // kHostsDrained: the out-of-service hosts that could run it, by name (the first few).
+  struct HostOutOfService {
+    std::string host;
+    std::string state;  // HostView::outOfService
+    TimeMs drainDeadline = 0;
+  };
+  std::vector<HostOutOfService> outOfService;
+  int outOfServiceMore = 0;  // how many more there are
 };
 
 // "no host has 16 A100 GPUs (the largest has 8)", ...

@@ -100,6 +100,8 @@ class Pass {
     ++version_;
   }
   std::optional<Wait> impossible(const Request& r);
+  // Turns a "never fits" wait into kHostsDrained when hosts out of service could run `r`.
+  void outOfServiceWait(const Request& r, Wait& w) const;
   // What impossible() says for the nodes of `visible` only.
   std::optional<Wait> impossibleIn(const Request& r, const pl::ModelSet& visible);
   // What the fleet offers a request's visibility and GPU count (see impossible()).

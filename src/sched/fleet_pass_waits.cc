@@ -5,9 +5,38 @@
 
 namespace allot::sched::fleet_pass {
 
+// Hosts an admin took out of service are not in the fleet the pass places on, so a request only
+// they could run would read as "no host has such GPUs". It waits for them, and says which.
+void Pass::outOfServiceWait(const Request& r, Wait& w) const {
+  constexpr size_t kNamed = 3;
+  for (const HostView& h : s_.hosts) {
+    if (!h.drained || (!h.dedicatedTo.empty() && h.dedicatedTo != r.team)) continue;
+    if (!r.contour.empty() && !h.contour.empty() && h.contour != r.contour) continue;
+    int usable = 0;
+    for (const GpuView& g : h.gpus) {
+      const bool mine = h.dedicatedTo == r.team || g.dedicatedTo.empty() || g.dedicatedTo == r.team;
+      const bool model =
+          r.models.empty() || std::find(r.models.begin(), r.models.end(), g.model) != r.models.end();
+      if (mine && model) ++usable;
+    }
+    if (!r.wholeHost && (usable == 0 || usable < r.gpus)) continue;
+    if (r.wholeHost && h.gpus.empty()) continue;
+    if (w.outOfService.size() < kNamed)
+      w.outOfService.push_back(
+          {h.name, h.outOfService.empty() ? "out of service" : h.outOfService, h.drainDeadline});
+    else
+      ++w.outOfServiceMore;
+  }
+  if (!w.outOfService.empty()) w.kind = WaitKind::kHostsDrained;
+}
+
 std::optional<Wait> Pass::impossible(const Request& r) {
   auto w = impossibleIn(r, visibleMask(r));
-  if (!w || st_.size() == 0) return w;
+  if (w && (w->kind == WaitKind::kNoSuchModel || w->kind == WaitKind::kTooBig ||
+            w->kind == WaitKind::kHostsDrained) &&
+      r.minDriver.empty() && r.minCuda.empty())
+    outOfServiceWait(r, *w);
+  if (!w || st_.size() == 0 || w->kind == WaitKind::kHostsDrained) return w;
   switch (w->kind) {
     case WaitKind::kNoSuchModel:
     case WaitKind::kTooBig:

@@ -69,7 +69,32 @@ TEST(Fleet, WaitReasonsNameWhatIsMissing) {
   s.hosts[0].drained = true;
   EXPECT_EQ(run(s).waits.at(0).kind, WaitKind::kHostsDrained);
   EXPECT_EQ(describeWait(run(s).waits.at(0), s.pending[0]),
+            "only hosts an admin took out of service could run it: host h1 is out of service; it "
+            "runs once one is back in service");
+  // A drained host that could not run it either: the generic words.
+  s.pending[0].models = {"H100"};
+  EXPECT_EQ(describeWait(run(s).waits.at(0), s.pending[0]),
             "no host is available to run it: the online hosts are draining or in maintenance");
+  s.pending[0].models.clear();
+
+  // The only H100 host is draining: the wait names it and when its work stops, rather than
+  // "no host has H100 GPUs".
+  s.hosts = {host("a1", 4), host("h100", 8, "H100")};
+  s.hosts[1].schedulable = false;
+  s.hosts[1].drained = true;
+  s.hosts[1].outOfService = "draining";
+  s.hosts[1].drainDeadline = 1'800'000'000'000;
+  s.pending = {req(1, "ml", 2)};
+  s.pending[0].models = {"H100"};
+  auto drained = run(s);
+  ASSERT_EQ(waitOf(drained, 1)->kind, WaitKind::kHostsDrained);
+  ASSERT_EQ(waitOf(drained, 1)->outOfService.size(), 1u);
+  EXPECT_EQ(describeWait(*waitOf(drained, 1), s.pending[0]),
+            "only hosts an admin took out of service could run it: host h100 is draining (work "
+            "still on it is stopped at 2027-01-15T08:00:00Z); it runs once one is back in service");
+  // Another team's dedicated host is not named to ml.
+  s.hosts[1].dedicatedTo = "cv";
+  EXPECT_EQ(waitOf(run(s), 1)->kind, WaitKind::kNoSuchModel);
 
   s.hosts = {host("h1", 4)};
   s.pending = {req(1, "ml", 8), req(2, "ml", 1)};

@@ -102,8 +102,20 @@ std::string describeWait(const Wait& w, const Request& r) {
   switch (w.kind) {
     case WaitKind::kNoHosts:
       return "no host is online to run it";
-    case WaitKind::kHostsDrained:
-      return "no host is available to run it: the online hosts are draining or in maintenance";
+    case WaitKind::kHostsDrained: {
+      if (w.outOfService.empty())
+        return "no host is available to run it: the online hosts are draining or in maintenance";
+      std::string hosts;
+      for (const auto& h : w.outOfService) {
+        if (!hosts.empty()) hosts += "; ";
+        hosts += "host " + h.host + " is " + h.state;
+        if (h.drainDeadline > 0)
+          hosts += " (work still on it is stopped at " + formatIso8601(h.drainDeadline) + ")";
+      }
+      if (w.outOfServiceMore > 0) hosts += "; and " + std::to_string(w.outOfServiceMore) + " more";
+      return "only hosts an admin took out of service could run it: " + hosts +
+             "; it runs once one is back in service";
+    }
     case WaitKind::kNoSuchModel:
       if (r.gpuMilli < kMilliPerGpu)
         return "no host team " + r.team + " may use has a shared GPU that matches";

@@ -25,6 +25,7 @@ json toStoreDoc(const Lease& l) {
   out["claimed"] = l.claimed;
   out["returned"] = l.returned;
   out["noticed"] = l.noticed;
+  out["dedicated_before"] = l.dedicatedBefore;
   return out;
 }
 
@@ -52,6 +53,8 @@ static Lease leaseFromStoreDocOrThrow(const json& d) {
   l.returned = d.value("returned", std::vector<std::string>{});
   l.claimed = d.value("claimed", std::vector<std::string>{});
   l.noticed = d.value("noticed", std::vector<int64_t>{});
+  // Absent from a lease stored before it was kept: its hosts go back to the pool, as they did.
+  l.dedicatedBefore = d.value("dedicated_before", std::map<std::string, std::string>{});
   return l;
 }
 

@@ -213,6 +213,21 @@ TEST(StoreDocuments, ProjectSplitAndHostDedicationRoundTrip) {
   EXPECT_TRUE(hostFromStoreDoc({{"name", "old"}}).value().dedicatedTo.empty());
 }
 
+TEST(StoreDocuments, ALeaseKeepsWhereItsHostsGoBackAndAnOldOneSendsThemToThePool) {
+  model::Lease l;
+  l.id = 3;
+  l.team = "ml";
+  l.hosts = {"gpu-01", "gpu-02"};
+  l.claimed = l.hosts;
+  l.dedicatedBefore = {{"gpu-01", ""}, {"gpu-02", "ml"}};
+  auto back = leaseFromStoreDoc(toStoreDoc(l));
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(back->dedicatedBefore, l.dedicatedBefore);
+  json old = toStoreDoc(l);
+  old.erase("dedicated_before");  // stored before it was kept
+  EXPECT_TRUE(leaseFromStoreDoc(old)->dedicatedBefore.empty());
+}
+
 TEST(StoreDocuments, ADocumentThatDoesNotDecodeIsAnErrorNotAnException) {
   const json bad[] = {json{{"id", "seven"}}, json{{"id", 7}, {"ranks", "two"}}, json::array(),
                       json(nullptr)};

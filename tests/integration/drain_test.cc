@@ -24,8 +24,26 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
   EXPECT_NE(refused.code, 0) << refused.describe();
   EXPECT_EQ(hostAdminState(host("gpu-a")), "available");
 
-  CliResult drained =
+  // A deadline stops work: the CLI lists it and, with no terminal to ask on, refuses without
+  // --force. Nothing changes.
+  CliResult asked =
       cli({"host", "drain", "gpu-a", "--deadline", "2s", "--reason", "kernel update"});
+  EXPECT_EQ(asked.code, 1) << asked.describe();
+  EXPECT_NE(asked.err.find("This stops 1 running job at "), std::string::npos) << asked.err;
+  EXPECT_NE(asked.err.find("j-" + std::to_string(spot) + " "), std::string::npos) << asked.err;
+  EXPECT_NE(asked.err.find("(alice, team ml) on gpu-a, 1 GPUs"), std::string::npos) << asked.err;
+  EXPECT_NE(asked.err.find("run again with --force"), std::string::npos) << asked.err;
+  EXPECT_EQ(hostAdminState(host("gpu-a")), "available");
+  EXPECT_EQ(textOf(job(alice, spot), "state"), "running");
+  // The impact is the admin's to see: a member is refused, another team is told nothing.
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=2s", "", alice).status,
+            403);
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=soon", "", adminToken_)
+                .status,
+            400);
+
+  CliResult drained =
+      cli({"host", "drain", "gpu-a", "--deadline", "2s", "--reason", "kernel update", "--force"});
   ASSERT_EQ(drained.code, 0) << drained.describe();
   EXPECT_NE(drained.out.find("draining"), std::string::npos) << drained.out;
   const std::string deadline = textOf(host("gpu-a"), "drain_deadline");
@@ -58,6 +76,10 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
           httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", alice);
       return textOf(explain.parsed().value("wait", json::object()), "kind") == "hosts_drained";
     })) << explain.body;
+    // It names the host and its state, not "no host has such GPUs".
+    EXPECT_NE(textOf(explain.parsed()["wait"], "reason").find("host gpu-a is in maintenance"),
+              std::string::npos)
+        << explain.body;
     EXPECT_EQ(textOf(job(alice, id), "state"), "queued");
   }
 

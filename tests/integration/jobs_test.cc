@@ -88,6 +88,14 @@ TEST_F(JobsTest, LogsFollowStreamsUntilTheJobEnds) {
   for (int i = 1; i <= 500; ++i) want += std::to_string(i) + "\n";
   EXPECT_EQ(follower->stdoutText(), want);
   EXPECT_EQ(job(token_, id)["state"], "failed");
+
+  // --tail N prints the last N lines, as tail -n does; more than there are prints them all.
+  auto tail = cliAs(token_, {"job", "logs", std::to_string(id), "--tail", "3"});
+  EXPECT_EQ(tail.code, 0) << tail.describe();
+  EXPECT_EQ(tail.out, "498\n499\n500\n");
+  EXPECT_EQ(cliAs(token_, {"job", "logs", std::to_string(id), "-n", "0"}).out, "");
+  EXPECT_EQ(cliAs(token_, {"job", "logs", std::to_string(id), "--tail", "9999"}).out, want);
+  EXPECT_EQ(cliAs(token_, {"job", "logs", std::to_string(id), "--tail", "-2"}).code, 2);
 }
 
 TEST_F(JobsTest, CancelKillsTheWholeProcessTree) {

@@ -94,6 +94,44 @@ TEST_F(LeaseTest, HostGoesToTheTeamAtTheStartAndBackAtTheEnd) {
             << " s, end->host back in the pool " << returnedLag << " s\n";
 }
 
+TEST_F(LeaseTest, ApprovingALeaseThatStopsWorkSaysWhatAndNeedsForce) {
+  startAgent("gpu-a", "sim:2xA100");
+  createTeam("ml");
+  createTeam("cv");
+  std::string carol = createUser("carol", "ml");
+  std::string dave = createUser("dave", "cv");
+  int64_t running = submit(dave, {"--gpus", "1", "--name", "eval"}, {"sleep", "600"});
+  ASSERT_TRUE(waitForJobState(dave, running, "running"));
+  const auto start =
+      std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::hours(1);
+  json created = cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a",
+                                       "--start", isoAt(start), "--end",
+                                       isoAt(start + std::chrono::hours(2))});
+  const std::string id = std::to_string(created.value("id", 0));
+
+  CliResult asked = cli({"lease", "approve", id});
+  EXPECT_EQ(asked.code, 1) << asked.describe();
+  EXPECT_NE(asked.err.find("j-" + std::to_string(running) + " eval (dave, team cv) on gpu-a"),
+            std::string::npos)
+      << asked.err;
+  EXPECT_NE(asked.err.find("approving lease " + id + " would stop the jobs above; run again "
+                           "with --force"),
+            std::string::npos)
+      << asked.err;
+  auto state = [&] {
+    return textOf(httpRequest(port_, "GET", "/api/v1/leases/" + id, "", adminToken_).parsed(),
+                  "state");
+  };
+  EXPECT_EQ(state(), "requested");
+  // Only platform admins decide, so only they see what a decision would stop.
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/leases/" + id + "/impact", "", carol).status, 403);
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/leases/" + id + "/impact", "", dave).status, 404);
+
+  CliResult forced = cli({"lease", "approve", id, "--force"});
+  ASSERT_EQ(forced.code, 0) << forced.describe();
+  EXPECT_EQ(state(), "approved");
+}
+
 TEST_F(LeaseTest, StartMissedWhileAllotdWasDownHappensWhenItIsBack) {
   startAgent("gpu-a", "sim:1xA100");
   createTeam("ml");

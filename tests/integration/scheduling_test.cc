@@ -147,6 +147,17 @@ TEST_F(SchedulingTest, JobLargerThanAnyHostIsRefusedOrQueuedAnywayWithReason) {
       << j.dump();
   EXPECT_GE(j["position"].get<int>(), 1);
 
+  // `run --wait` says why it waits while it waits, as `job explain` would.
+  auto waiting = spawnCliAs(bob, {"run", "--wait", "--gpus", "8", "--queue-anyway", "--", "true"},
+                            "wait");
+  ASSERT_TRUE(waitFor([&] {
+    return waiting->stderrText().find(" queued: no host team ml may use has 8 GPUs") !=
+           std::string::npos;
+  })) << waiting->stderrText();
+  EXPECT_TRUE(waiting->running());
+  waiting->signal(SIGINT);
+  waiting->wait();
+
   // It cannot ever run, so it does not hold up work that can.
   int64_t small = submit(bob, {"--gpus", "1"}, {"true"});
   EXPECT_TRUE(waitForJobState(bob, small, "succeeded"));

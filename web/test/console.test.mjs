@@ -254,6 +254,35 @@ describe('console', () => {
     await admin.click('nav >> text=Hosts');
     await admin.click('[data-testid=hostrow-gpu-sim-1] >> a');
     await admin.waitForSelector('[data-testid=host-detail]');
+    // With a deadline, the drain stops alice's job: the confirmation lists it, and declining
+    // changes nothing.
+    const job = await cluster.api(
+      'POST',
+      '/jobs',
+      { team: 'ml', command: ['sleep', '120'], gpus: 1, name: 'held' },
+      await aliceToken(),
+    );
+    await waitFor(
+      'the job running',
+      async () =>
+        (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state ===
+        'running',
+    );
+    await admin.fill('[data-testid=host-actions] input[name=deadline]', '30m');
+    const asked = new Promise((resolve) =>
+      admin.once('dialog', async (d) => {
+        resolve(d.message());
+        await d.dismiss();
+      }),
+    );
+    await admin.click('[data-testid=drain-button]');
+    assert.match(
+      await asked,
+      new RegExp(`stops 1 running job[\\s\\S]*j-${job.id} held \\(alice, team ml\\)`),
+    );
+    assert.equal((await cluster.api('GET', '/hosts/gpu-sim-1')).admin_state, 'available');
+    await cluster.api('POST', `/jobs/${job.id}/cancel`, {}, await aliceToken());
+    await admin.fill('[data-testid=host-actions] input[name=deadline]', '');
     await admin.fill('[data-testid=host-actions] input[name=reason]', 'console test');
     await admin.click('[data-testid=drain-button]');
     await waitFor('the host drained', async () =>

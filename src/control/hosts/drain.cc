@@ -48,6 +48,20 @@ void HostService::transitionHost(model::Host& h, AdminState to, const std::strin
                model::adminStateName(t.from), model::adminStateName(to), by, reason);
 }
 
+Result<std::vector<StoppedJob>> HostService::drainImpact(const Principal& p,
+                                                         const std::string& name,
+                                                         int64_t deadlineMs,
+                                                         TimeMs* stopsAt) const {
+  auto it = world_.hosts.find(name);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + name + "'");
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "drain hosts"));
+  if (deadlineMs < 0) return Status::InvalidArgument("deadline: must not be negative", "deadline");
+  *stopsAt = clock_.nowMs() + deadlineMs;
+  if (deadlineMs == 0) return std::vector<StoppedJob>{};  // no deadline: work may finish
+  return workStoppedOn(world_, {name}, *stopsAt, 0);
+}
+
 Result<Change<model::Host>> HostService::drainHost(const Principal& p, const std::string& name,
                                                    int64_t deadlineMs, const std::string& reason) {
   auto it = world_.hosts.find(name);

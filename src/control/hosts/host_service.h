@@ -26,6 +26,7 @@
 #include "control/access/access_service.h"
 #include "control/change.h"
 #include "control/cluster_options.h"
+#include "control/disruption.h"
 #include "control/hosts/host_handover.h"
 #include "control/principal.h"
 #include "control/world.h"
@@ -128,6 +129,10 @@ class HostService : public HostHandover {
   // deadline), then is preempted. A host with nothing left on it is in maintenance.
   Result<Change<model::Host>> drainHost(const Principal& p, const std::string& host,
                                         int64_t deadlineMs, const std::string& reason);
+  // What draining with `deadlineMs` would stop, changing nothing: the work still on the host at
+  // the deadline (none without one: it may finish). Platform admins.
+  Result<std::vector<StoppedJob>> drainImpact(const Principal& p, const std::string& host,
+                                              int64_t deadlineMs, TimeMs* stopsAt) const;
   // Back to available from draining, maintenance or failed; a no-op on an available host.
   Result<Change<model::Host>> resumeHost(const Principal& p, const std::string& host);
   // failed or retired, set by hand for now: no new placements; running work is left alone.

@@ -47,6 +47,7 @@ void LeaseService::claimHosts(Lease& l, Change<int>& c) {
       continue;
     }
     // Others' work is preempted at once: its owners had their notice (noticeLease).
+    const std::string before = it->second.dedicatedTo;
     auto h = deps_.hosts.handOverHost(name, model::handoverTo(l.team, kSystemActor, why, l.id), 0);
     if (!h.ok()) {
       // Busy with another handover (a rolling upgrade's step, the previous lease's return):
@@ -55,6 +56,7 @@ void LeaseService::claimHosts(Lease& l, Change<int>& c) {
       continue;
     }
     l.claimed.push_back(name);
+    l.dedicatedBefore[name] = before;
     c.absorb(std::move(*h));
   }
 }
@@ -84,8 +86,13 @@ void LeaseService::returnHosts(Lease& l, Change<int>& c) {
       l.returned.push_back(name);
       continue;
     }
-    auto h = deps_.hosts.handOverHost(name, model::handoverTo("", kSystemActor, why, l.id), 0);
+    // Back to where it was before the lease: the pool, or the team it was dedicated to.
+    auto before = l.dedicatedBefore.find(name);
+    const std::string to = before == l.dedicatedBefore.end() ? "" : before->second;
+    auto h = deps_.hosts.handOverHost(name, model::handoverTo(to, kSystemActor, why, l.id), 0);
     if (h.ok()) {
+      if (!to.empty())
+        spdlog::info("lease {}: host {} goes back to team {}, as before the lease", l.id, name, to);
       l.returned.push_back(name);
       c.absorb(std::move(*h));
       continue;

@@ -253,6 +253,24 @@ Result<Change<Lease>> LeaseService::approve(const Principal& p, int64_t id,
   return c;
 }
 
+Result<LeaseImpact> LeaseService::approvalImpact(const Principal& p, int64_t id) const {
+  auto seen = get(p, id);
+  if (!seen.ok()) return seen.status();
+  const Lease& l = seen.value();
+  ALLOT_RETURN_IF_ERROR(checkDecision(p, l, id, "approve leases", "approved"));
+  LeaseImpact out;
+  out.hosts = l.hosts;
+  if (l.count > 0) {
+    auto picked = pickHosts(l);
+    if (!picked.ok()) return picked.status();
+    out.hosts = *picked;
+  }
+  // The start hands the hosts over at once; what runs there then is preempted.
+  out.stopsAt = std::max(l.startAt, deps_.clock.nowMs());
+  out.stopped = workStoppedOn(deps_.world, out.hosts, out.stopsAt, cancelGraceMs_);
+  return out;
+}
+
 Result<Change<Lease>> LeaseService::reject(const Principal& p, int64_t id,
                                            const std::string& reason) {
   auto seen = get(p, id);

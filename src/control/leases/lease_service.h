@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "control/change.h"
+#include "control/disruption.h"
 #include "control/events/event_log.h"
 #include "control/hosts/host_handover.h"
 #include "control/leases/lease_types.h"
@@ -27,6 +28,14 @@
 #include "model/model.h"
 
 namespace allot::control {
+
+// What approving a lease would do to running work: the hosts it takes and the jobs on them that
+// its start would preempt.
+struct LeaseImpact {
+  std::vector<std::string> hosts;
+  TimeMs stopsAt = 0;
+  std::vector<StoppedJob> stopped;
+};
 
 class LeaseService {
  public:
@@ -51,6 +60,9 @@ class LeaseService {
   Result<model::Lease> get(const Principal& p, int64_t id) const;
   // Platform admins decide on requested leases.
   Result<Change<model::Lease>> approve(const Principal& p, int64_t id, const std::string& reason);
+  // What approving it would stop, changing nothing (platform admins; for the CLI's question and
+  // the console's confirmation).
+  Result<LeaseImpact> approvalImpact(const Principal& p, int64_t id) const;
   Result<Change<model::Lease>> reject(const Principal& p, int64_t id, const std::string& reason);
   // A later end for a requested, approved or active lease; refused on conflict.
   Result<Change<model::Lease>> extend(const Principal& p, int64_t id, TimeMs endAt);

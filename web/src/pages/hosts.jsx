@@ -15,6 +15,7 @@ import {
   SelectField,
 } from '../components/ui.jsx';
 import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
+import { confirmStops } from '../components/confirm-stops.js';
 import { useFields } from '../components/form-fields.jsx';
 import { ResourceTable, Table } from '../components/table.jsx';
 import './hosts.css';
@@ -122,7 +123,10 @@ function LeaseActions({ lease, onDone }) {
       <ActionButton
         act={act}
         data-testid={`lease-approve-${lease.id}`}
-        run={() => api.post(`/leases/${id}/approve`, {})}
+        run={async () => {
+          if (!(await confirmStops(`/leases/${id}/impact`, `Approving lease ${lease.id}`))) return;
+          await api.post(`/leases/${id}/approve`, {});
+        }}
       >
         Approve
       </ActionButton>
@@ -485,7 +489,14 @@ function AdminActions({ host, onDone }) {
           size={8}
         />
         <InputField {...bind('reason')} label="Reason" />
-        <HostAction {...button} what="drain" body={given('deadline', 'reason')}>
+        <HostAction
+          {...button}
+          what="drain"
+          body={given('deadline', 'reason')}
+          impact={
+            f.deadline ? `/hosts/${n}/impact?deadline=${encodeURIComponent(f.deadline)}` : null
+          }
+        >
           Drain
         </HostAction>
         <HostAction {...button} what="resume" body={{}} class="secondary">
@@ -546,12 +557,16 @@ function AdminActions({ host, onDone }) {
 }
 
 // An admin action's button: POST /hosts/{host}/{what} with `body`, marked `{what}-button`.
-function HostAction({ act, host, what, body, ...props }) {
+// `impact`: where allotd says what the action would stop; the user confirms that list first.
+function HostAction({ act, host, what, body, impact, ...props }) {
   return (
     <ActionButton
       act={act}
       data-testid={`${what}-button`}
-      run={() => api.post(`/hosts/${host}/${what}`, body)}
+      run={async () => {
+        if (impact && !(await confirmStops(impact, `Draining ${decodeURIComponent(host)}`))) return;
+        await api.post(`/hosts/${host}/${what}`, body);
+      }}
       {...props}
     />
   );
