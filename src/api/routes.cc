@@ -77,6 +77,31 @@ nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) 
 }
 
 // The body of POST /jobs as typed values; Cluster::submitJob checks what they mean together.
+// "dependencies": [{"kind": "afterok", "job": 12}, ...]; absent: none.
+Result<std::vector<model::Dependency>> readDependencies(const JsonInput& in) {
+  std::vector<model::Dependency> out;
+  if (!in.has("dependencies")) return out;
+  const nlohmann::json& list = in.root()["dependencies"];
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("dependencies: " + why, "dependencies");
+  };
+  if (!list.is_array()) return bad("must be a list of {\"kind\", \"job\"}");
+  for (const auto& d : list) {
+    if (!d.is_object() || !d.contains("kind") || !d["kind"].is_string() || !d.contains("job") ||
+        !d["job"].is_number_integer())
+      return bad("each entry is {\"kind\": \"afterok\"|\"afternotok\"|\"afterany\", \"job\": ID}");
+    auto kind = model::parseDependencyKind(d["kind"].get<std::string>());
+    if (!kind)
+      return bad("kind '" + d["kind"].get<std::string>() +
+                 "': expected afterok, afternotok or afterany");
+    if (d.size() != 2) return bad("an entry has only kind and job");
+    const int64_t job = d["job"].get<int64_t>();
+    if (job <= 0) return bad("job must be a job id, got " + std::to_string(job));
+    out.push_back({*kind, job});
+  }
+  return out;
+}
+
 Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   control::JobRequest req;
   auto assign = [](auto& target, auto result) -> Status {
@@ -129,6 +154,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   ALLOT_RETURN_IF_ERROR(assign(req.resources.minCuda, in.optionalString("min_cuda")));
   ALLOT_RETURN_IF_ERROR(assign(req.queueAnyway, in.optionalBool("queue_anyway", false)));
   ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
+  ALLOT_RETURN_IF_ERROR(assign(req.dependencies, readDependencies(in)));
   return req;
 }
 
@@ -280,13 +306,13 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(
-                       r.raw.body(),
-                       {"name",        "team",        "project",    "command",     "env",
-                        "gpus",        "gpu_model",   "gpu_models", "gpu_milli",   "gpu_memory_mib",
-                        "cpu_millis",  "memory_mib",  "priority",   "preemptible", "whole_host",
-                        "hosts",       "max_runtime", "min_driver", "min_cuda",    "contour",
-                        "queue_anyway"}));
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
+                                    {"name",         "team",           "project",    "command",
+                                     "env",          "gpus",           "gpu_model",  "gpu_models",
+                                     "gpu_milli",    "gpu_memory_mib", "cpu_millis", "memory_mib",
+                                     "priority",     "preemptible",    "whole_host", "hosts",
+                                     "max_runtime",  "min_driver",     "min_cuda",   "contour",
+                                     "queue_anyway", "dependencies"}));
     TRY_ASSIGN(req, readJobRequest(in));
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(r, change);
@@ -389,6 +415,34 @@ void registerRoutes(Router& router, Server& s) {
     res.headers.emplace_back("X-Allot-Job-State", model::jobStateName(job.state));
     co_return res;
   });
+
+  // Job controls: hold, release, requeue (Cluster::holdJob and the rest). A requeue stops the
+  // job through the preemption path, whose agents hear once it is durable.
+  using Control =
+      Result<control::Change<model::Job>> (control::Cluster::*)(const control::Principal&, int64_t);
+  for (auto [verb, act] : {std::pair<const char*, Control>{"hold", &control::Cluster::holdJob},
+                           {"release", &control::Cluster::releaseJob},
+                           {"requeue", &control::Cluster::requeueJob}}) {
+    const bool stops = std::string_view(verb) == "requeue";
+    router.add(V::post, std::string("/api/v1/jobs/{id}/") + verb,
+               [&s, act, stops](ApiRequest& r) -> Awaitable {
+                 TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+                 (void)in;
+                 TRY_ASSIGN(id, parseJobId(r.params["id"]));
+                 TRY_ASSIGN(change, (s.cluster().*act)(r.who(), id));
+                 co_await s.apply(r, change);
+                 s.notifyJob(r, id);
+                 ApiResponse res = ApiResponse::json(jobJson(s, change.value));
+                 // The stop is confirmed only once the request's write is durable (this runs
+                 // then, before its agents are pushed to): a crash must not stop work that the
+                 // restarted allotd still thinks is running.
+                 if (stops)
+                   res.refreshAfterWrite = [&s, id](ApiResponse&) {
+                     s.cluster().evictionsDurable({id});
+                   };
+                 co_return res;
+               });
+  }
 
   router.add(V::post, "/api/v1/jobs/{id}/cancel", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));

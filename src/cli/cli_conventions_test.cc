@@ -87,9 +87,11 @@ TEST_F(CliConventionsTest, AMisspeltCommandGetsTheNearestOnes) {
       << err_.str();
   // A group alone lists its commands instead of "A subcommand is required".
   EXPECT_EQ(run({"job"}), 2);
-  EXPECT_EQ(err_.str(),
-            "allot: `allot job` needs a command: cancel, explain, list, logs, show (see `allot job "
-            "--help`)\n");
+  EXPECT_EQ(
+      err_.str(),
+      "allot: `allot job` needs a command: cancel, explain, hold, list, logs, release, requeue, "
+      "show (see `allot job "
+      "--help`)\n");
   EXPECT_EQ(run({"--server", "http://127.0.0.1:1", "xyzzy"}), 2);
   EXPECT_NE(err_.str().find("no command `allot xyzzy`; the commands of `allot` are: audit,"),
             std::string::npos)

@@ -1,6 +1,7 @@
 // allot run, allot job: submitting work, watching it, stopping it.
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -36,8 +37,46 @@ struct RunOpts {
   std::vector<std::string> env;
   bool wait = false;
   bool queueAnyway = false;
+  std::string dependency;  // "afterok:12,13" or "afterok:12:13,afterany:14"
   std::vector<std::string> command;
 };
+
+// --dependency as Slurm writes it: comma-separated TYPE:ID[:ID...] entries, where a bare ID
+// after a comma keeps the type before it ("afterok:12,13"). Sent as [{"kind", "job"}].
+Result<json> dependencyBody(const std::string& text) {
+  json out = json::array();
+  std::string kind;
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("--dependency '" + text + "': " + why +
+                                   " (e.g. afterok:12 or afterany:12,13)");
+  };
+  for (const auto& entry : splitList(text)) {
+    std::vector<std::string> parts;
+    for (size_t at = 0;;) {
+      const size_t colon = entry.find(':', at);
+      parts.push_back(entry.substr(at, colon == std::string::npos ? colon : colon - at));
+      if (colon == std::string::npos) break;
+      at = colon + 1;
+    }
+    size_t first = 0;
+    if (!parts[0].empty() && !std::isdigit(static_cast<unsigned char>(parts[0][0])) &&
+        parts[0].rfind("j-", 0) != 0) {
+      kind = parts[0];
+      if (kind != "afterok" && kind != "afternotok" && kind != "afterany")
+        return bad("unknown type '" + kind + "': afterok, afternotok or afterany");
+      first = 1;
+      if (parts.size() == 1) return bad(kind + " names no job");
+    }
+    if (kind.empty()) return bad("give the type first");
+    for (size_t i = first; i < parts.size(); ++i) {
+      auto id = parseJobId(parts[i]);
+      if (!id.ok()) return bad("'" + parts[i] + "' is not a job id");
+      out.push_back({{"kind", kind}, {"job", *id}});
+    }
+  }
+  if (out.empty()) return bad("names no job");
+  return out;
+}
 
 struct JobOpts {
   std::string id;
@@ -191,6 +230,11 @@ int submit(Context& ctx, const RunOpts& o) {
   if (!o.project.empty()) body["project"] = o.project;
   if (!env->empty()) body["env"] = *env;
   if (o.queueAnyway) body["queue_anyway"] = true;
+  if (!o.dependency.empty()) {
+    auto deps = dependencyBody(o.dependency);
+    if (!deps.ok()) return ctx.usageError(deps.status());
+    body["dependencies"] = *deps;
+  }
 
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
@@ -401,11 +445,10 @@ int jobExplain(Context& ctx, const JobOpts& o) {
   if (auto q = e.find("team_quota"); q != e.end() && q->is_object()) {
     const double effective = q->value("guaranteed_gpus", json(0.0)).get<double>();
     const double configured = q->value("configured_guarantee_gpus", json(effective)).get<double>();
-    const std::string scaled =
-        effective + 0.0005 < configured
-            ? " of the " + number(json(configured)) +
-                  " set (scaled down: the teams' guarantees exceed the pool)"
-            : "";
+    const std::string scaled = effective + 0.0005 < configured
+                                   ? " of the " + number(json(configured)) +
+                                         " set (scaled down: the teams' guarantees exceed the pool)"
+                                   : "";
     d.add("team " + text(*q, "team"),
           "guaranteed " + number(q->value("guaranteed_gpus", json(0.0))) + scaled + ", within " +
               number(q->value("within_guarantee_gpus", json(0.0))) + ", borrowed " +
@@ -431,6 +474,18 @@ int jobLogs(Context& ctx, const JobOpts& o) {
   auto state = streamLogs(**api, *id, ctx.out(), o.follow, 10, o.rank, from);
   if (!state.ok()) return ctx.fail(state.status());
   return 0;
+}
+
+// hold, release, requeue: POST /jobs/{id}/{verb}, then the job's state and why.
+int jobControl(Context& ctx, const JobOpts& o, const char* verb, const char* done) {
+  auto id = parseJobId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto reply = ctx.post("/jobs/" + std::to_string(*id) + "/" + verb, json::object());
+  return ctx.printReplyLine(reply, [done](const json& job) {
+    std::string line = std::string(done) + " " + jobIdText(job) + " (" + text(job, "state") + ")";
+    if (std::string reason = text(job, "reason", ""); !reason.empty()) line += ": " + reason;
+    return line;
+  });
 }
 
 int jobCancel(Context& ctx, const JobOpts& o) {
@@ -483,6 +538,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->add_flag("--queue-anyway", r->queueAnyway,
                 "Queue it even if no host joined so far could ever run it (for hosts about to "
                 "join); without it such a job is refused with the reason");
+  run->add_option("-d,--dependency", r->dependency,
+                  "Run only after other jobs: afterok:ID[,ID...] (they succeeded), afternotok "
+                  "(they failed), afterany (they ended); one that can no longer hold cancels it");
   run->add_flag("--wait", r->wait,
                 "Stream the job's output and exit with its exit status when it ends");
   run->add_option("COMMAND", r->command, "The command and its arguments, after --")->required();
@@ -523,6 +581,12 @@ void addJobCommands(CLI::App& app, Context& ctx) {
                    "Only the last N lines (with --follow: then what comes), as tail -n")
       ->check(CLI::NonNegativeNumber);
   addForJob("cancel", "Stop a job", jobCancel);
+  addForJob("hold", "Keep a queued job from being scheduled until released",
+            [](Context& c, const JobOpts& x) { return jobControl(c, x, "hold", "Held"); });
+  addForJob("release", "Let a held job be scheduled again",
+            [](Context& c, const JobOpts& x) { return jobControl(c, x, "release", "Released"); });
+  addForJob("requeue", "Stop a running job and put it back in the queue (same id)",
+            [](Context& c, const JobOpts& x) { return jobControl(c, x, "requeue", "Requeued"); });
 }
 
 }  // namespace allot::cli

@@ -132,6 +132,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
       return Status::InvalidArgument("env: '" + k + "' is set by Allot and cannot be overridden",
                                      "env");
   }
+  ALLOT_RETURN_IF_ERROR(checkDependencies(p, r.dependencies));
   ALLOT_RETURN_IF_ERROR(
       checkJobLimits(p.name, team, static_cast<int64_t>(commandBytes + envBytes)));
   Change<Job> c;
@@ -152,6 +153,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.maxRuntimeMs = r.maxRuntimeMs;
   j.contour = std::move(r.contour);
   j.session = std::move(r.session);
+  j.dependencies = std::move(r.dependencies);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();

@@ -84,6 +84,13 @@ class Cluster : public SessionJobs, private JobPreemption {
   // Why a job waits or went where it went, as the last pass decided (see `explain` in the API).
   Result<nlohmann::json> explainJob(const Principal& p, int64_t id) const;
   Result<Change<model::Job>> cancelJob(const Principal& p, int64_t id) override;
+  // Job controls (cluster_job_controls.cc), for whoever may cancel the job. hold: a queued job
+  // stays queued but is not scheduled; release: it may be again. requeue: a placed job is
+  // stopped and put back in the queue, keeping its id (its agent is told once the change is
+  // durable: evictionsDurable).
+  Result<Change<model::Job>> holdJob(const Principal& p, int64_t id);
+  Result<Change<model::Job>> releaseJob(const Principal& p, int64_t id);
+  Result<Change<model::Job>> requeueJob(const Principal& p, int64_t id);
 
   // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
@@ -163,6 +170,18 @@ class Cluster : public SessionJobs, private JobPreemption {
   // The per-user and per-team limits on jobs queued or running (options_.limits), for a new job
   // whose command and environment take `bytes`.
   Status checkJobLimits(const std::string& user, const std::string& team, int64_t bytes) const;
+  // Dependencies a submission may name: jobs `p` may see, at most kMaxDependencies.
+  Status checkDependencies(const Principal& p, const std::vector<model::Dependency>& deps) const;
+  // Why a queued job is kept out of the scheduler's snapshot (held, or a dependency that has
+  // yet to hold); nullopt when it is not.
+  std::optional<std::string> blockedReason(const model::Job& job) const;
+  // Before a pass: queued jobs with a dependency that can never hold end cancelled, saying which.
+  void cancelUnsatisfiable(store::WriteBatch& batch);
+  // A requeued job keeps its id, and an agent that still holds the record of its last run would
+  // take a new placement for that run: it is placed again only once each of its last hosts
+  // (while online) has reported without it, having forgotten it.
+  std::map<int64_t, std::set<std::string>> lastRunOn_;
+  void forgottenBy(const std::string& host, const std::vector<model::ActualJob>& reported);
 
   const Clock& clock_;
   LogStore& logs_;

@@ -266,7 +266,24 @@ Change<int> Cluster::agentStatus(const std::string& host,
   if (it == world_.hosts.end()) return c;
   it->second.lastSeenAt = clock_.nowMs();
   for (const auto& a : jobs) applyActual(host, a, c.batch, c.pushHosts);
+  forgottenBy(host, jobs);
   return c;
+}
+
+void Cluster::forgottenBy(const std::string& host, const std::vector<model::ActualJob>& reported) {
+  bool freed = false;
+  for (auto it = lastRunOn_.begin(); it != lastRunOn_.end();) {
+    const bool still = std::any_of(reported.begin(), reported.end(),
+                                   [&](const model::ActualJob& a) { return a.id == it->first; });
+    if (!still) it->second.erase(host);
+    if (it->second.empty()) {
+      it = lastRunOn_.erase(it);
+      freed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (freed && onQueueChanged_) onQueueChanged_();
 }
 
 void Cluster::applyActual(const std::string& host, const model::ActualJob& a,

@@ -161,6 +161,8 @@ TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   EXPECT_EQ(host("gpu-01").adminReason, "");
   EXPECT_EQ(cluster_->hosts().hostTransitions(admin_, "gpu-01")->back().reason,
             "returned to the shared pool");
+  // The requeued job goes back once the agent has let go of its last run (its next report).
+  cluster_->agentStatus("gpu-01", {});
   EXPECT_EQ(place(), std::vector<int64_t>{spot});
 }
 

@@ -214,6 +214,7 @@ sched::Snapshot Cluster::snapshot() const {
   s.pending.reserve(world_.queued().size());
   for (int64_t id : world_.queued()) {
     const Job& j = world_.jobs.at(id);
+    if (blockedReason(j)) continue;  // held, or waiting for another job: not to be placed yet
     s.pending.push_back(requestOf(j, options_.limits));
     // A local-storage session goes back to where its owner's home is, when there is room.
     if (j.session && j.session->storage == "local") {
@@ -270,6 +271,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     world_.schedulerError.clear();  // a refusal after this is a new episode, announced again
     return c;
   }
+  cancelUnsatisfiable(c.batch);
   auto decisions = options_.decide(snapshot());
   if (!decisions.ok()) {
     refuseSnapshot(decisions.status().message(), c.batch);
@@ -363,13 +365,16 @@ void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
 }
 
 void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBatch& batch) {
-  if (!j.preemptible) {
+  const bool asked = !j.requeueRequestedBy.empty();  // allot job requeue, not a preemption
+  if (!j.preemptible && !asked) {
     finishJob(j, JobState::kPreempted, "preempted: " + j.evictedFor + "; " + how, batch);
     return;
   }
   Job before = j;
   j.state = JobState::kQueued;
-  j.reason = "requeued after preemption (" + j.evictedFor + ")";
+  j.reason = asked ? j.evictedFor : "requeued after preemption (" + j.evictedFor + ")";
+  for (const auto& h : model::rankHosts(j)) lastRunOn_[j.id].insert(h);
+  j.requeueRequestedBy.clear();
   j.ranks.clear();
   j.failedRank = -1;
   j.exitCode.reset();
@@ -379,7 +384,7 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
   j.scheduledAt = 0;
   j.startedAt = 0;
   j.finishedAt = 0;
-  ++j.preemptions;
+  if (!asked) ++j.preemptions;
   updateJob(j, before, batch);
   if (onQueueChanged_) onQueueChanged_();
 }
@@ -400,6 +405,9 @@ std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
 }
 
 std::string Cluster::waitReason(const Job& job) const {
+  if (job.state == JobState::kQueued) {
+    if (auto blocked = blockedReason(job)) return *blocked;
+  }
   auto w = waitOf(job.id);
   return w ? sched::describeWait(*w, requestOf(job, options_.limits)) : job.reason;
 }
@@ -418,7 +426,12 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     out["team_quota"] = teamStatusJson(j.team, ts->second, configured);
   }
   if (j.state == JobState::kQueued) {
-    if (auto w = waitOf(id)) {
+    if (auto blocked = blockedReason(j)) {
+      const char* kind = !j.heldBy.empty()        ? "held"
+                         : lastRunOn_.count(j.id) ? "requeued"
+                                                  : "dependency";
+      out["wait"] = {{"kind", kind}, {"reason", *blocked}};
+    } else if (auto w = waitOf(id)) {
       out["wait"] = waitJson(*w, requestOf(j, options_.limits));
     } else {
       out["wait"] = {{"kind", "not_yet_considered"}, {"reason", j.reason}};

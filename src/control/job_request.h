@@ -29,6 +29,9 @@ struct JobRequest {
   // Queue it even when no host of the fleet could ever run it (control/fleet_fit.h): for hosts
   // about to join.
   bool queueAnyway = false;
+  // It is scheduled only once these hold (jobs the submitter may see; at most
+  // kMaxDependencies).
+  std::vector<model::Dependency> dependencies;
   // Set by Cluster::createSession only (never read from a job submission): the job is a session.
   std::optional<model::SessionSpec> session;
 };
@@ -36,6 +39,7 @@ struct JobRequest {
 inline constexpr int kMinPriority = -1000;
 inline constexpr int kMaxPriority = 1000;
 inline constexpr int kMaxGangHosts = 64;
+inline constexpr size_t kMaxDependencies = 64;
 inline constexpr int64_t kMaxRuntimeLimitMs = 365LL * 86'400'000;
 
 // Checks GPU shape, priority, runtime limit and version minimums, naming the field at fault, and

@@ -33,6 +33,21 @@ const char* jobStateName(JobState s);
 std::optional<JobState> parseJobState(const std::string& s);
 bool isTerminal(JobState s);
 
+// A job that runs only once another has ended as asked (allot run --dependency, Slurm's
+// --dependency): afterok, the other succeeded; afternotok, it ended any other way; afterany, it
+// ended at all.
+enum class DependencyKind { kAfterOk, kAfterNotOk, kAfterAny };
+const char* dependencyKindName(DependencyKind k);
+std::optional<DependencyKind> parseDependencyKind(const std::string& s);
+struct Dependency {
+  DependencyKind kind = DependencyKind::kAfterOk;
+  int64_t job = 0;
+  bool operator==(const Dependency&) const = default;
+};
+// Whether a dependency on a job now in `state` holds (true), never can (false), or waits
+// (nullopt: the other job has not ended).
+std::optional<bool> dependencyHolds(const Dependency& d, JobState state);
+
 // What the agent last said about one rank of a gang job.
 enum class RankState { kPending, kRunning, kExited, kFailedToStart, kLost };
 const char* rankStateName(RankState s);
@@ -92,6 +107,13 @@ struct Job {
   std::optional<int> exitCode;
   std::optional<int> signal;
   bool cancelRequested = false;
+  // Held (allot job hold): it stays queued and is not scheduled until released; who held it.
+  std::string heldBy;
+  // It is scheduled only once each of these holds; one that never can cancels it.
+  std::vector<Dependency> dependencies;
+  // Asked to be stopped and put back in the queue (allot job requeue): it is requeued when it
+  // stops, whether or not it is preemptible; "who" for the reason.
+  std::string requeueRequestedBy;
   // Written by the scheduler: how often it was preempted, whether it is leaving now to make
   // room, and for what.
   int preemptions = 0;

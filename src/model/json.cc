@@ -312,7 +312,14 @@ json jobCommon(const Job& j) {
           {"signal", valueOrNull(j.signal)},
           {"cancel_requested", j.cancelRequested},
           {"preemptions", j.preemptions},
-          {"evicting", j.evicting}};
+          {"evicting", j.evicting},
+          {"dependencies", dependenciesJson(j.dependencies)}};
+}
+
+json dependenciesJson(const std::vector<Dependency>& deps) {
+  json out = json::array();
+  for (const auto& d : deps) out.push_back({{"kind", dependencyKindName(d.kind)}, {"job", d.job}});
+  return out;
 }
 
 // The API's view: unset texts and times are null, times ISO 8601, the spec cut to fit a listing.
@@ -331,6 +338,8 @@ json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   out["host"] = nullIfEmpty(firstRank(j).host);
   out["evicting_since"] = timeOrNull(j.evictingSince);
   out["evicted_for"] = nullIfEmpty(j.evictedFor);
+  out["held_by"] = nullIfEmpty(j.heldBy);
+  out["requeue_requested_by"] = nullIfEmpty(j.requeueRequestedBy);
   out["submitted_at"] = formatIso8601(j.submittedAt);
   out["started_at"] = timeOrNull(j.startedAt);
   out["finished_at"] = timeOrNull(j.finishedAt);

@@ -20,6 +20,8 @@ json hostHardware(const Host& h);
 json rankJson(const Rank& k);
 // A job's request and where it stands: every field but times, texts and ranks.
 json jobCommon(const Job& j);
+// [{"kind": "afterok", "job": 12}]
+json dependenciesJson(const std::vector<Dependency>& deps);
 json upgradeHostCommon(const UpgradeHost& h);
 json upgradeCommon(const Upgrade& u);
 // Who asked for a lease, for what, and where it stands.

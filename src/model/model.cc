@@ -94,6 +94,27 @@ std::optional<EventKind> parseEventKind(const std::string& s) { return parseIn(k
 const char* leaseStateName(LeaseState s) { return nameIn(kLeaseStates, s, "?"); }
 std::optional<LeaseState> parseLeaseState(const std::string& s) { return parseIn(kLeaseStates, s); }
 
+constexpr EnumName<DependencyKind> kDependencyKinds[] = {
+    {DependencyKind::kAfterOk, "afterok"},
+    {DependencyKind::kAfterNotOk, "afternotok"},
+    {DependencyKind::kAfterAny, "afterany"}};
+const char* dependencyKindName(DependencyKind k) { return nameIn(kDependencyKinds, k, "afterok"); }
+std::optional<DependencyKind> parseDependencyKind(const std::string& s) {
+  return parseIn(kDependencyKinds, s);
+}
+std::optional<bool> dependencyHolds(const Dependency& d, JobState state) {
+  if (!isTerminal(state)) return std::nullopt;
+  switch (d.kind) {
+    case DependencyKind::kAfterOk:
+      return state == JobState::kSucceeded;
+    case DependencyKind::kAfterNotOk:
+      return state != JobState::kSucceeded;
+    case DependencyKind::kAfterAny:
+      return true;
+  }
+  return false;
+}
+
 const char* jobStateName(JobState s) { return nameIn(kJobStates, s, "unknown"); }
 std::optional<JobState> parseJobState(const std::string& s) { return parseIn(kJobStates, s); }
 

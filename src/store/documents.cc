@@ -248,6 +248,8 @@ static json toStoreDocFlat(const Job& j) {
   out["host"] = firstRank(j).host;
   out["evicting_since_ms"] = j.evictingSince;
   out["evicted_for"] = j.evictedFor;
+  out["held_by"] = j.heldBy;
+  out["requeue_requested_by"] = j.requeueRequestedBy;
   out["submitted_ms"] = j.submittedAt;
   out["scheduled_ms"] = j.scheduledAt;
   out["started_ms"] = j.startedAt;
@@ -310,6 +312,14 @@ static Job jobFromStoreDocOrThrow(const json& d) {
   j.evicting = d.value("evicting", false);
   j.evictingSince = d.value("evicting_since_ms", TimeMs{0});
   j.evictedFor = d.value("evicted_for", "");
+  j.heldBy = d.value("held_by", "");
+  j.requeueRequestedBy = d.value("requeue_requested_by", "");
+  for (const auto& dep : d.value("dependencies", json::array())) {
+    // A kind this code does not know (a newer allotd's) waits for the other job to succeed.
+    j.dependencies.push_back(
+        {parseDependencyKind(dep.value("kind", "")).value_or(DependencyKind::kAfterOk),
+         dep.value("job", int64_t{0})});
+  }
   j.submittedAt = d.value("submitted_ms", TimeMs{0});
   j.scheduledAt = d.value("scheduled_ms", TimeMs{0});
   j.startedAt = d.value("started_ms", TimeMs{0});

@@ -98,6 +98,80 @@ TEST_F(JobsTest, LogsFollowStreamsUntilTheJobEnds) {
   EXPECT_EQ(cliAs(token_, {"job", "logs", std::to_string(id), "--tail", "-2"}).code, 2);
 }
 
+TEST_F(JobsTest, DependenciesHoldReleaseAndRequeueAsSlurmUsersExpect) {
+  // One GPU: the first job holds it until released by a file.
+  std::string release = path("release-first");
+  int64_t first = submit(token_, {"--gpus", "1"},
+                         {"sh", "-c", "while [ ! -e '" + release + "' ]; do sleep 0.05; done"});
+  ASSERT_TRUE(waitForJobState(token_, first, "running"));
+  auto second = cliAs(token_, {"run", "--gpus", "1", "--dependency",
+                               "afterok:" + std::to_string(first), "--", "echo", "second"});
+  ASSERT_EQ(second.code, 0) << second.describe();
+  const int64_t next = std::stoll(trim(second.out).substr(2));
+  ASSERT_TRUE(waitFor([&] {
+    return textOf(job(token_, next), "reason") ==
+           "waits for job " + std::to_string(first) + " to succeed (afterok; it is running)";
+  })) << job(token_, next).dump();
+  // Held too: it stays queued after the first succeeds, until released.
+  auto held = cliAs(token_, {"job", "hold", std::to_string(next)});
+  EXPECT_EQ(held.code, 0) << held.describe();
+  EXPECT_NE(held.out.find("Held j-" + std::to_string(next) + " (queued): held by carol"),
+            std::string::npos)
+      << held.out;
+  writeFile(release, "");
+  ASSERT_TRUE(waitForJobState(token_, first, "succeeded"));
+  json waiting = job(token_, next);
+  EXPECT_EQ(textOf(waiting, "state"), "queued") << waiting.dump();
+  EXPECT_EQ(textOf(waiting, "held_by"), "carol") << waiting.dump();
+  ASSERT_EQ(cliAs(token_, {"job", "release", std::to_string(next)}).code, 0);
+  ASSERT_TRUE(waitForJobState(token_, next, "succeeded"));
+  EXPECT_EQ(logs(token_, next), "second\n");
+
+  // A dependency that can no longer hold cancels the job, saying why.
+  int64_t doomed = submit(
+      token_, {"--gpus", "1", "--dependency", "afternotok:" + std::to_string(first)}, {"true"});
+  ASSERT_TRUE(waitForJobState(token_, doomed, "cancelled"));
+  EXPECT_NE(textOf(job(token_, doomed), "reason").find("dependency never satisfied"),
+            std::string::npos);
+
+  // Requeue: a running job is stopped and runs again under the same id.
+  int64_t again =
+      submit(token_, {"--gpus", "1"},
+             {"sh", "-c", "echo start; trap 'exit 143' TERM; while true; do sleep 0.05; done"});
+  ASSERT_TRUE(waitFor([&] { return logs(token_, again) == "start\n"; }));
+  auto requeued = cliAs(token_, {"job", "requeue", std::to_string(again)});
+  EXPECT_EQ(requeued.code, 0) << requeued.describe();
+  // The second run's output is appended to the first's (the log keeps both).
+  auto runs = [&] {
+    const std::string text = logs(token_, again);
+    const size_t first = text.find("start\n");
+    return first == std::string::npos                             ? 0
+           : text.find("start\n", first + 1) == std::string::npos ? 1
+                                                                  : 2;
+  };
+  ASSERT_TRUE(waitFor([&] { return runs() == 2; }))
+      << logs(token_, again) << job(token_, again).dump();
+  json back = job(token_, again);
+  EXPECT_EQ(textOf(back, "state"), "running") << back.dump();
+  EXPECT_EQ(back["preemptions"], 0) << back.dump();
+  cliAs(token_, {"job", "cancel", std::to_string(again)});
+
+  // Bad input: a one-line error, nothing submitted; another team's job is not there.
+  auto bad = cliAs(token_, {"run", "--dependency", "sometime:3", "--", "true"});
+  EXPECT_EQ(bad.code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("unknown type 'sometime'"), std::string::npos) << bad.err;
+  createTeam("cv");
+  std::string dave = createUser("dave", "cv");
+  auto theirs =
+      cliAs(dave, {"run", "--dependency", "afterok:" + std::to_string(first), "--", "true"});
+  EXPECT_NE(theirs.code, 0);
+  EXPECT_NE(theirs.err.find("no job " + std::to_string(first)), std::string::npos) << theirs.err;
+  EXPECT_EQ(
+      httpRequest(port_, "POST", "/api/v1/jobs/" + std::to_string(again) + "/hold", "{}", dave)
+          .status,
+      404);
+}
+
 TEST_F(JobsTest, CancelKillsTheWholeProcessTree) {
   std::string shPid = path("sh.pid"), childPid = path("child.pid");
   int64_t id = submit(token_, {},

@@ -307,6 +307,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         spdlog::info("session {}: {} as {}", d.id, d.session->app, argv);
       }
       auto a = executor_.start(spec);
+      logBase_[d.id] = d.logOffset;
+      logShipped_[d.id] = std::max(logShipped_[d.id], d.logOffset);
       spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
                    a.message.empty() ? "" : ": " + a.message);
     } else if (d.cancel && !stopping_.count(d.id)) {
@@ -330,6 +332,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       ssh_.forget(a.id);
       stopping_.erase(a.id);
       logShipped_.erase(a.id);
+      logBase_.erase(a.id);
     }
   }
   for (auto it = cancelledBeforeStart_.begin(); it != cancelledBeforeStart_.end();) {
@@ -582,7 +585,10 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         auto it = logShipped_.find(a.id);
         if (it == logShipped_.end()) continue;
         for (;;) {
-          std::string data = readFrom(executor_.logPath(a.id), it->second, kMaxLogChunk);
+          auto base = logBase_.find(a.id);
+          const int64_t local = it->second - (base == logBase_.end() ? 0 : base->second);
+          if (local < 0) break;  // allotd holds more than this run wrote: nothing to send
+          std::string data = readFrom(executor_.logPath(a.id), local, kMaxLogChunk);
           if (data.empty()) break;
           outbox->push(model::encodeLogChunk({a.id, it->second, data}), true);
           if (!co_await outbox->drained()) {

@@ -133,10 +133,15 @@ class Agent {
 
   // Per connection: how many bytes of each job's output allotd holds (from desired state).
   std::map<int64_t, int64_t> logShipped_;
+  // Where this host's run of a job begins in allotd's log: a requeued job's new run writes a
+  // fresh local log whose byte 0 is allotd's byte logBase_ (what it held when the run started),
+  // so the run's output is appended, not lost under the old run's length. In memory: an agent
+  // restarted during a requeued run reads its local log from allotd's offset (docs/agent.md).
+  std::map<int64_t, int64_t> logBase_;
   bool haveDesired_ = false;
   bool logOffsetsKnown_ = false;
   std::vector<model::DesiredJob> lastDesired_;
-  int64_t refusedDesired_ = 0;  // desired states that did not decode, refused whole
+  int64_t refusedDesired_ = 0;   // desired states that did not decode, refused whole
   bool waitingForGpus_ = false;  // a job waits for a stopping process to release its GPUs
   std::set<int64_t> stopping_;
   // Jobs that ended before they started here (cancelled, or a session that could not be
