@@ -26,6 +26,15 @@ std::string awaited(model::DependencyKind k) {
   return "end";
 }
 
+// Job `id` for a control by `p`: another team's is not there; the rest need the right to cancel.
+Result<Job*> controllable(World& world, const Principal& p, int64_t id) {
+  auto it = world.jobs.find(id);
+  if (it == world.jobs.end() || !authz::canSeeJob(p, it->second))
+    return Status::NotFound("no job " + std::to_string(id));
+  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
+  return &it->second;
+}
+
 }  // namespace
 
 Status Cluster::checkDependencies(const Principal& p,
@@ -90,11 +99,9 @@ void Cluster::cancelUnsatisfiable(store::WriteBatch& batch) {
 }
 
 Result<Change<Job>> Cluster::holdJob(const Principal& p, int64_t id) {
-  auto it = world_.jobs.find(id);
-  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
-    return Status::NotFound("no job " + std::to_string(id));
-  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
-  Job& j = it->second;
+  auto found = controllable(world_, p, id);
+  if (!found.ok()) return found.status();
+  Job& j = **found;
   if (j.state != JobState::kQueued)
     return Status::FailedPrecondition("job " + std::to_string(id) + " is " +
                                       model::jobStateName(j.state) +
@@ -112,11 +119,9 @@ Result<Change<Job>> Cluster::holdJob(const Principal& p, int64_t id) {
 }
 
 Result<Change<Job>> Cluster::releaseJob(const Principal& p, int64_t id) {
-  auto it = world_.jobs.find(id);
-  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
-    return Status::NotFound("no job " + std::to_string(id));
-  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
-  Job& j = it->second;
+  auto found = controllable(world_, p, id);
+  if (!found.ok()) return found.status();
+  Job& j = **found;
   if (j.heldBy.empty())
     return Status::FailedPrecondition("job " + std::to_string(id) + " is not held");
   Change<Job> c;
@@ -130,11 +135,9 @@ Result<Change<Job>> Cluster::releaseJob(const Principal& p, int64_t id) {
 }
 
 Result<Change<Job>> Cluster::requeueJob(const Principal& p, int64_t id) {
-  auto it = world_.jobs.find(id);
-  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
-    return Status::NotFound("no job " + std::to_string(id));
-  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
-  Job& j = it->second;
+  auto found = controllable(world_, p, id);
+  if (!found.ok()) return found.status();
+  Job& j = **found;
   if (j.session)
     return Status::FailedPrecondition("job " + std::to_string(id) +
                                       " is a session; stop it and create another");
