@@ -363,6 +363,11 @@ describe('console', () => {
     await carol.waitForSelector('[data-testid=profiles-table] [data-testid=profile-jupyter]');
     const form = '[data-testid=profile-create-form]';
     await carol.fill(`${form} [name=name]`, 'ml-torch');
+    // A command with an unbalanced quote is refused on its field, and the page stays usable.
+    await carol.fill(`${form} [name=command]`, "jupyter-server --notebook-dir='/data");
+    await carol.click(`${form} button[type=submit]`);
+    await carol.waitForSelector(`${form} [role=alert]`);
+    assert.match(await carol.textContent(`${form} [role=alert]`), /unterminated single quote/);
     await carol.fill(`${form} [name=command]`, '/opt/venvs/torch/bin/jupyter-server');
     await carol.fill(`${form} [name=gpus]`, '1');
     await carol.fill(`${form} [name=idle_after]`, 'soon');

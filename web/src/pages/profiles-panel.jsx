@@ -1,7 +1,7 @@
 // Session profiles (docs/sessions.md): the ones this user may use, and, for platform admins
 // (platform-wide profiles) and team-admins (their team's), a form to define one and a delete
 // button. Sessions themselves will start from these.
-import { api } from '../api.js';
+import { api, ApiError } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, isAdmin, canManageTeam, managedTeams } from '../session.js';
 import { ErrorNote, InputField, SelectField, Checkbox } from '../components/ui.jsx';
@@ -119,12 +119,26 @@ function CreateProfile({ teams, platformWide, onDone }) {
   });
   const num = (s) => (s === '' ? 0 : Number(s));
 
+  // A command that does not split (an unbalanced quote) is refused on its field, as the server
+  // refuses a bad one, rather than thrown out of the handler.
+  function command() {
+    try {
+      return splitCommand(f.command);
+    } catch (e) {
+      throw new ApiError(400, { error: { message: e.message, field: 'command' } });
+    }
+  }
+
   function submit(ev) {
     ev.preventDefault();
+    act.run(() => api.post('/profiles', bodyOf()));
+  }
+
+  function bodyOf() {
     const body = {
       name: f.name.trim(),
       description: f.description,
-      command: splitCommand(f.command),
+      command: command(),
       defaults: {
         gpus: num(f.gpus),
         cpu_millis: Math.round(num(f.cpus) * 1000),
@@ -142,7 +156,7 @@ function CreateProfile({ teams, platformWide, onDone }) {
         .map((s) => s.trim())
         .filter(Boolean);
     }
-    act.run(() => api.post('/profiles', body));
+    return body;
   }
 
   const toggleStorage = (kind, on) =>
