@@ -35,7 +35,7 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
   EXPECT_NE(asked.err.find("run again with --force"), std::string::npos) << asked.err;
   EXPECT_EQ(hostAdminState(host("gpu-a")), "available");
   EXPECT_EQ(textOf(job(alice, spot), "state"), "running");
-  // The impact is the admin's to see: a member is refused, another team is told nothing.
+  // The impact is the admin's to see: a member is refused; a bad deadline is named.
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=2s", "", alice).status,
             403);
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=soon", "", adminToken_)
