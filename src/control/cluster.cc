@@ -251,11 +251,9 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
 }
 
 Result<Change<Job>> Cluster::cancelJob(const Principal& p, int64_t id) {
-  auto it = world_.jobs.find(id);
-  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
-    return Status::NotFound("no job " + std::to_string(id));
-  ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
-  Job& j = it->second;
+  auto found = jobToControl(p, id);
+  if (!found.ok()) return found.status();
+  Job& j = **found;
   Change<Job> c;
   if (model::isTerminal(j.state)) {
     return Status::FailedPrecondition("job " + std::to_string(id) + " has already ended (" +

@@ -170,6 +170,9 @@ class Cluster : public SessionJobs, private JobPreemption {
   // The per-user and per-team limits on jobs queued or running (options_.limits), for a new job
   // whose command and environment take `bytes`.
   Status checkJobLimits(const std::string& user, const std::string& team, int64_t bytes) const;
+  // Job `id` for a control by `p` (cancel, hold, release, requeue): another team's is not there;
+  // the rest need the right to cancel it.
+  Result<model::Job*> jobToControl(const Principal& p, int64_t id);
   // Dependencies a submission may name: jobs `p` may see, at most kMaxDependencies.
   Status checkDependencies(const Principal& p, const std::vector<model::Dependency>& deps) const;
   // Why a queued job is kept out of the scheduler's snapshot (held, or a dependency that has

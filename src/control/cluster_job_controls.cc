@@ -26,16 +26,15 @@ std::string awaited(model::DependencyKind k) {
   return "end";
 }
 
-// Job `id` for a control by `p`: another team's is not there; the rest need the right to cancel.
-Result<Job*> controllable(World& world, const Principal& p, int64_t id) {
-  auto it = world.jobs.find(id);
-  if (it == world.jobs.end() || !authz::canSeeJob(p, it->second))
+}  // namespace
+
+Result<Job*> Cluster::jobToControl(const Principal& p, int64_t id) {
+  auto it = world_.jobs.find(id);
+  if (it == world_.jobs.end() || !authz::canSeeJob(p, it->second))
     return Status::NotFound("no job " + std::to_string(id));
   ALLOT_RETURN_IF_ERROR(authz::canCancelJob(p, it->second));
   return &it->second;
 }
-
-}  // namespace
 
 Status Cluster::checkDependencies(const Principal& p,
                                   const std::vector<model::Dependency>& deps) const {
@@ -99,7 +98,7 @@ void Cluster::cancelUnsatisfiable(store::WriteBatch& batch) {
 }
 
 Result<Change<Job>> Cluster::holdJob(const Principal& p, int64_t id) {
-  auto found = controllable(world_, p, id);
+  auto found = jobToControl(p, id);
   if (!found.ok()) return found.status();
   Job& j = **found;
   if (j.state != JobState::kQueued)
@@ -119,7 +118,7 @@ Result<Change<Job>> Cluster::holdJob(const Principal& p, int64_t id) {
 }
 
 Result<Change<Job>> Cluster::releaseJob(const Principal& p, int64_t id) {
-  auto found = controllable(world_, p, id);
+  auto found = jobToControl(p, id);
   if (!found.ok()) return found.status();
   Job& j = **found;
   if (j.heldBy.empty())
@@ -135,7 +134,7 @@ Result<Change<Job>> Cluster::releaseJob(const Principal& p, int64_t id) {
 }
 
 Result<Change<Job>> Cluster::requeueJob(const Principal& p, int64_t id) {
-  auto found = controllable(world_, p, id);
+  auto found = jobToControl(p, id);
   if (!found.ok()) return found.status();
   Job& j = **found;
   if (j.session)
