@@ -1,7 +1,8 @@
 // Who is logged in, for every page: the /whoami answer, shared through a context.
 import { createContext } from 'preact';
-import { useContext } from 'preact/hooks';
+import { useContext, useMemo } from 'preact/hooks';
 import { useResource } from './live.js';
+import { teamColor, teamSlots } from './format.js';
 
 export const SessionContext = createContext(null);
 
@@ -50,6 +51,18 @@ export function submittableTeams(me) {
 export function useTeamChoices(me, mine) {
   const all = useResource(isAdmin(me) ? '/teams' : null, ['teams']);
   return isAdmin(me) ? (all.data ?? []).map((t) => t.name) : mine;
+}
+
+// A team's colour for `me`: slots (format.js, teamSlots) over every team `me` may see (every
+// team for platform admins), and `extra` (teams a page shows that may not be among them yet),
+// so that two teams on one page never share a colour and a team keeps its colour across pages.
+export function useTeamColors(me, extra = []) {
+  const teams = useTeamChoices(me, teamNames(me));
+  const key = [...teams, ...extra].join(',');
+  return useMemo(() => {
+    const slots = teamSlots(key.split(','));
+    return (team) => teamColor(team, slots);
+  }, [key]);
 }
 
 const TEAM_KEY = 'allot.team';

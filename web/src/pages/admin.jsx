@@ -1,36 +1,50 @@
-// Admin: for everyone, their own API tokens and the session profiles they may use (team-admins
-// and platform admins define them); for platform admins also users, teams, pools, host join
-// tokens and the audit log. A secret (API or join token) is shown once, right after it is
-// made: the server keeps only its hash.
+// Admin, in tabs (components/tabs.jsx; the tab is in the address): for everyone, their own API
+// tokens and the session profiles they may use (team-admins and platform admins define them);
+// for platform admins also users, teams, pools and host join tokens, and the audit log, each
+// entry a sentence (components/audit-words.js) with its route and bodies on demand. A secret
+// (API or join token) is shown once, right after it is made: the server keeps only its hash.
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, isAdmin } from '../session.js';
 import { fmtTime } from '../format.js';
-import { ErrorNote, StateBadge, InputField, SelectField } from '../components/ui.jsx';
+import { ErrorNote, StateBadge, InputField, SelectField, Checkbox } from '../components/ui.jsx';
 import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
 import { useFields } from '../components/form-fields.jsx';
 import { ResourceTable } from '../components/table.jsx';
+import { Tabs } from '../components/tabs.jsx';
+import { auditSentence } from '../components/audit-words.js';
 import { ProfilesPanel } from './profiles-panel.jsx';
 import './admin.css';
 
 export function AdminPage() {
   const { me } = useSession();
   const admin = isAdmin(me);
+  const tabs = [
+    { id: 'tokens', label: 'My API tokens', render: () => <TokensPanel me={me} /> },
+    { id: 'profiles', label: 'Session profiles', render: () => <ProfilesPanel /> },
+  ];
+  if (admin) {
+    tabs.push(
+      { id: 'users', label: 'Users', render: () => <UsersPanel /> },
+      { id: 'teams', label: 'Teams', render: () => <TeamsPanel /> },
+      {
+        id: 'hosts',
+        label: 'Pools and join tokens',
+        render: () => (
+          <>
+            <PoolsPanel />
+            <JoinTokensPanel />
+          </>
+        ),
+      },
+      { id: 'audit', label: 'Audit log', render: () => <AuditPanel /> },
+    );
+  }
   return (
     <section class="admin-page">
       <h1>{admin ? 'Administration' : 'My account'}</h1>
-      <TokensPanel me={me} />
-      <ProfilesPanel />
-      {admin && (
-        <>
-          <UsersPanel />
-          <TeamsPanel />
-          <PoolsPanel />
-          <JoinTokensPanel />
-          <AuditPanel />
-        </>
-      )}
+      <Tabs tabs={tabs} label={admin ? 'Administration' : 'My account'} testid="admin-tabs" />
     </section>
   );
 }
@@ -440,32 +454,58 @@ function JoinTokensPanel() {
   );
 }
 
+// The newest 100 entries, each a sentence; "Show routes" adds what the server recorded (the
+// method and route pattern, the object, the status), and an entry's details its bodies.
 function AuditPanel() {
   const audit = useResource(`/audit${query({ limit: 100 })}`, ['audit']);
+  const [raw, setRaw] = useState(false);
   return (
     <section class="panel" aria-labelledby="audit-h">
-      <h2 id="audit-h">Audit log (last 100)</h2>
+      <div class="row audit-head">
+        <h2 id="audit-h">Audit log (last 100)</h2>
+        <Checkbox name="audit-raw" checked={raw} set={setRaw} data-testid="audit-show-routes">
+          Show routes
+        </Checkbox>
+      </div>
       <ResourceTable
         res={audit}
         loading
         empty="Nothing recorded yet."
         testid="audit-table"
-        cols={['When', 'Actor', 'From', 'Action', 'Object', ['Status', 'num'], 'Details']}
+        cols={[
+          'When',
+          'What',
+          'From',
+          raw && 'Route',
+          raw && 'Object',
+          raw && ['Status', 'num'],
+          'Details',
+        ]}
         row={(a) => (
-          <tr key={a.id}>
-            <td>{fmtTime(a.at)}</td>
-            <td>
-              {a.actor} <small class="muted">{a.actor_kind}</small>
+          <tr key={a.id} data-testid={`audit-${a.id}`}>
+            <td class="when">{fmtTime(a.at)}</td>
+            <td class="sentence" data-testid="audit-sentence">
+              {auditSentence(a)}
             </td>
             <td>{a.address}</td>
-            <td>{a.action}</td>
-            <td>
-              <code>{a.object}</code>
-            </td>
-            <td class="num">{a.status}</td>
+            {raw && (
+              <td>
+                <code data-testid="audit-route">{a.action}</code>
+              </td>
+            )}
+            {raw && (
+              <td>
+                <code>{a.object}</code>
+              </td>
+            )}
+            {raw && <td class="num">{a.status}</td>}
             <td>
               <details>
                 <summary>show</summary>
+                <p class="audit-raw">
+                  <code>{a.action}</code> · <code>{a.object || '—'}</code> · {a.status} · {a.actor}{' '}
+                  ({a.actor_kind})
+                </p>
                 <pre class="audit-json">
                   {JSON.stringify(
                     { request: a.request, before: a.before, after: a.after },

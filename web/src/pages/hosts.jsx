@@ -1,11 +1,11 @@
 // Hosts: the fleet as the caller may see it (dedicated hosts of other teams do not exist for
-// them), leases, and for one host its GPUs, events, lease calendar, admin actions and the output
-// of the host task running now.
+// them), leases, and for one host its GPUs, their utilisation over time, events, lease calendar,
+// admin actions and the output of the host task running now.
 import { useEffect, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { useResource } from '../live.js';
 import { useSession, useTeamChoices, isAdmin, managedTeams } from '../session.js';
-import { fmtTime, since } from '../format.js';
+import { fmtTime, gpuSummary, since } from '../format.js';
 import {
   ErrorNote,
   Loading,
@@ -18,23 +18,17 @@ import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
 import { confirmStops } from '../components/confirm-stops.js';
 import { useFields } from '../components/form-fields.jsx';
 import { ResourceTable, Table } from '../components/table.jsx';
+import { GpuHistory } from '../components/gpu-history.jsx';
 import './hosts.css';
 
-const DAY = 24 * 3600e3;
+const HOUR = 3600e3;
+const DAY = 24 * HOUR;
 const CALENDAR_DAYS = 30;
 const OPEN_LEASE = new Set(['requested', 'approved', 'active']);
 
 export function HostsPage(props) {
   const name = props.name ?? props.params?.name ?? null;
   return name ? <HostDetail name={name} key={name} /> : <HostList />;
-}
-
-// "8 × H100, 2 × A100"
-function gpuSummary(gpus) {
-  if (!gpus?.length) return 'no GPUs';
-  const by = new Map();
-  for (const g of gpus) by.set(g.model, (by.get(g.model) ?? 0) + 1);
-  return [...by].map(([m, n]) => `${n} × ${m}`).join(', ');
 }
 
 function Owner({ host }) {
@@ -323,6 +317,7 @@ function HostDetail({ name }) {
             </dl>
           </div>
           <GpuTable host={h} />
+          <UtilisationPanel host={h} />
           <LeaseCalendar name={name} leases={leases} me={me} onDone={reload} />
           {isAdmin(me) && <AdminActions host={h} onDone={reload} />}
           {isAdmin(me) && <TaskOutput name={name} />}
@@ -388,6 +383,48 @@ function GpuTable({ host }) {
               </tr>
             );
           }}
+        />
+      ) : (
+        <Empty>No GPUs you may see.</Empty>
+      )}
+    </section>
+  );
+}
+
+const HISTORY_WINDOWS = [
+  ['1h', 'Last hour', HOUR],
+  ['24h', 'Last 24 hours', DAY],
+  ['7d', 'Last 7 days', 7 * DAY],
+];
+
+// Each GPU's utilisation and memory over the last hour (or day, or week), one line per GPU.
+function UtilisationPanel({ host }) {
+  const [win, setWin] = useState('1h');
+  const span = HISTORY_WINDOWS.find((w) => w[0] === win)[2];
+  const gpus = (host.gpus ?? []).map((g) => ({
+    host: host.name,
+    index: g.index,
+    label: `GPU ${g.index}`,
+  }));
+  return (
+    <section class="panel" aria-labelledby="util-h" data-testid="host-utilisation">
+      <div class="row chart-head">
+        <h2 id="util-h">Utilisation</h2>
+        <SelectField
+          label="Window"
+          name="history-window"
+          value={win}
+          set={setWin}
+          options={HISTORY_WINDOWS.map(([k, label]) => [k, label])}
+        />
+      </div>
+      {gpus.length ? (
+        <GpuHistory
+          gpus={gpus}
+          from={`-${win}`}
+          spanMs={span}
+          testid="host-history"
+          empty="No samples yet: the agent has not reported GPU readings in this window."
         />
       ) : (
         <Empty>No GPUs you may see.</Empty>

@@ -1,13 +1,14 @@
-// The overview: the cluster map (every host the user may see, a cell per GPU), totals and open
-// alerts. One request, GET /cluster/map, brings every visible host with each GPU's holders and
-// current utilisation; it is refetched (at most once a second) when the live stream says hosts,
-// jobs or telemetry changed. Host cards re-render only when their cells change.
+// The overview: the cluster map (every host the user may see, a cell per GPU), totals, the
+// number of jobs queued and open alerts. One request, GET /cluster/map, brings every visible host
+// with each GPU's holders and current utilisation; it is refetched (at most once a second) when
+// the live stream says hosts, jobs or telemetry changed. Host cards re-render only when their
+// cells change. Hovering or focusing a GPU shows who holds it in one tooltip for the whole map.
 import { Component } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { useResource } from '../live.js';
-import { useSession } from '../session.js';
-import { teamColor } from '../format.js';
+import { useSession, useTeamColors } from '../session.js';
+import { gpuSummary } from '../format.js';
 import { ErrorNote, Loading, Empty, StateBadge, TextInput } from '../components/ui.jsx';
 import './overview.css';
 
@@ -17,9 +18,17 @@ function hostDown(host) {
   return host.state !== 'online' || (host.admin_state ?? 'available') !== 'available';
 }
 
+// Why a host takes no work, in words, for a free GPU's tooltip.
+function whyDown(host) {
+  if (host.state !== 'online') return `unavailable: host ${host.state}`;
+  const why = host.admin_reason ? ` (${host.admin_reason})` : '';
+  return `unavailable: host ${host.admin_state}${why}`;
+}
+
 // One GPU's cell, as plain data (so a host card can tell cheaply whether it changed). Holders of
-// another team's work come without job, team or user: "in use (other team)".
-function cellOf(host, gpu, myName) {
+// another team's work come without job, team or user: "in use by another team". `tip` is what
+// the tooltip (and, on one line, a screen reader) says: the GPU, then who holds it.
+function cellOf(host, gpu, myName, colorOf) {
   const holders = gpu.holders ?? [];
   const util = gpu.utilization_pct;
   const first = holders[0];
@@ -27,30 +36,44 @@ function cellOf(host, gpu, myName) {
   if (holders.length) kind = first.team ? 'team' : 'other';
   const dedicated = gpu.dedicated_to ?? null;
   const mine = holders.find((h) => h.user === myName && h.job_id != null);
-  const parts = [`${host.name} GPU ${gpu.index}`, gpu.model];
-  if (!holders.length) parts.push(hostDown(host) ? 'unavailable' : 'free');
+  const lines = [`${host.name} · GPU ${gpu.index} · ${gpu.model}`];
+  if (!holders.length) lines.push(hostDown(host) ? whyDown(host) : 'free');
   for (const h of holders) {
-    if (h.job_id == null) parts.push('in use (other team)');
+    if (h.job_id == null) lines.push('in use by another team');
     else {
-      const frac = h.gpu_milli && h.gpu_milli < 1000 ? ` ×${h.gpu_milli / 1000}` : '';
-      parts.push(`job ${h.job_id}${frac} · ${h.team} · ${h.user}`);
+      const frac = h.gpu_milli && h.gpu_milli < 1000 ? ` (${h.gpu_milli / 1000} GPU)` : '';
+      lines.push(`job ${h.job_id}${frac} · ${h.user} · team ${h.team}`);
     }
   }
-  if (dedicated) parts.push(`dedicated to ${dedicated}`);
-  if (gpu.shared) parts.push('shared (fractions)');
-  parts.push(util == null ? 'utilisation unknown' : `utilisation ${Math.round(util)}%`);
+  if (dedicated) lines.push(`dedicated to ${dedicated}`);
+  if (gpu.shared) lines.push('shared (fractions)');
+  const mem = gpu.memory_used_mib == null ? '' : ` · ${fmtGib(gpu.memory_used_mib)} used`;
+  lines.push(util == null ? 'utilisation unknown' : `utilisation ${Math.round(util)}%${mem}`);
+  if (mine) lines.push(`click to open job ${mine.job_id}`);
   return {
     index: gpu.index,
+    model: gpu.model,
     kind,
     team: first?.team ?? null,
+    color: kind === 'team' ? colorOf(first.team) : '',
     job: first?.job_id ?? null,
     mine: mine?.job_id ?? null,
     dedicated,
     shared: !!gpu.shared,
     down: hostDown(host),
     util: util == null ? null : Math.round(util),
-    title: parts.join('\n'),
+    tip: lines.join('\n'),
   };
+}
+
+function fmtGib(mib) {
+  return `${(mib / 1024).toFixed(mib < 10240 ? 1 : 0)} GiB`;
+}
+
+// "4× H100 · 3 free": what the host has, and how much of it could take work now.
+function hostSummary(host, cells) {
+  const free = hostDown(host) ? 0 : cells.filter((c) => c.kind === 'free').length;
+  return `${gpuSummary(cells)} · ${free} free`;
 }
 
 // A host card. Re-renders only when its signature changes: with 1,000 hosts a refresh touches
@@ -124,6 +147,7 @@ class HostCard extends Component {
   };
 
   render({ host, cells }) {
+    const summary = cells.length ? hostSummary(host, cells) : 'no GPUs you may see';
     const name = host.name;
     return (
       <article
@@ -150,17 +174,22 @@ class HostCard extends Component {
             </span>
           )}
         </header>
+        <p class="hostgpus" data-testid={`hostgpus-${name}`}>
+          {summary}
+        </p>
         <div class="gpus" onClick={this.onClick}>
           {cells.map((c) => {
             const cls = `gpu k-${c.kind}${c.dedicated ? ' ded' : ''}${c.down ? ' off' : ''}${
               c.shared ? ' shr' : ''
             }`;
-            const style = `--c:${c.kind === 'team' ? teamColor(c.team) : ''};--u:${c.util ?? 0}%`;
+            const style = `--c:${c.color};--u:${c.util ?? 0}%`;
+            // No title: the map's own tooltip (GpuTooltip) shows the same lines, styled and in
+            // screenshots; a native one would show on top of it.
             const props = {
               class: cls,
               style,
-              title: c.title,
-              'aria-label': c.title.replace(/\n/g, ', '),
+              'data-tip': c.tip,
+              'aria-label': c.tip.replace(/\n/g, ', '),
               'data-testid': `gpu-${name}-${c.index}`,
               'data-job': c.job ?? undefined,
             };
@@ -176,7 +205,7 @@ class HostCard extends Component {
   }
 }
 
-function Totals({ hosts, cells }) {
+function Totals({ hosts, cells, colorOf, queued }) {
   let gpus = 0;
   let used = 0;
   let free = 0;
@@ -211,23 +240,48 @@ function Totals({ hosts, cells }) {
         <dt>Free</dt>
         <dd>{free}</dd>
       </div>
-      {teams.map(([team, n]) => (
-        <div>
-          <dt>
-            <i class="swatch" style={`background:${teamColor(team)}`} /> {team}
-          </dt>
-          <dd>{n}</dd>
-        </div>
-      ))}
-      {other > 0 && (
-        <div>
-          <dt>
-            <i class="swatch k-other" /> other teams
-          </dt>
-          <dd>{other}</dd>
+      <Queued queued={queued} />
+      {(teams.length > 0 || other > 0) && (
+        // GPUs in use by team, on a line of their own under the totals.
+        <div class="totals-teams">
+          <dt>In use by team</dt>
+          <dd>
+            {teams.map(([team, n]) => (
+              <span class="team-count" key={team}>
+                <i class="swatch" style={`background:${colorOf(team)}`} />
+                {team} <b>{n}</b>
+              </span>
+            ))}
+            {other > 0 && (
+              <span class="team-count">
+                <i class="swatch k-other" />
+                other teams <b>{other}</b>
+              </span>
+            )}
+          </dd>
         </div>
       )}
     </dl>
+  );
+}
+
+// The jobs waiting for GPUs, as far as the user may see them (every job for platform admins,
+// else their teams'), with the way to the queue. A long queue shows as "1000+": counting past
+// one page of the list is the queue page's work.
+const QUEUED_PAGE = 1000;
+
+function Queued({ queued }) {
+  const n = queued.data?.length;
+  const held = (queued.data ?? []).filter((j) => j.held_by).length;
+  return (
+    <div data-testid="queued-count">
+      <dt>
+        <a href="/queue">Queued</a>
+      </dt>
+      <dd title={held ? `${held} of them held` : undefined}>
+        {n == null ? '—' : n >= QUEUED_PAGE ? `${QUEUED_PAGE}+` : n}
+      </dd>
+    </div>
   );
 }
 
@@ -276,19 +330,19 @@ function Alerts({ hosts, idle }) {
   );
 }
 
-function Legend({ teams }) {
+function Legend({ teams, colorOf }) {
   return (
-    <ul class="legend" aria-label="Legend">
+    <ul class="legend" aria-label="Legend" data-testid="map-legend">
       {teams.map((t) => (
-        <li>
-          <i class="swatch" style={`background:${teamColor(t)}`} /> {t}
+        <li data-team={t}>
+          <i class="swatch" style={`background:${colorOf(t)}`} /> {t}
         </li>
       ))}
       <li>
         <i class="swatch k-free" /> free
       </li>
       <li>
-        <i class="swatch k-other" /> in use (other team)
+        <i class="swatch k-other" /> in use by another team
       </li>
       <li>
         <i class="swatch k-free ded" /> dedicated to a team
@@ -306,6 +360,60 @@ function Legend({ teams }) {
   );
 }
 
+// The map's tooltip: the lines of the GPU under the pointer or with the keyboard focus (its
+// data-tip), under it. One element for the whole map, moved from cell to cell, so that a map of
+// thousands of cells adds no element per cell; it re-reads the cell's lines whenever the page
+// renders, so a live refresh updates an open tooltip. Screen readers get the same words from the
+// cell's aria-label, so the tooltip itself is hidden from them.
+function GpuTooltip({ mapRef }) {
+  const [at, setAt] = useState(null); // { cell, x, y } or null
+  useEffect(() => {
+    const map = mapRef.current;
+    if (!map) return undefined;
+    const show = (ev) => {
+      const cell = ev.target.closest?.('.gpu[data-tip]');
+      if (!cell) return;
+      const box = cell.getBoundingClientRect();
+      const outer = map.getBoundingClientRect();
+      // Centred under the cell, kept inside the map (the tooltip is at most 280px wide).
+      const x = Math.min(Math.max(box.left - outer.left + box.width / 2, 140), outer.width - 140);
+      setAt({ cell, x, y: box.bottom - outer.top + 6 });
+    };
+    const hide = (ev) => {
+      if (!ev.relatedTarget?.closest?.('.gpu[data-tip]')) setAt(null);
+    };
+    const escape = (ev) => ev.key === 'Escape' && setAt(null);
+    map.addEventListener('pointerover', show);
+    map.addEventListener('focusin', show);
+    map.addEventListener('pointerout', hide);
+    map.addEventListener('focusout', hide);
+    document.addEventListener('keydown', escape);
+    return () => {
+      map.removeEventListener('pointerover', show);
+      map.removeEventListener('focusin', show);
+      map.removeEventListener('pointerout', hide);
+      map.removeEventListener('focusout', hide);
+      document.removeEventListener('keydown', escape);
+    };
+    // The map is there: the tooltip is rendered inside it, so it mounts (and this runs) after.
+  }, []);
+  if (!at || !at.cell.isConnected) return null;
+  const [head, ...rest] = at.cell.dataset.tip.split('\n');
+  return (
+    <div
+      class="gpu-tip"
+      data-testid="gpu-tooltip"
+      aria-hidden="true"
+      style={`left:${at.x}px;top:${at.y}px`}
+    >
+      <strong>{head}</strong>
+      {rest.map((l) => (
+        <span>{l}</span>
+      ))}
+    </div>
+  );
+}
+
 export function OverviewPage() {
   const { me } = useSession();
   const { route } = useLocation();
@@ -313,7 +421,11 @@ export function OverviewPage() {
   // Only for its idle_allocations (the list of jobs flagged idle now, whatever the window); a
   // short window keeps the report cheap.
   const usage = useResource('/usage?by=team&from=-1h', ['usage', 'jobs']);
+  const queued = useResource(`/jobs?state=queued&limit=${QUEUED_PAGE}`, ['jobs'], {
+    minIntervalMs: 3000,
+  });
   const [filter, setFilter] = useState('');
+  const mapRef = useRef(null);
 
   const hostList = map.data?.hosts ?? [];
   // Per host, the cells and their signature; a card whose signature did not change since the
@@ -321,24 +433,30 @@ export function OverviewPage() {
   const cache = useRef(new Map());
   const visibility = useMemo(() => new Visibility(), []);
   useEffect(() => () => visibility.stop(), [visibility]);
+  // The teams holding GPUs on the map; their colours are slots over every team the user may
+  // see, these included, so no two of them look alike.
+  const teams = useMemo(() => {
+    const s = new Set();
+    for (const h of hostList)
+      for (const g of h.gpus ?? [])
+        for (const x of g.holders ?? []) {
+          if (x.team) s.add(x.team);
+        }
+    return [...s].sort();
+  }, [hostList]);
+  const colorOf = useTeamColors(me, teams);
   const cells = useMemo(() => {
     const out = new Map();
     const next = new Map();
     for (const h of hostList) {
-      const list = (h.gpus ?? []).map((g) => cellOf(h, g, me.name));
+      const list = (h.gpus ?? []).map((g) => cellOf(h, g, me.name, colorOf));
       const sig = `${h.state}|${h.admin_state}|${h.dedicated_to}|${JSON.stringify(list)}`;
       next.set(h.name, { list, sig });
       out.set(h.name, list);
     }
     cache.current = next;
     return out;
-  }, [hostList, me.name]);
-
-  const teams = useMemo(() => {
-    const s = new Set();
-    for (const list of cells.values()) for (const c of list) if (c.team) s.add(c.team);
-    return [...s].sort();
-  }, [cells]);
+  }, [hostList, me.name, colorOf]);
 
   const shown = filter
     ? hostList.filter((h) => h.name.toLowerCase().includes(filter.toLowerCase()))
@@ -353,11 +471,11 @@ export function OverviewPage() {
       ) : (
         <>
           <div class="overview-top">
-            <Totals hosts={hostList} cells={cells} />
+            <Totals hosts={hostList} cells={cells} colorOf={colorOf} queued={queued} />
             <Alerts hosts={hostList} idle={usage.data?.idle_allocations} />
           </div>
           <div class="map-tools">
-            <Legend teams={teams} />
+            <Legend teams={teams} colorOf={colorOf} />
             {hostList.length > 8 && (
               <label class="map-filter">
                 <span>Find host</span>
@@ -368,7 +486,12 @@ export function OverviewPage() {
           {hostList.length === 0 ? (
             <Empty>No hosts you may see have joined yet.</Empty>
           ) : (
-            <div class="cluster-map" data-testid="cluster-map" aria-label="Cluster map">
+            <div
+              class="cluster-map"
+              data-testid="cluster-map"
+              aria-label="Cluster map"
+              ref={mapRef}
+            >
               {shown.map((h) => {
                 const entry = cache.current.get(h.name);
                 return (
@@ -382,6 +505,7 @@ export function OverviewPage() {
                   />
                 );
               })}
+              <GpuTooltip mapRef={mapRef} />
             </div>
           )}
         </>

@@ -3,7 +3,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { useResource } from '../live.js';
 import { useSession, useTeamChoices, teamNames } from '../session.js';
-import { fmtTime, fmtGpus, since } from '../format.js';
+import { fmtTime, fmtGpus, since, startsIn } from '../format.js';
 import { ErrorNote, Loading, StateBadge, SelectField } from '../components/ui.jsx';
 import { Table } from '../components/table.jsx';
 
@@ -15,6 +15,7 @@ const WAITING_COLS = [
   'GPUs asked',
   ['Priority', 'num'],
   'Waiting since',
+  'Expected start',
   'Reason',
 ];
 
@@ -80,6 +81,16 @@ export function QueuePage() {
               </td>
               <td class="num">{j.priority}</td>
               <td title={fmtTime(j.submitted_at)}>{since(j.submitted_at)}</td>
+              <td
+                data-testid={`expected-start-${j.id}`}
+                title={
+                  j.expected_start
+                    ? fmtTime(j.expected_start)
+                    : 'Known once the work ahead declares a max runtime'
+                }
+              >
+                {startsIn(j.expected_start)}
+              </td>
               <td class="muted">{j.reason ?? ''}</td>
             </tr>
           )}

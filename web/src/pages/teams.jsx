@@ -4,8 +4,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useResource } from '../live.js';
-import { useSession, teamNames, isAdmin, canManageTeam } from '../session.js';
-import { fmtTime, teamColor } from '../format.js';
+import { useSession, useTeamColors, teamNames, isAdmin, canManageTeam } from '../session.js';
+import { fmtTime } from '../format.js';
 import {
   ErrorNote,
   Loading,
@@ -32,6 +32,7 @@ export function TeamsPage(props) {
   const list = (teams.data ?? []).filter((t) => isAdmin(me) || mine.has(t.name));
   // With one team there is nothing to choose: show it.
   const shown = team ?? (list.length === 1 ? list[0].name : null);
+  const colorOf = useTeamColors(me);
 
   return (
     <section class="teams-page">
@@ -50,7 +51,7 @@ export function TeamsPage(props) {
                   data-testid={`team-${t.name}`}
                   aria-current={t.name === shown ? 'page' : undefined}
                 >
-                  <span class="swatch" style={{ background: teamColor(t.name) }} />
+                  <span class="swatch" style={{ background: colorOf(t.name) }} />
                   {t.name}
                 </a>
                 {mine.has(t.name) && <small class="muted"> {me.teams[t.name]}</small>}
@@ -61,7 +62,7 @@ export function TeamsPage(props) {
         </aside>
         <div class="teams-detail">
           {shown ? (
-            <TeamDetail team={shown} me={me} key={shown} />
+            <TeamDetail team={shown} me={me} color={colorOf(shown)} key={shown} />
           ) : (
             <p class="muted">Choose a team to see its quota, projects, members and idle policy.</p>
           )}
@@ -102,7 +103,7 @@ function CreateTeam({ onDone }) {
   );
 }
 
-function TeamDetail({ team, me }) {
+function TeamDetail({ team, me, color }) {
   const t = encodeURIComponent(team);
   const quota = useResource(`/teams/${t}/quota`, ['teams']);
   const members = useResource(`/teams/${t}/members`, ['teams', 'users']);
@@ -120,7 +121,7 @@ function TeamDetail({ team, me }) {
   return (
     <div>
       <h2 class="team-title">
-        <span class="swatch" style={{ background: teamColor(team) }} />
+        <span class="swatch" style={{ background: color }} />
         {team}
       </h2>
       <QuotaPanel team={team} quota={quota} me={me} onDone={reloadQuota} />

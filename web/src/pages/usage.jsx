@@ -3,8 +3,15 @@
 import { useMemo, useState } from 'preact/hooks';
 import { query } from '../api.js';
 import { useResource } from '../live.js';
-import { isAdmin, preferredTeam, rememberTeam, teamNames, useSession } from '../session.js';
-import { fmtHours, fmtPercent, fmtTime, since, teamColor } from '../format.js';
+import {
+  isAdmin,
+  preferredTeam,
+  rememberTeam,
+  teamNames,
+  useSession,
+  useTeamColors,
+} from '../session.js';
+import { fmtHours, fmtPercent, fmtTime, since, teamColor, teamSlots } from '../format.js';
 import { ErrorNote, Loading, Empty, InputField, SelectField } from '../components/ui.jsx';
 import { Table } from '../components/table.jsx';
 import { UPlotChart } from '../components/uplot-chart.jsx';
@@ -48,9 +55,12 @@ function fromLocalInput(value) {
   return Number.isNaN(d.getTime()) ? null : d.toISOString();
 }
 
-// Each group keeps one colour (teams keep theirs across the console).
-function seriesColor(name) {
-  return teamColor(name);
+// Each group's colour: a team keeps its colour across the console; projects and users take
+// slots among the groups charted, so that no two lines share one.
+function groupColors(by, names, teamColorOf) {
+  if (by === 'team') return teamColorOf;
+  const slots = teamSlots(names);
+  return (name) => teamColor(name, slots);
 }
 
 export function UsagePage() {
@@ -65,6 +75,7 @@ export function UsagePage() {
     setTeamState(t);
   };
   const [by, setBy] = useState('team');
+  const teamColorOf = useTeamColors(me);
   const [win, setWin] = useState(() => windowFor('7d'));
   const step = stepFor(new Date(win.to) - new Date(win.from));
   const params = { by, from: win.from, to: win.to, ...(team ? { team } : {}) };
@@ -127,7 +138,7 @@ export function UsagePage() {
         </h2>
         <ErrorNote error={series.error} />
         {series.loading && !series.data && <Loading what="the series" />}
-        <SeriesCharts by={by} data={series.error ? null : series.data} />
+        <SeriesCharts by={by} data={series.error ? null : series.data} teamColorOf={teamColorOf} />
       </section>
 
       <section class="panel" aria-labelledby="totals-h">
@@ -170,10 +181,15 @@ function CustomWindow({ win, onChange }) {
   );
 }
 
-function SeriesCharts({ by, data }) {
+function SeriesCharts({ by, data, teamColorOf }) {
   const built = useMemo(() => {
     if (!data || !Array.isArray(data.times) || !Array.isArray(data.series)) return null;
     const sw = data.series;
+    const seriesColor = groupColors(
+      by,
+      sw.map((s) => s.name),
+      teamColorOf,
+    );
     // uPlot's default tick labels round small values to "0"; show enough digits for the step
     // between ticks (a short window of one GPU is thousandths of a GPU-hour per bucket).
     const gpuHours = (u, ticks, axis, space, incr) => {
@@ -208,7 +224,7 @@ function SeriesCharts({ by, data }) {
       data: [data.times, ...sw.map((s) => s.idle_gpu_hours)],
     };
     return { main, idle, empty: !sw.length || !data.times.length };
-  }, [data, by]);
+  }, [data, by, teamColorOf]);
 
   if (!built) return <div data-testid="usage-chart" class="uplot-box" />;
   return (

@@ -1,4 +1,5 @@
-// My work: my jobs, the launch form, and one job's detail with its live log.
+// My work: my jobs, the launch form, and one job's detail: its controls (cancel, hold, release,
+// requeue), the utilisation of the GPUs it holds over its run, and its live log.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiError } from '../api.js';
@@ -22,7 +23,8 @@ import {
   InputField,
   SelectField,
 } from '../components/ui.jsx';
-import { useAction, ActionForm } from '../components/action.jsx';
+import { useAction, ActionButton, ActionForm } from '../components/action.jsx';
+import { GpuHistory } from '../components/gpu-history.jsx';
 import { Table } from '../components/table.jsx';
 import { fieldErrors, binder, scaled } from '../components/form-fields.jsx';
 import { splitCommand } from '../components/shellwords.js';
@@ -43,10 +45,27 @@ export function WorkPage({ id }) {
   return id ? <JobDetail id={id} /> : <WorkList />;
 }
 
-function mayCancel(me, job) {
-  if (TERMINAL.has(job.state) || job.cancel_requested) return false;
+// Cancel, hold, release and requeue are for the same people (the server's canCancelJob): the
+// job's owner while they may submit in its team, its team's team-admins, platform admins.
+function mayControl(me, job) {
   if (canManageTeam(me, job.team)) return true;
   return job.user === me.name && canSubmit(me, job.team);
+}
+
+function mayCancel(me, job) {
+  if (TERMINAL.has(job.state) || job.cancel_requested) return false;
+  return mayControl(me, job);
+}
+
+// Which of hold, release and requeue apply to the job as shown: hold and release to a queued job
+// (held or not), requeue to a placed one that is not already stopping. A session is neither held
+// nor requeued (stop it instead), and the server refuses the rest with a 409 that says why.
+function jobControls(me, job) {
+  if (!mayControl(me, job) || job.session || TERMINAL.has(job.state)) return [];
+  if (job.state === 'queued') return [job.held_by ? 'release' : 'hold'];
+  const stopping = job.cancel_requested || job.requeue_requested_by || job.evicting;
+  if ((job.state === 'scheduled' || job.state === 'running') && !stopping) return ['requeue'];
+  return [];
 }
 
 function WorkList() {
@@ -305,6 +324,10 @@ function JobDetail({ id }) {
   const j = job.data;
   const explain = useResource(j && j.state === 'queued' ? `/jobs/${id}/explain` : null, ['jobs']);
   const cancel = useAction();
+  // Hold, release, requeue; refused or not, the job may have moved meanwhile: it is fetched
+  // again after each.
+  const control = useAction();
+  const runControl = (what) => api.post(`/jobs/${id}/${what}`).finally(() => job.reload());
 
   async function cancelJob() {
     if (!window.confirm(`Cancel job ${id}${j.name ? ` (${j.name})` : ''}?`)) return;
@@ -340,21 +363,27 @@ function JobDetail({ id }) {
       </h1>
       <ErrorNote error={job.error} />
       {j.reason && <p class="reason">{j.reason}</p>}
-      {mayCancel(me, j) && (
-        <p>
-          <button
-            type="button"
-            class="danger"
-            data-testid="job-cancel"
-            onClick={cancelJob}
-            disabled={cancel.busy}
-          >
-            {cancel.busy ? 'Cancelling…' : 'Cancel job'}
-          </button>
+      <JobActions
+        job={j}
+        controls={jobControls(me, j)}
+        control={control}
+        onControl={runControl}
+        cancel={mayCancel(me, j) && { busy: cancel.busy, run: cancelJob }}
+      />
+      {j.cancel_requested && !TERMINAL.has(j.state) && <p class="note">Cancel requested.</p>}
+      {j.held_by && j.state === 'queued' && (
+        <p class="note" data-testid="job-held">
+          Held by {j.held_by}: it stays queued, and is not scheduled until released.
         </p>
       )}
-      {j.cancel_requested && !TERMINAL.has(j.state) && <p class="note">Cancel requested.</p>}
+      {j.requeue_requested_by && !TERMINAL.has(j.state) && (
+        <p class="note" data-testid="job-requeue-requested">
+          Requeue asked by {j.requeue_requested_by}: the run stops, and the job goes back to the
+          queue under the same id.
+        </p>
+      )}
       <ErrorNote error={cancel.error} />
+      <ErrorNote error={control.error} testid="job-control-error" />
       <dl class="job-fields">
         <Row k="Team" v={j.team} />
         <Row k="Project" v={j.project} />
@@ -389,8 +418,92 @@ function JobDetail({ id }) {
         {j.idle?.reclaim_at && <Row k="Reclaimed at" v={fmtTime(j.idle.reclaim_at)} />}
       </dl>
       {j.state === 'queued' && <Explain data={explain.data} error={explain.error} />}
+      <JobUtilisation job={j} />
       <h2>Output</h2>
       <JobLog id={j.id} shownState={j.state} onState={job.reload} />
+    </section>
+  );
+}
+
+const CONTROL_LABELS = { hold: 'Hold', release: 'Release', requeue: 'Requeue' };
+
+// The job's buttons: the controls that apply to it, then Cancel.
+function JobActions({ job, controls, control, onControl, cancel }) {
+  if (!controls.length && !cancel) return null;
+  const requeueQuestion =
+    `Requeue job ${job.id}${job.name ? ` (${job.name})` : ''}? Its run is stopped and it goes ` +
+    'back to the queue under the same id; its log goes on.';
+  return (
+    <p class="row job-actions" data-testid="job-actions">
+      {controls.map((what) => (
+        <ActionButton
+          act={control}
+          class="secondary"
+          data-testid={`job-${what}`}
+          confirm={what === 'requeue' ? requeueQuestion : undefined}
+          run={() => onControl(what)}
+        >
+          {CONTROL_LABELS[what]}
+        </ActionButton>
+      ))}
+      {cancel && (
+        <button
+          type="button"
+          class="danger"
+          data-testid="job-cancel"
+          onClick={cancel.run}
+          disabled={cancel.busy}
+        >
+          {cancel.busy ? 'Cancelling…' : 'Cancel job'}
+        </button>
+      )}
+    </p>
+  );
+}
+
+// The GPUs the job holds (or held): rank 0's in the flat fields, every rank's in `ranks`.
+function jobGpus(j) {
+  const slices = j.ranks?.length
+    ? j.ranks.map((r) => ({ host: r.host, indices: r.gpu_indices ?? [] }))
+    : j.host
+      ? [{ host: j.host, indices: j.gpu_indices ?? [] }]
+      : [];
+  const many = slices.length > 1;
+  return slices.flatMap((s) =>
+    s.indices.map((index) => ({
+      host: s.host,
+      index,
+      label: many ? `${s.host} GPU ${index}` : `GPU ${index}`,
+    })),
+  );
+}
+
+// Utilisation and memory of the job's GPUs over its run: from its start to its end (or now).
+function JobUtilisation({ job }) {
+  const gpus = jobGpus(job);
+  if (!job.started_at || !gpus.length) return null;
+  const end = job.finished_at ? Date.parse(job.finished_at) : Date.now();
+  const shared = job.gpu_milli && job.gpu_milli < 1000;
+  return (
+    <section class="panel" aria-labelledby="job-util-h" data-testid="job-utilisation">
+      <h2 id="job-util-h">Utilisation over the run</h2>
+      {shared && (
+        <p class="muted">
+          Readings are of the whole GPU: on a shared GPU they include its other holders.
+        </p>
+      )}
+      <GpuHistory
+        gpus={gpus}
+        from={job.started_at}
+        to={job.finished_at ?? undefined}
+        spanMs={end - Date.parse(job.started_at)}
+        testid="job-history"
+        empty={
+          job.finished_at
+            ? 'No GPU samples were recorded while this job ran.'
+            : 'No samples yet: the first GPU readings come a few seconds after the job starts.'
+        }
+      />
     </section>
   );
 }
