@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-url1.81-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
+  # `allot run -f job.yaml` reads job specs with yaml-cpp.
+  libyaml-cpp-dev
   libsodium-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
   libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -28,6 +30,9 @@ packages=(
   python3-jupyter-server jupyter-server python3-nbclassic python3-notebook jupyter-notebook
   python3-ipykernel
   openssh-server openssh-client
+  # Multi-host jobs' tests rendezvous a real two-rank torch.distributed all-reduce (gloo on CPU)
+  # and torchrun --nnodes 2 across two agents (docs/scheduler.md, "Multi-host jobs").
+  python3-torch
   # `allot man` writes roff that the CLI's tests check with groff; man reads it.
   groff-base man-db
 )

@@ -65,6 +65,12 @@ nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) 
   if (j.state == model::JobState::kQueued) {
     auto w = s.cluster().waitOf(j.id);
     out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
+    // When it is expected to start, as squeue --start: known only where the pass reserved room
+    // that frees at a declared time (the work ahead gave --max-runtime) or a lease begins.
+    const bool dated =
+        w && w->startAt > 0 &&
+        (w->kind == sched::WaitKind::kReserved || w->kind == sched::WaitKind::kHeldForLease);
+    out["expected_start"] = dated ? nlohmann::json(formatIso8601(w->startAt)) : nullptr;
   }
   // The owner's view of an idle flag (see docs/accounting.md); absent while not flagged.
   if (auto idle = s.cluster().idle().flag(j.id)) {
@@ -155,6 +161,10 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   ALLOT_RETURN_IF_ERROR(assign(req.queueAnyway, in.optionalBool("queue_anyway", false)));
   ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
   ALLOT_RETURN_IF_ERROR(assign(req.dependencies, readDependencies(in)));
+  ALLOT_RETURN_IF_ERROR(assign(req.workdir, in.optionalString("workdir")));
+  std::string array;
+  ALLOT_RETURN_IF_ERROR(assign(array, in.optionalString("array")));
+  if (in.has("array")) ALLOT_RETURN_IF_ERROR(assign(req.array, control::parseArraySpec(array)));
   return req;
 }
 
@@ -312,17 +322,26 @@ void registerRoutes(Router& router, Server& s) {
                                      "gpu_milli",    "gpu_memory_mib", "cpu_millis", "memory_mib",
                                      "priority",     "preemptible",    "whole_host", "hosts",
                                      "max_runtime",  "min_driver",     "min_cuda",   "contour",
-                                     "queue_anyway", "dependencies"}));
+                                     "queue_anyway", "dependencies",   "workdir",    "array"}));
     TRY_ASSIGN(req, readJobRequest(in));
+    const size_t tasks = req.array ? req.array->indices.size() : 0;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
     co_await s.apply(r, change);
-    ApiResponse res = ApiResponse::json(jobJson(s, change.value), http::status::created);
+    // An array answers with its first task, and the ids of all (in a row from the first).
+    auto withTasks = [id = change.value.id, tasks](nlohmann::json job) {
+      if (tasks == 0) return job;
+      nlohmann::json ids = nlohmann::json::array();
+      for (size_t t = 0; t < tasks; ++t) ids.push_back(id + static_cast<int64_t>(t));
+      job["array_tasks"] = std::move(ids);
+      return job;
+    };
+    ApiResponse res = ApiResponse::json(withTasks(jobJson(s, change.value)), http::status::created);
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
     // Only the id is kept: a job's command and environment may be 512 KiB.
-    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id](ApiResponse& out) {
+    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id, withTasks](ApiResponse& out) {
       if (auto now = s.cluster().getJob(who, id); now.ok())
-        out.body = ApiResponse::json(jobJson(s, *now)).body;
+        out.body = ApiResponse::json(withTasks(jobJson(s, *now))).body;
     };
     co_return res;
   });
@@ -399,6 +418,20 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(rank64, queryInt(r, "rank", 0, 0, control::kMaxGangHosts - 1));
     TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
     const int rank = static_cast<int>(rank64);
+    // since=T: from output received at or after T (ISO 8601 or relative, "-10m"), to within a
+    // second; the answer's X-Allot-Log-Offset says where that is, for the next read.
+    std::optional<int64_t> sinceOffset;
+    if (auto since = r.query.find("since"); since != r.query.end()) {
+      if (r.query.count("offset"))
+        co_return ApiResponse::error(
+            Status::InvalidArgument("since: give offset or since, not both", "since"));
+      auto t = parseTime(since->second, s.clock().nowMs());
+      if (!t.ok())
+        co_return ApiResponse::error(
+            Status::InvalidArgument("since: " + t.status().message(), "since"));
+      sinceOffset = s.logs().offsetAt(id, *t, rank);
+      offset = *sinceOffset;
+    }
     if (rank >= job.resources.hosts)
       co_return ApiResponse::error(Status::InvalidArgument(
           "rank: job " + std::to_string(id) + " has ranks 0.." +
@@ -413,6 +446,7 @@ void registerRoutes(Router& router, Server& s) {
     ApiResponse res{http::status::ok, std::move(data), "text/plain; charset=utf-8", {}};
     res.headers.emplace_back("X-Allot-Log-Size", std::to_string(s.logs().size(id, rank)));
     res.headers.emplace_back("X-Allot-Job-State", model::jobStateName(job.state));
+    if (sinceOffset) res.headers.emplace_back("X-Allot-Log-Offset", std::to_string(*sinceOffset));
     co_return res;
   });
 

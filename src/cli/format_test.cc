@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "cli/job_file.h"
 #include "common/time_format.h"
 
 namespace allot::cli {
@@ -151,4 +154,53 @@ TEST(FormatTest, TextOfJsonFields) {
 }
 
 }  // namespace
+TEST(JobFileTest, ReadsTheFlagsFieldsAndTheCommandLineWins) {
+  std::istringstream in(R"(gpus: 2
+gpu_model: [A100, H100]
+max-runtime: 2h
+env: {SEED: "1"}
+array: 0-9%2
+workdir: /shared/alice/code
+preemptible: true
+priority: 5
+command: [python, train.py, --lr, "3e-4"]
+)");
+  RunOpts o;
+  o.gpus = "4";  // given on the command line
+  auto st = applyJobFile(in, "job.yaml", &o, [](const std::string& f) { return f == "gpus"; });
+  ASSERT_TRUE(st.ok()) << st.toString();
+  EXPECT_EQ(o.gpus, "4");
+  EXPECT_EQ(o.gpuModel, "A100,H100");
+  EXPECT_EQ(o.maxRuntime, "2h");
+  EXPECT_EQ(o.env, std::vector<std::string>{"SEED=1"});
+  EXPECT_EQ(o.array, "0-9%2");
+  EXPECT_EQ(o.workdir, "/shared/alice/code");
+  EXPECT_TRUE(o.preemptible);
+  EXPECT_EQ(o.priority, 5);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"python", "train.py", "--lr", "3e-4"}));
+
+  std::istringstream script("command: |\n  echo one\n  echo two\n");
+  RunOpts s;
+  ASSERT_TRUE(applyJobFile(script, "s.yaml", &s, [](const std::string&) { return false; }).ok());
+  EXPECT_EQ(s.command, (std::vector<std::string>{"/bin/sh", "-c", "echo one\necho two\n"}));
+}
+
+TEST(JobFileTest, RefusesUnknownFieldsAndWrongKindsWithTheLine) {
+  auto refused = [](const std::string& text) {
+    std::istringstream in(text);
+    RunOpts o;
+    return applyJobFile(in, "job.yaml", &o, [](const std::string&) { return false; }).message();
+  };
+  EXPECT_NE(refused("gpus: 1\ngpuz: 2\n").find("job.yaml:2: unknown field 'gpuz'"),
+            std::string::npos);
+  EXPECT_NE(refused("preemptible: maybe\n").find("job.yaml:1: preemptible: expected true or false"),
+            std::string::npos);
+  EXPECT_NE(refused("priority: high\n").find("priority: expected a whole number"),
+            std::string::npos);
+  EXPECT_NE(refused("command: {a: 1}\n").find("command:"), std::string::npos);
+  EXPECT_NE(refused("[1, 2]\n").find("a map of fields"), std::string::npos);
+  EXPECT_NE(refused("gpus: [\n").find("not YAML"), std::string::npos);
+  EXPECT_NE(refused("").find("empty"), std::string::npos);
+}
+
 }  // namespace allot::cli

@@ -2,12 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <set>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/job_file.h"
 #include "cli/job_follow.h"
+#include "cli/run_options.h"
 #include "cli/table.h"
 #include "common/time_format.h"
 
@@ -16,30 +23,6 @@ namespace {
 
 constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeeded",
                                       "failed", "cancelled", "lost",    "preempted"};
-
-struct RunOpts {
-  std::string gpus;      // "2", or a fraction of one shared GPU: "0.5"
-  std::string gpuModel;  // "A100" or "A100,H100"
-  std::string gpuMemory;
-  int priority = 0;
-  bool preemptible = false;
-  bool wholeHost = false;
-  int hosts = 1;
-  std::string maxRuntime;
-  std::string minDriver;
-  std::string minCuda;
-  std::string contour;
-  std::string project;
-  std::string name;
-  std::string team;
-  std::string cpus;
-  std::string memory;
-  std::vector<std::string> env;
-  bool wait = false;
-  bool queueAnyway = false;
-  std::string dependency;  // "afterok:12,13" or "afterok:12:13,afterany:14"
-  std::vector<std::string> command;
-};
 
 // --dependency as Slurm writes it: comma-separated TYPE:ID[:ID...] entries, where a bare ID
 // after a comma keeps the type before it ("afterok:12,13"). Sent as [{"kind", "job"}].
@@ -90,6 +73,8 @@ struct JobOpts {
   bool follow = false;
   int rank = 0;
   int tail = -1;  // logs: only the last N lines (-1: all)
+  bool watch = false;
+  std::string interval = "2s";
 };
 
 // A comma-separated list of job states ("queued,running"), each one allotd knows.
@@ -182,9 +167,24 @@ std::string gpuAmountText(const json& job) {
 }
 
 int submit(Context& ctx, const RunOpts& o) {
+  if (o.command.empty())
+    return ctx.usageError(Status::InvalidArgument(
+        "no command: give it after --, or as command: in the job spec file (-f)"));
+  if (o.wait && !o.array.empty())
+    return ctx.usageError(Status::InvalidArgument(
+        "--wait follows one job, and --array makes many: watch them with allot job list --watch"));
   auto env = parseEnvEntries(o.env);
   if (!env.ok()) return ctx.usageError(env.status());
   json body = {{"command", o.command}};
+  if (!o.array.empty()) body["array"] = o.array;
+  if (!o.workdir.empty()) {
+    // Relative to where the command is typed, as sbatch --chdir: for code on shared storage.
+    std::error_code ec;
+    auto dir = std::filesystem::absolute(o.workdir, ec).lexically_normal().string();
+    if (ec) return ctx.usageError(Status::InvalidArgument("--workdir: " + ec.message()));
+    if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    body["workdir"] = dir;
+  }
   if (o.wholeHost && !o.gpus.empty())
     return ctx.usageError(
         Status::InvalidArgument("--whole-host takes every GPU of one host; leave out --gpus"));
@@ -245,6 +245,14 @@ int submit(Context& ctx, const RunOpts& o) {
   if (!o.wait) {
     if (ctx.jsonOutput()) return ctx.printJson(*job);
     ctx.out() << id << "\n";
+    if (auto tasks = job->find("array_tasks"); tasks != job->end() && tasks->is_array()) {
+      const auto& a = job->value("array", json::object());
+      const int limit = a.is_object() ? a.value("limit", 0) : 0;
+      ctx.err() << "array " << id << ": " << tasks->size() << " tasks, " << id << " to j-"
+                << tasks->back().dump()
+                << (limit > 0 ? ", at most " + std::to_string(limit) + " running at once" : "")
+                << "\n";
+    }
     if (std::string reason = text(*job, "reason", ""); !reason.empty()) {
       ctx.err() << id << " " << text(*job, "state") << ": " << reason << "\n";
     }
@@ -303,7 +311,7 @@ int jobList(Context& ctx, const JobOpts& o) {
     if (!t.ok()) return ctx.usageError(t.status().withContext(std::string("--") + key));
     param(key, formatIso8601(*t));
   }
-  return ctx.printReply(ctx.get("/jobs" + query), [&](const json& jobs) {
+  auto render = [&](const json& jobs) {
     Table table({"ID", "NAME", "TEAM", "USER", "PROJECT", "STATE", "GPUS", "HOST", "SUBMITTED",
                  "DURATION", "REASON"});
     for (const auto& j : jobs) {
@@ -312,8 +320,36 @@ int jobList(Context& ctx, const JobOpts& o) {
                     relativeTime(text(j, "submitted_at", ""), ctx.now()), jobDuration(j, ctx.now()),
                     text(j, "reason", "")});
     }
-    ctx.out() << table.render();
-  });
+    return table.render();
+  };
+  if (!o.watch) {
+    return ctx.printReply(ctx.get("/jobs" + query),
+                          [&](const json& jobs) { ctx.out() << render(jobs); });
+  }
+  auto every = parseDurationMs(o.interval);
+  if (!every.ok() || *every < 200)
+    return ctx.usageError(Status::InvalidArgument("--interval '" + o.interval +
+                                                  "': a duration of at least 200ms, e.g. 2s"));
+  // As `kubectl get -w`: a new listing only when something changed, each under the time it was
+  // seen; the durations' ticking alone is no change. Runs until interrupted.
+  std::string last;
+  for (;;) {
+    auto jobs = ctx.get("/jobs" + query);
+    if (!jobs.ok()) return ctx.fail(jobs.status());
+    json stable = *jobs;
+    for (auto& j : stable) j.erase("position");
+    const std::string now = ctx.jsonOutput() ? jobs->dump() : render(*jobs);
+    if (const std::string key = stable.dump(); key != last) {
+      last = key;
+      if (ctx.jsonOutput()) {
+        ctx.out() << now << "\n";
+      } else {
+        ctx.out() << "--- " << formatIso8601(ctx.now()) << "\n" << now;
+      }
+      ctx.out().flush();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(*every));
+  }
 }
 
 int jobShow(Context& ctx, const JobOpts& o) {
@@ -330,11 +366,22 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("state", text(j, "state"));
   d.add("reason", text(j, "reason"));
   if (j.contains("position")) d.add("queue position", text(j, "position"));
+  if (j.contains("expected_start")) {
+    d.add("expected start",
+          j["expected_start"].is_string() ? timeText(j, "expected_start", now) : "unknown");
+  }
   d.add("cancel requested", text(j, "cancel_requested", "no"));
   d.add("team", text(j, "team"));
   d.add("project", text(j, "project"));
   d.add("user", text(j, "user"));
   d.add("command", commandText(j));
+  if (std::string w = text(j, "workdir", ""); !w.empty()) d.add("workdir", w);
+  if (auto a = j.find("array"); a != j.end() && a->is_object()) {
+    const int limit = a->value("limit", 0);
+    d.add("array",
+          "task " + text(*a, "index") + " of array j-" + text(*a, "id") +
+              (limit > 0 ? ", at most " + std::to_string(limit) + " running at once" : ""));
+  }
   d.add("env", envText(j));
   d.add("gpus", gpuAmountText(j));
   if (std::string c = text(j, "contour", ""); !c.empty()) d.add("contour", c);
@@ -377,6 +424,8 @@ int jobShow(Context& ctx, const JobOpts& o) {
       if (std::string sig = text(k, "signal", ""); !sig.empty()) line += " signal " + sig;
       d.add("rank " + text(k, "rank"), line);
     }
+    if (std::string port = text(j, "master_port", ""); !port.empty())
+      d.add("rendezvous", text(j, "host") + " port " + port + " (MASTER_PORT)");
   }
   d.add("exit code", text(j, "exit_code"));
   d.add("signal", text(j, "signal"));
@@ -386,14 +435,15 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("duration", jobDuration(j, now));
   // Fields this CLI does not know yet still show.
   static const std::set<std::string> kShown = {
-      "id",          "name",         "state",       "reason",         "position",
-      "team",        "project",      "user",        "command",        "env",
-      "gpus",        "gpu_models",   "gpu_milli",   "gpu_memory_mib", "cpu_millis",
-      "memory_mib",  "priority",     "preemptible", "whole_host",     "max_runtime",
-      "min_driver",  "min_cuda",     "preemptions", "evicting",       "evicting_since",
-      "evicted_for", "host",         "gpu_indices", "gpu_uuids",      "exit_code",
-      "signal",      "submitted_at", "started_at",  "finished_at",    "cancel_requested",
-      "hosts",       "ranks",        "contour"};
+      "id",          "name",          "state",       "reason",         "position",
+      "team",        "project",       "user",        "command",        "env",
+      "gpus",        "gpu_models",    "gpu_milli",   "gpu_memory_mib", "cpu_millis",
+      "memory_mib",  "priority",      "preemptible", "whole_host",     "max_runtime",
+      "min_driver",  "min_cuda",      "preemptions", "evicting",       "evicting_since",
+      "evicted_for", "host",          "gpu_indices", "gpu_uuids",      "exit_code",
+      "signal",      "submitted_at",  "started_at",  "finished_at",    "cancel_requested",
+      "hosts",       "ranks",         "contour",     "workdir",        "array",
+      "master_port", "expected_start"};
   d.addOthers(j, kShown);
   ctx.out() << d.render();
   return 0;
@@ -466,10 +516,18 @@ int jobLogs(Context& ctx, const JobOpts& o) {
   auto api = ctx.api();
   if (!api.ok()) return ctx.fail(api.status());
   int64_t from = 0;
+  // Both given, as kubectl logs: the last N lines of what arrived since T.
+  if (!o.since.empty()) {
+    auto t = parseTime(o.since, ctx.now());
+    if (!t.ok()) return ctx.usageError(t.status().withContext("--since"));
+    auto start = sinceStart(**api, *id, o.rank, formatIso8601(*t));
+    if (!start.ok()) return ctx.fail(start.status());
+    from = *start;
+  }
   if (o.tail >= 0) {
     auto start = tailStart(**api, *id, o.rank, o.tail);
     if (!start.ok()) return ctx.fail(start.status());
-    from = *start;
+    from = std::max(from, *start);
   }
   auto state = streamLogs(**api, *id, ctx.out(), o.follow, 10, o.rank, from);
   if (!state.ok()) return ctx.fail(state.status());
@@ -543,9 +601,38 @@ void addJobCommands(CLI::App& app, Context& ctx) {
                   "(they failed), afterany (they ended); one that can no longer hold cancels it");
   run->add_flag("--wait", r->wait,
                 "Stream the job's output and exit with its exit status when it ends");
-  run->add_option("COMMAND", r->command, "The command and its arguments, after --")->required();
-  run->footer("Example: allot run --gpus 2 --env SEED=1 --wait -- python train.py --lr 3e-4");
-  onRun(run, ctx, r, submit);
+  run->add_option("--array", r->array,
+                  "A job array: one job per index, each with $ALLOT_ARRAY_INDEX, e.g. 0-99, "
+                  "1,3,5-7 or 0-15:4; %N runs at most N at once (0-99%10)");
+  run->add_option("--workdir", r->workdir,
+                  "Start the command in this directory on the hosts (relative: to this one), "
+                  "e.g. code on shared storage (default: the job's own directory)");
+  run->add_option("-f,--file", r->file,
+                  "Read the job from a YAML spec with the same fields as these flags (gpus: 2, "
+                  "command: [python, train.py], ...); flags given here win; - reads stdin");
+  run->add_option("COMMAND", r->command,
+                  "The command and its arguments, after -- (or command: in the -f file)");
+  run->footer(
+      "Examples:\n  allot run --gpus 2 --env SEED=1 --wait -- python train.py --lr 3e-4\n"
+      "  allot run --array 0-99%10 -- sh -c 'python sweep.py --trial $ALLOT_ARRAY_INDEX'\n"
+      "  allot run -f job.yaml --gpus 4");
+  onRun(run, ctx, r, [run](Context& c, const RunOpts& given) {
+    if (given.file.empty()) return submit(c, given);
+    RunOpts merged = given;
+    auto onCommandLine = [run](const std::string& flag) {
+      return flag == "command" ? run->count("COMMAND") > 0 : run->count("--" + flag) > 0;
+    };
+    Status st;
+    if (given.file == "-") {
+      st = applyJobFile(c.in(), "stdin", &merged, onCommandLine);
+    } else {
+      std::ifstream in(given.file);
+      if (!in) return c.usageError(Status::InvalidArgument("-f " + given.file + ": cannot read"));
+      st = applyJobFile(in, given.file, &merged, onCommandLine);
+    }
+    if (!st.ok()) return c.usageError(st);
+    return submit(c, merged);
+  });
 
   auto* job = addGroup(app, "job", "Jobs: list, inspect, explain, follow, cancel");
   auto o = std::make_shared<JobOpts>();
@@ -561,6 +648,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   list->add_option("--until", o->until, "Only jobs submitted before TIME (ISO 8601 or relative)");
   list->add_option("--limit", o->limit, "At most this many (server default 1000)")
       ->check(CLI::PositiveNumber);
+  list->add_flag("-w,--watch", o->watch,
+                 "Keep watching: print the list again each time it changes (Ctrl-C stops)");
+  list->add_option("--interval", o->interval, "With --watch: how often to look (default 2s)");
   onRun(list, ctx, o, jobList);
 
   // show, explain, logs, cancel: one job, named by its id.
@@ -580,6 +670,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   logs->add_option("-n,--tail", o->tail,
                    "Only the last N lines (with --follow: then what comes), as tail -n")
       ->check(CLI::NonNegativeNumber);
+  logs->add_option("--since", o->since,
+                   "Only output received at or after TIME (ISO 8601, or relative: -10m), to "
+                   "within a second");
   addForJob("cancel", "Stop a job", jobCancel);
   addForJob("hold", "Keep a queued job from being scheduled until released",
             [](Context& c, const JobOpts& x) { return jobControl(c, x, "hold", "Held"); });

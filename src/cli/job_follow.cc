@@ -1,6 +1,7 @@
 #include "cli/job_follow.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "cli/format.h"
 
@@ -67,6 +68,21 @@ Result<int64_t> tailStart(ApiClient& api, int64_t jobId, int rank, int lines) {
     }
     if (from == 0) return 0;  // fewer lines than asked: all of it
   }
+}
+
+Result<int64_t> sinceStart(ApiClient& api, int64_t jobId, int rank, const std::string& isoTime) {
+  std::string path = "/jobs/" + std::to_string(jobId) + "/logs?since=" + urlEncode(isoTime);
+  if (rank > 0) path += "&rank=" + std::to_string(rank);
+  auto res = api.getRaw(path);
+  if (!res.ok()) return res.status();
+  const std::string at = res->header("X-Allot-Log-Offset");
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(at.data(), at.data() + at.size(), n);
+  if (at.empty() || ec != std::errc() || p != at.data() + at.size())
+    return Status::FailedPrecondition(
+        "this allotd does not index logs by time (--since); "
+        "upgrade it, or use --tail");
+  return n;
 }
 
 Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out, bool follow,

@@ -38,5 +38,8 @@ Result<std::string> streamLogs(ApiClient& api, int64_t jobId, std::ostream& out,
 // without a newline counts): reads back from the end in growing windows, so a long log costs
 // only its tail.
 Result<int64_t> tailStart(ApiClient& api, int64_t jobId, int rank, int lines);
+// Where output received at or after `isoTime` begins (allotd indexes logs by the second), for
+// logs --since.
+Result<int64_t> sinceStart(ApiClient& api, int64_t jobId, int rank, const std::string& isoTime);
 
 }  // namespace allot::cli

@@ -38,7 +38,7 @@ Cluster::Cluster(const Clock& clock, LogStore& logs, ClusterOptions options)
     : clock_(clock),
       logs_(logs),
       options_(options),
-      access_(clock_, world_, options_.unixIds, sessions_),
+      access_(clock_, world_, options_.unixIds, sessions_, options_.teamAdminsCreateUsers),
       quotas_(world_, options_.contours, waker(onQueueChanged_)),
       hosts_({clock_, world_, access_, *this, waker(onQueueChanged_)},
              {options_.lifecycle, options_.hookProfiles, options_.contours}),
@@ -133,8 +133,11 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
                                      "env");
   }
   ALLOT_RETURN_IF_ERROR(checkDependencies(p, r.dependencies));
+  ALLOT_RETURN_IF_ERROR(checkWorkdir(r.workdir));
+  const int tasks = r.array ? static_cast<int>(r.array->indices.size()) : 1;
+  if (r.array) ALLOT_RETURN_IF_ERROR(checkArray(*r.array, r.session.has_value()));
   ALLOT_RETURN_IF_ERROR(
-      checkJobLimits(p.name, team, static_cast<int64_t>(commandBytes + envBytes)));
+      checkJobLimits(p.name, team, static_cast<int64_t>(commandBytes + envBytes) * tasks, tasks));
   Change<Job> c;
   Job& j = c.value;
   j.id = world_.nextJobId++;
@@ -154,18 +157,76 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.contour = std::move(r.contour);
   j.session = std::move(r.session);
   j.dependencies = std::move(r.dependencies);
+  j.workdir = std::move(r.workdir);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();
-  world_.jobs[j.id] = j;
-  world_.onJobChanged(nullptr, j);
-  c.batch.add(store::PutJob{j});
+  if (r.array) {
+    // One job per index, ids in a row from the first, which names the array: what Slurm users
+    // know as ARRAY_JOB_ID and ARRAY_TASK_ID.
+    j.arrayId = j.id;
+    j.arrayLimit = r.array->limit;
+    world_.nextJobId += tasks - 1;
+  }
+  for (int t = 0; t < tasks; ++t) {
+    Job task = j;
+    task.id = j.id + t;
+    if (r.array) task.arrayIndex = r.array->indices[t];
+    world_.jobs[task.id] = task;
+    world_.onJobChanged(nullptr, task);
+    c.batch.add(store::PutJob{std::move(task)});
+  }
+  if (r.array) j.arrayIndex = r.array->indices.front();
   if (onQueueChanged_) onQueueChanged_();
   return c;
 }
 
-Status Cluster::checkJobLimits(const std::string& user, const std::string& team,
-                               int64_t bytes) const {
+Status Cluster::checkWorkdir(const std::string& dir) {
+  if (dir.empty()) return Status::Ok();
+  // Entered by the job itself, as its owner, after it dropped root (allot-job-shim): the path
+  // reaches only what its owner may reach, so only its form is checked here.
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("workdir: " + why, "workdir");
+  };
+  if (dir.front() != '/') return bad("must be an absolute path on the hosts, got '" + dir + "'");
+  if (dir.size() > kMaxWorkdirBytes)
+    return bad("longer than " + std::to_string(kMaxWorkdirBytes) + " bytes");
+  for (unsigned char ch : dir) {
+    if (ch < 0x20 || ch == 0x7f) return bad("holds a control character");
+  }
+  if (!isValidUtf8(dir)) return bad("is not UTF-8");
+  // Clean, as the CLI sends it: what is shown is the directory the job starts in.
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t next = dir.find('/', at + 1);
+    const std::string_view part = std::string_view(dir).substr(at + 1, next - at - 1);
+    if (part == "." || part == ".." || (part.empty() && next != std::string::npos))
+      return bad("must be a clean path (no '.', '..' or '//'), got '" + dir + "'");
+    at = next;
+  }
+  return Status::Ok();
+}
+
+Status Cluster::checkArray(const JobRequest::Array& a, bool session) {
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("array: " + why, "array");
+  };
+  if (session) return bad("a session cannot be an array");
+  if (a.indices.empty()) return bad("names no index");
+  if (a.indices.size() > static_cast<size_t>(kMaxArrayTasks))
+    return bad(std::to_string(a.indices.size()) + " tasks, more than the " +
+               std::to_string(kMaxArrayTasks) + " an array may have");
+  for (size_t i = 0; i < a.indices.size(); ++i) {
+    if (a.indices[i] < 0 || a.indices[i] > kMaxArrayIndex)
+      return bad("index " + std::to_string(a.indices[i]) + " is outside 0.." +
+                 std::to_string(kMaxArrayIndex));
+    if (i > 0 && a.indices[i] <= a.indices[i - 1]) return bad("indices must ascend, each once");
+  }
+  if (a.limit < 0) return bad("the limit after % must be positive");
+  return Status::Ok();
+}
+
+Status Cluster::checkJobLimits(const std::string& user, const std::string& team, int64_t bytes,
+                               int jobs) const {
   const JobLimits& l = options_.limits;
   auto active = [](const std::map<std::string, World::Active>& m, const std::string& k) {
     auto it = m.find(k);
@@ -178,10 +239,14 @@ Status Cluster::checkJobLimits(const std::string& user, const std::string& team,
                                       " in jobs queued or running, the most allowed (limits." +
                                       key + "); wait for some to end, or cancel some");
   };
-  if (l.maxActiveJobsPerUser > 0 && mine.jobs >= l.maxActiveJobsPerUser)
-    return refuse("user " + user, std::to_string(mine.jobs) + " jobs", "max_active_jobs_per_user");
-  if (l.maxActiveJobsPerTeam > 0 && ours.jobs >= l.maxActiveJobsPerTeam)
-    return refuse("team " + team, std::to_string(ours.jobs) + " jobs", "max_active_jobs_per_team");
+  // An array's tasks count one by one: an array that does not fit is refused whole.
+  const std::string adding = jobs > 1 ? " (this array adds " + std::to_string(jobs) + ")" : "";
+  if (l.maxActiveJobsPerUser > 0 && mine.jobs + jobs > l.maxActiveJobsPerUser)
+    return refuse("user " + user, std::to_string(mine.jobs) + " jobs" + adding,
+                  "max_active_jobs_per_user");
+  if (l.maxActiveJobsPerTeam > 0 && ours.jobs + jobs > l.maxActiveJobsPerTeam)
+    return refuse("team " + team, std::to_string(ours.jobs) + " jobs" + adding,
+                  "max_active_jobs_per_team");
   auto mib = [](int64_t b) { return std::to_string(b >> 20) + " MiB"; };
   if (l.maxActiveJobBytesPerUser > 0 && mine.specBytes + bytes > l.maxActiveJobBytesPerUser)
     return refuse("user " + user,

@@ -168,8 +168,26 @@ class Cluster : public SessionJobs, private JobPreemption {
   void refuseSnapshot(const std::string& error, store::WriteBatch& batch);
 
   // The per-user and per-team limits on jobs queued or running (options_.limits), for a new job
-  // whose command and environment take `bytes`.
-  Status checkJobLimits(const std::string& user, const std::string& team, int64_t bytes) const;
+  // whose command and environment take `bytes`: `jobs` of them (the tasks of an array).
+  Status checkJobLimits(const std::string& user, const std::string& team, int64_t bytes,
+                        int jobs = 1) const;
+  // A submission's working directory and array, as far as they can be checked alone.
+  static Status checkWorkdir(const std::string& dir);
+  static Status checkArray(const JobRequest::Array& a, bool session);
+  // The tasks of job arrays with a limit on how many run at once (--array 0-99%10) that are
+  // scheduled or running, by array id.
+  std::map<int64_t, int> activeArrayTasks() const;
+  // Why a queued task of a limited array was not offered to the last pass: as many of its
+  // array's tasks as the limit allows ran or were ahead of it. nullopt when it was offered.
+  std::optional<std::string> arrayLimitReason(const model::Job& job) const;
+  // Filled by each snapshot(): the tasks it left out for their array's limit, and why.
+  mutable std::map<int64_t, std::string> arrayWaits_;
+  // Whether snapshot() offers queued task `j`, given each limited array's tasks running
+  // (`active`) and the room left in this snapshot (`room`, filled as it goes).
+  bool offerArrayTask(const model::Job& j, std::map<int64_t, int>& room,
+                      const std::map<int64_t, int>& active) const;
+  // A gang rank's rendezvous environment (RANK, MASTER_ADDR, ...) in its desired state.
+  void addRendezvous(const model::Job& job, int rank, model::DesiredJob& d) const;
   // Job `id` for a control by `p` (cancel, hold, release, requeue): another team's is not there;
   // the rest need the right to cancel it.
   Result<model::Job*> jobToControl(const Principal& p, int64_t id);

@@ -17,10 +17,6 @@ using model::RankState;
 
 namespace {
 
-// torchrun's default port is 29500; a gang's rendezvous port is spread over the thousand above it
-// by job id, so two gangs sharing a rank-0 host rarely collide, and a restart keeps the port.
-int masterPort(int64_t jobId) { return 29500 + static_cast<int>(jobId % 1000); }
-
 bool rankEnded(const Rank& r) {
   return r.state == RankState::kExited || r.state == RankState::kFailedToStart ||
          r.state == RankState::kLost;
@@ -67,6 +63,46 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
 
 // ---- Agents ------------------------------------------------------------------------------
 
+void Cluster::addRendezvous(const Job& j, int rank, model::DesiredJob& d) const {
+  // What torchrun, torch.distributed's env:// and NCCL read (docs/scheduler.md, "Multi-host
+  // jobs"). One rank per host, so a rank is a node: LOCAL_RANK 0 of LOCAL_WORLD_SIZE 1, and the
+  // PET_ variables let `torchrun --nproc-per-node N script.py` find the other nodes by itself.
+  const model::Host& master = world_.hosts.at(j.ranks.front().host);
+  std::string addr = master.address.empty() ? master.name : master.address;
+  // An agent beside allotd reaches it over loopback, which only ranks on that same machine can
+  // use: when another rank's host is reached elsewhere, its name is the better guess.
+  auto loopback = [](const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; };
+  if (loopback(addr)) {
+    for (const auto& k : j.ranks) {
+      const auto h = world_.hosts.find(k.host);
+      if (h != world_.hosts.end() && !h->second.address.empty() && !loopback(h->second.address))
+        addr = master.name;
+    }
+  }
+  std::string hosts;
+  for (const auto& k : j.ranks) hosts += (hosts.empty() ? "" : ",") + k.host;
+  const std::string r = std::to_string(rank), n = std::to_string(j.ranks.size());
+  d.env["RANK"] = r;
+  d.env["WORLD_SIZE"] = n;
+  d.env["NODE_RANK"] = r;
+  d.env["GROUP_RANK"] = r;
+  d.env["LOCAL_RANK"] = "0";
+  d.env["LOCAL_WORLD_SIZE"] = "1";
+  d.env["MASTER_ADDR"] = addr;
+  d.env["PET_NNODES"] = n;
+  d.env["PET_NODE_RANK"] = r;
+  d.env["PET_MASTER_ADDR"] = addr;
+  if (j.masterPort != 0) {
+    d.env["MASTER_PORT"] = std::to_string(j.masterPort);
+    d.env["PET_MASTER_PORT"] = d.env["MASTER_PORT"];
+  } else if (rank == 0) {
+    d.chooseMasterPort = true;  // first start: its agent picks and sets the port
+  }
+  // (A later rank with no port: rank 0 ended before it reported one; it starts without.)
+  d.env["ALLOT_RANK"] = r;
+  d.env["ALLOT_HOSTS"] = hosts;
+}
+
 std::string Cluster::desiredMessage(const std::string& host) {
   std::vector<model::DesiredJob> out;
   auto hj = world_.hostJobs().find(host);
@@ -103,17 +139,20 @@ std::string Cluster::desiredMessage(const std::string& host) {
         if (auto u = j.env.find("ALLOT_SIM_GPU_UTIL"); u != j.env.end()) d.env.insert(*u);
       }
       if (isGang(j) && !d.command.empty()) {
-        // The rendezvous torchrun and NCCL read. MASTER_ADDR is the name rank 0's host joined
-        // with: it must resolve between the hosts (docs/scheduler.md).
-        std::string hosts;
-        for (const auto& k : j.ranks) hosts += (hosts.empty() ? "" : ",") + k.host;
-        d.env["RANK"] = std::to_string(rank);
-        d.env["WORLD_SIZE"] = std::to_string(j.ranks.size());
-        d.env["MASTER_ADDR"] = j.ranks.front().host;
-        d.env["MASTER_PORT"] = std::to_string(masterPort(j.id));
-        d.env["ALLOT_RANK"] = std::to_string(rank);
-        d.env["ALLOT_HOSTS"] = hosts;
+        if (j.masterPort == 0 && rank > 0 && !rankEnded(j.ranks.front())) {
+          // The rendezvous port is rank 0's agent's to choose: this rank starts once it has.
+          d.command.clear();
+          d.env.clear();
+          d.deferred = true;
+        } else {
+          addRendezvous(j, rank, d);
+        }
       }
+      if (j.arrayId != 0 && !d.command.empty()) {
+        d.env["ALLOT_ARRAY_ID"] = std::to_string(j.arrayId);
+        d.env["ALLOT_ARRAY_INDEX"] = std::to_string(j.arrayIndex);
+      }
+      if (!d.command.empty()) d.workdir = j.workdir;
       if (j.resources.gpuMilli < 1000 && !gpuIndices.empty() && !d.command.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
         // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
@@ -374,9 +413,18 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
   if (rankEnded(k)) return;  // its end is known; later reports repeat it
   Job before = j;
   const auto now = clock_.nowMs();
+  if (rank == 0 && j.masterPort == 0 && a.masterPort > 0) {
+    // The other ranks were held back for this port; they go out once it is durable. A rank 0
+    // that ends at once is first seen exited: its report still carries the port.
+    j.masterPort = a.masterPort;
+    for (const auto& h : model::rankHosts(j)) push.insert(h);
+  }
   switch (a.state) {
     case model::ActualState::kRunning:
-      if (k.state == RankState::kRunning) return;
+      if (k.state == RankState::kRunning) {
+        if (j.masterPort != before.masterPort) updateJob(j, before, batch);
+        return;
+      }
       k.state = RankState::kRunning;
       if (deferredHosts_.count(host)) push.insert(host);
       if (!j.startedAt || (a.startedAt && a.startedAt < j.startedAt))
@@ -415,6 +463,10 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
     spdlog::info("job {}: {}; stopping the other ranks", j.id, what);
   }
   push.insert(host);
+  if (rank == 0 && j.masterPort == 0) {
+    // Ended before it reported a port: the ranks held back for one start without it.
+    for (const auto& h : model::rankHosts(j)) push.insert(h);
+  }
   if (!std::all_of(j.ranks.begin(), j.ranks.end(), rankEnded)) {
     updateJob(j, before, batch);
     return;
@@ -459,7 +511,7 @@ Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) 
   // all of it: more is refused (and its log was sealed when it ended).
   if (model::isTerminal(it->second.state))
     return Status::FailedPrecondition("job " + std::to_string(chunk.job) + " has ended");
-  return logs_.append(chunk.job, chunk.offset, chunk.data, rank);
+  return logs_.append(chunk.job, chunk.offset, chunk.data, rank, clock_.nowMs());
 }
 
 Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& t) {

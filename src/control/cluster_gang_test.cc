@@ -88,23 +88,105 @@ TEST_F(GangTest, AGangIsPlacedOnDistinctHostsAndHoldsEveryRanksGpus) {
   EXPECT_EQ(job(other).state, JobState::kQueued);
 }
 
-TEST_F(GangTest, EachHostIsToldItsRankAndTheRendezvous) {
+TEST_F(GangTest, EachHostIsToldItsRankAndTheRendezvousOnceRankZeroChoseItsPort) {
   int64_t id = submitGang(alice_, 2, 2);
   place();
   auto j = job(id);
-  for (int rank = 0; rank < 2; ++rank) {
-    auto d = desired(j.ranks[rank].host, id);
-    ASSERT_FALSE(d.is_null()) << "rank " << rank;
-    const auto& env = d.at("env");
-    EXPECT_EQ(env.at("RANK"), std::to_string(rank));
-    EXPECT_EQ(env.at("ALLOT_RANK"), std::to_string(rank));
-    EXPECT_EQ(env.at("WORLD_SIZE"), "2");
-    EXPECT_EQ(env.at("MASTER_ADDR"), j.ranks[0].host);
-    EXPECT_EQ(env.at("MASTER_PORT"), std::to_string(29500 + id % 1000));
-    EXPECT_EQ(env.at("ALLOT_HOSTS"), j.ranks[0].host + "," + j.ranks[1].host);
-    EXPECT_EQ(d.at("gpu_uuids"), j.ranks[rank].gpuUuids);
-    EXPECT_FALSE(d.at("cancel").get<bool>());
-  }
+  // Rank 0's agent picks a free port; rank 1 is held back until it has.
+  auto first = desired(j.ranks[0].host, id);
+  EXPECT_TRUE(first.value("choose_master_port", false));
+  EXPECT_FALSE(first.at("env").contains("MASTER_PORT"));
+  EXPECT_TRUE(desired(j.ranks[1].host, id).value("deferred", false));
+  auto chosen = report(id, ActualState::kRunning);
+  chosen.masterPort = 41234;
+  auto c = cluster_->agentStatus(j.ranks[0].host, {chosen});
+  EXPECT_EQ(c.pushHosts, (std::set<std::string>{j.ranks[0].host, j.ranks[1].host}));
+  EXPECT_NE(findOp<store::PutJob>(c), nullptr) << "the port is kept with the job";
+  EXPECT_EQ(job(id).masterPort, 41234);
+  EXPECT_EQ(model::toJson(job(id))["master_port"], 41234);
+  auto d = desired(j.ranks[1].host, id);
+  ASSERT_FALSE(d.is_null());
+  const auto& env = d.at("env");
+  EXPECT_EQ(env.at("RANK"), "1");
+  EXPECT_EQ(env.at("ALLOT_RANK"), "1");
+  EXPECT_EQ(env.at("NODE_RANK"), "1");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "2");
+  // No address reported by rank 0's agent: the name it joined with.
+  EXPECT_EQ(env.at("MASTER_ADDR"), j.ranks[0].host);
+  EXPECT_EQ(env.at("MASTER_PORT"), "41234");
+  EXPECT_EQ(env.at("PET_MASTER_PORT"), "41234");
+  EXPECT_EQ(env.at("PET_NNODES"), "2");
+  EXPECT_EQ(env.at("PET_NODE_RANK"), "1");
+  EXPECT_EQ(env.at("ALLOT_HOSTS"), j.ranks[0].host + "," + j.ranks[1].host);
+  EXPECT_EQ(d.at("gpu_uuids"), j.ranks[1].gpuUuids);
+  EXPECT_FALSE(d.at("cancel").get<bool>());
+}
+
+TEST_F(GangTest, ARankZeroFirstSeenEndedStillGivesItsPortAndTheOthersStart) {
+  // A rank 0 that ends at once is never seen running: its exit carries the port.
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  auto ended = report(id, ActualState::kExited, 0);
+  ended.masterPort = 41000;
+  auto c = cluster_->agentStatus(j.ranks[0].host, {ended});
+  EXPECT_TRUE(c.pushHosts.count(j.ranks[1].host));
+  auto d = desired(j.ranks[1].host, id);
+  EXPECT_FALSE(d.value("deferred", false)) << d.dump();
+  EXPECT_EQ(d.at("env").at("MASTER_PORT"), "41000");
+
+  // One that ended without a port (its agent restarted in between): the others are not held
+  // back for ever.
+  int64_t next = submitGang(alice_, 2, 2);
+  cluster_->agentStatus(j.ranks[1].host, {report(id, ActualState::kExited, 0)});
+  place();
+  auto k = job(next);
+  ASSERT_EQ(k.ranks.size(), 2u);
+  cluster_->agentStatus(k.ranks[0].host, {report(next, ActualState::kExited, 0)});
+  auto later = desired(k.ranks[1].host, next);
+  EXPECT_FALSE(later.value("deferred", false)) << later.dump();
+  EXPECT_FALSE(later.at("env").contains("MASTER_PORT")) << later.dump();
+  EXPECT_FALSE(later.value("choose_master_port", false)) << later.dump();
+}
+
+TEST_F(GangTest, MasterAddrIsTheAddressRankZerosAgentReportedUnlessOnlyItsOwnMachineCouldUseIt) {
+  auto reconnect = [&](const std::string& name, const std::string& address) {
+    auto inv = inventory(2);
+    inv.address = address;
+    cluster_->agentConnected(name, &link_, inv, {});
+  };
+  // A gang placed and its rank 0 running with a port; what rank 1 is told; then it ends.
+  auto masterAddrOfANewGang = [&](std::string* rank0) {
+    int64_t id = submitGang(alice_, 2, 2);
+    place();
+    auto j = job(id);
+    *rank0 = j.ranks.at(0).host;
+    auto chosen = report(id, ActualState::kRunning);
+    chosen.masterPort = 40000;
+    cluster_->agentStatus(j.ranks[0].host, {chosen});
+    const std::string addr = desired(j.ranks[1].host, id).at("env").at("MASTER_ADDR");
+    for (const auto& k : j.ranks)
+      cluster_->agentStatus(k.host, {report(id, ActualState::kExited, 0)});
+    EXPECT_TRUE(model::isTerminal(job(id).state));
+    return addr;
+  };
+  std::string rank0;
+  reconnect("gpu-a", "10.0.0.1");
+  reconnect("gpu-b", "10.0.0.2");
+  const std::string first = masterAddrOfANewGang(&rank0);
+  EXPECT_EQ(first, host(rank0).address);
+
+  // gpu-a's agent sits beside allotd and reached it over loopback, gpu-b's did not: loopback
+  // would send rank 1 to itself, so the name gpu-a joined with is the better guess.
+  reconnect("gpu-a", "127.0.0.1");
+  const std::string addr = masterAddrOfANewGang(&rank0);
+  EXPECT_EQ(addr, rank0 == "gpu-a" ? "gpu-a" : "10.0.0.2");
+
+  // Both on loopback (one machine, as in the integration tests): loopback it is.
+  reconnect("gpu-b", "127.0.0.1");
+  EXPECT_EQ(masterAddrOfANewGang(&rank0), "127.0.0.1");
 }
 
 TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {

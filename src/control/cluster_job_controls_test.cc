@@ -6,6 +6,7 @@
 
 #include "control/cluster.h"
 #include "control/cluster_test_fixture.h"
+#include "control/job_request.h"
 
 namespace allot::control {
 namespace {
@@ -18,6 +19,13 @@ class JobControlsTest : public ClusterTest {
     JobRequest r = request({"true"}, 1);
     r.dependencies = {{kind, on}};
     return submitRequest(p, r);
+  }
+  nlohmann::json desired(const std::string& host, int64_t id) {
+    auto msg = nlohmann::json::parse(cluster_->desiredMessage(host));
+    for (const auto& j : msg.at("jobs")) {
+      if (j.at("id").get<int64_t>() == id) return j;
+    }
+    return nullptr;
   }
 };
 
@@ -98,4 +106,51 @@ TEST_F(JobControlsTest, DependenciesWaitThenRunOrCancelWhenTheyCanNeverHold) {
 }
 
 }  // namespace
+TEST(ArraySpecTest, ReadsSlurmsSyntaxAndRefusesTheRest) {
+  auto a = parseArraySpec("0-3,7,10-14:2%2");
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->indices, (std::vector<int>{0, 1, 2, 3, 7, 10, 12, 14}));
+  EXPECT_EQ(a->limit, 2);
+  EXPECT_EQ(parseArraySpec("5")->indices, std::vector<int>{5});
+  for (const char* bad : {"", "%3", "1-", "-1", "3-1", "1,,2", "0-9%0", "0-9%x", "a", "1 -2",
+                          "0-100000", "0-1000", "1:2", "0-9:0"}) {
+    auto r = parseArraySpec(bad);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "'";
+    if (!r.ok()) EXPECT_EQ(r.status().field(), "array") << bad;
+  }
+}
+
+TEST_F(JobControlsTest, AnArrayIsOneJobPerIndexRunningNoMoreThanItsLimitAtOnce) {
+  joinHost("gpu-01", 8);
+  JobRequest r = request({"true"}, 1);
+  r.array = parseArraySpec("0-4%2").value();
+  auto c = cluster_->submitJob(alice_, r);
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  const int64_t first = c->value.id;
+  EXPECT_EQ(c->value.arrayId, first);
+  EXPECT_EQ(c->batch.ops.size(), 5u) << "every task in the one write";
+  for (int t = 0; t < 5; ++t) {
+    EXPECT_EQ(job(first + t).arrayId, first);
+    EXPECT_EQ(job(first + t).arrayIndex, t);
+  }
+  EXPECT_EQ(place(), (std::vector<int64_t>{first, first + 1})) << "%2: two at once";
+  EXPECT_EQ(job(first + 2).state, JobState::kQueued);
+  EXPECT_NE(cluster_->waitReason(job(first + 2)).find("runs at most 2 tasks at once"),
+            std::string::npos)
+      << cluster_->waitReason(job(first + 2));
+  EXPECT_EQ((*cluster_->explainJob(alice_, first + 2))["wait"]["kind"], "array_limit");
+  const auto d = desired("gpu-01", first + 1);
+  EXPECT_EQ(d.at("env").at("ALLOT_ARRAY_INDEX"), "1");
+  EXPECT_EQ(d.at("env").at("ALLOT_ARRAY_ID"), std::to_string(first));
+
+  JobRequest bad = request({"true"}, 0);
+  bad.workdir = "relative/dir";
+  EXPECT_EQ(cluster_->submitJob(alice_, bad).status().field(), "workdir");
+  bad.workdir = "/shared/alice/code\n";
+  EXPECT_EQ(cluster_->submitJob(alice_, bad).status().field(), "workdir");
+  bad.workdir = "/shared/alice/code";
+  bad.array = JobRequest::Array{{3, 1}, 0};
+  EXPECT_EQ(cluster_->submitJob(alice_, bad).status().field(), "array") << "not ascending";
+}
+
 }  // namespace allot::control

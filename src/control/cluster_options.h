@@ -91,6 +91,9 @@ struct ClusterOptions {
   ContourOptions contours;
   LeaseOptions leases;
   UnixIdOptions unixIds;
+  // allotd.toml [access] team_admins_create_users: team-admins may create human accounts in the
+  // teams they manage (docs/access.md); off, only platform admins create people.
+  bool teamAdminsCreateUsers = false;
   // Sessions' `shared` storage: a directory mounted at this path on every host (NFS); each user
   // gets <dir>/<user>. "" = sessions cannot ask for shared storage.
   std::string sessionSharedDir;

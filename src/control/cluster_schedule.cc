@@ -212,9 +212,16 @@ sched::Snapshot Cluster::snapshot() const {
     }
   }
   s.pending.reserve(world_.queued().size());
+  arrayWaits_.clear();
+  std::map<int64_t, int> arrayRoom;
+  std::optional<std::map<int64_t, int>> arrayActive;  // counted only when a limited task waits
   for (int64_t id : world_.queued()) {
     const Job& j = world_.jobs.at(id);
     if (blockedReason(j)) continue;  // held, or waiting for another job: not to be placed yet
+    if (j.arrayLimit > 0) {
+      if (!arrayActive) arrayActive = activeArrayTasks();
+      if (!offerArrayTask(j, arrayRoom, *arrayActive)) continue;
+    }
     s.pending.push_back(requestOf(j, options_.limits));
     // A local-storage session goes back to where its owner's home is, when there is room.
     if (j.session && j.session->storage == "local") {
@@ -304,6 +311,7 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
         pl.slices.front().gpuMilli;  // a fraction raised for GPU memory is what it holds
     if (j.resources.wholeHost) j.resources.gpus = static_cast<int>(firstRank(j).gpuIndices.size());
     j.failedRank = -1;
+    j.masterPort = 0;  // chosen anew on this placement's rank 0 host
     j.scheduledAt = now;
     updateJob(j, before, c.batch);
     c.value.push_back(j.id);
@@ -407,6 +415,7 @@ std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {
 std::string Cluster::waitReason(const Job& job) const {
   if (job.state == JobState::kQueued) {
     if (auto blocked = blockedReason(job)) return *blocked;
+    if (auto limited = arrayLimitReason(job)) return *limited;
   }
   auto w = waitOf(job.id);
   return w ? sched::describeWait(*w, requestOf(job, options_.limits)) : job.reason;
@@ -431,6 +440,8 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
                          : lastRunOn_.count(j.id) ? "requeued"
                                                   : "dependency";
       out["wait"] = {{"kind", kind}, {"reason", *blocked}};
+    } else if (auto limited = arrayLimitReason(j)) {
+      out["wait"] = {{"kind", "array_limit"}, {"reason", *limited}};
     } else if (auto w = waitOf(id)) {
       out["wait"] = waitJson(*w, requestOf(j, options_.limits));
     } else {

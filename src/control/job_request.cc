@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <string_view>
 
 #include "common/version.h"
 #include "control/names.h"
@@ -87,6 +89,69 @@ Status checkSchedulingFields(JobRequest& r) {
   if (!r.resources.minCuda.empty())
     ALLOT_RETURN_IF_ERROR(validateVersion(r.resources.minCuda, "min_cuda"));
   return Status::Ok();
+}
+
+}  // namespace allot::control
+
+namespace allot::control {
+
+Result<JobRequest::Array> parseArraySpec(const std::string& spec) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("array: '" + spec + "': " + why +
+                                       " (e.g. 0-99, 1,3,5-7, 0-15:4, each with %N for at most N "
+                                       "running at once)",
+                                   "array");
+  };
+  // Digits only, so that no sign, space or overflow gets through std::stoi's leniency.
+  auto number = [](std::string_view s, int* out) {
+    if (s.empty() || s.size() > 6) return false;
+    int v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  JobRequest::Array a;
+  std::string_view list = spec;
+  if (size_t pct = list.find('%'); pct != std::string_view::npos) {
+    if (!number(list.substr(pct + 1), &a.limit) || a.limit < 1)
+      return bad("the limit after % must be a positive number");
+    list = list.substr(0, pct);
+  }
+  if (list.empty()) return bad("no indices");
+  std::set<int> indices;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item.empty() && comma != std::string_view::npos) return bad("an empty item");
+    int lo = 0, hi = 0, step = 1;
+    const size_t colon = item.find(':');
+    if (colon != std::string_view::npos) {
+      if (!number(item.substr(colon + 1), &step) || step < 1)
+        return bad("the step after : must be a positive number");
+      item = item.substr(0, colon);
+    }
+    const size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      if (!number(item, &lo) || colon != std::string_view::npos)
+        return bad("'" + std::string(item) + "' is not an index or a range");
+      hi = lo;
+    } else if (!number(item.substr(0, dash), &lo) || !number(item.substr(dash + 1), &hi) ||
+               lo > hi) {
+      return bad("'" + std::string(item) + "' is not a range LO-HI with LO <= HI");
+    }
+    if (hi > kMaxArrayIndex) return bad("indices go up to " + std::to_string(kMaxArrayIndex));
+    for (int i = lo; i <= hi; i += step) {
+      indices.insert(i);
+      if (indices.size() > static_cast<size_t>(kMaxArrayTasks))
+        return bad("more than the " + std::to_string(kMaxArrayTasks) + " tasks an array may have");
+    }
+  }
+  a.indices.assign(indices.begin(), indices.end());
+  return a;
 }
 
 }  // namespace allot::control

@@ -121,6 +121,7 @@ Status LogStore::init() {
 
 std::string LogStore::pathOf(Key key) const { return dir_ + "/" + nameOf(key) + ".log"; }
 std::string LogStore::tailPathOf(Key key) const { return dir_ + "/" + nameOf(key) + ".tail"; }
+std::string LogStore::timesPathOf(Key key) const { return dir_ + "/" + nameOf(key) + ".times"; }
 
 std::string LogStore::nameOf(Key key) {
   // Rank 0 keeps the name logs had before gangs, so those still read.
@@ -224,11 +225,56 @@ Status LogStore::writeTail(Key key, State& st, const char* p, size_t n) {
   return w;
 }
 
-Status LogStore::append(int64_t job, int64_t offset, const std::string& data, int rank) {
+Status LogStore::append(int64_t job, int64_t offset, const std::string& data, int rank,
+                        int64_t receivedAt) {
   const Key key{job, rank};
+  State& st = stateOf(key);
+  const int64_t before = st.stored;
+  Status appended = appendChunk(key, st, offset, data);
+  if (receivedAt > 0 && st.stored > before && receivedAt - st.lastIndexedAt >= 1000) {
+    const int64_t record[2] = {receivedAt, before};
+    int fd = ::open(timesPathOf(key).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    // An index only: the output itself is in the .log file, so a record lost costs precision.
+    if (fd >= 0 && ::write(fd, record, sizeof record) == static_cast<ssize_t>(sizeof record))
+      st.lastIndexedAt = receivedAt;
+    if (fd >= 0) ::close(fd);
+  }
+  return appended;
+}
+
+int64_t LogStore::offsetAt(int64_t job, int64_t t, int rank) {
+  const Key key{job, rank};
+  const int64_t total = size(job, rank);
+  int fd = ::open(timesPathOf(key).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return t <= 0 ? 0 : total;
+  struct stat sb {};
+  const int64_t records = ::fstat(fd, &sb) == 0 ? sb.st_size / 16 : 0;
+  auto at = [&](int64_t i, int64_t out[2]) { return ::pread(fd, out, 16, i * 16) == 16; };
+  // Records are in the order chunks came; times only grow but for a clock stepped back, which
+  // at worst starts the answer a little early.
+  int64_t lo = 0, hi = records;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    int64_t r[2];
+    if (!at(mid, r)) break;
+    if (r[0] < t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  // The record before may stand for chunks up to a second after it, some of them after t: better
+  // a line early than one missed.
+  int64_t r[2];
+  if (lo > 0 && at(lo - 1, r) && r[0] > t - 1000) --lo;
+  const int64_t offset = lo < records && at(lo, r) ? std::clamp<int64_t>(r[1], 0, total) : total;
+  ::close(fd);
+  return offset;
+}
+
+Status LogStore::appendChunk(Key key, State& st, int64_t offset, const std::string& data) {
   if (offset < 0)
     return Status::InvalidArgument("log chunk for job " + nameOf(key) + " at a negative offset");
-  State& st = stateOf(key);
   if (st.sealed)
     return Status::FailedPrecondition("the log of job " + nameOf(key) +
                                       " is sealed: the job has ended");

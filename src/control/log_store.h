@@ -15,6 +15,10 @@
 // bound for .log files is dropped, with one line saying so: logs stop first, so that the
 // database, which holds the ledger, keeps room to commit. (A ring already started keeps its
 // bounded size.)
+//
+// Beside each log, <id>.times indexes it by time: a record (received-at ms, .log offset) for the
+// first chunk of each second that grew the file, so `logs --since T` starts at output received at
+// or after T, to within a second, without a time on every line.
 
 #include <cstdint>
 #include <map>
@@ -36,8 +40,13 @@ class LogStore {
   Status init();
 
   // Appends the part of [offset, offset+data.size()) that is new. Refused when the log is sealed
-  // (FailedPrecondition), for a negative offset or a gap.
-  Status append(int64_t job, int64_t offset, const std::string& data, int rank = 0);
+  // (FailedPrecondition), for a negative offset or a gap. `receivedAt` (ms since the epoch; 0 =
+  // not indexed) is when allotd got it, for offsetAt.
+  Status append(int64_t job, int64_t offset, const std::string& data, int rank = 0,
+                int64_t receivedAt = 0);
+  // Where in the .log file output received at or after `t` begins (to within a second): 0 when
+  // all of it was, size() when none was.
+  int64_t offsetAt(int64_t job, int64_t t, int rank = 0);
   // Bytes of output received from agents: where the next chunk starts.
   int64_t received(int64_t job, int rank = 0);
   // Bytes a reader can read now (the .log file).
@@ -62,7 +71,10 @@ class LogStore {
     int64_t ringBase = 0;          // the output's byte at which the ring starts
     int64_t ringSize = 0;          // the ring's bytes, as made
     bool droppingForDisk = false;  // the note is written; output is dropped until there is room
+    int64_t lastIndexedAt = 0;     // the last .times record's time (this process's)
   };
+  Status appendChunk(Key key, State& st, int64_t offset, const std::string& data);
+  std::string timesPathOf(Key key) const;
   std::string pathOf(Key key) const;
   std::string tailPathOf(Key key) const;
   static std::string nameOf(Key key);

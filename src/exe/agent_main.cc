@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
-  std::string sshd = "/usr/sbin/sshd", sshDirectPorts, sshDirectAddress;
+  std::string sshd = "/usr/sbin/sshd", sshDirectPorts, sshDirectAddress, advertiseAddress;
   std::string cgroupName, scratchDir, homeDir, caFile, teamDir, sessionHomeDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
   app.add_option("--ssh-direct-address", sshDirectAddress,
                  "address the direct sshd ports listen on and clients are given (default: all "
                  "addresses, advertised as this machine's hostname)");
+  app.add_option("--advertise-address", advertiseAddress,
+                 "the address other hosts reach this one at, given to multi-host jobs as "
+                 "MASTER_ADDR when their rank 0 runs here (default: the local address of this "
+                 "host's connection to allotd)");
   app.add_option("--standby-shims", standbys,
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
@@ -201,6 +205,10 @@ int main(int argc, char** argv) {
     cfg.sshDirectPortHi = hi;
   }
   cfg.sshDirectAddress = sshDirectAddress;
+  if (!advertiseAddress.empty() && !allot::model::isHostAddress(advertiseAddress))
+    return fail("--advertise-address: '" + advertiseAddress +
+                "' is not an IP address or a DNS name");
+  cfg.advertiseAddress = advertiseAddress;
   cfg.teamDir = teamDir;
   if (!sessionHomeDir.empty()) cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);

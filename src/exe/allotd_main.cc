@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   allot::control::ContourOptions contours;  // dev, test, prod unless [contours] says otherwise
   allot::auth::LoginConfig login;
   allot::control::UnixIdOptions unixIds;
+  bool teamAdminsCreateUsers = false;
   std::string sessionSharedDir, sessionDomain = "localhost";
   allot::control::JobLimits jobLimits;
   allot::control::LogStoreOptions logLimits;
@@ -179,6 +180,15 @@ int main(int argc, char** argv) {
         unixIds.uidMax = (*id)["uid_max"].value_or(unixIds.uidMax);
         unixIds.gidMin = (*id)["gid_min"].value_or(unixIds.gidMin);
         unixIds.gidMax = (*id)["gid_max"].value_or(unixIds.gidMax);
+      }
+      // [access]: what team-admins may do beyond their teams' members (docs/access.md).
+      if (const toml::table* access = tbl["access"].as_table()) {
+        if (const toml::node* v = access->get("team_admins_create_users")) {
+          if (!v->is_boolean())
+            return fail("config " + f.configFile +
+                        ": access.team_admins_create_users must be true or false");
+          teamAdminsCreateUsers = v->as_boolean()->get();
+        }
       }
       if (allot::Status st = allot::readLifecycleConfig(tbl, hookProfiles, lifecycle); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
@@ -266,6 +276,7 @@ int main(int argc, char** argv) {
       (unixIds.gidMin <= 65534 && 65534 <= unixIds.gidMax))
     return fail("identity: the ranges must leave out 65534 (nobody, nogroup)");
   cfg.cluster.unixIds = unixIds;
+  cfg.cluster.teamAdminsCreateUsers = teamAdminsCreateUsers;
   if (!f.sessionSharedDir.empty()) sessionSharedDir = f.sessionSharedDir;
   if (!sessionSharedDir.empty() && sessionSharedDir.front() != '/')
     return fail("sessions.shared_dir: must be an absolute path (the same on every host), not '" +

@@ -1,6 +1,9 @@
 #include "model/agent_protocol.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/bounded_json.h"
@@ -59,6 +62,7 @@ void applyInventory(Host& h, const Inventory& inv) {
   h.agentVersion = inv.agentVersion;
   h.cgroup = inv.cgroup;
   h.runAsOwner = inv.runAsOwner;
+  h.address = inv.address;
 }
 
 nlohmann::json toJson(const Inventory& inv) {
@@ -66,7 +70,7 @@ nlohmann::json toJson(const Inventory& inv) {
           {"memory_mib", inv.memoryMib},       {"gpus", gpusJson(inv.gpus)},
           {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
           {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup},
-          {"run_as_owner", inv.runAsOwner}};
+          {"run_as_owner", inv.runAsOwner},    {"address", inv.address}};
 }
 
 Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
@@ -81,9 +85,29 @@ Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
     inv.agentVersion = j.value("agent_version", "");
     inv.cgroup = j.value("cgroup", "none");
     inv.runAsOwner = j.value("run_as_owner", "");
+    inv.address = j.value("address", "");
     ALLOT_RETURN_IF_ERROR(validateInventory(inv));
     return inv;
   });
+}
+
+bool isHostAddress(const std::string& s) {
+  in6_addr buf;
+  if (inet_pton(AF_INET, s.c_str(), &buf) == 1 || inet_pton(AF_INET6, s.c_str(), &buf) == 1)
+    return true;
+  if (s.empty() || s.size() > 253) return false;
+  size_t label = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == '.') {
+      if (label == 0 || label > 63 || s[i - 1] == '-' || s[i - label] == '-') return false;
+      label = 0;
+    } else if (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '-') {
+      ++label;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 Status validateInventory(const Inventory& inv) {
@@ -94,6 +118,8 @@ Status validateInventory(const Inventory& inv) {
   if (tooLong(inv.hostname) || tooLong(inv.gpuProvider) || tooLong(inv.agentVersion) ||
       tooLong(inv.cgroup) || tooLong(inv.runAsOwner))
     return bad("a name or version is longer than " + std::to_string(kMaxInventoryText) + " bytes");
+  if (!inv.address.empty() && !isHostAddress(inv.address))
+    return bad("address: '" + inv.address + "' is not an IP address or a DNS name");
   if (inv.cpus < 0 || inv.cpus > kMaxHostCpus)
     return bad("cpus: " + std::to_string(inv.cpus) + " is outside 0.." +
                std::to_string(kMaxHostCpus));
@@ -162,6 +188,8 @@ nlohmann::json toJson(const DesiredJob& d) {
     j.erase("command");
   }
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
+  if (d.chooseMasterPort) j["choose_master_port"] = true;
+  if (!d.workdir.empty()) j["workdir"] = d.workdir;
   if (d.session)
     j["session"] = {{"app", d.session->app},
                     {"storage", d.session->storage},
@@ -187,6 +215,8 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     d.cancel = j.value("cancel", false);
     d.graceMs = j.value("grace_ms", int64_t{10'000});
     d.logOffset = j.value("log_offset", int64_t{0});
+    d.chooseMasterPort = j.value("choose_master_port", false);
+    d.workdir = j.value("workdir", "");
     if (j.contains("run_as")) {
       auto r = runAsFromJson(j.at("run_as"));
       if (!r.ok()) return r.status();
@@ -211,6 +241,7 @@ nlohmann::json toJson(const ActualJob& a) {
   j["exit_code"] = valueOrNull(a.exitCode);
   j["signal"] = valueOrNull(a.signal);
   if (a.session) j["session"] = toJson(*a.session);
+  if (a.masterPort != 0) j["master_port"] = a.masterPort;
   return j;
 }
 
@@ -260,6 +291,9 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     a.startedAt = j.value("started_ms", TimeMs{0});
     a.finishedAt = j.value("finished_ms", TimeMs{0});
     a.message = j.value("message", "");
+    a.masterPort = j.value("master_port", 0);
+    if (a.masterPort < 0 || a.masterPort > 65535)
+      return Status::InvalidArgument("bad job status: master_port outside 0..65535");
     ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "session", actualSessionFromJson, a.session));
     return a;
   });

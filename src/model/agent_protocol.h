@@ -66,6 +66,9 @@ struct Inventory {
   std::string agentVersion;
   std::string cgroup;      // "v1", "v2" or "none"
   std::string runAsOwner;  // "required" or "off" (allot-agent --run-as-owner)
+  // The address other hosts reach this one at (allot-agent --advertise-address, or the local
+  // address of its connection to allotd): a gang's MASTER_ADDR when its rank 0 runs here.
+  std::string address;
 };
 
 // The Unix identity a workload runs as (docs/access.md, "Workloads run as their owner"): its
@@ -122,6 +125,13 @@ struct DesiredJob {
   // the job rather than run it as root.
   std::optional<RunAs> runAs;
   std::optional<DesiredSession> session;
+  // Rank 0 of a gang whose rendezvous port is not chosen yet: the agent picks a port free on
+  // this host, sets MASTER_PORT to it and reports it (ActualJob::masterPort); the other ranks are
+  // started with it (docs/scheduler.md, "Multi-host jobs").
+  bool chooseMasterPort = false;
+  // The directory the command starts in, entered as the job's owner; empty = the job's own
+  // directory on the host.
+  std::string workdir;
 };
 
 enum class ActualState { kRunning, kExited, kLost, kFailedToStart };
@@ -160,6 +170,7 @@ struct ActualJob {
   TimeMs finishedAt = 0;
   std::string message;  // why it failed to start, or was lost
   std::optional<ActualSession> session;
+  int masterPort = 0;  // the rendezvous port it chose (DesiredJob::chooseMasterPort); 0 = none
 };
 
 struct LogChunk {
@@ -243,6 +254,9 @@ Result<Inventory> inventoryFromJson(const nlohmann::json& j);
 // Counts, indexes, CPUs, memory and text lengths within the kMax* bounds above; GPU indexes and
 // UUIDs unique. The error names the first bad field.
 Status validateInventory(const Inventory& inv);
+// An address other hosts can dial: an IPv4 or IPv6 literal, or a DNS name (RFC 1123 labels).
+// It ends up in a workload's MASTER_ADDR, so nothing else (spaces, shell or URL syntax) passes.
+bool isHostAddress(const std::string& s);
 nlohmann::json toJson(const RunAs& r);
 Result<RunAs> runAsFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const DesiredJob& d);

@@ -170,4 +170,23 @@ TEST(AgentProtocol, RejectsMalformed) {
 }
 
 }  // namespace
+TEST(AgentProtocol, AnInventorysAddressIsAnIpOrADnsNameAndNothingElse) {
+  for (const char* good : {"10.0.0.5", "::1", "fe80::1", "gpu-a.lab.example", "gpu-a"})
+    EXPECT_TRUE(isHostAddress(good)) << good;
+  // It becomes a workload's MASTER_ADDR: no shell, URL or option syntax gets through.
+  for (const char* bad : {"", "a b", "$(id)", "-oProxyCommand=x", "host:22", "a..b", "-a.b", "a-.b",
+                          "http://x", "x/y", "a;b"})
+    EXPECT_FALSE(isHostAddress(bad)) << bad;
+  EXPECT_FALSE(isHostAddress(std::string(254, 'a'))) << "longer than a DNS name may be";
+  Inventory inv;
+  inv.hostname = "gpu-a";
+  inv.address = "$(reboot)";
+  EXPECT_FALSE(validateInventory(inv).ok());
+  inv.address = "10.0.0.5";
+  EXPECT_TRUE(validateInventory(inv).ok());
+  auto back = inventoryFromJson(toJson(inv));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->address, "10.0.0.5");
+}
+
 }  // namespace allot::model

@@ -174,6 +174,8 @@ struct Host {
   // A platform admin reset its credential (`allot host reset-credential`): the next join under
   // its name takes it over. Without it, a join under an existing host's name is refused.
   bool credentialReset = false;
+  // Where other hosts reach it, as its agent last reported (Inventory::address); empty until then.
+  std::string address;
 };
 
 // A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,

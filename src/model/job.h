@@ -90,6 +90,12 @@ struct Job {
   std::string user;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  std::string workdir;  // where the command starts; empty = its own job directory on the host
+  // One task of a job array (allot run --array): the array's id (its first task's), this task's
+  // index ($ALLOT_ARRAY_INDEX), and how many of the array's tasks may run at once (0 = no limit).
+  int64_t arrayId = 0;
+  int arrayIndex = -1;
+  int arrayLimit = 0;
   // What it asks for. A whole-host job's gpus is filled in when it is placed: what it holds.
   ResourceRequest resources;
   int priority = 0;          // -1000..1000, higher first
@@ -101,6 +107,8 @@ struct Job {
   // it is not placed. The API and the store documents also show rank 0 as flat host/gpu_indices
   // fields, for readers from before gangs.
   std::vector<Rank> ranks;
+  // A gang: the port its rank 0's agent chose for the rendezvous (MASTER_PORT); 0 until then.
+  int masterPort = 0;
   // A gang: the first rank that failed, started no process or was lost, whose failure stops the
   // other ranks and decides how the job ends; -1 while none has.
   int failedRank = -1;

@@ -175,7 +175,8 @@ json hostHardware(const Host& h) {
           {"gpus", gpusJson(h.gpus)},
           {"agent_version", h.agentVersion},
           {"cgroup", h.cgroup},
-          {"run_as_owner", h.runAsOwner}};
+          {"run_as_owner", h.runAsOwner},
+          {"address", h.address}};
 }
 
 // The job's fields without its ranks, which toListedJson adds for a gang.
@@ -257,7 +258,10 @@ json toJson(const Job& j) { return toListedJson(j, 0); }
 
 json toListedJson(const Job& j, size_t maxSpecBytes) {
   json out = toJsonFlat(j, maxSpecBytes);
-  if (isGang(j) && !j.ranks.empty()) out["ranks"] = ranksJson(j.ranks);
+  if (isGang(j) && !j.ranks.empty()) {
+    out["ranks"] = ranksJson(j.ranks);
+    out["master_port"] = j.masterPort == 0 ? json(nullptr) : json(j.masterPort);
+  }
   if (j.session) out["session"] = toJson(*j.session);
   return out;
 }
@@ -316,6 +320,11 @@ json jobCommon(const Job& j) {
           {"dependencies", dependenciesJson(j.dependencies)}};
 }
 
+json arrayJson(const Job& j) {
+  if (j.arrayId == 0) return nullptr;
+  return {{"id", j.arrayId}, {"index", j.arrayIndex}, {"limit", j.arrayLimit}};
+}
+
 json dependenciesJson(const std::vector<Dependency>& deps) {
   json out = json::array();
   for (const auto& d : deps) out.push_back({{"kind", dependencyKindName(d.kind)}, {"job", d.job}});
@@ -340,6 +349,8 @@ json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   out["evicted_for"] = nullIfEmpty(j.evictedFor);
   out["held_by"] = nullIfEmpty(j.heldBy);
   out["requeue_requested_by"] = nullIfEmpty(j.requeueRequestedBy);
+  out["workdir"] = nullIfEmpty(j.workdir);
+  out["array"] = arrayJson(j);
   out["submitted_at"] = formatIso8601(j.submittedAt);
   out["started_at"] = timeOrNull(j.startedAt);
   out["finished_at"] = timeOrNull(j.finishedAt);

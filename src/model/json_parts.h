@@ -22,6 +22,8 @@ json rankJson(const Rank& k);
 json jobCommon(const Job& j);
 // [{"kind": "afterok", "job": 12}]
 json dependenciesJson(const std::vector<Dependency>& deps);
+// A job array task's {id, index, limit}; null for a job that is not one.
+json arrayJson(const Job& j);
 json upgradeHostCommon(const UpgradeHost& h);
 json upgradeCommon(const Upgrade& u);
 // Who asked for a lease, for what, and where it stands.

@@ -182,6 +182,7 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   h.agentVersion = d.value("agent_version", "");
   h.cgroup = d.value("cgroup", "");
   h.runAsOwner = d.value("run_as_owner", "");
+  h.address = d.value("address", "");
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");
@@ -230,6 +231,7 @@ json toStoreDoc(const Job& j) {
     }
     out["ranks"] = std::move(ranks);
     out["failed_rank"] = j.failedRank;
+    if (j.masterPort != 0) out["master_port"] = j.masterPort;
   }
   if (j.session) out["session"] = toJson(*j.session);
   return out;
@@ -250,6 +252,8 @@ static json toStoreDocFlat(const Job& j) {
   out["evicted_for"] = j.evictedFor;
   out["held_by"] = j.heldBy;
   out["requeue_requested_by"] = j.requeueRequestedBy;
+  if (!j.workdir.empty()) out["workdir"] = j.workdir;
+  if (j.arrayId != 0) out["array"] = arrayJson(j);
   out["submitted_ms"] = j.submittedAt;
   out["scheduled_ms"] = j.scheduledAt;
   out["started_ms"] = j.startedAt;
@@ -305,6 +309,13 @@ static Job jobFromStoreDocOrThrow(const json& d) {
     j.ranks.push_back(std::move(k));
   }
   j.failedRank = d.value("failed_rank", -1);
+  j.masterPort = d.value("master_port", 0);
+  j.workdir = d.value("workdir", "");
+  if (const json* array = objectAt(d, "array")) {
+    j.arrayId = array->value("id", int64_t{0});
+    j.arrayIndex = array->value("index", -1);
+    j.arrayLimit = array->value("limit", 0);
+  }
   j.exitCode = readOptional<int>(d, "exit_code");
   j.signal = readOptional<int>(d, "signal");
   j.cancelRequested = d.value("cancel_requested", false);

@@ -114,6 +114,33 @@ TEST_F(RunAsTest, OneUsersJobCannotReadOrSignalAnothersJob) {
   EXPECT_TRUE(waitForJobState(alice_, a, "cancelled"));
 }
 
+TEST_F(RunAsTest, AWorkdirIsEnteredAsTheOwnerSoAnotherTeamsOrRootsDirectoryIsRefused) {
+  // Alice's code on her team's shared storage: her job starts there.
+  const std::string code = path("teams/red");
+  std::string mine = runToEnd(alice_, "pwd; id -u", {"--workdir", code});
+  EXPECT_EQ(mine.rfind(code + "\n", 0), 0u) << mine;
+
+  // Bob points his job at red's directory, and at one only root may enter: the shim enters the
+  // directory after it has become bob, so both fail to start, saying why, and nothing ran.
+  const std::string rootOnly = path("root-only");
+  fs::create_directories(rootOnly);
+  fs::permissions(rootOnly, fs::perms::owner_all);
+  // Where bob's job would leave a mark had it run: open to everyone.
+  fs::create_directories(path("drop"));
+  fs::permissions(path("drop"), fs::perms::all);
+  for (const std::string& dir : {code, rootOnly}) {
+    const std::string marker = path("drop/ran-in-" + fs::path(dir).filename().string());
+    int64_t id = submit(bob_, {"--workdir", dir}, {"sh", "-c", "touch '" + marker + "'"});
+    json last;
+    ASSERT_TRUE(waitForJobState(bob_, id, "failed", &last)) << last.dump();
+    EXPECT_NE(textOf(last, "reason")
+                  .find("cannot enter working directory " + dir + ": Permission denied"),
+              std::string::npos)
+        << last.dump();
+    EXPECT_FALSE(fs::exists(marker)) << dir;
+  }
+}
+
 TEST_F(RunAsTest, IdsAreAllocatedOnceAndKeptAcrossRestarts) {
   const int64_t alice = uidOf("alice"), bob = uidOf("bob"), red = gidOfTeam("red");
   EXPECT_GE(alice, 200000);

@@ -33,6 +33,9 @@ struct JobSpec {
   // An interactive session (docs/sessions.md): recorded in spec.json, where the Jupyter fork
   // server (root) reads it to serve session jobs only.
   bool session = false;
+  // Where the command starts: entered by the job's process once it is its owner, so it reaches
+  // only what the owner may; "" = the job's own directory (workPath).
+  std::string workdir;
 };
 
 class Executor {

@@ -74,6 +74,7 @@ constexpr uint32_t kMaxJobMessage = 64u << 20;
 
 struct Args {
   std::string jobDir, log, cwd;
+  std::string workdir;  // entered after the switch to the owner; "" = stay in cwd
   int reportFd = -1;
   long long uid = -1, gid = -1;  // -1: run as the shim's own user
   std::vector<gid_t> groups;
@@ -99,6 +100,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->log = v;
     else if (k == "--cwd")
       a->cwd = v;
+    else if (k == "--workdir")
+      a->workdir = v;
     else if (k == "--cgroup")
       a->cgroups.push_back(v);
     else if (k == "--uid")
@@ -210,6 +213,19 @@ unsigned long long startTicks(pid_t pid) {
   return ticks;
 }
 
+// What the child sends on its close-on-exec pipe when it cannot become the job: which step
+// failed and errno. Nothing arrives when exec succeeds.
+struct ChildFailure {
+  enum Step : int { kIdentity, kWorkdir, kExec } step;
+  int err;
+};
+
+[[noreturn]] void childFailed(int fd, ChildFailure::Step step, int err) {
+  ChildFailure f{step, err};
+  (void)!write(fd, &f, sizeof f);
+  _exit(127);
+}
+
 std::string execError(const char* command, int err) {
   std::string c = command;
   switch (err) {
@@ -253,22 +269,20 @@ void closeInherited(int keep) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (a.uid >= 0) {
     errno = 0;
-    // Groups first, uid last: once the uid is dropped nothing else may be changed. A failure is
-    // sent negated, so that the shim can tell it from an exec failure.
+    // Groups first, uid last: once the uid is dropped nothing else may be changed.
     if (setgroups(a.groups.size(), a.groups.data()) != 0 || setgid(a.gid) != 0 ||
-        setuid(a.uid) != 0 || getuid() == 0 || geteuid() == 0) {
-      int err = -(errno != 0 ? errno : EPERM);
-      (void)!write(execErrFd, &err, sizeof err);
-      _exit(127);
-    }
+        setuid(a.uid) != 0 || getuid() == 0 || geteuid() == 0)
+      childFailed(execErrFd, ChildFailure::kIdentity, errno != 0 ? errno : EPERM);
   }
+  // The working directory the submitter chose is entered as its owner, never as root: a path
+  // the owner may not search (another user's home, /root) is refused like any of theirs.
+  if (!a.workdir.empty() && chdir(a.workdir.c_str()) != 0)
+    childFailed(execErrFd, ChildFailure::kWorkdir, errno);
   // Only now, as the owner: execvp looks the command up in the job's PATH, and the loader of the
   // job's program is the first to read LD_PRELOAD and its kind.
   environ = const_cast<char**>(a.env.data());
   execvp(a.command[0], a.command.data());
-  int err = errno;
-  (void)!write(execErrFd, &err, sizeof err);
-  _exit(127);
+  childFailed(execErrFd, ChildFailure::kExec, errno);
 }
 
 // Joins every group (writes our pid to its cgroup.procs); false with *error set on the first
@@ -402,18 +416,23 @@ int runJob(const Args& a) {
   writeAtomically(a.jobDir + "/pid",
                   std::to_string(child) + " " + std::to_string(startTicks(child)) + "\n");
 
-  int err = 0;
+  ChildFailure failure{};
   ssize_t n;
   do {
-    n = read(execErr[0], &err, sizeof err);
+    n = read(execErr[0], &failure, sizeof failure);
   } while (n < 0 && errno == EINTR);
   close(execErr[0]);
-  if (n == sizeof err) {
+  if (n == sizeof failure) {
     int ignored;
     waitpid(child, &ignored, 0);
-    writeFailedToStart(a, err < 0 ? "cannot switch to uid " + std::to_string(a.uid) + " gid " +
-                                        std::to_string(a.gid) + ": " + std::strerror(-err)
-                                  : execError(a.command[0], err));
+    const int err = failure.err;
+    writeFailedToStart(
+        a, failure.step == ChildFailure::kIdentity
+               ? "cannot switch to uid " + std::to_string(a.uid) + " gid " + std::to_string(a.gid) +
+                     ": " + std::strerror(err)
+           : failure.step == ChildFailure::kWorkdir
+               ? "cannot enter working directory " + a.workdir + ": " + std::strerror(err)
+               : execError(a.command[0], err));
     if (a.reportFd >= 0) close(a.reportFd);
     return 0;
   }

@@ -248,6 +248,10 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
   std::vector<std::string> env = jobEnvironment(spec, places);
   std::vector<std::string> args = {shimPath_,         "--job-dir", job.dir.path(),    "--log",
                                    job.dir.logPath(), "--cwd",     job.dir.workPath()};
+  if (!spec.workdir.empty()) {
+    args.push_back("--workdir");
+    args.push_back(spec.workdir);
+  }
   if (runAsOwner_) {
     auto identity = shimIdentityArgs(*spec.runAs);
     args.insert(args.end(), identity.begin(), identity.end());

@@ -1,7 +1,10 @@
 #include "agent/runtime/agent.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -65,6 +69,38 @@ Status saveCredential(const std::string& workDir, const Credential& c) {
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
     return Status::Unavailable("cannot write " + path);
   return Status::Ok();
+}
+
+// A TCP port nobody listens on here now, as the kernel hands out for port 0: what torchrun
+// itself does for a rendezvous port. The job binds it moments later; a port taken in between
+// fails the job's rendezvous loudly (the address is in use), not silently.
+Result<int> freeTcpPort() {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool v6 = fd >= 0;
+  if (!v6) fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Internal(std::string("socket: ") + std::strerror(errno));
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_any;  // dual-stack: free on IPv4's any address too
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    len = sizeof *a;
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::Internal(std::string("bind: ") + std::strerror(err));
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                   : reinterpret_cast<sockaddr_in*>(&ss)->sin_port));
 }
 
 std::string machineHostname() {
@@ -188,6 +224,8 @@ model::Inventory Agent::inventory() {
   inv.agentVersion = allotVersion();
   inv.cgroup = config_.cgroupMode.empty() ? "none" : config_.cgroupMode;
   inv.runAsOwner = config_.runAsOwner ? "required" : "off";
+  inv.address = config_.advertiseAddress.empty() ? connectedFrom_ : config_.advertiseAddress;
+  if (!model::isHostAddress(inv.address)) inv.address.clear();  // say a scoped IPv6: the name
   return inv;
 }
 
@@ -222,6 +260,8 @@ std::vector<model::ActualJob> Agent::actualJobs() {
   auto jobs = executor_.poll();
   for (const auto& [id, a] : cancelledBeforeStart_) jobs.push_back(a);
   for (auto& a : jobs) {
+    if (auto port = masterPorts_.find(a.id); port != masterPorts_.end())
+      a.masterPort = port->second;
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
@@ -283,7 +323,22 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       spec.cpuMillis = d.cpuMillis;
       spec.memoryLimitMib = d.memoryMib;
       spec.runAs = d.runAs;
+      spec.workdir = d.workdir;
       spec.session = d.session.has_value();
+      if (d.chooseMasterPort) {
+        auto port = freeTcpPort();
+        if (!port.ok()) {
+          model::ActualJob a;
+          a.id = d.id;
+          a.state = model::ActualState::kFailedToStart;
+          a.finishedAt = now;
+          a.message = "cannot find a free port for the rendezvous: " + port.status().message();
+          cancelledBeforeStart_[d.id] = a;
+          continue;
+        }
+        masterPorts_[d.id] = *port;
+        spec.env["MASTER_PORT"] = spec.env["PET_MASTER_PORT"] = std::to_string(*port);
+      }
       if (d.session) {
         const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
         const SessionIdentity who = sessionIdentity(d);
@@ -333,6 +388,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       stopping_.erase(a.id);
       logShipped_.erase(a.id);
       logBase_.erase(a.id);
+      masterPorts_.erase(a.id);
     }
   }
   for (auto it = cancelledBeforeStart_.begin(); it != cancelledBeforeStart_.end();) {
@@ -418,6 +474,11 @@ asio::awaitable<Status> Agent::session() {
       co_return Status::Unavailable("cannot connect to " + config_.serverUrl + ": " +
                                     cec.message());
     tcp.socket().set_option(asio::ip::tcp::no_delay(true));
+    // The address this host reaches allotd from is, unless told otherwise, the one other hosts
+    // reach it at: what a gang whose rank 0 runs here gets as MASTER_ADDR.
+    boost::system::error_code lec;
+    auto local = tcp.socket().local_endpoint(lec);
+    if (!lec) connectedFrom_ = local.address().to_string();
     co_return Status::Ok();
   };
   if (!addr->tls) {

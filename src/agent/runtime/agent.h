@@ -66,6 +66,9 @@ struct AgentConfig {
   // advertised (--ssh-direct-address; "" = every address, advertised as the machine's hostname).
   int sshDirectPortLo = 0, sshDirectPortHi = 0;
   std::string sshDirectAddress;
+  // --advertise-address: where other hosts reach this one (a gang's MASTER_ADDR when its rank 0
+  // runs here); "" = the local address this host's connection to allotd leaves from.
+  std::string advertiseAddress;
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -138,6 +141,11 @@ class Agent {
   // so the run's output is appended, not lost under the old run's length. In memory: an agent
   // restarted during a requeued run reads its local log from allotd's offset (docs/agent.md).
   std::map<int64_t, int64_t> logBase_;
+  // Rendezvous ports this agent chose for gangs whose rank 0 it runs (DesiredJob::
+  // chooseMasterPort), reported with the job until allotd forgets it.
+  std::map<int64_t, int> masterPorts_;
+  // The local address of the last connection to allotd (Inventory::address by default).
+  std::string connectedFrom_;
   bool haveDesired_ = false;
   bool logOffsetsKnown_ = false;
   std::vector<model::DesiredJob> lastDesired_;

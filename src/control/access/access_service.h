@@ -39,8 +39,12 @@ class MembershipObserver {
 class AccessService {
  public:
   AccessService(const Clock& clock, World& world, UnixIdOptions unixIds,
-                MembershipObserver& membership)
-      : clock_(clock), world_(world), unixIds_(unixIds), membership_(membership) {}
+                MembershipObserver& membership, bool teamAdminsCreateUsers = false)
+      : clock_(clock),
+        world_(world),
+        unixIds_(unixIds),
+        membership_(membership),
+        teamAdminsCreateUsers_(teamAdminsCreateUsers) {}
 
   // On first start: the platform admin "admin" and its token (returned once); nullopt if users
   // already exist.
@@ -134,6 +138,7 @@ class AccessService {
   World& world_;
   UnixIdOptions unixIds_;
   MembershipObserver& membership_;
+  const bool teamAdminsCreateUsers_;  // ClusterOptions::teamAdminsCreateUsers
 };
 
 }  // namespace allot::control

@@ -89,5 +89,44 @@ TEST_F(AccessServiceTest, AnotherTeamsPeopleAndTeamAreNotFoundToAMember) {
   EXPECT_EQ((*members)[0].first.name, "bob");
 }
 
+TEST_F(AccessServiceTest, TeamAdminsCreatePeopleOnlyWhereThePlatformLetsThemAndOnlyInTheirTeams) {
+  auto lead = access_.createUser(admin_, "lead", "vision", model::Role::kTeamAdmin);
+  ASSERT_TRUE(lead.ok());
+  const Principal teamAdmin = *access_.authenticate(lead->value.token);
+  auto hire = [](const std::string& name, const std::string& team) {
+    NewUser n;
+    n.name = name;
+    n.teams[team] = model::Role::kMember;
+    return n;
+  };
+  // Off (the default): service accounts only.
+  EXPECT_EQ(access_.createUser(teamAdmin, hire("newhire", "vision")).status().code(),
+            Code::kPermissionDenied);
+
+  AccessService open{clock_, world_, UnixIdOptions{}, membership_, /*teamAdminsCreateUsers=*/true};
+  auto made = open.createUser(teamAdmin, hire("newhire", "vision"));
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  EXPECT_EQ(world_.users.at("newhire").createdBy, "lead");
+  EXPECT_EQ(open.createUser(teamAdmin, hire("spy", "nlp")).status().code(), Code::kNotFound)
+      << "another team is not there for a vision team-admin";
+  NewUser both = hire("both", "vision");
+  both.teams["nlp"] = model::Role::kMember;
+  EXPECT_EQ(open.createUser(teamAdmin, both).status().code(), Code::kNotFound);
+  NewUser boss = hire("boss", "vision");
+  boss.platformAdmin = true;
+  EXPECT_EQ(open.createUser(teamAdmin, boss).status().code(), Code::kPermissionDenied);
+  NewUser root = hire("rooty", "vision");
+  root.uid = 0;
+  root.gid = 0;
+  EXPECT_EQ(open.createUser(teamAdmin, root).status().code(), Code::kPermissionDenied)
+      << "a chosen uid could be anyone's on the hosts";
+  const Principal alice = member("alice", "vision");
+  EXPECT_EQ(open.createUser(alice, hire("friend", "vision")).status().code(),
+            Code::kPermissionDenied)
+      << "a member is no team-admin";
+  for (const char* refused : {"spy", "both", "boss", "rooty", "friend"})
+    EXPECT_FALSE(world_.users.count(refused)) << refused;
+}
+
 }  // namespace
 }  // namespace allot::control

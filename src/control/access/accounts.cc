@@ -92,9 +92,19 @@ Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, NewUse
           "teams");
   }
   if (!p.isAdmin()) {
-    // Team-admins make service accounts for their own teams' automation, nothing more.
-    if (n.kind != model::UserKind::kService || n.platformAdmin || n.teams.empty())
-      return Status::PermissionDenied("only a platform admin may create user accounts");
+    // Team-admins make service accounts for their own teams' automation, and, where the platform
+    // lets them ([access] team_admins_create_users), accounts for the people who join them.
+    if (n.platformAdmin)
+      return Status::PermissionDenied("only a platform admin may create a platform admin");
+    if (n.kind != model::UserKind::kService && !teamAdminsCreateUsers_)
+      return Status::PermissionDenied(
+          "only a platform admin may create user accounts (a platform admin can let team-admins "
+          "create them: [access] team_admins_create_users = true)");
+    if (n.teams.empty()) return Status::PermissionDenied("only a platform admin may do that");
+    // The Unix identity a workload runs as is the platform's to hand out: a chosen uid could be
+    // anyone's on the hosts.
+    if (n.uid >= 0 || n.gid >= 0)
+      return Status::PermissionDenied("only a platform admin may set a user's uid and gid");
     for (const auto& [team, role] : n.teams) ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, team));
   }
   // Accounts are made for a team's work; only platform admins stand outside every team.
