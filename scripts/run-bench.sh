@@ -6,17 +6,18 @@
 #
 # Knobs (environment):
 #   BIN                 where the binaries are                  (build/bin)
-#   ONLY                subset, e.g. "submit start"              (store submit start memory)
+#   ONLY                subset, e.g. "submit start"              (store submit start cli memory)
 #   SUBMIT_CONNECTIONS  submit_load connection levels            (1,16,64,256)
 #   SUBMIT_REQUESTS     requests per level                       (20000)
 #   SUBMIT_MAX_SECONDS  time bound per level                     (30)
 #   START_JOBS          start_latency jobs                       (200)
 #   MEM_HOSTS MEM_JOBS  memory_footprint store size              (100, 10000)
+#   CLI_HISTORY         cli_latency jobs run before its last row (2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-$PWD/build/bin}
-ONLY=${ONLY:-store submit start memory}
+ONLY=${ONLY:-store submit start cli memory}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/allot-bench-out-XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
@@ -56,6 +57,11 @@ if want start; then
   "$BIN/start_latency" --bin "$BIN" --jobs "${START_JOBS:-200}" | tee "$OUT/start"
   echo
 fi
+if want cli; then
+  echo "== cli_latency (allot processes; run --wait -- true fresh, after a burst, with history)"
+  python3 bench/cli_latency.py --bin "$BIN" --history "${CLI_HISTORY:-2000}" | tee "$OUT/cli"
+  echo
+fi
 if want memory; then
   echo "== memory_footprint (allotd RSS with hosts and finished jobs)"
   "$BIN/memory_footprint" --allotd "$BIN/allotd" --hosts "${MEM_HOSTS:-100}" \
@@ -72,6 +78,9 @@ if [ -f "$OUT/submit" ]; then
 fi
 if [ -f "$OUT/start" ]; then
   sed -n 's/^ *post_to_process_started n=\([0-9]*\).* p50_ms=\([^ ]*\) p90_ms=[^ ]* p99_ms=\([^ ]*\) max_ms=\([^ ]*\)/  start      n=\1: p50 \2 ms (target < 20), p99 \3 ms (target < 100), max \4 ms/p' "$OUT/start"
+fi
+if [ -f "$OUT/cli" ]; then
+  sed -n 's/^  \(run --wait, [^n]*\) *n=[0-9]* *p50_ms= *\([^ ]*\) p99_ms= *\([^ ]*\).*/  cli        \1: p50 \2 ms (target < 15), p99 \3 ms (target < 40)/p' "$OUT/cli"
 fi
 if [ -f "$OUT/memory" ]; then
   sed -n 's/^ *after [0-9]* rounds: *VmRSS=\([^ ]*\) MiB VmHWM=\([^ ]*\) MiB/  memory     VmRSS \1 MiB, VmHWM \2 MiB (target < 200 MiB)/p' "$OUT/memory"

@@ -57,7 +57,7 @@ class LocalCluster:
     procs: the processes, stopped by stop(); cli(token, *args): `allot -o json`; token: alice's.
     """
 
-    def __init__(self, bin_dir, work, cgroup_name):
+    def __init__(self, bin_dir, work, cgroup_name, gpus="sim:4xA100", agents=1):
         self.bin = bin_dir
         self.work = work
         self.port = free_port()
@@ -71,17 +71,22 @@ class LocalCluster:
         token_file = os.path.join(work, "data", "admin.token")
         wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
         self.admin = open(token_file).read().strip()
-        join = self.cli(self.admin, "host", "join-token", "--uses", "10")
+        join = self.cli(self.admin, "host", "join-token", "--uses", str(max(10, agents)))
         self.agent_dir = os.path.join(work, "agent")
         env = dict(os.environ, ALLOT_JOIN_TOKEN=join["token"])
-        self.procs.append(subprocess.Popen(
-            [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", "bench",
-             "--gpus", "sim:4xA100", "--work-dir", self.agent_dir, "--cgroup-name", cgroup_name,
-             "--run-as-owner", "off"], env=env,
-            stdout=open(os.path.join(work, "agent.out"), "w"),
-            stderr=open(os.path.join(work, "agent.err"), "w")))
-        wait_until(lambda: any(h["name"] == "bench" and h["admin_state"] == "available"
-                               for h in self.cli(self.admin, "host", "list")), timeout=60, step=0.2)
+        # The first agent is "bench" (the sessions' host); more are bench-2, bench-3, ...
+        names = ["bench"] + [f"bench-{i}" for i in range(2, agents + 1)]
+        for name in names:
+            suffix = "" if name == "bench" else name[len("bench"):]
+            self.procs.append(subprocess.Popen(
+                [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", name,
+                 "--gpus", gpus, "--work-dir", self.agent_dir + suffix, "--cgroup-name",
+                 cgroup_name + suffix, "--run-as-owner", "off"], env=env,
+                stdout=open(os.path.join(work, f"agent{suffix}.out"), "w"),
+                stderr=open(os.path.join(work, f"agent{suffix}.err"), "w")))
+        wait_until(lambda: sum(h["name"] in names and h["admin_state"] == "available"
+                               for h in self.cli(self.admin, "host", "list")) == len(names),
+                   timeout=60, step=0.2)
         self.cli(self.admin, "team", "create", "ml")
         self.token = self.cli(self.admin, "user", "create", "alice", "--team", "ml")["token"]
         # The fork server imports Jupyter once after the agent starts.
@@ -105,15 +110,16 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def scratch_cluster(bin_dir, name, mode=None):
+def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1):
     """A LocalCluster in a fresh scratch dir (allot-NAME-*, chmod `mode` when given) with cgroup
-    allot-NAME; stopped, and its dir removed, when the block ends, however it ends."""
+    allot-NAME and the agent's `gpus`; stopped, and its dir removed, when the block ends, however
+    it ends."""
     work = tempfile.mkdtemp(prefix=f"allot-{name}-")
     if mode is not None:
         os.chmod(work, mode)
     cluster = None
     try:
-        cluster = LocalCluster(bin_dir, work, f"allot-{name}")
+        cluster = LocalCluster(bin_dir, work, f"allot-{name}", gpus, agents)
         yield cluster
     finally:
         if cluster:

@@ -10,6 +10,25 @@
 #include "common/build_info.h"
 
 namespace allot::cli {
+namespace {
+
+// The first word that is not a global flag or its value: `allot --server U run ...` -> "run";
+// "" when there is none.
+std::string commandWord(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a == "--server" || a == "--token" || a == "--ca-file" || a == "-o" || a == "--output") {
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') continue;
+    return a;
+  }
+  return "";
+}
+
+}  // namespace
 
 int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::istream& in,
             std::ostream& out, std::ostream& err, const Clock& clock) {
@@ -33,22 +52,14 @@ int runWith(const std::vector<std::string>& args, const EnvLookup& env, std::ist
       "Config file: $ALLOT_CONFIG, $XDG_CONFIG_HOME/allot/config.json or "
       "~/.config/allot/config.json (written by `allot login`).");
 
-  addAuthCommands(app, ctx);
-  addOrgCommands(app, ctx);
-  addTokenCommands(app, ctx);
-  addSshKeyCommands(app, ctx);
-  addSshCommands(app, ctx);
-  addQuotaCommands(app, ctx);
-  addIdleCommands(app, ctx);
-  addLeaseCommands(app, ctx);
-  addProfileCommands(app, ctx);
-  addSessionCommands(app, ctx);
-  addHostCommands(app, ctx);
-  addJobCommands(app, ctx);
-  addReportCommands(app, ctx);
-  addAuditCommands(app, ctx);
-  addDocCommands(app, ctx);
-  addConfigCommands(app, ctx);
+  // Only the commands the command word needs: building the whole tree is most of what a CLI
+  // process costs. `--help` alone, completion, man and misspellings get the whole tree.
+  const std::string word = commandWord(args);
+  static const std::vector<CommandAdder> kNone;
+  const bool versionOnly =
+      word.empty() && std::find(args.begin(), args.end(), "--version") != args.end();
+  const std::vector<CommandAdder>* adders = versionOnly ? &kNone : addersFor(word);
+  for (CommandAdder add : adders != nullptr ? *adders : allAdders()) add(app, ctx);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/context.h"
 
@@ -41,5 +42,14 @@ void addDocCommands(CLI::App& app, Context& ctx);      // completion, man
 void addConfigCommands(CLI::App& app, Context& ctx);   // config show, set, unset
 void addProfileCommands(CLI::App& app, Context& ctx);  // profile
 void addSessionCommands(CLI::App& app, Context& ctx);  // session
+
+// Which of the functions above a command word needs, in the order the whole tree is built:
+// `allot run` builds only run's and job's commands, so that a CLI process starts in a
+// fraction of the time a tree of every command takes (docs/benchmarks.md, CLI start-up). Null
+// for a word that needs every command (completion, man, a misspelling to hint at).
+using CommandAdder = void (*)(CLI::App&, Context&);
+const std::vector<CommandAdder>* addersFor(const std::string& word);
+// Every adder, in order: the whole tree.
+const std::vector<CommandAdder>& allAdders();
 
 }  // namespace allot::cli

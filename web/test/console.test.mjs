@@ -585,6 +585,8 @@ describe('console', () => {
     const admin = await newPage(browser);
     await logIn(admin, cluster.url, 'admin', PASSWORD);
     await admin.click('nav >> text=Admin');
+    // allTextContents does not wait: the page (a lazy chunk) must have rendered first.
+    await admin.waitForSelector('[data-testid=admin-tabs] [role=tab]');
     const tabs = admin.locator('[data-testid=admin-tabs] [role=tab]');
     assert.deepEqual(await tabs.allTextContents(), [
       'My API tokens',
@@ -614,6 +616,7 @@ describe('console', () => {
     assert.equal(await admin.getAttribute('[data-testid=tab-audit]', 'aria-selected'), 'true');
 
     // What happened so far, in words.
+    await admin.waitForSelector('[data-testid=audit-sentence]');
     const sentences = (await admin.locator('[data-testid=audit-sentence]').allTextContents()).join(
       '\n',
     );
@@ -634,6 +637,7 @@ describe('console', () => {
     assert.equal(await admin.locator('[data-testid=audit-route]').count(), 0);
     await screenshot(admin, '19-audit-words');
     await admin.check('[data-testid=audit-show-routes]');
+    await admin.waitForSelector('[data-testid=audit-route]');
     const routes = await admin.locator('[data-testid=audit-route]').allTextContents();
     assert.ok(routes.includes('POST /api/v1/hosts/{name}/drain'));
     assert.ok(routes.includes('PUT /api/v1/teams/{team}/quota'));

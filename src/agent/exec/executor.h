@@ -58,6 +58,9 @@ class Executor {
   virtual std::vector<int> gpusOf(int64_t id) const = 0;
   // The job's main process (its process group); 0 when it has none running.
   virtual int pidOf(int64_t) const { return 0; }
+  // The process whose exit means the job's outcome is recorded (its shim), while the job runs;
+  // 0 when there is none to watch. The agent wakes on its exit (ExitWatch).
+  virtual int shimPidOf(int64_t) const { return 0; }
   // The cgroup directories confining the job; empty when it runs unconfined. What joins them
   // later (a session's sshd) is limited and accounted with the job.
   virtual std::vector<std::string> cgroupsOf(int64_t) const { return {}; }

@@ -68,6 +68,13 @@ class ProcessExecutor final : public Executor {
                ? 0
                : it->second.actual.pid;
   }
+  int shimPidOf(int64_t id) const override {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() || it->second.actual.state != model::ActualState::kRunning ||
+                   !it->second.shim || it->second.shimReaped
+               ? 0
+               : it->second.shim->pid;
+  }
   std::vector<std::string> cgroupsOf(int64_t id) const override {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? std::vector<std::string>{} : it->second.cgroups;

@@ -26,6 +26,7 @@
 #include "agent/exec/hook_runner.h"
 #include "agent/host_ops/host_task_runner.h"
 #include "agent/runtime/agent_outbox.h"
+#include "agent/runtime/exit_watch.h"
 #include "agent/runtime/http_join.h"
 #include "agent/runtime/tunnel_endpoint.h"
 #include "common/bounded_json.h"
@@ -536,6 +537,16 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   bool open = true;
   int64_t heartbeatMs = 5000;
   asio::steady_timer tick(ex);
+  // Something to act on now (a desired state, a job's end): the loop skips its wait. A cancel
+  // alone would be lost while the loop is busy between waits.
+  bool wakeNow = false;
+  auto wake = [&tick, &wakeNow] {
+    wakeNow = true;
+    tick.cancel();
+  };
+  // A job's end is told at once, not at the next tick (a one-millisecond job would otherwise
+  // hold its GPUs for up to a tick more).
+  ExitWatch exits(ex, wake);
   auto outbox = std::make_shared<AgentOutbox<Ws>>(ws);
   asio::co_spawn(ex, outbox->run(), asio::detached);
   TunnelEndpoint tunnels(
@@ -579,7 +590,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         logOffsetsKnown_ = true;
       }
       reconcile(desired);
-      tick.cancel();
+      wake();
     }
     open = false;
     outbox->stop();  // a tick waiting for its messages to be written ends too
@@ -593,8 +604,11 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   // A session that got this far was healthy: its end resets the reconnect backoff.
   Status result = Status::Ok();
   while (open) {
-    tick.expires_after(kTick);
-    co_await tick.async_wait(asio::as_tuple(use_awaitable));
+    if (!wakeNow) {
+      tick.expires_after(kTick);
+      co_await tick.async_wait(asio::as_tuple(use_awaitable));
+    }
+    wakeNow = false;
     if (!open) break;
     if (waitingForGpus_) reconcile(lastDesired_);
     if (forkServer_) forkServer_->keepRunning();
@@ -639,6 +653,14 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       if (!co_await outbox->drained()) break;
     }
     auto jobs = actualJobs();
+    {
+      std::map<int64_t, pid_t> shims;
+      for (const auto& a : jobs) {
+        if (a.state != model::ActualState::kRunning) continue;
+        if (const int pid = executor_.shimPidOf(a.id); pid > 0) shims[a.id] = pid;
+      }
+      exits.update(shims);
+    }
     if (haveDesired_) {
       // Output before status, so that allotd has every byte when it hears a job ended.
       bool failed = false;

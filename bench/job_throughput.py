@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""End-to-end throughput of trivial jobs: N one-GPU `true` jobs submitted through the API over C
+keep-alive connections to allotd, run on simulated hosts, until every one has succeeded.
+
+Reports jobs/s from the first submission to the last job's end, and how long the submissions
+alone took. One real allotd (embedded SQLite) and H agents of `--gpus` each, on 127.0.0.1 only.
+
+  python3 bench/job_throughput.py [--jobs 2000] [--connections 16] [--hosts 1] [--gpus sim:8xH100]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "session_start"))
+from local_cluster import scratch_cluster  # noqa: E402
+
+
+def submit_all(port, token, jobs, connections):
+    left = [jobs]
+    lock = threading.Lock()
+    body = json.dumps({"command": ["true"], "gpus": 1, "team": "ml"})
+    errors = []
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        while True:
+            with lock:
+                if left[0] == 0:
+                    return
+                left[0] -= 1
+            while True:
+                conn.request("POST", "/api/v1/jobs", body, headers)
+                r = conn.getresponse()
+                text = r.read()
+                if r.status == 201:
+                    break
+                # A user's active-jobs limit ([limits] max_active_jobs_per_user): wait for room.
+                if r.status == 429 or b"active" in text:
+                    time.sleep(0.02)
+                    continue
+                errors.append(f"{r.status} {text[:200]!r}")
+                return
+
+    threads = [threading.Thread(target=worker) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit(f"submissions failed: {errors[0]}")
+
+
+def unfinished(port, token):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/api/v1/jobs?state=queued,scheduled,running&limit=1",
+                 headers={"Authorization": f"Bearer {token}"})
+    return json.loads(conn.getresponse().read())
+
+
+def count_state(port, token, state):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", f"/api/v1/jobs?state={state}&limit=100000",
+                 headers={"Authorization": f"Bearer {token}"})
+    return len(json.loads(conn.getresponse().read()))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--jobs", type=int, default=2000)
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--hosts", type=int, default=1)
+    ap.add_argument("--gpus", default="sim:8xH100")
+    args = ap.parse_args()
+    with scratch_cluster(args.bin, "throughput", gpus=args.gpus, agents=args.hosts) as c:
+        t0 = time.perf_counter()
+        submit_all(c.port, c.token, args.jobs, args.connections)
+        submitted = time.perf_counter() - t0
+        deadline = time.monotonic() + 600
+        while unfinished(c.port, c.token):
+            if time.monotonic() > deadline:
+                raise SystemExit("jobs still unfinished after 10 minutes")
+            time.sleep(0.01)
+        total = time.perf_counter() - t0
+        ok = count_state(c.port, c.token, "succeeded")
+        print(f"job_throughput jobs={args.jobs} connections={args.connections} hosts={args.hosts}"
+              f" gpus={args.gpus} succeeded={ok} submit_s={submitted:.2f} total_s={total:.2f}"
+              f" jobs_per_s={args.jobs / total:.0f} cpus={os.cpu_count()}")
+
+
+if __name__ == "__main__":
+    main()
