@@ -57,15 +57,20 @@ class LocalCluster:
     procs: the processes, stopped by stop(); cli(token, *args): `allot -o json`; token: alice's.
     """
 
-    def __init__(self, bin_dir, work, cgroup_name, gpus="sim:4xA100", agents=1):
+    def __init__(self, bin_dir, work, cgroup_name, gpus="sim:4xA100", agents=1, config=None):
         self.bin = bin_dir
         self.work = work
         self.port = free_port()
         self.server = f"http://127.0.0.1:{self.port}"
         self.procs = []
+        extra = []
+        if config:  # allotd.toml text
+            with open(os.path.join(work, "allotd.toml"), "w") as f:
+                f.write(config)
+            extra = ["--config", os.path.join(work, "allotd.toml")]
         self.procs.append(subprocess.Popen(
             [os.path.join(bin_dir, "allotd"), "--listen", f"127.0.0.1:{self.port}", "--data-dir",
-             os.path.join(work, "data"), "--heartbeat", "1s"],
+             os.path.join(work, "data"), "--heartbeat", "1s", *extra],
             stdout=open(os.path.join(work, "allotd.out"), "w"),
             stderr=open(os.path.join(work, "allotd.err"), "w")))
         token_file = os.path.join(work, "data", "admin.token")
@@ -110,16 +115,16 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1):
+def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1, config=None):
     """A LocalCluster in a fresh scratch dir (allot-NAME-*, chmod `mode` when given) with cgroup
-    allot-NAME and the agent's `gpus`; stopped, and its dir removed, when the block ends, however
+    allot-NAME, `agents` agents of `gpus` each and allotd.toml `config`; stopped, and its dir removed, when the block ends, however
     it ends."""
     work = tempfile.mkdtemp(prefix=f"allot-{name}-")
     if mode is not None:
         os.chmod(work, mode)
     cluster = None
     try:
-        cluster = LocalCluster(bin_dir, work, f"allot-{name}", gpus, agents)
+        cluster = LocalCluster(bin_dir, work, f"allot-{name}", gpus, agents, config)
         yield cluster
     finally:
         if cluster:
