@@ -2,6 +2,10 @@
 # build incrementally with Ninja (and ccache when present), then do their thing.
 
 BUILD_DIR ?= build
+# ccache keys compiles on paths relative to the checkout, not on where it lies: a fresh clone
+# in another directory (CI's) reuses what an earlier build on this machine compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
