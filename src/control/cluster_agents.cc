@@ -70,13 +70,13 @@ void Cluster::addRendezvous(const Job& j, int rank, model::DesiredJob& d) const 
   const model::Host& master = world_.hosts.at(j.ranks.front().host);
   std::string addr = master.address.empty() ? master.name : master.address;
   // An agent beside allotd reaches it over loopback, which only ranks on that same machine can
-  // use: when another rank's host is reached elsewhere, its name is the better guess.
+  // use: when another rank's host is reached elsewhere (or says nothing of where), its name is
+  // the better guess.
   auto loopback = [](const std::string& a) { return a.rfind("127.", 0) == 0 || a == "::1"; };
   if (loopback(addr)) {
     for (const auto& k : j.ranks) {
       const auto h = world_.hosts.find(k.host);
-      if (h != world_.hosts.end() && !h->second.address.empty() && !loopback(h->second.address))
-        addr = master.name;
+      if (h != world_.hosts.end() && !loopback(h->second.address)) addr = master.name;
     }
   }
   std::string hosts;
@@ -421,6 +421,19 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
   }
   switch (a.state) {
     case model::ActualState::kRunning:
+      if (isGang(j) && rank == 0 && j.masterPort == 0 && a.masterPort <= 0 && j.failedRank < 0 &&
+          !j.cancelRequested && !j.evicting) {
+        // An agent that chose a port reports it with the job's first report. None: it did not
+        // (an agent older than allotd), or lost it in a restart before telling. The other ranks
+        // would wait for it for ever, holding their GPUs: the gang fails now, saying why.
+        k.message =
+            "reported no rendezvous port (an agent older than allotd, or one restarted "
+            "before it reported the port); requeue the job";
+        j.failedRank = 0;
+        j.reason = "rank 0 on " + host + " " + k.message;
+        for (const auto& h : model::rankHosts(j)) push.insert(h);
+        spdlog::warn("job {}: {}", j.id, j.reason);
+      }
       if (k.state == RankState::kRunning) {
         if (j.masterPort != before.masterPort) updateJob(j, before, batch);
         return;
@@ -440,9 +453,12 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
       k.state = RankState::kExited;
       k.exitCode = a.exitCode;
       k.signal = a.signal;
-      k.message = a.exitCode ? "exited with code " + std::to_string(*a.exitCode)
-                  : a.signal ? "killed by signal " + std::to_string(*a.signal)
-                             : "stopped before it started";
+      // A rank failed for what it did not report (no port) keeps that as its reason.
+      if (j.failedRank != rank || k.message.empty()) {
+        k.message = a.exitCode ? "exited with code " + std::to_string(*a.exitCode)
+                    : a.signal ? "killed by signal " + std::to_string(*a.signal)
+                               : "stopped before it started";
+      }
       break;
     case model::ActualState::kFailedToStart:
       k.state = RankState::kFailedToStart;

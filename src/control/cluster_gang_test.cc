@@ -35,7 +35,7 @@ class GangTest : public ClusterTest {
   // The same, with both ranks reported running.
   Gang runningGang() {
     Gang g = placedGang();
-    cluster_->agentStatus(g.a, {report(g.id, ActualState::kRunning)});
+    cluster_->agentStatus(g.a, {rank0Running(g.id)});
     cluster_->agentStatus(g.b, {report(g.id, ActualState::kRunning)});
     return g;
   }
@@ -65,6 +65,12 @@ class GangTest : public ClusterTest {
   ActualJob report(int64_t id, ActualState state, std::optional<int> code = {},
                    std::optional<int> signal = {}) {
     return {id, state, 1, code, signal, clock_.nowMs(), 0, ""};
+  }
+  // Rank 0 running, with the port its agent chose, as an agent reports it.
+  ActualJob rank0Running(int64_t id) {
+    auto a = report(id, ActualState::kRunning);
+    a.masterPort = 29400;
+    return a;
   }
 };
 
@@ -151,6 +157,24 @@ TEST_F(GangTest, ARankZeroFirstSeenEndedStillGivesItsPortAndTheOthersStart) {
   EXPECT_FALSE(later.value("choose_master_port", false)) << later.dump();
 }
 
+TEST_F(GangTest, ARankZeroRunningWithoutAPortFailsTheGangInsteadOfHoldingTheOthersForEver) {
+  // An older agent, or one restarted before it reported the port it chose: running, no port.
+  int64_t id = submitGang(alice_, 2, 2);
+  place();
+  auto j = job(id);
+  auto c = cluster_->agentStatus(j.ranks[0].host, {report(id, ActualState::kRunning)});
+  EXPECT_TRUE(c.pushHosts.count(j.ranks[1].host));
+  EXPECT_TRUE(desired(j.ranks[0].host, id).at("cancel").get<bool>()) << "rank 0 is stopped";
+  EXPECT_NE(job(id).reason.find("reported no rendezvous port"), std::string::npos);
+  cluster_->agentStatus(j.ranks[0].host, {report(id, ActualState::kExited, 143)});
+  cluster_->agentStatus(j.ranks[1].host, {report(id, ActualState::kExited, 0)});
+  auto ended = job(id);
+  EXPECT_EQ(ended.state, JobState::kFailed);
+  EXPECT_NE(ended.reason.find("rank 0 on " + j.ranks[0].host + " reported no rendezvous port"),
+            std::string::npos)
+      << ended.reason;
+}
+
 TEST_F(GangTest, MasterAddrIsTheAddressRankZerosAgentReportedUnlessOnlyItsOwnMachineCouldUseIt) {
   auto reconnect = [&](const std::string& name, const std::string& address) {
     auto inv = inventory(2);
@@ -191,7 +215,7 @@ TEST_F(GangTest, MasterAddrIsTheAddressRankZerosAgentReportedUnlessOnlyItsOwnMac
 
 TEST_F(GangTest, RunningOnceEveryRankRunsAndSucceedsWhenAllExitZero) {
   auto [id, a, b] = placedGang();
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(a, {rank0Running(id)});
   EXPECT_EQ(job(id).state, JobState::kScheduled);  // rank 1 has not started yet
   cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
   EXPECT_EQ(job(id).state, JobState::kRunning);
@@ -237,7 +261,7 @@ TEST_F(GangTest, AnUnreachableHostLosesTheWholeGang) {
   auto [id, a, b] = runningGang();
   cluster_->agentDisconnected(b, &link_);
   clock_.advance(61'000);
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});  // a stays in touch
+  cluster_->agentStatus(a, {rank0Running(id)});  // a stays in touch
   auto c = cluster_->checkLiveness();
   auto j = job(id);
   EXPECT_EQ(j.state, JobState::kLost);
@@ -271,7 +295,7 @@ TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
   auto j = job(id);
   ASSERT_EQ(j.state, JobState::kScheduled);
   const auto a = j.ranks[0].host, b = j.ranks[1].host;
-  cluster_->agentStatus(a, {report(id, ActualState::kRunning)});
+  cluster_->agentStatus(a, {rank0Running(id)});
   cluster_->agentStatus(b, {report(id, ActualState::kRunning)});
   int64_t claim = submit(bob_, 2);  // within nlp's guarantee: reclaims
   auto pass = cluster_->schedulePass();

@@ -228,9 +228,12 @@ Status LogStore::writeTail(Key key, State& st, const char* p, size_t n) {
 Status LogStore::append(int64_t job, int64_t offset, const std::string& data, int rank,
                         int64_t receivedAt) {
   const Key key{job, rank};
-  State& st = stateOf(key);
-  const int64_t before = st.stored;
-  Status appended = appendChunk(key, st, offset, data);
+  const int64_t before = stateOf(key).stored;
+  Status appended = appendChunk(key, stateOf(key), offset, data);
+  // Looked up again: a failed write drops the job's state (appendToLog, writeTail).
+  auto found = states_.find(key);
+  if (found == states_.end()) return appended;
+  State& st = found->second;
   if (receivedAt > 0 && st.stored > before && receivedAt - st.lastIndexedAt >= 1000) {
     const int64_t record[2] = {receivedAt, before};
     int fd = ::open(timesPathOf(key).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);

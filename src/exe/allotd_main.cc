@@ -196,6 +196,12 @@ int main(int argc, char** argv) {
         return fail("config " + f.configFile + ": " + st.message());
       if (allot::Status st = allot::readLoginConfig(tbl, login); !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
+      // With a directory, people come from it: a local account a team-admin made under a
+      // directory name nobody has logged in with yet would lock that person out for good.
+      if (teamAdminsCreateUsers && !login.ldap.url.empty())
+        return fail("config " + f.configFile +
+                    ": access.team_admins_create_users cannot be true with [ldap]: people come "
+                    "from the directory there (docs/access.md)");
       if (allot::Status st = allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow);
           !st.ok())
         return fail("config " + f.configFile + ": " + st.message());

@@ -83,9 +83,12 @@ Result<int> freeTcpPort() {
   sockaddr_storage ss{};
   socklen_t len;
   if (v6) {
+    // Free on IPv4's any address too, whatever net.ipv6.bindv6only says.
+    const int off = 0;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
     a->sin6_family = AF_INET6;
-    a->sin6_addr = in6addr_any;  // dual-stack: free on IPv4's any address too
+    a->sin6_addr = in6addr_any;
     len = sizeof *a;
   } else {
     auto* a = reinterpret_cast<sockaddr_in*>(&ss);

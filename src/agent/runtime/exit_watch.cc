@@ -39,7 +39,13 @@ void ExitWatch::update(const std::map<int64_t, pid_t>& shims) {
     if (pid <= 0 || watches_.count(job)) continue;
     const int fd = openPidfd(pid);
     if (fd < 0) continue;
-    Watch w{pid, std::make_unique<boost::asio::posix::stream_descriptor>(ex_, fd)};
+    Watch w{pid, std::make_unique<boost::asio::posix::stream_descriptor>(ex_)};
+    boost::system::error_code ec;
+    w.fd->assign(fd, ec);  // registers it with the reactor; on failure the tick still notices
+    if (ec) {
+      ::close(fd);
+      continue;
+    }
     // A pidfd turns readable when its process exits.
     w.fd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                      [alive = alive_, wake = wake_](const boost::system::error_code& ec) {
