@@ -63,5 +63,22 @@ TEST_F(OnboardingOffTest, WithoutTheSettingATeamAdminIsToldWhoMayCreatePeople) {
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/newhire", "", adminToken_).status, 404);
 }
 
+// With a directory, people come from it: allotd refuses to start with both, naming the setting.
+TEST_F(OnboardingOffTest, TheSettingIsRefusedTogetherWithADirectory) {
+  writeFile(path("both.toml"),
+            "[access]\nteam_admins_create_users = true\n"
+            "[ldap]\nurl = \"ldap://127.0.0.1:1\"\nbind_dn = \"cn=admin,dc=example,dc=org\"\n"
+            "bind_password = \"x\"\nuser_base = \"ou=people,dc=example,dc=org\"\n");
+  auto p = Process::spawn({binPath("allotd"), "--listen", "127.0.0.1:0", "--data-dir",
+                           path("data-both"), "--config", path("both.toml")},
+                          path("both.out"), path("both.err"), childEnv({}));
+  auto code = p->waitFor(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "allotd started anyway";
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(p->stderrText().find("team_admins_create_users cannot be true with [ldap]"),
+            std::string::npos)
+      << p->stderrText();
+}
+
 }  // namespace
 }  // namespace allot::it
