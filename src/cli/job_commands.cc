@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <set>
 #include <thread>
 
@@ -166,6 +165,11 @@ std::string gpuAmountText(const json& job) {
   return text(job, "gpus", "0");
 }
 
+// ", at most 10 running at once" for an array's %10; "" for an array without a limit.
+std::string arrayLimitText(int limit) {
+  return limit > 0 ? ", at most " + std::to_string(limit) + " running at once" : "";
+}
+
 int submit(Context& ctx, const RunOpts& o) {
   if (o.command.empty())
     return ctx.usageError(Status::InvalidArgument(
@@ -249,9 +253,7 @@ int submit(Context& ctx, const RunOpts& o) {
       const auto& a = job->value("array", json::object());
       const int limit = a.is_object() ? a.value("limit", 0) : 0;
       ctx.err() << "array " << id << ": " << tasks->size() << " tasks, " << id << " to j-"
-                << tasks->back().dump()
-                << (limit > 0 ? ", at most " + std::to_string(limit) + " running at once" : "")
-                << "\n";
+                << tasks->back().dump() << arrayLimitText(limit) << "\n";
     }
     if (std::string reason = text(*job, "reason", ""); !reason.empty()) {
       ctx.err() << id << " " << text(*job, "state") << ": " << reason << "\n";
@@ -379,8 +381,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
   if (auto a = j.find("array"); a != j.end() && a->is_object()) {
     const int limit = a->value("limit", 0);
     d.add("array",
-          "task " + text(*a, "index") + " of array j-" + text(*a, "id") +
-              (limit > 0 ? ", at most " + std::to_string(limit) + " running at once" : ""));
+          "task " + text(*a, "index") + " of array j-" + text(*a, "id") + arrayLimitText(limit));
   }
   d.add("env", envText(j));
   d.add("gpus", gpuAmountText(j));

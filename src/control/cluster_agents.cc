@@ -66,7 +66,7 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
 void Cluster::addRendezvous(const Job& j, int rank, model::DesiredJob& d) const {
   // What torchrun, torch.distributed's env:// and NCCL read (docs/scheduler.md, "Multi-host
   // jobs"). One rank per host, so a rank is a node: LOCAL_RANK 0 of LOCAL_WORLD_SIZE 1, and the
-  // PET_ variables let `torchrun --nproc-per-node N script.py` find the other nodes by itself.
+  // PET_ variables let `torchrun --nproc_per_node N script.py` find the other nodes by itself.
   const model::Host& master = world_.hosts.at(j.ranks.front().host);
   std::string addr = master.address.empty() ? master.name : master.address;
   // An agent beside allotd reaches it over loopback, which only ranks on that same machine can

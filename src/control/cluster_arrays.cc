@@ -32,17 +32,14 @@ std::optional<std::string> Cluster::arrayLimitReason(const Job& j) const {
 bool Cluster::offerArrayTask(const Job& j, std::map<int64_t, int>& room,
                              const std::map<int64_t, int>& active) const {
   if (j.arrayLimit <= 0) return true;
-  auto [slot, fresh] = room.try_emplace(j.arrayId, 0);
-  if (fresh) {
-    auto running = active.find(j.arrayId);
-    slot->second = j.arrayLimit - (running == active.end() ? 0 : running->second);
-  }
+  const auto running = active.find(j.arrayId);
+  const int n = running == active.end() ? 0 : running->second;
+  // The array's first queued task seen this pass sets its room; later ones use what is left.
+  auto slot = room.try_emplace(j.arrayId, j.arrayLimit - n).first;
   if (slot->second > 0) {
     --slot->second;
     return true;
   }
-  auto running = active.find(j.arrayId);
-  const int n = running == active.end() ? 0 : running->second;
   std::string why = "array " + std::to_string(j.arrayId) + " runs at most " +
                     std::to_string(j.arrayLimit) + " tasks at once (%" +
                     std::to_string(j.arrayLimit) + "): " + std::to_string(n) + " running";
