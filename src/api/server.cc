@@ -368,6 +368,11 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
   if (write.slot) {
     writes_->seal(write.slot);
     co_await writes_->wait(write.slot);
+  } else {
+    // A reply that only shows memory may show changes still on their way to disk (a job's end
+    // that an agent reported a moment ago): it waits for them, so that nothing a client saw is
+    // lost if allotd crashes now.
+    co_await writes_->settled();
   }
   if (!failed && res.refreshAfterWrite) {
     auto refresh = std::move(res.refreshAfterWrite);

@@ -12,7 +12,9 @@ namespace allot::api {
 namespace asio = boost::asio;
 
 struct WritePipeline::Write {
-  explicit Write(asio::io_context& io) : wake(io) {}
+  // Several may wait on one write (its request, and replies waiting for settled()): the timer is
+  // armed once, and each waits on it; cancel() wakes them all.
+  explicit Write(asio::io_context& io) : wake(io, asio::steady_timer::time_point::max()) {}
   store::WriteBatch batch;
   bool sealed = false;
   bool done = false;
@@ -33,6 +35,7 @@ asio::awaitable<void> WritePipeline::commit(store::WriteBatch batch) {
 WritePipeline::Slot WritePipeline::reserve() {
   auto slot = std::make_shared<Write>(io_);
   queued_.push_back(slot);
+  last_ = slot;
   return slot;
 }
 
@@ -62,15 +65,19 @@ void WritePipeline::pump() {
         durable_(st, topics);
         slot->done = true;
         slot->wake.cancel();
+        if (last_ == slot) last_.reset();
       });
       work.reset();
     });
   }
 }
 
+asio::awaitable<void> WritePipeline::settled() {
+  if (last_) co_await wait(last_);
+}
+
 asio::awaitable<void> WritePipeline::wait(Slot slot) {
   while (!slot->done) {
-    slot->wake.expires_at(asio::steady_timer::time_point::max());
     co_await slot->wake.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 }

@@ -41,6 +41,10 @@ class WritePipeline {
   void seal(const Slot& slot);
   // Until the sealed slot's batch is durable.
   boost::asio::awaitable<void> wait(Slot slot);
+  // Until every write reserved so far is durable: a reply that shows memory waits here, so that
+  // nothing a client was shown is lost to a crash (writes complete in order, so the last one
+  // reserved is the one to wait for).
+  boost::asio::awaitable<void> settled();
 
  private:
   void pump();
@@ -49,6 +53,7 @@ class WritePipeline {
   store::Store& store_;
   std::function<void(const Status&, uint32_t)> durable_;
   std::deque<Slot> queued_;  // not yet handed to the store, in order
+  Slot last_;                // the write reserved last, until it is durable
 };
 
 }  // namespace allot::api

@@ -79,5 +79,54 @@ TEST(WritePipeline, ALaterWriteWaitsBehindAReservedOne) {
   std::filesystem::remove_all(dir);
 }
 
+// A reply that shows memory waits for every write reserved before it; several replies may wait on
+// the same write, and one that comes when nothing is in flight does not wait at all.
+TEST(WritePipeline, SettledWaitsForEveryWriteReservedBeforeIt) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("allot-write-settled-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto sqlite = std::move(store::SqliteStore::open((dir / "allot.db").string())).value();
+  ASSERT_TRUE(sqlite->loadAll().ok());
+  asio::io_context io;
+  int durable = 0;
+  WritePipeline writes(io, *sqlite, [&](const Status&, uint32_t) { ++durable; });
+
+  bool idleDone = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await writes.settled();
+        idleDone = true;
+      },
+      asio::detached);
+  io.poll();
+  EXPECT_TRUE(idleDone);
+  io.restart();  // it ran out of work
+
+  WritePipeline::Slot held = writes.reserve();  // memory changed, the batch not sealed yet
+  int readersDone = 0;
+  int durableSeen = -1;
+  for (int i = 0; i < 3; ++i) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await writes.settled();
+          durableSeen = durable;
+          ++readersDone;
+        },
+        asio::detached);
+  }
+  io.run_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(readersDone, 0);  // the write they may show is not on disk yet
+
+  WritePipeline::add(held, team("held"));
+  writes.seal(held);
+  while (readersDone < 3 && io.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  EXPECT_EQ(readersDone, 3);
+  EXPECT_EQ(durableSeen, 1);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace allot::api
