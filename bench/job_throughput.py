@@ -71,6 +71,31 @@ def any_in(port, token, states):
     return bool(json.loads(conn.getresponse().read()))
 
 
+def burst_config(jobs):
+    """allotd.toml for a burst of `jobs` queued at once by one user: above the default 1,000
+    active jobs."""
+    return f"[limits]\nmax_active_jobs_per_user = {max(1000, jobs)}\n"
+
+
+def run_to_end(c, jobs, connections, timeout=600):
+    """Submits `jobs` jobs on cluster `c` over `connections` connections and waits until none is
+    left; (seconds the submissions took, seconds to the last job's end). Refuses unless every
+    job of the cluster succeeded (one with no earlier failures: bench/peers/ runs it after other
+    streams)."""
+    t0 = time.perf_counter()
+    submit_all(c.port, c.token, jobs, connections)
+    submitted = time.perf_counter() - t0
+    deadline = time.monotonic() + timeout
+    while unfinished(c.port, c.token):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"jobs still unfinished after {timeout} s")
+        time.sleep(0.01)
+    total = time.perf_counter() - t0
+    if any_in(c.port, c.token, "failed,lost,cancelled"):
+        raise SystemExit("some jobs did not succeed")
+    return submitted, total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -79,21 +104,9 @@ def main():
     ap.add_argument("--hosts", type=int, default=1)
     ap.add_argument("--gpus", default="sim:8xH100")
     args = ap.parse_args()
-    # The whole burst is queued at once, as one user: above the default 1,000 active jobs.
-    config = f"[limits]\nmax_active_jobs_per_user = {max(1000, args.jobs)}\n"
     with scratch_cluster(args.bin, "throughput", gpus=args.gpus, agents=args.hosts,
-                         config=config) as c:
-        t0 = time.perf_counter()
-        submit_all(c.port, c.token, args.jobs, args.connections)
-        submitted = time.perf_counter() - t0
-        deadline = time.monotonic() + 600
-        while unfinished(c.port, c.token):
-            if time.monotonic() > deadline:
-                raise SystemExit("jobs still unfinished after 10 minutes")
-            time.sleep(0.01)
-        total = time.perf_counter() - t0
-        if any_in(c.port, c.token, "failed,lost,cancelled"):
-            raise SystemExit("some jobs did not succeed")
+                         config=burst_config(args.jobs)) as c:
+        submitted, total = run_to_end(c, args.jobs, args.connections)
         print(f"job_throughput jobs={args.jobs} connections={args.connections} hosts={args.hosts}"
               f" gpus={args.gpus} all_succeeded=yes submit_s={submitted:.2f} total_s={total:.2f}"
               f" jobs_per_s={args.jobs / total:.0f} cpus={os.cpu_count()}")

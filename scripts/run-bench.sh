@@ -6,18 +6,23 @@
 #
 # Knobs (environment):
 #   BIN                 where the binaries are                  (build/bin)
-#   ONLY                subset, e.g. "submit start"              (store submit start cli memory)
+#   ONLY                subset, e.g. "submit start"              (store submit start cli memory peers)
 #   SUBMIT_CONNECTIONS  submit_load connection levels            (1,16,64,256)
 #   SUBMIT_REQUESTS     requests per level                       (20000)
 #   SUBMIT_MAX_SECONDS  time bound per level                     (30)
 #   START_JOBS          start_latency jobs                       (200)
 #   MEM_HOSTS MEM_JOBS  memory_footprint store size              (100, 10000)
 #   CLI_HISTORY         cli_latency jobs run before its last row (2000)
+#   PEERS_ARGS          extra peers_bench.py flags, e.g. "--n 20 --sessions 0"
+#
+# `peers` (bench/peers/peers_bench.py: the same job streams through Slurm, and sessions against
+# JupyterHub) needs root and bench/peers/install.sh; without them it says so in one line and the
+# other entries' summary is still printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-$PWD/build/bin}
-ONLY=${ONLY:-store submit start cli memory}
+ONLY=${ONLY:-store submit start cli memory peers}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/allot-bench-out-XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
@@ -69,6 +74,14 @@ if want memory; then
   echo
 fi
 
+if want peers; then
+  echo "== peers (the same streams through Slurm 22.05, sessions against JupyterHub; loopback only)"
+  # shellcheck disable=SC2086
+  python3 bench/peers/peers_bench.py --bin "$BIN" ${PEERS_ARGS:-} 2>&1 | tee "$OUT/peers" ||
+    echo "run-bench: peers did not finish (above); the other entries go on" | tee -a "$OUT/peers"
+  echo
+fi
+
 echo "== summary (targets: docs/benchmarks.md)"
 if [ -f "$OUT/store" ]; then
   grep -E '^BM_' "$OUT/store" | awk '{printf "  store      %-38s %s durable jobs/s, %s batches per transaction\n", $1, $NF, $(NF-1)}' || true
@@ -84,5 +97,10 @@ if [ -f "$OUT/cli" ]; then
 fi
 if [ -f "$OUT/memory" ]; then
   sed -n 's/^ *after [0-9]* rounds: *VmRSS=\([^ ]*\) MiB VmHWM=\([^ ]*\) MiB/  memory     VmRSS \1 MiB, VmHWM \2 MiB (target < 200 MiB)/p' "$OUT/memory"
+fi
+if [ -f "$OUT/peers" ]; then
+  sed -n 's/^| \([^|]*[^ ]\) | \([^|]*[^ ]\) | \([^|]*[^ ]\) | \([^|]*[^ ]\) |$/  peers      \1: Allot \2, peer \3, ratio \4/p' "$OUT/peers" |
+    grep -v -e ': Allot Allot,' -e ': Allot ---,' || true
+  grep -E '^target:|^(run-bench|bench/peers|peers):' "$OUT/peers" | sed 's/^/  peers      /' || true
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

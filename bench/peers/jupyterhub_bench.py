@@ -8,10 +8,12 @@ POST /hub/api/users/U/server (start), poll GET /hub/api/users/U until servers[""
 GET /user/U/api/status through the proxy until 200; then DELETE the server and wait until it is
 gone. One warm-up run, then n measured. Prints the medians and the load average.
 
-Needs root, Debian's jupyterhub and node-configurable-http-proxy (not installed by
-scripts/install-deps.sh: only this benchmark uses them), and a local user (created when missing).
+Needs root, Debian's jupyterhub and node-configurable-http-proxy (bench/peers/install.sh
+installs them; scripts/install-deps.sh does not: only the benchmarks use them), and a local user
+(created when missing). bench/peers/peers_bench.py runs it next to Allot's session benchmark;
+`hub_start_times()` is what it calls.
 
-  sudo python3 bench/session_start/jupyterhub_bench.py [--n 10] [--user allotbench]
+  sudo python3 bench/peers/jupyterhub_bench.py [--n 10] [--user allotbench]
 """
 
 import argparse
@@ -19,6 +21,7 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -26,8 +29,6 @@ import time
 import urllib.error
 import urllib.request
 
-HUB_PORT = 18000
-API_PORT = 18081
 TOKEN = "allot-bench-" + os.urandom(12).hex()
 
 
@@ -54,19 +55,26 @@ def wait_until(pred, timeout=30.0, step=0.005):
     return False
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=10)
-    ap.add_argument("--user", default="allotbench")
-    args = ap.parse_args()
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def hub_start_times(n, user="allotbench"):
+    """One warm-up and `n` measured server starts: (version, start->ready ms, start->200 ms)."""
     if os.geteuid() != 0:
         raise SystemExit("run as root: the hub spawns servers as another user")
     if not shutil.which("jupyterhub") or not shutil.which("configurable-http-proxy"):
-        raise SystemExit("apt-get install jupyterhub node-configurable-http-proxy")
+        raise SystemExit("jupyterhub or configurable-http-proxy missing; "
+                         "run bench/peers/install.sh")
     try:
-        pwd.getpwnam(args.user)
+        pwd.getpwnam(user)
     except KeyError:
-        subprocess.run(["useradd", "-m", args.user], check=True)
+        subprocess.run(["useradd", "-m", user], check=True)
+    version = subprocess.run(["jupyterhub", "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    hub_port, api_port = free_port(), free_port()
 
     work = tempfile.mkdtemp(prefix="allot-hub-bench-")
     os.chmod(work, 0o755)
@@ -74,9 +82,9 @@ def main():
     with open(cfg, "w") as f:
         f.write(f"""
 c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.port = {HUB_PORT}
+c.JupyterHub.port = {hub_port}
 c.JupyterHub.hub_ip = "127.0.0.1"
-c.JupyterHub.hub_port = {API_PORT}
+c.JupyterHub.hub_port = {api_port}
 c.JupyterHub.authenticator_class = "dummy"
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = ["/usr/bin/jupyterhub-singleuser"]
@@ -87,7 +95,7 @@ c.ConfigurableHTTPProxy.pid_file = "{work}/proxy.pid"
 c.JupyterHub.services = [{{"name": "bench", "api_token": "{TOKEN}"}}]
 c.JupyterHub.load_roles = [{{"name": "bench", "services": ["bench"],
     "scopes": ["admin:users", "admin:servers", "access:servers", "read:users"]}}]
-c.Authenticator.allowed_users = {{"{args.user}"}}
+c.Authenticator.allowed_users = {{"{user}"}}
 """)
     env = dict(os.environ)
     # Debian's configurable-http-proxy needs Debian's node modules; a Node from elsewhere does not
@@ -96,48 +104,41 @@ c.Authenticator.allowed_users = {{"{args.user}"}}
     hub_log = open(os.path.join(work, "hub.log"), "w")
     hub = subprocess.Popen(["jupyterhub", "-f", cfg], cwd=work, env=env, stdout=hub_log,
                            stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{HUB_PORT}"
+    base = f"http://127.0.0.1:{hub_port}"
     api = f"{base}/hub/api"
     try:
         if not wait_until(lambda: request("GET", api + "/")[0] == 200, timeout=60, step=0.1):
             raise SystemExit("the hub did not come up; see " + hub_log.name)
-        request("POST", f"{api}/users/{args.user}")
+        request("POST", f"{api}/users/{user}")
         ready_ms, answer_ms = [], []
-        for i in range(args.n + 1):
+        for i in range(n + 1):
             t0 = time.monotonic()
-            code, _ = request("POST", f"{api}/users/{args.user}/server")
+            code, _ = request("POST", f"{api}/users/{user}/server")
             if code not in (201, 202):
                 raise SystemExit(f"start refused: {code}")
 
             def ready():
-                c, u = request("GET", f"{api}/users/{args.user}")
+                c, u = request("GET", f"{api}/users/{user}")
                 return c == 200 and u.get("servers", {}).get("", {}).get("ready")
 
             if not wait_until(ready):
                 raise SystemExit("the server did not become ready")
             t1 = time.monotonic()
-            status = f"{base}/user/{args.user}/api/status"
+            status = f"{base}/user/{user}/api/status"
             if not wait_until(lambda: request("GET", status)[0] == 200):
                 raise SystemExit("the server did not answer through the proxy")
             t2 = time.monotonic()
             if i > 0:
                 ready_ms.append((t1 - t0) * 1000)
                 answer_ms.append((t2 - t0) * 1000)
-            request("DELETE", f"{api}/users/{args.user}/server")
+            request("DELETE", f"{api}/users/{user}/server")
 
             def gone():
-                c, u = request("GET", f"{api}/users/{args.user}")
+                c, u = request("GET", f"{api}/users/{user}")
                 return c == 200 and "" not in u.get("servers", {})
 
             wait_until(gone)
-        load = os.getloadavg()
-        print(f"jupyterhub {subprocess.run(['jupyterhub', '--version'], capture_output=True, text=True).stdout.strip()}"
-              f" LocalProcessSpawner, n={args.n}")
-        print(f"  start -> ready:               p50 {statistics.median(ready_ms):7.1f} ms"
-              f"  (min {min(ready_ms):.0f}, max {max(ready_ms):.0f})")
-        print(f"  start -> 200 through proxy:   p50 {statistics.median(answer_ms):7.1f} ms"
-              f"  (min {min(answer_ms):.0f}, max {max(answer_ms):.0f})")
-        print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return version, ready_ms, answer_ms
     finally:
         hub.terminate()
         try:
@@ -146,6 +147,21 @@ c.Authenticator.allowed_users = {{"{args.user}"}}
             hub.kill()
         hub_log.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=10)
+    ap.add_argument("--user", default="allotbench")
+    args = ap.parse_args()
+    version, ready_ms, answer_ms = hub_start_times(args.n, args.user)
+    load = os.getloadavg()
+    print(f"jupyterhub {version} LocalProcessSpawner, n={args.n}")
+    print(f"  start -> ready:               p50 {statistics.median(ready_ms):7.1f} ms"
+          f"  (min {min(ready_ms):.0f}, max {max(ready_ms):.0f})")
+    print(f"  start -> 200 through proxy:   p50 {statistics.median(answer_ms):7.1f} ms"
+          f"  (min {min(answer_ms):.0f}, max {max(answer_ms):.0f})")
+    print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what only the side-by-side benchmarks in bench/peers/ need: Debian's Slurm 22.05
+# (slurmctld, slurmd, the client commands), MUNGE for its authentication, JupyterHub 3.0 and
+# its proxy. `make build` and `make test` need none of them (scripts/install-deps.sh does not
+# install them). Idempotent and quiet when everything is already there; run as root (or with
+# sudo available).
+#
+# The packages' maintainer scripts would start the system's munged, slurmctld and slurmd; a
+# policy-rc.d for the length of the install keeps them stopped (the benchmark starts its own,
+# with its own key, config and sockets in a scratch dir, and never touches /etc/slurm or the
+# system's munge). An existing policy-rc.d is left as it is.
+set -euo pipefail
+
+packages=(
+  slurmctld slurmd slurm-client munge
+  jupyterhub node-configurable-http-proxy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "installing: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
