@@ -1,6 +1,7 @@
 #include "api/audit_capture.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "api/redact.h"
@@ -36,8 +37,19 @@ json parseOrNull(std::string_view text) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
-std::string dumpRedacted(json j) {
-  return redactSecrets(std::move(j)).dump(-1, ' ', false, json::error_handler_t::replace);
+std::string dumpRedacted(json j) { return ApiResponse::dumpBody(redactSecrets(std::move(j))); }
+
+// `j` as kept in an entry: its text when nothing in it is secret (`dumped`, when the reply's
+// body already is that text), else a redacted copy's.
+std::string keptText(const json& j, const std::string* dumped) {
+  if (holdsSecrets(j)) return dumpRedacted(j);
+  return dumped ? *dumped : ApiResponse::dumpBody(j);
+}
+
+// A reply as JSON: its value when the handler built it from a temporary, else its body parsed.
+std::shared_ptr<const json> replyJson(const ApiResponse& res) {
+  if (res.value) return res.value;
+  return std::make_shared<const json>(parseOrNull(res.body));
 }
 
 bool isSuccess(http::status s) {
@@ -54,7 +66,7 @@ boost::asio::awaitable<json> readResource(const Router& router, const std::strin
   HttpRequest get{http::verb::get, path, 11};
   ApiRequest req{get, std::move(match.params), {}, control::authz::auditReader()};
   ApiResponse res = co_await match.route->handler(req);
-  if (isSuccess(res.status)) out = parseOrNull(res.body);
+  if (isSuccess(res.status)) out = *replyJson(res);
   co_return out;
 }
 
@@ -152,23 +164,31 @@ boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
   if (!isSuccess(reply.status)) co_return std::nullopt;
   model::AuditEntry e = std::move(entry_);
   e.status = static_cast<int>(reply.status);
-  const json body = parseOrNull(*body_);
-  if (e.actor.empty()) {  // no principal: an anonymous request, or a host joining
-    const bool joining =
-        body.is_object() && body.contains("join_token") && body["join_token"].is_string();
-    // A join token's id (before '_') names who let the host in; the rest is secret.
-    const std::string token = joining ? body["join_token"].get<std::string>() : "";
-    e.actor = joining ? "join:" + token.substr(0, token.find('_')) : "anonymous";
-    e.actorKind = joining ? "join" : "anonymous";
+  // A body that is valid JSON and names nothing secret is kept as sent, without a parse (the
+  // audited write of every job submission passes here).
+  const bool keptAsSent = !e.actor.empty() && !body_->empty() && !textMayNameSecrets(*body_) &&
+                          jsonNestingWithin(*body_) && json::accept(*body_);
+  if (keptAsSent) {
+    e.request = *body_;
+  } else {
+    const json body = parseOrNull(*body_);
+    if (e.actor.empty()) {  // no principal: an anonymous request, or a host joining
+      const bool joining =
+          body.is_object() && body.contains("join_token") && body["join_token"].is_string();
+      // A join token's id (before '_') names who let the host in; the rest is secret.
+      const std::string token = joining ? body["join_token"].get<std::string>() : "";
+      e.actor = joining ? "join:" + token.substr(0, token.find('_')) : "anonymous";
+      e.actorKind = joining ? "join" : "anonymous";
+    }
+    e.request = dumpRedacted(body);
   }
-  e.request = dumpRedacted(body);
-  const json replyJson = parseOrNull(reply.body);
-  e.object = auditObjectOf(pattern_, params_, replyJson);
+  const std::shared_ptr<const json> replied = replyJson(reply);
+  e.object = auditObjectOf(pattern_, params_, *replied);
   if (snapshotPath_) {
     json after = co_await readResource(router, *snapshotPath_);
     e.after = dumpRedacted(std::move(after));
   } else {
-    e.after = dumpRedacted(replyJson);
+    e.after = keptText(*replied, reply.value ? &reply.body : nullptr);
   }
   co_return e;
 }

@@ -42,6 +42,29 @@ TEST(AuditRedaction, SecretsAreRedactedAtAnyDepthAndOtherFieldsKept) {
   EXPECT_EQ(out["monkey"], "banana") << "a word, not a substring, names a secret";
 }
 
+// The fast paths that keep text as it is must never let a secret through: holdsSecrets agrees
+// with redactSecrets, and textMayNameSecrets says yes to any text where a key could name one.
+TEST(AuditRedaction, TheTestsThatSkipRedactionSeeEverySecretRedactionWouldRemove) {
+  const std::vector<json> docs = {{{"env", {{"HF_TOKEN", "x"}}}},
+                                  {{"apiKey", "k"}},
+                                  {{"a", json::array({{{"passwd", 1}}})}},
+                                  {{"Credentials", "c"}},
+                                  {{"secret", nullptr}},
+                                  {{"monkey", "banana"}},
+                                  {{"command", {"python3", "train.py"}}, {"gpus", 1}}};
+  for (const json& d : docs) {
+    EXPECT_EQ(holdsSecrets(d), redactSecrets(d) != d) << d.dump();
+    if (holdsSecrets(d)) EXPECT_TRUE(textMayNameSecrets(d.dump())) << d.dump();
+  }
+  EXPECT_FALSE(textMayNameSecrets(R"({"command":["true"],"gpus":1,"team":"ml"})"));
+  EXPECT_TRUE(textMayNameSecrets(R"({"PassPhrase":"x"})"));
+  EXPECT_TRUE(textMayNameSecrets(R"({"\u0074oken":"x"})")) << "an escape may spell a secret word";
+  EXPECT_TRUE(namesSecret("join_token"));
+  EXPECT_TRUE(namesSecret("some_very_long_prefix_word_apiKey"));
+  EXPECT_FALSE(namesSecret("keyboardlayoutwithaverylongname"));
+  EXPECT_FALSE(namesSecret(""));
+}
+
 TEST(AuditObject, NamesOneKindAndValuePerPathParameter) {
   EXPECT_EQ(auditObjectOf("/api/v1/hosts/{name}/drain", {{"name", "gpu-01"}}, nullptr),
             "host:gpu-01");

@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,9 +27,9 @@ struct ApiRequest {
   std::map<std::string, std::string> params = {};  // from the path pattern: {id} -> "42"
   std::map<std::string, std::string> query = {};
   std::optional<control::Principal> principal = {};  // set on every authenticated route
-  std::string peer = {};  // the client's IP address (the socket's; proxies are not trusted)
+  std::string peer = {};          // the client's IP address (the socket's; proxies are not trusted)
   std::string credentialId = {};  // the id of the token that authenticated it (for logout)
-  bool viaCookie = false;    // authenticated by a console session cookie
+  bool viaCookie = false;         // authenticated by a console session cookie
   // Set for an audited request: the one write its handler's changes and its audit entry make,
   // committed once the handler has returned (Server::apply). Null otherwise.
   RequestWrite* write = nullptr;
@@ -44,14 +45,28 @@ struct ApiResponse {
   // then: a submission's reply has the job as the scheduling pass, which ran meanwhile, left it
   // (placed, or with its real wait reason). The audit entry keeps the reply as first built.
   std::function<void(ApiResponse&)> refreshAfterWrite = nullptr;
+  // The body as JSON, when it was built from a temporary: the audit entry of a write reads the
+  // reply from here instead of parsing the body back (audit_capture.cc).
+  std::shared_ptr<const nlohmann::json> value = nullptr;
 
   static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
-    // Replace, not throw: text from hosts (hook output cut at a byte limit) may split a UTF-8
-    // character, and one bad byte must not cost the whole reply.
-    return ApiResponse{s,
-                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                       "application/json",
-                       {}};
+    return ApiResponse{s, dumpBody(j), "application/json", {}};
+  }
+  static ApiResponse json(nlohmann::json&& j, http::status s = http::status::ok) {
+    ApiResponse res{s, {}, "application/json", {}};
+    res.setJson(std::move(j));
+    return res;
+  }
+  // Replaces the body (and value) with `j`'s, keeping status and headers.
+  void setJson(nlohmann::json j) {
+    auto kept = std::make_shared<const nlohmann::json>(std::move(j));
+    body = dumpBody(*kept);
+    value = std::move(kept);
+  }
+  // Replace, not throw: text from hosts (hook output cut at a byte limit) may split a UTF-8
+  // character, and one bad byte must not cost the whole reply.
+  static std::string dumpBody(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   static ApiResponse error(const Status& st);
 };

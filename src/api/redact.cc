@@ -16,31 +16,72 @@ constexpr std::array<std::string_view, 12> kSecretWords = {
     "password", "passwd", "token",      "tokens",      "secret", "secrets",
     "hash",     "key",    "credential", "credentials", "apikey", "passphrase"};
 
-// "join_token" -> {join, token}; "apiKey" -> {api, key}; "HF_TOKEN" -> {hf, token}.
-std::vector<std::string> wordsOf(std::string_view key) {
-  std::vector<std::string> words(1);
-  for (size_t i = 0; i < key.size(); ++i) {
-    const unsigned char c = key[i];
-    if (c == '_' || c == '-' || c == '.' || c == ' ') {
-      if (!words.back().empty()) words.emplace_back();
-      continue;
-    }
-    const bool upper = std::isupper(c) != 0;
-    if (upper && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1])) &&
-        !words.back().empty())
-      words.emplace_back();
-    words.back() += static_cast<char>(std::tolower(c));
-  }
-  return words;
+bool isSecretWord(std::string_view word) {
+  return std::find(kSecretWords.begin(), kSecretWords.end(), word) != kSecretWords.end();
 }
 
 }  // namespace
 
+// Words split as "join_token" -> {join, token}, "apiKey" -> {api, key}, "HF_TOKEN" -> {hf, token},
+// lowercased into a buffer on the stack: every key of every audited write comes through here.
 bool namesSecret(std::string_view key) {
-  for (const auto& w : wordsOf(key)) {
-    if (std::find(kSecretWords.begin(), kSecretWords.end(), w) != kSecretWords.end()) return true;
+  constexpr size_t kLongestWord = 16;  // longer than any secret word: such a word is none
+  char word[kLongestWord];
+  size_t len = 0;
+  bool tooLong = false;
+  auto wordEnds = [&] {
+    const bool secret = !tooLong && len > 0 && isSecretWord(std::string_view(word, len));
+    len = 0;
+    tooLong = false;
+    return secret;
+  };
+  for (size_t i = 0; i < key.size(); ++i) {
+    const unsigned char c = key[i];
+    if (c == '_' || c == '-' || c == '.' || c == ' ') {
+      if (wordEnds()) return true;
+      continue;
+    }
+    const bool upper = std::isupper(c) != 0;
+    if (upper && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1])) && len > 0) {
+      if (wordEnds()) return true;
+    }
+    if (len < kLongestWord)
+      word[len++] = static_cast<char>(std::tolower(c));
+    else
+      tooLong = true;
+  }
+  return wordEnds();
+}
+
+bool holdsSecrets(const json& root) {
+  std::vector<const json*> pending = {&root};
+  while (!pending.empty()) {
+    const json* node = pending.back();
+    pending.pop_back();
+    if (node->is_object()) {
+      for (const auto& item : node->items()) {
+        if (namesSecret(item.key()) && !item.value().is_null()) return true;
+        if (item.value().is_structured()) pending.push_back(&item.value());
+      }
+    } else if (node->is_array()) {
+      for (const auto& v : *node) {
+        if (v.is_structured()) pending.push_back(&v);
+      }
+    }
   }
   return false;
+}
+
+bool textMayNameSecrets(std::string_view text) {
+  // Every secret word contains one of these ("passwd", "passphrase" and "password" share
+  // "pass"; "apikey" has "key"); an escape (\u0074oken) could spell any of them.
+  constexpr std::array<std::string_view, 6> kStems = {"pass", "token", "secret",
+                                                      "hash", "key",   "credential"};
+  if (text.find('\\') != std::string_view::npos) return true;
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(kStems.begin(), kStems.end(),
+                     [&](std::string_view stem) { return lower.find(stem) != std::string::npos; });
 }
 
 json redactSecrets(json j) {

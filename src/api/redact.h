@@ -16,4 +16,12 @@ bool namesSecret(std::string_view key);
 // common/bounded_json.h).
 nlohmann::json redactSecrets(nlohmann::json j);
 
+// Whether redactSecrets would change anything in `j` (a key naming a secret, with a value).
+bool holdsSecrets(const nlohmann::json& j);
+
+// Whether JSON text may hold a key naming a secret: false only when no word of kSecretWords
+// appears in it in any case and it has no escape that could spell one. A cheap test that lets
+// text without secrets be kept as it is, without a parse.
+bool textMayNameSecrets(std::string_view text);
+
 }  // namespace allot::api

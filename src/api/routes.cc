@@ -339,9 +339,11 @@ void registerRoutes(Router& router, Server& s) {
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
     // Only the id is kept: a job's command and environment may be 512 KiB.
-    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id, withTasks](ApiResponse& out) {
+    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id, withTasks,
+                             passes = s.passesRun()](ApiResponse& out) {
+      if (s.passesRun() == passes) return;  // nothing has touched the job since
       if (auto now = s.cluster().getJob(who, id); now.ok())
-        out.body = ApiResponse::json(withTasks(jobJson(s, *now))).body;
+        out.setJson(withTasks(jobJson(s, *now)));
     };
     co_return res;
   });

@@ -69,9 +69,11 @@ void registerSessionRoutes(Router& router, Server& s) {
     co_await s.apply(r, change);
     ApiResponse res = ApiResponse::json(sessionJson(s, change.value), http::status::created);
     // Usually placed by the pass that runs while the creation is being committed.
-    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id](ApiResponse& out) {
+    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id,
+                             passes = s.passesRun()](ApiResponse& out) {
+      if (s.passesRun() == passes) return;  // nothing has touched the session since
       if (auto now = s.cluster().sessions().get(who, id); now.ok())
-        out.body = ApiResponse::json(sessionJson(s, *now)).body;
+        out.setJson(sessionJson(s, *now));
     };
     co_return res;
   });

@@ -247,6 +247,7 @@ asio::awaitable<void> Server::schedulingLoop() {
     scheduleNeeded_ = false;
     auto started = std::chrono::steady_clock::now();
     control::Step pass = controllers_->schedulingPass();
+    ++passesRun_;
     auto took = std::chrono::steady_clock::now() - started;
     metrics_.schedulingPass(std::chrono::duration<double>(took).count(), pass.placed);
     co_await commitStep(std::move(pass));

@@ -138,6 +138,9 @@ class Server {
   void notifyJob(int64_t job);
   // In a handler: once the request's write is durable.
   void notifyJob(ApiRequest& r, int64_t job);
+  // Scheduling passes run so far. Before anyone has its id, only a pass changes a job just
+  // created: a reply built when this read the same needs no refresh.
+  uint64_t passesRun() const { return passesRun_; }
 
  private:
   Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
@@ -178,6 +181,7 @@ class Server {
   boost::asio::steady_timer schedulerWake_{io_};
   WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;
+  uint64_t passesRun_ = 0;
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
   // After io_: destroyed first, so its worker threads stop before the context they post to.
