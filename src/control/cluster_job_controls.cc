@@ -75,7 +75,7 @@ std::optional<std::string> Cluster::blockedReason(const Job& j) const {
 void Cluster::cancelUnsatisfiable(store::WriteBatch& batch) {
   std::vector<int64_t> doomed;
   std::map<int64_t, std::string> why;
-  for (int64_t id : world_.queued()) {
+  for (int64_t id : world_.queuedWithDependencies()) {
     const Job& j = world_.jobs.at(id);
     for (const auto& d : j.dependencies) {
       auto it = world_.jobs.find(d.job);

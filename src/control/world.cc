@@ -71,6 +71,7 @@ int64_t specBytes(const model::Job& j) {
 
 void World::reindex() {
   queued_.clear();
+  queuedWithDependencies_.clear();
   activeByUser_.clear();
   activeByTeam_.clear();
   gpuHolders_.clear();
@@ -98,7 +99,10 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
     count(activeByTeam_, after.team, +1, bytes);
   }
   if (before) {
-    if (before->state == model::JobState::kQueued) queued_.erase(before->id);
+    if (before->state == model::JobState::kQueued) {
+      queued_.erase(before->id);
+      queuedWithDependencies_.erase(before->id);
+    }
     if (holdsGpus(before->state)) {
       forEachRank(*before, [&](const std::string& host, const std::vector<int>& gpus) {
         auto& holders = gpuHolders_[host];
@@ -114,7 +118,10 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
       });
     }
   }
-  if (after.state == model::JobState::kQueued) queued_.insert(after.id);
+  if (after.state == model::JobState::kQueued) {
+    queued_.insert(after.id);
+    if (!after.dependencies.empty()) queuedWithDependencies_.insert(after.id);
+  }
   if (holdsGpus(after.state)) {
     forEachRank(after, [&](const std::string& host, const std::vector<int>& gpus) {
       for (int g : gpus) gpuHolders_[host].emplace(g, after.id);

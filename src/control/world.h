@@ -80,6 +80,9 @@ struct World {
   };
   // Job ids in state queued; ids grow with submission, so FIFO order.
   const std::set<int64_t>& queued() const { return queued_; }
+  // Those of them with dependencies: what a pass checks for a dependency that can never hold,
+  // without walking the whole queue.
+  const std::set<int64_t>& queuedWithDependencies() const { return queuedWithDependencies_; }
   // Jobs not yet ended (queued, scheduled or running), and the bytes of their commands and
   // environments, by user and by team: the job limits.
   const std::map<std::string, Active>& activeByUser() const { return activeByUser_; }
@@ -131,6 +134,7 @@ struct World {
 
  private:
   std::set<int64_t> queued_;
+  std::set<int64_t> queuedWithDependencies_;
   std::map<std::string, Active> activeByUser_;
   std::map<std::string, Active> activeByTeam_;
   std::map<std::string, std::multimap<int, int64_t>> gpuHolders_;
