@@ -155,11 +155,11 @@ TEST(Random, SharedTaskGoesOnARandomFittingGpu) {
   EXPECT_EQ(seen.size(), 3u);  // GPUs 1, 2 and 3 all drawn
 }
 
-TEST(Fgd, NearlyEqualFragmentationTiesAndBestFitDecides) {
+TEST(Fgd, NearlyEqualFragmentationTiesAndAGpuTaskTakesTheLowestIndex) {
   // Half the workload is CPU-only, one task in a thousand needs 40 CPUs. Placing a 1-GPU task on
   // `lean` (40.5 CPUs) also shuts that rare type out, so fragmentation grows by 7 milli-GPU more
-  // there than on `fat`: both get the same integer score (62), and the BestFit order (less CPU
-  // left) picks `lean`.
+  // there than on `fat`: both get the same integer score (62). A GPU task's tie goes to the lowest
+  // index, not to the BestFit order (which would pick `lean`, less CPU left), in either listing.
   std::vector<Task> workload;
   for (int i = 0; i < 500; ++i) workload.push_back(whole(1));
   for (int i = 0; i < 499; ++i) workload.push_back(Task{1000, 1024, 0, 0, kAnyModel});
@@ -168,8 +168,24 @@ TEST(Fgd, NearlyEqualFragmentationTiesAndBestFitDecides) {
   WorkloadDistribution w = WorkloadDistribution::fromTasks(workload);
   EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
   EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
-  FgdPolicy policy(std::move(w));
-  EXPECT_EQ(policy.choose(s, whole(1)).node, 1);
+  FgdPolicy policy(w);
+  EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
+  ClusterState swapped =
+      cluster({{"lean", 40500, 100000, 8, "V100"}, {"fat", 64000, 100000, 8, "V100"}});
+  EXPECT_EQ(policy.choose(swapped, whole(1)).node, 0);
+}
+
+TEST(Fgd, ACpuOnlyTaskTiesGoToTheBestFitOrder) {
+  // A CPU-only task scores the same on a node whose GPUs are all taken and on an empty one (no
+  // GPU type loses its fit either way); the BestFit order puts it on the full node, whose CPU no
+  // GPU task can use any more, even when the empty node comes first.
+  std::vector<Task> workload = {whole(8), Task{2000, 1024, 0, 0, kAnyModel}};
+  ClusterState s =
+      cluster({{"empty", 64000, 100000, 8, "V100"}, {"full", 64000, 100000, 8, "V100"}});
+  FgdPolicy policy(WorkloadDistribution::fromTasks(workload));
+  s.apply(whole(8), Choice{1, 0xff});
+  Choice c = policy.choose(s, Task{2000, 1024, 0, 0, kAnyModel});
+  EXPECT_EQ(c.node, 1);
 }
 
 TEST(Placement, PropertyNoGpuOverCommittedAndDeterministic) {

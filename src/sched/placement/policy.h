@@ -133,12 +133,14 @@ class WorkloadDistribution {
 // task goes there, delta = F(after) - F(before), is computed exactly; for a shared task the GPU on
 // the node is the one with the least delta (ties: the GPU with less free capacity). The node is
 // chosen by the paper's score, floor(100 * sigmoid(-delta / 1000)), an integer in 0..100, so
-// nodes whose deltas differ by less than a score step tie; ties go to the BestFit order (see
-// BestFitPolicy), then the lowest index, so decisions are deterministic. (Comparing the exact
-// deltas instead lets differences of a few milli-GPU, far below what the workload estimate can
-// tell apart, override packing: 94.8% instead of 95.4% on openb's default trace.) Each node's U
-// and each (node, task type) evaluation are cached under the node's stamp, so after a placement
-// only the touched node is evaluated again.
+// nodes whose deltas differ by less than a score step tie. A CPU-only task's ties go to the
+// BestFit order (see BestFitPolicy), then the lowest index; a GPU task's to the lowest index
+// (random when the nodes are listed in a random order, as in the paper's simulator: packing GPU
+// tasks within a tie costs up to 1.7 points on GPU-sharing and GPU-model-constrained workloads).
+// Decisions are deterministic. (Comparing the exact deltas instead lets differences of a few
+// milli-GPU, far below what the workload estimate can tell apart, decide: 94.8% instead of 95.4%
+// on openb's default trace.) Each node's U and each (node, task type) evaluation are cached under
+// the node's stamp, so after a placement only the touched node is evaluated again.
 class FgdPolicy final : public PlacementPolicy {
  public:
   explicit FgdPolicy(WorkloadDistribution workload) : workload_(std::move(workload)) {}
