@@ -438,6 +438,39 @@ class ForkServerTest(unittest.TestCase):
         self.assertNotEqual(err.returncode, 0)
         self.assertIn("JUPYTER_TOKEN", err.stderr)
 
+    def test_discovery_stays_in_the_socket_directory_and_is_removed(self):
+        # Discovery runs each app's initialize() in a throw-away directory; it lives next to the
+        # socket (the agent's, cleaned by it), never in /tmp, and a fork server starting where a
+        # killed one left such a directory removes it.
+        work = tempfile.mkdtemp(prefix="allot-fs-work-", dir=self.tmp)
+        os.chmod(work, 0o755)
+        stale = os.path.join(work, "allot-forkserver-discover-stale")
+        os.mkdir(stale)
+        scratch = tempfile.mkdtemp(prefix="allot-fs-tmp-", dir=self.tmp)
+        log_path = os.path.join(work, "server.log")
+        with open(log_path, "w") as log:
+            server = subprocess.Popen(
+                [FORKSERVER, "serve", "--socket", os.path.join(work, "fork.sock"),
+                 "--jobs-dir", self.jobs], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                     "TMPDIR": scratch})
+            try:
+                seen = set()
+
+                def listening():
+                    seen.update(n for n in os.listdir(work) if n.startswith("allot-forkserver-"))
+                    with open(log_path) as f:
+                        return "listening on" in f.read() or server.poll() is not None
+                wait_for(listening, "the fork server to listen")
+            finally:
+                server.terminate()
+                server.wait()
+        with open(log_path) as f:
+            self.assertIn("listening on", f.read())
+        self.assertEqual(os.listdir(scratch), [], "nothing in TMPDIR")
+        self.assertFalse(os.path.exists(stale), "a killed predecessor's directory is removed")
+        self.assertFalse([n for n in os.listdir(work) if n.startswith("allot-forkserver-")])
+
 
 if __name__ == "__main__":
     reason = why_skip()
