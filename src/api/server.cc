@@ -379,6 +379,7 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
     auto refresh = std::move(res.refreshAfterWrite);
     refresh(res);
   }
+  res.value.reset();  // the audit has read it: the body alone goes out
   cluster_->push(write.pushHosts);
   for (int64_t id : write.notifyJobs) notifyJob(id);
   if (failed) std::rethrow_exception(failed);
