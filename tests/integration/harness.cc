@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -277,6 +278,10 @@ void TestCluster::SetUp() {
   if (::mkdtemp(tmpl.data()) == nullptr)
     fail("mkdtemp failed: " + std::string(std::strerror(errno)));
   root_ = tmpl;
+  // Traversable (not listable), as an agent's directory is on a real host, where session owners
+  // reach the fork server's socket: its discovery child (nobody) then works next to the socket,
+  // inside this directory, and nothing is left in /tmp when a test kills it.
+  ::chmod(root_.c_str(), 0711);
   fs::create_directories(path("cli"));
   fs::create_directories(path("agents"));
   fs::create_directories(path("proc"));

@@ -471,6 +471,34 @@ class ForkServerTest(unittest.TestCase):
         self.assertFalse(os.path.exists(stale), "a killed predecessor's directory is removed")
         self.assertFalse([n for n in os.listdir(work) if n.startswith("allot-forkserver-")])
 
+    def test_discovery_under_a_private_directory_still_preloads(self):
+        # A scratch agent's directory may be 0700: nobody (the discovery child) cannot reach it,
+        # so discovery goes to TMPDIR instead, and still finds modules to preload.
+        private = tempfile.mkdtemp(prefix="allot-fs-private-", dir=self.tmp)  # 0700
+        scratch = tempfile.mkdtemp(prefix="allot-fs-tmp-", dir=self.tmp)
+        os.chmod(scratch, 0o755)
+        log_path = os.path.join(self.tmp, "private.log")
+        with open(log_path, "w") as log:
+            server = subprocess.Popen(
+                [FORKSERVER, "serve", "--socket", os.path.join(private, "fork.sock"),
+                 "--jobs-dir", self.jobs], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                     "TMPDIR": scratch})
+
+            def ready():
+                with open(log_path) as f:
+                    return "listening on" in f.read() or server.poll() is not None
+            try:
+                wait_for(ready, "the fork server to listen")
+            finally:
+                server.terminate()
+                server.wait()
+        with open(log_path) as f:
+            text = f.read()
+        found = re.search(r"\((\d+) preloaded from initialize\(\)", text)
+        self.assertTrue(found and int(found.group(1)) > 0, text)
+        self.assertEqual(os.listdir(scratch), [])
+
 
 if __name__ == "__main__":
     reason = why_skip()
