@@ -54,7 +54,9 @@ TEST(AuditRedaction, TheTestsThatSkipRedactionSeeEverySecretRedactionWouldRemove
                                   {{"command", {"python3", "train.py"}}, {"gpus", 1}}};
   for (const json& d : docs) {
     EXPECT_EQ(holdsSecrets(d), redactSecrets(d) != d) << d.dump();
-    if (holdsSecrets(d)) EXPECT_TRUE(textMayNameSecrets(d.dump())) << d.dump();
+    if (holdsSecrets(d)) {
+      EXPECT_TRUE(textMayNameSecrets(d.dump())) << d.dump();
+    }
   }
   EXPECT_FALSE(textMayNameSecrets(R"({"command":["true"],"gpus":1,"team":"ml"})"));
   EXPECT_TRUE(textMayNameSecrets(R"({"PassPhrase":"x"})"));

@@ -78,10 +78,13 @@ bool textMayNameSecrets(std::string_view text) {
   constexpr std::array<std::string_view, 6> kStems = {"pass", "token", "secret",
                                                       "hash", "key",   "credential"};
   if (text.find('\\') != std::string_view::npos) return true;
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::any_of(kStems.begin(), kStems.end(),
-                     [&](std::string_view stem) { return lower.find(stem) != std::string::npos; });
+  auto sameLetter = [](char a, char b) {  // b is a stem's, lowercase already
+    return std::tolower(static_cast<unsigned char>(a)) == b;
+  };
+  return std::any_of(kStems.begin(), kStems.end(), [&](std::string_view stem) {
+    return std::search(text.begin(), text.end(), stem.begin(), stem.end(), sameLetter) !=
+           text.end();
+  });
 }
 
 json redactSecrets(json j) {

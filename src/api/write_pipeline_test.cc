@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,22 @@ store::WriteBatch team(const std::string& name) {
   return store::WriteBatch{}.add(store::PutTeam{t});
 }
 
+// A loaded SQLite store in a directory of its own, removed with it.
+struct ScratchStore {
+  explicit ScratchStore(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir);
+    store = std::move(store::SqliteStore::open((dir / "allot.db").string())).value();
+    EXPECT_TRUE(store->loadAll().ok());
+  }
+  ~ScratchStore() { std::filesystem::remove_all(dir); }
+  std::filesystem::path dir;
+  std::unique_ptr<store::SqliteStore> store;
+};
+
 TEST(WritePipeline, ALaterWriteWaitsBehindAReservedOne) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("allot-write-pipeline-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto sqlite = std::move(store::SqliteStore::open((dir / "allot.db").string())).value();
-  ASSERT_TRUE(sqlite->loadAll().ok());
-  store::FaultInjectingStore st(std::move(sqlite));
+  ScratchStore scratch("allot-write-pipeline");
+  store::FaultInjectingStore st(std::move(scratch.store));
   std::vector<std::string> submitted;  // team names, in the order they reached the store
   st.failIf([&](const store::WriteBatch& b) {
     submitted.push_back(std::get<store::PutTeam>(b.ops.front()).team.name);
@@ -76,20 +86,15 @@ TEST(WritePipeline, ALaterWriteWaitsBehindAReservedOne) {
   EXPECT_TRUE(requestDone);
   EXPECT_EQ(submitted, (std::vector<std::string>{"request", "later"}));
   EXPECT_EQ(durable, 2);
-  std::filesystem::remove_all(dir);
 }
 
 // A reply that shows memory waits for every write reserved before it; several replies may wait on
 // the same write, and one that comes when nothing is in flight does not wait at all.
 TEST(WritePipeline, SettledWaitsForEveryWriteReservedBeforeIt) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("allot-write-settled-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto sqlite = std::move(store::SqliteStore::open((dir / "allot.db").string())).value();
-  ASSERT_TRUE(sqlite->loadAll().ok());
+  ScratchStore scratch("allot-write-settled");
   asio::io_context io;
   int durable = 0;
-  WritePipeline writes(io, *sqlite, [&](const Status&, uint32_t) { ++durable; });
+  WritePipeline writes(io, *scratch.store, [&](const Status&, uint32_t) { ++durable; });
 
   bool idleDone = false;
   asio::co_spawn(
@@ -125,7 +130,6 @@ TEST(WritePipeline, SettledWaitsForEveryWriteReservedBeforeIt) {
   }
   EXPECT_EQ(readersDone, 3);
   EXPECT_EQ(durableSeen, 1);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

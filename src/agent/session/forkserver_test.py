@@ -438,6 +438,28 @@ class ForkServerTest(unittest.TestCase):
         self.assertNotEqual(err.returncode, 0)
         self.assertIn("JUPYTER_TOKEN", err.stderr)
 
+    def serve_until_listening(self, socket_path, tmpdir):
+        """A second fork server on `socket_path` with TMPDIR=`tmpdir`, stopped (SIGTERM) once it
+        listens; its log."""
+        log_path = socket_path + ".log"
+        with open(log_path, "w") as log:
+            server = subprocess.Popen(
+                [FORKSERVER, "serve", "--socket", socket_path, "--jobs-dir", self.jobs],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                     "TMPDIR": tmpdir})
+
+            def listening():
+                with open(log_path) as f:
+                    return "listening on" in f.read() or server.poll() is not None
+            try:
+                wait_for(listening, "the fork server to listen")
+            finally:
+                server.terminate()
+                server.wait()
+        with open(log_path) as f:
+            return f.read()
+
     def test_discovery_stays_in_the_socket_directory_and_is_removed(self):
         # Discovery runs each app's initialize() in a throw-away directory; it lives next to the
         # socket (the agent's, cleaned by it), never in /tmp, and a fork server starting where a
@@ -447,26 +469,8 @@ class ForkServerTest(unittest.TestCase):
         stale = os.path.join(work, "allot-forkserver-discover-stale")
         os.mkdir(stale)
         scratch = tempfile.mkdtemp(prefix="allot-fs-tmp-", dir=self.tmp)
-        log_path = os.path.join(work, "server.log")
-        with open(log_path, "w") as log:
-            server = subprocess.Popen(
-                [FORKSERVER, "serve", "--socket", os.path.join(work, "fork.sock"),
-                 "--jobs-dir", self.jobs], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                     "TMPDIR": scratch})
-            try:
-                seen = set()
-
-                def listening():
-                    seen.update(n for n in os.listdir(work) if n.startswith("allot-forkserver-"))
-                    with open(log_path) as f:
-                        return "listening on" in f.read() or server.poll() is not None
-                wait_for(listening, "the fork server to listen")
-            finally:
-                server.terminate()
-                server.wait()
-        with open(log_path) as f:
-            self.assertIn("listening on", f.read())
+        log = self.serve_until_listening(os.path.join(work, "fork.sock"), scratch)
+        self.assertIn("listening on", log)
         self.assertEqual(os.listdir(scratch), [], "nothing in TMPDIR")
         self.assertFalse(os.path.exists(stale), "a killed predecessor's directory is removed")
         self.assertFalse([n for n in os.listdir(work) if n.startswith("allot-forkserver-")])
@@ -477,28 +481,10 @@ class ForkServerTest(unittest.TestCase):
         private = tempfile.mkdtemp(prefix="allot-fs-private-", dir=self.tmp)  # 0700
         scratch = tempfile.mkdtemp(prefix="allot-fs-tmp-", dir=self.tmp)
         os.chmod(scratch, 0o755)
-        log_path = os.path.join(self.tmp, "private.log")
-        with open(log_path, "w") as log:
-            server = subprocess.Popen(
-                [FORKSERVER, "serve", "--socket", os.path.join(private, "fork.sock"),
-                 "--jobs-dir", self.jobs], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                     "TMPDIR": scratch})
-
-            def ready():
-                with open(log_path) as f:
-                    return "listening on" in f.read() or server.poll() is not None
-            try:
-                wait_for(ready, "the fork server to listen")
-            finally:
-                server.terminate()
-                server.wait()
-        with open(log_path) as f:
-            text = f.read()
-        found = re.search(r"\((\d+) preloaded from initialize\(\)", text)
-        self.assertTrue(found and int(found.group(1)) > 0, text)
+        log = self.serve_until_listening(os.path.join(private, "fork.sock"), scratch)
+        found = re.search(r"\((\d+) preloaded from initialize\(\)", log)
+        self.assertTrue(found and int(found.group(1)) > 0, log)
         self.assertEqual(os.listdir(scratch), [])
-
 
 if __name__ == "__main__":
     reason = why_skip()
