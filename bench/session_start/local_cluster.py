@@ -129,4 +129,6 @@ def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1, confi
     finally:
         if cluster:
             cluster.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        # ALLOT_BENCH_KEEP=1 keeps the directory (allotd.err, agent.err) to look at afterwards.
+        if not os.environ.get("ALLOT_BENCH_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)

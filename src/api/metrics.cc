@@ -167,7 +167,7 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   sample(out, name + "_count", labels, static_cast<double>(count_));
 }
 
-ServerMetrics::ServerMetrics() : passSeconds(latencyBounds()) {}
+ServerMetrics::ServerMetrics() : passSeconds(latencyBounds()), passIoSeconds(latencyBounds()) {}
 
 void ServerMetrics::request(const std::string& route, const std::string& method, int status,
                             double seconds) {
@@ -175,8 +175,9 @@ void ServerMetrics::request(const std::string& route, const std::string& method,
   requestSeconds.try_emplace(route, latencyBounds()).first->second.observe(seconds);
 }
 
-void ServerMetrics::schedulingPass(double seconds, size_t placed) {
+void ServerMetrics::schedulingPass(double seconds, double ioSeconds, size_t placed) {
   passSeconds.observe(seconds);
+  passIoSeconds.observe(ioSeconds);
   ++passes;
   placements += placed;
 }
@@ -302,6 +303,11 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   header(out, "allot_scheduling_pass_duration_seconds", "histogram",
          "Time one scheduling pass took (snapshot, decisions, applying them in memory).");
   m.passSeconds.render(out, "allot_scheduling_pass_duration_seconds", "");
+  header(out, "allot_scheduling_pass_io_thread_seconds", "histogram",
+         "Of each scheduling pass, the time on allotd's I/O thread, where requests wait for it "
+         "(taking the snapshot, applying the decisions); the decision runs on a thread of its "
+         "own.");
+  m.passIoSeconds.render(out, "allot_scheduling_pass_io_thread_seconds", "");
   header(out, "allot_scheduling_passes_total", "counter", "Scheduling passes run.");
   sample(out, "allot_scheduling_passes_total", "", static_cast<double>(m.passes));
   header(out, "allot_scheduling_refused_passes_total", "counter",

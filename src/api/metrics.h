@@ -42,7 +42,9 @@ struct ServerMetrics {
   ServerMetrics();
   // One API request: the route's pattern (bounded cardinality), method, status and seconds.
   void request(const std::string& route, const std::string& method, int status, double seconds);
-  void schedulingPass(double seconds, size_t placed);
+  // A pass: `seconds` from snapshot to applied, `ioSeconds` of them on the I/O thread (the rest
+  // is the decision, on the scheduler's thread).
+  void schedulingPass(double seconds, double ioSeconds, size_t placed);
   // One telemetry round from an agent, taken in or rejected.
   void telemetryRound(size_t samples, bool accepted) {
     (accepted ? telemetrySamples : telemetryRejected) += samples;
@@ -55,6 +57,7 @@ struct ServerMetrics {
   std::map<std::tuple<std::string, std::string, int>, uint64_t> requests;
   std::map<std::string, Histogram> requestSeconds;  // by route
   Histogram passSeconds;
+  Histogram passIoSeconds;
   uint64_t passes = 0;
   uint64_t placements = 0;
   uint64_t telemetrySamples = 0;

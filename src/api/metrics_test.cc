@@ -74,7 +74,7 @@ void expectSeries(const std::string& out, const std::vector<std::string>& series
 TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   ServerMetrics m;
   m.request("/api/v1/jobs", "POST", 201, 0.002);
-  m.schedulingPass(0.0004, 2);
+  m.schedulingPass(0.0004, 0.0001, 2);
   expectSeries(
       renderMetrics(sampleWorld(), m, kNow),
       {
@@ -89,6 +89,7 @@ TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
           "allot_jobs_submitted_total 3\n",
           "allot_team_gpus{team=\"ml\",kind=\"borrowed\"} 0\n",
           "allot_scheduling_pass_duration_seconds_bucket{le=\"0.0005\"} 1\n",
+          "allot_scheduling_pass_io_thread_seconds_bucket{le=\"0.0005\"} 1\n",
           "allot_api_requests_total{route=\"/api/v1/jobs\",method=\"POST\",code=\"201\"} 1",
       });
 }
@@ -142,7 +143,7 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
   }
   ServerMetrics m;
   m.request("/api/v1/jobs/{id}", "GET", 404, 0.0001);
-  m.schedulingPass(0.01, 1);
+  m.schedulingPass(0.01, 0.002, 1);
   auto path = std::filesystem::temp_directory_path() /
               ("allot-metrics-" + std::to_string(::getpid()) + ".txt");
   {

@@ -9,6 +9,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -246,14 +247,39 @@ asio::awaitable<void> Server::schedulingLoop() {
     }
     scheduleNeeded_ = false;
     auto started = std::chrono::steady_clock::now();
-    control::Step pass = controllers_->schedulingPass();
+    std::optional<sched::Snapshot> taken;
+    control::Step start = controllers_->passStart(taken);
+    auto onThisThread = std::chrono::steady_clock::now() - started;
+    ++passesRun_;  // it may have cancelled jobs
+    co_await commitStep(std::move(start));
+    if (!taken) continue;
+    // The decision, the long part with a deep queue, runs on the scheduler's thread, so that the
+    // API answers meanwhile; the snapshot travels with it and comes back for finishPass.
+    auto snapshot = std::make_shared<const sched::Snapshot>(std::move(*taken));
+    taken.reset();
+    auto decided = std::make_shared<std::optional<Result<sched::Decisions>>>();
+    auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+    asio::post(schedulerThread_,
+               [decide = cluster_->decider(), snapshot, decided, done, io = io_.get_executor()] {
+                 *decided = decide(*snapshot);
+                 asio::post(io, [done] { done->cancel(); });
+               });
+    // Nothing else runs on this thread in between, so the cancel cannot come before the wait. (A
+    // co_spawn of a lambda coroutine onto the pool instead read freed memory when built by GCC 12.)
+    co_await done->async_wait(asio::as_tuple(use_awaitable));
+    const auto finishing = std::chrono::steady_clock::now();
+    control::Step pass = controllers_->passFinish(*snapshot, std::move(**decided));
     ++passesRun_;
+    onThisThread += std::chrono::steady_clock::now() - finishing;
     auto took = std::chrono::steady_clock::now() - started;
-    metrics_.schedulingPass(std::chrono::duration<double>(took).count(), pass.placed);
+    metrics_.schedulingPass(std::chrono::duration<double>(took).count(),
+                            std::chrono::duration<double>(onThisThread).count(), pass.placed);
     co_await commitStep(std::move(pass));
+    // The snapshot's memory is given back on the scheduler's thread too.
+    asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
     // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
-    // back would starve the API on this one thread; resting kPassRestFactor times as long as the
-    // pass took caps scheduling at a fifth of the thread. Short passes (a short queue) never rest.
+    // back would keep a core busy deciding; resting kPassRestFactor times as long as the pass took
+    // caps scheduling at a fifth of it. Short passes (a short queue) never rest.
     if (took > std::chrono::milliseconds(1)) {
       rest.expires_after(took * kPassRestFactor);
       co_await rest.async_wait(asio::as_tuple(use_awaitable));

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -172,6 +173,8 @@ class Server {
   EventHub events_;
   StaticFiles console_{""};
   boost::asio::io_context io_{1};
+  // After io_: joined first, so a decision still running posts its end to a live context.
+  boost::asio::thread_pool schedulerThread_{1};
   // After io_: its queued writes' timers go before the context.
   std::unique_ptr<WritePipeline> writes_;
   TunnelHub tunnels_{io_.get_executor()};

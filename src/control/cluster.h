@@ -57,6 +57,13 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
+// What a scheduling pass changed: the jobs it placed, and how many of its decisions it dropped
+// because the world changed under them while it decided (they are decided again).
+struct FinishedPass {
+  std::vector<int64_t> placed;
+  int stale = 0;
+};
+
 // The agent side of a connected host: where to send its desired state.
 class AgentLink {
  public:
@@ -96,6 +103,14 @@ class Cluster : public SessionJobs, private JobPreemption {
   // them only after `placementsDurable` (a placement lost in a crash must never have run).
   // Victims of preemption are marked evicting and their agents told to stop them.
   Change<std::vector<int64_t>> schedulePass();
+  // The same pass in three steps, so that the decision can run off the I/O thread while the world
+  // moves on (api/server.cc): beginPass() ends queued jobs whose dependencies can never hold (its
+  // batch) and takes the snapshot, nullopt when nothing is queued; decider() decides on it on any
+  // thread; finishPass() applies what still holds of the decisions to the world as it is by then.
+  Change<std::optional<sched::Snapshot>> beginPass();
+  SchedulerFn decider() const;
+  Change<FinishedPass> finishPass(const sched::Snapshot& snapshot,
+                                  Result<sched::Decisions> decisions);
   // Fair share's memory: advances each team's decayed GPU-seconds by what it holds now (called
   // every second by the liveness loop, and before each pass). Written to the store at most once a
   // minute per team: losing under a minute of history in a crash changes no one's share much.
@@ -162,6 +177,18 @@ class Cluster : public SessionJobs, private JobPreemption {
   // A preempted job has stopped: back to the queue if preemptible, otherwise ended.
   void preemptedJobStopped(model::Job& job, const std::string& how, store::WriteBatch& batch);
   sched::Snapshot snapshot() const;
+  // Hosts held for approved leases starting within the horizon, from when and for which lease.
+  struct LeaseHold {
+    TimeMs startAt = 0;
+    int64_t lease = 0;
+  };
+  std::map<std::string, LeaseHold> leaseHolds(TimeMs now) const;
+  // The scheduler's view of one host, and the teams' quotas (appended to s.teams).
+  sched::HostView hostView(const std::string& name, const model::Host& h,
+                           const std::map<std::string, LeaseHold>& holds) const;
+  void addTeams(sched::Snapshot& s) const;
+  // Whether the teams' quotas are still those the snapshot `s` was taken with.
+  bool quotasAsIn(const sched::Snapshot& s) const;
   // Marks the job evicting; its agents hear once the change is durable (JobPreemption).
   void evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) override;
   // A pass whose snapshot the scheduler refused: every queued job waits, admins hear.

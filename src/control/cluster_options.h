@@ -69,6 +69,9 @@ struct JobLimits {
   int64_t memoryFloorMib = 256;
 };
 
+// The scheduler's decision on a snapshot: touches nothing else, so it runs on any thread.
+using SchedulerFn = std::function<Result<sched::Decisions>(const sched::Snapshot&)>;
+
 struct ClusterOptions {
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
@@ -101,8 +104,9 @@ struct ClusterOptions {
   // Where idle-policy webhooks may point: URL prefixes, each ending in '/' after its host
   // (allotd.toml [idle] webhook_allow). Empty: no team may set a webhook.
   std::vector<std::string> webhookAllow;
-  // The scheduling pass. Tests replace it to reach what no fleet can make it do: refuse.
-  std::function<Result<sched::Decisions>(const sched::Snapshot&)> decide = sched::decide;
+  // The scheduling pass. Tests replace it to reach what no fleet can make it do: refuse. It may
+  // run on a thread of its own (Cluster::decider), one call at a time.
+  SchedulerFn decide = sched::decide;
 };
 
 }  // namespace allot::control

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/time_format.h"
 #include "control/authz.h"
@@ -103,64 +105,68 @@ nlohmann::json teamStatusJson(const std::string& team, const TeamQuotaStatus& t,
           {"fair_share", t.share}};
 }
 
+bool waitsById(const sched::Wait& a, const sched::Wait& b) { return a.jobId < b.jobId; }
+
 }  // namespace
 
-sched::Snapshot Cluster::snapshot() const {
-  sched::Snapshot s;
-  s.now = clock_.nowMs();
-  s.policy = options_.scheduling;
+std::map<std::string, Cluster::LeaseHold> Cluster::leaseHolds(TimeMs now) const {
   // Hosts of approved leases that start within the horizon are held from their start: only
   // work that ends by then may start there (docs/leases.md). A start already due holds too,
   // until the lease service hands the host over.
-  std::map<std::string, std::pair<TimeMs, int64_t>> holds;
+  std::map<std::string, LeaseHold> holds;
   for (const auto& [id, l] : leases_.all()) {
-    if (l.state != model::LeaseState::kApproved ||
-        l.startAt > s.now + options_.leases.holdHorizonMs)
+    if (l.state != model::LeaseState::kApproved || l.startAt > now + options_.leases.holdHorizonMs)
       continue;
     for (const auto& host : l.hosts) {
-      auto [it, added] = holds.emplace(host, std::pair{l.startAt, id});
-      if (!added && l.startAt < it->second.first) it->second = {l.startAt, id};
+      auto [it, added] = holds.emplace(host, LeaseHold{l.startAt, id});
+      if (!added && l.startAt < it->second.startAt) it->second = {l.startAt, id};
     }
   }
-  s.hosts.reserve(world_.hosts.size());
-  for (const auto& [name, h] : world_.hosts) {
-    sched::HostView v;
-    v.name = name;
-    // Connectivity and the admin's word both have to allow it: a drained host keeps its agent.
-    const bool online = h.state == model::HostState::kOnline;
-    v.schedulable = online && h.adminState == model::AdminState::kAvailable;
-    v.drained = online && !v.schedulable;
-    if (v.drained) {
-      v.outOfService = h.adminState == model::AdminState::kMaintenance
-                           ? std::string("in maintenance")
-                           : std::string(model::adminStateName(h.adminState));
-      if (h.adminState == model::AdminState::kDraining) v.drainDeadline = h.drainDeadline;
-    }
-    v.cpuMillis = int64_t{h.cpus} * 1000;
-    v.memoryMib = h.memoryMib;
-    v.dedicatedTo = h.dedicatedTo;
-    v.contour = h.contour;
-    if (auto held = holds.find(name); held != holds.end()) {
-      // 0 means "not held", so a lease starting at the epoch holds from 1 ms.
-      v.heldFrom = std::max<TimeMs>(held->second.first, 1);
-      v.heldLease = held->second.second;
-    }
-    v.driverVersion = model::hostDriverVersion(h);
-    v.cudaVersion = model::hostCudaVersion(h);
-    for (const auto& g : h.gpus) {
-      sched::GpuView gv;
-      gv.index = g.index;
-      gv.model = g.model;
-      gv.memoryMib = g.memoryMib;
-      gv.numaNode = g.numaNode;
-      gv.nvlinkDomain = g.nvlinkDomain;
-      gv.pcieSwitch = g.pcieSwitch;
-      gv.shared = g.shared;
-      gv.dedicatedTo = g.dedicatedTo;
-      v.gpus.push_back(std::move(gv));
-    }
-    s.hosts.push_back(std::move(v));
+  return holds;
+}
+
+sched::HostView Cluster::hostView(const std::string& name, const model::Host& h,
+                                  const std::map<std::string, LeaseHold>& holds) const {
+  sched::HostView v;
+  v.name = name;
+  // Connectivity and the admin's word both have to allow it: a drained host keeps its agent.
+  const bool online = h.state == model::HostState::kOnline;
+  v.schedulable = online && h.adminState == model::AdminState::kAvailable;
+  v.drained = online && !v.schedulable;
+  if (v.drained) {
+    v.outOfService = h.adminState == model::AdminState::kMaintenance
+                         ? std::string("in maintenance")
+                         : std::string(model::adminStateName(h.adminState));
+    if (h.adminState == model::AdminState::kDraining) v.drainDeadline = h.drainDeadline;
   }
+  v.cpuMillis = int64_t{h.cpus} * 1000;
+  v.memoryMib = h.memoryMib;
+  v.dedicatedTo = h.dedicatedTo;
+  v.contour = h.contour;
+  if (auto held = holds.find(name); held != holds.end()) {
+    // 0 means "not held", so a lease starting at the epoch holds from 1 ms.
+    v.heldFrom = std::max<TimeMs>(held->second.startAt, 1);
+    v.heldLease = held->second.lease;
+  }
+  v.driverVersion = model::hostDriverVersion(h);
+  v.cudaVersion = model::hostCudaVersion(h);
+  v.gpus.reserve(h.gpus.size());
+  for (const auto& g : h.gpus) {
+    sched::GpuView gv;
+    gv.index = g.index;
+    gv.model = g.model;
+    gv.memoryMib = g.memoryMib;
+    gv.numaNode = g.numaNode;
+    gv.nvlinkDomain = g.nvlinkDomain;
+    gv.pcieSwitch = g.pcieSwitch;
+    gv.shared = g.shared;
+    gv.dedicatedTo = g.dedicatedTo;
+    v.gpus.push_back(std::move(gv));
+  }
+  return v;
+}
+
+void Cluster::addTeams(sched::Snapshot& s) const {
   for (const auto& [name, t] : world_.teams) {
     sched::TeamView tv;
     tv.name = name;
@@ -179,6 +185,16 @@ sched::Snapshot Cluster::snapshot() const {
       if (tv.name == p.team) tv.projectSplits[p.name] = p.guaranteed;
     }
   }
+}
+
+sched::Snapshot Cluster::snapshot() const {
+  sched::Snapshot s;
+  s.now = clock_.nowMs();
+  s.policy = options_.scheduling;
+  const auto holds = leaseHolds(s.now);
+  s.hosts.reserve(world_.hosts.size());
+  for (const auto& [name, h] : world_.hosts) s.hosts.push_back(hostView(name, h, holds));
+  addTeams(s);
   for (const auto& [host, ids] : world_.hostJobs()) {
     for (int64_t id : ids) {
       const Job& j = world_.jobs.at(id);
@@ -270,8 +286,8 @@ Change<int> Cluster::accountUsage(bool persist) {
   return c;
 }
 
-Change<std::vector<int64_t>> Cluster::schedulePass() {
-  Change<std::vector<int64_t>> c;
+Change<std::optional<sched::Snapshot>> Cluster::beginPass() {
+  Change<std::optional<sched::Snapshot>> c;
   accountUsage(/*persist=*/false);  // the liveness loop writes it
   if (world_.queued().empty()) {
     world_.waits.clear();
@@ -279,16 +295,98 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     return c;
   }
   cancelUnsatisfiable(c.batch);
-  auto decisions = options_.decide(snapshot());
+  c.value = snapshot();
+  return c;
+}
+
+SchedulerFn Cluster::decider() const {
+  return [decide = options_.decide](const sched::Snapshot& s) {
+    auto d = decide(s);
+    // Sorted where it decides, off the I/O thread: waitOf() looks jobs up by id.
+    if (d.ok()) std::sort(d->waits.begin(), d->waits.end(), waitsById);
+    return d;
+  };
+}
+
+Change<std::vector<int64_t>> Cluster::schedulePass() {
+  auto begun = beginPass();
+  Change<std::vector<int64_t>> c;
+  c.batch = std::move(begun.batch);
+  if (!begun.value) return c;
+  auto finished = finishPass(*begun.value, decider()(*begun.value));
+  c.value = std::move(finished.value.placed);
+  c.absorb(std::move(finished));
+  return c;
+}
+
+bool Cluster::quotasAsIn(const sched::Snapshot& s) const {
+  if (s.teams.size() != world_.teams.size()) return false;
+  sched::Snapshot now;
+  addTeams(now);
+  for (size_t i = 0; i < now.teams.size(); ++i) {
+    // Fair-share usage moves all the time and only orders requests: not a change of quota.
+    now.teams[i].usageGpuSeconds = s.teams[i].usageGpuSeconds;
+    if (!(now.teams[i] == s.teams[i])) return false;
+  }
+  return true;
+}
+
+Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
+                                         Result<sched::Decisions> decisions) {
+  Change<FinishedPass> c;
   if (!decisions.ok()) {
     refuseSnapshot(decisions.status().message(), c.batch);
     return c;
   }
   world_.schedulerError.clear();
+  // The decisions were made on `s`, perhaps on another thread while the world moved on. Only a
+  // pass places work on hosts, so the room a placement took is still free (jobs that ended since
+  // only left more). What can make one wrong is its job (cancelled, held, placed) or its hosts
+  // (gone, offline, drained, dedicated, held for a lease, a GPU's sharing or dedication), each
+  // compared with what the decision saw, or a team's quota: such decisions are dropped and decided
+  // again.
+  const bool quotasSame = quotasAsIn(s);
+  std::unordered_map<std::string_view, const sched::HostView*> seen;
+  if (!decisions->placements.empty()) {
+    seen.reserve(s.hosts.size());
+    for (const auto& h : s.hosts) seen.emplace(h.name, &h);
+  }
+  std::optional<std::map<std::string, LeaseHold>> holds;
+  std::map<std::string, bool> hostSame;
+  auto hostAsSeen = [&](const std::string& name) {
+    if (auto known = hostSame.find(name); known != hostSame.end()) return known->second;
+    auto h = world_.hosts.find(name);
+    auto before = seen.find(name);
+    bool same = h != world_.hosts.end() && before != seen.end();
+    if (same) {
+      if (!holds) holds = leaseHolds(s.now);
+      same = hostView(name, h->second, *holds) == *before->second;
+    }
+    return hostSame[name] = same;
+  };
+  Change<std::vector<int64_t>> evictions;
+  for (const auto& e : decisions->evictions) {
+    auto it = world_.jobs.find(e.jobId);
+    // A victim that ended, or left its hosts (requeued), since: nothing to stop.
+    if (!quotasSame || it == world_.jobs.end() || it->second.state == JobState::kQueued) {
+      ++c.value.stale;
+      continue;
+    }
+    evict(e, evictions);
+  }
+  c.absorb(std::move(evictions));
   auto now = clock_.nowMs();
-  for (const auto& e : decisions->evictions) evict(e, c);
   for (auto& pl : decisions->placements) {
-    Job& j = world_.jobs.at(pl.jobId);
+    auto found = world_.jobs.find(pl.jobId);
+    const bool jobSame = found != world_.jobs.end() && found->second.state == JobState::kQueued &&
+                         !blockedReason(found->second);
+    if (!quotasSame || !jobSame ||
+        !std::all_of(pl.slices.begin(), pl.slices.end(),
+                     [&](const sched::Slice& slice) { return hostAsSeen(slice.host); })) {
+      ++c.value.stale;
+      continue;
+    }
+    Job& j = found->second;
     Job before = j;
     // One rank per slice, in the scheduler's order.
     j.ranks.clear();
@@ -314,13 +412,16 @@ Change<std::vector<int64_t>> Cluster::schedulePass() {
     j.masterPort = 0;  // chosen anew on this placement's rank 0 host
     j.scheduledAt = now;
     updateJob(j, before, c.batch);
-    c.value.push_back(j.id);
+    c.value.placed.push_back(j.id);
     placementsInFlight_.insert(j.id);
     world_.placedBy[j.id] = std::move(pl);
   }
+  if (c.value.stale > 0)
+    spdlog::debug("scheduling pass: {} decisions dropped, the world changed while it decided",
+                  c.value.stale);
   world_.waits = std::move(decisions->waits);
-  std::sort(world_.waits.begin(), world_.waits.end(),
-            [](const sched::Wait& a, const sched::Wait& b) { return a.jobId < b.jobId; });
+  if (!std::is_sorted(world_.waits.begin(), world_.waits.end(), waitsById))  // not by decider()
+    std::sort(world_.waits.begin(), world_.waits.end(), waitsById);
   world_.quotaStatus.clear();
   auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
   for (const auto& t : decisions->teams) {

@@ -56,6 +56,8 @@ struct GpuView {
   int nvlinkDomain = -1;
   int pcieSwitch = -1;
   int numaNode = -1;
+
+  bool operator==(const GpuView&) const = default;
 };
 
 struct HostView {
@@ -79,6 +81,8 @@ struct HostView {
   std::vector<GpuView> gpus;
   // Its contour (DEV, TEST, PROD, ...): only work of the same contour runs here.
   std::string contour;
+
+  bool operator==(const HostView&) const = default;
 };
 
 // What one job holds on one host.
@@ -141,6 +145,8 @@ struct TeamView {
   // Contour -> the most GPUs its work may hold in that contour at once (absent: no limit). A cap
   // on top of guarantees and borrowing, which count over the whole fleet.
   std::map<std::string, int> contourLimits;
+
+  bool operator==(const TeamView&) const = default;
 };
 
 struct Policy {

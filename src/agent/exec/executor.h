@@ -44,6 +44,12 @@ class Executor {
   // Starts the job; returns its state: running, or failed_to_start with a message. Starting a
   // job it already knows returns that job's state and starts nothing.
   virtual model::ActualJob start(const JobSpec& spec) = 0;
+  // Starts several jobs, side by side where the executor can; their states, in `specs`' order.
+  virtual std::vector<model::ActualJob> startAll(const std::vector<JobSpec>& specs) {
+    std::vector<model::ActualJob> out;
+    for (const auto& spec : specs) out.push_back(start(spec));
+    return out;
+  }
   // SIGTERM to the job's whole tree now, SIGKILL to whatever is left after graceMs (enforced by
   // poll()). Stopping a job that is already stopping keeps the earlier deadline.
   virtual void stop(int64_t id, int64_t graceMs) = 0;

@@ -79,21 +79,26 @@ std::vector<char*> cStrings(std::vector<std::string>& v) {
   return out;
 }
 
-// Blocks until the other end of fd is closed, or timeoutMs passes.
-void waitForClose(int fd, int64_t timeoutMs) {
+// Blocks until the other end of every fd is closed, or timeoutMs passes.
+void waitForAllClosed(std::vector<int> fds, int64_t timeoutMs) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   char buf[64];
-  for (;;) {
+  std::vector<pollfd> open;
+  for (int fd : fds) open.push_back({fd, POLLIN, 0});
+  while (!open.empty()) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) return;
-    pollfd p = {fd, POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(left));
+    int r = ::poll(open.data(), open.size(), static_cast<int>(left));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
+    std::erase_if(open, [&buf](pollfd& p) {
+      if (p.revents == 0) return false;
+      p.revents = 0;
+      ssize_t n = ::read(p.fd, buf, sizeof buf);
+      return n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+    });
   }
 }
 
@@ -206,11 +211,32 @@ void ProcessExecutor::removeStrayCgroups() {
   if (!CgroupManager::remove(stray)) cgroupsToRemove_.push_back(stray);
 }
 
-model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
-  if (auto it = jobs_.find(spec.id); it != jobs_.end()) {
-    refresh(it->second);
-    return it->second.actual;
+model::ActualJob ProcessExecutor::start(const JobSpec& spec) { return startAll({spec}).front(); }
+
+std::vector<model::ActualJob> ProcessExecutor::startAll(const std::vector<JobSpec>& specs) {
+  // Every job's shim is set going first, then all are waited for together: a host's jobs start
+  // side by side, each in about the time of one, not one after another.
+  std::vector<std::pair<int64_t, int>> reports;  // job id, the end its shim closes once exec'd
+  for (const JobSpec& spec : specs) {
+    if (jobs_.count(spec.id)) continue;  // known: its state, starting nothing
+    reports.emplace_back(spec.id, begin(spec));
   }
+  std::vector<int> fds;
+  for (const auto& r : reports) {
+    if (r.second >= 0) fds.push_back(r.second);
+  }
+  waitForAllClosed(fds, kStartTimeoutMs);
+  for (int fd : fds) ::close(fd);
+  std::vector<model::ActualJob> out;
+  for (const JobSpec& spec : specs) {
+    Job& job = jobs_.at(spec.id);
+    refresh(job);
+    out.push_back(job.actual);
+  }
+  return out;
+}
+
+int ProcessExecutor::begin(const JobSpec& spec) {
   Job& job = jobs_.emplace(spec.id, Job{JobDir(workDir_, spec.id)}).first->second;
   job.actual.id = spec.id;
   job.actual.state = ActualState::kRunning;
@@ -318,15 +344,11 @@ model::ActualJob ProcessExecutor::start(const JobSpec& spec) {
       spdlog::warn("job={}: its shim {} did not take the job: {}", spec.id, job.shim->pid,
                    st.message());
       ::close(ends[0]);
-      refresh(job);
-      return job.actual;
+      return -1;
     }
     report = ends[0];
   }
-  waitForClose(report, kStartTimeoutMs);
-  ::close(report);
-  refresh(job);
-  return job.actual;
+  return report;
 }
 
 Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,
@@ -499,8 +521,7 @@ std::vector<ProcessExecutor::StandbyInfo> ProcessExecutor::standbys() const {
   return out;
 }
 
-model::ActualJob ProcessExecutor::failToStart(Job& job, const JobSpec& spec,
-                                              const std::string& message) {
+int ProcessExecutor::failToStart(Job& job, const JobSpec& spec, const std::string& message) {
   JobOutcome outcome;
   outcome.state = ActualState::kFailedToStart;
   outcome.finishedAt = clock_.nowMs();
@@ -511,7 +532,7 @@ model::ActualJob ProcessExecutor::failToStart(Job& job, const JobSpec& spec,
   }
   markFinished(job, outcome);
   CgroupManager::remove(job.cgroups);
-  return job.actual;
+  return -1;
 }
 
 void ProcessExecutor::refresh(Job& job) {

@@ -54,6 +54,7 @@ class ProcessExecutor final : public Executor {
 
   // Executor
   model::ActualJob start(const JobSpec& spec) override;
+  std::vector<model::ActualJob> startAll(const std::vector<JobSpec>& specs) override;
   void stop(int64_t id, int64_t graceMs) override;
   std::vector<model::ActualJob> poll() override;
   void forget(int64_t id) override;
@@ -98,7 +99,7 @@ class ProcessExecutor final : public Executor {
   // (the default): no team directories. Set before the first start().
   void setTeamRoot(std::string root) { teamRoot_ = std::move(root); }
 
-  // How long start() waits for the shim to report that the command was exec'd.
+  // How long start() waits for the shims to report that their commands were exec'd.
   static constexpr int64_t kStartTimeoutMs = 10'000;
   // How long poll() waits before replacing a standby that could not be made or died unused.
   static constexpr int64_t kStandbyRetryMs = 10'000;
@@ -134,7 +135,12 @@ class ProcessExecutor final : public Executor {
   };
 
   void adoptAll();
-  model::ActualJob failToStart(Job& job, const JobSpec& spec, const std::string& message);
+  // A job's start up to its shim having the job: the end of the socket the shim closes once the
+  // command was exec'd, or -1 when there is nothing to wait for (it failed to start: job.actual
+  // says so).
+  int begin(const JobSpec& spec);
+  // Records that the job failed to start, saying `message`; -1, for begin() to return.
+  int failToStart(Job& job, const JobSpec& spec, const std::string& message);
   // Gives the job groups of its own (job-<id>) and writes its record; an error is the job's
   // failed_to_start message.
   Status confineAndRecord(Job& job, const JobSpec& spec);

@@ -346,6 +346,29 @@ TEST_F(ProcessExecutorTest, LeftoverBackgroundProcessesDieWithTheJob) {
 }
 
 // With the host's cgroups: skipped where they are missing or not writable (not root).
+TEST_F(ProcessExecutorTest, JobsStartedTogetherAllRunAndOneThatCannotStartSaysWhy) {
+  JobSpec missing;
+  missing.id = 9;
+  missing.command = {"no-such-command-xyz"};
+  auto started = exec_->startAll({shellJob(7, "sleep 1000"), missing, shellJob(8, "exit 4")});
+  ASSERT_EQ(started.size(), 3u);
+  EXPECT_EQ(started[0].id, 7);
+  EXPECT_EQ(started[0].state, ActualState::kRunning) << started[0].message;
+  EXPECT_GT(started[0].pid, 0);
+  EXPECT_EQ(started[1].id, 9);
+  EXPECT_EQ(started[1].state, ActualState::kFailedToStart);
+  EXPECT_EQ(started[1].message, "no such file 'no-such-command-xyz'");
+  EXPECT_EQ(started[2].id, 8);
+  EXPECT_GT(started[2].pid, 0);
+  EXPECT_NE(started[0].pid, started[2].pid);
+  EXPECT_EQ(waitForEnd(8).exitCode, 4);
+  // Starting them again starts nothing: their states as they are.
+  auto again = exec_->startAll({shellJob(7, "echo twice"), shellJob(8, "echo twice")});
+  EXPECT_EQ(again[0].pid, started[0].pid);
+  EXPECT_EQ(again[0].state, ActualState::kRunning);
+  EXPECT_EQ(again[1].state, ActualState::kExited);
+}
+
 class ConfinedExecutorTest : public ProcessExecutorTest {
  protected:
   void SetUp() override {
@@ -458,6 +481,19 @@ TEST_F(ConfinedExecutorTest, UsedStandbyIsReplacedAndTheNextJobStartsOnTheNewOne
   ASSERT_EQ(b.state, ActualState::kRunning) << b.message;
   EXPECT_EQ(shimPidOf(47), second.pid);
   EXPECT_TRUE(holds(second.cgroups, groupOf(b.pid, "memory")));
+}
+
+TEST_F(ConfinedExecutorTest, JobsStartedTogetherTakeTheStandbyAndShimsOfTheirOwn) {
+  ProcessExecutor::StandbyInfo standby = readyStandby();
+  auto started = exec_->startAll(
+      {shellJob(48, "sleep 1000"), shellJob(49, "sleep 1000"), shellJob(50, "sleep 1000")});
+  ASSERT_EQ(started.size(), 3u);
+  for (const auto& a : started) ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
+  EXPECT_EQ(shimPidOf(48), standby.pid);
+  EXPECT_TRUE(holds(standby.cgroups, groupOf(started[0].pid, "memory")));
+  // The others in groups of their own, with the job's limits like any job's.
+  EXPECT_NE(groupOf(started[1].pid, "memory").find("job-49"), std::string::npos);
+  EXPECT_NE(groupOf(started[2].pid, "memory").find("job-50"), std::string::npos);
 }
 
 TEST_F(ConfinedExecutorTest, StandbyRunsTheJobWithItsEnvironmentLogAndWorkDir) {

@@ -292,6 +292,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
     for (int g : executor_.gpusOf(a.id)) held.insert(g);
   }
   auto now = clock_.nowMs();
+  std::vector<JobSpec> toStart;
   for (const auto& d : desired) {
     logShipped_.try_emplace(d.id, d.logOffset);
     if (!executor_.knows(d.id)) {
@@ -365,16 +366,19 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         for (const auto& arg : spec.command) argv += (argv.empty() ? "" : " ") + arg;
         spdlog::info("session {}: {} as {}", d.id, d.session->app, argv);
       }
-      auto a = executor_.start(spec);
+      toStart.push_back(std::move(spec));
       logBase_[d.id] = d.logOffset;
       logShipped_[d.id] = std::max(logShipped_[d.id], d.logOffset);
-      spdlog::info("job {}: {}{}", d.id, model::actualStateName(a.state),
-                   a.message.empty() ? "" : ": " + a.message);
     } else if (d.cancel && !stopping_.count(d.id)) {
       stopping_.insert(d.id);
       executor_.stop(d.id, d.graceMs);
       spdlog::info("job {}: stopping (cancelled), grace {} ms", d.id, d.graceMs);
     }
+  }
+  // Side by side: a pass that placed eight jobs here starts them in about the time of one.
+  for (const auto& a : executor_.startAll(toStart)) {
+    spdlog::info("job {}: {}{}", a.id, model::actualStateName(a.state),
+                 a.message.empty() ? "" : ": " + a.message);
   }
   // What allotd no longer wants: finished jobs are forgotten, running ones stopped.
   for (const auto& a : executor_.poll()) {

@@ -17,6 +17,24 @@ Step Controllers::schedulingPass() {
   return s;
 }
 
+Step Controllers::passStart(std::optional<sched::Snapshot>& snapshot) {
+  auto change = cluster_.beginPass();
+  snapshot = std::move(change.value);
+  return stepOf("scheduling pass (dependencies)", std::move(change));
+}
+
+Step Controllers::passFinish(const sched::Snapshot& snapshot, Result<sched::Decisions> decisions) {
+  auto change = cluster_.finishPass(snapshot, std::move(decisions));
+  std::vector<int64_t> placed = std::move(change.value.placed);
+  const bool stale = change.value.stale > 0;
+  Step s = stepOf("scheduling pass", std::move(change));
+  s.placed = placed.size();
+  s.notifyJobs = placed;
+  s.wakeScheduler = stale;  // what the world changed under is decided again
+  s.afterDurable = [this, placed = std::move(placed)] { cluster_.placementsDurable(placed); };
+  return s;
+}
+
 std::vector<std::function<Step()>> Controllers::tick() {
   return {
       [this] { return stepOf("liveness", cluster_.checkLiveness()); },

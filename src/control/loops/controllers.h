@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,8 +45,13 @@ class Controllers {
  public:
   explicit Controllers(Cluster& cluster) : cluster_(cluster) {}
 
-  // The scheduling pass: placements and the evictions they need.
+  // The scheduling pass: placements and the evictions they need, decided on this thread.
   Step schedulingPass();
+  // The same pass in two steps around its decision, which may run on another thread meanwhile
+  // (Cluster::beginPass): passStart() gives the snapshot to decide on (none when nothing is
+  // queued), passFinish() applies the decisions; each step is committed before the next.
+  Step passStart(std::optional<sched::Snapshot>& snapshot);
+  Step passFinish(const sched::Snapshot& snapshot, Result<sched::Decisions> decisions);
   // The steps of one tick (every second), in order; each is run, then committed, before the
   // next is run: `tick()[i]()` must be called in order.
   std::vector<std::function<Step()>> tick();
