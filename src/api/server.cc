@@ -39,6 +39,8 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 // A client that connects and does not finish the TLS handshake is dropped after this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
+// A decision that took less than this is made on the I/O thread (schedulingLoop).
+constexpr auto kInlineDecision = std::chrono::milliseconds(5);
 
 // The read stage of a request (api/http_pipeline.h).
 struct RequestRead {
@@ -250,24 +252,34 @@ asio::awaitable<void> Server::schedulingLoop() {
     std::optional<sched::Snapshot> taken;
     control::Step start = controllers_->passStart(taken);
     auto onThisThread = std::chrono::steady_clock::now() - started;
-    ++passesRun_;  // it may have cancelled jobs
+    if (!start.batch.empty()) ++passesRun_;  // it cancelled jobs
     co_await commitStep(std::move(start));
     if (!taken) continue;
     // The decision, the long part with a deep queue, runs on the scheduler's thread, so that the
-    // API answers meanwhile; the snapshot travels with it and comes back for finishPass.
+    // API answers meanwhile; the snapshot travels with it and comes back for finishPass. A short
+    // one (the last took under kInlineDecision) is made here: handing it over costs two thread
+    // wake-ups, more than it takes, and with a stream of submissions that is most passes.
     auto snapshot = std::make_shared<const sched::Snapshot>(std::move(*taken));
     taken.reset();
     auto decided = std::make_shared<std::optional<Result<sched::Decisions>>>();
-    auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
-    asio::post(schedulerThread_,
-               [decide = cluster_->decider(), snapshot, decided, done, io = io_.get_executor()] {
-                 *decided = decide(*snapshot);
-                 asio::post(io, [done] { done->cancel(); });
-               });
-    // Nothing else runs on this thread in between, so the cancel cannot come before the wait. (A
-    // co_spawn of a lambda coroutine onto the pool instead read freed memory when built by GCC 12.)
-    co_await done->async_wait(asio::as_tuple(use_awaitable));
+    const auto deciding = std::chrono::steady_clock::now();
+    if (lastDecision_ < kInlineDecision) {
+      *decided = cluster_->decider()(*snapshot);
+      onThisThread += std::chrono::steady_clock::now() - deciding;
+    } else {
+      auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+      asio::post(schedulerThread_,
+                 [decide = cluster_->decider(), snapshot, decided, done, io = io_.get_executor()] {
+                   *decided = decide(*snapshot);
+                   asio::post(io, [done] { done->cancel(); });
+                 });
+      // Nothing else runs on this thread in between, so the cancel cannot come before the wait.
+      // (A co_spawn of a lambda coroutine onto the pool instead read freed memory when built by
+      // GCC 12.)
+      co_await done->async_wait(asio::as_tuple(use_awaitable));
+    }
     const auto finishing = std::chrono::steady_clock::now();
+    lastDecision_ = finishing - deciding;
     control::Step pass = controllers_->passFinish(*snapshot, std::move(**decided));
     ++passesRun_;
     onThisThread += std::chrono::steady_clock::now() - finishing;

@@ -185,6 +185,9 @@ class Server {
   WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;
   uint64_t passesRun_ = 0;
+  // How long the last pass's decision took; unknown (the longest) before the first, which may
+  // face a deep queue loaded from the store and so is made off the I/O thread.
+  std::chrono::steady_clock::duration lastDecision_ = std::chrono::steady_clock::duration::max();
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
   // After io_: destroyed first, so its worker threads stop before the context they post to.
