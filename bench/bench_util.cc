@@ -192,6 +192,16 @@ nlohmann::json callOrExit(uint16_t port, const std::string& method, const std::s
   return nlohmann::json::parse(r->body);
 }
 
+double metricValue(uint16_t port, const std::string& token, const std::string& series) {
+  auto r = httpRequest(port, "GET", "/metrics", token, "");
+  if (!r.ok() || r->status != 200) return -1;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
 Result<std::string> makeScratchDir(const std::string& prefix) {
   const char* root = std::getenv("ALLOT_BENCH_DIR");
   std::string tmpl = std::string(root != nullptr ? root : "/tmp") + "/" + prefix + "-XXXXXX";

@@ -78,6 +78,10 @@ Result<HttpReply> httpRequest(uint16_t port, const std::string& method, const st
 nlohmann::json callOrExit(uint16_t port, const std::string& method, const std::string& target,
                           const nlohmann::json& body, const std::string& token);
 
+// One series of allotd's /metrics, named with its labels exactly as rendered
+// (`allot_jobs{state="queued"}`); -1 when it cannot be read.
+double metricValue(uint16_t port, const std::string& token, const std::string& series);
+
 // A fresh directory under $ALLOT_BENCH_DIR (default /tmp) named prefix-XXXXXX.
 Result<std::string> makeScratchDir(const std::string& prefix);
 void removeTree(const std::string& dir);

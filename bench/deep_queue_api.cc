@@ -21,7 +21,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "bench_util.h"
@@ -31,6 +30,7 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using allot::bench::metricValue;
 using allot::bench::percentile;
 
 int fail(const std::string& msg) {
@@ -42,28 +42,10 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// One series of allotd's metrics (its name and labels exactly), -1 when absent.
-double metricValue(uint16_t port, const std::string& token, const std::string& series) {
-  auto r = allot::bench::httpRequest(port, "GET", "/metrics", token, "");
-  if (!r.ok()) return -1;
-  const size_t at = r->body.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(r->body.substr(at + series.size() + 2));
-}
-
 // The sum and count of allotd's pass-duration histogram.
 std::pair<double, double> passTotals(uint16_t port, const std::string& token) {
-  auto r = allot::bench::httpRequest(port, "GET", "/metrics", token, "");
-  double sum = 0, count = 0;
-  if (!r.ok()) return {sum, count};
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("allot_scheduling_pass_duration_seconds_sum", 0) == 0)
-      sum = std::stod(line.substr(line.rfind(' ') + 1));
-    if (line.rfind("allot_scheduling_pass_duration_seconds_count", 0) == 0)
-      count = std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return {sum, count};
+  return {metricValue(port, token, "allot_scheduling_pass_duration_seconds_sum"),
+          metricValue(port, token, "allot_scheduling_pass_duration_seconds_count")};
 }
 
 void report(const char* what, std::vector<double>& ms) {

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "bench_util.h"
@@ -31,18 +30,8 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-// A counter without labels from /metrics; -1 if it cannot be read.
-double counter(uint16_t port, const std::string& token, const std::string& name) {
-  auto r = httpRequest(port, "GET", "/metrics", token, "");
-  if (!r.ok() || r->status != 200) return -1;
-  std::istringstream in(r->body);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(line.find(' ') + 1));
-  }
-  return -1;
-}
 double samplesTaken(uint16_t port, const std::string& token) {
-  return counter(port, token, "allot_telemetry_samples_total");
+  return allot::bench::metricValue(port, token, "allot_telemetry_samples_total");
 }
 
 }  // namespace
@@ -108,7 +97,7 @@ int main(int argc, char** argv) {
   std::printf("samples taken in by allotd: %.0f (%.0f samples/s); sent %lld\n", after - before,
               (after - before) / elapsed, static_cast<long long>(sent.load()));
   std::printf("samples rejected: %.0f\n",
-              counter(d->port, admin, "allot_telemetry_rejected_samples_total"));
+              allot::bench::metricValue(d->port, admin, "allot_telemetry_rejected_samples_total"));
   std::printf("allotd CPU: %.2f s over the window (%.0f%% of one core)\n", cpuAfter - cpuBefore,
               100 * (cpuAfter - cpuBefore) / elapsed);
   d->process.stop();

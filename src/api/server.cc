@@ -263,7 +263,8 @@ asio::awaitable<void> Server::schedulingLoop() {
     taken.reset();
     auto decided = std::make_shared<std::optional<Result<sched::Decisions>>>();
     const auto deciding = std::chrono::steady_clock::now();
-    if (lastDecision_ < kInlineDecision) {
+    const bool inline_ = lastDecision_ < kInlineDecision;
+    if (inline_) {
       *decided = cluster_->decider()(*snapshot);
       onThisThread += std::chrono::steady_clock::now() - deciding;
     } else {
@@ -287,8 +288,8 @@ asio::awaitable<void> Server::schedulingLoop() {
     metrics_.schedulingPass(std::chrono::duration<double>(took).count(),
                             std::chrono::duration<double>(onThisThread).count(), pass.placed);
     co_await commitStep(std::move(pass));
-    // The snapshot's memory is given back on the scheduler's thread too.
-    asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
+    // A deep snapshot's memory is given back on the scheduler's thread too.
+    if (!inline_) asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
     // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
     // back would keep a core busy deciding; resting kPassRestFactor times as long as the pass took
     // caps scheduling at a fifth of it. Short passes (a short queue) never rest.

@@ -299,6 +299,7 @@ Change<std::optional<sched::Snapshot>> Cluster::beginPass() {
   return c;
 }
 
+// finishPass() takes the waits sorted by job id, as this leaves them.
 SchedulerFn Cluster::decider() const {
   return [decide = options_.decide](const sched::Snapshot& s) {
     auto d = decide(s);
@@ -420,8 +421,6 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     spdlog::debug("scheduling pass: {} decisions dropped, the world changed while it decided",
                   c.value.stale);
   world_.waits = std::move(decisions->waits);
-  if (!std::is_sorted(world_.waits.begin(), world_.waits.end(), waitsById))  // not by decider()
-    std::sort(world_.waits.begin(), world_.waits.end(), waitsById);
   world_.quotaStatus.clear();
   auto gpus = [](int milli) { return static_cast<double>(milli) / sched::kMilliPerGpu; };
   for (const auto& t : decisions->teams) {
