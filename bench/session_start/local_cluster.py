@@ -63,6 +63,16 @@ class LocalCluster:
         self.port = free_port()
         self.server = f"http://127.0.0.1:{self.port}"
         self.procs = []
+        self.state_dirs = []
+        try:
+            self._start(cgroup_name, gpus, agents, config)
+        except BaseException:
+            # A set-up that fails half-way (a timeout, a CLI error) leaves nothing running.
+            self.stop()
+            raise
+
+    def _start(self, cgroup_name, gpus, agents, config):
+        bin_dir, work = self.bin, self.work
         extra = []
         if config:  # allotd.toml text
             with open(os.path.join(work, "allotd.toml"), "w") as f:
@@ -83,10 +93,14 @@ class LocalCluster:
         names = ["bench"] + [f"bench-{i}" for i in range(2, agents + 1)]
         for name in names:
             suffix = "" if name == "bench" else name[len("bench"):]
+            # Job records on tmpfs, as deploy/systemd/allot-agent.service keeps them
+            # (/run/allot-agent): /dev/shm here, where /run is not a tmpfs.
+            self.state_dirs.append(tempfile.mkdtemp(prefix="allot-agent-state-", dir="/dev/shm"))
             self.procs.append(subprocess.Popen(
                 [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", name,
-                 "--gpus", gpus, "--work-dir", self.agent_dir + suffix, "--cgroup-name",
-                 cgroup_name + suffix, "--run-as-owner", "off"], env=env,
+                 "--gpus", gpus, "--work-dir", self.agent_dir + suffix, "--state-dir",
+                 self.state_dirs[-1], "--cgroup-name", cgroup_name + suffix, "--run-as-owner",
+                 "off"], env=env,
                 stdout=open(os.path.join(work, f"agent{suffix}.out"), "w"),
                 stderr=open(os.path.join(work, f"agent{suffix}.err"), "w")))
         wait_until(lambda: sum(h["name"] in names and h["admin_state"] == "available"
@@ -112,6 +126,8 @@ class LocalCluster:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        for d in self.state_dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @contextlib.contextmanager

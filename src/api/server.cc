@@ -39,6 +39,9 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 // A client that connects and does not finish the TLS handshake is dropped after this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
+// A pass that placed work and took less than this is followed by the next at once (see
+// schedulingLoop).
+constexpr auto kRestlessPlacingPass = std::chrono::milliseconds(10);
 // A decision that took less than this is made on the I/O thread (schedulingLoop).
 constexpr auto kInlineDecision = std::chrono::milliseconds(5);
 
@@ -287,13 +290,18 @@ asio::awaitable<void> Server::schedulingLoop() {
     auto took = std::chrono::steady_clock::now() - started;
     metrics_.schedulingPass(std::chrono::duration<double>(took).count(),
                             std::chrono::duration<double>(onThisThread).count(), pass.placed);
+    const size_t placed = pass.placed;
     co_await commitStep(std::move(pass));
     // A deep snapshot's memory is given back on the scheduler's thread too.
     if (!inline_) asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
     // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
     // back would keep a core busy deciding; resting kPassRestFactor times as long as the pass took
-    // caps scheduling at a fifth of it. Short passes (a short queue) never rest.
-    if (took > std::chrono::milliseconds(1)) {
+    // caps scheduling at a fifth of it. Short passes (a short queue) never rest, nor do passes of
+    // a few milliseconds that placed work: GPUs came free while work waited (a stream of short
+    // jobs), and a rest would leave the next ones idle for four times the pass.
+    const bool restless =
+        took <= std::chrono::milliseconds(1) || (placed > 0 && took < kRestlessPlacingPass);
+    if (!restless) {
       rest.expires_after(took * kPassRestFactor);
       co_await rest.async_wait(asio::as_tuple(use_awaitable));
     }

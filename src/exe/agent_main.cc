@@ -1,5 +1,6 @@
 // allot-agent: one per GPU host. Flags become objects here and nowhere else.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   std::string logLevel = "info", shim = besideThisBinary("allot-job-shim");
   std::string forkServer = besideThisBinary("allot-jupyter-forkserver");
   std::string sshd = "/usr/sbin/sshd", sshDirectPorts, sshDirectAddress, advertiseAddress;
-  std::string cgroupName, scratchDir, homeDir, caFile, teamDir, sessionHomeDir;
+  std::string cgroupName, scratchDir, homeDir, caFile, teamDir, sessionHomeDir, stateDir;
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
   int standbys = 1;
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
                  "auto | nvml | sim:SPEC (sim:8xH100, sim:2xA100,2xH100, sim:FILE.toml)");
   app.add_option("--work-dir", workDir,
                  "state, job directories and logs (default /var/lib/allot-agent)");
+  app.add_option("--state-dir", stateDir,
+                 "job records (spec, shim and outcome of each running job): they must outlive "
+                 "the agent, not the host, so tmpfs is right, e.g. /run/allot-agent; logs and "
+                 "working directories stay in the work dir (default: the work dir)");
   app.add_option("--scratch-dir", scratchDir,
                  "per-job scratch root: job J gets $ALLOT_SCRATCH=DIR/J; emptied by the wipe "
                  "between tenants (default WORK_DIR/scratch)");
@@ -146,6 +151,22 @@ int main(int argc, char** argv) {
                   " cannot be the team storage root: it holds the "
                   "work dir");
   }
+  if (!stateDir.empty()) {
+    stateDir = allot::agent::normalPath(stateDir);
+    // Workloads write under these roots, and a wipe empties them: no place for the agent's
+    // records of what runs.
+    for (const std::string* root : {&scratchDir, &homeDir, &teamDir, &sessionHomeDir}) {
+      if (!root->empty() && allot::agent::holdsDir(allot::agent::normalPath(*root), stateDir))
+        return fail("--state-dir: " + stateDir + " is inside " + *root +
+                    ", where workloads write; choose a directory of the agent's own");
+    }
+    std::filesystem::create_directories(stateDir, ec);
+    if (ec) return fail("cannot create state dir " + stateDir + ": " + ec.message());
+    ::chmod(stateDir.c_str(), 0700);
+    if (auto owned = allot::agent::checkAgentOwnedDir(stateDir, "the state dir"); !owned.ok())
+      return fail("--state-dir: " + owned.message());
+    if (stateDir == workDir) stateDir.clear();
+  }
   if (allot::agent::holdsDir(scratchDir, workDir))
     return fail("--scratch-dir: " + scratchDir +
                 " cannot be the scratch root: it holds the work dir, and a wipe empties it");
@@ -180,7 +201,7 @@ int main(int argc, char** argv) {
   std::string groupName = cgroupName;
   if (groupName.empty()) groupName = name.empty() ? "allot" : "allot-" + name;
   allot::agent::CgroupManager cgroups(groupName);
-  allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys);
+  allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys, stateDir);
   executor.setScratchRoot(scratchDir);
   executor.setRunAsOwner(runAsOwner == "required");
   executor.setTeamRoot(teamDir);
@@ -210,6 +231,7 @@ int main(int argc, char** argv) {
                 "' is not an IP address or a DNS name");
   cfg.advertiseAddress = advertiseAddress;
   cfg.teamDir = teamDir;
+  cfg.stateDir = stateDir;
   if (!sessionHomeDir.empty()) cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);
   auto joined = agent.ensureJoined();

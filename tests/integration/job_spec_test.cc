@@ -104,9 +104,13 @@ TEST_F(JobSpecTest, AJobSpecFileCarriesTheFlagsFieldsAndTheCommandLineWins) {
   EXPECT_EQ(j["gpu_models"], json::array({"A100"})) << j.dump();
   EXPECT_EQ(j["workdir"], root_) << j.dump();
   ASSERT_TRUE(waitForJobState(token_, id, "succeeded"));
+  // The GPUs it ran on, from the job as it ended: the submission's reply may come before the
+  // pass that placed it.
+  const json ran = job(token_, id);
+  ASSERT_EQ(ran["gpu_uuids"].size(), 2u) << ran.dump();
   EXPECT_EQ(logs(token_, id), "3 epochs in " + root_ + " on GPUs " +
-                                  j["gpu_uuids"][0].get<std::string>() + "," +
-                                  j["gpu_uuids"][1].get<std::string>() + "\n");
+                                  ran["gpu_uuids"][0].get<std::string>() + "," +
+                                  ran["gpu_uuids"][1].get<std::string>() + "\n");
 
   // A field the flags do not have, a value of the wrong shape, and text that is not YAML: one
   // line naming the file, the line and the field; nothing submitted.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -170,6 +171,44 @@ TEST_F(RecoveryTest, AgentKill9RunningJobIsReadopted) {
   ASSERT_NO_FATAL_FAILURE(expectTwoStageJobFinishes(fred, id, "the agent restart"));
   EXPECT_TRUE(waitFor([&] { return host("gpu-a").at("allocations").empty(); }))
       << host("gpu-a").dump();
+}
+
+// Agents keeping their job records on a state dir of their own (--state-dir, tmpfs in the
+// systemd unit): a job outlives the agent's kill -9 all the same.
+class StateDirRecoveryTest : public RecoveryTest {
+ protected:
+  std::vector<std::string> agentFlags() const override { return {"--state-dir", path("state")}; }
+};
+
+TEST_F(StateDirRecoveryTest, AgentKill9RunningJobIsReadoptedFromItsStateDir) {
+  startAgent("gpu-a", "sim:4xA100");
+  createTeam("ml");
+  std::string fred = createUser("fred", "ml");
+  int64_t id = startTwoStageJob(fred, "1");
+  const std::string records = path("state/jobs/" + std::to_string(id));
+  EXPECT_FALSE(readFile(records + "/spec.json").empty());
+  EXPECT_FALSE(
+      std::filesystem::exists(path("agents/gpu-a/jobs/" + std::to_string(id) + "/spec.json")));
+
+  killAgent("gpu-a");
+  writeFile(firstFile(), "");
+  restartAgent("gpu-a");
+  ASSERT_TRUE(waitForHostState("gpu-a", "online"));
+  EXPECT_EQ(job(fred, id)["state"], "running");
+  ASSERT_NO_FATAL_FAILURE(expectTwoStageJobFinishes(fred, id, "the agent restart"));
+  EXPECT_TRUE(waitFor([&] { return !std::filesystem::exists(records); }));
+}
+
+TEST_F(RecoveryTest, AnAgentRefusesAStateDirWhereWorkloadsWrite) {
+  auto agent = Process::spawn({binPath("allot-agent"), "--server", "http://127.0.0.1:9", "--gpus",
+                               "sim:1xA100", "--work-dir", path("agent"), "--scratch-dir",
+                               path("scratch"), "--state-dir", path("scratch/records")},
+                              path("refused.out"), path("refused.err"), childEnv({}));
+  auto code = agent->waitFor(kTimeout);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(agent->stderrText().find("--state-dir"), std::string::npos) << agent->stderrText();
+  EXPECT_FALSE(std::filesystem::exists(path("scratch/records")));
 }
 
 TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {

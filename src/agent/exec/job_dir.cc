@@ -1,6 +1,7 @@
 #include "agent/exec/job_dir.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,14 +43,21 @@ Result<T> fromJsonFile(const std::string& path, F&& f) {
 
 }  // namespace
 
-JobDir::JobDir(const std::string& workDir, int64_t id)
-    : path_(workDir + "/jobs/" + std::to_string(id)) {}
+JobDir::JobDir(const std::string& stateDir, const std::string& workDir, int64_t id)
+    : path_(stateDir + "/jobs/" + std::to_string(id)),
+      dataPath_(workDir + "/jobs/" + std::to_string(id)) {}
 
 Status JobDir::create() const {
+  if (Status st = remove(); !st.ok()) return st;
   std::error_code ec;
-  fs::remove_all(path_, ec);
   fs::create_directories(workPath(), ec);
   if (ec) return Status::Unavailable("failed to create " + workPath() + ": " + ec.message());
+  if (split()) {
+    fs::create_directories(path_, ec);
+    if (ec) return Status::Unavailable("failed to create " + path_ + ": " + ec.message());
+    // The agent's records (the job's environment among them) are nobody else's to read.
+    ::chmod(path_.c_str(), 0700);
+  }
   int fd = ::open(logPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ioError("create", logPath(), errno);
   ::close(fd);
@@ -58,8 +66,10 @@ Status JobDir::create() const {
 
 Status JobDir::remove() const {
   std::error_code ec;
-  fs::remove_all(path_, ec);
-  if (ec) return Status::Unavailable("failed to remove " + path_ + ": " + ec.message());
+  for (const std::string* dir : {&path_, &dataPath_}) {
+    fs::remove_all(*dir, ec);
+    if (ec) return Status::Unavailable("failed to remove " + *dir + ": " + ec.message());
+  }
   return Status::Ok();
 }
 

@@ -1,18 +1,27 @@
 #pragma once
-// JobDir: a job's directory under the executor's work dir, and the files in it that let a
-// restarted agent re-adopt the job. Layout of <workDir>/jobs/<id>/:
+// JobDir: a job's directories, and the files in them that let a restarted agent re-adopt the
+// job. The records live under the executor's state dir, the job's data under its work dir:
 //
-//   spec.json    the JobSpec, start time and cgroup directories    (executor, before the shim)
-//   shim.json    the shim's pid and /proc start time               (executor, after spawning)
-//   pid          "<pid> <start ticks>" of the job's main process   (shim, before exec)
-//   status.json  the outcome                                       (shim, or executor when the
+//   <stateDir>/jobs/<id>/
+//     spec.json    the JobSpec, start time and cgroup directories  (executor, before the shim)
+//     shim.json    the shim's pid and /proc start time             (executor, after spawning)
+//     pid          "<pid> <start ticks>" of the job's main process (shim, before exec)
+//     status.json  the outcome                                     (shim, or executor when the
 //                                                                   shim never started)
-//   output.log   the job's stdout and stderr
-//   work/        the job's working directory
+//   <workDir>/jobs/<id>/
+//     output.log   the job's stdout and stderr
+//     work/        the job's working directory
 //
-// Every file is written whole to a temporary name and renamed, so a reader sees all or nothing.
-// None is fsynced: they must survive the agent, not the host (see writeFile()).
-// status.json is the one the shim writes too; its format is defined here and in job_shim_main.cc.
+// The two are one directory when the state dir is the work dir (the default, and the layout of
+// agents before --state-dir). A state dir on tmpfs (/run/allot-agent) is what the records need:
+// they must outlive the agent, not the host, whose restart ends the jobs they describe; and
+// where the work dir's file system is ext4 without a journal, each inode it allocates skips
+// those freed in the last seconds to minutes, so a stream of short jobs, each creating and
+// removing its records, makes every later creation slower (docs/benchmarks.md, section 2c).
+//
+// Every record is written whole to a temporary name and renamed, so a reader sees all or
+// nothing. None is fsynced (see writeFile()). status.json is the one the shim writes too; its
+// format is defined here and in job_shim_main.cc.
 
 #include <sys/types.h>
 
@@ -47,16 +56,22 @@ struct JobOutcome {
 
 class JobDir {
  public:
-  JobDir(const std::string& workDir, int64_t id);
-  explicit JobDir(std::string path) : path_(std::move(path)) {}
+  // Records and data in one directory, <workDir>/jobs/<id>.
+  JobDir(const std::string& workDir, int64_t id) : JobDir(workDir, workDir, id) {}
+  JobDir(const std::string& stateDir, const std::string& workDir, int64_t id);
 
+  // The records' directory (the shim's --job-dir).
   const std::string& path() const { return path_; }
-  std::string workPath() const { return path_ + "/work"; }
-  std::string logPath() const { return path_ + "/output.log"; }
+  // The data's directory: the log and work/.
+  const std::string& dataPath() const { return dataPath_; }
+  bool split() const { return path_ != dataPath_; }
+  std::string workPath() const { return dataPath_ + "/work"; }
+  std::string logPath() const { return dataPath_ + "/output.log"; }
   std::string pidPath() const { return path_ + "/pid"; }
   std::string statusPath() const { return path_ + "/status.json"; }
 
-  // Creates the directory, work/ and an empty output.log, replacing anything left there.
+  // Creates both directories (the records' mode 0700), work/ and an empty output.log, replacing
+  // anything left there.
   Status create() const;
   Status remove() const;
 
@@ -73,6 +88,7 @@ class JobDir {
  private:
   Status writeFile(const std::string& name, const std::string& content) const;
   std::string path_;
+  std::string dataPath_;
 };
 
 }  // namespace allot::agent

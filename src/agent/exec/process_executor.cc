@@ -140,8 +140,9 @@ bool isNumber(const std::string& s) {
 }  // namespace
 
 ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, const Clock& clock,
-                                 CgroupManager* cgroups, int standbys)
+                                 CgroupManager* cgroups, int standbys, std::string stateDir)
     : workDir_(std::move(workDir)),
+      stateDir_(stateDir.empty() ? workDir_ : std::move(stateDir)),
       scratchRoot_(workDir_ + "/scratch"),
       shimPath_(std::move(shimPath)),
       clock_(clock),
@@ -166,14 +167,28 @@ ProcessExecutor::~ProcessExecutor() {
 }
 
 void ProcessExecutor::adoptAll() {
+  std::set<int64_t> seen;
+  adoptFrom(stateDir_, seen);
+  if (stateDir_ != workDir_) {
+    // Records an agent without a state dir left in the work dir (an upgrade): adopted there.
+    adoptFrom(workDir_, seen);
+    removeOrphanedData(seen);
+  }
+}
+
+void ProcessExecutor::adoptFrom(const std::string& root, std::set<int64_t>& seen) {
   std::error_code ec;
-  fs::directory_iterator it(workDir_ + "/jobs", ec);
+  fs::directory_iterator it(root + "/jobs", ec);
   if (ec) return;  // no jobs yet
   for (const auto& entry : it) {
     std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !isNumber(name)) continue;
     int64_t id = std::stoll(name);
-    Job job{JobDir(workDir_, id)};
+    if (seen.count(id)) continue;
+    // In the work dir, only a directory with records is a job to adopt: the rest is data.
+    if (root != stateDir_ && !fs::exists(entry.path() / "spec.json", ec)) continue;
+    Job job{JobDir(root, workDir_, id)};
+    seen.insert(id);
     auto record = job.dir.readRecord();
     if (!record.ok()) {
       // The agent stopped before it wrote the spec, so before it started anything.
@@ -192,6 +207,22 @@ void ProcessExecutor::adoptAll() {
     spdlog::info("re-adopted job={} state={}", id, model::actualStateName(job.actual.state));
     jobs_.emplace(id, std::move(job));
   }
+}
+
+void ProcessExecutor::removeOrphanedData(const std::set<int64_t>& known) {
+  std::error_code ec;
+  fs::directory_iterator it(workDir_ + "/jobs", ec);
+  if (ec) return;
+  std::vector<fs::path> orphans;
+  for (const auto& entry : it) {
+    std::string name = entry.path().filename().string();
+    if (entry.is_directory() && isNumber(name) && !known.count(std::stoll(name)))
+      orphans.push_back(entry.path());
+  }
+  if (!orphans.empty())
+    spdlog::warn("removing {} job directories with no records (their jobs ended with the host)",
+                 orphans.size());
+  for (const auto& p : orphans) fs::remove_all(p, ec);
 }
 
 void ProcessExecutor::removeStrayCgroups() {
@@ -237,7 +268,7 @@ std::vector<model::ActualJob> ProcessExecutor::startAll(const std::vector<JobSpe
 }
 
 int ProcessExecutor::begin(const JobSpec& spec) {
-  Job& job = jobs_.emplace(spec.id, Job{JobDir(workDir_, spec.id)}).first->second;
+  Job& job = jobs_.emplace(spec.id, Job{JobDir(stateDir_, workDir_, spec.id)}).first->second;
   job.actual.id = spec.id;
   job.actual.state = ActualState::kRunning;
   job.actual.startedAt = clock_.nowMs();
@@ -356,7 +387,7 @@ Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,
   const model::RunAs& r = *spec.runAs;
   // The job directory holds the agent's files (spec, status, log): root's, readable by the
   // owner's private group only. Its working directory and scratch are the owner's alone.
-  ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.path(), 0, r.gid, 0710));
+  ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.dataPath(), 0, r.gid, 0710));
   ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.workPath(), r.uid, r.gid, 0700));
   ALLOT_RETURN_IF_ERROR(giveDirectoryTo(scratch, r.uid, r.gid, 0700));
   // Each user must pass through the roots to reach their own, and list nothing there.

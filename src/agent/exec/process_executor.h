@@ -31,6 +31,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,12 @@ namespace allot::agent {
 
 class ProcessExecutor final : public Executor {
  public:
-  // workDir holds jobs/<id>/ for every job; shimPath is the allot-job-shim binary; standbys is
-  // how many standby shims to keep ready (0: none; ignored without cgroups).
+  // workDir holds jobs/<id>/ for every job's data, stateDir (default: workDir) its records (see
+  // job_dir.h); shimPath is the allot-job-shim binary; standbys is how many standby shims to
+  // keep ready (0: none; ignored without cgroups). Jobs recorded in the work dir by an agent
+  // without a state dir are re-adopted where they are.
   ProcessExecutor(std::string workDir, std::string shimPath, const Clock& clock,
-                  CgroupManager* cgroups, int standbys = 1);
+                  CgroupManager* cgroups, int standbys = 1, std::string stateDir = "");
   // Leaves jobs running, for the next ProcessExecutor to adopt. Kills the standby shims.
   ~ProcessExecutor() override;
   ProcessExecutor(const ProcessExecutor&) = delete;
@@ -135,6 +138,11 @@ class ProcessExecutor final : public Executor {
   };
 
   void adoptAll();
+  // Adopts the jobs recorded under root/jobs; `seen` gains their ids.
+  void adoptFrom(const std::string& root, std::set<int64_t>& seen);
+  // Data directories (workDir/jobs/<id>) of jobs with no records anywhere: their records were
+  // on a state dir the host's restart emptied.
+  void removeOrphanedData(const std::set<int64_t>& known);
   // A job's start up to its shim having the job: the end of the socket the shim closes once the
   // command was exec'd, or -1 when there is nothing to wait for (it failed to start: job.actual
   // says so).
@@ -180,6 +188,7 @@ class ProcessExecutor final : public Executor {
   void reapOrphanedShims();
 
   std::string workDir_;
+  std::string stateDir_;
   std::string scratchRoot_;
   std::string teamRoot_;
   bool runAsOwner_ = false;

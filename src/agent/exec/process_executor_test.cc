@@ -82,7 +82,7 @@ class ProcessExecutorTest : public ::testing::Test {
   virtual CgroupManager* cgroups() { return nullptr; }
   std::unique_ptr<ProcessExecutor> makeExecutor() {
     return std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups(),
-                                             standbys_);
+                                             standbys_, stateDir_);
   }
 
   std::optional<ActualJob> find(int64_t id) {
@@ -118,6 +118,7 @@ class ProcessExecutorTest : public ::testing::Test {
   }
 
   std::string workDir_;
+  std::string stateDir_;  // "" (the default): records in the work dir
   FakeClock clock_;
   int standbys_ = 1;  // standby shims makeExecutor() asks for (used only with cgroups)
   std::unique_ptr<ProcessExecutor> exec_;
@@ -343,6 +344,83 @@ TEST_F(ProcessExecutorTest, LeftoverBackgroundProcessesDieWithTheJob) {
   pid_t bg = std::stoi(readFile(workFile(31, "bg")));
   waitForEnd(31);
   EXPECT_TRUE(eventually([&] { return processGone(bg); }));
+}
+
+// Job records on a state dir of their own (allot-agent --state-dir), data in the work dir.
+class SplitStateExecutorTest : public ProcessExecutorTest {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/allot-exec-state-XXXXXX";
+    stateDir_ = mkdtemp(tmpl);
+    ProcessExecutorTest::SetUp();
+  }
+  void TearDown() override {
+    ProcessExecutorTest::TearDown();
+    fs::remove_all(stateDir_);
+  }
+  std::string recordFile(int64_t id, const std::string& name) {
+    return stateDir_ + "/jobs/" + std::to_string(id) + "/" + name;
+  }
+};
+
+TEST_F(SplitStateExecutorTest, RecordsLiveInTheStateDirAndTheLogAndWorkDirInTheWorkDir) {
+  exec_->start(shellJob(40, "echo hello; touch made-here"));
+  ActualJob a = waitForEnd(40);
+  EXPECT_EQ(a.exitCode, 0);
+  for (const char* record : {"spec.json", "shim.json", "pid", "status.json"}) {
+    EXPECT_TRUE(fs::exists(recordFile(40, record))) << record;
+    EXPECT_FALSE(fs::exists(jobFile(40, record))) << record;
+  }
+  EXPECT_EQ(readFile(jobFile(40, "output.log")), "hello\n");
+  EXPECT_TRUE(fs::exists(workFile(40, "made-here")));
+  EXPECT_EQ(exec_->logPath(40), jobFile(40, "output.log"));
+  struct stat st {};
+  ASSERT_EQ(::stat(recordFile(40, "").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);  // the job's environment is in spec.json
+
+  exec_->forget(40);
+  EXPECT_FALSE(fs::exists(recordFile(40, "")));
+  EXPECT_FALSE(fs::exists(jobFile(40, "")));
+}
+
+TEST_F(SplitStateExecutorTest, RunningJobIsReadoptedFromTheStateDir) {
+  ActualJob started =
+      exec_->start(shellJob(41, "while [ ! -e release ]; do sleep 0.01; done; exit 6"));
+  ASSERT_EQ(started.state, ActualState::kRunning);
+  exec_ = makeExecutor();
+  auto a = find(41);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->state, ActualState::kRunning);
+  EXPECT_EQ(a->pid, started.pid);
+  std::ofstream(workFile(41, "release")).close();
+  EXPECT_EQ(waitForEnd(41).exitCode, 6);
+}
+
+TEST_F(SplitStateExecutorTest, JobAnAgentWithoutAStateDirRecordedInTheWorkDirIsReadoptedThere) {
+  // An upgrade: the agent before ran without --state-dir.
+  exec_ = std::make_unique<ProcessExecutor>(workDir_, ALLOT_JOB_SHIM_PATH, clock_, cgroups(),
+                                            standbys_);
+  exec_->start(shellJob(42, "while [ ! -e release ]; do sleep 0.01; done; exit 7"));
+  ASSERT_TRUE(fs::exists(jobFile(42, "spec.json")));
+  exec_ = makeExecutor();
+  ASSERT_TRUE(exec_->knows(42));
+  std::ofstream(workFile(42, "release")).close();
+  EXPECT_EQ(waitForEnd(42).exitCode, 7);
+  exec_->forget(42);
+  EXPECT_FALSE(fs::exists(jobFile(42, "")));
+}
+
+TEST_F(SplitStateExecutorTest, DataOfJobsWithNoRecordsIsRemovedAtStart) {
+  // The host restarted: the state dir (tmpfs) is empty, the work dir still has the jobs' data.
+  exec_->start(shellJob(43, "sleep 1000"));
+  exec_->stop(43, 0);
+  waitForEnd(43);
+  exec_.reset();
+  fs::remove_all(stateDir_ + "/jobs");
+  ASSERT_TRUE(fs::exists(jobFile(43, "output.log")));
+  exec_ = makeExecutor();
+  EXPECT_FALSE(exec_->knows(43));
+  EXPECT_FALSE(fs::exists(jobFile(43, "")));
 }
 
 // With the host's cgroups: skipped where they are missing or not writable (not root).

@@ -146,6 +146,8 @@ class Wipe {
     killStrays();
     if (!result_.reason.empty()) return finish();
     clearEntries(o_.workDir + "/jobs", "job directories", {});
+    if (!o_.stateDir.empty() && o_.stateDir != o_.workDir)
+      clearEntries(o_.stateDir + "/jobs", "job records", {});
     clearEntries(o_.scratchDir, "scratch entries", {});
     // Sessions' host keys and authorized keys: never a new tenant's.
     clearEntries(o_.workDir + "/session-ssh", "session SSH set-ups", {});
@@ -176,6 +178,8 @@ class Wipe {
         {o_.workDir + "/hooks", "the hook runs"},
         {o_.scratchDir, "the scratch root"}};
     r.push_back({o_.workDir + "/session-ssh", "the session SSH root"});
+    if (!o_.stateDir.empty() && o_.stateDir != o_.workDir)
+      r.push_back({o_.stateDir + "/jobs", "the job records"});
     if (o_.step.home && !o_.homeDir.empty()) r.push_back({o_.homeDir, "the home root"});
     if (o_.step.home && !o_.sessionHomeDir.empty())
       r.push_back({o_.sessionHomeDir, "the session home root"});

@@ -6,9 +6,10 @@
 //      job's and whatever it forked or daemonized; the variable is inherited), every process the
 //      GPU provider sees on a GPU, and what is left in allot's job cgroups; never the agent itself
 //      or its ancestors. SIGKILL, then a bounded wait until each is gone;
-//   3. removes every job directory (<workDir>/jobs/*), everything under the scratch root, the
-//      sessions' SSH set-ups (<workDir>/session-ssh/*), earlier hook runs (<workDir>/hooks/* but
-//      the current one) and, when the step says so (the storage policy's wipe_home), the contents
+//   3. removes every job directory (<workDir>/jobs/*, and <stateDir>/jobs/* where job records
+//      live apart), everything under the scratch root, the sessions' SSH set-ups
+//      (<workDir>/session-ssh/*), earlier hook runs (<workDir>/hooks/* but the current one)
+//      and, when the step says so (the storage policy's wipe_home), the contents
 //      of the home root, of the sessions' local homes and of the team root;
 //   4. verifies every GPU free: no process and memory used at most a small baseline, retried
 //      briefly because the driver frees memory asynchronously after a process dies.
@@ -34,6 +35,7 @@ namespace allot::agent {
 struct WipeOptions {
   model::WipeStep step;
   std::string workDir;
+  std::string stateDir;                 // --state-dir; empty: the work dir holds job records
   std::string scratchDir;               // --scratch-dir; default <workDir>/scratch
   std::string homeDir;                  // --home-dir; empty: the host keeps no team home data
   std::string sessionHomeDir;           // --session-home-dir (default <workDir>/homes)

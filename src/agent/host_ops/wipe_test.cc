@@ -177,6 +177,25 @@ TEST_F(WipeTest, LeavesNothingOfTheTenantsSessionsOrTeamDirectories) {
   EXPECT_TRUE(fs::is_empty(work_ / "session-ssh"));
 }
 
+TEST_F(WipeTest, RemovesJobRecordsKeptOnAStateDirOfTheirOwn) {
+  // allot-agent --state-dir: a job's spec (its environment with it) lives apart from its data.
+  writeFile(root_ / "state/jobs/1/spec.json", R"({"env":{"TOKEN":"the tenant's"}})");
+  WipeOptions o = options(true);
+  o.stateDir = (root_ / "state").string();
+  WipeResult r = runWipe(o);
+  ASSERT_TRUE(r.ok) << r.reason << "\n" << r.output;
+  EXPECT_TRUE(fs::is_empty(root_ / "state/jobs"));
+  EXPECT_NE(r.output.find("removed 1 job records"), std::string::npos) << r.output;
+
+  // Its jobs root turned into a symlink (to anywhere) is refused, not followed.
+  fs::remove_all(root_ / "state/jobs");
+  fs::create_symlink(outside_, root_ / "state/jobs");
+  r = runWipe(o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.reason.find("symlink"), std::string::npos) << r.reason;
+  EXPECT_TRUE(fs::exists(outside_ / "precious.txt"));
+}
+
 TEST_F(WipeTest, KeepsHomesWhenThePolicySaysSo) {
   WipeResult r = runWipe(options(false));
   ASSERT_TRUE(r.ok) << r.reason;

@@ -145,9 +145,9 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
   if (!config_.forkServer.empty())
-    forkServer_ = std::make_unique<ForkServerProcess>(config_.forkServer,
-                                                      config_.workDir + "/forkserver/jupyter.sock",
-                                                      config_.workDir + "/jobs", clock_);
+    forkServer_ = std::make_unique<ForkServerProcess>(
+        config_.forkServer, config_.workDir + "/forkserver/jupyter.sock",
+        (config_.stateDir.empty() ? config_.workDir : config_.stateDir) + "/jobs", clock_);
   tunnelResolver_ = [this](int64_t session, const std::string& target) {
     return resolveTunnel(session, target);
   };
@@ -753,6 +753,7 @@ void Agent::startTaskIfWanted() {
   if (hook) ctx.hook = std::move(*hook);
   ctx.outputFile = taskOutputPath(task.id);
   ctx.wipe.workDir = config_.workDir;
+  ctx.wipe.stateDir = config_.stateDir;
   ctx.wipe.scratchDir = config_.scratchDir;
   ctx.wipe.homeDir = config_.homeDir;
   ctx.wipe.sessionHomeDir =

@@ -69,6 +69,8 @@ struct AgentConfig {
   // --advertise-address: where other hosts reach this one (a gang's MASTER_ADDR when its rank 0
   // runs here); "" = the local address this host's connection to allotd leaves from.
   std::string advertiseAddress;
+  // --state-dir: where the executor keeps job records (job_dir.h); "" = the work dir.
+  std::string stateDir;
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
