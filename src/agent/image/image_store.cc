@@ -1,0 +1,283 @@
+#include "agent/image/image_store.h"
+
+#include <fcntl.h>
+#include <sodium.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr size_t kErrorTail = 2048;
+
+std::optional<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string sha256Hex(const std::string& bytes) {
+  unsigned char d[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(d, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+bool isHexDigest(const std::string& d) {
+  if (d.rfind("sha256:", 0) != 0 || d.size() != 71) return false;
+  return std::all_of(d.begin() + 7, d.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// The name a reference has in the layout's index: only [a-z0-9-], whatever the reference holds.
+std::string keyOf(const ImageRef& ref) { return "ref-" + sha256Hex(ref.str()).substr(0, 32); }
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (!j.contains(key) || !j[key].is_array()) return out;
+  for (const auto& v : j[key])
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+json toJson(const StoredImage& i) {
+  return {{"ref", i.ref},
+          {"digest", i.digest},
+          {"layers", i.layers},
+          {"bytes", i.bytes},
+          {"config",
+           {{"entrypoint", i.config.entrypoint},
+            {"cmd", i.config.cmd},
+            {"env", i.config.env},
+            {"working_dir", i.config.workingDir},
+            {"user", i.config.user}}}};
+}
+
+std::optional<StoredImage> fromJson(const json& j) {
+  try {
+    StoredImage i;
+    i.ref = j.at("ref").get<std::string>();
+    i.digest = j.at("digest").get<std::string>();
+    i.layers = j.at("layers").get<std::vector<std::string>>();
+    i.bytes = j.at("bytes").get<int64_t>();
+    const json& c = j.at("config");
+    i.config.entrypoint = c.at("entrypoint").get<std::vector<std::string>>();
+    i.config.cmd = c.at("cmd").get<std::vector<std::string>>();
+    i.config.env = c.at("env").get<std::vector<std::string>>();
+    i.config.workingDir = c.at("working_dir").get<std::string>();
+    i.config.user = c.at("user").get<std::string>();
+    return i;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// What skopeo's last words mean for the user, and whether trying again later may help.
+Status skopeoFailure(const ImageRef& ref, const std::string& tail) {
+  auto says = [&](const char* s) { return tail.find(s) != std::string::npos; };
+  if (says("manifest unknown") || says("name unknown") || says("not found") ||
+      says("NAME_UNKNOWN") || says("MANIFEST_UNKNOWN"))
+    return Status::NotFound("image not found: " + ref.str(), "image");
+  if (says("unauthorized") || says("authentication required") || says("denied"))
+    return Status::PermissionDenied("the registry refused " + ref.str() +
+                                    " to this team's credentials: " + tail);
+  if (says("did not match") || says("digest mismatch") || says("Digest did not match"))
+    return Status::InvalidArgument("refused " + ref.str() +
+                                   ": what the registry sent does not match its digest: " + tail);
+  if (says("no space left"))
+    return Status::Unavailable("pulling " + ref.str() +
+                               ": no space left on the image store's disk");
+  return Status::Unavailable("the registry " + ref.registry + " did not serve " + ref.str() + ": " +
+                             tail);
+}
+
+}  // namespace
+
+ImageStore::ImageStore(ImageStoreOptions options) : o_(std::move(options)) {
+  std::error_code ec;
+  for (const char* sub : {"oci", "layers", "images", "tmp"})
+    fs::create_directories(o_.root + "/" + sub, ec);
+  // Signatures are not what this store checks (digests are): skopeo is given a policy of its
+  // own, not whatever /etc/containers/policy.json says on this host.
+  std::ofstream(o_.root + "/policy.json") << R"({"default":[{"type":"insecureAcceptAnything"}]})"
+                                          << "\n";
+}
+
+Status ImageStore::runChild(const std::vector<std::string>& argv, std::string* errorTail) {
+  const std::string log = o_.root + "/tmp/child-" + std::to_string(::getpid()) + ".log";
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // Nothing of the agent's environment (its join token) reaches the child.
+  std::string path = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lang = "LANG=C.UTF-8",
+              tmp = "TMPDIR=" + o_.root + "/tmp", home = "HOME=" + o_.root + "/tmp";
+  std::vector<char*> env = {path.data(), lang.data(), tmp.data(), home.data(), nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = 0;
+  int err = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string out = slurp(log).value_or("");
+  ::unlink(log.c_str());
+  if (out.size() > kErrorTail) out = out.substr(out.size() - kErrorTail);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (errorTail) *errorTail = out;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  return Status::Internal(argv[0] + " failed: " + out);
+}
+
+Status ImageStore::unpackLayer(const std::string& hex) {
+  const std::string dest = o_.root + "/layers/" + hex;
+  std::error_code ec;
+  if (fs::is_directory(dest, ec)) return Status::Ok();
+  const std::string tmp = dest + ".tmp";
+  fs::remove_all(tmp, ec);  // left by an agent that stopped mid-unpack
+  std::string tail;
+  Status st = runChild({o_.unpacker, hex, o_.root + "/oci/blobs/sha256/" + hex, tmp}, &tail);
+  if (!st.ok()) {
+    fs::remove_all(tmp, ec);
+    if (tail.find("digest mismatch") != std::string::npos) return Status::InvalidArgument(tail);
+    if (tail.find("no space left") != std::string::npos) return Status::Unavailable(tail);
+    return Status::InvalidArgument("layer sha256:" + hex + " cannot be unpacked: " + tail);
+  }
+  if (::rename(tmp.c_str(), dest.c_str()) != 0)
+    return Status::Unavailable("cannot publish layer " + dest + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& key) {
+  auto index = slurp(o_.root + "/oci/index.json");
+  if (!index) return Status::Internal("the image store has no index.json after a pull");
+  std::string manifestDigest;
+  try {
+    const json parsed = json::parse(*index);
+    for (const auto& m : parsed.at("manifests")) {
+      const json ann = m.value("annotations", json::object());
+      if (ann.value("org.opencontainers.image.ref.name", "") == key)
+        manifestDigest = m.at("digest").get<std::string>();
+    }
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("the image store's index.json is unreadable: ") + e.what());
+  }
+  if (!isHexDigest(manifestDigest))
+    return Status::Internal("no manifest of " + ref.str() + " in the image store");
+  auto blob = [&](const std::string& digest) {
+    return slurp(o_.root + "/oci/blobs/sha256/" + digest.substr(7));
+  };
+  auto manifestBytes = blob(manifestDigest);
+  if (!manifestBytes || "sha256:" + sha256Hex(*manifestBytes) != manifestDigest)
+    return Status::InvalidArgument("the manifest of " + ref.str() + " does not match its digest");
+  if (!ref.digest.empty() && ref.digest != manifestDigest)
+    return Status::InvalidArgument("refused " + ref.str() + ": its manifest is " + manifestDigest);
+  StoredImage image;
+  image.ref = ref.str();
+  image.digest = manifestDigest;
+  try {
+    json manifest = json::parse(*manifestBytes);
+    for (const auto& l : manifest.at("layers")) {
+      std::string d = l.at("digest").get<std::string>();
+      if (!isHexDigest(d))
+        return Status::InvalidArgument("a layer of " + ref.str() + " has digest " + d);
+      image.layers.push_back(d.substr(7));
+      image.bytes += l.value("size", int64_t{0});
+    }
+    std::string configDigest = manifest.at("config").at("digest").get<std::string>();
+    if (!isHexDigest(configDigest))
+      return Status::InvalidArgument("bad config digest in " + ref.str());
+    auto configBytes = blob(configDigest);
+    if (!configBytes || "sha256:" + sha256Hex(*configBytes) != configDigest)
+      return Status::InvalidArgument("the config of " + ref.str() + " does not match its digest");
+    json config = json::parse(*configBytes).value("config", json::object());
+    if (config.is_null()) config = json::object();
+    image.config.entrypoint = strings(config, "Entrypoint");
+    image.config.cmd = strings(config, "Cmd");
+    image.config.env = strings(config, "Env");
+    image.config.workingDir = config.value("WorkingDir", "");
+    image.config.user = config.value("User", "");
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("the manifest or config of " + ref.str() +
+                                   " is not valid: " + e.what());
+  }
+  return image;
+}
+
+Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile) {
+  std::lock_guard<std::mutex> lock(pulling_);
+  const std::string key = keyOf(ref);
+  std::vector<std::string> argv = {o_.skopeo, "--policy", o_.root + "/policy.json", "copy",
+                                   "--quiet"};
+  if (std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(), ref.registry) !=
+      o_.insecureRegistries.end())
+    argv.push_back("--src-tls-verify=false");
+  if (!authFile.empty()) {
+    argv.push_back("--src-authfile");
+    argv.push_back(authFile);
+  }
+  argv.push_back(ref.transport());
+  argv.push_back("oci:" + o_.root + "/oci:" + key);
+  std::string tail;
+  if (Status st = runChild(argv, &tail); !st.ok()) return skopeoFailure(ref, tail);
+  auto image = resolve(ref, key);
+  if (!image.ok()) return image.status();
+  for (const std::string& hex : image->layers) {
+    if (Status st = unpackLayer(hex); !st.ok()) return st;
+  }
+  const std::string record = o_.root + "/images/" + key + ".json";
+  std::ofstream(record + ".tmp") << toJson(*image).dump() << "\n";
+  if (::rename((record + ".tmp").c_str(), record.c_str()) != 0)
+    return Status::Unavailable("cannot record " + ref.str() + ": " + std::strerror(errno));
+  return image;
+}
+
+std::vector<std::string> ImageStore::lowerDirs(const StoredImage& image) const {
+  std::vector<std::string> out;
+  for (auto it = image.layers.rbegin(); it != image.layers.rend(); ++it)
+    out.push_back(o_.root + "/layers/" + *it);
+  return out;
+}
+
+std::vector<StoredImage> ImageStore::list() const {
+  std::vector<StoredImage> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(o_.root + "/images", ec)) {
+    if (e.path().extension() != ".json") continue;
+    auto text = slurp(e.path().string());
+    if (!text) continue;
+    try {
+      if (auto image = fromJson(json::parse(*text))) out.push_back(std::move(*image));
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StoredImage& a, const StoredImage& b) { return a.ref < b.ref; });
+  return out;
+}
+
+}  // namespace allot::agent
