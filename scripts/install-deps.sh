@@ -12,8 +12,9 @@ packages=(
   libsodium-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libssl-dev openssl
   # Container images (docs/environments.md): layers read with libarchive, pulled with skopeo; the
   # image tests run Debian's docker-registry on loopback and build their images with umoci from
-  # busybox (docker-registry's package starts no service here: there is no systemd).
-  libarchive-dev skopeo umoci docker-registry busybox-static
+  # busybox (docker-registry's package starts no service here: there is no systemd); jobs in an
+  # image run under crun.
+  libarchive-dev skopeo umoci docker-registry busybox-static crun
   libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
   # The fuzz target (fuzz/) is built by clang with libFuzzer, ASan and UBSan.

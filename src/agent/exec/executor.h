@@ -16,6 +16,18 @@
 
 namespace allot::agent {
 
+// The image a job runs in (docs/environments.md): its layers as the image store unpacked them,
+// and what the image's config says a container runs.
+struct ContainerImage {
+  std::string ref, digest;
+  std::string layersRoot;           // the store's layers/ directory
+  std::vector<std::string> layers;  // hex digests, topmost first (overlayfs' lowerdir order)
+  std::vector<std::string> entrypoint, cmd, env;
+  std::string workingDir;
+  std::string crun = "/usr/bin/crun";
+  std::string hostDevDir = "/dev";  // where the host's device nodes are (tests use their own)
+};
+
 struct JobSpec {
   int64_t id = 0;
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
@@ -36,6 +48,8 @@ struct JobSpec {
   // Where the command starts: entered by the job's process once it is its owner, so it reaches
   // only what the owner may; "" = the job's own directory (workPath).
   std::string workdir;
+  // Set: the command runs in this image, under crun, instead of on the host.
+  std::optional<ContainerImage> image;
 };
 
 class Executor {

@@ -45,11 +45,25 @@
 //   payload: "<n>\0" then n NUL-terminated arguments, then "<m>\0" then m NUL-terminated
 //            "KEY=VALUE" environment entries.
 //
+// A job in an image (docs/environments.md) adds
+//     --container-rootfs DIR --layers-root DIR --upper DIR --overlay-work DIR [--lower HEX]...
+// and its COMMAND is crun's (`crun ... run --bundle B ID`, from the executor). In step 4 the child
+// then, still root, enters a mount namespace of its own (private propagation), hides a hybrid
+// host's cgroup2 mount from crun (crun refuses hybrid layouts whose cgroup2 holds a controller;
+// nothing changes outside this namespace), mounts the image's overlay (lower layers named
+// relative to the layers root, topmost first; the upper and work directories the job's) on the
+// rootfs directory, and execs crun with a fixed PATH. The overlay goes with the namespace when
+// the job ends, however it ends. crun, with its cgroup manager disabled, runs the container in
+// the groups the shim joined, as the bundle's config.json says (user, no capabilities, no new
+// privileges); it exits with the container's status.
+//
 // Only libc here: one shim runs per job for the job's whole life, so it should cost little.
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -79,6 +93,9 @@ struct Args {
   long long uid = -1, gid = -1;  // -1: run as the shim's own user
   std::vector<gid_t> groups;
   std::vector<std::string> cgroups;
+  // A job in an image: where its overlay is mounted and from what (see the top of this file).
+  std::string containerRootfs, layersRoot, upper, overlayWork;
+  std::vector<std::string> lowers;
   std::vector<char*> command;  // null-terminated argv
   // The job's environment, null-terminated; installed in the child after it dropped privileges.
   std::vector<char*> env = {nullptr};
@@ -104,6 +121,16 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->workdir = v;
     else if (k == "--cgroup")
       a->cgroups.push_back(v);
+    else if (k == "--container-rootfs")
+      a->containerRootfs = v;
+    else if (k == "--layers-root")
+      a->layersRoot = v;
+    else if (k == "--upper")
+      a->upper = v;
+    else if (k == "--overlay-work")
+      a->overlayWork = v;
+    else if (k == "--lower")
+      a->lowers.push_back(v);
     else if (k == "--uid")
       a->uid = std::atoll(v.c_str());
     else if (k == "--gid")
@@ -121,6 +148,16 @@ bool parseArgs(int argc, char** argv, Args* a) {
   for (; i < argc; ++i) a->command.push_back(argv[i]);
   a->command.push_back(nullptr);
   if ((a->uid >= 0) != (a->gid >= 0)) return false;  // both or neither
+  if (!a->containerRootfs.empty()) {
+    // crun drops to the container's user itself; the overlay needs all of its parts, and a
+    // lower layer is a name in the layers root, never a path.
+    if (a->uid >= 0 || a->layersRoot.empty() || a->upper.empty() || a->overlayWork.empty() ||
+        a->lowers.empty())
+      return false;
+    for (const auto& l : a->lowers) {
+      if (l.empty() || l.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+    }
+  }
   return !a->jobDir.empty() && !a->log.empty() && !a->cwd.empty() && a->command.size() > 1;
 }
 
@@ -216,7 +253,7 @@ unsigned long long startTicks(pid_t pid) {
 // What the child sends on its close-on-exec pipe when it cannot become the job: which step
 // failed and errno. Nothing arrives when exec succeeds.
 struct ChildFailure {
-  enum Step : int { kIdentity, kWorkdir, kExec } step;
+  enum Step : int { kIdentity, kWorkdir, kExec, kContainer } step;
   int err;
 };
 
@@ -258,6 +295,28 @@ void closeInherited(int keep) {
   }
 }
 
+// The container's root: a mount namespace of this child's own with the image's overlay on the
+// rootfs directory (see the top of this file).
+void enterImage(const Args& a, int execErrFd) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    childFailed(execErrFd, ChildFailure::kContainer, errno);
+  // A hybrid host: cgroup v1 controllers plus a cgroup2 mount holding some controller.
+  int controllers = open("/sys/fs/cgroup/unified/cgroup.controllers", O_RDONLY | O_CLOEXEC);
+  if (controllers >= 0) {
+    char c;
+    const bool any = read(controllers, &c, 1) == 1 && c != '\n';
+    close(controllers);
+    if (any) (void)umount2("/sys/fs/cgroup/unified", MNT_DETACH);
+  }
+  std::string options = "lowerdir=";
+  for (size_t i = 0; i < a.lowers.size(); ++i) options += (i ? ":" : "") + a.lowers[i];
+  options += ",upperdir=" + a.upper + ",workdir=" + a.overlayWork;
+  // The lower layers are named relative to the layers root: the option string is one page.
+  if (chdir(a.layersRoot.c_str()) != 0) childFailed(execErrFd, ChildFailure::kContainer, errno);
+  if (mount("overlay", a.containerRootfs.c_str(), "overlay", MS_NODEV, options.c_str()) != 0)
+    childFailed(execErrFd, ChildFailure::kContainer, errno);
+}
+
 [[noreturn]] void runChild(const Args& a, int execErrFd) {
   setpgid(0, 0);
   // The shim ignores signals and the agent may block some; the job must start clean.
@@ -267,6 +326,7 @@ void closeInherited(int keep) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (!a.containerRootfs.empty()) enterImage(a, execErrFd);
   if (a.uid >= 0) {
     errno = 0;
     // Groups first, uid last: once the uid is dropped nothing else may be changed.
@@ -432,6 +492,8 @@ int runJob(const Args& a) {
                      ": " + std::strerror(err)
            : failure.step == ChildFailure::kWorkdir
                ? "cannot enter working directory " + a.workdir + ": " + std::strerror(err)
+           : failure.step == ChildFailure::kContainer
+               ? "cannot mount the image's layers: " + std::string(std::strerror(err))
                : execError(a.command[0], err));
     if (a.reportFd >= 0) close(a.reportFd);
     return 0;

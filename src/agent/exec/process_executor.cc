@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
+#include "agent/exec/container_config.h"
 #include "agent/exec/proc.h"
 #include "agent/exec/run_as.h"
 #include "common/log.h"
@@ -41,11 +43,6 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   }
   return out;
 }
-
-// What the job's environment says of where it runs; teamDir "" = none.
-struct JobPlaces {
-  std::string scratch, work, teamDir;
-};
 
 std::vector<std::string> jobEnvironment(const JobSpec& spec, const JobPlaces& places) {
   std::map<std::string, std::string> env = {{"PATH", kDefaultPath}};
@@ -275,8 +272,12 @@ int ProcessExecutor::begin(const JobSpec& spec) {
   job.gpuIndices = spec.gpuIndices;
 
   if (Status st = job.dir.create(); !st.ok()) return failToStart(job, spec, st.message());
-  if (spec.command.empty() || spec.command[0].empty()) {
-    return failToStart(job, spec, "empty command");
+  if (spec.image ? containerArgs(spec).empty() : spec.command.empty() || spec.command[0].empty()) {
+    return failToStart(job, spec,
+                       spec.image
+                           ? "the image " + spec.image->ref +
+                                 " names no command (entrypoint or cmd) and the job gives none"
+                           : "empty command");
   }
   const std::string scratch = scratchRoot_ + "/" + std::to_string(spec.id);
   std::error_code scratchError;
@@ -305,20 +306,31 @@ int ProcessExecutor::begin(const JobSpec& spec) {
   std::vector<std::string> env = jobEnvironment(spec, places);
   std::vector<std::string> args = {shimPath_,         "--job-dir", job.dir.path(),    "--log",
                                    job.dir.logPath(), "--cwd",     job.dir.workPath()};
-  if (!spec.workdir.empty()) {
-    args.push_back("--workdir");
-    args.push_back(spec.workdir);
-  }
-  if (runAsOwner_) {
-    auto identity = shimIdentityArgs(*spec.runAs);
-    args.insert(args.end(), identity.begin(), identity.end());
+  std::vector<std::string> command = spec.command;
+  if (spec.image) {
+    // crun runs the job in the image; the identity, working directory and environment are in
+    // the bundle's config.json, and the shim gives crun a fixed environment of its own.
+    auto bundle = writeBundle(job, spec, env, places);
+    if (!bundle.ok()) return failToStart(job, spec, bundle.status().message());
+    args.insert(args.end(), bundle->shimArgs.begin(), bundle->shimArgs.end());
+    command = std::move(bundle->crun);
+    env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  } else {
+    if (!spec.workdir.empty()) {
+      args.push_back("--workdir");
+      args.push_back(spec.workdir);
+    }
+    if (runAsOwner_) {
+      auto identity = shimIdentityArgs(*spec.runAs);
+      args.insert(args.end(), identity.begin(), identity.end());
+    }
   }
 
   int report = -1;  // closed by the shim once the command was exec'd
   if (std::optional<Standby> standby = takeStandby()) {
     std::vector<std::string> jobArgs = args;
     jobArgs.push_back("--");
-    jobArgs.insert(jobArgs.end(), spec.command.begin(), spec.command.end());
+    jobArgs.insert(jobArgs.end(), command.begin(), command.end());
     // The limits go in before the shim hears of the job: nothing of the job's runs unconfined.
     if (Status st = cgroups_->applyLimits(standby->cgroups, spec); !st.ok()) {
       spdlog::warn("job={}: cannot use standby shim {} ({}); starting a shim of its own", spec.id,
@@ -348,7 +360,7 @@ int ProcessExecutor::begin(const JobSpec& spec) {
       args.push_back(g);
     }
     args.push_back("--");
-    args.insert(args.end(), spec.command.begin(), spec.command.end());
+    args.insert(args.end(), command.begin(), command.end());
     int ends[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
       return failToStart(job, spec,
@@ -380,6 +392,45 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     report = ends[0];
   }
   return report;
+}
+
+Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, const JobSpec& spec,
+                                                             const std::vector<std::string>& env,
+                                                             const JobPlaces& places) {
+  const ContainerImage& image = *spec.image;
+  const std::string bundle = job.dir.dataPath() + "/bundle";
+  const std::string overlay = job.dir.dataPath() + "/overlay";
+  std::error_code ec;
+  for (const std::string& dir : {bundle + "/rootfs", overlay + "/upper", overlay + "/work"}) {
+    fs::create_directories(dir, ec);
+    if (ec) return Status::Unavailable("cannot create " + dir + ": " + ec.message());
+  }
+  ContainerPlaces inside;
+  inside.binds = {places.scratch, places.work};
+  if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
+  inside.cwd = !spec.workdir.empty()       ? spec.workdir
+               : !image.workingDir.empty() ? image.workingDir
+                                           : places.work;
+  std::ofstream out(bundle + "/config.json");
+  out << containerConfig(spec, env, inside, runAsOwner_);
+  if (!out.good()) return Status::Unavailable("cannot write " + bundle + "/config.json");
+  Bundle b;
+  b.shimArgs = {"--container-rootfs", bundle + "/rootfs", "--layers-root",
+                image.layersRoot,     "--upper",          overlay + "/upper",
+                "--overlay-work",     overlay + "/work"};
+  for (const std::string& layer : image.layers) {
+    b.shimArgs.push_back("--lower");
+    b.shimArgs.push_back(layer);
+  }
+  b.crun = {image.crun,
+            "--root",
+            stateDir_ + "/crun",
+            "--cgroup-manager=disabled",
+            "run",
+            "--bundle",
+            bundle,
+            "allot-job-" + std::to_string(spec.id)};
+  return b;
 }
 
 Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,

@@ -42,6 +42,11 @@
 
 namespace allot::agent {
 
+// Where a job runs on the host, as its environment says; teamDir "" = none.
+struct JobPlaces {
+  std::string scratch, work, teamDir;
+};
+
 class ProcessExecutor final : public Executor {
  public:
   // workDir holds jobs/<id>/ for every job's data, stateDir (default: workDir) its records (see
@@ -152,6 +157,14 @@ class ProcessExecutor final : public Executor {
   // Gives the job groups of its own (job-<id>) and writes its record; an error is the job's
   // failed_to_start message.
   Status confineAndRecord(Job& job, const JobSpec& spec);
+  // A job in an image: its bundle (config.json, the rootfs mount point) and overlay directories
+  // in its data directory; what the shim is told to mount, and crun's command line.
+  struct Bundle {
+    std::vector<std::string> shimArgs;
+    std::vector<std::string> crun;
+  };
+  Result<Bundle> writeBundle(const Job& job, const JobSpec& spec,
+                             const std::vector<std::string>& env, const JobPlaces& places);
   // Under runAsOwner_: the job's directories become its owner's (see setRunAsOwner).
   Status giveToOwner(const Job& job, const JobSpec& spec, const std::string& scratch);
   // Hands the job to the standby, whose groups it was recorded with; false (the standby retired)

@@ -726,5 +726,103 @@ TEST_F(ConfinedExecutorTest, JobMayOpenOnlyItsOwnGpuDevices) {
   EXPECT_NE(log.find("nvidia1: Operation not permitted"), std::string::npos) << log;
 }
 
+// Jobs in an image (docs/environments.md): crun runs them on an overlay of layers. The layer here
+// is made by hand from busybox, as the image store would have unpacked it.
+class ImageExecutorTest : public ConfinedExecutorTest {
+ protected:
+  void SetUp() override {
+    ConfinedExecutorTest::SetUp();
+    if (IsSkipped()) return;
+    layers_ = workDir_ + "/layers";
+    const std::string base = layers_ + "/" + std::string(64, 'a');
+    fs::create_directories(base + "/bin");
+    fs::create_directories(base + "/etc");
+    fs::copy_file("/bin/busybox", base + "/bin/busybox");
+    for (const char* tool : {"sh", "cat", "ls", "echo", "sleep", "test", "id"})
+      fs::create_symlink("busybox", base + "/bin/" + tool);
+    std::ofstream(base + "/etc/allot-image") << "from the image\n";
+  }
+  JobSpec imageJob(int64_t id, const std::string& script) {
+    JobSpec s = shellJob(id, script);
+    s.command = {"/bin/sh", "-c", script};
+    ContainerImage image;
+    image.ref = "registry.test/base:1";
+    image.digest = "sha256:" + std::string(64, 'b');
+    image.layersRoot = layers_;
+    image.layers = {std::string(64, 'a')};
+    image.env = {"PATH=/bin", "FROM_IMAGE=yes"};
+    s.image = image;
+    return s;
+  }
+  std::string layers_;
+};
+
+TEST_F(ImageExecutorTest, AJobInAnImageSeesTheImagesFilesNotTheHostsWithItsExitCodeAndLog) {
+  JobSpec s = imageJob(50,
+                       "cat /etc/allot-image; test -e /usr/bin/apt-get || echo no-host-apt; "
+                       "echo job=$ALLOT_JOB_ID image=$FROM_IMAGE; echo x > /etc/new; "
+                       "echo kept > $ALLOT_SCRATCH/out; exit 3");
+  s.env["ALLOT_JOB_ID"] = "forged";  // Allot's own variables win over the job's
+  ActualJob started = exec_->start(s);
+  ASSERT_EQ(started.state, ActualState::kRunning) << started.message;
+  ActualJob ended = waitForEnd(50);
+  EXPECT_EQ(ended.exitCode, 3) << readFile(exec_->logPath(50));
+  EXPECT_EQ(readFile(exec_->logPath(50)), "from the image\nno-host-apt\njob=50 image=yes\n");
+  // The job's writes land in its own upper directory, never in the shared layer.
+  EXPECT_FALSE(fs::exists(layers_ + "/" + std::string(64, 'a') + "/etc/new"));
+  EXPECT_TRUE(fs::exists(jobFile(50, "overlay/upper/etc/new")));
+  EXPECT_EQ(readFile(workDir_ + "/scratch/50/out"), "kept\n");
+  // Nothing of the overlay is left mounted in the host's namespace.
+  EXPECT_EQ(readFile("/proc/self/mounts").find(jobFile(50, "bundle")), std::string::npos);
+}
+
+TEST_F(ImageExecutorTest, AContainerRunsWithNoCapabilitiesAndNoNewPrivileges) {
+  exec_->start(imageJob(51, "cat /proc/self/status"));
+  waitForEnd(51);
+  const std::string status = readFile(exec_->logPath(51));
+  EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
+  EXPECT_NE(status.find("CapBnd:\t0000000000000000"), std::string::npos) << status;
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+}
+
+TEST_F(ImageExecutorTest, AStoppedContainerEndsWhole) {
+  exec_->start(imageJob(52, "sleep 1000 & sleep 1000"));
+  exec_->stop(52, 100);
+  ActualJob ended = waitForEnd(52);
+  EXPECT_EQ(ended.state, ActualState::kExited);
+  EXPECT_TRUE(eventually([&] { return CgroupManager::pids(exec_->cgroupsOf(52)).empty(); }));
+}
+
+TEST_F(ImageExecutorTest, AnImageWithNoCommandAndAJobWithNoneFailsToStartSayingSo) {
+  JobSpec s = imageJob(53, "");
+  s.command.clear();
+  ActualJob a = exec_->start(s);
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_NE(a.message.find("names no command"), std::string::npos) << a.message;
+}
+
+TEST_F(ImageExecutorTest, AJobInAnImageOpensItsOwnGpuNodeOnly) {
+  if (cgroups_->mode() != "v1") GTEST_SKIP() << "device rules need cgroup v1 here";
+  std::string devs = workDir_ + "/dev";
+  fs::create_directories(devs);
+  for (int minor : {0, 1}) {
+    std::string node = devs + "/nvidia" + std::to_string(minor);
+    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(195, minor)), 0);
+  }
+  JobSpec s = imageJob(54, "cat /dev/nvidia0; cat /dev/nvidia1; true");
+  s.image->hostDevDir = devs;
+  s.realGpus = true;
+  s.gpuMinors = {0};
+  s.gpuUuids = {"GPU-0"};
+  ActualJob started = exec_->start(s);
+  ASSERT_NE(started.state, ActualState::kFailedToStart) << started.message;
+  waitForEnd(54);
+  std::string log = readFile(exec_->logPath(54));
+  // Its own: the device rules let it through to the driver (none here); another GPU's node is
+  // not in the container at all.
+  EXPECT_NE(log.find("/dev/nvidia0': No such device or address"), std::string::npos) << log;
+  EXPECT_NE(log.find("/dev/nvidia1': No such file or directory"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace allot::agent

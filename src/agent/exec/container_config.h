@@ -1,0 +1,39 @@
+#pragma once
+// The OCI runtime spec (config.json) the agent writes for a job that runs in an image
+// (docs/environments.md, "Running in an image"): what crun runs, as whom, with what it may see.
+//
+// The process: the image's entrypoint followed by the job's command (or the image's cmd when the
+// job gives none); the environment is the image's, then the job's, then Allot's own variables
+// (ALLOT_*, CUDA_VISIBLE_DEVICES), so that a job cannot widen its GPUs; its user is the job's
+// owner (uid, gid, the team's group) when workloads run as their owners, else the agent's (0),
+// with every capability set empty and no new privileges either way. Namespaces: mount, PID and
+// IPC of its own; the host's network, as for a process job. Mounts: /proc, a /dev tmpfs with
+// crun's default devices, /dev/pts, /dev/shm, /sys read-only, and the job's own directories
+// bind-mounted at their host paths (scratch, working directory, the team's directory), so
+// $ALLOT_SCRATCH and $HOME mean the same inside. GPUs: the job's /dev/nvidiaN and the driver's
+// shared nodes (nvidiactl, nvidia-uvm, nvidia-uvm-tools) where the host has them; the device
+// cgroup rules stay the executor's, on the job's groups, as for a process job (crun runs with its
+// cgroup manager disabled, in the groups the shim joined).
+
+#include <string>
+#include <vector>
+
+#include "agent/exec/executor.h"
+
+namespace allot::agent {
+
+struct ContainerPlaces {
+  std::vector<std::string> binds;  // host directories mounted at the same path, read-write
+  std::string cwd;                 // inside the container
+};
+
+// The config.json text. `allotEnv` is what jobEnvironment() gave the job (KEY=VALUE);
+// `runAsOwner`: the job runs as spec.runAs, else as uid 0 without capabilities.
+std::string containerConfig(const JobSpec& spec, const std::vector<std::string>& allotEnv,
+                            const ContainerPlaces& places, bool runAsOwner);
+
+// The argv of the container's process (entrypoint + command, or + cmd); empty when neither the
+// image nor the job names one.
+std::vector<std::string> containerArgs(const JobSpec& spec);
+
+}  // namespace allot::agent
