@@ -6,11 +6,12 @@
 #
 # Knobs (environment):
 #   BIN                 where the binaries are                  (build/bin)
-#   ONLY                subset, e.g. "submit start"              (store submit start cli memory peers)
+#   ONLY                subset, e.g. "submit start"   (store submit start container cli memory peers)
 #   SUBMIT_CONNECTIONS  submit_load connection levels            (1,16,64,256)
 #   SUBMIT_REQUESTS     requests per level                       (20000)
 #   SUBMIT_MAX_SECONDS  time bound per level                     (30)
 #   START_JOBS          start_latency jobs                       (200)
+#   CONTAINER_JOBS      container_start jobs of each kind (root) (100)
 #   MEM_HOSTS MEM_JOBS  memory_footprint store size              (100, 10000)
 #   CLI_HISTORY         cli_latency jobs run before its last row (2000)
 #   PEERS_ARGS          extra peers_bench.py flags, e.g. "--n 20 --sessions 0"
@@ -22,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-$PWD/build/bin}
-ONLY=${ONLY:-store submit start cli memory peers}
+ONLY=${ONLY:-store submit start container cli memory peers}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/allot-bench-out-XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
@@ -36,7 +37,8 @@ need() {
 }
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
-need allotd allot-agent allot-job-shim store_bench submit_load start_latency start_stamp memory_footprint
+need allotd allot-agent allot-job-shim store_bench submit_load start_latency start_stamp memory_footprint \
+  container_start
 
 echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -60,6 +62,11 @@ fi
 if want start; then
   echo "== start_latency (POST to process started, loopback agent, sim:8xH100)"
   "$BIN/start_latency" --bin "$BIN" --jobs "${START_JOBS:-200}" | tee "$OUT/start"
+  echo
+fi
+if want container; then
+  echo "== container_start (executor start to process running, in an image and as a process)"
+  "$BIN/container_start" --jobs "${CONTAINER_JOBS:-100}" | tee "$OUT/container"
   echo
 fi
 if want cli; then
@@ -91,6 +98,9 @@ if [ -f "$OUT/submit" ]; then
 fi
 if [ -f "$OUT/start" ]; then
   sed -n 's/^ *post_to_process_started n=\([0-9]*\).* p50_ms=\([^ ]*\) p90_ms=[^ ]* p99_ms=\([^ ]*\) max_ms=\([^ ]*\)/  start      n=\1: p50 \2 ms (target < 20), p99 \3 ms (target < 100), max \4 ms/p' "$OUT/start"
+fi
+if [ -f "$OUT/container" ]; then
+  sed -n 's/^container_start \([a-z]*\) jobs=\([0-9]*\) p50_ms=\([^ ]*\) p90_ms=[^ ]* p99_ms=\([^ ]*\).*/  container  \1, n=\2: p50 \3 ms, p99 \4 ms (executor start to process; docs 2e)/p' "$OUT/container"
 fi
 if [ -f "$OUT/cli" ]; then
   sed -n 's/^  \(run --wait, [^n]*\) *n=[0-9]* *p50_ms= *\([^ ]*\) p99_ms= *\([^ ]*\).*/  cli        \1: p50 \2 ms (target < 15), p99 \3 ms (target < 40)/p' "$OUT/cli"

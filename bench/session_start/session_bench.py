@@ -8,6 +8,9 @@ the Jupyter fork server next to it) on 127.0.0.1, a team and a member, then:
    member's token, then GET /sessions/{id}/api/status through allotd every 2 ms until it answers
    200; the time from before the POST to that 200. Each session is stopped before the next.
    One warm-up run first (the fork server imports Jupyter once, ~1 s after the agent starts).
+   Then (--first N, default 5) the first session on a host: N times a fresh allotd and agent,
+   whose first session is timed the same way (the agent up and its fork server ready, as
+   `make run` leaves them), so that nothing a first session pays is hidden by the warm-up.
 2. proxy overhead: one running session; one keep-alive client does `--warmup` then `--requests`
    GET /sessions/{id}/api/status through allotd, and the same directly on the session's Unix
    socket with its token (read as root from the agent's work dir). p50/p99 of each and their
@@ -31,15 +34,56 @@ from local_cluster import UnixHTTPConnection, pct, scratch_cluster, wait_until
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def first_session(bin_dir, i):
+    """Milliseconds from POST /api/v1/sessions to Jupyter answering for the first session of a
+    fresh cluster."""
+    with scratch_cluster(bin_dir, f"session-first-{i}") as cluster:
+        api = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=10)
+        poll = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=10)
+        headers = {"Authorization": "Bearer " + cluster.token}
+        t0 = time.monotonic()
+        api.request("POST", "/api/v1/sessions", json.dumps({"name": "first"}),
+                    {**headers, "Content-Type": "application/json"})
+        r = api.getresponse()
+        body = r.read()
+        if r.status != 201:
+            raise SystemExit(f"create: {r.status} {body[:200]}")
+        sid = json.loads(body)["id"]
+
+        def answers():
+            poll.request("GET", f"/sessions/{sid}/api/status", headers=headers)
+            resp = poll.getresponse()
+            resp.read()
+            return resp.status == 200
+        wait_until(answers)
+        took = (time.monotonic() - t0) * 1000
+        # Stopped before the cluster is: jobs outlive their agent.
+        api.request("POST", f"/api/v1/sessions/{sid}/stop", "{}",
+                    {**headers, "Content-Type": "application/json"})
+        api.getresponse().read()
+
+        def stopped():
+            api.request("GET", f"/api/v1/sessions/{sid}", headers=headers)
+            return json.loads(api.getresponse().read())["state"] in ("stopped", "failed", "lost")
+        wait_until(stopped, step=0.02)
+        return took
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--first", type=int, default=5)
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: the direct side reads the session's token and socket")
+
+    firsts = [first_session(args.bin, i) for i in range(args.first)]
+    if firsts:
+        print(f"first session on a fresh host, n={len(firsts)}: p50 "
+              f"{statistics.median(firsts):.1f} ms, min {min(firsts):.1f}, max {max(firsts):.1f}")
 
     with scratch_cluster(args.bin, "session-bench") as cluster:
         port, token, agent_dir = cluster.port, cluster.token, cluster.agent_dir
