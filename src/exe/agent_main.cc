@@ -1,5 +1,6 @@
 // allot-agent: one per GPU host. Flags become objects here and nowhere else.
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -155,16 +157,24 @@ int main(int argc, char** argv) {
     stateDir = allot::agent::normalPath(stateDir);
     // Workloads write under these roots, and a wipe empties them: no place for the agent's
     // records of what runs.
-    for (const std::string* root : {&scratchDir, &homeDir, &teamDir, &sessionHomeDir}) {
+    std::string jobsDir = workDir + "/jobs";
+    for (const std::string* root : {&scratchDir, &homeDir, &teamDir, &sessionHomeDir, &jobsDir}) {
       if (!root->empty() && allot::agent::holdsDir(allot::agent::normalPath(*root), stateDir))
         return fail("--state-dir: " + stateDir + " is inside " + *root +
                     ", where workloads write; choose a directory of the agent's own");
     }
-    std::filesystem::create_directories(stateDir, ec);
-    if (ec) return fail("cannot create state dir " + stateDir + ": " + ec.message());
-    ::chmod(stateDir.c_str(), 0700);
+    std::filesystem::create_directories(std::filesystem::path(stateDir).parent_path(), ec);
+    if (ec || (::mkdir(stateDir.c_str(), 0700) != 0 && errno != EEXIST))
+      return fail("cannot create state dir " + stateDir + ": " +
+                  (ec ? ec.message() : std::strerror(errno)));
+    // Checked before it is closed to others, and closed through a descriptor that is the
+    // directory itself: a symlink planted there (under /dev/shm, say) is refused, not followed.
     if (auto owned = allot::agent::checkAgentOwnedDir(stateDir, "the state dir"); !owned.ok())
       return fail("--state-dir: " + owned.message());
+    const int dirFd = ::open(stateDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirFd < 0 || ::fchmod(dirFd, 0700) != 0)
+      return fail("--state-dir: cannot close " + stateDir + " to others: " + std::strerror(errno));
+    ::close(dirFd);
     if (stateDir == workDir) stateDir.clear();
   }
   if (allot::agent::holdsDir(scratchDir, workDir))

@@ -52,10 +52,10 @@
 // host's cgroup2 mount from crun (crun refuses hybrid layouts whose cgroup2 holds a controller;
 // nothing changes outside this namespace), mounts the image's overlay (lower layers named
 // relative to the layers root, topmost first; the upper and work directories the job's) on the
-// rootfs directory, and execs crun with a fixed PATH. The overlay goes with the namespace when
-// the job ends, however it ends. crun, with its cgroup manager disabled, runs the container in
-// the groups the shim joined, as the bundle's config.json says (user, no capabilities, no new
-// privileges); it exits with the container's status.
+// rootfs directory (nodev, nosuid), and execs crun with a fixed PATH. The overlay goes with the
+// namespace when the job ends, however it ends. crun, with its cgroup manager disabled, runs the
+// container in the groups the shim joined, as the bundle's config.json says (user, no capabilities,
+// no new privileges); it exits with the container's status.
 //
 // Only libc here: one shim runs per job for the job's whole life, so it should cost little.
 
@@ -313,7 +313,8 @@ void enterImage(const Args& a, int execErrFd) {
   options += ",upperdir=" + a.upper + ",workdir=" + a.overlayWork;
   // The lower layers are named relative to the layers root: the option string is one page.
   if (chdir(a.layersRoot.c_str()) != 0) childFailed(execErrFd, ChildFailure::kContainer, errno);
-  if (mount("overlay", a.containerRootfs.c_str(), "overlay", MS_NODEV, options.c_str()) != 0)
+  if (mount("overlay", a.containerRootfs.c_str(), "overlay", MS_NODEV | MS_NOSUID,
+            options.c_str()) != 0)
     childFailed(execErrFd, ChildFailure::kContainer, errno);
 }
 

@@ -400,17 +400,34 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   const ContainerImage& image = *spec.image;
   const std::string bundle = job.dir.dataPath() + "/bundle";
   const std::string overlay = job.dir.dataPath() + "/overlay";
+  // The overlay's options are one page, split at ',' and ':' (layers are named relative to the
+  // layers root, see job_shim_main.cc).
+  size_t optionBytes = overlay.size() * 2 + 64;
+  for (const auto& layer : image.layers) optionBytes += layer.size() + 1;
+  for (const std::string* path : {&image.layersRoot, &overlay}) {
+    if (path->find_first_of(",:\\") != std::string::npos)
+      return Status::InvalidArgument("cannot mount an image under " + *path +
+                                     ": the path holds ',', ':' or '\\'");
+  }
+  if (optionBytes > 4000)
+    return Status::InvalidArgument("the image " + image.ref + " has too many layers (" +
+                                   std::to_string(image.layers.size()) + ") to mount");
   std::error_code ec;
   for (const std::string& dir : {bundle + "/rootfs", overlay + "/upper", overlay + "/work"}) {
     fs::create_directories(dir, ec);
     if (ec) return Status::Unavailable("cannot create " + dir + ": " + ec.message());
   }
+  // Root's alone: the job's environment is in config.json, and what the container writes (the
+  // upper directory) must not be reachable from the host by anyone else, nor by its owner
+  // outside the container.
+  ::chmod(bundle.c_str(), 0700);
+  ::chmod(overlay.c_str(), 0700);
   ContainerPlaces inside;
   inside.binds = {places.scratch, places.work};
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
-  inside.cwd = !spec.workdir.empty()       ? spec.workdir
-               : !image.workingDir.empty() ? image.workingDir
-                                           : places.work;
+  // The image's working directory only when it is an absolute path.
+  const bool imageCwd = !image.workingDir.empty() && image.workingDir[0] == '/';
+  inside.cwd = !spec.workdir.empty() ? spec.workdir : imageCwd ? image.workingDir : places.work;
   std::ofstream out(bundle + "/config.json");
   out << containerConfig(spec, env, inside, runAsOwner_);
   if (!out.good()) return Status::Unavailable("cannot write " + bundle + "/config.json");

@@ -771,6 +771,12 @@ TEST_F(ImageExecutorTest, AJobInAnImageSeesTheImagesFilesNotTheHostsWithItsExitC
   // The job's writes land in its own upper directory, never in the shared layer.
   EXPECT_FALSE(fs::exists(layers_ + "/" + std::string(64, 'a') + "/etc/new"));
   EXPECT_TRUE(fs::exists(jobFile(50, "overlay/upper/etc/new")));
+  // What the container wrote is root's alone on the host, its config (its environment) too.
+  for (const char* dir : {"overlay", "bundle"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(jobFile(50, dir).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
+  }
   EXPECT_EQ(readFile(workDir_ + "/scratch/50/out"), "kept\n");
   // Nothing of the overlay is left mounted in the host's namespace.
   EXPECT_EQ(readFile("/proc/self/mounts").find(jobFile(50, "bundle")), std::string::npos);

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "agent/image/digest.h"
+
 namespace allot::agent {
 namespace {
 
@@ -65,15 +67,6 @@ bool validTag(const std::string& t) {
   return true;
 }
 
-bool validDigest(const std::string& d) {
-  if (d.rfind("sha256:", 0) != 0 || d.size() != 7 + 64) return false;
-  for (size_t i = 7; i < d.size(); ++i)
-    if (!std::isxdigit(static_cast<unsigned char>(d[i])) ||
-        std::isupper(static_cast<unsigned char>(d[i])))
-      return false;
-  return true;
-}
-
 Status refuse(const std::string& text, const std::string& why) {
   return Status::InvalidArgument("image \"" + text + "\": " + why + " (the form is " + kForm + ")",
                                  "image");
@@ -101,7 +94,7 @@ Result<ImageRef> parseImageRef(const std::string& text) {
   if (auto at = rest.find('@'); at != std::string::npos) {
     ref.digest = rest.substr(at + 1);
     rest = rest.substr(0, at);
-    if (!validDigest(ref.digest))
+    if (!isSha256Digest(ref.digest))
       return refuse(text, "the digest must be sha256: and 64 lower-case hex digits");
   }
   auto slash = rest.find('/');

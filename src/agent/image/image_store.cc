@@ -1,7 +1,7 @@
 #include "agent/image/image_store.h"
 
 #include <fcntl.h>
-#include <sodium.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,11 +9,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+
+#include "agent/image/digest.h"
+#include "common/bounded_json.h"
 
 namespace allot::agent {
 namespace {
@@ -22,31 +27,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr size_t kErrorTail = 2048;
+// Bounds on what a registry (any team's) makes the store read and wait for.
+constexpr size_t kMaxIndexBytes = 16u << 20;
+constexpr size_t kMaxManifestBytes = 4u << 20;  // a manifest or an image config
+constexpr auto kPullTimeout = std::chrono::hours(1);
+constexpr auto kUnpackTimeout = std::chrono::hours(1);
 
-std::optional<std::string> slurp(const std::string& path) {
+// The file's bytes; nullopt when it is missing or over `maxBytes`.
+std::optional<std::string> slurp(const std::string& path, size_t maxBytes = kMaxManifestBytes) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec || size > maxBytes) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string sha256Hex(const std::string& bytes) {
-  unsigned char d[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(d, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : d) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
-
-bool isHexDigest(const std::string& d) {
-  if (d.rfind("sha256:", 0) != 0 || d.size() != 71) return false;
-  return std::all_of(d.begin() + 7, d.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // The name a reference has in the layout's index: only [a-z0-9-], whatever the reference holds.
@@ -117,13 +113,17 @@ ImageStore::ImageStore(ImageStoreOptions options) : o_(std::move(options)) {
   std::error_code ec;
   for (const char* sub : {"oci", "layers", "images", "tmp"})
     fs::create_directories(o_.root + "/" + sub, ec);
+  // Root's alone: layers keep their files' owners and modes, and none of a tenant's files may be
+  // reachable, let alone writable, by another user of the host.
+  ::chmod(o_.root.c_str(), 0700);
   // Signatures are not what this store checks (digests are): skopeo is given a policy of its
   // own, not whatever /etc/containers/policy.json says on this host.
   std::ofstream(o_.root + "/policy.json") << R"({"default":[{"type":"insecureAcceptAnything"}]})"
                                           << "\n";
 }
 
-Status ImageStore::runChild(const std::vector<std::string>& argv, std::string* errorTail) {
+Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                            std::string* errorTail, int* exitCode) {
   const std::string log = o_.root + "/tmp/child-" + std::to_string(::getpid()) + ".log";
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -137,18 +137,38 @@ Status ImageStore::runChild(const std::vector<std::string>& argv, std::string* e
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  // A group of its own, so that a child past its time goes with whatever it started.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int err = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), env.data());
+  int err = ::posix_spawn(&pid, args[0], &fa, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (err != 0) return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(err));
+  // A registry that trickles bytes, or a layer that takes for ever, must not hold the store.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  bool timedOut = false;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (!timedOut && std::chrono::steady_clock::now() > deadline) {
+      timedOut = true;
+      ::kill(-pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::string out = slurp(log).value_or("");
   ::unlink(log.c_str());
   if (out.size() > kErrorTail) out = out.substr(out.size() - kErrorTail);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   if (errorTail) *errorTail = out;
+  if (exitCode) *exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (timedOut)
+    return Status::Unavailable(argv[0] + " took over " + std::to_string(timeout.count()) +
+                               " s and was stopped");
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
   return Status::Internal(argv[0] + " failed: " + out);
 }
@@ -160,12 +180,15 @@ Status ImageStore::unpackLayer(const std::string& hex) {
   const std::string tmp = dest + ".tmp";
   fs::remove_all(tmp, ec);  // left by an agent that stopped mid-unpack
   std::string tail;
-  Status st = runChild({o_.unpacker, hex, o_.root + "/oci/blobs/sha256/" + hex, tmp}, &tail);
+  int code = -1;
+  Status st = runChild({o_.unpacker, hex, o_.root + "/oci/blobs/sha256/" + hex, tmp},
+                       kUnpackTimeout, &tail, &code);
   if (!st.ok()) {
     fs::remove_all(tmp, ec);
-    if (tail.find("digest mismatch") != std::string::npos) return Status::InvalidArgument(tail);
-    if (tail.find("no space left") != std::string::npos) return Status::Unavailable(tail);
-    return Status::InvalidArgument("layer sha256:" + hex + " cannot be unpacked: " + tail);
+    // The unpacker's exit status says which kind of failure (layer_unpack_main.cc); its words
+    // are the layer's entries', never matched on.
+    if (st.code() == Code::kUnavailable || code == 4) return Status::Unavailable(st.message());
+    return Status::InvalidArgument("layer sha256:" + hex + " refused: " + tail);
   }
   if (::rename(tmp.c_str(), dest.c_str()) != 0)
     return Status::Unavailable("cannot publish layer " + dest + ": " + std::strerror(errno));
@@ -173,11 +196,13 @@ Status ImageStore::unpackLayer(const std::string& hex) {
 }
 
 Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& key) {
-  auto index = slurp(o_.root + "/oci/index.json");
+  auto index = slurp(o_.root + "/oci/index.json", kMaxIndexBytes);
   if (!index) return Status::Internal("the image store has no index.json after a pull");
   std::string manifestDigest;
   try {
-    const json parsed = json::parse(*index);
+    const json parsed = parseBoundedJson(*index);
+    if (parsed.is_discarded())
+      return Status::Internal("the image store's index.json is unreadable");
     for (const auto& m : parsed.at("manifests")) {
       const json ann = m.value("annotations", json::object());
       if (ann.value("org.opencontainers.image.ref.name", "") == key)
@@ -186,7 +211,7 @@ Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& 
   } catch (const std::exception& e) {
     return Status::Internal(std::string("the image store's index.json is unreadable: ") + e.what());
   }
-  if (!isHexDigest(manifestDigest))
+  if (!isSha256Digest(manifestDigest))
     return Status::Internal("no manifest of " + ref.str() + " in the image store");
   auto blob = [&](const std::string& digest) {
     return slurp(o_.root + "/oci/blobs/sha256/" + digest.substr(7));
@@ -200,27 +225,46 @@ Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& 
   image.ref = ref.str();
   image.digest = manifestDigest;
   try {
-    json manifest = json::parse(*manifestBytes);
+    const json manifest = parseBoundedJson(*manifestBytes);
+    if (manifest.is_discarded())
+      return Status::InvalidArgument("the manifest of " + ref.str() + " is not JSON");
     for (const auto& l : manifest.at("layers")) {
       std::string d = l.at("digest").get<std::string>();
-      if (!isHexDigest(d))
-        return Status::InvalidArgument("a layer of " + ref.str() + " has digest " + d);
+      if (!isSha256Digest(d))
+        return Status::InvalidArgument("a layer of " + ref.str() +
+                                       " has a digest that is not "
+                                       "sha256 and 64 hex digits");
+      const int64_t size =
+          l.contains("size") && l["size"].is_number_integer() ? l["size"].get<int64_t>() : 0;
+      if (size < 0 || size > (int64_t{1} << 50))
+        return Status::InvalidArgument("a layer of " + ref.str() + " has size " +
+                                       std::to_string(size));
+      image.bytes += size;
+      // A layer listed twice is one layer: the topmost use of it is what the image sees.
+      std::erase(image.layers, d.substr(7));
       image.layers.push_back(d.substr(7));
-      image.bytes += l.value("size", int64_t{0});
     }
     std::string configDigest = manifest.at("config").at("digest").get<std::string>();
-    if (!isHexDigest(configDigest))
+    if (!isSha256Digest(configDigest))
       return Status::InvalidArgument("bad config digest in " + ref.str());
     auto configBytes = blob(configDigest);
     if (!configBytes || "sha256:" + sha256Hex(*configBytes) != configDigest)
       return Status::InvalidArgument("the config of " + ref.str() + " does not match its digest");
-    json config = json::parse(*configBytes).value("config", json::object());
-    if (config.is_null()) config = json::object();
+    const json whole = parseBoundedJson(*configBytes);
+    if (whole.is_discarded())
+      return Status::InvalidArgument("the config of " + ref.str() + " is not JSON");
+    static const json kNone = json::object();
+    auto found = whole.find("config");
+    const json& config = found != whole.end() && found->is_object() ? *found : kNone;
+    auto text = [&config](const char* key) {
+      auto it = config.find(key);
+      return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
     image.config.entrypoint = strings(config, "Entrypoint");
     image.config.cmd = strings(config, "Cmd");
     image.config.env = strings(config, "Env");
-    image.config.workingDir = config.value("WorkingDir", "");
-    image.config.user = config.value("User", "");
+    image.config.workingDir = text("WorkingDir");
+    image.config.user = text("User");
   } catch (const std::exception& e) {
     return Status::InvalidArgument("the manifest or config of " + ref.str() +
                                    " is not valid: " + e.what());
@@ -243,7 +287,8 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
   argv.push_back(ref.transport());
   argv.push_back("oci:" + o_.root + "/oci:" + key);
   std::string tail;
-  if (Status st = runChild(argv, &tail); !st.ok()) return skopeoFailure(ref, tail);
+  if (Status st = runChild(argv, kPullTimeout, &tail, nullptr); !st.ok())
+    return st.code() == Code::kUnavailable ? st : skopeoFailure(ref, tail);
   auto image = resolve(ref, key);
   if (!image.ok()) return image.status();
   for (const std::string& hex : image->layers) {
@@ -266,12 +311,14 @@ std::vector<std::string> ImageStore::lowerDirs(const StoredImage& image) const {
 std::vector<StoredImage> ImageStore::list() const {
   std::vector<StoredImage> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(o_.root + "/images", ec)) {
+  for (auto it = fs::directory_iterator(o_.root + "/images", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const auto& e = *it;
     if (e.path().extension() != ".json") continue;
     auto text = slurp(e.path().string());
     if (!text) continue;
     try {
-      if (auto image = fromJson(json::parse(*text))) out.push_back(std::move(*image));
+      if (auto image = fromJson(parseBoundedJson(*text))) out.push_back(std::move(*image));
     } catch (const std::exception&) {
     }
   }

@@ -14,6 +14,7 @@
 // are done: the agent calls it off its loop. Pulls are one at a time (the layout's index is one
 // file); list() may be called meanwhile.
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -65,7 +66,10 @@ class ImageStore {
   std::vector<StoredImage> list() const;
 
  private:
-  Status runChild(const std::vector<std::string>& argv, std::string* errorTail);
+  // Runs argv to its end or `timeout` (then kills its process group); its output's tail and exit
+  // status.
+  Status runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                  std::string* errorTail, int* exitCode);
   Status unpackLayer(const std::string& hex);
   Result<StoredImage> resolve(const ImageRef& ref, const std::string& key);
 

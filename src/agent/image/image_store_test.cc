@@ -140,6 +140,9 @@ TEST_F(ImageStoreTest, PullsAnImageUnpacksItsLayersAndRecordsItsDigestAndConfig)
   std::string text;
   marker >> text;
   EXPECT_EQ(text, "base");
+  struct stat root {};
+  ASSERT_EQ(::stat(store_.c_str(), &root), 0);
+  EXPECT_EQ(root.st_mode & 0777, 0700u);  // layers keep their owners: no other user reaches them
   auto listed = s.list();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].digest, image->digest);
@@ -176,7 +179,8 @@ TEST_F(ImageStoreTest, TwoImagesSharingABaseLayerStoreAndUnpackItOnce) {
 
 TEST_F(ImageStoreTest, AnUnknownTagOrRepositoryIsImageNotFound) {
   ImageStore s = store();
-  for (const std::string& missing : {"/test/base:nope", "/test/nothing:1"}) {
+  for (const std::string& missing :
+       std::vector<std::string>{"/test/base:nope", "/test/nothing:1"}) {
     auto image = s.pull(ref(registry() + missing));
     ASSERT_FALSE(image.ok());
     EXPECT_EQ(image.status().code(), Code::kNotFound) << image.status().message();

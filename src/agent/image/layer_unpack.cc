@@ -9,10 +9,14 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
+
+#include "agent/image/digest.h"
 
 namespace allot::agent {
 namespace {
@@ -54,13 +58,7 @@ struct HashingReader {
   std::string hexDigest() {
     unsigned char digest[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_final(&sha, digest);
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : digest) {
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-    return out;
+    return lowerHex(digest, sizeof digest);
   }
 };
 
@@ -99,15 +97,33 @@ class Fd {
   int fd_;
 };
 
-Status entryError(const std::string& name, const std::string& why) {
-  return Status::InvalidArgument("layer entry \"" + name + "\": " + why);
+// A name from the layer as it may appear in a message: control bytes escaped, at most 200 bytes
+// (it reaches users' terminals and logs).
+std::string printable(const std::string& name) {
+  std::string out;
+  for (unsigned char c : name.substr(0, 200)) {
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", c);
+      out += esc;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return name.size() > 200 ? out + "..." : out;
 }
 
+Status entryError(const std::string& name, const std::string& why) {
+  return Status::InvalidArgument("layer entry \"" + printable(name) + "\": " + why);
+}
+
+// Unavailable only for a full disk (worth retrying once there is room); anything else a layer's
+// entry makes fail is the layer's.
 Status sysError(const std::string& name, const char* what, int err) {
   if (err == ENOSPC || err == EDQUOT)
-    return Status::Unavailable("layer entry \"" + name + "\": " + what +
+    return Status::Unavailable("layer entry \"" + printable(name) + "\": " + what +
                                ": no space left on the image store's disk");
-  return Status::Unavailable("layer entry \"" + name + "\": " + what + ": " + std::strerror(err));
+  return entryError(name, std::string(what) + ": " + std::strerror(err));
 }
 
 // A layer's name as components: "./a//b/" -> {a, b}. Refuses "..".
@@ -148,7 +164,7 @@ class Unpacker {
         next = ::openat(dir.get(), d.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       }
       if (next < 0 && (errno == ELOOP || errno == ENOTDIR))
-        return entryError(name, "its path goes through \"" + d +
+        return entryError(name, "its path goes through \"" + printable(d) +
                                     "\", which is not a directory of the layer (a symlink?)");
       if (next < 0) return sysError(name, "open parent", errno);
       dir = Fd(next);
@@ -194,7 +210,8 @@ Status setOwnerModeTime(int parent, const std::string& base, const std::string& 
                  static_cast<gid_t>(archive_entry_gid(e)), AT_SYMLINK_NOFOLLOW) != 0)
     return sysError(name, "chown", errno);
   // (A symlink's mode means nothing on Linux, and fchmodat cannot leave it unfollowed.)
-  if (!symlink && ::fchmodat(parent, base.c_str(), archive_entry_perm(e) & 07777, 0) != 0)
+  // No set-ID bit survives (layer_unpack.h); sticky and the rest do.
+  if (!symlink && ::fchmodat(parent, base.c_str(), archive_entry_perm(e) & 01777, 0) != 0)
     return sysError(name, "chmod", errno);
   struct timespec times[2];
   times[0].tv_sec = times[1].tv_sec = archive_entry_mtime(e);
@@ -227,8 +244,10 @@ Status writeContents(struct archive* a, int fd, const std::string& name, int64_t
 
 }  // namespace
 
-Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string& sha256Hex,
-                               int destDirFd) {
+namespace {
+
+Result<LayerStats> unpack(const std::string& archivePath, const std::string& sha256Hex,
+                          int destDirFd, const LayerLimits& limits, LayerRefusal& refusal) {
   HashingReader reader;
   Fd file(::open(archivePath.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (file.get() < 0)
@@ -237,7 +256,10 @@ Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string
   crypto_hash_sha256_init(&reader.sha);
 
   std::unique_ptr<struct archive, ArchiveCloser> a(archive_read_new());
-  archive_read_support_filter_all(a.get());
+  // Only these: libarchive's other filters (lrzip, grzip, ...) may run external programs.
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_filter_zstd(a.get());
+  archive_read_support_filter_none(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open(a.get(), &reader, nullptr, readCallback, nullptr) != ARCHIVE_OK)
     return Status::InvalidArgument("layer " + archivePath +
@@ -251,14 +273,28 @@ Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
       if (reader.error)
-        return Status::Unavailable("reading layer: " + std::string(std::strerror(reader.error)));
+        return Status::Internal("reading layer: " + std::string(std::strerror(reader.error)));
       return Status::InvalidArgument("layer " + archivePath + ": " + archive_error_string(a.get()));
     }
     const char* rawName = archive_entry_pathname(e);
     if (rawName == nullptr) return Status::InvalidArgument("layer entry without a name");
     const std::string name = rawName;
+    if (name.size() > limits.maxName)
+      return Status::InvalidArgument("layer entry name over " + std::to_string(limits.maxName) +
+                                     " bytes");
+    if (++stats.seen > limits.maxEntries)
+      return Status::InvalidArgument("layer has over " + std::to_string(limits.maxEntries) +
+                                     " entries");
     auto parts = components(name);
     if (!parts.ok()) return parts.status();
+    if (static_cast<int>(parts->size()) > limits.maxDepth)
+      return entryError(name, "deeper than " + std::to_string(limits.maxDepth) + " directories");
+    // A file's full size counts, holes of a sparse one included: what it may come to take.
+    const int64_t size = std::max<int64_t>(0, archive_entry_size(e));
+    if (size > limits.maxBytes - stats.declared)
+      return Status::InvalidArgument("layer unpacks to over " +
+                                     std::to_string(limits.maxBytes >> 20) + " MiB");
+    stats.declared += size;
     if (parts->empty()) continue;  // the layer's root itself
     auto parentResult = unpacker.parentOf(name, *parts);
     if (!parentResult.ok()) return parentResult.status();
@@ -293,7 +329,7 @@ Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string
       if (!targetParent.ok()) return targetParent.status();
       if (Status st = unpacker.clear(parent, base, name, false); !st.ok()) return st;
       if (::linkat(*targetParent, targetParts->back().c_str(), parent, base.c_str(), 0) != 0)
-        return sysError(name, ("hard link to " + std::string(target)).c_str(), errno);
+        return sysError(name, ("hard link to " + printable(target)).c_str(), errno);
       ++stats.entries;
       continue;
     }
@@ -340,12 +376,25 @@ Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string
     ++stats.entries;
   }
   if (!reader.drain())
-    return Status::Unavailable("reading layer: " + std::string(std::strerror(reader.error)));
+    return Status::Internal("reading layer: " + std::string(std::strerror(reader.error)));
   const std::string digest = reader.hexDigest();
+  if (digest != sha256Hex) refusal = LayerRefusal::kDigest;
   if (digest != sha256Hex)
     return Status::InvalidArgument("layer digest mismatch: fetched as sha256:" + sha256Hex +
                                    ", its bytes hash to sha256:" + digest + "; refused");
   return stats;
+}
+
+}  // namespace
+
+Result<LayerStats> unpackLayer(const std::string& archivePath, const std::string& sha256Hex,
+                               int destDirFd, const LayerLimits& limits, LayerRefusal* refusal) {
+  LayerRefusal why = LayerRefusal::kNone;
+  auto r = unpack(archivePath, sha256Hex, destDirFd, limits, why);
+  if (!r.ok() && why == LayerRefusal::kNone)
+    why = r.status().code() == Code::kUnavailable ? LayerRefusal::kNoSpace : LayerRefusal::kInvalid;
+  if (refusal) *refusal = why;
+  return r;
 }
 
 }  // namespace allot::agent

@@ -4,8 +4,9 @@
 //   allot-layer-unpack SHA256_HEX ARCHIVE DEST
 //
 // DEST must not exist; it is made (mode 0755) and filled. Prints one JSON line of counts on
-// success; on failure a one-line reason on stderr and exit status 1 (DEST is left for the caller
-// to remove).
+// success; on failure a one-line reason on stderr and an exit status saying which kind: 3 the
+// bytes do not hash to the digest, 4 the disk is full, 1 anything else (DEST is left for the
+// caller to remove).
 
 #include <fcntl.h>
 #include <sodium.h>
@@ -42,11 +43,14 @@ int main(int argc, char** argv) {
                  std::strerror(errno));
     return 1;
   }
-  auto stats = allot::agent::unpackLayer(argv[2], argv[1], dir);
+  allot::agent::LayerRefusal refusal = allot::agent::LayerRefusal::kNone;
+  auto stats = allot::agent::unpackLayer(argv[2], argv[1], dir, {}, &refusal);
   ::close(dir);
   if (!stats.ok()) {
     std::fprintf(stderr, "%s\n", stats.status().message().c_str());
-    return 1;
+    return refusal == allot::agent::LayerRefusal::kDigest    ? 3
+           : refusal == allot::agent::LayerRefusal::kNoSpace ? 4
+                                                             : 1;
   }
   std::printf("{\"entries\":%lld,\"bytes\":%lld,\"skipped\":%lld}\n",
               static_cast<long long>(stats->entries), static_cast<long long>(stats->bytes),

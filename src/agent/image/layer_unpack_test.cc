@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/image/digest.h"
+
 namespace allot::agent {
 namespace {
 
@@ -46,14 +48,6 @@ Entry hardlink(std::string name, std::string to) {
 }
 Entry special(std::string name, mode_t type) {
   return Entry{std::move(name), type, "", "", 0644, 0, 0};
-}
-
-std::string sha256Hex(const std::string& bytes) {
-  unsigned char d[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(d, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  std::ostringstream out;
-  for (unsigned char c : d) out << std::hex << (c >> 4) << (c & 15);
-  return out.str();
 }
 
 std::string readAll(const std::string& path) {
@@ -109,9 +103,10 @@ class LayerUnpackTest : public ::testing::Test {
     return sha256Hex(readAll(path));
   }
 
-  Result<LayerStats> unpack(const std::string& digest) {
+  Result<LayerStats> unpack(const std::string& digest, const LayerLimits& limits = {},
+                            LayerRefusal* refusal = nullptr) {
     int fd = ::open((dir_ + "/layer").c_str(), O_RDONLY | O_DIRECTORY);
-    auto r = unpackLayer(dir_ + "/layer.tar.gz", digest, fd);
+    auto r = unpackLayer(dir_ + "/layer.tar.gz", digest, fd, limits, refusal);
     ::close(fd);
     return r;
   }
@@ -135,7 +130,8 @@ TEST_F(LayerUnpackTest, UnpacksFilesDirectoriesLinksOwnersAndModes) {
   EXPECT_EQ(readAll(in("bin/tool")), "#!/bin/sh\necho hi\n");
   struct stat st {};
   ASSERT_EQ(::stat(in("bin/tool").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 04755u);
+  // No set-ID bit survives: a copy the host could reach must not give root to whoever runs it.
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(st.st_nlink, 2u);  // and bin/tool-again
   EXPECT_EQ(st.st_mtime, 1'700'000'000);
   ASSERT_EQ(::stat(in("home/alice/notes").c_str(), &st), 0);
@@ -212,9 +208,43 @@ TEST_F(LayerUnpackTest, AHardLinkOutOfTheLayerIsRefused) {
   }
 }
 
+TEST_F(LayerUnpackTest, ALayerPastItsBoundsIsRefused) {
+  // Entries, unpacked bytes (a sparse file counts its whole size), depth and name length.
+  LayerLimits tight;
+  tight.maxEntries = 3;
+  tight.maxBytes = 1000;
+  tight.maxDepth = 4;
+  tight.maxName = 64;
+  struct Case {
+    std::vector<Entry> layer;
+    std::string says;
+  };
+  for (const Case& c :
+       {Case{{file("a"), file("b"), file("c"), file("d")}, "entries"},
+        Case{{file("big", std::string(1001, 'x'))}, "MiB"}, Case{{file("a/b/c/d/e")}, "deeper"},
+        Case{{file(std::string(65, 'n'))}, "name over"}}) {
+    fs::remove_all(dir_ + "/layer");
+    fs::create_directories(dir_ + "/layer");
+    LayerRefusal refusal = LayerRefusal::kNone;
+    auto stats = unpack(writeLayer(c.layer), tight, &refusal);
+    ASSERT_FALSE(stats.ok()) << c.says;
+    EXPECT_NE(stats.status().message().find(c.says), std::string::npos) << stats.status().message();
+    EXPECT_EQ(refusal, LayerRefusal::kInvalid);
+  }
+}
+
+TEST_F(LayerUnpackTest, ANameWithControlBytesIsEscapedInWhatItSays) {
+  auto stats = unpack(writeLayer({file("a/../\x1b[31mred", "x")}));
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().message().find('\x1b'), std::string::npos) << stats.status().message();
+  EXPECT_NE(stats.status().message().find("\\x1b"), std::string::npos) << stats.status().message();
+}
+
 TEST_F(LayerUnpackTest, ALayerWhoseBytesDoNotHashToItsDigestIsRefused) {
   writeLayer({file("file", "x")});
-  auto stats = unpack(std::string(64, 'a'));
+  LayerRefusal refusal = LayerRefusal::kNone;
+  auto stats = unpack(std::string(64, 'a'), {}, &refusal);
+  EXPECT_EQ(refusal, LayerRefusal::kDigest);
   ASSERT_FALSE(stats.ok());
   EXPECT_NE(stats.status().message().find("digest mismatch"), std::string::npos)
       << stats.status().message();

@@ -1,0 +1,30 @@
+#include "agent/image/digest.h"
+
+#include <algorithm>
+
+namespace allot::agent {
+
+std::string lowerHex(const unsigned char* bytes, size_t n) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string sha256Hex(std::string_view bytes) {
+  unsigned char d[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(d, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return lowerHex(d, sizeof d);
+}
+
+bool isSha256Digest(std::string_view d) {
+  if (d.substr(0, 7) != "sha256:" || d.size() != 71) return false;
+  return std::all_of(d.begin() + 7, d.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+}  // namespace allot::agent
