@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
 
 #include "agent/exec/cgroup_manager.h"
@@ -54,8 +55,8 @@ std::vector<double> run(allot::agent::ProcessExecutor& exec, const std::string& 
     const long long t0 = nowNs();
     auto started = exec.start(spec);
     if (started.state == allot::model::ActualState::kFailedToStart) {
-      std::cerr << "job " << spec.id << " did not start: " << started.message << "\n";
-      std::exit(1);
+      throw std::runtime_error("job " + std::to_string(spec.id) +
+                               " did not start: " + started.message);
     }
     for (int spin = 0; spin < 20000; ++spin) {
       bool ended = false;
@@ -67,8 +68,7 @@ std::vector<double> run(allot::agent::ProcessExecutor& exec, const std::string& 
     long long stamped = 0;
     std::ifstream(stamp) >> stamped;
     if (stamped == 0) {
-      std::cerr << "job " << spec.id << " wrote no stamp\n";
-      std::exit(1);
+      throw std::runtime_error("job " + std::to_string(spec.id) + " wrote no stamp");
     }
     out.push_back(static_cast<double>(stamped - t0) / 1e6);
     exec.forget(spec.id);
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
 
   allot::SystemClock clock;
   allot::agent::CgroupManager cgroups("allot-bench-container");
-  {
+  try {
     allot::agent::ProcessExecutor exec(work + "/agent", besideThisBinary("allot-job-shim"), clock,
                                        &cgroups, 1);
     const std::string scratch = work + "/agent/scratch";
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
     std::sort(containerMs.begin(), containerMs.end());
     report("process", processMs);
     report("image", containerMs);
+  } catch (const std::exception& e) {
+    std::cerr << "container_start: " << e.what() << "\n";
+    fs::remove_all(work);
+    return 1;
   }
   fs::remove_all(work);
   return 0;
