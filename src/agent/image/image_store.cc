@@ -1,6 +1,9 @@
 #include "agent/image/image_store.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -105,6 +108,29 @@ Status skopeoFailure(const ImageRef& ref, const std::string& tail) {
                                ": no space left on the image store's disk");
   return Status::Unavailable("the registry " + ref.registry + " did not serve " + ref.str() + ": " +
                              tail);
+}
+
+// Whether host[:port] names a loopback or link-local address, or resolves to one.
+bool reachesThisHost(const std::string& registry) {
+  std::string host = registry.substr(
+      0, registry.rfind(':') == std::string::npos ? registry.size() : registry.rfind(':'));
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;  // skopeo says
+  bool local = false;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const uint32_t ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
+      local |= (ip >> 24) == 127 || (ip >> 16) == 0xa9fe || ip == 0;  // 127/8, 169.254/16, 0.0.0.0
+    } else if (a->ai_family == AF_INET6) {
+      const in6_addr& ip = reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr;
+      local |= IN6_IS_ADDR_LOOPBACK(&ip) || IN6_IS_ADDR_LINKLOCAL(&ip) ||
+               IN6_IS_ADDR_UNSPECIFIED(&ip) || IN6_IS_ADDR_V4MAPPED(&ip);
+    }
+  }
+  ::freeaddrinfo(found);
+  return local;
 }
 
 }  // namespace
@@ -273,13 +299,17 @@ Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& 
 }
 
 Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile) {
+  const bool listed = std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(),
+                                ref.registry) != o_.insecureRegistries.end();
+  if (!listed && reachesThisHost(ref.registry))
+    return Status::PermissionDenied("image " + ref.str() + ": the registry " + ref.registry +
+                                    " is this host or its link (loopback or link-local), which "
+                                    "only an admin-listed registry may be");
   std::lock_guard<std::mutex> lock(pulling_);
   const std::string key = keyOf(ref);
   std::vector<std::string> argv = {o_.skopeo, "--policy", o_.root + "/policy.json", "copy",
                                    "--quiet"};
-  if (std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(), ref.registry) !=
-      o_.insecureRegistries.end())
-    argv.push_back("--src-tls-verify=false");
+  if (listed) argv.push_back("--src-tls-verify=false");
   if (!authFile.empty()) {
     argv.push_back("--src-authfile");
     argv.push_back(authFile);

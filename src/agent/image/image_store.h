@@ -47,7 +47,8 @@ struct ImageStoreOptions {
   std::string skopeo = "/usr/bin/skopeo";
   std::string unpacker;  // allot-layer-unpack
   // host:port of registries reached over plain HTTP (and without certificate checks): loopback
-  // registries in tests, ones an admin lists (allot-agent --insecure-registry).
+  // registries in tests, ones an admin lists (allot-agent --insecure-registry). Only a registry
+  // listed here may be on this host or its link (see pull()).
   std::vector<std::string> insecureRegistries;
 };
 
@@ -55,7 +56,11 @@ class ImageStore {
  public:
   explicit ImageStore(ImageStoreOptions options);
 
-  // Fetches `ref` (what is not here yet), unpacks its layers and records it. `authFile`: a
+  // Fetches `ref` (what is not here yet), unpacks its layers and records it. A registry named by
+  // a loopback or link-local address, or by a name that resolves to one (localhost, a cloud's
+  // metadata service at 169.254.169.254), is refused unless listed in insecureRegistries: a
+  // reference must not make the host fetch from itself. (Defence in depth: which registries a
+  // team may use at all is allotd's allow-list.) `authFile`: a
   // containers-auth.json with the team's credentials for the registry, or "". Errors: NotFound
   // "image not found: REF" (no such repository, tag or digest), Unavailable (the registry does
   // not answer, the disk is full: worth retrying), InvalidArgument (a digest mismatch, a
