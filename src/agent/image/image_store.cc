@@ -118,15 +118,20 @@ bool reachesThisHost(const std::string& registry) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;  // skopeo says
+  auto localV4 = [](uint32_t ip) {
+    return (ip >> 24) == 127 || (ip >> 16) == 0xa9fe || ip == 0;  // 127/8, 169.254/16, 0.0.0.0
+  };
   bool local = false;
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     if (a->ai_family == AF_INET) {
-      const uint32_t ip = ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
-      local |= (ip >> 24) == 127 || (ip >> 16) == 0xa9fe || ip == 0;  // 127/8, 169.254/16, 0.0.0.0
+      local |= localV4(ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr));
     } else if (a->ai_family == AF_INET6) {
       const in6_addr& ip = reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr;
+      uint32_t mapped = 0;
+      std::memcpy(&mapped, &ip.s6_addr[12], sizeof mapped);
       local |= IN6_IS_ADDR_LOOPBACK(&ip) || IN6_IS_ADDR_LINKLOCAL(&ip) ||
-               IN6_IS_ADDR_UNSPECIFIED(&ip) || IN6_IS_ADDR_V4MAPPED(&ip);
+               IN6_IS_ADDR_UNSPECIFIED(&ip) ||
+               (IN6_IS_ADDR_V4MAPPED(&ip) && localV4(ntohl(mapped)));
     }
   }
   ::freeaddrinfo(found);
