@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "agent/exec/cgroup_manager.h"
+#include "agent/exec/driver_files.h"
 #include "agent/exec/process_executor.h"
 #include "agent/exec/run_as.h"
 #include "agent/gpu/gpu_provider_factory.h"
@@ -215,6 +216,9 @@ int main(int argc, char** argv) {
   executor.setScratchRoot(scratchDir);
   executor.setRunAsOwner(runAsOwner == "required");
   executor.setTeamRoot(teamDir);
+  // What a job in an image with real GPUs gets of the host's driver (read once: a driver
+  // upgrade restarts the agent anyway).
+  if (!(*provider)->simulated()) executor.setDriverFiles(allot::agent::hostDriverFiles());
   allot::agent::AgentConfig cfg{
       server,      joinToken,  name,    workDir, cgroups.mode(),
       *intervalMs, scratchDir, homeDir, caFile,  runAsOwner == "required"};

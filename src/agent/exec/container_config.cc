@@ -56,6 +56,16 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
     if (e.rfind("PATH=", 0) == 0 && !spec.env.count("PATH")) continue;
     put(e);
   }
+  // The driver's directories, after whatever the image says (CUDA images name them already).
+  if (!places.driverFiles.empty()) {
+    auto append = [&env](const std::string& key, const std::string& dir) {
+      std::string& v = env[key];
+      if ((":" + v + ":").find(":" + dir + ":") == std::string::npos)
+        v = v.empty() ? dir : v + ":" + dir;
+    };
+    append("LD_LIBRARY_PATH", kDriverLibDir);
+    append("PATH", kDriverBinDir);
+  }
   json envList = json::array();
   for (const auto& [k, v] : env) envList.push_back(k + "=" + v);
 
@@ -88,6 +98,8 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
   });
   for (const auto& dir : places.binds)
     mounts.push_back(mount(dir, "bind", dir, {"rbind", "rw", "nosuid", "nodev"}));
+  for (const auto& f : places.driverFiles)
+    mounts.push_back(mount(f.container, "bind", f.host, {"bind", "ro", "nosuid", "nodev"}));
   // The host's name resolution, read-only: the container shares the host's network.
   for (const char* file : {"/etc/resolv.conf", "/etc/hosts"}) {
     struct stat st {};

@@ -11,13 +11,16 @@
 // crun's default devices, /dev/pts, /dev/shm, /sys read-only, and the job's own directories
 // bind-mounted at their host paths (scratch, working directory, the team's directory), so
 // $ALLOT_SCRATCH and $HOME mean the same inside. GPUs: the job's /dev/nvidiaN and the driver's
-// shared nodes (nvidiactl, nvidia-uvm, nvidia-uvm-tools) where the host has them; the device
+// shared nodes (nvidiactl, nvidia-uvm, nvidia-uvm-tools) where the host has them, and the
+// host's driver libraries and tools read-only (driver_files.h, with their directories added to
+// LD_LIBRARY_PATH and PATH); the device
 // cgroup rules stay the executor's, on the job's groups, as for a process job (crun runs with its
 // cgroup manager disabled, in the groups the shim joined).
 
 #include <string>
 #include <vector>
 
+#include "agent/exec/driver_files.h"
 #include "agent/exec/executor.h"
 
 namespace allot::agent {
@@ -25,6 +28,8 @@ namespace allot::agent {
 struct ContainerPlaces {
   std::vector<std::string> binds;  // host directories mounted at the same path, read-write
   std::string cwd;                 // inside the container
+  // The host's driver files, mounted read-only (a job with real GPUs; driver_files.h).
+  std::vector<DriverFile> driverFiles;
 };
 
 // The config.json text. `allotEnv` is what jobEnvironment() gave the job (KEY=VALUE);

@@ -425,6 +425,7 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   ContainerPlaces inside;
   inside.binds = {places.scratch, places.work};
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
+  if (spec.realGpus) inside.driverFiles = driverFiles_;
   // The image's working directory only when it is an absolute path.
   const bool imageCwd = !image.workingDir.empty() && image.workingDir[0] == '/';
   inside.cwd = !spec.workdir.empty() ? spec.workdir : imageCwd ? image.workingDir : places.work;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "agent/exec/cgroup_manager.h"
+#include "agent/exec/driver_files.h"
 #include "agent/exec/executor.h"
 #include "agent/exec/job_dir.h"
 #include "common/clock.h"
@@ -102,6 +103,9 @@ class ProcessExecutor final : public Executor {
   // is not root cannot switch users): every job runs as the agent's own user. Set before the
   // first start().
   void setRunAsOwner(bool required) { runAsOwner_ = required; }
+  // The host's driver files a job in an image with real GPUs gets (driver_files.h); set once,
+  // before the first start().
+  void setDriverFiles(std::vector<DriverFile> files) { driverFiles_ = std::move(files); }
   // Where each team's directory is made (<root>/<team>, $ALLOT_TEAM_DIR): owned by root and the
   // team's group, mode 2770, so that the team's members share it and no one else reads it. ""
   // (the default): no team directories. Set before the first start().
@@ -204,6 +208,7 @@ class ProcessExecutor final : public Executor {
   std::string stateDir_;
   std::string scratchRoot_;
   std::string teamRoot_;
+  std::vector<DriverFile> driverFiles_;
   bool runAsOwner_ = false;
   std::string shimPath_;
   const Clock& clock_;

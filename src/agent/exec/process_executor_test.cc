@@ -807,6 +807,36 @@ TEST_F(ImageExecutorTest, AnImageWithNoCommandAndAJobWithNoneFailsToStartSayingS
   EXPECT_NE(a.message.find("names no command"), std::string::npos) << a.message;
 }
 
+TEST_F(ImageExecutorTest, AJobWithRealGpusGetsTheHostsDriverFilesReadOnly) {
+  // Stand-ins for the driver's library and tool (a GPU host's come from ldconfig -p).
+  const std::string driver = workDir_ + "/driver";
+  fs::create_directories(driver);
+  std::ofstream(driver + "/libcuda.so.1") << "the host's driver\n";
+  std::ofstream(driver + "/nvidia-smi") << "#!/bin/sh\necho GPU 0: simulated\n";
+  fs::permissions(driver + "/nvidia-smi",
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  exec_->setDriverFiles({{driver + "/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1"},
+                         {driver + "/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"}});
+  JobSpec s = imageJob(55,
+                       "cat /usr/local/nvidia/lib64/libcuda.so.1; nvidia-smi; "
+                       "echo LD=$LD_LIBRARY_PATH; "
+                       "echo tampered > /usr/local/nvidia/lib64/libcuda.so.1 || echo ro");
+  s.realGpus = true;
+  ActualJob started = exec_->start(s);
+  ASSERT_NE(started.state, ActualState::kFailedToStart) << started.message;
+  waitForEnd(55);
+  std::string log = readFile(exec_->logPath(55));
+  EXPECT_NE(log.find("the host's driver\nGPU 0: simulated\nLD=/usr/local/nvidia/lib64\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("ro\n"), std::string::npos) << log;
+  EXPECT_EQ(readFile(driver + "/libcuda.so.1"), "the host's driver\n");
+  // A job without real GPUs gets none of it.
+  exec_->start(imageJob(56, "test -e /usr/local/nvidia/lib64/libcuda.so.1 || echo none"));
+  waitForEnd(56);
+  EXPECT_EQ(readFile(exec_->logPath(56)), "none\n");
+}
+
 TEST_F(ImageExecutorTest, AJobInAnImageOpensItsOwnGpuNodeOnly) {
   if (cgroups_->mode() != "v1") GTEST_SKIP() << "device rules need cgroup v1 here";
   std::string devs = workDir_ + "/dev";
