@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "agent/exec/cgroup_manager.h"
+#include "agent/exec/container_config.h"
 #include "agent/exec/driver_files.h"
 #include "agent/exec/process_executor.h"
 #include "agent/exec/run_as.h"
@@ -25,6 +27,8 @@
 #include "common/time_format.h"
 
 namespace {
+
+constexpr const char* kSeccompProfile = "/usr/share/containers/seccomp.json";
 
 int fail(const std::string& msg) {
   std::cerr << "allot-agent: " << msg << "\n";
@@ -219,6 +223,19 @@ int main(int argc, char** argv) {
   // What a job in an image with real GPUs gets of the host's driver (read once: a driver
   // upgrade restarts the agent anyway).
   if (!(*provider)->simulated()) executor.setDriverFiles(allot::agent::hostDriverFiles());
+  // Jobs in images get the seccomp filter podman gives containers (containers-common, which
+  // skopeo brings).
+  {
+    std::ifstream profile(kSeccompProfile);
+    std::string text((std::istreambuf_iterator<char>(profile)), {});
+    std::string seccomp = allot::agent::ociSeccomp(text);
+    if (seccomp.empty())
+      spdlog::warn(
+          "no seccomp profile at {}: jobs in images would run without one; they are "
+          "refused until it is there",
+          kSeccompProfile);
+    executor.setSeccomp(std::move(seccomp));
+  }
   allot::agent::AgentConfig cfg{
       server,      joinToken,  name,    workDir, cgroups.mode(),
       *intervalMs, scratchDir, homeDir, caFile,  runAsOwner == "required"};

@@ -122,6 +122,7 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
         "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"}},
       {"readonlyPaths",
        {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}};
+  if (!places.seccomp.empty()) linux["seccomp"] = json::parse(places.seccomp);
   json config = {{"ociVersion", "1.0.2"},
                  {"process", process},
                  {"root", {{"path", "rootfs"}, {"readonly", false}}},
@@ -132,6 +133,58 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
                    {"io.allot.image.digest", image.digest},
                    {"io.allot.job", std::to_string(spec.id)}}}};
   return config.dump(2) + "\n";
+}
+
+std::string ociSeccomp(const std::string& profileJson) {
+#if defined(__x86_64__)
+  const std::string arch = "SCMP_ARCH_X86_64", goArch = "amd64";
+#elif defined(__aarch64__)
+  const std::string arch = "SCMP_ARCH_AARCH64", goArch = "arm64";
+#else
+  return "";
+#endif
+  json profile = json::parse(profileJson, nullptr, /*allow_exceptions=*/false);
+  if (!profile.is_object() || !profile.contains("defaultAction") || !profile.contains("syscalls") ||
+      !profile["syscalls"].is_array())
+    return "";
+  auto listHas = [](const json& obj, const char* key, const std::string& value) {
+    if (!obj.is_object() || !obj.contains(key) || !obj[key].is_array()) return false;
+    for (const auto& v : obj[key])
+      if (v.is_string() && v.get<std::string>() == value) return true;
+    return false;
+  };
+  auto nonEmpty = [](const json& obj, const char* key) {
+    return obj.is_object() && obj.contains(key) && obj[key].is_array() && !obj[key].empty();
+  };
+  try {
+    json out = {{"defaultAction", profile["defaultAction"]}};
+    if (profile.contains("defaultErrnoRet")) out["defaultErrnoRet"] = profile["defaultErrnoRet"];
+    json architectures = json::array({arch});
+    for (const auto& m : profile.value("archMap", json::array())) {
+      if (m.value("architecture", "") == arch)
+        for (const auto& sub : m.value("subArchitectures", json::array()))
+          architectures.push_back(sub);
+    }
+    out["architectures"] = architectures;
+    json syscalls = json::array();
+    for (const auto& rule : profile["syscalls"]) {
+      const json includes = rule.value("includes", json::object());
+      const json excludes = rule.value("excludes", json::object());
+      // The container holds no capability: a rule for holders of one is not its.
+      if (nonEmpty(includes, "caps")) continue;
+      if (nonEmpty(includes, "arches") && !listHas(includes, "arches", goArch)) continue;
+      if (listHas(excludes, "arches", goArch)) continue;
+      json r = {{"names", rule.at("names")}, {"action", rule.at("action")}};
+      if (rule.contains("errnoRet")) r["errnoRet"] = rule["errnoRet"];
+      if (rule.contains("args") && rule["args"].is_array() && !rule["args"].empty())
+        r["args"] = rule["args"];
+      syscalls.push_back(std::move(r));
+    }
+    out["syscalls"] = syscalls;
+    return out.dump();
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 }  // namespace allot::agent

@@ -30,7 +30,16 @@ struct ContainerPlaces {
   std::string cwd;                 // inside the container
   // The host's driver files, mounted read-only (a job with real GPUs; driver_files.h).
   std::vector<DriverFile> driverFiles;
+  // linux.seccomp as JSON text (ociSeccomp()); "" = no filter.
+  std::string seccomp;
 };
+
+// The OCI runtime spec's linux.seccomp for a container with no capabilities on this machine's
+// architecture, from a profile in the containers-common / Docker form
+// (/usr/share/containers/seccomp.json, what podman gives containers by default): rules that need
+// a capability are left out, rules for when a capability is missing are kept, and rules for
+// other architectures are left out. "" when `profileJson` is not such a profile.
+std::string ociSeccomp(const std::string& profileJson);
 
 // The config.json text. `allotEnv` is what jobEnvironment() gave the job (KEY=VALUE);
 // `runAsOwner`: the job runs as spec.runAs, else as uid 0 without capabilities.

@@ -398,6 +398,10 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
                                                              const std::vector<std::string>& env,
                                                              const JobPlaces& places) {
   const ContainerImage& image = *spec.image;
+  if (seccomp_.empty())
+    return Status::FailedPrecondition(
+        "jobs in images need a seccomp filter and this agent has none (it reads "
+        "/usr/share/containers/seccomp.json, from containers-common)");
   const std::string bundle = job.dir.dataPath() + "/bundle";
   const std::string overlay = job.dir.dataPath() + "/overlay";
   // The overlay's options are one page, split at ',' and ':' (layers are named relative to the
@@ -426,6 +430,7 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   inside.binds = {places.scratch, places.work};
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
   if (spec.realGpus) inside.driverFiles = driverFiles_;
+  inside.seccomp = seccomp_;
   // The image's working directory only when it is an absolute path.
   const bool imageCwd = !image.workingDir.empty() && image.workingDir[0] == '/';
   inside.cwd = !spec.workdir.empty() ? spec.workdir : imageCwd ? image.workingDir : places.work;

@@ -106,6 +106,8 @@ class ProcessExecutor final : public Executor {
   // The host's driver files a job in an image with real GPUs gets (driver_files.h); set once,
   // before the first start().
   void setDriverFiles(std::vector<DriverFile> files) { driverFiles_ = std::move(files); }
+  // linux.seccomp for jobs in images, as JSON text (container_config.h, ociSeccomp()); "" = none.
+  void setSeccomp(std::string seccomp) { seccomp_ = std::move(seccomp); }
   // Where each team's directory is made (<root>/<team>, $ALLOT_TEAM_DIR): owned by root and the
   // team's group, mode 2770, so that the team's members share it and no one else reads it. ""
   // (the default): no team directories. Set before the first start().
@@ -209,6 +211,7 @@ class ProcessExecutor final : public Executor {
   std::string scratchRoot_;
   std::string teamRoot_;
   std::vector<DriverFile> driverFiles_;
+  std::string seccomp_;
   bool runAsOwner_ = false;
   std::string shimPath_;
   const Clock& clock_;

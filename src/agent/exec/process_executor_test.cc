@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/exec/container_config.h"
 #include "agent/exec/proc.h"
 
 namespace allot::agent {
@@ -741,7 +742,14 @@ class ImageExecutorTest : public ConfinedExecutorTest {
     for (const char* tool : {"sh", "cat", "ls", "echo", "sleep", "test", "id"})
       fs::create_symlink("busybox", base + "/bin/" + tool);
     std::ofstream(base + "/etc/allot-image") << "from the image\n";
+    // The filter the agent gives containers (containers-common's profile, as podman does).
+    std::ifstream profile("/usr/share/containers/seccomp.json");
+    std::string text((std::istreambuf_iterator<char>(profile)), {});
+    seccomp_ = ociSeccomp(text);
+    ASSERT_FALSE(seccomp_.empty()) << "no /usr/share/containers/seccomp.json (containers-common)";
+    exec_->setSeccomp(seccomp_);
   }
+  std::string seccomp_;
   JobSpec imageJob(int64_t id, const std::string& script) {
     JobSpec s = shellJob(id, script);
     s.command = {"/bin/sh", "-c", script};
@@ -789,6 +797,14 @@ TEST_F(ImageExecutorTest, AContainerRunsWithNoCapabilitiesAndNoNewPrivileges) {
   EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
   EXPECT_NE(status.find("CapBnd:\t0000000000000000"), std::string::npos) << status;
   EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;  // a filter, in force
+}
+
+TEST_F(ImageExecutorTest, WithoutASeccompFilterAJobInAnImageIsRefused) {
+  exec_->setSeccomp("");
+  ActualJob a = exec_->start(imageJob(57, "true"));
+  EXPECT_EQ(a.state, ActualState::kFailedToStart);
+  EXPECT_NE(a.message.find("seccomp"), std::string::npos) << a.message;
 }
 
 TEST_F(ImageExecutorTest, AStoppedContainerEndsWhole) {
