@@ -14,8 +14,9 @@ packages=(
   # image tests run Debian's docker-registry on loopback and build their images with umoci from
   # busybox (docker-registry's package starts no service here: there is no systemd); jobs in an
   # image run under crun, with containers-common's seccomp profile (golang-github-containers-common,
-  # which skopeo depends on anyway).
+  # which skopeo depends on anyway), compiled once by the agent with libseccomp.
   libarchive-dev skopeo umoci docker-registry busybox-static crun golang-github-containers-common
+  libseccomp-dev
   libldap-dev slapd ldap-utils
   libgtest-dev libgmock-dev libbenchmark-dev
   # The fuzz target (fuzz/) is built by clang with libFuzzer, ASan and UBSan.

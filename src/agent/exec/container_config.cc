@@ -132,6 +132,9 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
                   {{"org.opencontainers.image.ref.name", image.ref},
                    {"io.allot.image.digest", image.digest},
                    {"io.allot.job", std::to_string(spec.id)}}}};
+  // crun loads this program as it is and leaves linux.seccomp (kept: what it was compiled from).
+  if (!places.seccompBpf.empty())
+    config["annotations"]["run.oci.seccomp_bpf_data"] = places.seccompBpf;
   return config.dump(2) + "\n";
 }
 

@@ -32,6 +32,8 @@ struct ContainerPlaces {
   std::vector<DriverFile> driverFiles;
   // linux.seccomp as JSON text (ociSeccomp()); "" = no filter.
   std::string seccomp;
+  // The same filter compiled (seccomp_bpf.h), base64; "" = crun compiles linux.seccomp.
+  std::string seccompBpf;
 };
 
 // The OCI runtime spec's linux.seccomp for a container with no capabilities on this machine's

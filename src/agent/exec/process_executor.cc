@@ -22,6 +22,7 @@
 #include "agent/exec/container_config.h"
 #include "agent/exec/proc.h"
 #include "agent/exec/run_as.h"
+#include "agent/exec/seccomp_bpf.h"
 #include "common/log.h"
 
 namespace allot::agent {
@@ -431,6 +432,7 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
   if (spec.realGpus) inside.driverFiles = driverFiles_;
   inside.seccomp = seccomp_;
+  inside.seccompBpf = seccompBpf_;
   // The image's working directory only when it is an absolute path.
   const bool imageCwd = !image.workingDir.empty() && image.workingDir[0] == '/';
   inside.cwd = !spec.workdir.empty() ? spec.workdir : imageCwd ? image.workingDir : places.work;
@@ -454,6 +456,19 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
             bundle,
             "allot-job-" + std::to_string(spec.id)};
   return b;
+}
+
+void ProcessExecutor::setSeccomp(std::string seccomp) {
+  seccomp_ = std::move(seccomp);
+  seccompBpf_.clear();
+  if (seccomp_.empty()) return;
+  auto compiled = compileSeccomp(seccomp_);
+  if (compiled.ok()) {
+    seccompBpf_ = std::move(*compiled);
+  } else {
+    spdlog::warn("the seccomp filter for containers is compiled by crun at every start: {}",
+                 compiled.status().message());
+  }
 }
 
 Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,

@@ -107,7 +107,8 @@ class ProcessExecutor final : public Executor {
   // before the first start().
   void setDriverFiles(std::vector<DriverFile> files) { driverFiles_ = std::move(files); }
   // linux.seccomp for jobs in images, as JSON text (container_config.h, ociSeccomp()); "" = none.
-  void setSeccomp(std::string seccomp) { seccomp_ = std::move(seccomp); }
+  // Compiled here once (seccomp_bpf.h), so that crun does not compile it at every start.
+  void setSeccomp(std::string seccomp);
   // Where each team's directory is made (<root>/<team>, $ALLOT_TEAM_DIR): owned by root and the
   // team's group, mode 2770, so that the team's members share it and no one else reads it. ""
   // (the default): no team directories. Set before the first start().
@@ -212,6 +213,7 @@ class ProcessExecutor final : public Executor {
   std::string teamRoot_;
   std::vector<DriverFile> driverFiles_;
   std::string seccomp_;
+  std::string seccompBpf_;  // seccomp_ compiled, base64; "" = crun compiles it
   bool runAsOwner_ = false;
   std::string shimPath_;
   const Clock& clock_;
