@@ -113,9 +113,7 @@ int main(int argc, char** argv) {
     allot::agent::ProcessExecutor exec(work + "/agent", besideThisBinary("allot-job-shim"), clock,
                                        &cgroups, 1);
     // The agent's seccomp filter for containers (agent_main.cc).
-    std::ifstream profile("/usr/share/containers/seccomp.json");
-    exec.setSeccomp(
-        allot::agent::ociSeccomp(std::string((std::istreambuf_iterator<char>(profile)), {})));
+    exec.setSeccomp(allot::agent::hostContainerSeccomp());
     const std::string scratch = work + "/agent/scratch";
     // Alternated in rounds, so that the machine's drift falls on both alike.
     std::vector<double> processMs, containerMs;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: starts allotd on embedded SQLite under ./.allot and one local allot-agent (work dir
 # ./.allot-agent; real GPUs through NVML when the host has them, otherwise a simulated 8-GPU
-# host), in the background, and prints how to use them. `make stop` (this script with "stop") stops both, and says which jobs
+# host) and a container registry on loopback with a demo image (scripts/local-registry.sh), in
+# the background, and prints how to use them. `make stop` (this script with "stop") stops both, and says which jobs
 # keep running: they survive an agent restart and are re-adopted. `make stop-all` ("stop-all")
 # cancels every job first.
 set -euo pipefail
@@ -14,6 +15,8 @@ SERVER="http://$LISTEN"
 # The agent's work dir sits beside allotd's data dir, not in it: allotd keeps its dir to itself
 # (0700), and the workloads, which run as their owners, must reach their job dirs.
 AGENT_DIR=${ALLOT_AGENT_DIR:-$STATE_DIR-agent}
+REGISTRY=${ALLOT_REGISTRY_LISTEN:-127.0.0.1:7075}
+export ALLOT_STATE_DIR="$STATE_DIR" ALLOT_REGISTRY_LISTEN="$REGISTRY"
 mkdir -p "$STATE_DIR" "$AGENT_DIR"
 
 stop_one() {
@@ -37,7 +40,7 @@ jobs_in() {
 if [ "${1:-}" = "stop" ] || [ "${1:-}" = "stop-all" ]; then
   if [ "$1" = "stop-all" ]; then
     # Cancel every job first, and wait for the agent to stop them: work does not outlive it.
-    for id in $(jobs_in queued) $(jobs_in running) $(jobs_in scheduled); do
+    for id in $(jobs_in queued) $(jobs_in running) $(jobs_in scheduled) $(jobs_in pulling); do
       ALLOT_SERVER=$SERVER ALLOT_TOKEN=$(cat "$STATE_DIR/admin.token") \
         "$BIN/allot" job cancel "$id" >/dev/null 2>&1 || true
     done
@@ -46,7 +49,8 @@ if [ "${1:-}" = "stop" ] || [ "${1:-}" = "stop-all" ]; then
   running=$(jobs_in running)
   stop_one agent
   stop_one allotd
-  echo "stopped allotd and the local agent (state kept in $STATE_DIR)"
+  scripts/local-registry.sh stop
+  echo "stopped allotd, the local agent and the local registry (state kept in $STATE_DIR)"
   if [ -n "$running" ]; then
     echo "still running, and re-adopted by the next \`make run\`: $(printf 'j-%s ' $running)"
     echo "to stop them too: make run && make stop-all"
@@ -56,6 +60,9 @@ fi
 
 stop_one agent
 stop_one allotd
+
+# The demo image for jobs in images (README's tour); make run goes on without it if it fails.
+DEMO_IMAGE=$(scripts/local-registry.sh start) || DEMO_IMAGE=""
 
 "$BIN/allotd" --listen "$LISTEN" --data-dir "$STATE_DIR" >"$STATE_DIR/allotd.out" 2>"$STATE_DIR/allotd.log" &
 echo $! >"$STATE_DIR/allotd.pid"
@@ -86,7 +93,7 @@ if [ ! -f "$AGENT_DIR/credential.json" ]; then
   ALLOT_JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
 fi
 ALLOT_JOIN_TOKEN="$ALLOT_JOIN_TOKEN" "$BIN/allot-agent" --server "$SERVER" --name local --gpus auto \
-  --work-dir "$AGENT_DIR" >"$STATE_DIR/agent.log" 2>&1 &
+  --work-dir "$AGENT_DIR" --insecure-registry "$REGISTRY" >"$STATE_DIR/agent.log" 2>&1 &
 echo $! >"$STATE_DIR/agent.pid"
 for _ in $(seq 100); do
   "$BIN/allot" host list -o json 2>/dev/null | grep -q '"state": *"online"' && break
@@ -108,6 +115,7 @@ Allot is running.
   web console: $SERVER/   (user admin, password $ADMIN_PASSWORD)
   admin token: $ADMIN_TOKEN
   local agent: host 'local' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
+  registry:    $REGISTRY, with the demo image ${DEMO_IMAGE:-(none: see $STATE_DIR/registry/registry.log)}
   logs:        $STATE_DIR/allotd.log, $STATE_DIR/agent.log
   installed:   bash completion ($DATA_HOME/bash-completion/completions/allot; zsh: source <(allot completion zsh)),
                man page ($DATA_HOME/man/man1/allot.1: man allot)

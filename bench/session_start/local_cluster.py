@@ -57,8 +57,12 @@ class LocalCluster:
     procs: the processes, stopped by stop(); cli(token, *args): `allot -o json`; token: alice's.
     """
 
-    def __init__(self, bin_dir, work, cgroup_name, gpus="sim:4xA100", agents=1, config=None):
+    def __init__(self, bin_dir, work, cgroup_name, gpus="sim:4xA100", agents=1, config=None,
+                 agent_flags=None):
         self.bin = bin_dir
+        # Workloads run as the agent's user unless the caller asks otherwise (jobs in images
+        # need --run-as-owner required).
+        self.agent_flags = agent_flags if agent_flags is not None else ["--run-as-owner", "off"]
         self.work = work
         self.port = free_port()
         self.server = f"http://127.0.0.1:{self.port}"
@@ -99,8 +103,8 @@ class LocalCluster:
             self.procs.append(subprocess.Popen(
                 [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", name,
                  "--gpus", gpus, "--work-dir", self.agent_dir + suffix, "--state-dir",
-                 self.state_dirs[-1], "--cgroup-name", cgroup_name + suffix, "--run-as-owner",
-                 "off"], env=env,
+                 self.state_dirs[-1], "--cgroup-name", cgroup_name + suffix,
+                 *self.agent_flags], env=env,
                 stdout=open(os.path.join(work, f"agent{suffix}.out"), "w"),
                 stderr=open(os.path.join(work, f"agent{suffix}.err"), "w")))
         wait_until(lambda: sum(h["name"] in names and h["admin_state"] == "available"
@@ -131,7 +135,8 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1, config=None):
+def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1, config=None,
+                    agent_flags=None):
     """A LocalCluster in a fresh scratch dir (allot-NAME-*, chmod `mode` when given) with cgroup
     allot-NAME, `agents` agents of `gpus` each and allotd.toml `config`; stopped, and its dir removed, when the block ends, however
     it ends."""
@@ -140,7 +145,7 @@ def scratch_cluster(bin_dir, name, mode=None, gpus="sim:4xA100", agents=1, confi
         os.chmod(work, mode)
     cluster = None
     try:
-        cluster = LocalCluster(bin_dir, work, f"allot-{name}", gpus, agents, config)
+        cluster = LocalCluster(bin_dir, work, f"allot-{name}", gpus, agents, config, agent_flags)
         yield cluster
     finally:
         if cluster:

@@ -269,6 +269,7 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
     preemptions += j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
   }
   static const model::JobState kStates[] = {model::JobState::kQueued,  model::JobState::kScheduled,
+                                            model::JobState::kPulling,
                                             model::JobState::kRunning, model::JobState::kSucceeded,
                                             model::JobState::kFailed,  model::JobState::kCancelled,
                                             model::JobState::kLost,    model::JobState::kPreempted};

@@ -72,6 +72,13 @@ nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) 
         (w->kind == sched::WaitKind::kReserved || w->kind == sched::WaitKind::kHeldForLease);
     out["expected_start"] = dated ? nlohmann::json(formatIso8601(w->startAt)) : nullptr;
   }
+  // A pull under way (docs/environments.md): bytes of the image fetched and in all (0: not known
+  // yet), as the host last said.
+  if (j.state == model::JobState::kPulling) {
+    auto pull = s.cluster().pullOf(j.id);
+    out["pull"] = pull ? nlohmann::json{{"bytes", pull->bytes}, {"total", pull->total}}
+                       : nlohmann::json(nullptr);
+  }
   // The owner's view of an idle flag (see docs/accounting.md); absent while not flagged.
   if (auto idle = s.cluster().idle().flag(j.id)) {
     auto at = [](TimeMs t) { return t ? nlohmann::json(formatIso8601(t)) : nlohmann::json(); };
@@ -162,6 +169,7 @@ Result<control::JobRequest> readJobRequest(const JsonInput& in) {
   ALLOT_RETURN_IF_ERROR(assign(req.contour, in.optionalString("contour")));
   ALLOT_RETURN_IF_ERROR(assign(req.dependencies, readDependencies(in)));
   ALLOT_RETURN_IF_ERROR(assign(req.workdir, in.optionalString("workdir")));
+  ALLOT_RETURN_IF_ERROR(assign(req.image, in.optionalString("image")));
   std::string array;
   ALLOT_RETURN_IF_ERROR(assign(array, in.optionalString("array")));
   if (in.has("array")) ALLOT_RETURN_IF_ERROR(assign(req.array, control::parseArraySpec(array)));
@@ -198,6 +206,24 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::get, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
     co_return ApiResponse::json(arrayOf(s.cluster().access().listTeams(r.who())));
   });
+  // The images a team's work may run in (docs/environments.md, "Allow-list").
+  auto imageAllowJson = [](const model::Team& t) {
+    return nlohmann::json{{"team", t.name}, {"allow", t.imageAllow}};
+  };
+  router.add(V::get, "/api/v1/teams/{team}/image-allow",
+             [&s, imageAllowJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(team, s.cluster().access().team(r.who(), r.params["team"]));
+               co_return ApiResponse::json(imageAllowJson(team));
+             });
+  router.add(V::put, "/api/v1/teams/{team}/image-allow",
+             [&s, imageAllowJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"allow"}));
+               TRY_ASSIGN(allow, in.requiredStringArray("allow"));
+               TRY_ASSIGN(change,
+                          s.cluster().access().setImageAllow(r.who(), r.params["team"], allow));
+               co_await s.apply(r, change);
+               co_return ApiResponse::json(imageAllowJson(change.value));
+             });
 
   router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team"}));
@@ -322,7 +348,8 @@ void registerRoutes(Router& router, Server& s) {
                                      "gpu_milli",    "gpu_memory_mib", "cpu_millis", "memory_mib",
                                      "priority",     "preemptible",    "whole_host", "hosts",
                                      "max_runtime",  "min_driver",     "min_cuda",   "contour",
-                                     "queue_anyway", "dependencies",   "workdir",    "array"}));
+                                     "queue_anyway", "dependencies",   "workdir",    "array",
+                                     "image"}));
     TRY_ASSIGN(req, readJobRequest(in));
     const size_t tasks = req.array ? req.array->indices.size() : 0;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));

@@ -13,6 +13,7 @@ const char* sessionState(const model::Job& j, bool ready) {
     case JobState::kQueued:
       return "queued";
     case JobState::kScheduled:
+    case JobState::kPulling:
       return "starting";
     case JobState::kRunning:
       if (j.cancelRequested) return "stopping";

@@ -82,6 +82,20 @@ FakeResponse api(const FakeRequest& r) {
     j["evicted_for"] = "reclaimed by team nlp for job 7";
     return jsonReply(200, j.dump());
   }
+  // A job in an image, pulling; a team's image allow-list.
+  if (r.target == "/api/v1/jobs/48") {
+    json j = queuedJob();
+    j["id"] = 48;
+    j["state"] = "pulling";
+    j["image"] = "registry:5000/ml/pytorch:2.3";
+    j["image_digest"] = "sha256:" + std::string(64, 'd');
+    j["pull"] = {{"bytes", 1 << 20}, {"total", 3 << 20}};
+    return jsonReply(200, j.dump());
+  }
+  if (r.target == "/api/v1/teams/ml/image-allow") {
+    json body = r.method == "PUT" ? json::parse(r.body) : json{{"allow", json::array()}};
+    return jsonReply(200, json{{"team", "ml"}, {"allow", body["allow"]}}.dump());
+  }
   // Idle allocations: policies, events, the idle part of the usage report, an idle job.
   if (r.target.find("/idle-policy") != std::string::npos) {
     json p = {{"team", "ml"},       {"project", nullptr},   {"threshold_percent", 5},
@@ -583,6 +597,35 @@ TEST_F(CliTest, TeamIdlePolicySetSendsOnlyWhatIsGiven) {
   EXPECT_EQ(run({"team", "idle-policy", "show", "ml"}), 0);
   EXPECT_NE(out_.str().find("from:"), std::string::npos) << out_.str();
   EXPECT_NE(out_.str().find("platform"), std::string::npos) << out_.str();
+}
+
+TEST_F(CliTest, RunSendsTheImageAndJobShowPrintsItsDigestAndPull) {
+  EXPECT_EQ(run({"run", "--image", "registry:5000/ml/pytorch:2.3", "--", "python", "t.py"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().at(0).body)["image"], "registry:5000/ml/pytorch:2.3");
+  EXPECT_EQ(run({"job", "show", "48"}), 0) << err_.str();
+  const std::string shown = out_.str();
+  EXPECT_NE(shown.find("pulling"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("registry:5000/ml/pytorch:2.3"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("image digest:"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("sha256:dddd"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("pulled:"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("image_digest"), std::string::npos) << shown;  // not shown twice, raw
+
+  EXPECT_EQ(run({"team", "image-allow", "set", "ml", "registry:5000/ml/", "r.example.com/base"}),
+            0);
+  EXPECT_EQ(server_.requests().back().method, "PUT");
+  EXPECT_EQ(json::parse(server_.requests().back().body),
+            json({{"allow", {"registry:5000/ml/", "r.example.com/base"}}}));
+  EXPECT_NE(out_.str().find("Team ml may run images under: registry:5000/ml/, r.example.com/base"),
+            std::string::npos)
+      << out_.str();
+  const size_t sent = server_.requests().size();
+  EXPECT_EQ(run({"team", "image-allow", "set", "ml"}), 2);  // neither prefixes nor --none
+  EXPECT_EQ(run({"team", "image-allow", "set", "ml", "x.y/", "--none"}), 2);
+  EXPECT_EQ(server_.requests().size(), sent);
+  EXPECT_EQ(run({"team", "image-allow", "set", "ml", "--none"}), 0);
+  EXPECT_EQ(json::parse(server_.requests().back().body), json({{"allow", json::array()}}));
+  EXPECT_NE(out_.str().find("none (jobs in images are refused)"), std::string::npos);
 }
 
 TEST_F(CliTest, EventsReportAndJobShowTellOfIdleAllocations) {

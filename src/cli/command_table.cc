@@ -7,7 +7,8 @@ namespace allot::cli {
 const std::vector<CommandAdder>& allAdders() {
   static const std::vector<CommandAdder> kAll = {
       addAuthCommands,    addOrgCommands,     addTokenCommands, addSshKeyCommands,
-      addSshCommands,     addQuotaCommands,   addIdleCommands,  addLeaseCommands,
+      addSshCommands,     addQuotaCommands,   addIdleCommands,  addImageCommands,
+      addLeaseCommands,
       addProfileCommands, addSessionCommands, addHostCommands,  addJobCommands,
       addReportCommands,  addAuditCommands,   addDocCommands,   addConfigCommands};
   return kAll;
@@ -20,7 +21,7 @@ const std::vector<CommandAdder>* addersFor(const std::string& word) {
   static const std::map<std::string, std::vector<CommandAdder>> kByWord = {
       {"login", {addAuthCommands}},
       {"whoami", {addAuthCommands}},
-      {"team", {addOrgCommands, addQuotaCommands, addIdleCommands}},
+      {"team", {addOrgCommands, addQuotaCommands, addIdleCommands, addImageCommands}},
       {"user", {addOrgCommands}},
       {"project", {addOrgCommands, addQuotaCommands}},
       {"events", {addOrgCommands, addIdleCommands}},

@@ -35,6 +35,7 @@ void addJobCommands(CLI::App& app, Context& ctx);  // run, job
 void addQuotaCommands(CLI::App& app, Context& ctx);
 // team idle-policy (after addOrgCommands), events.
 void addIdleCommands(CLI::App& app, Context& ctx);
+void addImageCommands(CLI::App& app, Context& ctx);  // team image-allow
 void addReportCommands(CLI::App& app, Context& ctx);   // report usage
 void addLeaseCommands(CLI::App& app, Context& ctx);    // lease
 void addAuditCommands(CLI::App& app, Context& ctx);    // audit, audit export

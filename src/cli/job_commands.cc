@@ -20,7 +20,7 @@
 namespace allot::cli {
 namespace {
 
-constexpr const char* kJobStates[] = {"queued", "scheduled", "running", "succeeded",
+constexpr const char* kJobStates[] = {"queued", "scheduled", "pulling", "running", "succeeded",
                                       "failed", "cancelled", "lost",    "preempted"};
 
 // --dependency as Slurm writes it: comma-separated TYPE:ID[:ID...] entries, where a bare ID
@@ -181,6 +181,7 @@ int submit(Context& ctx, const RunOpts& o) {
   if (!env.ok()) return ctx.usageError(env.status());
   json body = {{"command", o.command}};
   if (!o.array.empty()) body["array"] = o.array;
+  if (!o.image.empty()) body["image"] = o.image;
   if (!o.workdir.empty()) {
     // Relative to where the command is typed, as sbatch --chdir: for code on shared storage.
     std::error_code ec;
@@ -378,6 +379,17 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("user", text(j, "user"));
   d.add("command", commandText(j));
   if (std::string w = text(j, "workdir", ""); !w.empty()) d.add("workdir", w);
+  if (std::string image = text(j, "image", ""); !image.empty()) {
+    d.add("image", image);
+    // What it resolved to on the host: a rerun pins it with --image REPOSITORY@DIGEST.
+    if (std::string digest = text(j, "image_digest", ""); !digest.empty())
+      d.add("image digest", digest);
+  }
+  if (auto pull = j.find("pull"); pull != j.end() && pull->is_object()) {
+    const int64_t bytes = pull->value("bytes", int64_t{0}), total = pull->value("total", int64_t{0});
+    d.add("pulled", total > 0 ? formatMib(bytes >> 20) + " of " + formatMib(total >> 20)
+                              : formatMib(bytes >> 20) + " so far");
+  }
   if (auto a = j.find("array"); a != j.end() && a->is_object()) {
     const int limit = a->value("limit", 0);
     d.add("array",
@@ -431,6 +443,7 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("exit code", text(j, "exit_code"));
   d.add("signal", text(j, "signal"));
   d.add("submitted", timeText(j, "submitted_at", now));
+  if (!text(j, "scheduled_at", "").empty()) d.add("placed", timeText(j, "scheduled_at", now));
   d.add("started", timeText(j, "started_at", now));
   d.add("finished", timeText(j, "finished_at", now));
   d.add("duration", jobDuration(j, now));
@@ -444,7 +457,8 @@ int jobShow(Context& ctx, const JobOpts& o) {
       "evicted_for", "host",          "gpu_indices", "gpu_uuids",      "exit_code",
       "signal",      "submitted_at",  "started_at",  "finished_at",    "cancel_requested",
       "hosts",       "ranks",         "contour",     "workdir",        "array",
-      "master_port", "expected_start"};
+      "master_port", "expected_start", "image",    "image_digest",   "pull",
+      "scheduled_at"};
   d.addOthers(j, kShown);
   ctx.out() << d.render();
   return 0;
@@ -605,6 +619,10 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->add_option("--array", r->array,
                   "A job array: one job per index, each with $ALLOT_ARRAY_INDEX, e.g. 0-99, "
                   "1,3,5-7 or 0-15:4; %N runs at most N at once (0-99%10)");
+  run->add_option("--image", r->image,
+                  "Run the command in this OCI image, e.g. registry:5000/ml/pytorch:2.3 or "
+                  "...@sha256:DIGEST; the registry must be one your team may use "
+                  "(docs/environments.md)");
   run->add_option("--workdir", r->workdir,
                   "Start the command in this directory on the hosts (relative: to this one), "
                   "e.g. code on shared storage (default: the job's own directory)");

@@ -117,6 +117,7 @@ const std::map<std::string, Setter>& setters() {
       {"dependency", list(&RunOpts::dependency)},
       {"array", text(&RunOpts::array)},
       {"workdir", text(&RunOpts::workdir)},
+      {"image", text(&RunOpts::image)},
       {"command", setCommand},
   };
   return kSetters;

@@ -29,6 +29,7 @@ struct RunOpts {
   std::string dependency;  // "afterok:12,13" or "afterok:12:13,afterany:14"
   std::string array;       // "0-99%10", sent as is; allotd parses it
   std::string workdir;     // as given; made absolute against the CLI's directory when sent
+  std::string image;       // an OCI reference to run the command in; allotd parses it
   std::string file;        // -f: a job spec (YAML), "-" for stdin
   std::vector<std::string> command;
 };

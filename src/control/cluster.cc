@@ -9,6 +9,8 @@
 #include "common/utf8.h"
 #include "control/authz.h"
 #include "control/fleet_fit.h"
+#include "control/images/image_policy.h"
+#include "model/image_ref.h"
 #include "model/resource_limits.h"
 
 namespace allot::control {
@@ -134,6 +136,13 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   }
   ALLOT_RETURN_IF_ERROR(checkDependencies(p, r.dependencies));
   ALLOT_RETURN_IF_ERROR(checkWorkdir(r.workdir));
+  std::string image;
+  if (!r.image.empty()) {
+    auto ref = model::parseImageRef(r.image);
+    if (!ref.ok()) return ref.status();  // names "image"
+    ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, world_.teams.at(team).imageAllow, *ref));
+    image = ref->str();
+  }
   const int tasks = r.array ? static_cast<int>(r.array->indices.size()) : 1;
   if (r.array) ALLOT_RETURN_IF_ERROR(checkArray(*r.array, r.session.has_value()));
   ALLOT_RETURN_IF_ERROR(
@@ -158,6 +167,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.session = std::move(r.session);
   j.dependencies = std::move(r.dependencies);
   j.workdir = std::move(r.workdir);
+  j.image = std::move(image);
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();
@@ -308,6 +318,7 @@ void Cluster::finishJob(Job& job, JobState state, std::string reason, store::Wri
   job.reason = std::move(reason);
   if (job.finishedAt == 0) job.finishedAt = clock_.nowMs();
   sessions_.ended(job.id);
+  pulls_.erase(job.id);
   // Its output is all in (agents send it before the status that ends a job): close its logs.
   for (int rank = 0; rank < std::max<int>(1, static_cast<int>(job.ranks.size())); ++rank)
     logs_.seal(job.id, rank);

@@ -87,6 +87,13 @@ class Cluster : public SessionJobs, private JobPreemption {
   Result<model::Job> getJob(const Principal& p, int64_t id) const;
   // Queue position (1 = next) and why a queued job waits, from the last scheduling pass.
   std::optional<sched::Wait> waitOf(int64_t id) const;
+  // A job whose host is pulling its image: bytes fetched and in all (0 = not known yet), as its
+  // agent last said; nullopt when none is being pulled for it. Kept in memory only.
+  struct PullProgress {
+    int64_t bytes = 0;
+    int64_t total = 0;
+  };
+  std::optional<PullProgress> pullOf(int64_t id) const;
   std::string waitReason(const model::Job& job) const override;
   // Why a job waits or went where it went, as the last pass decided (see `explain` in the API).
   Result<nlohmann::json> explainJob(const Principal& p, int64_t id) const;
@@ -259,6 +266,14 @@ class Cluster : public SessionJobs, private JobPreemption {
   std::map<std::string, LinkHistory> linkHistory_;
   // Hosts whose last desired state deferred some job's spec: pushed again as jobs start there.
   std::set<std::string> deferredHosts_;
+  std::map<int64_t, PullProgress> pulls_;  // pullOf(), by job
+  // From an agent's report of job `j`: records the digest its image resolved to (true when it
+  // changed), and a pull's progress and reason.
+  bool noteImageDigest(model::Job& j, const model::ActualJob& a);
+  void pullReported(model::Job& j, const model::ActualJob& a);
+  // Its pull is over (its process runs): the progress is dropped, and the reason that told of
+  // the pull.
+  void pullEnded(model::Job& j);
   std::function<void()> onQueueChanged_;
   std::set<int64_t> placementsInFlight_;            // placed in memory, not yet on disk
   std::map<std::string, TimeMs> usagePersistedAt_;  // by team

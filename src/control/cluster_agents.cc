@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/utf8.h"
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -125,8 +126,10 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       // The command and environment only while the agent may still have to start the job, and
       // only within the budget: the rest wait for a later message (agent_protocol.h).
-      const bool mayStart = !d.cancel && (isGang(j) ? placed.state == RankState::kPending
-                                                    : j.state == JobState::kScheduled);
+      const bool mayStart =
+          !d.cancel && (isGang(j) ? placed.state == RankState::kPending
+                                  : j.state == JobState::kScheduled ||
+                                        j.state == JobState::kPulling);
       const auto bytes = static_cast<size_t>(specBytes(j));
       if (mayStart && (carried == 0 || carried + bytes <= model::kDesiredSpecBudget)) {
         carried += bytes;
@@ -152,7 +155,10 @@ std::string Cluster::desiredMessage(const std::string& host) {
         d.env["ALLOT_ARRAY_ID"] = std::to_string(j.arrayId);
         d.env["ALLOT_ARRAY_INDEX"] = std::to_string(j.arrayIndex);
       }
-      if (!d.command.empty()) d.workdir = j.workdir;
+      if (!d.command.empty()) {
+        d.workdir = j.workdir;
+        d.image = j.image;
+      }
       if (j.resources.gpuMilli < 1000 && !gpuIndices.empty() && !d.command.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
         // daemon) can hold itself to it. Allot places fractions; it does not slice the GPU.
@@ -325,6 +331,35 @@ void Cluster::forgottenBy(const std::string& host, const std::vector<model::Actu
   if (freed && onQueueChanged_) onQueueChanged_();
 }
 
+bool Cluster::noteImageDigest(Job& j, const model::ActualJob& a) {
+  // What the reference resolved to on the host: shown with the job, so that a rerun can pin it.
+  // A requeued run may resolve a moved tag anew: the last one wins.
+  if (j.image.empty() || a.imageDigest.empty() || a.imageDigest == j.imageDigest) return false;
+  j.imageDigest = a.imageDigest;
+  return true;
+}
+
+void Cluster::pullReported(Job& j, const model::ActualJob& a) {
+  pulls_[j.id] = {a.pullBytes, a.pullTotal};
+  // A job being stopped keeps the reason that says who stopped it, for how it ends.
+  if (j.cancelRequested || j.evicting || !j.requeueRequestedBy.empty()) return;
+  // The agent's message says why a pull is slow to end (a registry that does not answer, and
+  // when it tries again); the bytes are in pullOf(), not in the stored reason.
+  j.reason = a.message.empty() ? "pulling image " + j.image
+                               : "pulling image " + j.image + ": " + cutUtf8(a.message, 512);
+}
+
+void Cluster::pullEnded(Job& j) {
+  pulls_.erase(j.id);
+  if (j.reason.rfind("pulling image ", 0) == 0) j.reason.clear();
+}
+
+std::optional<Cluster::PullProgress> Cluster::pullOf(int64_t id) const {
+  auto it = pulls_.find(id);
+  if (it == pulls_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
                           store::WriteBatch& batch, std::set<std::string>& push) {
   auto it = world_.jobs.find(a.id);
@@ -350,15 +385,27 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
   if (j.session && a.session && a.state == model::ActualState::kRunning)
     sessions_.reported(j, *a.session);
   Job before = j;
+  const bool digestChanged = noteImageDigest(j, a);
   switch (a.state) {
+    case model::ActualState::kPulling:
+      if (j.state == JobState::kScheduled || j.state == JobState::kPulling) {
+        j.state = JobState::kPulling;
+        pullReported(j, a);
+        if (j.reason != before.reason || j.state != before.state || digestChanged)
+          updateJob(j, before, batch);
+      }
+      return;
     case model::ActualState::kRunning:
-      if (j.state == JobState::kScheduled) {
+      pullEnded(j);
+      if (j.state == JobState::kScheduled || j.state == JobState::kPulling) {
         j.state = JobState::kRunning;
         j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
         sessions_.started(j);
         updateJob(j, before, batch);
         // Specs held back for budget go out as the jobs before them start.
         if (deferredHosts_.count(host)) push.insert(host);
+      } else if (digestChanged || j.reason != before.reason) {
+        updateJob(j, before, batch);
       }
       return;
     case model::ActualState::kExited: {
@@ -413,6 +460,7 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
   if (rankEnded(k)) return;  // its end is known; later reports repeat it
   Job before = j;
   const auto now = clock_.nowMs();
+  const bool digestChanged = noteImageDigest(j, a);
   if (rank == 0 && j.masterPort == 0 && a.masterPort > 0) {
     // The other ranks were held back for this port; they go out once it is durable. A rank 0
     // that ends at once is first seen exited: its report still carries the port.
@@ -420,6 +468,16 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
     for (const auto& h : model::rankHosts(j)) push.insert(h);
   }
   switch (a.state) {
+    case model::ActualState::kPulling:
+      // The gang pulls while any of its ranks does; its ranks stay pending until they run.
+      if (j.state == JobState::kScheduled || j.state == JobState::kPulling) {
+        j.state = JobState::kPulling;
+        pullReported(j, a);
+      }
+      if (j.state != before.state || j.reason != before.reason || digestChanged ||
+          j.masterPort != before.masterPort)
+        updateJob(j, before, batch);
+      return;
     case model::ActualState::kRunning:
       if (isGang(j) && rank == 0 && j.masterPort == 0 && a.masterPort <= 0 && j.failedRank < 0 &&
           !j.cancelRequested && !j.evicting) {
@@ -435,7 +493,7 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
         spdlog::warn("job {}: {}", j.id, j.reason);
       }
       if (k.state == RankState::kRunning) {
-        if (j.masterPort != before.masterPort) updateJob(j, before, batch);
+        if (j.masterPort != before.masterPort || digestChanged) updateJob(j, before, batch);
         return;
       }
       k.state = RankState::kRunning;
@@ -443,10 +501,12 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
       if (!j.startedAt || (a.startedAt && a.startedAt < j.startedAt))
         j.startedAt = a.startedAt ? a.startedAt : now;
       // Running once every rank runs: until then the gang is still starting.
-      if (j.state == JobState::kScheduled &&
+      if ((j.state == JobState::kScheduled || j.state == JobState::kPulling) &&
           std::all_of(j.ranks.begin(), j.ranks.end(),
-                      [](const Rank& r) { return r.state == RankState::kRunning; }))
+                      [](const Rank& r) { return r.state == RankState::kRunning; })) {
         j.state = JobState::kRunning;
+        pullEnded(j);
+      }
       updateJob(j, before, batch);
       return;
     case model::ActualState::kExited:

@@ -140,7 +140,7 @@ Result<Change<Job>> Cluster::requeueJob(const Principal& p, int64_t id) {
   if (j.session)
     return Status::FailedPrecondition("job " + std::to_string(id) +
                                       " is a session; stop it and create another");
-  if (j.state != JobState::kScheduled && j.state != JobState::kRunning)
+  if (!model::holdsGpus(j.state))
     return Status::FailedPrecondition(
         "job " + std::to_string(id) + " is " + model::jobStateName(j.state) +
         "; only a scheduled or running job can be requeued" +

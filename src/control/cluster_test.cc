@@ -119,6 +119,67 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
             std::string::npos);
 }
 
+TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDigest) {
+  joinHost("gpu-01", 2);
+  JobRequest r = request({"python3", "train.py"}, 1);
+  r.image = "registry:5000/ml/pytorch:2.3";
+  // A team may use no image until a platform admin allows it; a member may not allow it.
+  auto refused = cluster_->submitJob(alice_, r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().field(), "image");
+  EXPECT_EQ(cluster_->access().setImageAllow(alice_, "vision", {"registry:5000/"}).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->access().setImageAllow(bob_, "vision", {"registry:5000/"}).status().code(),
+            Code::kNotFound);  // another team's: not even there
+  ASSERT_TRUE(cluster_->access().setImageAllow(admin_, "vision", {"registry:5000/ml/"}).ok());
+  r.image = "registry:5000/other/x:1";
+  EXPECT_FALSE(cluster_->submitJob(alice_, r).ok());
+  r.image = "registry:5000/ml/pytorch:2.3";
+  const int64_t a = submitRequest(alice_, r);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"image\":\"registry:5000/ml/pytorch:2.3\""),
+            std::string::npos);
+
+  ActualJob pulling{a, ActualState::kPulling, 0, {}, {}, 0, 0, "waiting for another pull"};
+  pulling.pullBytes = 10;
+  pulling.pullTotal = 40;
+  cluster_->agentStatus("gpu-01", {pulling});
+  model::Job j = job(a);
+  EXPECT_EQ(j.state, JobState::kPulling);
+  EXPECT_EQ(j.reason, "pulling image registry:5000/ml/pytorch:2.3: waiting for another pull");
+  ASSERT_TRUE(cluster_->pullOf(a));
+  EXPECT_EQ(cluster_->pullOf(a)->bytes, 10);
+  EXPECT_EQ(cluster_->pullOf(a)->total, 40);
+  EXPECT_FALSE(cluster_->hosts().allocations(admin_, "gpu-01").empty());  // its GPU is held
+  // Still carried: the agent starts it once the image is there.
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("train.py"), std::string::npos);
+
+  ActualJob run = running(a);
+  run.imageDigest = "sha256:" + std::string(64, 'e');
+  cluster_->agentStatus("gpu-01", {run});
+  j = job(a);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.imageDigest, run.imageDigest);
+  EXPECT_TRUE(j.reason.empty());
+  EXPECT_FALSE(cluster_->pullOf(a));
+
+  // Cancelled while pulling: the pull's reports do not hide who cancelled it, and it ends
+  // cancelled when the agent drops the pull.
+  const int64_t b = submitRequest(alice_, r);
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  pulling.id = b;
+  cluster_->agentStatus("gpu-01", {pulling});
+  ASSERT_EQ(job(b).state, JobState::kPulling);
+  ASSERT_TRUE(cluster_->cancelJob(alice_, b).ok());
+  cluster_->agentStatus("gpu-01", {pulling});
+  EXPECT_NE(job(b).reason.find("alice"), std::string::npos) << job(b).reason;
+  ActualJob dropped{b, ActualState::kExited, 0, {}, {}, 0, clock_.nowMs(), "cancelled before it started"};
+  cluster_->agentStatus("gpu-01", {dropped});
+  EXPECT_EQ(job(b).state, JobState::kCancelled);
+  EXPECT_NE(job(b).reason.find("alice"), std::string::npos) << job(b).reason;
+  EXPECT_FALSE(cluster_->pullOf(b));
+}
+
 TEST_F(ClusterTest, AgentReportsDriveJobStates) {
   joinHost("gpu-01", 2);
   int64_t a = submit(alice_, 1);

@@ -20,6 +20,8 @@ struct JobRequest {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;  // an absolute path on the hosts; empty: the job's own directory
+  // An OCI image reference to run the command in (docs/environments.md); empty: on the host.
+  std::string image;
   // A job array (allot run --array 0-99%10): one task per index, each a job of its own with
   // $ALLOT_ARRAY_INDEX, at most `limit` of them running at once (0: no limit).
   struct Array {

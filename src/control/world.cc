@@ -14,9 +14,7 @@ int64_t seqOf(const std::string& id) {
   return v;
 }
 
-bool holdsGpus(model::JobState s) {
-  return s == model::JobState::kScheduled || s == model::JobState::kRunning;
-}
+using model::holdsGpus;
 
 // Calls fn(host, gpuIndices) for each rank of a placed job.
 template <typename F>

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -27,8 +26,6 @@
 #include "common/time_format.h"
 
 namespace {
-
-constexpr const char* kSeccompProfile = "/usr/share/containers/seccomp.json";
 
 int fail(const std::string& msg) {
   std::cerr << "allot-agent: " << msg << "\n";
@@ -57,6 +54,8 @@ int main(int argc, char** argv) {
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
   int standbys = 1;
   std::string telemetryInterval = "5s";
+  std::string imageDir, layerUnpack = besideThisBinary("allot-layer-unpack");
+  std::vector<std::string> insecureRegistries;
   app.add_option("--server", server,
                  "allotd URL, e.g. https://allot.example.com:7070 (http:// on a trusted network)")
       ->required();
@@ -116,6 +115,13 @@ int main(int argc, char** argv) {
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
       ->check(CLI::Range(0, 16));
+  app.add_option("--image-dir", imageDir,
+                 "where images for jobs are cached: an OCI layout and each layer unpacked once "
+                 "(default WORK_DIR/images)");
+  app.add_option("--insecure-registry", insecureRegistries,
+                 "HOST:PORT of a registry reached over plain HTTP without certificate checks (a "
+                 "loopback registry in tests); repeat for several. Only a listed registry may be "
+                 "on this host or its link");
   app.add_option("--cgroup-name", cgroupName,
                  "name of this agent's cgroup subtree (default allot-<name>)");
   app.add_option("--telemetry-interval", telemetryInterval,
@@ -225,16 +231,33 @@ int main(int argc, char** argv) {
   if (!(*provider)->simulated()) executor.setDriverFiles(allot::agent::hostDriverFiles());
   // Jobs in images get the seccomp filter podman gives containers (containers-common, which
   // skopeo brings).
+  std::string noImagesBecause;
   {
-    std::ifstream profile(kSeccompProfile);
-    std::string text((std::istreambuf_iterator<char>(profile)), {});
-    std::string seccomp = allot::agent::ociSeccomp(text);
+    std::string seccomp = allot::agent::hostContainerSeccomp();
     if (seccomp.empty())
-      spdlog::warn(
-          "no seccomp profile at {}: jobs in images would run without one; they are "
-          "refused until it is there",
-          kSeccompProfile);
+      noImagesBecause = std::string("no seccomp profile for containers at ") +
+                        allot::agent::kContainerSeccompProfile + " (containers-common)";
     executor.setSeccomp(std::move(seccomp));
+  }
+  // Jobs in images (docs/environments.md): crun runs them, skopeo and allot-layer-unpack fill
+  // the store, and each runs as its owner: a container as root without a user namespace would be
+  // the host's root with fewer capabilities, which is not confinement enough.
+  const std::string crun = allot::agent::ContainerImage{}.crun;
+  if (runAsOwner != "required")
+    noImagesBecause = "workloads do not run as their owners here (--run-as-owner off)";
+  for (const std::string& tool : {crun, std::string("/usr/bin/skopeo"), layerUnpack}) {
+    if (noImagesBecause.empty() && ::access(tool.c_str(), X_OK) != 0)
+      noImagesBecause = tool + " is missing";
+  }
+  std::unique_ptr<allot::agent::ImageStore> imageStore;
+  std::unique_ptr<allot::agent::ImagePuller> imagePuller;
+  if (noImagesBecause.empty()) {
+    imageStore = std::make_unique<allot::agent::ImageStore>(allot::agent::ImageStoreOptions{
+        imageDir.empty() ? workDir + "/images" : allot::agent::normalPath(imageDir),
+        "/usr/bin/skopeo", layerUnpack, insecureRegistries});
+    imagePuller = std::make_unique<allot::agent::ImagePuller>(*imageStore);
+  } else {
+    spdlog::warn("jobs in images are refused on this host: {}", noImagesBecause);
   }
   allot::agent::AgentConfig cfg{
       server,      joinToken,  name,    workDir, cgroups.mode(),
@@ -265,6 +288,7 @@ int main(int argc, char** argv) {
   cfg.stateDir = stateDir;
   if (!sessionHomeDir.empty()) cfg.sessionHomeDir = allot::agent::normalPath(sessionHomeDir);
   allot::agent::Agent agent(cfg, **provider, executor, clock);
+  agent.setImages(imageStore.get(), imagePuller.get(), noImagesBecause);
   auto joined = agent.ensureJoined();
   if (!joined.ok()) return fail(joined.message());
   spdlog::info("agent for host '{}' starting: gpus={} provider={} cgroup={} run_as_owner={}",

@@ -8,6 +8,7 @@
 
 #include "common/bounded_json.h"
 #include "model/enum_names.h"
+#include "model/image_ref.h"
 #include "model/json.h"
 #include "model/json_fields.h"
 
@@ -33,7 +34,8 @@ constexpr EnumName<ActualState> kActualStates[] = {
     {ActualState::kRunning, "running"},
     {ActualState::kExited, "exited"},
     {ActualState::kLost, "lost"},
-    {ActualState::kFailedToStart, "failed_to_start"}};
+    {ActualState::kFailedToStart, "failed_to_start"},
+    {ActualState::kPulling, "pulling"}};
 
 }  // namespace
 
@@ -63,6 +65,7 @@ void applyInventory(Host& h, const Inventory& inv) {
   h.cgroup = inv.cgroup;
   h.runAsOwner = inv.runAsOwner;
   h.address = inv.address;
+  h.images = inv.images;
 }
 
 nlohmann::json toJson(const Inventory& inv) {
@@ -70,7 +73,8 @@ nlohmann::json toJson(const Inventory& inv) {
           {"memory_mib", inv.memoryMib},       {"gpus", gpusJson(inv.gpus)},
           {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
           {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup},
-          {"run_as_owner", inv.runAsOwner},    {"address", inv.address}};
+          {"run_as_owner", inv.runAsOwner},    {"address", inv.address},
+          {"images", inv.images}};
 }
 
 Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
@@ -86,6 +90,7 @@ Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
     inv.cgroup = j.value("cgroup", "none");
     inv.runAsOwner = j.value("run_as_owner", "");
     inv.address = j.value("address", "");
+    inv.images = j.value("images", false);
     ALLOT_RETURN_IF_ERROR(validateInventory(inv));
     return inv;
   });
@@ -190,6 +195,7 @@ nlohmann::json toJson(const DesiredJob& d) {
   if (d.runAs) j["run_as"] = toJson(*d.runAs);
   if (d.chooseMasterPort) j["choose_master_port"] = true;
   if (!d.workdir.empty()) j["workdir"] = d.workdir;
+  if (!d.image.empty()) j["image"] = d.image;
   if (d.session)
     j["session"] = {{"app", d.session->app},
                     {"storage", d.session->storage},
@@ -217,6 +223,7 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     d.logOffset = j.value("log_offset", int64_t{0});
     d.chooseMasterPort = j.value("choose_master_port", false);
     d.workdir = j.value("workdir", "");
+    d.image = j.value("image", "");
     if (j.contains("run_as")) {
       auto r = runAsFromJson(j.at("run_as"));
       if (!r.ok()) return r.status();
@@ -242,6 +249,11 @@ nlohmann::json toJson(const ActualJob& a) {
   j["signal"] = valueOrNull(a.signal);
   if (a.session) j["session"] = toJson(*a.session);
   if (a.masterPort != 0) j["master_port"] = a.masterPort;
+  if (!a.imageDigest.empty()) j["image_digest"] = a.imageDigest;
+  if (a.state == ActualState::kPulling) {
+    j["pull_bytes"] = a.pullBytes;
+    j["pull_total"] = a.pullTotal;
+  }
   return j;
 }
 
@@ -294,6 +306,13 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     a.masterPort = j.value("master_port", 0);
     if (a.masterPort < 0 || a.masterPort > 65535)
       return Status::InvalidArgument("bad job status: master_port outside 0..65535");
+    a.imageDigest = j.value("image_digest", "");
+    if (!a.imageDigest.empty() && !isSha256Digest(a.imageDigest))
+      return Status::InvalidArgument("bad job status: image_digest is not a sha256 digest");
+    a.pullBytes = j.value("pull_bytes", int64_t{0});
+    a.pullTotal = j.value("pull_total", int64_t{0});
+    if (a.pullBytes < 0 || a.pullTotal < 0)
+      return Status::InvalidArgument("bad job status: pull_bytes and pull_total must be >= 0");
     ALLOT_RETURN_IF_ERROR(decodeObjectAt(j, "session", actualSessionFromJson, a.session));
     return a;
   });

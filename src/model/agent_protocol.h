@@ -69,6 +69,9 @@ struct Inventory {
   // The address other hosts reach this one at (allot-agent --advertise-address, or the local
   // address of its connection to allotd): a gang's MASTER_ADDR when its rank 0 runs here.
   std::string address;
+  // It runs jobs in OCI images (docs/environments.md): crun, skopeo and a seccomp profile are
+  // there and workloads run as their owners.
+  bool images = false;
 };
 
 // The Unix identity a workload runs as (docs/access.md, "Workloads run as their owner"): its
@@ -132,9 +135,13 @@ struct DesiredJob {
   // The directory the command starts in, entered as the job's owner; empty = the job's own
   // directory on the host.
   std::string workdir;
+  // The OCI image to run the command in (a reference as model::ImageRef::str() writes it); the
+  // agent pulls it first, reporting kPulling. Empty: on the host.
+  std::string image;
 };
 
-enum class ActualState { kRunning, kExited, kLost, kFailedToStart };
+// kPulling: not started yet; the host is fetching the job's image (ActualJob::pull*).
+enum class ActualState { kRunning, kExited, kLost, kFailedToStart, kPulling };
 const char* actualStateName(ActualState s);
 
 // A running session as its agent sees it. The Jupyter token is made by the agent when the session
@@ -171,6 +178,11 @@ struct ActualJob {
   std::string message;  // why it failed to start, or was lost
   std::optional<ActualSession> session;
   int masterPort = 0;  // the rendezvous port it chose (DesiredJob::chooseMasterPort); 0 = none
+  // A job in an image: the manifest digest the image resolved to, once pulled ("sha256:<hex>").
+  std::string imageDigest;
+  // While kPulling: bytes of the image fetched so far and in all (0 = not known yet).
+  int64_t pullBytes = 0;
+  int64_t pullTotal = 0;
 };
 
 struct LogChunk {

@@ -26,6 +26,45 @@ TEST(AgentProtocol, ActualJobRoundTrip) {
   EXPECT_FALSE(back->exitCode.has_value());
 }
 
+TEST(AgentProtocol, AJobInAnImageIsPulledThenReportsTheDigestItResolvedTo) {
+  DesiredJob d;
+  d.id = 5;
+  d.command = {"true"};
+  d.image = "127.0.0.1:5000/ml/base:1";
+  auto desired = desiredJobFromJson(toJson(d));
+  ASSERT_TRUE(desired.ok());
+  EXPECT_EQ(desired->image, d.image);
+  EXPECT_FALSE(toJson(DesiredJob{}).contains("image"));  // a job on the host says nothing
+
+  ActualJob a;
+  a.id = 5;
+  a.state = ActualState::kPulling;
+  a.pullBytes = 1 << 20;
+  a.pullTotal = 3 << 20;
+  a.message = "waiting for another pull on this host to end";
+  auto pulling = actualJobFromJson(toJson(a));
+  ASSERT_TRUE(pulling.ok()) << pulling.status().message();
+  EXPECT_EQ(pulling->state, ActualState::kPulling);
+  EXPECT_EQ(pulling->pullBytes, a.pullBytes);
+  EXPECT_EQ(pulling->pullTotal, a.pullTotal);
+  EXPECT_EQ(pulling->message, a.message);
+
+  a.state = ActualState::kRunning;
+  a.imageDigest = "sha256:" + std::string(64, 'b');
+  auto running = actualJobFromJson(toJson(a));
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->imageDigest, a.imageDigest);
+  // What allotd stores and shows is checked: a digest that is not one, or negative byte counts,
+  // refuse the report.
+  for (auto bad : {nlohmann::json{{"image_digest", "sha256:xyz"}},
+                   nlohmann::json{{"image_digest", "<script>"}},
+                   nlohmann::json{{"pull_bytes", -1}}, nlohmann::json{{"pull_total", -5}}}) {
+    nlohmann::json j = toJson(a);
+    j.update(bad);
+    EXPECT_FALSE(actualJobFromJson(j).ok()) << bad.dump();
+  }
+}
+
 TEST(AgentProtocol, DesiredJobCarriesItsOwnersIdentityOnlyWhenItHasOne) {
   DesiredJob d;
   d.id = 4;

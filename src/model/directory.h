@@ -66,6 +66,9 @@ struct Team {
   double usageGpuSeconds = 0;
   TimeMs usageAt = 0;
   std::optional<IdlePolicy> idlePolicy;  // absent: the platform's default
+  // The images its jobs may run in (docs/environments.md): prefixes of references
+  // (REGISTRY[/REPOSITORY...]) that platform admins allow; empty: none.
+  std::vector<std::string> imageAllow;
 };
 
 // A person, or a service account that CI and automation use (it logs in only with tokens).

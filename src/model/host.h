@@ -147,6 +147,8 @@ struct Host {
   // Whether the agent starts workloads as their owner's Unix identity ("required") or as itself
   // ("off": an agent that is not root cannot switch users). docs/access.md.
   std::string runAsOwner;
+  // Its agent runs jobs in OCI images (Inventory::images).
+  bool images = false;
   TimeMs joinedAt = 0;
   TimeMs lastSeenAt = 0;        // last message from its agent
   TimeMs unreachableSince = 0;  // 0 while online

@@ -17,11 +17,13 @@
 
 namespace allot::model {
 
+// kPulling: placed, its GPUs held, while its host fetches the job's image (docs/environments.md).
 // kPreempted: stopped to give its GPUs back to a team that was guaranteed them, and not requeued
 // because it was not marked preemptible.
 enum class JobState {
   kQueued,
   kScheduled,
+  kPulling,
   kRunning,
   kSucceeded,
   kFailed,
@@ -32,6 +34,8 @@ enum class JobState {
 const char* jobStateName(JobState s);
 std::optional<JobState> parseJobState(const std::string& s);
 bool isTerminal(JobState s);
+// Placed and holding its GPUs: scheduled, pulling its image or running.
+bool holdsGpus(JobState s);
 
 // A job that runs only once another has ended as asked (allot run --dependency, Slurm's
 // --dependency): afterok, the other succeeded; afternotok, it ended any other way; afterany, it
@@ -91,6 +95,11 @@ struct Job {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;  // where the command starts; empty = its own job directory on the host
+  // The OCI image the command runs in (allot run --image, docs/environments.md), as submitted;
+  // empty: on the host. imageDigest: the manifest digest its host resolved it to (empty until
+  // reported), so that a rerun can pin it (REF@DIGEST).
+  std::string image;
+  std::string imageDigest;
   // One task of a job array (allot run --array): the array's id (its first task's), this task's
   // index ($ALLOT_ARRAY_INDEX), and how many of the array's tasks may run at once (0 = no limit).
   int64_t arrayId = 0;

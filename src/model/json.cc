@@ -48,7 +48,8 @@ json toJson(const Team& t) {
   return {{"name", t.name},
           {"created_at", formatIso8601(t.createdAt)},
           {"gid", idOrNull(t.gid)},
-          {"quota", quotaJson(t)}};
+          {"quota", quotaJson(t)},
+          {"image_allow", t.imageAllow}};
 }
 
 json teamRolesJson(const std::map<std::string, Role>& teams) {
@@ -176,7 +177,8 @@ json hostHardware(const Host& h) {
           {"agent_version", h.agentVersion},
           {"cgroup", h.cgroup},
           {"run_as_owner", h.runAsOwner},
-          {"address", h.address}};
+          {"address", h.address},
+          {"images", h.images}};
 }
 
 // The job's fields without its ranks, which toListedJson adds for a gang.
@@ -356,8 +358,11 @@ json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   out["held_by"] = nullIfEmpty(j.heldBy);
   out["requeue_requested_by"] = nullIfEmpty(j.requeueRequestedBy);
   out["workdir"] = nullIfEmpty(j.workdir);
+  out["image"] = nullIfEmpty(j.image);
+  out["image_digest"] = nullIfEmpty(j.imageDigest);
   out["array"] = arrayJson(j);
   out["submitted_at"] = formatIso8601(j.submittedAt);
+  out["scheduled_at"] = timeOrNull(j.scheduledAt);
   out["started_at"] = timeOrNull(j.startedAt);
   out["finished_at"] = timeOrNull(j.finishedAt);
   if (cut) out["spec_truncated"] = true;

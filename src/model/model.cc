@@ -40,6 +40,7 @@ constexpr EnumName<LeaseState> kLeaseStates[] = {
 
 constexpr EnumName<JobState> kJobStates[] = {
     {JobState::kQueued, "queued"},   {JobState::kScheduled, "scheduled"},
+    {JobState::kPulling, "pulling"},
     {JobState::kRunning, "running"}, {JobState::kSucceeded, "succeeded"},
     {JobState::kFailed, "failed"},   {JobState::kCancelled, "cancelled"},
     {JobState::kLost, "lost"},       {JobState::kPreempted, "preempted"}};
@@ -117,6 +118,10 @@ std::optional<bool> dependencyHolds(const Dependency& d, JobState state) {
 
 const char* jobStateName(JobState s) { return nameIn(kJobStates, s, "unknown"); }
 std::optional<JobState> parseJobState(const std::string& s) { return parseIn(kJobStates, s); }
+
+bool holdsGpus(JobState s) {
+  return s == JobState::kScheduled || s == JobState::kPulling || s == JobState::kRunning;
+}
 
 bool isTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||

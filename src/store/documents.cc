@@ -68,6 +68,7 @@ json toStoreDoc(const Team& t) {
   out["usage_ms"] = t.usageAt;
   if (t.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*t.idlePolicy);
   if (t.gid >= 0) out["gid"] = t.gid;
+  if (!t.imageAllow.empty()) out["image_allow"] = t.imageAllow;
   return out;
 }
 
@@ -86,6 +87,7 @@ static Team teamFromStoreDocOrThrow(const json& d) {
   t.usageAt = d.value("usage_ms", TimeMs{0});
   t.idlePolicy = readIdlePolicy(d);
   t.gid = d.value("gid", int64_t{-1});
+  t.imageAllow = d.value("image_allow", std::vector<std::string>{});
   return t;
 }
 
@@ -183,6 +185,7 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   h.cgroup = d.value("cgroup", "");
   h.runAsOwner = d.value("run_as_owner", "");
   h.address = d.value("address", "");
+  h.images = d.value("images", false);
   h.joinedAt = d.value("joined_ms", TimeMs{0});
   h.lastSeenAt = d.value("last_seen_ms", TimeMs{0});
   h.dedicatedTo = d.value("dedicated_to", "");
@@ -253,6 +256,8 @@ static json toStoreDocFlat(const Job& j) {
   out["held_by"] = j.heldBy;
   out["requeue_requested_by"] = j.requeueRequestedBy;
   if (!j.workdir.empty()) out["workdir"] = j.workdir;
+  if (!j.image.empty()) out["image"] = j.image;
+  if (!j.imageDigest.empty()) out["image_digest"] = j.imageDigest;
   if (j.arrayId != 0) out["array"] = arrayJson(j);
   out["submitted_ms"] = j.submittedAt;
   out["scheduled_ms"] = j.scheduledAt;
@@ -311,6 +316,8 @@ static Job jobFromStoreDocOrThrow(const json& d) {
   j.failedRank = d.value("failed_rank", -1);
   j.masterPort = d.value("master_port", 0);
   j.workdir = d.value("workdir", "");
+  j.image = d.value("image", "");
+  j.imageDigest = d.value("image_digest", "");
   if (const json* array = objectAt(d, "array")) {
     j.arrayId = array->value("id", int64_t{0});
     j.arrayIndex = array->value("index", -1);

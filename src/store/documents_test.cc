@@ -125,6 +125,27 @@ TEST(StoreDocuments, SchedulingFieldsRoundTripThroughStoreDoc) {
   EXPECT_FALSE(api.contains("gpu_model"));
 }
 
+TEST(StoreDocuments, AJobKeepsItsImageAndTheDigestItsHostResolved) {
+  Job j;
+  j.id = 8;
+  j.state = JobState::kPulling;
+  j.image = "127.0.0.1:5000/ml/base:1";
+  j.imageDigest = "sha256:" + std::string(64, 'c');
+  Job back = jobFromStoreDoc(toStoreDoc(j)).value();
+  EXPECT_EQ(back.image, j.image);
+  EXPECT_EQ(back.imageDigest, j.imageDigest);
+  EXPECT_EQ(back.state, JobState::kPulling);
+  auto api = toJson(j);
+  EXPECT_EQ(api["image"], j.image);
+  EXPECT_EQ(api["image_digest"], j.imageDigest);
+  EXPECT_EQ(api["state"], "pulling");
+  // A job on the host says so with nulls, and its document carries neither field.
+  Job plain;
+  plain.id = 9;
+  EXPECT_TRUE(toJson(plain)["image"].is_null());
+  EXPECT_FALSE(toStoreDoc(plain).contains("image"));
+}
+
 TEST(StoreDocuments, JobDocumentsFromBeforeSchedulingFieldsLoadWithDefaults) {
   json old = {{"id", 3}, {"gpus", 2}, {"gpu_model", "H100"}, {"state", "queued"}};
   Job j = jobFromStoreDoc(old).value();

@@ -209,6 +209,21 @@ TEST_F(RecoveryTest, AnAgentRefusesAStateDirWhereWorkloadsWrite) {
   EXPECT_NE(*code, 0);
   EXPECT_NE(agent->stderrText().find("--state-dir"), std::string::npos) << agent->stderrText();
   EXPECT_FALSE(std::filesystem::exists(path("scratch/records")));
+
+  // A symlink planted where the state dir goes (a world-writable /dev/shm, say) is refused,
+  // and what it points at is not chmodded.
+  std::filesystem::create_directories(path("elsewhere"));
+  std::filesystem::permissions(path("elsewhere"), std::filesystem::perms(0755));
+  std::filesystem::create_directory_symlink(path("elsewhere"), path("planted"));
+  auto planted =
+      Process::spawn({binPath("allot-agent"), "--server", "http://127.0.0.1:9", "--gpus",
+                      "sim:1xA100", "--work-dir", path("agent"), "--state-dir", path("planted")},
+                     path("planted.out"), path("planted.err"), childEnv({}));
+  auto plantedCode = planted->waitFor(kTimeout);
+  ASSERT_TRUE(plantedCode.has_value());
+  EXPECT_NE(*plantedCode, 0);
+  EXPECT_NE(planted->stderrText().find("--state-dir"), std::string::npos) << planted->stderrText();
+  EXPECT_EQ(std::filesystem::status(path("elsewhere")).permissions(), std::filesystem::perms(0755));
 }
 
 TEST_F(LostAfterTest, JobOfAnAgentThatStaysAwayIsLostAndItsGpusFreed) {

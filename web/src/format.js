@@ -100,3 +100,15 @@ export function resolveColor(css) {
   const v = getComputedStyle(document.documentElement).getPropertyValue(m[1]).trim();
   return v || css;
 }
+
+// Bytes as a person reads them: 1536 -> "1.5 KiB", 3.2e9 -> "3.0 GiB".
+export function fmtBytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  return u === 0 ? `${v} B` : `${v.toFixed(1)} ${units[u]}`;
+}

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -136,6 +137,11 @@ std::string containerConfig(const JobSpec& spec, const std::vector<std::string>&
   if (!places.seccompBpf.empty())
     config["annotations"]["run.oci.seccomp_bpf_data"] = places.seccompBpf;
   return config.dump(2) + "\n";
+}
+
+std::string hostContainerSeccomp() {
+  std::ifstream in(kContainerSeccompProfile);
+  return ociSeccomp(std::string((std::istreambuf_iterator<char>(in)), {}));
 }
 
 std::string ociSeccomp(const std::string& profileJson) {

@@ -43,6 +43,11 @@ struct ContainerPlaces {
 // other architectures are left out. "" when `profileJson` is not such a profile.
 std::string ociSeccomp(const std::string& profileJson);
 
+// Where containers-common keeps the profile podman gives containers.
+inline constexpr const char* kContainerSeccompProfile = "/usr/share/containers/seccomp.json";
+// ociSeccomp() of that file; "" when it is missing or not a profile.
+std::string hostContainerSeccomp();
+
 // The config.json text. `allotEnv` is what jobEnvironment() gave the job (KEY=VALUE);
 // `runAsOwner`: the job runs as spec.runAs, else as uid 0 without capabilities.
 std::string containerConfig(const JobSpec& spec, const std::vector<std::string>& allotEnv,

@@ -401,8 +401,8 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   const ContainerImage& image = *spec.image;
   if (seccomp_.empty())
     return Status::FailedPrecondition(
-        "jobs in images need a seccomp filter and this agent has none (it reads "
-        "/usr/share/containers/seccomp.json, from containers-common)");
+        std::string("jobs in images need a seccomp filter and this agent has none (it reads ") +
+        kContainerSeccompProfile + ", from containers-common)");
   const std::string bundle = job.dir.dataPath() + "/bundle";
   const std::string overlay = job.dir.dataPath() + "/overlay";
   // The overlay's options are one page, split at ',' and ':' (layers are named relative to the

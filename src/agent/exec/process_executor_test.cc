@@ -743,10 +743,8 @@ class ImageExecutorTest : public ConfinedExecutorTest {
       fs::create_symlink("busybox", base + "/bin/" + tool);
     std::ofstream(base + "/etc/allot-image") << "from the image\n";
     // The filter the agent gives containers (containers-common's profile, as podman does).
-    std::ifstream profile("/usr/share/containers/seccomp.json");
-    std::string text((std::istreambuf_iterator<char>(profile)), {});
-    seccomp_ = ociSeccomp(text);
-    ASSERT_FALSE(seccomp_.empty()) << "no /usr/share/containers/seccomp.json (containers-common)";
+    seccomp_ = hostContainerSeccomp();
+    ASSERT_FALSE(seccomp_.empty()) << "no " << kContainerSeccompProfile << " (containers-common)";
     exec_->setSeccomp(seccomp_);
   }
   std::string seccomp_;

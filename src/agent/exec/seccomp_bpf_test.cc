@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 
 #include "agent/exec/container_config.h"
@@ -91,10 +90,9 @@ TEST(SeccompBpfTest, WhatLibseccompCannotExpressIsAnError) {
 }
 
 TEST(SeccompBpfTest, ThePodmanProfileContainersGetCompilesAndKeepsAProcessRunning) {
-  std::ifstream in("/usr/share/containers/seccomp.json");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  ASSERT_FALSE(text.empty()) << "no containers-common profile";
-  auto b64 = compileSeccomp(ociSeccomp(text));
+  const std::string profile = hostContainerSeccomp();
+  ASSERT_FALSE(profile.empty()) << "no " << kContainerSeccompProfile << " (containers-common)";
+  auto b64 = compileSeccomp(profile);
   ASSERT_TRUE(b64.ok()) << b64.status().message();
   auto [pid, ppid] = runUnder(*b64);
   EXPECT_EQ(pid, 0);

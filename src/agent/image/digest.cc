@@ -1,6 +1,6 @@
 #include "agent/image/digest.h"
 
-#include <algorithm>
+#include <sodium.h>
 
 namespace allot::agent {
 
@@ -19,12 +19,6 @@ std::string sha256Hex(std::string_view bytes) {
   unsigned char d[crypto_hash_sha256_BYTES];
   crypto_hash_sha256(d, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
   return lowerHex(d, sizeof d);
-}
-
-bool isSha256Digest(std::string_view d) {
-  if (d.substr(0, 7) != "sha256:" || d.size() != 71) return false;
-  return std::all_of(d.begin() + 7, d.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace allot::agent

@@ -1,8 +1,6 @@
 #pragma once
 // sha256 digests as OCI writes them: 64 lower-case hex digits (after "sha256:").
 
-#include <sodium.h>
-
 #include <string>
 #include <string_view>
 
@@ -11,7 +9,5 @@ namespace allot::agent {
 std::string lowerHex(const unsigned char* bytes, size_t n);
 // The sha256 of `bytes`, as 64 lower-case hex digits.
 std::string sha256Hex(std::string_view bytes);
-// "sha256:" and 64 lower-case hex digits.
-bool isSha256Digest(std::string_view digest);
 
 }  // namespace allot::agent

@@ -29,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr size_t kErrorTail = 2048;
 // Bounds on what a registry (any team's) makes the store read and wait for.
 constexpr size_t kMaxIndexBytes = 16u << 20;
 constexpr size_t kMaxManifestBytes = 4u << 20;  // a manifest or an image config
@@ -154,7 +153,9 @@ ImageStore::ImageStore(ImageStoreOptions options) : o_(std::move(options)) {
 }
 
 Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                            std::string* errorTail, int* exitCode) {
+                            std::string* errorTail, int* exitCode,
+                            const std::function<void()>& whileWaiting, size_t keepBytes,
+                            const std::atomic<bool>* cancel) {
   const std::string log = o_.root + "/tmp/child-" + std::to_string(::getpid()) + ".log";
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -182,6 +183,7 @@ Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::s
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   bool timedOut = false;
+  bool cancelled = false;
   for (;;) {
     pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid || (r < 0 && errno != EINTR)) break;
@@ -189,14 +191,20 @@ Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::s
       timedOut = true;
       ::kill(-pid, SIGKILL);
     }
+    if (!cancelled && cancel && cancel->load()) {
+      cancelled = true;
+      ::kill(-pid, SIGKILL);
+    }
+    if (whileWaiting) whileWaiting();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::string out = slurp(log).value_or("");
   ::unlink(log.c_str());
-  if (out.size() > kErrorTail) out = out.substr(out.size() - kErrorTail);
+  if (out.size() > keepBytes) out = out.substr(out.size() - keepBytes);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   if (errorTail) *errorTail = out;
   if (exitCode) *exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (cancelled) return Status::Unavailable(argv[0] + " was stopped: the pull was cancelled");
   if (timedOut)
     return Status::Unavailable(argv[0] + " took over " + std::to_string(timeout.count()) +
                                " s and was stopped");
@@ -303,7 +311,62 @@ Result<StoredImage> ImageStore::resolve(const ImageRef& ref, const std::string& 
   return image;
 }
 
-Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile) {
+int64_t ImageStore::blobBytes() const {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(o_.root + "/oci/blobs/sha256", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code sec;
+    const auto size = it->file_size(sec);
+    if (!sec) total += static_cast<int64_t>(size);
+  }
+  return total;
+}
+
+int64_t ImageStore::bytesToFetch(const ImageRef& ref,
+                                 const std::vector<std::string>& registryFlags) {
+  std::vector<std::string> argv = {o_.skopeo, "--policy", o_.root + "/policy.json", "inspect",
+                                   "--raw"};
+  argv.insert(argv.end(), registryFlags.begin(), registryFlags.end());
+  argv.push_back(ref.transport());
+  std::string out;
+  if (!runChild(argv, std::chrono::seconds(60), &out, nullptr, {}, kMaxManifestBytes).ok()) return 0;
+  const json manifest = parseBoundedJson(out);
+  if (manifest.is_discarded() || !manifest.is_object()) return 0;
+  int64_t total = 0;
+  auto add = [&](const json& blob) {
+    if (!blob.is_object() || !blob.contains("size") || !blob["size"].is_number_integer()) return;
+    const std::string digest = blob.value("digest", "");
+    std::error_code ec;
+    if (isSha256Digest(digest) && fs::exists(o_.root + "/oci/blobs/sha256/" + digest.substr(7), ec))
+      return;  // here already: skopeo does not fetch it again
+    total += std::max<int64_t>(0, blob["size"].get<int64_t>());
+  };
+  if (manifest.contains("config")) add(manifest["config"]);
+  if (manifest.contains("layers") && manifest["layers"].is_array())
+    for (const auto& l : manifest["layers"]) add(l);
+  return total;
+}
+
+std::optional<StoredImage> ImageStore::find(const ImageRef& ref) const {
+  auto text = slurp(o_.root + "/images/" + keyOf(ref) + ".json");
+  if (!text) return std::nullopt;
+  std::optional<StoredImage> image;
+  try {
+    image = fromJson(parseBoundedJson(*text));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!image || image->ref != ref.str()) return std::nullopt;
+  std::error_code ec;
+  for (const auto& hex : image->layers) {
+    if (!fs::is_directory(o_.root + "/layers/" + hex, ec)) return std::nullopt;
+  }
+  return image;
+}
+
+Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile,
+                                     PullProgress* progress) {
   const bool listed = std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(),
                                 ref.registry) != o_.insecureRegistries.end();
   if (!listed && reachesThisHost(ref.registry))
@@ -312,21 +375,44 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
                                     "only an admin-listed registry may be");
   std::lock_guard<std::mutex> lock(pulling_);
   const std::string key = keyOf(ref);
+  // The same registry options for `inspect` and for `copy`, whose are named for the source.
+  std::vector<std::string> inspectFlags, copyFlags;
+  if (listed) {
+    inspectFlags.push_back("--tls-verify=false");
+    copyFlags.push_back("--src-tls-verify=false");
+  }
+  if (!authFile.empty()) {
+    inspectFlags.insert(inspectFlags.end(), {"--authfile", authFile});
+    copyFlags.insert(copyFlags.end(), {"--src-authfile", authFile});
+  }
+  std::function<void()> measure;
+  if (progress) {
+    progress->total = bytesToFetch(ref, inspectFlags);
+    const int64_t before = blobBytes();
+    auto last = std::chrono::steady_clock::now();
+    measure = [this, progress, before, last]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::seconds(1)) return;
+      last = now;
+      progress->bytes = std::max<int64_t>(0, blobBytes() - before);
+    };
+  }
   std::vector<std::string> argv = {o_.skopeo, "--policy", o_.root + "/policy.json", "copy",
                                    "--quiet"};
-  if (listed) argv.push_back("--src-tls-verify=false");
-  if (!authFile.empty()) {
-    argv.push_back("--src-authfile");
-    argv.push_back(authFile);
-  }
+  argv.insert(argv.end(), copyFlags.begin(), copyFlags.end());
   argv.push_back(ref.transport());
   argv.push_back("oci:" + o_.root + "/oci:" + key);
   std::string tail;
-  if (Status st = runChild(argv, kPullTimeout, &tail, nullptr); !st.ok())
+  if (Status st = runChild(argv, kPullTimeout, &tail, nullptr, measure, 2048,
+                           progress ? &progress->cancel : nullptr);
+      !st.ok())
     return st.code() == Code::kUnavailable ? st : skopeoFailure(ref, tail);
+  if (progress) progress->bytes = progress->total.load();
   auto image = resolve(ref, key);
   if (!image.ok()) return image.status();
   for (const std::string& hex : image->layers) {
+    if (progress && progress->cancel)
+      return Status::Unavailable("the pull of " + ref.str() + " was cancelled");
     if (Status st = unpackLayer(hex); !st.ok()) return st;
   }
   const std::string record = o_.root + "/images/" + key + ".json";

@@ -14,16 +14,23 @@
 // are done: the agent calls it off its loop. Pulls are one at a time (the layout's index is one
 // file); list() may be called meanwhile.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "agent/image/image_ref.h"
 #include "common/status.h"
+#include "model/image_ref.h"
 
 namespace allot::agent {
+
+using model::ImageRef;
+using model::isSha256Digest;
+using model::parseImageRef;
 
 // What an image's config says a container runs by default (the OCI image config's fields).
 struct ImageConfig {
@@ -52,6 +59,16 @@ struct ImageStoreOptions {
   std::vector<std::string> insecureRegistries;
 };
 
+// How far a pull has got, for `allot job show` while it runs: bytes of the image's blobs fetched
+// and in all (0 = not known yet: before the manifest is read, or for a multi-platform index).
+// Written by the pulling thread, read by any.
+// Set `cancel` to stop the pull: its child is killed and pull() answers Unavailable.
+struct PullProgress {
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> total{0};
+  std::atomic<bool> cancel{false};
+};
+
 class ImageStore {
  public:
   explicit ImageStore(ImageStoreOptions options);
@@ -65,7 +82,14 @@ class ImageStore {
   // "image not found: REF" (no such repository, tag or digest), Unavailable (the registry does
   // not answer, the disk is full: worth retrying), InvalidArgument (a digest mismatch, a
   // manifest or layer that is not what it claims: never run).
-  Result<StoredImage> pull(const ImageRef& ref, const std::string& authFile = "");
+  // `progress`, when given, is kept up to date while the blobs come in.
+  Result<StoredImage> pull(const ImageRef& ref, const std::string& authFile = "",
+                           PullProgress* progress = nullptr);
+  // What an earlier pull of `ref` recorded, if its layers are all still unpacked here; nullopt
+  // otherwise. Asks no registry.
+  std::optional<StoredImage> find(const ImageRef& ref) const;
+  // The directory the layers are unpacked under (ContainerImage::layersRoot).
+  std::string layersRoot() const { return o_.root + "/layers"; }
   // The lower directories of an overlay of `image`, topmost first (overlayfs' lowerdir order).
   std::vector<std::string> lowerDirs(const StoredImage& image) const;
   std::vector<StoredImage> list() const;
@@ -73,8 +97,17 @@ class ImageStore {
  private:
   // Runs argv to its end or `timeout` (then kills its process group); its output's tail and exit
   // status.
+  // `whileWaiting` is called every few milliseconds while the child runs; `keepBytes` of its
+  // output's end are kept in *errorTail; `cancel`, once true, stops the child.
   Status runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                  std::string* errorTail, int* exitCode);
+                  std::string* errorTail, int* exitCode,
+                  const std::function<void()>& whileWaiting = {}, size_t keepBytes = 2048,
+                  const std::atomic<bool>* cancel = nullptr);
+  // The registry's manifest of `ref` (skopeo inspect --raw), for the bytes a pull will fetch:
+  // the sizes of its config and of the layers not here yet; 0 when it cannot tell.
+  int64_t bytesToFetch(const ImageRef& ref, const std::vector<std::string>& registryFlags);
+  // Bytes in the layout's blob directory now (finished blobs and skopeo's partial ones).
+  int64_t blobBytes() const;
   Status unpackLayer(const std::string& hex);
   Result<StoredImage> resolve(const ImageRef& ref, const std::string& key);
 

@@ -3,51 +3,24 @@
 
 #include "agent/image/image_store.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <sodium.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
+
+#include "agent/image/image_puller.h"
+#include "agent/image/test_registry.h"
 
 namespace allot::agent {
 namespace {
 
 namespace fs = std::filesystem;
-
-int freePort() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
-bool answers(int port) {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(s);
-  return ok;
-}
-
-bool sh(const std::string& script) { return std::system(("set -e\n" + script).c_str()) == 0; }
 
 // One registry and the test's images for the whole suite: building them is the slow part.
 class ImageStoreTest : public ::testing::Test {
@@ -56,48 +29,10 @@ class ImageStoreTest : public ::testing::Test {
     ASSERT_GE(sodium_init(), 0);
     char tmpl[] = "/tmp/allot-image-test-XXXXXX";
     root_ = mkdtemp(tmpl);
-    port_ = freePort();
-    registry_ = root_ + "/registry";
-    std::ofstream(root_ + "/registry.yml")
-        << "version: 0.1\nlog: {level: error}\nstorage:\n  filesystem: {rootdirectory: "
-        << registry_ << "}\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
-    registryPid_ = ::fork();
-    if (registryPid_ == 0) {
-      ::freopen((root_ + "/registry.log").c_str(), "w", stderr);
-      ::dup2(2, 1);  // its access log
-      ::execl("/usr/bin/docker-registry", "docker-registry", "serve",
-              (root_ + "/registry.yml").c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500 && !answers(port_); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(answers(port_)) << "docker-registry did not start";
-    // base: busybox and a marker file; app: base plus a file, less bin/wc (a whiteout).
-    const std::string l = root_ + "/layout", b = root_ + "/bundle";
-    ASSERT_TRUE(sh("umoci init --layout " + l + "\numoci new --image " + l + ":base\n" +
-                   "umoci unpack --image " + l + ":base " + b + "\n" + "mkdir -p " + b +
-                   "/rootfs/bin " + b + "/rootfs/etc\n" + "cp /bin/busybox " + b +
-                   "/rootfs/bin/busybox\n" + "for a in sh cat ls wc true; do ln -s busybox " + b +
-                   "/rootfs/bin/$a; done\n" + "echo base > " + b +
-                   "/rootfs/etc/allot-test-image\n" + "umoci repack --image " + l + ":base " + b +
-                   "\n" + "umoci config --image " + l +
-                   ":base --config.cmd /bin/sh --config.env ALLOT_IMAGE=base "
-                   "--config.workingdir /etc\n" +
-                   "rm -rf " + b + "\numoci unpack --image " + l + ":base " + b + "\n" +
-                   "echo app > " + b + "/rootfs/etc/allot-app\nrm " + b + "/rootfs/bin/wc\n" +
-                   "umoci repack --image " + l + ":app " + b + "\numoci gc --layout " + l + "\n"))
-        << "building the test images failed";
-    for (const char* tag : {"base", "app"}) {
-      ASSERT_TRUE(sh("skopeo --insecure-policy copy --quiet --dest-tls-verify=false oci:" + l +
-                     ":" + tag + " docker://127.0.0.1:" + std::to_string(port_) + "/test/" + tag +
-                     ":1"));
-    }
+    registry_ = std::make_unique<testsupport::TestRegistry>(root_);
   }
   static void TearDownTestSuite() {
-    if (registryPid_ > 0) {
-      ::kill(registryPid_, SIGTERM);
-      ::waitpid(registryPid_, nullptr, 0);
-    }
+    registry_.reset();
     fs::remove_all(root_);
   }
 
@@ -107,17 +42,13 @@ class ImageStoreTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(store_); }
 
   ImageStore store() {
-    return ImageStore({store_,
-                       "/usr/bin/skopeo",
-                       ALLOT_LAYER_UNPACK_PATH,
-                       {"127.0.0.1:" + std::to_string(port_)}});
+    return ImageStore({store_, "/usr/bin/skopeo", ALLOT_LAYER_UNPACK_PATH, {registry()}});
   }
   static ImageRef ref(const std::string& text) { return parseImageRef(text).value(); }
-  static std::string registry() { return "127.0.0.1:" + std::to_string(port_); }
+  static std::string registry() { return registry_->address(); }
 
-  static inline std::string root_, registry_;
-  static inline int port_ = 0;
-  static inline pid_t registryPid_ = -1;
+  static inline std::string root_;
+  static inline std::unique_ptr<testsupport::TestRegistry> registry_;
   std::string store_;
 };
 
@@ -219,7 +150,7 @@ TEST_F(ImageStoreTest, ALayerWhoseBytesDoNotMatchItsDigestIsRefusedAndNothingIsR
   ASSERT_TRUE(app.ok()) << app.status().message();
   const std::string hex = app->layers[1];
   const std::string data =
-      registry_ + "/docker/registry/v2/blobs/sha256/" + hex.substr(0, 2) + "/" + hex + "/data";
+      registry_->storage() + "/docker/registry/v2/blobs/sha256/" + hex.substr(0, 2) + "/" + hex + "/data";
   std::string saved;
   {
     std::ifstream in(data, std::ios::binary);
@@ -237,6 +168,72 @@ TEST_F(ImageStoreTest, ALayerWhoseBytesDoNotMatchItsDigestIsRefusedAndNothingIsR
   EXPECT_EQ(image.status().code(), Code::kInvalidArgument) << image.status().message();
   EXPECT_TRUE(s.list().empty());
   EXPECT_FALSE(fs::exists(store_ + "/layers/" + hex));
+}
+
+// Polls `pred` every 20 ms for at most 60 s (a pull on a loaded 2-core machine).
+bool eventually(const std::function<bool()>& pred) {
+  for (int i = 0; i < 3000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+TEST_F(ImageStoreTest, FindAnswersFromWhatAPullRecordedWithoutAskingTheRegistry) {
+  ImageStore s = store();
+  EXPECT_FALSE(s.find(ref(registry() + "/test/base:1")));
+  PullProgress progress;
+  auto pulled = s.pull(ref(registry() + "/test/base:1"), "", &progress);
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  // The manifest's sizes, read before the copy, and all of them fetched.
+  EXPECT_GE(progress.total.load(), pulled->bytes);
+  EXPECT_EQ(progress.bytes.load(), progress.total.load());
+  auto found = s.find(ref(registry() + "/test/base:1"));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->digest, pulled->digest);
+  EXPECT_EQ(found->layers, pulled->layers);
+  EXPECT_FALSE(s.find(ref(registry() + "/test/app:1")));
+  // A layer that is gone (pruned by hand) makes the record worthless: pulled again.
+  fs::remove_all(store_ + "/layers/" + pulled->layers[0]);
+  EXPECT_FALSE(s.find(ref(registry() + "/test/base:1")));
+}
+
+TEST_F(ImageStoreTest, ThePullerRetriesARegistryThatDoesNotAnswerAndFailsWhatIsNotThere) {
+  ImageStore s = store();
+  ImagePuller puller(s, {std::chrono::milliseconds(100), std::chrono::milliseconds(400)});
+  using Kind = ImagePuller::State::Kind;
+  // Pulled off the caller's thread; the caller looks again until it is there.
+  EXPECT_EQ(puller.want(1, ref(registry() + "/test/base:1")).kind, Kind::kPulling);
+  ASSERT_TRUE(eventually([&] { return puller.stateOf(1)->kind != Kind::kPulling; }));
+  auto one = puller.stateOf(1);
+  ASSERT_EQ(one->kind, Kind::kReady) << one->failure.message();
+  puller.release(1);
+  EXPECT_FALSE(puller.stateOf(1));
+  // Held here now: a second job gets it at once, without a pull.
+  auto two = puller.want(2, ref(registry() + "/test/base:1"));
+  EXPECT_EQ(two.kind, Kind::kReady);
+  EXPECT_EQ(two.image->digest, one->image->digest);
+  EXPECT_FALSE(puller.stateOf(2));
+
+  // Not there: final, with the reference named.
+  puller.want(3, ref(registry() + "/test/nothing:1"));
+  ASSERT_TRUE(eventually([&] { return puller.stateOf(3)->kind != Kind::kPulling; }));
+  EXPECT_EQ(puller.stateOf(3)->kind, Kind::kFailed);
+  EXPECT_EQ(puller.stateOf(3)->failure.message(), "image not found: " + registry() + "/test/nothing:1");
+  puller.release(3);
+
+  // A registry that does not answer: the job waits, told why and when the next try is, and the
+  // pull goes through once the registry is back.
+  registry_->stop();
+  puller.want(4, ref(registry() + "/test/app:1"));
+  ASSERT_TRUE(eventually([&] {
+    return puller.stateOf(4)->message.find("trying again in") != std::string::npos;
+  })) << puller.stateOf(4)->message;
+  EXPECT_EQ(puller.stateOf(4)->kind, Kind::kPulling);
+  registry_->start();
+  ASSERT_TRUE(eventually([&] { return puller.stateOf(4)->kind != Kind::kPulling; }));
+  EXPECT_EQ(puller.stateOf(4)->kind, Kind::kReady) << puller.stateOf(4)->failure.message();
+  EXPECT_EQ(puller.stateOf(4)->image->layers.size(), 2u);
 }
 
 }  // namespace

@@ -230,6 +230,7 @@ model::Inventory Agent::inventory() {
   inv.runAsOwner = config_.runAsOwner ? "required" : "off";
   inv.address = config_.advertiseAddress.empty() ? connectedFrom_ : config_.advertiseAddress;
   if (!model::isHostAddress(inv.address)) inv.address.clear();  // say a scoped IPv6: the name
+  inv.images = images_ != nullptr;
   return inv;
 }
 
@@ -263,9 +264,22 @@ void Agent::run(asio::io_context& io) { asio::co_spawn(io, connectionLoop(), asi
 std::vector<model::ActualJob> Agent::actualJobs() {
   auto jobs = executor_.poll();
   for (const auto& [id, a] : cancelledBeforeStart_) jobs.push_back(a);
+  for (int64_t id : pulling_) {
+    auto st = images_ ? images_->stateOf(id) : std::nullopt;
+    if (!st || st->kind != ImagePuller::State::Kind::kPulling) continue;  // seen next reconcile
+    model::ActualJob a;
+    a.id = id;
+    a.state = model::ActualState::kPulling;
+    a.message = st->message;
+    a.pullBytes = st->bytes;
+    a.pullTotal = st->total;
+    jobs.push_back(std::move(a));
+  }
   for (auto& a : jobs) {
     if (auto port = masterPorts_.find(a.id); port != masterPorts_.end())
       a.masterPort = port->second;
+    if (auto digest = imageDigests_.find(a.id); digest != imageDigests_.end())
+      a.imageDigest = digest->second;
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
@@ -306,6 +320,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         continue;
       }
       if (d.cancel) {
+        if (images_) images_->release(d.id);
+        pulling_.erase(d.id);
         model::ActualJob a;
         a.id = d.id;
         a.state = model::ActualState::kExited;
@@ -315,6 +331,9 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         continue;
       }
       JobSpec spec;
+      // Its image first: a pull may take minutes, and nothing else (a rendezvous port, a
+      // session's directories) should be taken for it meanwhile.
+      if (!d.image.empty() && !imageReady(d, spec, now)) continue;
       spec.id = d.id;
       spec.command = d.command;
       spec.env = d.env;
@@ -333,12 +352,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       if (d.chooseMasterPort) {
         auto port = freeTcpPort();
         if (!port.ok()) {
-          model::ActualJob a;
-          a.id = d.id;
-          a.state = model::ActualState::kFailedToStart;
-          a.finishedAt = now;
-          a.message = "cannot find a free port for the rendezvous: " + port.status().message();
-          cancelledBeforeStart_[d.id] = a;
+          failBeforeStart(d.id, "cannot find a free port for the rendezvous: " +
+                                    port.status().message(), now);
           continue;
         }
         masterPorts_[d.id] = *port;
@@ -350,13 +365,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         if (Status st =
                 sessions_.prepare(d, executor_.workPath(d.id), asRoot, who.uid, who.gid, spec);
             !st.ok()) {
-          // Reported once like a job cancelled before it started, until allotd drops it.
-          model::ActualJob a;
-          a.id = d.id;
-          a.state = model::ActualState::kFailedToStart;
-          a.finishedAt = now;
-          a.message = "cannot prepare the session: " + st.message();
-          cancelledBeforeStart_[d.id] = a;
+          failBeforeStart(d.id, "cannot prepare the session: " + st.message(), now);
           continue;
         }
         if (Status st = ssh_.prepare(d.id, who); !st.ok())
@@ -397,12 +406,72 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       logShipped_.erase(a.id);
       logBase_.erase(a.id);
       masterPorts_.erase(a.id);
+      imageDigests_.erase(a.id);
     }
+  }
+  // Pulls for jobs allotd no longer wants here.
+  for (auto it = pulling_.begin(); it != pulling_.end();) {
+    if (wanted.count(*it)) {
+      ++it;
+      continue;
+    }
+    if (images_) images_->release(*it);
+    it = pulling_.erase(it);
   }
   for (auto it = cancelledBeforeStart_.begin(); it != cancelledBeforeStart_.end();) {
     it = wanted.count(it->first) ? std::next(it) : cancelledBeforeStart_.erase(it);
   }
   statusDirty_ = true;
+}
+
+void Agent::failBeforeStart(int64_t id, const std::string& message, TimeMs now) {
+  model::ActualJob a;
+  a.id = id;
+  a.state = model::ActualState::kFailedToStart;
+  a.finishedAt = now;
+  a.message = message;
+  cancelledBeforeStart_[id] = std::move(a);
+}
+
+bool Agent::imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now) {
+  auto ref = model::parseImageRef(d.image);
+  if (!ref.ok()) {
+    failBeforeStart(d.id, ref.status().message(), now);
+    return false;
+  }
+  if (!images_) {
+    failBeforeStart(d.id, "this host runs no jobs in images: " + imagesWhyNot_, now);
+    return false;
+  }
+  auto st = images_->want(d.id, *ref);
+  switch (st.kind) {
+    case ImagePuller::State::Kind::kPulling:
+      pulling_.insert(d.id);
+      return false;
+    case ImagePuller::State::Kind::kFailed:
+      images_->release(d.id);
+      pulling_.erase(d.id);
+      // "image not found: REF", a refused digest, ...: the job never ran.
+      failBeforeStart(d.id, st.failure.message(), now);
+      return false;
+    case ImagePuller::State::Kind::kReady:
+      break;
+  }
+  images_->release(d.id);
+  pulling_.erase(d.id);
+  const StoredImage& image = *st.image;
+  ContainerImage c;
+  c.ref = image.ref;
+  c.digest = image.digest;
+  c.layersRoot = imageStore_->layersRoot();
+  c.layers.assign(image.layers.rbegin(), image.layers.rend());  // topmost first
+  c.entrypoint = image.config.entrypoint;
+  c.cmd = image.config.cmd;
+  c.env = image.config.env;
+  c.workingDir = image.config.workingDir;
+  spec.image = std::move(c);
+  imageDigests_[d.id] = image.digest;
+  return true;
 }
 
 std::string Agent::simUtilFile(int64_t jobId) const {
@@ -617,7 +686,13 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     }
     wakeNow = false;
     if (!open) break;
-    if (waitingForGpus_) reconcile(lastDesired_);
+    // A pull that ended (or was put off) lets its jobs start, or fail, now.
+    const bool pullsMoved =
+        images_ && !pulling_.empty() && images_->generation() != pullsSeen_;
+    if (waitingForGpus_ || pullsMoved) {
+      if (images_) pullsSeen_ = images_->generation();
+      reconcile(lastDesired_);
+    }
     if (forkServer_) forkServer_->keepRunning();
     {
       std::vector<std::pair<int64_t, std::string>> jupyters;

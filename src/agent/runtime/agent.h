@@ -31,6 +31,7 @@
 #include "agent/exec/executor.h"
 #include "agent/gpu/gpu_provider.h"
 #include "agent/gpu/locked_gpu_provider.h"
+#include "agent/image/image_puller.h"
 #include "agent/runtime/http_join.h"
 #include "agent/runtime/tunnel_endpoint.h"
 #include "agent/session/fork_server.h"
@@ -94,6 +95,13 @@ class Agent {
   // What allotd's tunnel streams (session, target) connect to on this host; by default none
   // (refuseAllTunnels). Before run().
   void setTunnelResolver(TunnelResolver resolver) { tunnelResolver_ = std::move(resolver); }
+  // Jobs in images (docs/environments.md): pulled into the store behind `puller` and started
+  // under crun. Without one (nullptr), such a job fails to start with `whyNot`. Before run().
+  void setImages(ImageStore* store, ImagePuller* puller, std::string whyNot) {
+    imageStore_ = store;
+    images_ = puller;
+    imagesWhyNot_ = std::move(whyNot);
+  }
 
   model::Inventory inventory();
 
@@ -116,6 +124,12 @@ class Agent {
   std::string telemetryMessage();
   // The file a job on a simulated host writes its GPU utilisation to (ALLOT_SIM_GPU_UTIL_FILE).
   std::string simUtilFile(int64_t jobId) const;
+  // Job `d`'s image, for its JobSpec: true when `spec.image` is set and the job may start now;
+  // false while it is pulled (reported from pulling_) or when it cannot start (reported once,
+  // from cancelledBeforeStart_).
+  bool imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now);
+  // Reports it once, like a job cancelled before it started, until allotd drops it.
+  void failBeforeStart(int64_t id, const std::string& message, TimeMs now);
   // Host tasks (wipe, hook, health check): starts the task allotd's desired state names, once per
   // id, on a thread of its own (it blocks for minutes); collects its result when done.
   void startTaskIfWanted();
@@ -158,6 +172,15 @@ class Agent {
   // prepared): reported once, until allotd drops them.
   std::map<int64_t, model::ActualJob> cancelledBeforeStart_;
   bool statusDirty_ = true;
+
+  // Jobs in images: the host's store and its puller (none: imagesWhyNot_ says why), the jobs
+  // waiting for their image, and the digest each started job's image resolved to.
+  ImageStore* imageStore_ = nullptr;
+  ImagePuller* images_ = nullptr;
+  std::string imagesWhyNot_ = "this agent was started without an image store";
+  std::set<int64_t> pulling_;
+  uint64_t pullsSeen_ = 0;  // images_->generation() when the waiting jobs were last looked at
+  std::map<int64_t, std::string> imageDigests_;
 
   // Critical XIDs seen since the agent started, newest last, at most kMaxXidHistory; read by the
   // health check on the task thread. Declared before taskRun_, whose destructor waits for the

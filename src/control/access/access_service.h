@@ -70,6 +70,11 @@ class AccessService {
   // Teams and projects (teams.cc): platform admins create teams; team-admins their projects.
   Result<Change<model::Team>> createTeam(const Principal& p, const std::string& name);
   std::vector<model::Team> listTeams(const Principal& p) const;
+  // The images `team`'s work may run in (control/images/image_policy.h): platform admins set
+  // them; whoever may see the team reads them.
+  Result<Change<model::Team>> setImageAllow(const Principal& p, const std::string& team,
+                                            std::vector<std::string> allow);
+  Result<model::Team> team(const Principal& p, const std::string& name) const;
 
   // Accounts, team membership and API tokens (accounts.cc, docs/access.md). Platform
   // admins create humans; team-admins may also create service accounts of their own teams.

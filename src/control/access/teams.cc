@@ -3,6 +3,7 @@
 
 #include "control/access/access_service.h"
 #include "control/authz.h"
+#include "control/images/image_policy.h"
 #include "control/names.h"
 
 namespace allot::control {
@@ -26,6 +27,30 @@ std::vector<model::Team> AccessService::listTeams(const Principal& p) const {
     if (authz::canSeeTeam(p, name)) out.push_back(t);
   }
   return out;
+}
+
+Result<model::Team> AccessService::team(const Principal& p, const std::string& name) const {
+  auto it = world_.teams.find(name);
+  if (it == world_.teams.end() || !authz::canSeeTeam(p, name))
+    return Status::NotFound("no team '" + name + "'");
+  return it->second;
+}
+
+Result<Change<model::Team>> AccessService::setImageAllow(const Principal& p,
+                                                         const std::string& name,
+                                                         std::vector<std::string> allow) {
+  auto current = team(p, name);
+  if (!current.ok()) return current.status();
+  // What a team may pull decides what its hosts fetch and run: the platform's call, not the
+  // team's (a team-admin could otherwise point hosts at any address).
+  ALLOT_RETURN_IF_ERROR(authz::requireAdmin(p, "set which images a team may use"));
+  ALLOT_RETURN_IF_ERROR(validateImageAllow(allow));
+  model::Team& t = world_.teams.at(name);
+  t.imageAllow = std::move(allow);
+  Change<model::Team> c;
+  c.value = t;
+  c.batch.add(store::PutTeam{t});
+  return c;
 }
 
 Result<Change<model::Project>> AccessService::createProject(const Principal& p,

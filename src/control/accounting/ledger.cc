@@ -12,9 +12,7 @@
 namespace allot::control {
 namespace {
 
-bool holdsGpus(model::JobState s) {
-  return s == model::JobState::kScheduled || s == model::JobState::kRunning;
-}
+using model::holdsGpus;
 
 }  // namespace
 

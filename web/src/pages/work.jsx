@@ -14,7 +14,7 @@ import {
   preferredTeam,
   rememberTeam,
 } from '../session.js';
-import { fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
+import { fmtBytes, fmtTime, fmtDuration, fmtGpus, since } from '../format.js';
 import {
   ErrorNote,
   Loading,
@@ -64,7 +64,8 @@ function jobControls(me, job) {
   if (!mayControl(me, job) || job.session || TERMINAL.has(job.state)) return [];
   if (job.state === 'queued') return [job.held_by ? 'release' : 'hold'];
   const stopping = job.cancel_requested || job.requeue_requested_by || job.evicting;
-  if ((job.state === 'scheduled' || job.state === 'running') && !stopping) return ['requeue'];
+  const placed = ['scheduled', 'pulling', 'running'].includes(job.state);
+  if (placed && !stopping) return ['requeue'];
   return [];
 }
 
@@ -165,6 +166,7 @@ const FIELD_OF = {
   priority: 'priority',
   preemptible: 'preemptible',
   contour: 'contour',
+  image: 'image',
 };
 
 function LaunchForm() {
@@ -192,6 +194,7 @@ function LaunchForm() {
     preemptible: false,
     queue_anyway: false,
     contour: '',
+    image: '',
   });
   const act = useAction((job) => route(`/work/${job.id}`));
   const set = (k) => (v) => {
@@ -244,6 +247,7 @@ function LaunchForm() {
     }
     if (f.preemptible) b.preemptible = true;
     if (f.contour) b.contour = f.contour;
+    if (f.image.trim()) b.image = f.image.trim();
     // A job no host could ever run is refused unless asked to queue for hosts about to join.
     if (f.queue_anyway) b.queue_anyway = true;
     return b;
@@ -268,6 +272,11 @@ function LaunchForm() {
         <TeamField bind={bind} value={team} teams={teams} admin={admin} />
         <ProjectField bind={bind} projects={teamProjects} />
         <InputField {...bind('name')} label="Name" />
+        <InputField
+          {...bind('image')}
+          label="Image"
+          placeholder="on the host; or registry:5000/ml/pytorch:2.3"
+        />
       </div>
       <div class="row">
         <GpuAmountFields bind={bind} />
@@ -389,6 +398,18 @@ function JobDetail({ id }) {
         <Row k="Project" v={j.project} />
         <Row k="User" v={j.user} />
         <Row k="Command" v={<code>{j.command?.map(quoteArg).join(' ')}</code>} />
+        <Row k="Image" v={j.image && <code>{j.image}</code>} />
+        <Row k="Image digest" v={j.image_digest && <code>{j.image_digest}</code>} />
+        {j.pull && (
+          <Row
+            k="Pulled"
+            v={
+              j.pull.total
+                ? `${fmtBytes(j.pull.bytes)} of ${fmtBytes(j.pull.total)}`
+                : `${fmtBytes(j.pull.bytes)} so far`
+            }
+          />
+        )}
         <Row k="GPUs" v={fmtGpus(j)} />
         <Row k="GPU models" v={j.gpu_models?.length ? j.gpu_models.join(', ') : 'any'} />
         <Row k="CPU" v={j.cpu_millis ? `${j.cpu_millis / 1000} cores` : 'no limit'} />

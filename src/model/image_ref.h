@@ -6,10 +6,11 @@
 // to fall back on (Docker's docker.io): `pytorch:2.3` is refused with the form to use.
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
-namespace allot::agent {
+namespace allot::model {
 
 struct ImageRef {
   std::string registry;    // host[:port]
@@ -23,8 +24,11 @@ struct ImageRef {
   std::string transport() const;
 };
 
+// "sha256:" and 64 lower-case hex digits: a pinned digest, as OCI writes them.
+bool isSha256Digest(std::string_view digest);
+
 // Parses and validates `text` (at most 255 characters of repository name, as registries allow);
 // the error names what is wrong and the form to use.
 Result<ImageRef> parseImageRef(const std::string& text);
 
-}  // namespace allot::agent
+}  // namespace allot::model

@@ -1,10 +1,9 @@
-#include "agent/image/image_ref.h"
+#include "model/image_ref.h"
 
+#include <algorithm>
 #include <cctype>
 
-#include "agent/image/digest.h"
-
-namespace allot::agent {
+namespace allot::model {
 namespace {
 
 constexpr size_t kMaxName = 255;  // registry and repository, as the distribution project caps it
@@ -74,6 +73,12 @@ Status refuse(const std::string& text, const std::string& why) {
 
 }  // namespace
 
+bool isSha256Digest(std::string_view d) {
+  if (d.substr(0, 7) != "sha256:" || d.size() != 71) return false;
+  return std::all_of(d.begin() + 7, d.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::string ImageRef::str() const {
   std::string out = registry + "/" + repository;
   if (!tag.empty()) out += ":" + tag;
@@ -137,4 +142,4 @@ Result<ImageRef> parseImageRef(const std::string& text) {
   return ref;
 }
 
-}  // namespace allot::agent
+}  // namespace allot::model

@@ -1,8 +1,8 @@
-#include "agent/image/image_ref.h"
+#include "model/image_ref.h"
 
 #include <gtest/gtest.h>
 
-namespace allot::agent {
+namespace allot::model {
 namespace {
 
 const std::string kDigest = "sha256:" + std::string(64, 'a');
@@ -67,4 +67,4 @@ TEST(ImageRefTest, RefusesWhatIsNotAReferenceNamingTheProblemAndTheField) {
 }
 
 }  // namespace
-}  // namespace allot::agent
+}  // namespace allot::model

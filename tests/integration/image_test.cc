@@ -1,0 +1,154 @@
+// Jobs in OCI images (docs/environments.md), end to end: a registry on loopback with images the
+// test builds (agent/image/test_registry.h), allotd, a root agent whose workloads run as their
+// owners, and the CLI. A job sees its image's files and not the host's, runs as its owner, and
+// records the digest its image resolved to; the team's allow-list is enforced before any fetch;
+// an image that is not there fails the job before it runs; a registry that does not answer
+// leaves the job pulling until it is back. Needs root (crun, and switching users).
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "agent/image/test_registry.h"
+#include "harness.h"
+
+namespace allot::it {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ImageJobTest : public TestCluster {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) return;
+    char tmpl[] = "/tmp/allot-image-it-XXXXXX";
+    registryDir_ = ::mkdtemp(tmpl);
+    registry_ = std::make_unique<testsupport::TestRegistry>(registryDir_);
+  }
+  static void TearDownTestSuite() {
+    registry_.reset();
+    if (!registryDir_.empty()) fs::remove_all(registryDir_);
+  }
+
+  std::vector<std::string> agentFlags() const override {
+    return {"--run-as-owner", "required", "--insecure-registry", registry_->address()};
+  }
+
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "containers and switching users need root";
+    ASSERT_TRUE(registry_) << "the test registry did not start";
+    TestCluster::SetUp();
+    // Jobs of other users reach their own directories under the test's (mkdtemp: 0700).
+    fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    std::tie(alice_, bob_) = createTwoTeams("ml", "alice", "cv", "bob");
+    auto set = cli({"team", "image-allow", "set", "ml", registry_->address() + "/test/"});
+    ASSERT_EQ(set.code, 0) << set.describe();
+    startAgent("h1", "sim:2xA100");
+  }
+  void TearDown() override {
+    if (registry_) registry_->start();  // a test that stopped it and failed half-way
+    TestCluster::TearDown();
+  }
+
+  static std::string image(const std::string& name) {
+    return registry_->address() + "/test/" + name;
+  }
+
+  static inline std::string registryDir_;
+  static inline std::unique_ptr<testsupport::TestRegistry> registry_;
+  std::string alice_, bob_;
+};
+
+TEST_F(ImageJobTest, AJobRunsInItsImageAsItsOwnerAndItsDigestIsRecordedForARerun) {
+  const int64_t aliceUid = cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>();
+  const int64_t id =
+      submit(alice_, {"--image", image("app:1"), "--gpus", "1"},
+             {"sh", "-c",
+              "cat /etc/allot-app /etc/allot-test-image; echo uid=$(id -u) image=$ALLOT_IMAGE; "
+              "ls /usr/bin/skopeo 2>/dev/null || echo host-hidden"});
+  json last;
+  ASSERT_TRUE(waitForJobState(alice_, id, "succeeded", &last)) << last.dump();
+  const std::string out = logs(alice_, id);
+  EXPECT_NE(out.find("app\nbase\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("uid=" + std::to_string(aliceUid) + " image=base"), std::string::npos) << out;
+  EXPECT_NE(out.find("host-hidden"), std::string::npos) << out;
+  EXPECT_EQ(textOf(last, "image"), image("app:1"));
+  const std::string digest = textOf(last, "image_digest");
+  ASSERT_EQ(digest.rfind("sha256:", 0), 0u) << last.dump();
+  auto shown = cliAs(alice_, {"job", "show", std::to_string(id)});
+  EXPECT_NE(shown.out.find("image digest"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find(digest), std::string::npos) << shown.out;
+
+  // The same image, pinned by that digest, from the store this time.
+  const int64_t pinned =
+      submit(alice_, {"--image", registry_->address() + "/test/app@" + digest},
+             {"cat", "/etc/allot-app"});
+  ASSERT_TRUE(waitForJobState(alice_, pinned, "succeeded", &last)) << last.dump();
+  EXPECT_EQ(textOf(last, "image_digest"), digest);
+  EXPECT_EQ(host("h1")["images"], true);
+}
+
+TEST_F(ImageJobTest, AnImageOutsideTheTeamsAllowListOrMalformedIsRefusedAndNothingQueued) {
+  auto narrow = cli({"team", "image-allow", "set", "ml", image("base")});
+  ASSERT_EQ(narrow.code, 0) << narrow.describe();
+  struct Case {
+    std::string image, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {image("app:1"), "not an image team 'ml' may use (it may use images under " +
+                                image("base") + ")"},
+           {image("base-evil:1"), "not an image team 'ml' may use"},
+           {"pytorch:2.3", "the form is"},
+           {image("base:1") + "\n", "image"}}) {
+    auto r = cliAs(alice_, {"run", "--image", c.image, "--", "true"});
+    EXPECT_NE(r.code, 0) << c.image;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.image << ": " << r.describe();
+  }
+  // Bob's team may use none: the refusal says how an admin allows one.
+  auto bobs = cliAs(bob_, {"run", "--image", image("base:1"), "--", "true"});
+  EXPECT_NE(bobs.code, 0);
+  EXPECT_NE(bobs.err.find("allot team image-allow set cv"), std::string::npos) << bobs.describe();
+  EXPECT_TRUE(cliJson(adminToken_, {"job", "list"}).empty());
+
+  // Only a platform admin sets the list; another team's member does not see it.
+  auto byMember = cliAs(alice_, {"team", "image-allow", "set", "ml", "evil.example.com/"});
+  EXPECT_NE(byMember.code, 0);
+  EXPECT_NE(byMember.err.find("only a platform admin"), std::string::npos) << byMember.describe();
+  auto byOther = cliAs(bob_, {"team", "image-allow", "show", "ml"});
+  EXPECT_NE(byOther.code, 0);
+  EXPECT_NE(byOther.err.find("no team 'ml'"), std::string::npos) << byOther.describe();
+  auto bad = cli({"team", "image-allow", "set", "ml", "ml/"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("must start with a registry"), std::string::npos) << bad.describe();
+  auto shown = cliAs(alice_, {"team", "image-allow", "show", "ml"});
+  EXPECT_NE(shown.out.find(image("base")), std::string::npos) << shown.describe();
+}
+
+TEST_F(ImageJobTest, AnImageNotThereFailsTheJobAndARegistryDownLeavesItPullingUntilBack) {
+  const int64_t missing = submit(alice_, {"--image", image("nothing:1")}, {"true"});
+  json last;
+  ASSERT_TRUE(waitForJobState(alice_, missing, "failed", &last)) << last.dump();
+  EXPECT_NE(textOf(last, "reason").find("image not found: " + image("nothing:1")),
+            std::string::npos)
+      << last.dump();
+  EXPECT_TRUE(last["started_at"].is_null()) << last.dump();
+
+  registry_->stop();
+  const int64_t waiting = submit(alice_, {"--image", image("base:1"), "--gpus", "1"},
+                                 {"cat", "/etc/allot-test-image"});
+  ASSERT_TRUE(waitFor([&] {
+    last = job(alice_, waiting);
+    return textOf(last, "reason").find("trying again in") != std::string::npos;
+  })) << last.dump();
+  EXPECT_EQ(textOf(last, "state"), "pulling");
+  EXPECT_TRUE(last["pull"].is_object()) << last.dump();
+  EXPECT_EQ(host("h1")["gpus"].size(), 2u);
+  registry_->start();
+  ASSERT_TRUE(waitForJobState(alice_, waiting, "succeeded", &last))
+      << last.dump();
+  EXPECT_NE(logs(alice_, waiting).find("base"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allot::it
