@@ -770,10 +770,11 @@ TEST_F(CliTest, TeamQuotaSetRefusesBadFlagsBeforeSending) {
 TEST_F(CliTest, TeamQuotaShowPrintsSettingsUseAndSplit) {
   EXPECT_EQ(run({"team", "quota", "show", "ml"}), 0);
   std::string out = out_.str();
-  for (const char* want : {"guaranteed:     4x A100, 2x any model\n", "borrow limit:   unlimited\n",
-                           "lend limit:     2\n", "weight:         2\n", "lend dedicated: no\n",
-                           "in use:         5 within guarantee, 1 borrowed\n",
-                           "lendable now:   1\n", "fair share:     0.25 (GPUs it holds now", "resnet   3x A100\n"}) {
+  for (const char* want :
+       {"guaranteed:     4x A100, 2x any model\n", "borrow limit:   unlimited\n",
+        "lend limit:     2\n", "weight:         2\n", "lend dedicated: no\n",
+        "in use:         5 within guarantee, 1 borrowed\n", "lendable now:   1\n",
+        "fair share:     0.25 (GPUs it holds now", "resnet   3x A100\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
   }
 }

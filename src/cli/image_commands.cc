@@ -27,10 +27,9 @@ int allowSet(Context& ctx, const AllowOpts& o) {
     return ctx.usageError(Status::InvalidArgument(
         o.none ? "give prefixes or --none, not both"
                : "give the prefixes the team may use (REGISTRY/REPOSITORY...), or --none"));
-  return ctx.printReplyLine(ctx.put(allowPath(o), json{{"allow", o.prefixes}}),
-                            [&](const json& a) {
-                              return "Team " + o.team + " may run images under: " + allowText(a);
-                            });
+  return ctx.printReplyLine(ctx.put(allowPath(o), json{{"allow", o.prefixes}}), [&](const json& a) {
+    return "Team " + o.team + " may run images under: " + allowText(a);
+  });
 }
 
 int allowShow(Context& ctx, const AllowOpts& o) {
@@ -51,8 +50,9 @@ void addImageCommands(CLI::App& app, Context& ctx) {
   set->add_option("PREFIX", o->prefixes,
                   "REGISTRY[/REPOSITORY...]: images under it, e.g. registry:5000/ml/");
   set->add_flag("--none", o->none, "Allow no image at all");
-  set->footer("Example: allot team image-allow set ml registry.example.com/ml/ "
-              "registry.example.com/base/cuda");
+  set->footer(
+      "Example: allot team image-allow set ml registry.example.com/ml/ "
+      "registry.example.com/base/cuda");
   onRun(set, ctx, o, allowSet);
   auto* show = allow->add_subcommand("show", "Show the prefixes of the images a team may use");
   show->add_option("TEAM", o->team, "Team name")->required();

@@ -111,7 +111,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
   if (!r.queueAnyway) {
     Status fit = checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour},
-                                  team, r.contour, r.resources);
+                                  team, r.contour, r.resources, !r.image.empty());
     // A session cannot be queued anyway: it is for now, and its request is its profile's.
     if (!fit.ok() && !r.session)
       return Status::InvalidArgument(fit.message() +

@@ -126,10 +126,9 @@ std::string Cluster::desiredMessage(const std::string& host) {
       d.graceMs = evict && !j.cancelRequested ? options_.preemptGraceMs : options_.cancelGraceMs;
       // The command and environment only while the agent may still have to start the job, and
       // only within the budget: the rest wait for a later message (agent_protocol.h).
-      const bool mayStart =
-          !d.cancel && (isGang(j) ? placed.state == RankState::kPending
-                                  : j.state == JobState::kScheduled ||
-                                        j.state == JobState::kPulling);
+      const bool mayStart = !d.cancel && (isGang(j) ? placed.state == RankState::kPending
+                                                    : j.state == JobState::kScheduled ||
+                                                          j.state == JobState::kPulling);
       const auto bytes = static_cast<size_t>(specBytes(j));
       if (mayStart && (carried == 0 || carried + bytes <= model::kDesiredSpecBudget)) {
         carried += bytes;

@@ -48,6 +48,7 @@ sched::Request requestOf(const Job& j, const JobLimits& l) {
   r.hosts = j.resources.hosts;
   r.minDriver = j.resources.minDriver;
   r.minCuda = j.resources.minCuda;
+  r.images = !j.image.empty();
   r.maxRuntimeMs = j.maxRuntimeMs;
   r.contour = j.contour;
   return r;
@@ -143,6 +144,7 @@ sched::HostView Cluster::hostView(const std::string& name, const model::Host& h,
   v.memoryMib = h.memoryMib;
   v.dedicatedTo = h.dedicatedTo;
   v.contour = h.contour;
+  v.images = h.images;
   if (auto held = holds.find(name); held != holds.end()) {
     // 0 means "not held", so a lease starting at the epoch holds from 1 ms.
     v.heldFrom = std::max<TimeMs>(held->second.startAt, 1);

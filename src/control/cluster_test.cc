@@ -120,7 +120,7 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
 }
 
 TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDigest) {
-  joinHost("gpu-01", 2);
+  joinHost("plain", 2);  // its agent runs no images
   JobRequest r = request({"python3", "train.py"}, 1);
   r.image = "registry:5000/ml/pytorch:2.3";
   // A team may use no image until a platform admin allows it; a member may not allow it.
@@ -135,8 +135,23 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   r.image = "registry:5000/other/x:1";
   EXPECT_FALSE(cluster_->submitJob(alice_, r).ok());
   r.image = "registry:5000/ml/pytorch:2.3";
+  // No host runs images: refused at submission, or queued anyway with that reason.
+  auto noHost = cluster_->submitJob(alice_, r);
+  ASSERT_FALSE(noHost.ok());
+  EXPECT_EQ(noHost.status().field(), "image");
+  r.queueAnyway = true;
   const int64_t a = submitRequest(alice_, r);
   cluster_->placementsDurable(cluster_->schedulePass().value);
+  EXPECT_EQ(job(a).state, JobState::kQueued);
+  EXPECT_NE(job(a).reason.find("runs jobs in images"), std::string::npos) << job(a).reason;
+  // A host whose agent runs images takes it.
+  joinOnly("gpu-01", 2);
+  model::Inventory images = inventory(2);
+  images.images = true;
+  cluster_->agentConnected("gpu-01", &link_, images, {});
+  cluster_->placementsDurable(cluster_->schedulePass().value);
+  ASSERT_EQ(job(a).state, JobState::kScheduled) << job(a).reason;
+  EXPECT_EQ(firstRank(job(a)).host, "gpu-01");
   EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"image\":\"registry:5000/ml/pytorch:2.3\""),
             std::string::npos);
 
@@ -173,7 +188,8 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   ASSERT_TRUE(cluster_->cancelJob(alice_, b).ok());
   cluster_->agentStatus("gpu-01", {pulling});
   EXPECT_NE(job(b).reason.find("alice"), std::string::npos) << job(b).reason;
-  ActualJob dropped{b, ActualState::kExited, 0, {}, {}, 0, clock_.nowMs(), "cancelled before it started"};
+  ActualJob dropped{
+      b, ActualState::kExited, 0, {}, {}, 0, clock_.nowMs(), "cancelled before it started"};
   cluster_->agentStatus("gpu-01", {dropped});
   EXPECT_EQ(job(b).state, JobState::kCancelled);
   EXPECT_NE(job(b).reason.find("alice"), std::string::npos) << job(b).reason;

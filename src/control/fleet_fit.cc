@@ -34,6 +34,7 @@ bool modelAsked(const model::ResourceRequest& r, const std::string& gpuModel) {
 // says what to tell the user.
 struct Narrowing {
   int inContour = 0;          // hosts of the contour open to the team
+  int runsImages = 0;         // ... whose agent runs jobs in images, when the request needs it
   int withModel = 0;          // hosts with an open GPU of a model asked (every host, without GPUs)
   int64_t mostGpuMemory = 0;  // on one such GPU
   int withMemory = 0;         // ... that also has the GPU memory asked
@@ -52,7 +53,7 @@ void keepNewest(std::string& newest, const std::string& v) {
 }  // namespace
 
 Status checkFleetCanRun(const FleetFitQuery& f, const std::string& team, const std::string& contour,
-                        const model::ResourceRequest& r) {
+                        const model::ResourceRequest& r, bool inImage) {
   if (f.hosts.empty()) return Status::Ok();
   auto candidate = [&](const model::Host& h) {
     const std::string& hostContour = h.contour.empty() ? f.defaultContour : h.contour;
@@ -66,6 +67,8 @@ Status checkFleetCanRun(const FleetFitQuery& f, const std::string& team, const s
   for (const auto& [name, host] : f.hosts) {
     if (!candidate(host)) continue;
     ++n.inContour;
+    if (inImage && !host.images) continue;
+    ++n.runsImages;
     const model::Host* h = &host;
     int ofModel = 0, withMemory = 0;
     for (const auto& g : h->gpus) {
@@ -100,6 +103,11 @@ Status checkFleetCanRun(const FleetFitQuery& f, const std::string& team, const s
   if (n.inContour == 0)
     return refuse("no host of contour '" + contour + "' is open to team '" + team + "'", "contour");
   const std::string where = "no host of contour '" + contour + "' open to team '" + team + "'";
+  if (n.runsImages == 0)
+    return refuse(where +
+                      " runs jobs in images (an agent does where its workloads run as their "
+                      "owners and crun, skopeo and a seccomp profile are there)",
+                  "image");
   if (n.withModel == 0) {
     std::set<std::string> offered;  // the models on GPUs open to the team there
     for (const auto& [name, h] : f.hosts) {

@@ -21,9 +21,11 @@ struct FleetFitQuery {
 };
 
 // Ok, or InvalidArgument naming the field that rules every host out ("gpus", "gpu_models",
-// "gpu_memory_mib", "min_driver", "min_cuda", "cpu_millis", "memory_mib", "hosts", "contour"),
-// with what the fleet offers instead. The caller says how to queue it anyway, where it can.
+// "gpu_memory_mib", "min_driver", "min_cuda", "cpu_millis", "memory_mib", "hosts", "contour",
+// "image"), with what the fleet offers instead. The caller says how to queue it anyway, where it
+// can. `inImage`: it runs in a container image, so only hosts whose agent runs those count.
 Status checkFleetCanRun(const FleetFitQuery& fleet, const std::string& team,
-                        const std::string& contour, const model::ResourceRequest& r);
+                        const std::string& contour, const model::ResourceRequest& r,
+                        bool inImage = false);
 
 }  // namespace allot::control

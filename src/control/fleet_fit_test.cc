@@ -56,6 +56,19 @@ TEST_F(FleetFitTest, MoreGpusThanTheLargestHostIsRefusedNamingGpus) {
   EXPECT_NE(s.message().find("the most on one host is 8"), std::string::npos) << s.message();
 }
 
+TEST_F(FleetFitTest, AJobInAnImageCountsOnlyHostsThatRunImages) {
+  host("gpu-01", 8, "H100");
+  Status s = checkFleetCanRun({hosts_, teams_, "dev"}, "vision", "dev", gpus(1), true);
+  EXPECT_EQ(s.field(), "image");
+  EXPECT_NE(s.message().find("runs jobs in images"), std::string::npos) << s.message();
+  host("gpu-02", 4, "H100");
+  hosts_["gpu-02"].images = true;
+  EXPECT_TRUE(checkFleetCanRun({hosts_, teams_, "dev"}, "vision", "dev", gpus(4), true).ok());
+  // Only the image hosts' GPUs count: 8 are on a host that does not run images.
+  EXPECT_EQ(checkFleetCanRun({hosts_, teams_, "dev"}, "vision", "dev", gpus(8), true).field(),
+            "gpus");
+}
+
 TEST_F(FleetFitTest, AModelNoHostHasIsRefusedNamingWhatTheFleetOffers) {
   host("gpu-01", 8, "H100");
   host("gpu-02", 8, "A100");

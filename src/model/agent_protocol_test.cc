@@ -57,8 +57,8 @@ TEST(AgentProtocol, AJobInAnImageIsPulledThenReportsTheDigestItResolvedTo) {
   // What allotd stores and shows is checked: a digest that is not one, or negative byte counts,
   // refuse the report.
   for (auto bad : {nlohmann::json{{"image_digest", "sha256:xyz"}},
-                   nlohmann::json{{"image_digest", "<script>"}},
-                   nlohmann::json{{"pull_bytes", -1}}, nlohmann::json{{"pull_total", -5}}}) {
+                   nlohmann::json{{"image_digest", "<script>"}}, nlohmann::json{{"pull_bytes", -1}},
+                   nlohmann::json{{"pull_total", -5}}}) {
     nlohmann::json j = toJson(a);
     j.update(bad);
     EXPECT_FALSE(actualJobFromJson(j).ok()) << bad.dump();

@@ -81,6 +81,7 @@ struct HostView {
   std::vector<GpuView> gpus;
   // Its contour (DEV, TEST, PROD, ...): only work of the same contour runs here.
   std::string contour;
+  bool images = false;  // its agent runs jobs in container images
 
   bool operator==(const HostView&) const = default;
 };
@@ -126,6 +127,7 @@ struct Request {
   std::string minCuda;
   TimeMs maxRuntimeMs = 0;  // declared; 0 = none (then it cannot backfill)
   std::string contour;      // runs only on hosts of this contour
+  bool images = false;      // runs in a container image: only on hosts whose agent runs those
   // Hosts to place it on when one of them has room (a session's persistent local storage is
   // there); otherwise anywhere, as usual. Single-host requests only.
   std::vector<std::string> preferHosts;
@@ -212,6 +214,7 @@ enum class WaitKind {
   kNoHostInContour,    // hosts of other contours could take it, none of its own (`contour`)
   kContourLimit,       // its team is at its limit in its contour (`limitMilli`, `usedMilli`)
   kSchedulerError,     // the pass refused the fleet's snapshot: nothing places (allotd's log)
+  kNoImageHosts,       // in an image, and no host it may use runs jobs in images
 };
 const char* waitKindName(WaitKind kind);
 

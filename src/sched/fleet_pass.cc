@@ -77,6 +77,7 @@ pl::ModelSet Pass::mask(const Request& r, Phase phase, const std::string& model,
     const fleet::Kind& kind = kinds[k];
     // PROD hosts run only PROD work, and so on for every contour.
     if (!ignoreContour && kind.contour != r.contour) continue;
+    if (r.images && !kind.images) continue;
     // A host held for a lease takes only work whose declared runtime ends before the lease
     // starts; work without one could still hold it then.
     if (!ignoreHolds && kind.heldFrom > 0 &&

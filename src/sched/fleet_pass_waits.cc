@@ -15,8 +15,8 @@ void Pass::outOfServiceWait(const Request& r, Wait& w) const {
     int usable = 0;
     for (const GpuView& g : h.gpus) {
       const bool mine = h.dedicatedTo == r.team || g.dedicatedTo.empty() || g.dedicatedTo == r.team;
-      const bool model =
-          r.models.empty() || std::find(r.models.begin(), r.models.end(), g.model) != r.models.end();
+      const bool model = r.models.empty() ||
+                         std::find(r.models.begin(), r.models.end(), g.model) != r.models.end();
       if (mine && model) ++usable;
     }
     if (!r.wholeHost && (usable == 0 || usable < r.gpus)) continue;
@@ -32,8 +32,18 @@ void Pass::outOfServiceWait(const Request& r, Wait& w) const {
 
 std::optional<Wait> Pass::impossible(const Request& r) {
   auto w = impossibleIn(r, visibleMask(r));
-  if (w && (w->kind == WaitKind::kNoSuchModel || w->kind == WaitKind::kTooBig ||
-            w->kind == WaitKind::kHostsDrained) &&
+  if (w && r.images) {
+    // It would fit on hosts that do not run images: say that, not that the GPUs are missing.
+    Request plain = r;
+    plain.images = false;
+    if (!impossibleIn(plain, visibleMask(plain))) {
+      w->kind = WaitKind::kNoImageHosts;
+      return w;
+    }
+  }
+  if (w &&
+      (w->kind == WaitKind::kNoSuchModel || w->kind == WaitKind::kTooBig ||
+       w->kind == WaitKind::kHostsDrained) &&
       r.minDriver.empty() && r.minCuda.empty())
     outOfServiceWait(r, *w);
   if (!w || st_.size() == 0 || w->kind == WaitKind::kHostsDrained) return w;

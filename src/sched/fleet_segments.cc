@@ -14,15 +14,15 @@ std::string encode(const Kind& k) {
   // The placement model only compares kind names; the separator cannot occur in names people type.
   return k.model + '\x1f' + k.owner + '\x1f' + (k.shared ? "s" : "x") + '\x1f' + k.driver + '\x1f' +
          k.cuda + '\x1f' + std::to_string(k.heldFrom) + '\x1f' + std::to_string(k.heldLease) +
-         '\x1f' + k.contour;
+         '\x1f' + k.contour + (k.images ? "\x1fi" : "");
 }
 
 }  // namespace
 
 bool operator<(const Kind& a, const Kind& b) {
-  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda, a.heldFrom, a.heldLease,
-                  a.contour) <
-         std::tie(b.model, b.owner, b.shared, b.driver, b.cuda, b.heldFrom, b.heldLease, b.contour);
+  return std::tie(a.model, a.owner, a.shared, a.driver, a.cuda, a.heldFrom, a.heldLease, a.contour,
+                  a.images) < std::tie(b.model, b.owner, b.shared, b.driver, b.cuda, b.heldFrom,
+                                       b.heldLease, b.contour, b.images);
 }
 
 Result<Fleet> Fleet::build(const Snapshot& snap) {
@@ -48,11 +48,12 @@ Result<Fleet> Fleet::build(const Snapshot& snap) {
       k.heldFrom = host.heldFrom;
       k.heldLease = host.heldLease;
       k.contour = host.contour;
+      k.images = host.images;
       groups[k].push_back(&g);
     }
     if (groups.empty())
-      groups[Kind{"", host.dedicatedTo, false, "", "", host.heldFrom, host.heldLease,
-                  host.contour}];
+      groups[Kind{"", host.dedicatedTo, false, "", "", host.heldFrom, host.heldLease, host.contour,
+                  host.images}];
     const int totalGpus = std::max<int>(1, static_cast<int>(host.gpus.size()));
     int64_t cpuLeft = host.cpuMillis, memLeft = host.memoryMib;
     size_t n = 0;

@@ -28,6 +28,7 @@ struct Kind {
   TimeMs heldFrom = 0;
   int64_t heldLease = 0;
   std::string contour;  // the host's
+  bool images = false;  // the host's agent runs jobs in images
 };
 
 struct Segment {

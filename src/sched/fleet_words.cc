@@ -93,6 +93,8 @@ const char* waitKindName(WaitKind kind) {
       return "contour_limit";
     case WaitKind::kSchedulerError:
       return "scheduler_error";
+    case WaitKind::kNoImageHosts:
+      return "no_image_hosts";
   }
   return "waiting";
 }
@@ -188,6 +190,10 @@ std::string describeWait(const Wait& w, const Request& r) {
       // The error itself may name any team's hosts: it goes to platform admins (an event).
       return "nothing can be placed: the scheduler refused the fleet's state (platform admins "
              "have a scheduler_error event)";
+    case WaitKind::kNoImageHosts:
+      return "no host team " + r.team +
+             " may use runs jobs in images (an agent does where its workloads run as their "
+             "owners and crun, skopeo and a seccomp profile are there: docs/environments.md)";
   }
   return "waiting";
 }

@@ -81,9 +81,8 @@ TEST_F(ImageJobTest, AJobRunsInItsImageAsItsOwnerAndItsDigestIsRecordedForARerun
   EXPECT_NE(shown.out.find(digest), std::string::npos) << shown.out;
 
   // The same image, pinned by that digest, from the store this time.
-  const int64_t pinned =
-      submit(alice_, {"--image", registry_->address() + "/test/app@" + digest},
-             {"cat", "/etc/allot-app"});
+  const int64_t pinned = submit(alice_, {"--image", registry_->address() + "/test/app@" + digest},
+                                {"cat", "/etc/allot-app"});
   ASSERT_TRUE(waitForJobState(alice_, pinned, "succeeded", &last)) << last.dump();
   EXPECT_EQ(textOf(last, "image_digest"), digest);
   EXPECT_EQ(host("h1")["images"], true);
@@ -96,8 +95,8 @@ TEST_F(ImageJobTest, AnImageOutsideTheTeamsAllowListOrMalformedIsRefusedAndNothi
     std::string image, says;
   };
   for (const Case& c : std::vector<Case>{
-           {image("app:1"), "not an image team 'ml' may use (it may use images under " +
-                                image("base") + ")"},
+           {image("app:1"),
+            "not an image team 'ml' may use (it may use images under " + image("base") + ")"},
            {image("base-evil:1"), "not an image team 'ml' may use"},
            {"pytorch:2.3", "the form is"},
            {image("base:1") + "\n", "image"}}) {
@@ -135,8 +134,8 @@ TEST_F(ImageJobTest, AnImageNotThereFailsTheJobAndARegistryDownLeavesItPullingUn
   EXPECT_TRUE(last["started_at"].is_null()) << last.dump();
 
   registry_->stop();
-  const int64_t waiting = submit(alice_, {"--image", image("base:1"), "--gpus", "1"},
-                                 {"cat", "/etc/allot-test-image"});
+  const int64_t waiting =
+      submit(alice_, {"--image", image("base:1"), "--gpus", "1"}, {"cat", "/etc/allot-test-image"});
   ASSERT_TRUE(waitFor([&] {
     last = job(alice_, waiting);
     return textOf(last, "reason").find("trying again in") != std::string::npos;
@@ -145,8 +144,7 @@ TEST_F(ImageJobTest, AnImageNotThereFailsTheJobAndARegistryDownLeavesItPullingUn
   EXPECT_TRUE(last["pull"].is_object()) << last.dump();
   EXPECT_EQ(host("h1")["gpus"].size(), 2u);
   registry_->start();
-  ASSERT_TRUE(waitForJobState(alice_, waiting, "succeeded", &last))
-      << last.dump();
+  ASSERT_TRUE(waitForJobState(alice_, waiting, "succeeded", &last)) << last.dump();
   EXPECT_NE(logs(alice_, waiting).find("base"), std::string::npos);
 }
 

@@ -336,7 +336,8 @@ int sealedCopy(const char* path) {
     ok = n > 0;
   }
   close(src);
-  ok = ok && fcntl(copy, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) == 0;
+  ok =
+      ok && fcntl(copy, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) == 0;
   if (!ok && copy >= 0) close(copy);
   return ok ? copy : -1;
 }
@@ -367,7 +368,8 @@ int sealedCopy(const char* path) {
   environ = const_cast<char**>(a.env.data());
   if (!a.containerRootfs.empty()) {
     // crun, by its absolute path (the executor's): from a sealed copy when one can be made.
-    if (const int crun = sealedCopy(a.command[0]); crun >= 0) fexecve(crun, a.command.data(), environ);
+    if (const int crun = sealedCopy(a.command[0]); crun >= 0)
+      fexecve(crun, a.command.data(), environ);
   }
   execvp(a.command[0], a.command.data());
   childFailed(execErrFd, ChildFailure::kExec, errno);

@@ -150,17 +150,17 @@ void ImagePuller::work() {
       e.backoff = e.backoff.count() == 0 ? o_.firstRetry : std::min(e.backoff * 2, o_.maxRetry);
       e.retryAt = Clock::now() + e.backoff;
       // Said once per failure, not counted down: the job's reason is stored when it changes.
-      const auto seconds = std::max<int64_t>(
-          1, std::chrono::duration_cast<std::chrono::seconds>(e.backoff).count());
+      const auto seconds =
+          std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(e.backoff).count());
       e.message = result.status().message() + "; trying again in " + std::to_string(seconds) + " s";
       e.phase = Phase::kBackoff;
       spdlog::warn("image {}: {}", key, e.message);
       continue;
     }
     if (result.ok()) {
-      spdlog::info("image {}: pulled as {} in {} ms", key, result->digest,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
-                       .count());
+      spdlog::info(
+          "image {}: pulled as {} in {} ms", key, result->digest,
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
     } else {
       spdlog::warn("image {}: {}", key, result.status().message());
     }

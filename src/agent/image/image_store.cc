@@ -330,7 +330,8 @@ int64_t ImageStore::bytesToFetch(const ImageRef& ref,
   argv.insert(argv.end(), registryFlags.begin(), registryFlags.end());
   argv.push_back(ref.transport());
   std::string out;
-  if (!runChild(argv, std::chrono::seconds(60), &out, nullptr, {}, kMaxManifestBytes).ok()) return 0;
+  if (!runChild(argv, std::chrono::seconds(60), &out, nullptr, {}, kMaxManifestBytes).ok())
+    return 0;
   const json manifest = parseBoundedJson(out);
   if (manifest.is_discarded() || !manifest.is_object()) return 0;
   int64_t total = 0;

@@ -149,8 +149,8 @@ TEST_F(ImageStoreTest, ALayerWhoseBytesDoNotMatchItsDigestIsRefusedAndNothingIsR
   auto app = good.pull(ref(registry() + "/test/app:1"));
   ASSERT_TRUE(app.ok()) << app.status().message();
   const std::string hex = app->layers[1];
-  const std::string data =
-      registry_->storage() + "/docker/registry/v2/blobs/sha256/" + hex.substr(0, 2) + "/" + hex + "/data";
+  const std::string data = registry_->storage() + "/docker/registry/v2/blobs/sha256/" +
+                           hex.substr(0, 2) + "/" + hex + "/data";
   std::string saved;
   {
     std::ifstream in(data, std::ios::binary);
@@ -219,7 +219,8 @@ TEST_F(ImageStoreTest, ThePullerRetriesARegistryThatDoesNotAnswerAndFailsWhatIsN
   puller.want(3, ref(registry() + "/test/nothing:1"));
   ASSERT_TRUE(eventually([&] { return puller.stateOf(3)->kind != Kind::kPulling; }));
   EXPECT_EQ(puller.stateOf(3)->kind, Kind::kFailed);
-  EXPECT_EQ(puller.stateOf(3)->failure.message(), "image not found: " + registry() + "/test/nothing:1");
+  EXPECT_EQ(puller.stateOf(3)->failure.message(),
+            "image not found: " + registry() + "/test/nothing:1");
   puller.release(3);
 
   // A registry that does not answer: the job waits, told why and when the next try is, and the

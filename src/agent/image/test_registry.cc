@@ -54,16 +54,16 @@ TestRegistry::TestRegistry(const std::string& dir)
   start();
   const std::string l = dir_ + "/layout", b = dir_ + "/bundle";
   sh("building the test images",
-     "umoci init --layout " + l + "\numoci new --image " + l + ":base\n" +
-         "umoci unpack --image " + l + ":base " + b + "\nmkdir -p " + b + "/rootfs/bin " + b +
+     "umoci init --layout " + l + "\numoci new --image " + l + ":base\n" + "umoci unpack --image " +
+         l + ":base " + b + "\nmkdir -p " + b + "/rootfs/bin " + b +
          "/rootfs/etc\ncp /bin/busybox " + b + "/rootfs/bin/busybox\n" +
          "for a in sh cat ls wc true id sleep; do ln -s busybox " + b + "/rootfs/bin/$a; done\n" +
          "echo base > " + b + "/rootfs/etc/allot-test-image\n" + "umoci repack --image " + l +
          ":base " + b + "\numoci config --image " + l +
          ":base --config.cmd /bin/sh --config.env ALLOT_IMAGE=base --config.workingdir /etc\n" +
          "rm -rf " + b + "\numoci unpack --image " + l + ":base " + b + "\necho app > " + b +
-         "/rootfs/etc/allot-app\nrm " + b + "/rootfs/bin/wc\numoci repack --image " + l +
-         ":app " + b + "\numoci gc --layout " + l + "\n");
+         "/rootfs/etc/allot-app\nrm " + b + "/rootfs/bin/wc\numoci repack --image " + l + ":app " +
+         b + "\numoci gc --layout " + l + "\n");
   for (const char* tag : {"base", "app"}) {
     sh(std::string("pushing test/") + tag,
        "skopeo --insecure-policy copy --quiet --dest-tls-verify=false oci:" + l + ":" + tag +

@@ -352,8 +352,8 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       if (d.chooseMasterPort) {
         auto port = freeTcpPort();
         if (!port.ok()) {
-          failBeforeStart(d.id, "cannot find a free port for the rendezvous: " +
-                                    port.status().message(), now);
+          failBeforeStart(
+              d.id, "cannot find a free port for the rendezvous: " + port.status().message(), now);
           continue;
         }
         masterPorts_[d.id] = *port;
@@ -687,8 +687,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
     wakeNow = false;
     if (!open) break;
     // A pull that ended (or was put off) lets its jobs start, or fail, now.
-    const bool pullsMoved =
-        images_ && !pulling_.empty() && images_->generation() != pullsSeen_;
+    const bool pullsMoved = images_ && !pulling_.empty() && images_->generation() != pullsSeen_;
     if (waitingForGpus_ || pullsMoved) {
       if (images_) pullsSeen_ = images_->generation();
       reconcile(lastDesired_);

@@ -44,7 +44,8 @@ TEST(ImagePolicyTest, PrefixesMustStartWithARegistryAndHoldOnlyReferenceCharacte
     EXPECT_FALSE(st.ok()) << bad.front();
     EXPECT_EQ(st.field(), "allow");
   }
-  EXPECT_FALSE(validateImageAllow(std::vector<std::string>(kMaxImageAllowPrefixes + 1, "a.b")).ok());
+  EXPECT_FALSE(
+      validateImageAllow(std::vector<std::string>(kMaxImageAllowPrefixes + 1, "a.b")).ok());
 }
 
 }  // namespace
