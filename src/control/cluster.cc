@@ -109,6 +109,14 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   if (r.contour.empty()) r.contour = options_.contours.defaultContour;
   ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
   ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
+  // The image first: what the team may not use is refused as that, whatever the fleet holds.
+  std::string image;
+  if (!r.image.empty()) {
+    auto ref = model::parseImageRef(r.image);
+    if (!ref.ok()) return ref.status();  // names "image"
+    ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, world_.teams.at(team).imageAllow, *ref));
+    image = ref->str();
+  }
   if (!r.queueAnyway) {
     Status fit = checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour},
                                   team, r.contour, r.resources, !r.image.empty());
@@ -136,13 +144,6 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   }
   ALLOT_RETURN_IF_ERROR(checkDependencies(p, r.dependencies));
   ALLOT_RETURN_IF_ERROR(checkWorkdir(r.workdir));
-  std::string image;
-  if (!r.image.empty()) {
-    auto ref = model::parseImageRef(r.image);
-    if (!ref.ok()) return ref.status();  // names "image"
-    ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, world_.teams.at(team).imageAllow, *ref));
-    image = ref->str();
-  }
   const int tasks = r.array ? static_cast<int>(r.array->indices.size()) : 1;
   if (r.array) ALLOT_RETURN_IF_ERROR(checkArray(*r.array, r.session.has_value()));
   ALLOT_RETURN_IF_ERROR(

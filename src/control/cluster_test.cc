@@ -127,6 +127,10 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   auto refused = cluster_->submitJob(alice_, r);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().field(), "image");
+  // What the team may not use is said as that, before what the fleet lacks.
+  EXPECT_NE(refused.status().message().find("not an image team 'vision' may use"),
+            std::string::npos)
+      << refused.status().message();
   EXPECT_EQ(cluster_->access().setImageAllow(alice_, "vision", {"registry:5000/"}).status().code(),
             Code::kPermissionDenied);
   EXPECT_EQ(cluster_->access().setImageAllow(bob_, "vision", {"registry:5000/"}).status().code(),
