@@ -143,11 +143,12 @@ std::string commandText(const json& job) {
   return shellJoin(argv);
 }
 
-// A resource limit, where 0 or absent means none.
+// A resource limit, where 0 or absent means there is none: "unlimited", as quotas say it
+// ("none" reads as "nothing" elsewhere).
 template <typename Fn>
 std::string limitText(const json& job, const char* key, Fn format) {
   auto it = job.find(key);
-  if (it == job.end() || !it->is_number_integer() || it->get<int64_t>() <= 0) return "none";
+  if (it == job.end() || !it->is_number_integer() || it->get<int64_t>() <= 0) return "unlimited";
   return format(it->get<int64_t>());
 }
 

@@ -99,7 +99,7 @@ int show(Context& ctx, const ProfileOpts& o) {
     const json idle = p.value("idle", json::object());
     d.add("idle", "under " + text(idle, "threshold_percent") + "% GPU for " + text(idle, "after"));
     const std::string lifetime = text(p, "max_lifetime", "0s");
-    d.add("max lifetime", lifetime == "0s" ? "none" : lifetime);
+    d.add("max lifetime", lifetime == "0s" ? "unlimited" : lifetime);
     if (p.value("team", json()).is_null()) {
       const std::string teams = joined(p.value("visible_to", json::array()));
       d.add("visible to", teams.empty() ? "every team" : teams);

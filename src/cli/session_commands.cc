@@ -159,7 +159,7 @@ int show(Context& ctx, const SessionOpts& o) {
           text(*s, "connections") + " connections, " + text(*s, "busy_kernels") + " busy kernels");
   const json idle = s->value("idle", json::object());
   d.add("idle after", text(idle, "after") + " under " + text(idle, "threshold_percent") + "% GPU");
-  d.add("max lifetime", text(*s, "max_lifetime", "none"));
+  d.add("max lifetime", text(*s, "max_lifetime", "unlimited"));
   std::string shared;
   for (const auto& u : s->value("shared_with", json::array()))
     shared += (shared.empty() ? "" : ", ") + u.get<std::string>();

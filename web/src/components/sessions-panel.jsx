@@ -10,6 +10,8 @@ import {
   submittableTeams,
   canManageTeam,
   isAdmin,
+  preferredTeam,
+  rememberTeam,
 } from '../session.js';
 import { fmtTime, fmtGpus, since } from '../format.js';
 import { ErrorNote, Loading, StateBadge, Checkbox, InputField, SelectField } from './ui.jsx';
@@ -191,6 +193,7 @@ function NewSession({ onDone }) {
   };
   const [f, setF] = useState(empty);
   const set = (k) => (v) => {
+    if (k === 'team') rememberTeam(v);
     // A new profile offers other storage: keep the choice only if it still offers it.
     setF((prev) => ({ ...prev, [k]: v, ...(k === 'profile' ? { storage: '' } : {}) }));
   };
@@ -206,7 +209,9 @@ function NewSession({ onDone }) {
   const profile = list.find((p) => p.name === profileName);
   const storageKinds = profile?.storage?.length ? profile.storage : [];
   const storage = f.storage || storageKinds[0] || '';
-  const team = f.team || (profile?.team && teams.includes(profile.team) ? profile.team : teams[0]);
+  // A team's own profile runs in that team; otherwise the team picked last, as in the launch form.
+  const team =
+    f.team || (profile?.team && teams.includes(profile.team) ? profile.team : preferredTeam(teams));
   const teamProjects = (projects.data ?? []).filter((p) => p.team === team);
 
   function body() {
