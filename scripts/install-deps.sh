@@ -40,8 +40,9 @@ packages=(
   # Multi-host jobs' tests rendezvous a real two-rank torch.distributed all-reduce (gloo on CPU)
   # and torchrun --nnodes 2 across two agents (docs/scheduler.md, "Multi-host jobs").
   python3-torch
-  # `allot man` writes roff that the CLI's tests check with groff; man reads it.
-  groff-base man-db
+  # `allot man` writes roff that the CLI's tests check with groff; man reads it. The zsh
+  # completion is tested in a real zsh (tests/scripts/zsh_completion_test.zsh).
+  groff-base man-db zsh
 )
 
 # Node.js and npm build the web console (Vite needs Node 20.19 or later). Machines of this kind

@@ -2,9 +2,11 @@
 # `make run`: starts allotd on embedded SQLite under ./.allot and one local allot-agent (work dir
 # ./.allot-agent; real GPUs through NVML when the host has them, otherwise a simulated 8-GPU
 # host) and a container registry on loopback with a demo image (scripts/local-registry.sh), in
-# the background, and prints how to use them. `make stop` (this script with "stop") stops both, and says which jobs
-# keep running: they survive an agent restart and are re-adopted. `make stop-all` ("stop-all")
-# cancels every job first.
+# the background, and prints how to use them. `make stop` (this script with "stop") stops them,
+# and says which jobs keep running: they survive an agent restart and are re-adopted.
+# `make stop-all` ("stop-all") cancels every job first. ALLOT_STATE_DIR, ALLOT_AGENT_DIR,
+# ALLOT_LISTEN, ALLOT_REGISTRY_LISTEN, ALLOT_AGENT_NAME and ALLOT_BIN move a second instance out
+# of the first one's way (tests/scripts/make_stop_test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,9 @@ SERVER="http://$LISTEN"
 # The agent's work dir sits beside allotd's data dir, not in it: allotd keeps its dir to itself
 # (0700), and the workloads, which run as their owners, must reach their job dirs.
 AGENT_DIR=${ALLOT_AGENT_DIR:-$STATE_DIR-agent}
+# The agent's host name, and so its cgroup subtree (allot-NAME): another one lets a second
+# instance (tests/scripts/make_stop_test.sh) run beside this one without touching its jobs.
+AGENT_NAME=${ALLOT_AGENT_NAME:-local}
 REGISTRY=${ALLOT_REGISTRY_LISTEN:-127.0.0.1:7075}
 export ALLOT_STATE_DIR="$STATE_DIR" ALLOT_REGISTRY_LISTEN="$REGISTRY"
 mkdir -p "$STATE_DIR" "$AGENT_DIR"
@@ -52,7 +57,7 @@ if [ "${1:-}" = "stop" ] || [ "${1:-}" = "stop-all" ]; then
   scripts/local-registry.sh stop
   echo "stopped allotd, the local agent and the local registry (state kept in $STATE_DIR)"
   if [ -n "$running" ]; then
-    echo "still running, and re-adopted by the next \`make run\`: $(printf 'j-%s ' $running)"
+    echo "still running, and re-adopted by the next \`make run\`: $(printf 'j-%s ' $running | sed 's/ $//')"
     echo "to stop them too: make run && make stop-all"
   fi
   exit 0
@@ -92,7 +97,7 @@ ALLOT_JOIN_TOKEN=""
 if [ ! -f "$AGENT_DIR/credential.json" ]; then
   ALLOT_JOIN_TOKEN=$("$BIN/allot" host join-token --ttl 10m -o json | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p')
 fi
-ALLOT_JOIN_TOKEN="$ALLOT_JOIN_TOKEN" "$BIN/allot-agent" --server "$SERVER" --name local --gpus auto \
+ALLOT_JOIN_TOKEN="$ALLOT_JOIN_TOKEN" "$BIN/allot-agent" --server "$SERVER" --name "$AGENT_NAME" --gpus auto \
   --work-dir "$AGENT_DIR" --insecure-registry "$REGISTRY" >"$STATE_DIR/agent.log" 2>&1 &
 echo $! >"$STATE_DIR/agent.pid"
 for _ in $(seq 100); do
@@ -107,14 +112,14 @@ mkdir -p "$DATA_HOME/bash-completion/completions" "$DATA_HOME/man/man1"
 "$BIN/allot" completion bash >"$DATA_HOME/bash-completion/completions/allot"
 "$BIN/allot" man >"$DATA_HOME/man/man1/allot.1"
 
-PROVIDER=$("$BIN/allot" host show local -o json | sed -n 's/.*"gpu_provider": *"\([^"]*\)".*/\1/p' | head -1)
-GPUS=$("$BIN/allot" host show local -o json | grep -c '"uuid"' || true)
+PROVIDER=$("$BIN/allot" host show "$AGENT_NAME" -o json | sed -n 's/.*"gpu_provider": *"\([^"]*\)".*/\1/p' | head -1)
+GPUS=$("$BIN/allot" host show "$AGENT_NAME" -o json | grep -c '"uuid"' || true)
 cat <<MSG
 
 Allot is running.
   web console: $SERVER/   (user admin, password $ADMIN_PASSWORD)
   admin token: $ADMIN_TOKEN
-  local agent: host 'local' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
+  local agent: host '$AGENT_NAME' with $GPUS GPUs via $PROVIDER$( [ "$PROVIDER" = simulated ] && echo " (SIMULATED: no NVIDIA driver here)")
   registry:    $REGISTRY, with the demo image ${DEMO_IMAGE:-(none: see $STATE_DIR/registry/registry.log)}
   logs:        $STATE_DIR/allotd.log, $STATE_DIR/agent.log
   installed:   bash completion ($DATA_HOME/bash-completion/completions/allot; zsh: source <(allot completion zsh)),

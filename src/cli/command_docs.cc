@@ -83,25 +83,26 @@ std::string bashCompletion(CLI::App& app) {
       for (const auto* o : flagsOf(at)) words += (words.empty() ? "" : " ") + flagWords(o);
     }
     words += (words.empty() ? "" : " ") + global + " --help";
-    cases += "    \"" + key2 + "\") words=\"" + words + "\" ;;\n";
+    cases += "    \"" + key2 + "\") candidates=\"" + words + "\" ;;\n";
   });
   return "# bash completion for allot, written by `allot completion bash` from the CLI's own\n"
          "# definitions. Load it with: source <(allot completion bash)\n"
+         "# (No local is named path or words: zsh runs this too, where those are special.)\n"
          "_allot() {\n"
-         "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" path=\"\" w i words\n"
+         "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" at=\"\" w i candidates\n"
          "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
          "    w=\"${COMP_WORDS[i]}\"\n"
          "    [[ \"$w\" == \"--\" ]] && return 0  # the job's own command follows\n"
-         "    case \"$path/$w\" in\n"
+         "    case \"$at/$w\" in\n"
          "      " +
          paths +
-         ") path=\"$path/$w\" ;;\n"
+         ") at=\"$at/$w\" ;;\n"
          "    esac\n"
          "  done\n"
-         "  case \"$path\" in\n" +
+         "  case \"$at\" in\n" +
          cases +
          "  esac\n"
-         "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+         "  COMPREPLY=($(compgen -W \"$candidates\" -- \"$cur\"))\n"
          "}\n"
          "complete -F _allot allot\n";
 }
@@ -110,6 +111,9 @@ std::string zshCompletion(CLI::App& app) {
   return "#compdef allot\n"
          "# zsh completion for allot, through zsh's bash completion support. Load it with:\n"
          "# source <(allot completion zsh)\n"
+         "# compdef, which bash's `complete` becomes, comes with zsh's completion system: load it\n"
+         "# unless the shell's own set-up already did.\n"
+         "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -i; }\n"
          "autoload -U +X bashcompinit && bashcompinit\n" +
          bashCompletion(app);
 }

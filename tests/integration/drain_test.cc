@@ -38,9 +38,9 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
   // The impact is the admin's to see: a member is refused; a bad deadline is named.
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=2s", "", alice).status,
             403);
-  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=soon", "", adminToken_)
-                .status,
-            400);
+  EXPECT_EQ(
+      httpRequest(port_, "GET", "/api/v1/hosts/gpu-a/impact?deadline=soon", "", adminToken_).status,
+      400);
 
   CliResult drained =
       cli({"host", "drain", "gpu-a", "--deadline", "2s", "--reason", "kernel update", "--force"});
@@ -101,6 +101,34 @@ TEST_F(DrainTest, DeadlinePreemptsAndResumeLetsWorkBackOn) {
     EXPECT_EQ(textOf(last, "host"), "gpu-a");
   }
   EXPECT_EQ(cliJson(adminToken_, {"host", "log", "gpu-a"}).size(), 5u);
+}
+
+TEST_F(DrainTest, WorkThatOnlyADrainingHostCouldRunSaysItIsDrainingAndUntilWhen) {
+  startAgent("gpu-a", "sim:2xA100");
+  createTeam("ml");
+  std::string alice = createUser("alice", "ml");
+  int64_t busy = submit(alice, {"--gpus", "1"}, {"sleep", "600"});
+  ASSERT_TRUE(waitForJobState(alice, busy, "running"));
+  CliResult drained = cli({"host", "drain", "gpu-a", "--deadline", "1h", "--force"});
+  ASSERT_EQ(drained.code, 0) << drained.describe();
+  const std::string deadline = textOf(host("gpu-a"), "drain_deadline");
+  ASSERT_FALSE(deadline.empty());
+
+  // The host's other GPU is free and an A100, as asked, but the host takes no new work: the wait
+  // says which host, that it drains, and when its work is stopped; not "no host has A100s".
+  int64_t waiting = submit(alice, {"--gpus", "1", "--gpu-model", "A100"}, {"true"});
+  HttpResult explain;
+  ASSERT_TRUE(waitFor([&] {
+    explain = httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(waiting) + "/explain", "",
+                          alice);
+    return textOf(explain.parsed().value("wait", json::object()), "kind") == "hosts_drained";
+  })) << explain.body;
+  EXPECT_NE(textOf(explain.parsed()["wait"], "reason")
+                .find("host gpu-a is draining (work still on it is stopped at " + deadline + ")"),
+            std::string::npos)
+      << explain.body;
+  CliResult shown = cliAs(alice, {"job", "show", std::to_string(waiting)});
+  EXPECT_NE(shown.out.find("host gpu-a is draining"), std::string::npos) << shown.describe();
 }
 
 TEST_F(DrainTest, BadDrainRequestsChangeNothing) {

@@ -1,6 +1,10 @@
 // A multi-host (gang) job through the real binaries: one process per host, started together with
 // the rendezvous variables set, each rank's output kept apart.
 
+#include <stdlib.h>
+
+#include <filesystem>
+
 #include "harness.h"
 
 namespace allot::it {
@@ -88,14 +92,18 @@ constexpr const char* kAllReduce =
     "print(f'rank {dist.get_rank()} of {dist.get_world_size()}: sum {t.item():.0f}')\n"
     "dist.destroy_process_group()\n";
 
+// Each rank imports torch (torchrun: twice, launcher and worker), 4 to 8 s apiece on a 2-core CI
+// machine that runs other integration tests beside this one: the usual 20 s is too short.
+constexpr std::chrono::seconds kTorchTimeout{120};
+
 TEST_F(GangTest, TorchDistributedAllReducesAcrossTwoAgents) {
   writeFile(path("allreduce.py"), kAllReduce);
   const int64_t id =
       submit(token_, {"--hosts", "2", "--gpus", "1", "--env", "GLOO_SOCKET_IFNAME=lo"},
              {"python3", path("allreduce.py")});
   json last;
-  ASSERT_TRUE(waitForJobState(token_, id, "succeeded", &last)) << last.dump() << "\n"
-                                                               << logs(token_, id);
+  ASSERT_TRUE(waitForJobState(token_, id, "succeeded", &last, kTorchTimeout)) << last.dump() << "\n"
+                                                                              << logs(token_, id);
   EXPECT_EQ(logs(token_, id), "rank 0 of 2: sum 3\n");
   auto rank1 = cliAs(token_, {"job", "logs", std::to_string(id), "--rank", "1"});
   EXPECT_EQ(rank1.out, "rank 1 of 2: sum 3\n") << rank1.describe();
@@ -113,11 +121,44 @@ TEST_F(GangTest, TorchrunWithTwoNodesFindsItsRendezvousInTheEnvironment) {
              {"torchrun", "--nproc_per_node", "1", "--redirects", "1", "--tee", "1",
               path("allreduce.py")});
   json last;
-  ASSERT_TRUE(waitForJobState(token_, id, "succeeded", &last)) << last.dump() << "\n"
-                                                               << logs(token_, id);
+  ASSERT_TRUE(waitForJobState(token_, id, "succeeded", &last, kTorchTimeout)) << last.dump() << "\n"
+                                                                              << logs(token_, id);
   EXPECT_NE(logs(token_, id).find("rank 0 of 2: sum 3\n"), std::string::npos) << logs(token_, id);
   auto rank1 = cliAs(token_, {"job", "logs", std::to_string(id), "--rank", "1"});
   EXPECT_NE(rank1.out.find("rank 1 of 2: sum 3\n"), std::string::npos) << rank1.describe();
+}
+
+// Agents told where their hosts are reached (`--advertise-address`): MASTER_ADDR is that address,
+// not the one allotd saw them connect from. 192.0.2.10 is a documentation address nothing
+// listens on; the ranks only print it.
+class AdvertisedGangTest : public GangTest {
+ protected:
+  std::vector<std::string> agentFlags() const override {
+    return {"--advertise-address", "192.0.2.10"};
+  }
+};
+
+TEST_F(AdvertisedGangTest, MasterAddrIsTheAddressRankZerosAgentAdvertises) {
+  const int64_t id = runGangUntil("succeeded", "1", "echo $RANK $MASTER_ADDR $PET_MASTER_ADDR");
+  EXPECT_EQ(logs(token_, id), "0 192.0.2.10 192.0.2.10\n");
+  auto rank1 = cliAs(token_, {"job", "logs", std::to_string(id), "--rank", "1"});
+  EXPECT_EQ(rank1.out, "1 192.0.2.10 192.0.2.10\n") << rank1.describe();
+}
+
+TEST(AgentStart, AnAdvertiseAddressThatIsNoAddressIsRefused) {
+  char tmpl[] = "/tmp/allot-advertise-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto agent = Process::spawn({binPath("allot-agent"), "--server", "http://127.0.0.1:9", "--gpus",
+                               "sim:1xA100", "--run-as-owner", "off", "--work-dir", dir + "/agent",
+                               "--advertise-address", "gpu-a; rm -rf /"},
+                              dir + "/out", dir + "/err", childEnv({}));
+  auto code = agent->waitFor(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "the agent kept running";
+  EXPECT_NE(*code, 0);
+  const std::string err = readFile(dir + "/err");
+  EXPECT_NE(err.find("--advertise-address: 'gpu-a; rm -rf /'"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

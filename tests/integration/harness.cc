@@ -654,15 +654,17 @@ bool TestCluster::waitForSessionState(const std::string& token, const std::strin
 }
 
 bool TestCluster::waitForJobState(const std::string& token, int64_t id, const std::string& state,
-                                  json* last) {
+                                  json* last, std::chrono::milliseconds timeout) {
   json seen;
   static const std::set<std::string> kEnded = {"succeeded", "failed", "cancelled", "lost"};
-  bool ok = it::waitFor([&] {
-    seen = job(token, id);
-    std::string now = textOf(seen, "state");
-    // An ended job does not change again: stop early when it ended otherwise.
-    return now == state || (kEnded.count(now) && !kEnded.count(state));
-  });
+  bool ok = it::waitFor(
+      [&] {
+        seen = job(token, id);
+        std::string now = textOf(seen, "state");
+        // An ended job does not change again: stop early when it ended otherwise.
+        return now == state || (kEnded.count(now) && !kEnded.count(state));
+      },
+      timeout);
   ok = ok && textOf(seen, "state") == state;
   if (last) *last = seen;
   if (!ok)

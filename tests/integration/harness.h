@@ -172,7 +172,7 @@ class TestCluster : public ::testing::Test {
   json host(const std::string& name);                      // allot host show (admin)
   // Waits until the job's state is `state`; returns the last job seen (for messages).
   bool waitForJobState(const std::string& token, int64_t id, const std::string& state,
-                       json* last = nullptr);
+                       json* last = nullptr, std::chrono::milliseconds timeout = kTimeout);
   bool waitForHostState(const std::string& name, const std::string& state);
   // The same for a session (`allot session show`); fails the test when it never gets there.
   bool waitForSessionState(const std::string& token, const std::string& id,

@@ -94,6 +94,45 @@ TEST_F(LeaseTest, HostGoesToTheTeamAtTheStartAndBackAtTheEnd) {
             << " s, end->host back in the pool " << returnedLag << " s\n";
 }
 
+TEST_F(LeaseTest, AHostDedicatedBeforeTheLeaseGoesBackToItsTeamAtTheEnd) {
+  startAgent("gpu-a", "sim:2xA100");
+  createTeam("ml");
+  createTeam("cv");
+  std::string dave = createUser("dave", "cv");
+  CliResult dedicated = cli({"host", "dedicate", "gpu-a", "--team", "cv"});
+  ASSERT_EQ(dedicated.code, 0) << dedicated.describe();
+
+  auto hostNow = [&] {
+    return httpRequest(port_, "GET", "/api/v1/hosts/gpu-a", "", adminToken_).parsed();
+  };
+  const auto start =
+      std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::seconds(2);
+  json created =
+      cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a", "--start",
+                            isoAt(start), "--end", isoAt(start + std::chrono::seconds(3))});
+  const std::string id = std::to_string(created.value("id", 0));
+  CliResult approved = cli({"lease", "approve", id});
+  ASSERT_EQ(approved.code, 0) << approved.describe();
+
+  json last;
+  ASSERT_TRUE(waitFor([&] {
+    last = hostNow();
+    return textOf(last, "dedicated_to") == "ml";
+  })) << last.dump();
+  // While it is ml's, cv's members do not see it.
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a", "", dave).status, 404);
+
+  // At the end it is cv's again, not the shared pool's: the team did not silently lose it.
+  ASSERT_TRUE(waitFor([&] {
+    last = hostNow();
+    return textOf(last, "admin_state") == "available" && textOf(last, "dedicated_to") == "cv";
+  })) << last.dump();
+  EXPECT_EQ(
+      textOf(httpRequest(port_, "GET", "/api/v1/leases/" + id, "", adminToken_).parsed(), "state"),
+      "ended");
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a", "", dave).status, 200);
+}
+
 TEST_F(LeaseTest, ApprovingALeaseThatStopsWorkSaysWhatAndNeedsForce) {
   startAgent("gpu-a", "sim:2xA100");
   createTeam("ml");
@@ -104,9 +143,9 @@ TEST_F(LeaseTest, ApprovingALeaseThatStopsWorkSaysWhatAndNeedsForce) {
   ASSERT_TRUE(waitForJobState(dave, running, "running"));
   const auto start =
       std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::hours(1);
-  json created = cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a",
-                                       "--start", isoAt(start), "--end",
-                                       isoAt(start + std::chrono::hours(2))});
+  json created =
+      cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a", "--start",
+                            isoAt(start), "--end", isoAt(start + std::chrono::hours(2))});
   const std::string id = std::to_string(created.value("id", 0));
 
   CliResult asked = cli({"lease", "approve", id});
@@ -114,7 +153,8 @@ TEST_F(LeaseTest, ApprovingALeaseThatStopsWorkSaysWhatAndNeedsForce) {
   EXPECT_NE(asked.err.find("j-" + std::to_string(running) + " eval (dave, team cv) on gpu-a"),
             std::string::npos)
       << asked.err;
-  EXPECT_NE(asked.err.find("approving lease " + id + " would stop the jobs above; run again "
+  EXPECT_NE(asked.err.find("approving lease " + id +
+                           " would stop the jobs above; run again "
                            "with --force"),
             std::string::npos)
       << asked.err;

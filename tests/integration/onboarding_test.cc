@@ -16,6 +16,7 @@ class OnboardingTest : public TestCluster {
 };
 
 TEST_F(OnboardingTest, ATeamAdminCreatesAPersonInTheirTeamAndNothingBeyondIt) {
+  startAgent("gpu-a", "sim:1xA100");
   createTeam("ml");
   createTeam("cv");
   const std::string lead = createUser("lead", "ml", "team-admin");
@@ -26,6 +27,10 @@ TEST_F(OnboardingTest, ATeamAdminCreatesAPersonInTheirTeamAndNothingBeyondIt) {
   json who = cliJson(hire["token"].get<std::string>(), {"whoami"});
   EXPECT_EQ(textOf(who, "name"), "newhire") << who.dump();
   // The new hire works at once: a job in the team.
+  const std::string hireToken = hire["token"];
+  const int64_t first = submit(hireToken, {"--gpus", "1"}, {"true"});
+  EXPECT_TRUE(waitForJobState(hireToken, first, "succeeded"));
+  EXPECT_EQ(textOf(job(hireToken, first), "team"), "ml");
   json shown = cliJson(adminToken_, {"user", "show", "newhire"});
   EXPECT_EQ(textOf(shown, "created_by"), "lead") << shown.dump();
 

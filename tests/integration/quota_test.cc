@@ -2,6 +2,8 @@
 // back when the team it belongs to asks: the borrowed job is preempted (SIGTERM, then SIGKILL
 // after the grace), requeued when it is preemptible and ended as `preempted` otherwise.
 
+#include <algorithm>
+
 #include "harness.h"
 
 namespace allot::it {
@@ -16,12 +18,15 @@ class QuotaTest : public TestCluster {
   // POST /api/v1/jobs with the fields given; returns the job id.
   int64_t submitJson(const std::string& token, json body) {
     auto r = httpRequest(port_, "POST", "/api/v1/jobs", body.dump(), token);
-    if (r.status != 201) throw std::runtime_error("submit: " + std::to_string(r.status) + " " + r.body);
+    if (r.status != 201)
+      throw std::runtime_error("submit: " + std::to_string(r.status) + " " + r.body);
     return r.parsed().at("id").get<int64_t>();
   }
   json explain(const std::string& token, int64_t id) {
-    auto r = httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", token);
-    if (r.status != 200) throw std::runtime_error("explain: " + std::to_string(r.status) + " " + r.body);
+    auto r =
+        httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(id) + "/explain", "", token);
+    if (r.status != 200)
+      throw std::runtime_error("explain: " + std::to_string(r.status) + " " + r.body);
     return r.parsed();
   }
 };
@@ -80,10 +85,10 @@ TEST_F(QuotaTest, BorrowedJobsArePreemptedWhenTheLenderAsks) {
   EXPECT_EQ(quota["within_guarantee_gpus"], 4.0) << quota.dump();
   EXPECT_EQ(quota["borrowed_gpus"], 0.0) << quota.dump();
   // Another team's job does not exist for carol.
-  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(more) + "/explain", "",
-                        carol)
-                .status,
-            404);
+  EXPECT_EQ(
+      httpRequest(port_, "GET", "/api/v1/jobs/" + std::to_string(more) + "/explain", "", carol)
+          .status,
+      404);
 }
 
 }  // namespace
@@ -125,6 +130,24 @@ TEST_F(QuotaTest, GuaranteesBeyondThePoolAreRefusedOrOvercommittedAndShownScaled
   EXPECT_NE(why.out.find("guaranteed 3 of the 6 set (scaled down"), std::string::npos) << why.out;
   json quota = explain(alice, id)["team_quota"];
   EXPECT_EQ(quota["configured_guarantee_gpus"], 6) << quota.dump();
+}
+
+TEST_F(QuotaTest, AProjectSplitOfTheWrongKindSuggestsTheFormThatFits) {
+  startAgent("gpu-h", "sim:4xH100");
+  createTeam("ml");
+  const std::string lead = createUser("lead", "ml", "team-admin");
+  ASSERT_EQ(cli({"team", "quota", "set", "ml", "--gpus", "H100=4"}).code, 0);
+  ASSERT_EQ(cliAs(lead, {"project", "create", "vision", "--team", "ml"}).code, 0);
+
+  // The team is guaranteed H100s only: a split of "any model" GPUs has nothing to come from.
+  auto refused = cliAs(lead, {"project", "quota", "set", "vision", "--team", "ml", "--any", "2"});
+  EXPECT_EQ(refused.code, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("allot project quota set PROJECT --gpus H100=2"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  auto fits =
+      cliAs(lead, {"project", "quota", "set", "vision", "--team", "ml", "--gpus", "H100=2"});
+  EXPECT_EQ(fits.code, 0) << fits.describe();
 }
 
 class DedicationTest : public TestCluster {};

@@ -2,12 +2,13 @@
 // launches a job from the form, sees it on the map and in My work, follows its log and its GPUs'
 // utilisation, holds, releases, requeues and cancels work; the map names GPU models, who holds a
 // GPU and how many jobs wait, in team colours checked for contrast and distinctness; a member of
-// another team sees none of it; a host's page charts its GPUs; the admin page is in tabs and its
-// audit log reads as sentences; the dark theme follows the system and keeps text readable; the
-// usage chart renders; a session that ends sends the browser back to the login page; a member
-// starts a Jupyter session, sees it run and stops it; a session link opened with no login goes
-// through the login page to the notebook tree, where a new notebook runs a cell. Screenshots
-// land in the artifacts directory.
+// another team sees none of it; a host's page charts its GPUs; draining a host with a deadline
+// and approving a lease list the work they would stop before they do anything; the admin page
+// is in tabs and its audit log reads as sentences; the dark theme follows the system and keeps
+// text readable; the usage chart renders; a session that ends sends the browser back to the
+// login page; a member starts a Jupyter session, sees it run and stops it; a session link opened
+// with no login goes through the login page to the notebook tree, where a new notebook runs a
+// cell. Screenshots land in the artifacts directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, waitFor } from './cluster.mjs';
@@ -503,6 +504,64 @@ describe('console', () => {
     await member.waitForSelector('[data-testid=host-detail]');
     assert.equal(await member.locator('[data-testid=drain-button]').count(), 0);
     await member.context().close();
+  });
+
+  test('approving a lease that would stop work lists the work first; declining changes nothing', async () => {
+    await giveAdminAPassword();
+    const job = await cluster.api(
+      'POST',
+      '/jobs',
+      { team: 'ml', command: ['sleep', '120'], gpus: 1, name: 'in-the-way' },
+      await aliceToken(),
+    );
+    await waitFor(
+      'the job running',
+      async () =>
+        (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state ===
+        'running',
+    );
+    // Team cv asks for gpu-sim-1 an hour from now, when alice's job would still be on it.
+    const lease = await cluster.api('POST', '/leases', {
+      team: 'cv',
+      hosts: ['gpu-sim-1'],
+      start: '+1h',
+      end: '+2h',
+      reason: 'console test',
+    });
+    const admin = await newPage(browser);
+    await logIn(admin, cluster.url, 'admin', PASSWORD);
+    await admin.click('nav >> text=Hosts');
+    await admin.waitForSelector(`[data-testid=lease-approve-${lease.id}]`);
+    const asked = new Promise((resolve) =>
+      admin.once('dialog', async (d) => {
+        resolve(d.message());
+        await d.dismiss();
+      }),
+    );
+    await admin.click(`[data-testid=lease-approve-${lease.id}]`);
+    assert.match(
+      await asked,
+      new RegExp(
+        `Approving lease ${lease.id} stops 1 running job[\\s\\S]*j-${job.id} in-the-way \\(alice, team ml\\)`,
+      ),
+    );
+    assert.equal((await cluster.api('GET', `/leases/${lease.id}`)).state, 'requested');
+
+    admin.once('dialog', (d) => d.accept());
+    await admin.click(`[data-testid=lease-approve-${lease.id}]`);
+    await waitFor(
+      'the lease approved',
+      async () => (await cluster.api('GET', `/leases/${lease.id}`)).state === 'approved',
+    );
+    // Approval itself stops nothing: the job runs until the lease's start.
+    assert.equal(
+      (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state,
+      'running',
+    );
+    await admin.context().close();
+    // Leave the host to the tests after this one.
+    assert.equal((await cluster.api('POST', `/leases/${lease.id}/end`, {})).state, 'cancelled');
+    await cluster.api('POST', `/jobs/${job.id}/cancel`, {}, await aliceToken());
   });
 
   test("a host's page charts each GPU's utilisation, and says when there are no samples", async () => {
