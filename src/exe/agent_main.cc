@@ -11,7 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include "agent/exec/cgroup_manager.h"
 #include "agent/exec/container_config.h"
@@ -33,6 +36,33 @@ int fail(const std::string& msg) {
 }
 
 // allot-job-shim and allot-jupyter-forkserver are installed next to allot-agent.
+// "50G", "500M", "1T", "123456" (bytes), "none": a size in bytes, powers of 1024; 0 for none.
+std::optional<int64_t> parseByteSize(const std::string& text) {
+  if (text == "none" || text == "0") return 0;
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (n <= 0) return std::nullopt;
+  const std::string unit = text.substr(used);
+  int shift = 0;
+  if (unit == "K" || unit == "KiB")
+    shift = 10;
+  else if (unit == "M" || unit == "MiB")
+    shift = 20;
+  else if (unit == "G" || unit == "GiB")
+    shift = 30;
+  else if (unit == "T" || unit == "TiB")
+    shift = 40;
+  else if (!unit.empty())
+    return std::nullopt;
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
+  return static_cast<int64_t>(n) << shift;
+}
+
 std::string besideThisBinary(const char* program) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -118,6 +148,11 @@ int main(int argc, char** argv) {
   app.add_option("--image-dir", imageDir,
                  "where images for jobs are cached: an OCI layout and each layer unpacked once "
                  "(default WORK_DIR/images)");
+  std::string imageBudget = "none";
+  app.add_option("--image-budget", imageBudget,
+                 "most disk the image cache may take, blobs and unpacked layers (50G, 500M; "
+                 "default none): after each pull, the least recently used images no job uses "
+                 "are removed until it fits");
   app.add_option("--insecure-registry", insecureRegistries,
                  "HOST:PORT of a registry reached over plain HTTP without certificate checks (a "
                  "loopback registry in tests); repeat for several. Only a listed registry may be "
@@ -249,12 +284,27 @@ int main(int argc, char** argv) {
     if (noImagesBecause.empty() && ::access(tool.c_str(), X_OK) != 0)
       noImagesBecause = tool + " is missing";
   }
+  const auto budget = parseByteSize(imageBudget);
+  if (!budget)
+    return fail("--image-budget: '" + imageBudget + "' is not a size (50G, 500M, or none)");
   std::unique_ptr<allot::agent::ImageStore> imageStore;
   std::unique_ptr<allot::agent::ImagePuller> imagePuller;
   if (noImagesBecause.empty()) {
-    imageStore = std::make_unique<allot::agent::ImageStore>(allot::agent::ImageStoreOptions{
-        imageDir.empty() ? workDir + "/images" : allot::agent::normalPath(imageDir),
-        "/usr/bin/skopeo", layerUnpack, insecureRegistries});
+    allot::agent::ImageStoreOptions images;
+    images.root = imageDir.empty() ? workDir + "/images" : allot::agent::normalPath(imageDir);
+    images.unpacker = layerUnpack;
+    images.insecureRegistries = insecureRegistries;
+    images.budgetBytes = *budget;
+    imageStore = std::make_unique<allot::agent::ImageStore>(std::move(images));
+    // A budget lowered since the last start is met now, not at the next pull, sparing what
+    // the containers the executor re-adopted run in.
+    auto inUse = executor.imagesInUse();
+    imageStore->setInUse(std::move(inUse.refs), std::move(inUse.layers));
+    if (*budget > 0) {
+      auto evicted = imageStore->evict();
+      if (!evicted.ok())
+        spdlog::warn("image store: eviction at start failed: {}", evicted.status().message());
+    }
     imagePuller = std::make_unique<allot::agent::ImagePuller>(*imageStore);
   } else {
     spdlog::warn("jobs in images are refused on this host: {}", noImagesBecause);

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "agent/image/test_registry.h"
 #include "harness.h"
@@ -146,6 +147,55 @@ TEST_F(ImageJobTest, AnImageNotThereFailsTheJobAndARegistryDownLeavesItPullingUn
   registry_->start();
   ASSERT_TRUE(waitForJobState(alice_, waiting, "succeeded", &last)) << last.dump();
   EXPECT_NE(logs(alice_, waiting).find("base"), std::string::npos);
+}
+
+// An agent whose image cache may take 1 KiB: every pull makes room by removing the least
+// recently used images, but never one a running job's container uses.
+class ImageBudgetTest : public ImageJobTest {
+ protected:
+  std::vector<std::string> agentFlags() const override {
+    auto flags = ImageJobTest::agentFlags();
+    flags.insert(flags.end(), {"--image-budget", "1K"});
+    return flags;
+  }
+  // The references the agent's image store holds now.
+  std::set<std::string> cached() {
+    std::set<std::string> refs;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(path("agents/h1/images/images"), ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (it->path().extension() != ".json") continue;
+      refs.insert(textOf(json::parse(readFile(it->path().string())), "ref"));
+    }
+    return refs;
+  }
+};
+
+TEST_F(ImageBudgetTest, APullMakesRoomButNeverTakesTheImageARunningJobUses) {
+  // Holds its image until cancelled, then reads a file of it: its layer is still there.
+  const int64_t holder =
+      submit(alice_, {"--image", image("base:1")},
+             {"sh", "-c",
+              "trap 'cat /etc/allot-test-image; exit 0' TERM; while true; do sleep "
+              "0.1; done"});
+  ASSERT_TRUE(waitForJobState(alice_, holder, "running"));
+  const int64_t app = submit(alice_, {"--image", image("app:1")}, {"cat", "/etc/allot-app"});
+  json last;
+  ASSERT_TRUE(waitForJobState(alice_, app, "succeeded", &last)) << last.dump();
+  EXPECT_EQ(cached(), (std::set<std::string>{image("base:1"), image("app:1")}))
+      << "over budget, but base:1 runs";
+
+  ASSERT_EQ(cliAs(alice_, {"job", "cancel", std::to_string(holder)}).code, 0);
+  ASSERT_TRUE(waitForJobState(alice_, holder, "cancelled", &last)) << last.dump();
+  EXPECT_EQ(logs(alice_, holder), "base\n");
+
+  // The next pull: nothing runs, so both go, least recently used first, and only it stays.
+  const std::string digest = textOf(job(alice_, app), "image_digest");
+  const std::string pinned = registry_->address() + "/test/app@" + digest;
+  const int64_t again = submit(alice_, {"--image", pinned}, {"cat", "/etc/allot-app"});
+  ASSERT_TRUE(waitForJobState(alice_, again, "succeeded", &last)) << last.dump();
+  EXPECT_EQ(logs(alice_, again), "app\n");
+  EXPECT_EQ(cached(), std::set<std::string>{pinned});
 }
 
 }  // namespace

@@ -44,6 +44,23 @@ async function queuedJob(name) {
   );
 }
 
+// A one-GPU job of alice's, submitted outside the browser, once it runs.
+async function runningJob(name) {
+  const job = await cluster.api(
+    'POST',
+    '/jobs',
+    { team: 'ml', command: ['sleep', '120'], gpus: 1, name },
+    await aliceToken(),
+  );
+  await waitFor(
+    'the job running',
+    async () =>
+      (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state ===
+      'running',
+  );
+  return job;
+}
+
 // The computed base colour of the element (its background-color: a GPU cell's team colour lies
 // under its utilisation gradient) and of the card it sits on.
 async function cellColours(page, selector) {
@@ -451,18 +468,7 @@ describe('console', () => {
     await admin.waitForSelector('[data-testid=host-detail]');
     // With a deadline, the drain stops alice's job: the confirmation lists it, and declining
     // changes nothing.
-    const job = await cluster.api(
-      'POST',
-      '/jobs',
-      { team: 'ml', command: ['sleep', '120'], gpus: 1, name: 'held' },
-      await aliceToken(),
-    );
-    await waitFor(
-      'the job running',
-      async () =>
-        (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state ===
-        'running',
-    );
+    const job = await runningJob('held');
     await admin.fill('[data-testid=host-actions] input[name=deadline]', '30m');
     const asked = new Promise((resolve) =>
       admin.once('dialog', async (d) => {
@@ -508,18 +514,7 @@ describe('console', () => {
 
   test('approving a lease that would stop work lists the work first; declining changes nothing', async () => {
     await giveAdminAPassword();
-    const job = await cluster.api(
-      'POST',
-      '/jobs',
-      { team: 'ml', command: ['sleep', '120'], gpus: 1, name: 'in-the-way' },
-      await aliceToken(),
-    );
-    await waitFor(
-      'the job running',
-      async () =>
-        (await cluster.api('GET', `/jobs/${job.id}`, undefined, await aliceToken())).state ===
-        'running',
-    );
+    const job = await runningJob('in-the-way');
     // Team cv asks for gpu-sim-1 an hour from now, when alice's job would still be on it.
     const lease = await cluster.api('POST', '/leases', {
       team: 'cv',

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,12 @@ class Executor {
   // Job cgroup directories that no running job holds (jobs that ended, forgotten jobs, an earlier
   // agent's): where processes a job left behind may still be. The wipe kills what is in them.
   virtual std::vector<std::string> leftoverCgroups() const { return {}; }
+  // The images that jobs not yet ended run in, re-adopted ones included: their references and
+  // the layers their containers mount. The image store keeps them (ImageStore::setInUse).
+  struct ImagesInUse {
+    std::set<std::string> refs, layers;
+  };
+  virtual ImagesInUse imagesInUse() const { return {}; }
 };
 
 }  // namespace allot::agent

@@ -113,6 +113,10 @@ Status JobDir::writeRecord(const JobRecord& r) const {
             {"cgroups", r.cgroups},
             {"session", s.session}};
   if (s.runAs) j["run_as"] = model::toJson(*s.runAs);
+  // Which image's layers the container mounts: the image store keeps them while it runs, across
+  // an agent's restart too.
+  if (s.image)
+    j["image"] = {{"ref", s.image->ref}, {"digest", s.image->digest}, {"layers", s.image->layers}};
   return writeFile("spec.json", j.dump(2) + "\n");
 }
 
@@ -136,6 +140,14 @@ Result<JobRecord> JobDir::readRecord() const {
       auto runAs = model::runAsFromJson(j.at("run_as"));
       if (!runAs.ok()) throw std::runtime_error(runAs.status().message());
       s.runAs = *runAs;
+    }
+    if (j.contains("image")) {
+      const json& image = j.at("image");
+      ContainerImage c;
+      c.ref = image.at("ref").get<std::string>();
+      c.digest = image.at("digest").get<std::string>();
+      c.layers = image.at("layers").get<std::vector<std::string>>();
+      s.image = std::move(c);
     }
     return r;
   });

@@ -200,11 +200,25 @@ void ProcessExecutor::adoptFrom(const std::string& root, std::set<int64_t>& seen
     job.actual.startedAt = record->startedAt;
     job.cgroups = record->cgroups;
     job.gpuIndices = record->spec.gpuIndices;
+    if (record->spec.image) {
+      job.imageRef = record->spec.image->ref;
+      job.imageLayers = record->spec.image->layers;
+    }
     job.shim = job.dir.readShim();
     refresh(job);
     spdlog::info("re-adopted job={} state={}", id, model::actualStateName(job.actual.state));
     jobs_.emplace(id, std::move(job));
   }
+}
+
+Executor::ImagesInUse ProcessExecutor::imagesInUse() const {
+  ImagesInUse out;
+  for (const auto& [id, job] : jobs_) {
+    if (job.imageRef.empty() || job.actual.state != ActualState::kRunning) continue;
+    out.refs.insert(job.imageRef);
+    out.layers.insert(job.imageLayers.begin(), job.imageLayers.end());
+  }
+  return out;
 }
 
 void ProcessExecutor::removeOrphanedData(const std::set<int64_t>& known) {
@@ -271,6 +285,10 @@ int ProcessExecutor::begin(const JobSpec& spec) {
   job.actual.state = ActualState::kRunning;
   job.actual.startedAt = clock_.nowMs();
   job.gpuIndices = spec.gpuIndices;
+  if (spec.image) {
+    job.imageRef = spec.image->ref;
+    job.imageLayers = spec.image->layers;
+  }
 
   if (Status st = job.dir.create(); !st.ok()) return failToStart(job, spec, st.message());
   if (spec.image ? containerArgs(spec).empty() : spec.command.empty() || spec.command[0].empty()) {

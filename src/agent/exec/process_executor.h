@@ -126,6 +126,7 @@ class ProcessExecutor final : public Executor {
   };
   // The standby shims as of the last poll() or start(), oldest first (tests, diagnostics).
   std::vector<StandbyInfo> standbys() const;
+  ImagesInUse imagesInUse() const override;
 
  private:
   struct Job {
@@ -137,8 +138,10 @@ class ProcessExecutor final : public Executor {
     std::optional<ShimRecord> shim;     // unknown only if the agent died while spawning it
     std::optional<ShimRecord> process;  // the job's main process; its pid is its process group
     bool shimReaped = false;
-    bool remnantsKilled = false;   // the cgroups were swept after the job ended
-    std::optional<TimeMs> killAt;  // stop() was called: SIGKILL is due then
+    bool remnantsKilled = false;           // the cgroups were swept after the job ended
+    std::optional<TimeMs> killAt;          // stop() was called: SIGKILL is due then
+    std::string imageRef;                  // a job in an image: its reference
+    std::vector<std::string> imageLayers;  // and the layers its container mounts
   };
 
   // A shim spawned ahead of any job, in spare groups, waiting for one on `socket`.

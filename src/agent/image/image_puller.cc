@@ -134,9 +134,12 @@ void ImagePuller::work() {
     auto progress = std::make_shared<PullProgress>();
     next->second.progress = progress;
     next->second.phase = Phase::kRunning;
+    // The images other jobs wait for (pulled, not yet started) stay if this pull makes room.
+    std::set<std::string> waitedFor;
+    for (const auto& [wanted, entry] : entries_) waitedFor.insert(wanted);
     lock.unlock();
     const auto started = Clock::now();
-    Result<StoredImage> result = store_.pull(ref, "", progress.get());
+    Result<StoredImage> result = store_.pull(ref, "", progress.get(), waitedFor);
     lock.lock();
     ++generation_;
     auto it = entries_.find(key);

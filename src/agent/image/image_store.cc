@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,10 +14,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -48,7 +51,24 @@ std::optional<std::string> slurp(const std::string& path, size_t maxBytes = kMax
 }
 
 // The name a reference has in the layout's index: only [a-z0-9-], whatever the reference holds.
-std::string keyOf(const ImageRef& ref) { return "ref-" + sha256Hex(ref.str()).substr(0, 32); }
+std::string keyOf(const std::string& ref) { return "ref-" + sha256Hex(ref).substr(0, 32); }
+std::string keyOf(const ImageRef& ref) { return keyOf(ref.str()); }
+
+// Bytes `dir` takes on disk (allocated blocks, hard links once), its symlinks not followed.
+int64_t diskUsage(const std::string& dir) {
+  int64_t total = 0;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !seen.insert({st.st_dev, st.st_ino}).second)
+      continue;
+    total += static_cast<int64_t>(st.st_blocks) * 512;
+  }
+  return total;
+}
 
 std::vector<std::string> strings(const json& j, const char* key) {
   std::vector<std::string> out;
@@ -63,6 +83,7 @@ json toJson(const StoredImage& i) {
           {"digest", i.digest},
           {"layers", i.layers},
           {"bytes", i.bytes},
+          {"last_used_ms", i.lastUsedMs},
           {"config",
            {{"entrypoint", i.config.entrypoint},
             {"cmd", i.config.cmd},
@@ -78,6 +99,7 @@ std::optional<StoredImage> fromJson(const json& j) {
     i.digest = j.at("digest").get<std::string>();
     i.layers = j.at("layers").get<std::vector<std::string>>();
     i.bytes = j.at("bytes").get<int64_t>();
+    i.lastUsedMs = j.value("last_used_ms", int64_t{0});  // absent in records before eviction
     const json& c = j.at("config");
     i.config.entrypoint = c.at("entrypoint").get<std::vector<std::string>>();
     i.config.cmd = c.at("cmd").get<std::vector<std::string>>();
@@ -229,6 +251,9 @@ Status ImageStore::unpackLayer(const std::string& hex) {
     if (st.code() == Code::kUnavailable || code == 4) return Status::Unavailable(st.message());
     return Status::InvalidArgument("layer sha256:" + hex + " refused: " + tail);
   }
+  // Counted once, here: the budget is checked after every pull, and a walk of every layer then
+  // would cost more than the pull of a small image.
+  std::ofstream(dest + ".bytes") << diskUsage(tmp) << "\n";
   if (::rename(tmp.c_str(), dest.c_str()) != 0)
     return Status::Unavailable("cannot publish layer " + dest + ": " + std::strerror(errno));
   return Status::Ok();
@@ -349,7 +374,8 @@ int64_t ImageStore::bytesToFetch(const ImageRef& ref,
   return total;
 }
 
-std::optional<StoredImage> ImageStore::find(const ImageRef& ref) const {
+std::optional<StoredImage> ImageStore::find(const ImageRef& ref) {
+  std::lock_guard<std::mutex> lock(records_);
   auto text = slurp(o_.root + "/images/" + keyOf(ref) + ".json");
   if (!text) return std::nullopt;
   std::optional<StoredImage> image;
@@ -363,11 +389,30 @@ std::optional<StoredImage> ImageStore::find(const ImageRef& ref) const {
   for (const auto& hex : image->layers) {
     if (!fs::is_directory(o_.root + "/layers/" + hex, ec)) return std::nullopt;
   }
+  pinned_.insert(image->ref);
+  image->lastUsedMs = nowMs();
+  if (Status st = writeRecordLocked(*image); !st.ok())
+    spdlog::warn("image {}: its last use was not recorded: {}", image->ref, st.message());
   return image;
 }
 
+Status ImageStore::writeRecordLocked(const StoredImage& image) {
+  const std::string record = o_.root + "/images/" + keyOf(image.ref) + ".json";
+  std::ofstream(record + ".tmp") << toJson(image).dump() << "\n";
+  if (::rename((record + ".tmp").c_str(), record.c_str()) != 0)
+    return Status::Unavailable("cannot record " + image.ref + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+int64_t ImageStore::nowMs() const {
+  if (o_.nowMs) return o_.nowMs();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile,
-                                     PullProgress* progress) {
+                                     PullProgress* progress, const std::set<std::string>& keep) {
   const bool listed = std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(),
                                 ref.registry) != o_.insecureRegistries.end();
   if (!listed && reachesThisHost(ref.registry))
@@ -416,11 +461,97 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
       return Status::Unavailable("the pull of " + ref.str() + " was cancelled");
     if (Status st = unpackLayer(hex); !st.ok()) return st;
   }
-  const std::string record = o_.root + "/images/" + key + ".json";
-  std::ofstream(record + ".tmp") << toJson(*image).dump() << "\n";
-  if (::rename((record + ".tmp").c_str(), record.c_str()) != 0)
-    return Status::Unavailable("cannot record " + ref.str() + ": " + std::strerror(errno));
+  image->lastUsedMs = nowMs();
+  {
+    std::lock_guard<std::mutex> records(records_);
+    if (Status st = writeRecordLocked(*image); !st.ok()) return st;
+    pinned_.insert(image->ref);
+  }
+  if (o_.budgetBytes > 0) {
+    std::set<std::string> spare = keep;
+    spare.insert(image->ref);
+    auto evicted = removeUnused(
+        [this](const StoredImage&, int64_t bytesNow) { return bytesNow > o_.budgetBytes; }, spare);
+    if (!evicted.ok())
+      spdlog::warn("image store: eviction after pulling {} failed: {}", ref.str(),
+                   evicted.status().message());
+  }
   return image;
+}
+
+void ImageStore::setInUse(std::set<std::string> refs, std::set<std::string> layers) {
+  std::lock_guard<std::mutex> lock(records_);
+  inUseRefs_ = std::move(refs);
+  inUseLayers_ = std::move(layers);
+  pinnedBefore_ = std::move(pinned_);
+  pinned_.clear();
+}
+
+Result<Removal> ImageStore::evict(const std::set<std::string>& keep) {
+  if (o_.budgetBytes <= 0) return Removal{};
+  std::lock_guard<std::mutex> lock(pulling_);
+  return removeUnused(
+      [this](const StoredImage&, int64_t bytesNow) { return bytesNow > o_.budgetBytes; }, keep);
+}
+
+Result<Removal> ImageStore::prune() {
+  std::lock_guard<std::mutex> lock(pulling_);
+  return removeUnused([](const StoredImage&, int64_t) { return true; }, {});
+}
+
+int64_t ImageStore::diskBytes() const {
+  int64_t total = blobBytes();
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (auto it = fs::directory_iterator(o_.root + "/layers", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec))
+    entries.push_back(it->path());
+  for (const fs::path& entry : entries) {
+    const std::string path = entry.string();
+    if (entry.has_extension() || !fs::is_directory(entry, ec)) continue;
+    auto text = slurp(path + ".bytes", 64);
+    if (text) {
+      total += std::atoll(text->c_str());
+    } else {
+      // Unpacked by an agent from before the budget: counted now, once.
+      const int64_t bytes = diskUsage(path);
+      std::ofstream(path + ".bytes") << bytes << "\n";
+      total += bytes;
+    }
+  }
+  return total;
+}
+
+Result<Removal> ImageStore::removeUnused(
+    const std::function<bool(const StoredImage&, int64_t bytesNow)>& victim,
+    const std::set<std::string>& keep) {
+  Removal out;
+  // First what earlier removals had to leave (layers a container mounted then, a failed pull's
+  // blobs): the budget is measured against what is needed.
+  const int64_t before = diskBytes();
+  if (Status st = collectGarbage(); !st.ok()) return st;
+  int64_t bytesNow = diskBytes();
+  std::vector<StoredImage> images = list();
+  std::stable_sort(images.begin(), images.end(), [](const StoredImage& a, const StoredImage& b) {
+    return a.lastUsedMs < b.lastUsedMs;
+  });
+  for (const StoredImage& image : images) {
+    {
+      std::lock_guard<std::mutex> lock(records_);
+      if (keep.count(image.ref) || inUseRefs_.count(image.ref) || pinned_.count(image.ref) ||
+          pinnedBefore_.count(image.ref) || !victim(image, bytesNow))
+        continue;
+      std::error_code ec;
+      if (!fs::remove(o_.root + "/images/" + keyOf(image.ref) + ".json", ec) || ec) continue;
+    }
+    spdlog::info("image store: removed {} ({}), last used at {} ms", image.ref, image.digest,
+                 image.lastUsedMs);
+    out.refs.push_back(image.ref);
+    if (Status st = collectGarbage(); !st.ok()) return st;
+    bytesNow = diskBytes();
+  }
+  out.freedBytes = std::max<int64_t>(0, before - bytesNow);
+  return out;
 }
 
 std::vector<std::string> ImageStore::lowerDirs(const StoredImage& image) const {
@@ -447,6 +578,87 @@ std::vector<StoredImage> ImageStore::list() const {
   std::sort(out.begin(), out.end(),
             [](const StoredImage& a, const StoredImage& b) { return a.ref < b.ref; });
   return out;
+}
+
+Status ImageStore::collectGarbage() {
+  // What is still needed: the records left, and the layers running containers mount.
+  std::set<std::string> keys, layers, blobs;
+  {
+    std::lock_guard<std::mutex> lock(records_);
+    layers = inUseLayers_;
+  }
+  for (const auto& image : list()) {
+    keys.insert(keyOf(image.ref));
+    layers.insert(image.layers.begin(), image.layers.end());
+  }
+  // The layout's index keeps the manifests of recorded images only (a pull that failed after
+  // skopeo's copy left one without a record); the blobs they reach stay. Anything unreadable
+  // keeps every blob.
+  bool blobsKnown = false;
+  const std::string indexPath = o_.root + "/oci/index.json";
+  if (auto index = slurp(indexPath, kMaxIndexBytes)) {
+    try {
+      json parsed = parseBoundedJson(*index);
+      if (!parsed.is_discarded() && parsed.contains("manifests") &&
+          parsed["manifests"].is_array()) {
+        blobsKnown = true;
+        json kept = json::array();
+        for (const auto& m : parsed["manifests"]) {
+          const json ann = m.value("annotations", json::object());
+          if (!keys.count(ann.value("org.opencontainers.image.ref.name", ""))) continue;
+          kept.push_back(m);
+          const std::string digest = m.value("digest", "");
+          auto manifestBytes = isSha256Digest(digest)
+                                   ? slurp(o_.root + "/oci/blobs/sha256/" + digest.substr(7))
+                                   : std::nullopt;
+          const json manifest =
+              manifestBytes ? parseBoundedJson(*manifestBytes) : json(json::value_t::discarded);
+          if (manifest.is_discarded() || !manifest.contains("layers")) {
+            blobsKnown = false;
+            continue;
+          }
+          blobs.insert(digest.substr(7));
+          blobs.insert(manifest.at("config").at("digest").get<std::string>().substr(7));
+          for (const auto& l : manifest.at("layers"))
+            blobs.insert(l.at("digest").get<std::string>().substr(7));
+        }
+        if (kept.size() != parsed["manifests"].size()) {
+          parsed["manifests"] = kept;
+          std::ofstream(indexPath + ".tmp") << parsed.dump() << "\n";
+          if (::rename((indexPath + ".tmp").c_str(), indexPath.c_str()) != 0)
+            return Status::Unavailable("cannot rewrite the image store's index: " +
+                                       std::string(std::strerror(errno)));
+        }
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("image store: index.json unreadable, blobs kept: {}", e.what());
+      blobsKnown = false;
+    }
+  }
+  std::error_code ec;
+  if (blobsKnown) {
+    std::vector<fs::path> gone;
+    for (auto it = fs::directory_iterator(o_.root + "/oci/blobs/sha256", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (!blobs.count(it->path().filename().string())) gone.push_back(it->path());
+    for (const auto& path : gone) fs::remove(path, ec);
+  }
+  // Unpacked layers: moved aside first (one rename), so that no half-removed layer is ever
+  // under its name.
+  std::vector<std::string> stale;
+  for (auto it = fs::directory_iterator(o_.root + "/layers", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    const std::string hex = name.substr(0, name.find('.'));
+    if (!layers.count(hex)) stale.push_back(name);
+  }
+  for (const auto& name : stale) {
+    const std::string path = o_.root + "/layers/" + name;
+    const std::string trash = o_.root + "/tmp/removed-" + name;
+    std::error_code rec;
+    if (::rename(path.c_str(), trash.c_str()) == 0) fs::remove_all(trash, rec);
+  }
+  return Status::Ok();
 }
 
 }  // namespace allot::agent

@@ -5,8 +5,15 @@
 //                   images share is fetched and stored once
 //   layers/<hex>/   each layer unpacked once (allot-layer-unpack), shared by every image and job
 //   images/<key>.json  what a pulled reference resolved to: its manifest digest, layers and
-//                   config, for `allot image list` and for jobs
+//                   config, for `allot image list` and for jobs; when a job last started in it
+//   layers/<hex>.bytes  the unpacked layer's size on disk, counted once when it was unpacked
 //   tmp/            skopeo's and the unpacker's scratch, on the same file system
+//
+// A disk budget (ImageStoreOptions::budgetBytes) bounds the blobs and unpacked layers together:
+// after each pull the least recently used images that no job uses are removed until the store
+// fits (docs/environments.md, "The cache"). An image is in use while a job runs in it
+// (setInUse), and from the moment find() or pull() hands it out until the job has had a tick
+// to start; a layer stays while any image left or any running container has it.
 //
 // A pull runs skopeo (the registry protocol, TLS with certificate checks unless the registry is
 // listed insecure, credentials from an auth file of the team's) and then the unpacker for each
@@ -20,6 +27,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +54,14 @@ struct StoredImage {
   std::string digest;               // the manifest's, sha256:<hex>: what a rerun pins
   std::vector<std::string> layers;  // hex digests, base first
   ImageConfig config;
-  int64_t bytes = 0;  // compressed layers, as the manifest gives them
+  int64_t bytes = 0;       // compressed layers, as the manifest gives them
+  int64_t lastUsedMs = 0;  // when it was pulled or a job last took it (find()); eviction order
+};
+
+// What evict() and remove() took away.
+struct Removal {
+  std::vector<std::string> refs;  // the images removed
+  int64_t freedBytes = 0;         // blobs and unpacked layers no image left needs
 };
 
 struct ImageStoreOptions {
@@ -57,6 +72,10 @@ struct ImageStoreOptions {
   // registries in tests, ones an admin lists (allot-agent --insecure-registry). Only a registry
   // listed here may be on this host or its link (see pull()).
   std::vector<std::string> insecureRegistries;
+  // Most bytes the store may take (blobs and unpacked layers); 0 for no bound.
+  int64_t budgetBytes = 0;
+  // Milliseconds since the epoch, for last-use times (tests set their own).
+  std::function<int64_t()> nowMs;
 };
 
 // How far a pull has got, for `allot job show` while it runs: bytes of the image's blobs fetched
@@ -83,11 +102,25 @@ class ImageStore {
   // not answer, the disk is full: worth retrying), InvalidArgument (a digest mismatch, a
   // manifest or layer that is not what it claims: never run).
   // `progress`, when given, is kept up to date while the blobs come in.
+  // Once it is recorded, images are evicted down to the budget, sparing this one and `keep`
+  // (references other jobs wait for).
   Result<StoredImage> pull(const ImageRef& ref, const std::string& authFile = "",
-                           PullProgress* progress = nullptr);
+                           PullProgress* progress = nullptr,
+                           const std::set<std::string>& keep = {});
   // What an earlier pull of `ref` recorded, if its layers are all still unpacked here; nullopt
-  // otherwise. Asks no registry.
-  std::optional<StoredImage> find(const ImageRef& ref) const;
+  // otherwise. Asks no registry. A found image is marked used now and is not evicted before
+  // the next two setInUse() calls (its job starts in between).
+  std::optional<StoredImage> find(const ImageRef& ref);
+  // The images running jobs use (references, and the layers their containers mount: a job
+  // re-adopted after a restart names both), from the agent's loop after it started its jobs.
+  void setInUse(std::set<std::string> refs, std::set<std::string> layers);
+  // Removes the least recently used images no job uses until the store fits its budget; an
+  // image in `keep` stays.
+  Result<Removal> evict(const std::set<std::string>& keep = {});
+  // Removes every image no job uses (`allot image prune`).
+  Result<Removal> prune();
+  // Bytes the store takes now: its blobs and its unpacked layers.
+  int64_t diskBytes() const;
   // The directory the layers are unpacked under (ContainerImage::layersRoot).
   std::string layersRoot() const { return o_.root + "/layers"; }
   // The lower directories of an overlay of `image`, topmost first (overlayfs' lowerdir order).
@@ -110,9 +143,24 @@ class ImageStore {
   int64_t blobBytes() const;
   Status unpackLayer(const std::string& hex);
   Result<StoredImage> resolve(const ImageRef& ref, const std::string& key);
+  // Writes `image`'s record (under records_).
+  Status writeRecordLocked(const StoredImage& image);
+  // Removes the images `victims` picks out of those no job uses (least recently used first,
+  // under records_), then the blobs and layers nothing left needs. Under pulling_.
+  Result<Removal> removeUnused(
+      const std::function<bool(const StoredImage&, int64_t bytesNow)>& victim,
+      const std::set<std::string>& keep);
+  // Drops from the layout's index the manifests no record names, then the blobs and unpacked
+  // layers that no record and no running container needs. Under pulling_.
+  Status collectGarbage();
+  int64_t nowMs() const;
 
   ImageStoreOptions o_;
-  mutable std::mutex pulling_;
+  mutable std::mutex pulling_;  // one pull, eviction or prune at a time
+  // Records, and what is in use: find() on the agent's loop and removals on the pulling thread.
+  mutable std::mutex records_;
+  std::set<std::string> inUseRefs_, inUseLayers_;
+  std::set<std::string> pinned_, pinnedBefore_;  // handed out by find() or pull(), see find()
 };
 
 }  // namespace allot::agent

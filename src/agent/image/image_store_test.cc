@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <set>
 #include <thread>
 
 #include "agent/image/image_puller.h"
@@ -41,8 +43,13 @@ class ImageStoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(store_); }
 
-  ImageStore store() {
-    return ImageStore({store_, "/usr/bin/skopeo", ALLOT_LAYER_UNPACK_PATH, {registry()}});
+  ImageStore store() { return ImageStore(options({registry()})); }
+  ImageStoreOptions options(std::vector<std::string> insecure) const {
+    ImageStoreOptions o;
+    o.root = store_;
+    o.unpacker = ALLOT_LAYER_UNPACK_PATH;
+    o.insecureRegistries = std::move(insecure);
+    return o;
   }
   static ImageRef ref(const std::string& text) { return parseImageRef(text).value(); }
   static std::string registry() { return registry_->address(); }
@@ -108,6 +115,117 @@ TEST_F(ImageStoreTest, TwoImagesSharingABaseLayerStoreAndUnpackItOnce) {
   EXPECT_EQ(s.lowerDirs(*app).front(), store_ + "/layers/" + app->layers[1]);
 }
 
+// Forgets what find() and pull() handed out: the agent's loop calls setInUse each tick, so a
+// hand-out outlives two of them.
+void settle(ImageStore& s, std::set<std::string> refs = {}, std::set<std::string> layers = {}) {
+  s.setInUse(refs, layers);
+  s.setInUse(refs, layers);
+}
+
+size_t filesIn(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    ++n;
+  return n;
+}
+
+TEST_F(ImageStoreTest, PruneRemovesWhatNoJobUsesAndKeepsWhatRunningContainersMount) {
+  ImageStore s = store();
+  auto base = s.pull(ref(registry() + "/test/base:1"));
+  auto app = s.pull(ref(registry() + "/test/app:1"));
+  ASSERT_TRUE(base.ok() && app.ok());
+  const int64_t both = s.diskBytes();
+  EXPECT_GT(both, 0);
+  // Just pulled: its job has not had a tick to start, so it stays.
+  auto early = s.prune();
+  ASSERT_TRUE(early.ok());
+  EXPECT_TRUE(early->refs.empty());
+
+  // A job runs in app: base goes; the layer they share stays, and app still runs from it.
+  settle(s, {app->ref}, {app->layers.begin(), app->layers.end()});
+  auto pruned = s.prune();
+  ASSERT_TRUE(pruned.ok()) << pruned.status().message();
+  EXPECT_EQ(pruned->refs, std::vector<std::string>{base->ref});
+  EXPECT_GT(pruned->freedBytes, 0);
+  EXPECT_EQ(s.diskBytes(), both - pruned->freedBytes);
+  EXPECT_FALSE(s.find(ref(base->ref)).has_value());
+  EXPECT_TRUE(s.find(ref(app->ref)).has_value());
+  EXPECT_TRUE(fs::exists(store_ + "/layers/" + base->layers[0] + "/bin/busybox"));
+
+  // Re-adopted after a restart, a container names its layers; its image record may go, but
+  // not the layers it mounts.
+  settle(s, {}, {app->layers.begin(), app->layers.end()});
+  pruned = s.prune();
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned->refs, std::vector<std::string>{app->ref});
+  for (const auto& hex : app->layers) EXPECT_TRUE(fs::is_directory(store_ + "/layers/" + hex));
+
+  // Nothing runs: every blob and layer goes, and the layout's index names no image.
+  settle(s);
+  ASSERT_TRUE(s.prune().ok());
+  EXPECT_EQ(filesIn(store_ + "/layers"), 0u);
+  EXPECT_EQ(filesIn(store_ + "/oci/blobs/sha256"), 0u);
+  EXPECT_EQ(s.diskBytes(), 0);
+  std::ifstream index(store_ + "/oci/index.json");
+  std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("ref-"), std::string::npos) << text;
+  // And the store pulls again as before.
+  auto again = s.pull(ref(registry() + "/test/app:1"));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->digest, app->digest);
+}
+
+TEST_F(ImageStoreTest, ABudgetEvictsTheLeastRecentlyUsedImagesNoJobUses) {
+  int64_t now = 1'000;
+  auto opts = [&](int64_t budget) {
+    ImageStoreOptions o = options({registry()});
+    o.budgetBytes = budget;
+    o.nowMs = [&now] { return now; };
+    return o;
+  };
+  int64_t both = 0;
+  std::string baseRef, appRef;
+  {
+    ImageStore unbounded(opts(0));
+    auto base = unbounded.pull(ref(registry() + "/test/base:1"));
+    now = 2'000;
+    auto app = unbounded.pull(ref(registry() + "/test/app:1"));
+    ASSERT_TRUE(base.ok() && app.ok());
+    baseRef = base->ref;
+    appRef = app->ref;
+    both = unbounded.diskBytes();
+  }
+  // One byte under what both take. Base was used last, at 3000: app is the one to go.
+  ImageStore s(opts(both - 1));
+  now = 3'000;
+  ASSERT_TRUE(s.find(ref(baseRef)).has_value());
+  settle(s);
+  auto evicted = s.evict();
+  ASSERT_TRUE(evicted.ok()) << evicted.status().message();
+  EXPECT_EQ(evicted->refs, std::vector<std::string>{appRef});
+  EXPECT_LE(s.diskBytes(), both - 1);
+  EXPECT_TRUE(s.find(ref(baseRef)).has_value());
+
+  // Over budget, but every image is in use: nothing goes.
+  ImageStore tight(opts(1));
+  settle(tight, {baseRef}, {});
+  evicted = tight.evict();
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_TRUE(evicted->refs.empty());
+
+  // A pull makes room for itself: app in, base (in use no more) out.
+  settle(tight);
+  now = 4'000;
+  auto app = tight.pull(ref(registry() + "/test/app:1"));
+  ASSERT_TRUE(app.ok()) << app.status().message();
+  auto listed = tight.list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].ref, appRef);
+  EXPECT_EQ(listed[0].lastUsedMs, 4'000);
+}
+
 TEST_F(ImageStoreTest, AnUnknownTagOrRepositoryIsImageNotFound) {
   ImageStore s = store();
   for (const std::string& missing :
@@ -123,7 +241,7 @@ TEST_F(ImageStoreTest, AnUnknownTagOrRepositoryIsImageNotFound) {
 }
 
 TEST_F(ImageStoreTest, ARegistryOnThisHostOrItsLinkIsRefusedUnlessListed) {
-  ImageStore s({store_, "/usr/bin/skopeo", ALLOT_LAYER_UNPACK_PATH, {}});
+  ImageStore s(options({}));
   for (const std::string& text :
        std::vector<std::string>{registry() + "/test/base:1", "localhost:5000/test/base:1",
                                 "169.254.169.254/latest/meta-data:1", "127.1.2.3:80/x/y:1"}) {
@@ -137,7 +255,7 @@ TEST_F(ImageStoreTest, ARegistryOnThisHostOrItsLinkIsRefusedUnlessListed) {
 }
 
 TEST_F(ImageStoreTest, ARegistryThatDoesNotAnswerIsWorthRetrying) {
-  ImageStore s({store_, "/usr/bin/skopeo", ALLOT_LAYER_UNPACK_PATH, {"127.0.0.1:9"}});
+  ImageStore s(options({"127.0.0.1:9"}));
   auto image = s.pull(ref("127.0.0.1:9/test/base:1"));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), Code::kUnavailable) << image.status().message();

@@ -421,6 +421,12 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
   for (auto it = cancelledBeforeStart_.begin(); it != cancelledBeforeStart_.end();) {
     it = wanted.count(it->first) ? std::next(it) : cancelledBeforeStart_.erase(it);
   }
+  // After the starts: what runs now is what the image store must keep (its disk budget and
+  // prunes spare it), and what it handed out before this is started by now.
+  if (imageStore_) {
+    auto inUse = executor_.imagesInUse();
+    imageStore_->setInUse(std::move(inUse.refs), std::move(inUse.layers));
+  }
   statusDirty_ = true;
 }
 
