@@ -18,6 +18,7 @@
 #include "api/server.h"
 #include "common/bounded_json.h"
 #include "model/agent_protocol.h"
+#include "model/image_cache.h"
 #include "model/tunnel_frame.h"
 #include "protocol/agent_messages.h"
 
@@ -171,6 +172,18 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     const std::string type = protocol::messageType(msg);
     if (type == "hello" || type == "status")
       server.metrics().agentReport(host, model::refusedDesiredOf(msg));
+    if (type == "images") {
+      // The host's image cache (model/image_cache.h), once the connection said hello.
+      auto report = model::imageReportFromJson(msg);
+      if (!helloSeen || !report.ok()) {
+        spdlog::warn("agent {}: image report refused: {}", host,
+                     report.ok() ? "before hello" : report.status().message());
+        continue;
+      }
+      auto change = server.cluster().imageCache().agentReport(host, std::move(report).value());
+      co_await server.apply(change);
+      continue;
+    }
     // Whole or not at all (protocol/agent_messages.h): a report missing a job it could not read
     // would have allotd take that job for lost.
     auto decoded = protocol::decodeAgentMessage(msg);

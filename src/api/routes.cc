@@ -536,6 +536,7 @@ void registerRoutes(Router& router, Server& s) {
   // Live updates for the web console; Server::serveHttp streams it (api/event_stream.h).
   router.addEventStream("/api/v1/stream");
   registerTelemetryRoutes(router, s);
+  registerImageRoutes(router, s);
   registerMapRoutes(router, s);
   registerIdleRoutes(router, s);
   registerUpgradeRoutes(router, s);

@@ -211,6 +211,7 @@ void registerHandoverRoutes(Router& router, Server& server);
 void registerUsageRoutes(Router& router, Server& server);
 // A GPU's history from telemetry.db (routes_telemetry.cc); called by registerRoutes.
 void registerTelemetryRoutes(Router& router, Server& server);
+void registerImageRoutes(Router& router, Server& server);
 // The cluster map the console draws (routes_map.cc); called by registerRoutes.
 void registerMapRoutes(Router& router, Server& server);
 // Idle-allocation policies and events (routes_idle.cc); called by registerRoutes.

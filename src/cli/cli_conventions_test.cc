@@ -83,7 +83,8 @@ TEST_F(CliConventionsTest, AMisspeltCommandGetsTheNearestOnes) {
   EXPECT_EQ(err_.str(), "allot: no command `allot job lsit`; did you mean `allot job list`?\n");
   // A command one level down, named without its group.
   EXPECT_EQ(run({"list"}), 2);
-  EXPECT_NE(err_.str().find("did you mean `allot host list`, `allot job list`"), std::string::npos)
+  EXPECT_NE(err_.str().find("did you mean `allot host list`, `allot image list`, `allot job list`"),
+            std::string::npos)
       << err_.str();
   // A group alone lists its commands instead of "A subcommand is required".
   EXPECT_EQ(run({"job"}), 2);

@@ -6,11 +6,11 @@ namespace allot::cli {
 
 const std::vector<CommandAdder>& allAdders() {
   static const std::vector<CommandAdder> kAll = {
-      addAuthCommands,    addOrgCommands,     addTokenCommands, addSshKeyCommands,
-      addSshCommands,     addQuotaCommands,   addIdleCommands,  addImageCommands,
-      addLeaseCommands,
-      addProfileCommands, addSessionCommands, addHostCommands,  addJobCommands,
-      addReportCommands,  addAuditCommands,   addDocCommands,   addConfigCommands};
+      addAuthCommands,       addOrgCommands,   addTokenCommands,   addSshKeyCommands,
+      addSshCommands,        addQuotaCommands, addIdleCommands,    addImageCommands,
+      addImageCacheCommands, addLeaseCommands, addProfileCommands, addSessionCommands,
+      addHostCommands,       addJobCommands,   addReportCommands,  addAuditCommands,
+      addDocCommands,        addConfigCommands};
   return kAll;
 }
 
@@ -29,6 +29,7 @@ const std::vector<CommandAdder>* addersFor(const std::string& word) {
       {"ssh-key", {addSshKeyCommands}},
       {"ssh", {addSshCommands}},
       {"ssh-config", {addSshCommands}},
+      {"image", {addImageCacheCommands}},
       {"lease", {addLeaseCommands}},
       {"profile", {addProfileCommands}},
       {"session", {addSessionCommands}},

@@ -35,14 +35,15 @@ void addJobCommands(CLI::App& app, Context& ctx);  // run, job
 void addQuotaCommands(CLI::App& app, Context& ctx);
 // team idle-policy (after addOrgCommands), events.
 void addIdleCommands(CLI::App& app, Context& ctx);
-void addImageCommands(CLI::App& app, Context& ctx);  // team image-allow
-void addReportCommands(CLI::App& app, Context& ctx);   // report usage
-void addLeaseCommands(CLI::App& app, Context& ctx);    // lease
-void addAuditCommands(CLI::App& app, Context& ctx);    // audit, audit export
-void addDocCommands(CLI::App& app, Context& ctx);      // completion, man
-void addConfigCommands(CLI::App& app, Context& ctx);   // config show, set, unset
-void addProfileCommands(CLI::App& app, Context& ctx);  // profile
-void addSessionCommands(CLI::App& app, Context& ctx);  // session
+void addImageCommands(CLI::App& app, Context& ctx);       // team image-allow
+void addImageCacheCommands(CLI::App& app, Context& ctx);  // image list, prune, prepull
+void addReportCommands(CLI::App& app, Context& ctx);      // report usage
+void addLeaseCommands(CLI::App& app, Context& ctx);       // lease
+void addAuditCommands(CLI::App& app, Context& ctx);       // audit, audit export
+void addDocCommands(CLI::App& app, Context& ctx);         // completion, man
+void addConfigCommands(CLI::App& app, Context& ctx);      // config show, set, unset
+void addProfileCommands(CLI::App& app, Context& ctx);     // profile
+void addSessionCommands(CLI::App& app, Context& ctx);     // session
 
 // Which of the functions above a command word needs, in the order the whole tree is built:
 // `allot run` builds only run's and job's commands, so that a CLI process starts in a

@@ -32,6 +32,7 @@
 #include "control/hosts/host_service.h"
 #include "control/idle/idle_service.h"
 #include "control/idle_policy.h"
+#include "control/images/image_cache_service.h"
 #include "control/job_request.h"
 #include "control/leases/lease_service.h"
 #include "control/log_store.h"
@@ -163,6 +164,7 @@ class Cluster : public SessionJobs, private JobPreemption {
   QuotaService& quotas() { return quotas_; }
   SessionService& sessions() { return sessions_; }
   ProfileService& profiles() { return profiles_; }
+  ImageCacheService& imageCache() { return imageCache_; }
   const EventLog& eventLog() const { return events_; }
 
   const World& world() const { return world_; }
@@ -251,6 +253,7 @@ class Cluster : public SessionJobs, private JobPreemption {
   LeaseService leases_;
   AccountingService accounting_;
   IdleService idle_;
+  ImageCacheService imageCache_{clock_, world_};
   std::map<std::string, AgentLink*> links_;
   // A flapping agent (issue 18): a link that comes back does not end the host's outage until it
   // has stayed up for kStableLinkHeartbeats heartbeats; until then awaySince keeps the outage's

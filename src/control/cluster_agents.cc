@@ -203,7 +203,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
   } else {
     deferredHosts_.erase(host);
   }
-  return model::encodeDesired(out, options_.heartbeatMs, h.task);
+  return model::encodeDesired(out, options_.heartbeatMs, h.task,
+                              model::ImageCommands{h.imagePrunes, h.imagePrepulls});
 }
 
 void Cluster::push(const std::set<std::string>& hosts) {

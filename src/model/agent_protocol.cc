@@ -413,11 +413,12 @@ int64_t refusedDesiredOf(const nlohmann::json& msg) {
 }
 
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HostTask>& task) {
+                          const std::optional<HostTask>& task, const ImageCommands& images) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : jobs) arr.push_back(toJson(d));
   nlohmann::json out{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}};
   if (task) out["task"] = toJson(*task);
+  if (!images.empty()) out["images"] = toJson(images);
   return out.dump();
 }
 
@@ -441,6 +442,11 @@ Result<DesiredState> decodeDesired(const nlohmann::json& msg) {
     if (!hb->is_number_integer() || hb->get<int64_t>() <= 0)
       return Status::InvalidArgument("desired state: heartbeat_ms is not a positive integer");
     out.heartbeatMs = hb->get<int64_t>();
+  }
+  if (auto i = msg.find("images"); i != msg.end() && !i->is_null()) {
+    auto images = imageCommandsFromJson(*i);
+    if (!images.ok()) return Status::InvalidArgument("desired state: " + images.status().message());
+    out.images = std::move(images).value();
   }
   if (auto t = msg.find("task"); t != msg.end() && !t->is_null()) {
     auto task = hostTaskFromJson(*t);

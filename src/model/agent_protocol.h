@@ -16,6 +16,9 @@
 //                           one per sample round (every --telemetry-interval), all GPUs
 //   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N,
 //                            "task":HostTask}    (task: only while the host has one to run)
+//   allotd -> agent          ... "images":{"prunes":N,"prepulls":[REF...]} in the desired state
+//   agent -> allotd  text   {"type":"images", "images":[...], "disk_bytes":N, ...}
+//                           the host's image cache, when it changes (model/image_cache.h)
 //   agent -> allotd  text   {"type":"task_output", "id":N, "offset":N, "data":"..."}
 //                           the running task's output so far, in pieces, as it comes
 //   agent -> allotd  text   {"type":"task_result", "id":N, "ok":B, "failed_step":S,
@@ -52,6 +55,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/image_cache.h"
 #include "model/model.h"
 
 namespace allot::model {
@@ -289,8 +293,11 @@ std::string encodeHello(const Inventory& inv, const std::vector<ActualJob>& jobs
 std::string encodeStatus(const std::vector<ActualJob>& jobs, int64_t refusedDesired = 0);
 // The count an agent's hello or status reports; 0 when absent (an older agent) or not a count.
 int64_t refusedDesiredOf(const nlohmann::json& msg);
+// `images`: what the host's image cache is asked to do (model/image_cache.h); left out when
+// nothing is.
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HostTask>& task = std::nullopt);
+                          const std::optional<HostTask>& task = std::nullopt,
+                          const ImageCommands& images = {});
 
 // A desired-state message, decoded whole or not at all: one job entry that does not decode (a
 // version skew, a bug) refuses the message, naming the entry, so that the agent keeps the last
@@ -300,6 +307,7 @@ struct DesiredState {
   std::vector<DesiredJob> jobs;
   std::optional<int64_t> heartbeatMs;
   std::optional<HostTask> task;
+  ImageCommands images;
 };
 Result<DesiredState> decodeDesired(const nlohmann::json& msg);
 nlohmann::json toJson(const UnixAccount& a);

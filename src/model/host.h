@@ -178,6 +178,11 @@ struct Host {
   bool credentialReset = false;
   // Where other hosts reach it, as its agent last reported (Inventory::address); empty until then.
   std::string address;
+  // What its image cache is asked to do (`allot image prune|prepull`, model/image_cache.h), kept
+  // with the host so that an allotd restart loses no request: prunes asked so far, and the
+  // references still to fetch ahead of jobs.
+  int64_t imagePrunes = 0;
+  std::vector<std::string> imagePrepulls;
 };
 
 // A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,

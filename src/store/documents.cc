@@ -170,6 +170,8 @@ json toStoreDoc(const Host& h) {
   out["health_checked_ms"] = h.healthCheckedAt;
   out["contour"] = h.contour;
   if (h.credentialReset) out["credential_reset"] = true;
+  if (h.imagePrunes > 0) out["image_prunes"] = h.imagePrunes;
+  if (!h.imagePrepulls.empty()) out["image_prepulls"] = h.imagePrepulls;
   return out;
 }
 
@@ -217,6 +219,8 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
   h.contour = d.value("contour", "");  // empty: written before contours
   h.credentialReset = d.value("credential_reset", false);
+  h.imagePrunes = d.value("image_prunes", int64_t{0});
+  h.imagePrepulls = d.value("image_prepulls", std::vector<std::string>{});
   return h;
 }
 

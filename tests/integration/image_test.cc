@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -196,6 +197,96 @@ TEST_F(ImageBudgetTest, APullMakesRoomButNeverTakesTheImageARunningJobUses) {
   ASSERT_TRUE(waitForJobState(alice_, again, "succeeded", &last)) << last.dump();
   EXPECT_EQ(logs(alice_, again), "app\n");
   EXPECT_EQ(cached(), std::set<std::string>{pinned});
+}
+
+// The cache through allotd and the CLI: what a host holds, a prepull, a prune; who may.
+class ImageCacheTest : public ImageJobTest {
+ protected:
+  json cacheOf(const std::string& host) {
+    auto r = httpRequest(port_, "GET", "/api/v1/hosts/" + host + "/images", "", adminToken_);
+    if (r.status != 200) throw std::runtime_error("images of " + host + ": " + r.body);
+    return r.parsed();
+  }
+  // Waits until the host's report satisfies `pred`; fails the test with the last one otherwise.
+  bool cacheBecomes(const std::function<bool(const json&)>& pred, json* last) {
+    return waitFor([&] {
+      *last = cacheOf("h1");
+      return pred(*last);
+    });
+  }
+  static std::set<std::string> refsIn(const json& cache) {
+    std::set<std::string> out;
+    for (const auto& i : cache["images"]) out.insert(textOf(i, "ref"));
+    return out;
+  }
+};
+
+TEST_F(ImageCacheTest, AdminsListPrepullAndPruneAHostsCacheAndMembersMayNot) {
+  const int64_t id = submit(alice_, {"--image", image("base:1")}, {"true"});
+  json last;
+  ASSERT_TRUE(waitForJobState(alice_, id, "succeeded", &last)) << last.dump();
+  ASSERT_TRUE(cacheBecomes([](const json& c) { return refsIn(c).size() == 1; }, &last))
+      << last.dump();
+  EXPECT_EQ(refsIn(last), std::set<std::string>{image("base:1")});
+  EXPECT_EQ(last["images"][0]["in_use"], false) << last.dump();
+  EXPECT_GT(last["disk_bytes"].get<int64_t>(), 0) << last.dump();
+  auto listed = cli({"image", "list", "--host", "h1"});
+  ASSERT_EQ(listed.code, 0) << listed.describe();
+  EXPECT_NE(listed.out.find(image("base:1")), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("no budget"), std::string::npos) << listed.out;
+
+  // A shared host caches any team's images: its members are refused, naming why.
+  auto member = cliAs(alice_, {"image", "list", "--host", "h1"});
+  EXPECT_NE(member.code, 0) << member.describe();
+  EXPECT_NE(member.err.find("only platform admins"), std::string::npos) << member.err;
+  EXPECT_EQ(httpRequest(port_, "POST", "/api/v1/hosts/h1/images/prune", "{}", alice_).status, 403);
+  EXPECT_EQ(httpRequest(port_, "POST", "/api/v1/images/prepull",
+                        json({{"image", image("app:1")}, {"hosts", {"h1"}}}).dump(), bob_)
+                .status,
+            403);
+
+  // A prepull: the image arrives with no job, and the request is retired.
+  auto asked = cli({"image", "prepull", image("app:1"), "--host", "h1"});
+  ASSERT_EQ(asked.code, 0) << asked.describe();
+  EXPECT_NE(asked.out.find("Asked h1 to fetch " + image("app:1")), std::string::npos) << asked.out;
+  ASSERT_TRUE(cacheBecomes(
+      [](const json& c) { return refsIn(c).size() == 2 && c["prepulls"].empty(); }, &last))
+      << last.dump();
+  EXPECT_TRUE(host("h1")["images"] == true);
+  // One that is not there fails, and is retired too.
+  ASSERT_EQ(cli({"image", "prepull", image("missing:1"), "--pool", "shared"}).code, 0);
+  ASSERT_TRUE(cacheBecomes([](const json& c) { return c["prepulls"].empty(); }, &last))
+      << last.dump();
+  EXPECT_EQ(refsIn(last).size(), 2u);
+
+  // A prune: nothing runs, so both go.
+  auto pruned = cli({"image", "prune", "--host", "h1"});
+  ASSERT_EQ(pruned.code, 0) << pruned.describe();
+  ASSERT_TRUE(cacheBecomes(
+      [](const json& c) {
+        return c["images"].empty() && c["prunes"]["done"] == 1 && c["prunes"]["asked"] == 1;
+      },
+      &last))
+      << last.dump();
+  EXPECT_EQ(last["disk_bytes"], 0) << last.dump();
+  // Asked once, done once: an agent restart does not prune again, and the requests outlive an
+  // allotd restart.
+  restartServer();
+  EXPECT_EQ(cacheOf("h1")["prunes"]["asked"], 1);
+
+  // Bad requests name what is wrong and change nothing.
+  auto bad = httpRequest(port_, "POST", "/api/v1/images/prepull",
+                         json({{"image", "not a ref"}, {"hosts", {"h1"}}}).dump(), adminToken_);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("image"), std::string::npos) << bad.body;
+  auto neither = cli({"image", "prepull", image("app:1")});
+  EXPECT_NE(neither.code, 0) << neither.describe();
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/nope/images", "", adminToken_).status, 404);
+  EXPECT_EQ(httpRequest(port_, "POST", "/api/v1/images/prepull",
+                        json({{"image", image("app:1")}, {"pool", "shared"}, {"x", 1}}).dump(),
+                        adminToken_)
+                .status,
+            400);
 }
 
 }  // namespace

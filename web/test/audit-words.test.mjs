@@ -79,6 +79,14 @@ test('the request adds what people want to know', () => {
     'admin returned host a to the shared pool',
   );
   assert.equal(
+    say('POST /api/v1/images/prepull', 'prepull:7', { image: 'r:5000/ml/x:1', pool: 'ml' }),
+    'admin asked pool ml to prepull r:5000/ml/x:1',
+  );
+  assert.equal(
+    say('POST /api/v1/hosts/{name}/images/prune', 'host:gpu-02'),
+    "admin pruned host gpu-02's image cache",
+  );
+  assert.equal(
     say('PUT /api/v1/users/{name}/password', 'user:alice', {}, 'alice'),
     'alice changed their password',
   );

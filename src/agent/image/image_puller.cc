@@ -16,7 +16,11 @@ bool alwaysPull(const ImageRef& ref) { return ref.digest.empty() && ref.tag == "
 }  // namespace
 
 ImagePuller::ImagePuller(ImageStore& store, Options options)
-    : store_(store), o_(options), worker_([this] { work(); }) {}
+    : store_(store),
+      o_(options),
+      prunesWanted_(store.prunesDone()),
+      prunesDone_(prunesWanted_),
+      worker_([this] { work(); }) {}
 
 ImagePuller::~ImagePuller() {
   {
@@ -106,9 +110,38 @@ uint64_t ImagePuller::generation() const {
   return generation_;
 }
 
+void ImagePuller::requestPrunes(int64_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (count <= prunesWanted_) return;
+  prunesWanted_ = count;
+  wake_.notify_all();
+}
+
+int64_t ImagePuller::prunesDone() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prunesDone_;
+}
+
 void ImagePuller::work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
+    // A prune asked for comes first: pulls wait behind it in the store anyway.
+    if (prunesWanted_ > prunesDone_) {
+      const int64_t upTo = prunesWanted_;
+      lock.unlock();
+      auto removed = store_.prune();
+      if (removed.ok()) {
+        spdlog::info("image store: prune {} removed {} image(s), {} bytes", upTo,
+                     removed->refs.size(), removed->freedBytes);
+      } else {
+        spdlog::warn("image store: prune {} failed: {}", upTo, removed.status().message());
+      }
+      store_.setPrunesDone(upTo);
+      lock.lock();
+      prunesDone_ = upTo;
+      ++generation_;
+      continue;
+    }
     // The next pull: one never tried, or one whose back-off is over; else sleep until the
     // earliest back-off ends or something new is wanted.
     auto next = entries_.end();

@@ -62,6 +62,10 @@ class ImagePuller {
   // Counts pulls that ended (or were put off): the loop looks again at its waiting jobs when
   // this moves.
   uint64_t generation() const;
+  // allotd asked for `count` prunes so far (model::ImageCommands): when that is more than the
+  // store has done, the worker prunes (ImageStore::prune) before its next pull.
+  void requestPrunes(int64_t count);
+  int64_t prunesDone() const;
 
  private:
   enum class Phase { kQueued, kRunning, kBackoff, kDone };
@@ -85,6 +89,7 @@ class ImagePuller {
   std::map<std::string, Entry> entries_;  // by ImageRef::str()
   std::map<int64_t, std::string> jobRef_;
   uint64_t generation_ = 0;
+  int64_t prunesWanted_ = 0, prunesDone_ = 0;
   bool stop_ = false;
   std::thread worker_;  // last: started once everything it reads is there
 };

@@ -522,6 +522,18 @@ int64_t ImageStore::diskBytes() const {
   return total;
 }
 
+int64_t ImageStore::prunesDone() const {
+  auto text = slurp(o_.root + "/prunes-done", 64);
+  return text ? std::atoll(text->c_str()) : 0;
+}
+
+void ImageStore::setPrunesDone(int64_t n) {
+  const std::string path = o_.root + "/prunes-done";
+  std::ofstream(path + ".tmp") << n << "\n";
+  if (::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+    spdlog::warn("image store: cannot record prune {}: {}", n, std::strerror(errno));
+}
+
 Result<Removal> ImageStore::removeUnused(
     const std::function<bool(const StoredImage&, int64_t bytesNow)>& victim,
     const std::set<std::string>& keep) {

@@ -121,6 +121,11 @@ class ImageStore {
   Result<Removal> prune();
   // Bytes the store takes now: its blobs and its unpacked layers.
   int64_t diskBytes() const;
+  int64_t budgetBytes() const { return o_.budgetBytes; }
+  // How many prunes allotd asked for have been done here (`allot image prune`), kept in the
+  // store so that an agent's restart does not prune again.
+  int64_t prunesDone() const;
+  void setPrunesDone(int64_t n);
   // The directory the layers are unpacked under (ContainerImage::layersRoot).
   std::string layersRoot() const { return o_.root + "/layers"; }
   // The lower directories of an overlay of `image`, topmost first (overlayfs' lowerdir order).

@@ -480,6 +480,88 @@ bool Agent::imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now) {
   return true;
 }
 
+void Agent::applyImageCommands() {
+  if (!images_) return;
+  images_->requestPrunes(imageCommands_.prunes);
+  const std::set<std::string> asked(imageCommands_.prepulls.begin(), imageCommands_.prepulls.end());
+  for (auto it = prepulls_.begin(); it != prepulls_.end();) {
+    if (asked.count(it->first)) {
+      ++it;
+      continue;
+    }
+    images_->release(it->second);  // no longer asked: a pull of it stops
+    it = prepulls_.erase(it);
+  }
+  std::erase_if(prepullsDone_, [&](const std::string& r) { return !asked.count(r); });
+  std::erase_if(prepullsFailed_, [&](const auto& f) { return !asked.count(f.first); });
+  for (const std::string& text : imageCommands_.prepulls) {
+    if (prepullsDone_.count(text) || prepullsFailed_.count(text)) continue;
+    ImagePuller::State st;
+    auto it = prepulls_.find(text);
+    if (it != prepulls_.end()) {
+      auto now = images_->stateOf(it->second);
+      if (!now) continue;
+      st = std::move(*now);
+    } else {
+      auto ref = parseImageRef(text);
+      if (!ref.ok()) {
+        prepullsFailed_[text] = ref.status().message();
+        continue;
+      }
+      it = prepulls_.emplace(text, nextPrepullId_--).first;
+      st = images_->want(it->second, *ref);
+    }
+    if (st.kind == ImagePuller::State::Kind::kPulling) continue;
+    images_->release(it->second);
+    prepulls_.erase(it);
+    if (st.kind == ImagePuller::State::Kind::kReady) {
+      spdlog::info("image {}: prepulled", text);
+      prepullsDone_.insert(text);
+    } else {
+      spdlog::warn("image {}: prepull failed: {}", text, st.failure.message());
+      prepullsFailed_[text] = st.failure.message();
+    }
+  }
+}
+
+std::string Agent::imageReport() {
+  if (!imageStore_ || !images_) return "";
+  model::ImageReport r;
+  const auto inUse = executor_.imagesInUse();
+  auto stored = imageStore_->list();
+  // The most recently used first, as many as a report holds.
+  std::sort(stored.begin(), stored.end(),
+            [](const StoredImage& a, const StoredImage& b) { return a.lastUsedMs > b.lastUsedMs; });
+  if (stored.size() > model::kMaxReportedImages) stored.resize(model::kMaxReportedImages);
+  for (const auto& i : stored)
+    r.images.push_back({i.ref, i.digest, i.bytes, i.lastUsedMs, inUse.refs.count(i.ref) > 0});
+  r.diskBytes = imageStore_->diskBytes();
+  r.budgetBytes = imageStore_->budgetBytes();
+  r.prunesDone = images_->prunesDone();
+  for (const auto& [ref, id] : prepulls_) {
+    model::PrepullState p;
+    p.ref = ref;
+    if (auto st = images_->stateOf(id)) {
+      p.message = st->message;
+      p.bytes = st->bytes;
+      p.total = st->total;
+    }
+    r.prepulls.push_back(std::move(p));
+  }
+  for (const auto& [ref, why] : prepullsFailed_)
+    r.prepulls.push_back({ref, true, why.substr(0, model::kMaxImageText), 0, 0});
+  // Fetched, but gone again before this report (a budget smaller than the image): allotd must
+  // not wait for it to show.
+  std::set<std::string> cached;
+  for (const auto& i : r.images) cached.insert(i.ref);
+  for (const auto& ref : prepullsDone_)
+    if (!cached.count(ref))
+      r.prepulls.push_back(
+          {ref, true, "fetched, but the cache's budget did not keep it (--image-budget)", 0, 0});
+  if (r.prepulls.size() > model::kMaxPrepulls) r.prepulls.resize(model::kMaxPrepulls);
+  return model::encodeImageReport(r);
+}
+
 std::string Agent::simUtilFile(int64_t jobId) const {
   std::string log = executor_.logPath(jobId);
   return log.substr(0, log.rfind('/') + 1) + "sim_gpu_util";
@@ -672,6 +754,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
         logOffsetsKnown_ = true;
       }
       reconcile(desired);
+      imageCommands_ = std::move(state.images);
+      applyImageCommands();
       wake();
     }
     open = false;
@@ -683,6 +767,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   std::string lastStatus;
   TimeMs lastSent = 0;
   TimeMs lastSampled = 0;
+  std::string lastImages;  // the image report allotd holds from this connection
+  TimeMs lastImagesLooked = 0;
   // A session that got this far was healthy: its end resets the reconnect backoff.
   Status result = Status::Ok();
   while (open) {
@@ -780,6 +866,18 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       lastStatus = std::move(status);
       lastSent = now;
       statusDirty_ = false;
+    }
+    // The image cache: prepulls as they go, and its report when it changed (looked at once a
+    // second: it reads the store's records).
+    applyImageCommands();
+    if (haveDesired_ && now - lastImagesLooked >= 1000) {
+      lastImagesLooked = now;
+      std::string images = imageReport();
+      if (!images.empty() && images != lastImages) {
+        outbox->push(images, false);
+        if (!co_await outbox->drained()) break;
+        lastImages = std::move(images);
+      }
     }
     if (now - lastSampled >= config_.telemetryIntervalMs) {
       lastSampled = now;

@@ -130,6 +130,11 @@ class Agent {
   bool imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now);
   // Reports it once, like a job cancelled before it started, until allotd drops it.
   void failBeforeStart(int64_t id, const std::string& message, TimeMs now);
+  // allotd's commands to the image cache (imageCommands_): prunes go to the puller; each
+  // prepull is pulled like a job's image, under an id of its own (negative, never a job's).
+  void applyImageCommands();
+  // The image cache's report (model/image_cache.h), encoded; "" on a host without images.
+  std::string imageReport();
   // Host tasks (wipe, hook, health check): starts the task allotd's desired state names, once per
   // id, on a thread of its own (it blocks for minutes); collects its result when done.
   void startTaskIfWanted();
@@ -181,6 +186,11 @@ class Agent {
   std::set<int64_t> pulling_;
   uint64_t pullsSeen_ = 0;  // images_->generation() when the waiting jobs were last looked at
   std::map<int64_t, std::string> imageDigests_;
+  model::ImageCommands imageCommands_;
+  std::map<std::string, int64_t> prepulls_;            // ref -> its id with the puller
+  std::set<std::string> prepullsDone_;                 // cached, until allotd drops them
+  std::map<std::string, std::string> prepullsFailed_;  // ref -> why, until allotd drops it
+  int64_t nextPrepullId_ = -1;
 
   // Critical XIDs seen since the agent started, newest last, at most kMaxXidHistory; read by the
   // health check on the task thread. Declared before taskRun_, whose destructor waits for the

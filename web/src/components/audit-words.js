@@ -89,6 +89,15 @@ const SENTENCES = {
   'POST /hosts/{name}/drain': (o, r) =>
     `drained host ${o.host}${r?.deadline ? ` with a deadline of ${r.deadline}` : ''}${because(r)}`,
   'POST /hosts/{name}/resume': (o) => `resumed host ${o.host}`,
+  'PUT /teams/{team}/image-allow': (o, r) =>
+    r?.allow?.length === 0
+      ? `allowed team ${o.team} no images`
+      : `set the images team ${o.team} may use${r?.allow ? `: ${r.allow.join(', ')}` : ''}`,
+  'POST /hosts/{name}/images/prune': (o) => `pruned host ${their(o.host)} image cache`,
+  'POST /images/prepull': (o, r) => {
+    const where = r?.pool ? `pool ${r.pool}` : (r?.hosts ?? []).join(', ') || 'hosts';
+    return `asked ${where} to prepull ${r?.image ?? 'an image'}`;
+  },
   'POST /hosts/{name}/admin-state': (o, r) =>
     `marked host ${o.host} ${r?.state ?? 'with a new admin state'}${because(r)}`,
   'POST /hosts/{name}/reprovision': (o, r) =>

@@ -1,0 +1,160 @@
+#include "control/images/image_cache_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "control/authz.h"
+#include "control/images/image_policy.h"
+#include "model/image_ref.h"
+#include "store/store.h"
+
+namespace allot::control {
+
+Result<const model::Host*> ImageCacheService::visible(const Principal& p,
+                                                      const std::string& host) const {
+  auto it = world_.hosts.find(host);
+  if (it == world_.hosts.end() || !authz::canSeeHost(p, it->second))
+    return Status::NotFound("no host '" + host + "'", "host");
+  return &it->second;
+}
+
+Status ImageCacheService::mayRun(const Principal& p, const model::Host& h) const {
+  if (p.isAdmin()) return Status::Ok();
+  if (h.dedicatedTo.empty())
+    return Status::PermissionDenied("host " + h.name +
+                                    " is in the shared pool, whose cache holds any team's "
+                                    "images: only platform admins run it");
+  return authz::canManageTeam(p, h.dedicatedTo);
+}
+
+HostImages ImageCacheService::view(const model::Host& h) const {
+  HostImages out;
+  out.host = h.name;
+  if (auto r = reports_.find(h.name); r != reports_.end()) {
+    out.report = r->second.report;
+    out.reportedAt = r->second.at;
+  }
+  out.prunesAsked = h.imagePrunes;
+  out.prepullsAsked = h.imagePrepulls;
+  return out;
+}
+
+Result<HostImages> ImageCacheService::hostImages(const Principal& p,
+                                                 const std::string& host) const {
+  auto hOr = visible(p, host);
+  if (!hOr.ok()) return hOr.status();
+  const model::Host* h = *hOr;
+  // Seeing is the team's, any role; running it, its team-admins' (mayRun).
+  if (!p.isAdmin() && h->dedicatedTo.empty())
+    return Status::PermissionDenied("host " + host +
+                                    " is in the shared pool, whose cache holds any team's "
+                                    "images: only platform admins see it");
+  return view(*h);
+}
+
+Result<Change<HostImages>> ImageCacheService::prune(const Principal& p, const std::string& host) {
+  auto foundOr = visible(p, host);
+  if (!foundOr.ok()) return foundOr.status();
+  const model::Host* found = *foundOr;
+  ALLOT_RETURN_IF_ERROR(mayRun(p, *found));
+  model::Host& h = world_.hosts.at(host);
+  if (!h.images) return Status::FailedPrecondition("host " + host + " does not run jobs in images");
+  ++h.imagePrunes;
+  spdlog::info("image cache: prune {} asked of host {} by {}", h.imagePrunes, host, p.name);
+  Change<HostImages> c;
+  c.value = view(h);
+  c.batch.add(store::PutHost{h});
+  c.pushHosts.insert(host);
+  return c;
+}
+
+Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
+    const Principal& p, const std::string& image, const std::vector<std::string>& hosts,
+    const std::string& pool) {
+  auto ref = model::parseImageRef(image);
+  if (!ref.ok()) return Status::InvalidArgument(ref.status().message(), "image");
+  if (hosts.empty() == pool.empty())
+    return Status::InvalidArgument("name the hosts or a pool (\"shared\" or a team), not both",
+                                   hosts.empty() ? "hosts" : "pool");
+  std::vector<model::Host*> targets;
+  if (!pool.empty()) {
+    if (pool != "shared") {
+      if (!world_.teams.count(pool) || !authz::effectiveRole(p, pool))
+        return Status::NotFound("no pool '" + pool + "': a pool is \"shared\" or a team", "pool");
+    }
+    for (auto& [name, h] : world_.hosts) {
+      const bool inPool = pool == "shared" ? h.dedicatedTo.empty() : h.dedicatedTo == pool;
+      if (inPool && h.images && h.adminState != model::AdminState::kRetired) targets.push_back(&h);
+    }
+    if (targets.empty())
+      return Status::FailedPrecondition("no host of pool '" + pool + "' runs jobs in images");
+  } else {
+    if (hosts.size() > 1000) return Status::InvalidArgument("at most 1000 hosts", "hosts");
+    std::set<std::string> seen;
+    for (const auto& name : hosts) {
+      if (!seen.insert(name).second) continue;
+      auto foundOr = visible(p, name);
+      if (!foundOr.ok()) return foundOr.status();
+      const model::Host* found = *foundOr;
+      if (!found->images)
+        return Status::FailedPrecondition("host " + name + " does not run jobs in images");
+      targets.push_back(&world_.hosts.at(name));
+    }
+  }
+  // Each host's team (or the admin) must be entitled to the image, as for a job's.
+  for (const model::Host* h : targets) {
+    ALLOT_RETURN_IF_ERROR(mayRun(p, *h));
+    if (!p.isAdmin()) {
+      auto team = world_.teams.find(h->dedicatedTo);
+      ALLOT_RETURN_IF_ERROR(checkImageAllowed(
+          h->dedicatedTo,
+          team == world_.teams.end() ? std::vector<std::string>{} : team->second.imageAllow, *ref));
+    }
+    if (h->imagePrepulls.size() >= model::kMaxPrepulls &&
+        std::find(h->imagePrepulls.begin(), h->imagePrepulls.end(), ref->str()) ==
+            h->imagePrepulls.end())
+      return Status::FailedPrecondition("host " + h->name + " already has " +
+                                        std::to_string(model::kMaxPrepulls) +
+                                        " prepulls under way; ask again once they are done");
+  }
+  Change<std::vector<std::string>> c;
+  for (model::Host* h : targets) {
+    c.value.push_back(h->name);
+    if (std::find(h->imagePrepulls.begin(), h->imagePrepulls.end(), ref->str()) !=
+        h->imagePrepulls.end())
+      continue;
+    h->imagePrepulls.push_back(ref->str());
+    c.batch.add(store::PutHost{*h});
+    c.pushHosts.insert(h->name);
+  }
+  spdlog::info("image cache: prepull of {} asked of {} host(s) by {}", ref->str(), c.value.size(),
+               p.name);
+  return c;
+}
+
+Change<int> ImageCacheService::agentReport(const std::string& host, model::ImageReport report) {
+  Change<int> c;
+  c.value = 0;
+  auto it = world_.hosts.find(host);
+  if (it == world_.hosts.end()) return c;
+  model::Host& h = it->second;
+  std::set<std::string> done;
+  for (const auto& i : report.images) done.insert(i.ref);
+  for (const auto& pp : report.prepulls) {
+    if (!pp.failed) continue;
+    spdlog::warn("image cache: prepull of {} on host {} failed: {}", pp.ref, host, pp.message);
+    done.insert(pp.ref);
+  }
+  const size_t before = h.imagePrepulls.size();
+  std::erase_if(h.imagePrepulls, [&](const std::string& r) { return done.count(r) > 0; });
+  if (h.imagePrepulls.size() != before) {
+    c.batch.add(store::PutHost{h});
+    c.pushHosts.insert(host);
+  }
+  reports_[host] = {std::move(report), clock_.nowMs()};
+  return c;
+}
+
+}  // namespace allot::control

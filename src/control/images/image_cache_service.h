@@ -1,0 +1,70 @@
+#pragma once
+// ImageCacheService: each host's image cache as allotd sees and runs it (docs/environments.md,
+// "The cache"). Agents report what their caches hold (kept in memory: an agent sends its whole
+// cache on each connection); admins ask a host to prune what no job uses, or to fetch an image
+// ahead of the jobs that will want it. The requests are kept with the host (Host::imagePrunes,
+// imagePrepulls) and reach its agent in the desired state; a prepull is dropped once the agent
+// reports the image cached or its pull failed.
+//
+// Who may: what a shared host caches may be any team's, so only platform admins see or run it;
+// a host dedicated to a team is also its members' to see and its team-admins' to run. For a
+// team-admin, a prepull must pass the team's allow-list as a job's image would. Hosts a caller
+// may not see are NotFound. Threading: allotd's I/O thread.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "control/change.h"
+#include "control/principal.h"
+#include "control/world.h"
+#include "model/image_cache.h"
+
+namespace allot::control {
+
+// A host's cache as `allot image list` shows it.
+struct HostImages {
+  std::string host;
+  std::optional<model::ImageReport> report;  // none until its agent reported one
+  TimeMs reportedAt = 0;
+  int64_t prunesAsked = 0;
+  std::vector<std::string> prepullsAsked;  // still to be done
+};
+
+class ImageCacheService {
+ public:
+  ImageCacheService(const Clock& clock, World& world) : clock_(clock), world_(world) {}
+
+  Result<HostImages> hostImages(const Principal& p, const std::string& host) const;
+  // Asks the host's agent to remove every image no job uses.
+  Result<Change<HostImages>> prune(const Principal& p, const std::string& host);
+  // Asks each host of `hosts`, or of `pool` ("shared", or a team's dedicated hosts), to fetch
+  // `image`; the hosts asked. Only hosts whose agents run images are asked; a host named that
+  // does not is FailedPrecondition. Errors name the field: image, hosts, pool.
+  Result<Change<std::vector<std::string>>> prepull(const Principal& p, const std::string& image,
+                                                   const std::vector<std::string>& hosts,
+                                                   const std::string& pool);
+  // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
+  Change<int> agentReport(const std::string& host, model::ImageReport report);
+
+ private:
+  // The host, if `p` may see it; NotFound otherwise.
+  Result<const model::Host*> visible(const Principal& p, const std::string& host) const;
+  // PermissionDenied unless `p` may run the host's cache.
+  Status mayRun(const Principal& p, const model::Host& h) const;
+  HostImages view(const model::Host& h) const;
+
+  struct Reported {
+    model::ImageReport report;
+    TimeMs at = 0;
+  };
+  const Clock& clock_;
+  World& world_;
+  std::map<std::string, Reported> reports_;
+};
+
+}  // namespace allot::control

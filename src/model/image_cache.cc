@@ -1,0 +1,117 @@
+#include "model/image_cache.h"
+
+namespace allot::model {
+
+using nlohmann::json;
+
+namespace {
+
+// A string field within kMaxImageText; throws naming it otherwise.
+std::string text(const json& j, const char* key, bool required = true) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw std::runtime_error(std::string(key) + " is missing");
+    return "";
+  }
+  if (!it->is_string()) throw std::runtime_error(std::string(key) + " is not a string");
+  std::string s = it->get<std::string>();
+  if (s.size() > kMaxImageText) throw std::runtime_error(std::string(key) + " is too long");
+  return s;
+}
+
+int64_t count(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0)
+    throw std::runtime_error(std::string(key) + " is not a count");
+  return it->get<int64_t>();
+}
+
+const json& array(const json& j, const char* key, size_t most) {
+  static const json kNone = json::array();
+  auto it = j.find(key);
+  if (it == j.end()) return kNone;
+  if (!it->is_array()) throw std::runtime_error(std::string(key) + " is not an array");
+  if (it->size() > most)
+    throw std::runtime_error(std::string(key) + ": more than " + std::to_string(most));
+  return *it;
+}
+
+}  // namespace
+
+json toJson(const ImageCommands& c) { return {{"prunes", c.prunes}, {"prepulls", c.prepulls}}; }
+
+Result<ImageCommands> imageCommandsFromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("images: not an object");
+  try {
+    ImageCommands c;
+    c.prunes = count(j, "prunes");
+    for (const auto& r : array(j, "prepulls", kMaxPrepulls)) {
+      if (!r.is_string() || r.get<std::string>().size() > kMaxImageText)
+        throw std::runtime_error("prepulls: not a reference");
+      c.prepulls.push_back(r.get<std::string>());
+    }
+    return c;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("images: ") + e.what());
+  }
+}
+
+std::string encodeImageReport(const ImageReport& r) {
+  json images = json::array(), prepulls = json::array();
+  for (const auto& i : r.images)
+    images.push_back({{"ref", i.ref},
+                      {"digest", i.digest},
+                      {"bytes", i.bytes},
+                      {"last_used_ms", i.lastUsedMs},
+                      {"in_use", i.inUse}});
+  for (const auto& p : r.prepulls)
+    prepulls.push_back({{"ref", p.ref},
+                        {"failed", p.failed},
+                        {"message", p.message},
+                        {"bytes", p.bytes},
+                        {"total", p.total}});
+  return json{{"type", "images"},
+              {"images", images},
+              {"disk_bytes", r.diskBytes},
+              {"budget_bytes", r.budgetBytes},
+              {"prunes_done", r.prunesDone},
+              {"prepulls", prepulls}}
+      .dump();
+}
+
+Result<ImageReport> imageReportFromJson(const json& msg) {
+  if (!msg.is_object() || msg.value("type", "") != "images")
+    return Status::InvalidArgument("not an image report");
+  try {
+    ImageReport r;
+    for (const auto& i : array(msg, "images", kMaxReportedImages)) {
+      if (!i.is_object()) throw std::runtime_error("images: an entry is not an object");
+      CachedImage c;
+      c.ref = text(i, "ref");
+      c.digest = text(i, "digest");
+      c.bytes = count(i, "bytes");
+      c.lastUsedMs = count(i, "last_used_ms");
+      c.inUse = i.value("in_use", false);
+      r.images.push_back(std::move(c));
+    }
+    r.diskBytes = count(msg, "disk_bytes");
+    r.budgetBytes = count(msg, "budget_bytes");
+    r.prunesDone = count(msg, "prunes_done");
+    for (const auto& p : array(msg, "prepulls", kMaxPrepulls)) {
+      if (!p.is_object()) throw std::runtime_error("prepulls: an entry is not an object");
+      PrepullState s;
+      s.ref = text(p, "ref");
+      s.failed = p.value("failed", false);
+      s.message = text(p, "message", false);
+      s.bytes = count(p, "bytes");
+      s.total = count(p, "total");
+      r.prepulls.push_back(std::move(s));
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("image report: ") + e.what());
+  }
+}
+
+}  // namespace allot::model
