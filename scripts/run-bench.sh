@@ -72,6 +72,10 @@ if want container; then
   python3 bench/image_job_start.py --bin "$BIN" --n "${CONTAINER_JOBS:-100}" | tee "$OUT/image" ||
     echo "run-bench: image_job_start did not finish (above); the other entries go on"
   echo
+  echo "== image_pull (a 1 GiB image against skopeo copy alone; a second one sharing 90%)"
+  python3 bench/image_pull.py --bin "$BIN" --rounds "${PULL_ROUNDS:-3}" | tee "$OUT/pull" ||
+    echo "run-bench: image_pull did not finish (above); the other entries go on"
+  echo
 fi
 if want cli; then
   echo "== cli_latency (allot processes; run --wait -- true fresh, after a burst, with history)"
