@@ -270,6 +270,14 @@ FakeResponse api(const FakeRequest& r) {
     return jsonReply(200, R"([{"id":7,"team":"nlp","state":"approved","hosts":["gpu-03"],
       "start":"2026-12-01T09:00:00Z","end":"2026-12-02T18:00:00Z","reason":"eval"}])");
   }
+  if (r.method == "GET" && r.target == "/api/v1/leases/7") {
+    return jsonReply(200, R"({"id":7,"team":"nlp","state":"active","hosts":["gpu-03","gpu-04"],
+      "count":null,"gpu_model":null,"min_gpus":null,"start":"2026-11-30T09:00:00Z",
+      "end":"2026-12-01T18:00:00Z","reason":"eval sprint","requested_by":"carol",
+      "created_at":"2026-11-29T12:00:00Z","decided_by":"admin","decided_at":"2026-11-29T12:05:00Z",
+      "decision":null,"started_at":"2026-11-30T09:00:02Z","ended_at":null,
+      "skipped_hosts":["gpu-04: failed"],"priority_hint":"high"})");
+  }
   if (r.method == "POST" && r.target == "/api/v1/leases/7/approve") {
     json err = {{"error",
                  {{"code", "failed_precondition"},
@@ -688,6 +696,18 @@ TEST_F(CliTest, LeaseCreateSendsAbsoluteTimesAndListShowsACalendar) {
   EXPECT_NE(cal.find("12-03"), std::string::npos) << cal;
   // Free today, leased on the 1st and 2nd, free on the 3rd.
   EXPECT_NE(cal.find("gpu-03  .      7      7      ."), std::string::npos) << cal;
+
+  // One lease, whole: who asked and decided, when it started, what was not handed over, and
+  // fields this CLI does not know yet rather than nothing.
+  EXPECT_EQ(run({"lease", "show", "7"}), 0) << err_.str();
+  const std::string shown = out_.str();
+  for (const char* part : {"state:", "active", "gpu-03,gpu-04", "2026-11-30T09:00:00Z (3h ago)",
+                           "carol, 2026-11-29T12:00:00Z", "admin, 2026-11-29T12:05:00Z",
+                           "gpu-04: failed", "priority hint:"})
+    EXPECT_NE(shown.find(part), std::string::npos) << part << "\n" << shown;
+  EXPECT_EQ(shown.find("null"), std::string::npos) << shown;
+  EXPECT_EQ(run({"lease", "show", "seven"}), 2);
+  EXPECT_NE(err_.str().find("'seven' is not a lease id"), std::string::npos) << err_.str();
 
   // A conflict comes back as one line naming it.
   EXPECT_EQ(run({"lease", "approve", "7"}), 1);

@@ -192,6 +192,12 @@ std::string relativeTime(std::string_view iso, TimeMs now) {
   return coarseDuration(delta) + " ago";
 }
 
+std::string timeText(const json& obj, const char* key, TimeMs now) {
+  std::string iso = text(obj, key, "");
+  if (iso.empty()) return "-";
+  return iso + " (" + relativeTime(iso, now) + ")";
+}
+
 std::string jobDuration(const json& job, TimeMs now) {
   std::string started = text(job, "started_at", "");
   if (started.empty()) return "-";

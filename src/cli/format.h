@@ -51,6 +51,9 @@ Result<std::string> windowQuery(const std::string& from, const std::string& to, 
 
 // "3m ago" / "in 5h" / "just now" for an ISO 8601 time; "-" for an empty or unparsable one.
 std::string relativeTime(std::string_view iso, TimeMs now);
+// `obj[key]`, an ISO 8601 time, with how long ago (or from now) it is: "2026-12-01T09:00:00Z (2h
+// ago)"; "-" when absent.
+std::string timeText(const json& obj, const char* key, TimeMs now);
 // Coarse age: "45s", "3m", "2h", "5d".
 std::string coarseDuration(TimeMs ms);
 // How long a job ran, or has been running: "3m12s"; "-" before it started.

@@ -64,12 +64,6 @@ std::string memoryText(const json& obj, const char* key) {
   return formatMib(it->get<int64_t>());
 }
 
-std::string timeText(const json& obj, const char* key, TimeMs now) {
-  std::string iso = text(obj, key, "");
-  if (iso.empty()) return "-";
-  return iso + " (" + relativeTime(iso, now) + ")";
-}
-
 // The host's lease (now, or the next approved one): "7 active to 2026-12-01T10:00:00Z".
 std::string leaseText(const json& h, bool full) {
   auto it = h.find("lease");

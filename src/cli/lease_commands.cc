@@ -138,6 +138,41 @@ int list(Context& ctx, const LeaseOpts& o) {
   });
 }
 
+int show(Context& ctx, const LeaseOpts& o) {
+  auto id = leaseId(o.id);
+  if (!id.ok()) return ctx.usageError(id.status());
+  auto lease = ctx.get("/leases/" + std::to_string(*id));
+  if (!lease.ok()) return ctx.fail(lease.status());
+  if (ctx.jsonOutput()) return ctx.printJson(*lease);
+  const json& l = *lease;
+  Details d;
+  d.add("id", text(l, "id"));
+  d.add("team", text(l, "team"));
+  d.add("state", text(l, "state"));
+  d.add("hosts", hostsText(l));
+  d.add("start", timeText(l, "start", ctx.now()));
+  d.add("end", timeText(l, "end", ctx.now()));
+  if (!text(l, "reason", "").empty()) d.add("reason", text(l, "reason"));
+  d.add("requested by", text(l, "requested_by") + ", " + timeText(l, "created_at", ctx.now()));
+  if (!text(l, "decided_by", "").empty())
+    d.add("decided by",
+          text(l, "decided_by") + ", " + timeText(l, "decided_at", ctx.now()) +
+              (text(l, "decision", "").empty() ? "" : " (" + text(l, "decision") + ")"));
+  if (!text(l, "started_at", "").empty()) d.add("started", timeText(l, "started_at", ctx.now()));
+  if (!text(l, "ended_at", "").empty()) d.add("ended", timeText(l, "ended_at", ctx.now()));
+  std::string skipped;
+  for (const auto& s : l.value("skipped_hosts", json::array()))
+    if (s.is_string()) skipped += (skipped.empty() ? "" : "; ") + s.get<std::string>();
+  if (!skipped.empty()) d.add("not handed over", skipped);
+  static const std::set<std::string> kShown = {
+      "id",         "team",       "state",    "hosts",      "count",        "gpu_model",
+      "min_gpus",   "start",      "end",      "reason",     "requested_by", "created_at",
+      "decided_by", "decided_at", "decision", "started_at", "ended_at",     "skipped_hosts"};
+  d.addOthers(l, kShown);
+  ctx.out() << d.render();
+  return 0;
+}
+
 // approve, reject, end: POST /leases/{id}/{verb} with an optional reason.
 int decide(Context& ctx, const LeaseOpts& o, const std::string& verb, const std::string& done) {
   auto id = leaseId(o.id);
@@ -190,6 +225,10 @@ void addLeaseCommands(CLI::App& app, Context& ctx) {
   list_->add_option("--days", o->days, "With --calendar: how many days (default 14)")
       ->check(CLI::Range(1, 92));
   onRun(list_, ctx, o, list);
+
+  auto* show_ = lease->add_subcommand("show", "Show a lease: its hosts, times and decisions");
+  show_->add_option("ID", o->id, "Lease id")->required();
+  onRun(show_, ctx, o, show);
 
   struct Verb {
     const char* name;

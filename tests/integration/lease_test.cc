@@ -127,9 +127,7 @@ TEST_F(LeaseTest, AHostDedicatedBeforeTheLeaseGoesBackToItsTeamAtTheEnd) {
     last = hostNow();
     return textOf(last, "admin_state") == "available" && textOf(last, "dedicated_to") == "cv";
   })) << last.dump();
-  EXPECT_EQ(
-      textOf(httpRequest(port_, "GET", "/api/v1/leases/" + id, "", adminToken_).parsed(), "state"),
-      "ended");
+  EXPECT_EQ(textOf(cliJson(adminToken_, {"lease", "show", id}), "state"), "ended");
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/hosts/gpu-a", "", dave).status, 200);
 }
 
