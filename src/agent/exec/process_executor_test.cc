@@ -627,7 +627,13 @@ TEST_F(ConfinedExecutorTest, JobStartedOnAStandbyIsReadoptedKeepsItsGroupsAndIsS
 
   exec_->stop(48, 30'000);  // a long grace: the SIGTERM, not a SIGKILL race, ends it
   EXPECT_EQ(waitForEnd(48).signal, SIGTERM);
-  EXPECT_TRUE(eventually([&] { return processGone(escaped); }));
+  // The escapee goes at the first poll after the shim is gone, which may be after the poll that
+  // saw the job end (a loaded machine: CI's failure at 2026-12-05 20:33): keep polling, as the
+  // agent's loop does.
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();
+    return processGone(escaped);
+  }));
 }
 
 TEST_F(ConfinedExecutorTest, RestartedExecutorRemovesTheStandbyOfAnAgentThatDied) {
