@@ -222,6 +222,19 @@ std::string formatMib(int64_t mib) {
   return buf;
 }
 
+std::string formatBytes(int64_t bytes) {
+  double b = static_cast<double>(bytes);
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, kUnits[u]);
+  return buf;
+}
+
 std::string shellJoin(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {

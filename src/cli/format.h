@@ -60,6 +60,8 @@ std::string coarseDuration(TimeMs ms);
 std::string jobDuration(const json& job, TimeMs now);
 // "80 GiB", "1.5 GiB", "512 MiB".
 std::string formatMib(int64_t mib);
+// A byte count as people read it: "512 B", "3.4 KiB", "104.0 MiB", "1.5 GiB".
+std::string formatBytes(int64_t bytes);
 // The command as one shell-like line, quoting arguments that need it.
 std::string shellJoin(const std::vector<std::string>& argv);
 

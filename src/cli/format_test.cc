@@ -138,6 +138,10 @@ TEST(FormatTest, MemoryAndShellJoin) {
   EXPECT_EQ(formatMib(512), "512 MiB");
   EXPECT_EQ(formatMib(81920), "80 GiB");
   EXPECT_EQ(formatMib(1536), "1.5 GiB");
+  EXPECT_EQ(formatBytes(512), "512 B");
+  EXPECT_EQ(formatBytes(3 << 10), "3.0 KiB");
+  EXPECT_EQ(formatBytes(int64_t{104} << 20), "104.0 MiB");
+  EXPECT_EQ(formatBytes(int64_t{1536} << 20), "1.5 GiB");
   EXPECT_EQ(shellJoin({"python", "train.py", "--lr=3e-4"}), "python train.py --lr=3e-4");
   EXPECT_EQ(shellJoin({"sh", "-c", "echo 'hi' there"}), "sh -c 'echo '\\''hi'\\'' there'");
   EXPECT_EQ(shellJoin({""}), "''");

@@ -2,8 +2,6 @@
 // /teams/{team}/image-allow), and allot image list|prune|prepull: each host's image cache
 // (docs/environments.md, "The cache").
 
-#include <cstdio>
-
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/table.h"
@@ -49,19 +47,9 @@ struct CacheOpts {
   std::string pool;
 };
 
-// Bytes as people read them: 512 B, 3.4 MiB, 12.0 GiB.
+// A byte count from the API, or "-".
 std::string bytesText(const json& v) {
-  if (!v.is_number_integer()) return "-";
-  double b = static_cast<double>(v.get<int64_t>());
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
+  return v.is_number_integer() ? formatBytes(v.get<int64_t>()) : "-";
 }
 
 std::string shortDigest(const std::string& d) {

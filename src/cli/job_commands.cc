@@ -20,7 +20,7 @@
 namespace allot::cli {
 namespace {
 
-constexpr const char* kJobStates[] = {"queued", "scheduled", "pulling", "running", "succeeded",
+constexpr const char* kJobStates[] = {"queued", "scheduled", "pulling", "running",  "succeeded",
                                       "failed", "cancelled", "lost",    "preempted"};
 
 // --dependency as Slurm writes it: comma-separated TYPE:ID[:ID...] entries, where a bare ID
@@ -387,9 +387,10 @@ int jobShow(Context& ctx, const JobOpts& o) {
       d.add("image digest", digest);
   }
   if (auto pull = j.find("pull"); pull != j.end() && pull->is_object()) {
-    const int64_t bytes = pull->value("bytes", int64_t{0}), total = pull->value("total", int64_t{0});
-    d.add("pulled", total > 0 ? formatMib(bytes >> 20) + " of " + formatMib(total >> 20)
-                              : formatMib(bytes >> 20) + " so far");
+    const int64_t bytes = pull->value("bytes", int64_t{0}),
+                  total = pull->value("total", int64_t{0});
+    d.add("pulled", total > 0 ? formatBytes(bytes) + " of " + formatBytes(total)
+                              : formatBytes(bytes) + " so far");
   }
   if (auto a = j.find("array"); a != j.end() && a->is_object()) {
     const int limit = a->value("limit", 0);
@@ -450,15 +451,15 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("duration", jobDuration(j, now));
   // Fields this CLI does not know yet still show.
   static const std::set<std::string> kShown = {
-      "id",          "name",          "state",       "reason",         "position",
-      "team",        "project",       "user",        "command",        "env",
-      "gpus",        "gpu_models",    "gpu_milli",   "gpu_memory_mib", "cpu_millis",
-      "memory_mib",  "priority",      "preemptible", "whole_host",     "max_runtime",
-      "min_driver",  "min_cuda",      "preemptions", "evicting",       "evicting_since",
-      "evicted_for", "host",          "gpu_indices", "gpu_uuids",      "exit_code",
-      "signal",      "submitted_at",  "started_at",  "finished_at",    "cancel_requested",
-      "hosts",       "ranks",         "contour",     "workdir",        "array",
-      "master_port", "expected_start", "image",    "image_digest",   "pull",
+      "id",          "name",           "state",       "reason",         "position",
+      "team",        "project",        "user",        "command",        "env",
+      "gpus",        "gpu_models",     "gpu_milli",   "gpu_memory_mib", "cpu_millis",
+      "memory_mib",  "priority",       "preemptible", "whole_host",     "max_runtime",
+      "min_driver",  "min_cuda",       "preemptions", "evicting",       "evicting_since",
+      "evicted_for", "host",           "gpu_indices", "gpu_uuids",      "exit_code",
+      "signal",      "submitted_at",   "started_at",  "finished_at",    "cancel_requested",
+      "hosts",       "ranks",          "contour",     "workdir",        "array",
+      "master_port", "expected_start", "image",       "image_digest",   "pull",
       "scheduled_at"};
   d.addOthers(j, kShown);
   ctx.out() << d.render();

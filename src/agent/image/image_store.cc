@@ -37,6 +37,7 @@ constexpr size_t kMaxIndexBytes = 16u << 20;
 constexpr size_t kMaxManifestBytes = 4u << 20;  // a manifest or an image config
 constexpr auto kPullTimeout = std::chrono::hours(1);
 constexpr auto kUnpackTimeout = std::chrono::hours(1);
+constexpr int64_t kLastUseGrainMs = 60'000;  // see find()
 
 // The file's bytes; nullopt when it is missing or over `maxBytes`.
 std::optional<std::string> slurp(const std::string& path, size_t maxBytes = kMaxManifestBytes) {
@@ -390,9 +391,14 @@ std::optional<StoredImage> ImageStore::find(const ImageRef& ref) {
     if (!fs::is_directory(o_.root + "/layers/" + hex, ec)) return std::nullopt;
   }
   pinned_.insert(image->ref);
-  image->lastUsedMs = nowMs();
-  if (Status st = writeRecordLocked(*image); !st.ok())
-    spdlog::warn("image {}: its last use was not recorded: {}", image->ref, st.message());
+  // The eviction order needs no finer grain than a minute: a job start rewrites the record only
+  // when its last use is older, so back-to-back starts in one image write nothing.
+  const int64_t now = nowMs();
+  if (now - image->lastUsedMs >= kLastUseGrainMs) {
+    image->lastUsedMs = now;
+    if (Status st = writeRecordLocked(*image); !st.ok())
+      spdlog::warn("image {}: its last use was not recorded: {}", image->ref, st.message());
+  }
   return image;
 }
 
@@ -470,8 +476,7 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
   if (o_.budgetBytes > 0) {
     std::set<std::string> spare = keep;
     spare.insert(image->ref);
-    auto evicted = removeUnused(
-        [this](const StoredImage&, int64_t bytesNow) { return bytesNow > o_.budgetBytes; }, spare);
+    auto evicted = removeUnused(o_.budgetBytes, spare);
     if (!evicted.ok())
       spdlog::warn("image store: eviction after pulling {} failed: {}", ref.str(),
                    evicted.status().message());
@@ -490,13 +495,12 @@ void ImageStore::setInUse(std::set<std::string> refs, std::set<std::string> laye
 Result<Removal> ImageStore::evict(const std::set<std::string>& keep) {
   if (o_.budgetBytes <= 0) return Removal{};
   std::lock_guard<std::mutex> lock(pulling_);
-  return removeUnused(
-      [this](const StoredImage&, int64_t bytesNow) { return bytesNow > o_.budgetBytes; }, keep);
+  return removeUnused(o_.budgetBytes, keep);
 }
 
 Result<Removal> ImageStore::prune() {
   std::lock_guard<std::mutex> lock(pulling_);
-  return removeUnused([](const StoredImage&, int64_t) { return true; }, {});
+  return removeUnused(std::nullopt, {});
 }
 
 int64_t ImageStore::diskBytes() const {
@@ -534,9 +538,8 @@ void ImageStore::setPrunesDone(int64_t n) {
     spdlog::warn("image store: cannot record prune {}: {}", n, std::strerror(errno));
 }
 
-Result<Removal> ImageStore::removeUnused(
-    const std::function<bool(const StoredImage&, int64_t bytesNow)>& victim,
-    const std::set<std::string>& keep) {
+Result<Removal> ImageStore::removeUnused(std::optional<int64_t> budget,
+                                         const std::set<std::string>& keep) {
   Removal out;
   // First what earlier removals had to leave (layers a container mounted then, a failed pull's
   // blobs): the budget is measured against what is needed.
@@ -548,10 +551,11 @@ Result<Removal> ImageStore::removeUnused(
     return a.lastUsedMs < b.lastUsedMs;
   });
   for (const StoredImage& image : images) {
+    if (budget && bytesNow <= *budget) break;
     {
       std::lock_guard<std::mutex> lock(records_);
       if (keep.count(image.ref) || inUseRefs_.count(image.ref) || pinned_.count(image.ref) ||
-          pinnedBefore_.count(image.ref) || !victim(image, bytesNow))
+          pinnedBefore_.count(image.ref))
         continue;
       std::error_code ec;
       if (!fs::remove(o_.root + "/images/" + keyOf(image.ref) + ".json", ec) || ec) continue;
@@ -559,6 +563,13 @@ Result<Removal> ImageStore::removeUnused(
     spdlog::info("image store: removed {} ({}), last used at {} ms", image.ref, image.digest,
                  image.lastUsedMs);
     out.refs.push_back(image.ref);
+    // Against a budget, what each removal freed decides whether the next one is needed.
+    if (budget) {
+      if (Status st = collectGarbage(); !st.ok()) return st;
+      bytesNow = diskBytes();
+    }
+  }
+  if (!budget && !out.refs.empty()) {
     if (Status st = collectGarbage(); !st.ok()) return st;
     bytesNow = diskBytes();
   }

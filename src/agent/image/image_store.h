@@ -108,8 +108,8 @@ class ImageStore {
                            PullProgress* progress = nullptr,
                            const std::set<std::string>& keep = {});
   // What an earlier pull of `ref` recorded, if its layers are all still unpacked here; nullopt
-  // otherwise. Asks no registry. A found image is marked used now and is not evicted before
-  // the next two setInUse() calls (its job starts in between).
+  // otherwise. Asks no registry. A found image is marked used now (to the minute) and is not
+  // evicted before the next two setInUse() calls (its job starts in between).
   std::optional<StoredImage> find(const ImageRef& ref);
   // The images running jobs use (references, and the layers their containers mount: a job
   // re-adopted after a restart names both), from the agent's loop after it started its jobs.
@@ -150,11 +150,10 @@ class ImageStore {
   Result<StoredImage> resolve(const ImageRef& ref, const std::string& key);
   // Writes `image`'s record (under records_).
   Status writeRecordLocked(const StoredImage& image);
-  // Removes the images `victims` picks out of those no job uses (least recently used first,
-  // under records_), then the blobs and layers nothing left needs. Under pulling_.
-  Result<Removal> removeUnused(
-      const std::function<bool(const StoredImage&, int64_t bytesNow)>& victim,
-      const std::set<std::string>& keep);
+  // Removes the images no job uses, least recently used first, sparing `keep`: every one
+  // (`budget` nullopt) or until the store fits `budget` bytes; then the blobs and layers nothing
+  // left needs. Under pulling_.
+  Result<Removal> removeUnused(std::optional<int64_t> budget, const std::set<std::string>& keep);
   // Drops from the layout's index the manifests no record names, then the blobs and unpacked
   // layers that no record and no running container needs. Under pulling_.
   Status collectGarbage();

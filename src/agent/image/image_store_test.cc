@@ -178,7 +178,9 @@ TEST_F(ImageStoreTest, PruneRemovesWhatNoJobUsesAndKeepsWhatRunningContainersMou
 }
 
 TEST_F(ImageStoreTest, ABudgetEvictsTheLeastRecentlyUsedImagesNoJobUses) {
-  int64_t now = 1'000;
+  // Last use is kept to the minute (find()): the clock moves a minute at a time.
+  constexpr int64_t kMinute = 60'000;
+  int64_t now = 1 * kMinute;
   auto opts = [&](int64_t budget) {
     ImageStoreOptions o = options({registry()});
     o.budgetBytes = budget;
@@ -190,17 +192,22 @@ TEST_F(ImageStoreTest, ABudgetEvictsTheLeastRecentlyUsedImagesNoJobUses) {
   {
     ImageStore unbounded(opts(0));
     auto base = unbounded.pull(ref(registry() + "/test/base:1"));
-    now = 2'000;
+    now = 2 * kMinute;
     auto app = unbounded.pull(ref(registry() + "/test/app:1"));
     ASSERT_TRUE(base.ok() && app.ok());
     baseRef = base->ref;
     appRef = app->ref;
     both = unbounded.diskBytes();
   }
-  // One byte under what both take. Base was used last, at 3000: app is the one to go.
+  // One byte under what both take. Base was used last, at minute 3: app is the one to go.
   ImageStore s(opts(both - 1));
-  now = 3'000;
+  now = 3 * kMinute;
   ASSERT_TRUE(s.find(ref(baseRef)).has_value());
+  // A start within the same minute rewrites nothing.
+  now = 3 * kMinute + 30'000;
+  ASSERT_TRUE(s.find(ref(baseRef)).has_value());
+  for (const auto& i : s.list())
+    if (i.ref == baseRef) EXPECT_EQ(i.lastUsedMs, 3 * kMinute);
   settle(s);
   auto evicted = s.evict();
   ASSERT_TRUE(evicted.ok()) << evicted.status().message();
@@ -217,13 +224,13 @@ TEST_F(ImageStoreTest, ABudgetEvictsTheLeastRecentlyUsedImagesNoJobUses) {
 
   // A pull makes room for itself: app in, base (in use no more) out.
   settle(tight);
-  now = 4'000;
+  now = 4 * kMinute;
   auto app = tight.pull(ref(registry() + "/test/app:1"));
   ASSERT_TRUE(app.ok()) << app.status().message();
   auto listed = tight.list();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].ref, appRef);
-  EXPECT_EQ(listed[0].lastUsedMs, 4'000);
+  EXPECT_EQ(listed[0].lastUsedMs, 4 * kMinute);
 }
 
 TEST_F(ImageStoreTest, AnUnknownTagOrRepositoryIsImageNotFound) {
