@@ -215,14 +215,57 @@ void registerRoutes(Router& router, Server& s) {
                TRY_ASSIGN(team, s.cluster().access().team(r.who(), r.params["team"]));
                co_return ApiResponse::json(imageAllowJson(team));
              });
-  router.add(V::put, "/api/v1/teams/{team}/image-allow",
-             [&s, imageAllowJson](ApiRequest& r) -> Awaitable {
-               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"allow"}));
-               TRY_ASSIGN(allow, in.requiredStringArray("allow"));
+  router.add(
+      V::put, "/api/v1/teams/{team}/image-allow", [&s, imageAllowJson](ApiRequest& r) -> Awaitable {
+        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"allow"}));
+        TRY_ASSIGN(allow, in.requiredStringArray("allow"));
+        TRY_ASSIGN(change, s.cluster().access().setImageAllow(r.who(), r.params["team"], allow));
+        co_await s.apply(r, change);
+        co_return ApiResponse::json(imageAllowJson(change.value));
+      });
+  // What a team's work runs in when it names no image (docs/environments.md, "Default images").
+  auto defaultImageJson = [](const model::Team& t) {
+    return nlohmann::json{{"team", t.name}, {"default_image", t.defaultImage}};
+  };
+  router.add(V::get, "/api/v1/teams/{team}/default-image",
+             [&s, defaultImageJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(team, s.cluster().access().team(r.who(), r.params["team"]));
+               co_return ApiResponse::json(defaultImageJson(team));
+             });
+  router.add(V::put, "/api/v1/teams/{team}/default-image",
+             [&s, defaultImageJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"image"}));
+               TRY_ASSIGN(image, in.requiredString("image"));
                TRY_ASSIGN(change,
-                          s.cluster().access().setImageAllow(r.who(), r.params["team"], allow));
+                          s.cluster().access().setDefaultImage(r.who(), r.params["team"], image));
                co_await s.apply(r, change);
-               co_return ApiResponse::json(imageAllowJson(change.value));
+               co_return ApiResponse::json(defaultImageJson(change.value));
+             });
+  // A team's logins to registries (docs/environments.md, "Registry credentials"): the password
+  // goes in and never comes back out.
+  auto loginsJson = [](const model::Team& t) { return model::toJson(t).at("registry_logins"); };
+  router.add(V::get, "/api/v1/teams/{team}/registry-logins",
+             [&s, loginsJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(team, s.cluster().access().team(r.who(), r.params["team"]));
+               co_return ApiResponse::json(loginsJson(team));
+             });
+  router.add(V::put, "/api/v1/teams/{team}/registry-logins/{registry}",
+             [&s, loginsJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"username", "password"}));
+               TRY_ASSIGN(username, in.requiredString("username"));
+               TRY_ASSIGN(password, in.requiredString("password"));
+               TRY_ASSIGN(change,
+                          s.cluster().registryLogins().set(
+                              r.who(), r.params["team"], r.params["registry"], username, password));
+               co_await s.apply(r, change);
+               co_return ApiResponse::json(loginsJson(change.value));
+             });
+  router.add(V::delete_, "/api/v1/teams/{team}/registry-logins/{registry}",
+             [&s, loginsJson](ApiRequest& r) -> Awaitable {
+               TRY_ASSIGN(change, s.cluster().registryLogins().remove(r.who(), r.params["team"],
+                                                                      r.params["registry"]));
+               co_await s.apply(r, change);
+               co_return ApiResponse::json(loginsJson(change.value));
              });
 
   router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
@@ -342,14 +385,14 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"name",         "team",           "project",    "command",
-                                     "env",          "gpus",           "gpu_model",  "gpu_models",
-                                     "gpu_milli",    "gpu_memory_mib", "cpu_millis", "memory_mib",
-                                     "priority",     "preemptible",    "whole_host", "hosts",
-                                     "max_runtime",  "min_driver",     "min_cuda",   "contour",
-                                     "queue_anyway", "dependencies",   "workdir",    "array",
-                                     "image"}));
+    TRY_ASSIGN(in,
+               JsonInput::parse(
+                   r.raw.body(),
+                   {"name",         "team",         "project",    "command",     "env",
+                    "gpus",         "gpu_model",    "gpu_models", "gpu_milli",   "gpu_memory_mib",
+                    "cpu_millis",   "memory_mib",   "priority",   "preemptible", "whole_host",
+                    "hosts",        "max_runtime",  "min_driver", "min_cuda",    "contour",
+                    "queue_anyway", "dependencies", "workdir",    "array",       "image"}));
     TRY_ASSIGN(req, readJobRequest(in));
     const size_t tasks = req.array ? req.array->indices.size() : 0;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));

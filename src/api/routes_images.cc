@@ -19,7 +19,8 @@ nlohmann::json hostImagesJson(const control::HostImages& h) {
            {"digest", i.digest},
            {"bytes", i.bytes},
            {"last_used_at", i.lastUsedMs > 0 ? json(formatIso8601(i.lastUsedMs)) : json(nullptr)},
-           {"in_use", i.inUse}});
+           {"in_use", i.inUse},
+           {"min_cuda", i.minCuda.empty() ? json(nullptr) : json(i.minCuda)}});
   }
   // Each prepull still asked: "asked" until the agent takes it up, then "pulling" (or "failed",
   // for the moment between the agent's report and allotd dropping it).

@@ -47,8 +47,9 @@ Result<TimeMs> readDuration(const JsonInput& in, const char* field, const std::s
 
 // The body of POST and PUT: the whole profile (PUT replaces every field).
 Result<model::Profile> readProfile(const std::string& body) {
-  auto in = JsonInput::parse(body, {"name", "team", "description", "command", "env", "defaults",
-                                    "maxima", "storage", "idle", "max_lifetime", "visible_to"});
+  auto in =
+      JsonInput::parse(body, {"name", "team", "description", "command", "image", "env", "defaults",
+                              "maxima", "storage", "idle", "max_lifetime", "visible_to"});
   if (!in.ok()) return in.status();
   model::Profile p;
   auto name = in->optionalString("name");
@@ -63,6 +64,9 @@ Result<model::Profile> readProfile(const std::string& body) {
   auto command = in->requiredStringArray("command");
   if (!command.ok()) return command.status();
   p.command = *command;
+  auto image = in->optionalString("image");
+  if (!image.ok()) return image.status();
+  p.image = *image;
   auto env = in->optionalStringMap("env");
   if (!env.ok()) return env.status();
   p.env = *env;

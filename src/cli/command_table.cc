@@ -6,11 +6,11 @@ namespace allot::cli {
 
 const std::vector<CommandAdder>& allAdders() {
   static const std::vector<CommandAdder> kAll = {
-      addAuthCommands,       addOrgCommands,   addTokenCommands,   addSshKeyCommands,
-      addSshCommands,        addQuotaCommands, addIdleCommands,    addImageCommands,
-      addImageCacheCommands, addLeaseCommands, addProfileCommands, addSessionCommands,
-      addHostCommands,       addJobCommands,   addReportCommands,  addAuditCommands,
-      addDocCommands,        addConfigCommands};
+      addAuthCommands,       addOrgCommands,    addTokenCommands,    addSshKeyCommands,
+      addSshCommands,        addQuotaCommands,  addIdleCommands,     addImageCommands,
+      addImageCacheCommands, addLeaseCommands,  addProfileCommands,  addSessionCommands,
+      addHostCommands,       addJobCommands,    addReportCommands,   addAuditCommands,
+      addDocCommands,        addConfigCommands, addTeamImageCommands};
   return kAll;
 }
 
@@ -21,7 +21,8 @@ const std::vector<CommandAdder>* addersFor(const std::string& word) {
   static const std::map<std::string, std::vector<CommandAdder>> kByWord = {
       {"login", {addAuthCommands}},
       {"whoami", {addAuthCommands}},
-      {"team", {addOrgCommands, addQuotaCommands, addIdleCommands, addImageCommands}},
+      {"team",
+       {addOrgCommands, addQuotaCommands, addIdleCommands, addImageCommands, addTeamImageCommands}},
       {"user", {addOrgCommands}},
       {"project", {addOrgCommands, addQuotaCommands}},
       {"events", {addOrgCommands, addIdleCommands}},

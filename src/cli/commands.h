@@ -36,6 +36,7 @@ void addQuotaCommands(CLI::App& app, Context& ctx);
 // team idle-policy (after addOrgCommands), events.
 void addIdleCommands(CLI::App& app, Context& ctx);
 void addImageCommands(CLI::App& app, Context& ctx);       // team image-allow
+void addTeamImageCommands(CLI::App& app, Context& ctx);   // team default-image, registry-login
 void addImageCacheCommands(CLI::App& app, Context& ctx);  // image list, prune, prepull
 void addReportCommands(CLI::App& app, Context& ctx);      // report usage
 void addLeaseCommands(CLI::App& app, Context& ctx);       // lease

@@ -385,6 +385,8 @@ int jobShow(Context& ctx, const JobOpts& o) {
     // What it resolved to on the host: a rerun pins it with --image REPOSITORY@DIGEST.
     if (std::string digest = text(j, "image_digest", ""); !digest.empty())
       d.add("image digest", digest);
+    if (std::string cuda = text(j, "image_min_cuda", ""); !cuda.empty())
+      d.add("image needs", "CUDA " + cuda + " (its NVIDIA_REQUIRE_CUDA)");
   }
   if (auto pull = j.find("pull"); pull != j.end() && pull->is_object()) {
     const int64_t bytes = pull->value("bytes", int64_t{0}),
@@ -451,16 +453,16 @@ int jobShow(Context& ctx, const JobOpts& o) {
   d.add("duration", jobDuration(j, now));
   // Fields this CLI does not know yet still show.
   static const std::set<std::string> kShown = {
-      "id",          "name",           "state",       "reason",         "position",
-      "team",        "project",        "user",        "command",        "env",
-      "gpus",        "gpu_models",     "gpu_milli",   "gpu_memory_mib", "cpu_millis",
-      "memory_mib",  "priority",       "preemptible", "whole_host",     "max_runtime",
-      "min_driver",  "min_cuda",       "preemptions", "evicting",       "evicting_since",
-      "evicted_for", "host",           "gpu_indices", "gpu_uuids",      "exit_code",
-      "signal",      "submitted_at",   "started_at",  "finished_at",    "cancel_requested",
-      "hosts",       "ranks",          "contour",     "workdir",        "array",
-      "master_port", "expected_start", "image",       "image_digest",   "pull",
-      "scheduled_at"};
+      "id",           "name",           "state",       "reason",         "position",
+      "team",         "project",        "user",        "command",        "env",
+      "gpus",         "gpu_models",     "gpu_milli",   "gpu_memory_mib", "cpu_millis",
+      "memory_mib",   "priority",       "preemptible", "whole_host",     "max_runtime",
+      "min_driver",   "min_cuda",       "preemptions", "evicting",       "evicting_since",
+      "evicted_for",  "host",           "gpu_indices", "gpu_uuids",      "exit_code",
+      "signal",       "submitted_at",   "started_at",  "finished_at",    "cancel_requested",
+      "hosts",        "ranks",          "contour",     "workdir",        "array",
+      "master_port",  "expected_start", "image",       "image_digest",   "pull",
+      "scheduled_at", "image_min_cuda"};
   d.addOthers(j, kShown);
   ctx.out() << d.render();
   return 0;
@@ -624,7 +626,8 @@ void addJobCommands(CLI::App& app, Context& ctx) {
   run->add_option("--image", r->image,
                   "Run the command in this OCI image, e.g. registry:5000/ml/pytorch:2.3 or "
                   "...@sha256:DIGEST; the registry must be one your team may use "
-                  "(docs/environments.md)");
+                  "(docs/environments.md); \"host\": on the host, whatever the team's default "
+                  "image");
   run->add_option("--workdir", r->workdir,
                   "Start the command in this directory on the hosts (relative: to this one), "
                   "e.g. code on shared storage (default: the job's own directory)");

@@ -19,6 +19,7 @@ struct ProfileOpts {
   std::string description;
   std::vector<std::string> command;
   std::vector<std::string> env;
+  std::string image;
   std::string gpus, maxGpus;
   std::string cpus, maxCpus;
   std::string memory, maxMemory;
@@ -88,6 +89,7 @@ int show(Context& ctx, const ProfileOpts& o) {
     d.add("team", scope(p));
     d.add("description", text(p, "description", ""));
     d.add("command", shellJoin(p.value("command", std::vector<std::string>{})));
+    d.add("image", text(p, "image", "(the team's default, or on the host)"));
     std::string env;
     const json envDoc = p.value("env", json::object());
     for (const auto& [k, v] : envDoc.items())
@@ -163,6 +165,7 @@ Result<json> createBody(const ProfileOpts& o) {
   if (!idle.empty()) body["idle"] = idle;
   if (!o.maxLifetime.empty()) body["max_lifetime"] = o.maxLifetime;
   if (!o.visibleTo.empty()) body["visible_to"] = splitList(o.visibleTo);
+  if (!o.image.empty()) body["image"] = o.image;
   return body;
 }
 
@@ -203,6 +206,9 @@ void addProfileCommands(CLI::App& app, Context& ctx) {
   create_->add_option("COMMAND", o->command, "The command, after --");
   create_->add_option("--team", o->team, "The team whose profile it is (default: platform-wide)");
   create_->add_option("--description", o->description, "What it is for");
+  create_->add_option("--image", o->image,
+                      "The image sessions run in, REGISTRY/REPOSITORY:TAG (default: the team's "
+                      "default image, or on the host)");
   create_->add_option("--env", o->env, "Environment entry KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   create_->add_option("--gpus", o->gpus, "Default GPUs: 1, 2, or a fraction 0.5");

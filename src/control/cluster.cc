@@ -7,6 +7,7 @@
 
 #include "common/secrets.h"
 #include "common/utf8.h"
+#include "common/version.h"
 #include "control/authz.h"
 #include "control/fleet_fit.h"
 #include "control/images/image_policy.h"
@@ -110,16 +111,24 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   ALLOT_RETURN_IF_ERROR(options_.contours.check(r.contour, "contour"));
   ALLOT_RETURN_IF_ERROR(authz::canSubmitToContour(p, team, *options_.contours.find(r.contour)));
   // The image first: what the team may not use is refused as that, whatever the fleet holds.
+  // No image named: the team's default, if it has one; "host" asks for the host regardless.
   std::string image;
-  if (!r.image.empty()) {
-    auto ref = model::parseImageRef(r.image);
+  const std::string& asked = r.image.empty() ? world_.teams.at(team).defaultImage : r.image;
+  if (!asked.empty() && asked != kOnTheHost) {
+    auto ref = model::parseImageRef(asked);
     if (!ref.ok()) return ref.status();  // names "image"
     ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, world_.teams.at(team).imageAllow, *ref));
     image = ref->str();
   }
+  // What the image declares it needs of the driver, when a host that holds it has said.
+  // Only for work with GPUs, as the NVIDIA container toolkit checks it.
+  const std::string imageMinCuda =
+      image.empty() || r.resources.gpus == 0 ? "" : imageCache_.knownMinCuda(image);
+  if (!imageMinCuda.empty() && !versionAtLeast(r.resources.minCuda, imageMinCuda))
+    r.resources.minCuda = imageMinCuda;
   if (!r.queueAnyway) {
     Status fit = checkFleetCanRun({world_.hosts, world_.teams, options_.contours.defaultContour},
-                                  team, r.contour, r.resources, !r.image.empty());
+                                  team, r.contour, r.resources, !image.empty());
     // A session cannot be queued anyway: it is for now, and its request is its profile's.
     if (!fit.ok() && !r.session)
       return Status::InvalidArgument(fit.message() +
@@ -169,6 +178,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   j.dependencies = std::move(r.dependencies);
   j.workdir = std::move(r.workdir);
   j.image = std::move(image);
+  j.imageMinCuda = imageMinCuda;
   j.state = JobState::kQueued;
   j.reason = "waiting for the scheduler";
   j.submittedAt = clock_.nowMs();

@@ -33,6 +33,7 @@
 #include "control/idle/idle_service.h"
 #include "control/idle_policy.h"
 #include "control/images/image_cache_service.h"
+#include "control/images/registry_logins.h"
 #include "control/job_request.h"
 #include "control/leases/lease_service.h"
 #include "control/log_store.h"
@@ -165,6 +166,7 @@ class Cluster : public SessionJobs, private JobPreemption {
   SessionService& sessions() { return sessions_; }
   ProfileService& profiles() { return profiles_; }
   ImageCacheService& imageCache() { return imageCache_; }
+  RegistryLogins& registryLogins() { return registryLogins_; }
   const EventLog& eventLog() const { return events_; }
 
   const World& world() const { return world_; }
@@ -254,6 +256,7 @@ class Cluster : public SessionJobs, private JobPreemption {
   AccountingService accounting_;
   IdleService idle_;
   ImageCacheService imageCache_{clock_, world_};
+  RegistryLogins registryLogins_{clock_, world_, options_.sealKey};
   std::map<std::string, AgentLink*> links_;
   // A flapping agent (issue 18): a link that comes back does not end the host's outage until it
   // has stayed up for kStableLinkHeartbeats heartbeats; until then awaySince keeps the outage's
@@ -274,6 +277,13 @@ class Cluster : public SessionJobs, private JobPreemption {
   // changed), and a pull's progress and reason.
   bool noteImageDigest(model::Job& j, const model::ActualJob& a);
   void pullReported(model::Job& j, const model::ActualJob& a);
+  // A job whose image, once pulled, declared a CUDA version above its host's driver's
+  // (NVIDIA_REQUIRE_CUDA): its agent did not start it, and it goes back to the queue with that
+  // minimum (docs/environments.md, "GPUs").
+  bool imageNeedsNewerCuda(const model::Job& j, const std::string& host,
+                           const model::ActualJob& a) const;
+  void requeueForImageCuda(model::Job& j, const std::string& host, const model::ActualJob& a,
+                           store::WriteBatch& batch);
   // Its pull is over (its process runs): the progress is dropped, and the reason that told of
   // the pull.
   void pullEnded(model::Job& j);

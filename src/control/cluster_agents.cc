@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/utf8.h"
+#include "common/version.h"
 #include "control/cluster.h"
 
 namespace allot::control {
@@ -157,6 +158,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
       if (!d.command.empty()) {
         d.workdir = j.workdir;
         d.image = j.image;
+        // The team's login to the registry, only while the job may still start.
+        if (j.state != JobState::kRunning) d.registryAuth = registryLogins_.authFor(j);
       }
       if (j.resources.gpuMilli < 1000 && !gpuIndices.empty() && !d.command.empty()) {
         // A fraction of a shared GPU: say how much, so the job (or MPS, when the host runs its
@@ -334,9 +337,49 @@ void Cluster::forgottenBy(const std::string& host, const std::vector<model::Actu
 bool Cluster::noteImageDigest(Job& j, const model::ActualJob& a) {
   // What the reference resolved to on the host: shown with the job, so that a rerun can pin it.
   // A requeued run may resolve a moved tag anew: the last one wins.
-  if (j.image.empty() || a.imageDigest.empty() || a.imageDigest == j.imageDigest) return false;
+  if (j.image.empty() || a.imageDigest.empty()) return false;
+  // What the image declared it needs of the driver, for `job show` (a host that satisfied it).
+  bool changed = false;
+  if (!a.imageMinCuda.empty() && a.imageMinCuda != j.imageMinCuda) {
+    j.imageMinCuda = a.imageMinCuda;
+    changed = true;
+  }
+  if (a.imageDigest == j.imageDigest) return changed;
   j.imageDigest = a.imageDigest;
   return true;
+}
+
+bool Cluster::imageNeedsNewerCuda(const Job& j, const std::string& host,
+                                  const model::ActualJob& a) const {
+  // A job being stopped (cancelled, preempted, requeued) ends as that asks instead.
+  if (j.image.empty() || a.imageMinCuda.empty() || j.cancelRequested || j.evicting ||
+      !j.requeueRequestedBy.empty() ||
+      (j.state != JobState::kScheduled && j.state != JobState::kPulling))
+    return false;
+  auto h = world_.hosts.find(host);
+  return h != world_.hosts.end() &&
+         !versionAtLeast(model::hostCudaVersion(h->second), a.imageMinCuda);
+}
+
+void Cluster::requeueForImageCuda(Job& j, const std::string& host, const model::ActualJob& a,
+                                  store::WriteBatch& batch) {
+  // The image said what it needs only once pulled (no host held it at submission): the job goes
+  // back to the queue with that minimum, so that the scheduler places it where the driver has it.
+  Job before = j;
+  j.imageMinCuda = a.imageMinCuda;
+  if (!versionAtLeast(j.resources.minCuda, a.imageMinCuda)) j.resources.minCuda = a.imageMinCuda;
+  j.state = JobState::kQueued;
+  j.reason = "requeued: its image needs CUDA " + a.imageMinCuda +
+             " (NVIDIA_REQUIRE_CUDA), and host " + host + "'s driver has " +
+             model::hostCudaVersion(world_.hosts.at(host));
+  lastRunOn_[j.id].insert(host);
+  pullEnded(j);
+  j.ranks.clear();
+  j.scheduledAt = 0;
+  j.startedAt = 0;
+  j.finishedAt = 0;
+  updateJob(j, before, batch);
+  if (onQueueChanged_) onQueueChanged_();
 }
 
 void Cluster::pullReported(Job& j, const model::ActualJob& a) {
@@ -384,6 +427,11 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
   }
   if (j.session && a.session && a.state == model::ActualState::kRunning)
     sessions_.reported(j, *a.session);
+  if (a.state == model::ActualState::kFailedToStart && imageNeedsNewerCuda(j, host, a)) {
+    requeueForImageCuda(j, host, a, batch);
+    push.insert(host);
+    return;
+  }
   Job before = j;
   const bool digestChanged = noteImageDigest(j, a);
   switch (a.state) {

@@ -73,6 +73,9 @@ struct JobLimits {
 using SchedulerFn = std::function<Result<sched::Decisions>(const sched::Snapshot&)>;
 
 struct ClusterOptions {
+  // Seals what allotd must read back (teams' registry passwords; common/sealed_box.h):
+  // allotd's <data-dir>/seal.key. "" = a random key for this process (tests).
+  std::string sealKey;
   int64_t heartbeatMs = 5'000;
   // An unreachable host's jobs are declared lost after this long.
   int64_t lostAfterMs = 5 * 60'000;

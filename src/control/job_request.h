@@ -6,12 +6,16 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "model/model.h"
 
 namespace allot::control {
+
+// JobRequest::image's word for "on the host, whatever the team's default image".
+inline constexpr std::string_view kOnTheHost = "host";
 
 struct JobRequest {
   std::string name;
@@ -20,7 +24,8 @@ struct JobRequest {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;  // an absolute path on the hosts; empty: the job's own directory
-  // An OCI image reference to run the command in (docs/environments.md); empty: on the host.
+  // An OCI image reference to run the command in (docs/environments.md); empty: the team's
+  // default image, or on the host when it has none; kOnTheHost: on the host regardless.
   std::string image;
   // A job array (allot run --array 0-99%10): one task per index, each a job of its own with
   // $ALLOT_ARRAY_INDEX, at most `limit` of them running at once (0: no limit).

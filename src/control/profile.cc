@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "control/images/image_policy.h"
 #include "control/names.h"
 
 namespace allot::control {
@@ -38,6 +39,14 @@ Status validateProfile(const model::Profile& p, const std::map<std::string, mode
     return bad("command", "must name a program (for example jupyter-server)");
   if (p.command.size() > kMaxCommandArgs)
     return bad("command", "at most " + std::to_string(kMaxCommandArgs) + " arguments");
+  if (!p.image.empty()) {
+    // A team's profile is held to the team's allow-list now; a platform-wide one to each
+    // team's when a session of that team starts from it (as a job's image is).
+    auto ref = model::parseImageRef(p.image);
+    if (!ref.ok()) return ref.status();  // names "image"
+    if (auto team = teams.find(p.team); !p.team.empty() && team != teams.end())
+      ALLOT_RETURN_IF_ERROR(checkImageAllowed(p.team, team->second.imageAllow, *ref));
+  }
   if (p.env.size() > kMaxEnvEntries)
     return bad("env", "at most " + std::to_string(kMaxEnvEntries) + " variables");
   for (const auto& [key, value] : p.env) {

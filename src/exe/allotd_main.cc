@@ -14,6 +14,7 @@
 #include "api/server.h"
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/sealed_box.h"
 #include "common/secrets.h"
 #include "common/time_format.h"
 #include "exe/contour_config.h"
@@ -370,6 +371,10 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dataDir, ec);
   if (ec) return fail("cannot create data dir " + dataDir + ": " + ec.message());
   ::chmod(dataDir.c_str(), 0700);
+  // Beside the database, never in it: what seals teams' registry passwords.
+  auto sealKey = allot::loadOrCreateSealKey(dataDir + "/seal.key");
+  if (!sealKey.ok()) return fail(sealKey.status().message());
+  cfg.cluster.sealKey = *sealKey;
   auto store = allot::store::SqliteStore::open(dataDir + "/allot.db");
   if (!store.ok()) return fail(store.status().message());
 

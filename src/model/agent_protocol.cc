@@ -30,12 +30,11 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
   }
 }
 
-constexpr EnumName<ActualState> kActualStates[] = {
-    {ActualState::kRunning, "running"},
-    {ActualState::kExited, "exited"},
-    {ActualState::kLost, "lost"},
-    {ActualState::kFailedToStart, "failed_to_start"},
-    {ActualState::kPulling, "pulling"}};
+constexpr EnumName<ActualState> kActualStates[] = {{ActualState::kRunning, "running"},
+                                                   {ActualState::kExited, "exited"},
+                                                   {ActualState::kLost, "lost"},
+                                                   {ActualState::kFailedToStart, "failed_to_start"},
+                                                   {ActualState::kPulling, "pulling"}};
 
 }  // namespace
 
@@ -69,11 +68,16 @@ void applyInventory(Host& h, const Inventory& inv) {
 }
 
 nlohmann::json toJson(const Inventory& inv) {
-  return {{"hostname", inv.hostname},          {"cpus", inv.cpus},
-          {"memory_mib", inv.memoryMib},       {"gpus", gpusJson(inv.gpus)},
-          {"gpu_provider", inv.gpuProvider},   {"simulated", inv.simulated},
-          {"agent_version", inv.agentVersion}, {"cgroup", inv.cgroup},
-          {"run_as_owner", inv.runAsOwner},    {"address", inv.address},
+  return {{"hostname", inv.hostname},
+          {"cpus", inv.cpus},
+          {"memory_mib", inv.memoryMib},
+          {"gpus", gpusJson(inv.gpus)},
+          {"gpu_provider", inv.gpuProvider},
+          {"simulated", inv.simulated},
+          {"agent_version", inv.agentVersion},
+          {"cgroup", inv.cgroup},
+          {"run_as_owner", inv.runAsOwner},
+          {"address", inv.address},
           {"images", inv.images}};
 }
 
@@ -196,6 +200,10 @@ nlohmann::json toJson(const DesiredJob& d) {
   if (d.chooseMasterPort) j["choose_master_port"] = true;
   if (!d.workdir.empty()) j["workdir"] = d.workdir;
   if (!d.image.empty()) j["image"] = d.image;
+  if (d.registryAuth)
+    j["registry_auth"] = {{"registry", d.registryAuth->registry},
+                          {"username", d.registryAuth->username},
+                          {"password", d.registryAuth->password}};
   if (d.session)
     j["session"] = {{"app", d.session->app},
                     {"storage", d.session->storage},
@@ -224,6 +232,10 @@ Result<DesiredJob> desiredJobFromJson(const nlohmann::json& j) {
     d.chooseMasterPort = j.value("choose_master_port", false);
     d.workdir = j.value("workdir", "");
     d.image = j.value("image", "");
+    if (const nlohmann::json* a = objectAt(j, "registry_auth"))
+      d.registryAuth = DesiredJob::RegistryAuth{a->at("registry").get<std::string>(),
+                                                a->at("username").get<std::string>(),
+                                                a->at("password").get<std::string>()};
     if (j.contains("run_as")) {
       auto r = runAsFromJson(j.at("run_as"));
       if (!r.ok()) return r.status();
@@ -250,6 +262,7 @@ nlohmann::json toJson(const ActualJob& a) {
   if (a.session) j["session"] = toJson(*a.session);
   if (a.masterPort != 0) j["master_port"] = a.masterPort;
   if (!a.imageDigest.empty()) j["image_digest"] = a.imageDigest;
+  if (!a.imageMinCuda.empty()) j["image_min_cuda"] = a.imageMinCuda;
   if (a.state == ActualState::kPulling) {
     j["pull_bytes"] = a.pullBytes;
     j["pull_total"] = a.pullTotal;
@@ -309,6 +322,9 @@ Result<ActualJob> actualJobFromJson(const nlohmann::json& j) {
     a.imageDigest = j.value("image_digest", "");
     if (!a.imageDigest.empty() && !isSha256Digest(a.imageDigest))
       return Status::InvalidArgument("bad job status: image_digest is not a sha256 digest");
+    a.imageMinCuda = j.value("image_min_cuda", "");
+    if (!a.imageMinCuda.empty() && !isCudaRequirement(a.imageMinCuda))
+      return Status::InvalidArgument("bad job status: image_min_cuda is not a version like 12.1");
     a.pullBytes = j.value("pull_bytes", int64_t{0});
     a.pullTotal = j.value("pull_total", int64_t{0});
     if (a.pullBytes < 0 || a.pullTotal < 0)

@@ -142,6 +142,12 @@ struct DesiredJob {
   // The OCI image to run the command in (a reference as model::ImageRef::str() writes it); the
   // agent pulls it first, reporting kPulling. Empty: on the host.
   std::string image;
+  // The job's team's login to the image's registry (model::RegistryLogin, unsealed), while the
+  // job may still start; the agent hands it to this pull only and keeps it nowhere.
+  struct RegistryAuth {
+    std::string registry, username, password;
+  };
+  std::optional<RegistryAuth> registryAuth;
 };
 
 // kPulling: not started yet; the host is fetching the job's image (ActualJob::pull*).
@@ -187,6 +193,9 @@ struct ActualJob {
   // While kPulling: bytes of the image fetched so far and in all (0 = not known yet).
   int64_t pullBytes = 0;
   int64_t pullTotal = 0;
+  // The lowest CUDA the image declares it needs (its NVIDIA_REQUIRE_CUDA's "cuda>=X.Y"), once
+  // pulled; "" = none.
+  std::string imageMinCuda;
 };
 
 struct LogChunk {

@@ -35,6 +35,16 @@ TEST(AgentProtocol, AJobInAnImageIsPulledThenReportsTheDigestItResolvedTo) {
   ASSERT_TRUE(desired.ok());
   EXPECT_EQ(desired->image, d.image);
   EXPECT_FALSE(toJson(DesiredJob{}).contains("image"));  // a job on the host says nothing
+  EXPECT_FALSE(desired->registryAuth);
+  d.registryAuth = DesiredJob::RegistryAuth{"127.0.0.1:5000", "ml-puller", "s3cret"};
+  auto withLogin = desiredJobFromJson(toJson(d));
+  ASSERT_TRUE(withLogin.ok());
+  ASSERT_TRUE(withLogin->registryAuth);
+  EXPECT_EQ(withLogin->registryAuth->username, "ml-puller");
+  EXPECT_EQ(withLogin->registryAuth->password, "s3cret");
+  nlohmann::json broken = toJson(d);
+  broken["registry_auth"].erase("password");
+  EXPECT_FALSE(desiredJobFromJson(broken).ok());
 
   ActualJob a;
   a.id = 5;
@@ -54,11 +64,15 @@ TEST(AgentProtocol, AJobInAnImageIsPulledThenReportsTheDigestItResolvedTo) {
   auto running = actualJobFromJson(toJson(a));
   ASSERT_TRUE(running.ok());
   EXPECT_EQ(running->imageDigest, a.imageDigest);
+  a.imageMinCuda = "12.1";
+  EXPECT_EQ(actualJobFromJson(toJson(a))->imageMinCuda, "12.1");
   // What allotd stores and shows is checked: a digest that is not one, or negative byte counts,
   // refuse the report.
-  for (auto bad : {nlohmann::json{{"image_digest", "sha256:xyz"}},
-                   nlohmann::json{{"image_digest", "<script>"}}, nlohmann::json{{"pull_bytes", -1}},
-                   nlohmann::json{{"pull_total", -5}}}) {
+  for (auto bad :
+       {nlohmann::json{{"image_digest", "sha256:xyz"}},
+        nlohmann::json{{"image_digest", "<script>"}}, nlohmann::json{{"pull_bytes", -1}},
+        nlohmann::json{{"pull_total", -5}}, nlohmann::json{{"image_min_cuda", "12.1; rm"}},
+        nlohmann::json{{"image_min_cuda", 12}}}) {
     nlohmann::json j = toJson(a);
     j.update(bad);
     EXPECT_FALSE(actualJobFromJson(j).ok()) << bad.dump();

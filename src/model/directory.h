@@ -51,6 +51,18 @@ struct IdlePolicy {
   bool operator==(const IdlePolicy&) const = default;
 };
 
+// What a team's pulls present to one registry (docs/environments.md, "Registry credentials").
+// The password is sealed with allotd's secret key (common/sealed_box.h): the API never returns it,
+// logs and the audit log never hold it, and it leaves allotd only in the desired state of the
+// team's own jobs in images from that registry, to the agent that pulls them.
+struct RegistryLogin {
+  std::string registry;  // HOST[:PORT], as references name it
+  std::string username;
+  std::string sealedPassword;
+  std::string setBy;
+  TimeMs setAt = 0;
+};
+
 struct Team {
   std::string name;
   TimeMs createdAt = 0;
@@ -69,6 +81,10 @@ struct Team {
   // The images its jobs may run in (docs/environments.md): prefixes of references
   // (REGISTRY[/REPOSITORY...]) that platform admins allow; empty: none.
   std::vector<std::string> imageAllow;
+  // What its jobs and sessions that name no image run in; "" = on the host. Within imageAllow
+  // when set (a team-admin sets it; docs/environments.md, "Default images").
+  std::string defaultImage;
+  std::vector<RegistryLogin> registryLogins;  // at most one per registry
 };
 
 // A person, or a service account that CI and automation use (it logs in only with tokens).

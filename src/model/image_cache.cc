@@ -1,5 +1,7 @@
 #include "model/image_cache.h"
 
+#include "model/image_ref.h"
+
 namespace allot::model {
 
 using nlohmann::json;
@@ -64,7 +66,8 @@ std::string encodeImageReport(const ImageReport& r) {
                       {"digest", i.digest},
                       {"bytes", i.bytes},
                       {"last_used_ms", i.lastUsedMs},
-                      {"in_use", i.inUse}});
+                      {"in_use", i.inUse},
+                      {"min_cuda", i.minCuda}});
   for (const auto& p : r.prepulls)
     prepulls.push_back({{"ref", p.ref},
                         {"failed", p.failed},
@@ -93,6 +96,9 @@ Result<ImageReport> imageReportFromJson(const json& msg) {
       c.bytes = count(i, "bytes");
       c.lastUsedMs = count(i, "last_used_ms");
       c.inUse = i.value("in_use", false);
+      c.minCuda = i.value("min_cuda", "");
+      if (!c.minCuda.empty() && !isCudaRequirement(c.minCuda))
+        return Status::InvalidArgument("bad image report: min_cuda is not a version like 12.1");
       r.images.push_back(std::move(c));
     }
     r.diskBytes = count(msg, "disk_bytes");

@@ -34,7 +34,8 @@ struct CachedImage {
   std::string digest;  // its manifest's
   int64_t bytes = 0;   // its compressed layers
   int64_t lastUsedMs = 0;
-  bool inUse = false;  // a job that has not ended runs in it
+  bool inUse = false;   // a job that has not ended runs in it
+  std::string minCuda;  // its NVIDIA_REQUIRE_CUDA's "cuda>=X.Y"; "" = none
 };
 
 // A prepull not done yet: being pulled (bytes of total, why it is slow), or failed (final).

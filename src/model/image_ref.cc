@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/version.h"
+
 namespace allot::model {
 namespace {
 
@@ -77,6 +79,27 @@ bool isSha256Digest(std::string_view d) {
   if (d.substr(0, 7) != "sha256:" || d.size() != 71) return false;
   return std::all_of(d.begin() + 7, d.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool isCudaRequirement(std::string_view v) { return isDottedVersion(std::string(v)); }
+
+std::string cudaRequirementOf(const std::vector<std::string>& env) {
+  constexpr std::string_view kVar = "NVIDIA_REQUIRE_CUDA=", kTerm = "cuda>=";
+  for (const std::string& entry : env) {
+    if (entry.rfind(kVar, 0) != 0) continue;
+    // Space-separated constraints; "cuda>=X.Y" is the one about the toolkit's version (the
+    // brand= and driver= alternatives narrow which older drivers are fine, and are not read).
+    std::string_view rest = std::string_view(entry).substr(kVar.size());
+    while (!rest.empty()) {
+      const size_t end = rest.find(' ');
+      std::string_view term = rest.substr(0, end);
+      if (term.rfind(kTerm, 0) == 0 && isCudaRequirement(term.substr(kTerm.size())))
+        return std::string(term.substr(kTerm.size()));
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+  }
+  return "";
 }
 
 std::string ImageRef::str() const {

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -26,6 +27,14 @@ struct ImageRef {
 
 // "sha256:" and 64 lower-case hex digits: a pinned digest, as OCI writes them.
 bool isSha256Digest(std::string_view digest);
+
+// A CUDA version as NVIDIA_REQUIRE_CUDA's "cuda>=X.Y" names it: a dotted version
+// (common/version.h: "12", "12.1", "11.8.0").
+bool isCudaRequirement(std::string_view version);
+// The lowest CUDA an image's environment (KEY=VALUE entries) declares it needs: the version in
+// NVIDIA_REQUIRE_CUDA's "cuda>=X.Y" (NVIDIA's images' form, e.g. "cuda>=12.1 brand=tesla,...");
+// "" when it declares none or none this grammar reads.
+std::string cudaRequirementOf(const std::vector<std::string>& env);
 
 // Parses and validates `text` (at most 255 characters of repository name, as registries allow);
 // the error names what is wrong and the form to use.

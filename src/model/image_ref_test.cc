@@ -66,5 +66,26 @@ TEST(ImageRefTest, RefusesWhatIsNotAReferenceNamingTheProblemAndTheField) {
   }
 }
 
+// NVIDIA's images declare it as nvidia-container-toolkit reads it: "cuda>=X.Y" among others.
+TEST(CudaRequirement, TheCudaTermOfNvidiaRequireCudaIsRead) {
+  EXPECT_EQ(cudaRequirementOf({"PATH=/usr/bin",
+                               "NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471 "
+                               "brand=unknown,driver>=470,driver<471"}),
+            "12.1");
+  EXPECT_EQ(cudaRequirementOf({"NVIDIA_REQUIRE_CUDA=brand=tesla,driver>=470 cuda>=11.8"}), "11.8");
+  EXPECT_EQ(cudaRequirementOf({"NVIDIA_REQUIRE_CUDA=cuda>=12"}), "12");
+  for (const std::vector<std::string>& none : {std::vector<std::string>{},
+                                               {"PATH=/usr/bin"},
+                                               {"NVIDIA_REQUIRE_CUDA="},
+                                               {"NVIDIA_REQUIRE_CUDA=cuda>=twelve"},
+                                               {"NVIDIA_REQUIRE_CUDA=cuda>=12.1;rm"},
+                                               {"NVIDIA_REQUIRE_CUDA=cuda<12"},
+                                               {"XNVIDIA_REQUIRE_CUDA=cuda>=12.1"}})
+    EXPECT_EQ(cudaRequirementOf(none), "") << (none.empty() ? "" : none.front());
+  EXPECT_TRUE(isCudaRequirement("11.8.0"));
+  EXPECT_FALSE(isCudaRequirement(""));
+  EXPECT_FALSE(isCudaRequirement("12..1"));
+}
+
 }  // namespace
 }  // namespace allot::model

@@ -100,6 +100,10 @@ struct Job {
   // reported), so that a rerun can pin it (REF@DIGEST).
   std::string image;
   std::string imageDigest;
+  // The CUDA version the image declares it needs (NVIDIA_REQUIRE_CUDA), once known: from a host
+  // that holds the image at submission, else from the first pull. It raises resources.minCuda,
+  // so that the scheduler places the job only where the driver supports it; "" = none.
+  std::string imageMinCuda;
   // One task of a job array (allot run --array): the array's id (its first task's), this task's
   // index ($ALLOT_ARRAY_INDEX), and how many of the array's tasks may run at once (0 = no limit).
   int64_t arrayId = 0;

@@ -44,12 +44,25 @@ json quotaJson(const Team& t) {
           {"contour_limits", t.quota.contourLimits}};
 }
 
+// Which registries the team has a login to, and whose: never the password, sealed or not.
+static json registryLoginsJson(const Team& t) {
+  json out = json::array();
+  for (const auto& l : t.registryLogins)
+    out.push_back({{"registry", l.registry},
+                   {"username", l.username},
+                   {"set_by", l.setBy},
+                   {"set_at", formatIso8601(l.setAt)}});
+  return out;
+}
+
 json toJson(const Team& t) {
   return {{"name", t.name},
           {"created_at", formatIso8601(t.createdAt)},
           {"gid", idOrNull(t.gid)},
           {"quota", quotaJson(t)},
-          {"image_allow", t.imageAllow}};
+          {"image_allow", t.imageAllow},
+          {"default_image", fields::nullIfEmpty(t.defaultImage)},
+          {"registry_logins", registryLoginsJson(t)}};
 }
 
 json teamRolesJson(const std::map<std::string, Role>& teams) {
@@ -360,6 +373,7 @@ json toJsonFlat(const Job& j, size_t maxSpecBytes) {
   out["workdir"] = nullIfEmpty(j.workdir);
   out["image"] = nullIfEmpty(j.image);
   out["image_digest"] = nullIfEmpty(j.imageDigest);
+  out["image_min_cuda"] = nullIfEmpty(j.imageMinCuda);
   out["array"] = arrayJson(j);
   out["submitted_at"] = formatIso8601(j.submittedAt);
   out["scheduled_at"] = timeOrNull(j.scheduledAt);

@@ -31,6 +31,9 @@ struct Profile {
   std::string team;  // "" = platform-wide
   std::string description;
   std::vector<std::string> command;
+  // The OCI image the session runs in (docs/environments.md); "" = the team's default image, or
+  // on the host when the team has none.
+  std::string image;
   std::map<std::string, std::string> env;
   ProfileResources defaults;
   ProfileResources maxima;                         // 0 = no maximum (gpuMilli unused)

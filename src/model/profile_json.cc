@@ -18,6 +18,7 @@ json profileSpec(const Profile& p) {
   return {{"name", p.name},
           {"description", p.description},
           {"command", p.command},
+          {"image", fields::nullIfEmpty(p.image)},
           {"env", p.env},
           {"defaults", profileResourcesJson(p.defaults, true)},
           {"maxima", profileResourcesJson(p.maxima, false)},

@@ -69,6 +69,17 @@ json toStoreDoc(const Team& t) {
   if (t.idlePolicy) out["idle_policy"] = idlePolicyStoreDoc(*t.idlePolicy);
   if (t.gid >= 0) out["gid"] = t.gid;
   if (!t.imageAllow.empty()) out["image_allow"] = t.imageAllow;
+  if (!t.defaultImage.empty()) out["default_image"] = t.defaultImage;
+  if (!t.registryLogins.empty()) {
+    json logins = json::array();
+    for (const auto& l : t.registryLogins)
+      logins.push_back({{"registry", l.registry},
+                        {"username", l.username},
+                        {"sealed_password", l.sealedPassword},
+                        {"set_by", l.setBy},
+                        {"set_ms", l.setAt}});
+    out["registry_logins"] = std::move(logins);
+  }
   return out;
 }
 
@@ -88,6 +99,12 @@ static Team teamFromStoreDocOrThrow(const json& d) {
   t.idlePolicy = readIdlePolicy(d);
   t.gid = d.value("gid", int64_t{-1});
   t.imageAllow = d.value("image_allow", std::vector<std::string>{});
+  t.defaultImage = d.value("default_image", "");
+  for (const auto& l : d.value("registry_logins", json::array()))
+    t.registryLogins.push_back({l.at("registry").get<std::string>(),
+                                l.at("username").get<std::string>(),
+                                l.at("sealed_password").get<std::string>(), l.value("set_by", ""),
+                                l.value("set_ms", TimeMs{0})});
   return t;
 }
 
@@ -262,6 +279,7 @@ static json toStoreDocFlat(const Job& j) {
   if (!j.workdir.empty()) out["workdir"] = j.workdir;
   if (!j.image.empty()) out["image"] = j.image;
   if (!j.imageDigest.empty()) out["image_digest"] = j.imageDigest;
+  if (!j.imageMinCuda.empty()) out["image_min_cuda"] = j.imageMinCuda;
   if (j.arrayId != 0) out["array"] = arrayJson(j);
   out["submitted_ms"] = j.submittedAt;
   out["scheduled_ms"] = j.scheduledAt;
@@ -322,6 +340,7 @@ static Job jobFromStoreDocOrThrow(const json& d) {
   j.workdir = d.value("workdir", "");
   j.image = d.value("image", "");
   j.imageDigest = d.value("image_digest", "");
+  j.imageMinCuda = d.value("image_min_cuda", "");
   if (const json* array = objectAt(d, "array")) {
     j.arrayId = array->value("id", int64_t{0});
     j.arrayIndex = array->value("index", -1);

@@ -88,6 +88,7 @@ static Profile profileFromStoreDocOrThrow(const json& d) {
   p.team = d.value("team", "");
   p.description = d.value("description", "");
   p.command = d.value("command", std::vector<std::string>{});
+  if (d.contains("image") && d["image"].is_string()) p.image = d["image"].get<std::string>();
   p.env = d.value("env", std::map<std::string, std::string>{});
   if (d.contains("defaults")) p.defaults = resourcesFromJson(d.at("defaults"));
   if (d.contains("maxima")) p.maxima = resourcesFromJson(d.at("maxima"));

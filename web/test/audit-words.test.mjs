@@ -78,6 +78,16 @@ test('the request adds what people want to know', () => {
     say('PUT /api/v1/hosts/{name}/dedication', 'host:a', { team: null }),
     'admin returned host a to the shared pool',
   );
+  // A registry login's password arrives redacted and is never in the sentence.
+  assert.equal(
+    say(
+      'PUT /api/v1/teams/{team}/registry-logins/{registry}',
+      'team:ml/registry-login:registry:5000',
+      { username: 'ml-puller', password: '[redacted]' },
+      'carol',
+    ),
+    "carol set team ml's login to registry registry:5000 as ml-puller",
+  );
   assert.equal(
     say('POST /api/v1/images/prepull', 'prepull:7', { image: 'r:5000/ml/x:1', pool: 'ml' }),
     'admin asked pool ml to prepull r:5000/ml/x:1',

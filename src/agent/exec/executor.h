@@ -51,6 +51,9 @@ struct JobSpec {
   std::string workdir;
   // Set: the command runs in this image, under crun, instead of on the host.
   std::optional<ContainerImage> image;
+  // More host directories a container sees at the same path, read-write (a session's local or
+  // shared storage); its scratch, work directory and team directory are always there.
+  std::vector<std::string> binds;
 };
 
 class Executor {

@@ -448,6 +448,10 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   ContainerPlaces inside;
   inside.binds = {places.scratch, places.work};
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
+  for (const auto& dir : spec.binds) {
+    if (std::find(inside.binds.begin(), inside.binds.end(), dir) == inside.binds.end())
+      inside.binds.push_back(dir);
+  }
   if (spec.realGpus) inside.driverFiles = driverFiles_;
   inside.seccomp = seccomp_;
   inside.seccompBpf = seccompBpf_;

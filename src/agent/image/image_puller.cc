@@ -55,14 +55,15 @@ ImagePuller::State ImagePuller::stateLocked(const Entry& e) const {
   return s;
 }
 
-ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref) {
+ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref, const PullLogin* login) {
+  const std::string account = login ? login->username : "";
   std::unique_lock<std::mutex> lock(mu_);
   if (auto it = jobRef_.find(job); it != jobRef_.end()) return stateLocked(entries_.at(it->second));
   if (!alwaysPull(ref)) {
     lock.unlock();
     // A small file and a stat per layer: cheap enough for the loop, and the common case (an
     // image this host already holds) starts the job at once.
-    if (auto stored = store_.find(ref)) {
+    if (auto stored = store_.find(ref, account)) {
       State s;
       s.kind = State::Kind::kReady;
       s.image = std::move(*stored);
@@ -70,10 +71,13 @@ ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref) {
     }
     lock.lock();
   }
-  const std::string key = ref.str();
+  const std::string key = account.empty() ? ref.str() : ref.str() + " as " + account;
   auto [it, fresh] = entries_.try_emplace(key);
   Entry& e = it->second;
-  if (fresh) e.ref = ref;
+  if (fresh) {
+    e.ref = ref;
+    if (login) e.login = *login;
+  }
   e.jobs.insert(job);
   jobRef_[job] = key;
   if (fresh) {
@@ -164,15 +168,17 @@ void ImagePuller::work() {
     }
     const std::string key = next->first;
     const ImageRef ref = next->second.ref;
+    const std::optional<PullLogin> login = next->second.login;
     auto progress = std::make_shared<PullProgress>();
     next->second.progress = progress;
     next->second.phase = Phase::kRunning;
     // The images other jobs wait for (pulled, not yet started) stay if this pull makes room.
     std::set<std::string> waitedFor;
-    for (const auto& [wanted, entry] : entries_) waitedFor.insert(wanted);
+    for (const auto& [wanted, entry] : entries_) waitedFor.insert(entry.ref.str());
     lock.unlock();
     const auto started = Clock::now();
-    Result<StoredImage> result = store_.pull(ref, "", progress.get(), waitedFor);
+    Result<StoredImage> result =
+        store_.pull(ref, login ? &*login : nullptr, progress.get(), waitedFor);
     lock.lock();
     ++generation_;
     auto it = entries_.find(key);

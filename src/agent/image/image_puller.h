@@ -52,8 +52,9 @@ class ImagePuller {
     int64_t bytes = 0, total = 0;      // kPulling
   };
   // The image job `job` runs in: ready, failed, or being pulled (a pull started or queued by
-  // this call). A job keeps its place until release().
-  State want(int64_t job, const ImageRef& ref);
+  // this call). A job keeps its place until release(). `login`: its team's login to the
+  // registry, or null; jobs share a pull only when they log in as the same account, or none.
+  State want(int64_t job, const ImageRef& ref, const PullLogin* login = nullptr);
   // How job `job`'s pull goes now; nullopt when it waits for none.
   std::optional<State> stateOf(int64_t job) const;
   // Job `job` waits no more (it started, failed, or is no longer wanted here). A pull no job
@@ -71,6 +72,7 @@ class ImagePuller {
   enum class Phase { kQueued, kRunning, kBackoff, kDone };
   struct Entry {
     ImageRef ref;
+    std::optional<PullLogin> login;
     std::set<int64_t> jobs;
     Phase phase = Phase::kQueued;
     std::optional<Result<StoredImage>> result;  // kDone
@@ -86,7 +88,7 @@ class ImagePuller {
   Options o_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::map<std::string, Entry> entries_;  // by ImageRef::str()
+  std::map<std::string, Entry> entries_;  // by ImageRef::str() and the login's account
   std::map<int64_t, std::string> jobRef_;
   uint64_t generation_ = 0;
   int64_t prunesWanted_ = 0, prunesDone_ = 0;

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sodium.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -85,6 +87,7 @@ json toJson(const StoredImage& i) {
           {"layers", i.layers},
           {"bytes", i.bytes},
           {"last_used_ms", i.lastUsedMs},
+          {"accounts", i.accounts},
           {"config",
            {{"entrypoint", i.config.entrypoint},
             {"cmd", i.config.cmd},
@@ -101,6 +104,7 @@ std::optional<StoredImage> fromJson(const json& j) {
     i.layers = j.at("layers").get<std::vector<std::string>>();
     i.bytes = j.at("bytes").get<int64_t>();
     i.lastUsedMs = j.value("last_used_ms", int64_t{0});  // absent in records before eviction
+    i.accounts = j.value("accounts", std::vector<std::string>{});
     const json& c = j.at("config");
     i.config.entrypoint = c.at("entrypoint").get<std::vector<std::string>>();
     i.config.cmd = c.at("cmd").get<std::vector<std::string>>();
@@ -113,15 +117,52 @@ std::optional<StoredImage> fromJson(const json& j) {
   }
 }
 
+// A containers-auth.json holding one login, for one pull: made new (never through a link or
+// over a file someone else made), root's alone, and removed when the pull ends.
+class AuthFile {
+ public:
+  static Result<std::unique_ptr<AuthFile>> write(const std::string& dir, const PullLogin& login) {
+    unsigned char random[12];
+    randombytes_buf(random, sizeof random);
+    char hex[sizeof random * 2 + 1];
+    sodium_bin2hex(hex, sizeof hex, random, sizeof random);
+    const std::string path = dir + "/auth-" + hex + ".json";
+    const std::string pair = login.username + ":" + login.password;
+    std::string b64(sodium_base64_ENCODED_LEN(pair.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+    sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(pair.data()),
+                      pair.size(), sodium_base64_VARIANT_ORIGINAL);
+    b64.resize(std::strlen(b64.c_str()));
+    const std::string text = json{{"auths", {{login.registry, {{"auth", b64}}}}}}.dump();
+    sodium_memzero(b64.data(), b64.size());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::Unavailable("cannot write the registry login for the pull");
+    auto file = std::unique_ptr<AuthFile>(new AuthFile(path));
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!written) return Status::Unavailable("cannot write the registry login for the pull");
+    return file;
+  }
+  ~AuthFile() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit AuthFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 // What skopeo's last words mean for the user, and whether trying again later may help.
-Status skopeoFailure(const ImageRef& ref, const std::string& tail) {
+Status skopeoFailure(const ImageRef& ref, const std::string& tail, bool withLogin) {
   auto says = [&](const char* s) { return tail.find(s) != std::string::npos; };
   if (says("manifest unknown") || says("name unknown") || says("not found") ||
       says("NAME_UNKNOWN") || says("MANIFEST_UNKNOWN"))
     return Status::NotFound("image not found: " + ref.str(), "image");
   if (says("unauthorized") || says("authentication required") || says("denied"))
     return Status::PermissionDenied("the registry refused " + ref.str() +
-                                    " to this team's credentials: " + tail);
+                                    (withLogin ? " to the team's login: "
+                                               : " without a login (the team has no login to " +
+                                                     ref.registry +
+                                                     ": allot team registry-login set): ") +
+                                    tail);
   if (says("did not match") || says("digest mismatch") || says("Digest did not match"))
     return Status::InvalidArgument("refused " + ref.str() +
                                    ": what the registry sent does not match its digest: " + tail);
@@ -173,6 +214,9 @@ ImageStore::ImageStore(ImageStoreOptions options) : o_(std::move(options)) {
   // own, not whatever /etc/containers/policy.json says on this host.
   std::ofstream(o_.root + "/policy.json") << R"({"default":[{"type":"insecureAcceptAnything"}]})"
                                           << "\n";
+  // What a pull without a login of its job's is given, so that skopeo looks for none elsewhere.
+  std::ofstream(o_.root + "/no-logins.json") << R"({"auths":{}})"
+                                             << "\n";
 }
 
 Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
@@ -375,8 +419,7 @@ int64_t ImageStore::bytesToFetch(const ImageRef& ref,
   return total;
 }
 
-std::optional<StoredImage> ImageStore::find(const ImageRef& ref) {
-  std::lock_guard<std::mutex> lock(records_);
+std::optional<StoredImage> ImageStore::readRecordLocked(const ImageRef& ref) const {
   auto text = slurp(o_.root + "/images/" + keyOf(ref) + ".json");
   if (!text) return std::nullopt;
   std::optional<StoredImage> image;
@@ -386,6 +429,16 @@ std::optional<StoredImage> ImageStore::find(const ImageRef& ref) {
     return std::nullopt;
   }
   if (!image || image->ref != ref.str()) return std::nullopt;
+  return image;
+}
+
+std::optional<StoredImage> ImageStore::find(const ImageRef& ref, const std::string& account) {
+  std::lock_guard<std::mutex> lock(records_);
+  std::optional<StoredImage> image = readRecordLocked(ref);
+  if (!image) return std::nullopt;
+  if (!image->accounts.empty() &&
+      std::find(image->accounts.begin(), image->accounts.end(), account) == image->accounts.end())
+    return std::nullopt;
   std::error_code ec;
   for (const auto& hex : image->layers) {
     if (!fs::is_directory(o_.root + "/layers/" + hex, ec)) return std::nullopt;
@@ -417,7 +470,7 @@ int64_t ImageStore::nowMs() const {
       .count();
 }
 
-Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& authFile,
+Result<StoredImage> ImageStore::pull(const ImageRef& ref, const PullLogin* login,
                                      PullProgress* progress, const std::set<std::string>& keep) {
   const bool listed = std::find(o_.insecureRegistries.begin(), o_.insecureRegistries.end(),
                                 ref.registry) != o_.insecureRegistries.end();
@@ -433,10 +486,18 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
     inspectFlags.push_back("--tls-verify=false");
     copyFlags.push_back("--src-tls-verify=false");
   }
-  if (!authFile.empty()) {
-    inspectFlags.insert(inspectFlags.end(), {"--authfile", authFile});
-    copyFlags.insert(copyFlags.end(), {"--src-authfile", authFile});
+  // Without a login of the job's, skopeo must not find one elsewhere either (its default auth
+  // files are under the agent's HOME and XDG_RUNTIME_DIR, which runChild does not pass on; an
+  // empty auth file makes that certain).
+  std::unique_ptr<AuthFile> auth;
+  if (login && login->registry == ref.registry) {
+    auto made = AuthFile::write(o_.root + "/tmp", *login);
+    if (!made.ok()) return made.status();
+    auth = std::move(*made);
   }
+  const std::string authPath = auth ? auth->path() : o_.root + "/no-logins.json";
+  inspectFlags.insert(inspectFlags.end(), {"--authfile", authPath});
+  copyFlags.insert(copyFlags.end(), {"--src-authfile", authPath});
   std::function<void()> measure;
   if (progress) {
     progress->total = bytesToFetch(ref, inspectFlags);
@@ -458,7 +519,7 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
   if (Status st = runChild(argv, kPullTimeout, &tail, nullptr, measure, 2048,
                            progress ? &progress->cancel : nullptr);
       !st.ok())
-    return st.code() == Code::kUnavailable ? st : skopeoFailure(ref, tail);
+    return st.code() == Code::kUnavailable ? st : skopeoFailure(ref, tail, auth != nullptr);
   if (progress) progress->bytes = progress->total.load();
   auto image = resolve(ref, key);
   if (!image.ok()) return image.status();
@@ -470,6 +531,17 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const std::string& aut
   image->lastUsedMs = nowMs();
   {
     std::lock_guard<std::mutex> records(records_);
+    // Who the registry served it to: anyone (no login), or the accounts whose pulls of this
+    // very manifest went through (see StoredImage::accounts).
+    if (auth) {
+      auto before = readRecordLocked(ref);
+      if (before && before->digest == image->digest) image->accounts = before->accounts;
+      if (!before || before->digest != image->digest || !before->accounts.empty())
+        image->accounts.push_back(login->username);
+      std::sort(image->accounts.begin(), image->accounts.end());
+      image->accounts.erase(std::unique(image->accounts.begin(), image->accounts.end()),
+                            image->accounts.end());
+    }
     if (Status st = writeRecordLocked(*image); !st.ok()) return st;
     pinned_.insert(image->ref);
   }

@@ -16,10 +16,10 @@
 // to start; a layer stays while any image left or any running container has it.
 //
 // A pull runs skopeo (the registry protocol, TLS with certificate checks unless the registry is
-// listed insecure, credentials from an auth file of the team's) and then the unpacker for each
-// layer not yet unpacked, as child processes with a fixed environment. pull() blocks until both
-// are done: the agent calls it off its loop. Pulls are one at a time (the layout's index is one
-// file); list() may be called meanwhile.
+// listed insecure, credentials from a 0600 auth file made for that pull alone) and then the
+// unpacker for each layer not yet unpacked, as child processes with a fixed environment. pull()
+// blocks until both are done: the agent calls it off its loop. Pulls are one at a time (the
+// layout's index is one file); list() may be called meanwhile.
 
 #include <atomic>
 #include <chrono>
@@ -56,6 +56,16 @@ struct StoredImage {
   ImageConfig config;
   int64_t bytes = 0;       // compressed layers, as the manifest gives them
   int64_t lastUsedMs = 0;  // when it was pulled or a job last took it (find()); eviction order
+  // The registry accounts (usernames) whose logins fetched it; empty when it was fetched without
+  // one. An image fetched with a login is handed to a job with another login, or none, only after
+  // that job's own pull of it succeeds: the registry decides who may have it, not what this host
+  // happens to hold (Kubernetes leaves this to the AlwaysPullImages admission plugin).
+  std::vector<std::string> accounts;
+};
+
+// A team's login to a registry, for one pull (model::DesiredJob::RegistryAuth).
+struct PullLogin {
+  std::string registry, username, password;
 };
 
 // What evict() and remove() took away.
@@ -96,21 +106,24 @@ class ImageStore {
   // a loopback or link-local address, or by a name that resolves to one (localhost, a cloud's
   // metadata service at 169.254.169.254), is refused unless listed in insecureRegistries: a
   // reference must not make the host fetch from itself. (Defence in depth: which registries a
-  // team may use at all is allotd's allow-list.) `authFile`: a
-  // containers-auth.json with the team's credentials for the registry, or "". Errors: NotFound
+  // team may use at all is allotd's allow-list.) `login`: the team's credentials for the
+  // registry, written to an auth file of this pull's own (root's, 0600) and removed after; null
+  // for none. Errors: NotFound
   // "image not found: REF" (no such repository, tag or digest), Unavailable (the registry does
   // not answer, the disk is full: worth retrying), InvalidArgument (a digest mismatch, a
   // manifest or layer that is not what it claims: never run).
   // `progress`, when given, is kept up to date while the blobs come in.
   // Once it is recorded, images are evicted down to the budget, sparing this one and `keep`
   // (references other jobs wait for).
-  Result<StoredImage> pull(const ImageRef& ref, const std::string& authFile = "",
+  Result<StoredImage> pull(const ImageRef& ref, const PullLogin* login = nullptr,
                            PullProgress* progress = nullptr,
                            const std::set<std::string>& keep = {});
-  // What an earlier pull of `ref` recorded, if its layers are all still unpacked here; nullopt
-  // otherwise. Asks no registry. A found image is marked used now (to the minute) and is not
-  // evicted before the next two setInUse() calls (its job starts in between).
-  std::optional<StoredImage> find(const ImageRef& ref);
+  // What an earlier pull of `ref` recorded, if its layers are all still unpacked here and a job
+  // logging in as `account` ("" for none) may have it without asking the registry (see
+  // StoredImage::accounts); nullopt otherwise. Asks no registry. A found image is marked used now
+  // (to the minute) and is not evicted before the next two setInUse() calls (its job starts in
+  // between).
+  std::optional<StoredImage> find(const ImageRef& ref, const std::string& account = "");
   // The images running jobs use (references, and the layers their containers mount: a job
   // re-adopted after a restart names both), from the agent's loop after it started its jobs.
   void setInUse(std::set<std::string> refs, std::set<std::string> layers);
@@ -148,6 +161,8 @@ class ImageStore {
   int64_t blobBytes() const;
   Status unpackLayer(const std::string& hex);
   Result<StoredImage> resolve(const ImageRef& ref, const std::string& key);
+  // What an earlier pull of `ref` recorded, whatever is left of it (under records_).
+  std::optional<StoredImage> readRecordLocked(const ImageRef& ref) const;
   // Writes `image`'s record (under records_).
   Status writeRecordLocked(const StoredImage& image);
   // Removes the images no job uses, least recently used first, sparing `keep`: every one

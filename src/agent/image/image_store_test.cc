@@ -308,7 +308,7 @@ TEST_F(ImageStoreTest, FindAnswersFromWhatAPullRecordedWithoutAskingTheRegistry)
   ImageStore s = store();
   EXPECT_FALSE(s.find(ref(registry() + "/test/base:1")));
   PullProgress progress;
-  auto pulled = s.pull(ref(registry() + "/test/base:1"), "", &progress);
+  auto pulled = s.pull(ref(registry() + "/test/base:1"), nullptr, &progress);
   ASSERT_TRUE(pulled.ok()) << pulled.status().message();
   // The manifest's sizes, read before the copy, and all of them fetched.
   EXPECT_GE(progress.total.load(), pulled->bytes);
@@ -360,6 +360,53 @@ TEST_F(ImageStoreTest, ThePullerRetriesARegistryThatDoesNotAnswerAndFailsWhatIsN
   ASSERT_TRUE(eventually([&] { return puller.stateOf(4)->kind != Kind::kPulling; }));
   EXPECT_EQ(puller.stateOf(4)->kind, Kind::kReady) << puller.stateOf(4)->failure.message();
   EXPECT_EQ(puller.stateOf(4)->image->layers.size(), 2u);
+}
+
+// A registry that serves one account only (htpasswd), as a team's private registry does.
+TEST_F(ImageStoreTest, ALoginPullsWhatTheRegistryKeepsFromOthersAndOnlyItsAccountReusesIt) {
+  const std::string dir = root_ + "/private";
+  fs::create_directories(dir);
+  testsupport::TestRegistry priv(dir, "ml-puller:s3cret");
+  ImageStore s(options({priv.address()}));
+  const ImageRef base = ref(priv.address() + "/test/base:1");
+  const PullLogin login{priv.address(), "ml-puller", "s3cret"};
+
+  // Without a login, or with a wrong one: refused, saying so, and nothing is kept.
+  auto anonymous = s.pull(base);
+  ASSERT_FALSE(anonymous.ok());
+  EXPECT_EQ(anonymous.status().code(), Code::kPermissionDenied) << anonymous.status().message();
+  EXPECT_NE(anonymous.status().message().find("no login"), std::string::npos)
+      << anonymous.status().message();
+  const PullLogin wrong{priv.address(), "ml-puller", "guess"};
+  EXPECT_EQ(s.pull(base, &wrong).status().code(), Code::kPermissionDenied);
+  EXPECT_FALSE(s.find(base));
+  // A login for another registry is not presented to this one.
+  const PullLogin elsewhere{"registry.example.com", "ml-puller", "s3cret"};
+  EXPECT_EQ(s.pull(base, &elsewhere).status().code(), Code::kPermissionDenied);
+
+  auto pulled = s.pull(base, &login);
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  EXPECT_EQ(pulled->accounts, std::vector<std::string>{"ml-puller"});
+  // The login was written for that pull alone, and is gone.
+  for (const auto& e : fs::directory_iterator(store_ + "/tmp"))
+    EXPECT_EQ(e.path().filename().string().rfind("auth-", 0), std::string::npos) << e.path();
+
+  // Held here, but handed only to jobs that log in as the account that fetched it: another
+  // team's job (no login, or another account) must get it from the registry itself.
+  EXPECT_TRUE(s.find(base, "ml-puller"));
+  EXPECT_FALSE(s.find(base));
+  EXPECT_FALSE(s.find(base, "cv-puller"));
+  EXPECT_EQ(s.pull(base).status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(s.find(base, "ml-puller"));  // that refusal took nothing from the account
+
+  // Through the puller: jobs with and without the login do not share a pull.
+  ImagePuller puller(s, {std::chrono::milliseconds(10), std::chrono::milliseconds(100)});
+  using Kind = ImagePuller::State::Kind;
+  EXPECT_EQ(puller.want(1, base, &login).kind, Kind::kReady);
+  puller.want(2, base);
+  ASSERT_TRUE(eventually([&] { return puller.stateOf(2)->kind != Kind::kPulling; }));
+  EXPECT_EQ(puller.stateOf(2)->kind, Kind::kFailed);
+  puller.release(2);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "agent/image/test_registry.h"
 
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -46,11 +47,22 @@ void sh(const std::string& what, const std::string& script) {
 
 }  // namespace
 
-TestRegistry::TestRegistry(const std::string& dir)
-    : dir_(dir), storage_(dir + "/registry"), port_(freePort()) {
-  std::ofstream(dir_ + "/registry.yml")
-      << "version: 0.1\nlog: {level: error}\nstorage:\n  filesystem: {rootdirectory: " << storage_
-      << "}\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
+TestRegistry::TestRegistry(const std::string& dir, const std::string& login)
+    : dir_(dir), storage_(dir + "/registry"), login_(login), port_(freePort()) {
+  std::ofstream config(dir_ + "/registry.yml");
+  config << "version: 0.1\nlog: {level: error}\nstorage:\n  filesystem: {rootdirectory: "
+         << storage_ << "}\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
+  if (!login_.empty()) {
+    const size_t colon = login_.find(':');
+    if (colon == std::string::npos)
+      throw std::runtime_error("test registry: login is USER:PASSWORD");
+    const char* salt = ::crypt_gensalt("$2b$", 4, nullptr, 0);
+    const char* hash = salt ? ::crypt(login_.substr(colon + 1).c_str(), salt) : nullptr;
+    if (!hash || hash[0] != '$') throw std::runtime_error("test registry: crypt() has no bcrypt");
+    std::ofstream(dir_ + "/htpasswd") << login_.substr(0, colon) << ":" << hash << "\n";
+    config << "auth:\n  htpasswd: {realm: allot-test, path: " << dir_ << "/htpasswd}\n";
+  }
+  config.close();
   start();
   const std::string l = dir_ + "/layout", b = dir_ + "/bundle";
   sh("building the test images",
@@ -66,12 +78,36 @@ TestRegistry::TestRegistry(const std::string& dir)
          b + "\numoci gc --layout " + l + "\n");
   for (const char* tag : {"base", "app"}) {
     sh(std::string("pushing test/") + tag,
-       "skopeo --insecure-policy copy --quiet --dest-tls-verify=false oci:" + l + ":" + tag +
+       "skopeo --insecure-policy copy --quiet --dest-tls-verify=false " +
+           (login_.empty() ? "" : "--dest-creds '" + login_ + "' ") + "oci:" + l + ":" + tag +
            " docker://" + address() + "/test/" + tag + ":1");
   }
 }
 
 TestRegistry::~TestRegistry() { stop(); }
+
+std::string TestRegistry::pushHostPackages(const std::string& sourceDir,
+                                           const std::string& repository,
+                                           const std::vector<std::string>& packages,
+                                           const std::string& cmd) {
+  const std::string l = dir_ + "/layout", b = dir_ + "/bundle-" + std::to_string(port_),
+                    tar = dir_ + "/rootfs.tar", tag = "pkgs";
+  std::string list;
+  for (const auto& p : packages) list += " " + p;
+  sh("building " + repository,
+     "rm -rf " + b + "\n" + sourceDir + "/tests/images/host_packages_rootfs.py " + tar + list +
+         "\numoci new --image " + l + ":" + tag + "\numoci unpack --image " + l + ":" + tag + " " +
+         b + "\ntar -C " + b + "/rootfs -xf " + tar +
+         "\nfor d in bin lib lib64 sbin; do ln -s usr/$d " + b +
+         "/rootfs/$d; done\nmkdir -m 1777 " + b + "/rootfs/tmp\nrm " + tar +
+         "\numoci repack --image " + l + ":" + tag + " " + b + "\numoci config --image " + l + ":" +
+         tag + " --config.cmd " + cmd + "\nrm -rf " + b + "\n");
+  const std::string ref = address() + "/" + repository + ":1";
+  sh("pushing " + repository, "skopeo --insecure-policy copy --quiet --dest-tls-verify=false " +
+                                  (login_.empty() ? "" : "--dest-creds '" + login_ + "' ") +
+                                  "oci:" + l + ":" + tag + " docker://" + ref);
+  return ref;
+}
 
 std::string TestRegistry::address() const { return "127.0.0.1:" + std::to_string(port_); }
 

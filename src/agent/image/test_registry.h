@@ -12,17 +12,26 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace allot::testsupport {
 
 class TestRegistry {
  public:
   // Starts the registry under `dir` (which must exist) and pushes the images; throws
-  // std::runtime_error, with the step that failed, when it cannot.
-  explicit TestRegistry(const std::string& dir);
+  // std::runtime_error, with the step that failed, when it cannot. With a `login`
+  // ("USER:PASSWORD"), the registry serves only that account (htpasswd, bcrypt), and its images
+  // are pushed with it.
+  explicit TestRegistry(const std::string& dir, const std::string& login = "");
   ~TestRegistry();  // stops it
   TestRegistry(const TestRegistry&) = delete;
   TestRegistry& operator=(const TestRegistry&) = delete;
+
+  // Builds and pushes `repository`:1, an image of this machine's Debian `packages` and what they
+  // depend on (tests/images/host_packages_rootfs.py, under `sourceDir`), whose config runs
+  // `cmd`; returns its reference. A 125 MB Jupyter takes a few seconds: build it once per suite.
+  std::string pushHostPackages(const std::string& sourceDir, const std::string& repository,
+                               const std::vector<std::string>& packages, const std::string& cmd);
 
   // 127.0.0.1:PORT, as references name it.
   std::string address() const;
@@ -33,7 +42,7 @@ class TestRegistry {
   void start();
 
  private:
-  std::string dir_, storage_;
+  std::string dir_, storage_, login_;
   int port_ = 0;
   pid_t pid_ = -1;
 };

@@ -32,6 +32,7 @@
 #include "common/bounded_json.h"
 #include "common/build_info.h"
 #include "common/tls.h"
+#include "common/version.h"
 #include "model/tunnel_frame.h"
 #include "protocol/agent_messages.h"
 
@@ -280,6 +281,8 @@ std::vector<model::ActualJob> Agent::actualJobs() {
       a.masterPort = port->second;
     if (auto digest = imageDigests_.find(a.id); digest != imageDigests_.end())
       a.imageDigest = digest->second;
+    if (auto need = imageMinCudas_.find(a.id); need != imageMinCudas_.end())
+      a.imageMinCuda = need->second;
     if (a.state != model::ActualState::kRunning) continue;
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
@@ -407,6 +410,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       logBase_.erase(a.id);
       masterPorts_.erase(a.id);
       imageDigests_.erase(a.id);
+      imageMinCudas_.erase(a.id);
     }
   }
   // Pulls for jobs allotd no longer wants here.
@@ -449,7 +453,10 @@ bool Agent::imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now) {
     failBeforeStart(d.id, "this host runs no jobs in images: " + imagesWhyNot_, now);
     return false;
   }
-  auto st = images_->want(d.id, *ref);
+  std::optional<PullLogin> login;
+  if (d.registryAuth)
+    login = PullLogin{d.registryAuth->registry, d.registryAuth->username, d.registryAuth->password};
+  auto st = images_->want(d.id, *ref, login ? &*login : nullptr);
   switch (st.kind) {
     case ImagePuller::State::Kind::kPulling:
       pulling_.insert(d.id);
@@ -466,6 +473,24 @@ bool Agent::imageReady(const model::DesiredJob& d, JobSpec& spec, TimeMs now) {
   images_->release(d.id);
   pulling_.erase(d.id);
   const StoredImage& image = *st.image;
+  // NVIDIA_REQUIRE_CUDA, as the NVIDIA container toolkit reads it: only for work with GPUs. A
+  // driver older than the image needs is not started here; allotd requeues the job with that
+  // minimum (Cluster::requeueForImageCuda).
+  if (const std::string need = model::cudaRequirementOf(image.config.env);
+      !need.empty() && !d.gpuIndices.empty()) {
+    const std::string have = gpuList_.empty() ? "" : gpuList_.front().cudaVersion;
+    if (!versionAtLeast(have, need)) {
+      failBeforeStart(d.id,
+                      "its image " + image.ref + " needs CUDA " + need +
+                          " (NVIDIA_REQUIRE_CUDA) and this host's driver has " +
+                          (have.empty() ? "none" : have),
+                      now);
+      cancelledBeforeStart_[d.id].imageMinCuda = need;
+      cancelledBeforeStart_[d.id].imageDigest = image.digest;
+      return false;
+    }
+    imageMinCudas_[d.id] = need;
+  }
   ContainerImage c;
   c.ref = image.ref;
   c.digest = image.digest;
@@ -534,7 +559,8 @@ std::string Agent::imageReport() {
             [](const StoredImage& a, const StoredImage& b) { return a.lastUsedMs > b.lastUsedMs; });
   if (stored.size() > model::kMaxReportedImages) stored.resize(model::kMaxReportedImages);
   for (const auto& i : stored)
-    r.images.push_back({i.ref, i.digest, i.bytes, i.lastUsedMs, inUse.refs.count(i.ref) > 0});
+    r.images.push_back({i.ref, i.digest, i.bytes, i.lastUsedMs, inUse.refs.count(i.ref) > 0,
+                        model::cudaRequirementOf(i.config.env)});
   r.diskBytes = imageStore_->diskBytes();
   r.budgetBytes = imageStore_->budgetBytes();
   r.prunesDone = images_->prunesDone();

@@ -186,6 +186,7 @@ class Agent {
   std::set<int64_t> pulling_;
   uint64_t pullsSeen_ = 0;  // images_->generation() when the waiting jobs were last looked at
   std::map<int64_t, std::string> imageDigests_;
+  std::map<int64_t, std::string> imageMinCudas_;  // what started jobs' images declared
   model::ImageCommands imageCommands_;
   std::map<std::string, int64_t> prepulls_;            // ref -> its id with the puller
   std::set<std::string> prepullsDone_;                 // cached, until allotd drops them

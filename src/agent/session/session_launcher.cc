@@ -118,6 +118,7 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
                                         "owner; refusing to make it the session's home");
     }
     spec.env["HOME"] = storage->path;
+    spec.binds.push_back(storage->path);  // a session in an image sees it where the host has it
   }
   spec.env["ALLOT_STORAGE"] = storage->path;
   spec.env["ALLOT_STORAGE_KIND"] = storage->kind;
@@ -160,8 +161,9 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
   // profile with its own environment (a virtualenv's jupyter) runs as a plain program. Its client
   // is used even before the server is listening: it then runs Jupyter itself, with the same fix
   // of the kernels' state (allot-jupyter-forkserver, kernel_state_from_work_only).
+  // A session in an image runs the image's Jupyter, never the host's fork server.
   const bool plainDebian =
-      spec.command.size() == 1 &&
+      d.image.empty() && spec.command.size() == 1 &&
       (spec.command[0] == "jupyter-server" || spec.command[0] == "jupyter-notebook" ||
        spec.command[0] == "/usr/bin/jupyter-server" ||
        spec.command[0] == "/usr/bin/jupyter-notebook");

@@ -74,6 +74,10 @@ class AccessService {
   // them; whoever may see the team reads them.
   Result<Change<model::Team>> setImageAllow(const Principal& p, const std::string& team,
                                             std::vector<std::string> allow);
+  // What the team's jobs and sessions that name no image run in; "" = on the host. Its
+  // team-admins and platform admins set it, within the team's allow-list.
+  Result<Change<model::Team>> setDefaultImage(const Principal& p, const std::string& team,
+                                              const std::string& image);
   Result<model::Team> team(const Principal& p, const std::string& name) const;
 
   // Accounts, team membership and API tokens (accounts.cc, docs/access.md). Platform

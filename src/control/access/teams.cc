@@ -53,6 +53,27 @@ Result<Change<model::Team>> AccessService::setImageAllow(const Principal& p,
   return c;
 }
 
+Result<Change<model::Team>> AccessService::setDefaultImage(const Principal& p,
+                                                           const std::string& name,
+                                                           const std::string& image) {
+  auto current = team(p, name);
+  if (!current.ok()) return current.status();
+  ALLOT_RETURN_IF_ERROR(authz::canManageTeam(p, name));
+  model::Team& t = world_.teams.at(name);
+  std::string chosen;
+  if (!image.empty()) {
+    auto ref = model::parseImageRef(image);
+    if (!ref.ok()) return ref.status();  // names "image"
+    ALLOT_RETURN_IF_ERROR(checkImageAllowed(name, t.imageAllow, *ref));
+    chosen = ref->str();
+  }
+  t.defaultImage = chosen;
+  Change<model::Team> c;
+  c.value = t;
+  c.batch.add(store::PutTeam{t});
+  return c;
+}
+
 Result<Change<model::Project>> AccessService::createProject(const Principal& p,
                                                             const std::string& name,
                                                             const std::string& teamIn) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/version.h"
 #include "control/authz.h"
 #include "control/images/image_policy.h"
 #include "model/image_ref.h"
@@ -155,6 +156,17 @@ Change<int> ImageCacheService::agentReport(const std::string& host, model::Image
   }
   reports_[host] = {std::move(report), clock_.nowMs()};
   return c;
+}
+
+std::string ImageCacheService::knownMinCuda(const std::string& ref) const {
+  // A reference may resolve differently on two hosts (a moved tag): the highest need wins.
+  std::string need;
+  for (const auto& [host, reported] : reports_) {
+    for (const auto& i : reported.report.images) {
+      if (i.ref == ref && !i.minCuda.empty() && !versionAtLeast(need, i.minCuda)) need = i.minCuda;
+    }
+  }
+  return need;
 }
 
 }  // namespace allot::control

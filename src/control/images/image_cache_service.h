@@ -50,6 +50,9 @@ class ImageCacheService {
                                                    const std::string& pool);
   // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
   Change<int> agentReport(const std::string& host, model::ImageReport report);
+  // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds
+  // it reported; "" when none does or it declares none.
+  std::string knownMinCuda(const std::string& ref) const;
 
  private:
   // The host, if `p` may see it; NotFound otherwise.

@@ -2,11 +2,19 @@
 
 #include "control/authz.h"
 #include "control/profile.h"
+#include "model/image_ref.h"
 
 namespace allot::control {
 namespace {
 
 Status noProfile(const std::string& name) { return Status::NotFound("no profile '" + name + "'"); }
+
+// Kept as references are written everywhere (a tag spelled out), so that what a session runs in
+// reads the same in the profile, the job and the allow-list's messages.
+void normalizeImage(model::Profile& p) {
+  if (p.image.empty()) return;
+  if (auto ref = model::parseImageRef(p.image); ref.ok()) p.image = ref->str();
+}
 
 }  // namespace
 
@@ -25,6 +33,7 @@ static Status checkScope(const Principal& p, const std::string& team,
 
 Result<Change<model::Profile>> ProfileService::create(const Principal& p, model::Profile profile) {
   ALLOT_RETURN_IF_ERROR(checkScope(p, profile.team, teams_));
+  normalizeImage(profile);
   ALLOT_RETURN_IF_ERROR(validateProfile(profile, teams_));
   // Names are cluster-wide, so a taken name is said to be taken even when the caller cannot see
   // the profile: the price of one namespace, and all it tells is that the name is in use.
@@ -49,6 +58,7 @@ Result<Change<model::Profile>> ProfileService::replace(const Principal& p, const
   if (profile.name.empty()) profile.name = name;
   if (profile.name != name)
     return Status::InvalidArgument("name: a profile keeps its name ('" + name + "')", "name");
+  normalizeImage(profile);
   ALLOT_RETURN_IF_ERROR(validateProfile(profile, teams_));
   profile.createdBy = it->second.createdBy;
   profile.createdAt = it->second.createdAt;

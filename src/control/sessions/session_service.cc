@@ -77,6 +77,7 @@ Result<Change<Job>> SessionService::create(const Principal& p, SessionRequest r)
   job.team = team;
   job.project = r.project;
   job.command = profile.command;
+  job.image = profile.image;  // "": the team's default image, if it has one
   job.env = profile.env;
   job.resources.gpus = r.gpus.value_or(r.gpuMilli ? 1 : profile.defaults.gpus);
   job.resources.gpuMilli = r.gpuMilli.value_or(r.gpus ? 1000 : profile.defaults.gpuMilli);

@@ -93,6 +93,16 @@ const SENTENCES = {
     r?.allow?.length === 0
       ? `allowed team ${o.team} no images`
       : `set the images team ${o.team} may use${r?.allow ? `: ${r.allow.join(', ')}` : ''}`,
+  'PUT /teams/{team}/default-image': (o, r) =>
+    r?.image
+      ? `set team ${their(o.team)} default image to ${r.image}`
+      : `cleared team ${their(o.team)} default image`,
+  'PUT /teams/{team}/registry-logins/{registry}': (o, r) =>
+    `set team ${their(o.team)} login to registry ${o['registry-login']}${
+      r?.username ? ` as ${r.username}` : ''
+    }`,
+  'DELETE /teams/{team}/registry-logins/{registry}': (o) =>
+    `removed team ${their(o.team)} login to registry ${o['registry-login']}`,
   'POST /hosts/{name}/images/prune': (o) => `pruned host ${their(o.host)} image cache`,
   'POST /images/prepull': (o, r) => {
     const where = r?.pool ? `pool ${r.pool}` : (r?.hosts ?? []).join(', ') || 'hosts';

@@ -19,6 +19,7 @@ import { confirmStops } from '../components/confirm-stops.js';
 import { useFields } from '../components/form-fields.jsx';
 import { ResourceTable, Table } from '../components/table.jsx';
 import { GpuHistory } from '../components/gpu-history.jsx';
+import { ImageCachePanel } from './host-images.jsx';
 import './hosts.css';
 
 const HOUR = 3600e3;
@@ -318,6 +319,12 @@ function HostDetail({ name }) {
           </div>
           <GpuTable host={h} />
           <UtilisationPanel host={h} />
+          {h.images && (
+            <ImageCachePanel
+              name={name}
+              mayRun={isAdmin(me) || (h.dedicated_to && managedTeams(me).includes(h.dedicated_to))}
+            />
+          )}
           <LeaseCalendar name={name} leases={leases} me={me} onDone={reload} />
           {isAdmin(me) && <AdminActions host={h} onDone={reload} />}
           {isAdmin(me) && <TaskOutput name={name} />}

@@ -51,6 +51,11 @@ export function ProfilesPanel() {
             <td>{p.team ?? (p.visible_to?.length ? p.visible_to.join(', ') : 'every team')}</td>
             <td>
               <code>{(p.command ?? []).join(' ')}</code>
+              {p.image && (
+                <div class="muted">
+                  in <code>{p.image}</code>
+                </div>
+              )}
             </td>
             <td>{resources(p.defaults)}</td>
             <td>{resources(p.maxima)}</td>
@@ -102,6 +107,7 @@ function CreateProfile({ teams, platformWide, onDone }) {
     team: platformWide ? '' : teams[0],
     description: '',
     command: '',
+    image: '',
     gpus: '0',
     max_gpus: '',
     cpus: '',
@@ -149,6 +155,7 @@ function CreateProfile({ teams, platformWide, onDone }) {
       idle: { threshold_percent: num(f.idle_threshold), after: f.idle_after },
     };
     if (f.team) body.team = f.team;
+    if (f.image.trim()) body.image = f.image.trim();
     if (f.max_lifetime) body.max_lifetime = f.max_lifetime;
     if (!f.team && f.visible_to.trim()) {
       body.visible_to = f.visible_to
@@ -192,6 +199,11 @@ function CreateProfile({ teams, platformWide, onDone }) {
         label="Command"
         hint="the environment's server, e.g. /opt/venvs/torch/bin/jupyter-server"
         required
+      />
+      <InputField
+        {...bind('image')}
+        label="Image"
+        hint="REGISTRY/REPOSITORY:TAG the session runs in; blank: the team's default, or the host"
       />
       <div class="row">
         <InputField {...bind('gpus')} label="GPUs by default" inputMode="numeric" size={4} />

@@ -400,6 +400,10 @@ function JobDetail({ id }) {
         <Row k="Command" v={<code>{j.command?.map(quoteArg).join(' ')}</code>} />
         <Row k="Image" v={j.image && <code>{j.image}</code>} />
         <Row k="Image digest" v={j.image_digest && <code>{j.image_digest}</code>} />
+        <Row
+          k="Image needs"
+          v={j.image_min_cuda && `CUDA ${j.image_min_cuda} (its NVIDIA_REQUIRE_CUDA)`}
+        />
         {j.pull && (
           <Row
             k="Pulled"
