@@ -89,6 +89,7 @@ FakeResponse api(const FakeRequest& r) {
     j["state"] = "pulling";
     j["image"] = "registry:5000/ml/pytorch:2.3";
     j["image_digest"] = "sha256:" + std::string(64, 'd');
+    j["image_min_cuda"] = "12.1";
     j["pull"] = {{"bytes", 1 << 20}, {"total", 3 << 20}};
     return jsonReply(200, j.dump());
   }
@@ -617,6 +618,7 @@ TEST_F(CliTest, RunSendsTheImageAndJobShowPrintsItsDigestAndPull) {
   EXPECT_NE(shown.find("image digest:"), std::string::npos) << shown;
   EXPECT_NE(shown.find("sha256:dddd"), std::string::npos) << shown;
   EXPECT_NE(shown.find("pulled:"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("CUDA 12.1 (its NVIDIA_REQUIRE_CUDA)"), std::string::npos) << shown;
   EXPECT_EQ(shown.find("image_digest"), std::string::npos) << shown;  // not shown twice, raw
 
   EXPECT_EQ(run({"team", "image-allow", "set", "ml", "registry:5000/ml/", "r.example.com/base"}),

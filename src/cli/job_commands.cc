@@ -485,6 +485,8 @@ int jobExplain(Context& ctx, const JobOpts& o) {
     snprintf(buf, sizeof buf, "%g", v.get<double>());
     return std::string(buf);
   };
+  if (auto c = e.find("image_min_cuda"); c != e.end() && c->is_object())
+    d.add("image needs", text(*c, "reason"));
   if (auto w = e.find("wait"); w != e.end() && w->is_object()) {
     d.add("waits because", text(*w, "reason"));
     d.add("kind", text(*w, "kind"));
@@ -510,6 +512,8 @@ int jobExplain(Context& ctx, const JobOpts& o) {
       d.add("on", text(sl, "host") + " GPUs " + sl.value("gpus", json::array()).dump());
     if (auto b = p->find("backfilled_before_job"); b != p->end())
       d.add("backfilled before", "j-" + b->dump());
+    if (p->value("image_cached", false))
+      d.add("image", "cached on its host already (preferred among equally good hosts)");
   }
   if (auto q = e.find("team_quota"); q != e.end() && q->is_object()) {
     const double effective = q->value("guaranteed_gpus", json(0.0)).get<double>();

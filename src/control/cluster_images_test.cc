@@ -97,6 +97,11 @@ TEST_F(ClusterImagesTest, ATeamsDefaultImageRunsWhatNamesNoImageAndHostOptsOut) 
                 .status()
                 .code(),
             Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->access()
+                .setDefaultImage(bob_, "vision", "registry:5000/ml/base:1")
+                .status()
+                .code(),
+            Code::kNotFound);  // another team's: not even there
   for (const char* bad : {"registry:5000/other/x:1", "base:1", "registry:5000/ml/UPPER:1"}) {
     auto refused = cluster_->access().setDefaultImage(carol_, "vision", bad);
     ASSERT_FALSE(refused.ok()) << bad;
@@ -184,6 +189,35 @@ TEST_F(ClusterImagesTest, AnImagesRequiredCudaRequeuesItFromAnOlderDriverAndIsKn
   // Work without GPUs is not held to it, as the NVIDIA container toolkit does not.
   const int64_t c = submitRequest(alice_, inImage("registry:5000/ml/cuda:12", 0));
   EXPECT_EQ(job(c).resources.minCuda, "");
+}
+
+TEST_F(ClusterImagesTest, AmongEquallyGoodHostsOneHoldingTheImageIsPreferredAndExplainSaysSo) {
+  joinImageHost("gpu-01", 2);
+  joinImageHost("gpu-02", 2);
+  model::ImageReport report;
+  report.images.push_back(
+      {"registry:5000/ml/big:1", "sha256:" + std::string(64, 'b'), 10, 0, false, ""});
+  cluster_->imageCache().agentReport("gpu-02", report);
+  const int64_t a = submitRequest(alice_, inImage("registry:5000/ml/big:1"));
+  const int64_t other = submitRequest(alice_, inImage("registry:5000/ml/small:1"));
+  schedule();
+  EXPECT_EQ(firstRank(job(a)).host, "gpu-02");
+  auto why = cluster_->explainJob(alice_, a);
+  ASSERT_TRUE(why.ok());
+  EXPECT_EQ((*why)["placement"].value("image_cached", false), true) << why->dump();
+  auto plain = cluster_->explainJob(alice_, other);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)["placement"].contains("image_cached")) << plain->dump();
+
+  // A minimum the image set is explained as the image's.
+  model::ImageReport needs;
+  needs.images.push_back(
+      {"registry:5000/ml/cuda:12", "sha256:" + std::string(64, 'c'), 10, 0, false, "12.1"});
+  cluster_->imageCache().agentReport("gpu-01", needs);
+  const int64_t c = submitRequest(alice_, inImage("registry:5000/ml/cuda:12"));
+  auto cuda = cluster_->explainJob(alice_, c);
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_EQ((*cuda)["image_min_cuda"].value("cuda", ""), "12.1") << cuda->dump();
 }
 
 }  // namespace

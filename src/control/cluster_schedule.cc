@@ -246,6 +246,9 @@ sched::Snapshot Cluster::snapshot() const {
       if (const auto* homes = sessions_.localHomesOf(j.user))
         s.pending.back().preferHosts.assign(homes->begin(), homes->end());
     }
+    // A job in an image prefers, among equally good hosts, one whose cache holds it.
+    if (!j.image.empty() && j.resources.hosts <= 1)
+      s.pending.back().imageHosts = imageCache_.hostsHolding(j.image);
   }
   return s;
 }
@@ -529,6 +532,12 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     return Status::NotFound("no job " + std::to_string(id));
   const Job& j = it->second;
   nlohmann::json out = {{"job", j.id}, {"state", model::jobStateName(j.state)}};
+  // A minimum the job did not ask for: its image's (NVIDIA_REQUIRE_CUDA).
+  if (!j.imageMinCuda.empty())
+    out["image_min_cuda"] = {{"cuda", j.imageMinCuda},
+                             {"reason", "its image " + j.image + " needs CUDA " + j.imageMinCuda +
+                                            " (NVIDIA_REQUIRE_CUDA): only hosts whose driver "
+                                            "has it may run it"}};
   if (auto ts = world_.quotaStatus.find(j.team); ts != world_.quotaStatus.end()) {
     int configured = 0;
     if (auto t = world_.teams.find(j.team); t != world_.teams.end()) {
@@ -564,6 +573,7 @@ Result<nlohmann::json> Cluster::explainJob(const Principal& p, int64_t id) const
     }
     placed["slices"] = std::move(slices);
     if (p.reservedFor != 0) placed["backfilled_before_job"] = p.reservedFor;
+    if (p.imageCached) placed["image_cached"] = true;
     out["placement"] = std::move(placed);
   }
   if (j.evicting) out["evicting"] = {{"for", j.evictedFor}};

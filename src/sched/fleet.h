@@ -131,6 +131,9 @@ struct Request {
   // Hosts to place it on when one of them has room (a session's persistent local storage is
   // there); otherwise anywhere, as usual. Single-host requests only.
   std::vector<std::string> preferHosts;
+  // Hosts whose image cache holds the job's image: they win the placement policy's ties, and
+  // nothing more (quotas, dedication and the policy's score still decide). Single-host only.
+  std::vector<std::string> imageHosts;
 };
 
 struct TeamView {
@@ -180,10 +183,11 @@ struct Placement {
   int64_t jobId = 0;
   std::vector<Slice> slices;  // one per host; a gang has `hosts` slices
   PlacedBy by = PlacedBy::kQuota;
-  int withinMilli = 0;      // quota: counted within the team's guarantee
-  int borrowedMilli = 0;    // quota: borrowed
-  int candidates = 0;       // segments where it could have gone
-  int64_t reservedFor = 0;  // kBackfill: the request whose room it uses
+  int withinMilli = 0;       // quota: counted within the team's guarantee
+  int borrowedMilli = 0;     // quota: borrowed
+  int candidates = 0;        // segments where it could have gone
+  int64_t reservedFor = 0;   // kBackfill: the request whose room it uses
+  bool imageCached = false;  // a host it went to held its image already (Request::imageHosts)
 };
 
 struct Eviction {

@@ -1,5 +1,7 @@
 // Placing a request: whole hosts, the node and GPUs for each rank, contour limits (fleet_pass.h).
 
+#include <algorithm>
+
 #include "sched/fleet_pass.h"
 
 namespace allot::sched::fleet_pass {
@@ -102,6 +104,11 @@ void Pass::record(Item& it, std::vector<Slice> slices, PlacedBy by, const q::Adm
     p.borrowedMilli = adm->borrowedGpus;
   }
   p.reservedFor = reservedFor;
+  for (const Slice& sl : p.slices) {
+    if (std::find(it.r->imageHosts.begin(), it.r->imageHosts.end(), sl.host) !=
+        it.r->imageHosts.end())
+      p.imageCached = true;
+  }
   for (const Slice& sl : p.slices)
     contourUsed_[{it.r->team, it.r->contour}] +=
         int64_t{sl.gpuMilli} * static_cast<int64_t>(sl.gpus.size());
@@ -141,8 +148,18 @@ bool Pass::tryPlace(Item& it, const pl::ModelSet& allowed, PlacedBy by, const q:
     return true;
   }
   if (r.hosts == 1) {
+    // Hosts that hold the job's image win the policy's ties (Request::imageHosts).
+    std::vector<char> holdsImage;
+    if (!r.imageHosts.empty()) {
+      holdsImage.assign(st_.size(), 0);
+      for (int n = 0; n < st_.size(); ++n)
+        holdsImage[n] = std::find(r.imageHosts.begin(), r.imageHosts.end(), f_.hostOf(n).name) !=
+                        r.imageHosts.end();
+      t.preferNodes = &holdsImage;
+    }
     pl::Choice c = preferred >= 0 ? pl::Choice{preferred, st_.firstGpus(preferred, t)}
                                   : policy_->choose(st_, t);
+    t.preferNodes = nullptr;
     if (!c.ok()) {
       failed(t, r.hosts);
       return false;

@@ -623,5 +623,36 @@ TEST(FleetKinds, MoreKindsThanThePlacementModelHoldsIsRefusedNotCrashed) {
   EXPECT_NE(d.status().message().find("GPU models"), std::string::npos) << d.status().message();
 }
 
+// The image locality term (Request::imageHosts): a host that holds the job's image wins a tie of
+// the placement policy, and nothing more.
+TEST(FleetImages, AHostHoldingTheImageWinsATieButNotABetterScore) {
+  for (const std::string policy : {"fgd", "bestfit"}) {
+    Snapshot s;
+    s.policy.placement = policy;
+    s.hosts = {host("a", 4), host("b", 4), host("c", 4)};
+    s.teams = {team("ml")};
+    s.pending = {req(1, "ml", 1)};
+    auto plain = run(s);
+    ASSERT_NE(placementOf(plain, 1), nullptr);
+    EXPECT_EQ(placementOf(plain, 1)->slices[0].host, "a") << policy;  // the lowest index
+    EXPECT_FALSE(placementOf(plain, 1)->imageCached);
+    s.pending[0].imageHosts = {"c"};
+    auto cached = run(s);
+    ASSERT_NE(placementOf(cached, 1), nullptr);
+    EXPECT_EQ(placementOf(cached, 1)->slices[0].host, "c") << policy;
+    EXPECT_TRUE(placementOf(cached, 1)->imageCached);
+
+    // Host a is half full: packing (BestFit) or fragmentation (FGD: a four-GPU job waits too,
+    // which a GPU taken from an empty host would leave no room for) puts a one-GPU job there,
+    // and an empty host holding the image does not change that.
+    s.running = {running(9, "ml", "a", {0, 1})};
+    s.pending.push_back(req(2, "ml", 4));
+    auto scored = run(s);
+    ASSERT_NE(placementOf(scored, 1), nullptr);
+    EXPECT_EQ(placementOf(scored, 1)->slices[0].host, "a") << policy;
+    EXPECT_FALSE(placementOf(scored, 1)->imageCached);
+  }
+}
+
 }  // namespace
 }  // namespace allot::sched

@@ -11,11 +11,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <sstream>
 
-#include "agent/image/test_registry.h"
-#include "harness.h"
+#include "image_cluster.h"
 
 namespace allot::it {
 namespace {
@@ -55,45 +53,28 @@ bool anyFileHolds(const fs::path& dir, const std::string& secret) {
   return false;
 }
 
-class ImageSessionTest : public TestCluster {
+class ImageSessionTest : public ImageCluster<ImageSessionTest> {
  protected:
   static void SetUpTestSuite() {
-    if (::geteuid() != 0 || !fs::exists("/usr/bin/jupyter-server")) return;
-    char tmpl[] = "/tmp/allot-image-session-XXXXXX";
-    registryDir_ = ::mkdtemp(tmpl);
-    registry_ = std::make_unique<testsupport::TestRegistry>(
-        registryDir_, std::string(kAccount) + ":" + kPassword);
+    if (!fs::exists("/usr/bin/jupyter-server")) return;
+    startRegistry(std::string(kAccount) + ":" + kPassword);
+    if (!registry_) return;
     jupyter_ = registry_->pushHostPackages(ALLOT_SOURCE_DIR, "test/jupyter",
                                            {"jupyter-server", "python3-jupyter-server", "dash"},
                                            "/usr/bin/jupyter-server");
   }
-  static void TearDownTestSuite() {
-    registry_.reset();
-    if (!registryDir_.empty()) fs::remove_all(registryDir_);
-  }
-
-  std::vector<std::string> agentFlags() const override {
-    return {"--run-as-owner", "required", "--insecure-registry", registry_->address()};
-  }
 
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "containers and switching users need root";
     if (!fs::exists("/usr/bin/jupyter-server"))
       GTEST_SKIP() << "Debian's jupyter-server is not installed (scripts/install-deps.sh)";
-    ASSERT_TRUE(registry_) << "the test registry did not start";
-    TestCluster::SetUp();
-    fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    std::tie(alice_, bob_) = createTwoTeams("ml", "alice", "cv", "bob");
-    for (const char* team : {"ml", "cv"}) {
-      auto set = cli({"team", "image-allow", "set", team, registry_->address() + "/test/"});
-      ASSERT_EQ(set.code, 0) << set.describe();
-    }
-    startAgent("h1", "sim:2xA100");
+    ImageCluster::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // cv may use the image too: only the registry, which cv has no login to, keeps it from cv.
+    auto set = cli({"team", "image-allow", "set", "cv", registry_->address() + "/test/"});
+    ASSERT_EQ(set.code, 0) << set.describe();
   }
 
-  static inline std::string registryDir_, jupyter_;
-  static inline std::unique_ptr<testsupport::TestRegistry> registry_;
-  std::string alice_, bob_;
+  static inline std::string jupyter_;
 };
 
 TEST_F(ImageSessionTest, AnImageProfilesSessionAnswersThroughTheProxyPulledWithItsTeamsLogin) {

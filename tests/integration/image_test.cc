@@ -12,54 +12,20 @@
 #include <memory>
 #include <set>
 
-#include "agent/image/test_registry.h"
-#include "harness.h"
+#include "image_cluster.h"
 
 namespace allot::it {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ImageJobTest : public TestCluster {
+class ImageJobTest : public ImageCluster<ImageJobTest> {
  protected:
-  static void SetUpTestSuite() {
-    if (::geteuid() != 0) return;
-    char tmpl[] = "/tmp/allot-image-it-XXXXXX";
-    registryDir_ = ::mkdtemp(tmpl);
-    registry_ = std::make_unique<testsupport::TestRegistry>(registryDir_);
-  }
-  static void TearDownTestSuite() {
-    registry_.reset();
-    if (!registryDir_.empty()) fs::remove_all(registryDir_);
-  }
-
-  std::vector<std::string> agentFlags() const override {
-    return {"--run-as-owner", "required", "--insecure-registry", registry_->address()};
-  }
-
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "containers and switching users need root";
-    ASSERT_TRUE(registry_) << "the test registry did not start";
-    TestCluster::SetUp();
-    // Jobs of other users reach their own directories under the test's (mkdtemp: 0700).
-    fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    std::tie(alice_, bob_) = createTwoTeams("ml", "alice", "cv", "bob");
-    auto set = cli({"team", "image-allow", "set", "ml", registry_->address() + "/test/"});
-    ASSERT_EQ(set.code, 0) << set.describe();
-    startAgent("h1", "sim:2xA100");
-  }
+  static void SetUpTestSuite() { startRegistry(); }
   void TearDown() override {
     if (registry_) registry_->start();  // a test that stopped it and failed half-way
     TestCluster::TearDown();
   }
-
-  static std::string image(const std::string& name) {
-    return registry_->address() + "/test/" + name;
-  }
-
-  static inline std::string registryDir_;
-  static inline std::unique_ptr<testsupport::TestRegistry> registry_;
-  std::string alice_, bob_;
 };
 
 TEST_F(ImageJobTest, AJobRunsInItsImageAsItsOwnerAndItsDigestIsRecordedForARerun) {

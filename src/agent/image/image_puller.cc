@@ -56,14 +56,13 @@ ImagePuller::State ImagePuller::stateLocked(const Entry& e) const {
 }
 
 ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref, const PullLogin* login) {
-  const std::string account = login ? login->username : "";
   std::unique_lock<std::mutex> lock(mu_);
   if (auto it = jobRef_.find(job); it != jobRef_.end()) return stateLocked(entries_.at(it->second));
   if (!alwaysPull(ref)) {
     lock.unlock();
     // A small file and a stat per layer: cheap enough for the loop, and the common case (an
     // image this host already holds) starts the job at once.
-    if (auto stored = store_.find(ref, account)) {
+    if (auto stored = store_.find(ref, login)) {
       State s;
       s.kind = State::Kind::kReady;
       s.image = std::move(*stored);
@@ -71,7 +70,10 @@ ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref, const Pul
     }
     lock.lock();
   }
-  const std::string key = account.empty() ? ref.str() : ref.str() + " as " + account;
+  // Jobs share a pull only with the very same login (a username alone is no proof of one).
+  const std::string key =
+      login ? ref.str() + '\0' + login->registry + '\0' + login->username + '\0' + login->password
+            : ref.str();
   auto [it, fresh] = entries_.try_emplace(key);
   Entry& e = it->second;
   if (fresh) {
@@ -81,7 +83,7 @@ ImagePuller::State ImagePuller::want(int64_t job, const ImageRef& ref, const Pul
   e.jobs.insert(job);
   jobRef_[job] = key;
   if (fresh) {
-    spdlog::info("image {}: pulling for job {}", key, job);
+    spdlog::info("image {}: pulling for job {}", ref.str(), job);
     wake_.notify_all();
   }
   return stateLocked(e);
@@ -196,15 +198,15 @@ void ImagePuller::work() {
           std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(e.backoff).count());
       e.message = result.status().message() + "; trying again in " + std::to_string(seconds) + " s";
       e.phase = Phase::kBackoff;
-      spdlog::warn("image {}: {}", key, e.message);
+      spdlog::warn("image {}: {}", ref.str(), e.message);
       continue;
     }
     if (result.ok()) {
       spdlog::info(
-          "image {}: pulled as {} in {} ms", key, result->digest,
+          "image {}: pulled as {} in {} ms", ref.str(), result->digest,
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
     } else {
-      spdlog::warn("image {}: {}", key, result.status().message());
+      spdlog::warn("image {}: {}", ref.str(), result.status().message());
     }
     e.result = std::move(result);
     e.phase = Phase::kDone;

@@ -53,7 +53,7 @@ class ImagePuller {
   };
   // The image job `job` runs in: ready, failed, or being pulled (a pull started or queued by
   // this call). A job keeps its place until release(). `login`: its team's login to the
-  // registry, or null; jobs share a pull only when they log in as the same account, or none.
+  // registry, or null; jobs share a pull only when they come with the same login, or none.
   State want(int64_t job, const ImageRef& ref, const PullLogin* login = nullptr);
   // How job `job`'s pull goes now; nullopt when it waits for none.
   std::optional<State> stateOf(int64_t job) const;
@@ -88,7 +88,7 @@ class ImagePuller {
   Options o_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::map<std::string, Entry> entries_;  // by ImageRef::str() and the login's account
+  std::map<std::string, Entry> entries_;  // by ImageRef::str(), and the whole login if any
   std::map<int64_t, std::string> jobRef_;
   uint64_t generation_ = 0;
   int64_t prunesWanted_ = 0, prunesDone_ = 0;

@@ -27,6 +27,7 @@
 
 #include "agent/image/digest.h"
 #include "common/bounded_json.h"
+#include "common/sealed_box.h"
 
 namespace allot::agent {
 namespace {
@@ -217,6 +218,12 @@ ImageStore::ImageStore(ImageStoreOptions options) : o_(std::move(options)) {
   // What a pull without a login of its job's is given, so that skopeo looks for none elsewhere.
   std::ofstream(o_.root + "/no-logins.json") << R"({"auths":{}})"
                                              << "\n";
+  // The key of the logins' fingerprints. Without it (a store root that cannot hold it), one for
+  // this process: images fetched with a login are then asked of the registry again after a
+  // restart, which is safe.
+  auto key = loadOrCreateSealKey(o_.root + "/login.key");
+  if (!key.ok()) spdlog::warn("image store: {}", key.status().message());
+  loginKey_ = key.ok() ? *key : newSealKey();
 }
 
 Status ImageStore::runChild(const std::vector<std::string>& argv, std::chrono::seconds timeout,
@@ -432,7 +439,18 @@ std::optional<StoredImage> ImageStore::readRecordLocked(const ImageRef& ref) con
   return image;
 }
 
-std::optional<StoredImage> ImageStore::find(const ImageRef& ref, const std::string& account) {
+std::string PullLogin::fingerprint(const std::string& key) const {
+  const std::string whole = registry + '\0' + username + '\0' + password;
+  unsigned char out[32];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(whole.data()),
+                     whole.size(), reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  char hex[sizeof out * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, out, sizeof out);
+  return username + ":" + hex;
+}
+
+std::optional<StoredImage> ImageStore::find(const ImageRef& ref, const PullLogin* login) {
+  const std::string account = login ? login->fingerprint(loginKey_) : "";
   std::lock_guard<std::mutex> lock(records_);
   std::optional<StoredImage> image = readRecordLocked(ref);
   if (!image) return std::nullopt;
@@ -537,7 +555,7 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const PullLogin* login
       auto before = readRecordLocked(ref);
       if (before && before->digest == image->digest) image->accounts = before->accounts;
       if (!before || before->digest != image->digest || !before->accounts.empty())
-        image->accounts.push_back(login->username);
+        image->accounts.push_back(login->fingerprint(loginKey_));
       std::sort(image->accounts.begin(), image->accounts.end());
       image->accounts.erase(std::unique(image->accounts.begin(), image->accounts.end()),
                             image->accounts.end());

@@ -56,16 +56,20 @@ struct StoredImage {
   ImageConfig config;
   int64_t bytes = 0;       // compressed layers, as the manifest gives them
   int64_t lastUsedMs = 0;  // when it was pulled or a job last took it (find()); eviction order
-  // The registry accounts (usernames) whose logins fetched it; empty when it was fetched without
+  // The logins (PullLogin::fingerprint()) that fetched it; empty when it was fetched without
   // one. An image fetched with a login is handed to a job with another login, or none, only after
   // that job's own pull of it succeeds: the registry decides who may have it, not what this host
-  // happens to hold (Kubernetes leaves this to the AlwaysPullImages admission plugin).
+  // happens to hold (Kubernetes leaves this to the AlwaysPullImages admission plugin). The whole
+  // login counts, password included: a username alone is no proof.
   std::vector<std::string> accounts;
 };
 
 // A team's login to a registry, for one pull (model::DesiredJob::RegistryAuth).
 struct PullLogin {
   std::string registry, username, password;
+  // "USERNAME:" and a keyed hash of the whole login: who fetched an image, as its record keeps
+  // it, without keeping the password (the key is the store's own, kept beside it).
+  std::string fingerprint(const std::string& key) const;
 };
 
 // What evict() and remove() took away.
@@ -119,11 +123,11 @@ class ImageStore {
                            PullProgress* progress = nullptr,
                            const std::set<std::string>& keep = {});
   // What an earlier pull of `ref` recorded, if its layers are all still unpacked here and a job
-  // logging in as `account` ("" for none) may have it without asking the registry (see
+  // with `login` (null for none) may have it without asking the registry (see
   // StoredImage::accounts); nullopt otherwise. Asks no registry. A found image is marked used now
   // (to the minute) and is not evicted before the next two setInUse() calls (its job starts in
   // between).
-  std::optional<StoredImage> find(const ImageRef& ref, const std::string& account = "");
+  std::optional<StoredImage> find(const ImageRef& ref, const PullLogin* login = nullptr);
   // The images running jobs use (references, and the layers their containers mount: a job
   // re-adopted after a restart names both), from the agent's loop after it started its jobs.
   void setInUse(std::set<std::string> refs, std::set<std::string> layers);
@@ -175,6 +179,7 @@ class ImageStore {
   int64_t nowMs() const;
 
   ImageStoreOptions o_;
+  std::string loginKey_;        // keys PullLogin::fingerprint (root/login.key, made once)
   mutable std::mutex pulling_;  // one pull, eviction or prune at a time
   // Records, and what is in use: find() on the agent's loop and removals on the pulling thread.
   mutable std::mutex records_;

@@ -386,27 +386,42 @@ TEST_F(ImageStoreTest, ALoginPullsWhatTheRegistryKeepsFromOthersAndOnlyItsAccoun
 
   auto pulled = s.pull(base, &login);
   ASSERT_TRUE(pulled.ok()) << pulled.status().message();
-  EXPECT_EQ(pulled->accounts, std::vector<std::string>{"ml-puller"});
+  // Recorded as the login's fingerprint: the username, never the password.
+  ASSERT_EQ(pulled->accounts.size(), 1u);
+  EXPECT_EQ(pulled->accounts[0].rfind("ml-puller:", 0), 0u) << pulled->accounts[0];
+  EXPECT_EQ(pulled->accounts[0].find("s3cret"), std::string::npos);
   // The login was written for that pull alone, and is gone.
   for (const auto& e : fs::directory_iterator(store_ + "/tmp"))
     EXPECT_EQ(e.path().filename().string().rfind("auth-", 0), std::string::npos) << e.path();
 
-  // Held here, but handed only to jobs that log in as the account that fetched it: another
-  // team's job (no login, or another account) must get it from the registry itself.
-  EXPECT_TRUE(s.find(base, "ml-puller"));
+  // Held here, but handed only to jobs with the login that fetched it: another team's job (no
+  // login, another account, or the same username with a guessed password) must get it from the
+  // registry itself.
+  EXPECT_TRUE(s.find(base, &login));
   EXPECT_FALSE(s.find(base));
-  EXPECT_FALSE(s.find(base, "cv-puller"));
+  const PullLogin other{priv.address(), "cv-puller", "s3cret"};
+  EXPECT_FALSE(s.find(base, &other));
+  EXPECT_FALSE(s.find(base, &wrong));
   EXPECT_EQ(s.pull(base).status().code(), Code::kPermissionDenied);
-  EXPECT_TRUE(s.find(base, "ml-puller"));  // that refusal took nothing from the account
+  EXPECT_TRUE(s.find(base, &login));  // that refusal took nothing from the login
 
-  // Through the puller: jobs with and without the login do not share a pull.
-  ImagePuller puller(s, {std::chrono::milliseconds(10), std::chrono::milliseconds(100)});
+  // Through the puller, into an empty store: jobs with another login, or none, do not share the
+  // pull of a job with the right one, even while it runs.
+  ImageStoreOptions fresh = options({priv.address()});
+  fresh.root = store_ + "-fresh";
+  ImageStore empty(fresh);
+  ImagePuller puller(empty, {std::chrono::milliseconds(10), std::chrono::milliseconds(100)});
   using Kind = ImagePuller::State::Kind;
-  EXPECT_EQ(puller.want(1, base, &login).kind, Kind::kReady);
-  puller.want(2, base);
-  ASSERT_TRUE(eventually([&] { return puller.stateOf(2)->kind != Kind::kPulling; }));
+  EXPECT_EQ(puller.want(1, base, &login).kind, Kind::kPulling);
+  EXPECT_EQ(puller.want(2, base, &wrong).kind, Kind::kPulling);
+  EXPECT_EQ(puller.want(3, base).kind, Kind::kPulling);
+  for (int64_t job : {1, 2, 3})
+    ASSERT_TRUE(eventually([&] { return puller.stateOf(job)->kind != Kind::kPulling; }));
+  EXPECT_EQ(puller.stateOf(1)->kind, Kind::kReady);
   EXPECT_EQ(puller.stateOf(2)->kind, Kind::kFailed);
-  puller.release(2);
+  EXPECT_EQ(puller.stateOf(3)->kind, Kind::kFailed);
+  for (int64_t job : {1, 2, 3}) puller.release(job);
+  fs::remove_all(fresh.root);
 }
 
 }  // namespace

@@ -154,17 +154,33 @@ Change<int> ImageCacheService::agentReport(const std::string& host, model::Image
     c.batch.add(store::PutHost{h});
     c.pushHosts.insert(host);
   }
+  // The index by image: what this host held before goes, what it holds now comes.
+  if (auto old = reports_.find(host); old != reports_.end()) {
+    for (const auto& i : old->second.report.images) {
+      auto held = holders_.find(i.ref);
+      if (held == holders_.end()) continue;
+      held->second.erase(host);
+      if (held->second.empty()) holders_.erase(held);
+    }
+  }
+  for (const auto& i : report.images) holders_[i.ref][host] = i.minCuda;
   reports_[host] = {std::move(report), clock_.nowMs()};
   return c;
+}
+
+std::vector<std::string> ImageCacheService::hostsHolding(const std::string& ref) const {
+  std::vector<std::string> out;
+  if (auto held = holders_.find(ref); held != holders_.end())
+    for (const auto& [host, minCuda] : held->second) out.push_back(host);
+  return out;
 }
 
 std::string ImageCacheService::knownMinCuda(const std::string& ref) const {
   // A reference may resolve differently on two hosts (a moved tag): the highest need wins.
   std::string need;
-  for (const auto& [host, reported] : reports_) {
-    for (const auto& i : reported.report.images) {
-      if (i.ref == ref && !i.minCuda.empty() && !versionAtLeast(need, i.minCuda)) need = i.minCuda;
-    }
+  if (auto held = holders_.find(ref); held != holders_.end()) {
+    for (const auto& [host, minCuda] : held->second)
+      if (!minCuda.empty() && !versionAtLeast(need, minCuda)) need = minCuda;
   }
   return need;
 }

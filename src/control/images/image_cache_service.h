@@ -53,6 +53,8 @@ class ImageCacheService {
   // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds
   // it reported; "" when none does or it declares none.
   std::string knownMinCuda(const std::string& ref) const;
+  // The hosts whose last report lists image `ref` (the scheduler's locality tie-break).
+  std::vector<std::string> hostsHolding(const std::string& ref) const;
 
  private:
   // The host, if `p` may see it; NotFound otherwise.
@@ -68,6 +70,8 @@ class ImageCacheService {
   const Clock& clock_;
   World& world_;
   std::map<std::string, Reported> reports_;
+  // Image reference -> the hosts whose last report holds it -> its NVIDIA_REQUIRE_CUDA ("" none).
+  std::map<std::string, std::map<std::string, std::string>> holders_;
 };
 
 }  // namespace allot::control

@@ -40,6 +40,14 @@ struct Task {
   int numGpu = 0;
   int gpuMilli = 0;                    // per GPU; < 1000 only when shared (numGpu == 1)
   ModelSet allowedModels = kAnyModel;  // model ids (ClusterState::modelId)
+  // Nodes that win a tie (non-zero by node index; null or short: none): where the job's image is
+  // cached already. Only among nodes the policy scores equal, so a preference never overrides
+  // what the policy weighs (BestFit's packing, FGD's fragmentation).
+  const std::vector<char>* preferNodes = nullptr;
+  bool prefers(int node) const {
+    return preferNodes && static_cast<size_t>(node) < preferNodes->size() &&
+           (*preferNodes)[node] != 0;
+  }
 
   bool shared() const { return numGpu == 1 && gpuMilli > 0 && gpuMilli < kGpuMilli; }
   // GPU capacity asked for, in milli-GPU.

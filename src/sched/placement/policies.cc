@@ -72,7 +72,7 @@ Choice BestFitPolicy::choose(const ClusterState& s, const Task& t) {
   for (int n = 0; n < s.size(); ++n) {
     if (!s.fits(n, t)) continue;
     double left = leftAfter(s, n, t);
-    if (left < bestLeft) {
+    if (left < bestLeft || (left == bestLeft && t.prefers(n) && !t.prefers(best))) {
       best = n;
       bestLeft = left;
     }
@@ -325,14 +325,19 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     } else {
       e = evaluate(s, n, t);
     }
-    if (e.score < bestScore || (e.score == bestScore && !packTies)) continue;
+    if (e.score < bestScore) continue;
     double left = packTies ? leftAfter(s, n, t) : 0;
-    if (e.score > bestScore || left < bestLeft) {
-      best = n;
-      bestGpu = e.gpu;
-      bestScore = e.score;
-      bestLeft = left;
+    if (e.score == bestScore) {
+      // A preferred node (Task::preferNodes) wins a tie over one that is not; between equals,
+      // the usual tie-break.
+      const bool preferred = t.prefers(n), bestPreferred = t.prefers(best);
+      if (bestPreferred && !preferred) continue;
+      if (preferred == bestPreferred && (!packTies || left >= bestLeft)) continue;
     }
+    best = n;
+    bestGpu = e.gpu;
+    bestScore = e.score;
+    bestLeft = left;
   }
   if (best < 0) return {};
   return {best, t.shared() ? uint32_t{1} << bestGpu : s.firstGpus(best, t)};
