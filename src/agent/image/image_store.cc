@@ -534,6 +534,11 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const PullLogin* login
   argv.push_back(ref.transport());
   argv.push_back("oci:" + o_.root + "/oci:" + key);
   std::string tail;
+  using Clock = std::chrono::steady_clock;
+  const auto msSince = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+  };
+  const auto copyStarted = Clock::now();
   if (Status st = runChild(argv, kPullTimeout, &tail, nullptr, measure, 2048,
                            progress ? &progress->cancel : nullptr);
       !st.ok())
@@ -541,10 +546,14 @@ Result<StoredImage> ImageStore::pull(const ImageRef& ref, const PullLogin* login
   if (progress) progress->bytes = progress->total.load();
   auto image = resolve(ref, key);
   if (!image.ok()) return image.status();
+  spdlog::info("image {}: fetched in {} ms", ref.str(), msSince(copyStarted));
   for (const std::string& hex : image->layers) {
     if (progress && progress->cancel)
       return Status::Unavailable("the pull of " + ref.str() + " was cancelled");
+    const auto unpackStarted = Clock::now();
     if (Status st = unpackLayer(hex); !st.ok()) return st;
+    spdlog::info("image {}: layer {} ready in {} ms", ref.str(), hex.substr(0, 12),
+                 msSince(unpackStarted));
   }
   image->lastUsedMs = nowMs();
   {

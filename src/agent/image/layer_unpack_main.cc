@@ -9,7 +9,6 @@
 // caller to remove).
 
 #include <fcntl.h>
-#include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,10 +23,6 @@ int main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr, "usage: allot-layer-unpack SHA256_HEX ARCHIVE DEST\n");
     return 2;
-  }
-  if (sodium_init() < 0) {
-    std::fprintf(stderr, "allot-layer-unpack: libsodium failed to initialise\n");
-    return 1;
   }
   // Files keep exactly the modes the layer gives them.
   ::umask(0);
