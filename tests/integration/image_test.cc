@@ -116,6 +116,40 @@ TEST_F(ImageJobTest, AnImageNotThereFailsTheJobAndARegistryDownLeavesItPullingUn
   EXPECT_NE(logs(alice_, waiting).find("base"), std::string::npos);
 }
 
+// An image that declares NVIDIA_REQUIRE_CUDA above every driver here (99.0; the simulated hosts
+// have 12.4): the agent does not start it on GPUs, allotd requeues it with that minimum, and once
+// the host reports the image a new job knows it at submission. Work without GPUs runs in it.
+TEST_F(ImageJobTest, AnImagesRequiredCudaKeepsItOffOlderDriversAndIsExplained) {
+  const int64_t gpuJob = submit(alice_, {"--image", image("cuda:1"), "--gpus", "1"}, {"true"});
+  json last;
+  ASSERT_TRUE(waitFor([&] {
+    last = job(alice_, gpuJob);
+    return textOf(last, "state") == "queued" && textOf(last, "image_min_cuda") == "99.0";
+  })) << last.dump();
+  EXPECT_EQ(textOf(last, "min_cuda"), "99.0") << last.dump();
+  EXPECT_TRUE(last["started_at"].is_null()) << last.dump();
+  auto shown = cliAs(alice_, {"job", "show", std::to_string(gpuJob)});
+  EXPECT_NE(shown.out.find("CUDA 99.0 (its NVIDIA_REQUIRE_CUDA)"), std::string::npos) << shown.out;
+  auto explained = cliAs(alice_, {"job", "explain", std::to_string(gpuJob)});
+  EXPECT_NE(explained.out.find("needs CUDA 99.0 (NVIDIA_REQUIRE_CUDA)"), std::string::npos)
+      << explained.out;
+  // Its GPU went back: the host's two are free for other work.
+  const int64_t plain = submit(alice_, {"--gpus", "2"}, {"true"});
+  ASSERT_TRUE(waitForJobState(alice_, plain, "succeeded", &last)) << last.dump();
+
+  // Known now from h1's cache: a second job is refused at submission, naming min_cuda.
+  ASSERT_TRUE(waitFor([&] {
+    auto r = cliAs(alice_, {"run", "--image", image("cuda:1"), "--gpus", "1", "--", "true"});
+    return r.code != 0 && r.err.find("CUDA 99.0") != std::string::npos;
+  }));
+  // Without GPUs the toolkit's rule does not apply: it runs, and sees the variable.
+  const int64_t cpuJob =
+      submit(alice_, {"--image", image("cuda:1")}, {"sh", "-c", "echo $NVIDIA_REQUIRE_CUDA"});
+  ASSERT_TRUE(waitForJobState(alice_, cpuJob, "succeeded", &last)) << last.dump();
+  EXPECT_NE(logs(alice_, cpuJob).find("cuda>=99.0"), std::string::npos);
+  cliAs(alice_, {"job", "cancel", std::to_string(gpuJob)});
+}
+
 // An agent whose image cache may take 1 KiB: every pull makes room by removing the least
 // recently used images, but never one a running job's container uses.
 class ImageBudgetTest : public ImageJobTest {

@@ -73,10 +73,13 @@ TestRegistry::TestRegistry(const std::string& dir, const std::string& login)
          "echo base > " + b + "/rootfs/etc/allot-test-image\n" + "umoci repack --image " + l +
          ":base " + b + "\numoci config --image " + l +
          ":base --config.cmd /bin/sh --config.env ALLOT_IMAGE=base --config.workingdir /etc\n" +
+         "umoci config --image " + l +
+         ":base --tag cuda --config.env 'NVIDIA_REQUIRE_CUDA=cuda>=99.0 "
+         "brand=tesla,driver>=470'\n" +
          "rm -rf " + b + "\numoci unpack --image " + l + ":base " + b + "\necho app > " + b +
          "/rootfs/etc/allot-app\nrm " + b + "/rootfs/bin/wc\numoci repack --image " + l + ":app " +
          b + "\numoci gc --layout " + l + "\n");
-  for (const char* tag : {"base", "app"}) {
+  for (const char* tag : {"base", "app", "cuda"}) {
     sh(std::string("pushing test/") + tag,
        "skopeo --insecure-policy copy --quiet --dest-tls-verify=false " +
            (login_.empty() ? "" : "--dest-creds '" + login_ + "' ") + "oci:" + l + ":" + tag +

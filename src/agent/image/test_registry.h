@@ -5,6 +5,7 @@
 //   test/base:1  busybox (sh, cat, ls, wc, true, id, sleep) and /etc/allot-test-image ("base");
 //                its config runs /bin/sh in /etc with ALLOT_IMAGE=base
 //   test/app:1   base plus /etc/allot-app ("app"), less bin/wc (an overlay whiteout)
+//   test/cuda:1  base, declaring NVIDIA_REQUIRE_CUDA="cuda>=99.0 brand=..." (no driver has it)
 //
 // Building the images (umoci) and pushing them (skopeo) takes a few seconds: make one registry
 // per test suite.
