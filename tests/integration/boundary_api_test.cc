@@ -213,6 +213,41 @@ TEST_F(ApiBoundaryTest, AllotdsDataIsItsOwnAlone) {
   }
 }
 
+// A team's registry login (docs/environments.md, "Registry credentials"): another team's
+// team-admin is told nothing of it, a member may not set or remove it, nobody unauthenticated
+// reaches it, and no answer ever carries the password.
+TEST_F(ApiBoundaryTest, ATeamsRegistryLoginIsItsOwnAndItsPasswordNeverComesBack) {
+  const std::string login = "/api/v1/teams/blue/registry-logins/registry.example.com";
+  const std::string body = json{{"username", "blue-puller"}, {"password", "blue-secret"}}.dump();
+  EXPECT_EQ(httpRequest(port_, "PUT", login, body).status, 401);
+  EXPECT_EQ(httpRequest(port_, "PUT", login, body, tom_).status, 404);  // red's team-admin
+  auto set = httpRequest(port_, "PUT", login, body, bob_);
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(set.body.find("blue-secret"), std::string::npos);
+  for (const std::string* other : {&tom_, &mia_}) {
+    EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/teams/blue/registry-logins", "", *other).status,
+              404);
+    EXPECT_EQ(httpRequest(port_, "DELETE", login, "", *other).status, 404);
+    EXPECT_EQ(httpRequest(port_, "PUT", "/api/v1/teams/blue/default-image",
+                          json{{"image", "registry.example.com/x:1"}}.dump(), *other)
+                  .status,
+              404);
+  }
+  // Red's member may read red's logins (registry and username), not set them.
+  auto redLogin = "/api/v1/teams/red/registry-logins/registry.example.com";
+  EXPECT_EQ(httpRequest(port_, "PUT", redLogin, body, mia_).status, 403);
+  ASSERT_EQ(httpRequest(port_, "PUT", redLogin, body, tom_).status, 200);
+  auto listed = httpRequest(port_, "GET", "/api/v1/teams/red/registry-logins", "", mia_);
+  EXPECT_EQ(listed.status, 200);
+  EXPECT_NE(listed.body.find("blue-puller"), std::string::npos);
+  EXPECT_EQ(listed.body.find("blue-secret"), std::string::npos);
+  for (const std::string path : {"/api/v1/teams", "/api/v1/audit", "/api/v1/audit?limit=1000"}) {
+    auto shown = httpRequest(port_, "GET", path, "", adminToken_);
+    EXPECT_EQ(shown.body.find("blue-secret"), std::string::npos) << path;
+  }
+  EXPECT_EQ(httpRequest(port_, "DELETE", redLogin, "", mia_).status, 403);
+}
+
 // Finding 4: one unauthenticated request with deeply nested JSON overflowed the stack.
 TEST_F(ApiBoundaryTest, DeeplyNestedJsonIsRefusedBeforeAnyoneIsAuthenticated) {
   const std::string deep(100'000, '[');
