@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/secrets.h"
+
 namespace allot {
 
 namespace {
@@ -35,10 +37,8 @@ std::string seal(std::string_view key, std::string_view plain) {
   crypto_secretbox_easy(box.data() + crypto_secretbox_NONCEBYTES,
                         reinterpret_cast<const unsigned char*>(plain.data()), plain.size(), nonce,
                         reinterpret_cast<const unsigned char*>(key.data()));
-  std::string b64(sodium_base64_ENCODED_LEN(box.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(b64.data(), b64.size(), box.data(), box.size(), sodium_base64_VARIANT_ORIGINAL);
-  b64.resize(std::strlen(b64.c_str()));
-  return std::string(kPrefix) + b64;
+  return std::string(kPrefix) +
+         toBase64(std::string_view(reinterpret_cast<const char*>(box.data()), box.size()));
 }
 
 Result<std::string> unseal(std::string_view key, std::string_view sealed) {

@@ -16,5 +16,7 @@ std::string newToken(std::string_view prefix);
 std::string hashToken(std::string_view token);
 // Constant-time comparison of two equal-length hex hashes.
 bool hashesEqual(std::string_view a, std::string_view b);
+// Standard base64 (RFC 4648, padded) of `bytes`.
+std::string toBase64(std::string_view bytes);
 
 }  // namespace allot

@@ -25,4 +25,11 @@ TEST(Secrets, HashIsStableAndHidesToken) {
 }
 
 }  // namespace
+TEST(Secrets, Base64IsTheStandardPaddedForm) {
+  EXPECT_EQ(toBase64(""), "");
+  EXPECT_EQ(toBase64("f"), "Zg==");
+  EXPECT_EQ(toBase64("hello"), "aGVsbG8=");
+  EXPECT_EQ(toBase64(std::string("\0\xff", 2)), "AP8=");
+}
+
 }  // namespace allot

@@ -26,6 +26,7 @@
 #include "agent/runtime/agent.h"
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/secrets.h"
 #include "common/time_format.h"
 
 namespace {
@@ -73,6 +74,7 @@ std::string besideThisBinary(const char* program) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  allot::initSecrets();  // libsodium: the image store's logins and auth files
   CLI::App app{"allot-agent: runs Allot workloads on this GPU host"};
   app.set_version_flag("--version", std::string("allot-agent ") + allot::allotVersion());
   std::string server, joinToken, name, gpus = "auto", workDir = "/var/lib/allot-agent";

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@ namespace allot::agent {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -33,6 +35,33 @@ json mount(const std::string& destination, const std::string& type, const std::s
 }
 
 }  // namespace
+
+Status checkBindSource(const std::string& dir) {
+  const auto refuse = [&](const fs::path& at, const std::string& why) {
+    return Status::FailedPrecondition("cannot mount " + dir +
+                                      " into the container: " + at.string() + " " + why);
+  };
+  if (dir.empty() || dir[0] != '/' || fs::path(dir).lexically_normal().string() != dir)
+    return refuse(dir, "is not a plain absolute path");
+  fs::path at = "/";
+  struct stat parent {};
+  if (::lstat("/", &parent) != 0) return refuse(at, "cannot be looked at");
+  for (const fs::path& part : fs::path(dir).relative_path()) {
+    if (part.empty()) continue;  // a trailing '/'
+    at /= part;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return refuse(at, "cannot be looked at");
+    if (S_ISLNK(st.st_mode)) return refuse(at, "is a link");
+    if (!S_ISDIR(st.st_mode)) return refuse(at, "is not a directory");
+    if (parent.st_uid != 0) return refuse(at, "is in a directory that is not root's");
+    // Under a sticky directory only an entry's owner (and root) may rename it.
+    const bool othersWrite = (parent.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (othersWrite && ((parent.st_mode & S_ISVTX) == 0 || st.st_uid != 0))
+      return refuse(at, "is in a directory others than root may write");
+    parent = st;
+  }
+  return Status::Ok();
+}
 
 std::vector<std::string> containerArgs(const JobSpec& spec) {
   const ContainerImage& image = *spec.image;

@@ -22,6 +22,7 @@
 
 #include "agent/exec/driver_files.h"
 #include "agent/exec/executor.h"
+#include "common/status.h"
 
 namespace allot::agent {
 
@@ -52,6 +53,16 @@ std::string hostContainerSeccomp();
 // `runAsOwner`: the job runs as spec.runAs, else as uid 0 without capabilities.
 std::string containerConfig(const JobSpec& spec, const std::vector<std::string>& allotEnv,
                             const ContainerPlaces& places, bool runAsOwner);
+
+// Whether crun (root) may bind-mount host directory `dir` into a container: an absolute path
+// whose every component is a real directory (no link), and which no one but root can swap for a
+// link between this check and the mount. Each directory on the way is root's and writable by no
+// one else, or sticky (as /tmp) with the next component root's: under a sticky directory an
+// entry's owner may still rename it, and `dir`'s owner is the job's. Otherwise a workload could
+// point the mount at any directory of the host, past the permissions of the directories above it
+// (the image store's layers of another team's image, for one). FailedPrecondition naming the
+// component that fails.
+Status checkBindSource(const std::string& dir);
 
 // The argv of the container's process (entrypoint + command, or + cmd); empty when neither the
 // image nor the job names one.

@@ -449,8 +449,9 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   inside.binds = {places.scratch, places.work};
   if (!places.teamDir.empty()) inside.binds.push_back(places.teamDir);
   for (const auto& dir : spec.binds) {
-    if (std::find(inside.binds.begin(), inside.binds.end(), dir) == inside.binds.end())
-      inside.binds.push_back(dir);
+    if (std::find(inside.binds.begin(), inside.binds.end(), dir) != inside.binds.end()) continue;
+    ALLOT_RETURN_IF_ERROR(checkBindSource(dir));
+    inside.binds.push_back(dir);
   }
   if (spec.realGpus) inside.driverFiles = driverFiles_;
   inside.seccomp = seccomp_;

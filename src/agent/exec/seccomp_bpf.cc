@@ -1,7 +1,6 @@
 #include "agent/exec/seccomp_bpf.h"
 
 #include <seccomp.h>
-#include <sodium.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -9,6 +8,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "common/secrets.h"
 
 namespace allot::agent {
 namespace {
@@ -116,11 +117,7 @@ Result<std::string> compileSeccomp(const std::string& ociSeccompJson) {
     ::lseek(fd, 0, SEEK_SET);
     for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) bpf.append(buf, static_cast<size_t>(n));
     ::close(fd);
-    std::string b64(sodium_base64_ENCODED_LEN(bpf.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-    sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bpf.data()),
-                      bpf.size(), sodium_base64_VARIANT_ORIGINAL);
-    b64.resize(b64.find('\0'));
-    return b64;
+    return toBase64(bpf);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("seccomp: ") + e.what());
   }

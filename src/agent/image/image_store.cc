@@ -28,6 +28,7 @@
 #include "agent/image/digest.h"
 #include "common/bounded_json.h"
 #include "common/sealed_box.h"
+#include "common/secrets.h"
 
 namespace allot::agent {
 namespace {
@@ -123,16 +124,8 @@ std::optional<StoredImage> fromJson(const json& j) {
 class AuthFile {
  public:
   static Result<std::unique_ptr<AuthFile>> write(const std::string& dir, const PullLogin& login) {
-    unsigned char random[12];
-    randombytes_buf(random, sizeof random);
-    char hex[sizeof random * 2 + 1];
-    sodium_bin2hex(hex, sizeof hex, random, sizeof random);
-    const std::string path = dir + "/auth-" + hex + ".json";
-    const std::string pair = login.username + ":" + login.password;
-    std::string b64(sodium_base64_ENCODED_LEN(pair.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-    sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(pair.data()),
-                      pair.size(), sodium_base64_VARIANT_ORIGINAL);
-    b64.resize(std::strlen(b64.c_str()));
+    const std::string path = dir + "/" + newToken("auth") + ".json";
+    std::string b64 = toBase64(login.username + ":" + login.password);
     const std::string text = json{{"auths", {{login.registry, {{"auth", b64}}}}}}.dump();
     sodium_memzero(b64.data(), b64.size());
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
