@@ -36,7 +36,7 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-// allot-job-shim and allot-jupyter-forkserver are installed next to allot-agent.
+// allot-job-shim, allot-ssh-bridge and allot-jupyter-forkserver are installed next to allot-agent.
 // "50G", "500M", "1T", "123456" (bytes), "none": a size in bytes, powers of 1024; 0 for none.
 std::optional<int64_t> parseByteSize(const std::string& text) {
   if (text == "none" || text == "0") return 0;
@@ -319,6 +319,10 @@ int main(int argc, char** argv) {
   if (sshd == "off" || !std::filesystem::exists(sshd) || !std::filesystem::exists(cfg.sshKeygen))
     sshd.clear();
   cfg.sshd = sshd;
+  // Next to this binary, like the shim; without it sessions in images get no SSH.
+  if (const std::string bridge = besideThisBinary("allot-ssh-bridge");
+      std::filesystem::exists(bridge))
+    cfg.sshBridge = bridge;
   if (!sshDirectPorts.empty()) {
     int lo = 0, hi = 0;
     char dash = 0;

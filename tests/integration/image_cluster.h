@@ -45,10 +45,14 @@ class ImageCluster : public TestCluster {
     namespace fs = std::filesystem;
     fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     std::tie(alice_, bob_) = createTwoTeams("ml", "alice", "cv", "bob");
+    usersCreated();
     auto set = cli({"team", "image-allow", "set", "ml", registry_->address() + "/test/"});
     ASSERT_EQ(set.code, 0) << set.describe();
     startAgent("h1", "sim:2xA100");
   }
+
+  // Between the users' creation and the agent's start (a fixture writes files for the agent).
+  virtual void usersCreated() {}
 
   static std::string image(const std::string& name) {
     return registry_->address() + "/test/" + name;

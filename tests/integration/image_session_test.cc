@@ -7,6 +7,7 @@
 // nowhere in the clear. Needs root (crun, and switching users).
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -62,6 +63,33 @@ class ImageSessionTest : public ImageCluster<ImageSessionTest> {
     jupyter_ = registry_->pushHostPackages(ALLOT_SOURCE_DIR, "test/jupyter",
                                            {"jupyter-server", "python3-jupyter-server", "dash"},
                                            "/usr/bin/jupyter-server");
+  }
+
+  // sshd logs in only users with a passwd entry: the agent sees the host's file plus alice and
+  // bob, bind-mounted in a mount namespace of its own (the host's file is never touched). There,
+  // too, terminals come from a devpts mounted as Debian mounts it (gid=5, mode=620), which an
+  // sshd running as the user needs for a terminal login; this machine's has neither.
+  std::vector<std::string> agentWrapper() const override {
+    return {"/usr/bin/unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "mount --bind \"$0\" /etc/passwd && "
+            "mount -t devpts -o newinstance,gid=5,mode=620,ptmxmode=0666 devpts /dev/pts && "
+            "mount --bind /dev/pts/ptmx /dev/ptmx && exec \"$@\"",
+            path("passwd")};
+  }
+  void usersCreated() override {
+    std::string passwd = readFile("/etc/passwd");
+    for (const char* user : {"alice", "bob"}) {
+      json u = cliJson(adminToken_, {"user", "show", user});
+      passwd += std::string(user) + ":x:" + std::to_string(u["uid"].get<int64_t>()) + ":" +
+                std::to_string(u["gid"].get<int64_t>()) + ":" + user + ":/:/bin/sh\n";
+    }
+    writeFile(path("passwd"), passwd);
+    ::chmod(path("passwd").c_str(), 0644);
   }
 
   void SetUp() override {
@@ -133,6 +161,226 @@ TEST_F(ImageSessionTest, AnImageProfilesSessionAnswersThroughTheProxyPulledWithI
   EXPECT_TRUE(waitForSessionState(alice_, id, "stopped"));
   // Nowhere in the clear: not in allotd's or the agent's files, logs or image store.
   EXPECT_FALSE(anyFileHolds(root_, kPassword));
+}
+
+// SSH into a session in an image lands in the container, not on the host: sshd stays on the host
+// (as alice, in the session's cgroups) and allot-ssh-bridge runs each login inside the session's
+// namespaces, as crun ran the session, with its terminal as the controlling one.
+class ImageSessionSshTest : public ImageSessionTest {
+ protected:
+  void SetUp() override {
+    for (const char* program : {"/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/ssh-keygen"}) {
+      if (!fs::exists(program))
+        GTEST_SKIP() << program << " is not installed (scripts/install-deps.sh)";
+    }
+    ImageSessionTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    key_ = path("alice_ed25519");
+    auto made = Process::spawn({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key_},
+                               key_ + ".log", key_ + ".log", childEnv({}));
+    ASSERT_EQ(made->wait(), 0) << readFile(key_ + ".log");
+    auto added = cliAs(alice_, {"ssh-key", "add", key_ + ".pub"});
+    ASSERT_EQ(added.code, 0) << added.describe();
+    auto login =
+        httpRequest(port_, "PUT", "/api/v1/teams/ml/registry-logins/" + registry_->address(),
+                    json{{"username", kAccount}, {"password", kPassword}}.dump(), adminToken_);
+    ASSERT_EQ(login.status, 200) << login.body;
+    auto profile = cli({"profile", "create", "lab", "--team", "ml", "--image", jupyter_,
+                        "--storage", "scratch", "--", "jupyter-server"});
+    ASSERT_EQ(profile.code, 0) << profile.describe();
+  }
+
+  // ssh into session `id` as alice, the way `allot ssh` does, with `sshFlags` (-tt) and `input`
+  // on its standard input (kept open a moment, so that a terminal login reads all of it).
+  CliResult rawSsh(const std::string& id, const std::vector<std::string>& sshFlags,
+                   const std::string& command, const std::string& input = "") {
+    const std::string self = binPath("allot") + " --server " + url_ + " ssh " + id;
+    std::vector<std::string> argv = {
+        "/bin/sh", "-c", "{ printf '%s' \"$0\"; sleep 2; } | exec \"$@\"", input, "/usr/bin/ssh"};
+    argv.insert(argv.end(), sshFlags.begin(), sshFlags.end());
+    argv.insert(argv.end(),
+                {"-o", "ProxyCommand=" + self + " --stdio", "-o",
+                 "KnownHostsCommand=" + self + " --known-hosts", "-o", "StrictHostKeyChecking=yes",
+                 "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null", "-i",
+                 key_, "-o", "IdentitiesOnly=yes", "-l", "alice", "allot-session-" + id});
+    if (!command.empty()) argv.push_back(command);
+    const std::string base = path("ssh." + std::to_string(++calls_));
+    auto p = Process::spawn(
+        argv, base + ".out", base + ".err",
+        childEnv({"ALLOT_TOKEN=" + alice_, "ALLOT_CONFIG=" + path("cli/no-config.json")}));
+    CliResult r;
+    r.code = p->waitFor(60s).value_or(-1);
+    r.out = p->stdoutText();
+    r.err = p->stderrText();
+    r.command = "ssh " + command;
+    return r;
+  }
+
+  // The fields after the command's name in a /proc/PID/stat text (state first).
+  static std::vector<std::string> statFields(const std::string& text) {
+    std::istringstream in(text.substr(text.rfind(')') + 1));
+    std::vector<std::string> fields;
+    for (std::string f; in >> f;) fields.push_back(f);
+    return fields;
+  }
+
+  std::string key_;
+  int calls_ = 0;
+};
+
+TEST_F(ImageSessionSshTest, ALoginRunsInTheSessionsContainerAsItsOwnerConfinedAsTheSession) {
+  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "sshimage"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  ASSERT_TRUE(waitFor(
+                  [&] {
+                    s = cliJson(alice_, {"session", "show", id});
+                    return textOf(s, "state") == "failed" ||
+                           (textOf(s, "state") == "running" && s["ssh"].is_object());
+                  },
+                  180s) &&
+              textOf(s, "state") == "running")
+      << s.dump() << "\n--- its output:\n"
+      << logs(alice_, s["id"].get<int64_t>());
+  const int64_t aliceUid = cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>();
+
+  // `allot ssh` with a command: the image's files, not the host's (it has a shell, Python and
+  // Jupyter, no coreutils: builtins read /proc); alice's uid; PID 1 is the session's Jupyter; no
+  // capability, no new privileges, the container's seccomp filter.
+  auto r = cliAs(alice_, {"ssh", "sshimage", "-i", key_, "--",
+                          "test -e /usr/bin/jupyter-server && test ! -e /usr/bin/skopeo && "
+                          "echo in-image; while read -r k v; do case $k in "
+                          "Uid:|NoNewPrivs:|Seccomp:|CapEff:|CapBnd:) echo \"$k $v\";; esac; "
+                          "done </proc/self/status; "
+                          "python3 -c 'print(open(\"/proc/1/cmdline\").read().split(chr(0)))'"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("in-image\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Uid: " + std::to_string(aliceUid) + "\t"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/usr/bin/jupyter-server'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NoNewPrivs: 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Seccomp: 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CapEff: 0000000000000000\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CapBnd: 0000000000000000\n"), std::string::npos) << r.out;
+  // Its exit status comes back; the session's storage is the login's home, writable.
+  r = cliAs(alice_,
+            {"ssh", "sshimage", "-i", key_, "--", "echo from-ssh > \"$HOME/ssh-note\" && exit 7"});
+  EXPECT_EQ(r.code, 7) << r.describe();
+
+  // A terminal: the login's controlling one (tty_nr set), with the login in its foreground; an
+  // interactive login shell reads what is typed and exits with its status.
+  r = rawSsh(id, {"-tt"}, "read -r line </proc/self/stat; echo \"$line\"");
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const auto fields = statFields(r.out);
+  ASSERT_GE(fields.size(), 6u) << r.out;
+  EXPECT_NE(fields[4], "0") << "no controlling terminal: " << r.out;              // tty_nr
+  EXPECT_EQ(fields[5], fields[2]) << "not the terminal's foreground: " << r.out;  // tpgid, pgrp
+  r = rawSsh(id, {"-tt"}, "", "echo typed-$((6*7)); exit 3\n");
+  EXPECT_EQ(r.code, 3) << r.describe();
+  EXPECT_NE(r.out.find("typed-42"), std::string::npos) << r.out;
+
+  // sftp reaches the same storage, served on the host.
+  const std::string batch = path("sftp.batch");
+  writeFile(batch, "get ssh-note " + path("fetched-note") + "\n");
+  const std::string self = binPath("allot") + " --server " + url_ + " ssh " + id;
+  auto sftp = Process::spawn(
+      {"/usr/bin/sftp", "-b", batch, "-o", "ProxyCommand=" + self + " --stdio", "-o",
+       "KnownHostsCommand=" + self + " --known-hosts", "-o", "StrictHostKeyChecking=yes", "-o",
+       "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null", "-i", key_, "-o",
+       "IdentitiesOnly=yes", "alice@allot-session-" + id},
+      path("sftp.out"), path("sftp.err"),
+      childEnv({"ALLOT_TOKEN=" + alice_, "ALLOT_CONFIG=" + path("cli/no-config.json")}));
+  EXPECT_EQ(sftp->waitFor(60s).value_or(-1), 0) << readFile(path("sftp.err"));
+  EXPECT_EQ(readFile(path("fetched-note")), "from-ssh\n");
+
+  cliJson(alice_, {"session", "stop", "sshimage"});
+  EXPECT_TRUE(waitForSessionState(alice_, id, "stopped"));
+}
+
+TEST_F(ImageSessionSshTest, TheLoginSocketServesItsOwnerOnly) {
+  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "guarded"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  ASSERT_TRUE(waitFor(
+                  [&] {
+                    s = cliJson(alice_, {"session", "show", id});
+                    return textOf(s, "state") == "failed" ||
+                           (textOf(s, "state") == "running" && s["ssh"].is_object());
+                  },
+                  180s) &&
+              textOf(s, "state") == "running")
+      << s.dump();
+  // A connection held open: its bridge listens on the session's login socket meanwhile.
+  auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
+                              "-i", key_, "--", "sleep", "30"},
+                             path("held.out"), path("held.err"),
+                             childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
+  const fs::path dir = path("agents/h1/session-ssh/" + id);
+  std::string socket;
+  ASSERT_TRUE(waitFor([&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("login-", 0) == 0) socket = e.path().string();
+    }
+    return !socket.empty();
+  })) << held->stderrText();
+  struct stat st {};
+  ASSERT_EQ(::lstat(socket.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(static_cast<int64_t>(st.st_uid),
+            cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>());
+
+  // Another user cannot even open it; root can, and the bridge still refuses anyone but alice.
+  for (const std::vector<std::string>& who :
+       {std::vector<std::string>{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                 "--clear-groups"},
+        std::vector<std::string>{}}) {
+    std::vector<std::string> argv = who;
+    argv.insert(argv.end(), {binPath("allot-ssh-bridge"), "enter", socket});
+    auto p = Process::spawn(argv, path("intruder.out"), path("intruder.err"),
+                            childEnv({"SSH_ORIGINAL_COMMAND=id"}));
+    EXPECT_EQ(p->waitFor(20s).value_or(-1), 255) << readFile(path("intruder.err"));
+    EXPECT_EQ(readFile(path("intruder.out")), "");
+  }
+  held->signal(SIGKILL);
+  cliJson(alice_, {"session", "stop", "guarded"});
+  EXPECT_TRUE(waitForSessionState(alice_, id, "stopped"));
+}
+
+// A session's own port (allot-agent --ssh-direct-ports): its bridge runs the listening sshd and
+// logs each connection into the container too, and goes with the session.
+class ImageSessionSshDirectTest : public ImageSessionSshTest {
+ protected:
+  std::vector<std::string> agentFlags() const override {
+    auto flags = ImageSessionSshTest::agentFlags();
+    flags.insert(flags.end(),
+                 {"--ssh-direct-ports", "22300-22399", "--ssh-direct-address", "127.0.0.1"});
+    return flags;
+  }
+};
+
+TEST_F(ImageSessionSshDirectTest, ADirectPortLogsIntoTheContainerAndClosesWithTheSession) {
+  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "direct"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  ASSERT_TRUE(waitFor(
+                  [&] {
+                    s = cliJson(alice_, {"session", "show", id});
+                    return textOf(s, "state") == "failed" ||
+                           (textOf(s, "state") == "running" && s["ssh"].is_object() &&
+                            s["ssh"]["direct"].is_string());
+                  },
+                  180s) &&
+              textOf(s, "state") == "running")
+      << s.dump();
+  EXPECT_EQ(textOf(s["ssh"], "direct").rfind("127.0.0.1:223", 0), 0u) << s.dump();
+  auto r = cliAs(alice_, {"ssh", "direct", "-i", key_, "--",
+                          "test ! -e /usr/bin/skopeo && echo direct-in-image"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out, "direct-in-image\n");
+  const std::string socket = path("agents/h1/session-ssh/" + id + "/login-direct.sock");
+  EXPECT_NE(processWith(socket), 0);
+
+  cliJson(alice_, {"session", "stop", "direct"});
+  EXPECT_TRUE(waitForSessionState(alice_, id, "stopped"));
+  EXPECT_TRUE(waitFor([&] { return processWith(socket) == 0; }));
 }
 
 }  // namespace

@@ -88,6 +88,12 @@ class Executor {
   // The cgroup directories confining the job; empty when it runs unconfined. What joins them
   // later (a session's sshd) is limited and accounted with the job.
   virtual std::vector<std::string> cgroupsOf(int64_t) const { return {}; }
+  // A job in an image: crun's state file of its container and its bundle's config.json, for
+  // logins into it (allot-ssh-bridge); nullopt for a process job or one not running.
+  struct ContainerFiles {
+    std::string state, config;
+  };
+  virtual std::optional<ContainerFiles> containerOf(int64_t) const { return std::nullopt; }
   // The job's combined stdout+stderr file.
   virtual std::string logPath(int64_t id) const = 0;
   // The job's working directory (its owner's; a session's Jupyter socket is there).

@@ -833,6 +833,16 @@ void ProcessExecutor::forget(int64_t id) {
 
 namespace allot::agent {
 
+std::optional<Executor::ContainerFiles> ProcessExecutor::containerOf(int64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.imageRef.empty() ||
+      it->second.actual.state != model::ActualState::kRunning)
+    return std::nullopt;
+  // Where writeBundle() put them: crun's --root and the container's id, and the bundle.
+  return ContainerFiles{stateDir_ + "/crun/allot-job-" + std::to_string(id) + "/status",
+                        it->second.dir.dataPath() + "/bundle/config.json"};
+}
+
 std::vector<std::string> ProcessExecutor::leftoverCgroups() const {
   std::vector<std::string> out;
   if (cgroups_ == nullptr) return out;

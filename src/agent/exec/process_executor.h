@@ -89,6 +89,7 @@ class ProcessExecutor final : public Executor {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? std::vector<std::string>{} : it->second.cgroups;
   }
+  std::optional<ContainerFiles> containerOf(int64_t id) const override;
   std::string logPath(int64_t id) const override { return JobDir(workDir_, id).logPath(); }
   std::string workPath(int64_t id) const override { return JobDir(workDir_, id).workPath(); }
   std::vector<std::string> leftoverCgroups() const override;

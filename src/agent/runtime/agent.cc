@@ -142,7 +142,7 @@ Agent::Agent(AgentConfig config, GpuProvider& gpus, Executor& executor, const Cl
           config_.scratchDir.empty() ? config_.workDir + "/scratch" : config_.scratchDir}),
       ssh_(SessionSshConfig{config_.sshd, config_.sshKeygen, config_.workDir + "/session-ssh",
                             config_.sshDirectPortLo, config_.sshDirectPortHi,
-                            config_.sshDirectAddress, machineHostname()}) {
+                            config_.sshDirectAddress, machineHostname(), config_.sshBridge}) {
   if (config_.name.empty()) config_.name = machineHostname();
   if (config_.scratchDir.empty()) config_.scratchDir = config_.workDir + "/scratch";
   if (!config_.forkServer.empty())
@@ -177,9 +177,16 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
   }
   if (target == "ssh") {
     return ssh_.connect(session, sessionIdentity(*wanted), wanted->session->sshKeys,
-                        executor_.cgroupsOf(session), processEnvironment(executor_.pidOf(session)));
+                        executor_.cgroupsOf(session), processEnvironment(executor_.pidOf(session)),
+                        sessionContainer(session));
   }
   return Status::InvalidArgument("unknown tunnel target '" + target + "'");
+}
+
+std::optional<SessionContainer> Agent::sessionContainer(int64_t session) const {
+  auto files = executor_.containerOf(session);
+  if (!files) return std::nullopt;
+  return SessionContainer{files->state, files->config};
 }
 
 SessionIdentity Agent::sessionIdentity(const model::DesiredJob& d) const {
@@ -287,7 +294,7 @@ std::vector<model::ActualJob> Agent::actualJobs() {
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
         ssh_.keepDirect(a.id, a.pid, sessionIdentity(d), d.session->sshKeys,
-                        executor_.cgroupsOf(a.id));
+                        executor_.cgroupsOf(a.id), sessionContainer(a.id));
         a.session = sessions_.report(d, executor_.workPath(a.id));
         ssh_.report(a.id, *a.session);
       }

@@ -60,6 +60,8 @@ struct AgentConfig {
   // keys; "" = sessions get no SSH here.
   std::string sshd;
   std::string sshKeygen = "/usr/bin/ssh-keygen";
+  // allot-ssh-bridge, which logs SSH logins into sessions in images; "" = those get no SSH.
+  std::string sshBridge;
   // Sessions' `local` storage: user U's persistent home is DIR/U; "" = <workDir>/homes.
   std::string sessionHomeDir;
   std::string teamDir;  // --team-dir: team directories the wipe empties when asked; "" = none
@@ -119,6 +121,8 @@ class Agent {
   Result<TunnelTarget> resolveTunnel(int64_t session, const std::string& target);
   // Whom session `d`'s processes run as on this host.
   SessionIdentity sessionIdentity(const model::DesiredJob& d) const;
+  // A session in an image: its container's files, for SSH logins into it.
+  std::optional<SessionContainer> sessionContainer(int64_t session) const;
   std::vector<model::ActualJob> actualJobs();
   // One sample round, encoded; empty when the provider could not be read (logged).
   std::string telemetryMessage();

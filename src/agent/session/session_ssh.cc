@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -143,7 +144,7 @@ bool keepInLogin(const std::string& name, const std::string& value) {
 
 std::string sessionSshdConfig(const std::string& dir, const std::string& user, bool root,
                               const std::map<std::string, std::string>& env, int port,
-                              const std::string& address) {
+                              const std::string& address, const std::string& forceCommand) {
   std::ostringstream c;
   if (port > 0) {
     c << "# Written by allot-agent: the session's own listening sshd (a direct port).\n"
@@ -171,6 +172,7 @@ std::string sessionSshdConfig(const std::string& dir, const std::string& user, b
     // VS Code Remote-SSH reaches its server through a forwarded port.
     << "AllowTcpForwarding yes\n"
     << "Subsystem sftp internal-sftp\n";
+  if (!forceCommand.empty()) c << "ForceCommand " << forceCommand << "\n";
   // sshd keeps only its first SetEnv line: every variable goes on this one.
   std::string setEnv;
   for (const auto& [k, v] : env) {
@@ -268,7 +270,8 @@ int SessionSsh::freePort() const {
 
 void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
                             const std::vector<std::string>& authorizedKeys,
-                            const std::vector<std::string>& cgroups) {
+                            const std::vector<std::string>& cgroups,
+                            const std::optional<SessionContainer>& container) {
   if (!enabled() || config_.directPortLo <= 0 || pid <= 0) return;
   // Called at every status round: once a session has its entry, only a key change costs I/O.
   const std::string dir = dirOf(id);
@@ -300,10 +303,20 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
     direct_[id] = Direct{0, 0, keys};  // not tried again for this session
     return;
   }
+  // A session in an image: the bridge (root) runs the listening sshd and serves its logins.
+  const std::string socket = dir + "/login-direct.sock";
+  Result<std::string> force = std::string();
+  if (container)
+    force = config_.bridge.empty() ? Status::FailedPrecondition("no bridge") : forceCommand(socket);
+  if (!force.ok()) {
+    spdlog::warn("session {}: no sshd on a port of its own: {}", id, force.status().message());
+    direct_[id] = Direct{0, 0, keys};
+    return;
+  }
   if (!writeFile(dir, "authorized_keys", keys, who.uid, who.gid, 0600).ok() ||
       !writeFile(dir, "sshd_direct_config",
                  sessionSshdConfig(dir, user, who.uid == 0, processEnvironment(pid), port,
-                                   config_.directAddress),
+                                   config_.directAddress, *force),
                  who.uid, who.gid, 0600)
            .ok())
     return;
@@ -314,6 +327,8 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
   // Prepared before fork; after it, only async-signal-safe calls (as tunnel processes do).
   const std::string cfg = dir + "/sshd_direct_config";
   std::vector<std::string> argv = {config_.sshd, "-D", "-e", "-f", cfg};
+  const bool switchUser = who.switchUser && !container;  // else the bridge switches for sshd
+  if (container) argv = bridgeArgv(who, *container, socket, {}, argv);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -329,8 +344,8 @@ void SessionSsh::keepDirect(int64_t id, int pid, const SessionIdentity& who,
     int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) ::dup2(null, 0);
     ::setsid();
-    if (who.switchUser && (::setgroups(who.groups.size(), who.groups.data()) != 0 ||
-                           ::setgid(who.gid) != 0 || ::setuid(who.uid) != 0))
+    if (switchUser && (::setgroups(who.groups.size(), who.groups.data()) != 0 ||
+                       ::setgid(who.gid) != 0 || ::setuid(who.uid) != 0))
       ::_exit(126);
     ::execve(args[0], args.data(), fixedEnvironment().data());
     ::_exit(127);
@@ -376,8 +391,12 @@ void SessionSsh::countDirectConnections(TimeMs now) {
 Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
                                          const std::vector<std::string>& authorizedKeys,
                                          const std::vector<std::string>& cgroups,
-                                         const std::map<std::string, std::string>& env) const {
+                                         const std::map<std::string, std::string>& env,
+                                         const std::optional<SessionContainer>& container) const {
   if (!enabled()) return Status::FailedPrecondition("this host offers no SSH (allot-agent --sshd)");
+  if (container && config_.bridge.empty())
+    return Status::FailedPrecondition(
+        "this host offers no SSH into sessions in images (allot-ssh-bridge is missing)");
   const std::string dir = dirOf(id);
   const std::string user = loginName(who.uid);
   if (user.empty() || !fs::exists(dir + "/host_ed25519"))
@@ -388,13 +407,32 @@ Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
   std::string keys;
   for (const auto& k : authorizedKeys) keys += k + "\n";
   ALLOT_RETURN_IF_ERROR(writeFile(dir, "authorized_keys", keys, who.uid, who.gid, 0600));
-  ALLOT_RETURN_IF_ERROR(writeFile(
-      dir, "sshd_config", sessionSshdConfig(dir, user, who.uid == 0, env), who.uid, who.gid, 0600));
   if (who.uid == 0) {
     // sshd run by root wants its privilege-separation directory, which its service unit makes.
     std::error_code ec;
     fs::create_directories("/run/sshd", ec);
   }
+  if (container) {
+    // Each connection has its own files: connections that overlap never read each other's.
+    std::random_device random;
+    char token[17];
+    std::snprintf(token, sizeof token, "%08x%08x", random(), random());
+    const std::string socket = dir + "/login-" + token + ".sock";
+    const std::string configName = std::string("sshd_config.") + token;
+    auto force = forceCommand(socket);
+    if (!force.ok()) return force.status();
+    ALLOT_RETURN_IF_ERROR(writeFile(dir, configName,
+                                    sessionSshdConfig(dir, user, who.uid == 0, env, 0, "", *force),
+                                    who.uid, who.gid, 0600));
+    // As root, in the session's cgroups: the bridge starts sshd as the owner itself.
+    const std::string configPath = dir + "/" + configName;
+    TunnelTarget t = TunnelTarget::process(bridgeArgv(
+        who, *container, socket, {configPath}, {config_.sshd, "-i", "-e", "-f", configPath}));
+    t.cgroups = cgroups;
+    return t;
+  }
+  ALLOT_RETURN_IF_ERROR(writeFile(
+      dir, "sshd_config", sessionSshdConfig(dir, user, who.uid == 0, env), who.uid, who.gid, 0600));
   TunnelTarget t = TunnelTarget::process({config_.sshd, "-i", "-e", "-f", dir + "/sshd_config"});
   if (who.switchUser) {
     t.uid = who.uid;
@@ -405,6 +443,44 @@ Result<TunnelTarget> SessionSsh::connect(int64_t id, const SessionIdentity& who,
   return t;
 }
 
+std::vector<std::string> SessionSsh::bridgeArgv(const SessionIdentity& who,
+                                                const SessionContainer& container,
+                                                const std::string& socket,
+                                                const std::vector<std::string>& cleanup,
+                                                const std::vector<std::string>& sshd) const {
+  std::vector<std::string> argv = {config_.bridge,
+                                   "serve",
+                                   "--socket",
+                                   socket,
+                                   "--user",
+                                   loginName(who.uid),
+                                   "--container-state",
+                                   container.state,
+                                   "--container-config",
+                                   container.config};
+  if (who.switchUser) {
+    std::string groups;
+    for (gid_t g : who.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    argv.insert(argv.end(), {"--uid", std::to_string(who.uid), "--gid", std::to_string(who.gid)});
+    if (!groups.empty()) argv.insert(argv.end(), {"--groups", groups});
+  }
+  for (const auto& f : cleanup) argv.insert(argv.end(), {"--cleanup", f});
+  if (!config_.sftpServer.empty()) argv.insert(argv.end(), {"--sftp", config_.sftpServer});
+  argv.push_back("--");
+  argv.insert(argv.end(), sshd.begin(), sshd.end());
+  return argv;
+}
+
+Result<std::string> SessionSsh::forceCommand(const std::string& socket) const {
+  const std::string command = config_.bridge + " enter " + socket;
+  // sshd hands it to the owner's shell: only words that need no quoting.
+  if (command.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                                "/._+- ") != std::string::npos)
+    return Status::FailedPrecondition("cannot offer SSH into the container: the path " + command +
+                                      " needs quoting");
+  return command;
+}
+
 void SessionSsh::forget(int64_t id) {
   reported_.erase(id);
   if (auto d = direct_.find(id); d != direct_.end()) {
@@ -412,7 +488,8 @@ void SessionSsh::forget(int64_t id) {
     const pid_t pid = d->second.pid;
     std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
     std::string argv0;
-    if (pid > 0 && std::getline(cmd, argv0, '\0') && argv0 == config_.sshd) {
+    if (pid > 0 && std::getline(cmd, argv0, '\0') &&
+        (argv0 == config_.sshd || (!config_.bridge.empty() && argv0 == config_.bridge))) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
     }

@@ -17,12 +17,18 @@
 // sshd running as a plain user can only log that user in, which needs a passwd entry for the
 // uid; running as root (an agent with --run-as-owner off) it logs in root, by key only.
 //
+// A session in an image: sshd is started by allot-ssh-bridge (root, ssh_bridge_main.cc) instead,
+// and its ForceCommand hands each login to the bridge, which runs it inside the container
+// (container_login.h). Each tunnelled connection has its own sshd_config.<token> and socket
+// login-<token>.sock, which its bridge removes when it ends.
+//
 // Plain functions over the filesystem; called from the agent's loop.
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +48,15 @@ struct SessionSshConfig {
   int directPortLo = 0, directPortHi = 0;
   std::string directAddress;  // where it listens and what clients are told; "" = all, hostname
   std::string hostname;       // what clients are told when directAddress is ""
+  // allot-ssh-bridge, for sessions in images ("" = they get no SSH), and the host's sftp-server,
+  // which serves their sftp subsystem (the session's storage is at the same path inside).
+  std::string bridge;
+  std::string sftpServer = "/usr/lib/openssh/sftp-server";
+};
+
+// A session's container, for logins into it (Executor::containerOf).
+struct SessionContainer {
+  std::string state, config;
 };
 
 // Who a session's processes run as.
@@ -64,16 +79,19 @@ class SessionSsh {
   // agent reports them too); leaves them empty without SSH.
   void report(int64_t id, model::ActualSession& out) const;
   // What a new SSH connection to the session runs: `sshd -i` on the stream, as `who`, in
-  // `cgroups`, trusting `authorizedKeys`, with `env` (the session's environment) in its logins.
+  // `cgroups`, trusting `authorizedKeys`, with `env` (the session's environment) in its logins;
+  // with `container`, under allot-ssh-bridge, its logins inside the container.
   Result<TunnelTarget> connect(int64_t id, const SessionIdentity& who,
                                const std::vector<std::string>& authorizedKeys,
                                const std::vector<std::string>& cgroups,
-                               const std::map<std::string, std::string>& env) const;
+                               const std::map<std::string, std::string>& env,
+                               const std::optional<SessionContainer>& container = {}) const;
   // Direct port: starts the session's listening sshd once it runs (`pid` its main process, for
   // the environment), and keeps its authorized_keys current; a no-op without direct ports.
   void keepDirect(int64_t id, int pid, const SessionIdentity& who,
                   const std::vector<std::string>& authorizedKeys,
-                  const std::vector<std::string>& cgroups);
+                  const std::vector<std::string>& cgroups,
+                  const std::optional<SessionContainer>& container = {});
   // Every 2 s: counts the connections open to each direct port (they bypass allotd, so only the
   // host sees them) for idle culling; report() adds them to the session's connections.
   void countDirectConnections(TimeMs now);
@@ -82,6 +100,15 @@ class SessionSsh {
 
  private:
   std::string dirOf(int64_t id) const;
+  // allot-ssh-bridge's command line that serves `container`'s logins on `socket` and runs `sshd`
+  // (argv) as `who`, removing `cleanup` when it ends.
+  std::vector<std::string> bridgeArgv(const SessionIdentity& who, const SessionContainer& container,
+                                      const std::string& socket,
+                                      const std::vector<std::string>& cleanup,
+                                      const std::vector<std::string>& sshd) const;
+  // The ForceCommand handing a login to the bridge listening on `socket`; an error when a path
+  // in it would need quoting.
+  Result<std::string> forceCommand(const std::string& socket) const;
   // A free port of the range, or 0.
   int freePort() const;
 
@@ -102,9 +129,11 @@ class SessionSsh {
 
 // The sshd_config for one session (pure; tests read it).
 // `port` > 0: a listening sshd (direct port) on `address` ("" = all); else one for `sshd -i`.
+// `forceCommand`: every login runs it (a session in an image: the bridge's `enter`).
 std::string sessionSshdConfig(const std::string& dir, const std::string& user, bool root,
                               const std::map<std::string, std::string>& env, int port = 0,
-                              const std::string& address = "");
+                              const std::string& address = "",
+                              const std::string& forceCommand = "");
 
 // The environment of process `pid` (/proc/PID/environ); empty when it cannot be read.
 std::map<std::string, std::string> processEnvironment(int pid);

@@ -1,0 +1,150 @@
+#include "agent/session/container_login.h"
+
+#include <sodium.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace allot::agent {
+
+using json = nlohmann::json;
+
+bool loginVariable(const std::string& name) {
+  static const char* kept[] = {"TERM",
+                               "LANG",
+                               "LANGUAGE",
+                               "COLORTERM",
+                               "SSH_CLIENT",
+                               "SSH_CONNECTION",
+                               "SSH_ORIGINAL_COMMAND"};
+  for (const char* k : kept) {
+    if (name == k) return true;
+  }
+  return name.rfind("LC_", 0) == 0 && name.size() > 3 &&
+         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_", 3) == std::string::npos;
+}
+
+std::string encodeLoginRequest(const LoginRequest& request) {
+  json env = json::object();
+  for (const auto& [k, v] : request.env) {
+    if (loginVariable(k)) env[k] = v;
+  }
+  // The command and values are the client's bytes: replaced, not refused, where not UTF-8.
+  return json{{"command", request.command}, {"tty", request.tty}, {"env", env}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<LoginRequest> decodeLoginRequest(const std::string& text) {
+  if (text.size() > kMaxLoginRequest) return Status::InvalidArgument("login request too long");
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("command") || !j["command"].is_string() || !j.contains("tty") ||
+      !j["tty"].is_boolean() || !j.contains("env") || !j["env"].is_object())
+    return Status::InvalidArgument("malformed login request");
+  LoginRequest r;
+  r.command = j["command"].get<std::string>();
+  r.tty = j["tty"].get<bool>();
+  for (const auto& [k, v] : j["env"].items()) {
+    if (!v.is_string()) return Status::InvalidArgument("login variable " + k + " is not a string");
+    if (!loginVariable(k)) return Status::InvalidArgument("a login may not set " + k);
+    const std::string value = v.get<std::string>();
+    if (value.find('\0') != std::string::npos)
+      return Status::InvalidArgument("login variable " + k + " holds a NUL");
+    r.env[k] = value;
+  }
+  if (r.command.find('\0') != std::string::npos)
+    return Status::InvalidArgument("the command holds a NUL");
+  return r;
+}
+
+uint64_t statStartTime(const std::string& statText) {
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so fields count from the last
+  // ')'; starttime is field 22, the 20th after it.
+  const size_t close = statText.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(statText.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return 0;
+  }
+  try {
+    return std::stoull(field);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,
+                                               const std::string& configJson) {
+  const json status = json::parse(crunStatus, nullptr, false);
+  const json config = json::parse(configJson, nullptr, false);
+  if (!status.is_object() || !status.contains("pid") || !status["pid"].is_number_integer())
+    return Status::FailedPrecondition("the container's state names no process");
+  ContainerProcess p;
+  p.pid = status["pid"].get<pid_t>();
+  if (p.pid <= 1) return Status::FailedPrecondition("the container's state names no process");
+  if (status.contains("process-start-time") && status["process-start-time"].is_number_unsigned())
+    p.startTime = status["process-start-time"].get<uint64_t>();
+  if (!config.is_object() || !config.contains("process") || !config["process"].is_object())
+    return Status::FailedPrecondition("the container's config.json has no process");
+  const json& process = config["process"];
+  try {
+    const json& user = process.at("user");
+    p.uid = user.at("uid").get<uid_t>();
+    p.gid = user.at("gid").get<gid_t>();
+    for (const auto& g : user.value("additionalGids", json::array())) p.groups.push_back(g);
+    for (const auto& e : process.value("env", json::array())) p.env.push_back(e);
+    p.cwd = process.value("cwd", "/");
+  } catch (const json::exception& e) {
+    return Status::FailedPrecondition(std::string("the container's process is malformed: ") +
+                                      e.what());
+  }
+  const json annotations = config.value("annotations", json::object());
+  const std::string bpf =
+      annotations.is_object() ? annotations.value("run.oci.seccomp_bpf_data", "") : "";
+  if (!bpf.empty()) {
+    p.seccompBpf.resize(bpf.size());
+    size_t length = 0;
+    if (sodium_base642bin(reinterpret_cast<unsigned char*>(p.seccompBpf.data()),
+                          p.seccompBpf.size(), bpf.data(), bpf.size(), nullptr, &length, nullptr,
+                          sodium_base64_VARIANT_ORIGINAL) != 0 ||
+        length == 0 || length % 8 != 0)  // sizeof(struct sock_filter)
+      return Status::FailedPrecondition("the container's seccomp program is malformed");
+    p.seccompBpf.resize(length);
+  } else if (config.contains("linux") && config["linux"].is_object() &&
+             config["linux"].contains("seccomp")) {
+    return Status::FailedPrecondition(
+        "the container's seccomp filter is not compiled, and a login gets no less than the "
+        "session");
+  }
+  return p;
+}
+
+std::vector<std::string> loginEnvironment(const ContainerProcess& process,
+                                          const LoginRequest& request, const std::string& user,
+                                          const std::string& shell) {
+  std::map<std::string, std::string> env;
+  auto put = [&env](const std::string& entry) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  };
+  for (const auto& e : process.env) put(e);
+  env.erase("JUPYTER_TOKEN");  // the session's own secret; the login reaches the server directly
+  for (const auto& [k, v] : request.env) {
+    if (loginVariable(k)) env[k] = v;
+  }
+  env["USER"] = env["LOGNAME"] = user;
+  env["SHELL"] = shell;
+  if (!env.count("HOME")) env["HOME"] = process.cwd;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<std::string> loginArgv(const std::string& shell, const std::string& command) {
+  const size_t slash = shell.rfind('/');
+  const std::string name = slash == std::string::npos ? shell : shell.substr(slash + 1);
+  if (command.empty()) return {"-" + name};
+  return {name, "-c", command};
+}
+
+}  // namespace allot::agent
