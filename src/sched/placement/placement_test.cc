@@ -188,6 +188,33 @@ TEST(Fgd, ACpuOnlyTaskTiesGoToTheBestFitOrder) {
   EXPECT_EQ(c.node, 1);
 }
 
+TEST(Fgd, WhenCpuBindsACpuOnlyTaskPacksCpuOverASmallFragmentation) {
+  // A GPU type asking 8 cores per GPU (most tasks) and a rare one asking 2; CPU-only tasks of
+  // 1.5 cores. On "low" 3 cores are left: the task there stops the rare type fitting, a
+  // fragmentation of 8,000 * 1/200 = 40 milli-GPU; on "roomy" it changes nothing.
+  std::vector<Task> workload(199, Task{8000, 1024, 1, 1000, kAnyModel});
+  workload.push_back(Task{2000, 1024, 1, 1000, kAnyModel});
+  workload.insert(workload.end(), 100, Task{1500, 1024, 0, 0, kAnyModel});
+  const Task cpuOnly{1500, 1024, 0, 0, kAnyModel};
+  // CPU binds (19 free cores against 8 free GPUs that would bring ~70): the 40 milli count as
+  // none, and the task packs CPU onto "low" rather than cut into the cores "roomy" keeps for
+  // its GPUs.
+  {
+    ClusterState s =
+        cluster({{"roomy", 16000, 100000, 4, "V100"}, {"low", 3000, 100000, 4, "V100"}});
+    FgdPolicy policy(WorkloadDistribution::fromTasks(workload));
+    EXPECT_EQ(policy.choose(s, cpuOnly).node, 1);
+  }
+  // With CPU to spare (a CPU-only node with 200 cores), the fragmentation counts: not "low".
+  {
+    ClusterState s = cluster({{"roomy", 16000, 100000, 4, "V100"},
+                              {"low", 3000, 100000, 4, "V100"},
+                              {"cpus", 200000, 400000, 0, "V100"}});
+    FgdPolicy policy(WorkloadDistribution::fromTasks(workload));
+    EXPECT_NE(policy.choose(s, cpuOnly).node, 1);
+  }
+}
+
 TEST(Placement, PropertyNoGpuOverCommittedAndDeterministic) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     std::mt19937_64 rng(seed);

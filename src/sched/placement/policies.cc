@@ -96,10 +96,12 @@ WorkloadDistribution::TaskKey WorkloadDistribution::keyOf(const Task& t) {
 WorkloadDistribution WorkloadDistribution::fromTasks(const std::vector<Task>& tasks) {
   WorkloadDistribution w;
   std::vector<ModelSet> models;
-  double total = 0;
+  double total = 0, cpu = 0, gpu = 0;
   for (const auto& t : tasks) {
     if (t.numGpu < 0 || t.numGpu > kMaxGpusPerNode) continue;
     total += 1;
+    cpu += double(t.cpuMilli);
+    gpu += double(t.gpuRequest());
     auto key = keyOf(t);
     auto [it, added] = w.index_.try_emplace(key, -2);
     if (t.numGpu == 0) continue;  // CPU-only: counted in the total, never uses GPU capacity
@@ -115,6 +117,7 @@ WorkloadDistribution WorkloadDistribution::fromTasks(const std::vector<Task>& ta
     }
     w.types_[it->second].weight += 1;
   }
+  w.cpuPerGpu_ = gpu > 0 ? cpu / gpu : 0;
   for (auto& type : w.types_) {
     type.weight /= total;
     w.demands_.push_back(type.demand);
@@ -256,7 +259,8 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
   const double before = usableNow(s, n);
   const double request = t.numGpu == 0 ? 0 : double(t.gpuRequest());
   if (!t.shared()) {
-    e.score = fgdScore(-request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before));
+    e.delta = -request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before);
+    e.score = fgdScore(e.delta);
     return e;
   }
   // GPUs with the same free capacity are interchangeable: evaluate each distinct value once,
@@ -275,8 +279,18 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
       bestFree = free;
     }
   }
+  e.delta = best;
   e.score = fgdScore(best);
   return e;
+}
+
+bool FgdPolicy::cpuBinds(const ClusterState& s) const {
+  double freeCpu = 0, freeGpu = 0;
+  for (int n = 0; n < s.size(); ++n) {
+    freeCpu += double(s.cpuFree(n));
+    freeGpu += double(s.gpuFreeTotal(n));
+  }
+  return freeCpu < workload_.cpuPerGpu() * freeGpu;
 }
 
 Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
@@ -313,6 +327,7 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
   // shared tasks and the scarce GPU models: 0.3 to 1.7 points of alloc_100 lost on the
   // gpushare60..100 and gpuspec10..33 variants (docs/benchmarks.md, "Variants").
   const bool packTies = t.numGpu == 0;
+  const bool smallIsNone = packTies && cpuBinds(s);
   int best = -1, bestGpu = -1, bestScore = -1;
   double bestLeft = std::numeric_limits<double>::infinity();
   for (int n = 0; n < s.size(); ++n) {
@@ -325,6 +340,7 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     } else {
       e = evaluate(s, n, t);
     }
+    if (smallIsNone && e.delta < kSmallDelta) e.score = fgdScore(0);
     if (e.score < bestScore) continue;
     double left = packTies ? leftAfter(s, n, t) : 0;
     if (e.score == bestScore) {
