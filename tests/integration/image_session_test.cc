@@ -307,9 +307,10 @@ TEST_F(ImageSessionSshTest, TheLoginSocketServesItsOwnerOnly) {
                   180s) &&
               textOf(s, "state") == "running")
       << s.dump();
-  // A connection held open: its bridge listens on the session's login socket meanwhile.
+  // A connection held open (the image has no sleep): its bridge listens on the session's login
+  // socket meanwhile.
   auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
-                              "-i", key_, "--", "sleep", "30"},
+                              "-i", key_, "--", "python3 -c 'import time; time.sleep(30)'"},
                              path("held.out"), path("held.err"),
                              childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
   const fs::path dir = path("agents/h1/session-ssh/" + id);
@@ -340,6 +341,21 @@ TEST_F(ImageSessionSshTest, TheLoginSocketServesItsOwnerOnly) {
     EXPECT_EQ(p->waitFor(20s).value_or(-1), 255) << readFile(path("intruder.err"));
     EXPECT_EQ(readFile(path("intruder.out")), "");
   }
+  // alice, holding a descriptor of a terminal that is another session's controlling one, asks
+  // for it as her login's: the login takes it as alice may, which is not at all, and the other
+  // session keeps it.
+  const int64_t aliceGid = cliJson(adminToken_, {"user", "show", "alice"})["gid"].get<int64_t>();
+  auto probe = Process::spawn(
+      {"/usr/bin/python3", std::string(ALLOT_SOURCE_DIR) + "/tests/integration/tty_steal_probe.py",
+       socket, std::to_string(st.st_uid), std::to_string(aliceGid)},
+      path("probe.out"), path("probe.err"), childEnv({}));
+  EXPECT_EQ(probe->waitFor(30s).value_or(-1), 0) << readFile(path("probe.err"));
+  const std::string probed = readFile(path("probe.out"));
+  EXPECT_NE(probed.find("code=126 message="), std::string::npos)
+      << probed << readFile(path("probe.err"));
+  EXPECT_NE(probed.find("the terminal"), std::string::npos) << probed;
+  EXPECT_NE(probed.find("victim-kept-terminal"), std::string::npos) << probed;
+
   held->signal(SIGKILL);
   cliJson(alice_, {"session", "stop", "guarded"});
   EXPECT_TRUE(waitForSessionState(alice_, id, "stopped"));

@@ -99,8 +99,13 @@ Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,
                                       e.what());
   }
   const json annotations = config.value("annotations", json::object());
-  const std::string bpf =
-      annotations.is_object() ? annotations.value("run.oci.seccomp_bpf_data", "") : "";
+  std::string bpf;
+  if (annotations.is_object() && annotations.contains("run.oci.seccomp_bpf_data")) {
+    const json& data = annotations["run.oci.seccomp_bpf_data"];
+    if (!data.is_string())
+      return Status::FailedPrecondition("the container's seccomp program is malformed");
+    bpf = data.get<std::string>();
+  }
   if (!bpf.empty()) {
     p.seccompBpf.resize(bpf.size());
     size_t length = 0;

@@ -41,6 +41,7 @@ TEST(ContainerLoginTest, ALoginNeverGetsLessConfinementThanTheSession) {
       parseContainerProcess(kStatus, config(R"({"run.oci.seccomp_bpf_data": "AAAA"})")).ok());
   EXPECT_FALSE(
       parseContainerProcess(kStatus, config(R"({"run.oci.seccomp_bpf_data": "%%%"})")).ok());
+  EXPECT_FALSE(parseContainerProcess(kStatus, config(R"({"run.oci.seccomp_bpf_data": 12})")).ok());
   // No filter at all in the session: none in the login.
   auto none = parseContainerProcess(kStatus, config("{}"));
   ASSERT_TRUE(none.ok());

@@ -472,7 +472,8 @@ std::vector<std::string> SessionSsh::bridgeArgv(const SessionIdentity& who,
 }
 
 Result<std::string> SessionSsh::forceCommand(const std::string& socket) const {
-  const std::string command = config_.bridge + " enter " + socket;
+  // exec: the bridge itself is then the login's session leader, which may give its terminal up.
+  const std::string command = "exec " + config_.bridge + " enter " + socket;
   // sshd hands it to the owner's shell: only words that need no quoting.
   if (command.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
                                 "/._+- ") != std::string::npos)
@@ -485,10 +486,13 @@ void SessionSsh::forget(int64_t id) {
   reported_.erase(id);
   if (auto d = direct_.find(id); d != direct_.end()) {
     // Its cgroups are swept with the session; this is for hosts without cgroups, and to reap it.
+    // Only when it is still this session's: its command line names the session's directory
+    // (sshd's configuration, the bridge's socket), which no other process's does.
     const pid_t pid = d->second.pid;
     std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv0;
-    if (pid > 0 && std::getline(cmd, argv0, '\0') &&
+    const std::string line((std::istreambuf_iterator<char>(cmd)), {});
+    const std::string argv0 = line.substr(0, line.find('\0'));
+    if (pid > 0 && line.find(dirOf(id) + "/") != std::string::npos &&
         (argv0 == config_.sshd || (!config_.bridge.empty() && argv0 == config_.bridge))) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
