@@ -62,11 +62,12 @@ void registerImageRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(hostImagesJson(change.value), http::status::accepted);
   });
   router.add(V::post, "/api/v1/images/prepull", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"image", "hosts", "pool"}));
+    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"image", "hosts", "pool", "team"}));
     TRY_ASSIGN(image, in.requiredString("image"));
     TRY_ASSIGN(hosts, in.optionalStringArray("hosts"));
     TRY_ASSIGN(pool, in.optionalString("pool"));
-    TRY_ASSIGN(change, s.cluster().imageCache().prepull(r.who(), image, hosts, pool));
+    TRY_ASSIGN(team, in.optionalString("team"));
+    TRY_ASSIGN(change, s.cluster().imageCache().prepull(r.who(), image, hosts, pool, team));
     co_await s.apply(r, change);
     co_return ApiResponse::json(nlohmann::json{{"image", image}, {"hosts", change.value}},
                                 http::status::accepted);

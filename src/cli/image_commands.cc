@@ -45,6 +45,7 @@ struct CacheOpts {
   std::string image;
   std::vector<std::string> hosts;
   std::string pool;
+  std::string team;  // prepull: whose registry login
 };
 
 // A byte count from the API, or "-".
@@ -102,11 +103,13 @@ int cachePrepull(Context& ctx, const CacheOpts& o) {
   json body{{"image", o.image}};
   if (!o.hosts.empty()) body["hosts"] = o.hosts;
   if (!o.pool.empty()) body["pool"] = o.pool;
+  if (!o.team.empty()) body["team"] = o.team;
   return ctx.printReplyLine(ctx.post("/images/prepull", body), [&](const json& r) {
     std::string hosts;
     for (const auto& h : r.value("hosts", json::array()))
       if (h.is_string()) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
-    return "Asked " + hosts + " to fetch " + o.image;
+    return "Asked " + hosts + " to fetch " + o.image +
+           (o.team.empty() ? "" : " with team " + o.team + "'s registry login");
   });
 }
 
@@ -135,7 +138,12 @@ void addImageCacheCommands(CLI::App& app, Context& ctx) {
     prepull->add_option("--host", c->hosts, "A host (repeat for several)")->allow_extra_args(false);
     prepull->add_option("--pool", c->pool,
                         "Every host of a pool that runs images: shared, or a team");
-    prepull->footer("Example: allot image prepull registry:5000/ml/pytorch:2.3 --pool ml");
+    prepull->add_option("--team", c->team,
+                        "Pull with this team's registry login (default: the team of each "
+                        "host's pool, if any); the image must be in its allow-list");
+    prepull->footer(
+        "Example: allot image prepull registry:5000/ml/pytorch:2.3 --pool ml\n"
+        "         allot image prepull registry:5000/ml/pytorch:2.3 --pool shared --team ml");
     onRun(prepull, ctx, c, cachePrepull);
   }
 }

@@ -206,8 +206,14 @@ std::string Cluster::desiredMessage(const std::string& host) {
   } else {
     deferredHosts_.erase(host);
   }
-  return model::encodeDesired(out, options_.heartbeatMs, h.task,
-                              model::ImageCommands{h.imagePrunes, h.imagePrepulls});
+  model::ImageCommands images{h.imagePrunes, h.imagePrepulls, {}};
+  for (const auto& ref : h.imagePrepulls) {
+    const std::string team = ImageCacheService::prepullTeam(h, ref);
+    if (team.empty()) continue;
+    if (auto auth = registryLogins_.authFor(team, ref, "the prepull of " + ref + " on " + host))
+      images.prepullLogins[ref] = std::move(*auth);
+  }
+  return model::encodeDesired(out, options_.heartbeatMs, h.task, images);
 }
 
 void Cluster::push(const std::set<std::string>& hosts) {

@@ -91,17 +91,40 @@ TEST_F(ClusterImagesTest, ATeamsRegistryLoginGoesOnlyToItsOwnJobsAndIsNeverShown
   EXPECT_EQ(logins.remove(admin_, "vision", "registry:5000").status().code(), Code::kNotFound);
 }
 
+TEST_F(ClusterImagesTest, APrepullGoesWithTheLoginOfTheTeamItIsForAndNoOther) {
+  ASSERT_TRUE(cluster_->registryLogins()
+                  .set(admin_, "vision", "registry:5000", "ml-puller", "s3cret")
+                  .ok());
+  joinImageHost("gpu-01", 2);
+  joinImageHost("gpu-02", 2);
+  ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, "gpu-02", "vision").ok());
+  auto& cache = cluster_->imageCache();
+  // A shared host without a team: no login.
+  ASSERT_TRUE(cache.prepull(admin_, "registry:5000/ml/private:1", {"gpu-01"}, "").ok());
+  EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("s3cret"), std::string::npos);
+  // vision's own host: vision's login, with that prepull only.
+  ASSERT_TRUE(cache.prepull(carol_, "registry:5000/ml/private:1", {}, "vision").ok());
+  const std::string dedicated = cluster_->desiredMessage("gpu-02");
+  EXPECT_NE(dedicated.find("\"prepull_logins\""), std::string::npos) << dedicated;
+  EXPECT_NE(dedicated.find("\"password\":\"s3cret\""), std::string::npos);
+  // The shared host, named for vision: the same.
+  ASSERT_TRUE(cache.prepull(admin_, "registry:5000/ml/private:1", {"gpu-01"}, "", "vision").ok());
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"password\":\"s3cret\""), std::string::npos);
+  // nlp has no login to it: a prepull for nlp carries none.
+  ASSERT_TRUE(cache.prepull(admin_, "registry:5000/nlp/y:1", {"gpu-01"}, "", "nlp").ok());
+  const std::string shared = cluster_->desiredMessage("gpu-01");
+  EXPECT_EQ(shared.find("registry:5000/nlp/y:1\":{"), std::string::npos) << shared;
+}
+
 TEST_F(ClusterImagesTest, ATeamsDefaultImageRunsWhatNamesNoImageAndHostOptsOut) {
   EXPECT_EQ(cluster_->access()
                 .setDefaultImage(alice_, "vision", "registry:5000/ml/base:1")
                 .status()
                 .code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(cluster_->access()
-                .setDefaultImage(bob_, "vision", "registry:5000/ml/base:1")
-                .status()
-                .code(),
-            Code::kNotFound);  // another team's: not even there
+  EXPECT_EQ(
+      cluster_->access().setDefaultImage(bob_, "vision", "registry:5000/ml/base:1").status().code(),
+      Code::kNotFound);  // another team's: not even there
   for (const char* bad : {"registry:5000/other/x:1", "base:1", "registry:5000/ml/UPPER:1"}) {
     auto refused = cluster_->access().setDefaultImage(carol_, "vision", bad);
     ASSERT_FALSE(refused.ok()) << bad;

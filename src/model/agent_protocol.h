@@ -144,9 +144,7 @@ struct DesiredJob {
   std::string image;
   // The job's team's login to the image's registry (model::RegistryLogin, unsealed), while the
   // job may still start; the agent hands it to this pull only and keeps it nowhere.
-  struct RegistryAuth {
-    std::string registry, username, password;
-  };
+  using RegistryAuth = model::RegistryAuth;
   std::optional<RegistryAuth> registryAuth;
 };
 

@@ -183,6 +183,9 @@ struct Host {
   // references still to fetch ahead of jobs.
   int64_t imagePrunes = 0;
   std::vector<std::string> imagePrepulls;
+  // The team whose registry login a prepull pulls with, by reference (`--team`); none = the
+  // team of the host's pool, if any.
+  std::map<std::string, std::string> imagePrepullTeams;
 };
 
 // A rolling upgrade of a pool ("shared", or a team's hosts): batch by batch, each host drained,

@@ -1,5 +1,7 @@
 #include "model/image_cache.h"
 
+#include <algorithm>
+
 #include "model/image_ref.h"
 
 namespace allot::model {
@@ -41,7 +43,17 @@ const json& array(const json& j, const char* key, size_t most) {
 
 }  // namespace
 
-json toJson(const ImageCommands& c) { return {{"prunes", c.prunes}, {"prepulls", c.prepulls}}; }
+json toJson(const ImageCommands& c) {
+  json j = {{"prunes", c.prunes}, {"prepulls", c.prepulls}};
+  // Only when there are some: an older agent reads the rest as before.
+  if (!c.prepullLogins.empty()) {
+    json logins = json::object();
+    for (const auto& [ref, a] : c.prepullLogins)
+      logins[ref] = {{"registry", a.registry}, {"username", a.username}, {"password", a.password}};
+    j["prepull_logins"] = std::move(logins);
+  }
+  return j;
+}
 
 Result<ImageCommands> imageCommandsFromJson(const json& j) {
   if (!j.is_object()) return Status::InvalidArgument("images: not an object");
@@ -52,6 +64,25 @@ Result<ImageCommands> imageCommandsFromJson(const json& j) {
       if (!r.is_string() || r.get<std::string>().size() > kMaxImageText)
         throw std::runtime_error("prepulls: not a reference");
       c.prepulls.push_back(r.get<std::string>());
+    }
+    if (j.contains("prepull_logins")) {
+      const json& logins = j.at("prepull_logins");
+      if (!logins.is_object() || logins.size() > kMaxPrepulls)
+        throw std::runtime_error("prepull_logins: not an object of at most 64 logins");
+      for (const auto& [ref, a] : logins.items()) {
+        if (std::find(c.prepulls.begin(), c.prepulls.end(), ref) == c.prepulls.end())
+          throw std::runtime_error("prepull_logins: " + ref.substr(0, 80) + " is not a prepull");
+        RegistryAuth auth;
+        for (auto [key, into] : {std::pair<const char*, std::string*>{"registry", &auth.registry},
+                                 {"username", &auth.username},
+                                 {"password", &auth.password}}) {
+          if (!a.is_object() || !a.contains(key) || !a.at(key).is_string() ||
+              a.at(key).get<std::string>().size() > kMaxImageText)
+            throw std::runtime_error(std::string("prepull_logins: no ") + key);
+          *into = a.at(key).get<std::string>();
+        }
+        c.prepullLogins[ref] = std::move(auth);
+      }
     }
     return c;
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 // command each time, the agent its whole cache.
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ inline constexpr size_t kMaxReportedImages = 4096;
 inline constexpr size_t kMaxPrepulls = 64;     // references asked of one host at once
 inline constexpr size_t kMaxImageText = 1024;  // a reference, a digest, a message
 
+// A registry login, unsealed, for the pulls it is sent with (a team's model::RegistryLogin);
+// the agent hands it to those pulls only and keeps it nowhere.
+struct RegistryAuth {
+  std::string registry, username, password;
+};
+
 struct ImageCommands {
   // Prunes asked so far: the agent removes every image no job uses when this passes the count
   // it has done (kept in its image store, so a restart does not prune again).
@@ -26,6 +33,9 @@ struct ImageCommands {
   // References to have in the cache before any job asks for them; allotd drops each once the
   // agent reports it cached, or its pull failed.
   std::vector<std::string> prepulls;
+  // The login a prepull pulls with, by its reference (the team named for it, `allot image
+  // prepull --team`, or the team of the host's pool); a prepull without one pulls without.
+  std::map<std::string, RegistryAuth> prepullLogins;
   bool empty() const { return prunes == 0 && prepulls.empty(); }
 };
 

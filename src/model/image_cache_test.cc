@@ -31,6 +31,34 @@ TEST(ImageCacheTest, CommandsRideInTheDesiredStateOnlyWhenThereAreAny) {
   EXPECT_FALSE(decodeDesired(asked).ok());
 }
 
+TEST(ImageCacheTest, APrepullsLoginRidesWithItAndOnlyWithAPrepull) {
+  ImageCommands c{0, {"r:5000/ml/a:1", "r:5000/pub/b:1"}, {}};
+  c.prepullLogins["r:5000/ml/a:1"] = {"r:5000", "ml-puller", "pw"};
+  json asked = json::parse(encodeDesired({}, 5000, std::nullopt, c));
+  auto decoded = decodeDesired(asked);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  ASSERT_EQ(decoded->images.prepullLogins.size(), 1u);
+  const RegistryAuth& a = decoded->images.prepullLogins.at("r:5000/ml/a:1");
+  EXPECT_EQ(a.registry, "r:5000");
+  EXPECT_EQ(a.username, "ml-puller");
+  EXPECT_EQ(a.password, "pw");
+  // Without logins the message is the one older agents read.
+  c.prepullLogins.clear();
+  EXPECT_FALSE(
+      json::parse(encodeDesired({}, 5000, std::nullopt, c))["images"].contains("prepull_logins"));
+  // A login for a reference that is not a prepull, or missing a part, is refused.
+  json stray = asked;
+  stray["images"]["prepull_logins"]["r:5000/other:1"] =
+      stray["images"]["prepull_logins"]["r:5000/ml/a:1"];
+  EXPECT_FALSE(decodeDesired(stray).ok());
+  json partial = asked;
+  partial["images"]["prepull_logins"]["r:5000/ml/a:1"].erase("password");
+  EXPECT_FALSE(decodeDesired(partial).ok());
+  json notObject = asked;
+  notObject["images"]["prepull_logins"] = json::array();
+  EXPECT_FALSE(decodeDesired(notObject).ok());
+}
+
 TEST(ImageCacheTest, AReportRoundTripsAndOneOutOfBoundsIsRefusedNamingTheField) {
   ImageReport r;
   r.images.push_back({"r:5000/a:1", "sha256:" + std::string(64, 'a'), 123, 456, true});

@@ -189,6 +189,7 @@ json toStoreDoc(const Host& h) {
   if (h.credentialReset) out["credential_reset"] = true;
   if (h.imagePrunes > 0) out["image_prunes"] = h.imagePrunes;
   if (!h.imagePrepulls.empty()) out["image_prepulls"] = h.imagePrepulls;
+  if (!h.imagePrepullTeams.empty()) out["image_prepull_teams"] = h.imagePrepullTeams;
   return out;
 }
 
@@ -238,6 +239,7 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   h.credentialReset = d.value("credential_reset", false);
   h.imagePrunes = d.value("image_prunes", int64_t{0});
   h.imagePrepulls = d.value("image_prepulls", std::vector<std::string>{});
+  h.imagePrepullTeams = d.value("image_prepull_teams", std::map<std::string, std::string>{});
   return h;
 }
 

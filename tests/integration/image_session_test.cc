@@ -163,6 +163,45 @@ TEST_F(ImageSessionTest, AnImageProfilesSessionAnswersThroughTheProxyPulledWithI
   EXPECT_FALSE(anyFileHolds(root_, kPassword));
 }
 
+TEST_F(ImageSessionTest, APrepullPresentsTheLoginOfTheTeamItIsFor) {
+  auto set = httpRequest(port_, "PUT", "/api/v1/teams/ml/registry-logins/" + registry_->address(),
+                         json{{"username", kAccount}, {"password", kPassword}}.dump(), adminToken_);
+  ASSERT_EQ(set.status, 200) << set.body;
+  auto cache = [&] {
+    return httpRequest(port_, "GET", "/api/v1/hosts/h1/images", "", adminToken_).parsed();
+  };
+  json last;
+  // h1 is shared: without a team the prepull goes without a login, and the registry refuses it.
+  ASSERT_EQ(cli({"image", "prepull", jupyter_, "--host", "h1"}).code, 0);
+  ASSERT_TRUE(waitFor([&] {
+    last = cache();
+    return last["prepulls"].empty();
+  })) << last.dump();
+  EXPECT_TRUE(last["images"].empty()) << last.dump();
+  // cv may not lend ml's login, and ml's login goes only with images ml may run.
+  auto stranger = cliAs(bob_, {"image", "prepull", jupyter_, "--host", "h1", "--team", "ml"});
+  EXPECT_NE(stranger.code, 0);
+  auto outside = cli({"image", "prepull", "127.0.0.1:1/other/x:1", "--host", "h1", "--team", "ml"});
+  EXPECT_NE(outside.code, 0);
+  EXPECT_NE(outside.err.find("image"), std::string::npos) << outside.describe();
+  // For ml: with ml's login, and held for ml's jobs.
+  auto asked = cli({"image", "prepull", jupyter_, "--host", "h1", "--team", "ml"});
+  ASSERT_EQ(asked.code, 0) << asked.describe();
+  EXPECT_NE(asked.out.find("with team ml's registry login"), std::string::npos) << asked.out;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        last = cache();
+        return last["prepulls"].empty() && !last["images"].empty();
+      },
+      120s))
+      << last.dump();
+  EXPECT_EQ(textOf(last["images"][0], "ref"), jupyter_);
+  // cv's job is still refused by the registry, not served from what ml's login fetched.
+  const int64_t theirs = submit(bob_, {"--image", jupyter_}, {"true"});
+  ASSERT_TRUE(waitForJobState(bob_, theirs, "failed", &last)) << last.dump();
+  EXPECT_NE(textOf(last, "reason").find("without a login"), std::string::npos) << last.dump();
+}
+
 // SSH into a session in an image lands in the container, not on the host: sshd stays on the host
 // (as alice, in the session's cgroups) and allot-ssh-bridge runs each login inside the session's
 // namespaces, as crun ran the session, with its terminal as the controlling one.

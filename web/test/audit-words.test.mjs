@@ -93,6 +93,14 @@ test('the request adds what people want to know', () => {
     'admin asked pool ml to prepull r:5000/ml/x:1',
   );
   assert.equal(
+    say('POST /api/v1/images/prepull', 'prepull:8', {
+      image: 'r:5000/ml/x:1',
+      pool: 'shared',
+      team: 'ml',
+    }),
+    "admin asked pool shared to prepull r:5000/ml/x:1 with team ml's login",
+  );
+  assert.equal(
     say('POST /api/v1/hosts/{name}/images/prune', 'host:gpu-02'),
     "admin pruned host gpu-02's image cache",
   );

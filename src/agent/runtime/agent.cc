@@ -541,7 +541,11 @@ void Agent::applyImageCommands() {
         continue;
       }
       it = prepulls_.emplace(text, nextPrepullId_--).first;
-      st = images_->want(it->second, *ref);
+      // With the login of the team it is for (allotd sends it while the prepull is asked).
+      std::optional<PullLogin> login;
+      if (auto a = imageCommands_.prepullLogins.find(text); a != imageCommands_.prepullLogins.end())
+        login = PullLogin{a->second.registry, a->second.username, a->second.password};
+      st = images_->want(it->second, *ref, login ? &*login : nullptr);
     }
     if (st.kind == ImagePuller::State::Kind::kPulling) continue;
     images_->release(it->second);

@@ -71,11 +71,23 @@ Result<Change<HostImages>> ImageCacheService::prune(const Principal& p, const st
   return c;
 }
 
+std::string ImageCacheService::prepullTeam(const model::Host& h, const std::string& ref) {
+  auto named = h.imagePrepullTeams.find(ref);
+  return named != h.imagePrepullTeams.end() ? named->second : h.dedicatedTo;
+}
+
 Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
     const Principal& p, const std::string& image, const std::vector<std::string>& hosts,
-    const std::string& pool) {
+    const std::string& pool, const std::string& team) {
   auto ref = model::parseImageRef(image);
   if (!ref.ok()) return Status::InvalidArgument(ref.status().message(), "image");
+  if (!team.empty()) {
+    // The team's login goes with the pull, so the image must be one its jobs may run.
+    auto t = world_.teams.find(team);
+    if (t == world_.teams.end() || !authz::effectiveRole(p, team))
+      return Status::NotFound("no team '" + team + "'", "team");
+    ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, t->second.imageAllow, *ref));
+  }
   if (hosts.empty() == pool.empty())
     return Status::InvalidArgument("name the hosts or a pool (\"shared\" or a team), not both",
                                    hosts.empty() ? "hosts" : "pool");
@@ -123,15 +135,22 @@ Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
   Change<std::vector<std::string>> c;
   for (model::Host* h : targets) {
     c.value.push_back(h->name);
-    if (std::find(h->imagePrepulls.begin(), h->imagePrepulls.end(), ref->str()) !=
-        h->imagePrepulls.end())
-      continue;
-    h->imagePrepulls.push_back(ref->str());
+    const bool asked = std::find(h->imagePrepulls.begin(), h->imagePrepulls.end(), ref->str()) !=
+                       h->imagePrepulls.end();
+    auto named = h->imagePrepullTeams.find(ref->str());
+    const std::string before = named == h->imagePrepullTeams.end() ? "" : named->second;
+    if (asked && before == team) continue;
+    if (!asked) h->imagePrepulls.push_back(ref->str());
+    // Asked again with another team: the latest login is the one that pulls.
+    if (team.empty())
+      h->imagePrepullTeams.erase(ref->str());
+    else
+      h->imagePrepullTeams[ref->str()] = team;
     c.batch.add(store::PutHost{*h});
     c.pushHosts.insert(h->name);
   }
-  spdlog::info("image cache: prepull of {} asked of {} host(s) by {}", ref->str(), c.value.size(),
-               p.name);
+  spdlog::info("image cache: prepull of {} asked of {} host(s) by {}{}", ref->str(), c.value.size(),
+               p.name, team.empty() ? "" : ", with team " + team + "'s login");
   return c;
 }
 
@@ -150,6 +169,7 @@ Change<int> ImageCacheService::agentReport(const std::string& host, model::Image
   }
   const size_t before = h.imagePrepulls.size();
   std::erase_if(h.imagePrepulls, [&](const std::string& r) { return done.count(r) > 0; });
+  std::erase_if(h.imagePrepullTeams, [&](const auto& e) { return done.count(e.first) > 0; });
   if (h.imagePrepulls.size() != before) {
     c.batch.add(store::PutHost{h});
     c.pushHosts.insert(host);

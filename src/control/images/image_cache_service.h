@@ -8,8 +8,10 @@
 //
 // Who may: what a shared host caches may be any team's, so only platform admins see or run it;
 // a host dedicated to a team is also its members' to see and its team-admins' to run. For a
-// team-admin, a prepull must pass the team's allow-list as a job's image would. Hosts a caller
-// may not see are NotFound. Threading: allotd's I/O thread.
+// team-admin, a prepull must pass the team's allow-list as a job's image would. A prepull pulls
+// with a team's registry login (the team named, or the host's pool's), as that team's job would,
+// and the cached image then serves only jobs that bring the same login. Hosts a caller may not
+// see are NotFound. Threading: allotd's I/O thread.
 
 #include <cstdint>
 #include <map>
@@ -44,10 +46,16 @@ class ImageCacheService {
   Result<Change<HostImages>> prune(const Principal& p, const std::string& host);
   // Asks each host of `hosts`, or of `pool` ("shared", or a team's dedicated hosts), to fetch
   // `image`; the hosts asked. Only hosts whose agents run images are asked; a host named that
-  // does not is FailedPrecondition. Errors name the field: image, hosts, pool.
+  // does not is FailedPrecondition. The pull presents `team`'s registry login, when it has one
+  // there ("" = the team of the host's pool, if any): the caller must see the team, and the
+  // image pass its allow-list. Errors name the field: image, hosts, pool, team.
   Result<Change<std::vector<std::string>>> prepull(const Principal& p, const std::string& image,
                                                    const std::vector<std::string>& hosts,
-                                                   const std::string& pool);
+                                                   const std::string& pool,
+                                                   const std::string& team = "");
+  // Whose registry login host `h`'s prepull of `ref` presents: the team named for it, else the
+  // team of the host's pool; "" = none.
+  static std::string prepullTeam(const model::Host& h, const std::string& ref);
   // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
   Change<int> agentReport(const std::string& host, model::ImageReport report);
   // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds

@@ -99,6 +99,39 @@ TEST_F(ImageCacheServiceTest, APrepullGoesToTheHostsNamedOrThePoolsAndPassesTheT
   EXPECT_EQ(world_.hosts.at("shared-2").imagePrepulls.size(), 1u);
 }
 
+TEST_F(ImageCacheServiceTest, APrepullPullsWithTheTeamNamedOrThePoolsTeam) {
+  // By default, the team of the host's pool; none on a shared host.
+  ASSERT_TRUE(cache_.prepull(lead_, "r:5000/vision/a:1", {"vision-1"}, "").ok());
+  EXPECT_EQ(ImageCacheService::prepullTeam(world_.hosts.at("vision-1"), "r:5000/vision/a:1"),
+            "vision");
+  ASSERT_TRUE(cache_.prepull(admin_, "r:5000/vision/a:1", {"shared-1"}, "").ok());
+  EXPECT_EQ(ImageCacheService::prepullTeam(world_.hosts.at("shared-1"), "r:5000/vision/a:1"), "");
+  // Named: kept with the host (durably), and the latest one asked wins.
+  auto named = cache_.prepull(admin_, "r:5000/vision/a:1", {"shared-1"}, "", "vision");
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  ASSERT_NE(findOp<store::PutHost>(*named), nullptr);
+  EXPECT_EQ(named->pushHosts, std::set<std::string>{"shared-1"});
+  EXPECT_EQ(ImageCacheService::prepullTeam(world_.hosts.at("shared-1"), "r:5000/vision/a:1"),
+            "vision");
+  EXPECT_EQ(world_.hosts.at("shared-1").imagePrepulls.size(), 1u);
+  // The team's image allow-list holds for everyone who names it; a team the caller cannot see,
+  // or none, is 404 naming `team`.
+  auto outside = cache_.prepull(admin_, "r:5000/other/x:1", {"shared-1"}, "", "vision");
+  EXPECT_EQ(outside.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(outside.status().field(), "image");
+  auto other = cache_.prepull(lead_, "r:5000/vision/a:1", {"vision-1"}, "", "nlp");
+  EXPECT_EQ(other.status().code(), Code::kNotFound);
+  EXPECT_EQ(other.status().field(), "team");
+  EXPECT_EQ(cache_.prepull(admin_, "r:5000/vision/a:1", {"shared-1"}, "", "ghost").status().field(),
+            "team");
+  // Done: the team goes with the prepull.
+  model::ImageReport report;
+  report.images.push_back({"r:5000/vision/a:1", "sha256:" + std::string(64, 'a'), 1, 1, false});
+  cache_.agentReport("shared-1", report);
+  EXPECT_TRUE(world_.hosts.at("shared-1").imagePrepullTeams.empty());
+  EXPECT_TRUE(world_.hosts.at("shared-1").imagePrepulls.empty());
+}
+
 TEST_F(ImageCacheServiceTest, AnAgentsReportRetiresThePrepullsItShowsDone) {
   for (const char* ref : {"r:5000/a:1", "r:5000/b:1", "r:5000/c:1"})
     ASSERT_TRUE(cache_.prepull(admin_, ref, {"shared-1"}, "").ok());

@@ -95,19 +95,25 @@ Result<Change<model::Team>> RegistryLogins::remove(const Principal& p, const std
 std::optional<model::DesiredJob::RegistryAuth> RegistryLogins::authFor(
     const model::Job& job) const {
   if (job.image.empty()) return std::nullopt;
-  auto team = world_.teams.find(job.team);
+  return authFor(job.team, job.image, "job " + std::to_string(job.id));
+}
+
+std::optional<model::RegistryAuth> RegistryLogins::authFor(const std::string& teamName,
+                                                           const std::string& image,
+                                                           const std::string& what) const {
+  auto team = world_.teams.find(teamName);
   if (team == world_.teams.end()) return std::nullopt;
-  auto ref = model::parseImageRef(job.image);
+  auto ref = model::parseImageRef(image);
   if (!ref.ok()) return std::nullopt;
   for (const auto& login : team->second.registryLogins) {
     if (login.registry != ref->registry) continue;
     auto password = unseal(key_, login.sealedPassword);
     if (!password.ok()) {
-      spdlog::warn("team {}'s login to {} does not open: {}; job {} pulls without it", job.team,
-                   login.registry, password.status().message(), job.id);
+      spdlog::warn("team {}'s login to {} does not open: {}; {} pulls without it", teamName,
+                   login.registry, password.status().message(), what);
       return std::nullopt;
     }
-    return model::DesiredJob::RegistryAuth{login.registry, login.username, *password};
+    return model::RegistryAuth{login.registry, login.username, *password};
   }
   return std::nullopt;
 }

@@ -36,6 +36,9 @@ class RegistryLogins {
   // unsealed; nullopt when the job has no image, its team has no login there, or the login does
   // not open (allotd's seal key was replaced: logged, and the pull goes without).
   std::optional<model::DesiredJob::RegistryAuth> authFor(const model::Job& job) const;
+  // The same for a prepull of `image` with `team`'s login ("" = none); `what` names it in the log.
+  std::optional<model::RegistryAuth> authFor(const std::string& team, const std::string& image,
+                                             const std::string& what) const;
 
  private:
   Result<model::Team*> manageable(const Principal& p, const std::string& team);

@@ -106,7 +106,9 @@ const SENTENCES = {
   'POST /hosts/{name}/images/prune': (o) => `pruned host ${their(o.host)} image cache`,
   'POST /images/prepull': (o, r) => {
     const where = r?.pool ? `pool ${r.pool}` : (r?.hosts ?? []).join(', ') || 'hosts';
-    return `asked ${where} to prepull ${r?.image ?? 'an image'}`;
+    return `asked ${where} to prepull ${r?.image ?? 'an image'}${
+      r?.team ? ` with team ${r.team}'s login` : ''
+    }`;
   },
   'POST /hosts/{name}/admin-state': (o, r) =>
     `marked host ${o.host} ${r?.state ?? 'with a new admin state'}${because(r)}`,
