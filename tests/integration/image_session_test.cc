@@ -263,23 +263,32 @@ class ImageSessionSshTest : public ImageSessionTest {
     return fields;
   }
 
+  // A session of the "lab" profile named `name`, once it runs and offers SSH (with `direct`, on
+  // a port of its own too); its last `session show`, or a failure naming why not.
+  json startLab(const std::string& name, bool direct = false) {
+    json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", name});
+    const std::string id = std::to_string(s["id"].get<int64_t>());
+    const bool up = waitFor(
+        [&] {
+          s = cliJson(alice_, {"session", "show", id});
+          return textOf(s, "state") == "failed" ||
+                 (textOf(s, "state") == "running" && s["ssh"].is_object() &&
+                  (!direct || s["ssh"]["direct"].is_string()));
+        },
+        180s);
+    if (!up || textOf(s, "state") != "running")
+      ADD_FAILURE() << s.dump() << "\n--- its output:\n" << logs(alice_, s["id"].get<int64_t>());
+    return s;
+  }
+
   std::string key_;
   int calls_ = 0;
 };
 
 TEST_F(ImageSessionSshTest, ALoginRunsInTheSessionsContainerAsItsOwnerConfinedAsTheSession) {
-  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "sshimage"});
+  json s = startLab("sshimage");
+  ASSERT_FALSE(HasFailure());
   const std::string id = std::to_string(s["id"].get<int64_t>());
-  ASSERT_TRUE(waitFor(
-                  [&] {
-                    s = cliJson(alice_, {"session", "show", id});
-                    return textOf(s, "state") == "failed" ||
-                           (textOf(s, "state") == "running" && s["ssh"].is_object());
-                  },
-                  180s) &&
-              textOf(s, "state") == "running")
-      << s.dump() << "\n--- its output:\n"
-      << logs(alice_, s["id"].get<int64_t>());
   const int64_t aliceUid = cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>();
 
   // `allot ssh` with a command: the image's files, not the host's (it has a shell, Python and
@@ -335,17 +344,9 @@ TEST_F(ImageSessionSshTest, ALoginRunsInTheSessionsContainerAsItsOwnerConfinedAs
 }
 
 TEST_F(ImageSessionSshTest, TheLoginSocketServesItsOwnerOnly) {
-  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "guarded"});
+  json s = startLab("guarded");
+  ASSERT_FALSE(HasFailure());
   const std::string id = std::to_string(s["id"].get<int64_t>());
-  ASSERT_TRUE(waitFor(
-                  [&] {
-                    s = cliJson(alice_, {"session", "show", id});
-                    return textOf(s, "state") == "failed" ||
-                           (textOf(s, "state") == "running" && s["ssh"].is_object());
-                  },
-                  180s) &&
-              textOf(s, "state") == "running")
-      << s.dump();
   // A connection held open (the image has no sleep): its bridge listens on the session's login
   // socket meanwhile.
   auto held = Process::spawn({binPath("allot"), "--server", url_, "--token", alice_, "ssh", id,
@@ -413,18 +414,9 @@ class ImageSessionSshDirectTest : public ImageSessionSshTest {
 };
 
 TEST_F(ImageSessionSshDirectTest, ADirectPortLogsIntoTheContainerAndClosesWithTheSession) {
-  json s = cliJson(alice_, {"session", "create", "--profile", "lab", "--name", "direct"});
+  json s = startLab("direct", /*direct=*/true);
+  ASSERT_FALSE(HasFailure());
   const std::string id = std::to_string(s["id"].get<int64_t>());
-  ASSERT_TRUE(waitFor(
-                  [&] {
-                    s = cliJson(alice_, {"session", "show", id});
-                    return textOf(s, "state") == "failed" ||
-                           (textOf(s, "state") == "running" && s["ssh"].is_object() &&
-                            s["ssh"]["direct"].is_string());
-                  },
-                  180s) &&
-              textOf(s, "state") == "running")
-      << s.dump();
   EXPECT_EQ(textOf(s["ssh"], "direct").rfind("127.0.0.1:223", 0), 0u) << s.dump();
   auto r = cliAs(alice_, {"ssh", "direct", "-i", key_, "--",
                           "test ! -e /usr/bin/skopeo && echo direct-in-image"});
