@@ -178,15 +178,9 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
   if (target == "ssh") {
     return ssh_.connect(session, sessionIdentity(*wanted), wanted->session->sshKeys,
                         executor_.cgroupsOf(session), processEnvironment(executor_.pidOf(session)),
-                        sessionContainer(session));
+                        executor_.containerOf(session));
   }
   return Status::InvalidArgument("unknown tunnel target '" + target + "'");
-}
-
-std::optional<SessionContainer> Agent::sessionContainer(int64_t session) const {
-  auto files = executor_.containerOf(session);
-  if (!files) return std::nullopt;
-  return SessionContainer{files->state, files->config};
 }
 
 SessionIdentity Agent::sessionIdentity(const model::DesiredJob& d) const {
@@ -294,7 +288,7 @@ std::vector<model::ActualJob> Agent::actualJobs() {
     for (const auto& d : lastDesired_) {
       if (d.id == a.id && d.session) {
         ssh_.keepDirect(a.id, a.pid, sessionIdentity(d), d.session->sshKeys,
-                        executor_.cgroupsOf(a.id), sessionContainer(a.id));
+                        executor_.cgroupsOf(a.id), executor_.containerOf(a.id));
         a.session = sessions_.report(d, executor_.workPath(a.id));
         ssh_.report(a.id, *a.session);
       }

@@ -121,8 +121,6 @@ class Agent {
   Result<TunnelTarget> resolveTunnel(int64_t session, const std::string& target);
   // Whom session `d`'s processes run as on this host.
   SessionIdentity sessionIdentity(const model::DesiredJob& d) const;
-  // A session in an image: its container's files, for SSH logins into it.
-  std::optional<SessionContainer> sessionContainer(int64_t session) const;
   std::vector<model::ActualJob> actualJobs();
   // One sample round, encoded; empty when the provider could not be read (logged).
   std::string telemetryMessage();

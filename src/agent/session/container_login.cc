@@ -3,7 +3,6 @@
 #include <sodium.h>
 
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace allot::agent {
 
@@ -54,23 +53,6 @@ Result<LoginRequest> decodeLoginRequest(const std::string& text) {
   if (r.command.find('\0') != std::string::npos)
     return Status::InvalidArgument("the command holds a NUL");
   return r;
-}
-
-uint64_t statStartTime(const std::string& statText) {
-  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so fields count from the last
-  // ')'; starttime is field 22, the 20th after it.
-  const size_t close = statText.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(statText.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(fields >> field)) return 0;
-  }
-  try {
-    return std::stoull(field);
-  } catch (const std::exception&) {
-    return 0;
-  }
 }
 
 Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,

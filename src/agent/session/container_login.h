@@ -45,7 +45,7 @@ bool loginVariable(const std::string& name);
 // compiled seccomp program in the annotation run.oci.seccomp_bpf_data).
 struct ContainerProcess {
   pid_t pid = 0;
-  uint64_t startTime = 0;  // field 22 of /proc/PID/stat: tells a reused pid apart
+  uint64_t startTime = 0;  // field 22 of /proc/PID/stat: tells a reused pid apart (proc.h)
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
@@ -58,8 +58,6 @@ struct ContainerProcess {
 // confinement than the session.
 Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,
                                                const std::string& configJson);
-// Field 22 (starttime) of a /proc/PID/stat text; 0 when it cannot be read.
-uint64_t statStartTime(const std::string& statText);
 
 // The login's environment: the container's, then the request's variables, then the login's own
 // names (USER, LOGNAME, SHELL; HOME kept from the container when it sets one).

@@ -57,15 +57,6 @@ TEST(ContainerLoginTest, MalformedStateOrConfigIsRefused) {
   EXPECT_FALSE(parseContainerProcess(kStatus, R"({"process": {"env": []}})").ok());
 }
 
-TEST(ContainerLoginTest, StartTimeIsField22CountedAfterTheCommandsName) {
-  // A command name with spaces and a ')' cannot shift the fields.
-  const std::string stat =
-      "77 (a) b (c)) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 555123 1000 10";
-  EXPECT_EQ(statStartTime(stat), 555123u);
-  EXPECT_EQ(statStartTime("77 (short) S 1 2"), 0u);
-  EXPECT_EQ(statStartTime("garbage"), 0u);
-}
-
 TEST(ContainerLoginTest, TheRequestCarriesOnlyTheTerminalLocaleAndConnection) {
   LoginRequest r;
   r.command = "nvidia-smi -L";

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/exec/executor.h"
 #include "agent/runtime/tunnel_endpoint.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -54,10 +55,8 @@ struct SessionSshConfig {
   std::string sftpServer = "/usr/lib/openssh/sftp-server";
 };
 
-// A session's container, for logins into it (Executor::containerOf).
-struct SessionContainer {
-  std::string state, config;
-};
+// A session's container, for logins into it: its crun state and config.json.
+using SessionContainer = Executor::ContainerFiles;
 
 // Who a session's processes run as.
 struct SessionIdentity {

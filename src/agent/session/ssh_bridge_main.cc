@@ -55,11 +55,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "agent/exec/proc.h"
 #include "agent/session/container_login.h"
 
 extern char** environ;
@@ -136,12 +136,6 @@ bool readRootFile(const std::string& path, std::string* out) {
   }
   ::close(fd);
   return ok;
-}
-
-uint64_t startTimeOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  return allot::agent::statStartTime(text);
 }
 
 int exitCodeOf(int status) {
@@ -284,7 +278,7 @@ int serveLogin(const ServeArgs& args, int conn) {
   if (c->uid == 0 || c->gid == 0) return answer(conn, 1, refused + "its container runs as root"), 1;
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, c->pid, 0));
   // Opened first, then checked: the pidfd holds the process that had the container's start time.
-  if (pidfd < 0 || c->startTime == 0 || startTimeOf(c->pid) != c->startTime)
+  if (pidfd < 0 || c->startTime == 0 || !allot::agent::sameLiveProcess(c->pid, c->startTime))
     return answer(conn, 1, refused + "it is not running"), 1;
   const bool sftp = request->command == "internal-sftp" && !args.sftp.empty();
   if (!sftp && ::setns(pidfd, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0)

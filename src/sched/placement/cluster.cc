@@ -52,6 +52,7 @@ Result<ClusterState> ClusterState::create(const std::vector<NodeSpec>& specs) {
     n.stamp = nextStamp();
     s.gpuFree_.insert(s.gpuFree_.end(), spec.gpus, kGpuMilli);
     s.totalGpuMilli_ += n.gpuFreeTotal;
+    s.cpuFreeTotal_ += n.cpuFree;
     s.maxCpuCap_ = std::max(s.maxCpuCap_, spec.cpuMilli);
     s.maxNumGpus_ = std::max(s.maxNumGpus_, spec.gpus);
     s.nodes_.push_back(n);
@@ -111,6 +112,7 @@ void ClusterState::apply(const Task& t, const Choice& c) {
   }
   n.cpuFree -= t.cpuMilli;
   n.memFree -= t.memoryMib;
+  cpuFreeTotal_ -= t.cpuMilli;
   n.stamp = nextStamp();
   if (want == 0) {
     syncBound(c.node);
@@ -140,6 +142,7 @@ void ClusterState::release(const Task& t, const Choice& c) {
   n.cpuFree += t.cpuMilli;
   n.memFree += t.memoryMib;
   if (n.cpuFree > n.cpuCap || n.memFree > n.memCap) brokenInvariant("released too much", c.node);
+  cpuFreeTotal_ += t.cpuMilli;
   n.stamp = nextStamp();
   int give = t.shared() ? t.gpuMilli : kGpuMilli;
   uint16_t maxFree = 0;

@@ -116,6 +116,8 @@ class ClusterState {
   int64_t maxCpuCap() const { return maxCpuCap_; }
   int maxNumGpus() const { return maxNumGpus_; }
   int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
+  // Free CPU milli over every node.
+  int64_t cpuFreeTotal() const { return cpuFreeTotal_; }
 
  private:
   struct Node {
@@ -145,6 +147,7 @@ class ClusterState {
   std::vector<std::string> models_;
   int64_t totalGpuMilli_ = 0;
   int64_t allocatedGpuMilli_ = 0;
+  int64_t cpuFreeTotal_ = 0;
   int64_t maxCpuCap_ = 0;
   int maxNumGpus_ = 0;
 };

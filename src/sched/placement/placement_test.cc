@@ -81,6 +81,12 @@ TEST(Placement, CpuAndMemoryMustFit) {
   }
   Task cpuOnly{70000, 1, 0, 0, kAnyModel};
   for (auto& policy : allPolicies({t})) EXPECT_FALSE(policy->choose(s, cpuOnly).ok());
+  // The free CPU over every node follows what is taken and given back.
+  EXPECT_EQ(s.cpuFreeTotal(), 132000);
+  s.apply(t, Choice{2, 0x1});
+  EXPECT_EQ(s.cpuFreeTotal(), 124000);
+  s.release(t, Choice{2, 0x1});
+  EXPECT_EQ(s.cpuFreeTotal(), 132000);
 }
 
 TEST(Fgd, KeepsWholeGpusFreeForAMultiGpuWorkload) {

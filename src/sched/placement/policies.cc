@@ -285,12 +285,8 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
 }
 
 bool FgdPolicy::cpuBinds(const ClusterState& s) const {
-  double freeCpu = 0, freeGpu = 0;
-  for (int n = 0; n < s.size(); ++n) {
-    freeCpu += double(s.cpuFree(n));
-    freeGpu += double(s.gpuFreeTotal(n));
-  }
-  return freeCpu < workload_.cpuPerGpu() * freeGpu;
+  const double freeGpu = double(s.totalGpuMilli() - s.allocatedGpuMilli());
+  return double(s.cpuFreeTotal()) < workload_.cpuPerGpu() * freeGpu;
 }
 
 Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
