@@ -17,13 +17,14 @@ class ContourTest : public TestCluster {
       throw std::runtime_error("explain: " + std::to_string(r.status) + " " + r.body);
     return r.parsed();
   }
-  // The wait kind of a queued job, once the scheduler has given it one.
+  // The wait kind of a queued job, once a scheduling pass has considered it (the submission's
+  // reply does not wait for one, and until then the kind is "not_yet_considered").
   std::string waitKind(const std::string& token, int64_t id) {
     std::string kind;
     waitFor([&] {
       json why = explain(token, id);
       kind = why.contains("wait") ? textOf(why["wait"], "kind") : "";
-      return !kind.empty();
+      return !kind.empty() && kind != "not_yet_considered";
     });
     return kind;
   }

@@ -43,7 +43,8 @@ TEST_F(LeaseTest, HostGoesToTheTeamAtTheStartAndBackAtTheEnd) {
   };
   const auto start =
       std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::seconds(2);
-  const auto end = start + std::chrono::seconds(4);
+  // Long enough that a slow handover (drain, wipe, health check) still ends inside the lease.
+  const auto end = start + std::chrono::seconds(8);
   json created =
       cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a", "--start",
                             isoAt(start), "--end", isoAt(end), "--reason", "integration"});
@@ -109,7 +110,7 @@ TEST_F(LeaseTest, AHostDedicatedBeforeTheLeaseGoesBackToItsTeamAtTheEnd) {
       std::chrono::ceil<std::chrono::seconds>(system_clock::now()) + std::chrono::seconds(2);
   json created =
       cliJson(adminToken_, {"lease", "create", "--team", "ml", "--host", "gpu-a", "--start",
-                            isoAt(start), "--end", isoAt(start + std::chrono::seconds(3))});
+                            isoAt(start), "--end", isoAt(start + std::chrono::seconds(6))});
   const std::string id = std::to_string(created.value("id", 0));
   CliResult approved = cli({"lease", "approve", id});
   ASSERT_EQ(approved.code, 0) << approved.describe();
