@@ -19,6 +19,13 @@ inline constexpr int kMaxJsonDepth = 64;
 // do not count). One pass, no allocation: cheap enough to run before every parse.
 bool jsonNestingWithin(std::string_view text, int maxDepth = kMaxJsonDepth);
 
+// Whether every number in `doc` that is not an integer is finite and within ±2^31. Decoders read
+// numbers into int and int64_t fields with nlohmann's get<>, which turns a fraction into an
+// integer by a cast: undefined behaviour for one past the target's range (1e30 as a job id). A
+// decoder of foreign messages checks this first; no fraction Allot exchanges comes near the
+// bound (telemetry's percentages, degrees and watts are the only ones).
+bool fractionsWithinIntRange(const nlohmann::json& doc);
+
 // The document, or a discarded value (is_discarded()) when it is malformed or nested too deep.
 // Never throws. Json: nlohmann::json, or nlohmann::ordered_json to keep the keys' order (the CLI
 // prints documents as they came).

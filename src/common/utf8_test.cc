@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/bounded_json.h"
 
 namespace allot {
@@ -49,6 +51,16 @@ TEST(BoundedJson, RefusesDeepNestingAndReadsTheRest) {
   EXPECT_FALSE(parseBoundedJson("{\"a\":\"" + deep + "\\\"" + deep + "\"}").is_discarded());
   EXPECT_TRUE(parseBoundedJson("{\"a\":").is_discarded());
   EXPECT_TRUE(parseBoundedJson("\"\xC3\"").is_discarded());  // nlohmann checks UTF-8 too
+}
+
+TEST(BoundedJson, FractionsPastAnIntsRangeAreFoundAtAnyDepth) {
+  for (const char* ok : {R"({"a": 1, "b": [2.5, -3.25e2], "c": {"d": 2147483647.0}})",
+                         R"([-2147483647.5, 99999999999999999, "1e30"])"})
+    EXPECT_TRUE(fractionsWithinIntRange(nlohmann::json::parse(ok))) << ok;
+  for (const char* bad : {R"(1e30)", R"({"a": [{"b": [2147483648.0]}]})", R"({"a": -2147483648.5})",
+                          R"([1, 2, 78888888888888888888888888888])"})
+    EXPECT_FALSE(fractionsWithinIntRange(nlohmann::json::parse(bad))) << bad;
+  EXPECT_FALSE(fractionsWithinIntRange(nlohmann::json(std::nan(""))));
 }
 
 }  // namespace

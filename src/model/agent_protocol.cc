@@ -82,6 +82,10 @@ nlohmann::json toJson(const Inventory& inv) {
 }
 
 Result<Inventory> inventoryFromJson(const nlohmann::json& j) {
+  // Also what a host sends to join (POST /api/v1/hosts/join), not only inside a hello.
+  if (!fractionsWithinIntRange(j))
+    return Status::InvalidArgument(
+        "bad inventory: a number is out of range (a fraction past 2^31)");
   return guarded("inventory", [&]() -> Result<Inventory> {
     Inventory inv;
     inv.hostname = j.at("hostname").get<std::string>();
@@ -439,8 +443,12 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
 }
 
 Result<DesiredState> decodeDesired(const nlohmann::json& msg) {
-  if (!msg.is_object() || msg.value("type", "") != "desired")
+  const auto type = msg.is_object() ? msg.find("type") : msg.end();
+  if (type == msg.end() || !type->is_string() || type->get<std::string>() != "desired")
     return Status::InvalidArgument("not a desired-state message");
+  if (!fractionsWithinIntRange(msg))
+    return Status::InvalidArgument(
+        "desired state: a number is out of range (a fraction past 2^31)");
   DesiredState out;
   const auto jobs = msg.find("jobs");
   if (jobs != msg.end() && !jobs->is_array())
@@ -637,7 +645,8 @@ Result<LogChunk> decodeLogChunk(const std::string& frame) {
   if (nl == std::string::npos) return Status::InvalidArgument("log frame without header line");
   return guarded("log frame", [&]() -> Result<LogChunk> {
     auto h = parseBoundedJson(std::string_view(frame).substr(0, nl));
-    if (!h.is_object()) return Status::InvalidArgument("bad log frame: malformed header");
+    if (!h.is_object() || !fractionsWithinIntRange(h))
+      return Status::InvalidArgument("bad log frame: malformed header");
     LogChunk c;
     c.job = h.at("job").get<int64_t>();
     c.offset = h.at("offset").get<int64_t>();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/bounded_json.h"
 #include "model/image_ref.h"
 
 namespace allot::model {
@@ -57,6 +58,8 @@ json toJson(const ImageCommands& c) {
 
 Result<ImageCommands> imageCommandsFromJson(const json& j) {
   if (!j.is_object()) return Status::InvalidArgument("images: not an object");
+  if (!fractionsWithinIntRange(j))
+    return Status::InvalidArgument("images: a number is out of range (a fraction past 2^31)");
   try {
     ImageCommands c;
     c.prunes = count(j, "prunes");
@@ -115,8 +118,12 @@ std::string encodeImageReport(const ImageReport& r) {
 }
 
 Result<ImageReport> imageReportFromJson(const json& msg) {
-  if (!msg.is_object() || msg.value("type", "") != "images")
+  // (value() would throw on a "type" that is not a string.)
+  const auto type = msg.is_object() ? msg.find("type") : msg.end();
+  if (type == msg.end() || !type->is_string() || type->get<std::string>() != "images")
     return Status::InvalidArgument("not an image report");
+  if (!fractionsWithinIntRange(msg))
+    return Status::InvalidArgument("image report: a number is out of range (a fraction past 2^31)");
   try {
     ImageReport r;
     for (const auto& i : array(msg, "images", kMaxReportedImages)) {

@@ -100,6 +100,9 @@ TEST(ImageCacheTest, AReportRoundTripsAndOneOutOfBoundsIsRefusedNamingTheField) 
   bad["prepulls"][0]["failed"] = "yes";
   refused(bad, "image report");
   EXPECT_FALSE(imageReportFromJson(json{{"type", "status"}}).ok());
+  // Found by fuzz/wire_fuzz.cc: a type that is not a string threw out of the decoder.
+  EXPECT_FALSE(imageReportFromJson(json{{"type", 54}}).ok());
+  EXPECT_FALSE(imageReportFromJson(json::array({"images"})).ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/bounded_json.h"
+
 namespace allot::protocol {
 
 namespace {
@@ -54,6 +56,8 @@ std::string messageType(const nlohmann::json& msg) {
 Result<AgentMessage> decodeAgentMessage(const nlohmann::json& msg) {
   if (!msg.is_object()) return Status::InvalidArgument("not a JSON object");
   const std::string type = messageType(msg);
+  if (!fractionsWithinIntRange(msg))
+    return Status::InvalidArgument(type + ": a number is out of range (a fraction past 2^31)");
   if (type == "hello") return wrap<AgentMessage>(type, decodeHello(msg));
   if (type == "status") return wrap<AgentMessage>(type, decodeStatus(msg));
   if (type == "telemetry") return wrap<AgentMessage>(type, model::telemetryFromJson(msg));

@@ -96,6 +96,36 @@ TEST(AgentMessages, HostileShapesAreRefusedNotThrown) {
   EXPECT_EQ(messageType(json::parse(R"([1])")), "");
 }
 
+// Found by fuzz/wire_fuzz.cc: a number the parser reads as a fraction went into an integer field
+// by a cast, undefined past the field's range. Any such number refuses the message; telemetry's
+// real fractions still pass.
+TEST(AgentMessages, AFractionPastAnIntegersRangeRefusesTheMessage) {
+  auto status = json::parse(encode(StatusReport{running({4}), 0}));
+  ASSERT_TRUE(decodeAgentMessage(status).ok());
+  for (const char* number : {"1e30", "-1e30", "2147483648.5", "78888888888888888888888888888"}) {
+    json bad = status;
+    bad["jobs"][0]["id"] = json::parse(number);
+    EXPECT_FALSE(decodeAgentMessage(bad).ok()) << number;
+    auto hello = json::parse(encode(Hello{inventory(), running({1}), 0}));
+    hello["inventory"]["cpus"] = json::parse(number);
+    EXPECT_FALSE(decodeAgentMessage(hello).ok()) << number;
+    EXPECT_FALSE(model::inventoryFromJson(hello["inventory"]).ok()) << number;
+    json desired = json::parse(model::encodeDesired({}, 1000));
+    desired["heartbeat_ms"] = json::parse(number);
+    EXPECT_FALSE(decodeServerMessage(desired).ok()) << number;
+    EXPECT_FALSE(
+        model::decodeLogChunk(std::string(R"({"job":)") + number + R"(,"offset":0})" + "\nbytes")
+            .ok())
+        << number;
+  }
+  json telemetry = {{"type", "telemetry"},
+                    {"host", "h1"},
+                    {"at_ms", 1},
+                    {"interval_ms", 1000},
+                    {"gpus", {{{"index", 0}, {"utilization_pct", 42.5}, {"power_w", 301.25}}}}};
+  EXPECT_TRUE(decodeAgentMessage(telemetry).ok());
+}
+
 TEST(AgentMessages, TheServersMessageIsTheDesiredStateWhole) {
   model::DesiredJob a;
   a.id = 1;

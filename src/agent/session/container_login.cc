@@ -3,10 +3,26 @@
 #include <sodium.h>
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "common/bounded_json.h"
 
 namespace allot::agent {
 
 using json = nlohmann::json;
+
+namespace {
+
+// A user or group id as config.json writes it: an unsigned integer below (uid_t)-1, which the
+// kernel reserves. Anything else (a negative number, a fraction, one that a cast would wrap onto
+// another id, root's among them) is refused, never converted.
+uint32_t idOf(const json& v, const char* what) {
+  if (!v.is_number_unsigned() || v.get<uint64_t>() >= 0xFFFFFFFFu)
+    throw std::invalid_argument(std::string(what) + " is not a user or group id");
+  return static_cast<uint32_t>(v.get<uint64_t>());
+}
+
+}  // namespace
 
 bool loginVariable(const std::string& name) {
   static const char* kept[] = {"TERM",
@@ -35,7 +51,9 @@ std::string encodeLoginRequest(const LoginRequest& request) {
 
 Result<LoginRequest> decodeLoginRequest(const std::string& text) {
   if (text.size() > kMaxLoginRequest) return Status::InvalidArgument("login request too long");
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Bounded nesting: what follows a parse (copies, comparisons) may recurse once per level, and
+  // this runs as root on what the session's owner sent.
+  const json j = parseBoundedJson(text);
   if (!j.is_object() || !j.contains("command") || !j["command"].is_string() || !j.contains("tty") ||
       !j["tty"].is_boolean() || !j.contains("env") || !j["env"].is_object())
     return Status::InvalidArgument("malformed login request");
@@ -57,13 +75,14 @@ Result<LoginRequest> decodeLoginRequest(const std::string& text) {
 
 Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,
                                                const std::string& configJson) {
-  const json status = json::parse(crunStatus, nullptr, false);
-  const json config = json::parse(configJson, nullptr, false);
-  if (!status.is_object() || !status.contains("pid") || !status["pid"].is_number_integer())
+  const json status = parseBoundedJson(crunStatus);
+  const json config = parseBoundedJson(configJson);
+  // The kernel's pids are at most 2^22 (pid_max); one past an int would wrap onto another.
+  if (!status.is_object() || !status.contains("pid") || !status["pid"].is_number_integer() ||
+      status["pid"].get<int64_t>() <= 1 || status["pid"].get<int64_t>() > (int64_t{1} << 22))
     return Status::FailedPrecondition("the container's state names no process");
   ContainerProcess p;
-  p.pid = status["pid"].get<pid_t>();
-  if (p.pid <= 1) return Status::FailedPrecondition("the container's state names no process");
+  p.pid = static_cast<pid_t>(status["pid"].get<int64_t>());
   if (status.contains("process-start-time") && status["process-start-time"].is_number_unsigned())
     p.startTime = status["process-start-time"].get<uint64_t>();
   if (!config.is_object() || !config.contains("process") || !config["process"].is_object())
@@ -71,12 +90,13 @@ Result<ContainerProcess> parseContainerProcess(const std::string& crunStatus,
   const json& process = config["process"];
   try {
     const json& user = process.at("user");
-    p.uid = user.at("uid").get<uid_t>();
-    p.gid = user.at("gid").get<gid_t>();
-    for (const auto& g : user.value("additionalGids", json::array())) p.groups.push_back(g);
-    for (const auto& e : process.value("env", json::array())) p.env.push_back(e);
+    p.uid = idOf(user.at("uid"), "uid");
+    p.gid = idOf(user.at("gid"), "gid");
+    for (const auto& g : user.value("additionalGids", json::array()))
+      p.groups.push_back(idOf(g, "an additional gid"));
+    for (const auto& e : process.value("env", json::array())) p.env.push_back(e.get<std::string>());
     p.cwd = process.value("cwd", "/");
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("the container's process is malformed: ") +
                                       e.what());
   }

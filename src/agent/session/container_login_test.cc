@@ -57,6 +57,28 @@ TEST(ContainerLoginTest, MalformedStateOrConfigIsRefused) {
   EXPECT_FALSE(parseContainerProcess(kStatus, R"({"process": {"env": []}})").ok());
 }
 
+// Found by fuzz/wire_fuzz.cc: ids and pids were converted with a cast, so a fraction was
+// undefined behaviour and a number past 32 bits wrapped onto another id, root's among them.
+TEST(ContainerLoginTest, IdsAndPidsThatACastWouldWrapAreRefused) {
+  auto withUser = [](const std::string& user) {
+    return R"({"process": {"user": )" + user + R"(, "env": [], "cwd": "/"}})";
+  };
+  ASSERT_TRUE(parseContainerProcess(kStatus, withUser(R"({"uid": 1001, "gid": 1002})")).ok());
+  for (const char* user :
+       {R"({"uid": 4294967296, "gid": 1002})", R"({"uid": 4294968297, "gid": 1002})",
+        R"({"uid": -1, "gid": 1002})", R"({"uid": 1e114, "gid": 1002})",
+        R"({"uid": 1001.5, "gid": 1002})", R"({"uid": 1001, "gid": 4294967295})",
+        R"({"uid": 1001, "gid": 1002, "additionalGids": [2.5]})",
+        R"({"uid": 1001, "gid": 1002, "additionalGids": [4294967296]})"}) {
+    EXPECT_FALSE(parseContainerProcess(kStatus, withUser(user)).ok()) << user;
+  }
+  EXPECT_FALSE(parseContainerProcess(kStatus, R"({"process": {"user": {"uid": 1, "gid": 1},
+                                                   "env": [1]}})")
+                   .ok());
+  for (const char* status : {R"({"pid": 4294971538})", R"({"pid": -4242})", R"({"pid": 42.5})"})
+    EXPECT_FALSE(parseContainerProcess(status, config()).ok()) << status;
+}
+
 TEST(ContainerLoginTest, TheRequestCarriesOnlyTheTerminalLocaleAndConnection) {
   LoginRequest r;
   r.command = "nvidia-smi -L";
