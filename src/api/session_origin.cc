@@ -1,10 +1,10 @@
 #include "api/session_origin.h"
 
-#include <boost/beast/core/string.hpp>
 #include <cctype>
 #include <charconv>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/secrets.h"
 
 namespace allot::api {
@@ -27,7 +27,7 @@ int64_t sessionOfHost(std::string_view host, std::string_view domain) {
   if (domain.empty() || name.size() < domain.size() + 3 ||
       std::tolower(static_cast<unsigned char>(name.front())) != 's' ||
       name[name.size() - domain.size() - 1] != '.' ||
-      !boost::beast::iequals(name.substr(name.size() - domain.size()), domain))
+      !asciiIEquals(name.substr(name.size() - domain.size()), domain))
     return 0;
   const std::string_view digits = name.substr(1, name.size() - domain.size() - 2);
   int64_t id = 0;
@@ -59,9 +59,9 @@ std::optional<std::string> consoleOrigin(const SessionOrigins& origins,
 bool isLoopbackHost(std::string_view host) {
   const std::string_view name = splitHost(host).first;
   const std::string_view localhost = "localhost";
-  return name == "[::1]" || boost::beast::iequals(name, localhost) ||
+  return name == "[::1]" || asciiIEquals(name, localhost) ||
          (name.size() > localhost.size() + 1 && name[name.size() - localhost.size() - 1] == '.' &&
-          boost::beast::iequals(name.substr(name.size() - localhost.size()), localhost)) ||
+          asciiIEquals(name.substr(name.size() - localhost.size()), localhost)) ||
          name.rfind("127.", 0) == 0;
 }
 

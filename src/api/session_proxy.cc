@@ -19,6 +19,7 @@
 #include "api/server.h"
 #include "api/session_origin.h"
 #include "api/session_proxy.h"
+#include "common/ascii.h"
 
 namespace allot::api {
 
@@ -491,7 +492,7 @@ asio::awaitable<void> serveSsh(Server& server, Stream& stream, beast::flat_buffe
     co_return;
   }
   const bool upgrade = req.method() == http::verb::get &&
-                       beast::iequals(req[http::field::upgrade], "tcp") &&
+                       asciiIEquals(req[http::field::upgrade], "tcp") &&
                        beast::http::token_list(req[http::field::connection]).exists("upgrade");
   if (!upgrade) {
     co_await reply(stream, req,

@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "common/ascii.h"
+
 namespace allot {
 
 std::string gzipCompress(std::string_view body, int level) {
@@ -34,16 +36,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool acceptsGzip(std::string_view header) {
@@ -53,7 +45,7 @@ bool acceptsGzip(std::string_view header) {
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     const size_t semi = item.find(';');
     const std::string_view coding = trim(item.substr(0, semi));
-    if (!iequals(coding, "gzip") && coding != "*") continue;
+    if (!asciiIEquals(coding, "gzip") && coding != "*") continue;
     if (semi == std::string_view::npos) return true;
     // "gzip;q=0" (or q=0.000) refuses it; any other weight accepts.
     std::string_view params = trim(item.substr(semi + 1));
