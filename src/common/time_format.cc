@@ -56,6 +56,10 @@ Result<TimeMs> parseDurationMs(std::string_view text) {
   else
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' has an unknown unit (use ms, s, m, h or d)");
+  // Compared as a double before the cast, which is undefined past int64's range (found by
+  // fuzz/text_fuzz.cc); a time plus or minus the duration cannot overflow either.
+  if (value * mult > double(kMaxDurationMs))
+    return Status::InvalidArgument("'" + std::string(text) + "' is longer than 100 years");
   return static_cast<TimeMs>(value * mult);
 }
 

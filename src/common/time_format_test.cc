@@ -39,6 +39,19 @@ TEST(TimeFormat, Durations) {
   EXPECT_EQ(formatDuration(192'000), "3m12s");
 }
 
+// Found by fuzz/text_fuzz.cc: a duration past int64's range was cast from a double (undefined),
+// and a time plus a huge one overflowed.
+TEST(TimeFormat, DurationsLongerThanACenturyAreRefused) {
+  EXPECT_EQ(*parseDurationMs("36500d"), kMaxDurationMs);
+  EXPECT_FALSE(parseDurationMs("36501d").ok());
+  EXPECT_FALSE(parseDurationMs(std::string(45, '8') + "m").ok());
+  EXPECT_FALSE(parseDurationMs("1e99").ok());  // "e99" is no unit
+  auto far = parseTime("+" + std::string(40, '9') + "h", 1'780'000'000'000);
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.status().message().find("longer than 100 years"), std::string::npos);
+  EXPECT_FALSE(parseTime("-" + std::string(40, '9') + "d", 1'780'000'000'000).ok());
+}
+
 TEST(TimeFormat, DurationSpecsReadBackExactly) {
   EXPECT_EQ(formatDurationSpec(7'200'000), "2h");
   EXPECT_EQ(formatDurationSpec(5'400'000), "90m");
