@@ -6,7 +6,9 @@
 //   - an agent's frames to allotd, text (protocol/agent_messages.h, the image-cache report) and
 //     binary (the tunnel's, model/tunnel_frame.h): an agent runs on a host a team may hold as
 //     root;
-//   - an image reference and an image's NVIDIA_REQUIRE_CUDA (model/image_ref.h).
+//   - an image reference and an image's NVIDIA_REQUIRE_CUDA (model/image_ref.h);
+//   - what a session's Jupyter answers the agent's idle probe (agent/session/jupyter_probe.h):
+//     the session's owner runs that server.
 // Whatever the bytes, none may crash, hang or recurse without a bound; ASan and UBSan watch the
 // memory. The first byte picks the decoder, so one corpus reaches all of them. Run by ctest for a
 // bounded time (fuzz/CMakeLists.txt).
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "agent/session/container_login.h"
+#include "agent/session/jupyter_probe.h"
 #include "common/bounded_json.h"
 #include "model/image_cache.h"
 #include "model/image_ref.h"
@@ -82,12 +85,21 @@ void imageText(const std::string& text) {
   (void)allot::model::cudaRequirementOf(env);
 }
 
+// api/status and api/kernels, split where the input has its first NUL.
+void jupyterReplies(const std::string& text) {
+  const size_t cut = text.find('\0');
+  const std::string status = cut == std::string::npos ? text : text.substr(0, cut);
+  const std::string kernels = cut == std::string::npos ? "[]" : text.substr(cut + 1);
+  auto activity = allot::agent::jupyterActivityOf(status, kernels);
+  if (activity && (activity->connections < 0 || activity->busyKernels < 0)) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       loginRequest(text);
       break;
@@ -99,6 +111,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 3:
       tunnelFrame(text);
+      break;
+    case 5:
+      jupyterReplies(text);
       break;
     default:
       imageText(text);

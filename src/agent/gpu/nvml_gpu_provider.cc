@@ -436,8 +436,11 @@ Result<std::vector<model::GpuSample>> NvmlGpuProvider::sample() {
       failed(symbol, i, rc);
       return std::nullopt;
     };
-    if (auto v = unsignedReading("nvmlDeviceGetTemperature", api.getTemperature,
-                                 kNvmlTemperatureGpu))
+    // A reading no GPU survives is a driver's garbage: sent on, a value past 2^31 would have
+    // allotd refuse the host's whole telemetry message (fractionsWithinIntRange).
+    if (auto v =
+            unsignedReading("nvmlDeviceGetTemperature", api.getTemperature, kNvmlTemperatureGpu);
+        v && *v < 1000)
       s.temperatureC = *v;
     if (auto v = unsignedReading("nvmlDeviceGetPowerUsage", api.getPowerUsage))
       s.powerW = *v / 1000.0;  // NVML says milliwatts

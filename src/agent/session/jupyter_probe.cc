@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -75,14 +76,25 @@ std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64
   auto kernels = status ? get(socketPath, base + "kernels?no_track_activity=1", token, timeoutMs)
                         : std::nullopt;
   if (!status || !kernels) return std::nullopt;
-  // The session owner's server wrote these: bounded like any foreign JSON.
-  auto s = parseBoundedJson(*status);
-  auto k = parseBoundedJson(*kernels);
+  return jupyterActivityOf(*status, *kernels);
+}
+
+std::optional<JupyterActivity> jupyterActivityOf(std::string_view status,
+                                                 std::string_view kernels) {
+  // The session owner's server wrote these: bounded like any foreign JSON, and each field read
+  // only when it has the type asked for. (nlohmann's value() threw on another type, and cast a
+  // fraction such as 1e30 into the int: a throw here ended the agent's connection loop.)
+  auto s = parseBoundedJson(status);
+  auto k = parseBoundedJson(kernels);
   if (!s.is_object() || !k.is_array()) return std::nullopt;
   JupyterActivity a;
-  a.connections = s.value("connections", 0);
+  if (auto c = s.find("connections"); c != s.end() && c->is_number_integer())
+    a.connections = static_cast<int>(std::clamp<int64_t>(c->get<int64_t>(), 0, 1'000'000));
   for (const auto& kernel : k) {
-    if (kernel.is_object() && kernel.value("execution_state", "") == "busy") ++a.busyKernels;
+    if (!kernel.is_object()) continue;
+    auto state = kernel.find("execution_state");
+    if (state != kernel.end() && state->is_string() && state->get<std::string>() == "busy")
+      ++a.busyKernels;
   }
   if (auto last = s.find("last_activity"); last != s.end() && last->is_string()) {
     auto t = parseTime(last->get<std::string>(), 0);

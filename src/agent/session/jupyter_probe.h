@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/clock.h"
 
@@ -21,5 +22,10 @@ struct JupyterActivity {
 // nullopt when Jupyter does not answer sensibly within `timeoutMs` per request.
 std::optional<JupyterActivity> probeJupyter(const std::string& socketPath, int64_t sessionId,
                                             const std::string& token, int timeoutMs = 3000);
+
+// The activity in the bodies of api/status and api/kernels; nullopt when they are not the JSON
+// Jupyter writes. The session's owner runs that server, so whatever they hold must neither throw
+// nor be cast out of range: a field of the wrong type or size reads as absent.
+std::optional<JupyterActivity> jupyterActivityOf(std::string_view status, std::string_view kernels);
 
 }  // namespace allot::agent
