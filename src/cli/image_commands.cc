@@ -140,7 +140,8 @@ void addImageCacheCommands(CLI::App& app, Context& ctx) {
                         "Every host of a pool that runs images: shared, or a team");
     prepull->add_option("--team", c->team,
                         "Pull with this team's registry login (default: the team of each "
-                        "host's pool, if any); the image must be in its allow-list");
+                        "host's pool, if any); the image must be in its allow-list, and the "
+                        "hosts shared or the team's own");
     prepull->footer(
         "Example: allot image prepull registry:5000/ml/pytorch:2.3 --pool ml\n"
         "         allot image prepull registry:5000/ml/pytorch:2.3 --pool shared --team ml");

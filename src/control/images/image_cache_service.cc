@@ -73,7 +73,12 @@ Result<Change<HostImages>> ImageCacheService::prune(const Principal& p, const st
 
 std::string ImageCacheService::prepullTeam(const model::Host& h, const std::string& ref) {
   auto named = h.imagePrepullTeams.find(ref);
-  return named != h.imagePrepullTeams.end() ? named->second : h.dedicatedTo;
+  const std::string team = named != h.imagePrepullTeams.end() ? named->second : h.dedicatedTo;
+  return loginMayGoTo(h, team) ? team : "";
+}
+
+bool ImageCacheService::loginMayGoTo(const model::Host& h, const std::string& team) {
+  return h.dedicatedTo.empty() || h.dedicatedTo == team;
 }
 
 Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
@@ -82,10 +87,12 @@ Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
   auto ref = model::parseImageRef(image);
   if (!ref.ok()) return Status::InvalidArgument(ref.status().message(), "image");
   if (!team.empty()) {
-    // The team's login goes with the pull, so the image must be one its jobs may run.
+    // The team's login goes with the pull as with its jobs' pulls: lent only by those who may
+    // submit its work, for an image its jobs may run.
     auto t = world_.teams.find(team);
     if (t == world_.teams.end() || !authz::effectiveRole(p, team))
       return Status::NotFound("no team '" + team + "'", "team");
+    ALLOT_RETURN_IF_ERROR(authz::canSubmitTo(p, team));  // a viewer: 403
     ALLOT_RETURN_IF_ERROR(checkImageAllowed(team, t->second.imageAllow, *ref));
   }
   if (hosts.empty() == pool.empty())
@@ -119,6 +126,11 @@ Result<Change<std::vector<std::string>>> ImageCacheService::prepull(
   // Each host's team (or the admin) must be entitled to the image, as for a job's.
   for (const model::Host* h : targets) {
     ALLOT_RETURN_IF_ERROR(mayRun(p, *h));
+    if (!team.empty() && !loginMayGoTo(*h, team))
+      return Status::InvalidArgument("host " + h->name + " is dedicated to team " + h->dedicatedTo +
+                                         ": team " + team +
+                                         "'s registry login goes only to shared hosts and its own",
+                                     "team");
     if (!p.isAdmin()) {
       auto team = world_.teams.find(h->dedicatedTo);
       ALLOT_RETURN_IF_ERROR(checkImageAllowed(

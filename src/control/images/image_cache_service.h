@@ -47,15 +47,21 @@ class ImageCacheService {
   // Asks each host of `hosts`, or of `pool` ("shared", or a team's dedicated hosts), to fetch
   // `image`; the hosts asked. Only hosts whose agents run images are asked; a host named that
   // does not is FailedPrecondition. The pull presents `team`'s registry login, when it has one
-  // there ("" = the team of the host's pool, if any): the caller must see the team, and the
-  // image pass its allow-list. Errors name the field: image, hosts, pool, team.
+  // there ("" = the team of the host's pool, if any): the caller must be one who may submit work
+  // to the team, the image must pass its allow-list, and every host must be one the team's jobs
+  // may use (shared, or the team's). Errors name the field: image, hosts, pool, team.
   Result<Change<std::vector<std::string>>> prepull(const Principal& p, const std::string& image,
                                                    const std::vector<std::string>& hosts,
                                                    const std::string& pool,
                                                    const std::string& team = "");
   // Whose registry login host `h`'s prepull of `ref` presents: the team named for it, else the
-  // team of the host's pool; "" = none.
+  // team of the host's pool; "" = none, and none either when that team's jobs may not run there
+  // (loginMayGoTo), which a handover since the request can make so.
   static std::string prepullTeam(const model::Host& h, const std::string& ref);
+  // Whether `team`'s registry login may be sent to host `h`: only where that team's own jobs
+  // would take it, the shared pool and the team's dedicated hosts. Another team's host may be
+  // root-held by that team, which could read the login off its agent.
+  static bool loginMayGoTo(const model::Host& h, const std::string& team);
   // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
   Change<int> agentReport(const std::string& host, model::ImageReport report);
   // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds

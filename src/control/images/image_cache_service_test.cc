@@ -124,6 +124,24 @@ TEST_F(ImageCacheServiceTest, APrepullPullsWithTheTeamNamedOrThePoolsTeam) {
   EXPECT_EQ(other.status().field(), "team");
   EXPECT_EQ(cache_.prepull(admin_, "r:5000/vision/a:1", {"shared-1"}, "", "ghost").status().field(),
             "team");
+  // A team's login goes only where its jobs would take it: never to another team's dedicated
+  // host (whose team may hold it as root), and it is lent only by those who may submit its work.
+  world_.teams["nlp"].imageAllow = {"r:5000/vision/"};
+  auto elsewhere = cache_.prepull(admin_, "r:5000/vision/a:1", {"nlp-1"}, "", "vision");
+  EXPECT_EQ(elsewhere.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(elsewhere.status().field(), "team");
+  Principal both = testsupport::userIn("both", "nlp", model::Role::kTeamAdmin);
+  both.teams["vision"] = model::Role::kViewer;
+  auto lent = cache_.prepull(both, "r:5000/vision/a:1", {"nlp-1"}, "", "vision");
+  EXPECT_EQ(lent.status().code(), Code::kPermissionDenied);
+  both.teams["vision"] = model::Role::kMember;
+  EXPECT_EQ(cache_.prepull(both, "r:5000/vision/a:1", {"nlp-1"}, "", "vision").status().field(),
+            "team");
+  EXPECT_TRUE(world_.hosts.at("nlp-1").imagePrepulls.empty());
+  // A host handed to another team since the prepull was asked: its login no longer goes there.
+  world_.hosts.at("shared-1").dedicatedTo = "nlp";
+  EXPECT_EQ(ImageCacheService::prepullTeam(world_.hosts.at("shared-1"), "r:5000/vision/a:1"), "");
+  world_.hosts.at("shared-1").dedicatedTo = "";
   // Done: the team goes with the prepull.
   model::ImageReport report;
   report.images.push_back({"r:5000/vision/a:1", "sha256:" + std::string(64, 'a'), 1, 1, false});
