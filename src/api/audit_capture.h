@@ -58,6 +58,7 @@ class AuditCapture {
   std::map<std::string, std::string> params_;
   std::optional<std::string> snapshotPath_;
   const std::string* body_ = nullptr;  // the request's, which outlives the capture
+  const bool* bodyIsJson_ = nullptr;   // the request's ApiRequest::bodyIsJson, set by its handler
 };
 
 }  // namespace allot::api

@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "api/server.h"
 #include "common/secrets.h"
@@ -92,6 +96,65 @@ TEST(AuditObject, ACreationIsNamedFromTheReply) {
   EXPECT_EQ(auditObjectOf("/api/v1/ssh-keys", {}, json{{"fingerprint", "SHA256:ab/c"}}),
             "ssh-key:SHA256:ab/c");
   EXPECT_EQ(auditObjectOf("/api/v1/teams", {}, json("not an object")), "");
+}
+
+// One audited POST of `body` by alice, answered with `reply`, through AuditCapture as the server
+// runs it; its entry.
+std::optional<model::AuditEntry> auditedPost(const std::string& body, bool bodyIsJson,
+                                             const ApiResponse& reply) {
+  Router router;
+  const Route route{http::verb::post, "/api/v1/things", true, nullptr};
+  HttpRequest raw{http::verb::post, route.pattern, 11};
+  raw.body() = body;
+  ApiRequest req{raw};
+  req.principal = control::Principal{};
+  req.principal->name = "alice";
+  req.bodyIsJson = bodyIsJson;
+  boost::asio::io_context io;
+  auto entry = boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<std::optional<model::AuditEntry>> {
+        AuditCapture c =
+            co_await AuditCapture::begin(router, route, req, route.pattern, "127.0.0.1", 0);
+        std::optional<model::AuditEntry> e = co_await c.finish(router, reply);
+        co_return e;
+      },
+      boost::asio::use_future);
+  io.run();
+  return entry.get();
+}
+
+// A job's body and reply are kept as sent unless their text may spell a secret word; where it
+// may, they are parsed and redacted, whoever checked the body before (bodyIsJson) and however
+// the key is spelled.
+TEST(AuditCaptureFinish, ASecretInABodyOrReplyKeptAsTextIsStillRedacted) {
+  const json job = {{"id", 7}, {"env", {{"HF_TOKEN", "s3cret"}}}};
+  for (const bool checked : {true, false}) {
+    auto e = auditedPost(R"({"env": {"HF_TOKEN": "s3cret"}})", checked,
+                         ApiResponse::json(json(job), http::status::created));
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->request.find("s3cret"), std::string::npos) << e->request;
+    EXPECT_EQ(e->after.find("s3cret"), std::string::npos) << e->after;
+    EXPECT_EQ(json::parse(e->after)["env"]["HF_TOKEN"], "[redacted]");
+  }
+  // An escape spells TOKEN in a body that was checked as JSON: still parsed, still redacted.
+  auto escaped = auditedPost(R"({"env": {"HF_TOKEN": "s3cret"}})", true,
+                             ApiResponse::json(json{{"id", 8}}, http::status::created));
+  ASSERT_TRUE(escaped.has_value());
+  EXPECT_EQ(escaped->request.find("s3cret"), std::string::npos) << escaped->request;
+  // A reply given only as text (no value): parsed, then redacted.
+  ApiResponse textOnly{http::status::created, R"({"id":9,"api_key":"s3cret"})"};
+  auto fromText = auditedPost(R"({"name": "x"})", true, textOnly);
+  ASSERT_TRUE(fromText.has_value());
+  EXPECT_EQ(fromText->after.find("s3cret"), std::string::npos) << fromText->after;
+  // Nothing secret: kept word for word.
+  auto plain =
+      auditedPost(R"({"name": "x"})", true,
+                  ApiResponse::json(json{{"id", 10}, {"name", "x"}}, http::status::created));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->request, R"({"name": "x"})");
+  EXPECT_EQ(plain->after, R"({"id":10,"name":"x"})");
+  EXPECT_EQ(plain->object, "thing:10");
 }
 
 class AuditRoutesTest : public ::testing::Test {

@@ -33,6 +33,9 @@ struct ApiRequest {
   // Set for an audited request: the one write its handler's changes and its audit entry make,
   // committed once the handler has returned (Server::apply). Null otherwise.
   RequestWrite* write = nullptr;
+  // Set by readBody once the body parsed as JSON within kMaxJsonDepth: the audit entry then
+  // keeps it as sent without checking it again.
+  bool bodyIsJson = false;
   const control::Principal& who() const { return *principal; }
 };
 
@@ -47,7 +50,8 @@ struct ApiResponse {
   std::function<void(ApiResponse&)> refreshAfterWrite = nullptr;
   // The body as JSON, when it was built from a temporary: the audit entry of a write reads the
   // reply from here instead of parsing the body back (audit_capture.cc).
-  std::shared_ptr<const nlohmann::json> value = nullptr;
+  // A refresh may edit it in place once the audit has let go of it.
+  std::shared_ptr<nlohmann::json> value = nullptr;
 
   static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
     return ApiResponse{s, dumpBody(j), "application/json", {}};
@@ -59,7 +63,7 @@ struct ApiResponse {
   }
   // Replaces the body (and value) with `j`'s, keeping status and headers.
   void setJson(nlohmann::json j) {
-    auto kept = std::make_shared<const nlohmann::json>(std::move(j));
+    auto kept = std::make_shared<nlohmann::json>(std::move(j));
     body = dumpBody(*kept);
     value = std::move(kept);
   }

@@ -36,7 +36,7 @@ Result<JsonInput> JsonInput::parse(const std::string& body,
     if (!jsonNestingWithin(body))
       return Status::InvalidArgument(
           "body: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "body");
-    j = parseBoundedJson(body);
+    j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);  // depth checked above
     if (j.is_discarded()) return Status::InvalidArgument("body: malformed JSON", "body");
   }
   if (!j.is_object())

@@ -21,6 +21,14 @@ using Awaitable = boost::asio::awaitable<ApiResponse>;
   if (!var##_r.ok()) co_return ApiResponse::error(var##_r.status()); \
   auto var = std::move(var##_r).value()
 
+// The request's body read strictly (JsonInput::parse), noting that it is JSON
+// (ApiRequest::bodyIsJson) for its audit entry.
+inline Result<JsonInput> readBody(ApiRequest& r, std::initializer_list<const char*> allowed) {
+  auto in = JsonInput::parse(r.raw.body(), allowed);
+  r.bodyIsJson = in.ok() && r.raw.body().find_first_not_of(" \t\r\n") != std::string::npos;
+  return in;
+}
+
 // A JSON array of the items' API forms.
 template <typename T>
 nlohmann::json arrayOf(const std::vector<T>& items) {

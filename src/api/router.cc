@@ -26,6 +26,15 @@ std::string percentDecode(std::string_view s) {
   return out;
 }
 
+std::vector<Route::Segment> segmentsOf(std::string_view pattern) {
+  std::vector<Route::Segment> out;
+  for (std::string_view seg : splitPath(pattern)) {
+    const bool param = seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
+    out.push_back({std::string(param ? seg.substr(1, seg.size() - 2) : seg), param});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string_view> splitPath(std::string_view p) {
@@ -45,7 +54,9 @@ std::vector<std::string_view> splitPath(std::string_view p) {
 }
 
 void Router::add(http::verb method, std::string pattern, Handler handler, bool authenticated) {
-  routes_.push_back({method, std::move(pattern), authenticated, std::move(handler)});
+  auto segments = segmentsOf(pattern);
+  routes_.push_back(
+      {method, std::move(pattern), authenticated, std::move(handler), false, std::move(segments)});
 }
 
 void Router::addEventStream(std::string pattern) {
@@ -53,31 +64,31 @@ void Router::addEventStream(std::string pattern) {
   Handler unreachable = [](ApiRequest&) -> boost::asio::awaitable<ApiResponse> {
     co_return ApiResponse::error(Status::Internal("event stream served as a plain response"));
   };
-  routes_.push_back({http::verb::get, std::move(pattern), true, std::move(unreachable), true});
+  auto segments = segmentsOf(pattern);
+  routes_.push_back({http::verb::get, std::move(pattern), true, std::move(unreachable), true,
+                     std::move(segments)});
 }
 
 Router::Match Router::match(http::verb method, std::string_view path) const {
   Match m;
-  auto parts = splitPath(path);
-  for (const auto& r : routes_) {
-    auto pat = splitPath(r.pattern);
-    if (pat.size() != parts.size()) continue;
-    std::map<std::string, std::string> params;
-    bool ok = true;
-    for (size_t i = 0; i < pat.size() && ok; ++i) {
-      if (pat[i].size() > 2 && pat[i].front() == '{' && pat[i].back() == '}') {
-        params[std::string(pat[i].substr(1, pat[i].size() - 2))] = percentDecode(parts[i]);
-      } else {
-        ok = pat[i] == parts[i];
-      }
+  const auto parts = splitPath(path);
+  auto literalsMatch = [&parts](const Route& r) {
+    if (r.segments.size() != parts.size()) return false;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (!r.segments[i].param && r.segments[i].text != parts[i]) return false;
     }
-    if (!ok) continue;
+    return true;
+  };
+  for (const auto& r : routes_) {
+    if (!literalsMatch(r)) continue;
     if (r.method != method) {
       m.pathKnown = true;
       continue;
     }
     m.route = &r;
-    m.params = std::move(params);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (r.segments[i].param) m.params[r.segments[i].text] = percentDecode(parts[i]);
+    }
     return m;
   }
   return m;

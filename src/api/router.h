@@ -17,6 +17,13 @@ struct Route {
   // Server-sent events: after authentication the server hands the connection to the event
   // stream (api/event_stream.h) instead of calling `handler` for one response.
   bool eventStream = false;
+  // `pattern` split once by Router::add: every request is matched against every route, and
+  // splitting each pattern per request was most of the matching's cost.
+  struct Segment {
+    std::string text;    // the literal, or the parameter's name without braces
+    bool param = false;  // "{name}"
+  };
+  std::vector<Segment> segments = {};
 };
 
 class Router {

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "api/host_view.h"
+#include "api/job_reply.h"
 #include "api/json_input.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
@@ -58,36 +59,6 @@ nlohmann::json joinTokenJson(const model::JoinToken& t, TimeMs now) {
 // A listing shows each job's command and environment up to this many bytes: a list of a
 // thousand jobs of 512 KiB each would otherwise be half a gigabyte built on the I/O thread.
 constexpr size_t kListedSpecBytes = 4096;
-
-// `maxSpecBytes` 0: the whole job (model::toListedJson).
-nlohmann::json jobJson(Server& s, const model::Job& j, size_t maxSpecBytes = 0) {
-  auto out = model::toListedJson(j, maxSpecBytes);
-  if (j.state == model::JobState::kQueued) {
-    auto w = s.cluster().waitOf(j.id);
-    out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
-    // When it is expected to start, as squeue --start: known only where the pass reserved room
-    // that frees at a declared time (the work ahead gave --max-runtime) or a lease begins.
-    const bool dated =
-        w && w->startAt > 0 &&
-        (w->kind == sched::WaitKind::kReserved || w->kind == sched::WaitKind::kHeldForLease);
-    out["expected_start"] = dated ? nlohmann::json(formatIso8601(w->startAt)) : nullptr;
-  }
-  // A pull under way (docs/environments.md): bytes of the image fetched and in all (0: not known
-  // yet), as the host last said.
-  if (j.state == model::JobState::kPulling) {
-    auto pull = s.cluster().pullOf(j.id);
-    out["pull"] = pull ? nlohmann::json{{"bytes", pull->bytes}, {"total", pull->total}}
-                       : nlohmann::json(nullptr);
-  }
-  // The owner's view of an idle flag (see docs/accounting.md); absent while not flagged.
-  if (auto idle = s.cluster().idle().flag(j.id)) {
-    auto at = [](TimeMs t) { return t ? nlohmann::json(formatIso8601(t)) : nlohmann::json(); };
-    out["idle"] = {{"since", at(idle->idleSince)},
-                   {"notified_at", at(idle->notifiedAt)},
-                   {"reclaim_at", at(idle->reclaimAt)}};
-  }
-  return out;
-}
 
 // The body of POST /jobs as typed values; Cluster::submitJob checks what they mean together.
 // "dependencies": [{"kind": "afterok", "job": 12}, ...]; absent: none.
@@ -197,7 +168,7 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- teams, users, projects ----
   router.add(V::post, "/api/v1/teams", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name"}));
+    TRY_ASSIGN(in, readBody(r, {"name"}));
     TRY_ASSIGN(name, in.requiredString("name"));
     TRY_ASSIGN(change, s.cluster().access().createTeam(r.who(), name));
     co_await s.apply(r, change);
@@ -217,7 +188,7 @@ void registerRoutes(Router& router, Server& s) {
              });
   router.add(
       V::put, "/api/v1/teams/{team}/image-allow", [&s, imageAllowJson](ApiRequest& r) -> Awaitable {
-        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"allow"}));
+        TRY_ASSIGN(in, readBody(r, {"allow"}));
         TRY_ASSIGN(allow, in.requiredStringArray("allow"));
         TRY_ASSIGN(change, s.cluster().access().setImageAllow(r.who(), r.params["team"], allow));
         co_await s.apply(r, change);
@@ -234,7 +205,7 @@ void registerRoutes(Router& router, Server& s) {
              });
   router.add(V::put, "/api/v1/teams/{team}/default-image",
              [&s, defaultImageJson](ApiRequest& r) -> Awaitable {
-               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"image"}));
+               TRY_ASSIGN(in, readBody(r, {"image"}));
                TRY_ASSIGN(image, in.requiredString("image"));
                TRY_ASSIGN(change,
                           s.cluster().access().setDefaultImage(r.who(), r.params["team"], image));
@@ -251,7 +222,7 @@ void registerRoutes(Router& router, Server& s) {
              });
   router.add(V::put, "/api/v1/teams/{team}/registry-logins/{registry}",
              [&s, loginsJson](ApiRequest& r) -> Awaitable {
-               TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"username", "password"}));
+               TRY_ASSIGN(in, readBody(r, {"username", "password"}));
                TRY_ASSIGN(username, in.requiredString("username"));
                TRY_ASSIGN(password, in.requiredString("password"));
                TRY_ASSIGN(change,
@@ -269,7 +240,7 @@ void registerRoutes(Router& router, Server& s) {
              });
 
   router.add(V::post, "/api/v1/projects", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "team"}));
+    TRY_ASSIGN(in, readBody(r, {"name", "team"}));
     TRY_ASSIGN(name, in.requiredString("name"));
     TRY_ASSIGN(team, in.optionalString("team"));
     TRY_ASSIGN(change, s.cluster().access().createProject(r.who(), name, team));
@@ -282,7 +253,7 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- hosts ----
   router.add(V::post, "/api/v1/hosts/join-tokens", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"ttl", "uses"}));
+    TRY_ASSIGN(in, readBody(r, {"ttl", "uses"}));
     TRY_ASSIGN(ttlText, in.optionalString("ttl", "24h"));
     auto ttl = parseDurationMs(ttlText);
     if (!ttl.ok())
@@ -316,7 +287,7 @@ void registerRoutes(Router& router, Server& s) {
   router.add(
       V::post, "/api/v1/hosts/join",
       [&s](ApiRequest& r) -> Awaitable {
-        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "join_token", "inventory"}));
+        TRY_ASSIGN(in, readBody(r, {"name", "join_token", "inventory"}));
         TRY_ASSIGN(name, in.optionalString("name"));
         TRY_ASSIGN(secret, in.requiredString("join_token"));
         const auto* invJson = in.object("inventory");
@@ -385,14 +356,13 @@ void registerRoutes(Router& router, Server& s) {
 
   // ---- jobs ----
   router.add(V::post, "/api/v1/jobs", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in,
-               JsonInput::parse(
-                   r.raw.body(),
-                   {"name",         "team",         "project",    "command",     "env",
-                    "gpus",         "gpu_model",    "gpu_models", "gpu_milli",   "gpu_memory_mib",
-                    "cpu_millis",   "memory_mib",   "priority",   "preemptible", "whole_host",
-                    "hosts",        "max_runtime",  "min_driver", "min_cuda",    "contour",
-                    "queue_anyway", "dependencies", "workdir",    "array",       "image"}));
+    TRY_ASSIGN(
+        in,
+        readBody(r, {"name",         "team",         "project",    "command",     "env",
+                     "gpus",         "gpu_model",    "gpu_models", "gpu_milli",   "gpu_memory_mib",
+                     "cpu_millis",   "memory_mib",   "priority",   "preemptible", "whole_host",
+                     "hosts",        "max_runtime",  "min_driver", "min_cuda",    "contour",
+                     "queue_anyway", "dependencies", "workdir",    "array",       "image"}));
     TRY_ASSIGN(req, readJobRequest(in));
     const size_t tasks = req.array ? req.array->indices.size() : 0;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
@@ -405,16 +375,25 @@ void registerRoutes(Router& router, Server& s) {
       job["array_tasks"] = std::move(ids);
       return job;
     };
-    ApiResponse res = ApiResponse::json(withTasks(jobJson(s, change.value)), http::status::created);
+    ApiResponse res =
+        ApiResponse::json(withTasks(jobJson(s.cluster(), change.value)), http::status::created);
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
     // Only the id is kept: a job's command and environment may be 512 KiB.
-    res.refreshAfterWrite = [&s, who = r.who(), id = change.value.id, withTasks,
-                             passes = s.passesRun()](ApiResponse& out) {
-      if (s.passesRun() == passes) return;  // nothing has touched the job since
-      if (auto now = s.cluster().getJob(who, id); now.ok())
-        out.setJson(withTasks(jobJson(s, *now)));
-    };
+    res.refreshAfterWrite =
+        [&s, who = r.who(), id = change.value.id, withTasks, passes = s.passesRun(),
+         revision = s.cluster().world().jobRevision(change.value.id)](ApiResponse& out) {
+          if (s.passesRun() == passes) return;  // nothing has touched the job since
+          // The audit has read the value by now; while anything else holds it, it is not edited.
+          if (out.value && out.value.use_count() == 1) {
+            if (auto changed = refreshWait(s.cluster(), who, id, revision, *out.value)) {
+              if (*changed) out.body = ApiResponse::dumpBody(*out.value);
+              return;
+            }
+          }
+          if (auto now = s.cluster().getJob(who, id); now.ok())
+            out.setJson(withTasks(jobJson(s.cluster(), *now)));
+        };
     co_return res;
   });
 
@@ -453,7 +432,7 @@ void registerRoutes(Router& router, Server& s) {
     std::string body = "[";
     s.cluster().visitJobs(r.who(), f, [&](const model::Job& j) {
       if (body.size() > 1) body += ',';
-      body += jobJson(s, j, kListedSpecBytes).dump();
+      body += jobJson(s.cluster(), j, kListedSpecBytes).dump();
     });
     body += ']';
     co_return ApiResponse{http::status::ok, std::move(body), "application/json", {}};
@@ -462,7 +441,7 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::get, "/api/v1/jobs/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
-    co_return ApiResponse::json(jobJson(s, job));
+    co_return ApiResponse::json(jobJson(s.cluster(), job));
   });
 
   // Prometheus scrapes this with a platform admin's token (deploy/prometheus.yml): the labels
@@ -532,13 +511,13 @@ void registerRoutes(Router& router, Server& s) {
     const bool stops = std::string_view(verb) == "requeue";
     router.add(V::post, std::string("/api/v1/jobs/{id}/") + verb,
                [&s, act, stops](ApiRequest& r) -> Awaitable {
-                 TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+                 TRY_ASSIGN(in, readBody(r, {}));
                  (void)in;
                  TRY_ASSIGN(id, parseJobId(r.params["id"]));
                  TRY_ASSIGN(change, (s.cluster().*act)(r.who(), id));
                  co_await s.apply(r, change);
                  s.notifyJob(r, id);
-                 ApiResponse res = ApiResponse::json(jobJson(s, change.value));
+                 ApiResponse res = ApiResponse::json(jobJson(s.cluster(), change.value));
                  // The stop is confirmed only once the request's write is durable (this runs
                  // then, before its agents are pushed to): a crash must not stop work that the
                  // restarted allotd still thinks is running.
@@ -551,13 +530,13 @@ void registerRoutes(Router& router, Server& s) {
   }
 
   router.add(V::post, "/api/v1/jobs/{id}/cancel", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    TRY_ASSIGN(in, readBody(r, {}));
     (void)in;
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(change, s.cluster().cancelJob(r.who(), id));
     co_await s.apply(r, change);
     s.notifyJob(r, id);
-    co_return ApiResponse::json(jobJson(s, change.value));
+    co_return ApiResponse::json(jobJson(s.cluster(), change.value));
   });
 
   // The agent stream is a WebSocket upgrade handled before routing; this entry keeps it in the

@@ -105,8 +105,8 @@ void registerAccessRoutes(Router& router, Server& s) {
 
   // ---- accounts ----
   router.add(V::post, "/api/v1/users", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "teams", "team", "role",
-                                                   "platform_admin", "kind", "password"}));
+    TRY_ASSIGN(
+        in, readBody(r, {"name", "teams", "team", "role", "platform_admin", "kind", "password"}));
     TRY_ASSIGN(n, readNewUser(in));
     if (in.has("password")) {
       TRY_ASSIGN(password, in.requiredString("password"));
@@ -133,7 +133,7 @@ void registerAccessRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(model::toJson(u));
   });
   router.add(V::patch, "/api/v1/users/{name}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"platform_admin", "disabled"}));
+    TRY_ASSIGN(in, readBody(r, {"platform_admin", "disabled"}));
     control::UserUpdate up;
     if (in.has("platform_admin")) {
       TRY_ASSIGN(v, in.optionalBool("platform_admin", false));
@@ -161,7 +161,7 @@ void registerAccessRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(arr);
   });
   router.add(V::put, "/api/v1/teams/{team}/members/{user}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"role"}));
+    TRY_ASSIGN(in, readBody(r, {"role"}));
     TRY_ASSIGN(roleText, in.optionalString("role", "member"));
     TRY_ASSIGN(role, parseTeamRole(roleText, "role"));
     TRY_ASSIGN(change, s.cluster().access().setMembership(r.who(), r.params.at("team"),
@@ -180,7 +180,7 @@ void registerAccessRoutes(Router& router, Server& s) {
 
   // ---- API tokens ----
   router.add(V::post, "/api/v1/tokens", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"name", "expires_in", "user"}));
+    TRY_ASSIGN(in, readBody(r, {"name", "expires_in", "user"}));
     control::NewToken t;
     TRY_ASSIGN(name, in.optionalString("name"));
     TRY_ASSIGN(user, in.optionalString("user"));
@@ -219,7 +219,7 @@ void registerAccessRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(arrayOf(keys));
   });
   router.add(V::post, "/api/v1/ssh-keys", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"key"}));
+    TRY_ASSIGN(in, readBody(r, {"key"}));
     TRY_ASSIGN(line, in.requiredString("key"));
     TRY_ASSIGN(change, s.cluster().access().addSshKey(r.who(), queryUser(r), line));
     co_await s.apply(r, change);

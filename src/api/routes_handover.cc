@@ -30,7 +30,7 @@ void registerHandoverRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::post, "/api/v1/hosts/{name}/assign", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"team", "gpus", "deadline", "reason"}));
+    TRY_ASSIGN(in, readBody(r, {"team", "gpus", "deadline", "reason"}));
     TRY_ASSIGN(team, in.requiredString("team"));
     if (team.empty())
       co_return ApiResponse::error(
@@ -45,7 +45,7 @@ void registerHandoverRoutes(Router& router, Server& s) {
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/unassign", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"gpus", "deadline", "reason"}));
+    TRY_ASSIGN(in, readBody(r, {"gpus", "deadline", "reason"}));
     TRY_ASSIGN(gpus, in.optionalIntArray("gpus", 0, kMaxGpuIndex));
     TRY_ASSIGN(deadlineMs, readDeadline(in));
     TRY_ASSIGN(reason, readReason(in));

@@ -42,7 +42,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/drain", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"deadline", "reason"}));
+    TRY_ASSIGN(in, readBody(r, {"deadline", "reason"}));
     TRY_ASSIGN(deadlineText, in.optionalString("deadline"));
     TRY_ASSIGN(deadlineMs, readDrainDeadline(deadlineText));
     TRY_ASSIGN(reason, readReason(in));
@@ -53,14 +53,14 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/resume", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    TRY_ASSIGN(in, readBody(r, {}));
     TRY_ASSIGN(change, s.cluster().hosts().resumeHost(r.who(), r.params["name"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json(model::toJson(change.value));
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/admin-state", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"state", "reason"}));
+    TRY_ASSIGN(in, readBody(r, {"state", "reason"}));
     TRY_ASSIGN(stateText, in.requiredString("state"));
     auto state = model::parseAdminState(stateText);
     if (!state || (*state != model::AdminState::kFailed && *state != model::AdminState::kRetired))
@@ -76,7 +76,7 @@ void registerHostLifecycleRoutes(Router& router, Server& s) {
   });
 
   router.add(V::post, "/api/v1/hosts/{name}/reprovision", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"profile", "timeout"}));
+    TRY_ASSIGN(in, readBody(r, {"profile", "timeout"}));
     TRY_ASSIGN(profile, in.optionalString("profile"));
     if (profile.empty()) profile = "default";
     TRY_ASSIGN(timeoutText, in.optionalString("timeout"));

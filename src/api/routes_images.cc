@@ -55,14 +55,14 @@ void registerImageRoutes(Router& router, Server& s) {
     co_return ApiResponse::json(hostImagesJson(images));
   });
   router.add(V::post, "/api/v1/hosts/{name}/images/prune", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    TRY_ASSIGN(in, readBody(r, {}));
     (void)in;
     TRY_ASSIGN(change, s.cluster().imageCache().prune(r.who(), r.params["name"]));
     co_await s.apply(r, change);
     co_return ApiResponse::json(hostImagesJson(change.value), http::status::accepted);
   });
   router.add(V::post, "/api/v1/images/prepull", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"image", "hosts", "pool", "team"}));
+    TRY_ASSIGN(in, readBody(r, {"image", "hosts", "pool", "team"}));
     TRY_ASSIGN(image, in.requiredString("image"));
     TRY_ASSIGN(hosts, in.optionalStringArray("hosts"));
     TRY_ASSIGN(pool, in.optionalString("pool"));

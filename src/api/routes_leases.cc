@@ -125,7 +125,7 @@ void registerLeaseRoutes(Router& router, Server& s) {
   });
   router.add(V::post, "/api/v1/leases/{id}/extend", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseLeaseId(r.params["id"]));
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"end"}));
+    TRY_ASSIGN(in, readBody(r, {"end"}));
     TRY_ASSIGN(end, readTime(in, "end", s.clock().nowMs()));
     TRY_ASSIGN(change, s.cluster().leases().extend(r.who(), id, end));
     co_await s.apply(r, change);

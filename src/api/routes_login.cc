@@ -82,7 +82,7 @@ void registerLoginRoutes(Router& router, Server& s) {
   router.add(
       V::post, "/api/v1/login",
       [&s](ApiRequest& r) -> Awaitable {
-        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"user", "password", "session"}));
+        TRY_ASSIGN(in, readBody(r, {"user", "password", "session"}));
         TRY_ASSIGN(typed, in.requiredString("user"));
         // Allot's names are lower case and directories compare names without case: one
         // spelling per person, for the lookup, the failure limit and the account made.
@@ -137,7 +137,7 @@ void registerLoginRoutes(Router& router, Server& s) {
   });
 
   router.add(V::put, "/api/v1/users/{name}/password", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"password", "current_password"}));
+    TRY_ASSIGN(in, readBody(r, {"password", "current_password"}));
     TRY_ASSIGN(password, in.requiredString("password"));
     TRY_ASSIGN(current, in.optionalString("current_password"));
     const std::string& name = r.params.at("name");

@@ -100,7 +100,7 @@ void registerSessionRoutes(Router& router, Server& s) {
   });
 
   router.add(V::post, "/api/v1/sessions/{id}/stop", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {}));
+    TRY_ASSIGN(in, readBody(r, {}));
     (void)in;
     TRY_ASSIGN(id, parseSessionId(r.params["id"]));
     TRY_ASSIGN(change, s.cluster().sessions().stop(r.who(), id));
@@ -114,7 +114,7 @@ void registerSessionRoutes(Router& router, Server& s) {
     // Another team's session is 404 whatever the body says.
     TRY_ASSIGN(seen, s.cluster().sessions().get(r.who(), id));
     (void)seen;
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"users"}));
+    TRY_ASSIGN(in, readBody(r, {"users"}));
     TRY_ASSIGN(users, in.requiredStringArray("users"));
     TRY_ASSIGN(change, s.cluster().sessions().share(r.who(), id, std::move(users)));
     co_await s.apply(r, change);

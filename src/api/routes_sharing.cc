@@ -78,9 +78,8 @@ void registerSharingRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::put, "/api/v1/teams/{team}/quota", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in,
-               JsonInput::parse(r.raw.body(), {"guaranteed", "borrow_limit", "lend_limit", "weight",
-                                               "lend_dedicated", "contour_limits", "overcommit"}));
+    TRY_ASSIGN(in, readBody(r, {"guaranteed", "borrow_limit", "lend_limit", "weight",
+                                "lend_dedicated", "contour_limits", "overcommit"}));
     control::QuotaUpdate u;
     TRY_ASSIGN(limits, readContourLimits(in));
     u.contourLimits = std::move(limits);
@@ -117,7 +116,7 @@ void registerSharingRoutes(Router& router, Server& s) {
 
   router.add(
       V::put, "/api/v1/teams/{team}/projects/{project}/quota", [&s](ApiRequest& r) -> Awaitable {
-        TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"guaranteed"}));
+        TRY_ASSIGN(in, readBody(r, {"guaranteed"}));
         if (!in.has("guaranteed"))
           co_return ApiResponse::error(
               Status::InvalidArgument("guaranteed: required", "guaranteed"));
@@ -129,7 +128,7 @@ void registerSharingRoutes(Router& router, Server& s) {
       });
 
   router.add(V::put, "/api/v1/hosts/{name}/dedication", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"team"}));
+    TRY_ASSIGN(in, readBody(r, {"team"}));
     if (!in.has("team"))
       co_return ApiResponse::error(
           Status::InvalidArgument("team: required (a team, or null to return the host to the "
@@ -142,7 +141,7 @@ void registerSharingRoutes(Router& router, Server& s) {
   });
 
   router.add(V::put, "/api/v1/hosts/{name}/contour", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"contour"}));
+    TRY_ASSIGN(in, readBody(r, {"contour"}));
     TRY_ASSIGN(contour, in.requiredString("contour"));
     TRY_ASSIGN(change, s.cluster().hosts().setHostContour(r.who(), r.params["name"], contour));
     co_await s.apply(r, change);
@@ -150,7 +149,7 @@ void registerSharingRoutes(Router& router, Server& s) {
   });
 
   router.add(V::put, "/api/v1/hosts/{name}/gpus/{index}", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(), {"dedicated_to", "shared"}));
+    TRY_ASSIGN(in, readBody(r, {"dedicated_to", "shared"}));
     TRY_ASSIGN(index, parseGpuIndex(r.params["index"]));
     control::GpuSettings settings;
     if (in.has("dedicated_to")) {

@@ -34,8 +34,7 @@ void registerUpgradeRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::post, "/api/v1/upgrades", [&s](ApiRequest& r) -> Awaitable {
-    TRY_ASSIGN(in, JsonInput::parse(r.raw.body(),
-                                    {"pool", "profile", "max_unavailable", "drain_deadline"}));
+    TRY_ASSIGN(in, readBody(r, {"pool", "profile", "max_unavailable", "drain_deadline"}));
     TRY_ASSIGN(pool, in.requiredString("pool"));
     TRY_ASSIGN(profile, in.requiredString("profile"));
     TRY_ASSIGN(maxUnavailable, in.optionalInt("max_unavailable", 1, 1, kMaxUnavailableLimit));

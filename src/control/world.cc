@@ -78,6 +78,7 @@ void World::reindex() {
 }
 
 void World::onJobChanged(const model::Job* before, const model::Job& after) {
+  ++jobRevisions_[after.id];
   if (!holdsGpus(after.state)) placedBy.erase(after.id);  // its explanation is history now
   auto count = [](std::map<std::string, Active>& m, const std::string& key, int sign,
                   int64_t bytes) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "control/ledger_index.h"
@@ -122,6 +123,12 @@ struct World {
   // Keeps the derived indexes right when a job changes; call with the job's old copy. Cluster
   // calls it for every change of a job (Cluster::updateJob and submission).
   void onJobChanged(const model::Job* before, const model::Job& after);
+  // How many times a job has changed (onJobChanged), 0 for no such job: a reply built before a
+  // write that shows the job again after it rebuilds only what may have moved since.
+  uint64_t jobRevision(int64_t id) const {
+    auto it = jobRevisions_.find(id);
+    return it == jobRevisions_.end() ? 0 : it->second;
+  }
 
   // A fresh public id for a secret of `kind` ("tok-12", "join-3"): one sequence for every kind.
   std::string newSecretId(const char* kind) {
@@ -134,6 +141,7 @@ struct World {
 
  private:
   std::set<int64_t> queued_;
+  std::unordered_map<int64_t, uint64_t> jobRevisions_;  // one per job, kept as `jobs` keeps them
   std::set<int64_t> queuedWithDependencies_;
   std::map<std::string, Active> activeByUser_;
   std::map<std::string, Active> activeByTeam_;
