@@ -77,16 +77,37 @@ bool holdsSecrets(const json& root) {
 bool textMayNameSecrets(std::string_view text) {
   // Every secret word contains one of these ("passwd", "passphrase" and "password" share
   // "pass"; "apikey" has "key"); an escape (\u0074oken) could spell any of them.
-  constexpr std::array<std::string_view, 6> kStems = {"pass", "token", "secret",
-                                                      "hash", "key",   "credential"};
   if (text.find('\\') != std::string_view::npos) return true;
-  // Lowered once, then searched for each stem: a search per stem comparing case-insensitively
-  // byte by byte cost more than the rest of a job submission's audit.
-  std::string lowered(text);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(), asciiLower);
-  return std::any_of(kStems.begin(), kStems.end(), [&](std::string_view stem) {
-    return lowered.find(stem) != std::string::npos;
-  });
+  auto at = [&text](size_t i, std::string_view stem) {
+    return asciiIEquals(text.substr(i, stem.size()), stem);
+  };
+  // One pass over the text, comparing a stem only where a letter could start it: this runs on
+  // the body and the reply of every audited write.
+  for (size_t i = 0; i < text.size(); ++i) {
+    switch (asciiLower(text[i])) {
+      case 'p':
+        if (at(i, "pass")) return true;
+        break;
+      case 't':
+        if (at(i, "token")) return true;
+        break;
+      case 's':
+        if (at(i, "secret")) return true;
+        break;
+      case 'h':
+        if (at(i, "hash")) return true;
+        break;
+      case 'k':
+        if (at(i, "key")) return true;
+        break;
+      case 'c':
+        if (at(i, "credential")) return true;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
 }
 
 json redactSecrets(json j) {
