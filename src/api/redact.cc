@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -77,35 +78,22 @@ bool holdsSecrets(const json& root) {
 bool textMayNameSecrets(std::string_view text) {
   // Every secret word contains one of these ("passwd", "passphrase" and "password" share
   // "pass"; "apikey" has "key"); an escape (\u0074oken) could spell any of them.
+  static constexpr std::array<std::string_view, 6> kStems = {"pass", "token", "secret",
+                                                             "hash", "key",   "credential"};
+  // 1 + the index of the stem a lowercase letter starts (no two stems start alike), else 0.
+  static constexpr auto kStemStartingWith = [] {
+    std::array<uint8_t, 256> at{};
+    for (size_t i = 0; i < kStems.size(); ++i)
+      at[static_cast<unsigned char>(kStems[i][0])] = static_cast<uint8_t>(i + 1);
+    return at;
+  }();
   if (text.find('\\') != std::string_view::npos) return true;
-  auto at = [&text](size_t i, std::string_view stem) {
-    return asciiIEquals(text.substr(i, stem.size()), stem);
-  };
-  // One pass over the text, comparing a stem only where a letter could start it: this runs on
-  // the body and the reply of every audited write.
+  // One pass over the text, comparing a stem only where its first letter is: this runs on the
+  // body and the reply of every audited write.
   for (size_t i = 0; i < text.size(); ++i) {
-    switch (asciiLower(text[i])) {
-      case 'p':
-        if (at(i, "pass")) return true;
-        break;
-      case 't':
-        if (at(i, "token")) return true;
-        break;
-      case 's':
-        if (at(i, "secret")) return true;
-        break;
-      case 'h':
-        if (at(i, "hash")) return true;
-        break;
-      case 'k':
-        if (at(i, "key")) return true;
-        break;
-      case 'c':
-        if (at(i, "credential")) return true;
-        break;
-      default:
-        break;
-    }
+    const uint8_t stem = kStemStartingWith[static_cast<unsigned char>(asciiLower(text[i]))];
+    if (stem != 0 && asciiIEquals(text.substr(i, kStems[stem - 1].size()), kStems[stem - 1]))
+      return true;
   }
   return false;
 }
