@@ -30,6 +30,22 @@ class SessionSshTest : public RedAndBlueCluster {
     ASSERT_EQ(added.code, 0) << added.describe();
   }
 
+  // Sessions here run as root, and sshd starts a command through root's login shell, which reads
+  // root's ~/.bashrc (Debian's bash does for a command from sshd): the machine's own dotfiles,
+  // which may hang (a pyenv rehash lock left by a killed shell kept every login waiting 60 s). The
+  // agent, and so every session, sees an empty home of the test's own over /root, in a mount
+  // namespace of its own: the host's /root is never touched.
+  std::vector<std::string> agentWrapper() const override {
+    return {"/usr/bin/unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "mkdir -p \"$0\" && mount --bind \"$0\" /root && exec \"$@\"",
+            path("root-home")};
+  }
+
   // A fresh ed25519 key pair in the test's directory; the private key's path.
   std::string makeKey(const std::string& name) {
     const std::string key = path(name + "_ed25519");
