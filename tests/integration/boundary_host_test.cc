@@ -88,14 +88,7 @@ class RootSocketTrap {
 class HostBoundaryTest : public TestCluster {
  protected:
   std::vector<std::string> agentWrapper() const override {
-    return {"/usr/bin/unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            "mount --bind \"$0\" /etc/passwd && exec \"$@\"",
-            path("passwd")};
+    return inOwnMountNamespace("mount --bind \"$0\" /etc/passwd", path("passwd"));
   }
   std::vector<std::string> agentFlags() const override {
     std::vector<std::string> flags = {"--run-as-owner", "required"};

@@ -122,6 +122,14 @@ class TestCluster : public ::testing::Test {
   virtual std::vector<std::string> agentFlags() const { return {}; }
   // A wrapper put before every allot-agent's argv; it must exec the agent (keep its pid).
   virtual std::vector<std::string> agentWrapper() const { return {}; }
+  // An agentWrapper() that runs the agent in a mount namespace of its own (private propagation,
+  // so the host's mounts are never touched) once the shell commands `setup` have mounted what
+  // the test needs; in them, "$0" is `arg0`.
+  static std::vector<std::string> inOwnMountNamespace(const std::string& setup,
+                                                      const std::string& arg0) {
+    return {"/usr/bin/unshare", "--mount", "--propagation",           "private",
+            "/bin/sh",          "-c",      setup + " && exec \"$@\"", arg0};
+  }
 
   // allotd.
   void startServer();    // on port_ (0 the first time), data dir root_/data

@@ -70,16 +70,11 @@ class ImageSessionTest : public ImageCluster<ImageSessionTest> {
   // too, terminals come from a devpts mounted as Debian mounts it (gid=5, mode=620), which an
   // sshd running as the user needs for a terminal login; this machine's has neither.
   std::vector<std::string> agentWrapper() const override {
-    return {"/usr/bin/unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            "mount --bind \"$0\" /etc/passwd && "
-            "mount -t devpts -o newinstance,gid=5,mode=620,ptmxmode=0666 devpts /dev/pts && "
-            "mount --bind /dev/pts/ptmx /dev/ptmx && exec \"$@\"",
-            path("passwd")};
+    return inOwnMountNamespace(
+        "mount --bind \"$0\" /etc/passwd && "
+        "mount -t devpts -o newinstance,gid=5,mode=620,ptmxmode=0666 devpts /dev/pts && "
+        "mount --bind /dev/pts/ptmx /dev/ptmx",
+        path("passwd"));
   }
   void usersCreated() override {
     std::string passwd = readFile("/etc/passwd");

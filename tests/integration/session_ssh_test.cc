@@ -36,14 +36,7 @@ class SessionSshTest : public RedAndBlueCluster {
   // agent, and so every session, sees an empty home of the test's own over /root, in a mount
   // namespace of its own: the host's /root is never touched.
   std::vector<std::string> agentWrapper() const override {
-    return {"/usr/bin/unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            "mkdir -p \"$0\" && mount --bind \"$0\" /root && exec \"$@\"",
-            path("root-home")};
+    return inOwnMountNamespace("mkdir -p \"$0\" && mount --bind \"$0\" /root", path("root-home"));
   }
 
   // A fresh ed25519 key pair in the test's directory; the private key's path.
