@@ -161,24 +161,78 @@ TEST(Random, SharedTaskGoesOnARandomFittingGpu) {
   EXPECT_EQ(seen.size(), 3u);  // GPUs 1, 2 and 3 all drawn
 }
 
-TEST(Fgd, NearlyEqualFragmentationTiesAndAGpuTaskTakesTheLowestIndex) {
-  // Half the workload is CPU-only, one task in a thousand needs 40 CPUs. Placing a 1-GPU task on
-  // `lean` (40.5 CPUs) also shuts that rare type out, so fragmentation grows by 7 milli-GPU more
-  // there than on `fat`: both get the same integer score (62). A GPU task's tie goes to the lowest
-  // index, not to the BestFit order (which would pick `lean`, less CPU left), in either listing.
+// Half the workload is 1-GPU tasks, half CPU-only, and one task in a thousand needs 40 CPUs and
+// a GPU. Placing a 1-GPU task on `lean` (40.5 CPUs) also shuts that rare type out, so
+// fragmentation grows by 7 milli-GPU more there than on `fat`: both get the same integer score
+// (62). `cpuOnlyCores` sizes the CPU-only tasks, so that CPU binds or does not.
+std::vector<Task> tieWorkload(ModelSet rareModels, int64_t cpuOnlyCores) {
   std::vector<Task> workload;
   for (int i = 0; i < 500; ++i) workload.push_back(whole(1));
-  for (int i = 0; i < 499; ++i) workload.push_back(Task{1000, 1024, 0, 0, kAnyModel});
-  workload.push_back(Task{40000, 1024, 1, 1000, kAnyModel});
-  ClusterState s = cluster({{"fat", 64000, 100000, 8, "V100"}, {"lean", 40500, 100000, 8, "V100"}});
-  WorkloadDistribution w = WorkloadDistribution::fromTasks(workload);
+  for (int i = 0; i < 499; ++i)
+    workload.push_back(Task{cpuOnlyCores * 1000, 1024, 0, 0, kAnyModel});
+  workload.push_back(Task{40000, 1024, 1, 1000, rareModels});
+  return workload;
+}
+const std::vector<NodeSpec> kFatLean = {{"fat", 64000, 100000, 8, "V100"},
+                                        {"lean", 40500, 100000, 8, "V100"}};
+const std::vector<NodeSpec> kLeanFat = {kFatLean[1], kFatLean[0]};
+
+TEST(Fgd, NearlyEqualFragmentationTiesAndAGpuTaskTakesTheLowestIndex) {
+  // The rare task names V100, the only model, so ties there stay with the lowest index (random
+  // when the nodes are listed in a random order): not the BestFit order, which would pick `lean`,
+  // less CPU left, nor the balance below, which would too, in either listing.
+  ClusterState s = cluster(kFatLean);
+  WorkloadDistribution w = WorkloadDistribution::fromTasks(tieWorkload(s.modelMask({"V100"}), 1));
   EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
   EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
   FgdPolicy policy(w);
   EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
-  ClusterState swapped =
-      cluster({{"lean", 40500, 100000, 8, "V100"}, {"fat", 64000, 100000, 8, "V100"}});
-  EXPECT_EQ(policy.choose(swapped, whole(1)).node, 0);
+  EXPECT_EQ(policy.choose(cluster(kLeanFat), whole(1)).node, 0);
+}
+
+TEST(Fgd, OnAModelNoTaskNamesAWholeGpuTieGoesToTheNodeWithCpuAndGpuLeftInBalance) {
+  // Nobody names V100. After a 1-GPU task, `fat` keeps 98% of its CPU and 88% of its GPUs,
+  // `lean` 98% and 88% too but closer (|0.975 - 0.875| < |0.984 - 0.875|): `lean`, in either
+  // listing.
+  {
+    FgdPolicy policy(WorkloadDistribution::fromTasks(tieWorkload(kAnyModel, 1)));
+    EXPECT_EQ(policy.choose(cluster(kFatLean), whole(1)).node, 1);
+    EXPECT_EQ(policy.choose(cluster(kLeanFat), whole(1)).node, 0);
+  }
+  // When CPU binds (CPU-only tasks of 200 cores), the scores tie the same way but the balance
+  // is not asked: the lowest index.
+  {
+    ClusterState s = cluster(kFatLean);
+    WorkloadDistribution w = WorkloadDistribution::fromTasks(tieWorkload(kAnyModel, 200));
+    EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
+    EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
+    FgdPolicy policy(w);
+    EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
+    EXPECT_EQ(policy.choose(cluster(kLeanFat), whole(1)).node, 0);
+  }
+}
+
+TEST(Fgd, ASharedTaskTieGoesToTheNodeWithTheMostSharedGpus) {
+  // A workload of half-GPU tasks. On `fresh` a half task changes nothing (0 milli: 500 usable
+  // left of the 1,000 it took); on `sharing`, whose GPU 0 has 600 free, the same holds on its
+  // free GPU 1 (on GPU 0 it would leave 100 no task fits). A tie: the task goes to `sharing`,
+  // listed first or not, so whole GPUs stay whole on `fresh`.
+  std::vector<Task> workload(10, shared(500));
+  for (bool sharingFirst : {false, true}) {
+    std::vector<NodeSpec> nodes = {{"fresh", 64000, 100000, 2, "V100"},
+                                   {"sharing", 64000, 100000, 2, "V100"}};
+    if (sharingFirst) std::swap(nodes[0], nodes[1]);
+    ClusterState s = cluster(nodes);
+    const int sharing = sharingFirst ? 0 : 1;
+    s.apply(shared(400), Choice{sharing, 1u});
+    WorkloadDistribution w = WorkloadDistribution::fromTasks(workload);
+    EXPECT_NEAR(w.delta(s, 1 - sharing, shared(500), 1u), 0, 1e-9);
+    EXPECT_NEAR(w.delta(s, sharing, shared(500), 2u), 0, 1e-9);
+    FgdPolicy policy(w);
+    Choice c = policy.choose(s, shared(500));
+    EXPECT_EQ(c.node, sharing) << "sharing listed first: " << sharingFirst;
+    EXPECT_EQ(c.gpus, 2u);
+  }
 }
 
 TEST(Fgd, ACpuOnlyTaskTiesGoToTheBestFitOrder) {

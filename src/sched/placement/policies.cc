@@ -17,6 +17,16 @@ double leftAfter(const ClusterState& s, int node, const Task& t) {
          double(s.gpuFreeTotal(node) - t.gpuRequest()) * gpuScale;
 }
 
+// GPUs of the node that some task shares and that still have room: 0 < free < whole.
+int partlyUsedGpus(const ClusterState& s, int node) {
+  int n = 0;
+  for (int g = 0; g < s.numGpus(node); ++g) {
+    const int free = s.gpuFree(node, g);
+    n += free > 0 && free < kGpuMilli;
+  }
+  return n;
+}
+
 // The FGD paper's node score for a change of fragmentation `delta` (milli-GPU, positive = more
 // fragmented): 100 * sigmoid(-delta / 1000), truncated to an integer. Higher is better.
 int fgdScore(double delta) { return static_cast<int>(100.0 / (1.0 + std::exp(delta / 1000.0))); }
@@ -261,6 +271,7 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
   if (!t.shared()) {
     e.delta = -request - (workload_.usableAfter(s, n, t, s.firstGpus(n, t)) - before);
     e.score = fgdScore(e.delta);
+    e.tie = tieOrder(s, n, t);
     return e;
   }
   // GPUs with the same free capacity are interchangeable: evaluate each distinct value once,
@@ -275,18 +286,28 @@ FgdPolicy::Eval FgdPolicy::evaluate(const ClusterState& s, int n, const Task& t)
     double d = -request - (workload_.usableAfter(s, n, t, uint32_t{1} << g) - before);
     if (d < best - kTie || (d <= best + kTie && free < bestFree)) {
       best = d;
-      e.gpu = g;
+      e.gpu = static_cast<int16_t>(g);
       bestFree = free;
     }
   }
   e.delta = best;
   e.score = fgdScore(best);
+  e.tie = tieOrder(s, n, t);
   return e;
 }
 
 bool FgdPolicy::cpuBinds(const ClusterState& s) const {
   const double freeGpu = double(s.totalGpuMilli() - s.allocatedGpuMilli());
   return double(s.cpuFreeTotal()) < workload_.cpuPerGpu() * freeGpu;
+}
+
+double FgdPolicy::tieOrder(const ClusterState& s, int n, const Task& t) const {
+  if (t.numGpu == 0 || workload_.askedByName(s.model(n))) return 0;
+  if (t.shared()) return -partlyUsedGpus(s, n);
+  const double cpuLeft = double(s.cpuFree(n) - t.cpuMilli) / double(s.cpuCap(n));
+  const double gpuLeft =
+      double(s.gpuFreeTotal(n) - t.gpuRequest()) / double(s.numGpus(n) * kGpuMilli);
+  return std::abs(cpuLeft - gpuLeft);
 }
 
 Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
@@ -318,12 +339,13 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
   }
   // Ties on the integer score: a CPU-only task goes by the BestFit order (onto nodes with little
   // CPU and GPU left, mostly ones whose GPUs are taken, so it does not eat the CPU that free GPUs
-  // need); a GPU task goes to the lowest index, i.e. at random when the nodes are listed in a
-  // random order, as in the paper's simulator. Packing GPU tasks by BestFit within a tie crowds
-  // shared tasks and the scarce GPU models: 0.3 to 1.7 points of alloc_100 lost on the
+  // need); a GPU task by tieOrder, then to the lowest index, i.e. at random when the nodes are
+  // listed in a random order, as in the paper's simulator. Packing GPU tasks by BestFit within a
+  // tie crowds shared tasks and the scarce GPU models: 0.3 to 1.7 points of alloc_100 lost on the
   // gpushare60..100 and gpuspec10..33 variants (docs/benchmarks.md, "Variants").
   const bool packTies = t.numGpu == 0;
-  const bool smallIsNone = packTies && cpuBinds(s);
+  const bool binds = cpuBinds(s);
+  const bool smallIsNone = packTies && binds;
   int best = -1, bestGpu = -1, bestScore = -1;
   double bestLeft = std::numeric_limits<double>::infinity();
   for (int n = 0; n < s.size(); ++n) {
@@ -338,13 +360,13 @@ Choice FgdPolicy::choose(const ClusterState& s, const Task& t) {
     }
     if (smallIsNone && e.delta < kSmallDelta) e.score = fgdScore(0);
     if (e.score < bestScore) continue;
-    double left = packTies ? leftAfter(s, n, t) : 0;
+    double left = packTies ? leftAfter(s, n, t) : (binds ? 0 : e.tie);
     if (e.score == bestScore) {
       // A preferred node (Task::preferNodes) wins a tie over one that is not; between equals,
       // the usual tie-break.
       const bool preferred = t.prefers(n), bestPreferred = t.prefers(best);
       if (bestPreferred && !preferred) continue;
-      if (preferred == bestPreferred && (!packTies || left >= bestLeft)) continue;
+      if (preferred == bestPreferred && left >= bestLeft) continue;
     }
     best = n;
     bestGpu = e.gpu;
