@@ -49,8 +49,8 @@ struct GpuView {
   int index = 0;
   std::string model;
   int64_t memoryMib = 0;
-  bool shared = false;      // shared mode: takes fractions, and whole work only when all free
-  std::string dedicatedTo;  // a team, or empty; ignored when the host itself is dedicated
+  bool shared = false;        // shared mode: takes fractions, and whole work only when all free
+  std::string dedicatedTo{};  // a team, or empty; ignored when the host itself is dedicated
   // Topology, -1 when unknown. GPUs with the same nvlinkDomain are joined by NVLink; the same
   // pcieSwitch sit under one PCIe switch; numaNode is their CPU socket.
   int nvlinkDomain = -1;
@@ -231,12 +231,12 @@ struct Wait {
   int64_t freeTotal = 0;   // milli
   int hostsReady = 0;
   int hostsWanted = 0;
-  std::string host;
+  std::string host{};
   TimeMs startAt = 0;
-  std::vector<int64_t> waitingFor;
-  std::string newest;   // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
-  int64_t lease = 0;    // kHeldForLease
-  std::string contour;  // kNoHostInContour, kContourLimit
+  std::vector<int64_t> waitingFor{};
+  std::string newest{};   // kDriverTooOld, kCudaTooOld: the newest version it may use; "" = none
+  int64_t lease = 0;      // kHeldForLease
+  std::string contour{};  // kNoHostInContour, kContourLimit
   // kNoHostInContour: true when its contour has no host it could ever fit on (none at all, or
   // none big enough); false when its contour's hosts are only busy while others have room.
   bool contourNever = false;
@@ -244,11 +244,11 @@ struct Wait {
   int64_t usedMilli = 0;   // kContourLimit: what its team holds (and was given) in the contour
   // kHostsDrained: the out-of-service hosts that could run it, by name (the first few).
   struct HostOutOfService {
-    std::string host;
+    std::string host{};
     std::string state;  // HostView::outOfService
     TimeMs drainDeadline = 0;
   };
-  std::vector<HostOutOfService> outOfService;
+  std::vector<HostOutOfService> outOfService{};
   int outOfServiceMore = 0;  // how many more there are
 };
 

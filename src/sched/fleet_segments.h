@@ -27,8 +27,8 @@ struct Kind {
   // The host's lease hold (HostView::heldFrom, heldLease); 0 = not held.
   TimeMs heldFrom = 0;
   int64_t heldLease = 0;
-  std::string contour;  // the host's
-  bool images = false;  // the host's agent runs jobs in images
+  std::string contour{};  // the host's
+  bool images = false;    // the host's agent runs jobs in images
 };
 
 struct Segment {
