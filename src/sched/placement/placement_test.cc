@@ -177,17 +177,22 @@ const std::vector<NodeSpec> kFatLean = {{"fat", 64000, 100000, 8, "V100"},
                                         {"lean", 40500, 100000, 8, "V100"}};
 const std::vector<NodeSpec> kLeanFat = {kFatLean[1], kFatLean[0]};
 
-TEST(Fgd, NearlyEqualFragmentationTiesAndAGpuTaskTakesTheLowestIndex) {
-  // The rare task names V100, the only model, so ties there stay with the lowest index (random
-  // when the nodes are listed in a random order): not the BestFit order, which would pick `lean`,
-  // less CPU left, nor the balance below, which would too, in either listing.
+// The two nodes tie for a 1-GPU task, and the tie goes to the one listed first, either way.
+void expectTheTieGoesToTheLowestIndex(const std::vector<Task>& workload) {
   ClusterState s = cluster(kFatLean);
-  WorkloadDistribution w = WorkloadDistribution::fromTasks(tieWorkload(s.modelMask({"V100"}), 1));
+  WorkloadDistribution w = WorkloadDistribution::fromTasks(workload);
   EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
   EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
   FgdPolicy policy(w);
   EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
   EXPECT_EQ(policy.choose(cluster(kLeanFat), whole(1)).node, 0);
+}
+
+TEST(Fgd, NearlyEqualFragmentationTiesAndAGpuTaskTakesTheLowestIndex) {
+  // The rare task names V100, the only model, so ties there stay with the lowest index (random
+  // when the nodes are listed in a random order): not the BestFit order, which would pick `lean`,
+  // less CPU left, nor the balance below, which would too, in either listing.
+  expectTheTieGoesToTheLowestIndex(tieWorkload(cluster(kFatLean).modelMask({"V100"}), 1));
 }
 
 TEST(Fgd, OnAModelNoTaskNamesAWholeGpuTieGoesToTheNodeWithCpuAndGpuLeftInBalance) {
@@ -201,15 +206,7 @@ TEST(Fgd, OnAModelNoTaskNamesAWholeGpuTieGoesToTheNodeWithCpuAndGpuLeftInBalance
   }
   // When CPU binds (CPU-only tasks of 200 cores), the scores tie the same way but the balance
   // is not asked: the lowest index.
-  {
-    ClusterState s = cluster(kFatLean);
-    WorkloadDistribution w = WorkloadDistribution::fromTasks(tieWorkload(kAnyModel, 200));
-    EXPECT_NEAR(w.delta(s, 0, whole(1), 1u), -499, 1e-9);
-    EXPECT_NEAR(w.delta(s, 1, whole(1), 1u), -492, 1e-9);
-    FgdPolicy policy(w);
-    EXPECT_EQ(policy.choose(s, whole(1)).node, 0);
-    EXPECT_EQ(policy.choose(cluster(kLeanFat), whole(1)).node, 0);
-  }
+  expectTheTieGoesToTheLowestIndex(tieWorkload(kAnyModel, 200));
 }
 
 TEST(Fgd, ASharedTaskTieGoesToTheNodeWithTheMostSharedGpus) {
