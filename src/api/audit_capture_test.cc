@@ -138,7 +138,7 @@ TEST(AuditCaptureFinish, ASecretInABodyOrReplyKeptAsTextIsStillRedacted) {
     EXPECT_EQ(json::parse(e->after)["env"]["HF_TOKEN"], "[redacted]");
   }
   // An escape spells TOKEN in a body that was checked as JSON: still parsed, still redacted.
-  auto escaped = auditedPost(R"({"env": {"HF_TOKEN": "s3cret"}})", true,
+  auto escaped = auditedPost(R"({"env": {"HF_\u0054OKEN": "s3cret"}})", true,
                              ApiResponse::json(json{{"id", 8}}, http::status::created));
   ASSERT_TRUE(escaped.has_value());
   EXPECT_EQ(escaped->request.find("s3cret"), std::string::npos) << escaped->request;
