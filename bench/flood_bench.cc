@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
                                            *dir + "/agent", {"--run-as-owner", "off"});
   if (!agent.ok()) return fail(agent.status().toString());
   for (const char* team : {"ml", "nlp"})
-    httpRequest(port, "POST", "/api/v1/teams", admin, json{{"name", team}}.dump());
+    (void)httpRequest(port, "POST", "/api/v1/teams", admin, json{{"name", team}}.dump());
   auto user = [&](const char* name, const char* team) {
     auto r = httpRequest(port, "POST", "/api/v1/users", admin,
                          json{{"name", name}, {"team", team}, {"role", "member"}}.dump());
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   // The other member holds a job there all along.
-  httpRequest(port, "POST", "/api/v1/jobs", bob, R"({"command":["sleep","3600"],"gpus":1})");
+  (void)httpRequest(port, "POST", "/api/v1/jobs", bob, R"({"command":["sleep","3600"],"gpus":1})");
   Watch watch(server->process.pid(), port, bob);
 
   // env: 240 KiB jobs from 8 connections until refused.
@@ -237,8 +237,9 @@ int main(int argc, char** argv) {
     json jobs = list.ok() ? json::parse(list->body, nullptr, false) : json::array();
     for (const auto& j : jobs)
       if (j.value("state", "") != "cancelled")
-        httpRequest(port, "POST", "/api/v1/jobs/" + std::to_string(j.value("id", 0)) + "/cancel",
-                    mallory, "{}");
+        (void)httpRequest(port, "POST",
+                          "/api/v1/jobs/" + std::to_string(j.value("id", 0)) + "/cancel", mallory,
+                          "{}");
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));
   watch.report("cancel", "the member cancels them all");

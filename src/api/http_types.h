@@ -41,9 +41,9 @@ struct ApiRequest {
 
 struct ApiResponse {
   http::status status = http::status::ok;
-  std::string body;
+  std::string body{};
   std::string contentType = "application/json";
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers{};
   // Run once the request's write is durable, just before the reply goes out, to show the state
   // then: a submission's reply has the job as the scheduling pass, which ran meanwhile, left it
   // (placed, or with its real wait reason). The audit entry keeps the reply as first built.

@@ -137,7 +137,7 @@ asio::awaitable<void> relayUpgraded(Stream& client, beast::flat_buffer& buffer,
   auto watchdog = [&]() -> asio::awaitable<void> {
     while (relaying > 0) {
       recheck.expires_after(kRelayRecheck);
-      auto [ec] = co_await recheck.async_wait(asio::as_tuple(use_awaitable));
+      co_await recheck.async_wait(asio::as_tuple(use_awaitable));
       if (relaying == 0 || stillAllowed()) continue;
       // Both directions end on their own once their ends are gone.
       t->reset("access to the session ended");

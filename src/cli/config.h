@@ -20,10 +20,10 @@ EnvLookup processEnv();
 
 // What the config file holds. Empty strings mean "not set".
 struct ConfigFile {
-  std::string server;
-  std::string token;
-  std::string caFile;  // "ca_file": PEM CA to verify an https:// server with
-  std::string team;    // the team commands act for when they name none (`allot login --team`)
+  std::string server{};
+  std::string token{};
+  std::string caFile{};  // "ca_file": PEM CA to verify an https:// server with
+  std::string team{};    // the team commands act for when they name none (`allot login --team`)
 };
 
 // $ALLOT_CONFIG, else $XDG_CONFIG_HOME/allot/config.json, else $HOME/.config/allot/config.json.

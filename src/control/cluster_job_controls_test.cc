@@ -116,7 +116,9 @@ TEST(ArraySpecTest, ReadsSlurmsSyntaxAndRefusesTheRest) {
                           "0-100000", "0-1000", "1:2", "0-9:0"}) {
     auto r = parseArraySpec(bad);
     EXPECT_FALSE(r.ok()) << "'" << bad << "'";
-    if (!r.ok()) EXPECT_EQ(r.status().field(), "array") << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().field(), "array") << bad;
+    }
   }
 }
 

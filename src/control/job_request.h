@@ -18,37 +18,37 @@ namespace allot::control {
 inline constexpr std::string_view kOnTheHost = "host";
 
 struct JobRequest {
-  std::string name;
-  std::string team;  // empty: the caller's team
-  std::string project;
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  std::string workdir;  // an absolute path on the hosts; empty: the job's own directory
+  std::string name{};
+  std::string team{};  // empty: the caller's team
+  std::string project{};
+  std::vector<std::string> command{};
+  std::map<std::string, std::string> env{};
+  std::string workdir{};  // an absolute path on the hosts; empty: the job's own directory
   // An OCI image reference to run the command in (docs/environments.md); empty: the team's
   // default image, or on the host when it has none; kOnTheHost: on the host regardless.
-  std::string image;
+  std::string image{};
   // A job array (allot run --array 0-99%10): one task per index, each a job of its own with
   // $ALLOT_ARRAY_INDEX, at most `limit` of them running at once (0: no limit).
   struct Array {
     std::vector<int> indices;  // ascending, distinct
     int limit = 0;
   };
-  std::optional<Array> array;
+  std::optional<Array> array{};
   // As the job will hold it, except that gpuModels may still say "any", and a whole-host request
   // must leave gpus 0 (the scheduler fills it).
-  model::ResourceRequest resources;
+  model::ResourceRequest resources{};
   int priority = 0;
   bool preemptible = false;
   int64_t maxRuntimeMs = 0;
-  std::string contour;  // empty: the default contour
+  std::string contour{};  // empty: the default contour
   // Queue it even when no host of the fleet could ever run it (control/fleet_fit.h): for hosts
   // about to join.
   bool queueAnyway = false;
   // It is scheduled only once these hold (jobs the submitter may see; at most
   // kMaxDependencies).
-  std::vector<model::Dependency> dependencies;
+  std::vector<model::Dependency> dependencies{};
   // Set by Cluster::createSession only (never read from a job submission): the job is a session.
-  std::optional<model::SessionSpec> session;
+  std::optional<model::SessionSpec> session{};
 };
 
 inline constexpr int kMinPriority = -1000;

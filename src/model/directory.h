@@ -108,21 +108,21 @@ struct SshKey {
 std::string authorizedKeysLine(const SshKey& k);
 
 struct User {
-  std::string name;
-  std::map<std::string, Role> teams;  // team -> the user's role in it (a team role)
+  std::string name{};
+  std::map<std::string, Role> teams{};  // team -> the user's role in it (a team role)
   bool platformAdmin = false;
   UserKind kind = UserKind::kHuman;
   UserSource source = UserSource::kLocal;
   // Argon2id string (libsodium's crypto_pwhash_str) for a local user's password; empty = none.
-  std::string passwordHash;
+  std::string passwordHash{};
   // The Unix identity workloads run as: from LDAP's posixAccount, or allocated by allotd. -1 =
   // none yet.
   int64_t uid = -1;
   int64_t gid = -1;
-  bool disabled = false;        // a disabled user cannot authenticate; their work stays on record
-  std::vector<SshKey> sshKeys;  // in the order added
+  bool disabled = false;          // a disabled user cannot authenticate; their work stays on record
+  std::vector<SshKey> sshKeys{};  // in the order added
   TimeMs createdAt = 0;
-  std::string createdBy;
+  std::string createdBy{};
 
   // The user's role in `team`, if a member.
   std::optional<Role> roleIn(const std::string& team) const {
@@ -138,12 +138,12 @@ const char* tokenKindName(TokenKind k);
 
 // An API credential. The secret is shown once; the store keeps only its hash.
 struct ApiToken {
-  std::string id;     // public part, "tok-<n>"
-  std::string owner;  // user name, or "host:<name>" for a host credential
-  std::string hash;
+  std::string id{};     // public part, "tok-<n>"
+  std::string owner{};  // user name, or "host:<name>" for a host credential
+  std::string hash{};
   TimeMs createdAt = 0;
   TimeMs expiresAt = 0;  // 0 = never
-  std::string name;      // the owner's label for it ("laptop", "ci"); may be empty
+  std::string name{};    // the owner's label for it ("laptop", "ci"); may be empty
   TokenKind kind = TokenKind::kApi;
 };
 

@@ -17,16 +17,16 @@ namespace allot::model {
 
 struct Gpu {
   int index = 0;
-  std::string uuid;
+  std::string uuid{};
   int minor = 0;
-  std::string model;
+  std::string model{};
   int64_t memoryMib = 0;
   int numaNode = -1;
-  std::string driverVersion;
-  std::string cudaVersion;
+  std::string driverVersion{};
+  std::string cudaVersion{};
   // Admin settings, not hardware: they survive the agent re-reporting its inventory.
-  std::string dedicatedTo;  // team this GPU is reserved for; empty = the host's pool
-  bool shared = false;      // fractional jobs may share it
+  std::string dedicatedTo{};  // team this GPU is reserved for; empty = the host's pool
+  bool shared = false;        // fractional jobs may share it
   // Topology, -1 when unknown or shared with no other GPU: GPUs of a host with the same
   // nvlinkDomain are joined by NVLink (directly or through NVSwitches); the same pcieSwitch sit
   // under one PCIe switch. Last, not beside numaNode, so that brace-initialised Gpus elsewhere
@@ -70,14 +70,14 @@ struct UnixAccount {
 
 struct HookSpec {
   int64_t id = 0;
-  std::string profile;
-  std::string team;  // the team the host goes to (allot_team); empty = the shared pool
-  std::string kind;  // "playbook" or "script"
-  std::string path;  // on the host
+  std::string profile{};
+  std::string team{};  // the team the host goes to (allot_team); empty = the shared pool
+  std::string kind{};  // "playbook" or "script"
+  std::string path{};  // on the host
   int64_t timeoutMs = 0;
   // The accounts the profile makes (allot_accounts): every user who may run on the host, as the
   // task starts. Filled by allotd when it starts the task.
-  std::vector<UnixAccount> accounts;
+  std::vector<UnixAccount> accounts{};
 };
 
 // Wipe: what the previous tenant left on the host removed (agent/host_ops/wipe.h): every

@@ -32,20 +32,20 @@ struct ImageCommands {
   int64_t prunes = 0;
   // References to have in the cache before any job asks for them; allotd drops each once the
   // agent reports it cached, or its pull failed.
-  std::vector<std::string> prepulls;
+  std::vector<std::string> prepulls{};
   // The login a prepull pulls with, by its reference (the team named for it, `allot image
   // prepull --team`, or the team of the host's pool); a prepull without one pulls without.
-  std::map<std::string, RegistryAuth> prepullLogins;
+  std::map<std::string, RegistryAuth> prepullLogins{};
   bool empty() const { return prunes == 0 && prepulls.empty(); }
 };
 
 struct CachedImage {
-  std::string ref;     // as pulled
-  std::string digest;  // its manifest's
-  int64_t bytes = 0;   // its compressed layers
+  std::string ref{};     // as pulled
+  std::string digest{};  // its manifest's
+  int64_t bytes = 0;     // its compressed layers
   int64_t lastUsedMs = 0;
-  bool inUse = false;   // a job that has not ended runs in it
-  std::string minCuda;  // its NVIDIA_REQUIRE_CUDA's "cuda>=X.Y"; "" = none
+  bool inUse = false;     // a job that has not ended runs in it
+  std::string minCuda{};  // its NVIDIA_REQUIRE_CUDA's "cuda>=X.Y"; "" = none
 };
 
 // A prepull not done yet: being pulled (bytes of total, why it is slow), or failed (final).

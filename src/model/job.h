@@ -61,13 +61,13 @@ std::optional<RankState> parseRankState(const std::string& s);
 // always has its ranks, one per host; a single-host job is one rank, whose state stays kPending
 // because the job's own state says how it runs.
 struct Rank {
-  std::string host;
-  std::vector<int> gpuIndices;
-  std::vector<std::string> gpuUuids;
+  std::string host{};
+  std::vector<int> gpuIndices{};
+  std::vector<std::string> gpuUuids{};
   RankState state = RankState::kPending;
-  std::optional<int> exitCode;
-  std::optional<int> signal;
-  std::string message;  // how it ended, in words ("exited with code 3")
+  std::optional<int> exitCode{};
+  std::optional<int> signal{};
+  std::string message{};  // how it ended, in words ("exited with code 3")
 };
 
 // What makes a job an interactive session (docs/sessions.md): the profile it was made from, what

@@ -75,14 +75,14 @@ struct DelayStats {
 };
 
 struct TeamReplay {
-  std::string team;
+  std::string team{};
   int64_t tasks = 0;
   int64_t placed = 0;     // at least once
   int64_t completed = 0;  // ran to the end
   int64_t requeued = 0;   // evictions that sent it back to the queue
   int64_t killed = 0;     // evictions that ended it
   int64_t neverPlaced = 0;
-  DelayStats delay;  // first placement - creation, over the tasks placed
+  DelayStats delay{};  // first placement - creation, over the tasks placed
   // GPU-seconds within [0, end of trace]: what it held, and what it would have held had every
   // task started at its arrival. received / demanded is its service ratio (Jain's x).
   double gpuSecondsReceived = 0;

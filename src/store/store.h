@@ -131,9 +131,9 @@ struct Contents {
 struct AuditQuery {
   TimeMs since = 0;  // at >= since
   TimeMs until = 0;  // at < until
-  std::string actor;
+  std::string actor{};
   // The object itself or anything under it: "host:gpu-01" also matches "host:gpu-01/gpu:3".
-  std::string object;
+  std::string object{};
   int64_t afterId = 0;   // id > afterId
   int64_t beforeId = 0;  // id < beforeId
   bool newestFirst = false;

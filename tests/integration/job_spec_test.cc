@@ -125,7 +125,9 @@ TEST_F(JobSpecTest, AJobSpecFileCarriesTheFlagsFieldsAndTheCommandLineWins) {
     writeFile(spec, bad.text);
     auto refused = cliAs(token_, {"run", "-f", spec});
     EXPECT_EQ(refused.code, 2) << refused.describe();
-    if (bad.says != "command") EXPECT_NE(refused.err.find(spec), std::string::npos) << refused.err;
+    if (bad.says != "command") {
+      EXPECT_NE(refused.err.find(spec), std::string::npos) << refused.err;
+    }
     EXPECT_NE(refused.err.find(bad.says), std::string::npos) << refused.err;
   }
   auto missing = cliAs(token_, {"run", "-f", path("nowhere.yaml")});

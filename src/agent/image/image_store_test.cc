@@ -206,8 +206,11 @@ TEST_F(ImageStoreTest, ABudgetEvictsTheLeastRecentlyUsedImagesNoJobUses) {
   // A start within the same minute rewrites nothing.
   now = 3 * kMinute + 30'000;
   ASSERT_TRUE(s.find(ref(baseRef)).has_value());
-  for (const auto& i : s.list())
-    if (i.ref == baseRef) EXPECT_EQ(i.lastUsedMs, 3 * kMinute);
+  for (const auto& i : s.list()) {
+    if (i.ref == baseRef) {
+      EXPECT_EQ(i.lastUsedMs, 3 * kMinute);
+    }
+  }
   settle(s);
   auto evicted = s.evict();
   ASSERT_TRUE(evicted.ok()) << evicted.status().message();

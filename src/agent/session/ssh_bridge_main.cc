@@ -156,6 +156,13 @@ void answer(int conn, int code, const std::string& message = "") {
 // The most login servers one bridge runs at once: each is a root process.
 constexpr int kMaxLogins = 32;
 
+// Tells the owner's side why the login could not start, on its error pipe, and ends.
+[[noreturn]] void failLogin(int errFd, const std::string& what) {
+  const std::string text = what + ": " + std::strerror(errno);
+  [[maybe_unused]] auto n = ::write(errFd, text.data(), text.size());
+  ::_exit(126);
+}
+
 // The login's process, from fork to exec. A failure is written to `errFd` (close-on-exec: the
 // parent reads end-of-file once the exec succeeded) and exits 126. Runs as root until setuid;
 // every call on the owner's descriptors before then is a dup2. `program` is the host's
@@ -163,11 +170,7 @@ constexpr int kMaxLogins = 32;
 [[noreturn]] void becomeLogin(const ContainerProcess& c, const LoginRequest& request,
                               const std::string& user, const int fds[3], int errFd,
                               const std::string& program) {
-  auto fail = [&errFd](const std::string& what) {
-    const std::string text = what + ": " + std::strerror(errno);
-    [[maybe_unused]] auto n = ::write(errFd, text.data(), text.size());
-    ::_exit(126);
-  };
+  auto fail = [&errFd](const std::string& what) { failLogin(errFd, what); };
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -222,7 +225,7 @@ constexpr int kMaxLogins = 32;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   ::execve(path.c_str(), argv.data(), envp.data());
-  fail("cannot run " + path);
+  failLogin(errFd, "cannot run " + path);
 }
 
 // Receives one login from `conn` (the owner's, checked by the caller): its request and its three

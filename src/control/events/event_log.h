@@ -25,9 +25,9 @@ namespace allot::control {
 
 // Which events `GET /events` lists; empty fields match everything.
 struct EventFilter {
-  std::string team;
+  std::string team{};
   int64_t jobId = 0;
-  std::optional<model::EventKind> kind;
+  std::optional<model::EventKind> kind{};
   TimeMs since = 0;  // at or after
   size_t limit = 100;
 };

@@ -41,7 +41,9 @@ class SqliteStoreTest : public ::testing::Test {
     EXPECT_EQ(error, std::nullopt);
     if (error) return nullptr;
     auto store = openStore();
-    if (store) EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
+    if (store) {
+      EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
+    }
     return store;
   }
 
