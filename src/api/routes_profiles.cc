@@ -118,13 +118,23 @@ Result<model::Profile> readProfile(const std::string& body) {
   return p;
 }
 
+// What `p` may read of a profile: a platform-wide one offered to several teams names only the
+// caller's among them (other teams' names are not theirs to learn); platform admins see all.
+model::Profile asSeenBy(const control::Principal& p, model::Profile profile) {
+  if (!p.isAdmin())
+    std::erase_if(profile.visibleTo, [&](const std::string& team) { return !p.inTeam(team); });
+  return profile;
+}
+
 }  // namespace
 
 void registerProfileRoutes(Router& router, Server& s) {
   using V = http::verb;
 
   router.add(V::get, "/api/v1/profiles", [&s](ApiRequest& r) -> Awaitable {
-    co_return ApiResponse::json(arrayOf(s.cluster().profiles().list(r.who())));
+    auto profiles = s.cluster().profiles().list(r.who());
+    for (auto& profile : profiles) profile = asSeenBy(r.who(), std::move(profile));
+    co_return ApiResponse::json(arrayOf(profiles));
   });
   router.add(V::post, "/api/v1/profiles", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(profile, readProfile(r.raw.body()));
@@ -136,7 +146,7 @@ void registerProfileRoutes(Router& router, Server& s) {
   });
   router.add(V::get, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(profile, s.cluster().profiles().get(r.who(), r.params["name"]));
-    co_return ApiResponse::json(model::toJson(profile));
+    co_return ApiResponse::json(model::toJson(asSeenBy(r.who(), std::move(profile))));
   });
   router.add(V::put, "/api/v1/profiles/{name}", [&s](ApiRequest& r) -> Awaitable {
     // Who may see it is decided before the body is judged: another team's profile is 404

@@ -78,8 +78,9 @@ Status canManageServiceAccount(const Principal& p, const model::User& u) {
   if (!canSeeUser(p, u)) return Status::NotFound("no user '" + u.name + "'");
   if (p.isAdmin()) return Status::Ok();
   // Team-admin of every team the account is in, not of any one: an account in teams A and B
-  // acts for B as well, so A's team-admin must not hold its tokens (docs/access.md).
-  bool all = u.kind == model::UserKind::kService && !u.teams.empty();
+  // acts for B as well, so A's team-admin must not hold its tokens (docs/access.md). Nor of a
+  // platform admin's account in their team: its token would make them platform admin.
+  bool all = u.kind == model::UserKind::kService && !u.teams.empty() && !u.platformAdmin;
   for (const auto& [team, role] : u.teams) all = all && p.roleIn(team) == Role::kTeamAdmin;
   if (all) return Status::Ok();
   return Status::PermissionDenied(

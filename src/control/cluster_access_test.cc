@@ -166,6 +166,34 @@ TEST_F(AccessTest, AUserOfSeveralTeamsNamesOneAndHasEachTeamsRole) {
   EXPECT_EQ(p.soleTeam(), "vision");
 }
 
+// Attack: vic sees his colleague mia, who is also in nlp; he must not learn of nlp through her
+// record, in the list or by name. mia herself and the platform admin see both teams.
+TEST_F(AccessTest, AColleaguesRecordNamesOnlyTheTeamsTheCallerShares) {
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "mia", Role::kViewer).ok());
+  const Principal& vic = callers_.at("vic");
+  auto seen = cluster_->access().getUser(vic, "mia");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->teams, (std::map<std::string, Role>{{"vision", Role::kMember}}));
+  for (const auto& u : cluster_->access().listUsers(vic))
+    EXPECT_EQ(u.teams.count("nlp"), 0u) << u.name;
+  Principal mia = Principal::ofUser(*cluster_->access().getUser(admin_, "mia"));
+  EXPECT_EQ(cluster_->access().getUser(mia, "mia")->teams.size(), 2u);
+  EXPECT_EQ(cluster_->access().getUser(admin_, "mia")->teams.size(), 2u);
+  // An account vision's team-admin made, later shared with nlp: bob (nlp) sees the account but
+  // not who made it, a user outside his teams.
+  NewUser svc;
+  svc.name = "shared-ci";
+  svc.kind = model::UserKind::kService;
+  svc.teams["vision"] = Role::kMember;
+  ASSERT_TRUE(cluster_->access().createUser(callers_.at("tom"), svc).ok());
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "shared-ci", Role::kMember).ok());
+  auto bobSees = cluster_->access().getUser(bob_, "shared-ci");
+  ASSERT_TRUE(bobSees.ok());
+  EXPECT_EQ(bobSees->createdBy, "");
+  EXPECT_EQ(bobSees->teams.count("vision"), 0u);
+  EXPECT_EQ(cluster_->access().getUser(vic, "shared-ci")->createdBy, "tom");
+}
+
 TEST_F(AccessTest, TeamAdminsCannotGrantPlatformRightsOrReachOtherTeams) {
   const Principal& tom = callers_.at("tom");
   EXPECT_EQ(
@@ -240,6 +268,25 @@ TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
             Code::kPermissionDenied);
   EXPECT_EQ(cluster_->access().createToken(tom, NewToken{"mia", "x", 0}).status().code(),
             Code::kPermissionDenied);
+}
+
+// Attack: a platform admin's service account placed in vision (for CI, or a scraper of
+// /metrics) must not let vision's team-admin mint, list or revoke its tokens: its token would
+// make him platform admin.
+TEST_F(AccessTest, ATeamAdminCannotHoldAPlatformAdminServiceAccountsTokens) {
+  const Principal& tom = callers_.at("tom");
+  NewUser svc;
+  svc.name = "fleet-ci";
+  svc.kind = model::UserKind::kService;
+  svc.platformAdmin = true;
+  svc.teams["vision"] = Role::kMember;
+  ASSERT_TRUE(cluster_->access().createUser(admin_, svc).ok());
+  auto minted = cluster_->access().createToken(tom, NewToken{"fleet-ci", "mine", 0});
+  EXPECT_EQ(minted.status().code(), Code::kPermissionDenied) << minted.status().toString();
+  EXPECT_EQ(cluster_->access().listTokens(tom, "fleet-ci").status().code(),
+            Code::kPermissionDenied);
+  // The platform admin still may.
+  EXPECT_TRUE(cluster_->access().createToken(admin_, NewToken{"fleet-ci", "ci", 0}).ok());
 }
 
 TEST_F(AccessTest, DisabledUsersCannotAuthenticateAndTheLastAdminStays) {

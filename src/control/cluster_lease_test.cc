@@ -213,8 +213,11 @@ TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_EQ(notices[0].jobId, jobId);
   EXPECT_EQ(notices[0].team, "nlp");
-  EXPECT_NE(notices[0].message.find("leased to team vision (lease " + std::to_string(id) + ")"),
-            std::string::npos);
+  // nlp's owners learn that the host is leased, not to which team.
+  EXPECT_NE(notices[0].message.find("leased to another team (lease " + std::to_string(id) + ")"),
+            std::string::npos)
+      << notices[0].message;
+  EXPECT_EQ(notices[0].message.find("vision"), std::string::npos) << notices[0].message;
   EXPECT_EQ(cluster_->leases().enforce().value, 0) << "told once";
 
   clock_.advance(10 * kMin);
@@ -308,8 +311,7 @@ TEST_F(LeaseTest, ApprovalImpactListsTheWorkItsStartWouldStopAndChangesNothing) 
   EXPECT_NE(impact->stopped[0].id, ending);
   EXPECT_EQ(lease(id).state, LeaseState::kRequested) << "asking changes nothing";
   // Only platform admins decide, and so only they see it; another team's lease is not there.
-  EXPECT_EQ(cluster_->leases().approvalImpact(carol_, id).status().code(),
-            Code::kPermissionDenied);
+  EXPECT_EQ(cluster_->leases().approvalImpact(carol_, id).status().code(), Code::kPermissionDenied);
   EXPECT_EQ(cluster_->leases().approvalImpact(bob_, id).status().code(), Code::kNotFound);
 
   // A drain with a deadline stops what still runs then; without one, nothing.

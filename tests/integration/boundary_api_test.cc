@@ -106,6 +106,42 @@ TEST_F(ApiBoundaryTest, ATeamAdminCannotTakeOverAnotherTeamsServiceAccount) {
   EXPECT_EQ(job.status, 404) << job.body;
 }
 
+// A record that is shared with another team tells a red caller only of red: a colleague's teams
+// (GET /users, /users/{name}) and a platform-wide profile's visible_to list (GET /profiles,
+// /profiles/{name}). A platform admin, and the user herself, see all of it.
+TEST_F(ApiBoundaryTest, ARecordSharedWithAnotherTeamNamesOnlyTheCallersTeams) {
+  ASSERT_EQ(putMember("blue", "mia", "viewer", adminToken_).status, 200);
+  auto teamsOf = [](const json& user) {
+    std::vector<std::string> out;
+    for (const auto& [team, role] : user.at("teams").items()) out.push_back(team);
+    return out;
+  };
+  const std::vector<std::string> red = {"red"}, both = {"blue", "red"};
+  auto mia = httpRequest(port_, "GET", "/api/v1/users/mia", "", tom_);
+  ASSERT_EQ(mia.status, 200) << mia.body;
+  EXPECT_EQ(teamsOf(mia.parsed()), red) << mia.body;
+  auto listed = httpRequest(port_, "GET", "/api/v1/users", "", tom_);
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(listed.body.find("blue"), std::string::npos) << listed.body;
+  EXPECT_EQ(teamsOf(httpRequest(port_, "GET", "/api/v1/users/mia", "", mia_).parsed()), both);
+  EXPECT_EQ(teamsOf(httpRequest(port_, "GET", "/api/v1/users/mia", "", adminToken_).parsed()),
+            both);
+
+  auto made = httpRequest(
+      port_, "POST", "/api/v1/profiles",
+      json{{"name", "pair"}, {"visible_to", {"red", "blue"}}, {"command", {"sh"}}}.dump(),
+      adminToken_);
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto one = httpRequest(port_, "GET", "/api/v1/profiles/pair", "", tom_);
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.parsed().at("visible_to"), json(red));
+  auto all = httpRequest(port_, "GET", "/api/v1/profiles", "", tom_);
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.body.find("blue"), std::string::npos) << all.body;
+  auto admins = httpRequest(port_, "GET", "/api/v1/profiles/pair", "", adminToken_).parsed();
+  EXPECT_EQ(admins.at("visible_to").size(), 2u);
+}
+
 // The class: every route that takes a user name answers a team-admin (and a member) exactly as
 // for a name nobody has when the user is of another team, and changes nothing.
 TEST_F(ApiBoundaryTest, NoRouteThatNamesAUserTellsOfAnotherTeamsUsers) {

@@ -87,6 +87,7 @@ class AccessService {
   // tools that make simple accounts.
   Result<Change<CreatedUser>> createUser(const Principal& p, const std::string& name,
                                          const std::string& team, model::Role role);
+  // The users `p` may see, as `p` may see them: only the teams `p` shares with them.
   std::vector<model::User> listUsers(const Principal& p) const;
   Result<model::User> getUser(const Principal& p, const std::string& name) const;
   Result<Change<model::User>> updateUser(const Principal& p, const std::string& name,
@@ -139,6 +140,8 @@ class AccessService {
   void revokeHostCredentials(const std::string& host, store::WriteBatch& batch);
 
  private:
+  // `u` as `p` may see it (listUsers, getUser).
+  model::User seenBy(const Principal& p, const model::User& u) const;
   // Give `u` / `t` ids from the ranges when they have none, recording the next free ids.
   Status assignUnixIds(model::User& u, store::WriteBatch& batch);
   Status assignTeamGid(model::Team& t, store::WriteBatch& batch);

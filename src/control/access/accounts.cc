@@ -150,10 +150,22 @@ Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, const 
   return createUser(p, std::move(n));
 }
 
+model::User AccessService::seenBy(const Principal& p, const model::User& u) const {
+  if (p.isAdmin() || u.name == p.name) return u;
+  // A colleague who is also in a team `p` is not in: that team stays unnamed (docs/access.md),
+  // and so does an account's creator whom `p` could not look up.
+  model::User out = u;
+  std::erase_if(out.teams, [&](const auto& team) { return !p.inTeam(team.first); });
+  auto creator = world_.users.find(out.createdBy);
+  if (creator != world_.users.end() && !authz::canSeeUser(p, creator->second))
+    out.createdBy.clear();
+  return out;
+}
+
 std::vector<model::User> AccessService::listUsers(const Principal& p) const {
   std::vector<model::User> out;
   for (const auto& [name, u] : world_.users) {
-    if (authz::canSeeUser(p, u)) out.push_back(u);
+    if (authz::canSeeUser(p, u)) out.push_back(seenBy(p, u));
   }
   return out;
 }
@@ -162,7 +174,7 @@ Result<model::User> AccessService::getUser(const Principal& p, const std::string
   auto it = world_.users.find(name);
   if (it == world_.users.end() || !authz::canSeeUser(p, it->second))
     return Status::NotFound("no user '" + name + "'");
-  return it->second;
+  return seenBy(p, it->second);
 }
 
 Result<Change<model::User>> AccessService::updateUser(const Principal& p, const std::string& name,

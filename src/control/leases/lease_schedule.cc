@@ -119,11 +119,12 @@ void LeaseService::notice(Lease& l, Change<int>& c) {
       // A job whose enforced end comes before the start leaves by itself.
       if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + cancelGraceMs_ <= l.startAt) continue;
       l.noticed.push_back(id);
+      // Another team's owners learn that the host is leased, not to whom (docs/leases.md).
+      const std::string to = j.team == l.team ? "team " + l.team : "another team";
       deps_.events.appendForJob(
           model::EventKind::kLeasePreemptionNotice, j,
           "job " + std::to_string(id) + " will be preempted at " + formatIso8601(l.startAt) +
-              ": host " + name + " is leased to team " + l.team + " (lease " +
-              std::to_string(l.id) + ")",
+              ": host " + name + " is leased to " + to + " (lease " + std::to_string(l.id) + ")",
           {{"lease", l.id}, {"host", name}, {"start", formatIso8601(l.startAt)}}, c.batch);
       ++c.value;
     }

@@ -52,14 +52,46 @@ std::string window(TimeMs start, TimeMs end) {
   return "from " + formatIso8601(start) + " to " + formatIso8601(end);
 }
 
-// The host a lease is asked for should be usable then: it exists for `p` and is in service.
-Status checkLeasableHost(const Principal& p, const World& w, const std::string& name) {
+// The other team that holds a GPU of host `h`, or "": a lease may not take such a host, whoever
+// asks, since the handover clears GPU dedications and the lease would end them for good (an
+// admin undedicates the GPU first, as for `host dedicate`).
+std::string otherGpuHolder(const model::Host& h, const std::string& team) {
+  for (const auto& g : h.gpus) {
+    if (!g.dedicatedTo.empty() && g.dedicatedTo != team) return g.dedicatedTo;
+  }
+  return "";
+}
+
+// The other team that holds host `h` itself, or "". Only a platform admin leases such a host (it
+// goes back to that team at the end, Lease::dedicatedBefore): seeing a host is not owning it, and
+// a member of two teams sees both teams' hosts.
+std::string otherHostHolder(const model::Host& h, const std::string& team) {
+  return !h.dedicatedTo.empty() && h.dedicatedTo != team ? h.dedicatedTo : "";
+}
+
+// The host a lease is asked for should be usable then: it exists for `p`, is in service, holds no
+// GPU of another team's, and is the shared pool's or `team`'s unless `p` is a platform admin. A
+// holder `p` cannot see stays unnamed, as its GPUs are hidden from `p`.
+Status checkLeasableHost(const Principal& p, const World& w, const std::string& name,
+                         const std::string& team) {
   auto it = w.hosts.find(name);
   if (it == w.hosts.end() || !authz::canSeeHost(p, it->second))
     return Status::NotFound("no host '" + name + "'", "hosts");
   const model::Host& h = it->second;
   if (h.adminState == model::AdminState::kRetired)
     return Status::InvalidArgument("hosts: host " + name + " is retired", "hosts");
+  auto holder = [&](const std::string& other) {
+    return authz::canSeeTeam(p, other) ? "team '" + other + "'" : std::string("another team");
+  };
+  if (const std::string other = otherGpuHolder(h, team); !other.empty())
+    return Status::InvalidArgument("hosts: a GPU of host " + name + " is dedicated to " +
+                                       holder(other) + "; it is undedicated before a lease",
+                                   "hosts");
+  if (const std::string other = otherHostHolder(h, team); !other.empty() && !p.isAdmin())
+    return Status::InvalidArgument("hosts: host " + name + " is dedicated to " + holder(other) +
+                                       "; a lease takes hosts of the shared pool or of team '" +
+                                       team + "'",
+                                   "hosts");
   return Status::Ok();
 }
 
@@ -90,8 +122,8 @@ Status LeaseService::conflict(const std::vector<std::string>& hosts, TimeMs star
 }
 
 // A count lease's hosts: in service (not failed or retired), of the shared pool or the team's
-// own, every GPU of the model asked and at least min_gpus of them, free of conflicting leases;
-// the first `count` by name, so the choice is predictable.
+// own with no GPU another team holds, every GPU of the model asked and at least min_gpus of them,
+// free of conflicting leases; the first `count` by name, so the choice is predictable.
 Result<std::vector<std::string>> LeaseService::pickHosts(const Lease& l) const {
   std::vector<std::string> picked;
   std::string firstConflict;
@@ -99,7 +131,7 @@ Result<std::vector<std::string>> LeaseService::pickHosts(const Lease& l) const {
   for (const auto& [name, h] : deps_.world.hosts) {
     if (h.adminState == model::AdminState::kFailed || h.adminState == model::AdminState::kRetired)
       continue;
-    if (!h.dedicatedTo.empty() && h.dedicatedTo != l.team) continue;
+    if (!otherHostHolder(h, l.team).empty() || !otherGpuHolder(h, l.team).empty()) continue;
     if (static_cast<int>(h.gpus.size()) < std::max(1, l.minGpus)) continue;
     if (!l.gpuModel.empty() && std::any_of(h.gpus.begin(), h.gpus.end(), [&](const model::Gpu& g) {
           return g.model != l.gpuModel;
@@ -164,7 +196,7 @@ Result<Change<Lease>> LeaseService::create(const Principal& p, LeaseRequest r) {
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
     return Status::InvalidArgument("hosts: a host is named twice", "hosts");
-  for (const auto& h : r.hosts) ALLOT_RETURN_IF_ERROR(checkLeasableHost(p, deps_.world, h));
+  for (const auto& h : r.hosts) ALLOT_RETURN_IF_ERROR(checkLeasableHost(p, deps_.world, h, r.team));
 
   Lease l;
   l.id = nextId_;
@@ -241,6 +273,14 @@ Result<Change<Lease>> LeaseService::approve(const Principal& p, int64_t id,
     hosts = *picked;
   } else {
     ALLOT_RETURN_IF_ERROR(conflict(hosts, l.startAt, l.endAt, id));
+    // Checked at the request too, but a GPU may have been dedicated since.
+    for (const auto& name : hosts) {
+      auto h = deps_.world.hosts.find(name);
+      if (h == deps_.world.hosts.end()) continue;
+      if (const std::string other = otherGpuHolder(h->second, l.team); !other.empty())
+        return Status::FailedPrecondition("a GPU of host " + name + " is dedicated to team '" +
+                                          other + "' now; it is undedicated before a lease");
+    }
   }
   Change<Lease> c;
   l.hosts = hosts;

@@ -51,6 +51,17 @@ class LeaseServiceTest : public ::testing::Test {
     }
   }
 
+  // A request of `hosts` (or of `count` hosts) for `team`, starting in an hour, for an hour.
+  LeaseRequest inAnHour(const std::string& team, std::vector<std::string> hosts, int count = 0) {
+    LeaseRequest r;
+    r.team = team;
+    r.hosts = std::move(hosts);
+    r.count = count;
+    r.startAt = clock_.nowMs() + kHour;
+    r.endAt = r.startAt + kHour;
+    return r;
+  }
+
   // A lease of `hosts` for carol's team, starting in `in` for an hour, approved by the admin.
   int64_t approved(std::vector<std::string> hosts, TimeMs in) {
     LeaseRequest r;
@@ -133,6 +144,67 @@ TEST_F(LeaseServiceTest, AnotherTeamsLeaseIsNotFoundAndConflictsAreNamed) {
   EXPECT_NE(refused.status().message().find("lease " + std::to_string(id)), std::string::npos)
       << refused.status().message();
   EXPECT_EQ(leases_.list(admin_).size(), 1u) << "a refused request leaves nothing behind";
+}
+
+// Attack: a team-admin of vision who is also in nlp sees nlp's dedicated host, and must not be
+// able to take it for vision by naming it, nor by a count, nor take a shared host whose GPUs nlp
+// holds (the handover would end those dedications for good).
+TEST_F(LeaseServiceTest, ALeaseTakesNoHostOrGpuAnotherTeamHolds) {
+  world_.hosts["gpu-01"].dedicatedTo = "nlp";
+  world_.hosts["gpu-02"].gpus[2].index = 2;
+  world_.hosts["gpu-02"].gpus[2].dedicatedTo = "nlp";
+  Principal both = carol_;
+  both.teams["nlp"] = model::Role::kMember;
+  auto request = [&](std::vector<std::string> hosts, int count) {
+    return leases_.create(both, inAnHour("vision", std::move(hosts), count));
+  };
+  auto dedicatedHost = request({"gpu-01"}, 0);
+  ASSERT_EQ(dedicatedHost.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(dedicatedHost.status().field(), "hosts");
+  EXPECT_NE(dedicatedHost.status().message().find("dedicated to team 'nlp'"), std::string::npos)
+      << dedicatedHost.status().message();
+  auto dedicatedGpu = request({"gpu-02"}, 0);
+  ASSERT_EQ(dedicatedGpu.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(dedicatedGpu.status().message().find("a GPU of host gpu-02 is dedicated to team 'nlp'"),
+            std::string::npos)
+      << dedicatedGpu.status().message();
+  // To carol, who is not in nlp (its GPU is hidden from her), the holder stays unnamed.
+  auto unnamed = leases_.create(carol_, inAnHour("vision", {"gpu-02"}));
+  ASSERT_EQ(unnamed.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(unnamed.status().message().find("another team"), std::string::npos)
+      << unnamed.status().message();
+  EXPECT_EQ(unnamed.status().message().find("nlp"), std::string::npos)
+      << unnamed.status().message();
+  auto byCount = request({}, 1);
+  ASSERT_EQ(byCount.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(byCount.status().message().find("0 match"), std::string::npos)
+      << byCount.status().message();
+  EXPECT_TRUE(leases_.list(admin_).empty()) << "a refused request leaves nothing behind";
+
+  // A platform admin may lease nlp's host for vision (it goes back to nlp at the end), but not a
+  // host with a GPU of nlp's: the handover would end that dedication.
+  auto adminLease = leases_.create(admin_, inAnHour("vision", {"gpu-01"}));
+  EXPECT_TRUE(adminLease.ok()) << adminLease.status().toString();
+  EXPECT_EQ(leases_.create(admin_, inAnHour("vision", {"gpu-02"})).status().code(),
+            Code::kInvalidArgument);
+  ASSERT_TRUE(leases_.reject(admin_, adminLease->value.id, "").ok());
+
+  // nlp's own team-admin may lease them: the host and the GPU are nlp's.
+  Principal nlpAdmin = testsupport::userIn("dana", "nlp", model::Role::kTeamAdmin);
+  EXPECT_TRUE(leases_.create(nlpAdmin, inAnHour("nlp", {"gpu-01", "gpu-02"})).ok());
+}
+
+// A named host with a GPU dedicated to another team since the request is not approved into the
+// lease.
+TEST_F(LeaseServiceTest, ApprovalRefusesAHostWithAGpuDedicatedElsewhereSinceTheRequest) {
+  auto c = leases_.create(carol_, inAnHour("vision", {"gpu-01"}));
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  world_.hosts["gpu-01"].gpus[1].dedicatedTo = "nlp";
+  auto a = leases_.approve(admin_, c->value.id, "");
+  ASSERT_EQ(a.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(a.status().message().find("dedicated to team 'nlp'"), std::string::npos)
+      << a.status().message();
+  EXPECT_EQ(leases_.get(admin_, c->value.id)->state, LeaseState::kRequested);
 }
 
 TEST_F(LeaseServiceTest, EventsGoToTheLogInTheSameBatch) {
