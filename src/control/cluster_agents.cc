@@ -213,7 +213,8 @@ std::string Cluster::desiredMessage(const std::string& host) {
     if (auto auth = registryLogins_.authFor(team, ref, "the prepull of " + ref + " on " + host))
       images.prepullLogins[ref] = std::move(*auth);
   }
-  return model::encodeDesired(out, options_.heartbeatMs, h.task, images);
+  return model::encodeDesired(out, options_.heartbeatMs, h.task, images,
+                              {logs_.headBytes(), logs_.tailBytes()});
 }
 
 void Cluster::push(const std::set<std::string>& hosts) {

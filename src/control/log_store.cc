@@ -281,10 +281,16 @@ Status LogStore::appendChunk(Key key, State& st, int64_t offset, const std::stri
   if (st.sealed)
     return Status::FailedPrecondition("the log of job " + nameOf(key) +
                                       " is sealed: the job has ended");
-  if (offset > st.received) {
+  if (offset > st.received && !st.capped) {
     return Status::FailedPrecondition("log chunk for job " + nameOf(key) + " at offset " +
                                       std::to_string(offset) + " leaves a gap (have " +
                                       std::to_string(st.received) + " bytes)");
+  }
+  if (offset > st.received) {
+    // Past the head the agent skips output the cap would drop (model::LogKeep): the skipped bytes
+    // count as dropped, and what the ring held before them is no longer the output's tail.
+    st.received = offset;
+    st.ringValidFrom = offset;
   }
   const int64_t skip = st.received - offset;
   if (skip >= static_cast<int64_t>(data.size())) return Status::Ok();
@@ -342,7 +348,7 @@ void LogStore::seal(int64_t job, int rank) {
   }
   const int64_t ring = st.ringSize;
   const int64_t past = st.received - st.ringBase;  // bytes after the head
-  int64_t kept = std::min(past, ring);
+  int64_t kept = std::min({past, ring, st.received - std::max(st.ringBase, st.ringValidFrom)});
   int tail = ::open(tailPathOf(key).c_str(), O_RDWR | O_CLOEXEC);
   if (tail < 0) {
     spdlog::warn("log store: cannot open the tail of job {}: {}", nameOf(key),
@@ -361,7 +367,7 @@ void LogStore::seal(int64_t job, int rank) {
   // The oldest kept byte sits right after the newest when the ring has wrapped. The kernel
   // copies the ring into the log (copy_file_range): tens of MiB never pass through allotd's
   // memory, and the I/O thread is held only as long as the page cache takes.
-  const int64_t start = past > ring ? past % ring : 0;
+  const int64_t start = (past - kept) % ring;
   const int64_t first = std::min(kept, ring - start);
   int log = w.ok() ? ::open(pathOf(key).c_str(), O_WRONLY | O_CLOEXEC) : -1;
   if (w.ok() && log < 0)

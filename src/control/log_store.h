@@ -40,8 +40,9 @@ class LogStore {
   Status init();
 
   // Appends the part of [offset, offset+data.size()) that is new. Refused when the log is sealed
-  // (FailedPrecondition), for a negative offset or a gap. `receivedAt` (ms since the epoch; 0 =
-  // not indexed) is when allotd got it, for offsetAt.
+  // (FailedPrecondition), for a negative offset, or for a gap before the log is capped: past the
+  // head, a gap is output the agent skipped as the cap would drop it, counted as dropped.
+  // `receivedAt` (ms since the epoch; 0 = not indexed) is when allotd got it, for offsetAt.
   Status append(int64_t job, int64_t offset, const std::string& data, int rank = 0,
                 int64_t receivedAt = 0);
   // Where in the .log file output received at or after `t` begins (to within a second): 0 when
@@ -60,6 +61,10 @@ class LogStore {
   const std::vector<std::pair<int64_t, int>>& unsealedAtStart() const { return unsealedAtStart_; }
 
   const LogStoreOptions& options() const { return options_; }
+  // What a capped log keeps of a job's output: its first headBytes() and its last tailBytes()
+  // (both 0: no cap). Agents are told, and skip what would be dropped (model::LogKeep).
+  int64_t headBytes() const { return options_.maxBytes / 2; }
+  int64_t tailBytes() const { return options_.maxBytes - headBytes(); }
 
  private:
   using Key = std::pair<int64_t, int>;  // (job, rank)
@@ -68,8 +73,12 @@ class LogStore {
     int64_t stored = 0;    // size of the .log file
     bool capped = false;   // past the head: a .tail file exists
     bool sealed = false;
-    int64_t ringBase = 0;          // the output's byte at which the ring starts
-    int64_t ringSize = 0;          // the ring's bytes, as made
+    int64_t ringBase = 0;  // the output's byte at which the ring starts
+    int64_t ringSize = 0;  // the ring's bytes, as made
+    // The output's byte after the last gap (an agent's skip): the ring's older bytes are not the
+    // output's tail. Kept in memory only: after a restart during a skipping flood, the tail shown
+    // may hold bytes from before a skip.
+    int64_t ringValidFrom = 0;
     bool droppingForDisk = false;  // the note is written; output is dropped until there is room
     int64_t lastIndexedAt = 0;     // the last .times record's time (this process's)
   };
@@ -79,8 +88,6 @@ class LogStore {
   std::string tailPathOf(Key key) const;
   static std::string nameOf(Key key);
   State& stateOf(Key key);
-  int64_t headBytes() const { return options_.maxBytes / 2; }
-  int64_t tailBytes() const { return options_.maxBytes - headBytes(); }
   Status diskHasRoom();
   Status appendToLog(Key key, State& st, const char* p, size_t n);
   Status writeTail(Key key, State& st, const char* p, size_t n);

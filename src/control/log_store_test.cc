@@ -80,6 +80,30 @@ TEST_F(LogStoreTest, ACappedLogKeepsItsHeadAndTailAndSaysWhatItDropped) {
   EXPECT_EQ(s->append(7, offset, "late").code(), Code::kFailedPrecondition);
 }
 
+// Past the head an agent skips what the cap drops (model::LogKeep): the gap counts as dropped,
+// and the tail shows only what came after the last gap, though the ring is not full again.
+TEST_F(LogStoreTest, PastTheHeadAGapIsOutputTheAgentSkippedAndCountsAsDropped) {
+  const int64_t cap = 8192;
+  auto s = open({cap, 0});
+  const std::string head = lines(0, 1000);  // past the head: capped
+  ASSERT_TRUE(s->append(3, 0, head).ok());
+  const int64_t skippedTo = static_cast<int64_t>(head.size()) + 1'000'000'000;
+  const std::string last = "the last words\n";
+  ASSERT_TRUE(s->append(3, skippedTo, last).ok());
+  EXPECT_EQ(s->received(3), skippedTo + static_cast<int64_t>(last.size()));
+  s->seal(3);
+  const std::string sealed = all(*s, 3);
+  EXPECT_EQ(sealed.rfind(head.substr(0, cap / 2), 0), 0u);
+  const std::string said = "; the last " + std::to_string(last.size()) + " bytes follow]\n";
+  EXPECT_EQ(sealed.substr(sealed.size() - said.size() - last.size()), said + last) << sealed;
+  const int64_t dropped = skippedTo - cap / 2;
+  EXPECT_NE(sealed.find(std::to_string(dropped) + " bytes of output were dropped"),
+            std::string::npos);
+  // Before the head is full, a gap is still refused.
+  ASSERT_TRUE(s->append(4, 0, "short").ok());
+  EXPECT_EQ(s->append(4, 100, "gap").code(), Code::kFailedPrecondition);
+}
+
 TEST_F(LogStoreTest, ACappedLogSurvivesARestartAndIsSealedThen) {
   const int64_t cap = 4096;
   {

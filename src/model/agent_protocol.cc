@@ -433,12 +433,14 @@ int64_t refusedDesiredOf(const nlohmann::json& msg) {
 }
 
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HostTask>& task, const ImageCommands& images) {
+                          const std::optional<HostTask>& task, const ImageCommands& images,
+                          const LogKeep& logKeep) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : jobs) arr.push_back(toJson(d));
   nlohmann::json out{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}};
   if (task) out["task"] = toJson(*task);
   if (!images.empty()) out["images"] = toJson(images);
+  if (logKeep.tail > 0) out["log_keep"] = {{"head", logKeep.head}, {"tail", logKeep.tail}};
   return out.dump();
 }
 
@@ -471,6 +473,17 @@ Result<DesiredState> decodeDesired(const nlohmann::json& msg) {
     auto images = imageCommandsFromJson(*i);
     if (!images.ok()) return Status::InvalidArgument("desired state: " + images.status().message());
     out.images = std::move(images).value();
+  }
+  if (auto k = msg.find("log_keep"); k != msg.end() && !k->is_null()) {
+    auto bytes = [&](const char* field) -> int64_t {
+      auto v = k->is_object() ? k->find(field) : k->end();
+      return v != k->end() && v->is_number_integer() ? v->get<int64_t>() : -1;
+    };
+    const LogKeep keep{bytes("head"), bytes("tail")};
+    if (keep.head < 0 || keep.tail <= 0)
+      return Status::InvalidArgument(
+          "desired state: log_keep is not {\"head\": N >= 0, \"tail\": N > 0}");
+    out.logKeep = keep;
   }
   if (auto t = msg.find("task"); t != msg.end() && !t->is_null()) {
     auto task = hostTaskFromJson(*t);

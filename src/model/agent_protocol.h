@@ -16,6 +16,7 @@
 //                           one per sample round (every --telemetry-interval), all GPUs
 //   allotd -> agent  text   {"type":"desired", "jobs":[DesiredJob...], "heartbeat_ms":N,
 //                            "task":HostTask}    (task: only while the host has one to run)
+//   allotd -> agent          ... "log_keep":{"head":N,"tail":N} when allotd caps job output
 //   allotd -> agent          ... "images":{"prunes":N,"prepulls":[REF...]} in the desired state
 //   agent -> allotd  text   {"type":"images", "images":[...], "disk_bytes":N, ...}
 //                           the host's image cache, when it changes (model/image_cache.h)
@@ -179,21 +180,21 @@ struct ActualJob {
   int64_t id = 0;
   ActualState state = ActualState::kRunning;
   int pid = 0;
-  std::optional<int> exitCode;
-  std::optional<int> signal;
+  std::optional<int> exitCode{};
+  std::optional<int> signal{};
   TimeMs startedAt = 0;
   TimeMs finishedAt = 0;
-  std::string message;  // why it failed to start, or was lost
-  std::optional<ActualSession> session;
+  std::string message{};  // why it failed to start, or was lost
+  std::optional<ActualSession> session{};
   int masterPort = 0;  // the rendezvous port it chose (DesiredJob::chooseMasterPort); 0 = none
   // A job in an image: the manifest digest the image resolved to, once pulled ("sha256:<hex>").
-  std::string imageDigest;
+  std::string imageDigest{};
   // While kPulling: bytes of the image fetched so far and in all (0 = not known yet).
   int64_t pullBytes = 0;
   int64_t pullTotal = 0;
   // The lowest CUDA the image declares it needs (its NVIDIA_REQUIRE_CUDA's "cuda>=X.Y"), once
   // pulled; "" = none.
-  std::string imageMinCuda;
+  std::string imageMinCuda{};
 };
 
 struct LogChunk {
@@ -302,9 +303,18 @@ std::string encodeStatus(const std::vector<ActualJob>& jobs, int64_t refusedDesi
 int64_t refusedDesiredOf(const nlohmann::json& msg);
 // `images`: what the host's image cache is asked to do (model/image_cache.h); left out when
 // nothing is.
+// How much of a job's output allotd keeps (allotd --max-log-bytes): the first `head` bytes and the
+// last `tail`; tail 0 = all of it. Past the head, the agent ships only what could still be in the
+// last `tail` bytes, skipping ahead over the rest: a job whose output outruns the link (or a
+// sparse file of a petabyte, made by ftruncate on its stdout) costs the link `tail` bytes.
+struct LogKeep {
+  int64_t head = 0;
+  int64_t tail = 0;
+  bool operator==(const LogKeep&) const = default;
+};
 std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
                           const std::optional<HostTask>& task = std::nullopt,
-                          const ImageCommands& images = {});
+                          const ImageCommands& images = {}, const LogKeep& logKeep = {});
 
 // A desired-state message, decoded whole or not at all: one job entry that does not decode (a
 // version skew, a bug) refuses the message, naming the entry, so that the agent keeps the last
@@ -315,6 +325,7 @@ struct DesiredState {
   std::optional<int64_t> heartbeatMs;
   std::optional<HostTask> task;
   ImageCommands images;
+  LogKeep logKeep;  // {0, 0} from an allotd that keeps all output, or says nothing of it
 };
 Result<DesiredState> decodeDesired(const nlohmann::json& msg);
 nlohmann::json toJson(const UnixAccount& a);

@@ -118,6 +118,23 @@ TEST(AgentProtocol, ADesiredStateDecodesWholeOrNotAtAll) {
   EXPECT_FALSE(decodeDesired(msg).ok());
 }
 
+TEST(AgentProtocol, ADesiredStateSaysWhatAllotdKeepsOfEachJobsOutput) {
+  auto none = decodeDesired(nlohmann::json::parse(encodeDesired({}, 2000)));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->logKeep, LogKeep{}) << "no cap said: the agent ships all of it";
+  auto msg = nlohmann::json::parse(encodeDesired({}, 2000, std::nullopt, {}, {512, 1024}));
+  auto kept = decodeDesired(msg);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_EQ(kept->logKeep, (LogKeep{512, 1024}));
+  for (const char* bad : {R"("all")", R"({"head": 1})", R"({"head": -1, "tail": 5})",
+                          R"({"head": 1, "tail": 0})", R"({"head": "1", "tail": 5})"}) {
+    msg["log_keep"] = nlohmann::json::parse(bad);
+    auto refused = decodeDesired(msg);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("log_keep"), std::string::npos) << bad;
+  }
+}
+
 TEST(AgentProtocol, HookCarriesTheAccountsToCreate) {
   HookSpec h{5, "default", "red", "script", "/bin/true", 1000, {}};
   h.accounts.push_back({"alice", 200001, 200001, {{"red", 300000}}});

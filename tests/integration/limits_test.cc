@@ -106,6 +106,37 @@ TEST_F(LimitsTest, AJobsOutputIsCappedKeepingItsHeadAndTail) {
   EXPECT_LT(stored, 1'200'000u);
 }
 
+// Attack: a job makes its output a terabyte at once (ftruncate on its stdout: a sparse file, no
+// disk taken) and sleeps. Before the agent shipped at most 1 MiB of a job's output a pass and
+// skipped what allotd's cap drops (model::LogKeep), it tried to ship the terabyte: no status went
+// out meanwhile, the host turned unreachable and every tenant's jobs on it were lost.
+TEST_F(LimitsTest, AJobsTerabyteOfOutputNeitherHoldsItsHostNorItsOwnEnd) {
+  startAgent("gpu-a", "sim:2xA100");
+  const auto [mallory, bob] = createTwoTeams("ml", "mallory", "nlp", "bob");
+  const int64_t flood =
+      submit(mallory, {"--gpus", "1"},
+             {"python3", "-c", "import os, time; os.ftruncate(1, 1 << 40); time.sleep(600)"});
+  ASSERT_TRUE(waitForJobState(mallory, flood, "running"));
+  // Another team's job on the same host starts, ends and is reported meanwhile.
+  const int64_t bobs = submit(bob, {"--gpus", "1"}, {"true"});
+  ASSERT_TRUE(waitForJobState(bob, bobs, "succeeded", nullptr));
+  EXPECT_EQ(textOf(host("gpu-a"), "state"), "online");
+  // The flood's own end is heard too, not held back behind a terabyte still to ship.
+  ASSERT_EQ(cliAs(mallory, {"job", "cancel", std::to_string(flood)}).code, 0);
+  EXPECT_TRUE(waitForJobState(mallory, flood, "cancelled"));
+  EXPECT_LT(logs(mallory, flood).size(), 1'100'000u);
+
+  // The last line after a terabyte is still the log's last line.
+  const int64_t tail = submit(
+      mallory, {"--gpus", "1"},
+      {"python3", "-c", "import os; os.ftruncate(1, 1 << 40); os.write(1, b'\\nLAST-LINE\\n')"});
+  ASSERT_TRUE(waitForJobState(mallory, tail, "succeeded", nullptr));
+  const std::string text = logs(mallory, tail);
+  EXPECT_LT(text.size(), 1'100'000u);
+  EXPECT_EQ(text.substr(text.size() - 10), "LAST-LINE\n");
+  EXPECT_NE(text.find("bytes of output were dropped here"), std::string::npos);
+}
+
 // The agent stream as a host credential holder speaks it.
 class HostStream {
  public:

@@ -47,6 +47,21 @@ namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr int64_t kMaxLogChunk = 256 * 1024;
+// A job's output shipped in one pass of the loop, at most. A job that writes faster than the link
+// drains (`yes`) must not keep the loop shipping its log: no status, telemetry or other job's
+// output would go out meanwhile, and allotd would find the host unreachable and lose every
+// tenant's jobs on it. The rest goes in the next passes, which then come without waiting a tick.
+constexpr int kMaxLogChunksPerPass = 4;
+
+// An ended job as it stood while it ran: what allotd hears of it until its output is shipped.
+model::ActualJob stillRunning(model::ActualJob a) {
+  a.state = model::ActualState::kRunning;
+  a.exitCode.reset();
+  a.signal.reset();
+  a.finishedAt = 0;
+  a.message.clear();
+  return a;
+}
 
 std::string credentialPath(const std::string& workDir) { return workDir + "/credential.json"; }
 
@@ -115,6 +130,12 @@ std::string machineHostname() {
   for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (auto dot = h.find('.'); dot != std::string::npos) h.resize(dot);
   return h.empty() ? "localhost" : h;
+}
+
+// A file's size; -1 when it cannot be looked at.
+int64_t sizeOf(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
 }
 
 // Reads [offset, offset+max) of a file; empty when nothing new.
@@ -786,6 +807,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       }
       reconcile(desired);
       imageCommands_ = std::move(state.images);
+      logKeep_ = state.logKeep;
       applyImageCommands();
       wake();
     }
@@ -866,15 +888,30 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
       exits.update(shims);
     }
     if (haveDesired_) {
-      // Output before status, so that allotd has every byte when it hears a job ended.
+      // Output before status, so that allotd has every byte when it hears a job ended: a job
+      // with output still to ship is reported running until it is shipped.
       bool failed = false;
-      for (const auto& a : jobs) {
+      for (auto& a : jobs) {
         auto it = logShipped_.find(a.id);
         if (it == logShipped_.end()) continue;
-        for (;;) {
+        bool behind = false;
+        for (int chunks = 0;; ++chunks) {
           auto base = logBase_.find(a.id);
-          const int64_t local = it->second - (base == logBase_.end() ? 0 : base->second);
+          int64_t local = it->second - (base == logBase_.end() ? 0 : base->second);
           if (local < 0) break;  // allotd holds more than this run wrote: nothing to send
+          if (logKeep_.tail > 0 && it->second > logKeep_.head) {
+            // Past the head allotd keeps only the last `tail` bytes: what lies further back than
+            // that from the log's end now is dropped whatever comes after, so it is not shipped.
+            const int64_t size = sizeOf(executor_.logPath(a.id));
+            if (size - local > logKeep_.tail) {
+              it->second += size - logKeep_.tail - local;
+              local = size - logKeep_.tail;
+            }
+          }
+          if (chunks == kMaxLogChunksPerPass) {
+            behind = true;
+            break;
+          }
           std::string data = readFrom(executor_.logPath(a.id), local, kMaxLogChunk);
           if (data.empty()) break;
           outbox->push(model::encodeLogChunk({a.id, it->second, data}), true);
@@ -886,6 +923,11 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
           if (static_cast<int64_t>(data.size()) < kMaxLogChunk) break;
         }
         if (failed) break;
+        if (behind) {
+          wakeNow = true;
+          if (a.state == model::ActualState::kExited || a.state == model::ActualState::kLost)
+            a = stillRunning(std::move(a));
+        }
       }
       if (failed) break;
     }

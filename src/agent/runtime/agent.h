@@ -43,37 +43,37 @@
 namespace allot::agent {
 
 struct AgentConfig {
-  std::string serverUrl;  // http://host:port or https://host:port
-  std::string joinToken;  // needed only until the host holds its own credential
-  std::string name;       // host name; default: the machine's hostname
-  std::string workDir;
-  std::string cgroupMode;  // what the executor's confinement is, for the inventory
+  std::string serverUrl{};  // http://host:port or https://host:port
+  std::string joinToken{};  // needed only until the host holds its own credential
+  std::string name{};       // host name; default: the machine's hostname
+  std::string workDir{};
+  std::string cgroupMode{};  // what the executor's confinement is, for the inventory
   // How often GPUs are sampled; each round is one telemetry message to allotd.
   int64_t telemetryIntervalMs = 5000;
-  std::string scratchDir;   // per-job scratch root the wipe empties; default <workDir>/scratch
-  std::string homeDir;      // team home data the wipe empties when asked; "" = none on this host
-  std::string caFile;       // PEM CA for an https:// server; "" = the system's trusted CAs
-  bool runAsOwner = false;  // --run-as-owner: workloads start as their owner (reported to allotd)
+  std::string scratchDir{};  // per-job scratch root the wipe empties; default <workDir>/scratch
+  std::string homeDir{};     // team home data the wipe empties when asked; "" = none on this host
+  std::string caFile{};      // PEM CA for an https:// server; "" = the system's trusted CAs
+  bool runAsOwner = false;   // --run-as-owner: workloads start as their owner (reported to allotd)
   // allot-jupyter-forkserver, kept running so that Jupyter sessions start fast; "" = none.
-  std::string forkServer;
+  std::string forkServer{};
   // sshd for SSH into sessions (one `sshd -i` per connection), and ssh-keygen for their host
   // keys; "" = sessions get no SSH here.
-  std::string sshd;
+  std::string sshd{};
   std::string sshKeygen = "/usr/bin/ssh-keygen";
   // allot-ssh-bridge, which logs SSH logins into sessions in images; "" = those get no SSH.
-  std::string sshBridge;
+  std::string sshBridge{};
   // Sessions' `local` storage: user U's persistent home is DIR/U; "" = <workDir>/homes.
-  std::string sessionHomeDir;
-  std::string teamDir;  // --team-dir: team directories the wipe empties when asked; "" = none
+  std::string sessionHomeDir{};
+  std::string teamDir{};  // --team-dir: team directories the wipe empties when asked; "" = none
   // Direct SSH ports (--ssh-direct-ports LO-HI, 0 = none) and where they listen and are
   // advertised (--ssh-direct-address; "" = every address, advertised as the machine's hostname).
   int sshDirectPortLo = 0, sshDirectPortHi = 0;
-  std::string sshDirectAddress;
+  std::string sshDirectAddress{};
   // --advertise-address: where other hosts reach this one (a gang's MASTER_ADDR when its rank 0
   // runs here); "" = the local address this host's connection to allotd leaves from.
-  std::string advertiseAddress;
+  std::string advertiseAddress{};
   // --state-dir: where the executor keeps job records (job_dir.h); "" = the work dir.
-  std::string stateDir;
+  std::string stateDir{};
 };
 
 // The least --telemetry-interval: NVML's own utilisation is averaged over about a second.
@@ -164,6 +164,9 @@ class Agent {
   // so the run's output is appended, not lost under the old run's length. In memory: an agent
   // restarted during a requeued run reads its local log from allotd's offset (docs/agent.md).
   std::map<int64_t, int64_t> logBase_;
+  // What allotd keeps of each job's output (its desired state says): past the head, output that
+  // is more than `tail` bytes behind a log's end is skipped, not shipped.
+  model::LogKeep logKeep_;
   // Rendezvous ports this agent chose for gangs whose rank 0 it runs (DesiredJob::
   // chooseMasterPort), reported with the job until allotd forgets it.
   std::map<int64_t, int> masterPorts_;
