@@ -1,6 +1,7 @@
 #include "agent/exec/cgroup_manager.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -272,6 +273,28 @@ std::vector<int> CgroupManager::pids(const std::vector<std::string>& groups) {
     while (in >> pid) all.insert(pid);
   }
   return {all.begin(), all.end()};
+}
+
+bool CgroupManager::killAll(const std::vector<std::string>& groups) {
+  // Enough for a process that forks in a loop to lose the race (each round kills all it read);
+  // what is left is tried again at the executor's next poll.
+  constexpr int kRounds = 64;
+  bool none = true;
+  for (const auto& dir : groups) {
+    const int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+      const bool killed = ::write(fd, "1", 1) == 1;
+      ::close(fd);
+      if (killed) continue;
+    }
+    std::vector<int> left = pids({dir});
+    for (int round = 0; round < kRounds && !left.empty(); ++round) {
+      for (int pid : left) ::kill(pid, SIGKILL);
+      left = pids({dir});
+    }
+    none = none && left.empty();
+  }
+  return none;
 }
 
 bool CgroupManager::remove(const std::vector<std::string>& groups) {

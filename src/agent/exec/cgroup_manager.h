@@ -65,6 +65,10 @@ class CgroupManager {
 
   // Every process in the groups.
   static std::vector<int> pids(const std::vector<std::string>& groups);
+  // SIGKILLs every process in the groups, and what they fork meanwhile: v2's cgroup.kill does it
+  // at once; on v1 the members are read and killed again until none is left (a bounded number of
+  // rounds), since a process may fork between the read and its kill. True when none is left.
+  static bool killAll(const std::vector<std::string>& groups);
   // Removes the groups; false while any still holds a process (retry after they exit).
   static bool remove(const std::vector<std::string>& groups);
 

@@ -58,7 +58,8 @@ Status JobDir::create() const {
     // The agent's records (the job's environment among them) are nobody else's to read.
     ::chmod(path_.c_str(), 0700);
   }
-  int fd = ::open(logPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The job's output is its owner's business (ProcessExecutor::giveToOwner hands it over).
+  int fd = ::open(logPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ioError("create", logPath(), errno);
   ::close(fd);
   return Status::Ok();
@@ -76,7 +77,8 @@ Status JobDir::remove() const {
 Status JobDir::writeFile(const std::string& name, const std::string& content) const {
   std::string final = path_ + "/" + name;
   std::string tmp = final + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The agent's alone: spec.json holds the job's environment.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ioError("create", tmp, errno);
   size_t done = 0;
   while (done < content.size()) {

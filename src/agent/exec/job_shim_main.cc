@@ -201,7 +201,7 @@ bool writeAll(int fd, const std::string& s) {
 // need to outlive the agent, not the host, whose crash ends the job as well.
 void writeAtomically(const std::string& path, const std::string& content) {
   std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     std::fprintf(stderr, "allot-job-shim: cannot write %s: %s\n", tmp.c_str(),
                  std::strerror(errno));
@@ -465,7 +465,7 @@ JobMessage readJobMessage(int fd, char* argv0, Args* a) {
 
 // Steps 2-6: runs the job described by a, once the shim is in its groups.
 int runJob(const Args& a) {
-  int log = open(a.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int log = open(a.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) {
     writeFailedToStart(a, "cannot open log " + a.log + ": " + std::strerror(errno));
     return 1;

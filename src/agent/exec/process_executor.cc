@@ -497,9 +497,12 @@ void ProcessExecutor::setSeccomp(std::string seccomp) {
 Status ProcessExecutor::giveToOwner(const Job& job, const JobSpec& spec,
                                     const std::string& scratch) {
   const model::RunAs& r = *spec.runAs;
-  // The job directory holds the agent's files (spec, status, log): root's, readable by the
-  // owner's private group only. Its working directory and scratch are the owner's alone.
+  // The job directory holds the agent's files (spec, status, log): root's, passable by the
+  // owner's group only. Its working directory and scratch are the owner's alone, and so is its
+  // log: others who share the owner's group (a directory's `users`, gid 100) read none of it, and
+  // the owner's disk quota counts what the job writes there.
   ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.dataPath(), 0, r.gid, 0710));
+  ALLOT_RETURN_IF_ERROR(giveTo(job.dir.logPath(), r.uid, r.gid, 0600));
   ALLOT_RETURN_IF_ERROR(giveDirectoryTo(job.dir.workPath(), r.uid, r.gid, 0700));
   ALLOT_RETURN_IF_ERROR(giveDirectoryTo(scratch, r.uid, r.gid, 0700));
   // Each user must pass through the roots to reach their own, and list nothing there.
@@ -722,12 +725,13 @@ void ProcessExecutor::markFinished(Job& job, const JobOutcome& outcome) {
 void ProcessExecutor::cleanUpEnded(Job& job) {
   reapShim(job);
   // Not while the shim is still on its way out: it may have helpers in the group, and nothing of
-  // the job's can be left but setsid escapees, which can wait for the next poll().
+  // the job's can be left but setsid escapees, which can wait for the next poll(). Done again at
+  // each poll until the groups are empty: an escapee that forks in a loop must not outlive the
+  // job on its GPUs.
   if (job.remnantsKilled || (job.shim && sameLiveProcess(job.shim->pid, job.shim->startTicks))) {
     return;
   }
-  killCgroupRemnants(job);
-  job.remnantsKilled = true;
+  job.remnantsKilled = CgroupManager::killAll(job.cgroups);
 }
 
 void ProcessExecutor::markLost(Job& job, const std::string& message) {
@@ -799,7 +803,11 @@ void ProcessExecutor::stop(int64_t id, int64_t graceMs) {
 }
 
 std::vector<model::ActualJob> ProcessExecutor::poll() {
-  std::erase_if(cgroupsToRemove_, [](const auto& groups) { return CgroupManager::remove(groups); });
+  // Groups of jobs and standbys that are gone: whatever still runs there is nobody's.
+  std::erase_if(cgroupsToRemove_, [](const auto& groups) {
+    CgroupManager::killAll(groups);
+    return CgroupManager::remove(groups);
+  });
   reapOrphanedShims();
   replenishStandbys();
   std::vector<model::ActualJob> out;

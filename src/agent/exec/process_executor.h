@@ -139,7 +139,7 @@ class ProcessExecutor final : public Executor {
     std::optional<ShimRecord> shim;     // unknown only if the agent died while spawning it
     std::optional<ShimRecord> process;  // the job's main process; its pid is its process group
     bool shimReaped = false;
-    bool remnantsKilled = false;           // the cgroups were swept after the job ended
+    bool remnantsKilled = false;           // the cgroups were found empty after the job ended
     std::optional<TimeMs> killAt;          // stop() was called: SIGKILL is due then
     std::string imageRef;                  // a job in an image: its reference
     std::vector<std::string> imageLayers;  // and the layers its container mounts

@@ -636,6 +636,32 @@ TEST_F(ConfinedExecutorTest, JobStartedOnAStandbyIsReadoptedKeepsItsGroupsAndIsS
   }));
 }
 
+// Attack: an escapee (setsid) that forks and lets its parent exit, over and over, so that a kill
+// of the pids read once from cgroup.procs misses its newest child. The executor swept an ended
+// job's groups once, and the hopper lived on, on the job's GPUs, after the job had ended.
+TEST_F(ConfinedExecutorTest, AnEscapeeThatForksInALoopDoesNotOutliveItsJob) {
+  const std::string hopper =
+      "import os, time\n"
+      "while True:\n"
+      "    if os.fork(): os._exit(0)\n"
+      "    time.sleep(0.001)\n";
+  ActualJob started =
+      exec_->start(shellJob(51, "echo $$ > main; setsid python3 -c '" + hopper + "' & sleep 2"));
+  ASSERT_EQ(started.state, ActualState::kRunning) << started.message;
+  ASSERT_TRUE(eventually([&] { return fileHasLines(workFile(51, "main"), 1); }));
+  const std::string group = groupOf(std::stoi(readFile(workFile(51, "main"))), "memory");
+  ASSERT_FALSE(group.empty());
+  EXPECT_EQ(waitForEnd(51).exitCode, 0);
+  const bool emptied = eventually([&] {
+    exec_->poll();
+    return CgroupManager::pids({group}).empty();
+  });
+  // Whatever happened, nothing of the test is left running.
+  for (int i = 0; i < 100 && !CgroupManager::killAll({group}); ++i) {
+  }
+  EXPECT_TRUE(emptied) << CgroupManager::pids({group}).size() << " left in " << group;
+}
+
 TEST_F(ConfinedExecutorTest, RestartedExecutorRemovesTheStandbyOfAnAgentThatDied) {
   exec_.reset();
   // An agent in a child process makes a standby, then dies without cleaning up.

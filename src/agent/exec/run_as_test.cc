@@ -124,6 +124,16 @@ TEST_F(RunAsExecutorTest, TheWorkloadRunsAsItsOwnerInDirectoriesOnlyTheOwnerRead
   EXPECT_EQ(st.st_mode & 07777, 0710u);
   ASSERT_EQ(::stat((jobDir(2) + "/work/mine").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 4242u);
+  // The log is the owner's alone, the agent's records root's alone: a user who shares the
+  // owner's group (gid 100 of a directory) passes the 0710 directory but reads neither.
+  ASSERT_EQ(::stat((jobDir(2) + "/output.log").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4242u);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  for (const char* record : {"spec.json", "status.json"}) {
+    if (::stat((jobDir(2) + "/" + record).c_str(), &st) != 0) continue;  // under --state-dir
+    EXPECT_EQ(st.st_uid, 0u) << record;
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << record;
+  }
   ASSERT_EQ(::stat((workDir_ + "/teams/red").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
   EXPECT_EQ(st.st_gid, 4300u);
