@@ -88,6 +88,23 @@ def get_status(sock_path, base, token):
         c.close()
 
 
+def memory_holds(pid, needle):
+    """Whether any writable mapping of process `pid` holds the bytes `needle` (read as root)."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("rw"):
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except (OSError, ValueError, OverflowError):
+                continue
+    return False
+
+
 def api(sock_path, method, target, token=TOKEN):
     """(status, parsed JSON body) of one request to Jupyter's REST API."""
     c = UnixHTTPConnection(sock_path)
@@ -327,6 +344,9 @@ class ForkServerTest(unittest.TestCase):
         with open(f"/proc/{child}/cmdline", "rb") as f:
             self.assertNotIn(TOKEN.encode(), f.read())
         self.assertNotIn(TOKEN, self.server_log())
+        # Nor in the server's memory, of which every later child (another user's session,
+        # running their code) is a copy: the environment went to this child alone.
+        self.assertFalse(memory_holds(self.server.pid, TOKEN.encode()))
         # Single-threaded server: nothing it forks can inherit a lock held by another thread.
         self.assertEqual(len(os.listdir(f"/proc/{self.server.pid}/task")), 1)
         with open(probe) as f:
@@ -416,21 +436,33 @@ class ForkServerTest(unittest.TestCase):
         os.killpg(client.pid, signal.SIGKILL)
         client.wait()
 
-    def test_deeply_nested_request_is_refused_and_the_server_lives(self):
+    def send_raw(self, pieces):
+        """Sends each (bytes, descriptor count) piece as a client of our own making would, with
+        /dev/null as every descriptor; the server's first answer."""
         s = socket.socket(socket.AF_UNIX)
         s.connect(self.sock)
         s.settimeout(DEADLINE_S)
         devnull = os.open("/dev/null", os.O_RDWR)
         try:
-            socket.send_fds(s, [b"[" * 200000 + b"\n"], [devnull] * 3)
-            self.assertIn(b"nested too deeply", s.recv(4096))
+            for data, fds in pieces:
+                socket.send_fds(s, [data], [devnull] * fds)
+            return s.recv(4096)
         finally:
             os.close(devnull)
             s.close()
+
+    def test_deeply_nested_request_is_refused_and_the_server_lives(self):
+        self.assertIn(b"nested too deeply", self.send_raw([(b"[" * 200000 + b"\n", 4)]))
         self.assertIsNone(self.server.poll())
         client, jsock, base = self.start_client("after-deep")  # and it still serves
         self.wait_ready(client, jsock, base, "after-deep")
         self.stop(client, self.child_of(client))
+
+    def test_descriptors_past_four_are_refused_before_a_newline(self):
+        # Attack: any local user may connect (the socket is 0666) and send descriptors a byte at
+        # a time, never a newline, to run the server out of them.
+        self.assertIn(b"more than 4 file descriptors", self.send_raw([(b"{", 3), (b" ", 3)]))
+        self.assertIsNone(self.server.poll())
 
     def test_token_on_the_command_line_is_refused(self):
         err = subprocess.run([FORKSERVER, "run", "--socket", self.sock, "--",
