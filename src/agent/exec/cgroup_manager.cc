@@ -32,6 +32,18 @@ bool exists(const std::string& p) {
   return fs::exists(p, ec);
 }
 
+// The most tasks (processes and threads) the host can hold: the lower of the kernel's pid_max
+// and threads-max; 0 when neither can be read.
+int64_t hostTaskLimit() {
+  int64_t limit = 0;
+  for (const char* file : {"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"}) {
+    std::ifstream in(file);
+    int64_t n = 0;
+    if (in >> n && n > 0) limit = limit == 0 ? n : std::min(limit, n);
+  }
+  return limit;
+}
+
 // mkdir that accepts an existing directory.
 bool makeDir(const std::string& p) { return ::mkdir(p.c_str(), 0755) == 0 || errno == EEXIST; }
 
@@ -103,8 +115,14 @@ void CgroupManager::probeV2(const std::string& mountRoot) {
   // Controllers must be enabled on every level above a group for its files to exist. Failures
   // surface later, and only for jobs that ask for the limit.
   for (const std::string& dir : {mountRoot, base}) {
-    for (const char* c : {"+memory", "+cpu"}) (void)writeValue(dir + "/cgroup.subtree_control", c);
+    for (const char* c : {"+memory", "+cpu", "+pids"})
+      (void)writeValue(dir + "/cgroup.subtree_control", c);
   }
+  // Jobs live here, outside the agent's unit and so outside its TasksMax: all of them together
+  // hold at most nine tenths of the host's tasks, so that a fork bomb in one leaves the agent,
+  // sshd and the rest of the host room to stop it.
+  if (const int64_t tasks = hostTaskLimit(); tasks > 0)
+    (void)writeValue(base + "/pids.max", std::to_string(tasks * 9 / 10));
   hierarchies_.push_back({"", base});
   mode_ = "v2";
 }

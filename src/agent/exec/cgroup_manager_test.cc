@@ -35,6 +35,28 @@ TEST(CgroupManager, NoHierarchyMeansModeNoneAndNoGroups) {
   fs::remove_all(root);
 }
 
+// On v2 the jobs' groups sit outside the agent's unit (and its TasksMax): together they may hold
+// nine tenths of the host's tasks, not all of them. A tree of plain files stands in for cgroupfs.
+TEST(CgroupManager, OnV2AllJobsTogetherLeaveTheHostATenthOfItsTasks) {
+  char tmpl[] = "/tmp/allot-cgroup-test-XXXXXX";
+  const std::string root = mkdtemp(tmpl);
+  std::ofstream(root + "/cgroup.controllers") << "cpu memory pids\n";
+  std::ofstream(root + "/cgroup.subtree_control");
+  fs::create_directory(root + "/allot-test");
+  std::ofstream(root + "/allot-test/cgroup.subtree_control");
+  std::ofstream(root + "/allot-test/pids.max") << "max\n";
+  CgroupManager m("allot-test", root, root + "/no-such-file");
+  EXPECT_EQ(m.mode(), "v2");
+  int64_t pidMax = 0, threadsMax = 0;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pidMax;
+  std::ifstream("/proc/sys/kernel/threads-max") >> threadsMax;
+  ASSERT_GT(pidMax, 0);
+  ASSERT_GT(threadsMax, 0);
+  EXPECT_EQ(std::stoll(readFile(root + "/allot-test/pids.max")),
+            std::min(pidMax, threadsMax) * 9 / 10);
+  fs::remove_all(root);
+}
+
 TEST(CgroupManager, CreatesLimitsAndRemovesJobGroups) {
   CgroupManager m("allot-test");
   if (m.mode() == "none") GTEST_SKIP() << "no writable cgroup hierarchy here";
