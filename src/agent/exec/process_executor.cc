@@ -250,7 +250,7 @@ void ProcessExecutor::removeStrayCgroups() {
   spdlog::warn("removing {} cgroups of jobs or standby shims this agent no longer knows",
                stray.size());
   // Whatever still runs there belongs to no job anyone tracks, and may hold GPUs.
-  for (int pid : CgroupManager::pids(stray)) ::kill(pid, SIGKILL);
+  CgroupManager::killAll(stray);
   if (!CgroupManager::remove(stray)) cgroupsToRemove_.push_back(stray);
 }
 
