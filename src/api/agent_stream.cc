@@ -11,12 +11,14 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <variant>
 
 #include "api/server.h"
 #include "common/bounded_json.h"
+#include "common/utf8.h"
 #include "model/agent_protocol.h"
 #include "model/image_cache.h"
 #include "model/tunnel_frame.h"
@@ -48,9 +50,21 @@ class WsAgentLink final : public control::AgentLink {
     wake_.cancel();
   }
 
-  // A tunnel frame (binary), queued behind the earlier ones.
+  // A tunnel frame (binary), queued behind the earlier ones. Each stream's credit window bounds
+  // what an honest agent lets queue here (it grants credit for what it has read); an agent that
+  // grants credit and reads nothing would grow allotd's memory with every byte a session's user
+  // sends, so past kMaxTunnelQueueBytes the connection ends and the agent must connect again.
   void sendTunnel(std::string frame) {
     if (closed_) return;
+    tunnelBytes_ += frame.size();
+    if (tunnelBytes_ > kMaxTunnelQueueBytes) {
+      spdlog::warn("agent connection: {} bytes of tunnel frames wait unread; closing it",
+                   tunnelBytes_);
+      close();
+      boost::system::error_code ec;
+      beast::get_lowest_layer(*ws_).socket().close(ec);
+      return;
+    }
     tunnel_.push_back(std::move(frame));
     wake_.cancel();
   }
@@ -66,6 +80,7 @@ class WsAgentLink final : public control::AgentLink {
       } else if (!tunnel_.empty()) {
         msg = std::move(tunnel_.front());
         tunnel_.pop_front();
+        tunnelBytes_ -= msg.size();
         text = false;
       } else {
         wake_.expires_at(asio::steady_timer::time_point::max());
@@ -81,14 +96,19 @@ class WsAgentLink final : public control::AgentLink {
   void close() {
     closed_ = true;
     tunnel_.clear();
+    tunnelBytes_ = 0;
     wake_.cancel();
   }
 
  private:
+  // 256 full credit windows of 256 KiB.
+  static constexpr size_t kMaxTunnelQueueBytes = 64u << 20;
+
   std::shared_ptr<Ws> ws_;
   asio::steady_timer wake_;
   std::optional<std::string> control_;
   std::deque<std::string> tunnel_;
+  size_t tunnelBytes_ = 0;
   bool closed_ = false;
 };
 
@@ -104,6 +124,36 @@ size_t reportedGpus(const nlohmann::json& msg) {
   const auto gpus = msg.find("gpus");
   return gpus != msg.end() && gpus->is_array() ? gpus->size() : 0;
 }
+
+// Warnings about what one agent sent that allotd refused: at most one each 10 s, saying how many
+// were held back, and each cut to 512 bytes. What a host's credential sends must not fill
+// allotd's log, and its disk, with refusals of it.
+class RefusalLog {
+ public:
+  explicit RefusalLog(std::string host) : host_(std::move(host)) {}
+
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> format, Args&&... args) {
+    const auto now = std::chrono::steady_clock::now();
+    if (logged_ && now - last_ < std::chrono::seconds(10)) {
+      ++held_;
+      return;
+    }
+    std::string text = fmt::format(format, std::forward<Args>(args)...);
+    if (text.size() > 512) text = cutUtf8(text, 512) + "...";
+    if (held_ > 0) text += " (and " + std::to_string(held_) + " refusals not logged before it)";
+    spdlog::warn("agent {}: {}", host_, text);
+    logged_ = true;
+    last_ = now;
+    held_ = 0;
+  }
+
+ private:
+  std::string host_;
+  bool logged_ = false;
+  std::chrono::steady_clock::time_point last_;
+  uint64_t held_ = 0;
+};
 
 template <typename Stream>
 asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req) {
@@ -137,6 +187,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
   auto link = std::make_shared<WsAgentLink<Ws>>(ws);
   std::shared_ptr<tunnel::TunnelMux> tunnels;  // from the hello on
   bool helloSeen = false;
+  RefusalLog refusals(host);
   beast::flat_buffer buf;
   for (;;) {
     buf.clear();
@@ -156,7 +207,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     if (!ws->got_text()) {
       auto chunk = model::decodeLogChunk(data);
       if (!chunk.ok()) {
-        spdlog::warn("agent {}: bad log frame: {}", host, chunk.status().message());
+        refusals.warn("bad log frame: {}", chunk.status().message());
         continue;
       }
       auto st = server.cluster().agentLog(host, *chunk);
@@ -166,7 +217,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     }
     auto msg = parseBoundedJson(data);
     if (msg.is_discarded() || !msg.is_object()) {
-      spdlog::warn("agent {}: malformed message dropped", host);
+      refusals.warn("malformed message dropped");
       continue;
     }
     const std::string type = protocol::messageType(msg);
@@ -176,8 +227,8 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       // The host's image cache (model/image_cache.h), once the connection said hello.
       auto report = model::imageReportFromJson(msg);
       if (!helloSeen || !report.ok()) {
-        spdlog::warn("agent {}: image report refused: {}", host,
-                     report.ok() ? "before hello" : report.status().message());
+        refusals.warn("image report refused: {}",
+                      report.ok() ? "before hello" : report.status().message());
         continue;
       }
       auto change = server.cluster().imageCache().agentReport(host, std::move(report).value());
@@ -189,7 +240,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     auto decoded = protocol::decodeAgentMessage(msg);
     if (!decoded.ok()) {
       if (type == "telemetry") server.metrics().telemetryRound(reportedGpus(msg), false);
-      spdlog::warn("agent {}: message refused: {}", host, decoded.status().message());
+      refusals.warn("message refused: {}", decoded.status().message());
       // No hello, no service: the agent reconnects and says hello again.
       if (type == "hello") break;
       continue;
@@ -198,7 +249,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       Status st = server.cluster().agentTelemetry(host, *t);
       server.metrics().telemetryRound(t->gpus.size(), st.ok());
       if (!st.ok()) {
-        spdlog::warn("agent {}: telemetry rejected: {}", host, st.message());
+        refusals.warn("telemetry rejected: {}", st.message());
         continue;
       }
       const auto sinceBoot = std::chrono::steady_clock::now().time_since_epoch();
@@ -223,7 +274,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
     }
     if (!helloSeen) {
       // Reports, task output and results belong to a connection that said hello first.
-      spdlog::warn("agent {}: unexpected message type '{}' before hello", host, type);
+      refusals.warn("unexpected message type '{}' before hello", type);
       continue;
     }
     if (auto* status = std::get_if<protocol::StatusReport>(&*decoded)) {

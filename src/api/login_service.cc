@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "api/connection_limit.h"
 #include "auth/csrf.h"
 #include "common/secrets.h"
 
@@ -164,14 +165,18 @@ bool LoginService::stillValid(const std::string& secret, bool viaCookie,
 int64_t LoginService::retryAfterSeconds(const std::string& user, const std::string& address) const {
   const TimeMs now = clock_.nowMs();
   TimeMs wait = std::max(accountFailures_.retryAfterMs(user, now),
-                         addressFailures_.retryAfterMs(address, now));
+                         addressFailures_.retryAfterMs(clientKey(address), now));
   return (wait + 999) / 1000;
 }
 
 void LoginService::loginFailed(const std::string& user, const std::string& address) {
   const TimeMs now = clock_.nowMs();
   accountFailures_.recordFailure(user, now);
-  addressFailures_.recordFailure(address, now);
+  addressFailures_.recordFailure(clientKey(address), now);
+}
+
+void LoginService::loginFailedFrom(const std::string& address) {
+  addressFailures_.recordFailure(clientKey(address), clock_.nowMs());
 }
 
 std::string LoginService::sessionCookie(const std::string& secret) const {

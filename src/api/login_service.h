@@ -69,8 +69,11 @@ class LoginService {
   void sessionEnded(const std::string& tokenId) { sessionSeen_.erase(tokenId); }
 
   // Failure limiting (auth/failure_limiter.h): seconds to wait, 0 when the login may proceed.
+  // Addresses count by client (api/connection_limit.h clientKey: an IPv6 address by its /64).
   int64_t retryAfterSeconds(const std::string& user, const std::string& address) const;
   void loginFailed(const std::string& user, const std::string& address);
+  // A failure that names no account (a name no account may have): the address's alone.
+  void loginFailedFrom(const std::string& address);
   void loginSucceeded(const std::string& user) { accountFailures_.recordSuccess(user); }
 
   // Set-Cookie values.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -169,9 +170,21 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 
 ServerMetrics::ServerMetrics() : passSeconds(latencyBounds()), passIoSeconds(latencyBounds()) {}
 
+// A request's method as a label: the standard ones by name, anything else one "OTHER". HTTP
+// lets a method be any token, and a label per token sent would let any client, unauthenticated,
+// grow allotd's memory and /metrics without end.
+static const std::string& methodLabel(const std::string& method) {
+  static const std::array<std::string, 9> kKnown = {"GET",    "HEAD",    "POST",    "PUT",  "PATCH",
+                                                    "DELETE", "OPTIONS", "CONNECT", "TRACE"};
+  static const std::string kOther = "OTHER";
+  for (const auto& known : kKnown)
+    if (method == known) return known;
+  return kOther;
+}
+
 void ServerMetrics::request(const std::string& route, const std::string& method, int status,
                             double seconds) {
-  ++requests[{route, method, status}];
+  ++requests[{route, methodLabel(method), status}];
   requestSeconds.try_emplace(route, latencyBounds()).first->second.observe(seconds);
 }
 
@@ -268,11 +281,10 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
     ++byState[j.state];
     preemptions += j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
   }
-  static const model::JobState kStates[] = {model::JobState::kQueued,  model::JobState::kScheduled,
-                                            model::JobState::kPulling,
-                                            model::JobState::kRunning, model::JobState::kSucceeded,
-                                            model::JobState::kFailed,  model::JobState::kCancelled,
-                                            model::JobState::kLost,    model::JobState::kPreempted};
+  static const model::JobState kStates[] = {
+      model::JobState::kQueued,    model::JobState::kScheduled, model::JobState::kPulling,
+      model::JobState::kRunning,   model::JobState::kSucceeded, model::JobState::kFailed,
+      model::JobState::kCancelled, model::JobState::kLost,      model::JobState::kPreempted};
   header(out, "allot_jobs", "gauge", "Jobs in each state that is not final, now.");
   for (auto st : kStates) {
     if (model::isTerminal(st)) continue;
@@ -309,6 +321,10 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
          "(taking the snapshot, applying the decisions); the decision runs on a thread of its "
          "own.");
   m.passIoSeconds.render(out, "allot_scheduling_pass_io_thread_seconds", "");
+  header(out, "allot_connections_refused_total", "counter",
+         "Connections closed as soon as accepted: allotd held its limit of connections, in all or "
+         "from that client.");
+  sample(out, "allot_connections_refused_total", "", static_cast<double>(m.connectionsRefused));
   header(out, "allot_scheduling_passes_total", "counter", "Scheduling passes run.");
   sample(out, "allot_scheduling_passes_total", "", static_cast<double>(m.passes));
   header(out, "allot_scheduling_refused_passes_total", "counter",

@@ -71,6 +71,20 @@ void expectSeries(const std::string& out, const std::vector<std::string>& series
   }
 }
 
+// Attack: HTTP lets a method be any token up to the header limit, and the request counter is
+// labelled by method. Made-up methods share one label, so a client sending a new one per request
+// grows neither allotd's memory nor /metrics.
+TEST(Metrics, MadeUpMethodsShareOneLabel) {
+  ServerMetrics m;
+  for (int i = 0; i < 1000; ++i)
+    m.request("(unmatched)", "X" + std::string(1000, 'A') + std::to_string(i), 404, 0.001);
+  m.request("(unmatched)", "GET", 404, 0.001);
+  m.request("(unmatched)", "get", 404, 0.001);  // methods are case-sensitive: not GET
+  EXPECT_EQ(m.requests.size(), 2u);
+  EXPECT_EQ((m.requests[{"(unmatched)", "OTHER", 404}]), 1001u);
+  EXPECT_EQ((m.requests[{"(unmatched)", "GET", 404}]), 1u);
+}
+
 TEST(Metrics, NamesWhoHoldsEachGpuAndCountsJobs) {
   ServerMetrics m;
   m.request("/api/v1/jobs", "POST", 201, 0.002);

@@ -17,12 +17,14 @@ nlohmann::json timeOrNull(TimeMs t) {
   return t ? nlohmann::json(formatIso8601(t)) : nlohmann::json(nullptr);
 }
 
-// The webhook URL may hold a secret: only those who may change the policy see it; everyone else
-// learns only whether there is one.
+// The webhook URL may hold a secret: only those who may change the policy see it (the platform's,
+// which a team inherits, only platform admins); everyone else learns only whether there is one.
 nlohmann::json policyJson(const control::Principal& p, const std::string& team,
                           const std::string& project, const control::EffectiveIdlePolicy& e) {
   const auto& pol = e.policy;
-  const bool manager = control::authz::canManageTeam(p, team).ok();
+  const bool manager = e.source == control::PolicySource::kPlatform
+                           ? p.isAdmin()
+                           : control::authz::canManageTeam(p, team).ok();
   return {{"team", team},
           {"project", project.empty() ? nlohmann::json(nullptr) : nlohmann::json(project)},
           {"threshold_percent", pol.thresholdPct},

@@ -8,7 +8,9 @@
 
 #include "api/route_helpers.h"
 #include "auth/csrf.h"
+#include "common/ascii.h"
 #include "control/authz.h"
+#include "control/names.h"
 
 namespace allot::api {
 namespace {
@@ -74,6 +76,32 @@ boost::asio::awaitable<Checked> checkLogin(Server& s, ApiRequest& r, const std::
   co_return Checked{Status::Ok(), false};
 }
 
+// Login CSRF: a cross-site form may post a text/plain body that parses as JSON (a field name
+// holding most of the object) and the browser keeps the cookie of the answer, logging the victim's
+// console in as the attacker. A form cannot send application/json, and a script of another site
+// cannot without a CORS preflight that allotd never grants; a browser also says when a request is
+// cross-site. nullopt when the request may log in.
+std::optional<ApiResponse> refuseForeignLogin(const ApiRequest& r) {
+  std::string type(r.raw[http::field::content_type]);
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  if (!asciiIEquals(type, "application/json")) {
+    ApiResponse res = ApiResponse::error(Status::InvalidArgument(
+        "Content-Type: a login is sent as application/json", "Content-Type"));
+    res.status = http::status::unsupported_media_type;
+    return res;
+  }
+  if (asciiIEquals(r.raw["Sec-Fetch-Site"], "cross-site"))
+    return ApiResponse::error(
+        Status::PermissionDenied("a login must come from allotd's own console, not another site"));
+  return std::nullopt;
+}
+
+// A user name as allotd spells names (lower case, [a-z0-9._-]). Anything else names no account
+// here or in the directory, whose own rules (case, spaces around a name) would otherwise let one
+// person be guessed at under many spellings, each with a failure limit of its own.
+bool loginNameIsValid(const std::string& user) { return control::validateName(user, "user").ok(); }
+
 }  // namespace
 
 void registerLoginRoutes(Router& router, Server& s) {
@@ -82,6 +110,7 @@ void registerLoginRoutes(Router& router, Server& s) {
   router.add(
       V::post, "/api/v1/login",
       [&s](ApiRequest& r) -> Awaitable {
+        if (auto refused = refuseForeignLogin(r)) co_return *refused;
         TRY_ASSIGN(in, readBody(r, {"user", "password", "session"}));
         TRY_ASSIGN(typed, in.requiredString("user"));
         // Allot's names are lower case and directories compare names without case: one
@@ -95,6 +124,12 @@ void registerLoginRoutes(Router& router, Server& s) {
         if (int64_t wait = s.login().retryAfterSeconds(user, r.peer); wait > 0) {
           spdlog::warn("login: refused for user '{}' from {}: too many failures", user, r.peer);
           co_return tooManyFailures(wait);
+        }
+        if (!loginNameIsValid(user)) {
+          // As an unknown user fails, in time too; counted against the address.
+          co_await s.login().spendVerifyTime(password);
+          s.login().loginFailedFrom(r.peer);
+          co_return ApiResponse::error(kInvalidLogin);
         }
         Checked checked = co_await checkLogin(s, r, user, password);
         if (!checked.status.ok()) {
@@ -156,9 +191,16 @@ void registerLoginRoutes(Router& router, Server& s) {
       if (current.empty())
         co_return ApiResponse::error(Status::InvalidArgument(
             "current_password: required to change your own password", "current_password"));
+      // Guesses here count as failed logins: a stolen session could otherwise try the owner's
+      // password without limit, and keep the account once the session is revoked.
+      if (int64_t wait = s.login().retryAfterSeconds(name, r.peer); wait > 0)
+        co_return tooManyFailures(wait);
       auto ok = co_await s.login().verifyPassword(target.passwordHash, current);
       if (!ok.ok()) co_return failedResponse(ok.status());
-      if (!*ok) co_return ApiResponse::error(Status::PermissionDenied("current_password: wrong"));
+      if (!*ok) {
+        s.login().loginFailed(name, r.peer);
+        co_return ApiResponse::error(Status::PermissionDenied("current_password: wrong"));
+      }
     }
     auto hash = co_await s.login().hashPassword(password);
     if (!hash.ok()) co_return failedResponse(hash.status());

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,8 @@ constexpr auto kInlineDecision = std::chrono::milliseconds(5);
 struct RequestRead {
   std::optional<HttpRequest> request;  // empty: the connection ends (closed, timed out, bad)
   std::optional<size_t> tooLargeFor;   // set: the body is over this limit; answer 413 and close
+  bool busy = false;  // kSessionBodiesAtOnce large bodies are under way: answer 503 and close
+  std::shared_ptr<void> largeBody;  // one of those, given back when the request is done with
 };
 
 // The header first: a session's Jupyter takes larger bodies (saved notebooks) than the API, but
@@ -67,11 +70,18 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
       co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
   boost::system::error_code ec = hec;
   size_t limit = apiLimit;
+  RequestRead read;
   if (!ec) {
     // Asked only of a body that may be over the API's limit: most requests pay nothing.
     const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
-    if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get()))
+    if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get())) {
+      read.largeBody = server.holdSessionBody();
+      if (!read.largeBody) {
+        read.busy = true;
+        co_return read;
+      }
       limit = kSessionBodyLimit;
+    }
     if (parser.content_length() && *parser.content_length() > limit) {
       ec = http::error::body_limit;
     } else {
@@ -81,7 +91,6 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
       ec = bec;
     }
   }
-  RequestRead read;
   if (ec == http::error::body_limit) {
     read.tooLargeFor = limit;
   } else if (!ec) {
@@ -208,6 +217,13 @@ Result<uint16_t> Server::listen() {
     return Status::Unavailable("cannot listen on " + config_.listenAddress + ":" +
                                std::to_string(config_.port) + ": " + ec.message());
   }
+  ConnectionLimits limits = config_.connections;
+  if (limits.total == 0) {
+    rlimit files{};
+    const bool known = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY;
+    limits.total = connectionsForDescriptors(known ? files.rlim_cur : SIZE_MAX);
+  }
+  connectionLimiter_ = ConnectionLimiter::create(limits);
   return acceptor_->local_endpoint().port();
 }
 
@@ -327,6 +343,12 @@ asio::awaitable<void> Server::commitStep(control::Step step) {
   if (step.wakeScheduler) wakeScheduler();
 }
 
+std::shared_ptr<void> Server::holdSessionBody() {
+  if (sessionBodies_ >= kSessionBodiesAtOnce) return nullptr;
+  ++sessionBodies_;
+  return std::shared_ptr<void>(&sessionBodies_, [](size_t* held) { --*held; });
+}
+
 asio::awaitable<void> Server::waitForJobNews(int64_t job, std::chrono::milliseconds timeout) {
   asio::steady_timer timer(io_);
   timer.expires_after(timeout);
@@ -349,19 +371,47 @@ void Server::notifyJob(int64_t job) {
 }
 
 asio::awaitable<void> Server::acceptLoop() {
+  // Once per episode, not per turn: a loop that logged every failed accept or refusal would
+  // fill the disk for whoever caused it.
+  bool failing = false;
+  auto lastRefusalLog = std::chrono::steady_clock::time_point();
   for (;;) {
     auto [ec, socket] = co_await acceptor_->async_accept(asio::as_tuple(use_awaitable));
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
-      spdlog::warn("accept failed: {}", ec.message());
+      // Out of descriptors or memory: the connection stays queued, and accepting again at once
+      // would fail again at once, a busy loop on the I/O thread. Rest, then retry.
+      if (!failing) spdlog::warn("accept failed: {}; retrying every 100 ms", ec.message());
+      failing = true;
+      asio::steady_timer rest(io_, std::chrono::milliseconds(100));
+      co_await rest.async_wait(asio::as_tuple(use_awaitable));
+      continue;
+    }
+    if (failing) spdlog::info("accepting connections again");
+    failing = false;
+    boost::system::error_code peerError;
+    const auto peer = socket.remote_endpoint(peerError);
+    const std::string address = peerError ? std::string() : peer.address().to_string();
+    auto slot = connectionLimiter_->admit(address);
+    if (!slot) {
+      ++metrics_.connectionsRefused;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - lastRefusalLog > std::chrono::seconds(10)) {
+        lastRefusalLog = now;
+        spdlog::warn("connection from {} refused: {} open, at most {} in all and {} per client",
+                     address, connectionLimiter_->open(), connectionLimiter_->limits().total,
+                     connectionLimiter_->limits().perClient);
+      }
+      socket.close(ec);
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(io_, session(std::move(socket)), asio::detached);
+    asio::co_spawn(io_, session(std::move(socket), std::move(*slot)), asio::detached);
   }
 }
 
-asio::awaitable<void> Server::session(tcp::socket socket) {
+asio::awaitable<void> Server::session(tcp::socket socket,
+                                      [[maybe_unused]] ConnectionLimiter::Slot slot) {
   if (!tls_) {
     beast::tcp_stream stream(std::move(socket));
     co_await serveHttp(stream);
@@ -445,6 +495,14 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     RequestRead read = co_await readRequest(*this, stream, buffer);
     if (read.tooLargeFor) {
       auto out = encodeTooLarge(*read.tooLargeFor);
+      co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+      break;
+    }
+    if (read.busy) {
+      auto res = unavailableResponse(Status::Unavailable(
+          "too many large uploads to sessions under way; try again in a moment"));
+      auto out = encodeResponse(HttpRequest{}, std::move(res));
+      out.keep_alive(false);
       co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
       break;
     }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/connection_limit.h"
 #include "api/event_hub.h"
 #include "api/login_service.h"
 #include "api/metrics.h"
@@ -57,6 +58,8 @@ struct ServerConfig {
   // Sessions are served at s<id>.<sessionDomain> only (api/session_origin.h). The default,
   // localhost, serves only a browser on this machine.
   std::string sessionDomain = std::string(kDefaultSessionDomain);
+  // Connections held at once, in all and per client (api/connection_limit.h).
+  ConnectionLimits connections;
 };
 
 // What an audited request's handler changed (docs/architecture.md, "An acknowledged write is
@@ -92,6 +95,9 @@ class Server {
   const Router& router() const { return router_; }
   const ServerMetrics& metrics() const { return metrics_; }
   ServerMetrics& metrics() { return metrics_; }
+  // One of the kSessionBodiesAtOnce large bodies a session may be sent, held until the result is
+  // released; null when all are taken.
+  std::shared_ptr<void> holdSessionBody();
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   // Reads of what loadAll leaves in the store (the audit log); blocks the caller briefly.
   store::Store& store() { return *store_; }
@@ -147,7 +153,9 @@ class Server {
   Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
   boost::asio::awaitable<void> acceptLoop();
   // One connection: the TLS handshake first when tls_ is set, then serveHttp on the stream.
-  boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket);
+  // `slot`: the connection's place under the connection limits, given back when it ends.
+  boost::asio::awaitable<void> session(boost::asio::ip::tcp::socket socket,
+                                       ConnectionLimiter::Slot slot);
   // Requests on one connection, plain or TLS alike (instantiated in server.cc for both), until
   // it closes or a handler takes it over; runs the stages of api/http_pipeline.h.
   template <typename Stream>
@@ -168,6 +176,9 @@ class Server {
   std::unique_ptr<control::Cluster> cluster_;
   std::unique_ptr<control::Controllers> controllers_;  // the periodic work, on cluster_
   ServerMetrics metrics_;
+  // Session bodies past the API's limit under way (holdSessionBody). Before io_: the requests
+  // holding them live in coroutine frames, which go with io_.
+  size_t sessionBodies_ = 0;
   Router router_;
   // Before io_: streams' subscribers (in coroutine frames) leave it when io_ is destroyed.
   EventHub events_;
@@ -180,7 +191,8 @@ class Server {
   TunnelHub tunnels_{io_.get_executor()};
   SessionOriginAccess sessionAccess_;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
-  std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
+  std::shared_ptr<ConnectionLimiter> connectionLimiter_;  // made by listen()
+  std::shared_ptr<boost::asio::ssl::context> tls_;        // null: plain HTTP
   boost::asio::steady_timer schedulerWake_{io_};
   WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;

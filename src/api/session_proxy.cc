@@ -234,10 +234,15 @@ bool mayUseSessions(Server& server, const HttpRequest& header) {
     secret = host != 0 ? originConsoleSecret(server, header[http::field::cookie], host).value_or("")
                        : sessionSecretOf(header);
   }
-  // The token is checked, not how it is presented nor a console session's idle clock: the
-  // request itself checks those once it is read.
+  // The token is checked, and that it may open the session, not how it is presented nor a
+  // console session's idle clock: the request itself checks those once it is read. Anyone else
+  // is held to the API's body limit, so a valid token alone does not make allotd buffer 256 MiB.
   auto p = secret.empty() ? std::nullopt : server.cluster().access().authenticate(secret);
-  return p && p->kind != control::Principal::Kind::kHost;
+  if (!p || p->kind == control::Principal::Kind::kHost) return false;
+  const std::string_view target = header.target();
+  bool bare = false;
+  const int64_t id = sessionIdOf(target.substr(0, target.find('?')), &bare);
+  return id != 0 && server.cluster().sessions().open(*p, id).ok();
 }
 
 template <typename Stream>

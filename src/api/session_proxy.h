@@ -37,9 +37,13 @@ inline constexpr size_t kSessionBodyLimit = 256u << 20;
 // "/sessions/..." (with or without anything after the id).
 bool isSessionPath(std::string_view target);
 
-// Whether a request to a session (its header is enough) carries a credential that is valid now:
-// a bearer token, a console cookie, or the cookie of the session origin it was sent to. Says
-// nothing of which session it may open; touches no idle clock.
+// How many bodies past the API's limit are read or forwarded at once, across all connections:
+// each may hold kSessionBodyLimit of allotd's memory. Those beyond wait their turn (503).
+inline constexpr size_t kSessionBodiesAtOnce = 4;
+
+// Whether a request to a session (its header is enough) carries a credential that is valid now
+// (a bearer token, a console cookie, or the cookie of the session origin it was sent to) and
+// that may open the session it names. Touches no idle clock.
 bool mayUseSessions(Server& server, const HttpRequest& header);
 
 // Serves `req` (read from `stream`, with `buffer` holding whatever was read past it). Returns

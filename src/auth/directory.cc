@@ -24,11 +24,6 @@ int rank(model::Role r) {
   }
 }
 
-void replaceAll(std::string& s, std::string_view from, const std::string& to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
-}
-
 }  // namespace
 
 std::string escapeFilterValue(std::string_view value) {
@@ -48,9 +43,21 @@ std::string escapeFilterValue(std::string_view value) {
 
 std::string buildFilter(const std::string& filterTemplate, std::string_view user,
                         std::string_view dn) {
-  std::string out = filterTemplate;
-  replaceAll(out, "{user}", escapeFilterValue(user));
-  replaceAll(out, "{dn}", escapeFilterValue(dn));
+  // One pass over the template: a value put in is never read again for a placeholder, so a user
+  // name spelled "al{dn}ice" stays that name and cannot turn into "alice".
+  std::string out;
+  for (size_t i = 0; i < filterTemplate.size();) {
+    const std::string_view rest = std::string_view(filterTemplate).substr(i);
+    if (rest.starts_with("{user}")) {
+      out += escapeFilterValue(user);
+      i += 6;
+    } else if (rest.starts_with("{dn}")) {
+      out += escapeFilterValue(dn);
+      i += 4;
+    } else {
+      out += filterTemplate[i++];
+    }
+  }
   return out;
 }
 

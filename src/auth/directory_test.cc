@@ -16,6 +16,15 @@ TEST(DirectoryTest, FilterValuesAreEscapedPerRfc4515) {
   EXPECT_EQ(buildFilter("(member={dn})", "x", "uid=a(b),dc=x"), "(member=uid=a\\28b\\29,dc=x)");
 }
 
+// Attack: a placeholder inside the value typed. Filled in one pass, "al{dn}ice" is looked up as
+// itself, not as alice with an empty {dn}, so it cannot try alice's password under a name of its
+// own and around the failure limit kept for "alice".
+TEST(DirectoryTest, APlaceholderInAUserNameIsNotFilledIn) {
+  EXPECT_EQ(buildFilter("(uid={user})", "al{dn}ice", ""), "(uid=al{dn}ice)");
+  EXPECT_EQ(buildFilter("(|(uid={user})(member={dn}))", "{user}", "cn={user}"),
+            "(|(uid={user})(member=cn={user}))");
+}
+
 LdapConfig mappedConfig() {
   LdapConfig c;
   c.groups["ml-users"] = {{"ml", model::Role::kMember}};

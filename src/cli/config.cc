@@ -106,7 +106,8 @@ Status saveConfig(const std::string& path, const ConfigFile& config) {
   if (!config.caFile.empty()) doc["ca_file"] = config.caFile;
   if (!config.team.empty()) doc["team"] = config.team;
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file of our own, never one planted there (a link to elsewhere, in a shared directory).
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return context(errnoText());
   // open()'s mode is filtered by the umask and ignored for an existing file; make sure.
   Status st =
@@ -119,6 +120,12 @@ Status saveConfig(const std::string& path, const ConfigFile& config) {
     return context(st.message());
   }
   return Status::Ok();
+}
+
+bool sameServer(std::string_view a, std::string_view b) {
+  while (a.ends_with('/')) a.remove_suffix(1);
+  while (b.ends_with('/')) b.remove_suffix(1);
+  return a == b;
 }
 
 Result<Settings> resolveSettings(const std::string& flagServer, const std::string& flagToken,
@@ -141,7 +148,15 @@ Result<Settings> resolveSettings(const std::string& flagServer, const std::strin
       if (!file.ok() && needed) return file.status();
       if (file.ok()) {
         if (s.server.empty()) s.server = file->server;
-        if (s.token.empty()) s.token = file->token;
+        // The saved token belongs to the saved server. Sent wherever --server or ALLOT_SERVER
+        // point (a repository's .envrc, say), it would hand the account to whoever runs that.
+        const std::string savedFor = file->server.empty() ? kDefaultServer : file->server;
+        if (s.token.empty() && !file->token.empty()) {
+          if (sameServer(s.server.empty() ? savedFor : s.server, savedFor))
+            s.token = file->token;
+          else
+            s.tokenWithheldFrom = s.server;
+        }
         if (s.caFile.empty()) s.caFile = file->caFile;
         if (s.team.empty()) s.team = file->team;
       }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -41,7 +42,13 @@ struct Settings {
   // usage) when they are given no --team: $ALLOT_TEAM, else the config file's "team"; "" = none
   // (the server then takes the caller's only team).
   std::string team;
+  // Set when the config file's token was not sent because the server is not the one it was
+  // saved for (the server then answers 401, which says so).
+  std::string tokenWithheldFrom;
 };
+
+// Whether two server URLs name the same server (trailing slashes aside).
+bool sameServer(std::string_view a, std::string_view b);
 
 // `flagServer`/`flagToken`/`flagCaFile` are empty when the flag was not given. The CA file comes
 // from --ca-file, ALLOT_CA_FILE, then the config file's ca_file; the team from ALLOT_TEAM, then

@@ -77,12 +77,38 @@ TEST_F(ConfigTest, FlagBeatsEnvBeatsFile) {
   EXPECT_EQ(fromFlags->server, "http://flag:3");
   EXPECT_EQ(fromFlags->token, "flag-token");
 
-  // Each setting resolves on its own: a flag for one, the file for the other.
+  // The file's token goes only to the server it was saved for (a trailing slash aside).
   vars_.erase("ALLOT_SERVER");
   vars_.erase("ALLOT_TOKEN");
-  auto mixed = resolveSettings("http://flag:3", "", lookup());
-  EXPECT_EQ(mixed->server, "http://flag:3");
-  EXPECT_EQ(mixed->token, "file-token");
+  auto same = resolveSettings("http://file:1/", "", lookup());
+  EXPECT_EQ(same->token, "file-token");
+  EXPECT_EQ(same->tokenWithheldFrom, "");
+}
+
+// Attack: a repository's .envrc (or a pasted command) points ALLOT_SERVER at a server its author
+// runs. The token `allot login` saved for the real server is not sent there; the 401 that
+// follows says why.
+TEST_F(ConfigTest, TheSavedTokenGoesOnlyToTheServerItWasSavedFor) {
+  vars_["HOME"] = dir_;
+  writeFile(dir_ + "/.config/allot/config.json",
+            R"({"server":"https://allot.corp","token":"file-token"})");
+  vars_["ALLOT_SERVER"] = "http://evil.example:7070";
+  auto s = resolveSettings("", "", lookup());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->server, "http://evil.example:7070");
+  EXPECT_EQ(s->token, "");
+  EXPECT_EQ(s->tokenWithheldFrom, "http://evil.example:7070");
+  auto flag = resolveSettings("http://evil.example:7070", "", lookup());
+  EXPECT_EQ(flag->token, "");
+  // A token given for this server is the caller's choice.
+  vars_["ALLOT_TOKEN"] = "env-token";
+  EXPECT_EQ(resolveSettings("", "", lookup())->token, "env-token");
+  // A file without a server saved its token for the default one.
+  vars_.clear();
+  vars_["HOME"] = dir_;
+  writeFile(dir_ + "/.config/allot/config.json", R"({"token":"file-token"})");
+  EXPECT_EQ(resolveSettings("http://127.0.0.1:7070", "", lookup())->token, "file-token");
+  EXPECT_EQ(resolveSettings("http://10.0.0.9:7070", "", lookup())->token, "");
 }
 
 TEST_F(ConfigTest, EmptyEnvironmentValuesCountAsUnset) {

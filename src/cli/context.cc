@@ -1,5 +1,7 @@
 #include "cli/context.h"
 
+#include "cli/table.h"
+
 namespace allot::cli {
 
 Result<Settings> Context::settings() {
@@ -33,7 +35,17 @@ Result<ApiClient*> Context::api() {
 Result<json> Context::request(const std::function<Result<json>(ApiClient&)>& call) {
   auto client = api();
   if (!client.ok()) return client.status();
-  return call(**client);
+  auto out = call(**client);
+  if (!out.ok() && out.status().code() == Code::kUnauthenticated && settings_ &&
+      !settings_->tokenWithheldFrom.empty()) {
+    auto path = configPath(env_);
+    return Status::Unauthenticated(out.status().message() + " (the token saved in " +
+                                   (path.ok() ? *path : std::string("the config file")) +
+                                   " is for the server saved with it, not " +
+                                   settings_->tokenWithheldFrom +
+                                   "; log in to this one with `allot login`, or set ALLOT_TOKEN)");
+  }
+  return out;
 }
 
 Result<json> Context::get(const std::string& path) {
@@ -57,7 +69,7 @@ Result<json> Context::del(const std::string& path) {
 }
 
 int Context::fail(const Status& status) {
-  err_ << "allot: " << status.message() << "\n";
+  err_ << "allot: " << oneLine(status.message()) << "\n";
   err_.flush();
   return 1;
 }

@@ -5,16 +5,35 @@
 namespace allot::cli {
 namespace {
 
-std::string oneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f') c = ' ';
-  }
-  return s;
-}
-
 void pad(std::string& out, size_t n) { out.append(n, ' '); }
 
 }  // namespace
+
+std::string oneLine(const std::string& s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      // U+0080..U+009F, the C1 controls: U+009B alone starts an escape sequence on many terminals.
+      const auto low = static_cast<unsigned char>(s[++i]);
+      out += "\\u00";
+      out += kHex[low >> 4];
+      out += kHex[low & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 size_t displayWidth(const std::string& s) {
   // Count every byte that does not continue a multi-byte sequence.
@@ -26,7 +45,7 @@ Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
 void Table::addRow(std::vector<std::string> cells) {
   cells.resize(headers_.size());
-  for (auto& c : cells) c = oneLine(std::move(c));
+  for (auto& c : cells) c = oneLine(c);
   rows_.push_back(std::move(cells));
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Table: the CLI's human output. Columns are aligned on display width (UTF-8 aware), separated by
-// two spaces, with no trailing blanks; a cell's control characters become spaces so one row stays
-// one line. A plain value: build, then render once.
+// two spaces, with no trailing blanks; a cell is made one line and safe for a terminal (oneLine).
+// A plain value: build, then render once.
 
 #include <set>
 #include <string>
@@ -38,6 +38,12 @@ class Details {
  private:
   std::vector<std::pair<std::string, std::string>> lines_;
 };
+
+// `s` as one line that a terminal only prints: line breaks and tabs become spaces, every other
+// control character (C0, DEL and C1) a visible escape ("\x1b", "\u009b"). What the server shows
+// was often written by someone else (a team-mate's lease reason, a host's GPU model), and an
+// escape sequence in it would otherwise rewrite the screen, hide rows or set the clipboard.
+std::string oneLine(const std::string& s);
 
 // How many terminal columns `s` takes: UTF-8 code points, not bytes.
 size_t displayWidth(const std::string& s);

@@ -46,6 +46,28 @@ TEST(TableTest, NewlinesInCellsKeepOneRowOnOneLine) {
   EXPECT_EQ(t.render(), "CMD\necho a b c\n");
 }
 
+// Attack: a team-mate's lease reason, or a host's GPU model, carrying terminal escapes (erase the
+// line, retitle the window, write the clipboard with OSC 52). Shown, they are only text.
+TEST(TableTest, ControlCharactersAreShownNotObeyed) {
+  Table t({"REASON"});
+  t.addRow({"ok\x1b[2K\x1b]52;c;ZWNobyBwd25lZA==\x07 \x7f end"});
+  t.addRow(
+      {"c1 \xc2\x9b"
+       "31m red, \xc2\xa0 kept"});
+  const std::string out = t.render();
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x07'), std::string::npos) << out;
+  EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok\\x1b[2K\\x1b]52;c;ZWNobyBwd25lZA==\\x07 \\x7f end"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("c1 \\u009b31m red, \xc2\xa0 kept"), std::string::npos)
+      << "U+00A0 is no control: kept as it is\n"
+      << out;
+  Details d;
+  d.add("model", "H100\x1b[8m");
+  EXPECT_EQ(d.render(), "model: H100\\x1b[8m\n");
+}
+
 TEST(TableTest, HeaderOnlyWhenEmpty) {
   Table t({"NAME", "CREATED"});
   EXPECT_TRUE(t.empty());

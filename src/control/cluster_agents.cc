@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "common/utf8.h"
 #include "common/version.h"
@@ -18,6 +19,10 @@ using model::Rank;
 using model::RankState;
 
 namespace {
+
+// What of an agent's message about a job (why it failed to start, was lost, or is pulling) goes
+// into the job's reason, which every listing of its team carries.
+constexpr size_t kMaxAgentMessageBytes = 512;
 
 bool rankEnded(const Rank& r) {
   return r.state == RankState::kExited || r.state == RankState::kFailedToStart ||
@@ -395,8 +400,9 @@ void Cluster::pullReported(Job& j, const model::ActualJob& a) {
   if (j.cancelRequested || j.evicting || !j.requeueRequestedBy.empty()) return;
   // The agent's message says why a pull is slow to end (a registry that does not answer, and
   // when it tries again); the bytes are in pullOf(), not in the stored reason.
-  j.reason = a.message.empty() ? "pulling image " + j.image
-                               : "pulling image " + j.image + ": " + cutUtf8(a.message, 512);
+  j.reason = a.message.empty()
+                 ? "pulling image " + j.image
+                 : "pulling image " + j.image + ": " + cutUtf8(a.message, kMaxAgentMessageBytes);
 }
 
 void Cluster::pullEnded(Job& j) {
@@ -495,14 +501,15 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
     }
     case model::ActualState::kFailedToStart:
       j.finishedAt = a.finishedAt ? a.finishedAt : clock_.nowMs();
-      finishJob(
-          j, JobState::kFailed,
-          "failed to start job " + std::to_string(j.id) + " on host " + host + ": " + a.message,
-          batch);
+      finishJob(j, JobState::kFailed,
+                "failed to start job " + std::to_string(j.id) + " on host " + host + ": " +
+                    cutUtf8(a.message, kMaxAgentMessageBytes),
+                batch);
       push.insert(host);
       return;
     case model::ActualState::kLost:
-      finishJob(j, JobState::kLost, "lost on " + host + ": " + a.message, batch);
+      finishJob(j, JobState::kLost,
+                "lost on " + host + ": " + cutUtf8(a.message, kMaxAgentMessageBytes), batch);
       push.insert(host);
       return;
   }
@@ -577,11 +584,11 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
       break;
     case model::ActualState::kFailedToStart:
       k.state = RankState::kFailedToStart;
-      k.message = "failed to start: " + a.message;
+      k.message = "failed to start: " + cutUtf8(a.message, kMaxAgentMessageBytes);
       break;
     case model::ActualState::kLost:
       k.state = RankState::kLost;
-      k.message = "lost: " + a.message;
+      k.message = "lost: " + cutUtf8(a.message, kMaxAgentMessageBytes);
       break;
   }
   if (!j.startedAt) j.startedAt = a.startedAt;
@@ -652,6 +659,19 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
   }
   auto h = world_.hosts.find(host);
   if (h == world_.hosts.end()) return Status::NotFound("no host '" + host + "'");
+  // What an agent may send: it samples once a second at most (allot-agent refuses a shorter
+  // --telemetry-interval), each GPU once a round. Whoever holds a host's credential may send
+  // anything, and every sample taken in costs allotd memory, a row in telemetry.db and work on
+  // its I/O thread for every minute of the span it covers: rounds with another interval, with a
+  // GPU twice, or with a GPU sampled less than half a second ago are refused whole.
+  constexpr int64_t kMinIntervalMs = 1000;
+  constexpr int64_t kMaxIntervalMs = 3'600'000;
+  if (t.intervalMs < kMinIntervalMs || t.intervalMs > kMaxIntervalMs)
+    return Status::InvalidArgument("telemetry: interval_ms " + std::to_string(t.intervalMs) +
+                                   " is not from 1 s to 1 h");
+  const TimeMs now = clock_.nowMs();
+  const auto previous = world_.telemetry.find(host);
+  std::set<int> seen;
   for (const auto& s : t.gpus) {
     bool known = std::any_of(h->second.gpus.begin(), h->second.gpus.end(),
                              [&](const model::Gpu& g) { return g.index == s.index; });
@@ -659,8 +679,14 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
       return Status::InvalidArgument("telemetry for GPU " + std::to_string(s.index) +
                                      ", which host '" + host + "' does not have");
     }
+    if (!seen.insert(s.index).second)
+      return Status::InvalidArgument("telemetry names GPU " + std::to_string(s.index) + " twice");
+    if (previous == world_.telemetry.end()) continue;
+    auto last = previous->second.find(s.index);
+    if (last != previous->second.end() && now - last->second.receivedAt < kMinIntervalMs / 2)
+      return Status::FailedPrecondition("telemetry for GPU " + std::to_string(s.index) +
+                                        " came again within half a second");
   }
-  const TimeMs now = clock_.nowMs();
   auto& mine = world_.telemetry[host];
   for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
   accounting_.sampleRound(host, t, now);

@@ -212,6 +212,19 @@ TEST_F(ClusterImagesTest, AnImagesRequiredCudaRequeuesItFromAnOlderDriverAndIsKn
   // Work without GPUs is not held to it, as the NVIDIA container toolkit does not.
   const int64_t c = submitRequest(alice_, inImage("registry:5000/ml/cuda:12", 0));
   EXPECT_EQ(job(c).resources.minCuda, "");
+
+  // Attack: what a host said stops counting once it is gone. A host's credential could report an
+  // image every team uses as needing CUDA 99.0 and refuse their jobs at submission; once its
+  // stream is closed (or the host retired), its word no longer holds anyone's jobs.
+  model::ImageReport poisoned;
+  poisoned.images.push_back(
+      {"registry:5000/ml/cuda:12", "sha256:" + std::string(64, 'c'), 10, 0, false, "99.0"});
+  cluster_->imageCache().agentReport("old", poisoned);
+  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12"), "99.0");
+  cluster_->agentDisconnected("old", &link_);
+  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12"), "12.1");
+  EXPECT_EQ(cluster_->imageCache().hostsHolding("registry:5000/ml/cuda:12"),
+            std::vector<std::string>{"new"});
 }
 
 TEST_F(ClusterImagesTest, AmongEquallyGoodHostsOneHoldingTheImageIsPreferredAndExplainSaysSo) {

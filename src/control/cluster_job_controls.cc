@@ -57,8 +57,14 @@ std::optional<std::string> Cluster::blockedReason(const Job& j) const {
   if (auto last = lastRunOn_.find(j.id); last != lastRunOn_.end()) {
     for (const auto& h : last->second) {
       auto host = world_.hosts.find(h);
-      if (host != world_.hosts.end() && host->second.state == model::HostState::kOnline)
-        return j.reason + "; waits for host " + h + " to let go of its last run";
+      // A host an admin set failed or retired holds nothing back: its agent's word that it still
+      // runs the job (an honest agent's, or a compromised host's that would keep the job from
+      // running anywhere) no longer counts, and the job may run elsewhere.
+      if (host != world_.hosts.end() && host->second.state == model::HostState::kOnline &&
+          host->second.adminState != model::AdminState::kFailed &&
+          host->second.adminState != model::AdminState::kRetired)
+        return j.reason + "; waits for host " + h +
+               " to let go of its last run (or for a platform admin's `allot host fail " + h + "`)";
     }
   }
   for (const auto& d : j.dependencies) {

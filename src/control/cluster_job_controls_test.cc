@@ -62,7 +62,9 @@ TEST_F(JobControlsTest, RequeueStopsARunningJobAndPutsItBackWithItsId) {
   reportEnded("gpu-01", run, {}, 15);
   model::Job back = job(run.id);
   EXPECT_EQ(back.state, JobState::kQueued);
-  EXPECT_EQ(back.reason, "requeued by alice; waits for host gpu-01 to let go of its last run");
+  EXPECT_EQ(back.reason,
+            "requeued by alice; waits for host gpu-01 to let go of its last run (or for a "
+            "platform admin's `allot host fail gpu-01`)");
   EXPECT_EQ(back.preemptions, 0) << "asked for, not a preemption";
   EXPECT_TRUE(back.requeueRequestedBy.empty());
   // Until gpu-01's agent has let go of the last run, a new placement would read as that run.
@@ -72,6 +74,25 @@ TEST_F(JobControlsTest, RequeueStopsARunningJobAndPutsItBackWithItsId) {
   EXPECT_EQ(cluster_->requeueJob(alice_, submit(alice_, 1)).status().code(),
             Code::kFailedPrecondition)
       << "a queued job is already in the queue";
+}
+
+// Attack: a host's credential keeps reporting a job it was told to stop, so that the job, which
+// waits for the host to let go of its last run, never runs anywhere again. An admin who sets
+// the host failed releases it, and it runs on another host.
+TEST_F(JobControlsTest, AHostThatNeverLetsGoOfARequeuedJobIsOverruledByFailingIt) {
+  ActualJob run = runningJob();
+  joinHost("gpu-02", 1);
+  ASSERT_TRUE(cluster_->requeueJob(alice_, run.id).ok());
+  cluster_->evictionsDurable({run.id});
+  reportEnded("gpu-01", run, {}, 15);
+  ASSERT_EQ(job(run.id).state, JobState::kQueued);
+  cluster_->agentStatus("gpu-01", {run});  // "still running", again and again
+  EXPECT_TRUE(place().empty());
+  ASSERT_TRUE(cluster_->hosts()
+                  .setHostAdminState(admin_, "gpu-01", model::AdminState::kFailed, "hostage")
+                  .ok());
+  EXPECT_EQ(place(), std::vector<int64_t>{run.id});
+  EXPECT_EQ(firstRank(job(run.id)).host, "gpu-02");
 }
 
 TEST_F(JobControlsTest, DependenciesWaitThenRunOrCancelWhenTheyCanNeverHold) {

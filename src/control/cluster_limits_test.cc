@@ -268,6 +268,56 @@ TEST_F(ClusterTest, AnAdmittedHostThatClaimsMoreHardwareIsFenced) {
   EXPECT_EQ(cluster_->world().hosts.at("gpu-02").adminState, model::AdminState::kAvailable);
 }
 
+// Attack: a host's credential reports no CPUs and no memory (as an agent that could not read
+// them would), then 4,096 CPUs and 64 TiB. The second is growth over what the host had, fenced.
+TEST_F(ClusterTest, ReportingNothingFirstDoesNotLetAHostGrowUnfenced) {
+  joinHost("gpu-01", 2);
+  model::Inventory nothing = inventory(2);
+  nothing.cpus = 0;
+  nothing.memoryMib = 0;
+  cluster_->agentDisconnected("gpu-01", &link_);
+  cluster_->agentConnected("gpu-01", &link_, nothing, {});
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").adminState, model::AdminState::kAvailable);
+  EXPECT_EQ(cluster_->world().hosts.at("gpu-01").cpus, 16) << "the last known figure stays";
+  model::Inventory huge = inventory(2);
+  huge.cpus = 4096;
+  huge.memoryMib = int64_t{64} << 20;
+  cluster_->agentDisconnected("gpu-01", &link_);
+  cluster_->agentConnected("gpu-01", &link_, huge, {});
+  const auto& h = cluster_->world().hosts.at("gpu-01");
+  EXPECT_EQ(h.adminState, model::AdminState::kMaintenance);
+  EXPECT_NE(h.adminReason.find("4096 CPUs, not 16"), std::string::npos) << h.adminReason;
+}
+
+// A retired host keeps its credential while a job still runs there (retiring leaves running work
+// alone, and it reports through it); once the last one ends, the credential goes, so the
+// decommissioned machine cannot go on speaking as the host.
+TEST_F(ClusterTest, ARetiredHostsCredentialEndsWithItsLastJob) {
+  joinHost("gpu-01", 1);
+  int64_t a = submit(alice_, 1);
+  place();
+  ASSERT_TRUE(cluster_->hosts()
+                  .setHostAdminState(admin_, "gpu-01", model::AdminState::kRetired, "old")
+                  .ok());
+  auto credentials = [&] {
+    return std::count_if(cluster_->world().tokens.begin(), cluster_->world().tokens.end(),
+                         [](const auto& t) { return t.second.owner == "host:gpu-01"; });
+  };
+  cluster_->hosts().enforceDrains();
+  EXPECT_EQ(credentials(), 1) << "its running job still reports through it";
+  cluster_->agentStatus("gpu-01", {{a, model::ActualState::kExited, 1, 0, {}, 1, 2, ""}});
+  ASSERT_EQ(cluster_->getJob(alice_, a)->state, JobState::kSucceeded);
+  auto revoked = cluster_->hosts().enforceDrains();
+  EXPECT_EQ(credentials(), 0);
+  EXPECT_FALSE(revoked.batch.empty()) << "the revocation is written, not only forgotten";
+  EXPECT_TRUE(cluster_->hosts().enforceDrains().batch.empty()) << "and done once";
+  // Nor can a join token make the name live again: that takes an admin's reset-credential.
+  auto jt = cluster_->hosts().createJoinToken(admin_, 3'600'000);
+  ASSERT_TRUE(jt.ok());
+  EXPECT_EQ(cluster_->hosts().joinHost(jt->value.secret, "gpu-01", inventory(1)).status().code(),
+            Code::kAlreadyExists);
+}
+
 TEST_F(ClusterTest, AHelloClaimingAbsurdHardwareIsRefused) {
   model::Inventory huge = inventory(0);
   for (int i = 0; i < 150; ++i)

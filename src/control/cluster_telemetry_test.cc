@@ -62,6 +62,33 @@ TEST_F(ClusterTest, TelemetryForAGpuTheHostLacksIsRejectedWhole) {
   EXPECT_TRUE(cluster_->world().telemetry.empty());  // not even GPU 0's reading
 }
 
+// Attack: a host's credential flooding allotd with telemetry, each sample a row in telemetry.db
+// and work on the I/O thread: an interval no agent may have (1 ms lets every round through; 2^40
+// makes each cover every minute of every hold), the same GPU many times in one round, rounds as
+// fast as the link carries them. Each is refused whole, and what was taken in stays.
+TEST_F(ClusterTest, TelemetryNoAgentWouldSendIsRefusedWhole) {
+  joinHost("gpu-01", 2);
+  for (int64_t interval : {int64_t{1}, int64_t{999}, int64_t{1} << 40}) {
+    auto t = round("gpu-01", {0}, 99);
+    t.intervalMs = interval;
+    EXPECT_EQ(cluster_->agentTelemetry("gpu-01", t).code(), Code::kInvalidArgument) << interval;
+  }
+  auto twice = cluster_->agentTelemetry("gpu-01", round("gpu-01", {0, 1, 0}, 99));
+  EXPECT_EQ(twice.code(), Code::kInvalidArgument);
+  EXPECT_NE(twice.message().find("GPU 0 twice"), std::string::npos) << twice.message();
+  EXPECT_TRUE(cluster_->world().telemetry.empty());
+
+  ASSERT_TRUE(cluster_->agentTelemetry("gpu-01", round("gpu-01", {0, 1}, 10)).ok());
+  clock_.advance(499);
+  EXPECT_EQ(cluster_->agentTelemetry("gpu-01", round("gpu-01", {1}, 99)).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(cluster_->world().freshTelemetry("gpu-01", 1, clock_.nowMs())->sample.utilizationPct,
+            10.0);
+  clock_.advance(1);
+  EXPECT_TRUE(cluster_->agentTelemetry("gpu-01", round("gpu-01", {1}, 99)).ok())
+      << "half a second later: an agent's round that came early or late";
+}
+
 TEST_F(ClusterTest, AllocationsNameProjectAndSince) {
   joinHost("gpu-01", 2);
   int64_t a = submit(alice_, 1);

@@ -1,6 +1,7 @@
 // allotd: the control plane. Flags and the TOML config become a ServerConfig here and nowhere
 // else; flags override the file.
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
 
@@ -48,6 +49,16 @@ struct Flags {
 int fail(const std::string& msg) {
   std::cerr << "allotd: " << msg << "\n";
   return 1;
+}
+
+// Every connection is a descriptor, and systemd's soft limit (1024) is far below the hard one:
+// allotd takes what it is allowed, as Go programs do, and limits connections within that
+// (api/connection_limit.h).
+void raiseDescriptorLimit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
 }
 
 }  // namespace
@@ -117,6 +128,7 @@ int main(int argc, char** argv) {
   allot::control::JobLimits jobLimits;
   allot::control::LogStoreOptions logLimits;
   std::vector<std::string> webhookAllow;
+  allot::api::ConnectionLimits connectionLimits;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -203,7 +215,8 @@ int main(int argc, char** argv) {
         return fail("config " + f.configFile +
                     ": access.team_admins_create_users cannot be true with [ldap]: people come "
                     "from the directory there (docs/access.md)");
-      if (allot::Status st = allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow);
+      if (allot::Status st =
+              allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow, connectionLimits);
           !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
@@ -331,6 +344,7 @@ int main(int argc, char** argv) {
     return fail("--max-log-bytes: at least 4096, or 0 for no cap");
   cfg.logs = logLimits;
   cfg.cluster.limits = jobLimits;
+  cfg.connections = connectionLimits;
   cfg.cluster.webhookAllow = std::move(webhookAllow);
   if (leaseAutoApprove != "never" && leaseAutoApprove != "always")
     return fail("config: leases.auto_approve: expected \"never\" or \"always\", got \"" +
@@ -381,6 +395,7 @@ int main(int argc, char** argv) {
   allot::SystemClock clock;
   auto server = allot::api::Server::create(cfg, clock, std::move(store).value());
   if (!server.ok()) return fail(server.status().message());
+  raiseDescriptorLimit();
   auto port = (*server)->listen();
   if (!port.ok()) return fail(port.status().message());
 

@@ -35,7 +35,8 @@ Status checkWebhookPrefix(const std::string& prefix) {
 }
 
 Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
-                        control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow) {
+                        control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow,
+                        api::ConnectionLimits& connections) {
   if (const toml::table* l = tbl["limits"].as_table()) {
     ALLOT_RETURN_IF_ERROR(
         readInt(*l, "max_active_jobs_per_user", 0, 10'000'000, jobs.maxActiveJobsPerUser));
@@ -53,6 +54,9 @@ Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
     int64_t reserveMib = logs.reserveBytes >> 20;
     ALLOT_RETURN_IF_ERROR(readInt(*l, "log_disk_reserve_mib", 0, int64_t{1} << 30, reserveMib));
     logs.reserveBytes = reserveMib << 20;
+    ALLOT_RETURN_IF_ERROR(readInt(*l, "max_connections", 0, 1'000'000, connections.total));
+    ALLOT_RETURN_IF_ERROR(
+        readInt(*l, "max_connections_per_client", 0, 1'000'000, connections.perClient));
     if (logs.maxBytes > 0 && logs.maxBytes < 4096)
       return Status::InvalidArgument("limits.max_log_bytes: at least 4096, or 0 for no cap");
   }

@@ -1,22 +1,25 @@
 #pragma once
 // allotd.toml's [limits] and [idle] webhook_allow: what one user or team may hold, the floor a
-// job asking nothing is counted at, each job's stored log, the disk reserve, and where webhooks
-// may point (docs/access.md "Limits", deploy/allotd.example.toml).
+// job asking nothing is counted at, each job's stored log, the disk reserve, the connections
+// allotd holds, and where webhooks may point (docs/access.md "Limits", deploy/allotd.example.toml).
 
 #include <toml++/toml.h>
 
 #include <string>
 #include <vector>
 
+#include "api/connection_limit.h"
 #include "common/status.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
 
 namespace allot {
 
-// Keys absent keep the defaults already in `jobs` and `logs`. An error names the key.
+// Keys absent keep the defaults already in `jobs`, `logs` and `connections`. An error names the
+// key.
 Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
-                        control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow);
+                        control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow,
+                        api::ConnectionLimits& connections);
 
 // One webhook_allow entry: an http:// URL prefix whose host is followed by '/' (so that
 // "http://hooks.example.com/" cannot be stretched to "http://hooks.example.com.evil.net/").

@@ -9,12 +9,13 @@ struct Limits {
   control::JobLimits jobs;
   control::LogStoreOptions logs;
   std::vector<std::string> webhooks;
+  api::ConnectionLimits connections;
 };
 
 Result<Limits> read(std::string_view text) {
   Limits out;
   auto tbl = toml::parse(text);
-  Status st = readLimitsConfig(tbl, out.jobs, out.logs, out.webhooks);
+  Status st = readLimitsConfig(tbl, out.jobs, out.logs, out.webhooks, out.connections);
   if (!st.ok()) return st;
   return out;
 }
@@ -42,6 +43,8 @@ TEST(LimitsConfig, DefaultsAreWhatAFleetWouldUse) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   expectNumbers(*l, {1000, 5000, 32 << 20, 128 << 20, 100, 256, 64 << 20, 512 << 20});
   EXPECT_TRUE(l->webhooks.empty());
+  EXPECT_EQ(l->connections.total, 0u) << "0: from the descriptors allotd may open";
+  EXPECT_EQ(l->connections.perClient, 1024u);
 }
 
 TEST(LimitsConfig, EveryLimitIsConfigurable) {
@@ -55,12 +58,16 @@ job_cpu_floor_millis = 250
 job_memory_floor_mib = 512
 max_log_bytes = 1048576
 log_disk_reserve_mib = 2048
+max_connections = 5000
+max_connections_per_client = 64
 [idle]
 webhook_allow = ["http://hooks.internal:8080/allot/", "http://chat.example.com/"]
 )");
   ASSERT_TRUE(l.ok()) << l.status().message();
   expectNumbers(*l, {50, 0, 8 << 20, 64 << 20, 250, 512, 1 << 20, int64_t{2048} << 20});
   EXPECT_EQ(l->webhooks.size(), 2u);
+  EXPECT_EQ(l->connections.total, 5000u);
+  EXPECT_EQ(l->connections.perClient, 64u);
 }
 
 TEST(LimitsConfig, BadValuesNameTheKey) {

@@ -41,8 +41,11 @@ constexpr EnumName<ActualState> kActualStates[] = {{ActualState::kRunning, "runn
 const char* actualStateName(ActualState s) { return nameIn(kActualStates, s, "unknown"); }
 
 void applyInventory(Host& h, const Inventory& inv) {
-  h.cpus = inv.cpus;
-  h.memoryMib = inv.memoryMib;
+  // 0 is "could not tell": the last known figure stays. Taken as the new figure, a report of 0
+  // would reset what the next report's growth is measured against (Cluster::agentConnected
+  // fences a host that claims more), and a host could then claim any size unfenced.
+  if (inv.cpus > 0) h.cpus = inv.cpus;
+  if (inv.memoryMib > 0) h.memoryMib = inv.memoryMib;
   // Dedication and sharing are the admin's word about a GPU, not the agent's: they follow the
   // physical GPU (its UUID, else its index) across re-reports, and the agent cannot set them.
   std::vector<Gpu> gpus = inv.gpus;

@@ -222,5 +222,21 @@ TEST_F(LdapLoginTest, FilterInjectionInTheUserNameIsHarmless) {
   EXPECT_EQ(login("alice", "alice-ldap-pw").status, 200);
 }
 
+// Attack: guessing alice's password under other spellings of her name, each with a failure limit
+// of its own. The directory matches "alice " and " alice" to alice, and before, "al{dn}ice" became
+// "alice" in the filter; a right guess then answered 400 ("may contain only a-z..."), a wrong one
+// 401. Now every such spelling fails as an unknown user, right password or not, without asking
+// the directory.
+TEST_F(LdapLoginTest, OtherSpellingsOfANameAreNotTriedAgainstTheDirectory) {
+  createTeam("ml");
+  for (const std::string name : {"alice ", " alice", "al{dn}ice", "{dn}alice", "alice{dn}"}) {
+    auto res = login(name, "alice-ldap-pw");
+    EXPECT_EQ(res.status, 401) << "'" << name << "': " << res.body;
+    EXPECT_EQ(textOf(res.parsed()["error"], "message"), "invalid user name or password");
+  }
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/alice", "", adminToken_).status, 404)
+      << "no spelling logged alice in";
+}
+
 }  // namespace
 }  // namespace allot::it

@@ -3,10 +3,14 @@
 // bigger or blow up allotd's memory with its hello. And (issue 19) what such a holder sends that
 // does not decode is refused whole, without taking allotd's end of the stream down.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -21,6 +25,7 @@ namespace websocket = beast::websocket;
 using tcp = boost::asio::ip::tcp;
 
 constexpr int kFloodLimit = 40;
+constexpr int kConnectionsPerClient = 16;
 
 class LimitsTest : public TestCluster {
  protected:
@@ -28,9 +33,11 @@ class LimitsTest : public TestCluster {
     // A user may hold 40 jobs; jobs asking no CPU count as 10 millicpu, so that all 40 fit on
     // this machine's host and its desired state carries 40 jobs of 240 KiB each (over the 8 MiB
     // one message may carry). Logs keep 1 MiB per job.
+    // A client may hold 16 connections at once.
     writeFile(path("allotd.toml"),
               "[limits]\nmax_active_jobs_per_user = " + std::to_string(kFloodLimit) +
-                  "\njob_cpu_floor_millis = 10\njob_memory_floor_mib = 16\n");
+                  "\njob_cpu_floor_millis = 10\njob_memory_floor_mib = 16\n" +
+                  "max_connections_per_client = " + std::to_string(kConnectionsPerClient) + "\n");
     return {"--heartbeat", "1s", "--config", path("allotd.toml"), "--max-log-bytes", "1048576"};
   }
 
@@ -217,6 +224,99 @@ TEST_F(LimitsTest, AForgedHelloCannotEnlargeAHostOrAllotdsMemory) {
   HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
   EXPECT_EQ(hosts.status, 200);
   EXPECT_LT(hosts.body.size(), 64u << 10);
+}
+
+// A connection to allotd from 127.0.0.2, another client than the harness's 127.0.0.1; -1 on
+// failure.
+int connectFrom127002(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{}, to{};
+  from.sin_family = to.sin_family = AF_INET;
+  from.sin_addr.s_addr = htonl(0x7f000002);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(port);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether allotd answers a request on `fd` (kept open afterwards, as keep-alive allows). One that
+// allotd closed unanswered reads as end of stream or a reset.
+bool answers(int fd) {
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: allot\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) return false;
+  char head[16] = {};
+  const ssize_t n = ::recv(fd, head, sizeof head - 1, 0);
+  if (n <= 0) return false;
+  // Drain the rest of this small reply, so the next request's answer starts fresh.
+  char rest[4096];
+  while (::recv(fd, rest, sizeof rest, MSG_DONTWAIT) > 0) {
+  }
+  return std::string(head, static_cast<size_t>(n)).rfind("HTTP/1.1 200", 0) == 0;
+}
+
+// Attack, unauthenticated: one client opens every connection it may and holds them (idle
+// connections cost it nothing). The next is closed unanswered; other clients, and the agent
+// connected before, are still served; and once the client lets go, its places come back. Without
+// the limit such a client took every descriptor allotd had, and the accept loop then spun.
+TEST_F(LimitsTest, OneClientHoldingEveryConnectionItMayLeavesOthersServed) {
+  startAgent("gpu-a", "sim:2xA100");
+  std::vector<int> held;
+  int refusedAt = -1;
+  for (int i = 0; i < kConnectionsPerClient + 4 && refusedAt < 0; ++i) {
+    const int fd = connectFrom127002(port_);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    if (answers(fd)) {
+      held.push_back(fd);
+    } else {
+      refusedAt = i;
+      ::close(fd);
+    }
+  }
+  EXPECT_EQ(refusedAt, kConnectionsPerClient);
+  HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
+  EXPECT_EQ(hosts.status, 200) << "another client is served";
+  EXPECT_TRUE(waitForHostState("gpu-a", "online"));
+  ASSERT_FALSE(held.empty());
+  EXPECT_TRUE(answers(held.front())) << "the connections admitted keep being served";
+  for (int fd : held) ::close(fd);
+  EXPECT_TRUE(waitFor([&] {
+    const int fd = connectFrom127002(port_);
+    const bool ok = fd >= 0 && answers(fd);
+    if (fd >= 0) ::close(fd);
+    return ok;
+  })) << "the client's places come back as its connections end";
+  HttpResult metrics = httpRequest(port_, "GET", "/metrics", "", adminToken_);
+  EXPECT_NE(metrics.body.find("allot_connections_refused_total "), std::string::npos);
+  EXPECT_EQ(metrics.body.find("allot_connections_refused_total 0\n"), std::string::npos);
+}
+
+// Attack: a valid token that may not open session 999 (there is none) announces a 100 MiB body
+// to it. Bodies past the API's 1 MiB limit are for those who may open the session they are sent
+// to (a notebook saved with its outputs); anyone else is refused before allotd reads a byte of
+// it, not after buffering it. Before, any valid token made allotd read up to 256 MiB per
+// connection.
+TEST_F(LimitsTest, OnlyThoseWhoMayOpenASessionSendItLargeBodies) {
+  createTeam("nlp");
+  const std::string bob = createUser("bob", "nlp");
+  const int fd = connectFrom127002(port_);
+  ASSERT_GE(fd, 0);
+  const timeval bound{.tv_sec = 30, .tv_usec = 0};  // bounds a failure only
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  const std::string header =
+      "PUT /sessions/999/api/contents/big.ipynb HTTP/1.1\r\nHost: allot\r\n"
+      "Authorization: Bearer " +
+      bob + "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(100 << 20) +
+      "\r\n\r\n";
+  ASSERT_GT(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 0);
+  char head[32] = {};
+  const ssize_t n = ::recv(fd, head, sizeof head - 1, 0);
+  ::close(fd);
+  ASSERT_GT(n, 0) << "no answer before the body: allotd was reading it";
+  EXPECT_EQ(std::string(head, 12), "HTTP/1.1 413");
 }
 
 // What a host credential's holder sends is read whole or refused whole (protocol/agent_messages.h):

@@ -227,5 +227,64 @@ TEST_F(LoginTest, FailuresPerAddressAreLimited) {
   EXPECT_FALSE(blocked.headers["retry-after"].empty());
 }
 
+// Attack, login CSRF: another site's form posts a text/plain body that parses as the attacker's
+// login ({"user":"mallory","password":"pw as a field name, x","session":true} as its value), and
+// the victim's browser keeps the session cookie of the answer. A login must say it is JSON (which
+// a form cannot, nor another site's script without a preflight allotd never grants), and one a
+// browser marks cross-site is refused; neither logs anyone in.
+TEST_F(LoginTest, AnotherSitesFormCannotLogTheBrowserIn) {
+  makeAlice();
+  const json body = {{"user", "alice"}, {"password", kAlicePassword}, {"session", true}};
+  auto plain = httpRequest(port_, "POST", "/api/v1/login", body.dump(), "",
+                           {{"Content-Type", "text/plain"}});
+  EXPECT_EQ(plain.status, 415) << plain.body;
+  EXPECT_EQ(plain.parsed()["error"].value("field", ""), "Content-Type");
+  EXPECT_TRUE(plain.headers["set-cookie"].empty());
+  auto crossSite = httpRequest(port_, "POST", "/api/v1/login", body.dump(), "",
+                               {{"Sec-Fetch-Site", "cross-site"}});
+  EXPECT_EQ(crossSite.status, 403) << crossSite.body;
+  EXPECT_TRUE(crossSite.headers["set-cookie"].empty());
+  // The console's own request, same origin, JSON with a charset: logged in.
+  auto own = httpRequest(
+      port_, "POST", "/api/v1/login", body.dump(), "",
+      {{"Content-Type", "application/json; charset=utf-8"}, {"Sec-Fetch-Site", "same-origin"}});
+  EXPECT_EQ(own.status, 200) << own.body;
+  EXPECT_FALSE(own.headers["set-cookie"].empty());
+}
+
+// Attack: with a stolen token, guessing the owner's password through a password change, to keep
+// the account once the token is revoked. Each wrong current password counts as a failed login.
+TEST_F(LoginTest, GuessesAtTheCurrentPasswordCountAsFailedLogins) {
+  makeAlice();
+  std::string alice = textOf(login("alice", kAlicePassword).parsed(), "token");
+  ASSERT_FALSE(alice.empty());
+  auto change = [&](const std::string& current) {
+    return httpRequest(port_, "PUT", "/api/v1/users/alice/password",
+                       json{{"password", "stolen-and-kept"}, {"current_password", current}}.dump(),
+                       alice);
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(change("guess-number-" + std::to_string(i)).status, 403);
+  auto blocked = change(kAlicePassword);
+  EXPECT_EQ(blocked.status, 429) << "blocked even with the right one: the guesser cannot tell";
+  EXPECT_EQ(login("alice", kAlicePassword).status, 429) << "and the account's logins with it";
+}
+
+// Attack: one person guessed at under many spellings, each with a failure limit of its own. A
+// directory matches names without regard to case or spaces around them (and before, "al{dn}ice"
+// became alice in the directory's filter), so only names allotd itself may give count as
+// accounts; the rest fail as an unknown user does, against the address.
+TEST_F(LoginTest, NamesNoAccountMayHaveFailAsUnknownUsersDo) {
+  makeAlice();
+  EXPECT_EQ(login("ALICE", kAlicePassword).status, 200) << "case is folded, as before";
+  for (const char* spelling : {"alice ", " alice", "al{dn}ice", "al*", "ali\\63e"}) {
+    auto r = login(spelling, kAlicePassword);
+    EXPECT_EQ(r.status, 401) << spelling << ": " << r.body;
+    EXPECT_EQ(textOf(r.parsed()["error"], "message"), "invalid user name or password");
+  }
+  // Five failures from this address so far (limit 6): one more, and it is blocked.
+  EXPECT_EQ(login("alice{user}", "x").status, 401);
+  EXPECT_EQ(login("alice", kAlicePassword).status, 429);
+}
+
 }  // namespace
 }  // namespace allot::it

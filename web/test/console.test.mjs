@@ -25,6 +25,7 @@ async function tokenOf(user) {
   if (!apiTokens.has(user)) {
     const res = await fetch(`${cluster.url}/api/v1/login`, {
       method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ user, password: PASSWORD }),
     });
     apiTokens.set(user, (await res.json()).token);

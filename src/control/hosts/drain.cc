@@ -159,6 +159,20 @@ Change<std::vector<int64_t>> HostService::enforceDrains() {
   Change<std::vector<int64_t>> c;
   const TimeMs now = clock_.nowMs();
   for (auto& [name, h] : world_.hosts) {
+    if (h.adminState == AdminState::kRetired) {
+      // A retired host's agent speaks for nothing once its last job is gone: its credential
+      // goes, so the decommissioned machine, or whoever holds its disk, no longer connects as
+      // it (its stream closes at its next message). It cannot join again under its name either:
+      // that takes `reset-credential`, and it stays retired.
+      auto held = world_.hostJobs().find(name);
+      if (held == world_.hostJobs().end() || held->second.empty()) {
+        const size_t before = c.batch.ops.size();
+        access_.revokeHostCredentials(name, c.batch);
+        if (c.batch.ops.size() != before)
+          spdlog::info("host {}: retired with nothing running; its credential is revoked", name);
+      }
+      continue;
+    }
     if (h.adminState != AdminState::kDraining) continue;
     auto held = world_.hostJobs().find(name);
     if (held == world_.hostJobs().end() || held->second.empty()) {

@@ -103,6 +103,10 @@ Result<Change<EffectiveIdlePolicy>> IdleService::setPolicy(const Principal& p,
   if (u.afterMs) next.afterMs = *u.afterMs;
   if (u.action) next.action = *u.action;
   if (u.graceMs) next.graceMs = *u.graceMs;
+  // The platform's webhook is the admins' (it may carry a secret), not the team's to keep: a
+  // team's first policy starts without it, and its events still go there while it sets none
+  // (Controllers::idle).
+  if (current->source == PolicySource::kPlatform) next.webhook.clear();
   if (u.webhook) next.webhook = *u.webhook;
   ALLOT_RETURN_IF_ERROR(validateIdlePolicy(next));
   // allotd posts to the webhook from inside the network: only where platform admins allow, never

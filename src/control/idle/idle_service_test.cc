@@ -108,6 +108,19 @@ TEST_F(IdleServiceTest, ABadPolicyIsRefusedNamingItsFieldAndChangesNothing) {
   EXPECT_FALSE(world_.teams.at("vision").idlePolicy.has_value());
 }
 
+// The platform's webhook (which may carry a secret in its URL) is not copied into the policy a
+// team-admin saves over the platform's default, where the team-admin would read it back.
+TEST_F(IdleServiceTest, ATeamsFirstPolicyDoesNotTakeThePlatformsWebhook) {
+  model::IdlePolicy platform;
+  platform.webhook = "http://hooks.internal/T0KEN-of-the-platform/";
+  IdleService idle{{clock_, world_, events_, sessions_, jobs_, preemption_}, {platform, {}}};
+  auto set = idle.setPolicy(carol_, "vision", "", reclaimAfter(60'000));
+  ASSERT_TRUE(set.ok()) << set.status().toString();
+  EXPECT_EQ(world_.teams.at("vision").idlePolicy->webhook, "");
+  EXPECT_EQ(idle.policy(bob_, "nlp", "")->policy.webhook, platform.webhook)
+      << "a team without a policy of its own still has the platform's";
+}
+
 TEST_F(IdleServiceTest, AnIdleJobIsFlaggedThenReclaimedThroughThePreemptionPath) {
   ASSERT_TRUE(idle_.setPolicy(admin_, "vision", "", reclaimAfter(5'000)).ok());
   running(7);

@@ -200,10 +200,21 @@ Change<int> ImageCacheService::agentReport(const std::string& host, model::Image
   return c;
 }
 
+// A host's report counts while its agent is connected and the host is in service: what a host
+// said before it went away (or was retired, or its credential revoked, which closes its stream)
+// does not steer placements or submissions after it.
+bool ImageCacheService::reportCounts(const std::string& host) const {
+  auto it = world_.hosts.find(host);
+  return it != world_.hosts.end() && it->second.state == model::HostState::kOnline &&
+         it->second.adminState != model::AdminState::kRetired &&
+         it->second.adminState != model::AdminState::kFailed;
+}
+
 std::vector<std::string> ImageCacheService::hostsHolding(const std::string& ref) const {
   std::vector<std::string> out;
   if (auto held = holders_.find(ref); held != holders_.end())
-    for (const auto& [host, minCuda] : held->second) out.push_back(host);
+    for (const auto& [host, minCuda] : held->second)
+      if (reportCounts(host)) out.push_back(host);
   return out;
 }
 
@@ -212,7 +223,7 @@ std::string ImageCacheService::knownMinCuda(const std::string& ref) const {
   std::string need;
   if (auto held = holders_.find(ref); held != holders_.end()) {
     for (const auto& [host, minCuda] : held->second)
-      if (!minCuda.empty() && !versionAtLeast(need, minCuda)) need = minCuda;
+      if (reportCounts(host) && !minCuda.empty() && !versionAtLeast(need, minCuda)) need = minCuda;
   }
   return need;
 }

@@ -65,12 +65,14 @@ class ImageCacheService {
   // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
   Change<int> agentReport(const std::string& host, model::ImageReport report);
   // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds
-  // it reported; "" when none does or it declares none.
+  // it reported; "" when none does or it declares none. Only hosts online and in service count.
   std::string knownMinCuda(const std::string& ref) const;
-  // The hosts whose last report lists image `ref` (the scheduler's locality tie-break).
+  // The hosts online and in service whose last report lists image `ref` (the scheduler's
+  // locality tie-break).
   std::vector<std::string> hostsHolding(const std::string& ref) const;
 
  private:
+  bool reportCounts(const std::string& host) const;
   // The host, if `p` may see it; NotFound otherwise.
   Result<const model::Host*> visible(const Principal& p, const std::string& host) const;
   // PermissionDenied unless `p` may run the host's cache.

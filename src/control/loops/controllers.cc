@@ -76,12 +76,15 @@ Step Controllers::idle() {
   s.afterDurable = [this, reclaimed = check.reclaimed] { cluster_.evictionsDurable(reclaimed); };
   for (const auto& e : check.events) {
     const auto effective = cluster_.idle().effectivePolicyOf(e.team, e.project);
-    const std::string& url = effective.policy.webhook;
+    // A team or project policy with no webhook of its own reports where the platform's does.
+    const bool own =
+        effective.source != PolicySource::kPlatform && !effective.policy.webhook.empty();
+    const std::string& url =
+        own ? effective.policy.webhook : cluster_.options().idleDefault.webhook;
     if (url.empty()) continue;
     // A team's webhook stored before the allow-list changed goes nowhere the list leaves out;
     // the platform's own (allotd.toml [idle] webhook) is the admins' word already.
-    if (effective.source != PolicySource::kPlatform &&
-        !webhookAllowed(cluster_.options().webhookAllow, url)) {
+    if (own && !webhookAllowed(cluster_.options().webhookAllow, url)) {
       spdlog::warn("idle webhook of team {} not sent: its target is not allowed any more", e.team);
       continue;
     }
