@@ -691,6 +691,7 @@ void ProcessExecutor::refresh(Job& job) {
   if (!outcome.ok()) return markLost(job, outcome.status().message());
   if (*outcome) return markFinished(job, **outcome);
   if (shimAlive(job)) {
+    if (job.termPending && job.process) job.termPending = !signalJob(job, SIGTERM);
     if (job.killAt && clock_.nowMs() >= *job.killAt) signalJob(job, SIGKILL);
     return;
   }
@@ -746,15 +747,17 @@ void ProcessExecutor::markLost(Job& job, const std::string& message) {
   cleanUpEnded(job);
 }
 
-void ProcessExecutor::signalJob(Job& job, int sig) {
+bool ProcessExecutor::signalJob(Job& job, int sig) {
   if (!job.process) {
     job.process = job.dir.readJobPid();
     if (job.process) job.actual.pid = job.process->pid;
   }
   // While the shim lives it has not reaped the group leader, so the group id cannot have been
   // handed to anyone else.
-  if (job.process && shimAlive(job)) ::kill(-job.process->pid, sig);
+  const bool signalled = job.process && shimAlive(job);
+  if (signalled) ::kill(-job.process->pid, sig);
   if (sig == SIGKILL) killCgroupRemnants(job);
+  return signalled;
 }
 
 void ProcessExecutor::killCgroupRemnants(const Job& job) {
@@ -797,7 +800,7 @@ void ProcessExecutor::stop(int64_t id, int64_t graceMs) {
   if (!job.killAt) {
     // SIGTERM once: some launchers take a second one as "abort cleanup now".
     job.killAt = now + std::max<int64_t>(0, graceMs);
-    signalJob(job, SIGTERM);
+    job.termPending = !signalJob(job, SIGTERM);
   }
   if (now >= *job.killAt) signalJob(job, SIGKILL);
 }

@@ -139,8 +139,11 @@ class ProcessExecutor final : public Executor {
     std::optional<ShimRecord> shim;     // unknown only if the agent died while spawning it
     std::optional<ShimRecord> process;  // the job's main process; its pid is its process group
     bool shimReaped = false;
-    bool remnantsKilled = false;           // the cgroups were found empty after the job ended
-    std::optional<TimeMs> killAt;          // stop() was called: SIGKILL is due then
+    bool remnantsKilled = false;   // the cgroups were found empty after the job ended
+    std::optional<TimeMs> killAt;  // stop() was called: SIGKILL is due then
+    // stop() was called before the job's process was known (its shim had not recorded it yet):
+    // the SIGTERM goes as soon as it is, so a job stopped while starting still gets its grace.
+    bool termPending = false;
     std::string imageRef;                  // a job in an image: its reference
     std::vector<std::string> imageLayers;  // and the layers its container mounts
   };
@@ -203,7 +206,8 @@ class ProcessExecutor final : public Executor {
   void markLost(Job& job, const std::string& message);
   // Sends sig to the job's process group (while it may still exist) and, for SIGKILL, to every
   // process left in its cgroups (which catches those that escaped the group with setsid).
-  void signalJob(Job& job, int sig);
+  // Whether the group was signalled: false while the job's process is not known yet.
+  bool signalJob(Job& job, int sig);
   void killCgroupRemnants(const Job& job);
   // After the job ended: reaps the shim and, once it has exited, sweeps the job's cgroups.
   void cleanUpEnded(Job& job);

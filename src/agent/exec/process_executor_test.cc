@@ -840,6 +840,11 @@ TEST_F(ImageExecutorTest, WithoutASeccompFilterAJobInAnImageIsRefused) {
 TEST_F(ImageExecutorTest, AStoppedContainerEndsWhole) {
   exec_->start(imageJob(52, "sleep 1000 & sleep 1000"));
   exec_->stop(52, 100);
+  // The grace passes, as it does for the agent. A SIGTERM that reaches the container while its
+  // shell is still starting is ignored (it is the pid namespace's init, which only takes signals
+  // it handles, as in any container), so the SIGKILL after the grace is what ends it then: 1 to
+  // 5 runs in 60 here, which waited for ever while the fake clock stood still.
+  clock_.advance(100);
   ActualJob ended = waitForEnd(52);
   EXPECT_EQ(ended.state, ActualState::kExited);
   EXPECT_TRUE(eventually([&] { return CgroupManager::pids(exec_->cgroupsOf(52)).empty(); }));
