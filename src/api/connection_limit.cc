@@ -53,6 +53,14 @@ void ConnectionLimiter::release(const std::string& client) {
   if (it != byClient_.end() && --it->second == 0) byClient_.erase(it);
 }
 
+ConnectionLimiter::Slot& ConnectionLimiter::Slot::operator=(Slot&& other) noexcept {
+  if (this == &other) return *this;
+  if (limiter_) limiter_->release(client_);
+  limiter_ = std::move(other.limiter_);
+  client_ = std::move(other.client_);
+  return *this;
+}
+
 ConnectionLimiter::Slot::~Slot() {
   if (limiter_) limiter_->release(client_);
 }

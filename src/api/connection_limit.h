@@ -34,7 +34,7 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
   class Slot {
    public:
     Slot(Slot&&) = default;
-    Slot& operator=(Slot&&) = default;
+    Slot& operator=(Slot&& other) noexcept;  // gives this slot's place back first
     ~Slot();
 
    private:

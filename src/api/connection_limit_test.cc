@@ -37,6 +37,15 @@ TEST(ConnectionLimiter, AllClientsTogetherStopAtTheTotal) {
   EXPECT_TRUE(limiter->admit("10.0.2.1"));
 }
 
+TEST(ConnectionLimiter, ASlotAssignedOverAnotherGivesTheOthersPlaceBack) {
+  auto limiter = ConnectionLimiter::create({.total = 2, .perClient = 0});
+  std::optional<ConnectionLimiter::Slot> slot = limiter->admit("10.0.0.1");
+  slot = limiter->admit("10.0.0.2");  // the first slot's place is given back, not lost
+  EXPECT_EQ(limiter->open(), 1u);
+  slot.reset();
+  EXPECT_EQ(limiter->open(), 0u);
+}
+
 TEST(ConnectionLimiter, ASlotOutlivingItsLimiterStillGivesItsPlaceBack) {
   std::optional<ConnectionLimiter::Slot> slot;
   {

@@ -337,8 +337,10 @@ Result<Change<model::ApiToken>> AccessService::revokeToken(const Principal& p,
 }
 
 void AccessService::revokeHostCredentials(const std::string& host, store::WriteBatch& batch) {
+  // Called each second for every retired host (HostService::enforceDrains): one name built.
+  const std::string owner = "host:" + host;
   for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
-    if (t->second.owner == "host:" + host) {
+    if (t->second.owner == owner) {
       batch.add(store::DeleteToken{t->first});
       t = world_.tokens.erase(t);
     } else {
