@@ -18,7 +18,7 @@
 
 #include "api/server.h"
 #include "common/bounded_json.h"
-#include "common/utf8.h"
+#include "common/log.h"
 #include "model/agent_protocol.h"
 #include "model/image_cache.h"
 #include "model/tunnel_frame.h"
@@ -125,36 +125,6 @@ size_t reportedGpus(const nlohmann::json& msg) {
   return gpus != msg.end() && gpus->is_array() ? gpus->size() : 0;
 }
 
-// Warnings about what one agent sent that allotd refused: at most one each 10 s, saying how many
-// were held back, and each cut to 512 bytes. What a host's credential sends must not fill
-// allotd's log, and its disk, with refusals of it.
-class RefusalLog {
- public:
-  explicit RefusalLog(std::string host) : host_(std::move(host)) {}
-
-  template <typename... Args>
-  void warn(fmt::format_string<Args...> format, Args&&... args) {
-    const auto now = std::chrono::steady_clock::now();
-    if (logged_ && now - last_ < std::chrono::seconds(10)) {
-      ++held_;
-      return;
-    }
-    std::string text = fmt::format(format, std::forward<Args>(args)...);
-    if (text.size() > 512) text = cutUtf8(text, 512) + "...";
-    if (held_ > 0) text += " (and " + std::to_string(held_) + " refusals not logged before it)";
-    spdlog::warn("agent {}: {}", host_, text);
-    logged_ = true;
-    last_ = now;
-    held_ = 0;
-  }
-
- private:
-  std::string host_;
-  bool logged_ = false;
-  std::chrono::steady_clock::time_point last_;
-  uint64_t held_ = 0;
-};
-
 template <typename Stream>
 asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req) {
   using Ws = websocket::stream<Stream>;
@@ -187,7 +157,8 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
   auto link = std::make_shared<WsAgentLink<Ws>>(ws);
   std::shared_ptr<tunnel::TunnelMux> tunnels;  // from the hello on
   bool helloSeen = false;
-  RefusalLog refusals(host);
+  // What allotd refuses of this agent is logged throttled: its credential's holder chooses it.
+  ThrottledWarnings refusals("agent " + host + ": ");
   beast::flat_buffer buf;
   for (;;) {
     buf.clear();

@@ -24,6 +24,7 @@
 #include "api/event_stream.h"
 #include "api/http_pipeline.h"
 #include "api/session_proxy.h"
+#include "common/log.h"
 #include "common/tls.h"
 #include "model/json.h"
 
@@ -371,10 +372,10 @@ void Server::notifyJob(int64_t job) {
 }
 
 asio::awaitable<void> Server::acceptLoop() {
-  // Once per episode, not per turn: a loop that logged every failed accept or refusal would
-  // fill the disk for whoever caused it.
+  // Once per episode, not per turn: a loop that logged every failed accept would fill the disk
+  // for whoever caused it; refusals likewise, throttled.
   bool failing = false;
-  auto lastRefusalLog = std::chrono::steady_clock::time_point();
+  ThrottledWarnings refusals("");
   for (;;) {
     auto [ec, socket] = co_await acceptor_->async_accept(asio::as_tuple(use_awaitable));
     if (ec) {
@@ -395,13 +396,9 @@ asio::awaitable<void> Server::acceptLoop() {
     auto slot = connectionLimiter_->admit(address);
     if (!slot) {
       ++metrics_.connectionsRefused;
-      const auto now = std::chrono::steady_clock::now();
-      if (now - lastRefusalLog > std::chrono::seconds(10)) {
-        lastRefusalLog = now;
-        spdlog::warn("connection from {} refused: {} open, at most {} in all and {} per client",
-                     address, connectionLimiter_->open(), connectionLimiter_->limits().total,
-                     connectionLimiter_->limits().perClient);
-      }
+      refusals.warn("connection from {} refused: {} open, at most {} in all and {} per client",
+                    address, connectionLimiter_->open(), connectionLimiter_->limits().total,
+                    connectionLimiter_->limits().perClient);
       socket.close(ec);
       continue;
     }

@@ -5,6 +5,8 @@
 
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace allot {
 namespace {
 
@@ -61,6 +63,24 @@ std::unique_ptr<spdlog::formatter> logFormatter(bool json) {
       json ? R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","proc":"%n","msg":"%*"})"
            : "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %n: %*");
   return formatter;
+}
+
+bool ThrottledWarnings::due() {
+  const auto now = std::chrono::steady_clock::now();
+  if (logged_ && now - last_ < std::chrono::seconds(10)) {
+    ++held_;
+    return false;
+  }
+  logged_ = true;
+  last_ = now;
+  return true;
+}
+
+void ThrottledWarnings::emit(std::string text) {
+  if (text.size() > 512) text = cutUtf8(text, 512) + "...";
+  if (held_ > 0) text += " (and " + std::to_string(held_) + " more not logged before it)";
+  held_ = 0;
+  spdlog::warn("{}{}", prefix_, text);
 }
 
 void setupLogging(const std::string& processName, const std::string& level, bool json) {

@@ -5,8 +5,11 @@
 #include <spdlog/formatter.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace allot {
 
@@ -17,5 +20,28 @@ std::unique_ptr<spdlog::formatter> logFormatter(bool json);
 
 // level: trace|debug|info|warn|error; json=true writes one JSON object per line.
 void setupLogging(const std::string& processName, const std::string& level, bool json = false);
+
+// Warnings about what others send or do (an agent's refused messages, a client over the
+// connection limits): at most one each 10 s, each cut to 512 bytes and prefixed, saying how many
+// were held back before it. Whoever causes them must not fill the log, and the disk, with them.
+class ThrottledWarnings {
+ public:
+  explicit ThrottledWarnings(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> format, Args&&... args) {
+    if (!due()) return;
+    emit(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  bool due();  // counts the warning as held back when it is not
+  void emit(std::string text);
+
+  std::string prefix_;
+  bool logged_ = false;
+  std::chrono::steady_clock::time_point last_;
+  uint64_t held_ = 0;
+};
 
 }  // namespace allot

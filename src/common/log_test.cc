@@ -4,8 +4,11 @@
 #include "common/log.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace allot {
 namespace {
@@ -37,6 +40,22 @@ TEST(LogTest, ATextRecordIsOneLineWithControlCharactersShown) {
   EXPECT_EQ(line.find('\x1b'), std::string::npos);
   EXPECT_NE(line.find("host joined\\n2026-01-01"), std::string::npos) << line;
   EXPECT_NE(line.find("logged in\\x1b[2K\\"), std::string::npos) << line;
+}
+
+// Attack: a flood of refusals (an agent's bad frames, a client over the connection limits) with
+// huge texts. One warning is written, cut to 512 bytes; those right after it are held back.
+TEST(LogTest, ThrottledWarningsWriteOneCutWarningAndHoldBackTheRest) {
+  std::ostringstream written;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(written);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  ThrottledWarnings refusals("agent gpu-1: ");
+  for (int i = 0; i < 1000; ++i) refusals.warn("refused: {}", std::string(1 << 20, 'x'));
+  spdlog::set_default_logger(previous);
+  const std::string out = written.str();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << "one line";
+  EXPECT_NE(out.find("agent gpu-1: refused: xxx"), std::string::npos);
+  EXPECT_LT(out.size(), 700u);
 }
 
 }  // namespace
