@@ -168,6 +168,39 @@ BENCHMARK(DeepQueue)
     ->Args({10000, 100'000, 1})
     ->Unit(benchmark::kMillisecond);
 
+// One host of 8 GPUs, each held by a one-GPU job, and `queued` one-GPU requests of one team
+// behind them: what each pass costs in a stream of short jobs (bench/job_throughput.py), where
+// every job's end starts a pass over the whole queue.
+void ShortJobStream(benchmark::State& st) {
+  Snapshot s = fleet(1, 8);
+  s.teams.resize(1);
+  s.teams[0].guaranteed.clear();
+  for (const auto& g : s.hosts[0].gpus) {
+    RunningJob j;
+    j.id = g.index + 1;
+    j.team = s.teams[0].name;
+    j.startedAt = 1;
+    j.slices.push_back({s.hosts[0].name, {g.index}, kMilliPerGpu, 0, 0});
+    s.running.push_back(std::move(j));
+  }
+  for (int i = 0; i < st.range(0); ++i) {
+    Request r;
+    r.id = 1'000 + i;
+    r.team = s.teams[0].name;
+    r.submittedAt = i;
+    r.gpus = 1;
+    s.pending.push_back(r);
+  }
+  for (auto _ : st) {
+    auto d = decide(s);
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["queued"] = double(s.pending.size());
+  st.counters["requests_per_s"] =
+      benchmark::Counter(double(st.iterations() * s.pending.size()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(ShortJobStream)->Arg(2'000)->Unit(benchmark::kMillisecond);
+
 // Peak bytes one pass allocates (the scheduler's own state: the fleet's placement model, quota
 // books, per-request bookkeeping), per GPU, at 10,000 hosts x 8 GPUs with 40,000 queued.
 void Memory(benchmark::State& st) {

@@ -6,12 +6,20 @@
 namespace allot::sched::fleet_pass {
 
 Status Pass::validate() const {
+  // Duplicate ids are looked for in a sorted copy first; only a snapshot that has one pays for
+  // the set that tells which comes first, in the order the errors are reported.
+  std::vector<int64_t> sorted;
+  sorted.reserve(s_.running.size() + s_.pending.size());
+  for (const auto& j : s_.running) sorted.push_back(j.id);
+  for (const auto& r : s_.pending) sorted.push_back(r.id);
+  std::sort(sorted.begin(), sorted.end());
+  const bool duplicates = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
   std::set<int64_t> ids;
   auto checkTeam = [&](const std::string& team, int64_t id) -> Status {
     if (!teams_.count(team))
       return Status::InvalidArgument("job " + std::to_string(id) + ": unknown team '" + team + "'",
                                      "team");
-    if (!ids.insert(id).second)
+    if (duplicates && !ids.insert(id).second)
       return Status::InvalidArgument("job " + std::to_string(id) + " appears twice", "id");
     return Status::Ok();
   };
@@ -167,8 +175,12 @@ Result<Decisions> Pass::run() {
   ALLOT_RETURN_IF_ERROR(validate());
   for (const auto& j : s_.running) running_[j.id] = &j;
   kindMinGpuMemory_.assign(f_.kinds().size(), std::numeric_limits<int64_t>::max());
-  for (size_t k = 0; k < f_.kinds().size(); ++k)
-    kindsOfModel_[f_.kinds()[k].model].insert(f_.kindModel(static_cast<int>(k)));
+  for (size_t k = 0; k < f_.kinds().size(); ++k) {
+    const fleet::Kind& kind = f_.kinds()[k];
+    kindsOfModel_[kind.model].insert(f_.kindModel(static_cast<int>(k)));
+    anyHeld_ = anyHeld_ || kind.heldFrom > 0;
+    contours_.insert(kind.contour);
+  }
   for (const auto& seg : f_.segments()) {
     if (!seg.gpus.empty())
       kindMinGpuMemory_[seg.kind] = std::min(kindMinGpuMemory_[seg.kind], seg.gpuMemoryMib);
@@ -182,11 +194,19 @@ Result<Decisions> Pass::run() {
     return std::tuple(-int64_t{a.r->priority}, a.r->submittedAt, a.r->id) <
            std::tuple(-int64_t{b.r->priority}, b.r->submittedAt, b.r->id);
   });
-  std::map<int64_t, Item*> byId;
-  for (size_t i = 0; i < items.size(); ++i) {
-    items[i].rank = static_cast<int>(i);
-    byId[items[i].r->id] = &items[i];
-  }
+  for (size_t i = 0; i < items.size(); ++i) items[i].rank = static_cast<int>(i);
+  // Lookups by job id, into what is sorted by it (a deep queue's maps cost more than the pass's
+  // own work); `ids` holds (id, index) pairs.
+  auto byJobId = [](const auto& ids, int64_t id) {
+    auto it = std::lower_bound(ids.begin(), ids.end(), id,
+                               [](const auto& e, int64_t key) { return e.first < key; });
+    return it != ids.end() && it->first == id ? it->second : -1;
+  };
+  std::vector<std::pair<int64_t, int>> itemById;
+  itemById.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    itemById.emplace_back(items[i].r->id, static_cast<int>(i));
+  std::sort(itemById.begin(), itemById.end());
 
   std::set<std::string> poolModels;
   for (const auto& k : f_.kinds()) {
@@ -196,6 +216,7 @@ Result<Decisions> Pass::run() {
   workload.reserve(items.size());
   for (Item& it : items) {
     it.wait = impossible(*it.r);
+    it.neverFits = it.wait.has_value();
     // The placement policy's picture of the workload: each request as the pool will see it. An
     // any-model request is placed on the one model quota admits it on, so it appears once per
     // model (FGD caches by task type, and the type must be the one placed).
@@ -261,9 +282,9 @@ Result<Decisions> Pass::run() {
     // Quota counts over every contour; preempting work in another contour than the request's
     // would free GPUs it may not use, so such victims are spared.
     auto victim = running_.find(v.jobId);
-    auto forJob = byId.find(v.forJob);
-    if (victim != running_.end() && forJob != byId.end() &&
-        victim->second->contour != forJob->second->r->contour)
+    const int forJob = byJobId(itemById, v.forJob);
+    if (victim != running_.end() && forJob >= 0 &&
+        victim->second->contour != items[forJob].r->contour)
       continue;
     out_.evictions.push_back({v.jobId, v.preemptible, v.forJob, v.reason});
     evicted_.insert(v.jobId);
@@ -271,10 +292,15 @@ Result<Decisions> Pass::run() {
   // Placement in queue order: an admitted request is placed (or, fragmented, reserves room); one
   // that quota allows but that finds its GPUs in use reserves room too, so that later, smaller
   // work cannot starve it, except by backfilling before it starts.
-  std::map<int64_t, const q::Admission*> admitted;
-  for (const q::Admission& adm : qd->admissions) admitted[adm.jobId] = &adm;
-  std::map<int64_t, const q::QuotaWait*> refused;
-  for (const q::QuotaWait& w : qd->waits) refused[w.jobId] = &w;
+  std::vector<std::pair<int64_t, int>> admitted, refused;  // job id -> index in qd's lists
+  admitted.reserve(qd->admissions.size());
+  for (size_t i = 0; i < qd->admissions.size(); ++i)
+    admitted.emplace_back(qd->admissions[i].jobId, static_cast<int>(i));
+  std::sort(admitted.begin(), admitted.end());
+  refused.reserve(qd->waits.size());
+  for (size_t i = 0; i < qd->waits.size(); ++i)
+    refused.emplace_back(qd->waits[i].jobId, static_cast<int>(i));
+  std::sort(refused.begin(), refused.end());
   // Requests admitted (even partly) within their team's guarantee go first, then the rest, each
   // group in queue order: quota ranked the guaranteed ones ahead and may have reclaimed borrowed
   // work for them, so an earlier request that quota refused must not reserve the room they were
@@ -282,8 +308,8 @@ Result<Decisions> Pass::run() {
   std::vector<Item*> placeOrder;
   placeOrder.reserve(forQuota.size());
   auto withinGuarantee = [&](const Item* it) {
-    auto a = admitted.find(it->r->id);
-    return a != admitted.end() && a->second->withinGpus > 0;
+    const int a = byJobId(admitted, it->r->id);
+    return a >= 0 && qd->admissions[a].withinGpus > 0;
   };
   for (Item* itp : forQuota) {
     if (withinGuarantee(itp)) placeOrder.push_back(itp);
@@ -295,9 +321,10 @@ Result<Decisions> Pass::run() {
     Item& it = *itp;
     const Request& r = *it.r;
     if (overContourLimit(it)) continue;
-    if (auto a = admitted.find(r.id); a != admitted.end()) {
-      const pl::ModelSet pool = mask(r, Phase::kPool, a->second->model);
-      if (tryPlace(it, pool, PlacedBy::kQuota, a->second)) continue;
+    if (const int a = byJobId(admitted, r.id); a >= 0) {
+      const q::Admission* adm = &qd->admissions[a];
+      const pl::ModelSet pool = mask(r, Phase::kPool, adm->model);
+      if (tryPlace(it, pool, PlacedBy::kQuota, adm)) continue;
       pl::Task t = taskFor(r, pool);
       if (tryBackfill(it, t)) continue;
       it.wait = r.wholeHost ? Wait{r.id, WaitKind::kNoIdleHost} : unplacedWait(r, t);
@@ -305,7 +332,7 @@ Result<Decisions> Pass::run() {
         reserve(it, t);
       continue;
     }
-    const q::QuotaWait& w = *refused.at(r.id);
+    const q::QuotaWait& w = qd->waits.at(byJobId(refused, r.id));
     Wait wait{r.id, fromQuota(w.reason)};
     wait.waitingFor = w.waitingFor;
     if (wait.kind == WaitKind::kWaitingForGrace) {
@@ -344,7 +371,7 @@ Result<Decisions> Pass::run() {
         (it.wait->kind == WaitKind::kWaitingForGrace || it.wait->kind == WaitKind::kReserved ||
          it.wait->kind == WaitKind::kContourLimit))
       continue;
-    if (impossible(*it.r)) continue;
+    if (it.neverFits) continue;
     if (overContourLimit(it)) continue;
     if (tryPlace(it, mask(*it.r, Phase::kLent), PlacedBy::kLentDedicated, nullptr)) continue;
     if (!it.wait) it.wait = unplacedWait(*it.r, taskFor(*it.r, visibleMask(*it.r)));

@@ -48,6 +48,10 @@ struct Item {
   bool placed = false;
   std::optional<Wait> wait;
   int wholeHostNode = -1;  // whole host: the idle node picked for it
+  bool neverFits = false;  // impossible(): it could not run even on an empty fleet
+  // quotaModel() when no whole host was picked for it; the same all pass long, asked of it
+  // several times.
+  std::optional<std::string> quotaModel;
 };
 
 inline bool fractional(const Request& r) { return r.gpuMilli < kMilliPerGpu && r.gpus > 0; }
@@ -146,7 +150,8 @@ class Pass {
   bool overContourLimit(Item& it);
   Wait unplacedWaitUncached(const Request& r, const pl::Task& t) const;
   q::QuotaSnapshot quotaSnapshot(const std::vector<Item*>& forQuota);
-  std::string quotaModel(const Request& r, const Item& it);
+  std::string quotaModel(const Request& r, Item& it);
+  std::string quotaModelUncached(const Request& r);
 
   const Snapshot& s_;
   fleet::Fleet& f_;
@@ -155,6 +160,10 @@ class Pass {
   std::map<std::string, const TeamView*> teams_;
   std::set<std::string> lenders_;  // teams lending dedicated capacity
   std::vector<int64_t> kindMinGpuMemory_;
+  // What every request's waits ask of the fleet's kinds, answered once per pass: whether any kind
+  // is held for a lease, and the kinds' contours (heldWait, contourWait).
+  bool anyHeld_ = false;
+  std::set<std::string> contours_;
   std::map<std::string, pl::ModelSet> kindsOfModel_;  // GPU model -> its kinds' ids
   // Per (pool kinds, GPUs): the pool models, and the free milli at the start of the pass of the
   // segments with that many GPUs, by (model, CPU capacity, memory capacity) (see quotaModel).

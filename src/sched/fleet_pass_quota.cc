@@ -5,9 +5,16 @@
 
 namespace allot::sched::fleet_pass {
 
-std::string Pass::quotaModel(const Request& r, const Item& it) {
+std::string Pass::quotaModel(const Request& r, Item& it) {
   if (it.wholeHostNode >= 0) return f_.kindOf(it.wholeHostNode).model;
   if (r.models.size() == 1) return r.models.front();
+  // The first call comes before anything is placed (the workload in run()), and what it reads
+  // (the free room at the start of the pass) never changes: later calls repeat its answer.
+  if (!it.quotaModel) it.quotaModel = quotaModelUncached(r);
+  return *it.quotaModel;
+}
+
+std::string Pass::quotaModelUncached(const Request& r) {
   // Only models whose pool hosts could ever hold it (GPUs, CPU, memory) are candidates: quota
   // reserves GPUs on the model it is given and placement then keeps to it, so a model where it
   // never fits would leave it waiting forever (an 8-GPU task asking 120 CPUs fits only on the

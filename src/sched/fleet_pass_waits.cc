@@ -161,7 +161,7 @@ Pass::Capacity Pass::capacityFor(const Request& r, const pl::ModelSet& visible) 
 }
 
 std::optional<Wait> Pass::heldWait(const Request& r) const {
-  if (cpuOnly(r) || r.hosts != 1) return std::nullopt;
+  if (cpuOnly(r) || r.hosts != 1 || !anyHeld_) return std::nullopt;
   const pl::ModelSet unheld = mask(r, Phase::kOwn, "", true) | mask(r, Phase::kPool, "", true) |
                               mask(r, Phase::kLent, "", true);
   const pl::ModelSet heldOnly = unheld - visibleMask(r);
@@ -186,6 +186,9 @@ std::optional<Wait> Pass::heldWait(const Request& r) const {
 }
 
 std::optional<Wait> Pass::contourWait(const Request& r) const {
+  // No kind outside its contour: nothing could be "elsewhere" (the usual fleet of one contour).
+  if (contours_.empty() || (contours_.size() == 1 && *contours_.begin() == r.contour))
+    return std::nullopt;
   const pl::ModelSet elsewhere = visibleMask(r, /*ignoreContour=*/true) - visibleMask(r);
   if (elsewhere.empty()) return std::nullopt;
   const pl::Task t = taskFor(r, elsewhere);

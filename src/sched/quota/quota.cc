@@ -55,9 +55,11 @@ class Pass {
   std::optional<std::vector<size_t>> chooseVictims(const std::string& model, int need) const;
   bool victimsSuffice(const std::vector<size_t>& set, const std::string& model, int need) const;
   double share(const TeamState& t) const;
-  void processWithin(const Request& r, const std::vector<std::string>& models);
+  void processWithin(const Request& r, const std::vector<const std::string*>& models);
   void processBorrow(const Request& r);
-  std::vector<std::string> modelsFor(const Request& r) const;
+  // The models a request may be admitted on, in the order to try them; they point into the
+  // request or the snapshot.
+  std::vector<const std::string*> modelsFor(const Request& r) const;
 
   const QuotaSnapshot& s_;
   std::vector<TeamState> teams_;  // in name order
@@ -181,8 +183,8 @@ double Pass::share(const TeamState& t) const {
   return (t.held + historyGpus) / t.team->weight;
 }
 
-std::vector<std::string> Pass::modelsFor(const Request& r) const {
-  if (!r.model.empty()) return {r.model};
+std::vector<const std::string*> Pass::modelsFor(const Request& r) const {
+  if (!r.model.empty()) return {&r.model};
   // Most free first, so any-model work lands where it disturbs least. Each model's free count is
   // looked up once: a fleet may have hundreds of kinds, and this runs for every request.
   std::vector<std::pair<int, const std::string*>> byFree;
@@ -191,13 +193,13 @@ std::vector<std::string> Pass::modelsFor(const Request& r) const {
   }
   std::stable_sort(byFree.begin(), byFree.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> models;
+  std::vector<const std::string*> models;
   models.reserve(byFree.size());
-  for (const auto& [free, m] : byFree) models.push_back(*m);
+  for (const auto& [free, m] : byFree) models.push_back(m);
   return models;
 }
 
-void Pass::processWithin(const Request& r, const std::vector<std::string>& models) {
+void Pass::processWithin(const Request& r, const std::vector<const std::string*>& models) {
   TeamState& t = teams_[teamIndex(r.team)];
   struct Plan {
     std::string model;
@@ -208,7 +210,8 @@ void Pass::processWithin(const Request& r, const std::vector<std::string>& model
   const Plan* chosen = nullptr;
   std::vector<Plan> plans;
   plans.reserve(models.size());
-  for (const auto& m : models) {
+  for (const std::string* model : models) {
+    const std::string& m = *model;
     if (t.withinRoom(m) < r.gpus || s_.capacity.at(m) < r.gpus) continue;
     Booking b = book(t, m, r.gpus);
     int need = r.gpus - free_[m];
@@ -277,7 +280,7 @@ void Pass::processBorrow(const Request& r) {
     out_.waits.push_back({r.jobId, WaitReason::kUnknownModel, {}});
     return;
   }
-  std::vector<std::string> models = modelsFor(r);
+  std::vector<const std::string*> models = modelsFor(r);
   if (models.empty()) {
     out_.waits.push_back({r.jobId, WaitReason::kUnknownModel, {}});
     return;
@@ -285,7 +288,8 @@ void Pass::processBorrow(const Request& r) {
   bool anyBigEnough = false;
   bool reasonSet = false;
   WaitReason reason = WaitReason::kNoFreeGpus;
-  for (const auto& m : models) {
+  for (const std::string* model : models) {
+    const std::string& m = *model;
     if (s_.capacity.at(m) < r.gpus) continue;
     anyBigEnough = true;
     int within = std::min(r.gpus, t.withinRoom(m));
@@ -369,25 +373,32 @@ QuotaDecisions Pass::run() {
            std::tuple(-static_cast<int64_t>(b->priority), b->submittedAt, b->jobId);
   });
 
-  // Phase 1: requests that fit within their team's remaining guarantee.
-  std::set<int64_t> handled;
-  for (const Request* r : pending) {
-    if (!r->model.empty() && s_.capacity.count(r->model) == 0) continue;
-    std::vector<std::string> models = modelsFor(*r);
+  // Phase 1: requests that fit within their team's remaining guarantee. Whether one fits does
+  // not depend on the models' order, so only those that fit pay for modelsFor.
+  std::vector<bool> handled(pending.size(), false);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Request* r = pending[i];
     const TeamState& t = teams_[teamIndex(r->team)];
+    auto fitsOn = [&](const std::string& m, int capacity) {
+      return t.withinRoom(m) >= r->gpus && capacity >= r->gpus;
+    };
     bool fits = false;
-    for (const auto& m : models) {
-      fits = fits || (t.withinRoom(m) >= r->gpus && s_.capacity.at(m) >= r->gpus);
+    if (!r->model.empty()) {
+      auto cap = s_.capacity.find(r->model);
+      if (cap == s_.capacity.end()) continue;
+      fits = fitsOn(r->model, cap->second);
+    } else {
+      for (const auto& [m, n] : s_.capacity) fits = fits || (n > 0 && fitsOn(m, n));
     }
     if (!fits) continue;
-    handled.insert(r->jobId);
-    processWithin(*r, models);
+    handled[i] = true;
+    processWithin(*r, modelsFor(*r));
   }
 
   // Phase 2: borrowing, by progressive filling on fair share.
   std::vector<std::vector<const Request*>> queues(teams_.size());
-  for (const Request* r : pending) {
-    if (handled.count(r->jobId) == 0) queues[teamIndex(r->team)].push_back(r);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (!handled[i]) queues[teamIndex(pending[i]->team)].push_back(pending[i]);
   }
   std::vector<size_t> head(teams_.size(), 0);
   for (;;) {
@@ -409,12 +420,21 @@ QuotaDecisions Pass::run() {
     processBorrow(*queues[*next][head[*next]++]);
   }
 
-  // Waits in the same priority order as requests, wherever they were decided.
-  std::map<int64_t, size_t> rank;
-  for (size_t i = 0; i < pending.size(); ++i) rank[pending[i]->jobId] = i;
-  std::stable_sort(
-      out_.waits.begin(), out_.waits.end(),
-      [&](const QuotaWait& a, const QuotaWait& b) { return rank.at(a.jobId) < rank.at(b.jobId); });
+  // Waits in the same priority order as requests, wherever they were decided: each wait's rank
+  // is looked up once (ids are unique, so no two waits tie).
+  std::vector<std::pair<int64_t, size_t>> rankOf;
+  rankOf.reserve(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) rankOf.emplace_back(pending[i]->jobId, i);
+  std::sort(rankOf.begin(), rankOf.end());
+  std::vector<std::pair<size_t, QuotaWait>> ranked;
+  ranked.reserve(out_.waits.size());
+  for (QuotaWait& w : out_.waits) {
+    auto it = std::lower_bound(rankOf.begin(), rankOf.end(), std::pair(w.jobId, size_t{0}));
+    ranked.emplace_back(it->second, std::move(w));
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < ranked.size(); ++i) out_.waits[i] = std::move(ranked[i].second);
   for (const auto& t : teams_) {
     out_.ledger.push_back(
         {t.team->name, t.guaranteed, t.within, t.borrowed, t.lendable(), share(t)});
@@ -476,6 +496,14 @@ Status validate(const QuotaSnapshot& s) {
                                        std::to_string(capacityTotal) + ")",
                                    "guaranteed");
   }
+  // Duplicate ids: a sorted copy says whether there is one; only then does the set below, which
+  // says which, cost anything.
+  std::vector<int64_t> sortedIds;
+  sortedIds.reserve(s.running.size() + s.pending.size());
+  for (const auto& a : s.running) sortedIds.push_back(a.jobId);
+  for (const auto& r : s.pending) sortedIds.push_back(r.jobId);
+  std::sort(sortedIds.begin(), sortedIds.end());
+  const bool duplicates = std::adjacent_find(sortedIds.begin(), sortedIds.end()) != sortedIds.end();
   std::set<int64_t> ids;
   for (const auto& a : s.running) {
     if (names.count(a.team) == 0) {
@@ -486,7 +514,7 @@ Status validate(const QuotaSnapshot& s) {
       return Status::InvalidArgument("job " + std::to_string(a.jobId) +
                                      ": a running allocation needs GPUs > 0 and a model");
     }
-    if (!ids.insert(a.jobId).second) {
+    if (duplicates && !ids.insert(a.jobId).second) {
       return Status::InvalidArgument("job " + std::to_string(a.jobId) + " appears twice");
     }
   }
@@ -499,7 +527,7 @@ Status validate(const QuotaSnapshot& s) {
       return Status::InvalidArgument("job " + std::to_string(r.jobId) + ": GPUs must be > 0",
                                      "gpus");
     }
-    if (!ids.insert(r.jobId).second) {
+    if (duplicates && !ids.insert(r.jobId).second) {
       return Status::InvalidArgument("job " + std::to_string(r.jobId) + " appears twice");
     }
   }
