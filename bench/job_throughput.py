@@ -6,13 +6,24 @@ Reports jobs/s from the first submission to the last job's end, and how long the
 alone took. One real allotd (embedded SQLite) and H agents of `--gpus` each, on 127.0.0.1 only.
 
   python3 bench/job_throughput.py [--jobs 2000] [--connections 16] [--hosts 1] [--gpus sim:8xH100]
+      [--journaled-ext4]
+
+--journaled-ext4 (root) puts the run's scratch dirs (allotd's data, the agents' work dirs) on a
+file system of its own: a fresh ext4 with a journal, as Debian creates by default, on a loop
+device over a sparse file, unmounted and removed at the end. Without it they go in $TMPDIR;
+where that is ext4 without a journal (this project's CI machines), every new inode skips those
+freed in the last seconds, so a stream of short jobs slows itself down, and more with each run
+(docs/benchmarks.md, section 2c).
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -96,6 +107,36 @@ def run_to_end(c, jobs, connections, timeout=600):
     return submitted, total
 
 
+@contextlib.contextmanager
+def journaled_ext4(size="4G"):
+    """A fresh journaled ext4 on a loop device, as the temp dir for what runs inside; unmounted and
+    removed on the way out, however that is."""
+    base = tempfile.mkdtemp(prefix="allot-ext4-")
+    image, mount = os.path.join(base, "fs.img"), os.path.join(base, "mnt")
+    os.mkdir(mount)
+    mounted = False
+    saved = tempfile.tempdir
+    try:
+        with open(image, "wb") as f:
+            f.truncate(_bytes(size))
+        subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
+        subprocess.run(["mount", "-o", "loop", image, mount], check=True)
+        mounted = True
+        os.chmod(mount, 0o1777)
+        tempfile.tempdir = mount
+        yield mount
+    finally:
+        tempfile.tempdir = saved
+        if mounted:
+            subprocess.run(["umount", mount], check=False)
+        subprocess.run(["rm", "-rf", base], check=False)
+
+
+def _bytes(size):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -103,13 +144,17 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--hosts", type=int, default=1)
     ap.add_argument("--gpus", default="sim:8xH100")
+    ap.add_argument("--journaled-ext4", action="store_true",
+                    help="scratch dirs on a fresh journaled ext4 (loop device; needs root)")
     args = ap.parse_args()
-    with scratch_cluster(args.bin, "throughput", gpus=args.gpus, agents=args.hosts,
-                         config=burst_config(args.jobs)) as c:
+    fs = journaled_ext4() if args.journaled_ext4 else contextlib.nullcontext()
+    with fs, scratch_cluster(args.bin, "throughput", gpus=args.gpus, agents=args.hosts,
+                             config=burst_config(args.jobs)) as c:
         submitted, total = run_to_end(c, args.jobs, args.connections)
         print(f"job_throughput jobs={args.jobs} connections={args.connections} hosts={args.hosts}"
               f" gpus={args.gpus} all_succeeded=yes submit_s={submitted:.2f} total_s={total:.2f}"
-              f" jobs_per_s={args.jobs / total:.0f} cpus={os.cpu_count()}")
+              f" jobs_per_s={args.jobs / total:.0f} cpus={os.cpu_count()}"
+              f" scratch={'journaled-ext4' if args.journaled_ext4 else tempfile.gettempdir()}")
 
 
 if __name__ == "__main__":

@@ -6,11 +6,11 @@ namespace allot::cli {
 
 const std::vector<CommandAdder>& allAdders() {
   static const std::vector<CommandAdder> kAll = {
-      addAuthCommands,       addOrgCommands,    addTokenCommands,    addSshKeyCommands,
-      addSshCommands,        addQuotaCommands,  addIdleCommands,     addImageCommands,
-      addImageCacheCommands, addLeaseCommands,  addProfileCommands,  addSessionCommands,
-      addHostCommands,       addJobCommands,    addReportCommands,   addAuditCommands,
-      addDocCommands,        addConfigCommands, addTeamImageCommands};
+      addAuthCommands,       addOrgCommands,   addTokenCommands,   addSshKeyCommands,
+      addSshCommands,        addQuotaCommands, addIdleCommands,    addImageCommands,
+      addImageCacheCommands, addLeaseCommands, addProfileCommands, addSessionCommands,
+      addHostCommands,       addRunCommand,    addJobCommands,     addReportCommands,
+      addAuditCommands,      addDocCommands,   addConfigCommands,  addTeamImageCommands};
   return kAll;
 }
 
@@ -35,7 +35,7 @@ const std::vector<CommandAdder>* addersFor(const std::string& word) {
       {"profile", {addProfileCommands}},
       {"session", {addSessionCommands}},
       {"host", {addHostCommands}},
-      {"run", {addJobCommands}},
+      {"run", {addRunCommand}},
       {"job", {addJobCommands}},
       {"report", {addReportCommands}},
       {"audit", {addAuditCommands}},

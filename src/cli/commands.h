@@ -30,7 +30,8 @@ void addHostHandoverCommands(CLI::App* host, Context& ctx);
 void addHostJoinCommands(CLI::App* host, Context& ctx);
 // host upgrade, upgrades (rolling upgrades of a pool); called by addHostCommands.
 void addHostUpgradeCommands(CLI::App* host, Context& ctx);
-void addJobCommands(CLI::App& app, Context& ctx);  // run, job
+void addRunCommand(CLI::App& app, Context& ctx);   // run
+void addJobCommands(CLI::App& app, Context& ctx);  // job
 // team quota, project quota; after addOrgCommands, whose team and project commands it extends.
 void addQuotaCommands(CLI::App& app, Context& ctx);
 // team idle-policy (after addOrgCommands), events.
@@ -47,7 +48,7 @@ void addProfileCommands(CLI::App& app, Context& ctx);     // profile
 void addSessionCommands(CLI::App& app, Context& ctx);     // session
 
 // Which of the functions above a command word needs, in the order the whole tree is built:
-// `allot run` builds only run's and job's commands, so that a CLI process starts in a
+// `allot run` builds only run's command, so that a CLI process starts in a
 // fraction of the time a tree of every command takes (docs/benchmarks.md, CLI start-up). Null
 // for a word that needs every command (completion, man, a misspelling to hint at).
 using CommandAdder = void (*)(CLI::App&, Context&);

@@ -583,7 +583,7 @@ int jobCancel(Context& ctx, const JobOpts& o) {
 
 }  // namespace
 
-void addJobCommands(CLI::App& app, Context& ctx) {
+void addRunCommand(CLI::App& app, Context& ctx) {
   auto r = std::make_shared<RunOpts>();
   auto* run = app.add_subcommand("run", "Submit a job: allot run [flags] -- CMD [ARGS...]");
   run->add_option("--gpus", r->gpus,
@@ -661,7 +661,9 @@ void addJobCommands(CLI::App& app, Context& ctx) {
     if (!st.ok()) return c.usageError(st);
     return submit(c, merged);
   });
+}
 
+void addJobCommands(CLI::App& app, Context& ctx) {
   auto* job = addGroup(app, "job", "Jobs: list, inspect, explain, follow, cancel");
   auto o = std::make_shared<JobOpts>();
 
