@@ -21,7 +21,6 @@ import contextlib
 import http.client
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,7 +28,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "session_start"))
-from local_cluster import scratch_cluster  # noqa: E402
+from local_cluster import journaled_ext4, scratch_cluster  # noqa: E402
 
 
 def submit_all(port, token, jobs, connections):
@@ -105,36 +104,6 @@ def run_to_end(c, jobs, connections, timeout=600):
     if any_in(c.port, c.token, "failed,lost,cancelled"):
         raise SystemExit("some jobs did not succeed")
     return submitted, total
-
-
-@contextlib.contextmanager
-def journaled_ext4(size="4G"):
-    """A fresh journaled ext4 on a loop device, as the temp dir for what runs inside; unmounted and
-    removed on the way out, however that is."""
-    base = tempfile.mkdtemp(prefix="allot-ext4-")
-    image, mount = os.path.join(base, "fs.img"), os.path.join(base, "mnt")
-    os.mkdir(mount)
-    mounted = False
-    saved = tempfile.tempdir
-    try:
-        with open(image, "wb") as f:
-            f.truncate(_bytes(size))
-        subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
-        subprocess.run(["mount", "-o", "loop", image, mount], check=True)
-        mounted = True
-        os.chmod(mount, 0o1777)
-        tempfile.tempdir = mount
-        yield mount
-    finally:
-        tempfile.tempdir = saved
-        if mounted:
-            subprocess.run(["umount", mount], check=False)
-        subprocess.run(["rm", "-rf", base], check=False)
-
-
-def _bytes(size):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
 
 
 def main():

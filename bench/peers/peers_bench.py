@@ -26,16 +26,22 @@ bench/peers/install.sh (Slurm, MUNGE, JupyterHub); `make bench` runs it (scripts
 
   sudo python3 bench/peers/peers_bench.py [--bin build/bin] [--n 50] [--burst 50]
       [--submissions 300] [--allot-jobs 2000] [--slurm-jobs 200] [--sessions 10]
-      [--svg docs/benchmarks/peers-latency.svg]
+      [--svg docs/benchmarks/peers-latency.svg] [--journaled-ext4]
+
+--journaled-ext4 puts both peers' scratch dirs (allotd's data and the agent's work dir, Slurm's
+state and spool) on a fresh journaled ext4 on a loop device, removed at the end, as a production
+host's disk would be; without it they go in $TMPDIR (job_throughput.py says why it matters).
 """
 
 import argparse
+import contextlib
 import os
 import re
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +52,7 @@ import cli_latency  # noqa: E402
 import job_throughput  # noqa: E402
 import slurm_peer  # noqa: E402
 import svg_plot  # noqa: E402
-from local_cluster import pct, scratch_cluster, wait_until  # noqa: E402
+from local_cluster import journaled_ext4, pct, scratch_cluster, wait_until  # noqa: E402
 
 ALLOT_BINARIES = ["allotd", "allot-agent", "allot-job-shim", "allot"]
 SRUN = ["srun", "--gres=gpu:1", "true"]
@@ -162,6 +168,8 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--sessions", type=int, default=10, help="per side; 0 skips JupyterHub")
     ap.add_argument("--max-seconds", type=int, default=600, help="bound on each drain")
+    ap.add_argument("--journaled-ext4", action="store_true",
+                    help="both peers' scratch dirs on a fresh journaled ext4 (loop device)")
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "benchmarks",
                                                   "peers-latency.svg"))
     args = ap.parse_args()
@@ -178,22 +186,26 @@ def main():
     print(f"peers_bench {when} cpus={os.cpu_count()} load={load0[0]:.2f} n={args.n} "
           f"burst={args.burst} submissions={args.submissions} allot_jobs={args.allot_jobs} "
           f"slurm_jobs={args.slurm_jobs} connections={args.connections} "
-          f"sessions={args.sessions}", flush=True)
+          f"sessions={args.sessions} scratch="
+          f"{'journaled-ext4' if args.journaled_ext4 else tempfile.gettempdir()}", flush=True)
     failed = None
-    try:
-        a = allot_streams(args)
-        print(f"  allot done, load {os.getloadavg()[0]:.2f}", flush=True)
-        s = slurm_streams(args)
-        print(f"  slurm done ({s['retries']} sbatch retried), load {os.getloadavg()[0]:.2f}",
-              flush=True)
-        sessions = None
-        if args.sessions:
-            try:
-                sessions = session_streams(args)
-            except SystemExit as e:  # the job streams' table is still worth printing
-                failed = str(e)
-    finally:
-        slurm_peer.sweep_netns()
+    # Processes still in the network namespace are swept before the file system under them goes.
+    fs = journaled_ext4() if args.journaled_ext4 else contextlib.nullcontext()
+    with fs:
+        try:
+            a = allot_streams(args)
+            print(f"  allot done, load {os.getloadavg()[0]:.2f}", flush=True)
+            s = slurm_streams(args)
+            print(f"  slurm done ({s['retries']} sbatch retried), load {os.getloadavg()[0]:.2f}",
+                  flush=True)
+            sessions = None
+            if args.sessions:
+                try:
+                    sessions = session_streams(args)
+                except SystemExit as e:  # the job streams' table is still worth printing
+                    failed = str(e)
+        finally:
+            slurm_peer.sweep_netns()
     load1 = os.getloadavg()
     print(table(args, a, s, sessions))
     print("ratio: the peer's time over Allot's, or Allot's rate over the peer's (above 1: Allot "
