@@ -18,11 +18,13 @@ import time
 
 
 @contextlib.contextmanager
-def journaled_ext4(size="4G"):
+def journaled_ext4(size_bytes=4 << 30):
     """A fresh journaled ext4 on a loop device (needs root), as the temp dir (tempfile.tempdir) for
     what runs inside; unmounted and removed on the way out, however that is. For benchmarks of
     short jobs: on ext4 without a journal (this project's CI machines) every new inode skips those
     freed in the last seconds, so a stream of jobs slows itself down (docs/benchmarks.md, 2c)."""
+    if os.geteuid() != 0:
+        raise SystemExit("--journaled-ext4 needs root: it mounts a loop device")
     base = tempfile.mkdtemp(prefix="allot-ext4-")
     os.chmod(base, 0o755)  # as /tmp is to what runs inside: searchable (munged insists)
     image, mount = os.path.join(base, "fs.img"), os.path.join(base, "mnt")
@@ -31,7 +33,7 @@ def journaled_ext4(size="4G"):
     saved = tempfile.tempdir
     try:
         with open(os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-            f.truncate(_bytes(size))
+            f.truncate(size_bytes)  # sparse: only what is written takes disk
         subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
         subprocess.run(["mount", "-o", "loop", image, mount], check=True)
         mounted = True
@@ -40,14 +42,10 @@ def journaled_ext4(size="4G"):
         yield mount
     finally:
         tempfile.tempdir = saved
-        if mounted:
-            subprocess.run(["umount", mount], check=False)
+        # A process still holding a file there would keep a plain umount from working: detach it.
+        if mounted and subprocess.run(["umount", mount], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", mount], check=False)
         subprocess.run(["rm", "-rf", base], check=False)
-
-
-def _bytes(size):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
 
 
 def free_port():
