@@ -48,9 +48,12 @@ struct Item {
   bool placed = false;
   std::optional<Wait> wait;
   int wholeHostNode = -1;  // whole host: the idle node picked for it
-  bool neverFits = false;  // impossible(): it could not run even on an empty fleet
+  // impossible() at the start of the pass: it could not run even on an empty fleet. It reads
+  // capacities only, which a pass never changes, so the answer holds all pass long.
+  bool neverFits = false;
   // quotaModel() when no whole host was picked for it; the same all pass long, asked of it
-  // several times.
+  // several times. First asked in run()'s workload loop, before anything is placed, for every
+  // request that later reaches quota (see quotaModel()).
   std::optional<std::string> quotaModel;
 };
 

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace allot::sched::quota {
@@ -430,6 +431,9 @@ QuotaDecisions Pass::run() {
   ranked.reserve(out_.waits.size());
   for (QuotaWait& w : out_.waits) {
     auto it = std::lower_bound(rankOf.begin(), rankOf.end(), std::pair(w.jobId, size_t{0}));
+    if (it == rankOf.end() || it->first != w.jobId)
+      throw std::out_of_range("quota: a wait for job " + std::to_string(w.jobId) +
+                              ", which is not in the queue");
     ranked.emplace_back(it->second, std::move(w));
   }
   std::sort(ranked.begin(), ranked.end(),
