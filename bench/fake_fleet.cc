@@ -36,10 +36,11 @@ Result<json> call(uint16_t port, const std::string& method, const std::string& t
 
 }  // namespace
 
-std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir) {
+std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir, const std::string& limits) {
   const std::string config = dir + "/allotd-fake-fleet.toml";
   if (FILE* f = std::fopen(config.c_str(), "w")) {
-    std::fputs("[health]\ncommission = false\n", f);
+    std::fputs("[health]\ncommission = false\n[limits]\nmax_connections_per_client = 0\n", f);
+    std::fputs(limits.c_str(), f);
     std::fclose(f);
   }
   return {"--config", config};
@@ -94,7 +95,8 @@ bool FakeFleet::send(int host, const std::string& text) {
   return !ec;
 }
 
-std::string FakeFleet::telemetry(int host, int64_t atMs, const std::vector<int>& util) const {
+std::string FakeFleet::telemetry(int host, int64_t atMs, const std::vector<int>& util,
+                                 int64_t intervalMs) const {
   json gpus = json::array();
   for (int g = 0; g < gpusPerHost_; ++g) {
     const int u = g < static_cast<int>(util.size()) ? util[g] : 0;
@@ -111,7 +113,7 @@ std::string FakeFleet::telemetry(int host, int64_t atMs, const std::vector<int>&
   return json{{"type", "telemetry"},
               {"host", names_[host]},
               {"at_ms", atMs},
-              {"interval_ms", 1000},
+              {"interval_ms", intervalMs},
               {"gpus", gpus}}
       .dump();
 }

@@ -16,9 +16,13 @@
 
 namespace allot::bench {
 
-// allotd's arguments for a fleet of fake hosts: they cannot run a health check, so they go into
-// service as they join ([health] commission = false, in a config file written under `dir`).
-std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir);
+// allotd's arguments for a fleet of fake hosts, in a config file written under `dir` (the last
+// argument): they cannot run a health check, so they go into service as they join ([health]
+// commission = false); and all of them connect from 127.0.0.1, so one client may hold any number
+// of connections ([limits] max_connections_per_client = 0). `limits`: more [limits] keys, one
+// "key = value" per line.
+std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir,
+                                             const std::string& limits = "");
 
 class FakeFleet {
  public:
@@ -36,7 +40,8 @@ class FakeFleet {
   // Sends one text message on a host's stream; false once the stream is broken.
   bool send(int host, const std::string& text);
   // One telemetry message of every GPU of `host` at `atMs`, GPU g at utilisation util[g] percent.
-  std::string telemetry(int host, int64_t atMs, const std::vector<int>& util) const;
+  std::string telemetry(int host, int64_t atMs, const std::vector<int>& util,
+                        int64_t intervalMs = 1000) const;
 
  private:
   FakeFleet() = default;

@@ -258,6 +258,8 @@ class Cluster : public SessionJobs, private JobPreemption {
   ImageCacheService imageCache_{clock_, world_};
   RegistryLogins registryLogins_{clock_, world_, options_.sealKey};
   std::map<std::string, AgentLink*> links_;
+  // Per host, when its next telemetry round is due at the sustained pace (agentTelemetry).
+  std::map<std::string, TimeMs> telemetryDue_;
   // A flapping agent (issue 18): a link that comes back does not end the host's outage until it
   // has stayed up for kStableLinkHeartbeats heartbeats; until then awaySince keeps the outage's
   // start, and checkLiveness counts the host as unreachable since then. A single gap as long as

@@ -663,14 +663,19 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
   // --telemetry-interval), each GPU once a round. Whoever holds a host's credential may send
   // anything, and every sample taken in costs allotd memory, a row in telemetry.db and work on
   // its I/O thread for every minute of the span it covers: rounds with another interval, with a
-  // GPU twice, or with a GPU sampled less than half a second ago are refused whole.
+  // GPU twice, or beyond two rounds a second are refused whole. The pace is kept by the rounds'
+  // arrival here, the one clock a host cannot set, as a generic cell rate: each round moves the
+  // host's due time half a second on, and one that finds it more than kRoundBurst - 1 rounds
+  // ahead of now is refused. So a few rounds may come at once: an agent's that waited in its
+  // socket while allotd was busy are not lost, and a flood still gets two rounds a second.
   constexpr int64_t kMinIntervalMs = 1000;
   constexpr int64_t kMaxIntervalMs = 3'600'000;
+  constexpr TimeMs kRoundSpacingMs = kMinIntervalMs / 2;
+  constexpr TimeMs kRoundBurst = 4;
   if (t.intervalMs < kMinIntervalMs || t.intervalMs > kMaxIntervalMs)
     return Status::InvalidArgument("telemetry: interval_ms " + std::to_string(t.intervalMs) +
                                    " is not from 1 s to 1 h");
   const TimeMs now = clock_.nowMs();
-  const auto previous = world_.telemetry.find(host);
   std::set<int> seen;
   for (const auto& s : t.gpus) {
     bool known = std::any_of(h->second.gpus.begin(), h->second.gpus.end(),
@@ -681,12 +686,13 @@ Status Cluster::agentTelemetry(const std::string& host, const model::Telemetry& 
     }
     if (!seen.insert(s.index).second)
       return Status::InvalidArgument("telemetry names GPU " + std::to_string(s.index) + " twice");
-    if (previous == world_.telemetry.end()) continue;
-    auto last = previous->second.find(s.index);
-    if (last != previous->second.end() && now - last->second.receivedAt < kMinIntervalMs / 2)
-      return Status::FailedPrecondition("telemetry for GPU " + std::to_string(s.index) +
-                                        " came again within half a second");
   }
+  TimeMs& due = telemetryDue_[host];
+  const TimeMs from = std::max(due, now);
+  if (from - now > (kRoundBurst - 1) * kRoundSpacingMs)
+    return Status::FailedPrecondition("telemetry from host '" + host +
+                                      "' comes more often than twice a second");
+  due = from + kRoundSpacingMs;
   auto& mine = world_.telemetry[host];
   for (const auto& s : t.gpus) mine[s.index] = GpuTelemetry{s, t.at, now, t.intervalMs};
   accounting_.sampleRound(host, t, now);
