@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/hex.h"
+
 namespace allot::auth {
 namespace {
 
@@ -27,13 +29,11 @@ int rank(model::Role r) {
 }  // namespace
 
 std::string escapeFilterValue(std::string_view value) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned char c : value) {
     if (c == '*' || c == '(' || c == ')' || c == '\\' || c == '\0') {
       out += '\\';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
+      appendHexByte(out, c);
     } else {
       out += static_cast<char>(c);
     }

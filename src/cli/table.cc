@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/hex.h"
+
 namespace allot::cli {
 namespace {
 
@@ -10,7 +12,6 @@ void pad(std::string& out, size_t n) { out.append(n, ' '); }
 }  // namespace
 
 std::string oneLine(const std::string& s) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
@@ -19,15 +20,13 @@ std::string oneLine(const std::string& s) {
       out += ' ';
     } else if (c < 0x20 || c == 0x7f) {
       out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
+      appendHexByte(out, c);
     } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
       // U+0080..U+009F, the C1 controls: U+009B alone starts an escape sequence on many terminals.
       const auto low = static_cast<unsigned char>(s[++i]);
       out += "\\u00";
-      out += kHex[low >> 4];
-      out += kHex[low & 0xf];
+      appendHexByte(out, low);
     } else {
       out += static_cast<char>(c);
     }

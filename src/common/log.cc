@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "common/hex.h"
 #include "common/utf8.h"
 
 namespace allot {
@@ -19,7 +20,6 @@ class EscapedMessage : public spdlog::custom_flag_formatter {
 
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    static constexpr char kHex[] = "0123456789abcdef";
     for (char ch : msg.payload) {
       const auto c = static_cast<unsigned char>(ch);
       if (c == '\t' && !json_) {  // a tab forges nothing in a line of text
@@ -38,8 +38,7 @@ class EscapedMessage : public spdlog::custom_flag_formatter {
         // JSON spells a control character \u00XX; text \xXX, as the CLI shows one.
         const std::string_view prefix = json_ ? "\\u00" : "\\x";
         dest.append(prefix.data(), prefix.data() + prefix.size());
-        dest.push_back(kHex[c >> 4]);
-        dest.push_back(kHex[c & 0xf]);
+        appendHexByte(dest, c);
       } else {
         dest.push_back(ch);
       }

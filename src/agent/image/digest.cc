@@ -2,16 +2,14 @@
 
 #include <sodium.h>
 
+#include "common/hex.h"
+
 namespace allot::agent {
 
 std::string lowerHex(const unsigned char* bytes, size_t n) {
-  static const char* kHex = "0123456789abcdef";
   std::string out;
   out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out += kHex[bytes[i] >> 4];
-    out += kHex[bytes[i] & 15];
-  }
+  for (size_t i = 0; i < n; ++i) appendHexByte(out, bytes[i]);
   return out;
 }
 

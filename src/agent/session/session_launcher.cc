@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "agent/exec/run_as.h"
+#include "common/hex.h"
 
 namespace allot::agent {
 
@@ -27,12 +28,8 @@ Result<std::string> randomToken() {
   ::close(fd);
   if (n != static_cast<ssize_t>(sizeof bytes))
     return Status::Internal("short read of /dev/urandom");
-  static const char* hex = "0123456789abcdef";
   std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
+  for (unsigned char b : bytes) appendHexByte(out, b);
   return out;
 }
 
