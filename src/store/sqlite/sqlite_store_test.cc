@@ -762,7 +762,7 @@ TEST_F(SqliteStoreTest, ProfilesStartWithJupyterRoundTripAndDelete) {
   ASSERT_EQ(c.profiles.size(), 1u);  // a deleted jupyter stays deleted
   EXPECT_EQ(toStoreDoc(c.profiles[0]), toStoreDoc(p));
   EXPECT_EQ(c.profiles[0].defaults, p.defaults);
-  EXPECT_EQ(store->schemaVersion(), 11);
+  EXPECT_EQ(store->schemaVersion(), sqliteMigrations().back().version);
 }
 
 TEST_F(SqliteStoreTest, HostTransitionsRoundTripAndAreAppendOnly) {
