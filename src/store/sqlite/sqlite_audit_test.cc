@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_test_support.h"
 
@@ -95,6 +96,7 @@ TEST_F(SqliteAuditTest, QueryFiltersByTimeActorObjectAndPages) {
   batch.add(AppendAudit{entry(4'000, "bob", "team:ml/project:vision")});  // 4
   batch.add(AppendAudit{entry(5'000, "root", "team:ml")});                // 5
   batch.add(AppendAudit{entry(6'000, "alice", "host_gpu-01")});           // 6
+  batch.add(AppendAudit{entry(7'000, "bob", "host:gpu-01-b")});           // 7
   ASSERT_TRUE(store_->commit(std::move(batch)).ok());
 
   EXPECT_THAT(ids({.since = 2'000, .until = 5'000}), ElementsAre(2, 3, 4));
@@ -106,9 +108,36 @@ TEST_F(SqliteAuditTest, QueryFiltersByTimeActorObjectAndPages) {
   EXPECT_THAT(ids({.actor = "root", .object = "host:gpu-01"}), ElementsAre(1));
   // Paging both ways.
   EXPECT_THAT(ids({.afterId = 2, .limit = 2}), ElementsAre(3, 4));
-  EXPECT_THAT(ids({.newestFirst = true, .limit = 2}), ElementsAre(6, 5));
+  EXPECT_THAT(ids({.newestFirst = true, .limit = 2}), ElementsAre(7, 6));
   EXPECT_THAT(ids({.beforeId = 5, .newestFirst = true, .limit = 2}), ElementsAre(4, 3));
-  EXPECT_THAT(ids({.since = 7'000}), ElementsAre());
+  EXPECT_THAT(ids({.since = 8'000}), ElementsAre());
+  EXPECT_THAT(ids({.since = 2'000, .until = 5'000, .beforeId = 4, .newestFirst = true}),
+              ElementsAre(3, 2));
+}
+
+// The query plan SQLite makes of each kind of search, read on the file through a connection of
+// the test's own: a search by actor or by object goes to its index, not through the whole log.
+std::string planOf(const std::string& path, const AuditQuery& q) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  const std::string sql = "EXPLAIN QUERY PLAN " + sqlite::auditQuerySql(q);
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string plan;
+  while (s != nullptr && sqlite3_step(s) == SQLITE_ROW)
+    plan += std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 3))) + "; ";
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return plan;
+}
+
+TEST_F(SqliteAuditTest, SearchesByActorAndObjectUseTheirIndexes) {
+  EXPECT_THAT(planOf(path_, {.actor = "alice"}), HasSubstr("INDEX audit_by_actor"));
+  EXPECT_THAT(planOf(path_, {.actor = "alice", .newestFirst = true, .limit = 10}),
+              HasSubstr("INDEX audit_by_actor"));
+  EXPECT_THAT(planOf(path_, {.object = "host:gpu-01"}), HasSubstr("INDEX audit_by_object"));
+  EXPECT_THAT(planOf(path_, {.object = "host:gpu-01", .beforeId = 9, .newestFirst = true}),
+              HasSubstr("INDEX audit_by_object"));
 }
 
 TEST_F(SqliteAuditTest, TheAuditLogRefusesUpdatesAndDeletes) {

@@ -687,17 +687,37 @@ Result<Contents> loadContents(sqlite3* db) {
   return c;
 }
 
-Result<std::vector<model::AuditEntry>> queryAudit(sqlite3* db, const AuditQuery& q) {
-  // Every filter is in the statement, with a neutral value when unset, so one shape of SQL serves
-  // all queries. The object filter matches the object or anything under it ("host:a" matches
-  // "host:a/gpu:0"), without LIKE, whose wildcards names may contain.
+std::string auditQuerySql(const AuditQuery& q) {
+  // Only the filters given are in the statement, so that SQLite searches the index that fits
+  // (audit_by_actor, audit_by_object, audit_by_at) rather than reading the log from one end: with
+  // every filter in it behind "?3 = '' OR actor = ?3", no index could serve, and a search for one
+  // actor read every entry. The parameters keep their numbers whichever are left out.
+  // An object names one host, job or team: few entries, found by its index and then sorted. Its
+  // range and the ids' would look alike to SQLite, which has no statistics here, and it would
+  // pick the ids' (no sort) and read the log from one end; "+id" keeps the ids out of its choice.
   std::string sql =
       "SELECT id, at_ms, actor, actor_kind, address, action, object, status, request, before, "
-      "after FROM audit WHERE at_ms >= ?1 AND (?2 = 0 OR at_ms < ?2) AND (?3 = '' OR actor = ?3) "
-      "AND (?4 = '' OR object = ?4 OR substr(object, 1, length(?4) + 1) = ?4 || '/') "
-      "AND id > ?5 AND (?6 = 0 OR id < ?6) ORDER BY id ";
-  sql += q.newestFirst ? "DESC" : "ASC";
+      "after FROM audit WHERE ";
+  sql += q.object.empty() ? "id > ?5" : "+id > ?5";
+  if (q.beforeId > 0) sql += q.object.empty() ? " AND id < ?6" : " AND +id < ?6";
+  if (q.since > 0) sql += " AND at_ms >= ?1";
+  if (q.until > 0) sql += " AND at_ms < ?2";
+  if (!q.actor.empty()) sql += " AND actor = ?3";
+  // The object or anything under it ("host:a" matches "host:a/gpu:0", not "host:a-b"), without
+  // LIKE, whose wildcards names may contain. The range, ['host:a', 'host:a0'), holds both and is
+  // what the index is searched by ('0' follows '/'); the exact test then drops "host:a-b".
+  if (!q.object.empty()) {
+    sql +=
+        " AND object >= ?4 AND object < ?4 || '0' "
+        "AND (object = ?4 OR substr(object, 1, length(?4) + 1) = ?4 || '/')";
+  }
+  sql += q.newestFirst ? " ORDER BY id DESC" : " ORDER BY id ASC";
   sql += " LIMIT ?7";
+  return sql;
+}
+
+Result<std::vector<model::AuditEntry>> queryAudit(sqlite3* db, const AuditQuery& q) {
+  const std::string sql = auditQuerySql(q);
   auto stmt = prepare(db, sql);
   if (!stmt.ok()) return stmt.status().withContext("failed to read the audit log");
   sqlite3_stmt* s = stmt->get();

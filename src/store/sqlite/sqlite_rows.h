@@ -70,6 +70,9 @@ class WriteStatements {
 // Reads every table; jobs come ordered by id, everything else by key. Not the audit log.
 Result<Contents> loadContents(sqlite3* db);
 
+// The statement queryAudit runs for `q`: only the filters set, parameters ?1 since, ?2 until, ?3
+// actor, ?4 object, ?5 after id, ?6 before id, ?7 limit (tests read its query plan).
+std::string auditQuerySql(const AuditQuery& q);
 // Reads the audit entries `q` selects (Store::queryAudit).
 Result<std::vector<model::AuditEntry>> queryAudit(sqlite3* db, const AuditQuery& q);
 
