@@ -689,15 +689,16 @@ Result<Contents> loadContents(sqlite3* db) {
 
 std::string auditQuerySql(const AuditQuery& q) {
   // Only the filters given are in the statement, so that SQLite searches the index that fits
-  // (audit_by_actor, audit_by_object, audit_by_at) rather than reading the log from one end: with
-  // every filter in it behind "?3 = '' OR actor = ?3", no index could serve, and a search for one
-  // actor read every entry. The parameters keep their numbers whichever are left out.
-  // An object names one host, job or team: few entries, found by its index and then sorted. Its
-  // range and the ids' would look alike to SQLite, which has no statistics here, and it would
-  // pick the ids' (no sort) and read the log from one end; "+id" keeps the ids out of its choice.
+  // (audit_by_actor, audit_by_object) rather than reading the log from one end: with every
+  // filter in it behind "?3 = '' OR actor = ?3", no index could serve, and a search for one actor
+  // read every entry. The parameters keep their numbers whichever are left out. A search by time
+  // alone still walks the ids from one end, which is also what pages that start at an id need.
   std::string sql =
       "SELECT id, at_ms, actor, actor_kind, address, action, object, status, request, before, "
       "after FROM audit WHERE ";
+  // An object names one host, job or team: few entries, found by its index and then sorted. Its
+  // range and the ids' would look alike to SQLite, which has no statistics here, and it would
+  // pick the ids' (no sort) and read the log from one end; "+id" keeps the ids out of its choice.
   sql += q.object.empty() ? "id > ?5" : "+id > ?5";
   if (q.beforeId > 0) sql += q.object.empty() ? " AND id < ?6" : " AND +id < ?6";
   if (q.since > 0) sql += " AND at_ms >= ?1";
