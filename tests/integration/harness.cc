@@ -290,10 +290,46 @@ void TestCluster::SetUp() {
 
 // An agent keeps its jobs' cgroups under its subtree (cgroupName) in each hierarchy it was started
 // in (this process's own, which it inherits). Once its processes are gone, the empty groups are
-// removed so repeated runs leave nothing behind in /sys/fs/cgroup.
+// removed so repeated runs leave nothing behind in /sys/fs/cgroup: every subtree whose name starts
+// with `prefix`, the cluster's (cgroupName), so that the agents a test spawns itself (JoinTest's)
+// are cleaned up with those of agents_.
 namespace {
 
-void removeAgentCgroups(const std::string& group) {
+// Removes one agent's subtree, after killing what is left in it.
+void removeSubtree(const fs::path& base) {
+  std::error_code ec;
+  // Children first; rmdir (not remove_all) because a cgroup's files cannot be unlinked.
+  std::vector<fs::path> dirs;
+  for (auto it = fs::recursive_directory_iterator(base, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path());
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+    return a.string().size() > b.string().size();
+  });
+  dirs.push_back(base);
+  // What is still in the groups is this cluster's: a job's process that killStrayProcesses
+  // could not tell by its command line or directory (one in a container, whose directory is the
+  // image's) would keep its group busy for as long as it runs, and the group would be left.
+  for (const auto& d : dirs) {
+    std::ifstream procs(d / "cgroup.procs");
+    for (pid_t pid; procs >> pid;) {
+      if (pid > 0) ::kill(pid, SIGKILL);
+    }
+  }
+  // A process just killed leaves its group busy until it has been reaped (by init, for a job
+  // whose agent is gone): retry for a while, and say so if it is still busy.
+  for (const auto& d : dirs) {
+    int tries = 0;
+    while (::rmdir(d.c_str()) != 0 && errno == EBUSY && tries < 500) {
+      std::this_thread::sleep_for(10ms);
+      ++tries;
+    }
+    if (tries == 500) std::cerr << "cgroup " << d << " still busy after 5 s; left behind\n";
+  }
+}
+
+void removeClusterCgroups(const std::string& prefix) {
   std::ifstream self("/proc/self/cgroup");
   std::string line;
   while (std::getline(self, line)) {
@@ -302,27 +338,16 @@ void removeAgentCgroups(const std::string& group) {
     std::string controllers = line.substr(first + 1, second - first - 1);
     std::string mount = controllers.empty() ? "unified" : controllers;
     if (mount.rfind("name=", 0) == 0) mount = mount.substr(5);
-    fs::path base = fs::path("/sys/fs/cgroup") / mount;
-    base += line.substr(second + 1);
-    base /= group;
+    fs::path parent = fs::path("/sys/fs/cgroup") / mount;
+    parent += line.substr(second + 1);
     std::error_code ec;
-    if (!fs::is_directory(base, ec)) continue;
-    // Children first; rmdir (not remove_all) because a cgroup's files cannot be unlinked.
-    std::vector<fs::path> dirs;
-    for (auto it = fs::recursive_directory_iterator(base, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory(ec)) dirs.push_back(it->path());
+    std::vector<fs::path> subtrees;
+    for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      if (it->path().filename().string().rfind(prefix, 0) == 0 && it->is_directory(ec))
+        subtrees.push_back(it->path());
     }
-    std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
-      return a.string().size() > b.string().size();
-    });
-    dirs.push_back(base);
-    // A process just killed leaves its group busy until it has been reaped: retry for a while.
-    for (const auto& d : dirs) {
-      for (int tries = 0; ::rmdir(d.c_str()) != 0 && errno == EBUSY && tries < 100; ++tries) {
-        std::this_thread::sleep_for(10ms);
-      }
-    }
+    for (const auto& base : subtrees) removeSubtree(base);
   }
 }
 
@@ -337,7 +362,7 @@ void TestCluster::TearDown() {
   for (auto& [name, agent] : agents_) agent.proc.reset();
   server_.reset();
   killStrayProcesses();
-  for (const auto& [name, agent] : agents_) removeAgentCgroups(cgroupName(name));
+  removeClusterCgroups(cgroupName(""));
   const char* keep = std::getenv("ALLOT_IT_KEEP");
   if (keep && *keep) {
     std::cerr << "keeping " << root_ << "\n";

@@ -116,11 +116,12 @@ TEST_F(TlsTest, ClientsThatDoNotTrustTheCaAreRefused) {
   EXPECT_EQ(otherCa.out, "");
 
   // An agent that does not trust the CA cannot join, and no host appears.
-  auto agent = Process::spawn(
-      {binPath("allot-agent"), "--server", url_, "--ca-file", cert("other-ca.crt"), "--name",
-       "rogue", "--gpus", "sim:1xA100", "--work-dir", path("agents/rogue"), "--run-as-owner", "off",
-       "--join-token", textOf(cliJson(adminToken_, {"host", "join-token"}), "token")},
-      path("proc/rogue.out"), path("proc/rogue.err"), childEnv({}));
+  auto agent =
+      Process::spawn({binPath("allot-agent"), "--server", url_, "--ca-file", cert("other-ca.crt"),
+                      "--name", "rogue", "--gpus", "sim:1xA100", "--work-dir", path("agents/rogue"),
+                      "--cgroup-name", cgroupName("rogue"), "--run-as-owner", "off", "--join-token",
+                      textOf(cliJson(adminToken_, {"host", "join-token"}), "token")},
+                     path("proc/rogue.out"), path("proc/rogue.err"), childEnv({}));
   auto code = agent->waitFor(kTimeout);
   ASSERT_TRUE(code.has_value()) << "the agent kept running";
   EXPECT_NE(*code, 0);
