@@ -71,10 +71,8 @@ int main(int argc, char** argv) {
   std::printf("%s\n", allot::bench::machineLine().c_str());
   auto dir = allot::bench::makeScratchDir("allot-deep-queue");
   if (!dir.ok()) return fail(dir.status().toString());
-  std::vector<std::string> extra = allot::bench::fakeFleetAllotdArgs(
-      *dir,
-      "max_active_jobs_per_user = 0\nmax_active_jobs_per_team = 0\n"
-      "max_active_job_mib_per_user = 0\nmax_active_job_mib_per_team = 0\n");
+  std::vector<std::string> extra =
+      allot::bench::fakeFleetAllotdArgs(*dir, allot::bench::kNoActiveJobLimits);
   {
     std::ofstream config(extra.back(), std::ios::app);
     config << "[agents]\nheartbeat = \"10m\"\n";

@@ -23,6 +23,11 @@ namespace allot::bench {
 // "key = value" per line.
 std::vector<std::string> fakeFleetAllotdArgs(const std::string& dir,
                                              const std::string& limits = "");
+// `limits` for a fleet where one user holds a job on every GPU: no per-user or per-team cap on
+// active jobs or their memory.
+inline constexpr const char* kNoActiveJobLimits =
+    "max_active_jobs_per_user = 0\nmax_active_jobs_per_team = 0\n"
+    "max_active_job_mib_per_user = 0\nmax_active_job_mib_per_team = 0\n";
 
 class FakeFleet {
  public:

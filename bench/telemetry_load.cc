@@ -3,8 +3,8 @@
 // one-GPU job on every GPU (so that every sample is attributed to an allocation), then opens one
 // agent stream per host and sends telemetry rounds (8 GPUs, every reading) from --threads sender
 // threads, for --seconds: each host a round every --round-ms, as an agent does at its fastest
-// (allotd refuses a host's round sooner than half a second after its last), and as fast as allotd
-// takes them when it cannot keep up. The rate is allotd's own count of samples taken in
+// (allotd refuses a host's rounds beyond two a second, after a burst of four), and as fast as
+// allotd takes them when it cannot keep up. The rate is allotd's own count of samples taken in
 // (allot_telemetry_samples_total in /metrics) over the sending window; allotd's CPU time comes
 // from /proc. The senders share the machine with allotd. Only 127.0.0.1 is contacted.
 //
@@ -56,10 +56,7 @@ int main(int argc, char** argv) {
   // One user holds a job on every GPU of the fleet.
   auto d = allot::bench::startAllotd(
       bin + "/allotd", *dir + "/data",
-      allot::bench::fakeFleetAllotdArgs(
-          *dir,
-          "max_active_jobs_per_user = 0\nmax_active_jobs_per_team = 0\n"
-          "max_active_job_mib_per_user = 0\nmax_active_job_mib_per_team = 0\n"));
+      allot::bench::fakeFleetAllotdArgs(*dir, allot::bench::kNoActiveJobLimits));
   if (!d.ok()) return fail(d.status().toString());
   const std::string admin = d->adminToken;
   auto call = [&](const std::string& method, const std::string& target, const json& body,
