@@ -42,10 +42,29 @@ def journaled_ext4(size_bytes=4 << 30):
         yield mount
     finally:
         tempfile.tempdir = saved
-        # A process still holding a file there would keep a plain umount from working: detach it.
-        if mounted and subprocess.run(["umount", mount], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", mount], check=False)
+        if mounted:
+            _unmount(mount)
         subprocess.run(["rm", "-rf", base], check=False)
+
+
+def _unmount(mount, tries=40):
+    """Unmounts `mount`, waiting up to 2 s for processes that still hold files there (a stopped
+    agent's standby shim exits once its socket closes, a moment later); then detaches it lazily.
+    Quietly: umount's "target is busy" after a benchmark's result line reads like a failure."""
+    for _ in range(tries):
+        if subprocess.run(["umount", mount], capture_output=True, check=False).returncode == 0:
+            return
+        time.sleep(0.05)
+    subprocess.run(["umount", "-l", mount], check=False)
+
+
+def accepts(port):
+    """Whether something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def free_port():
@@ -119,7 +138,9 @@ class LocalCluster:
             stdout=open(os.path.join(work, "allotd.out"), "w"),
             stderr=open(os.path.join(work, "allotd.err"), "w")))
         token_file = os.path.join(work, "data", "admin.token")
-        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip())
+        # allotd writes the token before it listens: wait for both.
+        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip()
+                   and accepts(self.port))
         self.admin = open(token_file).read().strip()
         join = self.cli(self.admin, "host", "join-token", "--uses", str(max(10, agents)))
         self.agent_dir = os.path.join(work, "agent")

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,20 @@ Status writeValue(const std::string& file, const std::string& value) {
 
 std::string jobGroupName(int64_t id) { return "job-" + std::to_string(id); }
 std::string spareGroupName(int64_t slot) { return "slot-" + std::to_string(slot); }
+
+// Whether the group holds no thread. Any read error counts as holding some: the kernel builds the
+// list when the file is read, and may fail to (ENOMEM) for a group holding very many.
+bool holdsNoTask(const std::string& dir) {
+  const int fd = ::open((dir + "/tasks").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  char byte;
+  ssize_t n;
+  do {
+    n = ::read(fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  return n == 0;
+}
 
 // The number after `prefix` in a group's name ("job-42" -> 42); nullopt for other names.
 std::optional<int64_t> numberAfter(const std::string& name, const std::string& prefix) {
@@ -153,7 +168,20 @@ void CgroupManager::probeV1(const std::string& mountRoot, const std::string& sel
   if (!hierarchies_.empty()) mode_ = "v1";
 }
 
+CgroupManager::~CgroupManager() {
+  for (const auto& groups : recycled_) (void)remove(groups);
+}
+
 Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
+  if (!recycled_.empty()) {
+    std::vector<std::string> dirs = std::move(recycled_.back());
+    recycled_.pop_back();
+    if (Status st = applyLimits(dirs, spec); !st.ok()) {
+      remove(dirs);
+      return st;
+    }
+    return dirs;
+  }
   std::vector<std::string> dirs;
   for (const Hierarchy& h : hierarchies_) {
     std::string dir = h.base + "/" + jobGroupName(spec.id);
@@ -174,6 +202,11 @@ Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
 }
 
 Result<std::vector<std::string>> CgroupManager::createSpare() {
+  if (!recycled_.empty()) {
+    std::vector<std::string> dirs = std::move(recycled_.back());
+    recycled_.pop_back();
+    return dirs;
+  }
   // A slot-<n> that exists anywhere may belong to a running job of an earlier agent (or be a
   // stale standby's, on its way out): never share it, take the next number.
   constexpr int kMaxTries = 1000;
@@ -265,6 +298,101 @@ Status CgroupManager::writeDeviceRules(const std::string& dir, const JobSpec& sp
   return Status::Ok();
 }
 
+bool CgroupManager::recycle(const std::vector<std::string>& groups) {
+  if (mode_ != "v1" || groups.size() != hierarchies_.size() || recycled_.size() >= kMaxRecycled) {
+    return false;
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    // Only groups this manager made: directly in its directory, under its names.
+    const std::string prefix = hierarchies_[i].base + "/";
+    if (groups[i].rfind(prefix, 0) != 0) return false;
+    const std::string name = groups[i].substr(prefix.size());
+    if (!numberAfter(name, "job-") && !numberAfter(name, "slot-")) return false;
+  }
+  // Every thread, not only every process (a process whose leader has exited is not in
+  // cgroup.procs). Once empty a group stays so: only root may write its tasks files, and nothing
+  // is left in it to fork.
+  for (const auto& dir : groups) {
+    if (!holdsNoTask(dir)) return false;
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (!resetHierarchy(hierarchies_[i], groups[i]).ok()) return false;
+  }
+  auto renamed = renameToSpare(groups);
+  if (!renamed.ok()) return false;
+  recycled_.push_back(std::move(*renamed));
+  return true;
+}
+
+void CgroupManager::skipSlotsOf(const std::vector<std::string>& groups) {
+  for (const auto& g : groups) {
+    if (auto slot = numberAfter(fs::path(g).filename().string(), "slot-")) {
+      nextSlot_ = std::max(nextSlot_, *slot + 1);
+    }
+  }
+}
+
+bool CgroupManager::isRecycled(const std::string& dir) const {
+  return std::any_of(recycled_.begin(), recycled_.end(), [&](const auto& groups) {
+    return std::find(groups.begin(), groups.end(), dir) != groups.end();
+  });
+}
+
+Status CgroupManager::resetHierarchy(const Hierarchy& h, const std::string& dir) const {
+  if (h.controller == "memory") {
+    // What the job left charged here (its files' pages in the page cache, a page or two for a
+    // short job whose directory is gone) would count against the next job's limit. Emptying it
+    // (memory.force_empty) drains every CPU's page lists first, ~1 ms in the agent's loop: a group
+    // that holds more than a little is removed instead.
+    int64_t charged = -1;
+    std::ifstream(dir + "/memory.usage_in_bytes") >> charged;
+    if (charged < 0 || charged > kMaxRecycledChargeBytes) {
+      return Status::FailedPrecondition(dir + " still holds " + std::to_string(charged) +
+                                        " bytes of memory");
+    }
+    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/memory.limit_in_bytes", "-1"));
+  } else if (h.controller == "cpu") {
+    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_quota_us", "-1"));
+    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+  } else if (h.controller == "devices") {
+    // "a" drops the group's own rules and copies its parent's again, as a new group starts; the
+    // kernel refuses it under a parent that does not allow everything, and then we remove it.
+    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/devices.allow", "a"));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> CgroupManager::renameToSpare(
+    const std::vector<std::string>& groups) {
+  // Always a new name, even for slot-<n> groups: whatever still holds the old path (a shim on its
+  // way in, a record) then finds nothing there, never the next job's groups.
+  constexpr int kMaxTries = 1000;
+  for (int tries = 0; tries < kMaxTries; ++tries, ++nextSlot_) {
+    std::vector<std::string> renamed;
+    int err = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      std::string to = hierarchies_[i].base + "/" + spareGroupName(nextSlot_);
+      // cgroup v1 renames a group within its parent, and never over an existing one (EEXIST).
+      if (::rename(groups[i].c_str(), to.c_str()) != 0) {
+        err = errno;
+        break;
+      }
+      renamed.push_back(std::move(to));
+    }
+    if (renamed.size() == groups.size()) {
+      ++nextSlot_;
+      return renamed;
+    }
+    for (size_t i = 0; i < renamed.size(); ++i)
+      (void)::rename(renamed[i].c_str(), groups[i].c_str());
+    if (err != EEXIST) {
+      return Status::Unavailable("cannot rename cgroup " + groups[renamed.size()] + ": " +
+                                 std::strerror(err));
+    }
+  }
+  return Status::Unavailable("cannot rename cgroups: no free slot-<n>");
+}
+
 std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& keepJobs,
                                                     const std::set<std::string>& keepGroups) const {
   std::vector<std::string> out;
@@ -276,7 +404,7 @@ std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& kee
       if (auto id = numberAfter(name, "job-")) {
         if (!keepJobs.count(*id) && !keepGroups.count(dir)) out.push_back(dir);
       } else if (numberAfter(name, "slot-")) {
-        if (!keepGroups.count(dir)) out.push_back(dir);
+        if (!keepGroups.count(dir) && !isRecycled(dir)) out.push_back(dir);
       }
     }
   }

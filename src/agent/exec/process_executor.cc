@@ -148,6 +148,9 @@ ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, cons
       // Without groups to join a standby would save only the spawn; not worth a process.
       standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
   adoptAll();
+  if (cgroups_ != nullptr) {
+    for (const auto& [id, job] : jobs_) cgroups_->skipSlotsOf(job.cgroups);
+  }
   removeStrayCgroups();
 }
 
@@ -358,6 +361,7 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     } else {
       job.cgroups = standby->cgroups;
       if (Status st = job.dir.writeRecord({spec, job.actual.startedAt, job.cgroups}); !st.ok()) {
+        job.cgroups.clear();  // the standby's, which retiring it releases
         retireStandby(*standby);
         return failToStart(job, spec, st.message());
       }
@@ -658,7 +662,16 @@ void ProcessExecutor::retireStandby(Standby& s) {
   if (sameLiveProcess(s.shim.pid, s.shim.startTicks)) ::kill(s.shim.pid, SIGKILL);
   shimsToReap_.push_back(s.shim);
   reapOrphanedShims();
-  if (!CgroupManager::remove(s.cgroups)) cgroupsToRemove_.push_back(s.cgroups);
+  // Kept only once the standby is reaped: killed, it may still be on its way into its groups.
+  const bool reaped = std::none_of(shimsToReap_.begin(), shimsToReap_.end(),
+                                   [&](const ShimRecord& r) { return r.pid == s.shim.pid; });
+  releaseCgroups(std::move(s.cgroups), reaped);
+}
+
+void ProcessExecutor::releaseCgroups(std::vector<std::string> groups, bool reusable) {
+  if (groups.empty()) return;
+  if (reusable && cgroups_ != nullptr && cgroups_->recycle(groups)) return;
+  if (!CgroupManager::remove(groups)) cgroupsToRemove_.push_back(std::move(groups));
 }
 
 std::vector<ProcessExecutor::StandbyInfo> ProcessExecutor::standbys() const {
@@ -672,12 +685,15 @@ int ProcessExecutor::failToStart(Job& job, const JobSpec& spec, const std::strin
   outcome.state = ActualState::kFailedToStart;
   outcome.finishedAt = clock_.nowMs();
   outcome.message = message;
+  // Its groups go now and its record names none: their names (slot-<n>) may be another job's
+  // once these are gone, and a restarted agent would sweep that job's groups as this one's.
+  if (!CgroupManager::remove(job.cgroups)) cgroupsToRemove_.push_back(job.cgroups);
+  job.cgroups.clear();
   // Recorded like any outcome, so a restarted agent still reports it.
-  if (job.dir.writeRecord({spec, job.actual.startedAt, job.cgroups}).ok()) {
+  if (job.dir.writeRecord({spec, job.actual.startedAt, {}}).ok()) {
     (void)job.dir.writeOutcome(outcome);
   }
   markFinished(job, outcome);
-  CgroupManager::remove(job.cgroups);
   return -1;
 }
 
@@ -834,9 +850,15 @@ void ProcessExecutor::forget(int64_t id) {
     cleanUpEnded(job);
   }
   reapShim(job);
-  if (!job.shimReaped && job.shim) shimsToReap_.push_back(*job.shim);
-  if (!CgroupManager::remove(job.cgroups)) cgroupsToRemove_.push_back(job.cgroups);
-  if (Status st = job.dir.remove(); !st.ok()) spdlog::warn("job={}: {}", id, st.message());
+  const bool shimGone = !job.shim || job.shimReaped;
+  if (!shimGone) shimsToReap_.push_back(*job.shim);
+  // The directory first: deleting the job's files uncharges their pages from its memory group.
+  Status removed = job.dir.remove();
+  if (!removed.ok()) spdlog::warn("job={}: {}", id, removed.message());
+  // Kept for another job only once nothing of this one's can still join them: a shim that has not
+  // joined yet (a start that timed out) would otherwise join the next job's groups; and not while
+  // a record left behind still names them.
+  releaseCgroups(std::move(job.cgroups), shimGone && removed.ok());
   jobs_.erase(it);
 }
 

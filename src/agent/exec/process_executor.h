@@ -212,6 +212,10 @@ class ProcessExecutor final : public Executor {
   // After the job ended: reaps the shim and, once it has exited, sweeps the job's cgroups.
   void cleanUpEnded(Job& job);
   void removeStrayCgroups();
+  // An ended job's or a retired standby's groups: when `reusable`, kept for the next job where they
+  // can be (CgroupManager::recycle), else removed, or removed at a later poll() while a process
+  // is left.
+  void releaseCgroups(std::vector<std::string> groups, bool reusable);
   void reapShim(Job& job);
   void reapOrphanedShims();
 

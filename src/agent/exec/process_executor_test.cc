@@ -490,6 +490,13 @@ class ConfinedExecutorTest : public ProcessExecutorTest {
   static bool holds(const std::vector<std::string>& groups, const std::string& group) {
     return std::find(groups.begin(), groups.end(), group) != groups.end();
   }
+  // The group is kept for the next job (v1), empty.
+  bool kept(const std::string& group) const {
+    for (const auto& groups : cgroups_->recycled()) {
+      if (holds(groups, group)) return CgroupManager::pids({group}).empty();
+    }
+    return false;
+  }
   void expectLimits(pid_t pid, const std::string& mem) {
     if (cgroups_->mode() == "v1") {
       EXPECT_EQ(readFile(mem + "/memory.limit_in_bytes"), "67108864\n");
@@ -520,7 +527,7 @@ TEST_F(ConfinedExecutorTest, MemoryAndCpuLimitsLandInTheJobsGroup) {
   exec_->forget(40);
   EXPECT_TRUE(eventually([&] {
     exec_->poll();  // retries removing groups that were still emptying
-    return !fs::exists(mem);
+    return !fs::exists(mem) || kept(mem);
   }));
 }
 
@@ -542,7 +549,57 @@ TEST_F(ConfinedExecutorTest, JobStartsOnAReadyStandbyInItsGroupsWithTheJobsLimit
   exec_->forget(45);
   EXPECT_TRUE(eventually([&] {
     exec_->poll();
-    return !fs::exists(mem);
+    return !fs::exists(mem) || kept(mem);
+  }));
+}
+
+// On v1 a job's emptied groups go to the next job (CgroupManager::recycle), with that job's limits
+// and none of the last one's.
+TEST_F(ConfinedExecutorTest, TheNextJobTakesTheGroupsAnEndedJobLeft) {
+  if (cgroups_->mode() != "v1") GTEST_SKIP() << "groups are recycled on cgroup v1 only";
+  standbys_ = 0;
+  exec_ = makeExecutor();
+  JobSpec first = shellJob(53, "true");
+  first.memoryLimitMib = 32;
+  first.cpuMillis = 500;
+  ASSERT_NE(exec_->start(first).state, ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(53).exitCode, 0);
+  const std::vector<std::string> groups = exec_->cgroupsOf(53);
+  ASSERT_FALSE(groups.empty());
+  // Its shim has gone too: the groups are empty.
+  ASSERT_TRUE(eventually([&] {
+    exec_->poll();
+    return CgroupManager::pids(groups).empty();
+  }));
+  exec_->forget(53);
+  ASSERT_EQ(cgroups_->recycled().size(), 1u);
+  const std::vector<std::string> slot = cgroups_->recycled().front();
+
+  ActualJob b = exec_->start(shellJob(54, "sleep 1000"));  // no limits of its own
+  ASSERT_EQ(b.state, ActualState::kRunning) << b.message;
+  EXPECT_EQ(exec_->cgroupsOf(54), slot);
+  const std::string mem = groupOf(b.pid, "memory");
+  EXPECT_TRUE(holds(slot, mem)) << mem;
+  EXPECT_EQ(readFile(groupOf(b.pid, "cpu") + "/cpu.cfs_quota_us"), "-1\n");
+  EXPECT_NE(readFile(mem + "/memory.limit_in_bytes"), "33554432\n");
+  exec_->stop(54, 0);
+  waitForEnd(54);
+}
+
+// A job forgotten while it runs may still have its shim on the way into its groups: they are
+// never kept for another job.
+TEST_F(ConfinedExecutorTest, GroupsOfAJobForgottenWhileRunningAreNotKept) {
+  standbys_ = 0;
+  exec_ = makeExecutor();
+  ActualJob a = exec_->start(shellJob(55, "sleep 1000"));
+  ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
+  const std::vector<std::string> groups = exec_->cgroupsOf(55);
+  exec_->forget(55);
+  EXPECT_TRUE(cgroups_->recycled().empty());
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();
+    return std::none_of(groups.begin(), groups.end(),
+                        [](const std::string& g) { return fs::exists(g); });
   }));
 }
 
