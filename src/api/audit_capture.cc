@@ -186,13 +186,21 @@ boost::asio::awaitable<std::optional<model::AuditEntry>> AuditCapture::finish(
     }
     e.request = dumpRedacted(body);
   }
-  const std::shared_ptr<const json> replied = replyJson(reply);
-  e.object = auditObjectOf(pattern_, params_, *replied);
+  // The reply as a document, made only where it is read: a body written as text (shownId) names
+  // its object itself, and is kept as sent when it names nothing secret.
+  std::shared_ptr<const json> parsed;
+  auto replied = [&]() -> const json& {
+    if (!parsed) parsed = replyJson(reply);
+    return *parsed;
+  };
+  e.object = reply.shownId ? auditObjectOf(pattern_, params_, json{{"id", *reply.shownId}})
+                           : auditObjectOf(pattern_, params_, replied());
   if (snapshotPath_) {
     json after = co_await readResource(router, *snapshotPath_);
     e.after = dumpRedacted(std::move(after));
   } else {
-    e.after = keptText(*replied, reply.value ? &reply.body : nullptr);
+    const std::string* dumped = reply.value || reply.shownId ? &reply.body : nullptr;
+    e.after = dumped && !textMayNameSecrets(*dumped) ? *dumped : keptText(replied(), dumped);
   }
   co_return e;
 }

@@ -52,6 +52,10 @@ struct ApiResponse {
   // reply from here instead of parsing the body back (audit_capture.cc).
   // A refresh may edit it in place once the audit has let go of it.
   std::shared_ptr<nlohmann::json> value = nullptr;
+  // Set when the body is JSON text written directly, not from a value (job_text.h): the id of the
+  // object it shows, which names the audit entry's object, so that the audit need not parse the
+  // body back. Such a body is as ApiResponse::dumpBody would have written it.
+  std::optional<int64_t> shownId = std::nullopt;
 
   static ApiResponse json(const nlohmann::json& j, http::status s = http::status::ok) {
     return ApiResponse{s, dumpBody(j), "application/json", {}};

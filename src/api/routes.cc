@@ -5,6 +5,7 @@
 
 #include "api/host_view.h"
 #include "api/job_reply.h"
+#include "api/job_text.h"
 #include "api/json_input.h"
 #include "api/route_helpers.h"
 #include "api/server.h"
@@ -375,17 +376,40 @@ void registerRoutes(Router& router, Server& s) {
       job["array_tasks"] = std::move(ids);
       return job;
     };
-    ApiResponse res =
-        ApiResponse::json(withTasks(jobJson(s.cluster(), change.value)), http::status::created);
+    ApiResponse res{http::status::created, {}, "application/json", {}};
+    if (auto text = jobText(s.cluster(), change.value, {0, tasks, nullptr})) {
+      res.body = std::move(*text);
+      res.shownId = change.value.id;
+    } else {
+      res.setJson(withTasks(jobJson(s.cluster(), change.value)));
+    }
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
     // Only the id is kept: a job's command and environment may be 512 KiB.
     res.refreshAfterWrite =
-        [&s, who = r.who(), id = change.value.id, withTasks, passes = s.passesRun(),
+        [&s, who = r.who(), id = change.value.id, tasks, withTasks, passes = s.passesRun(),
          revision = s.cluster().world().jobRevision(change.value.id)](ApiResponse& out) {
           if (s.passesRun() == passes) return;  // nothing has touched the job since
-          // The audit has read the value by now; while anything else holds it, it is not edited.
-          if (out.value && out.value.use_count() == 1) {
+          if (!out.value) {
+            // Written as text: written again from the job as it is now, as getJob shows it.
+            const auto& jobs = s.cluster().world().jobs;
+            auto it = jobs.find(id);
+            if (it != jobs.end() && control::authz::canSeeJob(who, it->second)) {
+              const model::Job& now = it->second;
+              std::string reason;
+              JobTextOptions shown{0, tasks, nullptr};
+              if (now.state == model::JobState::kQueued) {
+                reason = s.cluster().waitReason(now);
+                shown.reason = &reason;
+              }
+              if (auto text = jobText(s.cluster(), now, shown)) {
+                out.body = std::move(*text);
+                return;
+              }
+            }
+          } else if (out.value.use_count() == 1) {
+            // The audit has read the value by now; while anything else holds it, it is not
+            // edited.
             if (auto changed = refreshWait(s.cluster(), who, id, revision, *out.value)) {
               if (*changed) out.body = ApiResponse::dumpBody(*out.value);
               return;
@@ -432,7 +456,11 @@ void registerRoutes(Router& router, Server& s) {
     std::string body = "[";
     s.cluster().visitJobs(r.who(), f, [&](const model::Job& j) {
       if (body.size() > 1) body += ',';
-      body += jobJson(s.cluster(), j, kListedSpecBytes).dump();
+      if (auto text = jobText(s.cluster(), j, {kListedSpecBytes, 0, nullptr})) {
+        body += *text;
+      } else {
+        body += ApiResponse::dumpBody(jobJson(s.cluster(), j, kListedSpecBytes));
+      }
     });
     body += ']';
     co_return ApiResponse{http::status::ok, std::move(body), "application/json", {}};
@@ -441,6 +469,9 @@ void registerRoutes(Router& router, Server& s) {
   router.add(V::get, "/api/v1/jobs/{id}", [&s](ApiRequest& r) -> Awaitable {
     TRY_ASSIGN(id, parseJobId(r.params["id"]));
     TRY_ASSIGN(job, s.cluster().getJob(r.who(), id));
+    if (auto text = jobText(s.cluster(), job)) {
+      co_return ApiResponse{http::status::ok, std::move(*text), "application/json", {}};
+    }
     co_return ApiResponse::json(jobJson(s.cluster(), job));
   });
 

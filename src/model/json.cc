@@ -281,10 +281,6 @@ json toListedJson(const Job& j, size_t maxSpecBytes) {
   return out;
 }
 
-namespace {
-
-// The command cut to `max` bytes, the last argument kept ending in "..." (cut at a character
-// boundary); nullopt when it fits with the environment.
 std::optional<std::vector<std::string>> cutSpec(const Job& j, size_t max) {
   size_t bytes = 0;
   for (const auto& a : j.command) bytes += a.size() + 1;
@@ -305,8 +301,6 @@ std::optional<std::vector<std::string>> cutSpec(const Job& j, size_t max) {
   }
   return out;
 }
-
-}  // namespace
 
 // What the API and the store both say of a job, word for word: its request and where it stands.
 // Built by emplace, not from an initializer list: every submission builds this three times (its

@@ -20,6 +20,9 @@ json hostHardware(const Host& h);
 json rankJson(const Rank& k);
 // A job's request and where it stands: every field but times, texts and ranks.
 json jobCommon(const Job& j);
+// The command cut to `max` bytes, the last argument kept ending in "..." (cut at a character
+// boundary), for a listing; nullopt when it fits with the environment (or max is 0).
+std::optional<std::vector<std::string>> cutSpec(const Job& j, size_t max);
 // [{"kind": "afterok", "job": 12}]
 json dependenciesJson(const std::vector<Dependency>& deps);
 // A job array task's {id, index, limit}; null for a job that is not one.

@@ -1,0 +1,321 @@
+#include "api/job_text.h"
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "common/time_format.h"
+#include "model/json_parts.h"
+
+namespace allot::api {
+namespace {
+
+using model::Job;
+
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF),
+// as nlohmann's serializer decodes it: text that is not is written with replacement characters,
+// which is left to the document.
+bool validUtf8(const std::string& s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+      if (i + k >= n) return false;
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      return b >= lo && b <= hi;
+    };
+    if (c >= 0xC2 && c <= 0xDF) {
+      if (!cont(1)) return false;
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+      if (!cont(1, lo, hi) || !cont(2)) return false;
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      const unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+      if (!cont(1, lo, hi) || !cont(2) || !cont(3)) return false;
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Appends JSON text, writing what nlohmann's dump(-1) writes for the same values. Remembers
+// whether every string was valid UTF-8; the text is used only if so.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  bool ok() const { return ok_; }
+
+  void key(const char* k) {
+    out_ += first_ ? "\"" : ",\"";
+    out_ += k;
+    out_ += "\":";
+    first_ = false;
+  }
+  void beginObject() {
+    out_ += '{';
+    first_ = true;
+  }
+  void endObject() {
+    out_ += '}';
+    first_ = false;
+  }
+  // A key that is the caller's text (an environment variable's name): escaped like any string.
+  void key(const std::string& k) {
+    if (!first_) out_ += ',';
+    string(k);
+    out_ += ':';
+    first_ = false;
+  }
+  void null() { out_ += "null"; }
+  void boolean(bool b) { out_ += b ? "true" : "false"; }
+  void number(int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void string(const std::string& s) {
+    if (!validUtf8(s)) ok_ = false;
+    out_ += '"';
+    for (char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        default:
+          if (c <= 0x1F) {
+            static const char* kHex = "0123456789abcdef";
+            out_ += "\\u00";
+            out_ += kHex[c >> 4];
+            out_ += kHex[c & 0xF];
+          } else {
+            out_ += ch;
+          }
+      }
+    }
+    out_ += '"';
+  }
+  void stringOrNull(const std::string& s) { s.empty() ? null() : string(s); }
+  void timeOrNull(TimeMs t) { t ? string(formatIso8601(t)) : null(); }
+  template <typename T>
+  void numberOrNull(const std::optional<T>& v) {
+    v ? number(*v) : null();
+  }
+  void strings(const std::vector<std::string>& v) {
+    out_ += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out_ += ',';
+      string(v[i]);
+    }
+    out_ += ']';
+  }
+  template <typename T>
+  void numbers(const std::vector<T>& v) {
+    out_ += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out_ += ',';
+      number(v[i]);
+    }
+    out_ += ']';
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
+                                   const JobTextOptions& options) {
+  // What the document adds only for some jobs, left to it.
+  if ((model::isGang(j) && !j.ranks.empty()) || j.session || j.state == model::JobState::kPulling ||
+      cluster.idle().flag(j.id)) {
+    return std::nullopt;
+  }
+  static const std::map<std::string, std::string> kNoEnv;
+  const auto cut = model::cutSpec(j, options.maxSpecBytes);
+  const model::Rank& rank = model::firstRank(j);
+  const bool queued = j.state == model::JobState::kQueued;
+  std::optional<sched::Wait> wait = queued ? cluster.waitOf(j.id) : std::nullopt;
+
+  std::string out;
+  out.reserve(1024);
+  Writer w(out);
+  // Keys in nlohmann's order (std::map: sorted bytewise), as jobJson's dump has them.
+  w.beginObject();
+  w.key("array");
+  if (j.arrayId == 0) {
+    w.null();
+  } else {
+    w.beginObject();
+    w.key("id");
+    w.number(j.arrayId);
+    w.key("index");
+    w.number(j.arrayIndex);
+    w.key("limit");
+    w.number(j.arrayLimit);
+    w.endObject();
+  }
+  if (options.arrayTasks > 0) {
+    w.key("array_tasks");
+    out += '[';
+    for (size_t t = 0; t < options.arrayTasks; ++t) {
+      if (t) out += ',';
+      w.number(j.id + static_cast<int64_t>(t));
+    }
+    out += ']';
+  }
+  w.key("cancel_requested");
+  w.boolean(j.cancelRequested);
+  w.key("command");
+  w.strings(cut ? *cut : j.command);
+  w.key("contour");
+  w.stringOrNull(j.contour);
+  w.key("cpu_millis");
+  w.number(j.resources.cpuMillis);
+  w.key("dependencies");
+  out += '[';
+  for (size_t i = 0; i < j.dependencies.size(); ++i) {
+    if (i) out += ',';
+    w.beginObject();
+    w.key("job");
+    w.number(j.dependencies[i].job);
+    w.key("kind");
+    w.string(model::dependencyKindName(j.dependencies[i].kind));
+    w.endObject();
+  }
+  out += ']';
+  w.key("env");
+  w.beginObject();
+  for (const auto& [k, v] : cut ? kNoEnv : j.env) {
+    w.key(k);
+    w.string(v);
+  }
+  w.endObject();
+  w.key("evicted_for");
+  w.stringOrNull(j.evictedFor);
+  w.key("evicting");
+  w.boolean(j.evicting);
+  w.key("evicting_since");
+  w.timeOrNull(j.evictingSince);
+  w.key("exit_code");
+  w.numberOrNull(j.exitCode);
+  if (queued) {
+    const bool dated =
+        wait && wait->startAt > 0 &&
+        (wait->kind == sched::WaitKind::kReserved || wait->kind == sched::WaitKind::kHeldForLease);
+    w.key("expected_start");
+    dated ? w.string(formatIso8601(wait->startAt)) : w.null();
+  }
+  w.key("finished_at");
+  w.timeOrNull(j.finishedAt);
+  w.key("gpu_indices");
+  w.numbers(rank.gpuIndices);
+  w.key("gpu_memory_mib");
+  w.number(j.resources.gpuMemoryMib);
+  w.key("gpu_milli");
+  w.number(j.resources.gpuMilli);
+  w.key("gpu_models");
+  w.strings(j.resources.gpuModels);
+  w.key("gpu_uuids");
+  w.strings(rank.gpuUuids);
+  w.key("gpus");
+  w.number(j.resources.gpus);
+  w.key("held_by");
+  w.stringOrNull(j.heldBy);
+  w.key("host");
+  w.stringOrNull(rank.host);
+  w.key("hosts");
+  w.number(j.resources.hosts);
+  w.key("id");
+  w.number(j.id);
+  w.key("image");
+  w.stringOrNull(j.image);
+  w.key("image_digest");
+  w.stringOrNull(j.imageDigest);
+  w.key("image_min_cuda");
+  w.stringOrNull(j.imageMinCuda);
+  w.key("max_runtime");
+  j.maxRuntimeMs ? w.string(formatDurationSpec(j.maxRuntimeMs)) : w.null();
+  w.key("memory_mib");
+  w.number(j.resources.memoryMib);
+  w.key("min_cuda");
+  w.stringOrNull(j.resources.minCuda);
+  w.key("min_driver");
+  w.stringOrNull(j.resources.minDriver);
+  w.key("name");
+  w.string(j.name);
+  if (queued) {
+    w.key("position");
+    wait ? w.number(wait->position) : w.null();
+  }
+  w.key("preemptible");
+  w.boolean(j.preemptible);
+  w.key("preemptions");
+  w.number(j.preemptions);
+  w.key("priority");
+  w.number(j.priority);
+  w.key("project");
+  w.stringOrNull(j.project);
+  w.key("reason");
+  w.stringOrNull(options.reason ? *options.reason : j.reason);
+  w.key("requeue_requested_by");
+  w.stringOrNull(j.requeueRequestedBy);
+  w.key("scheduled_at");
+  w.timeOrNull(j.scheduledAt);
+  w.key("signal");
+  w.numberOrNull(j.signal);
+  if (cut) {
+    w.key("spec_truncated");
+    w.boolean(true);
+  }
+  w.key("started_at");
+  w.timeOrNull(j.startedAt);
+  w.key("state");
+  w.string(model::jobStateName(j.state));
+  w.key("submitted_at");
+  w.string(formatIso8601(j.submittedAt));
+  w.key("team");
+  w.string(j.team);
+  w.key("user");
+  w.string(j.user);
+  w.key("whole_host");
+  w.boolean(j.resources.wholeHost);
+  w.key("workdir");
+  w.stringOrNull(j.workdir);
+  w.endObject();
+  if (!w.ok()) return std::nullopt;
+  return out;
+}
+
+}  // namespace allot::api
