@@ -140,16 +140,23 @@ std::string groupWith(const std::vector<std::string>& groups, const std::string&
   return {};
 }
 
+// Moves the calling process into every group (in a forked child).
+bool joinGroups(const std::vector<std::string>& groups) {
+  for (const auto& g : groups) {
+    const int fd = ::open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    const bool joined = fd >= 0 && ::write(fd, "0", 1) == 1;
+    if (fd >= 0) ::close(fd);
+    if (!joined) return false;
+  }
+  return true;
+}
+
 // Forks a child that joins every group and opens `path` read-write: 0 when it opened, else its
 // errno; -1 (with a test failure) when it could not join.
 int openFromGroups(const std::vector<std::string>& groups, const std::string& path) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    for (const auto& g : groups) {
-      int fd = ::open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(255);
-      ::close(fd);
-    }
+    if (!joinGroups(groups)) ::_exit(255);
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     ::_exit(fd >= 0 ? 0 : errno);
   }
@@ -243,11 +250,7 @@ TEST(CgroupManager, GroupsWithAProcessLeftOrNotItsOwnAreNotRecycled) {
   ASSERT_EQ(::pipe(ready), 0);
   pid_t pid = ::fork();
   if (pid == 0) {
-    for (const auto& g : *groups) {
-      int fd = ::open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(1);
-      ::close(fd);
-    }
+    if (!joinGroups(*groups)) ::_exit(1);
     (void)::write(ready[1], "r", 1);
     ::pause();
     ::_exit(0);
@@ -301,11 +304,7 @@ TEST(CgroupManager, AGroupStillChargedWithMemoryIsNotRecycled) {
   const std::string file = "/dev/shm/allot-cgroup-test-" + std::to_string(::getpid());
   pid_t pid = ::fork();
   if (pid == 0) {
-    for (const auto& g : *groups) {
-      int fd = ::open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(1);
-      ::close(fd);
-    }
+    if (!joinGroups(*groups)) ::_exit(1);
     std::ofstream(file) << std::string(4 * CgroupManager::kMaxRecycledChargeBytes, 'x');
     ::_exit(0);
   }
