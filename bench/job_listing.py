@@ -16,29 +16,14 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listen_and_token(port, token_file, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if os.path.exists(token_file) and open(token_file).read().strip():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return open(token_file).read().strip()
-            except OSError:
-                pass
-        time.sleep(0.02)
-    raise SystemExit("allotd did not start")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "session_start"))
+from local_cluster import accepts, free_port, wait_until  # noqa: E402
 
 
 def measure(bin_dir, jobs, listings):
@@ -48,7 +33,11 @@ def measure(bin_dir, jobs, listings):
         [os.path.join(bin_dir, "allotd"), "--listen", f"127.0.0.1:{port}", "--data-dir",
          os.path.join(work, "data")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        token = listen_and_token(port, os.path.join(work, "data", "admin.token"))
+        token_file = os.path.join(work, "data", "admin.token")
+        # allotd writes the token before it listens: wait for both.
+        wait_until(lambda: os.path.exists(token_file) and open(token_file).read().strip()
+                   and accepts(port))
+        token = open(token_file).read().strip()
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 

@@ -9,19 +9,22 @@
 namespace allot::api {
 namespace {
 
-// Where a queued job waits, as the last pass left it: its place in the queue and, as squeue
-// --start, when it is expected to start, known only where the pass reserved room that frees at a
-// declared time (the work ahead gave --max-runtime) or a lease begins.
+// Where a queued job waits, as the last pass left it: its place in the queue and when it is
+// expected to start (expectedStart).
 void putWait(const control::Cluster& cluster, const model::Job& j, nlohmann::json& out) {
   auto w = cluster.waitOf(j.id);
   out["position"] = w ? nlohmann::json(w->position) : nlohmann::json(nullptr);
-  const bool dated =
-      w && w->startAt > 0 &&
-      (w->kind == sched::WaitKind::kReserved || w->kind == sched::WaitKind::kHeldForLease);
-  out["expected_start"] = dated ? nlohmann::json(formatIso8601(w->startAt)) : nullptr;
+  const TimeMs start = w ? expectedStart(*w) : 0;
+  out["expected_start"] = start ? nlohmann::json(formatIso8601(start)) : nullptr;
 }
 
 }  // namespace
+
+TimeMs expectedStart(const sched::Wait& w) {
+  const bool dated = w.startAt > 0 && (w.kind == sched::WaitKind::kReserved ||
+                                       w.kind == sched::WaitKind::kHeldForLease);
+  return dated ? w.startAt : 0;
+}
 
 nlohmann::json jobJson(control::Cluster& cluster, const model::Job& j, size_t maxSpecBytes) {
   auto out = model::toListedJson(j, maxSpecBytes);

@@ -11,6 +11,11 @@
 
 namespace allot::api {
 
+// When a queued job is expected to start, as squeue --start shows it: known only where the pass
+// reserved room that frees at a declared time (the work ahead gave --max-runtime) or a lease
+// begins; 0 = not known.
+TimeMs expectedStart(const sched::Wait& w);
+
 // The job with what only the control plane knows of it now: a queued job's place and expected
 // start, a pull's progress, an idle flag. `maxSpecBytes` 0: the whole job (model::toListedJson).
 nlohmann::json jobJson(control::Cluster& cluster, const model::Job& j, size_t maxSpecBytes = 0);

@@ -5,48 +5,15 @@
 #include <map>
 #include <vector>
 
+#include "api/job_reply.h"
 #include "common/time_format.h"
+#include "common/utf8.h"
 #include "model/json_parts.h"
 
 namespace allot::api {
 namespace {
 
 using model::Job;
-
-// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF),
-// as nlohmann's serializer decodes it: text that is not is written with replacement characters,
-// which is left to the document.
-bool validUtf8(const std::string& s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
-      if (i + k >= n) return false;
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      return b >= lo && b <= hi;
-    };
-    if (c >= 0xC2 && c <= 0xDF) {
-      if (!cont(1)) return false;
-      i += 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-      if (!cont(1, lo, hi) || !cont(2)) return false;
-      i += 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      const unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-      if (!cont(1, lo, hi) || !cont(2) || !cont(3)) return false;
-      i += 4;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Appends JSON text, writing what nlohmann's dump(-1) writes for the same values. Remembers
 // whether every string was valid UTF-8; the text is used only if so.
@@ -84,7 +51,7 @@ class Writer {
     out_.append(buf, r.ptr);
   }
   void string(const std::string& s) {
-    if (!validUtf8(s)) ok_ = false;
+    if (!isValidUtf8(s)) ok_ = false;
     out_ += '"';
     for (char ch : s) {
       const auto c = static_cast<unsigned char>(ch);
@@ -231,11 +198,9 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.key("exit_code");
   w.numberOrNull(j.exitCode);
   if (queued) {
-    const bool dated =
-        wait && wait->startAt > 0 &&
-        (wait->kind == sched::WaitKind::kReserved || wait->kind == sched::WaitKind::kHeldForLease);
+    const TimeMs start = wait ? expectedStart(*wait) : 0;
     w.key("expected_start");
-    dated ? w.string(formatIso8601(wait->startAt)) : w.null();
+    start ? w.string(formatIso8601(start)) : w.null();
   }
   w.key("finished_at");
   w.timeOrNull(j.finishedAt);

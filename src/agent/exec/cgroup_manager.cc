@@ -172,15 +172,20 @@ CgroupManager::~CgroupManager() {
   for (const auto& groups : recycled_) (void)remove(groups);
 }
 
+std::optional<std::vector<std::string>> CgroupManager::takeRecycled() {
+  if (recycled_.empty()) return std::nullopt;
+  std::vector<std::string> dirs = std::move(recycled_.back());
+  recycled_.pop_back();
+  return dirs;
+}
+
 Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
-  if (!recycled_.empty()) {
-    std::vector<std::string> dirs = std::move(recycled_.back());
-    recycled_.pop_back();
-    if (Status st = applyLimits(dirs, spec); !st.ok()) {
-      remove(dirs);
+  if (auto dirs = takeRecycled()) {
+    if (Status st = applyLimits(*dirs, spec); !st.ok()) {
+      remove(*dirs);
       return st;
     }
-    return dirs;
+    return std::move(*dirs);
   }
   std::vector<std::string> dirs;
   for (const Hierarchy& h : hierarchies_) {
@@ -202,11 +207,7 @@ Result<std::vector<std::string>> CgroupManager::create(const JobSpec& spec) {
 }
 
 Result<std::vector<std::string>> CgroupManager::createSpare() {
-  if (!recycled_.empty()) {
-    std::vector<std::string> dirs = std::move(recycled_.back());
-    recycled_.pop_back();
-    return dirs;
-  }
+  if (auto dirs = takeRecycled()) return std::move(*dirs);
   // A slot-<n> that exists anywhere may belong to a running job of an earlier agent (or be a
   // stale standby's, on its way out): never share it, take the next number.
   constexpr int kMaxTries = 1000;

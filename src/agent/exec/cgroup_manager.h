@@ -31,6 +31,7 @@
 // Called from the agent's loop only. Group directories are returned to the caller, which persists
 // them with the job, so pids() and remove() work on jobs from before an agent restart.
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -116,6 +117,8 @@ class CgroupManager {
                               const JobSpec& spec) const;
   Status writeDeviceRules(const std::string& dir, const JobSpec& spec) const;
   bool isRecycled(const std::string& dir) const;
+  // A kept set, taken off the list; nullopt when none is kept.
+  std::optional<std::vector<std::string>> takeRecycled();
   // Undoes whatever applyHierarchyLimits() wrote, and the charges a job left (see recycle()).
   Status resetHierarchy(const Hierarchy& h, const std::string& dir) const;
   // Renames the groups slot-<n>, n unused in every hierarchy; the new names, or an error with
