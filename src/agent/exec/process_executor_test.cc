@@ -566,10 +566,12 @@ TEST_F(ConfinedExecutorTest, TheNextJobTakesTheGroupsAnEndedJobLeft) {
   EXPECT_EQ(waitForEnd(53).exitCode, 0);
   const std::vector<std::string> groups = exec_->cgroupsOf(53);
   ASSERT_FALSE(groups.empty());
-  // Its shim has gone too: the groups are empty.
+  const pid_t shim = shimPidOf(53);
+  ASSERT_GT(shim, 0);
+  // Its shim has gone too, reaped by poll(): the groups are empty and nothing can join them.
   ASSERT_TRUE(eventually([&] {
     exec_->poll();
-    return CgroupManager::pids(groups).empty();
+    return CgroupManager::pids(groups).empty() && !fs::exists("/proc/" + std::to_string(shim));
   }));
   exec_->forget(53);
   ASSERT_EQ(cgroups_->recycled().size(), 1u);
@@ -586,21 +588,26 @@ TEST_F(ConfinedExecutorTest, TheNextJobTakesTheGroupsAnEndedJobLeft) {
   waitForEnd(54);
 }
 
-// A job forgotten while it runs may still have its shim on the way into its groups: they are
-// never kept for another job.
-TEST_F(ConfinedExecutorTest, GroupsOfAJobForgottenWhileRunningAreNotKept) {
+// A job forgotten while its shim still lives (here: stopped, so that it cannot exit in between)
+// leaves groups that are never kept for another job: they are removed once the shim is gone.
+TEST_F(ConfinedExecutorTest, GroupsOfAJobForgottenWhileItsShimLivesAreNotKept) {
   standbys_ = 0;
   exec_ = makeExecutor();
   ActualJob a = exec_->start(shellJob(55, "sleep 1000"));
   ASSERT_EQ(a.state, ActualState::kRunning) << a.message;
   const std::vector<std::string> groups = exec_->cgroupsOf(55);
+  const pid_t shim = shimPidOf(55);
+  ASSERT_GT(shim, 0);
+  ASSERT_EQ(::kill(shim, SIGSTOP), 0);
   exec_->forget(55);
   EXPECT_TRUE(cgroups_->recycled().empty());
+  ::kill(shim, SIGCONT);
   EXPECT_TRUE(eventually([&] {
     exec_->poll();
     return std::none_of(groups.begin(), groups.end(),
                         [](const std::string& g) { return fs::exists(g); });
   }));
+  EXPECT_TRUE(cgroups_->recycled().empty());
 }
 
 TEST_F(ConfinedExecutorTest, UsedStandbyIsReplacedAndTheNextJobStartsOnTheNewOne) {
