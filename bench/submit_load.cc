@@ -59,6 +59,7 @@ struct Options {
   int64_t requests = 20000;
   double maxSeconds = 30;
   int gpus = 1024;
+  std::string body;  // "": requestText's training job
   bool keep = false;
 };
 
@@ -83,7 +84,7 @@ std::string requestText(const Options& o, const std::string& token) {
       {"team", o.team},
       {"gpus", o.gpus},
       {"env", {{"SEED", "7"}, {"WANDB_MODE", "offline"}}}};
-  std::string b = body.dump();
+  std::string b = o.body.empty() ? body.dump() : o.body;
   std::ostringstream r;
   r << "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " << token
     << "\r\nContent-Type: application/json\r\nContent-Length: " << b.size() << "\r\n\r\n"
@@ -220,8 +221,15 @@ int main(int argc, char** argv) {
   app.add_option("--max-seconds", o.maxSeconds, "time bound per run")
       ->check(CLI::Range(0.1, 600.0));
   app.add_option("--gpus", o.gpus, "GPUs each job asks for (1024: never placeable)");
+  app.add_option("--body", o.body,
+                 "JSON body of every request, instead of a training job asking for --gpus on "
+                 "--team (bench/job_throughput.py sends its jobs with it)");
   app.add_flag("--keep", o.keep, "keep the data dirs");
   CLI11_PARSE(app, argc, argv);
+  if (!o.body.empty() && !nlohmann::json::accept(o.body)) {
+    std::cerr << "submit_load: --body is not JSON\n";
+    return 2;
+  }
   if (o.port != 0 && o.token.empty()) {
     std::cerr << "submit_load: --port needs --token\n";
     return 2;

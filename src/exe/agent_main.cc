@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   // Default: required when root (the only user who can switch), off otherwise.
   std::string runAsOwner = ::geteuid() == 0 ? "required" : "off";
   int standbys = 1;
+  std::string shimServer = "on";
   std::string telemetryInterval = "5s";
   std::string imageDir, layerUnpack = besideThisBinary("allot-layer-unpack");
   std::vector<std::string> insecureRegistries;
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
                  "shims kept ready in fresh cgroups, so a job starts without waiting for the "
                  "kernel's cgroup attach (default 1; 0 turns it off)")
       ->check(CLI::Range(0, 16));
+  app.add_option("--shim-server", shimServer,
+                 "'on': job shims are forked by one allot-job-shim kept running, which saves "
+                 "each its program start; 'off': each is spawned (docs/agent.md, \"The shim "
+                 "server\"; default on)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--image-dir", imageDir,
                  "where images for jobs are cached: an OCI layout and each layer unpacked once "
                  "(default WORK_DIR/images)");
@@ -260,6 +266,7 @@ int main(int argc, char** argv) {
   if (groupName.empty()) groupName = name.empty() ? "allot" : "allot-" + name;
   allot::agent::CgroupManager cgroups(groupName);
   allot::agent::ProcessExecutor executor(workDir, shim, clock, &cgroups, standbys, stateDir);
+  executor.setShimServer(shimServer == "on");
   executor.setScratchRoot(scratchDir);
   executor.setRunAsOwner(runAsOwner == "required");
   executor.setTeamRoot(teamDir);

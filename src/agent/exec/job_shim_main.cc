@@ -1,5 +1,5 @@
 // allot-job-shim: supervises one job so that the job outlives the agent. The agent spawns it in
-// a new session; it
+// a new session, or has its shim server (below) fork it; it
 //   1. joins the job's cgroups, before anything else, so all that follows is confined;
 //   2. sends its stdout/stderr to the job's log and closes every other inherited descriptor;
 //   3. ignores SIGTERM/SIGINT/SIGHUP (stopping a job signals the job, never its supervisor);
@@ -39,6 +39,29 @@
 // reaches end-of-file first (the agent exited or retired it) it exits with status 0 and writes
 // nothing. If it cannot join a group it exits with status 1 without writing 'R'.
 // process_executor.cc writes the other end; keep the two in step.
+//
+// Server: allot-job-shim --server-fd N
+// Starting a program costs more than forking one: exec, the loader and glibc's start-up (which
+// on a virtual machine traps to the hypervisor dozens of times) were a third of a shim's CPU.
+// So the agent keeps one shim as a server (shim_server.h) and has it fork every other shim.
+// Descriptor N is a SOCK_SEQPACKET socket to the agent. Each request is one message whose
+// payload is a shim's arguments, NUL-terminated ("--job-fd\0" "3\0", or "--standby-fd\0" "3\0"
+// "--cgroup\0" DIR "\0"...), carrying exactly one descriptor (SCM_RIGHTS): the new shim's
+// descriptor 3. The server clones itself with CLONE_PARENT, so the new shim is the agent's
+// child, reaped by the agent like a spawned one, and answers with one int32: the new shim's pid,
+// or -errno when it could not make one (a malformed request: -EINVAL). The new shim takes a
+// session of its own, puts the descriptor at 3, and runs as `allot-job-shim ARGS...` would.
+// The server holds nothing of any job's: the job itself only ever travels on the new shim's own
+// socket. It exits when N reaches end-of-file (the agent is gone; an empty message, which the
+// agent never sends, reads the same). Its children inherit its memory, rlimits and cgroups as
+// they were when the agent spawned it, and it has an empty environment, stdin on /dev/null,
+// and every signal at its default that glibc lets it reset (it does so at its start; glibc's
+// own two, which posix_spawn leaves ignored, runChild resets for the job), so a shim forked
+// from it starts as a spawned one would. A forked shim rewrites its command line (the server's,
+// in memory it inherited) to `allot-job-shim --job-fd 3` or `--standby-fd 3`, so that what ps
+// shows, and what `pkill -f` matches, tells shims from the server.
+// The server must stay single-threaded and hold no lock when it clones: the clone is a raw
+// system call, without glibc's fork handlers.
 //
 // The job message, on both paths:
 //   <u32 length, host order><payload of `length` bytes>
@@ -342,12 +365,29 @@ int sealedCopy(const char* path) {
   return ok ? copy : -1;
 }
 
+// What runJob ignores; everything else is at its default in every shim (but glibc's own, see
+// runChild): the agent spawns shims and the server with every signal's default
+// (POSIX_SPAWN_SETSIGDEF), the server resets them all again at its start, and neither installs
+// a handler.
+constexpr int kIgnoredBySupervisor[] = {SIGTERM, SIGINT, SIGHUP};
+
 [[noreturn]] void runChild(const Args& a, int execErrFd) {
   setpgid(0, 0);
-  // The shim ignores signals and the agent may block some; the job must start clean.
+  // The shim ignores signals and the agent may block some; the job must start clean. Only the
+  // supervisor's own changes need undoing (see kIgnoredBySupervisor): the other 60 sigaction
+  // calls were a measurable part of a shim's start.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  for (int sig : kIgnoredBySupervisor) sigaction(sig, &dfl, nullptr);
+  // Below SIGRTMIN lie glibc's own signals, which its sigaction() refuses to touch, and which
+  // its posix_spawn() sets to "ignore" in every child it makes, the shim included. Ignored they
+  // would stay in the job, whatever its libc; the kernel's call resets them (an all-zero
+  // sigaction is SIG_DFL, no flags, an empty mask).
+  for (int sig = 32; sig < SIGRTMIN; ++sig) {
+    const unsigned long defaultAction[4] = {};
+    constexpr size_t kKernelSigsetBytes = 8;  // the kernel's 64 signals, not glibc's sigset_t
+    syscall(SYS_rt_sigaction, sig, defaultAction, nullptr, kKernelSigsetBytes);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -375,10 +415,10 @@ int sealedCopy(const char* path) {
   childFailed(execErrFd, ChildFailure::kExec, errno);
 }
 
-// Joins every group (writes our pid to its cgroup.procs); false with *error set on the first
-// that fails.
+// Joins every group (writes "0", the writer itself, to its cgroup.procs: nothing depends on what
+// getpid() says in a process the server cloned); false with *error set on the first that fails.
 bool joinCgroups(const std::vector<std::string>& groups, std::string* error) {
-  std::string self = std::to_string(getpid());
+  const std::string self = "0";
   for (const auto& group : groups) {
     std::string procs = group + "/cgroup.procs";
     int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
@@ -477,9 +517,7 @@ int runJob(const Args& a) {
   closeInherited(a.reportFd);
   if (a.reportFd >= 0) fcntl(a.reportFd, F_SETFD, FD_CLOEXEC);
 
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGINT, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
+  for (int sig : kIgnoredBySupervisor) signal(sig, SIG_IGN);
 
   if (a.uid == 0 || a.gid == 0) {
     writeFailedToStart(a, "refusing to run a workload as uid 0 or gid 0");
@@ -602,12 +640,142 @@ int runDirect(int argc, char** argv) {
   return runJob(a);
 }
 
+// The descriptor a shim made by the server finds its socket on: what the agent names in the
+// arguments it sends (process_executor.cc's kReportFd).
+constexpr int kForkedShimFd = 3;
+// The longest request: the arguments of a standby with a few cgroup paths, with room to spare.
+constexpr size_t kMaxServerRequest = 64 * 1024;
+
+int runShim(int argc, char** argv);
+
+// The server's command line as the kernel shows it (/proc/<pid>/cmdline): one block of memory,
+// which every forked shim inherits.
+struct CommandLine {
+  char* start = nullptr;
+  size_t size = 0;
+};
+
+// Makes ps show `allot-job-shim ARGS...` for this process instead of the server's command line,
+// as much of it as fits in the block (always `allot-job-shim --job-fd 3` and `--standby-fd 3`:
+// the server's own is longer, its argv[0] being a path that ends in allot-job-shim).
+void showAsShim(const CommandLine& line, const std::vector<std::string>& args) {
+  if (line.size == 0) return;
+  std::string text = "allot-job-shim";
+  text += '\0';
+  for (const auto& a : args) {
+    text += a;
+    text += '\0';
+  }
+  text.resize(line.size - 1, '\0');  // cut, or padded with NULs; the last byte stays NUL
+  std::memcpy(line.start, text.data(), text.size());
+  line.start[line.size - 1] = '\0';
+}
+
+// A shim as the agent's child, sharing nothing with the server but what both inherited from the
+// agent. Never returns.
+[[noreturn]] void becomeShim(int serverFd, int shimFd, std::vector<std::string>& args,
+                             const CommandLine& line) {
+  showAsShim(line, args);
+  close(serverFd);
+  if (shimFd != kForkedShimFd) {
+    if (dup2(shimFd, kForkedShimFd) < 0) _exit(1);
+    close(shimFd);
+  } else {
+    fcntl(shimFd, F_SETFD, 0);
+  }
+  // Its own session, as POSIX_SPAWN_SETSID gives a spawned shim: it outlives the agent and no
+  // terminal's signal reaches it. Never a group leader (its pid is new), so this cannot fail.
+  setsid();
+  std::vector<char*> argv;
+  static char name[] = "allot-job-shim";
+  argv.push_back(name);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::exit(runShim(static_cast<int>(argv.size()) - 1, argv.data()));
+}
+
+// Splits a request's payload into its NUL-terminated arguments; false if it is not that.
+bool splitRequest(const char* data, size_t size, std::vector<std::string>* args) {
+  if (size == 0 || data[size - 1] != '\0') return false;
+  for (size_t pos = 0; pos < size;) {
+    const size_t len = std::strlen(data + pos);
+    args->emplace_back(data + pos, len);
+    pos += len + 1;
+  }
+  return true;
+}
+
+// The server protocol described at the top of this file.
+int runServer(int argc, char** argv) {
+  const int fd = argc == 3 ? std::atoi(argv[2]) : -1;
+  if (fd <= STDERR_FILENO) {
+    std::fprintf(stderr, "usage: allot-job-shim --server-fd N\n");
+    return 2;
+  }
+  closeInherited(fd);
+  const CommandLine line{argv[0], static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) +
+                                                      1 - argv[0])};
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  static char payload[kMaxServerRequest];
+  for (;;) {
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+    iovec iov{payload, sizeof payload};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? 0 : 1;  // end-of-file: the agent is gone
+    // Every descriptor that came, however many: none may stay open here by mistake.
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int received;
+        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+        fds.push_back(received);
+      }
+    }
+    std::vector<std::string> args;
+    int32_t answer;
+    if (fds.size() != 1 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+        !splitRequest(payload, static_cast<size_t>(n), &args)) {
+      answer = -EINVAL;
+    } else {
+      // Nothing buffered may be written twice, by the server and by the child.
+      std::fflush(nullptr);
+      // fork(), but with the agent as the new process's parent. (Under CLONE_PARENT the kernel
+      // gives the child the server's own exit signal, SIGCHLD as posix_spawn set it; the flag's
+      // SIGCHLD says what is meant.)
+      const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+      if (pid == 0) becomeShim(fd, fds[0], args, line);
+      answer = pid > 0 ? static_cast<int32_t>(pid) : -errno;
+    }
+    for (int received : fds) close(received);
+    if (send(fd, &answer, sizeof answer, MSG_NOSIGNAL) != sizeof answer) return 1;
+  }
+}
+
+int runShim(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--standby-fd") == 0) return runStandby(argc, argv);
+  return runDirect(argc, argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Whatever environment the shim was started with is not the job's, and not trusted either.
   static char* empty[] = {nullptr};
   environ = empty;
-  if (argc > 1 && std::strcmp(argv[1], "--standby-fd") == 0) return runStandby(argc, argv);
-  return runDirect(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "--server-fd") == 0) return runServer(argc, argv);
+  return runShim(argc, argv);
 }

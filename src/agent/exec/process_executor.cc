@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -67,13 +66,6 @@ std::vector<std::string> jobEnvironment(const JobSpec& spec, const JobPlaces& pl
   env["ALLOT_SCRATCH"] = scratch;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
-}
-
-std::vector<char*> cStrings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
   return out;
 }
 
@@ -146,6 +138,7 @@ ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, cons
       clock_(clock),
       cgroups_(cgroups),
       // Without groups to join a standby would save only the spawn; not worth a process.
+      shimServer_(std::make_unique<ShimServer>(shimPath_, clock)),
       standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
   adoptAll();
   if (cgroups_ != nullptr) {
@@ -164,6 +157,14 @@ ProcessExecutor::~ProcessExecutor() {
     while (::waitpid(s.shim.pid, &status, 0) < 0 && errno == EINTR) {
     }
     (void)CgroupManager::remove(s.cgroups);
+  }
+}
+
+void ProcessExecutor::setShimServer(bool enabled) {
+  if (!enabled) {
+    shimServer_.reset();
+  } else if (!shimServer_) {
+    shimServer_ = std::make_unique<ShimServer>(shimPath_, clock_);
   }
 }
 
@@ -384,35 +385,25 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     }
     args.push_back("--");
     args.insert(args.end(), command.begin(), command.end());
-    int ends[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
-      return failToStart(job, spec,
-                         std::string("cannot create a socket pair: ") + std::strerror(errno));
-    }
-    // Bounds start() should the shim stop reading with the job half sent.
-    timeval timeout = {kStartTimeoutMs / 1000, 0};
-    ::setsockopt(ends[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     // The shim runs as root: it gets no environment, and the job (command and environment) as
     // data on the socket, which it applies only in the child once that has dropped to the owner.
-    auto shim = spawnShim({shimPath_, "--job-fd", std::to_string(kReportFd)}, ends[1]);
-    if (!shim.ok()) {
-      ::close(ends[0]);
-      return failToStart(job, spec, shim.status().message());
-    }
-    job.shim = *shim;
+    auto shim = spawnShim({"--job-fd", std::to_string(kReportFd)});
+    if (!shim.ok()) return failToStart(job, spec, shim.status().message());
+    const int socket = shim->socket;
+    job.shim = shim->record;
     if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
       spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
                    spec.id, st.message());
     }
     std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (Status st = sendAll(ends[0], jobMessage(rest, env)); !st.ok()) {
+    if (Status st = sendAll(socket, jobMessage(rest, env)); !st.ok()) {
       // Without the whole job it runs nothing and exits at end-of-file; refresh() reports it.
       spdlog::warn("job={}: its shim {} did not take the job: {}", spec.id, job.shim->pid,
                    st.message());
-      ::close(ends[0]);
+      ::close(socket);
       return -1;
     }
-    report = ends[0];
+    report = socket;
   }
   return report;
 }
@@ -545,64 +536,60 @@ bool ProcessExecutor::handOver(Job& job, Standby& standby, const std::vector<std
   return true;
 }
 
-Result<ShimRecord> ProcessExecutor::spawnShim(const std::vector<std::string>& args, int childEnd) {
-  std::vector<std::string> argStrings = args;
-  std::vector<char*> argv = cStrings(argStrings);
-  char* noEnvironment[] = {nullptr};
-  // Moved above kReportFd so the dup2 below really clears close-on-exec on the shim's copy.
-  int high = ::fcntl(childEnd, F_DUPFD_CLOEXEC, kReportFd + 1);
-  ::close(childEnd);
-  if (high < 0) return Status::Unavailable(std::string("cannot dup: ") + std::strerror(errno));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, high, kReportFd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // A session of its own: the shim outlives the agent and no terminal signal reaches it.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, shimPath_.c_str(), &actions, &attr, argv.data(), noEnvironment);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(high);
-  if (rc != 0) return Status::Unavailable("cannot run " + shimPath_ + ": " + std::strerror(rc));
-  auto stat = readProcStat(pid);  // still there: only we can reap it
-  return ShimRecord{pid, stat ? stat->startTicks : 0};
+Result<ProcessExecutor::SpawnedShim> ProcessExecutor::spawnShim(
+    const std::vector<std::string>& args) {
+  // A pair per try: a server that failed may have forked a shim holding the first pair's end,
+  // which must never be able to read a job meant for the shim spawned instead.
+  auto pair = [](int ends[2]) -> Status {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+      return Status::Unavailable(std::string("cannot create a socket pair: ") +
+                                 std::strerror(errno));
+    }
+    // Bounds start() should the shim stop reading with the job half sent.
+    timeval timeout = {kStartTimeoutMs / 1000, 0};
+    ::setsockopt(ends[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    return Status::Ok();
+  };
+  int ends[2];
+  if (Status st = pair(ends); !st.ok()) return st;
+  Result<pid_t> pid = Status::Unavailable("no shim server");
+  if (shimServer_) {
+    pid = shimServer_->fork(args, ends[1]);
+    if (!pid.ok()) {
+      ::close(ends[0]);
+      ::close(ends[1]);
+      if (Status st = pair(ends); !st.ok()) return st;
+    }
+  }
+  if (!pid.ok()) {
+    std::vector<std::string> argv = {shimPath_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid = spawnShimProcess(argv, ends[1], kReportFd);
+  }
+  ::close(ends[1]);
+  if (!pid.ok()) {
+    ::close(ends[0]);
+    return pid.status();
+  }
+  auto stat = readProcStat(*pid);  // still there: only we can reap it
+  return SpawnedShim{ShimRecord{*pid, stat ? stat->startTicks : 0}, ends[0]};
 }
 
 Result<ProcessExecutor::Standby> ProcessExecutor::spawnStandby() {
   auto groups = cgroups_->createSpare();
   if (!groups.ok()) return groups.status();
-  int ends[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
-    int err = errno;
-    CgroupManager::remove(*groups);
-    return Status::Unavailable(std::string("cannot create a socket pair: ") + std::strerror(err));
-  }
-  // Bounds start() should a live standby stop reading with the job half sent.
-  timeval timeout = {kStartTimeoutMs / 1000, 0};
-  ::setsockopt(ends[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  std::vector<std::string> args = {shimPath_, "--standby-fd", std::to_string(kReportFd)};
+  std::vector<std::string> args = {"--standby-fd", std::to_string(kReportFd)};
   for (const auto& g : *groups) {
     args.push_back("--cgroup");
     args.push_back(g);
   }
   // The job, with its environment, comes on the socket.
-  auto shim = spawnShim(args, ends[1]);
+  auto shim = spawnShim(args);
   if (!shim.ok()) {
-    ::close(ends[0]);
     CgroupManager::remove(*groups);
     return shim.status();
   }
-  return Standby{*shim, *groups, ends[0], false};
+  return Standby{shim->record, *groups, shim->socket, false};
 }
 
 bool ProcessExecutor::standbyAlive(Standby& s) {
@@ -796,6 +783,21 @@ void ProcessExecutor::reapShim(Job& job) {
   if (r == job.shim->pid || (r < 0 && errno == ECHILD)) job.shimReaped = true;
 }
 
+void ProcessExecutor::adoptStrayShims() {
+  std::vector<pid_t> known;
+  for (const auto& [id, job] : jobs_) {
+    if (job.shim) known.push_back(job.shim->pid);
+  }
+  for (const ShimRecord& s : shimsToReap_) known.push_back(s.pid);
+  for (const Standby& s : standbys_) known.push_back(s.shim.pid);
+  for (pid_t pid : strayShims(known)) {
+    spdlog::warn("reaping allot-job-shim {}, forked by a shim server that failed before it said so",
+                 pid);
+    auto stat = readProcStat(pid);  // ours: still there until we reap it
+    shimsToReap_.push_back({pid, stat ? stat->startTicks : 0});
+  }
+}
+
 void ProcessExecutor::reapOrphanedShims() {
   std::erase_if(shimsToReap_, [](const ShimRecord& s) {
     auto st = readProcStat(s.pid);
@@ -827,6 +829,10 @@ std::vector<model::ActualJob> ProcessExecutor::poll() {
     CgroupManager::killAll(groups);
     return CgroupManager::remove(groups);
   });
+  if (shimServer_) {
+    shimServer_->reapKilled();
+    if (shimServer_->mayHaveLeftAShim()) adoptStrayShims();
+  }
   reapOrphanedShims();
   replenishStandbys();
   std::vector<model::ActualJob> out;

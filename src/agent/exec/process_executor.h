@@ -2,7 +2,8 @@
 // ProcessExecutor: runs each job as a plain process tree on this host, supervised by
 // allot-job-shim (see job_shim_main.cc) and confined by cgroups where the host has them.
 //
-// The agent never forks: it posix_spawns one shim per job in a new session. The shim owns the
+// The agent never forks: one shim per job, in a new session, is forked by the shim server or
+// else posix_spawned (shim_server.h), either way the agent's own child. The shim owns the
 // job's process; the executor learns what happened from files the shim leaves in the job's
 // directory (see job_dir.h). So jobs survive an agent restart, and a new ProcessExecutor on the
 // same workDir re-adopts them at construction: running jobs stay tracked, jobs that ended while
@@ -30,6 +31,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,6 +41,7 @@
 #include "agent/exec/driver_files.h"
 #include "agent/exec/executor.h"
 #include "agent/exec/job_dir.h"
+#include "agent/exec/shim_server.h"
 #include "common/clock.h"
 
 namespace allot::agent {
@@ -125,6 +128,11 @@ class ProcessExecutor final : public Executor {
     std::vector<std::string> cgroups;  // its spare groups, which the job it takes will keep
     bool ready = false;                // it has joined them and waits for a job
   };
+  // Whether shims are forked by a shim server (default) or each spawned (shim_server.h).
+  void setShimServer(bool enabled);
+  // The shim server's pid; -1 while there is none (tests).
+  pid_t shimServerPid() const { return shimServer_ ? shimServer_->pid() : -1; }
+
   // The standby shims as of the last poll() or start(), oldest first (tests, diagnostics).
   std::vector<StandbyInfo> standbys() const;
   ImagesInUse imagesInUse() const override;
@@ -185,10 +193,15 @@ class ProcessExecutor final : public Executor {
   // if the standby could not take it.
   bool handOver(Job& job, Standby& standby, const std::vector<std::string>& args,
                 const std::vector<std::string>& env);
-  // posix_spawns the shim in a session of its own, with childEnd (closed here) as its descriptor
-  // kReportFd and an empty environment: it runs as root, and nothing of the job's may reach it
-  // but as data.
-  Result<ShimRecord> spawnShim(const std::vector<std::string>& args, int childEnd);
+  // A new shim with `args` (its argv after argv[0]) and one end of a new socket pair as its
+  // descriptor kReportFd; `socket` is the executor's end. Forked by the shim server, or else
+  // posix_spawned (shim_server.h); either way in a session of its own, the executor's child, with
+  // an empty environment: it runs as root, and nothing of the job's may reach it but as data.
+  struct SpawnedShim {
+    ShimRecord record;
+    int socket = -1;
+  };
+  Result<SpawnedShim> spawnShim(const std::vector<std::string>& args);
   // Tops the standbys up to standbyTarget_, after dropping dead ones.
   void replenishStandbys();
   Result<Standby> spawnStandby();
@@ -218,6 +231,9 @@ class ProcessExecutor final : public Executor {
   void releaseCgroups(std::vector<std::string> groups, bool reusable);
   void reapShim(Job& job);
   void reapOrphanedShims();
+  // Shims a failed shim server forked without telling us (ShimServer::mayHaveLeftAShim): to be
+  // reaped with the orphaned ones.
+  void adoptStrayShims();
 
   std::string workDir_;
   std::string stateDir_;
@@ -235,6 +251,7 @@ class ProcessExecutor final : public Executor {
   std::vector<std::vector<std::string>> cgroupsToRemove_;
   // Shims of forgotten jobs and retired standbys, still to be reaped once they exit.
   std::vector<ShimRecord> shimsToReap_;
+  std::unique_ptr<ShimServer> shimServer_;  // null: every shim is spawned
   int standbyTarget_;
   std::deque<Standby> standbys_;
   TimeMs standbyRetryAt_ = 0;  // no new standby before then, after one failed

@@ -348,6 +348,171 @@ TEST_F(ProcessExecutorTest, LeftoverBackgroundProcessesDieWithTheJob) {
 }
 
 // Job records on a state dir of their own (allot-agent --state-dir), data in the work dir.
+// What /proc/<pid>/status says for `key` ("PPid"), without the tab; "" when there is none.
+std::string statusField(pid_t pid, const std::string& key) {
+  std::istringstream in(readFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":\t", 0) == 0) return line.substr(key.size() + 2);
+  }
+  return "";
+}
+
+// While it lives, this process ignores SIGPIPE and SIGUSR1 and blocks SIGUSR2, as an agent
+// might: none of that may reach a job.
+class SignalsAsAnAgentMightHaveThem {
+ public:
+  SignalsAsAnAgentMightHaveThem() {
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &oldPipe_);
+    sigaction(SIGUSR1, &ignore, &oldUsr1_);
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, &oldMask_);
+  }
+  ~SignalsAsAnAgentMightHaveThem() {
+    sigaction(SIGPIPE, &oldPipe_, nullptr);
+    sigaction(SIGUSR1, &oldUsr1_, nullptr);
+    pthread_sigmask(SIG_SETMASK, &oldMask_, nullptr);
+  }
+
+ private:
+  struct sigaction oldPipe_, oldUsr1_;
+  sigset_t oldMask_;
+};
+
+// The job's command line as the kernel shows it, NULs as spaces.
+std::string commandLine(pid_t pid) {
+  std::string text = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// Shims come from the shim server (shim_server.h), yet each is the executor's own child in a
+// session of its own, shows as a shim (not as the server) in ps, holds no descriptor beyond
+// the job's log and its report socket, and its job starts with no signal ignored or blocked,
+// whatever the agent ignores or blocks itself.
+TEST_F(ProcessExecutorTest, ShimsForkedByTheServerAreTheExecutorsChildrenInSessionsOfTheirOwn) {
+  const std::string script =
+      "grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/$PPID/fd | sort -n | tr '\\n' ' ';"
+      " echo; sleep 1000";
+  ActualJob first, second;
+  {
+    SignalsAsAnAgentMightHaveThem agentLike;
+    first = exec_->start(shellJob(30, script));
+    second = exec_->start(shellJob(29, script));
+  }
+  ASSERT_NE(first.state, ActualState::kFailedToStart) << first.message;
+  ASSERT_NE(second.state, ActualState::kFailedToStart) << second.message;
+
+  const pid_t server = exec_->shimServerPid();
+  ASSERT_GT(server, 0);
+  EXPECT_EQ(statusField(server, "PPid"), std::to_string(getpid()));
+  for (int64_t id : {30, 29}) {
+    SCOPED_TRACE("job " + std::to_string(id));
+    const pid_t shim = exec_->shimPidOf(id);
+    ASSERT_GT(shim, 0);
+    EXPECT_NE(shim, server);
+    EXPECT_EQ(statusField(shim, "PPid"), std::to_string(getpid()));
+    EXPECT_EQ(getsid(shim), shim);
+    // Forked, not spawned: a spawned shim's argv[0] is the binary's whole path.
+    EXPECT_EQ(commandLine(shim).rfind("allot-job-shim --job-fd 3 ", 0), 0u) << commandLine(shim);
+    EXPECT_EQ(commandLine(server).find("--job-fd"), std::string::npos);
+    ASSERT_TRUE(eventually([&] { return fileHasLines(exec_->logPath(id), 3); }));
+    const std::string log = readFile(exec_->logPath(id));
+    EXPECT_EQ(log.substr(0, log.find("\n", log.find("SigIgn")) + 1),
+              "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+    // stdin and the log twice; until the shim has seen the exec, the report socket and the
+    // pipe that tells it of the exec too. Nothing of the server's, nor of other shims'.
+    const std::string fds = log.substr(log.find("SigIgn") + 25);
+    EXPECT_TRUE(fds == "0 1 2 \n" || fds == "0 1 2 3 \n" || fds == "0 1 2 3 4 \n") << fds;
+    // The job's parent is its shim, not the server.
+    EXPECT_EQ(statusField(find(id)->pid, "PPid"), std::to_string(shim));
+  }
+  EXPECT_EQ(commandLine(server).find("--server-fd 3"), commandLine(server).size() - 14)
+      << commandLine(server);
+}
+
+TEST_F(ProcessExecutorTest, WithoutTheServerShimsAreSpawnedTheSameWay) {
+  exec_->setShimServer(false);
+  {
+    SignalsAsAnAgentMightHaveThem agentLike;
+    ASSERT_NE(exec_->start(shellJob(31, "grep -E '^Sig(Ign|Blk)' /proc/self/status")).state,
+              ActualState::kFailedToStart);
+  }
+  EXPECT_EQ(exec_->shimServerPid(), -1);
+  EXPECT_EQ(waitForEnd(31).exitCode, 0);
+  EXPECT_EQ(readFile(exec_->logPath(31)),
+            "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+// A server that died, or hangs, costs no job: the shim is spawned instead, the server is reaped
+// (or killed and reaped), and a new one is started only after the retry interval.
+TEST_F(ProcessExecutorTest, JobsStartWhenTheShimServerDiedOrHangsAndANewOneComesAfterTheRetry) {
+  auto reapedSoon = [&](pid_t pid) {
+    return eventually([&] {
+      exec_->poll();
+      return !readProcStat(pid);
+    });
+  };
+  ASSERT_NE(exec_->start(shellJob(32, "true")).state, ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(32).exitCode, 0);
+  const pid_t dead = exec_->shimServerPid();
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::kill(dead, SIGKILL), 0);
+  ASSERT_NE(exec_->start(shellJob(33, "exit 3")).state, ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(33).exitCode, 3);
+  EXPECT_EQ(exec_->shimServerPid(), -1);
+  EXPECT_TRUE(reapedSoon(dead)) << "the dead server was not reaped";
+  ASSERT_NE(exec_->start(shellJob(34, "exit 4")).state, ActualState::kFailedToStart);
+  EXPECT_EQ(exec_->shimServerPid(), -1) << "a new server before the retry interval";
+  EXPECT_EQ(waitForEnd(34).exitCode, 4);
+
+  clock_.advance(ShimServer::kRetryMs);
+  ASSERT_NE(exec_->start(shellJob(35, "exit 5")).state, ActualState::kFailedToStart);
+  const pid_t stuck = exec_->shimServerPid();
+  ASSERT_GT(stuck, 0);
+  EXPECT_NE(stuck, dead);
+  EXPECT_EQ(waitForEnd(35).exitCode, 5);
+  // Stopped, it answers nothing: the next start waits kAnswerTimeoutMs, then spawns.
+  ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  ASSERT_NE(exec_->start(shellJob(36, "exit 6")).state, ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(36).exitCode, 6);
+  EXPECT_EQ(exec_->shimServerPid(), -1);
+  EXPECT_TRUE(reapedSoon(stuck)) << "the stuck server was not reaped";
+}
+
+// The worst case: the server forked the shim, then failed before it said so. That shim never
+// gets the job (the job goes to a spawned shim, on a fresh socket pair), exits, and is reaped,
+// though the executor never heard its pid. The server here is a stand-in that does just that.
+TEST_F(ProcessExecutorTest, AShimForkedByAServerThatThenFailedRunsNothingAndIsReaped) {
+  const std::string fake = workDir_ + "/fake-shim";
+  std::ofstream(fake) << R"(#!/usr/bin/python3
+import ctypes, os, socket, sys, time
+REAL = ")" << ALLOT_JOB_SHIM_PATH << R"("
+if sys.argv[1:2] != ["--server-fd"]:
+    os.execv(REAL, [REAL] + sys.argv[1:])
+server = socket.socket(fileno=3)
+msg, fds, _, _ = socket.recv_fds(server, 65536, 4)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(56, 0x8000 | 17, 0, 0, 0, 0) == 0:  # clone(CLONE_PARENT | SIGCHLD)
+    os.dup2(fds[0], 3)
+    os.execv(REAL, [REAL, "--job-fd", "3"])
+time.sleep(60)  # never answers
+)";
+  fs::permissions(fake, fs::perms::owner_all);
+  exec_ = std::make_unique<ProcessExecutor>(workDir_, fake, clock_, nullptr, 0, stateDir_);
+  ASSERT_NE(exec_->start(shellJob(37, "echo once >> ../ran")).state,
+            ActualState::kFailedToStart);
+  EXPECT_EQ(waitForEnd(37).exitCode, 0);
+  EXPECT_EQ(readFile(jobFile(37, "ran")), "once\n");
+  EXPECT_TRUE(eventually([&] {
+    exec_->poll();
+    return strayShims({}).empty();
+  })) << "a shim the failed server forked was left unreaped";
+}
+
 class SplitStateExecutorTest : public ProcessExecutorTest {
  protected:
   void SetUp() override {
