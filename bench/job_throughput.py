@@ -46,6 +46,8 @@ def submit_all(port, token, jobs, connections):
         capture_output=True, text=True, check=False)
     line = next((l for l in run.stdout.splitlines() if l.startswith("submit_load ")), "")
     fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+    if os.environ.get("ALLOT_BENCH_VERBOSE"):
+        print(run.stdout, file=sys.stderr)
     if run.returncode != 0 or fields.get("created") != str(jobs):
         raise SystemExit(f"submissions failed: {line or run.stderr.strip()}\n{run.stdout}")
 

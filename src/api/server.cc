@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,11 +42,15 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 // A client that connects and does not finish the TLS handshake is dropped after this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
-// A pass that placed work and took less than this is followed by the next at once (see
-// schedulingLoop).
-constexpr auto kRestlessPlacingPass = std::chrono::milliseconds(10);
-// A decision that took less than this is made on the I/O thread (schedulingLoop).
+// A decision that took less CPU time than this is made on the I/O thread (schedulingLoop).
 constexpr auto kInlineDecision = std::chrono::milliseconds(5);
+
+// CPU time the calling thread has used.
+std::chrono::nanoseconds threadCpuTime() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 // The read stage of a request (api/http_pipeline.h).
 struct RequestRead {
@@ -269,40 +274,52 @@ asio::awaitable<void> Server::schedulingLoop() {
     }
     scheduleNeeded_ = false;
     auto started = std::chrono::steady_clock::now();
+    const auto startCpu = threadCpuTime();
     std::optional<sched::Snapshot> taken;
     control::Step start = controllers_->passStart(taken);
     auto onThisThread = std::chrono::steady_clock::now() - started;
+    // What the pass costs, as CPU time: its wall time includes waiting for a core on a busy
+    // machine, and rests measured from that left GPUs idle (see below).
+    std::chrono::nanoseconds cpu = threadCpuTime() - startCpu;
     if (!start.batch.empty()) ++passesRun_;  // it cancelled jobs
     co_await commitStep(std::move(start));
     if (!taken) continue;
     // The decision, the long part with a deep queue, runs on the scheduler's thread, so that the
     // API answers meanwhile; the snapshot travels with it and comes back for finishPass. A short
-    // one (the last took under kInlineDecision) is made here: handing it over costs two thread
-    // wake-ups, more than it takes, and with a stream of submissions that is most passes.
+    // one (the last took under kInlineDecision of CPU) is made here: handing it over costs two
+    // thread wake-ups, more than it takes, and with a stream of submissions that is most passes.
     auto snapshot = std::make_shared<const sched::Snapshot>(std::move(*taken));
     taken.reset();
     auto decided = std::make_shared<std::optional<Result<sched::Decisions>>>();
-    const auto deciding = std::chrono::steady_clock::now();
+    auto decisionCpu = std::make_shared<std::chrono::nanoseconds>(0);
     const bool inline_ = lastDecision_ < kInlineDecision;
     if (inline_) {
+      const auto deciding = std::chrono::steady_clock::now();
+      const auto decidingCpu = threadCpuTime();
       *decided = cluster_->decider()(*snapshot);
+      *decisionCpu = threadCpuTime() - decidingCpu;
       onThisThread += std::chrono::steady_clock::now() - deciding;
     } else {
       auto done = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
-      asio::post(schedulerThread_,
-                 [decide = cluster_->decider(), snapshot, decided, done, io = io_.get_executor()] {
-                   *decided = decide(*snapshot);
-                   asio::post(io, [done] { done->cancel(); });
-                 });
+      asio::post(schedulerThread_, [decide = cluster_->decider(), snapshot, decided, decisionCpu,
+                                    done, io = io_.get_executor()] {
+        const auto decidingCpu = threadCpuTime();
+        *decided = decide(*snapshot);
+        *decisionCpu = threadCpuTime() - decidingCpu;
+        asio::post(io, [done] { done->cancel(); });
+      });
       // Nothing else runs on this thread in between, so the cancel cannot come before the wait.
       // (A co_spawn of a lambda coroutine onto the pool instead read freed memory when built by
       // GCC 12.)
       co_await done->async_wait(asio::as_tuple(use_awaitable));
     }
+    lastDecision_ = *decisionCpu;
+    cpu += *decisionCpu;
     const auto finishing = std::chrono::steady_clock::now();
-    lastDecision_ = finishing - deciding;
+    const auto finishingCpu = threadCpuTime();
     control::Step pass = controllers_->passFinish(*snapshot, std::move(**decided));
     ++passesRun_;
+    cpu += threadCpuTime() - finishingCpu;
     onThisThread += std::chrono::steady_clock::now() - finishing;
     auto took = std::chrono::steady_clock::now() - started;
     metrics_.schedulingPass(std::chrono::duration<double>(took).count(),
@@ -311,15 +328,17 @@ asio::awaitable<void> Server::schedulingLoop() {
     co_await commitStep(std::move(pass));
     // A deep snapshot's memory is given back on the scheduler's thread too.
     if (!inline_) asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
-    // A pass walks the whole queue. With a long queue and a stream of submissions, passes back to
-    // back would keep a core busy deciding; resting kPassRestFactor times as long as the pass took
-    // caps scheduling at a fifth of it. Short passes (a short queue) never rest, nor do passes of
-    // a few milliseconds that placed work: GPUs came free while work waited (a stream of short
-    // jobs), and a rest would leave the next ones idle for four times the pass.
-    const bool restless =
-        took <= std::chrono::milliseconds(1) || (placed > 0 && took < kRestlessPlacingPass);
-    if (!restless) {
-      rest.expires_after(took * kPassRestFactor);
+    // A pass walks the whole queue. With a long queue and a stream of submissions, or jobs that
+    // end one at a time, passes back to back would keep a core busy deciding, each placing a job
+    // or none. So a pass that cost more than a millisecond of CPU rests kPassRestFactor times that,
+    // divided by the jobs it placed: a pass that placed nothing rests four times its cost (a fifth
+    // of a core at most goes to scheduling), one that filled many GPUs hardly rests (work waits
+    // and GPUs come free), and in between the rest lets more GPUs come free for the next pass to
+    // fill at once. CPU time, not wall time: on a machine busy with the jobs' own processes a pass
+    // of 3 ms of CPU took 15 ms, and rests measured from that left GPUs idle (docs/benchmarks.md,
+    // section 2c, for both figures).
+    if (cpu > std::chrono::milliseconds(1)) {
+      rest.expires_after(cpu * kPassRestFactor / std::max<size_t>(1, placed));
       co_await rest.async_wait(asio::as_tuple(use_awaitable));
     }
   }

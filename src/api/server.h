@@ -199,7 +199,7 @@ class Server {
   uint64_t passesRun_ = 0;
   // How long the last pass's decision took; unknown (the longest) before the first, which may
   // face a deep queue loaded from the store and so is made off the I/O thread.
-  std::chrono::steady_clock::duration lastDecision_ = std::chrono::steady_clock::duration::max();
+  std::chrono::nanoseconds lastDecision_ = std::chrono::nanoseconds::max();  // CPU time
   std::multimap<int64_t, boost::asio::steady_timer*> jobWatchers_;
   std::optional<std::string> newAdminToken_;
   // After io_: destroyed first, so its worker threads stop before the context they post to.

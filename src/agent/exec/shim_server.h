@@ -5,7 +5,7 @@
 // Starting a program costs far more than forking one that is already running: exec, mapping
 // the binary, and glibc's start-up, which reads the CPU's features with some sixty `cpuid`
 // instructions that each trap to the hypervisor on a virtual machine (docs/benchmarks.md,
-// section 2e). For a trivial job that was a third of its shim's CPU. So the executor keeps one
+// section 2c). For a trivial job that was a third of its shim's CPU. So the executor keeps one
 // `allot-job-shim --server-fd 3` running (protocol in job_shim_main.cc) and asks it for each new
 // shim; the server forks with CLONE_PARENT, so every shim is still the agent's own child, in a
 // session of its own, reaped and adopted exactly as a spawned one.
