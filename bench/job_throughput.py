@@ -2,11 +2,15 @@
 """End-to-end throughput of trivial jobs: N one-GPU `true` jobs submitted through the API over C
 keep-alive connections to allotd, run on simulated hosts, until every one has succeeded.
 
-Reports jobs/s from the first submission to the last job's end, and how long the submissions
-alone took. One real allotd (embedded SQLite) and H agents of `--gpus` each, on 127.0.0.1 only.
+Reports jobs/s from the first submission to the last job's end, how long the submissions alone
+took, and the busy CPU time of the whole machine per job over that span (cpu_ms_per_job). One
+real allotd (embedded SQLite) and H agents of `--gpus` each, on 127.0.0.1 only; the submissions
+come from build/bin/submit_load.
 
   python3 bench/job_throughput.py [--jobs 2000] [--connections 16] [--hosts 1] [--gpus sim:8xH100]
-      [--journaled-ext4]
+      [--journaled-ext4] [--bin DIR] [--agent-flags "--shim-server off"]
+
+ALLOT_BENCH_VERBOSE=1 prints submit_load's own report (latency, rate by fifth) as well.
 
 --journaled-ext4 (root) puts the run's scratch dirs (allotd's data, the agents' work dirs) on a
 file system of its own: a fresh ext4 with a journal, as Debian creates by default, on a loop
