@@ -790,6 +790,7 @@ void ProcessExecutor::adoptStrayShims() {
   }
   for (const ShimRecord& s : shimsToReap_) known.push_back(s.pid);
   for (const Standby& s : standbys_) known.push_back(s.shim.pid);
+  for (pid_t pid : shimServer_->serverPids()) known.push_back(pid);
   for (pid_t pid : strayShims(known)) {
     spdlog::warn("reaping allot-job-shim {}, forked by a shim server that failed before it said so",
                  pid);

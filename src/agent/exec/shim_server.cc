@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/fd_passing.h"
 #include "common/log.h"
 
 namespace allot::agent {
@@ -156,25 +157,10 @@ Result<pid_t> ShimServer::fork(const std::vector<std::string>& args, int childEn
     payload += a;
     payload += '\0';
   }
-  iovec iov{payload.data(), payload.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &childEnd, sizeof childEnd);
-
   std::string failure;
   int32_t answer = 0;
-  ssize_t sent;
-  do {
-    sent = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
+  const int fds[] = {childEnd};
+  const ssize_t sent = sendWithDescriptors(socket_, payload, fds, MSG_NOSIGNAL);
   if (sent != static_cast<ssize_t>(payload.size())) {
     failure = std::string("cannot send it a request: ") + std::strerror(errno);
   } else {

@@ -59,6 +59,13 @@ class ShimServer {
 
   // The server's pid; -1 while there is none (tests).
   pid_t pid() const { return pid_; }
+  // The server's pid and those of servers killed and not reaped yet: shims too, by their name,
+  // but not strays (strayShims).
+  std::vector<pid_t> serverPids() const {
+    std::vector<pid_t> out = killed_;
+    if (pid_ > 0) out.push_back(pid_);
+    return out;
+  }
 
  private:
   Status start();

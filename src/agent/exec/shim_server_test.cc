@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "common/fd_passing.h"
+
 namespace allot::agent {
 namespace {
 
@@ -40,21 +42,7 @@ class ShimServerProtocolTest : public ::testing::Test {
 
   // Sends payload with fds; the server's answer, or INT32_MIN when none came within 5 s.
   int32_t request(const std::string& payload, const std::vector<int>& fds) {
-    iovec iov{const_cast<char*>(payload.data()), payload.size()};
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<size_t>(fds.size(), 1)));
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (!fds.empty()) {
-      msg.msg_control = control.data();
-      msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-      std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-    }
-    if (::sendmsg(socket_, &msg, MSG_NOSIGNAL) < 0) return INT32_MIN;
+    if (sendWithDescriptors(socket_, payload, fds, MSG_NOSIGNAL) < 0) return INT32_MIN;
     pollfd p{socket_, POLLIN, 0};
     int32_t answer;
     if (::poll(&p, 1, 5000) != 1 || ::recv(socket_, &answer, sizeof answer, 0) != sizeof answer)

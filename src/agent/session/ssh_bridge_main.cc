@@ -61,6 +61,7 @@
 
 #include "agent/exec/proc.h"
 #include "agent/session/container_login.h"
+#include "common/fd_passing.h"
 
 extern char** environ;
 
@@ -466,19 +467,7 @@ int enter(int argc, char** argv) {
     return 255;
   }
   const int stdio[3] = {0, 1, 2};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof stdio)] = {};
-  iovec iov{const_cast<char*>(text.data()), text.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* h = CMSG_FIRSTHDR(&msg);
-  h->cmsg_level = SOL_SOCKET;
-  h->cmsg_type = SCM_RIGHTS;
-  h->cmsg_len = CMSG_LEN(sizeof stdio);
-  std::memcpy(CMSG_DATA(h), stdio, sizeof stdio);
-  if (::sendmsg(fd, &msg, MSG_NOSIGNAL) < 0) {
+  if (allot::sendWithDescriptors(fd, text, stdio, MSG_NOSIGNAL) < 0) {
     say("cannot reach the session's container: " + std::string(std::strerror(errno)));
     return 255;
   }
