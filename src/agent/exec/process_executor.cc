@@ -137,8 +137,8 @@ ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, cons
       shimPath_(std::move(shimPath)),
       clock_(clock),
       cgroups_(cgroups),
-      // Without groups to join a standby would save only the spawn; not worth a process.
       shimServer_(std::make_unique<ShimServer>(shimPath_, clock)),
+      // Without groups to join a standby would save only the spawn; not worth a process.
       standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
   adoptAll();
   if (cgroups_ != nullptr) {
