@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -415,9 +416,29 @@ std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& kee
 std::vector<int> CgroupManager::pids(const std::vector<std::string>& groups) {
   std::set<int> all;
   for (const auto& dir : groups) {
-    std::ifstream in(dir + "/cgroup.procs");
-    int pid;
-    while (in >> pid) all.insert(pid);
+    // Plain reads: each job's groups are read as it ends, mostly to find them empty.
+    const int fd = ::open((dir + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    char buf[4096];
+    int pid = 0;
+    bool inNumber = false;
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+          pid = pid * 10 + (buf[i] - '0');
+          inNumber = true;
+        } else if (inNumber) {
+          all.insert(pid);
+          pid = 0;
+          inNumber = false;
+        }
+      }
+    }
+    if (inNumber) all.insert(pid);
+    ::close(fd);
   }
   return {all.begin(), all.end()};
 }
@@ -426,13 +447,21 @@ bool CgroupManager::killAll(const std::vector<std::string>& groups) {
   // Enough for a process that forks in a loop to lose the race (each round kills all it read);
   // what is left is tried again at the executor's next poll.
   constexpr int kRounds = 64;
+  // cgroup.kill is v2's (Linux 5.14+); a v1 group never has one. Once a group that exists was
+  // found without it, the agent's groups are of a kind that lacks it, and the failed open (a walk
+  // of the whole path) is not tried again.
+  static std::atomic<bool> noKillFile{false};
   bool none = true;
   for (const auto& dir : groups) {
-    const int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0) {
-      const bool killed = ::write(fd, "1", 1) == 1;
-      ::close(fd);
-      if (killed) continue;
+    if (!noKillFile.load(std::memory_order_relaxed)) {
+      const int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd >= 0) {
+        const bool killed = ::write(fd, "1", 1) == 1;
+        ::close(fd);
+        if (killed) continue;
+      } else if (errno == ENOENT && ::access(dir.c_str(), F_OK) == 0) {
+        noKillFile.store(true, std::memory_order_relaxed);
+      }
     }
     std::vector<int> left = pids({dir});
     for (int round = 0; round < kRounds && !left.empty(); ++round) {

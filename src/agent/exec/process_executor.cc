@@ -277,7 +277,9 @@ std::vector<model::ActualJob> ProcessExecutor::startAll(const std::vector<JobSpe
   std::vector<model::ActualJob> out;
   for (const JobSpec& spec : specs) {
     Job& job = jobs_.at(spec.id);
-    refresh(job);
+    // A shim that could not start the job has recorded why before it closed its report
+    // descriptor: start() says so at once.
+    refresh(job, /*outcomeFirst=*/true);
     out.push_back(job.actual);
   }
   return out;
@@ -302,15 +304,17 @@ int ProcessExecutor::begin(const JobSpec& spec) {
                                  " names no command (entrypoint or cmd) and the job gives none"
                            : "empty command");
   }
-  const std::string scratch = scratchRoot_ + "/" + std::to_string(spec.id);
+  const std::string scratch = scratchPath(spec.id);
   std::error_code scratchError;
-  fs::create_directories(scratchRoot_, scratchError);
+  if (::access(scratchRoot_.c_str(), F_OK) != 0) fs::create_directories(scratchRoot_, scratchError);
   if (runAsOwner_ && !scratchError) {
     // Root gives the directory to the owner below: nobody else may have had a hand in its path.
     if (Status st = checkAgentOwnedDir(scratchRoot_, "the scratch root"); !st.ok())
       return failToStart(job, spec, st.message());
   }
-  if (!scratchError) fs::create_directory(scratch, scratchError);
+  // One left by an earlier agent is taken over (giveToOwner gives it to this job's owner).
+  if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0 && errno != EEXIST)
+    scratchError = std::error_code(errno, std::generic_category());
   if (scratchError) {
     return failToStart(
         job, spec, "cannot create scratch directory " + scratch + ": " + scratchError.message());
@@ -371,6 +375,7 @@ int ProcessExecutor::begin(const JobSpec& spec) {
       } else {
         job.cgroups.clear();
         job.shim.reset();
+        job.shimIsChild = false;
       }
     }
   }
@@ -391,6 +396,7 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     if (!shim.ok()) return failToStart(job, spec, shim.status().message());
     const int socket = shim->socket;
     job.shim = shim->record;
+    job.shimIsChild = true;
     if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
       spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
                    spec.id, st.message());
@@ -521,6 +527,7 @@ bool ProcessExecutor::handOver(Job& job, Standby& standby, const std::vector<std
                                const std::vector<std::string>& env) {
   // Recorded before the shim can act on the job, as on the direct path.
   job.shim = standby.shim;
+  job.shimIsChild = true;
   if (Status st = job.dir.writeShim(*job.shim); !st.ok()) {
     spdlog::warn("job={} cannot record its shim; a restarted agent will report it lost: {}",
                  job.actual.id, st.message());
@@ -684,30 +691,40 @@ int ProcessExecutor::failToStart(Job& job, const JobSpec& spec, const std::strin
   return -1;
 }
 
-void ProcessExecutor::refresh(Job& job) {
+void ProcessExecutor::refresh(Job& job, bool outcomeFirst) {
   if (job.actual.state != ActualState::kRunning) return;  // an ending is final
   if (!job.process) {
     job.process = job.dir.readJobPid();
     if (job.process) job.actual.pid = job.process->pid;
   }
-  auto outcome = job.dir.readOutcome();
-  if (!outcome.ok()) return markLost(job, outcome.status().message());
-  if (*outcome) return markFinished(job, **outcome);
+  // The outcome of a job whose shim is ours is read once the shim is gone: it exits right after
+  // recording it, and its exit wakes the agent. An adopted one may have recorded it before we
+  // looked, so there the file comes first.
+  if (outcomeFirst || !job.shimIsChild) {
+    auto outcome = job.dir.readOutcome();
+    if (!outcome.ok()) return markLost(job, outcome.status().message());
+    if (*outcome) return markFinished(job, **outcome);
+  }
   if (shimAlive(job)) {
     if (job.termPending && job.process) job.termPending = !signalJob(job, SIGTERM);
     if (job.killAt && clock_.nowMs() >= *job.killAt) signalJob(job, SIGKILL);
     return;
   }
   // The shim may have recorded the outcome between our two looks.
-  outcome = job.dir.readOutcome();
-  if (outcome.ok() && *outcome) return markFinished(job, **outcome);
+  auto outcome = job.dir.readOutcome();
+  if (!outcome.ok()) return markLost(job, outcome.status().message());
+  if (*outcome) return markFinished(job, **outcome);
   markLost(job, job.shim ? "allot-job-shim (pid " + std::to_string(job.shim->pid) +
                                ") exited without recording the job's outcome"
                          : std::string("the agent stopped while starting the job"));
 }
 
 bool ProcessExecutor::shimAlive(Job& job) {
-  if (!job.shim) return false;
+  if (!job.shim || job.shimReaped) return false;
+  if (job.shimIsChild) {
+    reapShim(job);
+    return !job.shimReaped;
+  }
   auto st = readProcStat(job.shim->pid);
   if (!st || st->startTicks != job.shim->startTicks) return false;
   if (st->state == 'Z') {
@@ -732,9 +749,7 @@ void ProcessExecutor::cleanUpEnded(Job& job) {
   // the job's can be left but setsid escapees, which can wait for the next poll(). Done again at
   // each poll until the groups are empty: an escapee that forks in a loop must not outlive the
   // job on its GPUs.
-  if (job.remnantsKilled || (job.shim && sameLiveProcess(job.shim->pid, job.shim->startTicks))) {
-    return;
-  }
+  if (job.remnantsKilled || shimAlive(job)) return;
   job.remnantsKilled = CgroupManager::killAll(job.cgroups);
 }
 
@@ -773,10 +788,12 @@ void ProcessExecutor::killCgroupRemnants(const Job& job) {
 
 void ProcessExecutor::reapShim(Job& job) {
   if (job.shimReaped || !job.shim) return;
-  auto st = readProcStat(job.shim->pid);
-  if (!st || st->startTicks != job.shim->startTicks) {
-    job.shimReaped = true;  // gone, or reaped by init after an agent restart
-    return;
+  if (!job.shimIsChild) {
+    auto st = readProcStat(job.shim->pid);
+    if (!st || st->startTicks != job.shim->startTicks) {
+      job.shimReaped = true;  // gone, or reaped by init after an agent restart
+      return;
+    }
   }
   int status;
   pid_t r = ::waitpid(job.shim->pid, &status, WNOHANG);
@@ -859,9 +876,13 @@ void ProcessExecutor::forget(int64_t id) {
   reapShim(job);
   const bool shimGone = !job.shim || job.shimReaped;
   if (!shimGone) shimsToReap_.push_back(*job.shim);
-  // The directory first: deleting the job's files uncharges their pages from its memory group.
+  // The directories first: deleting the job's files uncharges their pages from its memory group.
   Status removed = job.dir.remove();
   if (!removed.ok()) spdlog::warn("job={}: {}", id, removed.message());
+  // Its scratch goes with it, as a session's does; until this, a job's stayed until the wipe.
+  std::error_code ec;
+  fs::remove_all(scratchPath(id), ec);
+  if (ec) spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id), ec.message());
   // Kept for another job only once nothing of this one's can still join them: a shim that has not
   // joined yet (a start that timed out) would otherwise join the next job's groups; and not while
   // a record left behind still names them.

@@ -100,6 +100,8 @@ class ProcessExecutor final : public Executor {
   // Where each job's scratch directory (<root>/<job id>, $ALLOT_SCRATCH) is made; default
   // <workDir>/scratch. Set before the first start().
   void setScratchRoot(std::string root) { scratchRoot_ = std::move(root); }
+  // $ALLOT_SCRATCH of job `id`: made as it starts, removed when it is forgotten.
+  std::string scratchPath(int64_t id) const { return scratchRoot_ + "/" + std::to_string(id); }
   // Workloads run as their owner (docs/access.md): the shim drops to JobSpec::runAs (setgroups,
   // setgid, setuid) before exec, the job's working and scratch directories are the owner's (mode
   // 0700) and its job directory the owner's group's (0710) so that other users read none of
@@ -146,6 +148,9 @@ class ProcessExecutor final : public Executor {
     std::vector<int> gpuIndices;
     std::optional<ShimRecord> shim;     // unknown only if the agent died while spawning it
     std::optional<ShimRecord> process;  // the job's main process; its pid is its process group
+    // This agent process spawned the shim (not an adopted job's): its pid stays its own until
+    // waitpid reaps it, so waitpid alone tells whether it lives, without a look at /proc.
+    bool shimIsChild = false;
     bool shimReaped = false;
     bool remnantsKilled = false;   // the cgroups were found empty after the job ended
     std::optional<TimeMs> killAt;  // stop() was called: SIGKILL is due then
@@ -212,8 +217,10 @@ class ProcessExecutor final : public Executor {
   // Kills the standby; its reaping and the removal of its groups finish in later poll()s if need
   // be.
   void retireStandby(Standby& s);
-  // Brings job.actual up to date with the job's files and processes.
-  void refresh(Job& job);
+  // Brings job.actual up to date with the job's files and processes. outcomeFirst: look for the
+  // recorded outcome even while the shim still runs (it is on its way out once it has one).
+  void refresh(Job& job, bool outcomeFirst = false);
+  // Whether the job's shim still runs; reaps it when it is ours and has exited.
   bool shimAlive(Job& job);
   void markFinished(Job& job, const JobOutcome& outcome);
   void markLost(Job& job, const std::string& message);

@@ -154,15 +154,21 @@ TEST_F(ProcessExecutorTest, TheShimHasNoneOfTheJobsEnvironment) {
   EXPECT_EQ(log.find("shim:"), std::string::npos) << "the shim has an environment:\n" << log;
 }
 
-TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnThatTheWipeKnows) {
+TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnRemovedWhenItIsForgotten) {
   exec_->setScratchRoot(workDir_ + "/scratch-root");
-  ActualJob started =
-      exec_->start(shellJob(8, "echo \"S=$ALLOT_SCRATCH\"; echo x > $ALLOT_SCRATCH/f"));
+  ActualJob started = exec_->start(
+      shellJob(8, "echo \"S=$ALLOT_SCRATCH\"; echo x > $ALLOT_SCRATCH/f; "
+                  "mkdir $ALLOT_SCRATCH/d; ln -s / $ALLOT_SCRATCH/d/root"));
   EXPECT_NE(started.state, ActualState::kFailedToStart) << started.message;
   ActualJob a = waitForEnd(8);
   EXPECT_EQ(a.exitCode, 0);
   EXPECT_EQ(readFile(exec_->logPath(8)), "S=" + workDir_ + "/scratch-root/8\n");
   EXPECT_EQ(readFile(workDir_ + "/scratch-root/8/f"), "x\n");
+  exec_->forget(8);
+  EXPECT_FALSE(fs::exists(workDir_ + "/scratch-root/8"));
+  EXPECT_TRUE(fs::exists(workDir_ + "/scratch-root"));
+  // The link the job left was removed, not followed.
+  EXPECT_TRUE(fs::exists("/etc/hostname") || fs::exists("/etc/passwd"));
 }
 
 TEST_F(ProcessExecutorTest, JobWithoutGpusSeesNone) {
@@ -391,7 +397,7 @@ std::string commandLine(pid_t pid) {
 
 // Shims come from the shim server (shim_server.h), yet each is the executor's own child in a
 // session of its own, shows as a shim (not as the server) in ps, holds no descriptor beyond
-// the job's log and its report socket, and its job starts with no signal ignored or blocked,
+// the job's log, its directory and its report socket, and its job starts with no signal ignored or blocked,
 // whatever the agent ignores or blocks itself.
 TEST_F(ProcessExecutorTest, ShimsForkedByTheServerAreTheExecutorsChildrenInSessionsOfTheirOwn) {
   const std::string script =
@@ -423,10 +429,11 @@ TEST_F(ProcessExecutorTest, ShimsForkedByTheServerAreTheExecutorsChildrenInSessi
     const std::string log = readFile(exec_->logPath(id));
     EXPECT_EQ(log.substr(0, log.find("\n", log.find("SigIgn")) + 1),
               "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
-    // stdin and the log twice; until the shim has seen the exec, the report socket and the
-    // pipe that tells it of the exec too. Nothing of the server's, nor of other shims'.
+    // stdin, the log twice and the job's directory (4); until the shim has seen the exec, the
+    // report socket (3) and the pipe that tells it of the exec (5) too. Nothing of the
+    // server's, nor of other shims'.
     const std::string fds = log.substr(log.find("SigIgn") + 25);
-    EXPECT_TRUE(fds == "0 1 2 \n" || fds == "0 1 2 3 \n" || fds == "0 1 2 3 4 \n") << fds;
+    EXPECT_TRUE(fds == "0 1 2 4 \n" || fds == "0 1 2 3 4 \n" || fds == "0 1 2 3 4 5 \n") << fds;
     // The job's parent is its shim, not the server.
     EXPECT_EQ(statusField(find(id)->pid, "PPid"), std::to_string(shim));
   }
