@@ -132,20 +132,12 @@ std::string machineHostname() {
   return h.empty() ? "localhost" : h;
 }
 
-// A file's size; -1 when it cannot be looked at.
-int64_t sizeOf(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
-}
-
 // Reads [offset, offset+max) of a file; empty when nothing new.
 std::string readFrom(const std::string& path, int64_t offset, int64_t max) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
-  std::string out(static_cast<size_t>(max), '\0');
-  ssize_t n = ::pread(fd, out.data(), out.size(), offset);
+  std::string out = readAt(fd, offset, max);
   ::close(fd);
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out;
 }
 
@@ -403,6 +395,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       toStart.push_back(std::move(spec));
       logBase_[d.id] = d.logOffset;
       logShipped_[d.id] = std::max(logShipped_[d.id], d.logOffset);
+      openLogs_.forget(d.id);  // a run before this one (a requeue) had a log of its own
     } else if (d.cancel && !stopping_.count(d.id)) {
       stopping_.insert(d.id);
       executor_.stop(d.id, d.graceMs);
@@ -430,6 +423,7 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       stopping_.erase(a.id);
       logShipped_.erase(a.id);
       logBase_.erase(a.id);
+      openLogs_.forget(a.id);
       masterPorts_.erase(a.id);
       imageDigests_.erase(a.id);
       imageMinCudas_.erase(a.id);
@@ -902,7 +896,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
           if (logKeep_.tail > 0 && it->second > logKeep_.head) {
             // Past the head allotd keeps only the last `tail` bytes: what lies further back than
             // that from the log's end now is dropped whatever comes after, so it is not shipped.
-            const int64_t size = sizeOf(executor_.logPath(a.id));
+            const int64_t size = sizeOfFd(openLogs_.fd(a.id, executor_.logPath(a.id)));
             if (size - local > logKeep_.tail) {
               it->second += size - logKeep_.tail - local;
               local = size - logKeep_.tail;
@@ -912,7 +906,8 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
             behind = true;
             break;
           }
-          std::string data = readFrom(executor_.logPath(a.id), local, kMaxLogChunk);
+          std::string data =
+              readAt(openLogs_.fd(a.id, executor_.logPath(a.id)), local, kMaxLogChunk);
           if (data.empty()) break;
           outbox->push(model::encodeLogChunk({a.id, it->second, data}), true);
           if (!co_await outbox->drained()) {

@@ -33,6 +33,7 @@
 #include "agent/gpu/locked_gpu_provider.h"
 #include "agent/image/image_puller.h"
 #include "agent/runtime/http_join.h"
+#include "agent/runtime/open_logs.h"
 #include "agent/runtime/tunnel_endpoint.h"
 #include "agent/session/fork_server.h"
 #include "agent/session/session_launcher.h"
@@ -164,6 +165,7 @@ class Agent {
   // so the run's output is appended, not lost under the old run's length. In memory: an agent
   // restarted during a requeued run reads its local log from allotd's offset (docs/agent.md).
   std::map<int64_t, int64_t> logBase_;
+  OpenLogs openLogs_;  // the logs shipped from, held open while their jobs are known
   // What allotd keeps of each job's output (its desired state says): past the head, output that
   // is more than `tail` bytes behind a log's end is skipped, not shipped.
   model::LogKeep logKeep_;
