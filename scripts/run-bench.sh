@@ -12,6 +12,7 @@
 #   SUBMIT_MAX_SECONDS  time bound per level                     (30)
 #   START_JOBS          start_latency jobs                       (200)
 #   CONTAINER_JOBS      container_start jobs of each kind (root) (100)
+#   CHURN_JOBS          executor_churn jobs (root)               (4000)
 #   MEM_HOSTS MEM_JOBS  memory_footprint store size              (100, 10000)
 #   CLI_HISTORY         cli_latency jobs run before its last row (2000)
 #   PEERS_ARGS          extra peers_bench.py flags, e.g. "--n 20 --sessions 0"
@@ -38,7 +39,7 @@ need() {
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
 need allotd allot-agent allot-job-shim store_bench submit_load start_latency start_stamp memory_footprint \
-  container_start
+  container_start executor_churn
 
 echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -67,6 +68,9 @@ fi
 if want container; then
   echo "== container_start (executor start to process running, in an image and as a process)"
   "$BIN/container_start" --jobs "${CONTAINER_JOBS:-100}" | tee "$OUT/container"
+  echo
+  echo "== executor_churn (CPU per trivial job on the agent's executor: cgroups, shims, job dirs)"
+  "$BIN/executor_churn" --jobs "${CHURN_JOBS:-4000}" | tee "$OUT/churn"
   echo
   echo "== image_job_start (POST to process, a job in a cached image against a process job; podman)"
   python3 bench/image_job_start.py --bin "$BIN" --n "${CONTAINER_JOBS:-100}" | tee "$OUT/image" ||
@@ -109,6 +113,9 @@ if [ -f "$OUT/start" ]; then
 fi
 if [ -f "$OUT/container" ]; then
   sed -n 's/^container_start \([a-z]*\) jobs=\([0-9]*\) p50_ms=\([^ ]*\) p90_ms=[^ ]* p99_ms=\([^ ]*\).*/  container  \1, n=\2: p50 \3 ms, p99 \4 ms (executor start to process; docs 2e)/p' "$OUT/container"
+fi
+if [ -f "$OUT/churn" ]; then
+  sed -n 's/^executor_churn jobs=\([0-9]*\).* jobs_per_s=\([^ ]*\) cpu_ms_per_job=\([^ ]*\).*/  churn      n=\1: \2 jobs\/s, \3 ms of CPU a job (agent side; docs 2c)/p' "$OUT/churn"
 fi
 if [ -f "$OUT/cli" ]; then
   sed -n 's/^  \(run --wait, [^n]*\) *n=[0-9]* *p50_ms= *\([^ ]*\) p99_ms= *\([^ ]*\).*/  cli        \1: p50 \2 ms (target < 15), p99 \3 ms (target < 40)/p' "$OUT/cli"
