@@ -277,9 +277,7 @@ std::vector<model::ActualJob> ProcessExecutor::startAll(const std::vector<JobSpe
   std::vector<model::ActualJob> out;
   for (const JobSpec& spec : specs) {
     Job& job = jobs_.at(spec.id);
-    // A shim that could not start the job has recorded why before it closed its report
-    // descriptor: start() says so at once.
-    refresh(job, /*outcomeFirst=*/true);
+    refresh(job);
     out.push_back(job.actual);
   }
   return out;
@@ -691,27 +689,24 @@ int ProcessExecutor::failToStart(Job& job, const JobSpec& spec, const std::strin
   return -1;
 }
 
-void ProcessExecutor::refresh(Job& job, bool outcomeFirst) {
+void ProcessExecutor::refresh(Job& job) {
   if (job.actual.state != ActualState::kRunning) return;  // an ending is final
   if (!job.process) {
     job.process = job.dir.readJobPid();
     if (job.process) job.actual.pid = job.process->pid;
   }
-  // The outcome of a job whose shim is ours is read once the shim is gone: it exits right after
-  // recording it, and its exit wakes the agent. An adopted one may have recorded it before we
-  // looked, so there the file comes first.
-  if (outcomeFirst || !job.shimIsChild) {
-    auto outcome = job.dir.readOutcome();
-    if (!outcome.ok()) return markLost(job, outcome.status().message());
-    if (*outcome) return markFinished(job, **outcome);
-  }
+  // The outcome first, even while the shim still runs: it exits right after recording it, and a
+  // job seen ended here, before that exit, needs no wake of the agent's loop of its own.
+  auto outcome = job.dir.readOutcome();
+  if (!outcome.ok()) return markLost(job, outcome.status().message());
+  if (*outcome) return markFinished(job, **outcome);
   if (shimAlive(job)) {
     if (job.termPending && job.process) job.termPending = !signalJob(job, SIGTERM);
     if (job.killAt && clock_.nowMs() >= *job.killAt) signalJob(job, SIGKILL);
     return;
   }
   // The shim may have recorded the outcome between our two looks.
-  auto outcome = job.dir.readOutcome();
+  outcome = job.dir.readOutcome();
   if (!outcome.ok()) return markLost(job, outcome.status().message());
   if (*outcome) return markFinished(job, **outcome);
   markLost(job, job.shim ? "allot-job-shim (pid " + std::to_string(job.shim->pid) +

@@ -217,9 +217,8 @@ class ProcessExecutor final : public Executor {
   // Kills the standby; its reaping and the removal of its groups finish in later poll()s if need
   // be.
   void retireStandby(Standby& s);
-  // Brings job.actual up to date with the job's files and processes. outcomeFirst: look for the
-  // recorded outcome even while the shim still runs (it is on its way out once it has one).
-  void refresh(Job& job, bool outcomeFirst = false);
+  // Brings job.actual up to date with the job's files and processes.
+  void refresh(Job& job);
   // Whether the job's shim still runs; reaps it when it is ours and has exited.
   bool shimAlive(Job& job);
   void markFinished(Job& job, const JobOutcome& outcome);
