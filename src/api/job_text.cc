@@ -1,126 +1,17 @@
 #include "api/job_text.h"
 
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <vector>
 
 #include "api/job_reply.h"
 #include "common/time_format.h"
-#include "common/utf8.h"
 #include "model/json_parts.h"
+#include "model/json_writer.h"
 
 namespace allot::api {
-namespace {
 
 using model::Job;
-
-// Appends JSON text, writing what nlohmann's dump(-1) writes for the same values. Remembers
-// whether every string was valid UTF-8; the text is used only if so.
-class Writer {
- public:
-  explicit Writer(std::string& out) : out_(out) {}
-  bool ok() const { return ok_; }
-
-  void key(const char* k) {
-    out_ += first_ ? "\"" : ",\"";
-    out_ += k;
-    out_ += "\":";
-    first_ = false;
-  }
-  void beginObject() {
-    out_ += '{';
-    first_ = true;
-  }
-  void endObject() {
-    out_ += '}';
-    first_ = false;
-  }
-  // A key that is the caller's text (an environment variable's name): escaped like any string.
-  void key(const std::string& k) {
-    if (!first_) out_ += ',';
-    string(k);
-    out_ += ':';
-    first_ = false;
-  }
-  void null() { out_ += "null"; }
-  void boolean(bool b) { out_ += b ? "true" : "false"; }
-  void number(int64_t v) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, r.ptr);
-  }
-  void string(const std::string& s) {
-    if (!isValidUtf8(s)) ok_ = false;
-    out_ += '"';
-    for (char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\b':
-          out_ += "\\b";
-          break;
-        case '\f':
-          out_ += "\\f";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        default:
-          if (c <= 0x1F) {
-            static const char* kHex = "0123456789abcdef";
-            out_ += "\\u00";
-            out_ += kHex[c >> 4];
-            out_ += kHex[c & 0xF];
-          } else {
-            out_ += ch;
-          }
-      }
-    }
-    out_ += '"';
-  }
-  void stringOrNull(const std::string& s) { s.empty() ? null() : string(s); }
-  void timeOrNull(TimeMs t) { t ? string(formatIso8601(t)) : null(); }
-  template <typename T>
-  void numberOrNull(const std::optional<T>& v) {
-    v ? number(*v) : null();
-  }
-  void strings(const std::vector<std::string>& v) {
-    out_ += '[';
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out_ += ',';
-      string(v[i]);
-    }
-    out_ += ']';
-  }
-  template <typename T>
-  void numbers(const std::vector<T>& v) {
-    out_ += '[';
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out_ += ',';
-      number(v[i]);
-    }
-    out_ += ']';
-  }
-
- private:
-  std::string& out_;
-  bool first_ = true;
-  bool ok_ = true;
-};
-
-}  // namespace
 
 std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
                                    const JobTextOptions& options) {
@@ -137,7 +28,7 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
 
   std::string out;
   out.reserve(1024);
-  Writer w(out);
+  model::JsonWriter w(out);
   // Keys in nlohmann's order (std::map: sorted bytewise), as jobJson's dump has them.
   w.beginObject();
   w.key("array");

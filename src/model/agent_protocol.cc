@@ -11,6 +11,7 @@
 #include "model/image_ref.h"
 #include "model/json.h"
 #include "model/json_fields.h"
+#include "model/json_writer.h"
 
 namespace allot::model {
 namespace {
@@ -435,9 +436,12 @@ int64_t refusedDesiredOf(const nlohmann::json& msg) {
   return std::max<int64_t>(0, it->get<int64_t>());
 }
 
-std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
-                          const std::optional<HostTask>& task, const ImageCommands& images,
-                          const LogKeep& logKeep) {
+namespace {
+
+// encodeDesired() through nlohmann::json: what the writer below must match byte for byte.
+std::string encodeDesiredAsJson(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
+                                const std::optional<HostTask>& task, const ImageCommands& images,
+                                const LogKeep& logKeep) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : jobs) arr.push_back(toJson(d));
   nlohmann::json out{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", heartbeatMs}};
@@ -445,6 +449,144 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
   if (!images.empty()) out["images"] = toJson(images);
   if (logKeep.tail > 0) out["log_keep"] = {{"head", logKeep.head}, {"tail", logKeep.tail}};
   return out.dump();
+}
+
+// One job of a desired state, its keys in nlohmann's (sorted) order, as toJson(DesiredJob).
+void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
+  w.beginObject();
+  w.key("cancel");
+  w.boolean(d.cancel);
+  if (d.chooseMasterPort) {
+    w.key("choose_master_port");
+    w.boolean(true);
+  }
+  if (!d.deferred) {
+    w.key("command");
+    w.strings(d.command);
+  }
+  w.key("cpu_millis");
+  w.number(d.cpuMillis);
+  if (d.deferred) {
+    w.key("deferred");
+    w.boolean(true);
+  }
+  w.key("env");
+  w.beginObject();
+  for (const auto& [k, v] : d.env) {
+    w.key(k);
+    w.string(v);
+  }
+  w.endObject();
+  w.key("gpu_indices");
+  w.numbers(d.gpuIndices);
+  w.key("gpu_minors");
+  w.numbers(d.gpuMinors);
+  w.key("gpu_uuids");
+  w.strings(d.gpuUuids);
+  w.key("grace_ms");
+  w.number(d.graceMs);
+  w.key("id");
+  w.number(d.id);
+  if (!d.image.empty()) {
+    w.key("image");
+    w.string(d.image);
+  }
+  w.key("log_offset");
+  w.number(d.logOffset);
+  w.key("memory_mib");
+  w.number(d.memoryMib);
+  if (d.registryAuth) {
+    w.key("registry_auth");
+    w.beginObject();
+    w.key("password");
+    w.string(d.registryAuth->password);
+    w.key("registry");
+    w.string(d.registryAuth->registry);
+    w.key("username");
+    w.string(d.registryAuth->username);
+    w.endObject();
+  }
+  if (d.runAs) {
+    w.key("run_as");
+    w.beginObject();
+    w.key("gid");
+    w.number(d.runAs->gid);
+    w.key("team");
+    w.string(d.runAs->team);
+    w.key("team_gid");
+    w.number(d.runAs->teamGid);
+    w.key("uid");
+    w.number(d.runAs->uid);
+    w.key("user");
+    w.string(d.runAs->user);
+    w.endObject();
+  }
+  if (d.session) {
+    w.key("session");
+    w.beginObject();
+    w.key("app");
+    w.string(d.session->app);
+    w.key("shared_root");
+    w.string(d.session->sharedRoot);
+    w.key("ssh_keys");
+    w.strings(d.session->sshKeys);
+    w.key("storage");
+    w.string(d.session->storage);
+    w.key("user");
+    w.string(d.session->user);
+    w.endObject();
+  }
+  if (!d.workdir.empty()) {
+    w.key("workdir");
+    w.string(d.workdir);
+  }
+  w.endObject();
+}
+
+}  // namespace
+
+std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeatMs,
+                          const std::optional<HostTask>& task, const ImageCommands& images,
+                          const LogKeep& logKeep) {
+  // Written directly: allotd encodes a host's whole desired state each time one of its jobs
+  // changes, and building it as nlohmann::json first was a seventh of allotd's CPU under a
+  // stream of short jobs. The rare parts (a host task, image commands) are dumped as before.
+  std::string out;
+  out.reserve(256 + jobs.size() * 512);
+  JsonWriter w(out);
+  w.beginObject();
+  w.key("heartbeat_ms");
+  w.number(heartbeatMs);
+  if (!images.empty()) {
+    w.key("images");
+    w.raw(toJson(images).dump());
+  }
+  w.key("jobs");
+  w.beginArray();
+  for (const auto& d : jobs) {
+    w.element();
+    writeDesiredJob(w, d);
+  }
+  w.endArray();
+  if (logKeep.tail > 0) {
+    w.key("log_keep");
+    w.beginObject();
+    w.key("head");
+    w.number(logKeep.head);
+    w.key("tail");
+    w.number(logKeep.tail);
+    w.endObject();
+  }
+  if (task) {
+    w.key("task");
+    w.raw(toJson(*task).dump());
+  }
+  w.key("type");
+  w.string("desired");
+  w.endObject();
+  // A string that is not UTF-8 (nothing allotd accepts holds one): nlohmann's way, which says so.
+  if (!w.ok()) return encodeDesiredAsJson(jobs, heartbeatMs, task, images, logKeep);
+  return out;
 }
 
 Result<DesiredState> decodeDesired(const nlohmann::json& msg) {

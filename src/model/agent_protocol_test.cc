@@ -92,6 +92,56 @@ TEST(AgentProtocol, DesiredJobCarriesItsOwnersIdentityOnlyWhenItHasOne) {
   EXPECT_EQ(back->runAs, d.runAs);
 }
 
+// encodeDesired writes its text directly; it must be what nlohmann::json would have written for
+// the same message, byte for byte, whatever the job holds.
+TEST(AgentProtocol, ADesiredStateIsWrittenAsNlohmannWouldWriteIt) {
+  DesiredJob plain;
+  plain.id = 1;
+  plain.command = {"sleep", "600"};
+  DesiredJob full;
+  full.id = 9'000'000'000;
+  full.command = {"sh", "-c", "echo \"quoted\" \\ back\tslash\n\x01 \xc3\xa9t\xc3\xa9 \xf0\x9f\x9a\x80"};
+  full.env = {{"A", "1"}, {"EMPTY", ""}, {"K\"EY", "v\x1f"}, {"Z", "\xe2\x82\xac"}};
+  full.gpuIndices = {0, 3};
+  full.gpuUuids = {"GPU-a", "GPU-b"};
+  full.gpuMinors = {0, 3};
+  full.cpuMillis = 4000;
+  full.memoryMib = 16384;
+  full.cancel = true;
+  full.graceMs = 30'000;
+  full.logOffset = 123456789;
+  full.chooseMasterPort = true;
+  full.workdir = "/home/alice/x";
+  full.image = "registry:5000/ml/train:1";
+  full.registryAuth = DesiredJob::RegistryAuth{"registry:5000", "ml", "s3cret"};
+  full.runAs = RunAs{"alice", 200001, 200002, "red", 300000};
+  full.session = DesiredSession{"jupyter-server", "scratch", {"ssh-ed25519 AAAA alice"}, "alice",
+                                "/shared"};
+  DesiredJob deferred;
+  deferred.id = 3;
+  deferred.deferred = true;
+  deferred.env = {{"ALLOT_SIM_GPU_UTIL", "50"}};
+  HostTask task;
+  task.id = 5;
+  ImageCommands images;
+  images.prunes = 2;
+  images.prepulls = {"registry:5000/ml/a:1"};
+  for (const auto& jobs : std::vector<std::vector<DesiredJob>>{{}, {plain}, {plain, full, deferred}}) {
+    for (bool extras : {false, true}) {
+      const std::optional<HostTask> t = extras ? std::optional<HostTask>(task) : std::nullopt;
+      const ImageCommands i = extras ? images : ImageCommands{};
+      const LogKeep keep = extras ? LogKeep{512, 1024} : LogKeep{};
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& d : jobs) arr.push_back(toJson(d));
+      nlohmann::json expected{{"type", "desired"}, {"jobs", arr}, {"heartbeat_ms", 2000}};
+      if (t) expected["task"] = toJson(*t);
+      if (!i.empty()) expected["images"] = toJson(i);
+      if (keep.tail > 0) expected["log_keep"] = {{"head", keep.head}, {"tail", keep.tail}};
+      EXPECT_EQ(encodeDesired(jobs, 2000, t, i, keep), expected.dump());
+    }
+  }
+}
+
 TEST(AgentProtocol, ADesiredStateDecodesWholeOrNotAtAll) {
   DesiredJob a, b;
   a.id = 1;

@@ -1,0 +1,140 @@
+#pragma once
+// JsonWriter: appends JSON text to a string directly, writing what nlohmann's dump() writes for
+// the same values (compact, the same escapes), for the documents written often enough that
+// building a nlohmann::json first costs more than the writing (a job's reply, an agent's desired
+// state). It remembers whether every string was valid UTF-8 (dump() would throw on one that is
+// not): the text is to be used only if ok(), else built the slow way.
+//
+// nlohmann's objects keep their keys sorted; a writer that must match dump() byte for byte
+// writes them in that order.
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time_format.h"
+#include "common/utf8.h"
+
+namespace allot::model {
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+  bool ok() const { return ok_; }
+
+  void key(const char* k) {
+    out_ += first_ ? "\"" : ",\"";
+    out_ += k;
+    out_ += "\":";
+    first_ = false;
+  }
+  void beginObject() {
+    out_ += '{';
+    first_ = true;
+  }
+  void endObject() {
+    out_ += '}';
+    first_ = false;
+  }
+  void beginArray() {
+    out_ += '[';
+    first_ = true;
+  }
+  void endArray() {
+    out_ += ']';
+    first_ = false;
+  }
+  // The next element of an array begun with beginArray(): a comma unless it is the first.
+  void element() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  // Text that is already JSON (a value dumped elsewhere).
+  void raw(const std::string& json) { out_ += json; }
+  // A key that is the caller's text (an environment variable's name): escaped like any string.
+  void key(const std::string& k) {
+    if (!first_) out_ += ',';
+    string(k);
+    out_ += ':';
+    first_ = false;
+  }
+  void null() { out_ += "null"; }
+  void boolean(bool b) { out_ += b ? "true" : "false"; }
+  void number(int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+  }
+  void string(const std::string& s) {
+    if (!isValidUtf8(s)) ok_ = false;
+    out_ += '"';
+    for (char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        default:
+          if (c <= 0x1F) {
+            static const char* kHex = "0123456789abcdef";
+            out_ += "\\u00";
+            out_ += kHex[c >> 4];
+            out_ += kHex[c & 0xF];
+          } else {
+            out_ += ch;
+          }
+      }
+    }
+    out_ += '"';
+  }
+  void stringOrNull(const std::string& s) { s.empty() ? null() : string(s); }
+  void timeOrNull(TimeMs t) { t ? string(formatIso8601(t)) : null(); }
+  template <typename T>
+  void numberOrNull(const std::optional<T>& v) {
+    v ? number(*v) : null();
+  }
+  void strings(const std::vector<std::string>& v) {
+    out_ += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out_ += ',';
+      string(v[i]);
+    }
+    out_ += ']';
+  }
+  template <typename T>
+  void numbers(const std::vector<T>& v) {
+    out_ += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out_ += ',';
+      number(v[i]);
+    }
+    out_ += ']';
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+  bool ok_ = true;
+};
+
+}  // namespace allot::model
