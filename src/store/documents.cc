@@ -10,6 +10,7 @@
 #include "model/agent_protocol.h"
 #include "model/json_fields.h"
 #include "model/json_parts.h"
+#include "model/json_writer.h"
 
 namespace allot::store {
 
@@ -288,6 +289,108 @@ static json toStoreDocFlat(const Job& j) {
   out["started_ms"] = j.startedAt;
   out["finished_ms"] = j.finishedAt;
   return out;
+}
+
+std::string storeDocText(const Job& j) {
+  auto slow = [&] {
+    return toStoreDoc(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  if ((isGang(j) && !j.ranks.empty()) || j.session) return slow();
+  const Rank& rank = firstRank(j);
+  std::string out;
+  out.reserve(512 + j.command.size() * 16 + j.env.size() * 48);
+  JsonWriter w(out);
+  auto text = [&w](const char* key, const std::string& value) {
+    w.key(key);
+    w.string(value);
+  };
+  auto number = [&w](const char* key, int64_t value) {
+    w.key(key);
+    w.number(value);
+  };
+  auto boolean = [&w](const char* key, bool value) {
+    w.key(key);
+    w.boolean(value);
+  };
+  auto numberOrNull = [&w](const char* key, const std::optional<int>& value) {
+    w.key(key);
+    value ? w.number(*value) : w.null();
+  };
+  // The keys in nlohmann's order (sorted), so that the text is what dump() writes.
+  w.beginObject();
+  if (j.arrayId != 0) {
+    w.key("array");
+    w.beginObject();
+    number("id", j.arrayId);
+    number("index", j.arrayIndex);
+    number("limit", j.arrayLimit);
+    w.endObject();
+  }
+  boolean("cancel_requested", j.cancelRequested);
+  w.key("command");
+  w.strings(j.command);
+  text("contour", j.contour);
+  number("cpu_millis", j.resources.cpuMillis);
+  w.key("dependencies");
+  w.beginArray();
+  for (const auto& d : j.dependencies) {
+    w.element();
+    w.beginObject();
+    number("job", d.job);
+    text("kind", dependencyKindName(d.kind));
+    w.endObject();
+  }
+  w.endArray();
+  w.key("env");
+  w.beginObject();
+  for (const auto& [k, v] : j.env) {
+    w.key(k);
+    w.string(v);
+  }
+  w.endObject();
+  text("evicted_for", j.evictedFor);
+  boolean("evicting", j.evicting);
+  number("evicting_since_ms", j.evictingSince);
+  numberOrNull("exit_code", j.exitCode);
+  number("finished_ms", j.finishedAt);
+  w.key("gpu_indices");
+  w.numbers(rank.gpuIndices);
+  number("gpu_memory_mib", j.resources.gpuMemoryMib);
+  number("gpu_milli", j.resources.gpuMilli);
+  w.key("gpu_models");
+  w.strings(j.resources.gpuModels);
+  w.key("gpu_uuids");
+  w.strings(rank.gpuUuids);
+  number("gpus", j.resources.gpus);
+  text("held_by", j.heldBy);
+  text("host", rank.host);
+  number("hosts", j.resources.hosts);
+  number("id", j.id);
+  if (!j.image.empty()) text("image", j.image);
+  if (!j.imageDigest.empty()) text("image_digest", j.imageDigest);
+  if (!j.imageMinCuda.empty()) text("image_min_cuda", j.imageMinCuda);
+  number("max_runtime_ms", j.maxRuntimeMs);
+  number("memory_mib", j.resources.memoryMib);
+  text("min_cuda", j.resources.minCuda);
+  text("min_driver", j.resources.minDriver);
+  text("name", j.name);
+  boolean("preemptible", j.preemptible);
+  number("preemptions", j.preemptions);
+  number("priority", j.priority);
+  text("project", j.project);
+  text("reason", j.reason);
+  text("requeue_requested_by", j.requeueRequestedBy);
+  number("scheduled_ms", j.scheduledAt);
+  numberOrNull("signal", j.signal);
+  number("started_ms", j.startedAt);
+  text("state", jobStateName(j.state));
+  number("submitted_ms", j.submittedAt);
+  text("team", j.team);
+  text("user", j.user);
+  boolean("whole_host", j.resources.wholeHost);
+  if (!j.workdir.empty()) text("workdir", j.workdir);
+  w.endObject();
+  return w.ok() ? out : slow();
 }
 
 static Job jobFromStoreDocOrThrow(const json& d) {

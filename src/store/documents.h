@@ -20,6 +20,10 @@ json toStoreDoc(const model::User& u);
 json toStoreDoc(const model::Project& p);
 json toStoreDoc(const model::Host& h);
 json toStoreDoc(const model::Job& j);
+// toStoreDoc(j) as the text the store keeps (dumped, invalid UTF-8 replaced), written directly for
+// a single-host job without a session: every job is stored at least three times in its life
+// (submitted, started, ended), and building the document first was most of that.
+std::string storeDocText(const model::Job& j);
 json toStoreDoc(const model::Upgrade& u);
 json toStoreDoc(const model::Lease& l);
 json toStoreDoc(const model::Profile& p);

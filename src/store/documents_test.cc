@@ -37,6 +37,71 @@ TEST(StoreDocuments, JobRoundTripsThroughStoreDoc) {
   EXPECT_EQ(back.submittedAt, 1000);
 }
 
+// storeDocText writes a job's document directly; it must be the text the store kept before,
+// dump() of toStoreDoc(), byte for byte, whatever the job holds.
+TEST(StoreDocuments, AJobsDocumentTextIsWhatItsJsonDumps) {
+  auto dumped = [](const Job& j) {
+    return toStoreDoc(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  Job plain;
+  plain.id = 1;
+  plain.command = {"true"};
+  Job full;
+  full.id = 9'000'000'000;
+  full.name = "tr\"ain\\ \xc3\xa9";
+  full.team = "vision";
+  full.project = "p1";
+  full.user = "alice";
+  full.command = {"sh", "-c", "echo \"x\"\n\t\x01 \xf0\x9f\x9a\x80"};
+  full.env = {{"A", "1"}, {"K\"EY", "v\x1f"}, {"Z", "\xe2\x82\xac"}};
+  full.resources.gpus = 2;
+  full.resources.gpuModels = {"A100", "H100"};
+  full.resources.gpuMilli = 500;
+  full.resources.gpuMemoryMib = 20000;
+  full.resources.cpuMillis = 4000;
+  full.resources.memoryMib = 64000;
+  full.resources.wholeHost = true;
+  full.resources.minDriver = "550";
+  full.resources.minCuda = "12.4";
+  full.priority = -5;
+  full.preemptible = true;
+  full.maxRuntimeMs = 3'600'000;
+  full.contour = "prod";
+  full.state = JobState::kSucceeded;
+  full.reason = "done";
+  full.ranks = {{.host = "gpu-07", .gpuIndices = {0, 1}, .gpuUuids = {"GPU-a", "GPU-b"}}};
+  full.exitCode = 0;
+  full.signal = 9;
+  full.cancelRequested = true;
+  full.preemptions = 2;
+  full.evicting = true;
+  full.evictingSince = 77;
+  full.evictedFor = "job 8";
+  full.heldBy = "bob";
+  full.requeueRequestedBy = "carol";
+  full.dependencies = {{DependencyKind::kAfterOk, 5}, {DependencyKind::kAfterAny, 6}};
+  full.workdir = "/home/alice";
+  full.image = "registry:5000/ml/train:1";
+  full.imageDigest = "sha256:abc";
+  full.imageMinCuda = "12.0";
+  full.arrayId = 40;
+  full.arrayIndex = 3;
+  full.arrayLimit = 2;
+  full.submittedAt = 1000;
+  full.scheduledAt = 1001;
+  full.startedAt = 1002;
+  full.finishedAt = 1003;
+  Job invalid = plain;
+  invalid.env = {{"BAD", "\xff\xfe"}};  // not UTF-8: replaced, as dump() does
+  Job gang = full;
+  gang.resources.hosts = 2;
+  gang.ranks.push_back({.host = "gpu-08", .gpuIndices = {2}});
+  for (const Job* j : {&plain, &full, &invalid, &gang}) {
+    EXPECT_EQ(storeDocText(*j), dumped(*j)) << j->id;
+    EXPECT_TRUE(jobFromStoreDoc(nlohmann::json::parse(storeDocText(*j))).ok());
+  }
+}
+
 TEST(StoreDocuments, UserSshKeysRoundTripAndAreAbsentInOlderDocuments) {
   User u;
   u.name = "alice";

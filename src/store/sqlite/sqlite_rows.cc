@@ -349,7 +349,7 @@ Status WriteStatements::put(const PutHost& op) {
 Status WriteStatements::put(const PutJob& op) {
   const model::Job& j = op.job;
   return guarded(jobLabel(j.id), [&] {
-    const std::string doc = docText(toStoreDoc(j));
+    const std::string doc = storeDocText(j);
     return Binder(job_.get())
         .integer(j.id)
         .text(j.name)
