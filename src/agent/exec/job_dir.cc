@@ -97,8 +97,10 @@ Status JobDir::create() const {
   ALLOT_RETURN_IF_ERROR(makeFreshDir(dataPath_, 0755));
   if (int err = makeDir(workPath(), 0755); err != 0) return ioError("create", workPath(), err);
   if (split()) {
-    // The agent's records (the job's environment among them) are nobody else's to read.
+    // The agent's records (the job's environment among them) are nobody else's to read; the
+    // chmod whatever the umask took away.
     ALLOT_RETURN_IF_ERROR(makeFreshDir(path_, 0700));
+    ::chmod(path_.c_str(), 0700);
   }
   // The job's output is its owner's business (ProcessExecutor::giveToOwner hands it over).
   int fd = ::open(logPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -222,11 +222,10 @@ bool writeAll(int fd, const std::string& s) {
   return true;
 }
 
-// Whole or absent to any reader. Not fsynced: like the agent's own job files (job_dir.cc) these
-// need to outlive the agent, not the host, whose crash ends the job as well.
-// Writes <job dir>/name whole: a temporary file, renamed. Relative to the job directory's
-// descriptor once there is one (a walk of its path per file was a measurable part of a short
-// job's cost).
+// Writes <job dir>/name whole or not at all, to any reader: a temporary file, renamed. Relative
+// to the job directory's descriptor once there is one (a walk of its path per file was a
+// measurable part of a short job's cost). Not fsynced: like the agent's own job files
+// (job_dir.cc) these need to outlive the agent, not the host, whose crash ends the job as well.
 void writeAtomically(const Args& a, const std::string& name, const std::string& content) {
   const std::string tmp = name + ".tmp";
   const int dir = a.jobDirFd >= 0 ? a.jobDirFd : AT_FDCWD;

@@ -310,9 +310,13 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     if (Status st = checkAgentOwnedDir(scratchRoot_, "the scratch root"); !st.ok())
       return failToStart(job, spec, st.message());
   }
-  // One left by an earlier agent is taken over (giveToOwner gives it to this job's owner).
-  if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0 && errno != EEXIST)
-    scratchError = std::error_code(errno, std::generic_category());
+  // A directory left by an earlier agent is taken over (giveToOwner gives it to this job's
+  // owner); anything else in its place is refused.
+  if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0) {
+    struct stat st {};
+    if (errno != EEXIST || ::lstat(scratch.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      scratchError = std::error_code(errno == EEXIST ? ENOTDIR : errno, std::generic_category());
+  }
   if (scratchError) {
     return failToStart(
         job, spec, "cannot create scratch directory " + scratch + ": " + scratchError.message());

@@ -169,6 +169,13 @@ TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnRemovedWhenItIsForgo
   EXPECT_TRUE(fs::exists(workDir_ + "/scratch-root"));
   // The link the job left was removed, not followed.
   EXPECT_TRUE(fs::exists("/etc/hostname") || fs::exists("/etc/passwd"));
+
+  // Something other than a directory where a job's scratch goes is refused, not used.
+  std::ofstream(workDir_ + "/scratch-root/9") << "not a directory\n";
+  ActualJob refused = exec_->start(shellJob(9, "true"));
+  EXPECT_EQ(refused.state, ActualState::kFailedToStart);
+  EXPECT_NE(refused.message.find("cannot create scratch directory"), std::string::npos)
+      << refused.message;
 }
 
 TEST_F(ProcessExecutorTest, JobWithoutGpusSeesNone) {
