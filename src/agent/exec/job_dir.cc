@@ -230,11 +230,11 @@ Status JobDir::writeOutcome(const JobOutcome& o) const {
 }
 
 Result<std::optional<JobOutcome>> JobDir::readOutcome() const {
+  // Not there (ENOENT), or not to be read now (out of descriptors, EMFILE): no outcome yet, and
+  // the next poll looks again. A running job is never taken for lost over a failed open; one
+  // whose shim has exited without a readable outcome is (ProcessExecutor::refresh).
   auto text = slurp(statusPath());
-  if (!text) {
-    if (errno == ENOENT) return std::optional<JobOutcome>();
-    return ioError("read", statusPath(), errno);
-  }
+  if (!text) return std::optional<JobOutcome>();
   auto r = parseJson<JobOutcome>(statusPath(), *text, [](const json& j) {
     JobOutcome o;
     std::string state = j.at("state").get<std::string>();

@@ -438,22 +438,57 @@ struct ChildStart {
 
 int childMain(void* start) { runChild(*static_cast<const ChildStart*>(start)); }
 
+// Whether the job's child may share the shim's memory until it execs (startChild). It switches
+// to the job's owner first, and from then on a process of the owner's that could ptrace it could
+// write into the root shim. The kernel prevents that by making the (shared) memory non-dumpable
+// when the uid changes, unless fs.suid_dumpable is 1 (a debugging setting): there the child is
+// forked instead. A job that keeps the shim's identity (no --uid: a container, crun drops it
+// later) shares nothing the shim does not.
+bool childMayShareMemory(const Args& a) {
+  if (a.uid < 0) return true;
+  const int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char mode = 0;
+  const bool read1 = read(fd, &mode, 1) == 1;
+  close(fd);
+  return read1 && (mode == '0' || mode == '2');
+}
+
 // Starts the job's process as posix_spawn does: a child that shares the shim's memory until it
 // execs (CLONE_VM | CLONE_VFORK), on a stack of its own, while the shim waits. A fork copied the
 // shim's page tables only for the exec to drop them, and took copy-on-write faults in both
 // processes meanwhile: a tenth of a short job's cost. The child allocates nothing and writes
-// nothing of the shim's but errno and environ (restored here). The pid, or -1 with errno.
+// nothing of the shim's but errno and environ (restored here). The shim waits for the exec: a
+// child the job's owner stops (SIGSTOP, once it runs as them) or holds in a slow chdir holds its
+// own shim, and only the job's, there. The pid, or -1 with errno.
 pid_t startChild(const ChildStart& start) {
-  constexpr size_t kStackBytes = 256 * 1024;  // execvp's PATH search uses the stack
-  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (stack == MAP_FAILED) return -1;
+  if (!childMayShareMemory(*start.a)) {
+    const pid_t pid = fork();
+    if (pid == 0) runChild(start);
+    if (pid > 0) setpgid(pid, pid);  // also here, so the group exists before anyone signals it
+    return pid;
+  }
+  // execvp's PATH search, and its fallback for a script without "#!" (which copies argv), use
+  // the stack; below it a page nothing may touch.
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t stackBytes =
+      ((256 * 1024 + start.a->command.size() * sizeof(char*)) / page + 1) * page;
+  const size_t mapped = stackBytes + page;
+  void* low = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (low == MAP_FAILED) return -1;
+  if (mprotect(low, page, PROT_NONE) != 0) {
+    const int err = errno;
+    munmap(low, mapped);
+    errno = err;
+    return -1;
+  }
   char** const environment = environ;
-  const pid_t pid = clone(childMain, static_cast<char*>(stack) + kStackBytes,
+  const pid_t pid = clone(childMain, static_cast<char*>(low) + mapped,
                           CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildStart*>(&start));
   const int err = errno;
   environ = environment;
-  munmap(stack, kStackBytes);
+  munmap(low, mapped);
   errno = err;
   return pid;
 }
@@ -579,7 +614,7 @@ int runJob(Args& a) {
     return 1;
   }
   ChildStart start{&a, a.containerRootfs.empty() ? "" : overlayOptions(a), execErr[1]};
-  // Back once the child has exec'd (or failed to): its process group exists by then.
+  // Its process group exists once this returns.
   pid_t child = startChild(start);
   if (child < 0) {
     writeFailedToStart(a, std::string("cannot fork: ") + std::strerror(errno));

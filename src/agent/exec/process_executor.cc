@@ -310,12 +310,16 @@ int ProcessExecutor::begin(const JobSpec& spec) {
     if (Status st = checkAgentOwnedDir(scratchRoot_, "the scratch root"); !st.ok())
       return failToStart(job, spec, st.message());
   }
-  // A directory left by an earlier agent is taken over (giveToOwner gives it to this job's
-  // owner); anything else in its place is refused.
+  // Made empty: whatever an earlier agent left under this id (a crash, a reset of job ids) may
+  // be another user's, and is removed first, a link or a file in its place too.
   if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0) {
-    struct stat st {};
-    if (errno != EEXIST || ::lstat(scratch.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      scratchError = std::error_code(errno == EEXIST ? ENOTDIR : errno, std::generic_category());
+    if (errno == EEXIST) {
+      fs::remove_all(scratch, scratchError);
+      if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0)
+        scratchError = std::error_code(errno, std::generic_category());
+    } else {
+      scratchError = std::error_code(errno, std::generic_category());
+    }
   }
   if (scratchError) {
     return failToStart(

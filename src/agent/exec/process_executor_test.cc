@@ -170,12 +170,17 @@ TEST_F(ProcessExecutorTest, JobGetsAScratchDirectoryOfItsOwnRemovedWhenItIsForgo
   // The link the job left was removed, not followed.
   EXPECT_TRUE(fs::exists("/etc/hostname") || fs::exists("/etc/passwd"));
 
-  // Something other than a directory where a job's scratch goes is refused, not used.
+  // What an earlier agent left where a job's scratch goes (a file, a directory with another
+  // user's files) is replaced by an empty directory.
   std::ofstream(workDir_ + "/scratch-root/9") << "not a directory\n";
-  ActualJob refused = exec_->start(shellJob(9, "true"));
-  EXPECT_EQ(refused.state, ActualState::kFailedToStart);
-  EXPECT_NE(refused.message.find("cannot create scratch directory"), std::string::npos)
-      << refused.message;
+  fs::create_directories(workDir_ + "/scratch-root/10/old");
+  std::ofstream(workDir_ + "/scratch-root/10/old/f") << "someone else's\n";
+  for (int64_t id : {9, 10}) {
+    ActualJob fresh = exec_->start(shellJob(id, "ls -A $ALLOT_SCRATCH | wc -l"));
+    ASSERT_NE(fresh.state, ActualState::kFailedToStart) << fresh.message;
+    waitForEnd(id);
+    EXPECT_EQ(readFile(exec_->logPath(id)), "0\n") << id;
+  }
 }
 
 TEST_F(ProcessExecutorTest, JobWithoutGpusSeesNone) {

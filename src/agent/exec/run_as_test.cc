@@ -5,7 +5,10 @@
 #include "agent/exec/run_as.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -141,6 +144,50 @@ TEST_F(RunAsExecutorTest, TheWorkloadRunsAsItsOwnerInDirectoriesOnlyTheOwnerRead
   // setgid on the team directory: what a member makes there stays the team's.
   ASSERT_EQ(::stat((workDir_ + "/teams/red/ours").c_str(), &st), 0);
   EXPECT_EQ(st.st_gid, 4300u);
+}
+
+// Where fs.suid_dumpable is 1, a process of the owner's could ptrace the job's child once it has
+// switched to the owner, so the shim forks it instead of sharing its memory with it
+// (job_shim_main.cc, childMayShareMemory); the job runs as its owner all the same. The setting is
+// the host's: the test shows "1" to the shim alone, bind-mounted over /proc/sys/fs/suid_dumpable
+// in a mount namespace of a child process of its own.
+TEST_F(RunAsExecutorTest, WhereSuidDumpableIsOneTheJobIsForkedAndRunsAsItsOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching users needs root";
+  const std::string fake = workDir_ + "/suid_dumpable";
+  std::ofstream(fake) << "1\n";
+  const std::string nsWork = workDir_ + "/ns";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(fake.c_str(), "/proc/sys/fs/suid_dumpable", nullptr, MS_BIND, nullptr) != 0)
+      ::_exit(10);
+    SystemClock clock;
+    ProcessExecutor exec(nsWork, ALLOT_JOB_SHIM_PATH, clock, nullptr, 0);
+    exec.setRunAsOwner(true);
+    auto a = exec.start(
+        shellJob(3, "id -u > uid; cat /proc/sys/fs/suid_dumpable > seen", owner()));
+    if (a.state == ActualState::kFailedToStart) ::_exit(11);
+    for (int i = 0; i < 4000; ++i) {
+      for (const auto& s : exec.poll()) {
+        if (s.id == 3 && s.state != ActualState::kRunning)
+          ::_exit(s.exitCode && *s.exitCode == 0 ? 0 : 12);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::_exit(13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no namespace, 11: not started, 12: failed, 13: hung";
+  std::ifstream uid(nsWork + "/jobs/3/work/uid"), seen(nsWork + "/jobs/3/work/seen");
+  std::string u, d;
+  std::getline(uid, u);
+  std::getline(seen, d);
+  EXPECT_EQ(u, "4242");
+  EXPECT_EQ(d, "1") << "the shim saw the host's own setting";
 }
 
 }  // namespace

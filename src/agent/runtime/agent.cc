@@ -914,6 +914,9 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
             failed = true;
             break;
           }
+          // A desired state read meanwhile may have forgotten the job (its entry, its log).
+          it = logShipped_.find(a.id);
+          if (it == logShipped_.end()) break;
           it->second += static_cast<int64_t>(data.size());
           if (static_cast<int64_t>(data.size()) < kMaxLogChunk) break;
         }
