@@ -36,12 +36,9 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
     w.null();
   } else {
     w.beginObject();
-    w.key("id");
-    w.number(j.arrayId);
-    w.key("index");
-    w.number(j.arrayIndex);
-    w.key("limit");
-    w.number(j.arrayLimit);
+    w.number("id", j.arrayId);
+    w.number("index", j.arrayIndex);
+    w.number("limit", j.arrayLimit);
     w.endObject();
   }
   if (options.arrayTasks > 0) {
@@ -53,23 +50,19 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
     }
     out += ']';
   }
-  w.key("cancel_requested");
-  w.boolean(j.cancelRequested);
+  w.boolean("cancel_requested", j.cancelRequested);
   w.key("command");
   w.strings(cut ? *cut : j.command);
   w.key("contour");
   w.stringOrNull(j.contour);
-  w.key("cpu_millis");
-  w.number(j.resources.cpuMillis);
+  w.number("cpu_millis", j.resources.cpuMillis);
   w.key("dependencies");
   out += '[';
   for (size_t i = 0; i < j.dependencies.size(); ++i) {
     if (i) out += ',';
     w.beginObject();
-    w.key("job");
-    w.number(j.dependencies[i].job);
-    w.key("kind");
-    w.string(model::dependencyKindName(j.dependencies[i].kind));
+    w.number("job", j.dependencies[i].job);
+    w.string("kind", model::dependencyKindName(j.dependencies[i].kind));
     w.endObject();
   }
   out += ']';
@@ -82,12 +75,10 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.endObject();
   w.key("evicted_for");
   w.stringOrNull(j.evictedFor);
-  w.key("evicting");
-  w.boolean(j.evicting);
+  w.boolean("evicting", j.evicting);
   w.key("evicting_since");
   w.timeOrNull(j.evictingSince);
-  w.key("exit_code");
-  w.numberOrNull(j.exitCode);
+  w.numberOrNull("exit_code", j.exitCode);
   if (queued) {
     const TimeMs start = wait ? expectedStart(*wait) : 0;
     w.key("expected_start");
@@ -97,24 +88,19 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.timeOrNull(j.finishedAt);
   w.key("gpu_indices");
   w.numbers(rank.gpuIndices);
-  w.key("gpu_memory_mib");
-  w.number(j.resources.gpuMemoryMib);
-  w.key("gpu_milli");
-  w.number(j.resources.gpuMilli);
+  w.number("gpu_memory_mib", j.resources.gpuMemoryMib);
+  w.number("gpu_milli", j.resources.gpuMilli);
   w.key("gpu_models");
   w.strings(j.resources.gpuModels);
   w.key("gpu_uuids");
   w.strings(rank.gpuUuids);
-  w.key("gpus");
-  w.number(j.resources.gpus);
+  w.number("gpus", j.resources.gpus);
   w.key("held_by");
   w.stringOrNull(j.heldBy);
   w.key("host");
   w.stringOrNull(rank.host);
-  w.key("hosts");
-  w.number(j.resources.hosts);
-  w.key("id");
-  w.number(j.id);
+  w.number("hosts", j.resources.hosts);
+  w.number("id", j.id);
   w.key("image");
   w.stringOrNull(j.image);
   w.key("image_digest");
@@ -123,24 +109,19 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.stringOrNull(j.imageMinCuda);
   w.key("max_runtime");
   j.maxRuntimeMs ? w.string(formatDurationSpec(j.maxRuntimeMs)) : w.null();
-  w.key("memory_mib");
-  w.number(j.resources.memoryMib);
+  w.number("memory_mib", j.resources.memoryMib);
   w.key("min_cuda");
   w.stringOrNull(j.resources.minCuda);
   w.key("min_driver");
   w.stringOrNull(j.resources.minDriver);
-  w.key("name");
-  w.string(j.name);
+  w.string("name", j.name);
   if (queued) {
     w.key("position");
     wait ? w.number(wait->position) : w.null();
   }
-  w.key("preemptible");
-  w.boolean(j.preemptible);
-  w.key("preemptions");
-  w.number(j.preemptions);
-  w.key("priority");
-  w.number(j.priority);
+  w.boolean("preemptible", j.preemptible);
+  w.number("preemptions", j.preemptions);
+  w.number("priority", j.priority);
   w.key("project");
   w.stringOrNull(j.project);
   w.key("reason");
@@ -149,24 +130,17 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.stringOrNull(j.requeueRequestedBy);
   w.key("scheduled_at");
   w.timeOrNull(j.scheduledAt);
-  w.key("signal");
-  w.numberOrNull(j.signal);
+  w.numberOrNull("signal", j.signal);
   if (cut) {
-    w.key("spec_truncated");
-    w.boolean(true);
+    w.boolean("spec_truncated", true);
   }
   w.key("started_at");
   w.timeOrNull(j.startedAt);
-  w.key("state");
-  w.string(model::jobStateName(j.state));
-  w.key("submitted_at");
-  w.string(formatIso8601(j.submittedAt));
-  w.key("team");
-  w.string(j.team);
-  w.key("user");
-  w.string(j.user);
-  w.key("whole_host");
-  w.boolean(j.resources.wholeHost);
+  w.string("state", model::jobStateName(j.state));
+  w.string("submitted_at", formatIso8601(j.submittedAt));
+  w.string("team", j.team);
+  w.string("user", j.user);
+  w.boolean("whole_host", j.resources.wholeHost);
   w.key("workdir");
   w.stringOrNull(j.workdir);
   w.endObject();

@@ -454,22 +454,14 @@ std::string encodeDesiredAsJson(const std::vector<DesiredJob>& jobs, int64_t hea
 // One job of a desired state, its keys in nlohmann's (sorted) order, as toJson(DesiredJob).
 void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
   w.beginObject();
-  w.key("cancel");
-  w.boolean(d.cancel);
-  if (d.chooseMasterPort) {
-    w.key("choose_master_port");
-    w.boolean(true);
-  }
+  w.boolean("cancel", d.cancel);
+  if (d.chooseMasterPort) w.boolean("choose_master_port", true);
   if (!d.deferred) {
     w.key("command");
     w.strings(d.command);
   }
-  w.key("cpu_millis");
-  w.number(d.cpuMillis);
-  if (d.deferred) {
-    w.key("deferred");
-    w.boolean(true);
-  }
+  w.number("cpu_millis", d.cpuMillis);
+  if (d.deferred) w.boolean("deferred", true);
   w.key("env");
   w.beginObject();
   for (const auto& [k, v] : d.env) {
@@ -483,63 +475,41 @@ void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
   w.numbers(d.gpuMinors);
   w.key("gpu_uuids");
   w.strings(d.gpuUuids);
-  w.key("grace_ms");
-  w.number(d.graceMs);
-  w.key("id");
-  w.number(d.id);
-  if (!d.image.empty()) {
-    w.key("image");
-    w.string(d.image);
-  }
-  w.key("log_offset");
-  w.number(d.logOffset);
-  w.key("memory_mib");
-  w.number(d.memoryMib);
+  w.number("grace_ms", d.graceMs);
+  w.number("id", d.id);
+  if (!d.image.empty()) w.string("image", d.image);
+  w.number("log_offset", d.logOffset);
+  w.number("memory_mib", d.memoryMib);
   if (d.registryAuth) {
     w.key("registry_auth");
     w.beginObject();
-    w.key("password");
-    w.string(d.registryAuth->password);
-    w.key("registry");
-    w.string(d.registryAuth->registry);
-    w.key("username");
-    w.string(d.registryAuth->username);
+    w.string("password", d.registryAuth->password);
+    w.string("registry", d.registryAuth->registry);
+    w.string("username", d.registryAuth->username);
     w.endObject();
   }
   if (d.runAs) {
     w.key("run_as");
     w.beginObject();
-    w.key("gid");
-    w.number(d.runAs->gid);
-    w.key("team");
-    w.string(d.runAs->team);
-    w.key("team_gid");
-    w.number(d.runAs->teamGid);
-    w.key("uid");
-    w.number(d.runAs->uid);
-    w.key("user");
-    w.string(d.runAs->user);
+    w.number("gid", d.runAs->gid);
+    w.string("team", d.runAs->team);
+    w.number("team_gid", d.runAs->teamGid);
+    w.number("uid", d.runAs->uid);
+    w.string("user", d.runAs->user);
     w.endObject();
   }
   if (d.session) {
     w.key("session");
     w.beginObject();
-    w.key("app");
-    w.string(d.session->app);
-    w.key("shared_root");
-    w.string(d.session->sharedRoot);
+    w.string("app", d.session->app);
+    w.string("shared_root", d.session->sharedRoot);
     w.key("ssh_keys");
     w.strings(d.session->sshKeys);
-    w.key("storage");
-    w.string(d.session->storage);
-    w.key("user");
-    w.string(d.session->user);
+    w.string("storage", d.session->storage);
+    w.string("user", d.session->user);
     w.endObject();
   }
-  if (!d.workdir.empty()) {
-    w.key("workdir");
-    w.string(d.workdir);
-  }
+  if (!d.workdir.empty()) w.string("workdir", d.workdir);
   w.endObject();
 }
 
@@ -555,8 +525,7 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
   out.reserve(256 + jobs.size() * 512);
   JsonWriter w(out);
   w.beginObject();
-  w.key("heartbeat_ms");
-  w.number(heartbeatMs);
+  w.number("heartbeat_ms", heartbeatMs);
   if (!images.empty()) {
     w.key("images");
     w.raw(toJson(images).dump());
@@ -571,18 +540,15 @@ std::string encodeDesired(const std::vector<DesiredJob>& jobs, int64_t heartbeat
   if (logKeep.tail > 0) {
     w.key("log_keep");
     w.beginObject();
-    w.key("head");
-    w.number(logKeep.head);
-    w.key("tail");
-    w.number(logKeep.tail);
+    w.number("head", logKeep.head);
+    w.number("tail", logKeep.tail);
     w.endObject();
   }
   if (task) {
     w.key("task");
     w.raw(toJson(*task).dump());
   }
-  w.key("type");
-  w.string("desired");
+  w.string("type", "desired");
   w.endObject();
   // A string that is not UTF-8 (nothing allotd accepts holds one): nlohmann's way, which says so.
   if (!w.ok()) return encodeDesiredAsJson(jobs, heartbeatMs, task, images, logKeep);

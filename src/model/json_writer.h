@@ -113,6 +113,24 @@ class JsonWriter {
   void numberOrNull(const std::optional<T>& v) {
     v ? number(*v) : null();
   }
+  // A key and its value in one call.
+  void string(const char* k, const std::string& v) {
+    key(k);
+    string(v);
+  }
+  void number(const char* k, int64_t v) {
+    key(k);
+    number(v);
+  }
+  void boolean(const char* k, bool v) {
+    key(k);
+    boolean(v);
+  }
+  template <typename T>
+  void numberOrNull(const char* k, const std::optional<T>& v) {
+    key(k);
+    numberOrNull(v);
+  }
   void strings(const std::vector<std::string>& v) {
     out_ += '[';
     for (size_t i = 0; i < v.size(); ++i) {

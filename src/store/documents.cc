@@ -300,44 +300,28 @@ std::string storeDocText(const Job& j) {
   std::string out;
   out.reserve(512 + j.command.size() * 16 + j.env.size() * 48);
   JsonWriter w(out);
-  auto text = [&w](const char* key, const std::string& value) {
-    w.key(key);
-    w.string(value);
-  };
-  auto number = [&w](const char* key, int64_t value) {
-    w.key(key);
-    w.number(value);
-  };
-  auto boolean = [&w](const char* key, bool value) {
-    w.key(key);
-    w.boolean(value);
-  };
-  auto numberOrNull = [&w](const char* key, const std::optional<int>& value) {
-    w.key(key);
-    value ? w.number(*value) : w.null();
-  };
   // The keys in nlohmann's order (sorted), so that the text is what dump() writes.
   w.beginObject();
   if (j.arrayId != 0) {
     w.key("array");
     w.beginObject();
-    number("id", j.arrayId);
-    number("index", j.arrayIndex);
-    number("limit", j.arrayLimit);
+    w.number("id", j.arrayId);
+    w.number("index", j.arrayIndex);
+    w.number("limit", j.arrayLimit);
     w.endObject();
   }
-  boolean("cancel_requested", j.cancelRequested);
+  w.boolean("cancel_requested", j.cancelRequested);
   w.key("command");
   w.strings(j.command);
-  text("contour", j.contour);
-  number("cpu_millis", j.resources.cpuMillis);
+  w.string("contour", j.contour);
+  w.number("cpu_millis", j.resources.cpuMillis);
   w.key("dependencies");
   w.beginArray();
   for (const auto& d : j.dependencies) {
     w.element();
     w.beginObject();
-    number("job", d.job);
-    text("kind", dependencyKindName(d.kind));
+    w.number("job", d.job);
+    w.string("kind", dependencyKindName(d.kind));
     w.endObject();
   }
   w.endArray();
@@ -348,47 +332,47 @@ std::string storeDocText(const Job& j) {
     w.string(v);
   }
   w.endObject();
-  text("evicted_for", j.evictedFor);
-  boolean("evicting", j.evicting);
-  number("evicting_since_ms", j.evictingSince);
-  numberOrNull("exit_code", j.exitCode);
-  number("finished_ms", j.finishedAt);
+  w.string("evicted_for", j.evictedFor);
+  w.boolean("evicting", j.evicting);
+  w.number("evicting_since_ms", j.evictingSince);
+  w.numberOrNull("exit_code", j.exitCode);
+  w.number("finished_ms", j.finishedAt);
   w.key("gpu_indices");
   w.numbers(rank.gpuIndices);
-  number("gpu_memory_mib", j.resources.gpuMemoryMib);
-  number("gpu_milli", j.resources.gpuMilli);
+  w.number("gpu_memory_mib", j.resources.gpuMemoryMib);
+  w.number("gpu_milli", j.resources.gpuMilli);
   w.key("gpu_models");
   w.strings(j.resources.gpuModels);
   w.key("gpu_uuids");
   w.strings(rank.gpuUuids);
-  number("gpus", j.resources.gpus);
-  text("held_by", j.heldBy);
-  text("host", rank.host);
-  number("hosts", j.resources.hosts);
-  number("id", j.id);
-  if (!j.image.empty()) text("image", j.image);
-  if (!j.imageDigest.empty()) text("image_digest", j.imageDigest);
-  if (!j.imageMinCuda.empty()) text("image_min_cuda", j.imageMinCuda);
-  number("max_runtime_ms", j.maxRuntimeMs);
-  number("memory_mib", j.resources.memoryMib);
-  text("min_cuda", j.resources.minCuda);
-  text("min_driver", j.resources.minDriver);
-  text("name", j.name);
-  boolean("preemptible", j.preemptible);
-  number("preemptions", j.preemptions);
-  number("priority", j.priority);
-  text("project", j.project);
-  text("reason", j.reason);
-  text("requeue_requested_by", j.requeueRequestedBy);
-  number("scheduled_ms", j.scheduledAt);
-  numberOrNull("signal", j.signal);
-  number("started_ms", j.startedAt);
-  text("state", jobStateName(j.state));
-  number("submitted_ms", j.submittedAt);
-  text("team", j.team);
-  text("user", j.user);
-  boolean("whole_host", j.resources.wholeHost);
-  if (!j.workdir.empty()) text("workdir", j.workdir);
+  w.number("gpus", j.resources.gpus);
+  w.string("held_by", j.heldBy);
+  w.string("host", rank.host);
+  w.number("hosts", j.resources.hosts);
+  w.number("id", j.id);
+  if (!j.image.empty()) w.string("image", j.image);
+  if (!j.imageDigest.empty()) w.string("image_digest", j.imageDigest);
+  if (!j.imageMinCuda.empty()) w.string("image_min_cuda", j.imageMinCuda);
+  w.number("max_runtime_ms", j.maxRuntimeMs);
+  w.number("memory_mib", j.resources.memoryMib);
+  w.string("min_cuda", j.resources.minCuda);
+  w.string("min_driver", j.resources.minDriver);
+  w.string("name", j.name);
+  w.boolean("preemptible", j.preemptible);
+  w.number("preemptions", j.preemptions);
+  w.number("priority", j.priority);
+  w.string("project", j.project);
+  w.string("reason", j.reason);
+  w.string("requeue_requested_by", j.requeueRequestedBy);
+  w.number("scheduled_ms", j.scheduledAt);
+  w.numberOrNull("signal", j.signal);
+  w.number("started_ms", j.startedAt);
+  w.string("state", jobStateName(j.state));
+  w.number("submitted_ms", j.submittedAt);
+  w.string("team", j.team);
+  w.string("user", j.user);
+  w.boolean("whole_host", j.resources.wholeHost);
+  if (!j.workdir.empty()) w.string("workdir", j.workdir);
   w.endObject();
   return w.ok() ? out : slow();
 }
