@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -68,20 +69,6 @@ Status writeValue(const std::string& file, const std::string& value) {
 std::string jobGroupName(int64_t id) { return "job-" + std::to_string(id); }
 std::string spareGroupName(int64_t slot) { return "slot-" + std::to_string(slot); }
 
-// Whether the group holds no thread. Any read error counts as holding some: the kernel builds the
-// list when the file is read, and may fail to (ENOMEM) for a group holding very many.
-bool holdsNoTask(const std::string& dir) {
-  const int fd = ::open((dir + "/tasks").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  char byte;
-  ssize_t n;
-  do {
-    n = ::read(fd, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  ::close(fd);
-  return n == 0;
-}
-
 // The number after `prefix` in a group's name ("job-42" -> 42); nullopt for other names.
 std::optional<int64_t> numberAfter(const std::string& name, const std::string& prefix) {
   if (name.rfind(prefix, 0) != 0) return std::nullopt;
@@ -139,7 +126,7 @@ void CgroupManager::probeV2(const std::string& mountRoot) {
   // sshd and the rest of the host room to stop it.
   if (const int64_t tasks = hostTaskLimit(); tasks > 0)
     (void)writeValue(base + "/pids.max", std::to_string(tasks * 9 / 10));
-  hierarchies_.push_back({"", base});
+  hierarchies_.push_back({"", base, ::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)});
   mode_ = "v2";
 }
 
@@ -164,13 +151,89 @@ void CgroupManager::probeV1(const std::string& mountRoot, const std::string& sel
     if (it != own.end() && it->second != "/" && exists(root + it->second)) parent += it->second;
     std::string base = parent + "/" + groupName_;
     if (!makeDir(base)) continue;  // not ours to write (no root, read-only mount)
-    hierarchies_.push_back({controller, base});
+    hierarchies_.push_back(
+        {controller, base, ::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)});
   }
   if (!hierarchies_.empty()) mode_ = "v1";
 }
 
 CgroupManager::~CgroupManager() {
   for (const auto& groups : recycled_) (void)remove(groups);
+  for (const Hierarchy& h : hierarchies_) {
+    if (h.baseFd >= 0) ::close(h.baseFd);
+  }
+}
+
+const CgroupManager::Hierarchy* CgroupManager::hierarchyOf(const std::string& dir,
+                                                           std::string* name) const {
+  for (const Hierarchy& h : hierarchies_) {
+    const size_t n = h.base.size();
+    if (h.baseFd < 0 || dir.size() <= n + 1 || dir.compare(0, n, h.base) != 0 || dir[n] != '/' ||
+        dir.find('/', n + 1) != std::string::npos) {
+      continue;
+    }
+    *name = dir.substr(n + 1);
+    return &h;
+  }
+  return nullptr;
+}
+
+int CgroupManager::openGroupFile(const CgroupManager* m, const std::string& dir, const char* file,
+                                 int flags) {
+  std::string name;
+  if (const Hierarchy* h = m != nullptr ? m->hierarchyOf(dir, &name) : nullptr) {
+    return ::openat(h->baseFd, (name + "/" + file).c_str(), flags);
+  }
+  return ::open((dir + "/" + file).c_str(), flags);
+}
+
+Status CgroupManager::writeGroupValue(const std::string& dir, const char* file,
+                                      const std::string& value) const {
+  const int fd = openGroupFile(this, dir, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    return Status::Unavailable("failed to open " + dir + "/" + file + ": " + std::strerror(errno));
+  }
+  const ssize_t n = ::write(fd, value.data(), value.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    return Status::Unavailable("failed to write '" + value + "' to " + dir + "/" + file + ": " +
+                               std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+std::optional<int64_t> CgroupManager::readGroupNumber(const std::string& dir,
+                                                      const char* file) const {
+  const int fd = openGroupFile(this, dir, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  char text[32];
+  ssize_t n;
+  do {
+    n = ::read(fd, text, sizeof text - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || errno != 0 || (*end != '\n' && *end != '\0')) return std::nullopt;
+  return value;
+}
+
+// Any read error counts as holding some: the kernel builds the list when the file is read, and
+// may fail to (ENOMEM) for a group holding very many.
+bool CgroupManager::holdsNoTask(const std::string& dir) const {
+  const int fd = openGroupFile(this, dir, "tasks", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  char byte;
+  ssize_t n;
+  do {
+    n = ::read(fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  return n == 0;
 }
 
 std::optional<std::vector<std::string>> CgroupManager::takeRecycled() {
@@ -257,16 +320,18 @@ Status CgroupManager::applyHierarchyLimits(const Hierarchy& h, const std::string
   const bool v2 = h.controller.empty();
   if (spec.memoryLimitMib > 0 && (v2 || h.controller == "memory")) {
     std::string bytes = std::to_string(spec.memoryLimitMib * 1024 * 1024);
-    ALLOT_RETURN_IF_ERROR(writeValue(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"), bytes));
+    ALLOT_RETURN_IF_ERROR(
+        writeGroupValue(dir, v2 ? "memory.max" : "memory.limit_in_bytes", bytes));
   }
   if (spec.cpuMillis > 0 && (v2 || h.controller == "cpu")) {
     int64_t quota = std::max<int64_t>(kMinCpuQuotaUs, spec.cpuMillis * kCpuPeriodUs / 1000);
     if (v2) {
-      ALLOT_RETURN_IF_ERROR(
-          writeValue(dir + "/cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs)));
+      ALLOT_RETURN_IF_ERROR(writeGroupValue(
+          dir, "cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs)));
     } else {
-      ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
-      ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_quota_us", std::to_string(quota)));
+      ALLOT_RETURN_IF_ERROR(
+          writeGroupValue(dir, "cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+      ALLOT_RETURN_IF_ERROR(writeGroupValue(dir, "cpu.cfs_quota_us", std::to_string(quota)));
     }
   }
   if (spec.realGpus && h.controller == "devices") return writeDeviceRules(dir, spec);
@@ -289,14 +354,15 @@ Status CgroupManager::writeDeviceRules(const std::string& dir, const JobSpec& sp
   for (int minor = 0; minor < kNvidiaCtlMinor; ++minor) {
     if (mine.count(minor)) continue;
     ALLOT_RETURN_IF_ERROR(
-        writeValue(dir + "/devices.deny", rule(kNvidiaMajor, std::to_string(minor))));
+        writeGroupValue(dir, "devices.deny", rule(kNvidiaMajor, std::to_string(minor))));
   }
   for (int minor : mine) {
-    (void)writeValue(dir + "/devices.allow", rule(kNvidiaMajor, std::to_string(minor)));
+    (void)writeGroupValue(dir, "devices.allow", rule(kNvidiaMajor, std::to_string(minor)));
   }
-  (void)writeValue(dir + "/devices.allow", rule(kNvidiaMajor, std::to_string(kNvidiaCtlMinor)));
+  (void)writeGroupValue(dir, "devices.allow",
+                        rule(kNvidiaMajor, std::to_string(kNvidiaCtlMinor)));
   int uvm = charMajor("nvidia-uvm");  // dynamic major: /dev/nvidia-uvm and nvidia-uvm-tools
-  if (uvm >= 0) (void)writeValue(dir + "/devices.allow", rule(uvm, "*"));
+  if (uvm >= 0) (void)writeGroupValue(dir, "devices.allow", rule(uvm, "*"));
   return Status::Ok();
 }
 
@@ -346,20 +412,22 @@ Status CgroupManager::resetHierarchy(const Hierarchy& h, const std::string& dir)
     // short job whose directory is gone) would count against the next job's limit. Emptying it
     // (memory.force_empty) drains every CPU's page lists first, ~1 ms in the agent's loop: a group
     // that holds more than a little is removed instead.
-    int64_t charged = -1;
-    std::ifstream(dir + "/memory.usage_in_bytes") >> charged;
+    const int64_t charged = readGroupNumber(dir, "memory.usage_in_bytes").value_or(-1);
     if (charged < 0 || charged > kMaxRecycledChargeBytes) {
       return Status::FailedPrecondition(dir + " still holds " + std::to_string(charged) +
                                         " bytes of memory");
     }
-    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/memory.limit_in_bytes", "-1"));
+    ALLOT_RETURN_IF_ERROR(writeGroupValue(dir, "memory.limit_in_bytes", "-1"));
   } else if (h.controller == "cpu") {
-    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_quota_us", "-1"));
-    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+    // A group left without a quota (a job that asked for no CPU limit) has nothing to undo: the
+    // period counts only under a quota, and applyHierarchyLimits() writes it with one. Reading
+    // first spares the kernel's bandwidth update, which a write makes whatever the value.
+    if (readGroupNumber(dir, "cpu.cfs_quota_us") != -1)
+      ALLOT_RETURN_IF_ERROR(writeGroupValue(dir, "cpu.cfs_quota_us", "-1"));
   } else if (h.controller == "devices") {
     // "a" drops the group's own rules and copies its parent's again, as a new group starts; the
     // kernel refuses it under a parent that does not allow everything, and then we remove it.
-    ALLOT_RETURN_IF_ERROR(writeValue(dir + "/devices.allow", "a"));
+    ALLOT_RETURN_IF_ERROR(writeGroupValue(dir, "devices.allow", "a"));
   }
   return Status::Ok();
 }
@@ -373,9 +441,16 @@ Result<std::vector<std::string>> CgroupManager::renameToSpare(
     std::vector<std::string> renamed;
     int err = 0;
     for (size_t i = 0; i < groups.size(); ++i) {
-      std::string to = hierarchies_[i].base + "/" + spareGroupName(nextSlot_);
+      const Hierarchy& h = hierarchies_[i];
+      std::string to = h.base + "/" + spareGroupName(nextSlot_);
       // cgroup v1 renames a group within its parent, and never over an existing one (EEXIST).
-      if (::rename(groups[i].c_str(), to.c_str()) != 0) {
+      // recycle() took only groups directly in h.base.
+      const std::string from = groups[i].substr(h.base.size() + 1);
+      const bool moved =
+          h.baseFd >= 0
+              ? ::renameat(h.baseFd, from.c_str(), h.baseFd, spareGroupName(nextSlot_).c_str()) == 0
+              : ::rename(groups[i].c_str(), to.c_str()) == 0;
+      if (!moved) {
         err = errno;
         break;
       }
@@ -414,10 +489,27 @@ std::vector<std::string> CgroupManager::strayGroups(const std::set<int64_t>& kee
 }
 
 std::vector<int> CgroupManager::pids(const std::vector<std::string>& groups) {
+  return pidsVia(nullptr, groups);
+}
+
+std::vector<int> CgroupManager::pidsIn(const std::vector<std::string>& groups) const {
+  return pidsVia(this, groups);
+}
+
+bool CgroupManager::killAll(const std::vector<std::string>& groups) {
+  return killAllVia(nullptr, groups);
+}
+
+bool CgroupManager::killAllIn(const std::vector<std::string>& groups) const {
+  return killAllVia(this, groups);
+}
+
+std::vector<int> CgroupManager::pidsVia(const CgroupManager* m,
+                                        const std::vector<std::string>& groups) {
   std::set<int> all;
   for (const auto& dir : groups) {
     // Plain reads: each job's groups are read as it ends, mostly to find them empty.
-    const int fd = ::open((dir + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    const int fd = openGroupFile(m, dir, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
     char buf[4096];
     int pid = 0;
@@ -443,7 +535,7 @@ std::vector<int> CgroupManager::pids(const std::vector<std::string>& groups) {
   return {all.begin(), all.end()};
 }
 
-bool CgroupManager::killAll(const std::vector<std::string>& groups) {
+bool CgroupManager::killAllVia(const CgroupManager* m, const std::vector<std::string>& groups) {
   // Enough for a process that forks in a loop to lose the race (each round kills all it read);
   // what is left is tried again at the executor's next poll.
   constexpr int kRounds = 64;
@@ -454,7 +546,7 @@ bool CgroupManager::killAll(const std::vector<std::string>& groups) {
   bool none = true;
   for (const auto& dir : groups) {
     if (!noKillFile.load(std::memory_order_relaxed)) {
-      const int fd = ::open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+      const int fd = openGroupFile(m, dir, "cgroup.kill", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
       if (fd >= 0) {
         const bool killed = ::write(fd, "1", 1) == 1;
         ::close(fd);
@@ -463,10 +555,10 @@ bool CgroupManager::killAll(const std::vector<std::string>& groups) {
         noKillFile.store(true, std::memory_order_relaxed);
       }
     }
-    std::vector<int> left = pids({dir});
+    std::vector<int> left = pidsVia(m, {dir});
     for (int round = 0; round < kRounds && !left.empty(); ++round) {
       for (int pid : left) ::kill(pid, SIGKILL);
-      left = pids({dir});
+      left = pidsVia(m, {dir});
     }
     none = none && left.empty();
   }

@@ -102,6 +102,10 @@ class CgroupManager {
   // at once; on v1 the members are read and killed again until none is left (a bounded number of
   // rounds), since a process may fork between the read and its kill. True when none is left.
   static bool killAll(const std::vector<std::string>& groups);
+  // The same, with the files of groups in this manager's directories opened relative to them
+  // (see Hierarchy::baseFd): what the executor calls as each job ends.
+  std::vector<int> pidsIn(const std::vector<std::string>& groups) const;
+  bool killAllIn(const std::vector<std::string>& groups) const;
   // Removes the groups; false while any still holds a process (retry after they exit).
   static bool remove(const std::vector<std::string>& groups);
 
@@ -109,7 +113,26 @@ class CgroupManager {
   struct Hierarchy {
     std::string controller;  // v1: "memory", "cpu", "devices"; v2: ""
     std::string base;        // the allot/ directory job groups are made in
+    // base, opened (O_PATH). Each ended job's groups are read, reset and renamed, a dozen files;
+    // opened by a path from the mount root, each walked every cgroupfs directory above its group,
+    // twice, as cgroupfs' lookups drop out of the kernel's lock-free walk (path walks were a tenth
+    // of the agent's CPU under a stream of short jobs). Relative to this: "<group>/<file>".
+    int baseFd = -1;
   };
+  // dir/file, opened relative to the base of the hierarchy dir is a group of; by its whole path
+  // when it is none of this manager's (an earlier agent's, a test's). m may be null.
+  static int openGroupFile(const CgroupManager* m, const std::string& dir, const char* file,
+                           int flags);
+  // Writes value to dir/file in one write(2).
+  Status writeGroupValue(const std::string& dir, const char* file, const std::string& value) const;
+  // The number dir/file holds; nullopt when it cannot be read or holds something else.
+  std::optional<int64_t> readGroupNumber(const std::string& dir, const char* file) const;
+  // Whether the group holds no thread (see recycle()).
+  bool holdsNoTask(const std::string& dir) const;
+  static std::vector<int> pidsVia(const CgroupManager* m, const std::vector<std::string>& groups);
+  static bool killAllVia(const CgroupManager* m, const std::vector<std::string>& groups);
+  // The hierarchy whose base dir is directly in, and the group's name there; nullptr if none.
+  const Hierarchy* hierarchyOf(const std::string& dir, std::string* name) const;
   void probeV2(const std::string& mountRoot);
   void probeV1(const std::string& mountRoot, const std::string& selfCgroupFile);
 

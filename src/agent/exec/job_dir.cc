@@ -11,6 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "agent/exec/remove_tree.h"
+
 namespace allot::agent {
 namespace {
 
@@ -60,9 +62,7 @@ int makeDir(const std::string& dir, mode_t mode) {
 Status makeFreshDir(const std::string& dir, mode_t mode) {
   int err = makeDir(dir, mode);
   if (err == EEXIST) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    if (ec) return Status::Unavailable("failed to remove " + dir + ": " + ec.message());
+    if (int removeErr = removeTree(dir); removeErr != 0) return ioError("remove", dir, removeErr);
     err = makeDir(dir, mode);
   }
   return err == 0 ? Status::Ok() : ioError("create", dir, err);
@@ -110,10 +110,8 @@ Status JobDir::create() const {
 }
 
 Status JobDir::remove() const {
-  std::error_code ec;
   for (const std::string* dir : {&path_, &dataPath_}) {
-    fs::remove_all(*dir, ec);
-    if (ec) return Status::Unavailable("failed to remove " + *dir + ": " + ec.message());
+    if (int err = removeTree(*dir); err != 0) return ioError("remove", *dir, err);
   }
   return Status::Ok();
 }

@@ -20,6 +20,7 @@
 
 #include "agent/exec/container_config.h"
 #include "agent/exec/proc.h"
+#include "agent/exec/remove_tree.h"
 #include "agent/exec/run_as.h"
 #include "agent/exec/seccomp_bpf.h"
 #include "common/log.h"
@@ -238,7 +239,10 @@ void ProcessExecutor::removeOrphanedData(const std::set<int64_t>& known) {
   if (!orphans.empty())
     spdlog::warn("removing {} job directories with no records (their jobs ended with the host)",
                  orphans.size());
-  for (const auto& p : orphans) fs::remove_all(p, ec);
+  for (const auto& p : orphans) {
+    if (int err = removeTree(p.string()); err != 0)
+      spdlog::warn("cannot remove {}: {}", p.string(), std::strerror(err));
+  }
 }
 
 void ProcessExecutor::removeStrayCgroups() {
@@ -314,8 +318,9 @@ int ProcessExecutor::begin(const JobSpec& spec) {
   // be another user's, and is removed first, a link or a file in its place too.
   if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0) {
     if (errno == EEXIST) {
-      fs::remove_all(scratch, scratchError);
-      if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0)
+      if (int err = removeTree(scratch); err != 0)
+        scratchError = std::error_code(err, std::generic_category());
+      else if (::mkdir(scratch.c_str(), 0755) != 0)
         scratchError = std::error_code(errno, std::generic_category());
     } else {
       scratchError = std::error_code(errno, std::generic_category());
@@ -753,7 +758,8 @@ void ProcessExecutor::cleanUpEnded(Job& job) {
   // each poll until the groups are empty: an escapee that forks in a loop must not outlive the
   // job on its GPUs.
   if (job.remnantsKilled || shimAlive(job)) return;
-  job.remnantsKilled = CgroupManager::killAll(job.cgroups);
+  job.remnantsKilled = cgroups_ != nullptr ? cgroups_->killAllIn(job.cgroups)
+                                           : CgroupManager::killAll(job.cgroups);
 }
 
 void ProcessExecutor::markLost(Job& job, const std::string& message) {
@@ -782,7 +788,8 @@ bool ProcessExecutor::signalJob(Job& job, int sig) {
 }
 
 void ProcessExecutor::killCgroupRemnants(const Job& job) {
-  for (int pid : CgroupManager::pids(job.cgroups)) {
+  for (int pid : cgroups_ != nullptr ? cgroups_->pidsIn(job.cgroups)
+                                      : CgroupManager::pids(job.cgroups)) {
     // The shim stays: it must live to record how the job ended.
     if (job.shim && pid == job.shim->pid) continue;
     ::kill(pid, SIGKILL);
@@ -883,9 +890,8 @@ void ProcessExecutor::forget(int64_t id) {
   Status removed = job.dir.remove();
   if (!removed.ok()) spdlog::warn("job={}: {}", id, removed.message());
   // Its scratch goes with it, as a session's does; until this, a job's stayed until the wipe.
-  std::error_code ec;
-  fs::remove_all(scratchPath(id), ec);
-  if (ec) spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id), ec.message());
+  if (int err = removeTree(scratchPath(id)); err != 0)
+    spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id), std::strerror(err));
   // Kept for another job only once nothing of this one's can still join them: a shim that has not
   // joined yet (a start that timed out) would otherwise join the next job's groups; and not while
   // a record left behind still names them.

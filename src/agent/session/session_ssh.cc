@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/exec/remove_tree.h"
 #include "agent/exec/run_as.h"
 
 namespace allot::agent {
@@ -209,7 +210,8 @@ Status SessionSsh::prepare(int64_t id, const SessionIdentity& who) {
   ::chmod(config_.stateDir.c_str(), 0711);
   const std::string dir = dirOf(id);
   reported_.erase(id);
-  fs::remove_all(dir, ec);
+  if (int err = removeTree(dir); err != 0)
+    return Status::Unavailable("cannot remove " + dir + ": " + std::strerror(err));
   if (!fs::create_directory(dir, ec))
     return Status::Unavailable("cannot create " + dir + ": " + ec.message());
   // The agent's, not the user's: sshd (as the user) reads the files in it, and only the agent
@@ -499,8 +501,8 @@ void SessionSsh::forget(int64_t id) {
     }
     direct_.erase(d);
   }
-  std::error_code ec;
-  fs::remove_all(dirOf(id), ec);
+  if (int err = removeTree(dirOf(id)); err != 0)
+    spdlog::warn("session={}: cannot remove {}: {}", id, dirOf(id), std::strerror(err));
 }
 
 }  // namespace allot::agent

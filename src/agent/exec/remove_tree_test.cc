@@ -1,0 +1,147 @@
+#include "agent/exec/remove_tree.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/test_dirs.h"
+
+namespace allot::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RemoveTreeTest : public testdirs::TempDirTest {
+ protected:
+  RemoveTreeTest() : TempDirTest("remove-tree") {}
+
+  static void touch(const fs::path& p) { std::ofstream(p) << "x"; }
+
+  // `levels` directories, each named d, one inside the other, under dir; a file at the bottom.
+  static void makeDeep(const std::string& dir, size_t levels) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(fd, 0);
+    for (size_t i = 0; i < levels; ++i) {
+      ASSERT_EQ(::mkdirat(fd, "d", 0755), 0);
+      const int next = ::openat(fd, "d", O_RDONLY | O_DIRECTORY);
+      ::close(fd);
+      ASSERT_GE(next, 0);
+      fd = next;
+    }
+    const int file = ::openat(fd, "bottom", O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(file, 0);
+    ::close(file);
+    ::close(fd);
+  }
+};
+
+TEST_F(RemoveTreeTest, RemovesFilesDirectoriesLinksAndFifos) {
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree / "a" / "b" / "c");
+  fs::create_directories(tree / "empty");
+  touch(tree / "top");
+  touch(tree / "a" / "b" / "c" / "deep");
+  ASSERT_EQ(::mkfifo((tree / "a" / "fifo").c_str(), 0600), 0);
+  fs::create_symlink("top", tree / "a" / "dangling-or-not");
+  fs::create_hard_link(tree / "top", tree / "a" / "b" / "hard");
+
+  EXPECT_EQ(removeTree(tree.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+  EXPECT_EQ(removeTree(tree.string()), 0) << "nothing there is done, not an error";
+
+  touch(tree);  // a plain file in the directory's place is unlinked
+  EXPECT_EQ(removeTree(tree.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+// What a job leaves in its scratch directory may point anywhere: the links go, their targets stay.
+TEST_F(RemoveTreeTest, NeverFollowsASymlink) {
+  const fs::path outside = fs::path(dir_) / "outside";
+  fs::create_directories(outside / "inner");
+  touch(outside / "precious");
+  touch(outside / "inner" / "precious");
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree / "sub");
+  fs::create_directory_symlink(outside, tree / "to-dir");
+  fs::create_directory_symlink(outside / "inner", tree / "sub" / "to-inner");
+  fs::create_symlink(outside / "precious", tree / "to-file");
+
+  EXPECT_EQ(removeTree(tree.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+  EXPECT_TRUE(fs::exists(outside / "precious"));
+  EXPECT_TRUE(fs::exists(outside / "inner" / "precious"));
+
+  // The path itself a symlink to a directory: the link is removed, not what it points to.
+  const fs::path link = fs::path(dir_) / "link";
+  fs::create_directory_symlink(outside, link);
+  EXPECT_EQ(removeTree(link.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(link)));
+  EXPECT_TRUE(fs::exists(outside / "inner" / "precious"));
+}
+
+// Entries read in one batch, with subdirectories among them: reading a directory on where it left
+// off, after each subdirectory, must miss none.
+TEST_F(RemoveTreeTest, RemovesADirectoryOfManyEntriesWithSubdirectoriesAmongThem) {
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree);
+  for (int i = 0; i < 2000; ++i) {
+    const fs::path p = tree / ("entry-with-a-longish-name-" + std::to_string(i));
+    if (i % 10 == 0) {
+      fs::create_directory(p);
+      touch(p / "inside");
+    } else {
+      touch(p);
+    }
+  }
+  EXPECT_EQ(removeTree(tree.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+// A job can make a tree far deeper than the agent may hold directories open. Under a descriptor
+// limit that leaves room for kRemoveTreeMaxDepth and a few more, the whole tree still goes.
+TEST_F(RemoveTreeTest, RemovesATreeDeeperThanTheDescriptorsItMayHold) {
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree);
+  makeDeep(tree.string(), 4 * kRemoveTreeMaxDepth + 7);
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // New descriptors take the lowest free numbers, below the limit: room for a few more than
+    // kRemoveTreeMaxDepth besides those open now (the listing's own included).
+    rlim_t open = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd")) open += e.exists() ? 1 : 0;
+    const rlim_t limit = open + kRemoveTreeMaxDepth + 2;
+    rlimit r{limit, limit};
+    if (::setrlimit(RLIMIT_NOFILE, &r) != 0) ::_exit(100);
+    std::error_code ec;
+    fs::remove_all(tree, ec);  // holds a descriptor per level: runs out of them
+    if (!ec) ::_exit(101);
+    ::_exit(removeTree(tree.string()));
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "errno " << WEXITSTATUS(status)
+                                    << " (100: setrlimit failed; 101: remove_all managed)";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+// A hoisted subtree is named so as not to take the place of an entry already at the top.
+TEST_F(RemoveTreeTest, HoistingDoesNotReplaceWhatIsAtTheTop) {
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree / ".allot-removing-0");
+  fs::create_directories(tree / ".allot-removing-1" / "full");
+  makeDeep(tree.string(), 2 * kRemoveTreeMaxDepth);
+  EXPECT_EQ(removeTree(tree.string()), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+}  // namespace
+}  // namespace allot::agent
