@@ -182,7 +182,11 @@ int CgroupManager::openGroupFile(const CgroupManager* m, const std::string& dir,
                                  int flags) {
   std::string name;
   if (const Hierarchy* h = m != nullptr ? m->hierarchyOf(dir, &name) : nullptr) {
-    return ::openat(h->baseFd, (name + "/" + file).c_str(), flags);
+    const int fd = ::openat(h->baseFd, (name + "/" + file).c_str(), flags);
+    // Not there: also when the base was removed and made again since it was opened (the
+    // descriptor then names the old one); by the path then, so that a group is never taken for
+    // empty, or gone, because of where it was looked for.
+    if (fd >= 0 || errno != ENOENT) return fd;
   }
   return ::open((dir + "/" + file).c_str(), flags);
 }

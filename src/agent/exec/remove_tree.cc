@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>  // arc4random
 #include <cstdio>  // renameat2, RENAME_NOREPLACE
 #include <cstring>
 #include <vector>
@@ -15,27 +18,40 @@ namespace {
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 constexpr size_t kBufferBytes = 32 * 1024;
 
-// A directory being emptied: its descriptor, its name in the directory above, and where to read
-// on once the subdirectory it is waiting for is gone (the buffer it was read into is reused
-// meanwhile).
+// An entry read from a directory and not dealt with yet.
+struct Entry {
+  std::string name;
+  unsigned char type;
+};
+
+// A directory being emptied: its descriptor, its name in the directory above, and what was read
+// from it and not dealt with yet when a subdirectory was opened (the read buffer is reused for
+// that one). Reading goes on from where the kernel's position is, never by seeking back: on tmpfs
+// before Linux 6.6 a directory's offsets count the entries still there, so seeking to a saved
+// offset after removing some skipped as many.
 struct Level {
   int fd = -1;
   std::string name;
-  off_t next = 0;
-  bool seek = false;
+  std::vector<Entry> pending;  // in reverse order: the next one is the back
+  bool readSince = false;      // entries were read since the last try at removing it
 };
 
 bool isDots(const char* name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
-// Moves parent/name into top, under a name nothing there has, so that it is removed from there
-// with fewer directories held open.
-int hoist(int parent, const char* name, int top, unsigned& counter) {
-  for (int tries = 0; tries < 1000; ++tries) {
-    const std::string to = ".allot-removing-" + std::to_string(counter++);
-    if (::renameat2(parent, name, top, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
-    if (errno != EEXIST) return errno;
+// Moves parent/name into top under a random name, so that it is removed from there with fewer
+// directories held open. Random: the owner of the tree may have filled the top with any names it
+// can guess. 0 also when the entry is gone already.
+int hoist(int parent, const std::string& name, int top) {
+  for (int tries = 0; tries < 16; ++tries) {
+    const uint64_t tag = (uint64_t{::arc4random()} << 32) | ::arc4random();
+    const std::string to = ".allot-removing-" + std::to_string(tag);
+    int done = ::renameat2(parent, name.c_str(), top, to.c_str(), RENAME_NOREPLACE);
+    // A file system without RENAME_NOREPLACE: a random name taken already is as unlikely.
+    if (done != 0 && errno == EINVAL) done = ::renameat(parent, name.c_str(), top, to.c_str());
+    if (done == 0 || errno == ENOENT) return 0;
+    if (errno != EEXIST && errno != ENOTEMPTY) return errno;
   }
   return EEXIST;
 }
@@ -52,75 +68,81 @@ int removeLevel(std::vector<Level>& levels, const std::string& topPath) {
   return 0;
 }
 
+// Removes one entry of levels.back(), or opens it (a directory) as a new level. Returns 0 or an
+// errno.
+int removeEntry(std::vector<Level>& levels, const Entry& entry, bool& rescanTop) {
+  const int dirFd = levels.back().fd;
+  if (entry.type != DT_DIR) {
+    if (::unlinkat(dirFd, entry.name.c_str(), 0) == 0 || errno == ENOENT) return 0;
+    // A directory the file system did not type (DT_UNKNOWN): Linux's unlink says EISDIR.
+    if (errno != EISDIR) return errno;
+  }
+  if (levels.size() >= kRemoveTreeMaxDepth) {
+    if (int err = hoist(dirFd, entry.name, levels.front().fd); err != 0) return err;
+    rescanTop = true;
+    return 0;
+  }
+  const int fd = ::openat(dirFd, entry.name.c_str(), kDirFlags);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    // Swapped for a file or a symlink since it was read: that is unlinked, not followed.
+    if ((errno == ENOTDIR || errno == ELOOP) &&
+        (::unlinkat(dirFd, entry.name.c_str(), 0) == 0 || errno == ENOENT)) {
+      return 0;
+    }
+    return errno;
+  }
+  levels.push_back({fd, entry.name, {}, false});
+  return 0;
+}
+
 // Removes the directory levels[0] holds (at topPath), with all it holds. Leaves the descriptors
 // it still holds in `levels` for the caller to close.
 int removeAll(std::vector<Level>& levels, const std::string& topPath) {
   std::vector<char> buffer(kBufferBytes);
-  unsigned hoisted = 0;
   bool rescanTop = false;
-  while (!levels.empty()) {
+  for (;;) {
     Level& dir = levels.back();
-    if (dir.seek) {
-      if (::lseek(dir.fd, dir.next, SEEK_SET) < 0) return errno;
-      dir.seek = false;
+    const bool top = levels.size() == 1;
+    if (!dir.pending.empty()) {
+      const Entry entry = std::move(dir.pending.back());
+      dir.pending.pop_back();
+      if (int err = removeEntry(levels, entry, rescanTop); err != 0) return err;
+      continue;
+    }
+    // Everything read is gone. For a directory that fit in one read (a job's usually do) that is
+    // all of it: removing it now saves the read that would find the end. If more is left, the
+    // removal fails and reading goes on.
+    if (dir.readSince && !(top && rescanTop)) {
+      dir.readSince = false;
+      const int err = removeLevel(levels, topPath);
+      if (err == 0 && top) return 0;
+      if (err == 0) continue;
+      if (err != ENOTEMPTY && err != EEXIST) return err;
     }
     const ssize_t n = ::getdents64(dir.fd, buffer.data(), buffer.size());
     if (n < 0) return errno;
-    if (n == 0) {
-      // Hoisted subtrees may have landed behind where the read had got to.
-      if (levels.size() == 1 && rescanTop) {
-        rescanTop = false;
-        dir.next = 0;
-        dir.seek = true;
-        continue;
-      }
-      const bool top = levels.size() == 1;
-      if (int err = removeLevel(levels, topPath); err != 0) return err;
-      if (top) return 0;
-      continue;
-    }
-    bool descended = false;
-    for (ssize_t at = 0; at < n && !descended;) {
+    for (ssize_t at = 0; at < n;) {
       const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.data() + at);
       at += entry->d_reclen;
-      const char* name = entry->d_name;
-      if (isDots(name)) continue;
-      if (entry->d_type != DT_DIR) {
-        if (::unlinkat(dir.fd, name, 0) == 0 || errno == ENOENT) continue;
-        // A directory the file system did not type (DT_UNKNOWN): Linux's unlink says EISDIR.
-        if (errno != EISDIR) return errno;
-      }
-      if (levels.size() >= kRemoveTreeMaxDepth) {
-        if (int err = hoist(dir.fd, name, levels.front().fd, hoisted); err != 0) return err;
-        rescanTop = true;
-        continue;
-      }
-      const int fd = ::openat(dir.fd, name, kDirFlags);
-      if (fd < 0) {
-        if (errno == ENOENT) continue;
-        // Swapped for a file or a symlink since it was read: that is unlinked, not followed.
-        if ((errno == ENOTDIR || errno == ELOOP) &&
-            (::unlinkat(dir.fd, name, 0) == 0 || errno == ENOENT)) {
-          continue;
-        }
-        return errno;
-      }
-      dir.next = entry->d_off;
-      dir.seek = true;
-      levels.push_back({fd, name});  // `dir` is not used past this point
-      descended = true;
+      if (!isDots(entry->d_name)) dir.pending.push_back({entry->d_name, entry->d_type});
     }
-    if (descended) continue;
-    // Everything read is gone. For a directory that fit in one read (a job's usually do) that
-    // is all of it: removing it now saves the read that would find the end. If more is left,
-    // the removal fails and reading goes on.
-    const bool top = levels.size() == 1;
-    if (top && rescanTop) continue;
-    const int err = removeLevel(levels, topPath);
-    if (err == 0 && top) return 0;
-    if (err != 0 && err != ENOTEMPTY && err != EEXIST) return err;
+    if (!dir.pending.empty()) {
+      std::reverse(dir.pending.begin(), dir.pending.end());
+      dir.readSince = true;
+      continue;
+    }
+    if (n > 0) continue;  // only "." and ".."
+    // The end. Hoisted subtrees may have landed behind where the read had got to. (Offset 0 is
+    // the start on every file system.)
+    if (top && rescanTop) {
+      rescanTop = false;
+      if (::lseek(dir.fd, 0, SEEK_SET) < 0) return errno;
+      continue;
+    }
+    if (int err = removeLevel(levels, topPath); err != 0) return err;
+    if (top) return 0;
   }
-  return 0;
 }
 
 }  // namespace
@@ -134,7 +156,7 @@ int removeTree(const std::string& path) {
   }
   std::vector<Level> levels;
   levels.reserve(kRemoveTreeMaxDepth);
-  levels.push_back({top, ""});
+  levels.push_back({top, "", {}, false});
   const int err = removeAll(levels, path);
   for (const Level& level : levels) ::close(level.fd);
   return err;

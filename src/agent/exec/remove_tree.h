@@ -6,10 +6,14 @@
 //  - Never follows a symlink. Each directory is opened with O_NOFOLLOW relative to its parent's
 //    descriptor and its entries are removed with unlinkat() on that descriptor, so a directory
 //    renamed or swapped for a symlink meanwhile cannot point the removal anywhere else.
-//  - Holds at most kMaxDepth directories open, whatever the depth: a subtree below that is moved
-//    (renameat2, RENAME_NOREPLACE, within the tree) up to the top directory and removed from there.
-//    std::filesystem::remove_all holds one per level, so a deep enough tree ran the agent out of
-//    descriptors while it removed it.
+//  - Holds at most kRemoveTreeMaxDepth directories open, whatever the depth: a subtree below that
+//    is moved (renameat2, RENAME_NOREPLACE) up into the top directory, under a random name the
+//    tree's owner cannot have taken already, and removed from there. std::filesystem::remove_all
+//    holds one per level, so a deep enough tree ran the agent out of descriptors while it removed
+//    it.
+//  - Never seeks back in a directory: what was read and not yet dealt with when a subdirectory is
+//    opened is kept (tmpfs before Linux 6.6 counts offsets in entries still there, so seeking back
+//    to one after removing entries skipped as many).
 //  - Iterative: the agent's stack does not grow with the tree.
 //  - A directory's entries come with their type (getdents64's d_type): no stat per entry, and no
 //    unlink tried on a directory first; a directory whose entries all came in one read is removed
@@ -18,6 +22,12 @@
 //
 // Returns 0 once path is gone (also when it never existed), else the errno of the first failure;
 // what was not removed by then stays. A path that is a symlink or a file is unlinked itself.
+// path itself is opened, and at the end removed, by its path: its parent must be a directory no
+// one but the agent may write (the work, scratch and state roots are).
+//
+// What it does not guard against (nor did remove_all): the tree's owner moving into it, from a
+// directory it may write on the same file system, a directory holding what it could not delete
+// itself; the agent, as root, then deletes that too.
 
 #include <string>
 

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -133,14 +135,58 @@ TEST_F(RemoveTreeTest, RemovesATreeDeeperThanTheDescriptorsItMayHold) {
   EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
 }
 
-// A hoisted subtree is named so as not to take the place of an entry already at the top.
-TEST_F(RemoveTreeTest, HoistingDoesNotReplaceWhatIsAtTheTop) {
+// The owner of the tree may fill its top with names a hoisted subtree could be given: they are
+// random, so a deep tree still goes however many the owner made.
+TEST_F(RemoveTreeTest, NamesMadeAtTheTopDoNotStopAHoist) {
   const fs::path tree = fs::path(dir_) / "tree";
-  fs::create_directories(tree / ".allot-removing-0");
-  fs::create_directories(tree / ".allot-removing-1" / "full");
+  fs::create_directories(tree);
+  for (int i = 0; i < 1000; ++i) fs::create_directories(tree / (".allot-removing-" + std::to_string(i)) / "full");
   makeDeep(tree.string(), 2 * kRemoveTreeMaxDepth);
   EXPECT_EQ(removeTree(tree.string()), 0);
   EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+// tmpfs before Linux 6.6 (RHEL 8 and 9, Ubuntu 22.04: /dev/shm, /run, where the state dir goes)
+// gives a directory's entries offsets that count the entries still there: seeking back to one
+// after removing others skips entries. ramfs still reads directories that way.
+TEST_F(RemoveTreeTest, RemovesEverythingOnAFileSystemWhoseOffsetsCountEntries) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting ramfs needs root";
+  const fs::path mount = fs::path(dir_) / "ram";
+  fs::create_directories(mount);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("ramfs", mount.c_str(), "ramfs", 0, nullptr) != 0) {
+      ::_exit(100);
+    }
+    // Files around a subdirectory, as a job's directory holds its log around work/.
+    const fs::path small = mount / "small";
+    for (const char* name : {"f1", "sub/inside", "f2", "f3"}) {
+      fs::create_directories((small / name).parent_path());
+      touch(small / name);
+    }
+    const fs::path many = mount / "many";
+    fs::create_directories(many);
+    for (int i = 0; i < 2000; ++i) {
+      const fs::path p = many / ("entry-" + std::to_string(i));
+      if (i % 10 == 0) {
+        fs::create_directory(p);
+        touch(p / "inside");
+      } else {
+        touch(p);
+      }
+    }
+    if (int err = removeTree(small.string()); err != 0) ::_exit(err);
+    if (int err = removeTree(many.string()); err != 0) ::_exit(err);
+    ::_exit(fs::exists(small) || fs::exists(many) ? 101 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "errno " << WEXITSTATUS(status)
+                                    << " (100: no ramfs mount; 101: something is left)";
 }
 
 }  // namespace
