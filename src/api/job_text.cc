@@ -43,29 +43,27 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   }
   if (options.arrayTasks > 0) {
     w.key("array_tasks");
-    out += '[';
+    w.beginArray();
     for (size_t t = 0; t < options.arrayTasks; ++t) {
-      if (t) out += ',';
+      w.element();
       w.number(j.id + static_cast<int64_t>(t));
     }
-    out += ']';
+    w.endArray();
   }
   w.boolean("cancel_requested", j.cancelRequested);
-  w.key("command");
-  w.strings(cut ? *cut : j.command);
-  w.key("contour");
-  w.stringOrNull(j.contour);
+  w.strings("command", cut ? *cut : j.command);
+  w.stringOrNull("contour", j.contour);
   w.number("cpu_millis", j.resources.cpuMillis);
   w.key("dependencies");
-  out += '[';
-  for (size_t i = 0; i < j.dependencies.size(); ++i) {
-    if (i) out += ',';
+  w.beginArray();
+  for (const auto& dependency : j.dependencies) {
+    w.element();
     w.beginObject();
-    w.number("job", j.dependencies[i].job);
-    w.string("kind", model::dependencyKindName(j.dependencies[i].kind));
+    w.number("job", dependency.job);
+    w.string("kind", model::dependencyKindName(dependency.kind));
     w.endObject();
   }
-  out += ']';
+  w.endArray();
   w.key("env");
   w.beginObject();
   for (const auto& [k, v] : cut ? kNoEnv : j.env) {
@@ -73,47 +71,32 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
     w.string(v);
   }
   w.endObject();
-  w.key("evicted_for");
-  w.stringOrNull(j.evictedFor);
+  w.stringOrNull("evicted_for", j.evictedFor);
   w.boolean("evicting", j.evicting);
-  w.key("evicting_since");
-  w.timeOrNull(j.evictingSince);
+  w.timeOrNull("evicting_since", j.evictingSince);
   w.numberOrNull("exit_code", j.exitCode);
   if (queued) {
-    const TimeMs start = wait ? expectedStart(*wait) : 0;
-    w.key("expected_start");
-    start ? w.string(formatIso8601(start)) : w.null();
+    w.timeOrNull("expected_start", wait ? expectedStart(*wait) : 0);
   }
-  w.key("finished_at");
-  w.timeOrNull(j.finishedAt);
-  w.key("gpu_indices");
-  w.numbers(rank.gpuIndices);
+  w.timeOrNull("finished_at", j.finishedAt);
+  w.numbers("gpu_indices", rank.gpuIndices);
   w.number("gpu_memory_mib", j.resources.gpuMemoryMib);
   w.number("gpu_milli", j.resources.gpuMilli);
-  w.key("gpu_models");
-  w.strings(j.resources.gpuModels);
-  w.key("gpu_uuids");
-  w.strings(rank.gpuUuids);
+  w.strings("gpu_models", j.resources.gpuModels);
+  w.strings("gpu_uuids", rank.gpuUuids);
   w.number("gpus", j.resources.gpus);
-  w.key("held_by");
-  w.stringOrNull(j.heldBy);
-  w.key("host");
-  w.stringOrNull(rank.host);
+  w.stringOrNull("held_by", j.heldBy);
+  w.stringOrNull("host", rank.host);
   w.number("hosts", j.resources.hosts);
   w.number("id", j.id);
-  w.key("image");
-  w.stringOrNull(j.image);
-  w.key("image_digest");
-  w.stringOrNull(j.imageDigest);
-  w.key("image_min_cuda");
-  w.stringOrNull(j.imageMinCuda);
+  w.stringOrNull("image", j.image);
+  w.stringOrNull("image_digest", j.imageDigest);
+  w.stringOrNull("image_min_cuda", j.imageMinCuda);
   w.key("max_runtime");
   j.maxRuntimeMs ? w.string(formatDurationSpec(j.maxRuntimeMs)) : w.null();
   w.number("memory_mib", j.resources.memoryMib);
-  w.key("min_cuda");
-  w.stringOrNull(j.resources.minCuda);
-  w.key("min_driver");
-  w.stringOrNull(j.resources.minDriver);
+  w.stringOrNull("min_cuda", j.resources.minCuda);
+  w.stringOrNull("min_driver", j.resources.minDriver);
   w.string("name", j.name);
   if (queued) {
     w.key("position");
@@ -122,27 +105,21 @@ std::optional<std::string> jobText(control::Cluster& cluster, const Job& j,
   w.boolean("preemptible", j.preemptible);
   w.number("preemptions", j.preemptions);
   w.number("priority", j.priority);
-  w.key("project");
-  w.stringOrNull(j.project);
-  w.key("reason");
-  w.stringOrNull(options.reason ? *options.reason : j.reason);
-  w.key("requeue_requested_by");
-  w.stringOrNull(j.requeueRequestedBy);
-  w.key("scheduled_at");
-  w.timeOrNull(j.scheduledAt);
+  w.stringOrNull("project", j.project);
+  w.stringOrNull("reason", options.reason ? *options.reason : j.reason);
+  w.stringOrNull("requeue_requested_by", j.requeueRequestedBy);
+  w.timeOrNull("scheduled_at", j.scheduledAt);
   w.numberOrNull("signal", j.signal);
   if (cut) {
     w.boolean("spec_truncated", true);
   }
-  w.key("started_at");
-  w.timeOrNull(j.startedAt);
+  w.timeOrNull("started_at", j.startedAt);
   w.string("state", model::jobStateName(j.state));
   w.string("submitted_at", formatIso8601(j.submittedAt));
   w.string("team", j.team);
   w.string("user", j.user);
   w.boolean("whole_host", j.resources.wholeHost);
-  w.key("workdir");
-  w.stringOrNull(j.workdir);
+  w.stringOrNull("workdir", j.workdir);
   w.endObject();
   if (!w.ok()) return std::nullopt;
   return out;

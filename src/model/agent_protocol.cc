@@ -457,8 +457,7 @@ void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
   w.boolean("cancel", d.cancel);
   if (d.chooseMasterPort) w.boolean("choose_master_port", true);
   if (!d.deferred) {
-    w.key("command");
-    w.strings(d.command);
+    w.strings("command", d.command);
   }
   w.number("cpu_millis", d.cpuMillis);
   if (d.deferred) w.boolean("deferred", true);
@@ -469,12 +468,9 @@ void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
     w.string(v);
   }
   w.endObject();
-  w.key("gpu_indices");
-  w.numbers(d.gpuIndices);
-  w.key("gpu_minors");
-  w.numbers(d.gpuMinors);
-  w.key("gpu_uuids");
-  w.strings(d.gpuUuids);
+  w.numbers("gpu_indices", d.gpuIndices);
+  w.numbers("gpu_minors", d.gpuMinors);
+  w.strings("gpu_uuids", d.gpuUuids);
   w.number("grace_ms", d.graceMs);
   w.number("id", d.id);
   if (!d.image.empty()) w.string("image", d.image);
@@ -503,8 +499,7 @@ void writeDesiredJob(JsonWriter& w, const DesiredJob& d) {
     w.beginObject();
     w.string("app", d.session->app);
     w.string("shared_root", d.session->sharedRoot);
-    w.key("ssh_keys");
-    w.strings(d.session->sshKeys);
+    w.strings("ssh_keys", d.session->sshKeys);
     w.string("storage", d.session->storage);
     w.string("user", d.session->user);
     w.endObject();

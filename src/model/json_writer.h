@@ -131,6 +131,23 @@ class JsonWriter {
     key(k);
     numberOrNull(v);
   }
+  void stringOrNull(const char* k, const std::string& v) {
+    key(k);
+    stringOrNull(v);
+  }
+  void timeOrNull(const char* k, TimeMs t) {
+    key(k);
+    timeOrNull(t);
+  }
+  void strings(const char* k, const std::vector<std::string>& v) {
+    key(k);
+    strings(v);
+  }
+  template <typename T>
+  void numbers(const char* k, const std::vector<T>& v) {
+    key(k);
+    numbers(v);
+  }
   void strings(const std::vector<std::string>& v) {
     out_ += '[';
     for (size_t i = 0; i < v.size(); ++i) {

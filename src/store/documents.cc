@@ -311,8 +311,7 @@ std::string storeDocText(const Job& j) {
     w.endObject();
   }
   w.boolean("cancel_requested", j.cancelRequested);
-  w.key("command");
-  w.strings(j.command);
+  w.strings("command", j.command);
   w.string("contour", j.contour);
   w.number("cpu_millis", j.resources.cpuMillis);
   w.key("dependencies");
@@ -337,14 +336,11 @@ std::string storeDocText(const Job& j) {
   w.number("evicting_since_ms", j.evictingSince);
   w.numberOrNull("exit_code", j.exitCode);
   w.number("finished_ms", j.finishedAt);
-  w.key("gpu_indices");
-  w.numbers(rank.gpuIndices);
+  w.numbers("gpu_indices", rank.gpuIndices);
   w.number("gpu_memory_mib", j.resources.gpuMemoryMib);
   w.number("gpu_milli", j.resources.gpuMilli);
-  w.key("gpu_models");
-  w.strings(j.resources.gpuModels);
-  w.key("gpu_uuids");
-  w.strings(rank.gpuUuids);
+  w.strings("gpu_models", j.resources.gpuModels);
+  w.strings("gpu_uuids", rank.gpuUuids);
   w.number("gpus", j.resources.gpus);
   w.string("held_by", j.heldBy);
   w.string("host", rank.host);
