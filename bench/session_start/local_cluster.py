@@ -147,14 +147,16 @@ class LocalCluster:
         env = dict(os.environ, ALLOT_JOIN_TOKEN=join["token"])
         # The first agent is "bench" (the sessions' host); more are bench-2, bench-3, ...
         names = ["bench"] + [f"bench-{i}" for i in range(2, agents + 1)]
+        agent_dirs = []
         for name in names:
             suffix = "" if name == "bench" else name[len("bench"):]
+            agent_dirs.append(self.agent_dir + suffix)
             # Job records on tmpfs, as deploy/systemd/allot-agent.service keeps them
             # (/run/allot-agent): /dev/shm here, where /run is not a tmpfs.
             self.state_dirs.append(tempfile.mkdtemp(prefix="allot-agent-state-", dir="/dev/shm"))
             self.procs.append(subprocess.Popen(
                 [os.path.join(bin_dir, "allot-agent"), "--server", self.server, "--name", name,
-                 "--gpus", gpus, "--work-dir", self.agent_dir + suffix, "--state-dir",
+                 "--gpus", gpus, "--work-dir", agent_dirs[-1], "--state-dir",
                  self.state_dirs[-1], "--cgroup-name", cgroup_name + suffix,
                  *self.agent_flags], env=env,
                 stdout=open(os.path.join(work, f"agent{suffix}.out"), "w"),
@@ -164,9 +166,13 @@ class LocalCluster:
                    timeout=60, step=0.2)
         self.cli(self.admin, "team", "create", "ml")
         self.token = self.cli(self.admin, "user", "create", "alice", "--team", "ml")["token"]
-        # The fork server imports Jupyter once after the agent starts.
-        wait_until(lambda: os.path.exists(os.path.join(self.agent_dir, "forkserver",
-                                                       "jupyter.sock")), step=0.05)
+        # Each agent's fork server imports Jupyter once after the agent starts: about a second
+        # of CPU each. Wait for all of them, or a benchmark of the first seconds measures eight
+        # Python imports as well (they took two thirds of both cores in an eight-host run).
+        if "--jupyter-forkserver" not in self.agent_flags or \
+                self.agent_flags[self.agent_flags.index("--jupyter-forkserver") + 1] != "off":
+            sockets = [os.path.join(d, "forkserver", "jupyter.sock") for d in agent_dirs]
+            wait_until(lambda: all(os.path.exists(s) for s in sockets), step=0.05)
 
     def cli(self, token, *args):
         r = subprocess.run([os.path.join(self.bin, "allot"), "--server", self.server, "--token",
