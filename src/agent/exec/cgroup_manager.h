@@ -54,6 +54,13 @@ class CgroupManager {
 
   // "v1", "v2" or "none".
   const std::string& mode() const { return mode_; }
+  // The directories job groups are made in, one per hierarchy (the shim server opens them, so
+  // that shims join their groups relative to them: see job_shim_main.cc).
+  std::vector<std::string> bases() const {
+    std::vector<std::string> out;
+    for (const Hierarchy& h : hierarchies_) out.push_back(h.base);
+    return out;
+  }
 
   // The job's groups, with spec's limits applied: memory when memoryLimitMib > 0, CPU bandwidth
   // when cpuMillis > 0, and device rules (v1 files, v2 eBPF) when realGpus. Recycled slot-<n>

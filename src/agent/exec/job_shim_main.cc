@@ -41,7 +41,7 @@
 // nothing. If it cannot join a group it exits with status 1 without writing 'R'.
 // process_executor.cc writes the other end; keep the two in step.
 //
-// Server: allot-job-shim --server-fd N
+// Server: allot-job-shim --server-fd N [--cgroup-base DIR]...
 // Starting a program costs more than forking one: exec, the loader and glibc's start-up (which
 // on a virtual machine traps to the hypervisor dozens of times) were a third of a shim's CPU.
 // So the agent keeps one shim as a server (shim_server.h) and has it fork every other shim.
@@ -63,6 +63,9 @@
 // shows, and what `pkill -f` matches, tells shims from the server.
 // The server must stay single-threaded and hold no lock when it clones: the clone is a raw
 // system call, without glibc's fork handlers.
+// Each DIR is a directory the agent makes job groups in: the server opens it (O_PATH) once, and a
+// shim it forks joins any group directly in it relative to that descriptor, then closes them all
+// before anything of the job's runs (CgroupBase below).
 //
 // The job message, on both paths:
 //   <u32 length, host order><payload of `length` bytes>
@@ -97,6 +100,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -308,21 +312,35 @@ std::string execError(const char* command, int err) {
   }
 }
 
-// Closes every descriptor above stderr except keep (-1: none).
+// The directories the agent makes job groups in, as the shim server opened them (--cgroup-base),
+// inherited by every shim it forks. A group directly in one is joined relative to it: a path from
+// the mount root is looked up one cgroupfs directory at a time, each outside the kernel's
+// lock-free walk, and the three joins' walks were a large part of a short job's shim.
+struct CgroupBase {
+  std::string path;
+  int fd = -1;
+};
+std::vector<CgroupBase> gCgroupBases;
+
+// Closes every descriptor above stderr except keep (-1: none) and the cgroup bases.
 void closeInherited(int keep) {
-  const unsigned first = STDERR_FILENO + 1;
-  bool ok;
-  if (keep >= static_cast<int>(first)) {
-    ok = (keep == static_cast<int>(first) || close_range(first, keep - 1, 0) == 0) &&
-         close_range(keep + 1, ~0U, 0) == 0;
-  } else {
-    ok = close_range(first, ~0U, 0) == 0;
+  // The server's cgroup bases stay too, until the groups are joined (forgetCgroupBases).
+  std::vector<int> kept;
+  if (keep > STDERR_FILENO) kept.push_back(keep);
+  for (const CgroupBase& b : gCgroupBases) kept.push_back(b.fd);
+  std::sort(kept.begin(), kept.end());
+  unsigned first = STDERR_FILENO + 1;
+  bool ok = true;
+  for (int fd : kept) {
+    if (static_cast<unsigned>(fd) > first) ok = ok && close_range(first, fd - 1, 0) == 0;
+    first = static_cast<unsigned>(fd) + 1;
   }
+  ok = ok && close_range(first, ~0U, 0) == 0;
   if (ok) return;
   // Kernels before 5.9 lack close_range.
   long max = sysconf(_SC_OPEN_MAX);
-  for (int fd = first; fd < (max > 0 ? max : 1024); ++fd) {
-    if (fd != keep) close(fd);
+  for (int fd = STDERR_FILENO + 1; fd < (max > 0 ? max : 1024); ++fd) {
+    if (!std::binary_search(kept.begin(), kept.end(), fd)) close(fd);
   }
 }
 
@@ -493,13 +511,36 @@ pid_t startChild(const ChildStart& start) {
   return pid;
 }
 
+// group/cgroup.procs, opened for writing: relative to the server's descriptor of the base the
+// group is directly in, else by its path. Not found relative to a base: by the path too (the
+// agent removed the base and made it again after the server opened it).
+int openGroupProcs(const std::string& group) {
+  for (const CgroupBase& b : gCgroupBases) {
+    const size_t n = b.path.size();
+    if (group.size() <= n + 1 || group.compare(0, n, b.path) != 0 || group[n] != '/') continue;
+    const std::string name = group.substr(n + 1);
+    if (name.find('/') != std::string::npos || name == "." || name == "..") break;
+    const int fd = openat(b.fd, (name + "/cgroup.procs").c_str(),
+                          O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 || errno != ENOENT) return fd;
+    break;
+  }
+  return open((group + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+}
+
+// Closes the server's cgroup bases: once its groups are joined a shim has no use for them, and
+// the job must never get them.
+void forgetCgroupBases() {
+  for (const CgroupBase& b : gCgroupBases) close(b.fd);
+  gCgroupBases.clear();
+}
+
 // Joins every group (writes "0", the writer itself, to its cgroup.procs: nothing depends on what
 // getpid() says in a process the server cloned); false with *error set on the first that fails.
 bool joinCgroups(const std::vector<std::string>& groups, std::string* error) {
   const std::string self = "0";
   for (const auto& group : groups) {
-    std::string procs = group + "/cgroup.procs";
-    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    int fd = openGroupProcs(group);
     if (fd < 0 || !writeAll(fd, self)) {
       *error = "cannot join cgroup " + group + ": " + std::strerror(errno);
       if (fd >= 0) close(fd);
@@ -678,7 +719,9 @@ int runStandby(int argc, char** argv) {
   // A standby may wait a long time; it must not hold the agent's sockets or files meanwhile.
   closeInherited(fd);
   std::string error;
-  if (!joinCgroups(groups, &error)) {
+  const bool joined = joinCgroups(groups, &error);
+  forgetCgroupBases();
+  if (!joined) {
     std::fprintf(stderr, "allot-job-shim: standby: %s\n", error.c_str());
     return 1;
   }
@@ -711,7 +754,9 @@ int runDirect(int argc, char** argv) {
   Args a;
   if (readJobMessage(fd, argv[0], &a) != JobMessage::kOk) return 2;
   std::string error;
-  if (!joinCgroups(a.cgroups, &error)) {
+  const bool joined = joinCgroups(a.cgroups, &error);
+  forgetCgroupBases();
+  if (!joined) {
     // Refuse to run unconfined in a group we were told to use.
     writeFailedToStart(a, error);
     return 1;
@@ -786,12 +831,23 @@ bool splitRequest(const char* data, size_t size, std::vector<std::string>* args)
 
 // The server protocol described at the top of this file.
 int runServer(int argc, char** argv) {
-  const int fd = argc == 3 ? std::atoi(argv[2]) : -1;
-  if (fd <= STDERR_FILENO) {
-    std::fprintf(stderr, "usage: allot-job-shim --server-fd N\n");
+  const int fd = argc >= 3 ? std::atoi(argv[2]) : -1;
+  std::vector<std::string> bases;
+  bool usage = fd <= STDERR_FILENO || argc % 2 == 0;
+  for (int i = 3; !usage && i + 1 < argc; i += 2) {
+    usage = std::strcmp(argv[i], "--cgroup-base") != 0 || argv[i + 1][0] != '/';
+    bases.push_back(argv[i + 1]);
+  }
+  if (usage) {
+    std::fprintf(stderr, "usage: allot-job-shim --server-fd N [--cgroup-base DIR]...\n");
     return 2;
   }
   closeInherited(fd);
+  // A base that cannot be opened is left out: its groups are joined by their paths.
+  for (auto& base : bases) {
+    const int baseFd = open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (baseFd >= 0) gCgroupBases.push_back({std::move(base), baseFd});
+  }
   const CommandLine line{argv[0], static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) +
                                                       1 - argv[0])};
   struct sigaction dfl = {};

@@ -138,7 +138,7 @@ ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, cons
       shimPath_(std::move(shimPath)),
       clock_(clock),
       cgroups_(cgroups),
-      shimServer_(std::make_unique<ShimServer>(shimPath_, clock)),
+      shimServer_(std::make_unique<ShimServer>(shimPath_, clock, cgroupBases())),
       // Without groups to join a standby would save only the spawn; not worth a process.
       standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
   adoptAll();
@@ -165,7 +165,7 @@ void ProcessExecutor::setShimServer(bool enabled) {
   if (!enabled) {
     shimServer_.reset();
   } else if (!shimServer_) {
-    shimServer_ = std::make_unique<ShimServer>(shimPath_, clock_);
+    shimServer_ = std::make_unique<ShimServer>(shimPath_, clock_, cgroupBases());
   }
 }
 

@@ -240,6 +240,10 @@ class ProcessExecutor final : public Executor {
   // Shims a failed shim server forked without telling us (ShimServer::mayHaveLeftAShim): to be
   // reaped with the orphaned ones.
   void adoptStrayShims();
+  // The job groups' directories, for the shim server (none without groups).
+  std::vector<std::string> cgroupBases() const {
+    return cgroups_ != nullptr ? cgroups_->bases() : std::vector<std::string>{};
+  }
 
   std::string workDir_;
   std::string stateDir_;

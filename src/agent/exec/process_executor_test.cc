@@ -846,6 +846,29 @@ TEST_F(ConfinedExecutorTest, StandbyRunsTheJobWithItsEnvironmentLogAndWorkDir) {
   }));
 }
 
+// The shim server holds the groups' directories open (shims join relative to them), but neither
+// a shim, once joined, nor its job holds any, on the standby path or the direct one.
+TEST_F(ConfinedExecutorTest, NoShimOrJobHoldsTheServersCgroupDirectories) {
+  const std::string script =
+      "for f in /proc/$PPID/fd/* /proc/self/fd/*; do readlink $f; done | grep -c /sys/fs/cgroup;"
+      " true";
+  readyStandby();
+  ASSERT_NE(exec_->start(shellJob(51, script)).state, ActualState::kFailedToStart);
+  ASSERT_NE(exec_->start(shellJob(52, script)).state, ActualState::kFailedToStart);  // direct
+  for (int64_t id : {51, 52}) {
+    SCOPED_TRACE("job " + std::to_string(id));
+    EXPECT_EQ(waitForEnd(id).exitCode, 0);
+    EXPECT_EQ(readFile(exec_->logPath(id)), "0\n");
+  }
+  int held = 0;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(exec_->shimServerPid()) +
+                                              "/fd")) {
+    std::error_code ec;
+    held += fs::read_symlink(e.path(), ec).string().rfind("/sys/fs/cgroup", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(held, static_cast<int>(cgroups_->bases().size()));
+}
+
 TEST_F(ConfinedExecutorTest, MissingCommandOnAStandbyFailsToStartWithAMessage) {
   ProcessExecutor::StandbyInfo standby = readyStandby();
   JobSpec s;

@@ -97,8 +97,9 @@ Result<pid_t> spawnShimProcess(const std::vector<std::string>& argv, int childEn
   return pid;
 }
 
-ShimServer::ShimServer(std::string shimPath, const Clock& clock)
-    : shimPath_(std::move(shimPath)), clock_(clock) {}
+ShimServer::ShimServer(std::string shimPath, const Clock& clock,
+                       std::vector<std::string> cgroupBases)
+    : shimPath_(std::move(shimPath)), clock_(clock), cgroupBases_(std::move(cgroupBases)) {}
 
 ShimServer::~ShimServer() {
   stop();
@@ -116,8 +117,12 @@ Status ShimServer::start() {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
     return Status::Unavailable(std::string("cannot create a socket pair: ") + std::strerror(errno));
   }
-  auto pid = spawnShimProcess({shimPath_, "--server-fd", std::to_string(kServerFd)}, ends[1],
-                              kServerFd);
+  std::vector<std::string> argv = {shimPath_, "--server-fd", std::to_string(kServerFd)};
+  for (const auto& base : cgroupBases_) {
+    argv.push_back("--cgroup-base");
+    argv.push_back(base);
+  }
+  auto pid = spawnShimProcess(argv, ends[1], kServerFd);
   ::close(ends[1]);
   if (!pid.ok()) {
     ::close(ends[0]);

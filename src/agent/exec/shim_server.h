@@ -40,7 +40,9 @@ class ShimServer {
   static constexpr int kAnswerTimeoutMs = 2'000;
   static constexpr int64_t kRetryMs = 10'000;
 
-  ShimServer(std::string shimPath, const Clock& clock);
+  // cgroupBases: the directories of the agent's job groups (CgroupManager::bases()); the server
+  // holds each open, and the shims it forks join groups directly in them relative to it.
+  ShimServer(std::string shimPath, const Clock& clock, std::vector<std::string> cgroupBases = {});
   // Closes the socket, on which the server exits, and reaps it.
   ~ShimServer();
   ShimServer(const ShimServer&) = delete;
@@ -75,6 +77,7 @@ class ShimServer {
 
   std::string shimPath_;
   const Clock& clock_;
+  std::vector<std::string> cgroupBases_;
   pid_t pid_ = -1;
   int socket_ = -1;
   TimeMs retryAt_ = 0;  // no new server before then, after one failed

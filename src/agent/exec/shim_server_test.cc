@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -23,21 +24,46 @@ namespace {
 
 class ShimServerProtocolTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { startServer({}); }
+  void TearDown() override { stopServer(); }
+
+  // A server with `more` arguments after --server-fd 3.
+  void startServer(const std::vector<std::string>& more) {
     int ends[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends), 0);
-    auto pid = spawnShimProcess({ALLOT_JOB_SHIM_PATH, "--server-fd", "3"}, ends[1], 3);
+    std::vector<std::string> argv = {ALLOT_JOB_SHIM_PATH, "--server-fd", "3"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    auto pid = spawnShimProcess(argv, ends[1], 3);
     ::close(ends[1]);
     ASSERT_TRUE(pid.ok()) << pid.status().message();
     server_ = *pid;
     socket_ = ends[0];
   }
-  void TearDown() override {
+  void stopServer() {
     if (socket_ >= 0) ::close(socket_);
+    socket_ = -1;
     if (server_ > 0) {
       ::kill(server_, SIGKILL);
       waitpid(server_, nullptr, 0);
     }
+    server_ = -1;
+  }
+
+  // Asks for a standby in `group`; its pid once it has joined (written 'R'), with *agentEnd its
+  // socket; -1 when it did not.
+  pid_t readyStandby(const std::string& group, int* agentEnd) {
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return -1;
+    const std::string payload =
+        std::string("--standby-fd\0" "3\0" "--cgroup\0", 24) + group + '\0';
+    const int32_t pid = request(payload, {ends[1]});
+    ::close(ends[1]);
+    *agentEnd = ends[0];
+    pollfd p{ends[0], POLLIN, 0};
+    char ready = 0;
+    if (pid <= 0 || ::poll(&p, 1, 5000) != 1 || ::read(ends[0], &ready, 1) != 1 || ready != 'R')
+      return -1;
+    return pid;
   }
 
   // Sends payload with fds; the server's answer, or INT32_MIN when none came within 5 s.
@@ -187,6 +213,99 @@ TEST_F(ShimServerProtocolTest, AForkedShimCannotBecomeAServer) {
     ASSERT_GT(pid, 0);
     EXPECT_EQ(exitStatusOf(pid), 2);
     ::close(ends[0]);
+  }
+}
+
+// The links of /proc/<pid>/fd: what a process holds open.
+std::vector<std::string> openFilesOf(pid_t pid) {
+  std::vector<std::string> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    out.push_back(std::filesystem::read_symlink(e.path(), ec).string());
+  }
+  return out;
+}
+
+// Plain directories stand in for a hierarchy's base here: "joining" writes "0" to a group's
+// cgroup.procs, which in a plain directory is a plain file.
+class CgroupBaseTest : public ShimServerProtocolTest {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/allot-shim-base-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    base_ = root_ + "/allot";
+    makeGroup(base_ + "/slot-1");
+    startServer({"--cgroup-base", base_});
+  }
+  void TearDown() override {
+    ShimServerProtocolTest::TearDown();
+    std::filesystem::remove_all(root_);
+  }
+  static void makeGroup(const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/cgroup.procs").flush();
+  }
+  static std::string contentOf(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  std::string root_, base_;
+};
+
+// The server holds the base open; a shim joins a group directly in it relative to that
+// descriptor (so the group is found where the base was when the server opened it, whatever its
+// path names now), and holds none of the server's descriptors once joined.
+TEST_F(CgroupBaseTest, AShimJoinsRelativeToTheServersBaseAndKeepsNoneOfItsDescriptors) {
+  bool serverHoldsBase = false;
+  for (const auto& f : openFilesOf(server_)) serverHoldsBase |= f == base_;
+  EXPECT_TRUE(serverHoldsBase);
+  // The path no longer leads to the group: only the descriptor does.
+  std::filesystem::rename(base_, root_ + "/moved");
+  std::filesystem::create_directories(base_);
+  int agentEnd = -1;
+  const pid_t standby = readyStandby(base_ + "/slot-1", &agentEnd);
+  ASSERT_GT(standby, 0);
+  EXPECT_EQ(contentOf(root_ + "/moved/slot-1/cgroup.procs"), "0");
+  for (const auto& f : openFilesOf(standby)) {
+    EXPECT_EQ(f.find(root_), std::string::npos) << "the standby holds " << f;
+  }
+  ::close(agentEnd);
+  EXPECT_EQ(exitStatusOf(standby), 0);  // no job came
+}
+
+// A group not found relative to the base (the agent made the base again since the server opened
+// it) is joined by its path; a name that is not one directory in the base is never looked up
+// relative to it.
+TEST_F(CgroupBaseTest, AGroupNotFoundRelativeToTheBaseIsJoinedByItsPath) {
+  std::filesystem::rename(base_, root_ + "/moved");
+  makeGroup(base_ + "/slot-2");
+  makeGroup(base_ + "/nested/slot-3");
+  for (const std::string& group : {base_ + "/slot-2", base_ + "/nested/slot-3"}) {
+    SCOPED_TRACE(group);
+    int agentEnd = -1;
+    const pid_t standby = readyStandby(group, &agentEnd);
+    ASSERT_GT(standby, 0);
+    EXPECT_EQ(contentOf(group + "/cgroup.procs"), "0");
+    ::close(agentEnd);
+    EXPECT_EQ(exitStatusOf(standby), 0);
+  }
+  // Nowhere to be found: the standby fails to join and says nothing.
+  int agentEnd = -1;
+  EXPECT_EQ(readyStandby(base_ + "/slot-9", &agentEnd), -1);
+  ::close(agentEnd);
+}
+
+TEST_F(ShimServerProtocolTest, AServerGivenABaseThatIsNotAnAbsolutePathOrNoValueRefusesToStart) {
+  for (const std::vector<std::string>& more :
+       {std::vector<std::string>{"--cgroup-base", "relative/dir"},
+        std::vector<std::string>{"--cgroup-base"},
+        std::vector<std::string>{"--bogus", "/tmp"}}) {
+    stopServer();
+    startServer(more);
+    EXPECT_EQ(exitStatusOf(server_), 2);
+    server_ = -1;
   }
 }
 
