@@ -118,7 +118,7 @@ std::string Cluster::desiredMessage(const std::string& host) {
   if (hj != world_.hostJobs().end()) {
     for (int64_t id : hj->second) {
       if (placementsInFlight_.count(id)) continue;
-      const Job& j = world_.jobs.at(id);
+      const Job& j = world_.job(id);
       const int rank = model::rankOn(j, host);
       const Rank& placed = j.ranks[rank];
       const auto& gpuIndices = placed.gpuIndices;
@@ -298,7 +298,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // A job allotd thinks runs there but the agent does not know was lost with the agent's state.
   auto hj = world_.hostJobsOf(host);  // copy: finishing jobs edits the index
   for (int64_t id : hj) {
-    Job& j = world_.jobs.at(id);
+    Job& j = world_.job(id);
     if (reported.count(id) || model::isTerminal(j.state)) continue;
     if (isGang(j)) {
       Rank& k = j.ranks[model::rankOn(j, host)];
@@ -749,7 +749,7 @@ Change<int> Cluster::checkLiveness() {
     // A flapping host is connected now: it hears that its jobs are gone and stops them.
     if (!hj.empty() && h.state == model::HostState::kOnline) c.pushHosts.insert(name);
     for (int64_t id : hj) {
-      Job& j = world_.jobs.at(id);
+      Job& j = world_.job(id);
       if (j.evicting && !j.cancelRequested) {
         // It was leaving anyway: requeue it (or end it as preempted) as if it had stopped.
         for (const auto& h : model::rankHosts(j)) c.pushHosts.insert(h);

@@ -10,12 +10,9 @@ using model::Job;
 
 std::map<int64_t, int> Cluster::activeArrayTasks() const {
   std::map<int64_t, int> out;
-  std::set<int64_t> counted;  // a gang's task is listed under each of its hosts
-  for (const auto& [host, ids] : world_.hostJobs()) {
-    for (int64_t id : ids) {
-      const Job& j = world_.jobs.at(id);
-      if (j.arrayLimit > 0 && counted.insert(id).second) ++out[j.arrayId];
-    }
+  for (const Job* held : world_.heldJobs()) {
+    const Job& j = *held;
+    if (j.arrayLimit > 0) ++out[j.arrayId];
   }
   return out;
 }

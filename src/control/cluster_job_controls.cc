@@ -82,7 +82,7 @@ void Cluster::cancelUnsatisfiable(store::WriteBatch& batch) {
   std::vector<int64_t> doomed;
   std::map<int64_t, std::string> why;
   for (int64_t id : world_.queuedWithDependencies()) {
-    const Job& j = world_.jobs.at(id);
+    const Job& j = world_.job(id);
     for (const auto& d : j.dependencies) {
       auto it = world_.jobs.find(d.job);
       if (it == world_.jobs.end()) continue;
@@ -97,7 +97,7 @@ void Cluster::cancelUnsatisfiable(store::WriteBatch& batch) {
   }
   // Cancelled after the walk: finishing a job changes the queue being walked.
   for (int64_t id : doomed) {
-    Job& j = world_.jobs.at(id);
+    Job& j = world_.job(id);
     spdlog::info("job {}: {}", id, why[id]);
     finishJob(j, JobState::kCancelled, why[id], batch);
   }

@@ -12,11 +12,10 @@ Change<int> Cluster::enforceMaxRuntime() {
   Change<int> c;
   c.value = 0;
   auto now = clock_.nowMs();
-  // Collected first: updateJob edits hostJobs, and a gang is listed under each of its hosts.
-  std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
-  for (int64_t id : ids) {
-    model::Job& j = world_.jobs.at(id);
+  // A copy: updateJob edits the index.
+  for (model::Job* held : world_.heldJobs()) {
+    model::Job& j = *held;
+    const int64_t id = j.id;
     if (j.state != model::JobState::kRunning || j.maxRuntimeMs <= 0 || j.cancelRequested ||
         j.startedAt == 0 || now - j.startedAt <= j.maxRuntimeMs)
       continue;

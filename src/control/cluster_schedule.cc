@@ -199,7 +199,7 @@ sched::Snapshot Cluster::snapshot() const {
   addTeams(s);
   for (const auto& [host, ids] : world_.hostJobs()) {
     for (int64_t id : ids) {
-      const Job& j = world_.jobs.at(id);
+      const Job& j = world_.job(id);
       if (host != firstRank(j).host)
         continue;  // a gang is listed under each of its hosts; take it once
       sched::RunningJob r;
@@ -234,7 +234,7 @@ sched::Snapshot Cluster::snapshot() const {
   std::map<int64_t, int> arrayRoom;
   std::optional<std::map<int64_t, int>> arrayActive;  // counted only when a limited task waits
   for (int64_t id : world_.queued()) {
-    const Job& j = world_.jobs.at(id);
+    const Job& j = world_.job(id);
     if (blockedReason(j)) continue;  // held, or waiting for another job: not to be placed yet
     if (j.arrayLimit > 0) {
       if (!arrayActive) arrayActive = activeArrayTasks();
@@ -259,14 +259,12 @@ Change<int> Cluster::accountUsage(bool persist) {
   c.value = 0;
   const TimeMs now = clock_.nowMs();
   std::map<std::string, int64_t> heldMilli;
-  for (const auto& [host, ids] : world_.hostJobs()) {
-    for (int64_t id : ids) {
-      const Job& j = world_.jobs.at(id);
-      // Each host counts its own rank's GPUs, so a gang counts all of its GPUs once.
-      const int rank = model::rankOn(j, host);
-      const size_t held = j.ranks[rank].gpuIndices.size();
-      heldMilli[j.team] += int64_t{j.resources.gpuMilli} * static_cast<int64_t>(held);
-    }
+  // Each job once, with the GPUs of all its ranks (a gang's on every host).
+  for (const Job* job : world_.heldJobs()) {
+    const Job& j = *job;
+    size_t held = 0;
+    for (const auto& k : j.ranks) held += k.gpuIndices.size();
+    heldMilli[j.team] += int64_t{j.resources.gpuMilli} * static_cast<int64_t>(held);
   }
   for (auto& [name, t] : world_.teams) {
     if (t.usageAt == 0) t.usageAt = now;  // a new team, or history from before it was kept

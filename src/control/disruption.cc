@@ -15,7 +15,7 @@ std::vector<StoppedJob> workStoppedOn(const World& world, const std::vector<std:
     auto held = world.hostJobs().find(host);
     if (held == world.hostJobs().end()) continue;
     for (int64_t id : held->second) {
-      const model::Job& j = world.jobs.at(id);
+      const model::Job& j = world.job(id);
       const TimeMs from = j.startedAt ? j.startedAt : j.scheduledAt;
       if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + graceMs <= stopAt) continue;
       if (!seen.insert(id).second) continue;

@@ -74,11 +74,15 @@ void World::reindex() {
   activeByTeam_.clear();
   gpuHolders_.clear();
   hostJobs_.clear();
+  heldJobs_.clear();
+  heldListStale_ = true;
   for (const auto& [id, j] : jobs) onJobChanged(nullptr, j);
 }
 
 void World::onJobChanged(const model::Job* before, const model::Job& after) {
-  ++jobRevisions_[after.id];
+  IndexedJob& indexed = jobIndex_[after.id];
+  ++indexed.revision;
+  if (indexed.job == nullptr) indexed.job = &jobs.at(after.id);
   if (!holdsGpus(after.state)) placedBy.erase(after.id);  // its explanation is history now
   auto count = [](std::map<std::string, Active>& m, const std::string& key, int sign,
                   int64_t bytes) {
@@ -114,6 +118,8 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
           }
         }
         hostJobs_[host].erase(before->id);
+        heldJobs_.erase(before->id);
+        heldListStale_ = true;
       });
     }
   }
@@ -125,8 +131,25 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
     forEachRank(after, [&](const std::string& host, const std::vector<int>& gpus) {
       for (int g : gpus) gpuHolders_[host].emplace(g, after.id);
       hostJobs_[host].insert(after.id);
+      heldJobs_.insert(after.id);
+      heldListStale_ = true;
     });
   }
+}
+
+std::vector<model::Job*> World::heldJobs() {
+  if (heldListStale_) {
+    heldList_.clear();
+    heldList_.reserve(heldJobs_.size());
+    for (int64_t id : heldJobs_) heldList_.push_back(&job(id));
+    heldListStale_ = false;
+  }
+  return heldList_;
+}
+
+std::vector<const model::Job*> World::heldJobs() const {
+  auto held = const_cast<World*>(this)->heldJobs();
+  return {held.begin(), held.end()};
 }
 
 std::set<std::string> World::sessionHostsOf(const std::string& user) const {

@@ -137,10 +137,9 @@ void AccountingService::loadUsageTotals(
 Change<int> AccountingService::adoptUnledgeredJobs() {
   Change<int> c;
   c.value = 0;
-  std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
-  for (int64_t id : ids) {
-    const model::Job& j = world_.jobs.at(id);
+  for (const model::Job* held : world_.heldJobs()) {
+    const model::Job& j = *held;
+    const int64_t id = j.id;
     if (!world_.ledger.openPlacement(id).empty()) continue;
     model::Job before = j;
     before.state = model::JobState::kQueued;

@@ -185,7 +185,7 @@ Change<std::vector<int64_t>> HostService::enforceDrains() {
     // the rest ends preempted, each with the usual grace. Copied: evict edits hostJobs.
     const std::set<int64_t> ids = held->second;
     for (int64_t id : ids) {
-      const model::Job& j = world_.jobs.at(id);
+      const model::Job& j = world_.job(id);
       if (j.evicting) continue;  // already leaving
       sched::Eviction e{id, j.preemptible, 0, drainedFor(h.adminReason)};
       jobs_.evict(e, c);

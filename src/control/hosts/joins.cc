@@ -153,7 +153,7 @@ std::vector<GpuAllocation> HostService::allocations(const Principal& p,
     auto g = std::find_if(h->second.gpus.begin(), h->second.gpus.end(),
                           [&](const model::Gpu& x) { return x.index == gpu; });
     if (g != h->second.gpus.end() && !authz::canSeeGpu(p, *g)) continue;
-    const auto& j = world_.jobs.at(jobId);
+    const auto& j = world_.job(jobId);
     out.push_back({gpu, jobId, j.team, j.user, j.project, j.startedAt ? j.startedAt : j.scheduledAt,
                    j.resources.gpuMilli});
   }

@@ -187,7 +187,7 @@ void IdleService::samplesArrived(const std::string& host) {
   if (held == world_.hostJobs().end()) return;
   const TimeMs now = clock_.nowMs();
   for (int64_t id : held->second) {
-    const Job& j = world_.jobs.at(id);
+    const Job& j = world_.job(id);
     if (watched(j)) track(j, now);
   }
 }
@@ -198,18 +198,17 @@ Change<IdleCheck> IdleService::check() {
   // Tracks of jobs no longer watched (ended, requeued, being stopped) go: a later start is a new
   // episode.
   for (auto it = tracks_.begin(); it != tracks_.end();) {
-    auto j = world_.jobs.find(it->first);
-    it = j == world_.jobs.end() || !watched(j->second) ? tracks_.erase(it) : std::next(it);
+    const Job* j = world_.findJob(it->first);
+    it = j == nullptr || !watched(*j) ? tracks_.erase(it) : std::next(it);
   }
-  // Collected first: evicting edits hostJobs, and a gang is listed under each of its hosts.
-  std::set<int64_t> ids;
-  for (const auto& [host, held] : world_.hostJobs()) ids.insert(held.begin(), held.end());
-  for (int64_t id : ids) {
-    Job& j = world_.jobs.at(id);
+  // A copy: evicting edits the index.
+  for (Job* held : world_.heldJobs()) {
+    Job& j = *held;
     if (!watched(j)) continue;
     const model::IdlePolicy policy = policyFor(j);
     IdleTrack& t = track(j, now);
     const IdleStep step = stepIdle(t, policy, now);
+    if (step == IdleStep::kNone) continue;
     const std::string what =
         (j.session ? "session " : "job ") + std::to_string(j.id) + " (" + j.user + ")";
     switch (step) {

@@ -114,7 +114,7 @@ void LeaseService::notice(Lease& l, Change<int>& c) {
     if (held == deps_.world.hostJobs().end()) continue;
     for (int64_t id : held->second) {
       if (std::find(l.noticed.begin(), l.noticed.end(), id) != l.noticed.end()) continue;
-      const model::Job& j = deps_.world.jobs.at(id);
+      const model::Job& j = deps_.world.job(id);
       const TimeMs from = j.startedAt ? j.startedAt : j.scheduledAt;
       // A job whose enforced end comes before the start leaves by itself.
       if (j.maxRuntimeMs > 0 && from + j.maxRuntimeMs + cancelGraceMs_ <= l.startAt) continue;
