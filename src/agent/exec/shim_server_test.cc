@@ -258,9 +258,15 @@ class CgroupBaseTest : public ShimServerProtocolTest {
 // descriptor (so the group is found where the base was when the server opened it, whatever its
 // path names now), and holds none of the server's descriptors once joined.
 TEST_F(CgroupBaseTest, AShimJoinsRelativeToTheServersBaseAndKeepsNoneOfItsDescriptors) {
-  bool serverHoldsBase = false;
-  for (const auto& f : openFilesOf(server_)) serverHoldsBase |= f == base_;
-  EXPECT_TRUE(serverHoldsBase);
+  // It opens it as it starts: wait for that (5 s at most).
+  auto serverHoldsBase = [&] {
+    for (const auto& f : openFilesOf(server_)) {
+      if (f == base_) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 500 && !serverHoldsBase(); ++i) ::usleep(10'000);
+  ASSERT_TRUE(serverHoldsBase());
   // The path no longer leads to the group: only the descriptor does.
   std::filesystem::rename(base_, root_ + "/moved");
   std::filesystem::create_directories(base_);
