@@ -69,12 +69,12 @@ std::vector<std::pair<std::string, const control::GpuTelemetry*>> telemetrySerie
       if (holders != w.gpuHolders().end()) {
         auto [from, to] = holders->second.equal_range(g.index);
         for (auto it = from; it != to; ++it) {
-          const auto job = w.jobs.find(it->second);
-          if (job == w.jobs.end()) continue;
+          const model::Job* job = w.findJob(it->second);
+          if (job == nullptr) continue;
           const char* sep = held ? "," : "";
-          team += sep + job->second.team;
-          project += sep + job->second.project;
-          user += sep + job->second.user;
+          team += sep + job->team;
+          project += sep + job->project;
+          user += sep + job->user;
           held = true;
         }
       }
@@ -253,9 +253,9 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
     const auto host = w.hosts.find(hostName);
     if (host == w.hosts.end()) continue;
     for (const auto& [gpu, jobId] : holders) {
-      const auto job = w.jobs.find(jobId);
-      if (job == w.jobs.end()) continue;
-      const model::Job& j = job->second;
+      const model::Job* job = w.findJob(jobId);
+      if (job == nullptr) continue;
+      const model::Job& j = *job;
       std::string uuid, gpuModel;
       for (const auto& g : host->second.gpus) {
         if (g.index == gpu) {
@@ -275,12 +275,9 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
   renderTelemetry(out, w, now);
 
   // Jobs: how many are in each state now, and how many ever ended in each (jobs are kept).
-  std::map<model::JobState, int64_t> byState;
-  int64_t preemptions = 0;
-  for (const auto& [id, j] : w.jobs) {
-    ++byState[j.state];
-    preemptions += j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
-  }
+  // Counted as jobs change (World::jobsByState): a scrape never walks every job ever kept.
+  std::map<model::JobState, int64_t> byState = w.jobsByState();
+  const int64_t preemptions = w.preemptions();
   static const model::JobState kStates[] = {
       model::JobState::kQueued,    model::JobState::kScheduled, model::JobState::kPulling,
       model::JobState::kRunning,   model::JobState::kSucceeded, model::JobState::kFailed,

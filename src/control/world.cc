@@ -76,6 +76,8 @@ void World::reindex() {
   hostJobs_.clear();
   heldJobs_.clear();
   heldListStale_ = true;
+  jobsByState_.clear();
+  preemptions_ = 0;
   for (const auto& [id, j] : jobs) onJobChanged(nullptr, j);
 }
 
@@ -84,6 +86,15 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
   ++indexed.revision;
   if (indexed.job == nullptr) indexed.job = &jobs.at(after.id);
   if (!holdsGpus(after.state)) placedBy.erase(after.id);  // its explanation is history now
+  auto preempted = [](const model::Job& j) {
+    return j.preemptions + (j.state == model::JobState::kPreempted ? 1 : 0);
+  };
+  if (before) {
+    --jobsByState_[before->state];
+    preemptions_ -= preempted(*before);
+  }
+  ++jobsByState_[after.state];
+  preemptions_ += preempted(after);
   auto count = [](std::map<std::string, Active>& m, const std::string& key, int sign,
                   int64_t bytes) {
     Active& a = m[key];

@@ -104,6 +104,10 @@ struct World {
   }
   // host -> its scheduled/running jobs; a gang is listed under every host it has a rank on
   const std::map<std::string, std::set<int64_t>>& hostJobs() const { return hostJobs_; }
+  // How many jobs are in each state, and the preemptions of them all (each requeue after one, and
+  // the jobs that ended preempted): what /metrics reports, without a walk of every job ever kept.
+  const std::map<model::JobState, int64_t>& jobsByState() const { return jobsByState_; }
+  int64_t preemptions() const { return preemptions_; }
   // The jobs in hostJobs, each once (a gang is listed under each of its hosts), by id: a copy,
   // so that callers may change jobs as they go. Kept as a list between changes: the liveness
   // tick's scans (idle allocations, max runtimes, usage) walk every running job each second, and
@@ -156,6 +160,7 @@ struct World {
     return *j;
   }
   // The same, null for no such job.
+  const model::Job* findJob(int64_t id) const { return const_cast<World*>(this)->findJob(id); }
   model::Job* findJob(int64_t id) {
     if (auto it = jobIndex_.find(id); it != jobIndex_.end()) return it->second.job;
     auto it = jobs.find(id);  // one not indexed yet: added, and onJobChanged not called yet
@@ -186,6 +191,8 @@ struct World {
   std::map<std::string, std::multimap<int, int64_t>> gpuHolders_;
   std::map<std::string, std::set<int64_t>> hostJobs_;
   std::set<int64_t> heldJobs_;
+  std::map<model::JobState, int64_t> jobsByState_;
+  int64_t preemptions_ = 0;
   mutable std::vector<model::Job*> heldList_;  // heldJobs_'s jobs, unless heldListStale_
   mutable bool heldListStale_ = true;
 };

@@ -93,5 +93,33 @@ TEST(WorldTest, HeldJobsListsEachJobHoldingGpusOnceAndFollowsChanges) {
   EXPECT_EQ(idsOf(std::as_const(moved).heldJobs()), std::vector<int64_t>{8});
 }
 
+// What /metrics reports of the jobs, kept as they change rather than counted per scrape.
+TEST(WorldTest, CountsJobsByStateAndPreemptionsAsTheyChange) {
+  World w;
+  add(w, jobOn(1, {"gpu-a"}, model::JobState::kRunning));
+  add(w, jobOn(2, {}, model::JobState::kQueued));
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kRunning), 1);
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kQueued), 1);
+  EXPECT_EQ(w.preemptions(), 0);
+  // Preempted and requeued: one preemption, and it is queued again.
+  model::Job before = w.jobs.at(1);
+  w.jobs.at(1) = jobOn(1, {}, model::JobState::kQueued);
+  w.jobs.at(1).preemptions = 1;
+  w.onJobChanged(&before, w.jobs.at(1));
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kRunning), 0);
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kQueued), 2);
+  EXPECT_EQ(w.preemptions(), 1);
+  // Preempted for good: a second one.
+  before = w.jobs.at(1);
+  w.jobs.at(1).state = model::JobState::kPreempted;
+  w.onJobChanged(&before, w.jobs.at(1));
+  EXPECT_EQ(w.preemptions(), 2);
+  // A reload counts the same.
+  w.reindex();
+  EXPECT_EQ(w.preemptions(), 2);
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kPreempted), 1);
+  EXPECT_EQ(w.jobsByState().at(model::JobState::kQueued), 1);
+}
+
 }  // namespace
 }  // namespace allot::control
