@@ -367,9 +367,10 @@ void registerRoutes(Router& router, Server& s) {
     TRY_ASSIGN(req, readJobRequest(in));
     const size_t tasks = req.array ? req.array->indices.size() : 0;
     TRY_ASSIGN(change, s.cluster().submitJob(r.who(), std::move(req)));
-    co_await s.apply(r, change);
+    const model::Job submitted = std::move(change.value);
+    co_await s.apply(r, std::move(change));
     // An array answers with its first task, and the ids of all (in a row from the first).
-    auto withTasks = [id = change.value.id, tasks](nlohmann::json job) {
+    auto withTasks = [id = submitted.id, tasks](nlohmann::json job) {
       if (tasks == 0) return job;
       nlohmann::json ids = nlohmann::json::array();
       for (size_t t = 0; t < tasks; ++t) ids.push_back(id + static_cast<int64_t>(t));
@@ -377,18 +378,18 @@ void registerRoutes(Router& router, Server& s) {
       return job;
     };
     ApiResponse res{http::status::created, {}, "application/json", {}};
-    if (auto text = jobText(s.cluster(), change.value, {0, tasks, nullptr})) {
+    if (auto text = jobText(s.cluster(), submitted, {0, tasks, nullptr})) {
       res.body = std::move(*text);
-      res.shownId = change.value.id;
+      res.shownId = submitted.id;
     } else {
-      res.setJson(withTasks(jobJson(s.cluster(), change.value)));
+      res.setJson(withTasks(jobJson(s.cluster(), submitted)));
     }
     // The scheduling pass usually runs while the submission is being committed: the reply shows
     // the job as it is then (placed, or with its real wait reason).
     // Only the id is kept: a job's command and environment may be 512 KiB.
     res.refreshAfterWrite =
-        [&s, who = r.who(), id = change.value.id, tasks, withTasks, passes = s.passesRun(),
-         revision = s.cluster().world().jobRevision(change.value.id)](ApiResponse& out) {
+        [&s, who = r.who(), id = submitted.id, tasks, withTasks, passes = s.passesRun(),
+         revision = s.cluster().world().jobRevision(submitted.id)](ApiResponse& out) {
           if (s.passesRun() == passes) return;  // nothing has touched the job since
           if (!out.value) {
             // Written as text: written again from the job as it is now, as getJob shows it.

@@ -134,6 +134,21 @@ class Server {
     }
     r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
   }
+  // The same for a change the caller is done with: its batch is moved into the write, not copied
+  // (a submission's holds the whole job, its command and environment included).
+  template <typename T>
+  boost::asio::awaitable<void> apply(ApiRequest& r, control::Change<T>&& change) {
+    if (!r.write) {
+      if (!change.batch.empty()) co_await commit(std::move(change.batch));
+      cluster_->push(change.pushHosts);
+      co_return;
+    }
+    if (!change.batch.empty()) {
+      if (!r.write->slot) r.write->slot = writes_->reserve();
+      WritePipeline::add(r.write->slot, std::move(change.batch));
+    }
+    r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
+  }
   // The handle stage of the request pipeline (api/http_pipeline.h): an authorized request's
   // handler, with its audit entry and its one write (RequestWrite).
   boost::asio::awaitable<ApiResponse> runHandler(const Route& route, ApiRequest& areq,

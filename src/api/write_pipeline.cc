@@ -44,7 +44,12 @@ void WritePipeline::add(const Slot& slot, const store::WriteBatch& batch) {
 }
 
 void WritePipeline::add(const Slot& slot, store::WriteBatch&& batch) {
-  for (auto& op : batch.ops) slot->batch.ops.push_back(std::move(op));
+  auto& ops = slot->batch.ops;
+  // With room for one more op: the audit entry that follows a handler's ops would otherwise
+  // reallocate, and move each op again (a job's is a KiB).
+  if (ops.capacity() < ops.size() + batch.ops.size())
+    ops.reserve(ops.size() + batch.ops.size() + 1);
+  for (auto& op : batch.ops) ops.push_back(std::move(op));
 }
 
 void WritePipeline::seal(const Slot& slot) {

@@ -190,12 +190,13 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
     world_.nextJobId += tasks - 1;
   }
   for (int t = 0; t < tasks; ++t) {
-    Job task = j;
+    // Built in place at the end of the jobs (ids only grow), then copied once for the store: a
+    // submission's cost is mostly copies of its job.
+    Job& task = world_.jobs.emplace_hint(world_.jobs.end(), j.id + t, j)->second;
     task.id = j.id + t;
     if (r.array) task.arrayIndex = r.array->indices[t];
-    world_.jobs[task.id] = task;
     world_.onJobChanged(nullptr, task);
-    c.batch.add(store::PutJob{std::move(task)});
+    c.batch.add(store::PutJob{task});
   }
   if (r.array) j.arrayIndex = r.array->indices.front();
   if (onQueueChanged_) onQueueChanged_();

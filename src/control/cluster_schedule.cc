@@ -29,9 +29,9 @@ int64_t memoryCounted(const Job& j, const JobLimits& l) {
   return j.resources.memoryMib > 0 ? j.resources.memoryMib : l.memoryFloorMib;
 }
 
-// The scheduler's view of a queued job.
-sched::Request requestOf(const Job& j, const JobLimits& l) {
-  sched::Request r;
+// The scheduler's view of a queued job, filled into a default-constructed request: a pass builds
+// one per queued job straight into its snapshot, without a temporary moved in and destroyed.
+void fillRequest(sched::Request& r, const Job& j, const JobLimits& l) {
   r.id = j.id;
   r.team = j.team;
   r.project = j.project;
@@ -51,6 +51,11 @@ sched::Request requestOf(const Job& j, const JobLimits& l) {
   r.images = !j.image.empty();
   r.maxRuntimeMs = j.maxRuntimeMs;
   r.contour = j.contour;
+}
+
+sched::Request requestOf(const Job& j, const JobLimits& l) {
+  sched::Request r;
+  fillRequest(r, j, l);
   return r;
 }
 
@@ -233,14 +238,14 @@ sched::Snapshot Cluster::snapshot() const {
   arrayWaits_.clear();
   std::map<int64_t, int> arrayRoom;
   std::optional<std::map<int64_t, int>> arrayActive;  // counted only when a limited task waits
-  for (int64_t id : world_.queued()) {
-    const Job& j = world_.job(id);
+  for (const auto& [id, queued] : world_.queued()) {
+    const Job& j = *queued;
     if (blockedReason(j)) continue;  // held, or waiting for another job: not to be placed yet
     if (j.arrayLimit > 0) {
       if (!arrayActive) arrayActive = activeArrayTasks();
       if (!offerArrayTask(j, arrayRoom, *arrayActive)) continue;
     }
-    s.pending.push_back(requestOf(j, options_.limits));
+    fillRequest(s.pending.emplace_back(), j, options_.limits);
     // A local-storage session goes back to where its owner's home is, when there is room.
     if (j.session && j.session->storage == "local") {
       if (const auto* homes = sessions_.localHomesOf(j.user))
@@ -443,7 +448,7 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
   // job waits with the reason; the metric counts the passes; admins get one event per error.
   ++world_.refusedPasses;
   world_.waits.clear();
-  for (int64_t id : world_.queued()) {
+  for (const auto& [id, queued] : world_.queued()) {
     sched::Wait w;
     w.jobId = id;
     w.kind = sched::WaitKind::kSchedulerError;

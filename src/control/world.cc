@@ -135,7 +135,7 @@ void World::onJobChanged(const model::Job* before, const model::Job& after) {
     }
   }
   if (after.state == model::JobState::kQueued) {
-    queued_.insert(after.id);
+    queued_.emplace_hint(queued_.end(), after.id, indexed.job);
     if (!after.dependencies.empty()) queuedWithDependencies_.insert(after.id);
   }
   if (holdsGpus(after.state)) {

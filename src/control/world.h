@@ -89,8 +89,9 @@ struct World {
     int jobs = 0;
     int64_t specBytes = 0;
   };
-  // Job ids in state queued; ids grow with submission, so FIFO order.
-  const std::set<int64_t>& queued() const { return queued_; }
+  // The jobs in state queued, by id; ids grow with submission, so FIFO order. Each pass walks
+  // them all: with the job beside its id, a deep queue costs the walk no hash lookup a job.
+  const std::map<int64_t, model::Job*>& queued() const { return queued_; }
   // Those of them with dependencies: what a pass checks for a dependency that can never hold,
   // without walking the whole queue.
   const std::set<int64_t>& queuedWithDependencies() const { return queuedWithDependencies_; }
@@ -177,7 +178,7 @@ struct World {
   }
 
  private:
-  std::set<int64_t> queued_;
+  std::map<int64_t, model::Job*> queued_;
   // One per job that went through onJobChanged: its element of `jobs` (std::map elements stay
   // where they are, and none is erased) and how many times it changed.
   struct IndexedJob {
