@@ -13,6 +13,11 @@ namespace allot::store {
 
 using sqlite::DbHandle;
 
+namespace {
+// SQLite's own default (wal_autocheckpoint): about 4 MiB of WAL, which stays that size, reused.
+constexpr int kCheckpointFrames = 1000;
+}  // namespace
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
   const std::string context = "failed to open store " + path;
   // WAL lets loadAll read while the writer writes; FULL makes every COMMIT fsync the WAL, which
@@ -45,8 +50,12 @@ SqliteStore::SqliteStore(std::string path, int schemaVersion, DbHandle writeDb,
       schemaVersion_(schemaVersion),
       writeDb_(std::move(writeDb)),
       statements_(std::move(statements)),
-      readDb_(std::move(readDb)),
-      writer_([this] { writerLoop(); }) {}
+      readDb_(std::move(readDb)) {
+  // From here the writer checkpoints by itself (checkpointIfDue), not inside each COMMIT: the
+  // hook replaces SQLite's automatic checkpoint.
+  sqlite3_wal_hook(writeDb_.get(), &SqliteStore::noteWalFrames, this);
+  writer_ = std::thread([this] { writerLoop(); });
+}
 
 SqliteStore::~SqliteStore() {
   {
@@ -138,6 +147,24 @@ void SqliteStore::applyGroup(std::vector<Pending>& group) {
       spdlog::error("store done callback threw a non-standard exception");
     }
   }
+  checkpointIfDue();
+}
+
+int SqliteStore::noteWalFrames(void* store, sqlite3* /*db*/, const char* /*name*/, int frames) {
+  static_cast<SqliteStore*>(store)->walFrames_ = frames;
+  return SQLITE_OK;
+}
+
+void SqliteStore::checkpointIfDue() {
+  if (walFrames_ < kCheckpointFrames) return;
+  // PASSIVE, as the automatic one: copies what no reader still needs, and never waits. When it
+  // copied everything, the next commit writes the WAL from its start again; when a reader held
+  // some frames back, the next group tries again.
+  const int rc = sqlite3_wal_checkpoint_v2(writeDb_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                           nullptr, nullptr);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+    spdlog::warn("store {}: checkpoint of the WAL failed: {}", path_, sqlite3_errstr(rc));
+  walFrames_ = 0;  // counted again from the next commit
 }
 
 Status SqliteStore::applyInTransaction(const Pending* first, const Pending* last) {
