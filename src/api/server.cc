@@ -259,6 +259,20 @@ asio::awaitable<void> Server::commit(store::WriteBatch batch) {
   co_await writes_->commit(std::move(batch));
 }
 
+asio::awaitable<void> Server::applyToRequest(ApiRequest& r, store::WriteBatch batch,
+                                             const std::set<std::string>& pushHosts) {
+  if (!r.write) {
+    if (!batch.empty()) co_await commit(std::move(batch));
+    cluster_->push(pushHosts);
+    co_return;
+  }
+  if (!batch.empty()) {
+    if (!r.write->slot) r.write->slot = writes_->reserve();
+    WritePipeline::add(r.write->slot, std::move(batch));
+  }
+  r.write->pushHosts.insert(pushHosts.begin(), pushHosts.end());
+}
+
 void Server::wakeScheduler() {
   scheduleNeeded_ = true;
   schedulerWake_.cancel();

@@ -124,30 +124,13 @@ class Server {
   // of writes from now on); otherwise as apply(change).
   template <typename T>
   boost::asio::awaitable<void> apply(ApiRequest& r, const control::Change<T>& change) {
-    if (!r.write) {
-      co_await apply(change);
-      co_return;
-    }
-    if (!change.batch.empty()) {
-      if (!r.write->slot) r.write->slot = writes_->reserve();
-      WritePipeline::add(r.write->slot, change.batch);
-    }
-    r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
+    co_await applyToRequest(r, change.batch, change.pushHosts);
   }
   // The same for a change the caller is done with: its batch is moved into the write, not copied
   // (a submission's holds the whole job, its command and environment included).
   template <typename T>
   boost::asio::awaitable<void> apply(ApiRequest& r, control::Change<T>&& change) {
-    if (!r.write) {
-      if (!change.batch.empty()) co_await commit(std::move(change.batch));
-      cluster_->push(change.pushHosts);
-      co_return;
-    }
-    if (!change.batch.empty()) {
-      if (!r.write->slot) r.write->slot = writes_->reserve();
-      WritePipeline::add(r.write->slot, std::move(change.batch));
-    }
-    r.write->pushHosts.insert(change.pushHosts.begin(), change.pushHosts.end());
+    co_await applyToRequest(r, std::move(change.batch), change.pushHosts);
   }
   // The handle stage of the request pipeline (api/http_pipeline.h): an authorized request's
   // handler, with its audit entry and its one write (RequestWrite).
@@ -165,6 +148,9 @@ class Server {
   uint64_t passesRun() const { return passesRun_; }
 
  private:
+  // What both apply(ApiRequest&, change) do, with the change's batch and hosts.
+  boost::asio::awaitable<void> applyToRequest(ApiRequest& r, store::WriteBatch batch,
+                                              const std::set<std::string>& pushHosts);
   Server(ServerConfig config, const Clock& clock, std::unique_ptr<store::Store> store);
   boost::asio::awaitable<void> acceptLoop();
   // One connection: the TLS handshake first when tls_ is set, then serveHttp on the stream.

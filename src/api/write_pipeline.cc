@@ -39,10 +39,6 @@ WritePipeline::Slot WritePipeline::reserve() {
   return slot;
 }
 
-void WritePipeline::add(const Slot& slot, const store::WriteBatch& batch) {
-  slot->batch.ops.insert(slot->batch.ops.end(), batch.ops.begin(), batch.ops.end());
-}
-
 void WritePipeline::add(const Slot& slot, store::WriteBatch&& batch) {
   auto& ops = slot->batch.ops;
   // With room for one more op: the audit entry that follows a handler's ops would otherwise

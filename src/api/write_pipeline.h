@@ -35,7 +35,6 @@ class WritePipeline {
 
   // A place in the queue for a batch still being built.
   Slot reserve();
-  static void add(const Slot& slot, const store::WriteBatch& batch);
   static void add(const Slot& slot, store::WriteBatch&& batch);
   // The batch is complete: it goes to the store once every write ahead of it has.
   void seal(const Slot& slot);

@@ -63,7 +63,7 @@ struct World {
   std::map<std::string, model::JoinToken> joinTokens;  // by id
   std::map<std::string, model::Host> hosts;
   // Every job kept, by id. Never erased from (the index below points at its elements): a job is
-  // added by assigning jobs[id] and then calling onJobChanged.
+  // inserted here and then passed to onJobChanged.
   std::map<int64_t, model::Job> jobs;
 
   // The allocation ledger, folded for usage reports; Cluster appends to it beside the store.
