@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace allot {
 namespace {
 
@@ -9,6 +14,26 @@ TEST(TimeFormat, RoundTripsIso8601) {
   auto t = parseTime("2026-11-30T05:29:58Z", 0);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(formatIso8601(*t), "2026-11-30T05:29:58Z");
+}
+
+// formatIso8601 computes the calendar itself; gmtime_r and strftime, which it used before, are
+// the reference, over random times from 1900 to 2500 and the edges of days and years.
+TEST(TimeFormat, Iso8601AgreesWithStrftime) {
+  auto reference = [](TimeMs t) {
+    time_t secs = static_cast<time_t>(t / 1000);
+    struct tm tm {};
+    gmtime_r(&secs, &tm);
+    char buf[48];
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf);
+  };
+  std::mt19937_64 rng(20261207);
+  std::uniform_int_distribution<TimeMs> any(-2'208'988'800'000, 16'725'225'600'000);
+  std::vector<TimeMs> times = {1, -1, 999, -999, 1000, -1000, 86'399'999, 86'400'000,
+                               -86'400'000, -86'400'001, 951'782'400'000 /* 2000-02-29 */,
+                               253'402'300'799'000 /* 9999-12-31T23:59:59 */};
+  for (int i = 0; i < 200'000; ++i) times.push_back(any(rng));
+  for (TimeMs t : times) ASSERT_EQ(formatIso8601(t), reference(t)) << t;
 }
 
 TEST(TimeFormat, AppliesOffsets) {

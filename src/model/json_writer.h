@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/time_format.h"
@@ -24,10 +25,12 @@ class JsonWriter {
   explicit JsonWriter(std::string& out) : out_(out) {}
   bool ok() const { return ok_; }
 
+  // A key of the program's own (a literal: never escaped).
   void key(const char* k) {
-    out_ += first_ ? "\"" : ",\"";
-    out_ += k;
-    out_ += "\":";
+    const std::string_view name(k);
+    out_.append(first_ ? "\"" : ",\"", first_ ? 1 : 2);
+    out_.append(name);
+    out_.append("\":", 2);
     first_ = false;
   }
   void beginObject() {
@@ -70,8 +73,13 @@ class JsonWriter {
   void string(const std::string& s) {
     if (!isValidUtf8(s)) ok_ = false;
     out_ += '"';
-    for (char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
+    // Runs that need no escape (nearly every string) are appended whole.
+    size_t run = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out_.append(s, run, i - run);
+      run = i + 1;
       switch (c) {
         case '"':
           out_ += "\\\"";
@@ -94,17 +102,15 @@ class JsonWriter {
         case '\t':
           out_ += "\\t";
           break;
-        default:
-          if (c <= 0x1F) {
-            static const char* kHex = "0123456789abcdef";
-            out_ += "\\u00";
-            out_ += kHex[c >> 4];
-            out_ += kHex[c & 0xF];
-          } else {
-            out_ += ch;
-          }
+        default: {
+          static const char* kHex = "0123456789abcdef";
+          out_ += "\\u00";
+          out_ += kHex[c >> 4];
+          out_ += kHex[c & 0xF];
+        }
       }
     }
+    out_.append(s, run, s.size() - run);
     out_ += '"';
   }
   void stringOrNull(const std::string& s) { s.empty() ? null() : string(s); }
