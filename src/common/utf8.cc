@@ -1,6 +1,7 @@
 #include "common/utf8.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace allot {
 
@@ -8,6 +9,15 @@ bool isValidUtf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
   while (i < n) {
+    // Eight ASCII bytes at a time: most text is ASCII.
+    uint64_t eight;
+    if (i + sizeof eight <= n) {
+      std::memcpy(&eight, s.data() + i, sizeof eight);
+      if ((eight & 0x8080808080808080ULL) == 0) {
+        i += sizeof eight;
+        continue;
+      }
+    }
     const auto c = static_cast<uint8_t>(s[i]);
     if (c < 0x80) {
       ++i;
