@@ -7,7 +7,7 @@
 // file mapping is a copy-on-write fault, and these were 116 of a CLI process's 227 page faults;
 // the .data and .bss pages a run touches added 29 more. One madvise(MADV_POPULATE_WRITE) over the
 // segment does the same copies in the kernel without a fault each: `allot --version` takes 82
-// page faults instead of 227 and 0.1 ms less of task clock (docs/benchmarks.md, section 2b).
+// page faults instead of 227 and 0.06-0.16 ms less of task clock (docs/benchmarks.md, 2b).
 // Kernels before 5.14 refuse the advice (EINVAL), and the process goes on exactly as before.
 //
 // What runs here runs before glibc has set anything up: no relocations are applied yet (so no
@@ -40,8 +40,8 @@ long rawMadvise(uintptr_t start, uintptr_t length, long advice) {
 
 extern "C" __attribute__((visibility("hidden"), no_stack_protector)) void allot_prefault_data() {
   const auto* header = &__ehdr_start;
-  const auto* segments = reinterpret_cast<const ElfW(Phdr)*>(
-      reinterpret_cast<const char*>(header) + header->e_phoff);
+  const auto* segments =
+      reinterpret_cast<const ElfW(Phdr)*>(reinterpret_cast<const char*>(header) + header->e_phoff);
   // The load bias: where the segment that holds the header (file offset 0) was put.
   uintptr_t bias = 0;
   for (int i = 0; i < header->e_phnum; ++i) {
@@ -54,7 +54,8 @@ extern "C" __attribute__((visibility("hidden"), no_stack_protector)) void allot_
     if (s.p_type != PT_LOAD || (s.p_flags & PF_W) == 0) continue;
     const uintptr_t start = (bias + s.p_vaddr) & ~(kPage - 1);
     const uintptr_t end = (bias + s.p_vaddr + s.p_memsz + kPage - 1) & ~(kPage - 1);
-    (void)rawMadvise(start, end - start, kMadvisePopulateWrite);  // an advice: failure changes nothing
+    // An advice: where it fails, nothing has changed.
+    (void)rawMadvise(start, end - start, kMadvisePopulateWrite);
   }
 }
 

@@ -49,8 +49,13 @@ TEST(JsonWriter, KeysAndValuesAreWhatDumpWrites) {
   w.beginObject();
   w.endObject();
   w.endObject();
-  const nlohmann::json doc = {{"a", "x\"y"}, {"b", -12},          {"c", true}, {"d", nullptr},
-                              {"e", {"p", "q\n"}}, {"f", {1, 2}}, {"g", nlohmann::json::object()}};
+  const nlohmann::json doc = {{"a", "x\"y"},
+                              {"b", -12},
+                              {"c", true},
+                              {"d", nullptr},
+                              {"e", {"p", "q\n"}},
+                              {"f", {1, 2}},
+                              {"g", nlohmann::json::object()}};
   EXPECT_EQ(out, doc.dump());
 }
 
