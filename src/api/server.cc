@@ -259,11 +259,16 @@ asio::awaitable<void> Server::commit(store::WriteBatch batch) {
   co_await writes_->commit(std::move(batch));
 }
 
+asio::awaitable<void> Server::commitAndPush(store::WriteBatch batch,
+                                            const std::set<std::string>& pushHosts) {
+  if (!batch.empty()) co_await commit(std::move(batch));
+  cluster_->push(pushHosts);
+}
+
 asio::awaitable<void> Server::applyToRequest(ApiRequest& r, store::WriteBatch batch,
                                              const std::set<std::string>& pushHosts) {
   if (!r.write) {
-    if (!batch.empty()) co_await commit(std::move(batch));
-    cluster_->push(pushHosts);
+    co_await commitAndPush(std::move(batch), pushHosts);
     co_return;
   }
   if (!batch.empty()) {

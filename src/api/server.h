@@ -116,8 +116,7 @@ class Server {
   boost::asio::awaitable<void> commit(store::WriteBatch batch);
   template <typename T>
   boost::asio::awaitable<void> apply(const control::Change<T>& change) {
-    if (!change.batch.empty()) co_await commit(change.batch);
-    cluster_->push(change.pushHosts);
+    co_await commitAndPush(change.batch, change.pushHosts);
   }
   // A handler's change: in an audited request it joins the request's write, which the session
   // commits with the audit entry once the handler has returned (it holds its place in the order
@@ -148,6 +147,9 @@ class Server {
   uint64_t passesRun() const { return passesRun_; }
 
  private:
+  // apply(change) with the change's batch and hosts: commits the batch, then pushes the hosts.
+  boost::asio::awaitable<void> commitAndPush(store::WriteBatch batch,
+                                             const std::set<std::string>& pushHosts);
   // What both apply(ApiRequest&, change) do, with the change's batch and hosts.
   boost::asio::awaitable<void> applyToRequest(ApiRequest& r, store::WriteBatch batch,
                                               const std::set<std::string>& pushHosts);

@@ -37,9 +37,9 @@ std::string formatIso8601(TimeMs t) {
   }
   const int64_t ofDay = (at - day).count();
   char text[] = "0000-00-00T00:00:00Z";
-  auto put = [&text](size_t at, int digits, int64_t value) {
+  auto put = [&text](size_t pos, int digits, int64_t value) {
     for (int i = digits - 1; i >= 0; --i, value /= 10)
-      text[at + i] = static_cast<char>('0' + value % 10);
+      text[pos + i] = static_cast<char>('0' + value % 10);
   };
   put(0, 4, year);
   put(5, 2, static_cast<unsigned>(date.month()));
