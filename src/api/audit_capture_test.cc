@@ -73,7 +73,7 @@ TEST(AuditRedaction, TheTestsThatSkipRedactionSeeEverySecretRedactionWouldRemove
   EXPECT_FALSE(namesSecret(""));
 }
 
-// textMayNameSecrets skips most bytes by a table of first and second letters; it must still say
+// textMayNameSecrets skips most bytes by the first two letters of each stem; it must still say
 // what the plain definition says: a backslash, or any stem in any case, anywhere, edges included.
 TEST(AuditRedaction, TheSecretStemScanAgreesWithThePlainDefinitionOnRandomTexts) {
   auto plain = [](std::string_view text) {
@@ -103,6 +103,22 @@ TEST(AuditRedaction, TheSecretStemScanAgreesWithThePlainDefinitionOnRandomTexts)
   }
   EXPECT_GT(hits, 5000) << "the texts should reach both answers often";
   EXPECT_LT(hits, 15000) << "the texts should reach both answers often";
+  // Long texts: one piece between pieces of JSON-like filler, so that the scan's blocks of
+  // sixteen meet stems and near misses at every offset, across a block's edge and in its tail.
+  const std::string filler = R"({"command":["python3","train.py"],"gpus":1,"preemptible":false})";
+  hits = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = filler.substr(0, rng() % (filler.size() + 1));
+    text += pieces[rng() % pieces.size()];
+    text += filler.substr(0, rng() % 40);
+    for (char& c : text) {
+      if (c >= 'a' && c <= 'z' && rng() % 2 == 0) c = static_cast<char>(c - 'a' + 'A');
+    }
+    EXPECT_EQ(textMayNameSecrets(text), plain(text)) << text;
+    hits += plain(text) ? 1 : 0;
+  }
+  EXPECT_GT(hits, 5000) << "the long texts should reach both answers often";
+  EXPECT_LT(hits, 15000) << "the long texts should reach both answers often";
   EXPECT_TRUE(textMayNameSecrets("KEY"));
   EXPECT_TRUE(textMayNameSecrets("xhash"));
   EXPECT_FALSE(textMayNameSecrets("ke"));

@@ -149,6 +149,31 @@ http::response<http::string_body> encodeResponse(const HttpRequest& req, ApiResp
   return out;
 }
 
+std::string responseHead(const http::response_header<>& out) {
+  const auto reason = out.reason();
+  size_t size = 32 + reason.size();
+  for (const auto& f : out) size += f.name_string().size() + f.value().size() + 4;
+  std::string head;
+  head.reserve(size);
+  head += "HTTP/";
+  head += static_cast<char>('0' + out.version() / 10 % 10);
+  head += '.';
+  head += static_cast<char>('0' + out.version() % 10);
+  head += ' ';
+  head += std::to_string(out.result_int());
+  head += ' ';
+  head.append(reason.data(), reason.size());
+  head += "\r\n";
+  for (const auto& f : out) {
+    head.append(f.name_string().data(), f.name_string().size());
+    head += ": ";
+    head.append(f.value().data(), f.value().size());
+    head += "\r\n";
+  }
+  head += "\r\n";
+  return head;
+}
+
 http::response<http::string_body> encodeTooLarge(size_t limit) {
   auto res =
       ApiResponse::error(Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));

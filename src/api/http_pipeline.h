@@ -45,6 +45,11 @@ boost::asio::awaitable<ApiOutcome> serveApi(Server& server, const HttpRequest& r
                                             bool onSessionOrigin, const std::string& peerAddress);
 
 http::response<http::string_body> encodeResponse(const HttpRequest& req, ApiResponse res);
+// The status line and header fields of `out`, ending with the blank line, byte for byte as
+// Beast's serializer writes them. The body follows as a second buffer of the same write: Beast's
+// serializer walks nested buffer views on every write, which cost a job's submission more
+// instructions than writing its whole reply (docs/benchmarks.md, section 1).
+std::string responseHead(const http::response_header<>& out);
 // The answer to a body over `limit` bytes; the connection closes after it.
 http::response<http::string_body> encodeTooLarge(size_t limit);
 

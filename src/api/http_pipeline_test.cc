@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <vector>
+
 #include "common/gzip.h"
 
 namespace allot::api {
@@ -61,6 +64,37 @@ TEST(HttpPipelineEncode, LargeAnswersAreGzippedOnlyForClientsThatAsk) {
   EXPECT_LT(out.body().size(), res.body.size());
   ApiResponse small = ApiResponse::json({{"a", 1}});
   EXPECT_EQ(encodeResponse(browser, small).count(http::field::content_encoding), 0u);
+}
+
+// What Beast's own serializer writes for `out`: the text writeResponse must send.
+std::string beastText(const http::response<http::string_body>& out) {
+  std::ostringstream text;
+  text << out;
+  return text.str();
+}
+
+TEST(HttpPipelineEncode, TheHeadIsWhatBeastsSerializerWrites) {
+  HttpRequest old{http::verb::get, "/api/v1/jobs", 10};
+  HttpRequest closing = request(http::verb::post, "/api/v1/jobs");
+  closing.keep_alive(false);
+  HttpRequest browser = request(http::verb::get, "/api/v1/map");
+  browser.set(http::field::accept_encoding, "gzip");
+  ApiResponse created = ApiResponse::json({{"id", 1}}, http::status::created);
+  created.headers = {{"Location", "/api/v1/jobs/1"}, {"X-Allot-Custom", "a value"}};
+  ApiResponse large = ApiResponse::json({{"text", std::string(64 * 1024, 'x')}});
+  ApiResponse refused = ApiResponse::error(Status::NotFound("no such job: 7"));
+  refused.status = static_cast<http::status>(299);  // no reason phrase of its own
+  const std::vector<http::response<http::string_body>> cases = {
+      encodeResponse(request(http::verb::get, "/api/v1/version"), created),
+      encodeResponse(request(http::verb::head, "/api/v1/version"), created),
+      encodeResponse(old, created),
+      encodeResponse(closing, refused),
+      encodeResponse(browser, large),
+      encodeTooLarge(1024),
+  };
+  for (const auto& out : cases) {
+    EXPECT_EQ(responseHead(out.base()) + out.body(), beastText(out)) << beastText(out);
+  }
 }
 
 TEST(HttpPipelineEncode, TooLargeNamesTheBodyAndCloses) {

@@ -37,8 +37,8 @@ std::vector<Route::Segment> segmentsOf(std::string_view pattern) {
 
 }  // namespace
 
-std::vector<std::string_view> splitPath(std::string_view p) {
-  std::vector<std::string_view> out;
+PathSegments splitPath(std::string_view p) {
+  PathSegments out;
   size_t i = 0;
   while (i < p.size()) {
     if (p[i] == '/') {

@@ -2,6 +2,7 @@
 // Router: method + path pattern ("/api/v1/jobs/{id}") to handler. The route table is also what
 // the OpenAPI test compares against the published document.
 
+#include <boost/container/small_vector.hpp>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,9 @@ class Router {
 
 // Splits "a=1&b=x%20y" into decoded pairs.
 std::map<std::string, std::string> parseQuery(std::string_view query);
-// The non-empty segments of a path or pattern: "/a//b/" -> {"a", "b"}.
-std::vector<std::string_view> splitPath(std::string_view path);
+// The non-empty segments of a path or pattern: "/a//b/" -> {"a", "b"}. Held inline up to eight:
+// every request splits its path several times (routing, audit), and an API path has at most six.
+using PathSegments = boost::container::small_vector<std::string_view, 8>;
+PathSegments splitPath(std::string_view path);
 
 }  // namespace allot::api

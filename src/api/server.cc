@@ -8,17 +8,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <filesystem>
+#include <tuple>
 
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
@@ -518,6 +521,19 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
   co_return res;
 }
 
+namespace {
+
+// One response in one write: its head (responseHead) and its body as two buffers.
+template <typename Stream>
+asio::awaitable<std::tuple<boost::system::error_code, size_t>> writeResponse(
+    Stream& stream, const http::response<http::string_body>& out) {
+  const std::string head = responseHead(out.base());
+  const std::array<asio::const_buffer, 2> parts{asio::buffer(head), asio::buffer(out.body())};
+  co_return co_await asio::async_write(stream, parts, asio::as_tuple(use_awaitable));
+}
+
+}  // namespace
+
 template <typename Stream>
 asio::awaitable<void> Server::serveHttp(Stream& stream) {
   beast::flat_buffer buffer;
@@ -530,7 +546,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     RequestRead read = co_await readRequest(*this, stream, buffer);
     if (read.tooLargeFor) {
       auto out = encodeTooLarge(*read.tooLargeFor);
-      co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+      co_await writeResponse(stream, out);
       break;
     }
     if (read.busy) {
@@ -538,7 +554,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
           "too many large uploads to sessions under way; try again in a moment"));
       auto out = encodeResponse(HttpRequest{}, std::move(res));
       out.keep_alive(false);
-      co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+      co_await writeResponse(stream, out);
       break;
     }
     if (!read.request) break;
@@ -568,7 +584,7 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
       break;
     }
     auto out = encodeResponse(req, std::move(outcome.response));
-    auto [wec, wn] = co_await http::async_write(stream, out, asio::as_tuple(use_awaitable));
+    auto [wec, wn] = co_await writeResponse(stream, out);
     if (wec || !out.keep_alive()) break;
   }
   co_await closeStream(stream);
