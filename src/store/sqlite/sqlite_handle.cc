@@ -1,5 +1,10 @@
 #include "store/sqlite/sqlite_handle.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <vector>
+
 namespace allot::store::sqlite {
 namespace {
 
@@ -55,6 +60,42 @@ Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchro
   Status st = exec(db->get(), "PRAGMA synchronous = " + std::string(synchronous));
   if (!st.ok()) return st;
   return db;
+}
+
+Status presizeWal(sqlite3* db, int64_t frames) {
+  auto pageSize = pragmaInt(db, "page_size");
+  if (!pageSize.ok()) return pageSize.status();
+  // SQLite's own handle on the WAL, so that no second descriptor of ours could drop its locks.
+  sqlite3_file* wal = nullptr;
+  int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+  if (rc != SQLITE_OK) return lastError(db, rc, "cannot find the WAL file");
+  if (wal == nullptr || wal->pMethods == nullptr) return Status::Ok();  // not open yet
+  constexpr int64_t kWalHeaderBytes = 32;
+  constexpr int64_t kFrameHeaderBytes = 24;
+  const int64_t want = kWalHeaderBytes + frames * (kFrameHeaderBytes + *pageSize);
+  sqlite3_int64 size = 0;
+  rc = wal->pMethods->xFileSize(wal, &size);
+  if (rc != SQLITE_OK) return statusFromCode(rc, "cannot read the WAL's size");
+  if (size >= want) return Status::Ok();
+  // The pointer is the rollback journal's when no WAL is open: write only to what is the -wal
+  // file's size on disk too.
+  struct stat walStat {};
+  const char* walPath = sqlite3_filename_wal(sqlite3_db_filename(db, "main"));
+  if (walPath == nullptr || ::stat(walPath, &walStat) != 0 || walStat.st_size != size)
+    return Status::Ok();
+  // 64 KiB a write: SQLite's unix VFS writes at most 128 KiB - 1 in one call (seekAndWriteFd).
+  const std::vector<char> zeros(64 * 1024, 0);
+  for (int64_t at = size; at < want;) {
+    const int n =
+        static_cast<int>(std::min<int64_t>(static_cast<int64_t>(zeros.size()), want - at));
+    rc = wal->pMethods->xWrite(wal, zeros.data(), n, at);
+    if (rc != SQLITE_OK)
+      return statusFromCode(rc, "cannot extend the WAL: error " + std::to_string(rc));
+    at += n;
+  }
+  rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+  if (rc != SQLITE_OK) return statusFromCode(rc, "cannot sync the WAL");
+  return Status::Ok();
 }
 
 Status exec(sqlite3* db, std::string_view sql) {

@@ -39,6 +39,16 @@ Result<DbHandle> openConnection(const std::string& path, int flags);
 // every COMMIT fsyncs the WAL; "NORMAL": a COMMIT survives the process, not a power cut).
 Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchronous);
 
+// Zero-fills db's WAL file past its end until it holds `frames` frames, and syncs it, as
+// PostgreSQL zero-fills each new WAL segment (wal_init_zero): SQLite then overwrites the file in
+// place, and each COMMIT's fdatasync writes only data. Appending to the file instead would change
+// its size and extents, which a journaling file system commits to its journal at every fdatasync
+// until the WAL has grown to its working size, after every start. Frames past the last valid one
+// are never read as frames (each carries its WAL's salts and a running checksum), so zeros after
+// the end change nothing SQLite reads, and nothing is written before the end. A no-op when the WAL
+// is not open yet or is already that long.
+Status presizeWal(sqlite3* db, int64_t frames);
+
 // Runs one or more statements that return no rows we need.
 Status exec(sqlite3* db, std::string_view sql);
 
