@@ -62,7 +62,9 @@ Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchro
   return db;
 }
 
-Status presizeWal(sqlite3* db, int64_t frames) {
+namespace {
+
+Status zeroFillWal(sqlite3* db, int64_t frames) {
   auto pageSize = pragmaInt(db, "page_size");
   if (!pageSize.ok()) return pageSize.status();
   // SQLite's own handle on the WAL, so that no second descriptor of ours could drop its locks.
@@ -90,12 +92,24 @@ Status presizeWal(sqlite3* db, int64_t frames) {
         static_cast<int>(std::min<int64_t>(static_cast<int64_t>(zeros.size()), want - at));
     rc = wal->pMethods->xWrite(wal, zeros.data(), n, at);
     if (rc != SQLITE_OK)
-      return statusFromCode(rc, "cannot extend the WAL: error " + std::to_string(rc));
+      return statusFromCode(rc, std::string("cannot extend the WAL: ") + sqlite3_errstr(rc));
     at += n;
   }
   rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
-  if (rc != SQLITE_OK) return statusFromCode(rc, "cannot sync the WAL");
+  if (rc != SQLITE_OK)
+    return statusFromCode(rc, std::string("cannot sync the WAL: ") + sqlite3_errstr(rc));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status presizeWal(sqlite3* db, int64_t frames) {
+  // Inside a write transaction, which holds the WAL's write lock: no other connection (an
+  // operator's sqlite3 shell) appends frames where the zeros go, or restarts the WAL, meanwhile.
+  ALLOT_RETURN_IF_ERROR(exec(db, "BEGIN IMMEDIATE"));
+  Status filled = zeroFillWal(db, frames);
+  Status ended = exec(db, "COMMIT");  // of nothing: the transaction changed no page
+  return filled.ok() ? ended : filled;
 }
 
 Status exec(sqlite3* db, std::string_view sql) {

@@ -46,7 +46,7 @@ Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchro
 // until the WAL has grown to its working size, after every start. Frames past the last valid one
 // are never read as frames (each carries its WAL's salts and a running checksum), so zeros after
 // the end change nothing SQLite reads, and nothing is written before the end. A no-op when the WAL
-// is not open yet or is already that long.
+// is not open yet or is already that long. Runs in a transaction of its own (BEGIN IMMEDIATE).
 Status presizeWal(sqlite3* db, int64_t frames);
 
 // Runs one or more statements that return no rows we need.
