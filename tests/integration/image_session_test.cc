@@ -349,20 +349,23 @@ TEST_F(ImageSessionSshTest, TheLoginSocketServesItsOwnerOnly) {
                              path("held.out"), path("held.err"),
                              childEnv({"ALLOT_CONFIG=" + path("cli/no-config.json")}));
   const fs::path dir = path("agents/h1/session-ssh/" + id);
+  const int64_t aliceUid = cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>();
+  // The bridge binds the socket as root, then gives it to alice: it is hers once that is done
+  // (root's, mode 0600 already, in between).
   std::string socket;
+  struct stat st {};
   ASSERT_TRUE(waitFor([&] {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       const std::string name = e.path().filename().string();
       if (name.rfind("login-", 0) == 0) socket = e.path().string();
     }
-    return !socket.empty();
-  })) << held->stderrText();
-  struct stat st {};
-  ASSERT_EQ(::lstat(socket.c_str(), &st), 0);
+    return !socket.empty() && ::lstat(socket.c_str(), &st) == 0 &&
+           static_cast<int64_t>(st.st_uid) == aliceUid;
+  })) << "login socket '"
+      << socket << "' owned by uid " << st.st_uid << ", not alice's " << aliceUid << "\n"
+      << held->stderrText();
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(static_cast<int64_t>(st.st_uid),
-            cliJson(adminToken_, {"user", "show", "alice"})["uid"].get<int64_t>());
 
   // Another user cannot even open it; root can, and the bridge still refuses anyone but alice.
   for (const std::vector<std::string>& who :
