@@ -8,6 +8,7 @@ SKIP_RETURN_CODE) otherwise. Waits on conditions with generous deadlines, assert
   FORKSERVER=build/bin/allot-jupyter-forkserver python3 src/agent/session/forkserver_test.py
 """
 
+import datetime
 import http.client
 import json
 import os
@@ -119,7 +120,7 @@ def api(sock_path, method, target, token=TOKEN):
 
 # Run by the fork server's interpreter (jupyter_client), as the kernel's second client: starts a
 # long cell, then asks kernel_info on the control channel, as Jupyter's own nudge does, and
-# prints "answered" once the kernel has published "idle" for that request mid-cell.
+# prints "answered" and the date of the kernel's "idle" for that request once it has it, mid-cell.
 CONTROL_WHILE_BUSY = """
 import sys
 from jupyter_client import BlockingKernelClient
@@ -136,12 +137,12 @@ def until(parent, state):
         m = c.get_iopub_msg(timeout=60)
         if (m["msg_type"] == "status" and m["parent_header"].get("msg_id") == parent
                 and m["content"]["execution_state"] == state):
-            return
+            return m
 until(cell, "busy")
 info = c.session.msg("kernel_info_request")
 c.control_channel.send(info)
-until(info["header"]["msg_id"], "idle")
-print("answered", flush=True)
+idle = until(info["header"]["msg_id"], "idle")
+print("answered", idle["header"]["date"].isoformat(), flush=True)
 sys.stdin.read()
 """
 
@@ -217,6 +218,7 @@ class ForkServerTest(unittest.TestCase):
             stdout=cls.log, stderr=cls.log,
             env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         cls.clients = []
+        cls.client_names = {}  # pid: the name its stderr file has
         try:
             wait_for(lambda: "listening on" in cls.server_log() or cls.server.poll() is not None,
                      "the fork server to listen")
@@ -276,17 +278,17 @@ class ForkServerTest(unittest.TestCase):
             os.setgid(GID)
             os.setuid(UID)
 
-        err = open(os.path.join(self.tmp, f"{name}.err"), "w")
-        p = subprocess.Popen(
-            [*wrapper, FORKSERVER, "run", "--socket", socket_path or self.sock, *extra, "--",
-             f"--ServerApp.sock={jsock}", "--ServerApp.sock_mode=0600",
-             f"--ServerApp.base_url={base}", "--no-browser"],
-            stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=self.home,
-            preexec_fn=become_owner, start_new_session=bool(wrapper),
-            env={"HOME": self.home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                 "JUPYTER_TOKEN": TOKEN})
-        err.close()
+        with open(os.path.join(self.tmp, f"{name}.err"), "w") as err:
+            p = subprocess.Popen(
+                [*wrapper, FORKSERVER, "run", "--socket", socket_path or self.sock, *extra, "--",
+                 f"--ServerApp.sock={jsock}", "--ServerApp.sock_mode=0600",
+                 f"--ServerApp.base_url={base}", "--no-browser"],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=self.home,
+                preexec_fn=become_owner, start_new_session=bool(wrapper),
+                env={"HOME": self.home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                     "JUPYTER_TOKEN": TOKEN})
         self.clients.append(p)
+        self.client_names[p.pid] = name
         return p, jsock, base
 
     def client_err(self, name):
@@ -310,7 +312,11 @@ class ForkServerTest(unittest.TestCase):
 
     def stop(self, client, child):
         client.send_signal(signal.SIGTERM)
-        code = client.wait(timeout=DEADLINE_S)
+        try:
+            code = client.wait(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"client {client.pid} still runs {DEADLINE_S} s after SIGTERM; "
+                                 f"its stderr:\n{self.client_err(self.client_names[client.pid])}")
         # jupyter_server stops cleanly on SIGTERM (0); 143 if the child died of it.
         self.assertIn(code, (0, 143))
         if child:
@@ -409,12 +415,24 @@ class ForkServerTest(unittest.TestCase):
         other = subprocess.Popen([interpreter(), "-c", CONTROL_WHILE_BUSY, conn],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            self.assertEqual(other.stdout.readline().strip(), "answered")
-            self.assertEqual(api(jsock, "GET", base + f"api/kernels/{kernel['id']}")[1]
-                             ["execution_state"], "busy")
+            word, _, date = other.stdout.readline().strip().partition(" ")
+            self.assertEqual(word, "answered")
+            sent = datetime.datetime.fromisoformat(date)
+
+            # The server reads IOPub on a socket of its own and may still be behind this
+            # client. It stamps each message with the time it takes it in, which for the
+            # "idle" is later than the kernel's date on it: once its stamp is that late, it has
+            # taken in that "idle" or is one message short of it.
+            def kernel_after_idle():
+                k = api(jsock, "GET", base + f"api/kernels/{kernel['id']}")[1]
+                return k if datetime.datetime.fromisoformat(k["last_activity"]) >= sent else None
+            k = wait_for(kernel_after_idle, "the server to take in the kernel's idle status")
+            self.assertEqual(k["execution_state"], "busy")
         finally:
             other.kill()
             other.wait()
+            other.stdin.close()
+            other.stdout.close()
         self.stop(client, None)
 
     def test_kernel_stays_busy_through_a_control_request(self):
