@@ -25,9 +25,11 @@ import re, statistics, sys
 runs = {"A": [], "B": []}
 for line in sys.stdin:
     side = line.split()[0]
-    rate = int(re.search(r"throughput=(\d+)", line).group(1))
-    cpu = float(re.search(r"allotd_cpu_us_per_job=([\d.]+)", line).group(1))
-    runs[side].append((rate, cpu))
+    rate = re.search(r"throughput=(\d+)", line)
+    cpu = re.search(r"allotd_cpu_us_per_job=([\d.]+)", line)
+    if not rate or not cpu:
+        sys.exit(f"bench/submit_pairs.sh: a run of side {side} reported no rate: {line.strip()}")
+    runs[side].append((int(rate.group(1)), float(cpu.group(1))))
     print(line.rstrip())
 for side, name in (("A", "other"), ("B", "this build")):
     print(f"{side} ({name}): median {statistics.median(r for r, _ in runs[side]):.0f}/s, allotd "
