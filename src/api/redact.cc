@@ -18,46 +18,66 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 12> kSecretWords = {
-    "password", "passwd", "token",      "tokens",      "secret", "secrets",
-    "hash",     "key",    "credential", "credentials", "apikey", "passphrase"};
+// A word that is one of these names a secret.
+constexpr std::array<std::string_view, 16> kSecretWords = {
+    "password", "passwords", "passwd", "pwd",        "passphrase",  "token",  "tokens", "secret",
+    "secrets",  "hash",      "key",    "keys",       "credential",  "credentials", "apikey",
+    "apikeys"};
+
+// A word that ends in one of these names a secret too: "PGPASSWORD", "dbpassword", "HFTOKEN" and
+// "clientsecret" are single words that hide one. "key", "hash" and "pwd" are not among them
+// ("monkey", "rehash", "OLDPWD"). ("PWD" alone is redacted with "MYSQL_PWD": a directory, but a
+// harmless loss from the audit log.)
+constexpr std::array<std::string_view, 9> kSecretEndings = {
+    "password", "passwords", "passwd",  "passphrase", "token",
+    "tokens",   "secret",    "secrets", "credential"};
 
 bool isSecretWord(std::string_view word) {
-  return std::find(kSecretWords.begin(), kSecretWords.end(), word) != kSecretWords.end();
+  for (std::string_view w : kSecretWords) {
+    if (asciiIEquals(word, w)) return true;
+  }
+  for (std::string_view ending : kSecretEndings) {
+    if (word.size() > ending.size() &&
+        asciiIEquals(word.substr(word.size() - ending.size()), ending))
+      return true;
+  }
+  return false;
 }
+
+bool isLower(char c) { return c >= 'a' && c <= 'z'; }
+bool isUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-// Words split as "join_token" -> {join, token}, "apiKey" -> {api, key}, "HF_TOKEN" -> {hf, token},
-// lowercased into a buffer on the stack: every key of every audited write comes through here.
+// Words are runs of ASCII letters and digits, split where the case or kind changes the way names
+// are written: "join_token" -> {join, token}, "apiKey" -> {api, Key}, "HFToken" -> {HF, Token},
+// "GITHUB_TOKEN2" -> {GITHUB, TOKEN, 2}. Anything else (punctuation, other bytes) separates.
+// No copy is made: every key of every audited write comes through here.
 bool namesSecret(std::string_view key) {
-  constexpr size_t kLongestWord = 16;  // longer than any secret word: such a word is none
-  char word[kLongestWord];
-  size_t len = 0;
-  bool tooLong = false;
-  auto wordEnds = [&] {
-    const bool secret = !tooLong && len > 0 && isSecretWord(std::string_view(word, len));
-    len = 0;
-    tooLong = false;
-    return secret;
-  };
-  for (size_t i = 0; i < key.size(); ++i) {
-    const unsigned char c = key[i];
-    if (c == '_' || c == '-' || c == '.' || c == ' ') {
-      if (wordEnds()) return true;
-      continue;
+  size_t begin = 0;
+  for (size_t i = 0; i <= key.size(); ++i) {
+    bool ends = i == key.size();
+    bool separator = false;
+    if (!ends) {
+      const char c = key[i];
+      separator = !isLower(c) && !isUpper(c) && !isDigit(c);
+      if (separator) {
+        ends = true;
+      } else if (i > begin) {
+        const char before = key[i - 1];
+        const bool humpAfterSmall = isUpper(c) && isLower(before);
+        const bool humpAfterCapitals =
+            isUpper(c) && isUpper(before) && i + 1 < key.size() && isLower(key[i + 1]);
+        const bool digitsChange = isDigit(c) != isDigit(before);
+        ends = humpAfterSmall || humpAfterCapitals || digitsChange;
+      }
     }
-    // ASCII only, as the "C" locale's isupper and tolower are, without their calls per byte.
-    const bool upper = c >= 'A' && c <= 'Z';
-    if (upper && i > 0 && key[i - 1] >= 'a' && key[i - 1] <= 'z' && len > 0) {
-      if (wordEnds()) return true;
-    }
-    if (len < kLongestWord)
-      word[len++] = asciiLower(static_cast<char>(c));
-    else
-      tooLong = true;
+    if (!ends) continue;
+    if (i > begin && isSecretWord(key.substr(begin, i - begin))) return true;
+    begin = separator ? i + 1 : i;
   }
-  return wordEnds();
+  return false;
 }
 
 bool holdsSecrets(const json& root) {
@@ -81,10 +101,10 @@ bool holdsSecrets(const json& root) {
 
 namespace {
 
-// Every secret word contains one of these ("passwd", "passphrase" and "password" share "pass";
-// "apikey" has "key"); no two start with the same two letters.
-constexpr std::array<std::string_view, 6> kStems = {"pass", "token", "secret",
-                                                    "hash", "key",   "credential"};
+// Every secret word and ending contains one of these ("passwd", "passphrase" and "password"
+// share "pass"; "apikey" has "key"); no two start with the same two letters.
+constexpr std::array<std::string_view, 7> kStems = {"pass", "token",      "secret", "hash",
+                                                    "key",  "credential", "pwd"};
 
 // Whether a stem starts at text[i], in any case; text[i + 1] exists.
 bool stemAt(std::string_view text, size_t i) {
@@ -113,10 +133,10 @@ unsigned stemPairsAt(const char* p) {
     return _mm_and_si128(_mm_cmpeq_epi8(here, _mm_set1_epi8(kStems[stem][0])),
                          _mm_cmpeq_epi8(next, _mm_set1_epi8(kStems[stem][1])));
   };
-  static_assert(kStems.size() == 6);
+  static_assert(kStems.size() == 7);
   const __m128i any = _mm_or_si128(
       _mm_or_si128(_mm_or_si128(startsOf(0), startsOf(1)), _mm_or_si128(startsOf(2), startsOf(3))),
-      _mm_or_si128(startsOf(4), startsOf(5)));
+      _mm_or_si128(_mm_or_si128(startsOf(4), startsOf(5)), startsOf(6)));
   return static_cast<unsigned>(_mm_movemask_epi8(any));
 }
 #endif
