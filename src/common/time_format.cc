@@ -1,5 +1,6 @@
 #include "common/time_format.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -15,26 +16,45 @@ bool parseInt(std::string_view s, int64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+// A field of a date or time: digits only (from_chars alone takes "-1"), as many as it has.
+bool parseDigits(std::string_view s, int64_t& out) {
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return parseInt(s, out);
+}
+
+int daysInMonth(int64_t year, int64_t month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 }  // namespace
 
 std::string formatIso8601(TimeMs t) {
   if (t == 0) return "";
-  const int64_t secs = t / 1000;  // toward zero, as before 1970 too
-  // The calendar by arithmetic: every job in a reply has two or three times, and gmtime_r with
-  // strftime (the locale's machinery) took 1,650 instructions each.
+  // Down, not toward zero: a millisecond before 1970 is 1969-12-31T23:59:59.
+  const int64_t secs = t / 1000 - (t % 1000 < 0 ? 1 : 0);
+  // Years 0000-9999 by arithmetic: every job in a reply has two or three times, and gmtime_r with
+  // strftime (the locale's machinery) took 1,650 instructions each. Outside them chrono's
+  // year_month_day wraps (a year of 65,555 came out as 0019), so they are tested first.
+  constexpr int64_t kFirstOfYear0 = -62'167'219'200, kLastOfYear9999 = 253'402'300'799;
+  if (secs < kFirstOfYear0 || secs > kLastOfYear9999) {  // strftime's %Y for more digits
+    time_t raw = static_cast<time_t>(secs);
+    struct tm tm {};
+    // int64 milliseconds stay within struct tm's years (±292 million); were one not to, the
+    // number, never a zeroed date.
+    if (gmtime_r(&raw, &tm) == nullptr) return std::to_string(t) + "ms";
+    char buf[48];
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+  }
   using namespace std::chrono;
   const sys_seconds at{seconds{secs}};
   const sys_days day = floor<days>(at);
   const year_month_day date{day};
   const int year = static_cast<int>(date.year());
-  if (year < 0 || year > 9999) {  // strftime's %Y for what four digits cannot hold
-    time_t raw = static_cast<time_t>(secs);
-    struct tm tm {};
-    gmtime_r(&raw, &tm);
-    char buf[48];
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-  }
   const int64_t ofDay = (at - day).count();
   char text[] = "0000-00-00T00:00:00Z";
   auto put = [&text](size_t pos, int digits, int64_t value) {
@@ -102,25 +122,25 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
   };
   if (text.size() < 10 || text[4] != '-' || text[7] != '-') return bad();
   int64_t y, mo, d, h = 0, mi = 0, s = 0, frac = 0;
-  if (!parseInt(text.substr(0, 4), y) || !parseInt(text.substr(5, 2), mo) ||
-      !parseInt(text.substr(8, 2), d))
+  if (!parseDigits(text.substr(0, 4), y) || !parseDigits(text.substr(5, 2), mo) ||
+      !parseDigits(text.substr(8, 2), d))
     return bad();
   size_t pos = 10;
   int64_t offsetMin = 0;
   if (pos < text.size() && (text[pos] == 'T' || text[pos] == ' ')) {
     if (text.size() < pos + 6 || text[pos + 3] != ':') return bad();
-    if (!parseInt(text.substr(pos + 1, 2), h) || !parseInt(text.substr(pos + 4, 2), mi))
+    if (!parseDigits(text.substr(pos + 1, 2), h) || !parseDigits(text.substr(pos + 4, 2), mi))
       return bad();
     pos += 6;
     if (pos < text.size() && text[pos] == ':') {
-      if (!parseInt(text.substr(pos + 1, 2), s)) return bad();
+      if (!parseDigits(text.substr(pos + 1, 2), s)) return bad();
       pos += 3;
       if (pos < text.size() && text[pos] == '.') {
         size_t start = ++pos;
         while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
         std::string f(text.substr(start, pos - start));
         f = (f + "000").substr(0, 3);
-        if (!parseInt(f, frac)) return bad();
+        if (!parseDigits(f, frac)) return bad();
       }
     }
     if (pos < text.size()) {
@@ -128,8 +148,9 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
         ++pos;
       } else if (text[pos] == '+' || text[pos] == '-') {
         int64_t oh, om;
-        if (text.size() < pos + 6 || !parseInt(text.substr(pos + 1, 2), oh) ||
-            !parseInt(text.substr(pos + 4, 2), om))
+        if (text.size() < pos + 6 || text[pos + 3] != ':' ||
+            !parseDigits(text.substr(pos + 1, 2), oh) ||
+            !parseDigits(text.substr(pos + 4, 2), om) || oh > 23 || om > 59)
           return bad();
         offsetMin = (oh * 60 + om) * (text[pos] == '+' ? 1 : -1);
         pos += 6;
@@ -137,7 +158,8 @@ Result<TimeMs> parseTime(std::string_view text, TimeMs now) {
     }
   }
   if (pos != text.size()) return bad();
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return bad();
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 60)
+    return bad();
   struct tm tm {};
   tm.tm_year = static_cast<int>(y - 1900);
   tm.tm_mon = static_cast<int>(mo - 1);
@@ -163,9 +185,10 @@ std::string formatDuration(TimeMs ms) {
   char buf[48];
   if (ms < 1000) {
     snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
-  } else if (ms < 60'000) {
+  } else if (ms < 59'950) {  // 59,950 ms and more would round to "60.0s"
     snprintf(buf, sizeof buf, "%.1fs", ms / 1000.0);
   } else if (ms < 3'600'000) {
+    ms = std::max<TimeMs>(ms, 60'000);  // the last 50 ms of a minute: as "%.1f" would round them
     snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60'000),
              static_cast<long long>((ms / 1000) % 60));
   } else if (ms < 86'400'000) {

@@ -20,7 +20,7 @@ TEST(TimeFormat, RoundTripsIso8601) {
 // the reference, over random times from 1900 to 2500 and the edges of days and years.
 TEST(TimeFormat, Iso8601AgreesWithStrftime) {
   auto reference = [](TimeMs t) {
-    time_t secs = static_cast<time_t>(t / 1000);
+    time_t secs = static_cast<time_t>(t / 1000 - (t % 1000 < 0 ? 1 : 0));
     struct tm tm {};
     gmtime_r(&secs, &tm);
     char buf[48];
@@ -37,6 +37,40 @@ TEST(TimeFormat, Iso8601AgreesWithStrftime) {
   }
   for (int i = 0; i < 200'000; ++i) times.push_back(any(rng));
   for (TimeMs t : times) ASSERT_EQ(formatIso8601(t), reference(t)) << t;
+}
+
+// Found by a review: past year 9999 chrono's calendar wrapped (year 65,555 printed as 0019, and
+// 86,400,000 x 2^32 ms as the epoch), and a millisecond before 1970 printed as the epoch itself.
+TEST(TimeFormat, Iso8601IsRightOutsideFourDigitYearsAndBefore1970) {
+  EXPECT_EQ(formatIso8601(-1), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(formatIso8601(-999), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(formatIso8601(-1000), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(formatIso8601(-1001), "1969-12-31T23:59:58Z");
+  EXPECT_EQ(formatIso8601(2'006'563'622'400'000), "65555-06-22T00:00:00Z");
+  EXPECT_EQ(formatIso8601(86'400'000LL << 32), "11761191-01-21T00:00:00Z");
+  EXPECT_EQ(formatIso8601(253'402'300'800'000), "10000-01-01T00:00:00Z");
+  EXPECT_EQ(formatIso8601(INT64_MAX), "292278994-08-17T07:12:55Z");
+  EXPECT_EQ(formatIso8601(INT64_MIN), "-292275055-05-16T16:47:04Z");
+  auto before = parseTime("1969-12-31T23:59:59.500Z", 0);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(*before, -500);
+  EXPECT_EQ(formatIso8601(*before), "1969-12-31T23:59:59Z");
+}
+
+// Found by a review: signs in fields, offsets past a day and days past their month were taken and
+// silently moved to another time.
+TEST(TimeFormat, RejectsFieldsOutOfTheirRanges) {
+  for (const char* text :
+       {"2026-01-01T-1:-5:-9Z", "2026-01-01T00:00+99:99", "2026-01-01T00:00+24:00",
+        "2026-01-01T00:00+05-30", "2026-02-31", "2026-02-29", "2026-04-31", "2026--1-01",
+        "+026-01-01", "2026-01-01T+1:00", "2026-01-01T01:+1"}) {
+    EXPECT_FALSE(parseTime(text, 0).ok()) << text;
+  }
+  EXPECT_TRUE(parseTime("2028-02-29", 0).ok());
+  EXPECT_TRUE(parseTime("2000-02-29", 0).ok());
+  EXPECT_FALSE(parseTime("1900-02-29", 0).ok());
+  EXPECT_TRUE(parseTime("2026-01-31T23:59:59+23:59", 0).ok());
+  EXPECT_EQ(*parseTime("2026-11-30T08:00:00-03:30", 0), *parseTime("2026-11-30T11:30:00Z", 0));
 }
 
 TEST(TimeFormat, AppliesOffsets) {
@@ -65,6 +99,9 @@ TEST(TimeFormat, Durations) {
   EXPECT_EQ(*parseDurationMs("1.5h"), 5'400'000);
   EXPECT_EQ(*parseDurationMs("30"), 30'000);
   EXPECT_EQ(formatDuration(192'000), "3m12s");
+  EXPECT_EQ(formatDuration(59'949), "59.9s");
+  EXPECT_EQ(formatDuration(59'950), "1m00s") << "not 60.0s";
+  EXPECT_EQ(formatDuration(59'999), "1m00s");
 }
 
 // Found by fuzz/text_fuzz.cc: a duration past int64's range was cast from a double (undefined),
