@@ -71,9 +71,9 @@ int run(int rounds, int hosts, int gpusPerHost) {
     (void)cluster.submitJob(alice, r);
   }
   auto pass = cluster.schedulePass();
-  cluster.placementsDurable(pass.value);
+  cluster.passDurable(pass.value);
   std::printf("fleet: %d hosts x %d GPUs, %zu jobs placed\n", hosts, gpusPerHost,
-              pass.value.size());
+              pass.value.placed.size());
 
   auto store = telemetry::TelemetryStore::open((dir / "telemetry.db").string(), {}, clock);
   if (!store.ok()) {

@@ -63,6 +63,7 @@ struct JobFilter {
 // because the world changed under them while it decided (they are decided again).
 struct FinishedPass {
   std::vector<int64_t> placed;
+  std::vector<int64_t> evicted;  // agents hear of them once durable: evictionsDurable
   int stale = 0;
 };
 
@@ -108,10 +109,10 @@ class Cluster : public SessionJobs, private JobPreemption {
   Result<Change<model::Job>> releaseJob(const Principal& p, int64_t id);
   Result<Change<model::Job>> requeueJob(const Principal& p, int64_t id);
 
-  // Scheduling: one pass over the queue; the value lists the jobs placed. Their agents hear of
-  // them only after `placementsDurable` (a placement lost in a crash must never have run).
-  // Victims of preemption are marked evicting and their agents told to stop them.
-  Change<std::vector<int64_t>> schedulePass();
+  // Scheduling: one pass over the queue; the value lists the jobs placed and evicted. Their
+  // agents hear of them only after `passDurable` (a placement lost in a crash must never have
+  // run, nor an eviction lost in one have stopped work the restarted allotd thinks runs).
+  Change<FinishedPass> schedulePass();
   // The same pass in three steps, so that the decision can run off the I/O thread while the world
   // moves on (api/server.cc): beginPass() ends queued jobs whose dependencies can never hold (its
   // batch) and takes the snapshot, nullopt when nothing is queued; decider() decides on it on any
@@ -124,7 +125,7 @@ class Cluster : public SessionJobs, private JobPreemption {
   // every second by the liveness loop, and before each pass). Written to the store at most once a
   // minute per team: losing under a minute of history in a crash changes no one's share much.
   Change<int> accountUsage(bool persist = true);
-  void placementsDurable(const std::vector<int64_t>& jobs);
+  void passDurable(const FinishedPass& pass);
 
   // Agents.
   Change<int> agentConnected(const std::string& host, AgentLink* link,

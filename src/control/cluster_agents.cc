@@ -24,6 +24,15 @@ namespace {
 // into the job's reason, which every listing of its team carries.
 constexpr size_t kMaxAgentMessageBytes = 512;
 
+// A time a host reports, in allotd's frame: the host's clock is not allotd's, and its report may
+// be wrong or hostile. Not before the job was placed nor after now (none given: now), so that a
+// clock ahead cannot put off --max-runtime (now - startedAt), nor one behind add GPU-hours to the
+// team's account, and no arithmetic on it overflows.
+TimeMs hostTime(TimeMs reported, TimeMs placedAt, TimeMs now) {
+  if (reported == 0) return now;
+  return std::clamp(reported, std::min(placedAt, now), now);
+}
+
 bool rankEnded(const Rank& r) {
   return r.state == RankState::kExited || r.state == RankState::kFailedToStart ||
          r.state == RankState::kLost;
@@ -460,7 +469,7 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
       pullEnded(j);
       if (j.state == JobState::kScheduled || j.state == JobState::kPulling) {
         j.state = JobState::kRunning;
-        j.startedAt = a.startedAt ? a.startedAt : clock_.nowMs();
+        j.startedAt = hostTime(a.startedAt, j.scheduledAt, clock_.nowMs());
         sessions_.started(j);
         updateJob(j, before, batch);
         // Specs held back for budget go out as the jobs before them start.
@@ -479,8 +488,9 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
       }
       j.exitCode = a.exitCode;
       j.signal = a.signal;
-      if (!j.startedAt) j.startedAt = a.startedAt;
-      j.finishedAt = a.finishedAt ? a.finishedAt : clock_.nowMs();
+      const TimeMs now = clock_.nowMs();
+      if (!j.startedAt && a.startedAt) j.startedAt = hostTime(a.startedAt, j.scheduledAt, now);
+      j.finishedAt = hostTime(a.finishedAt, j.startedAt ? j.startedAt : j.scheduledAt, now);
       std::string how = a.exitCode ? "exited with code " + std::to_string(*a.exitCode)
                         : a.signal ? "killed by signal " + std::to_string(*a.signal)
                                    : "stopped before it started";
@@ -500,7 +510,7 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
       return;
     }
     case model::ActualState::kFailedToStart:
-      j.finishedAt = a.finishedAt ? a.finishedAt : clock_.nowMs();
+      j.finishedAt = hostTime(a.finishedAt, j.scheduledAt, clock_.nowMs());
       finishJob(j, JobState::kFailed,
                 "failed to start job " + std::to_string(j.id) + " on host " + host + ": " +
                     cutUtf8(a.message, kMaxAgentMessageBytes),
@@ -560,8 +570,9 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
       }
       k.state = RankState::kRunning;
       if (deferredHosts_.count(host)) push.insert(host);
-      if (!j.startedAt || (a.startedAt && a.startedAt < j.startedAt))
-        j.startedAt = a.startedAt ? a.startedAt : now;
+      if (const TimeMs started = hostTime(a.startedAt, j.scheduledAt, now);
+          !j.startedAt || started < j.startedAt)
+        j.startedAt = started;
       // Running once every rank runs: until then the gang is still starting.
       if ((j.state == JobState::kScheduled || j.state == JobState::kPulling) &&
           std::all_of(j.ranks.begin(), j.ranks.end(),
@@ -591,7 +602,7 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
       k.message = "lost: " + cutUtf8(a.message, kMaxAgentMessageBytes);
       break;
   }
-  if (!j.startedAt) j.startedAt = a.startedAt;
+  if (!j.startedAt && a.startedAt) j.startedAt = hostTime(a.startedAt, j.scheduledAt, now);
   const std::string what = "rank " + std::to_string(rank) + " on " + host + " " + k.message;
   if (rankFailed(k) && j.failedRank < 0 && !j.cancelRequested && !j.evicting) {
     // The gang cannot go on without it: the other ranks are stopped like a cancel.
@@ -610,7 +621,7 @@ void Cluster::applyRankActual(Job& j, const std::string& host, const model::Actu
     return;
   }
   // Every rank has stopped: the job ends.
-  j.finishedAt = a.finishedAt ? a.finishedAt : now;
+  j.finishedAt = hostTime(a.finishedAt, j.startedAt ? j.startedAt : j.scheduledAt, now);
   if (j.failedRank >= 0) {
     const Rank& f = j.ranks[j.failedRank];
     j.exitCode = f.exitCode;

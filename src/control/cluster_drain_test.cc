@@ -199,8 +199,8 @@ TEST_F(DrainRestartTest, DeadlineSurvivesARestart) {
   r.team = "vision";
   int64_t id = keep(cluster_->submitJob(admin_, r)).value.id;
   auto pass = keep(cluster_->schedulePass());
-  ASSERT_EQ(pass.value.size(), 1u);
-  cluster_->placementsDurable(pass.value);
+  ASSERT_EQ(pass.value.placed.size(), 1u);
+  cluster_->passDurable(pass.value);
   const ActualJob run = running(id);
   keep(cluster_->agentStatus("gpu-01", {run}));
   auto d = keep(cluster_->hosts().drainHost(admin_, "gpu-01", 10 * kMin, "rack move"));

@@ -49,7 +49,7 @@ class GangTest : public ClusterTest {
   // Places what is queued and makes it durable; returns the hosts told about it.
   std::set<std::string> place() {
     auto pass = cluster_->schedulePass();
-    cluster_->placementsDurable(pass.value);
+    cluster_->passDurable(pass.value);
     return pass.pushHosts;
   }
 
@@ -303,7 +303,7 @@ TEST_F(GangTest, PreemptionStopsEveryRankAndRequeuesThePreemptibleGang) {
   EXPECT_TRUE(pass.pushHosts.count(a) && pass.pushHosts.count(b));
   // Agents hear of an eviction only once it is durable.
   EXPECT_FALSE(desired(a, id).at("cancel").get<bool>());
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   EXPECT_TRUE(desired(a, id).at("cancel").get<bool>());
   EXPECT_TRUE(desired(b, id).at("cancel").get<bool>());
   EXPECT_EQ(desired(b, id).at("grace_ms"), cluster_->options().preemptGraceMs);

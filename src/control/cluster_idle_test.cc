@@ -29,7 +29,7 @@ class ClusterIdleTest : public ClusterTest {
     record(*c);
     auto pass = cluster_->schedulePass();
     record(pass);
-    cluster_->placementsDurable(pass.value);
+    cluster_->passDurable(pass.value);
     run_ = {c->value.id, model::ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
     record(cluster_->agentStatus("gpu-01", {run_}));
     EXPECT_EQ(cluster_->getJob(alice_, c->value.id)->state, JobState::kRunning);

@@ -35,7 +35,7 @@ class ClusterImagesTest : public TeamAdminClusterTest {
     r.image = image;
     return r;
   }
-  void schedule() { cluster_->placementsDurable(cluster_->schedulePass().value); }
+  void schedule() { cluster_->passDurable(cluster_->schedulePass().value); }
 };
 
 TEST_F(ClusterImagesTest, ATeamsRegistryLoginGoesOnlyToItsOwnJobsAndIsNeverShownBack) {

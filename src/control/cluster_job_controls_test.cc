@@ -117,13 +117,13 @@ TEST_F(JobControlsTest, DependenciesWaitThenRunOrCancelWhenTheyCanNeverHold) {
 
   reportEnded("gpu-01", first, 0);
   auto pass = cluster_->schedulePass();
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   EXPECT_EQ(job(onFailure).state, JobState::kCancelled);
   EXPECT_EQ(job(onFailure).reason, "dependency never satisfied: job " + std::to_string(first.id) +
                                        " succeeded, and it was to end without succeeding "
                                        "(afternotok)");
-  EXPECT_EQ(pass.value.size(), 1u) << "one GPU: one of the two that may run now";
-  EXPECT_TRUE(pass.value[0] == onSuccess || pass.value[0] == onEnd);
+  EXPECT_EQ(pass.value.placed.size(), 1u) << "one GPU: one of the two that may run now";
+  EXPECT_TRUE(pass.value.placed[0] == onSuccess || pass.value.placed[0] == onEnd);
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ TEST_F(AgentScopeTest, AnotherHostsJobReportsChangeNothing) {
   joinHost("gpu-a", 1);
   joinHost("gpu-b", 1);
   int64_t id = submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   const std::string placed = firstRank(cluster_->world().jobs.at(id)).host;
   const std::string other = placed == "gpu-a" ? "gpu-b" : "gpu-a";
   model::ActualJob exited{id, model::ActualState::kExited, 1, 0, {}, 1, 2, ""};

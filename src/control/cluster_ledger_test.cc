@@ -60,7 +60,7 @@ class LedgerScenarioTest : public DurableClusterTest {
 
   void place() {
     auto pass = keep(cluster_->schedulePass());
-    cluster_->placementsDurable(pass.value);
+    cluster_->passDurable(pass.value);
   }
   // Alice's 2-GPU `python train.py`, submitted and placed; its id.
   int64_t placeTraining() {
@@ -69,9 +69,13 @@ class LedgerScenarioTest : public DurableClusterTest {
     place();
     return id;
   }
+  // A gang's rank 0 reports the rendezvous port it chose with its first report (without one the
+  // gang fails): every report here carries one, which other jobs ignore.
   void report(const std::string& host, int64_t id, ActualState state,
               std::optional<int> code = {}) {
-    keep(cluster_->agentStatus(host, {{id, state, 1, code, {}, clock_.nowMs(), 0, ""}}));
+    ActualJob a{id, state, 1, code, {}, clock_.nowMs(), 0, ""};
+    a.masterPort = 29500;
+    keep(cluster_->agentStatus(host, {a}));
   }
   std::map<std::string, int64_t> milliGpuMs(UsageBy by, TimeMs from, TimeMs to) {
     std::map<std::string, int64_t> out;

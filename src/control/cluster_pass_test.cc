@@ -25,7 +25,7 @@ class PassTest : public ClusterTest {
   }
   FinishedPass finish(Decided& d) {
     auto c = cluster_->finishPass(d.snapshot, std::move(d.decisions));
-    cluster_->placementsDurable(c.value.placed);
+    cluster_->passDurable(c.value);
     return c.value;
   }
   void setGuarantee(const std::string& team, int gpus) {
@@ -133,6 +133,94 @@ TEST_F(PassTest, VictimThatEndedWhileDecidingIsNotEvicted) {
   EXPECT_EQ(done.stale, 0);  // evict() passes over a job that has ended
   EXPECT_FALSE(job(borrowed).evicting);
   EXPECT_EQ(place(), std::vector<int64_t>{claim});
+}
+
+
+// Found by a review: evictions were applied whatever became of the request they made room for.
+// A claim cancelled or held while the pass decided stopped its victim all the same.
+TEST_F(PassTest, VictimIsNotEvictedForARequestCancelledOrHeldWhileDeciding) {
+  joinHost("gpu-01", 2);
+  setGuarantee("nlp", 2);
+  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
+  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
+  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  for (const bool cancel : {true, false}) {
+    const int64_t claim = submitSleep(bob_, 2);
+    Decided d = decide();
+    ASSERT_EQ(d.decisions->evictions.size(), 1u);
+    ASSERT_EQ(d.decisions->evictions[0].forJob, claim);
+    if (cancel) {
+      ASSERT_TRUE(cluster_->cancelJob(bob_, claim).ok());
+    } else {
+      ASSERT_TRUE(cluster_->holdJob(bob_, claim).ok());
+    }
+    const FinishedPass done = finish(d);
+    EXPECT_EQ(done.stale, 1) << (cancel ? "cancelled" : "held");
+    EXPECT_TRUE(done.evicted.empty());
+    EXPECT_FALSE(job(borrowed).evicting);
+    EXPECT_EQ(job(borrowed).state, JobState::kRunning);
+    EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos);
+  }
+}
+
+// Found by a review: the victim's hosts were not compared with what the decision saw. Drained
+// while the pass decided, its host's work is the drain's to stop, with the drain's reason.
+TEST_F(PassTest, VictimOnAHostDrainedWhileDecidingIsNotEvicted) {
+  joinHost("gpu-01", 2);
+  setGuarantee("nlp", 2);
+  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
+  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
+  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  submitSleep(bob_, 2);
+  Decided d = decide();
+  ASSERT_EQ(d.decisions->evictions.size(), 1u);
+  ASSERT_TRUE(cluster_->hosts().drainHost(admin_, "gpu-01", 30 * kMin, "repair").ok());
+  const FinishedPass done = finish(d);
+  EXPECT_EQ(done.stale, 1);
+  EXPECT_FALSE(job(borrowed).evicting);
+}
+
+// Found by a review: a victim whose cancel was asked while the pass decided was evicted too, and
+// its reason ("cancel requested by alice", "exceeded its maximum runtime") became "preempted".
+// One that is cancelling when the pass starts is leaving, and no victim at all.
+TEST_F(PassTest, AJobBeingCancelledIsNeverAVictim) {
+  joinHost("gpu-01", 2);
+  setGuarantee("nlp", 2);
+  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
+  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
+  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  const int64_t claim = submitSleep(bob_, 2);
+  Decided d = decide();
+  ASSERT_EQ(d.decisions->evictions.size(), 1u);
+  ASSERT_TRUE(cluster_->cancelJob(alice_, borrowed).ok());
+  const std::string reason = job(borrowed).reason;
+  const FinishedPass done = finish(d);
+  EXPECT_EQ(done.stale, 1);
+  EXPECT_FALSE(job(borrowed).evicting);
+  EXPECT_EQ(job(borrowed).reason, reason);
+  Decided again = decide();
+  EXPECT_TRUE(again.decisions->evictions.empty()) << "its GPUs are coming free already";
+  finish(again);
+  reportEnded("gpu-01", running(borrowed), {}, 15);
+  EXPECT_EQ(job(borrowed).state, JobState::kCancelled);
+  EXPECT_EQ(place(), std::vector<int64_t>{claim});
+}
+
+// Found by a review: a pass's commit released every eviction not yet durable, a drain's or an
+// idle reclaim's too, so a pass that committed first let their agents stop work that a crash
+// would have left running in the store. Each eviction is released by its own commit now.
+TEST_F(PassTest, APassReleasesOnlyItsOwnEvictions) {
+  joinHost("gpu-01", 2);
+  const int64_t requeued = submitSleep(alice_, 1, /*preemptible=*/true);
+  ASSERT_EQ(place(), std::vector<int64_t>{requeued});
+  cluster_->agentStatus("gpu-01", {running(requeued)});
+  ASSERT_TRUE(cluster_->requeueJob(alice_, requeued).ok());  // its commit still under way
+  submitSleep(bob_, 1);
+  ASSERT_EQ(place().size(), 1u);  // a pass commits and is durable first
+  EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos)
+      << "the requeue is not on disk yet";
+  cluster_->evictionsDurable({requeued});
+  EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"cancel\":true"), std::string::npos);
 }
 
 }  // namespace

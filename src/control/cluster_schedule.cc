@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/time_format.h"
 #include "control/authz.h"
@@ -218,7 +219,9 @@ sched::Snapshot Cluster::snapshot() const {
       r.endsBy = j.maxRuntimeMs > 0 ? (j.startedAt ? j.startedAt : j.scheduledAt) + j.maxRuntimeMs +
                                           options_.cancelGraceMs
                                     : 0;
-      r.evicting = j.evicting;
+      // Leaving, as far as the scheduler is concerned: chosen as a victim, or stopping for a
+      // cancel or a failed rank. Its GPUs are coming free, and it is no victim to choose.
+      r.evicting = j.evicting || j.cancelRequested || j.failedRank >= 0;
       r.contour = j.contour;
       for (const auto& k : j.ranks) {
         sched::Slice slice{k.host, k.gpuIndices, j.resources.gpuMilli,
@@ -317,13 +320,13 @@ SchedulerFn Cluster::decider() const {
   };
 }
 
-Change<std::vector<int64_t>> Cluster::schedulePass() {
+Change<FinishedPass> Cluster::schedulePass() {
   auto begun = beginPass();
-  Change<std::vector<int64_t>> c;
+  Change<FinishedPass> c;
   c.batch = std::move(begun.batch);
   if (!begun.value) return c;
   auto finished = finishPass(*begun.value, decider()(*begun.value));
-  c.value = std::move(finished.value.placed);
+  c.value = std::move(finished.value);
   c.absorb(std::move(finished));
   return c;
 }
@@ -356,7 +359,7 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
   // again.
   const bool quotasSame = quotasAsIn(s);
   std::unordered_map<std::string_view, const sched::HostView*> seen;
-  if (!decisions->placements.empty()) {
+  if (!decisions->placements.empty() || !decisions->evictions.empty()) {
     seen.reserve(s.hosts.size());
     for (const auto& h : s.hosts) seen.emplace(h.name, &h);
   }
@@ -373,18 +376,8 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     }
     return hostSame[name] = same;
   };
-  Change<std::vector<int64_t>> evictions;
-  for (const auto& e : decisions->evictions) {
-    auto it = world_.jobs.find(e.jobId);
-    // A victim that ended, or left its hosts (requeued), since: nothing to stop.
-    if (!quotasSame || it == world_.jobs.end() || it->second.state == JobState::kQueued) {
-      ++c.value.stale;
-      continue;
-    }
-    evict(e, evictions);
-  }
-  c.absorb(std::move(evictions));
   auto now = clock_.nowMs();
+  std::unordered_set<int64_t> dropped;  // placements decided but not made
   for (auto& pl : decisions->placements) {
     auto found = world_.jobs.find(pl.jobId);
     const bool jobSame = found != world_.jobs.end() && found->second.state == JobState::kQueued &&
@@ -393,6 +386,7 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
         !std::all_of(pl.slices.begin(), pl.slices.end(),
                      [&](const sched::Slice& slice) { return hostAsSeen(slice.host); })) {
       ++c.value.stale;
+      dropped.insert(pl.jobId);
       continue;
     }
     Job& j = found->second;
@@ -425,6 +419,38 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     placementsInFlight_.insert(j.id);
     world_.placedBy[j.id] = std::move(pl);
   }
+  // Evictions after the placements: one is made only while what it was decided for still holds.
+  // Its victim still runs on hosts as the decision saw them (not requeued, ended, or stopping for
+  // a cancel or a failed rank, whose end is already decided; its hosts not drained, handed over
+  // or dedicated otherwise meanwhile), and the request it makes room for still wants it (queued
+  // and not held, or placed by this very pass). Otherwise work would be stopped for nothing.
+  auto stillWanted = [&](int64_t forJob) {
+    if (forJob == 0) return true;
+    if (dropped.count(forJob)) return false;
+    auto f = world_.jobs.find(forJob);
+    if (f == world_.jobs.end()) return false;
+    if (f->second.state == JobState::kQueued) return !blockedReason(f->second);
+    return placementsInFlight_.count(forJob) > 0;  // placed now, not yet durable
+  };
+  Change<std::vector<int64_t>> evictions;
+  for (const auto& e : decisions->evictions) {
+    auto it = world_.jobs.find(e.jobId);
+    // A victim that ended meanwhile left the room it was to make: nothing to stop, nothing stale.
+    if (it != world_.jobs.end() && model::isTerminal(it->second.state)) continue;
+    const bool victimSame =
+        it != world_.jobs.end() && model::holdsGpus(it->second.state) &&
+        !it->second.cancelRequested && it->second.failedRank < 0 &&
+        std::all_of(it->second.ranks.begin(), it->second.ranks.end(),
+                    [&](const model::Rank& k) { return hostAsSeen(k.host); });
+    if (!quotasSame || !victimSame || !stillWanted(e.forJob)) {
+      ++c.value.stale;
+      continue;
+    }
+    const bool leavingBefore = it->second.evicting;
+    evict(e, evictions);
+    if (!leavingBefore && it->second.evicting) c.value.evicted.push_back(e.jobId);
+  }
+  c.absorb(std::move(evictions));
   if (c.value.stale > 0)
     spdlog::debug("scheduling pass: {} decisions dropped, the world changed while it decided",
                   c.value.stale);
@@ -466,7 +492,11 @@ void Cluster::refuseSnapshot(const std::string& error, store::WriteBatch& batch)
 
 void Cluster::evict(const sched::Eviction& e, Change<std::vector<int64_t>>& c) {
   auto it = world_.jobs.find(e.jobId);
-  if (it == world_.jobs.end() || it->second.evicting || model::isTerminal(it->second.state)) return;
+  // A job being cancelled, or a gang whose rank failed, is stopping already and ends as that says:
+  // an eviction would overwrite its reason and turn a failure into a requeue.
+  if (it == world_.jobs.end() || it->second.evicting || model::isTerminal(it->second.state) ||
+      it->second.cancelRequested || it->second.failedRank >= 0)
+    return;
   Job& j = it->second;
   Job before = j;
   j.evicting = true;
@@ -505,10 +535,10 @@ void Cluster::preemptedJobStopped(Job& j, const std::string& how, store::WriteBa
   if (onQueueChanged_) onQueueChanged_();
 }
 
-void Cluster::placementsDurable(const std::vector<int64_t>& jobs) {
-  for (int64_t id : jobs) placementsInFlight_.erase(id);
-  // Passes commit one at a time, in order: once a pass's batch is durable, so are its evictions.
-  evictionsInFlight_.clear();
+void Cluster::passDurable(const FinishedPass& pass) {
+  for (int64_t id : pass.placed) placementsInFlight_.erase(id);
+  // Only this pass's own: drains, idle reclaims and requeues release theirs after their commits.
+  evictionsDurable(pass.evicted);
 }
 
 std::optional<sched::Wait> Cluster::waitOf(int64_t id) const {

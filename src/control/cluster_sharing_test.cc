@@ -236,7 +236,7 @@ TEST_F(SharingTest, DedicatedGpuOnAPoolHostIsLeftOutForOthers) {
   // pool GPU's allocation. (A job never spans dedicated and pool GPUs: docs/scheduler.md.)
   submit(alice_, 1);
   submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   EXPECT_EQ(cluster_->hosts().allocations(alice_, "gpu-01").size(), 2u);
   auto bobAllocs = cluster_->hosts().allocations(bob_, "gpu-01");
   ASSERT_EQ(bobAllocs.size(), 1u);
@@ -376,7 +376,7 @@ TEST_F(SharingTest, RunningJobPastItsMaxRuntimeIsCancelled) {
   JobRequest q = r;  // one that stays queued: its clock has not started
   q.resources.gpus = 2;
   int64_t queued = cluster_->submitJob(alice_, q)->value.id;
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   model::ActualJob run{id, model::ActualState::kRunning, 1, {}, {}, clock_.nowMs(), 0, ""};
   cluster_->agentStatus("gpu-01", {run});
 
@@ -417,9 +417,9 @@ TEST_F(ClusterTest, AFractionOfASharedGpuIsToldItsShare) {
   r.resources.gpuMilli = 250;
   auto c = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(c.ok()) << c.status().toString();
-  auto placed = cluster_->schedulePass().value;
-  ASSERT_EQ(placed.size(), 1u);
-  cluster_->placementsDurable(placed);
+  auto pass = cluster_->schedulePass().value;
+  ASSERT_EQ(pass.placed.size(), 1u);
+  cluster_->passDurable(pass);
   std::string desired = cluster_->desiredMessage("gpu-01");
   EXPECT_NE(desired.find("\"ALLOT_GPU_FRACTION\":\"0.25\""), std::string::npos) << desired;
   EXPECT_NE(desired.find("\"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\":\"25\""), std::string::npos)

@@ -110,7 +110,7 @@ TEST_F(ClusterTest, AllocationsNameProjectAndSince) {
   joinHost("gpu-01", 2);
   int64_t a = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   auto allocs = cluster_->hosts().allocations(admin_, "gpu-01");
   ASSERT_EQ(allocs.size(), 1u);
   EXPECT_EQ(allocs[0].jobId, a);

@@ -104,7 +104,7 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
   int64_t b = submit(alice_, 2);
   int64_t c = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
-  EXPECT_EQ(pass.value.size(), 2u);
+  EXPECT_EQ(pass.value.placed.size(), 2u);
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kScheduled);
   EXPECT_EQ(firstRank(*cluster_->getJob(alice_, b)).gpuIndices, (std::vector<int>{2, 3}));
   auto waiting = cluster_->getJob(alice_, c);
@@ -114,7 +114,7 @@ TEST_F(ClusterTest, PlacesAndPushesOnlyDurablePlacements) {
   // Not durable yet: the agent must not hear of them.
   EXPECT_EQ(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)),
             std::string::npos);
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"id\":" + std::to_string(a)),
             std::string::npos);
 }
@@ -145,7 +145,7 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   EXPECT_EQ(noHost.status().field(), "image");
   r.queueAnyway = true;
   const int64_t a = submitRequest(alice_, r);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   EXPECT_EQ(job(a).state, JobState::kQueued);
   EXPECT_NE(job(a).reason.find("runs jobs in images"), std::string::npos) << job(a).reason;
   // A host whose agent runs images takes it.
@@ -153,7 +153,7 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   model::Inventory images = inventory(2);
   images.images = true;
   cluster_->agentConnected("gpu-01", &link_, images, {});
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   ASSERT_EQ(job(a).state, JobState::kScheduled) << job(a).reason;
   EXPECT_EQ(firstRank(job(a)).host, "gpu-01");
   EXPECT_NE(cluster_->desiredMessage("gpu-01").find("\"image\":\"registry:5000/ml/pytorch:2.3\""),
@@ -185,7 +185,7 @@ TEST_F(ClusterTest, AJobInAnImageIsAllowedByItsTeamPullsThenRunsAndKeepsItsDiges
   // Cancelled while pulling: the pull's reports do not hide who cancelled it, and it ends
   // cancelled when the agent drops the pull.
   const int64_t b = submitRequest(alice_, r);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   pulling.id = b;
   cluster_->agentStatus("gpu-01", {pulling});
   ASSERT_EQ(job(b).state, JobState::kPulling);
@@ -204,7 +204,7 @@ TEST_F(ClusterTest, AgentReportsDriveJobStates) {
   joinHost("gpu-01", 2);
   int64_t a = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   model::ActualJob run{a, model::ActualState::kRunning, 123, {}, {}, clock_.nowMs(), 0, ""};
   cluster_->agentStatus("gpu-01", {run});
   EXPECT_EQ(cluster_->getJob(alice_, a)->state, JobState::kRunning);
@@ -215,10 +215,37 @@ TEST_F(ClusterTest, AgentReportsDriveJobStates) {
   EXPECT_TRUE(cluster_->hosts().allocations(admin_, "gpu-01").empty());  // GPUs free again
 }
 
+// Found by a review: the times a host reported were taken as they came. A clock an hour ahead
+// put off --max-runtime by an hour (now - startedAt < 0), one behind (or a hostile agent) added
+// GPU-hours to the team's account, and INT64_MIN overflowed the subtraction. They are now taken
+// between the job's placement and allotd's now.
+TEST_F(ClusterTest, TimesAHostReportsAreTakenBetweenThePlacementAndNow) {
+  joinHost("gpu-01", 2);
+  const int64_t ahead = submitSleep(alice_, 1, false, 10 * kMin);
+  const int64_t behind = submit(alice_, 1);
+  place();
+  const TimeMs placedAt = clock_.nowMs();
+  clock_.advance(kS);
+  model::ActualJob early{ahead, ActualState::kRunning, 1, {}, {}, clock_.nowMs() + kHour, 0, ""};
+  model::ActualJob late{behind, ActualState::kRunning, 2, {}, {}, INT64_MIN, 0, ""};
+  cluster_->agentStatus("gpu-01", {early, late});
+  EXPECT_EQ(job(ahead).startedAt, clock_.nowMs()) << "not in the future";
+  EXPECT_EQ(job(behind).startedAt, placedAt) << "not before its placement";
+  clock_.advance(11 * kMin);
+  EXPECT_EQ(cluster_->enforceMaxRuntime().value, 1) << "the max runtime is kept on allotd's clock";
+  EXPECT_TRUE(job(ahead).cancelRequested);
+  late.state = ActualState::kExited;
+  late.exitCode = 0;
+  late.finishedAt = INT64_MAX;
+  cluster_->agentStatus("gpu-01", {late});
+  EXPECT_EQ(job(behind).finishedAt, clock_.nowMs());
+  EXPECT_EQ(job(behind).state, JobState::kSucceeded);
+}
+
 TEST_F(ClusterTest, CancelOfRunningJobWaitsForTheAgent) {
   joinHost("gpu-01", 1);
   int64_t a = submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   auto c = cluster_->cancelJob(alice_, a);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->value.state, JobState::kScheduled);
@@ -253,7 +280,7 @@ TEST_F(ClusterTest, ReconnectingAgentThatForgotAJobMakesItLost) {
 TEST_F(ClusterTest, ReconnectingAgentReadoptsRunningJob) {
   joinHost("gpu-01", 1);
   int64_t a = submit(alice_, 1);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   model::ActualJob run{a, model::ActualState::kRunning, 1, {}, {}, 1, 0, ""};
   cluster_->agentStatus("gpu-01", {run});
   cluster_->agentDisconnected("gpu-01", &link_);
@@ -296,7 +323,7 @@ TEST_F(RefusedSnapshotTest, EveryQueuedJobWaitsAndAdminsHearOnce) {
   joinHost("gpu-01", 2);
   const int64_t a = submitSleep(alice_, 1), b = submitSleep(bob_, 1);
   auto pass = cluster_->schedulePass();
-  EXPECT_TRUE(pass.value.empty());
+  EXPECT_TRUE(pass.value.placed.empty());
   EXPECT_FALSE(pass.batch.empty());  // the event is written
   for (int64_t id : {a, b}) {
     auto wait = cluster_->waitOf(id);
@@ -334,7 +361,7 @@ namespace {
 TEST_F(ClusterTest, UsageHistoryGrowsWithWhatATeamHoldsAndIsWrittenAtMostOnceAMinute) {
   joinHost("gpu-01", 4);
   submit(alice_, 2);
-  cluster_->placementsDurable(cluster_->schedulePass().value);
+  cluster_->passDurable(cluster_->schedulePass().value);
   clock_.advance(3'600'000);
   auto c = cluster_->accountUsage();
   // Two GPUs for an hour, decayed with a 24-hour half-life while it accrued: a little under

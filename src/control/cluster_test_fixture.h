@@ -142,11 +142,11 @@ class ClusterTest : public ClusterFixtureBase {
   int64_t submit(const Principal& p, int gpus) {
     return submitRequest(p, request({"sleep", "1"}, gpus));
   }
-  // One scheduling pass whose placements are durable at once; the jobs placed.
+  // One scheduling pass whose placements and evictions are durable at once; the jobs placed.
   std::vector<int64_t> place() {
     auto pass = cluster_->schedulePass();
-    cluster_->placementsDurable(pass.value);
-    return pass.value;
+    cluster_->passDurable(pass.value);
+    return pass.value.placed;
   }
   // A job of alice's on gpu-01, a one-GPU host joined for it, placed and reported running; its
   // report.

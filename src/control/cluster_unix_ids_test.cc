@@ -106,7 +106,7 @@ TEST_F(UnixIdsTest, TheDesiredStateCarriesTheOwnersIdentity) {
   r.resources.gpus = 1;
   keep(cluster_->submitJob(p, r));
   auto pass = cluster_->schedulePass();
-  cluster_->placementsDurable(pass.value);
+  cluster_->passDurable(pass.value);
   auto desired = nlohmann::json::parse(cluster_->desiredMessage("h1"));
   ASSERT_EQ(desired["jobs"].size(), 1u) << desired.dump();
   auto runAs = model::runAsFromJson(desired["jobs"][0]["run_as"]);

@@ -132,7 +132,7 @@ TEST_F(UpgradeTest, AStepResumedByHandStopsTheUpgrade) {
 TEST_F(UpgradeTest, RunningWorkMayFinishWithoutADeadline) {
   const int64_t job = submit(alice_, 1);
   auto pass = cluster_->schedulePass();
-  ASSERT_EQ(pass.value.size(), 1u);
+  ASSERT_EQ(pass.value.placed.size(), 1u);
   const std::string busy = firstRank(cluster_->world().jobs.at(job)).host;
   // Only the busy host, so that it is the one drained first.
   ASSERT_TRUE(cluster_->hosts().dedicateHost(admin_, busy, "vision").ok());
@@ -246,7 +246,7 @@ TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
   auto job = cluster_->submitJob(alice_, r);
   ASSERT_TRUE(job.ok()) << job.status().toString();
   const int64_t id = job->value.id;
-  EXPECT_TRUE(cluster_->schedulePass().value.empty());
+  EXPECT_TRUE(cluster_->schedulePass().value.placed.empty());
   auto wait = cluster_->waitOf(id);
   ASSERT_TRUE(wait.has_value());
   EXPECT_EQ(wait->kind, sched::WaitKind::kDriverTooOld);
@@ -259,7 +259,7 @@ TEST_F(DriverMinimumTest, AJobNoHostIsNewEnoughForWaitsSayingSo) {
 
   joinWithDriver("new-01", "550.54.15");
   auto pass = cluster_->schedulePass();
-  ASSERT_EQ(pass.value.size(), 1u);
+  ASSERT_EQ(pass.value.placed.size(), 1u);
   EXPECT_EQ(firstRank(cluster_->world().jobs.at(id)).host, "new-01");
 }
 

@@ -8,12 +8,13 @@ namespace allot::control {
 
 Step Controllers::schedulingPass() {
   auto change = cluster_.schedulePass();
-  std::vector<int64_t> placed = change.value;
+  FinishedPass pass = std::move(change.value);
   Step s = stepOf("scheduling pass", std::move(change));
-  s.placed = placed.size();
-  s.notifyJobs = placed;
-  // Their agents hear of placements only once durable: one lost in a crash must never have run.
-  s.afterDurable = [this, placed = std::move(placed)] { cluster_.placementsDurable(placed); };
+  s.placed = pass.placed.size();
+  s.notifyJobs = pass.placed;
+  // Their agents hear of placements and evictions only once durable: a placement lost in a crash
+  // must never have run, nor an eviction lost in one have stopped anything.
+  s.afterDurable = [this, pass = std::move(pass)] { cluster_.passDurable(pass); };
   return s;
 }
 
@@ -25,13 +26,12 @@ Step Controllers::passStart(std::optional<sched::Snapshot>& snapshot) {
 
 Step Controllers::passFinish(const sched::Snapshot& snapshot, Result<sched::Decisions> decisions) {
   auto change = cluster_.finishPass(snapshot, std::move(decisions));
-  std::vector<int64_t> placed = std::move(change.value.placed);
-  const bool stale = change.value.stale > 0;
+  FinishedPass pass = std::move(change.value);
   Step s = stepOf("scheduling pass", std::move(change));
-  s.placed = placed.size();
-  s.notifyJobs = placed;
-  s.wakeScheduler = stale;  // what the world changed under is decided again
-  s.afterDurable = [this, placed = std::move(placed)] { cluster_.placementsDurable(placed); };
+  s.placed = pass.placed.size();
+  s.notifyJobs = pass.placed;
+  s.wakeScheduler = pass.stale > 0;  // what the world changed under is decided again
+  s.afterDurable = [this, pass = std::move(pass)] { cluster_.passDurable(pass); };
   return s;
 }
 
