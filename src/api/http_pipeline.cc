@@ -175,8 +175,12 @@ std::string responseHead(const http::response_header<>& out) {
 }
 
 http::response<http::string_body> encodeTooLarge(size_t limit) {
-  auto res =
-      ApiResponse::error(Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes"));
+  return encodeUnreadable(
+      Status::TooLarge("body: larger than " + std::to_string(limit) + " bytes", "body"));
+}
+
+http::response<http::string_body> encodeUnreadable(const Status& why) {
+  auto res = ApiResponse::error(why);
   http::response<http::string_body> out{res.status, 11};
   out.set(http::field::content_type, res.contentType);
   out.keep_alive(false);

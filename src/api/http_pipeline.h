@@ -52,6 +52,9 @@ http::response<http::string_body> encodeResponse(const HttpRequest& req, ApiResp
 std::string responseHead(const http::response_header<>& out);
 // The answer to a body over `limit` bytes; the connection closes after it.
 http::response<http::string_body> encodeTooLarge(size_t limit);
+// The answer to a request that could not be read (`why` names the header or the body); the
+// connection closes after it.
+http::response<http::string_body> encodeUnreadable(const Status& why);
 
 // The first path or query parameter of req that is not UTF-8 ("" when all are).
 std::string nonUtf8Parameter(const ApiRequest& req);

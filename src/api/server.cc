@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,11 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+// A request's header may be this large. A connection's read buffer holds at most that and one
+// read more: Beast checks a chunk's extensions and a body's trailer only once their line has
+// ended, so without a bound a client that never ends one grew the buffer without limit.
+constexpr size_t kHeaderLimit = 64 * 1024;
+constexpr size_t kReadBufferLimit = kHeaderLimit + 64 * 1024;
 // A client that connects and does not finish the TLS handshake is dropped after this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(15);
 constexpr int kPassRestFactor = 4;
@@ -59,6 +65,7 @@ std::chrono::nanoseconds threadCpuTime() {
 struct RequestRead {
   std::optional<HttpRequest> request;  // empty: the connection ends (closed, timed out, bad)
   std::optional<size_t> tooLargeFor;   // set: the body is over this limit; answer 413 and close
+  std::optional<Status> unreadable;    // set: the request is malformed; answer 400 and close
   bool busy = false;  // kSessionBodiesAtOnce large bodies are under way: answer 503 and close
   std::shared_ptr<void> largeBody;  // one of those, given back when the request is done with
 };
@@ -74,7 +81,7 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
   // The largest any request may send (Beast checks a Content-Length against it as it reads the
   // header); narrowed below once the header says what the request is.
   parser.body_limit(std::max<size_t>(apiLimit, kSessionBodyLimit));
-  parser.header_limit(64 * 1024);
+  parser.header_limit(kHeaderLimit);
   auto [hec, hn] =
       co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
   boost::system::error_code ec = hec;
@@ -104,6 +111,14 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
     read.tooLargeFor = limit;
   } else if (!ec) {
     read.request = parser.release();
+  } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+             ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    // What the client sent is not HTTP this reads (a bad line, a header or a chunk's line too
+    // long): said, naming the part, rather than a silent close. A closed or timed-out connection
+    // is not answered.
+    const char* part = parser.is_header_done() ? "body" : "header";
+    read.unreadable = Status::InvalidArgument(
+        std::string("the request's ") + part + " cannot be read: " + ec.message(), part);
   }
   co_return read;
 }
@@ -303,8 +318,13 @@ asio::awaitable<void> Server::schedulingLoop() {
     // What the pass costs, as CPU time: its wall time includes waiting for a core on a busy
     // machine, and rests measured from that left GPUs idle (see below).
     std::chrono::nanoseconds cpu = threadCpuTime() - startCpu;
-    if (!start.batch.empty()) ++passesRun_;  // it cancelled jobs
+    const bool cancelled = !start.batch.empty();
+    passUnsettled_ = cancelled;
     co_await commitStep(std::move(start));
+    passUnsettled_ = false;
+    // Counted once durable: a reply that shows what a pass did must not show it before the disk
+    // holds it (routes.cc's refresh after a submission).
+    if (cancelled) ++passesRun_;
     if (!taken) continue;
     // The decision, the long part with a deep queue, runs on the scheduler's thread, so that the
     // API answers meanwhile; the snapshot travels with it and comes back for finishPass. A short
@@ -340,7 +360,7 @@ asio::awaitable<void> Server::schedulingLoop() {
     const auto finishing = std::chrono::steady_clock::now();
     const auto finishingCpu = threadCpuTime();
     control::Step pass = controllers_->passFinish(*snapshot, std::move(**decided));
-    ++passesRun_;
+    passUnsettled_ = true;
     cpu += threadCpuTime() - finishingCpu;
     onThisThread += std::chrono::steady_clock::now() - finishing;
     auto took = std::chrono::steady_clock::now() - started;
@@ -348,6 +368,8 @@ asio::awaitable<void> Server::schedulingLoop() {
                             std::chrono::duration<double>(onThisThread).count(), pass.placed);
     const size_t placed = pass.placed;
     co_await commitStep(std::move(pass));
+    passUnsettled_ = false;
+    ++passesRun_;  // once durable, as above
     // A deep snapshot's memory is given back on the scheduler's thread too.
     if (!inline_) asio::post(schedulerThread_, [snapshot = std::move(snapshot)] {});
     // A pass walks the whole queue. With a long queue and a stream of submissions, or jobs that
@@ -467,6 +489,27 @@ asio::awaitable<void> Server::session(tcp::socket socket,
   co_await serveHttp(stream);
 }
 
+Status Server::diskHasRoomForWrites() {
+  if (config_.writeReserveBytes <= 0) return Status::Ok();
+  // Looked at once every 100 ms at most: every change through the API asks.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - diskCheckedAt_ >= std::chrono::milliseconds(100)) {
+    diskCheckedAt_ = now;
+    struct statvfs vfs {};
+    // Cannot tell: the commit decides.
+    diskFreeBytes_ = ::statvfs(config_.dataDir.c_str(), &vfs) == 0
+                         ? static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize)
+                         : INT64_MAX;
+  }
+  if (diskFreeBytes_ >= config_.writeReserveBytes) return Status::Ok();
+  diskWarnings_.warn("refusing changes through the API: {} MiB free under {}, under the reserve "
+                     "of {} MiB (limits.write_disk_reserve_mib); hosts' reports are still recorded",
+                     diskFreeBytes_ >> 20, config_.dataDir, config_.writeReserveBytes >> 20);
+  return Status::Unavailable("allotd's disk is nearly full (" +
+                             std::to_string(diskFreeBytes_ >> 20) +
+                             " MiB free): changes are refused until an administrator frees space");
+}
+
 asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& areq,
                                                 std::string_view path, std::string peerAddress) {
   // Every change through the API leaves one audit entry, in the same commit, durable before the
@@ -474,6 +517,7 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
   // expressions.
   std::optional<AuditCapture> audit;
   if (AuditCapture::audited(route)) {
+    if (Status room = diskHasRoomForWrites(); !room.ok()) co_return ApiResponse::error(room);
     AuditCapture started = co_await AuditCapture::begin(router_, route, areq, path,
                                                         std::move(peerAddress), clock_.nowMs());
     audit.emplace(std::move(started));
@@ -510,7 +554,11 @@ asio::awaitable<ApiResponse> Server::runHandler(const Route& route, ApiRequest& 
     // lost if allotd crashes now.
     co_await writes_->settled();
   }
-  if (!failed && res.refreshAfterWrite) {
+  // The refresh shows memory as it is now, once a pass has run since the handler and made its
+  // changes durable (passesRun() counts only those). Not while a later pass's changes are in
+  // memory and their commit is under way: the reply would show a placement a crash could lose.
+  // It then shows the job as the handler left it, which is on disk.
+  if (!failed && res.refreshAfterWrite && !passUnsettled_) {
     auto refresh = std::move(res.refreshAfterWrite);
     refresh(res);
   }
@@ -536,7 +584,7 @@ asio::awaitable<std::tuple<boost::system::error_code, size_t>> writeResponse(
 
 template <typename Stream>
 asio::awaitable<void> Server::serveHttp(Stream& stream) {
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer(kReadBufferLimit);
   boost::system::error_code peerError;
   const auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peerError);
   const std::string peerAddress = peerError ? std::string() : peer.address().to_string();
@@ -546,6 +594,11 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
     RequestRead read = co_await readRequest(*this, stream, buffer);
     if (read.tooLargeFor) {
       auto out = encodeTooLarge(*read.tooLargeFor);
+      co_await writeResponse(stream, out);
+      break;
+    }
+    if (read.unreadable) {
+      auto out = encodeUnreadable(*read.unreadable);
       co_await writeResponse(stream, out);
       break;
     }

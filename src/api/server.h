@@ -28,6 +28,7 @@
 #include "api/webhook.h"
 #include "api/write_pipeline.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "control/cluster.h"
 #include "control/log_store.h"
 #include "control/loops/controllers.h"
@@ -60,6 +61,10 @@ struct ServerConfig {
   std::string sessionDomain = std::string(kDefaultSessionDomain);
   // Connections held at once, in all and per client (api/connection_limit.h).
   ConnectionLimits connections;
+  // Free disk under dataDir below which changes through the API are refused (503): the database
+  // keeps that room for what hosts report and allotd itself records, and a failed commit, which
+  // allotd cannot serve past, never comes of what a tenant sends. 0 = none.
+  int64_t writeReserveBytes = 256LL << 20;
 };
 
 // What an audited request's handler changed (docs/architecture.md, "An acknowledged write is
@@ -142,8 +147,8 @@ class Server {
   void notifyJob(int64_t job);
   // In a handler: once the request's write is durable.
   void notifyJob(ApiRequest& r, int64_t job);
-  // Scheduling passes run so far. Before anyone has its id, only a pass changes a job just
-  // created: a reply built when this read the same needs no refresh.
+  // Scheduling passes run and durable so far. Before anyone has its id, only a pass changes a job
+  // just created: a reply built when this read the same needs no refresh.
   uint64_t passesRun() const { return passesRun_; }
 
  private:
@@ -170,6 +175,8 @@ class Server {
   // (docs/architecture.md).
   boost::asio::awaitable<void> commitStep(control::Step step);
   void wakeScheduler();
+  // Unavailable while dataDir's disk has less free than config_.writeReserveBytes.
+  Status diskHasRoomForWrites();
 
   ServerConfig config_;
   const Clock& clock_;
@@ -199,7 +206,11 @@ class Server {
   boost::asio::steady_timer schedulerWake_{io_};
   WebhookSender webhooks_{io_};
   bool scheduleNeeded_ = false;
-  uint64_t passesRun_ = 0;
+  uint64_t passesRun_ = 0;  // counted once each pass's changes are durable
+  bool passUnsettled_ = false;  // a pass's changes are in memory, their commit under way
+  std::chrono::steady_clock::time_point diskCheckedAt_{};  // diskHasRoomForWrites's last look
+  int64_t diskFreeBytes_ = 0;                               // and what it saw
+  ThrottledWarnings diskWarnings_{""};
   // How long the last pass's decision took; unknown (the longest) before the first, which may
   // face a deep queue loaded from the store and so is made off the I/O thread.
   std::chrono::nanoseconds lastDecision_ = std::chrono::nanoseconds::max();  // CPU time

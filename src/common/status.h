@@ -51,7 +51,11 @@ class [[nodiscard]] Status {
   static Status PermissionDenied(std::string msg) {
     return Status(Code::kPermissionDenied, std::move(msg));
   }
-  static Status TooLarge(std::string msg) { return Status(Code::kTooLarge, std::move(msg)); }
+  static Status TooLarge(std::string msg, std::string field = {}) {
+    Status s(Code::kTooLarge, std::move(msg));
+    s.field_ = std::move(field);
+    return s;
+  }
   static Status Unavailable(std::string msg) { return Status(Code::kUnavailable, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
 

@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   allot::control::LogStoreOptions logLimits;
   std::vector<std::string> webhookAllow;
   allot::api::ConnectionLimits connectionLimits;
+  int64_t writeReserveBytes = allot::api::ServerConfig{}.writeReserveBytes;
   if (!f.configFile.empty()) {
     try {
       auto tbl = toml::parse_file(f.configFile);
@@ -216,7 +217,8 @@ int main(int argc, char** argv) {
                     ": access.team_admins_create_users cannot be true with [ldap]: people come "
                     "from the directory there (docs/access.md)");
       if (allot::Status st =
-              allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow, connectionLimits);
+              allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow, connectionLimits,
+                                      writeReserveBytes);
           !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {
@@ -345,6 +347,7 @@ int main(int argc, char** argv) {
   cfg.logs = logLimits;
   cfg.cluster.limits = jobLimits;
   cfg.connections = connectionLimits;
+  cfg.writeReserveBytes = writeReserveBytes;
   cfg.cluster.webhookAllow = std::move(webhookAllow);
   if (leaseAutoApprove != "never" && leaseAutoApprove != "always")
     return fail("config: leases.auto_approve: expected \"never\" or \"always\", got \"" +

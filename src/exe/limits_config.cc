@@ -36,7 +36,7 @@ Status checkWebhookPrefix(const std::string& prefix) {
 
 Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
                         control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow,
-                        api::ConnectionLimits& connections) {
+                        api::ConnectionLimits& connections, int64_t& writeReserveBytes) {
   if (const toml::table* l = tbl["limits"].as_table()) {
     ALLOT_RETURN_IF_ERROR(
         readInt(*l, "max_active_jobs_per_user", 0, 10'000'000, jobs.maxActiveJobsPerUser));
@@ -54,6 +54,10 @@ Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
     int64_t reserveMib = logs.reserveBytes >> 20;
     ALLOT_RETURN_IF_ERROR(readInt(*l, "log_disk_reserve_mib", 0, int64_t{1} << 30, reserveMib));
     logs.reserveBytes = reserveMib << 20;
+    int64_t writeReserveMib = writeReserveBytes >> 20;
+    ALLOT_RETURN_IF_ERROR(
+        readInt(*l, "write_disk_reserve_mib", 0, int64_t{1} << 30, writeReserveMib));
+    writeReserveBytes = writeReserveMib << 20;
     ALLOT_RETURN_IF_ERROR(readInt(*l, "max_connections", 0, 1'000'000, connections.total));
     ALLOT_RETURN_IF_ERROR(
         readInt(*l, "max_connections_per_client", 0, 1'000'000, connections.perClient));

@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,11 @@
 
 namespace allot {
 
-// Keys absent keep the defaults already in `jobs`, `logs` and `connections`. An error names the
-// key.
+// Keys absent keep the defaults already in `jobs`, `logs`, `connections` and
+// `writeReserveBytes` (api::ServerConfig's). An error names the key.
 Status readLimitsConfig(const toml::table& tbl, control::JobLimits& jobs,
                         control::LogStoreOptions& logs, std::vector<std::string>& webhookAllow,
-                        api::ConnectionLimits& connections);
+                        api::ConnectionLimits& connections, int64_t& writeReserveBytes);
 
 // One webhook_allow entry: an http:// URL prefix whose host is followed by '/' (so that
 // "http://hooks.example.com/" cannot be stretched to "http://hooks.example.com.evil.net/").

@@ -10,12 +10,14 @@ struct Limits {
   control::LogStoreOptions logs;
   std::vector<std::string> webhooks;
   api::ConnectionLimits connections;
+  int64_t writeReserveBytes = 256 << 20;  // api::ServerConfig's default
 };
 
 Result<Limits> read(std::string_view text) {
   Limits out;
   auto tbl = toml::parse(text);
-  Status st = readLimitsConfig(tbl, out.jobs, out.logs, out.webhooks, out.connections);
+  Status st = readLimitsConfig(tbl, out.jobs, out.logs, out.webhooks, out.connections,
+                               out.writeReserveBytes);
   if (!st.ok()) return st;
   return out;
 }
@@ -45,6 +47,7 @@ TEST(LimitsConfig, DefaultsAreWhatAFleetWouldUse) {
   EXPECT_TRUE(l->webhooks.empty());
   EXPECT_EQ(l->connections.total, 0u) << "0: from the descriptors allotd may open";
   EXPECT_EQ(l->connections.perClient, 1024u);
+  EXPECT_EQ(l->writeReserveBytes, 256 << 20);
 }
 
 TEST(LimitsConfig, EveryLimitIsConfigurable) {
@@ -58,6 +61,7 @@ job_cpu_floor_millis = 250
 job_memory_floor_mib = 512
 max_log_bytes = 1048576
 log_disk_reserve_mib = 2048
+write_disk_reserve_mib = 1024
 max_connections = 5000
 max_connections_per_client = 64
 [idle]
@@ -68,6 +72,7 @@ webhook_allow = ["http://hooks.internal:8080/allot/", "http://chat.example.com/"
   EXPECT_EQ(l->webhooks.size(), 2u);
   EXPECT_EQ(l->connections.total, 5000u);
   EXPECT_EQ(l->connections.perClient, 64u);
+  EXPECT_EQ(l->writeReserveBytes, int64_t{1024} << 20);
 }
 
 TEST(LimitsConfig, BadValuesNameTheKey) {

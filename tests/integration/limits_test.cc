@@ -319,6 +319,89 @@ TEST_F(LimitsTest, OnlyThoseWhoMayOpenASessionSendItLargeBodies) {
   EXPECT_EQ(std::string(head, 12), "HTTP/1.1 413");
 }
 
+// Attack, unauthenticated: a chunked body whose chunk line never ends ("1;" and then extension
+// bytes without end), and one whose trailer never does. Beast checks those lines only once they
+// have ended, and the connection's buffer had no bound, so allotd buffered whatever came, for as
+// long as its idle timeout let the connection live. It now holds a header and one read at most,
+// and closes the connection; other clients are served throughout.
+TEST_F(LimitsTest, AChunkLineThatNeverEndsIsNotBuffered) {
+  for (const char* endless : {"1;", "0\r\nX-Trailer: "}) {
+    const int fd = connectFrom127002(port_);
+    ASSERT_GE(fd, 0);
+    const timeval bound{.tv_sec = 30, .tv_usec = 0};  // bounds a failure only
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    const std::string header =
+        "POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        std::string(endless);
+    ASSERT_GT(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 0);
+    const std::string filler(64 << 10, 'x');
+    size_t sent = 0;
+    constexpr size_t kTried = 64 << 20;  // far past what the buffer, and the socket's, may hold
+    while (sent < kTried) {
+      const ssize_t n = ::send(fd, filler.data(), filler.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    EXPECT_LT(sent, kTried) << endless << ": allotd kept reading a line that never ends";
+    HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
+    EXPECT_EQ(hosts.status, 200) << "allotd serves on";
+  }
+}
+
+// Bad input, unauthenticated: what cannot be read as HTTP gets a 400 whose JSON names the part,
+// not a silent close; a body past the limit a 413 that names the body.
+TEST_F(LimitsTest, UnreadableRequestsAreAnsweredNamingThePart) {
+  auto answerTo = [&](const std::string& request) {
+    const int fd = connectFrom127002(port_);
+    if (fd < 0) return std::string("no connection");
+    const timeval bound{.tv_sec = 30, .tv_usec = 0};  // bounds a failure only
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string reply;
+    char chunk[4096];
+    for (ssize_t n; (n = ::recv(fd, chunk, sizeof chunk, 0)) > 0;)
+      reply.append(chunk, static_cast<size_t>(n));
+    ::close(fd);
+    return reply;
+  };
+  const std::string badLine = answerTo("GET / HTTP/9\r\n\r\n");
+  EXPECT_EQ(badLine.rfind("HTTP/1.1 400", 0), 0u) << badLine;
+  EXPECT_NE(badLine.find(R"("field":"header")"), std::string::npos) << badLine;
+  const std::string badChunk = answerTo(
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  EXPECT_EQ(badChunk.rfind("HTTP/1.1 400", 0), 0u) << badChunk;
+  EXPECT_NE(badChunk.find(R"("field":"body")"), std::string::npos) << badChunk;
+  const std::string tooLarge = answerTo(
+      "POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nContent-Length: 104857600\r\n\r\n");
+  EXPECT_EQ(tooLarge.rfind("HTTP/1.1 413", 0), 0u) << tooLarge;
+  EXPECT_NE(tooLarge.find(R"("field":"body")"), std::string::npos) << tooLarge;
+}
+
+// A tenant must not be able to crash allotd by filling its disk: a failed commit is fatal to it
+// (memory would otherwise serve what the disk does not hold). Below limits.write_disk_reserve_mib
+// of free disk, changes through the API are refused with a 503 that says why, and reads go on.
+// The reserve here is larger than any disk, so the disk is "nearly full" from the start.
+class WriteReserveTest : public TestCluster {
+ protected:
+  std::vector<std::string> serverFlags() const override {
+    writeFile(path("allotd.toml"), "[limits]\nwrite_disk_reserve_mib = 1073741824\n");
+    return {"--config", path("allotd.toml")};
+  }
+};
+
+TEST_F(WriteReserveTest, ChangesThroughTheApiAreRefusedWhileTheDiskIsUnderTheReserve) {
+  const json job = {{"command", {"true"}}, {"gpus", 0}};
+  HttpResult submitted = httpRequest(port_, "POST", "/api/v1/jobs", job.dump(), adminToken_);
+  EXPECT_EQ(submitted.status, 503) << submitted.body;
+  EXPECT_NE(submitted.body.find("nearly full"), std::string::npos) << submitted.body;
+  HttpResult team = httpRequest(port_, "POST", "/api/v1/teams", R"({"name":"nlp"})", adminToken_);
+  EXPECT_EQ(team.status, 503) << team.body;
+  HttpResult jobs = httpRequest(port_, "GET", "/api/v1/jobs", "", adminToken_);
+  EXPECT_EQ(jobs.status, 200) << "reads go on";
+  EXPECT_EQ(jobs.parsed(), json::array()) << "nothing was changed";
+}
+
 // What a host credential's holder sends is read whole or refused whole (protocol/agent_messages.h):
 // a hello allotd cannot read closes the stream, and any other frame it cannot read is dropped,
 // leaving the stream, and allotd, serving.
