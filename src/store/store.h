@@ -151,7 +151,9 @@ class Store {
   virtual Status commit(WriteBatch batch) = 0;
 
   // Queues the batch for the next group commit; `done` runs on the store's writer thread once
-  // the batch is durable (or failed). Never blocks on disk.
+  // the batch is durable (or failed). Never blocks on disk. Batches reach the disk in the order
+  // they were submitted, and none after one that failed: the store always holds a prefix of
+  // them (a later batch may build on an earlier one, a placement on its job's submission).
   virtual void submit(WriteBatch batch, std::function<void(Status)> done) = 0;
 
   // Reads audit entries (never loaded by loadAll: the log grows without bound), in id order or

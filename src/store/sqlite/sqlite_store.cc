@@ -136,9 +136,16 @@ void SqliteStore::applyGroup(std::vector<Pending>& group) {
     if (group.size() == 1) {
       results[0] = all;
     } else {
-      // Find the bad batch by giving each its own transaction; the others still commit, in order.
-      for (size_t i = 0; i < group.size(); ++i) {
+      // Find the bad batch by giving each its own transaction: those before it commit, in order;
+      // those after it do not, for they may build on it (a placement on the submission of its
+      // job), and the store must never hold a state that was not, in order, the caller's.
+      size_t i = 0;
+      for (; i < group.size(); ++i) {
         results[i] = applyInTransaction(first + i, first + i + 1);
+        if (!results[i].ok()) break;
+      }
+      for (++i; i < group.size(); ++i) {
+        results[i] = Status::Unavailable("not applied: a write submitted before it failed");
       }
     }
   }
