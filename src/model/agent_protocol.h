@@ -81,6 +81,11 @@ struct Inventory {
 
 // The Unix identity a workload runs as (docs/access.md, "Workloads run as their owner"): its
 // submitter's uid and user-private gid, and its team's gid as a supplementary group.
+// The largest id a host can give: uid_t and gid_t are 32 bits, and (uid_t)-1 means "unchanged"
+// to setuid and chown. Anything larger would be cut to 32 bits there, becoming another user's id
+// (2^32 + 1000 is 1000) or root's group (2^32 is 0).
+inline constexpr int64_t kMaxUnixId = 4'294'967'294;
+
 struct RunAs {
   std::string user;
   int64_t uid = -1;

@@ -228,11 +228,18 @@ Status JobDir::writeOutcome(const JobOutcome& o) const {
 }
 
 Result<std::optional<JobOutcome>> JobDir::readOutcome() const {
-  // Not there (ENOENT), or not to be read now (out of descriptors, EMFILE): no outcome yet, and
-  // the next poll looks again. A running job is never taken for lost over a failed open; one
-  // whose shim has exited without a readable outcome is (ProcessExecutor::refresh).
+  // Not there (ENOENT): no outcome yet; a job whose shim has exited without one is lost
+  // (ProcessExecutor::refresh). Not to be read now (out of descriptors or memory, EMFILE,
+  // ENOMEM): Unavailable, and the next poll looks again; taken for "none", a job that had ended
+  // was reported lost, its exit code thrown away, and perhaps run again.
   auto text = slurp(statusPath());
-  if (!text) return std::optional<JobOutcome>();
+  if (!text) {
+    const int err = errno;
+    if (err == ENOENT) return std::optional<JobOutcome>();
+    const bool forNow = err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN;
+    const std::string why = "cannot read " + statusPath() + ": " + std::strerror(err);
+    return forNow ? Status::Unavailable(why) : Status::Internal(why);
+  }
   auto r = parseJson<JobOutcome>(statusPath(), *text, [](const json& j) {
     JobOutcome o;
     std::string state = j.at("state").get<std::string>();

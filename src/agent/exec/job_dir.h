@@ -82,7 +82,8 @@ class JobDir {
   // The job's main process as the shim recorded it: {pid, start ticks}.
   std::optional<ShimRecord> readJobPid() const;
   Status writeOutcome(const JobOutcome& o) const;
-  // nullopt while the job has no recorded outcome; an unreadable file is an error.
+  // nullopt while the job has no recorded outcome; Unavailable while it cannot be read for now
+  // (out of descriptors or memory: look again later); any other unreadable file is an error.
   Result<std::optional<JobOutcome>> readOutcome() const;
 
  private:

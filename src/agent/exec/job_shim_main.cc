@@ -132,6 +132,23 @@ struct Args {
   std::vector<char*> env = {nullptr};
 };
 
+// A uid or gid as the agent writes it: decimal, at most 2^32 - 2 (uid_t is 32 bits, and -1 means
+// "unchanged"). atoll took "1e3" as 1, and setuid cut 2^32 + 1000 to another user's 1000, and
+// setgid 2^32 to root's group: anything else refuses the arguments. 0 passes, to be refused
+// with a reason where the identity is checked.
+bool parseId(const std::string& v, long long* out) {
+  constexpr long long kMaxId = 4'294'967'294;
+  if (v.empty() || v.size() > 10) return false;
+  long long n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + (c - '0');
+  }
+  if (n > kMaxId) return false;
+  *out = n;
+  return true;
+}
+
 bool parseArgs(int argc, char** argv, Args* a) {
   int i = 1;
   for (; i < argc; ++i) {
@@ -162,15 +179,17 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->overlayWork = v;
     else if (k == "--lower")
       a->lowers.push_back(v);
-    else if (k == "--uid")
-      a->uid = std::atoll(v.c_str());
-    else if (k == "--gid")
-      a->gid = std::atoll(v.c_str());
-    else if (k == "--groups") {
+    else if (k == "--uid") {
+      if (!parseId(v, &a->uid)) return false;
+    } else if (k == "--gid") {
+      if (!parseId(v, &a->gid)) return false;
+    } else if (k == "--groups") {
       for (size_t pos = 0; pos < v.size();) {
         size_t comma = v.find(',', pos);
         if (comma == std::string::npos) comma = v.size();
-        a->groups.push_back(static_cast<gid_t>(std::atoll(v.substr(pos, comma - pos).c_str())));
+        long long group = 0;
+        if (!parseId(v.substr(pos, comma - pos), &group) || group == 0) return false;
+        a->groups.push_back(static_cast<gid_t>(group));
         pos = comma + 1;
       }
     } else
@@ -434,7 +453,8 @@ struct ChildStart {
     errno = 0;
     // Groups first, uid last: once the uid is dropped nothing else may be changed.
     if (setgroups(a.groups.size(), a.groups.data()) != 0 || setgid(a.gid) != 0 ||
-        setuid(a.uid) != 0 || getuid() == 0 || geteuid() == 0)
+        setuid(a.uid) != 0 || getuid() == 0 || geteuid() == 0 ||
+        getgid() != static_cast<gid_t>(a.gid) || getegid() != static_cast<gid_t>(a.gid))
       childFailed(execErrFd, ChildFailure::kIdentity, errno != 0 ? errno : EPERM);
   }
   // The working directory the submitter chose is entered as its owner, never as root: a path

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "agent/exec/container_config.h"
@@ -126,6 +125,27 @@ Status sendAll(int fd, const std::string& data) {
 
 bool isNumber(const std::string& s) {
   return !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// A file of the agent's alone, through a descriptor opened close-on-exec: the bundle's
+// config.json holds the job's environment, and a std::ofstream's descriptor would pass to a
+// process another thread spawns meanwhile (the image puller's).
+Status writeAgentFile(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::Unavailable("cannot write " + path + ": " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -471,9 +491,8 @@ Result<ProcessExecutor::Bundle> ProcessExecutor::writeBundle(const Job& job, con
   // The image's working directory only when it is an absolute path.
   const bool imageCwd = !image.workingDir.empty() && image.workingDir[0] == '/';
   inside.cwd = !spec.workdir.empty() ? spec.workdir : imageCwd ? image.workingDir : places.work;
-  std::ofstream out(bundle + "/config.json");
-  out << containerConfig(spec, env, inside, runAsOwner_);
-  if (!out.good()) return Status::Unavailable("cannot write " + bundle + "/config.json");
+  ALLOT_RETURN_IF_ERROR(
+      writeAgentFile(bundle + "/config.json", containerConfig(spec, env, inside, runAsOwner_)));
   Bundle b;
   b.shimArgs = {"--container-rootfs", bundle + "/rootfs", "--layers-root",
                 image.layersRoot,     "--upper",          overlay + "/upper",
@@ -711,6 +730,8 @@ void ProcessExecutor::refresh(Job& job) {
   // The outcome first, even while the shim still runs: it exits right after recording it, and a
   // job seen ended here, before that exit, needs no wake of the agent's loop of its own.
   auto outcome = job.dir.readOutcome();
+  // Unavailable: not to be read this time (JobDir::readOutcome); the next poll looks again.
+  if (!outcome.ok() && outcome.status().code() == Code::kUnavailable) return;
   if (!outcome.ok()) return markLost(job, outcome.status().message());
   if (*outcome) return markFinished(job, **outcome);
   if (shimAlive(job)) {
@@ -720,6 +741,7 @@ void ProcessExecutor::refresh(Job& job) {
   }
   // The shim may have recorded the outcome between our two looks.
   outcome = job.dir.readOutcome();
+  if (!outcome.ok() && outcome.status().code() == Code::kUnavailable) return;
   if (!outcome.ok()) return markLost(job, outcome.status().message());
   if (*outcome) return markFinished(job, **outcome);
   markLost(job, job.shim ? "allot-job-shim (pid " + std::to_string(job.shim->pid) +
@@ -880,6 +902,14 @@ void ProcessExecutor::forget(int64_t id) {
   if (job.actual.state == ActualState::kRunning) {
     spdlog::warn("job={} forgotten while running; killing it", id);
     signalJob(job, SIGKILL);
+    // Everything in its groups, what forks meanwhile included (cgroup.kill, or rounds of kills):
+    // a single pass left a job that forks in a loop alive to refill the directories removed
+    // below, and their removal never ended. Nobody is left to read the shim's record.
+    if (cgroups_ != nullptr) {
+      cgroups_->killAllIn(job.cgroups);
+    } else {
+      CgroupManager::killAll(job.cgroups);
+    }
   } else {
     cleanUpEnded(job);
   }

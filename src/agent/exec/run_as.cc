@@ -33,6 +33,11 @@ Status checkRunAs(const JobSpec& spec) {
   if (r.uid <= 0 || r.gid <= 0 || r.teamGid == 0)
     return Status::FailedPrecondition(job + " would run as uid " + std::to_string(r.uid) + " gid " +
                                       std::to_string(r.gid) + "; workloads never run as root");
+  if (r.uid > model::kMaxUnixId || r.gid > model::kMaxUnixId || r.teamGid > model::kMaxUnixId ||
+      r.teamGid < -1)
+    return Status::FailedPrecondition(job + " has an id no host can give (uid " +
+                                      std::to_string(r.uid) + " gid " + std::to_string(r.gid) +
+                                      " team gid " + std::to_string(r.teamGid) + ")");
   return Status::Ok();
 }
 

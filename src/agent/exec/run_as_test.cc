@@ -5,6 +5,8 @@
 #include "agent/exec/run_as.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -46,6 +48,27 @@ TEST(CheckRunAsTest, RefusesJobsWithoutAnIdentityOrAsRoot) {
   root = owner();
   root.gid = 0;
   EXPECT_FALSE(checkRunAs(shellJob(1, "true", root)).ok());
+}
+
+// Found by a review: ids past 32 bits passed, and the shim's setuid and setgid cut them, so
+// 2^32 + 1000 ran as user 1000 and a gid of 2^32 as root's group.
+TEST(CheckRunAsTest, RefusesIdsNoHostCanGive) {
+  constexpr int64_t k2to32 = int64_t{1} << 32;
+  for (auto spoil : std::vector<std::function<void(model::RunAs&)>>{
+           [](model::RunAs& r) { r.uid = k2to32 + 1000; },
+           [](model::RunAs& r) { r.gid = k2to32; },
+           [](model::RunAs& r) { r.teamGid = k2to32; },
+           [](model::RunAs& r) { r.uid = k2to32 - 1; },  // (uid_t)-1: "unchanged"
+           [](model::RunAs& r) { r.teamGid = -2; }}) {
+    model::RunAs r = owner();
+    spoil(r);
+    Status st = checkRunAs(shellJob(1, "true", r));
+    EXPECT_FALSE(st.ok()) << r.uid << " " << r.gid << " " << r.teamGid;
+    EXPECT_NE(st.message().find("no host can give"), std::string::npos) << st.message();
+  }
+  model::RunAs highest = owner();
+  highest.uid = highest.gid = model::kMaxUnixId;
+  EXPECT_TRUE(checkRunAs(shellJob(1, "true", highest)).ok());
 }
 
 TEST(ShimIdentityArgsTest, NamesUidGidAndTheTeamGroup) {

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "common/fd_passing.h"
@@ -37,11 +36,20 @@ bool reapedNow(pid_t pid) {
   return r == pid || r < 0;
 }
 
+// Up to the first NUL (a /proc file), through a descriptor opened close-on-exec: a
+// std::ifstream's would pass to a process another thread spawns meanwhile.
 std::string readSmallFile(const std::string& path) {
-  std::ifstream in(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
   std::string text;
-  std::getline(in, text, '\0');
-  return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text.substr(0, text.find('\0'));
 }
 
 }  // namespace

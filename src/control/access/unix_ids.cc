@@ -9,6 +9,7 @@
 #include <string>
 
 #include "control/access/access_service.h"
+#include "model/agent_protocol.h"
 #include "control/names.h"
 
 namespace allot::control {
@@ -98,6 +99,12 @@ Status AccessService::checkDirectoryIds(const std::string& user, int64_t uid, in
   const UnixIdOptions& o = unixIds_;
   if (uid == 0 || gid == 0)
     return Status::InvalidArgument("uid: user '" + user + "' has uid or gid 0 in the directory",
+                                   "uid");
+  if (uid < 0 || gid < 0 || uid > model::kMaxUnixId || gid > model::kMaxUnixId)
+    return Status::InvalidArgument("uid: the directory gives user '" + user + "' uid " +
+                                       std::to_string(uid) + " gid " + std::to_string(gid) +
+                                       ", outside the ids a host can give (1.." +
+                                       std::to_string(model::kMaxUnixId) + ")",
                                    "uid");
   for (int64_t id : {uid, gid}) {
     if (inRange(id, o.uidMin, o.uidMax) || inRange(id, o.gidMin, o.gidMax))
