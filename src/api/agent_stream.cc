@@ -229,13 +229,18 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       continue;
     }
     if (auto* hello = std::get_if<protocol::Hello>(&*decoded)) {
-      if (!helloSeen) {
-        asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
-        std::weak_ptr<WsAgentLink<Ws>> weakLink = link;
-        tunnels = server.tunnels().attach(host, [weakLink](std::string frame) {
-          if (auto l = weakLink.lock()) l->sendTunnel(std::move(frame));
-        });
+      // One hello a connection, as the agent sends: each commits the host and pushes its whole
+      // desired state, so a stream of them would be a stream of commits on the I/O thread (a
+      // review). A second one ends the connection; the agent reconnects and says hello again.
+      if (helloSeen) {
+        refusals.warn("a second hello on one connection; closing it");
+        break;
       }
+      asio::co_spawn(ws->get_executor(), runWriter<Ws>(link), asio::detached);
+      std::weak_ptr<WsAgentLink<Ws>> weakLink = link;
+      tunnels = server.tunnels().attach(host, [weakLink](std::string frame) {
+        if (auto l = weakLink.lock()) l->sendTunnel(std::move(frame));
+      });
       helloSeen = true;
       auto change =
           server.cluster().agentConnected(host, link.get(), hello->inventory, hello->jobs);

@@ -435,5 +435,19 @@ TEST_F(LimitsTest, AgentMessagesThatDoNotDecodeAreRefusedWhole) {
   ASSERT_TRUE(serverRunning());
 }
 
+// Attack, a host credential's holder: hellos one after another on one stream. Each committed the
+// host and pushed its whole desired state (a review); a second one now ends the connection.
+TEST_F(LimitsTest, ASecondHelloOnOneStreamEndsIt) {
+  startAgent("gpu-a", "sim:2xA100");
+  const json credential = json::parse(readFile(path("agents/gpu-a/credential.json")));
+  killAgent("gpu-a");
+  HostStream forged(port_, credential.at("token").get<std::string>());
+  ASSERT_TRUE(forged.send(helloWith(2, "A100").dump()));
+  ASSERT_TRUE(waitForHostState("gpu-a", "online"));
+  (void)forged.send(helloWith(2, "A100").dump());
+  EXPECT_TRUE(forged.closedByServer());
+  ASSERT_TRUE(serverRunning());
+}
+
 }  // namespace
 }  // namespace allot::it

@@ -43,7 +43,10 @@ Status checkRunAs(const JobSpec& spec) {
 
 namespace {
 
-Status giveOpened(const std::string& path, int64_t uid, int64_t gid, unsigned mode, int flags) {
+// `ours`: only what this process owns (what it has just made) is given; anything else in its
+// place is refused.
+Status giveOpened(const std::string& path, int64_t uid, int64_t gid, unsigned mode, int flags,
+                  bool ours = false) {
   // On the open file, never by path: a link in its place (planted by someone who could write
   // where it lies) is refused, not followed to a host file. O_NONBLOCK: a FIFO there cannot
   // hold the agent.
@@ -54,6 +57,8 @@ Status giveOpened(const std::string& path, int64_t uid, int64_t gid, unsigned mo
     result = Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
   } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
     result = Status::FailedPrecondition(path + " is neither a directory nor a file; refusing it");
+  } else if (ours && st.st_uid != ::geteuid()) {
+    result = Status::FailedPrecondition(path + " was replaced after it was made; refusing it");
   } else if (::fchown(fd, static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0 ||
              ::fchmod(fd, mode) != 0) {
     result = Status::Unavailable("cannot give " + path + " to uid " + std::to_string(uid) +
@@ -71,6 +76,14 @@ Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode) 
 
 Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode) {
   return giveOpened(path, uid, gid, mode, O_DIRECTORY);
+}
+
+Status makeDirectoryFor(const std::string& path, int64_t uid, int64_t gid, unsigned mode) {
+  if (::mkdir(path.c_str(), 0700) != 0)
+    return errno == EEXIST ? Status::AlreadyExists(path + " exists")
+                           : Status::Unavailable("cannot create " + path + ": " +
+                                                 std::strerror(errno));
+  return giveOpened(path, uid, gid, mode, O_DIRECTORY, /*ours=*/true);
 }
 
 bool isAgentOwnedDir(const struct stat& st) {

@@ -24,6 +24,10 @@ Status checkRunAs(const JobSpec& spec);
 Status giveTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
 // The same, for a directory only (a file in its place, a hard link planted there, is refused).
 Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
+// Makes the directory `path` and gives it, as opened, to uid:gid with `mode`: AlreadyExists when
+// something is there already, and refused when what it opens is no longer the directory it made
+// (on a root others may write, one swapped in between the mkdir and the open).
+Status makeDirectoryFor(const std::string& path, int64_t uid, int64_t gid, unsigned mode);
 
 // A directory the agent may do root-side work in: its own user's, writable by no one else, so
 // nobody can plant a link there.

@@ -5,8 +5,6 @@
 #include "agent/exec/run_as.h"
 
 #include <gtest/gtest.h>
-
-#include <functional>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -16,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -69,6 +68,28 @@ TEST(CheckRunAsTest, RefusesIdsNoHostCanGive) {
   model::RunAs highest = owner();
   highest.uid = highest.gid = model::kMaxUnixId;
   EXPECT_TRUE(checkRunAs(shellJob(1, "true", highest)).ok());
+}
+
+// A session's home on storage others may write: made with mkdir itself, so that one planted
+// there first (a directory, a link) is "exists", left to the owner's check, never given away.
+TEST(MakeDirectoryForTest, MakesAndGivesANewDirectoryAndNeverOneThatWasThere) {
+  char tmpl[] = "/tmp/allot-makedir-XXXXXX";
+  const std::string root = mkdtemp(tmpl);
+  const uid_t me = ::geteuid();
+  const gid_t group = ::getegid();
+  ASSERT_TRUE(makeDirectoryFor(root + "/alice", me, group, 0700).ok());
+  struct stat st {};
+  ASSERT_EQ(::lstat((root + "/alice").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(makeDirectoryFor(root + "/alice", me, group, 0700).code(), Code::kAlreadyExists);
+  const std::string target = root + "/host-dir";
+  ASSERT_EQ(::mkdir(target.c_str(), 0751), 0);
+  ASSERT_EQ(::symlink(target.c_str(), (root + "/bob").c_str()), 0);
+  EXPECT_EQ(makeDirectoryFor(root + "/bob", me, group, 0700).code(), Code::kAlreadyExists);
+  ASSERT_EQ(::lstat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0751u) << "nothing was given through the link";
+  std::filesystem::remove_all(root);
 }
 
 TEST(ShimIdentityArgsTest, NamesUidGidAndTheTeamGroup) {

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "agent/exec/hook_runner.h"
+#include "agent/exec/run_as.h"
 #include "agent/host_ops/host_task_runner.h"
 #include "agent/runtime/agent_outbox.h"
 #include "agent/runtime/exit_watch.h"
@@ -198,6 +199,15 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
 
 SessionIdentity Agent::sessionIdentity(const model::DesiredJob& d) const {
   SessionIdentity who;
+  // Ids no host can give would be cut to 32 bits below (2^32 is root): such a session is "nobody"
+  // to the tunnels, and never started (checkRunAs, before the session is prepared).
+  if (config_.runAsOwner && d.runAs &&
+      (d.runAs->uid <= 0 || d.runAs->uid > model::kMaxUnixId || d.runAs->gid <= 0 ||
+       d.runAs->gid > model::kMaxUnixId || d.runAs->teamGid > model::kMaxUnixId)) {
+    who.uid = who.gid = 65534;
+    who.switchUser = true;
+    return who;
+  }
   if (config_.runAsOwner && d.runAs) {
     who.uid = static_cast<uid_t>(d.runAs->uid);
     who.gid = static_cast<gid_t>(d.runAs->gid);
@@ -377,6 +387,12 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
         spec.env["MASTER_PORT"] = spec.env["PET_MASTER_PORT"] = std::to_string(*port);
       }
       if (d.session) {
+        // The identity first, as the executor checks it: the session's directories and SSH are
+        // made for it below, before the executor sees the job.
+        if (Status st = checkRunAs(spec); config_.runAsOwner && !st.ok()) {
+          failBeforeStart(d.id, st.message(), now);
+          continue;
+        }
         const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
         const SessionIdentity who = sessionIdentity(d);
         if (Status st =

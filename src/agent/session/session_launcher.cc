@@ -102,14 +102,15 @@ Status SessionLauncher::prepare(const model::DesiredJob& d, const std::string& w
       return Status::FailedPrecondition("shared storage " + root + " is not mounted on this host");
     fs::create_directories(root, ec);
     if (storage->kind == "local") ::chmod(root.c_str(), 0711);  // owners reach only their own
+    // Made here, or already there: on shared storage others may write the root, so the mkdir
+    // itself says which (a directory swapped in before it is the owner's check below, one swapped
+    // in after it is refused), and the new one is given as opened, never through a link.
+    Status made = makeDirectoryFor(storage->path, uid, gid, 0700);
+    if (!made.ok() && made.code() != Code::kAlreadyExists) return made;
     struct stat home {};
-    if (::lstat(storage->path.c_str(), &home) != 0) {
-      fs::create_directory(storage->path, ec);
-      if (ec) return Status::Unavailable("cannot create " + storage->path + ": " + ec.message());
-      // Given on the opened directory: on shared storage others may write the root, and a link
-      // swapped in for the new directory must not be chowned through.
-      ALLOT_RETURN_IF_ERROR(giveDirectoryTo(storage->path, uid, gid, 0700));
-    } else if (!S_ISDIR(home.st_mode) || home.st_uid != uid) {
+    const bool owners = made.ok() || (::lstat(storage->path.c_str(), &home) == 0 &&
+                                      S_ISDIR(home.st_mode) && home.st_uid == uid);
+    if (!owners) {
       return Status::FailedPrecondition(storage->path +
                                         " is not a directory of the session's "
                                         "owner; refusing to make it the session's home");
