@@ -123,7 +123,7 @@ Result<Change<Job>> Cluster::submitJob(const Principal& p, JobRequest r) {
   // What the image declares it needs of the driver, when a host that holds it has said.
   // Only for work with GPUs, as the NVIDIA container toolkit checks it.
   const std::string imageMinCuda =
-      image.empty() || r.resources.gpus == 0 ? "" : imageCache_.knownMinCuda(image);
+      image.empty() || r.resources.gpus == 0 ? "" : imageCache_.knownMinCuda(image, team);
   if (!imageMinCuda.empty() && !versionAtLeast(r.resources.minCuda, imageMinCuda))
     r.resources.minCuda = imageMinCuda;
   if (!r.queueAnyway) {

@@ -270,6 +270,62 @@ TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
             Code::kPermissionDenied);
 }
 
+// Attack, found by a review: tom, vision's team-admin, keeps a token of an account he may manage
+// now; the account later gains rights beyond his (a second team, platform admin). The token must
+// not come along: every token of a service account ends when it gains them.
+TEST_F(AccessTest, AServiceAccountsTokensEndWhenItGainsATeamOrPlatformAdmin) {
+  const Principal& tom = callers_.at("tom");
+  NewUser svc;
+  svc.name = "vision-ci";
+  svc.kind = model::UserKind::kService;
+  svc.teams["vision"] = Role::kMember;
+  ASSERT_TRUE(cluster_->access().createUser(tom, svc).ok());
+  auto kept = cluster_->access().createToken(tom, NewToken{"vision-ci", "kept", 0});
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "vision-ci", Role::kMember).ok());
+  EXPECT_FALSE(cluster_->access().authenticate(kept->value.secret).has_value())
+      << "tom's token would act in nlp";
+  auto fresh = cluster_->access().createToken(admin_, NewToken{"vision-ci", "ci", 0});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE(cluster_->access().authenticate(fresh->value.secret).has_value());
+  // A change of role within its teams is no new team: the token stays.
+  ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "vision-ci", Role::kViewer).ok());
+  EXPECT_TRUE(cluster_->access().authenticate(fresh->value.secret).has_value());
+  UserUpdate promote;
+  promote.platformAdmin = true;
+  ASSERT_TRUE(cluster_->access().updateUser(admin_, "vision-ci", promote).ok());
+  EXPECT_FALSE(cluster_->access().authenticate(fresh->value.secret).has_value());
+}
+
+// The same for a person a team-admin created: the first token went to the team-admin, and ends
+// when the person gains a team or sets a password. Alice's own tokens are hers and stay.
+class TeamAdminsCreateUsersTest : public AccessTest {
+ protected:
+  void adjustOptions(ClusterOptions& o) override { o.teamAdminsCreateUsers = true; }
+};
+
+TEST_F(TeamAdminsCreateUsersTest, APersonsFirstTokenEndsWhenTheyGainATeamOrSetAPassword) {
+  const Principal& tom = callers_.at("tom");
+  for (const bool byPassword : {false, true}) {
+    const std::string name = byPassword ? "newhire2" : "newhire";
+    auto made = cluster_->access().createUser(tom, name, "vision", Role::kMember);
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    const std::string initial = made->value.token;
+    const Principal self = *cluster_->access().authenticate(initial);
+    auto own = cluster_->access().createToken(self, NewToken{"", "laptop", 0});
+    ASSERT_TRUE(own.ok());
+    if (byPassword) {
+      UserUpdate pw;
+      pw.passwordHash = "$argon2id$stand-in";
+      ASSERT_TRUE(cluster_->access().updateUser(self, name, pw).ok());
+    } else {
+      ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", name, Role::kMember).ok());
+    }
+    EXPECT_FALSE(cluster_->access().authenticate(initial).has_value()) << name;
+    EXPECT_TRUE(cluster_->access().authenticate(own->value.secret).has_value()) << name;
+  }
+}
+
 // Attack: a platform admin's service account placed in vision (for CI, or a scraper of
 // /metrics) must not let vision's team-admin mint, list or revoke its tokens: its token would
 // make him platform admin.

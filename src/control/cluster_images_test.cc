@@ -213,16 +213,19 @@ TEST_F(ClusterImagesTest, AnImagesRequiredCudaRequeuesItFromAnOlderDriverAndIsKn
   const int64_t c = submitRequest(alice_, inImage("registry:5000/ml/cuda:12", 0));
   EXPECT_EQ(job(c).resources.minCuda, "");
 
-  // Attack: what a host said stops counting once it is gone. A host's credential could report an
-  // image every team uses as needing CUDA 99.0 and refuse their jobs at submission; once its
-  // stream is closed (or the host retired), its word no longer holds anyone's jobs.
+  // Attack: a host's credential reports an image every team uses as needing CUDA 99.0, to have
+  // their jobs in it refused or held at submission. Where another host the team may use says
+  // less, the lowest need wins (a review found the highest did); once the host is gone (stream
+  // closed, host retired), its word counts for nothing at all.
   model::ImageReport poisoned;
   poisoned.images.push_back(
       {"registry:5000/ml/cuda:12", "sha256:" + std::string(64, 'c'), 10, 0, false, "99.0"});
   cluster_->imageCache().agentReport("old", poisoned);
-  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12"), "99.0");
+  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12", "vision"), "12.1");
+  EXPECT_EQ(job(submitRequest(alice_, inImage("registry:5000/ml/cuda:12"))).resources.minCuda,
+            "12.1");
   cluster_->agentDisconnected("old", &link_);
-  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12"), "12.1");
+  EXPECT_EQ(cluster_->imageCache().knownMinCuda("registry:5000/ml/cuda:12", "vision"), "12.1");
   EXPECT_EQ(cluster_->imageCache().hostsHolding("registry:5000/ml/cuda:12"),
             std::vector<std::string>{"new"});
 }

@@ -142,6 +142,12 @@ class AccessService {
  private:
   // `u` as `p` may see it (listUsers, getUser).
   model::User seenBy(const Principal& p, const model::User& u) const;
+  // Revokes the tokens of `u` that someone else was given: a person's "initial" token when a
+  // team-admin created the account (the reply went to them), every token of a service account
+  // (its team-admins mint them).
+  // Called when the account gains rights (a team, platform admin) or a person sets a password:
+  // a token must never come to hold more than its giver could grant.
+  void revokeTokensGivenByOthers(const model::User& u, store::WriteBatch& batch);
   // Give `u` / `t` ids from the ranges when they have none, recording the next free ids.
   Status assignUnixIds(model::User& u, store::WriteBatch& batch);
   Status assignTeamGid(model::Team& t, store::WriteBatch& batch);

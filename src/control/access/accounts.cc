@@ -199,12 +199,14 @@ Result<Change<model::User>> AccessService::updateUser(const Principal& p, const 
   if (u.platformAdmin && losesAdmin && isLastPlatformAdmin(world_, name))
     return Status::FailedPrecondition("user '" + name +
                                       "' is the last platform admin; make another one first");
+  const bool becomesAdmin = up.platformAdmin && *up.platformAdmin && !u.platformAdmin;
   if (up.platformAdmin) u.platformAdmin = *up.platformAdmin;
   if (up.disabled) u.disabled = *up.disabled;
   Change<model::User> c;
   c.value = u;
   world_.users[name] = u;
   c.batch.add(store::PutUser{u});
+  if (becomesAdmin || up.passwordHash) revokeTokensGivenByOthers(u, c.batch);
   if (up.passwordHash) {
     // What a password login minted (console sessions, `allot login` tokens) ends with the
     // password; named API tokens and service tokens are not the password's and stay.
@@ -221,6 +223,26 @@ Result<Change<model::User>> AccessService::updateUser(const Principal& p, const 
     }
   }
   return c;
+}
+
+void AccessService::revokeTokensGivenByOthers(const model::User& u, store::WriteBatch& batch) {
+  const bool service = u.kind == model::UserKind::kService;
+  // A person's initial token went to whoever created the account; a platform admin could grant
+  // anything anyway, so only a team-admin's copy needs to end.
+  auto creator = world_.users.find(u.createdBy);
+  const bool madeByTeamAdmin = creator != world_.users.end() && !creator->second.platformAdmin;
+  if (!service && !madeByTeamAdmin) return;
+  for (auto it = world_.tokens.begin(); it != world_.tokens.end();) {
+    const model::ApiToken& t = it->second;
+    const bool given = t.owner == u.name && t.kind == model::TokenKind::kApi &&
+                       (service || t.name == "initial");
+    if (given) {
+      batch.add(store::DeleteToken{t.id});
+      it = world_.tokens.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 Result<Change<model::User>> AccessService::setMembership(const Principal& p,
@@ -251,15 +273,19 @@ Result<Change<model::User>> AccessService::setMembership(const Principal& p,
     return Status::FailedPrecondition("user '" + user +
                                       "' comes from the directory: their teams follow their "
                                       "groups at each login (see [ldap.groups])");
+  const bool joins = role && !u.teams.count(team);
   if (role) {
     u.teams[team] = *role;
   } else {
     u.teams.erase(team);
   }
   Change<model::User> c;
-  c.value = u;
+  // As the caller may see it: a team-admin who removed x from their team learns nothing of x's
+  // other teams from the reply (a review found them in it).
+  c.value = seenBy(p, u);
   world_.users[user] = u;
   c.batch.add(store::PutUser{u});
+  if (joins) revokeTokensGivenByOthers(u, c.batch);
   if (!role) {
     membership_.leftTeams(u, c.batch);
     c.pushHosts = world_.sessionHostsOf(u.name);  // a session of a team left takes no more keys

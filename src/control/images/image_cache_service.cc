@@ -218,14 +218,22 @@ std::vector<std::string> ImageCacheService::hostsHolding(const std::string& ref)
   return out;
 }
 
-std::string ImageCacheService::knownMinCuda(const std::string& ref) const {
-  // A reference may resolve differently on two hosts (a moved tag): the highest need wins.
-  std::string need;
+std::string ImageCacheService::knownMinCuda(const std::string& ref, const std::string& team) const {
+  // Only hosts the team's work may go to speak for it, and the lowest need among them wins: one
+  // host's credential, reporting an image every team uses as needing CUDA 99.0, held every
+  // team's jobs in it at submission (a review). With the lowest, a host that says more than the
+  // others only keeps the job off itself: where the job lands on a host whose copy needs more (a
+  // moved tag), its agent refuses to start it and the job is requeued with that host's minimum.
+  std::optional<std::string> need;
   if (auto held = holders_.find(ref); held != holders_.end()) {
-    for (const auto& [host, minCuda] : held->second)
-      if (reportCounts(host) && !minCuda.empty() && !versionAtLeast(need, minCuda)) need = minCuda;
+    for (const auto& [host, minCuda] : held->second) {
+      if (!reportCounts(host)) continue;
+      const std::string& owner = world_.hosts.at(host).dedicatedTo;
+      if (!owner.empty() && owner != team) continue;
+      if (!need || versionAtLeast(*need, minCuda)) need = minCuda;
+    }
   }
-  return need;
+  return need.value_or("");
 }
 
 }  // namespace allot::control

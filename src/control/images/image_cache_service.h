@@ -64,9 +64,10 @@ class ImageCacheService {
   static bool loginMayGoTo(const model::Host& h, const std::string& team);
   // An agent's report: kept, and the prepulls it shows done (cached, or failed) dropped.
   Change<int> agentReport(const std::string& host, model::ImageReport report);
-  // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as a host that holds
-  // it reported; "" when none does or it declares none. Only hosts online and in service count.
-  std::string knownMinCuda(const std::string& ref) const;
+  // The CUDA version image `ref` declares it needs (NVIDIA_REQUIRE_CUDA), as the hosts that hold
+  // it and that `team`'s work may use (the pool, its own) reported: the lowest of their needs;
+  // "" when none does or one reported none. Only hosts online and in service count.
+  std::string knownMinCuda(const std::string& ref, const std::string& team) const;
   // The hosts online and in service whose last report lists image `ref` (the scheduler's
   // locality tie-break).
   std::vector<std::string> hostsHolding(const std::string& ref) const;
