@@ -43,6 +43,14 @@ class AccessTest : public ClusterTest {
 
   // A fresh queued job of alice's in vision, for each attempt that changes one.
   int64_t alicesJob() { return submitSleep(alice_, 0); }
+  // vision-ci, a service account of vision's, as its team-admin creates it.
+  static NewUser visionServiceAccount() {
+    NewUser svc;
+    svc.name = "vision-ci";
+    svc.kind = model::UserKind::kService;
+    svc.teams["vision"] = Role::kMember;
+    return svc;
+  }
 
   std::map<std::string, Principal> callers_;
 };
@@ -249,11 +257,7 @@ TEST_F(AccessTest, TokensAreNamedExpireAndAreRevokedAtOnce) {
 
 TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
   const Principal& tom = callers_.at("tom");
-  NewUser svc;
-  svc.name = "vision-ci";
-  svc.kind = model::UserKind::kService;
-  svc.teams["vision"] = Role::kMember;
-  ASSERT_TRUE(cluster_->access().createUser(tom, svc).ok());
+  ASSERT_TRUE(cluster_->access().createUser(tom, visionServiceAccount()).ok());
   auto tok = cluster_->access().createToken(tom, NewToken{"vision-ci", "gitlab", 0});
   ASSERT_TRUE(tok.ok()) << tok.status().toString();
   auto p = cluster_->access().authenticate(tok->value.secret);
@@ -275,11 +279,7 @@ TEST_F(AccessTest, TeamAdminsRunTheirServiceAccountsTokens) {
 // not come along: every token of a service account ends when it gains them.
 TEST_F(AccessTest, AServiceAccountsTokensEndWhenItGainsATeamOrPlatformAdmin) {
   const Principal& tom = callers_.at("tom");
-  NewUser svc;
-  svc.name = "vision-ci";
-  svc.kind = model::UserKind::kService;
-  svc.teams["vision"] = Role::kMember;
-  ASSERT_TRUE(cluster_->access().createUser(tom, svc).ok());
+  ASSERT_TRUE(cluster_->access().createUser(tom, visionServiceAccount()).ok());
   auto kept = cluster_->access().createToken(tom, NewToken{"vision-ci", "kept", 0});
   ASSERT_TRUE(kept.ok());
   ASSERT_TRUE(cluster_->access().setMembership(admin_, "nlp", "vision-ci", Role::kMember).ok());

@@ -33,6 +33,16 @@ class PassTest : public ClusterTest {
     u.guaranteed = {{"", gpus}};
     ASSERT_TRUE(cluster_->quotas().setTeam(admin_, team, u).ok());
   }
+  // On gpu-01 (2 GPUs), with nlp guaranteed both: alice's preemptible 2-GPU job borrows nlp's
+  // idle guarantee and runs; its id. A claim of bob's then evicts it.
+  int64_t aliceBorrowsNlpsGuarantee() {
+    joinHost("gpu-01", 2);
+    setGuarantee("nlp", 2);
+    const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
+    EXPECT_EQ(place(), std::vector<int64_t>{borrowed});
+    cluster_->agentStatus("gpu-01", {running(borrowed)});
+    return borrowed;
+  }
 };
 
 TEST_F(PassTest, UnchangedWorldGetsTheDecisionsAsMade) {
@@ -117,12 +127,8 @@ TEST_F(PassTest, JobSubmittedWhileDecidingWaitsForTheNextPass) {
 }
 
 TEST_F(PassTest, VictimThatEndedWhileDecidingIsNotEvicted) {
-  joinHost("gpu-01", 2);
-  setGuarantee("nlp", 2);
-  // Alice borrows nlp's idle guarantee; bob then claims it, which needs alice's job gone.
-  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
-  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
-  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  // Bob then claims nlp's guarantee, which needs alice's job gone.
+  const int64_t borrowed = aliceBorrowsNlpsGuarantee();
   const int64_t claim = submitSleep(bob_, 2);
   Decided d = decide();
   ASSERT_EQ(d.decisions->evictions.size(), 1u);
@@ -139,11 +145,7 @@ TEST_F(PassTest, VictimThatEndedWhileDecidingIsNotEvicted) {
 // Found by a review: evictions were applied whatever became of the request they made room for.
 // A claim cancelled or held while the pass decided stopped its victim all the same.
 TEST_F(PassTest, VictimIsNotEvictedForARequestCancelledOrHeldWhileDeciding) {
-  joinHost("gpu-01", 2);
-  setGuarantee("nlp", 2);
-  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
-  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
-  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  const int64_t borrowed = aliceBorrowsNlpsGuarantee();
   for (const bool cancel : {true, false}) {
     const int64_t claim = submitSleep(bob_, 2);
     Decided d = decide();
@@ -166,11 +168,7 @@ TEST_F(PassTest, VictimIsNotEvictedForARequestCancelledOrHeldWhileDeciding) {
 // Found by a review: the victim's hosts were not compared with what the decision saw. Drained
 // while the pass decided, its host's work is the drain's to stop, with the drain's reason.
 TEST_F(PassTest, VictimOnAHostDrainedWhileDecidingIsNotEvicted) {
-  joinHost("gpu-01", 2);
-  setGuarantee("nlp", 2);
-  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
-  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
-  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  const int64_t borrowed = aliceBorrowsNlpsGuarantee();
   submitSleep(bob_, 2);
   Decided d = decide();
   ASSERT_EQ(d.decisions->evictions.size(), 1u);
@@ -184,11 +182,7 @@ TEST_F(PassTest, VictimOnAHostDrainedWhileDecidingIsNotEvicted) {
 // its reason ("cancel requested by alice", "exceeded its maximum runtime") became "preempted".
 // One that is cancelling when the pass starts is leaving, and no victim at all.
 TEST_F(PassTest, AJobBeingCancelledIsNeverAVictim) {
-  joinHost("gpu-01", 2);
-  setGuarantee("nlp", 2);
-  const int64_t borrowed = submitSleep(alice_, 2, /*preemptible=*/true);
-  ASSERT_EQ(place(), std::vector<int64_t>{borrowed});
-  cluster_->agentStatus("gpu-01", {running(borrowed)});
+  const int64_t borrowed = aliceBorrowsNlpsGuarantee();
   const int64_t claim = submitSleep(bob_, 2);
   Decided d = decide();
   ASSERT_EQ(d.decisions->evictions.size(), 1u);
