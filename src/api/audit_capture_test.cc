@@ -76,17 +76,22 @@ TEST(AuditRedaction, TheTestsThatSkipRedactionSeeEverySecretRedactionWouldRemove
 // Secret names as environments and configurations spell them, each found at a word's edge: humps
 // after capitals, digits, endings of single words, plurals (a review found these kept in the log).
 TEST(AuditRedaction, SecretNamesAreFoundHoweverTheyAreWritten) {
-  for (std::string_view key :
-       {"PGPASSWORD", "DBPassword", "HFToken", "token1", "GITHUB_TOKEN2", "API_KEYS", "apiKeys",
-        "passwords", "MYSQL_PWD", "clientSecret", "client_secret", "AWS_SECRET_ACCESS_KEY",
-        "x-api-key", "auth/token", "Token", "TOKEN", "dbpassword", "my.passwd", "s3Credentials",
-        "verylongprefixwithoutbreaksandthenapassword"}) {
+  for (std::string_view key : {"PGPASSWORD",    "DBPassword",
+                               "HFToken",       "token1",
+                               "GITHUB_TOKEN2", "API_KEYS",
+                               "apiKeys",       "passwords",
+                               "MYSQL_PWD",     "clientSecret",
+                               "client_secret", "AWS_SECRET_ACCESS_KEY",
+                               "x-api-key",     "auth/token",
+                               "Token",         "TOKEN",
+                               "dbpassword",    "my.passwd",
+                               "s3Credentials", "verylongprefixwithoutbreaksandthenapassword"}) {
     EXPECT_TRUE(namesSecret(key)) << key;
     EXPECT_TRUE(textMayNameSecrets(json{{key, "v"}}.dump())) << key;
   }
-  for (std::string_view key : {"monkey", "keyboard", "rehash", "hashing", "OLDPWD", "tokenizer",
-                               "secretary", "passage", "passes", "CUDA_VISIBLE_DEVICES", "seed",
-                               "turnkey2", "MASTER_ADDR", "keystone", "LANG"}) {
+  for (std::string_view key :
+       {"monkey", "keyboard", "rehash", "hashing", "OLDPWD", "tokenizer", "secretary", "passage",
+        "passes", "CUDA_VISIBLE_DEVICES", "seed", "turnkey2", "MASTER_ADDR", "keystone", "LANG"}) {
     EXPECT_FALSE(namesSecret(key)) << key;
   }
   json env = {{"PGPASSWORD", "b"}, {"HFToken", "c"}, {"token1", "d"}, {"SEED", "1"}};
@@ -104,8 +109,7 @@ TEST(AuditRedaction, TheSecretStemScanAgreesWithThePlainDefinitionOnRandomTexts)
     if (text.find('\\') != std::string_view::npos) return true;
     std::string lower(text);
     for (char& c : lower) c = asciiLower(c);
-    for (std::string_view stem :
-         {"pass", "token", "secret", "hash", "key", "credential", "pwd"}) {
+    for (std::string_view stem : {"pass", "token", "secret", "hash", "key", "credential", "pwd"}) {
       if (lower.find(stem) != std::string::npos) return true;
     }
     return false;
@@ -113,9 +117,8 @@ TEST(AuditRedaction, TheSecretStemScanAgreesWithThePlainDefinitionOnRandomTexts)
   // Whole stems, near misses ("pas", "tokn", "ke") and filler, joined in random order and each
   // letter in a random case, so that stems start at every position, the last ones included.
   const std::vector<std::string_view> pieces = {
-      "pass", "pas", "token",      "tokn",      "secret", "secre", "hash", "has", "key",
-      "ke",   "k",   "credential", "credentia", "pwd",    "pw",    "x",    "\\",  "\":", "_",
-      "p"};
+      "pass", "pas",        "token",     "tokn", "secret", "secre", "hash", "has", "key", "ke",
+      "k",    "credential", "credentia", "pwd",  "pw",     "x",     "\\",   "\":", "_",   "p"};
   std::mt19937 rng(21);
   // 20,000 texts from `make`, each letter in a random case, checked against the plain definition;
   // between a quarter and three quarters of them should name a stem, so both answers are tried.

@@ -20,9 +20,8 @@ namespace {
 
 // A word that is one of these names a secret.
 constexpr std::array<std::string_view, 16> kSecretWords = {
-    "password", "passwords", "passwd", "pwd",        "passphrase",  "token",  "tokens", "secret",
-    "secrets",  "hash",      "key",    "keys",       "credential",  "credentials", "apikey",
-    "apikeys"};
+    "password", "passwords", "passwd", "pwd",  "passphrase", "token",       "tokens", "secret",
+    "secrets",  "hash",      "key",    "keys", "credential", "credentials", "apikey", "apikeys"};
 
 // A word that ends in one of these names a secret too: "PGPASSWORD", "dbpassword", "HFTOKEN" and
 // "clientsecret" are single words that hide one. "key", "hash" and "pwd" are not among them

@@ -502,9 +502,10 @@ Status Server::diskHasRoomForWrites() {
                          : INT64_MAX;
   }
   if (diskFreeBytes_ >= config_.writeReserveBytes) return Status::Ok();
-  diskWarnings_.warn("refusing changes through the API: {} MiB free under {}, under the reserve "
-                     "of {} MiB (limits.write_disk_reserve_mib); hosts' reports are still recorded",
-                     diskFreeBytes_ >> 20, config_.dataDir, config_.writeReserveBytes >> 20);
+  diskWarnings_.warn(
+      "refusing changes through the API: {} MiB free under {}, under the reserve "
+      "of {} MiB (limits.write_disk_reserve_mib); hosts' reports are still recorded",
+      diskFreeBytes_ >> 20, config_.dataDir, config_.writeReserveBytes >> 20);
   return Status::Unavailable("allotd's disk is nearly full (" +
                              std::to_string(diskFreeBytes_ >> 20) +
                              " MiB free): changes are refused until an administrator frees space");

@@ -141,7 +141,6 @@ TEST_F(PassTest, VictimThatEndedWhileDecidingIsNotEvicted) {
   EXPECT_EQ(place(), std::vector<int64_t>{claim});
 }
 
-
 // Found by a review: evictions were applied whatever became of the request they made room for.
 // A claim cancelled or held while the pass decided stopped its victim all the same.
 TEST_F(PassTest, VictimIsNotEvictedForARequestCancelledOrHeldWhileDeciding) {

@@ -437,11 +437,10 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     auto it = world_.jobs.find(e.jobId);
     // A victim that ended meanwhile left the room it was to make: nothing to stop, nothing stale.
     if (it != world_.jobs.end() && model::isTerminal(it->second.state)) continue;
-    const bool victimSame =
-        it != world_.jobs.end() && model::holdsGpus(it->second.state) &&
-        !it->second.cancelRequested && it->second.failedRank < 0 &&
-        std::all_of(it->second.ranks.begin(), it->second.ranks.end(),
-                    [&](const model::Rank& k) { return hostAsSeen(k.host); });
+    const bool victimSame = it != world_.jobs.end() && model::holdsGpus(it->second.state) &&
+                            !it->second.cancelRequested && it->second.failedRank < 0 &&
+                            std::all_of(it->second.ranks.begin(), it->second.ranks.end(),
+                                        [&](const model::Rank& k) { return hostAsSeen(k.host); });
     if (!quotasSame || !victimSame || !stillWanted(e.forJob)) {
       ++c.value.stale;
       continue;

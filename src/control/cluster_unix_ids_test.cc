@@ -79,7 +79,8 @@ TEST_F(UnixIdsTest, DirectoryIdsInsideAllotsRangesOrHeldByAnotherAreRefused) {
       cluster_->access().checkDirectoryIds("dora", 10001, 7000).ok());    // a team gid's range
   EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", 0, 0).ok());  // root
   // Past 32 bits a host's setuid would cut it to another user's id, or root's group (a review).
-  EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", (int64_t{1} << 32) + 10001, 10001).ok());
+  EXPECT_FALSE(
+      cluster_->access().checkDirectoryIds("dora", (int64_t{1} << 32) + 10001, 10001).ok());
   EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", 10001, int64_t{1} << 32).ok());
   EXPECT_FALSE(cluster_->access().checkDirectoryIds("dora", -5, 10001).ok());
 

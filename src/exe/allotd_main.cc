@@ -216,9 +216,8 @@ int main(int argc, char** argv) {
         return fail("config " + f.configFile +
                     ": access.team_admins_create_users cannot be true with [ldap]: people come "
                     "from the directory there (docs/access.md)");
-      if (allot::Status st =
-              allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow, connectionLimits,
-                                      writeReserveBytes);
+      if (allot::Status st = allot::readLimitsConfig(tbl, jobLimits, logLimits, webhookAllow,
+                                                     connectionLimits, writeReserveBytes);
           !st.ok())
         return fail("config " + f.configFile + ": " + st.message());
     } catch (const toml::parse_error& e) {

@@ -372,8 +372,8 @@ TEST_F(LimitsTest, UnreadableRequestsAreAnsweredNamingThePart) {
       "POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
   EXPECT_EQ(badChunk.rfind("HTTP/1.1 400", 0), 0u) << badChunk;
   EXPECT_NE(badChunk.find(R"("field":"body")"), std::string::npos) << badChunk;
-  const std::string tooLarge = answerTo(
-      "POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nContent-Length: 104857600\r\n\r\n");
+  const std::string tooLarge =
+      answerTo("POST /api/v1/jobs HTTP/1.1\r\nHost: allot\r\nContent-Length: 104857600\r\n\r\n");
   EXPECT_EQ(tooLarge.rfind("HTTP/1.1 413", 0), 0u) << tooLarge;
   EXPECT_NE(tooLarge.find(R"("field":"body")"), std::string::npos) << tooLarge;
 }

@@ -80,9 +80,9 @@ Status giveDirectoryTo(const std::string& path, int64_t uid, int64_t gid, unsign
 
 Status makeDirectoryFor(const std::string& path, int64_t uid, int64_t gid, unsigned mode) {
   if (::mkdir(path.c_str(), 0700) != 0)
-    return errno == EEXIST ? Status::AlreadyExists(path + " exists")
-                           : Status::Unavailable("cannot create " + path + ": " +
-                                                 std::strerror(errno));
+    return errno == EEXIST
+               ? Status::AlreadyExists(path + " exists")
+               : Status::Unavailable("cannot create " + path + ": " + std::strerror(errno));
   return giveOpened(path, uid, gid, mode, O_DIRECTORY, /*ours=*/true);
 }
 

@@ -234,8 +234,8 @@ void AccessService::revokeTokensGivenByOthers(const model::User& u, store::Write
   if (!service && !madeByTeamAdmin) return;
   for (auto it = world_.tokens.begin(); it != world_.tokens.end();) {
     const model::ApiToken& t = it->second;
-    const bool given = t.owner == u.name && t.kind == model::TokenKind::kApi &&
-                       (service || t.name == "initial");
+    const bool given =
+        t.owner == u.name && t.kind == model::TokenKind::kApi && (service || t.name == "initial");
     if (given) {
       batch.add(store::DeleteToken{t.id});
       it = world_.tokens.erase(it);

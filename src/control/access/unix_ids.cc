@@ -9,8 +9,8 @@
 #include <string>
 
 #include "control/access/access_service.h"
-#include "model/agent_protocol.h"
 #include "control/names.h"
+#include "model/agent_protocol.h"
 
 namespace allot::control {
 namespace {
