@@ -22,14 +22,16 @@ bool safeName(const std::string& name) {
 
 }  // namespace
 
-Status checkRunAs(const JobSpec& spec) {
-  const std::string job = "job " + std::to_string(spec.id);
-  if (!spec.runAs)
+Status checkRunAs(const JobSpec& spec) { return checkRunAs(spec.runAs, spec.id); }
+
+Status checkRunAs(const std::optional<model::RunAs>& runAs, int64_t id) {
+  const std::string job = "job " + std::to_string(id);
+  if (!runAs)
     return Status::FailedPrecondition(
         job +
         " has no Unix identity (its submitter has no uid yet); this agent runs workloads "
         "as their owner and never as root");
-  const model::RunAs& r = *spec.runAs;
+  const model::RunAs& r = *runAs;
   if (r.uid <= 0 || r.gid <= 0 || r.teamGid == 0)
     return Status::FailedPrecondition(job + " would run as uid " + std::to_string(r.uid) + " gid " +
                                       std::to_string(r.gid) + "; workloads never run as root");

@@ -18,6 +18,8 @@ namespace allot::agent {
 // The job may run under `required` (the agent switches users): it has an identity, and neither
 // its uid nor its gid is 0. A job refused here fails to start with this message.
 Status checkRunAs(const JobSpec& spec);
+// The same for job `id`'s identity alone (a session's, before the agent prepares it).
+Status checkRunAs(const std::optional<model::RunAs>& runAs, int64_t id);
 
 // Makes `path` the owner's: chown uid:gid, then chmod `mode`, on the opened file (a symlink in
 // its place is refused, not followed). The agent (root) still reaches it.

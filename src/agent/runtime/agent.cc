@@ -199,16 +199,15 @@ Result<TunnelTarget> Agent::resolveTunnel(int64_t session, const std::string& ta
 
 SessionIdentity Agent::sessionIdentity(const model::DesiredJob& d) const {
   SessionIdentity who;
-  // Ids no host can give would be cut to 32 bits below (2^32 is root): such a session is "nobody"
-  // to the tunnels, and never started (checkRunAs, before the session is prepared).
-  if (config_.runAsOwner && d.runAs &&
-      (d.runAs->uid <= 0 || d.runAs->uid > model::kMaxUnixId || d.runAs->gid <= 0 ||
-       d.runAs->gid > model::kMaxUnixId || d.runAs->teamGid > model::kMaxUnixId)) {
+  // An identity the executor would refuse (none, root's, ids past 32 bits, which the casts below
+  // would cut, 2^32 to root's) is "nobody" to the tunnels; such a session is never started
+  // (reconcile checks it before preparing the session).
+  if (config_.runAsOwner && !checkRunAs(d.runAs, d.id).ok()) {
     who.uid = who.gid = 65534;
     who.switchUser = true;
     return who;
   }
-  if (config_.runAsOwner && d.runAs) {
+  if (config_.runAsOwner) {
     who.uid = static_cast<uid_t>(d.runAs->uid);
     who.gid = static_cast<gid_t>(d.runAs->gid);
     if (d.runAs->teamGid > 0) who.groups.push_back(static_cast<gid_t>(d.runAs->teamGid));
@@ -389,11 +388,12 @@ void Agent::reconcile(const std::vector<model::DesiredJob>& desired) {
       if (d.session) {
         // The identity first, as the executor checks it: the session's directories and SSH are
         // made for it below, before the executor sees the job.
-        if (Status st = checkRunAs(spec); config_.runAsOwner && !st.ok()) {
+        if (Status st = config_.runAsOwner ? checkRunAs(spec) : Status::Ok(); !st.ok()) {
           failBeforeStart(d.id, st.message(), now);
           continue;
         }
-        const bool asRoot = config_.runAsOwner ? (d.runAs && d.runAs->uid == 0) : ::geteuid() == 0;
+        // Under runAsOwner the identity checked above is never root's.
+        const bool asRoot = !config_.runAsOwner && ::geteuid() == 0;
         const SessionIdentity who = sessionIdentity(d);
         if (Status st =
                 sessions_.prepare(d, executor_.workPath(d.id), asRoot, who.uid, who.gid, spec);

@@ -227,9 +227,8 @@ std::string ImageCacheService::knownMinCuda(const std::string& ref, const std::s
   std::optional<std::string> need;
   if (auto held = holders_.find(ref); held != holders_.end()) {
     for (const auto& [host, minCuda] : held->second) {
-      if (!reportCounts(host)) continue;
-      const std::string& owner = world_.hosts.at(host).dedicatedTo;
-      if (!owner.empty() && owner != team) continue;
+      // The hosts the team's work goes to are those its login may go to.
+      if (!reportCounts(host) || !loginMayGoTo(world_.hosts.at(host), team)) continue;
       if (!need || versionAtLeast(*need, minCuda)) need = minCuda;
     }
   }
