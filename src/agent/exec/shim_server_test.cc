@@ -167,6 +167,11 @@ TEST_F(ShimServerProtocolTest, APayloadNotEndingInNulOrLongerThanItTakesIsRefuse
   }
 }
 
+std::string procText(pid_t pid, const char* file) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 // What the executor looks for after a server failed: children that are shims it does not know.
 TEST(StrayShimsTest, ListsOurShimChildrenThatAreNotKnownAliveOrExited) {
   // Shims earlier tests in this process left to exit on their own (an agent that "died") are
@@ -185,15 +190,15 @@ TEST(StrayShimsTest, ListsOurShimChildrenThatAreNotKnownAliveOrExited) {
   auto other = spawnShimProcess({"/bin/sleep", "30"}, devNull, 3);  // a child, but no shim
   ::close(devNull);
   ASSERT_TRUE(other.ok());
+  // posix_spawn returns once the child has left our memory, which the kernel's exec does before
+  // it sets the new command name: until then the shim is listed under ours. The executor looks
+  // again at every poll while a failed server may have left one (mayHaveLeftAShim).
+  for (int i = 0; i < 500 && procText(*shim, "comm") != "allot-job-shim\n"; ++i) ::usleep(10'000);
   EXPECT_EQ(strayShims(earlier), std::vector<pid_t>{*shim});
   EXPECT_TRUE(strayShims(with({*shim})).empty());
   ::close(ends[0]);  // the shim exits: still listed, as a zombie, until reaped
-  for (int i = 0; i < 500; ++i) {
-    auto st = std::ifstream("/proc/" + std::to_string(*shim) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(st)), {});
-    if (text.find(") Z ") != std::string::npos) break;
+  for (int i = 0; i < 500 && procText(*shim, "stat").find(") Z ") == std::string::npos; ++i)
     ::usleep(10'000);
-  }
   EXPECT_EQ(strayShims(earlier), std::vector<pid_t>{*shim});
   waitpid(*shim, nullptr, 0);
   EXPECT_TRUE(strayShims(earlier).empty());
