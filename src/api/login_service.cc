@@ -57,8 +57,9 @@ LoginService::LoginService(auth::LoginConfig config, const Clock& clock,
                            std::unique_ptr<auth::WorkerPool> pool)
     : config_(std::move(config)),
       clock_(clock),
-      accountFailures_(config_.accountLimit),
-      addressFailures_(config_.addressLimit),
+      limiters_(std::make_shared<LoginLimiters>(
+          LoginLimiters{auth::FailureLimiter(config_.accountLimit),
+                        auth::FailureLimiter(config_.addressLimit)})),
       pool_(std::move(pool)) {
   if (config_.ldap.enabled()) directory_.emplace(config_.ldap);
 }
@@ -164,19 +165,36 @@ bool LoginService::stillValid(const std::string& secret, bool viaCookie,
 
 int64_t LoginService::retryAfterSeconds(const std::string& user, const std::string& address) const {
   const TimeMs now = clock_.nowMs();
-  TimeMs wait = std::max(accountFailures_.retryAfterMs(user, now),
-                         addressFailures_.retryAfterMs(clientKey(address), now));
+  TimeMs wait = std::max(limiters_->account.retryAfterMs(user, now),
+                         limiters_->address.retryAfterMs(clientKey(address), now));
   return (wait + 999) / 1000;
+}
+
+std::unique_ptr<LoginAttempt> LoginService::beginAttempt(const std::string& user,
+                                                         const std::string& address) {
+  return std::make_unique<LoginAttempt>(limiters_, user, clientKey(address));
 }
 
 void LoginService::loginFailed(const std::string& user, const std::string& address) {
   const TimeMs now = clock_.nowMs();
-  accountFailures_.recordFailure(user, now);
-  addressFailures_.recordFailure(clientKey(address), now);
+  limiters_->account.recordFailure(user, now);
+  limiters_->address.recordFailure(clientKey(address), now);
 }
 
 void LoginService::loginFailedFrom(const std::string& address) {
-  addressFailures_.recordFailure(clientKey(address), clock_.nowMs());
+  limiters_->address.recordFailure(clientKey(address), clock_.nowMs());
+}
+
+LoginAttempt::LoginAttempt(std::shared_ptr<LoginLimiters> limiters, std::string account,
+                           std::string client)
+    : limiters_(std::move(limiters)), account_(std::move(account)), client_(std::move(client)) {
+  if (!account_.empty()) limiters_->account.beginAttempt(account_);
+  limiters_->address.beginAttempt(client_);
+}
+
+LoginAttempt::~LoginAttempt() {
+  if (!account_.empty()) limiters_->account.endAttempt(account_);
+  limiters_->address.endAttempt(client_);
 }
 
 std::string LoginService::sessionCookie(const std::string& secret) const {

@@ -34,6 +34,29 @@ struct RequestCredential {
   Status error;            // why there is no principal (401 or 403)
 };
 
+// The failure limiters of logins, per account and per client address.
+struct LoginLimiters {
+  auth::FailureLimiter account;
+  auth::FailureLimiter address;
+};
+
+// A login (or a check of a current password) under way, counted by the limiters as if it had
+// failed until it ends: guesses sent at once must not all pass the limit before the first fails.
+// Holds the limiters it counts in, since a request's coroutine can outlive the LoginService when
+// allotd stops.
+class LoginAttempt {
+ public:
+  LoginAttempt(std::shared_ptr<LoginLimiters> limiters, std::string account, std::string client);
+  LoginAttempt(const LoginAttempt&) = delete;
+  LoginAttempt& operator=(const LoginAttempt&) = delete;
+  ~LoginAttempt();
+
+ private:
+  std::shared_ptr<LoginLimiters> limiters_;
+  std::string account_;  // "" when the name is none an account may have
+  std::string client_;
+};
+
 class LoginService {
  public:
   LoginService(auth::LoginConfig config, const Clock& clock);
@@ -70,11 +93,14 @@ class LoginService {
 
   // Failure limiting (auth/failure_limiter.h): seconds to wait, 0 when the login may proceed.
   // Addresses count by client (api/connection_limit.h clientKey: an IPv6 address by its /64).
+  // Attempts under way count; begin one, with no co_await in between, once this says 0.
   int64_t retryAfterSeconds(const std::string& user, const std::string& address) const;
+  // `user` "" for a name no account may have: the address's alone.
+  std::unique_ptr<LoginAttempt> beginAttempt(const std::string& user, const std::string& address);
   void loginFailed(const std::string& user, const std::string& address);
   // A failure that names no account (a name no account may have): the address's alone.
   void loginFailedFrom(const std::string& address);
-  void loginSucceeded(const std::string& user) { accountFailures_.recordSuccess(user); }
+  void loginSucceeded(const std::string& user) { limiters_->account.recordSuccess(user); }
 
   // Set-Cookie values.
   std::string sessionCookie(const std::string& secret) const;
@@ -89,8 +115,7 @@ class LoginService {
   auth::LoginConfig config_;
   const Clock& clock_;
   std::optional<auth::LdapDirectory> directory_;
-  auth::FailureLimiter accountFailures_;
-  auth::FailureLimiter addressFailures_;
+  std::shared_ptr<LoginLimiters> limiters_;
   std::map<std::string, TimeMs> sessionSeen_;  // session token id -> last request
   std::string decoyHash_;                      // spendVerifyTime's; made on first use
   // Last: its threads post results to the I/O context, so it stops before anything else goes.

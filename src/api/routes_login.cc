@@ -125,7 +125,9 @@ void registerLoginRoutes(Router& router, Server& s) {
           spdlog::warn("login: refused for user '{}' from {}: too many failures", user, r.peer);
           co_return tooManyFailures(wait);
         }
-        if (!loginNameIsValid(user)) {
+        const bool named = loginNameIsValid(user);
+        const auto attempt = s.login().beginAttempt(named ? user : "", r.peer);
+        if (!named) {
           // As an unknown user fails, in time too; counted against the address.
           co_await s.login().spendVerifyTime(password);
           s.login().loginFailedFrom(r.peer);
@@ -195,6 +197,7 @@ void registerLoginRoutes(Router& router, Server& s) {
       // password without limit, and keep the account once the session is revoked.
       if (int64_t wait = s.login().retryAfterSeconds(name, r.peer); wait > 0)
         co_return tooManyFailures(wait);
+      const auto attempt = s.login().beginAttempt(name, r.peer);
       auto ok = co_await s.login().verifyPassword(target.passwordHash, current);
       if (!ok.ok()) co_return failedResponse(ok.status());
       if (!*ok) {

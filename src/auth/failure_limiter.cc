@@ -5,13 +5,16 @@
 namespace allot::auth {
 
 TimeMs FailureLimiter::retryAfterMs(const std::string& key, TimeMs now) const {
+  auto pending = attempts_.find(key);
+  const int underWay = pending == attempts_.end() ? 0 : pending->second;
   auto it = failures_.find(key);
-  if (it == failures_.end()) return 0;
+  if (it == failures_.end()) return underWay < limit_.maxFailures ? 0 : kRetryAfterAttemptsMs;
   const auto& times = it->second;
   // Failures still inside the window, newest last.
   auto firstInWindow = std::upper_bound(times.begin(), times.end(), now - limit_.windowMs);
   auto inWindow = std::distance(firstInWindow, times.end());
-  if (inWindow < limit_.maxFailures) return 0;
+  if (inWindow + underWay < limit_.maxFailures) return 0;
+  if (inWindow < limit_.maxFailures) return kRetryAfterAttemptsMs;
   // Blocked until enough of them age out that fewer than maxFailures remain.
   TimeMs freedAt = *(times.end() - limit_.maxFailures) + limit_.windowMs;
   return std::max<TimeMs>(1, freedAt - now);
@@ -24,6 +27,11 @@ void FailureLimiter::recordFailure(const std::string& key, TimeMs now) {
   while (!times.empty() && times.front() <= now - limit_.windowMs) times.pop_front();
   // Only the newest maxFailures matter for the decision.
   while (times.size() > static_cast<size_t>(limit_.maxFailures)) times.pop_front();
+}
+
+void FailureLimiter::endAttempt(const std::string& key) {
+  auto it = attempts_.find(key);
+  if (it != attempts_.end() && --it->second <= 0) attempts_.erase(it);
 }
 
 void FailureLimiter::forgetOld(TimeMs now) {

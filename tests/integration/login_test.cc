@@ -2,6 +2,7 @@
 // allotd (docs/login.md). The directory logins are in ldap_login_test.cc.
 
 #include <fstream>
+#include <thread>
 
 #include "harness.h"
 
@@ -215,6 +216,30 @@ TEST_F(LoginTest, FailuresPerAccountAreLimited) {
                    {{"name", "bob"}, {"team", "ml"}, {"password", "bob-password-1"}}, adminToken_);
   ASSERT_EQ(made.status, 201);
   EXPECT_EQ(login("bob", "bob-password-1").status, 200);
+}
+
+// Attack: guesses sent at once. Each takes a password hash's time to check, and before, every
+// guess that came while none had failed yet was checked (about 34 at once against a limit of 5).
+// Now attempts under way count: whatever the timing, at most the limit's guesses are checked.
+TEST_F(LoginTest, GuessesSentAtOnceAreCheckedNoMoreThanTheLimitAllows) {
+  makeAlice();
+  constexpr int kGuesses = 24;
+  std::vector<int> statuses(kGuesses);
+  std::vector<std::thread> guessers;
+  for (int i = 0; i < kGuesses; ++i)
+    guessers.emplace_back(
+        [&, i] { statuses[i] = login("alice", "wrong-guess-" + std::to_string(i)).status; });
+  for (auto& t : guessers) t.join();
+  int checked = 0;
+  for (int status : statuses) {
+    EXPECT_TRUE(status == 401 || status == 429 || status == 503) << status;
+    checked += status == 401;
+  }
+  EXPECT_GE(checked, 1);
+  EXPECT_LE(checked, 3) << "the account's limit is 3";
+  // The guesses that were checked may have used the account's limit up.
+  const int right = login("alice", kAlicePassword).status;
+  EXPECT_EQ(right, checked == 3 ? 429 : 200);
 }
 
 TEST_F(LoginTest, FailuresPerAddressAreLimited) {
