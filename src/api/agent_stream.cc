@@ -67,7 +67,11 @@ class WsAgentLink final : public control::AgentLink {
     }
     tunnel_.push_back(std::move(frame));
     wake_.cancel();
+    tellTunnelMux();
   }
+
+  // The mux whose frames this carries, told how many wait (tunnel/tunnel_stream.h, backpressure).
+  void useTunnelMux(std::weak_ptr<tunnel::TunnelMux> mux) { tunnelMux_ = std::move(mux); }
 
   asio::awaitable<void> writer() {
     auto self = ws_;  // keeps the stream alive while writing
@@ -81,6 +85,7 @@ class WsAgentLink final : public control::AgentLink {
         msg = std::move(tunnel_.front());
         tunnel_.pop_front();
         tunnelBytes_ -= msg.size();
+        tellTunnelMux();
         text = false;
       } else {
         wake_.expires_at(asio::steady_timer::time_point::max());
@@ -101,7 +106,12 @@ class WsAgentLink final : public control::AgentLink {
   }
 
  private:
-  // 256 full credit windows of 256 KiB.
+  void tellTunnelMux() {
+    if (auto mux = tunnelMux_.lock()) mux->linkQueued(tunnelBytes_);
+  }
+
+  // 256 full credit windows of 256 KiB. Streams hold their data from TunnelMux::kCongestedBytes
+  // on, so only an agent that stops reading its socket lets the queue reach this.
   static constexpr size_t kMaxTunnelQueueBytes = 64u << 20;
 
   std::shared_ptr<Ws> ws_;
@@ -109,6 +119,7 @@ class WsAgentLink final : public control::AgentLink {
   std::optional<std::string> control_;
   std::deque<std::string> tunnel_;
   size_t tunnelBytes_ = 0;
+  std::weak_ptr<tunnel::TunnelMux> tunnelMux_;
   bool closed_ = false;
 };
 
@@ -241,6 +252,7 @@ asio::awaitable<void> serveAgent(Server& server, Stream stream, HttpRequest req)
       tunnels = server.tunnels().attach(host, [weakLink](std::string frame) {
         if (auto l = weakLink.lock()) l->sendTunnel(std::move(frame));
       });
+      link->useTunnelMux(tunnels);
       helloSeen = true;
       auto change =
           server.cluster().agentConnected(host, link.get(), hello->inventory, hello->jobs);

@@ -38,11 +38,23 @@ std::shared_ptr<ConnectionLimiter> ConnectionLimiter::create(ConnectionLimits li
 }
 
 std::optional<ConnectionLimiter::Slot> ConnectionLimiter::admit(const std::string& address) {
-  if (limits_.total > 0 && open_ >= limits_.total) return std::nullopt;
   std::string client = clientKey(address);
-  size_t& held = byClient_[client];
-  if (limits_.perClient > 0 && held >= limits_.perClient) return std::nullopt;
-  ++held;
+  if (limits_.perClient > 0) {
+    auto it = byClient_.find(client);
+    if (it != byClient_.end() && it->second >= limits_.perClient) return std::nullopt;
+  }
+  if (limits_.total > 0 && open_ - closing_ >= limits_.total) {
+    if (idle_.empty()) return std::nullopt;
+    // The closer only cancels the connection's wait; its coroutine ends on a later turn and gives
+    // the place back then. Counted as closing meanwhile, so the next admit closes another.
+    auto longest = idle_.begin();
+    auto close = std::move(longest->second);
+    idle_.erase(longest);
+    ++closing_;
+    ++closedForRoom_;
+    close();
+  }
+  ++byClient_[client];
   ++open_;
   return Slot(shared_from_this(), std::move(client));
 }
@@ -53,16 +65,46 @@ void ConnectionLimiter::release(const std::string& client) {
   if (it != byClient_.end() && --it->second == 0) byClient_.erase(it);
 }
 
+ConnectionLimiter::Slot::Slot(Slot&& other) noexcept
+    : limiter_(std::move(other.limiter_)),
+      client_(std::move(other.client_)),
+      idleSince_(std::exchange(other.idleSince_, 0)),
+      closing_(std::exchange(other.closing_, false)) {}
+
 ConnectionLimiter::Slot& ConnectionLimiter::Slot::operator=(Slot&& other) noexcept {
   if (this == &other) return *this;
-  if (limiter_) limiter_->release(client_);
+  giveBack();
   limiter_ = std::move(other.limiter_);
   client_ = std::move(other.client_);
+  idleSince_ = std::exchange(other.idleSince_, 0);
+  closing_ = std::exchange(other.closing_, false);
   return *this;
 }
 
-ConnectionLimiter::Slot::~Slot() {
-  if (limiter_) limiter_->release(client_);
+ConnectionLimiter::Slot::~Slot() { giveBack(); }
+
+void ConnectionLimiter::Slot::giveBack() {
+  if (!limiter_) return;
+  busy();
+  // A slot the limiter closed is no longer in its idle list, which is how it tells.
+  if (closing_) --limiter_->closing_;
+  limiter_->release(client_);
+  limiter_.reset();
+}
+
+void ConnectionLimiter::Slot::idle(std::function<void()> close) {
+  if (!limiter_) return;
+  busy();
+  if (closing_) return;
+  idleSince_ = limiter_->nextIdle_++;
+  limiter_->idle_.emplace(idleSince_, std::move(close));
+}
+
+void ConnectionLimiter::Slot::busy() {
+  if (!limiter_ || idleSince_ == 0) return;
+  // Gone from the list: the limiter closed it (closing_ is then set).
+  if (limiter_->idle_.erase(idleSince_) == 0) closing_ = true;
+  idleSince_ = 0;
 }
 
 }  // namespace allot::api

@@ -2,8 +2,18 @@
 // How many connections allotd holds at once, in all and per client, so that no one client (an
 // unauthenticated one included) takes every descriptor allotd has: agents, the CLI and the
 // console must still get in. A connection over either limit is closed as soon as it is accepted.
+//
+// The limit per client alone does not do it: a few clients (16 addresses, or 16 of an IPv6
+// attacker's /64s) at their limit fill the total with connections that send nothing. So a
+// connection that waits for a request (or for its TLS handshake) is idle and may be closed to
+// make room: when every place is taken, a new connection closes the one idle longest, as nginx
+// reuses its idle keep-alive connections. Connections serving a request, and the streams that
+// follow one (agents, events, sessions), are never closed for another.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,24 +43,36 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
   // Gives its connection's place back when destroyed.
   class Slot {
    public:
-    Slot(Slot&&) = default;
+    Slot(Slot&& other) noexcept;
     Slot& operator=(Slot&& other) noexcept;  // gives this slot's place back first
     ~Slot();
+
+    // The connection waits for a request: `close` ends it (cancels what it waits for), which the
+    // limiter may call from admit() until busy().
+    void idle(std::function<void()> close);
+    void busy();
 
    private:
     friend class ConnectionLimiter;
     Slot(std::shared_ptr<ConnectionLimiter> limiter, std::string client)
         : limiter_(std::move(limiter)), client_(std::move(client)) {}
+    void giveBack();
+
     std::shared_ptr<ConnectionLimiter> limiter_;
     std::string client_;
+    uint64_t idleSince_ = 0;  // its place in the limiter's idle list; 0 when not in it
+    bool closing_ = false;    // closed to make room, and not yet ended
   };
 
   // Shared: each slot keeps the limiter alive, whatever order coroutine frames go in.
   static std::shared_ptr<ConnectionLimiter> create(ConnectionLimits limits);
 
-  // A place for a connection from `address`, or nullopt when it would pass either limit.
+  // A place for a connection from `address`, or nullopt when it would pass either limit and no
+  // idle connection can be closed to make room.
   std::optional<Slot> admit(const std::string& address);
   size_t open() const { return open_; }
+  size_t idle() const { return idle_.size(); }
+  uint64_t closedForRoom() const { return closedForRoom_; }
   const ConnectionLimits& limits() const { return limits_; }
 
  private:
@@ -59,7 +81,12 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
 
   ConnectionLimits limits_;
   size_t open_ = 0;
+  size_t closing_ = 0;  // of open_: closed to make room, their coroutines not yet ended
   std::unordered_map<std::string, size_t> byClient_;
+  // Idle connections' closers, the one idle longest first (keys only grow).
+  std::map<uint64_t, std::function<void()>> idle_;
+  uint64_t nextIdle_ = 1;
+  uint64_t closedForRoom_ = 0;
 };
 
 }  // namespace allot::api

@@ -98,6 +98,24 @@ asio::awaitable<Result<auth::DirectoryUser>> LoginService::directoryLogin(std::s
   co_return r;
 }
 
+asio::awaitable<Result<auth::DirectoryUser>> LoginService::directoryLookup(std::string user) {
+  if (!directory_) co_return Status::Unauthenticated("no directory");
+  const auth::LdapDirectory* dir = &*directory_;
+  auto work = std::make_shared<std::function<Result<auth::DirectoryUser>()>>(
+      [dir, user] { return dir->lookup(user); });
+  Result<auth::DirectoryUser> r = co_await offload<auth::DirectoryUser>(*pool_, work);
+  co_return r;
+}
+
+asio::awaitable<Result<bool>> LoginService::directoryHasUser(std::string user) {
+  if (!directory_) co_return false;
+  const auth::LdapDirectory* dir = &*directory_;
+  auto work = std::make_shared<std::function<Result<bool>()>>(
+      [dir, user] { return dir->hasUser(user); });
+  Result<bool> r = co_await offload<bool>(*pool_, work);
+  co_return r;
+}
+
 RequestCredential LoginService::authenticate(const HttpRequest& req,
                                              const control::Cluster& cluster,
                                              std::string* expiredSessionId, bool csrfToken) {

@@ -72,6 +72,10 @@ class LoginService {
   boost::asio::awaitable<Result<bool>> verifyPassword(std::string hash, std::string password);
   boost::asio::awaitable<Result<auth::DirectoryUser>> directoryLogin(std::string user,
                                                                      std::string password);
+  // Whether the directory has a user of that name (false without a directory).
+  boost::asio::awaitable<Result<bool>> directoryHasUser(std::string user);
+  // The user's entry and groups as the directory has them now (auth::LdapDirectory::lookup).
+  boost::asio::awaitable<Result<auth::DirectoryUser>> directoryLookup(std::string user);
   // A login that fails without a hash to check (no such user, a service account, a disabled
   // one) spends what checking one costs, against a decoy hash made once: how long the answer
   // takes must not tell whether the account exists.

@@ -322,6 +322,11 @@ std::string renderMetrics(const control::World& w, const ServerMetrics& m, TimeM
          "Connections closed as soon as accepted: allotd held its limit of connections, in all or "
          "from that client.");
   sample(out, "allot_connections_refused_total", "", static_cast<double>(m.connectionsRefused));
+  header(out, "allot_idle_connections_closed_total", "counter",
+         "Connections that waited for a request, closed to make room for a new one when allotd "
+         "held its limit of connections.");
+  sample(out, "allot_idle_connections_closed_total", "",
+         static_cast<double>(m.idleConnectionsClosed));
   header(out, "allot_scheduling_passes_total", "counter", "Scheduling passes run.");
   sample(out, "allot_scheduling_passes_total", "", static_cast<double>(m.passes));
   header(out, "allot_scheduling_refused_passes_total", "counter",

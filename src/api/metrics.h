@@ -64,6 +64,8 @@ struct ServerMetrics {
   uint64_t telemetryRejected = 0;
   // Connections closed at once for being over the connection limits (api/connection_limit.h).
   uint64_t connectionsRefused = 0;
+  // Idle connections closed to make room for a new one (ConnectionLimiter::closedForRoom).
+  uint64_t idleConnectionsClosed = 0;
   std::map<std::string, int64_t> desiredRefused;  // by host, as its agent last reported
 };
 

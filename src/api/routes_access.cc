@@ -108,6 +108,18 @@ void registerAccessRoutes(Router& router, Server& s) {
     TRY_ASSIGN(
         in, readBody(r, {"name", "teams", "team", "role", "platform_admin", "kind", "password"}));
     TRY_ASSIGN(n, readNewUser(in));
+    if (Status st = s.cluster().access().checkNewUser(r.who(), n); !st.ok())
+      co_return ApiResponse::error(st);
+    // A local account of a directory user's name would take their logins: a local account is
+    // checked first (docs/login.md), so they could not log in, and whoever set its password could
+    // as them. Asked only of someone who may create the account, so the directory is not a
+    // member's to flood with searches.
+    auto inDirectory = co_await s.login().directoryHasUser(n.name);
+    if (!inDirectory.ok()) co_return unavailableResponse(inDirectory.status());
+    if (*inDirectory)
+      co_return ApiResponse::error(Status::AlreadyExists(
+          "name: '" + n.name + "' is a user of the directory, who logs in with their directory "
+          "password; choose another name"));
     if (in.has("password")) {
       TRY_ASSIGN(password, in.requiredString("password"));
       if (Status st = auth::checkPasswordPolicy(password, "password"); !st.ok())

@@ -26,6 +26,7 @@
 
 #include "api/agent_stream.h"
 #include "api/audit_capture.h"
+#include "api/directory_recheck.h"
 #include "api/event_stream.h"
 #include "api/http_pipeline.h"
 #include "api/session_proxy.h"
@@ -74,8 +75,8 @@ struct RequestRead {
 // only from a caller with a valid credential; anyone else is held to the API's limit, so no one
 // unauthenticated makes allotd buffer 256 MiB.
 template <typename Stream>
-asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
-                                         beast::flat_buffer& buffer) {
+asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream, beast::flat_buffer& buffer,
+                                         ConnectionLimiter::Slot& slot) {
   const size_t apiLimit = server.config().maxBodyBytes;
   http::request_parser<http::string_body> parser;
   // The largest any request may send (Beast checks a Content-Length against it as it reads the
@@ -88,6 +89,8 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
   size_t limit = apiLimit;
   RequestRead read;
   if (!ec) {
+    // A request has come: from here the connection is not closed to make room for another.
+    slot.busy();
     // Asked only of a body that may be over the API's limit: most requests pay nothing.
     const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
     if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get())) {
@@ -266,6 +269,7 @@ void Server::run(bool handleSignals) {
   asio::co_spawn(io_, acceptLoop(), asio::detached);
   asio::co_spawn(io_, schedulingLoop(), asio::detached);
   asio::co_spawn(io_, livenessLoop(), asio::detached);
+  if (login_->directoryEnabled()) asio::co_spawn(io_, recheckDirectoryUsers(*this), asio::detached);
   io_.run();
 }
 
@@ -465,28 +469,34 @@ asio::awaitable<void> Server::acceptLoop() {
       socket.close(ec);
       continue;
     }
+    if (connectionLimiter_->closedForRoom() != metrics_.idleConnectionsClosed) {
+      metrics_.idleConnectionsClosed = connectionLimiter_->closedForRoom();
+      refusals.warn("at the limit of {} connections: the one idle longest was closed for one from {}",
+                    connectionLimiter_->limits().total, address);
+    }
     socket.set_option(tcp::no_delay(true), ec);
     asio::co_spawn(io_, session(std::move(socket), std::move(*slot)), asio::detached);
   }
 }
 
-asio::awaitable<void> Server::session(tcp::socket socket,
-                                      [[maybe_unused]] ConnectionLimiter::Slot slot) {
+asio::awaitable<void> Server::session(tcp::socket socket, ConnectionLimiter::Slot slot) {
   if (!tls_) {
     beast::tcp_stream stream(std::move(socket));
-    co_await serveHttp(stream);
+    co_await serveHttp(stream, slot);
     co_return;
   }
   beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls_);
   beast::get_lowest_layer(stream).expires_after(kHandshakeTimeout);
+  slot.idle([&stream] { beast::get_lowest_layer(stream).cancel(); });
   auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
                                               asio::as_tuple(use_awaitable));
+  slot.busy();
   if (ec) {
     // Plain HTTP to the TLS port ends here, unanswered.
     spdlog::debug("TLS handshake failed: {}", ec.message());
     co_return;
   }
-  co_await serveHttp(stream);
+  co_await serveHttp(stream, slot);
 }
 
 Status Server::diskHasRoomForWrites() {
@@ -584,7 +594,7 @@ asio::awaitable<std::tuple<boost::system::error_code, size_t>> writeResponse(
 }  // namespace
 
 template <typename Stream>
-asio::awaitable<void> Server::serveHttp(Stream& stream) {
+asio::awaitable<void> Server::serveHttp(Stream& stream, ConnectionLimiter::Slot& slot) {
   beast::flat_buffer buffer(kReadBufferLimit);
   boost::system::error_code peerError;
   const auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peerError);
@@ -592,7 +602,11 @@ asio::awaitable<void> Server::serveHttp(Stream& stream) {
   SessionProxyState proxy;  // this connection's tunnel to a session, kept between requests
   for (;;) {
     beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
-    RequestRead read = co_await readRequest(*this, stream, buffer);
+    // Waiting for a request: closed first when allotd has no place left for a new connection
+    // (api/connection_limit.h).
+    slot.idle([&stream] { beast::get_lowest_layer(stream).cancel(); });
+    RequestRead read = co_await readRequest(*this, stream, buffer, slot);
+    slot.busy();
     if (read.tooLargeFor) {
       auto out = encodeTooLarge(*read.tooLargeFor);
       co_await writeResponse(stream, out);

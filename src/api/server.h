@@ -167,7 +167,7 @@ class Server {
   // Requests on one connection, plain or TLS alike (instantiated in server.cc for both), until
   // it closes or a handler takes it over; runs the stages of api/http_pipeline.h.
   template <typename Stream>
-  boost::asio::awaitable<void> serveHttp(Stream& stream);
+  boost::asio::awaitable<void> serveHttp(Stream& stream, ConnectionLimiter::Slot& slot);
   boost::asio::awaitable<void> schedulingLoop();
   // Every second: the controllers' tick, each step committed before the next runs.
   boost::asio::awaitable<void> livenessLoop();

@@ -33,6 +33,9 @@ struct LdapConfig {
   std::vector<std::string> platformAdminGroups;
   int networkTimeoutMs = 5000;     // connecting
   int operationTimeoutMs = 10000;  // each bind and search
+  // How often the teams of directory users who hold tokens are read again, so that a user taken
+  // out of a group loses what it granted without logging in again.
+  int64_t recheckIntervalMs = 15 * 60 * 1000;
 
   bool enabled() const { return !url.empty(); }
 };

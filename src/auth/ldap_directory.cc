@@ -88,56 +88,95 @@ Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(LDAP* ld, const LdapCo
   return owned;
 }
 
+// A connection bound as the service account.
+Result<LdapHandle> serviceConnection(const LdapConfig& c) {
+  auto service = connect(c);
+  if (!service.ok()) return service.status();
+  if (int rc = simpleBind(service->get(), c.bindDn, c.bindPassword); rc != LDAP_SUCCESS)
+    return Status::Unavailable("ldap: the service account '" + c.bindDn +
+                               "' cannot bind: " + ldap_err2string(rc));
+  return service;
+}
+
+// The user's one entry: its DN and ids, and memberOf when groups are read from it.
+Result<DirectoryUser> findUser(LDAP* service, const LdapConfig& c, const std::string& user) {
+  DirectoryUser out;
+  out.name = user;
+  auto found = search(service, c, c.userBase, buildFilter(c.userFilter, user, ""),
+                      {"uidNumber", "gidNumber", "memberOf"}, 2);
+  if (!found.ok()) {
+    if (found.status().code() == Code::kUnauthenticated) return kInvalidLogin;
+    return found.status();
+  }
+  LDAPMessage* first = ldap_first_entry(service, found->get());
+  if (!first || ldap_next_entry(service, first)) return kInvalidLogin;
+  out.dn = entryDn(service, first);
+  out.uid = number(service, first, "uidNumber");
+  out.gid = number(service, first, "gidNumber");
+  if (c.groupBase.empty()) out.groups = values(service, first, "memberOf");
+  return out;
+}
+
+Status readGroups(LDAP* service, const LdapConfig& c, DirectoryUser& user) {
+  if (c.groupBase.empty()) return Status::Ok();  // memberOf, read with the entry
+  const char* nameAttr = c.groupNameAttribute.c_str();
+  auto groups = search(service, c, c.groupBase, buildFilter(c.groupFilter, user.name, user.dn),
+                       {nameAttr}, 0);
+  if (!groups.ok()) return groups.status();
+  for (LDAPMessage* e = ldap_first_entry(service, groups->get()); e;
+       e = ldap_next_entry(service, e)) {
+    user.groups.push_back(entryDn(service, e));
+    for (auto& v : values(service, e, nameAttr)) user.groups.push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<DirectoryUser> LdapDirectory::login(const std::string& user,
                                            const std::string& password) const {
   // An empty password makes a simple bind "unauthenticated", which servers accept: refuse it.
   if (password.empty() || user.empty()) return kInvalidLogin;
-  auto service = connect(config_);
+  auto service = serviceConnection(config_);
   if (!service.ok()) return service.status();
-  if (int rc = simpleBind(service->get(), config_.bindDn, config_.bindPassword); rc != LDAP_SUCCESS)
-    return Status::Unavailable("ldap: the service account '" + config_.bindDn +
-                               "' cannot bind: " + ldap_err2string(rc));
-  DirectoryUser out;
-  out.name = user;
-  {
-    auto found =
-        search(service->get(), config_, config_.userBase, buildFilter(config_.userFilter, user, ""),
-               {"uidNumber", "gidNumber", "memberOf"}, 2);
-    if (!found.ok()) {
-      if (found.status().code() == Code::kUnauthenticated) return kInvalidLogin;
-      return found.status();
-    }
-    LDAP* ld = service->get();
-    LDAPMessage* first = ldap_first_entry(ld, found->get());
-    if (!first || ldap_next_entry(ld, first)) return kInvalidLogin;
-    out.dn = entryDn(ld, first);
-    out.uid = number(ld, first, "uidNumber");
-    out.gid = number(ld, first, "gidNumber");
-    if (config_.groupBase.empty()) out.groups = values(ld, first, "memberOf");
-  }
+  auto out = findUser(service->get(), config_, user);
+  if (!out.ok()) return out.status();
   {
     auto asUser = connect(config_);
     if (!asUser.ok()) return asUser.status();
-    int rc = simpleBind(asUser->get(), out.dn, password);
+    int rc = simpleBind(asUser->get(), out->dn, password);
     if (rc == LDAP_INVALID_CREDENTIALS) return kInvalidLogin;
     if (rc != LDAP_SUCCESS)
       return Status::Unavailable(std::string("ldap: bind as the user failed: ") +
                                  ldap_err2string(rc));
   }
-  if (!config_.groupBase.empty()) {
-    const char* nameAttr = config_.groupNameAttribute.c_str();
-    auto groups = search(service->get(), config_, config_.groupBase,
-                         buildFilter(config_.groupFilter, user, out.dn), {nameAttr}, 0);
-    if (!groups.ok()) return groups.status();
-    LDAP* ld = service->get();
-    for (LDAPMessage* e = ldap_first_entry(ld, groups->get()); e; e = ldap_next_entry(ld, e)) {
-      out.groups.push_back(entryDn(ld, e));
-      for (auto& v : values(ld, e, nameAttr)) out.groups.push_back(std::move(v));
-    }
-  }
+  ALLOT_RETURN_IF_ERROR(readGroups(service->get(), config_, *out));
   return out;
+}
+
+Result<DirectoryUser> LdapDirectory::lookup(const std::string& user) const {
+  if (user.empty()) return kInvalidLogin;
+  auto service = serviceConnection(config_);
+  if (!service.ok()) return service.status();
+  auto out = findUser(service->get(), config_, user);
+  if (!out.ok()) return out.status();
+  ALLOT_RETURN_IF_ERROR(readGroups(service->get(), config_, *out));
+  return out;
+}
+
+Result<bool> LdapDirectory::hasUser(const std::string& user) const {
+  if (user.empty()) return false;
+  auto service = serviceConnection(config_);
+  if (!service.ok()) return service.status();
+  auto found =
+      search(service->get(), config_, config_.userBase, buildFilter(config_.userFilter, user, ""),
+             {"1.1"}, 2);  // "1.1": no attributes, the entry's presence is the answer
+  if (!found.ok()) {
+    // Several entries: the name is taken in the directory all the same.
+    if (found.status().code() == Code::kUnauthenticated) return true;
+    return found.status();
+  }
+  return ldap_first_entry(service->get(), found->get()) != nullptr;
 }
 
 }  // namespace allot::auth

@@ -17,6 +17,12 @@ class LdapDirectory {
   // Unavailable: the server is unreachable, or the service account cannot bind or search.
   // Error text never holds a password.
   Result<DirectoryUser> login(const std::string& user, const std::string& password) const;
+  // Whether the user filter finds an entry for `user` (as the service account; no password).
+  // Unavailable as for login.
+  Result<bool> hasUser(const std::string& user) const;
+  // The user's entry and groups as they are now, as the service account (no password): what a
+  // login would learn. Unauthenticated when the user filter finds no entry, or several.
+  Result<DirectoryUser> lookup(const std::string& user) const;
   const LdapConfig& config() const { return config_; }
 
  private:

@@ -1,6 +1,10 @@
 #include "exe/login_config.h"
 
+#include <arpa/inet.h>
+
 #include <fstream>
+#include <string>
+#include <string_view>
 
 #include "common/time_format.h"
 
@@ -52,11 +56,38 @@ Status readLogin(const toml::table& s, auth::LoginConfig& out) {
   return Status::Ok();
 }
 
+// The host of an ldap:// url ("" when it has none): up to its port or path, an IPv6 literal
+// without its brackets.
+std::string ldapHost(std::string_view url) {
+  url.remove_prefix(std::string_view("ldap://").size());
+  if (url.starts_with('[')) {
+    const auto end = url.find(']');
+    return end == std::string_view::npos ? std::string() : std::string(url.substr(1, end - 1));
+  }
+  return std::string(url.substr(0, url.find_first_of(":/")));
+}
+
+bool isLoopbackHost(const std::string& host) {
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return host == "localhost" || host == "::1";
+}
+
 Status readLdap(const toml::table& s, auth::LdapConfig& out) {
   out.url = s["url"].value_or(out.url);
   if (out.url.rfind("ldap://", 0) != 0 && out.url.rfind("ldaps://", 0) != 0)
     return Status::InvalidArgument("ldap.url: expected ldap://HOST[:PORT] or ldaps://...");
   out.startTls = s["start_tls"].value_or(out.startTls);
+  // Every login sends a user's password to the directory, and every search the service
+  // account's: over plain ldap:// to another machine, anyone on the path reads them. So that takes
+  // StartTLS, or saying so.
+  const bool plaintext = s["allow_plaintext"].value_or(false);
+  if (out.url.rfind("ldap://", 0) == 0 && !out.startTls && !plaintext &&
+      !isLoopbackHost(ldapHost(out.url)))
+    return Status::InvalidArgument(
+        "ldap.url: " + out.url +
+        " would carry passwords in the clear; use ldaps://, set start_tls = true, or set "
+        "allow_plaintext = true on a network where that is acceptable");
   out.bindDn = s["bind_dn"].value_or(out.bindDn);
   auto password = s["bind_password"].value<std::string>();
   auto passwordFile = s["bind_password_file"].value<std::string>();
@@ -107,6 +138,7 @@ Status readLdap(const toml::table& s, auth::LdapConfig& out) {
   int64_t net = out.networkTimeoutMs, op = out.operationTimeoutMs;
   ALLOT_RETURN_IF_ERROR(readDuration(s, "ldap.", "network_timeout", net));
   ALLOT_RETURN_IF_ERROR(readDuration(s, "ldap.", "timeout", op));
+  ALLOT_RETURN_IF_ERROR(readDuration(s, "ldap.", "recheck_interval", out.recheckIntervalMs));
   out.networkTimeoutMs = static_cast<int>(net);
   out.operationTimeoutMs = static_cast<int>(op);
   return Status::Ok();

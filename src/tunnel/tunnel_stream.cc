@@ -67,7 +67,9 @@ asio::awaitable<Status> TunnelStream::write(std::string bytes) {
                                            ": write after close");
     if (phase_ != Phase::kOpen)
       co_return Status::FailedPrecondition("tunnel stream " + std::to_string(id_) + " is not open");
-    if (sendCredit_ == 0) {
+    const auto mux = mux_.lock();
+    const bool congested = mux && mux->congested();
+    if (sendCredit_ == 0 || congested) {
       co_await sleepUntilWoken(writeWake_);
       continue;
     }
@@ -234,6 +236,18 @@ void TunnelMux::deliver(const model::TunnelFrame& frame) {
     return;
   }
   s->onFrame(frame);
+}
+
+void TunnelMux::linkQueued(size_t bytes) {
+  if (!congested_) {
+    congested_ = bytes >= kCongestedBytes;
+    return;
+  }
+  if (bytes > kCongestedBytes / 2) return;
+  congested_ = false;
+  // Every writer re-checks: the first ones fill the queue again, and the rest wait once more.
+  for (auto& [id, weak] : streams_)
+    if (auto s = weak.lock()) s->writeWake_.cancel();
 }
 
 void TunnelMux::shutdown(const std::string& why) {

@@ -7,6 +7,14 @@
 // so a stream dropped by its user is reset (RESET to the peer) and forgotten. Frames leave through
 // a FrameSink, which appends to the connection's never-dropped tunnel FIFO.
 //
+// Backpressure: a stream's window bounds what it alone has in flight, but one user with many
+// streams (many requests to a session at once) could queue their windows' sum on the connection,
+// which allotd ends past 64 MiB, cutting every session of the host. So the connection's writer
+// tells the mux how many bytes of tunnel frames wait (linkQueued), and from kCongestedBytes on
+// every stream holds its next DATA frame until the queue is down to half of that. Frames that
+// carry no data (OPEN, WINDOW, CLOSE, RESET) still go: they are small, and the peer's streams
+// need them to go on.
+//
 // Threading: a mux and its streams live on one executor (allotd's and the agent's I/O contexts
 // each run on one thread); every call, and every frame delivered, must come from that thread.
 
@@ -44,7 +52,8 @@ class TunnelStream : public std::enable_shared_from_this<TunnelStream> {
   // error once the stream was reset or its connection dropped. One reader at a time.
   boost::asio::awaitable<Result<std::string>> read();
   // Sends `bytes` as DATA frames of at most 64 KiB, each within the credit the peer granted:
-  // waits for WINDOW when it runs out. One writer at a time.
+  // waits for WINDOW when it runs out, and while the connection is congested. One writer at a
+  // time.
   boost::asio::awaitable<Status> write(std::string bytes);
   // Half-close: tells the peer this side writes no more (CLOSE). Reading goes on.
   void closeWrite();
@@ -103,6 +112,12 @@ class TunnelMux : public std::enable_shared_from_this<TunnelMux> {
   void deliver(const model::TunnelFrame& frame);
   // The connection dropped: every stream fails with `why`, and later frames are not sent.
   void shutdown(const std::string& why);
+
+  // From the connection's writer: the bytes of tunnel frames queued and not yet written, after
+  // each change.
+  void linkQueued(size_t bytes);
+  bool congested() const { return congested_; }
+  static constexpr size_t kCongestedBytes = 8u << 20;
   bool down() const { return down_; }
   size_t streamCount() const { return streams_.size(); }
 
@@ -117,6 +132,7 @@ class TunnelMux : public std::enable_shared_from_this<TunnelMux> {
   uint32_t nextId_ = 1;
   bool down_ = false;
   std::string downReason_;
+  bool congested_ = false;
 };
 
 }  // namespace allot::tunnel

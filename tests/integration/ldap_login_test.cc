@@ -127,6 +127,7 @@ class LdapLoginTest : public TestCluster {
                   "group_filter = \"(&(objectClass=groupOfNames)(member={dn}))\"\n"
                   "network_timeout = \"5s\"\n"
                   "timeout = \"10s\"\n"
+                  "recheck_interval = \"1s\"\n"
                   "[ldap.groups]\n"
                   "ml-users = \"ml:member\"\n"
                   "ml-leads = \"ml:team-admin\"\n");
@@ -192,6 +193,40 @@ TEST_F(LdapLoginTest, GroupsMapToTeamsAndFollowTheDirectoryAtEachLogin) {
   EXPECT_NE(refused.body.find("no directory group"), std::string::npos) << refused.body;
 }
 
+// A user taken out of a group loses what it granted while their tokens live, not at their next
+// login: before, eve kept team-admin of ml through the token she had, however long it lasted.
+// allotd reads the groups of directory users holding tokens again every recheck_interval (1s
+// here); out of every mapped group, the user's teams and tokens end.
+TEST_F(LdapLoginTest, ATokenGrantsNoMoreThanTheDirectoryDoesNow) {
+  createTeam("ml");
+  auto eve = login("eve", "eve-ldap-pw");
+  ASSERT_EQ(eve.status, 200) << eve.body;
+  const std::string token = textOf(eve.parsed(), "token");
+  auto alice = login("alice", "alice-ldap-pw");
+  ASSERT_EQ(alice.status, 200) << alice.body;
+  const std::string aliceToken = textOf(alice.parsed(), "token");
+  ASSERT_EQ(user("eve")["teams"].dump(), R"({"ml":"team-admin"})");
+  auto member = [](const std::string& who) {
+    return std::string("\nchangetype: modify\ndelete: member\nmember: uid=") + who +
+           ",ou=people," + kSuffix + "\n";
+  };
+  // eve is ml-leads' only member, which a groupOfNames must have: dave takes her place.
+  ldapModify(std::string("dn: cn=ml-leads,ou=groups,") + kSuffix +
+             "\nchangetype: modify\nreplace: member\nmember: uid=dave,ou=people," + kSuffix +
+             "\n");
+  EXPECT_TRUE(waitFor([&] { return user("eve")["teams"].dump() == R"({"ml":"member"})"; }))
+      << user("eve").dump();
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/whoami", "", token).status, 200)
+      << "still in ml-users: a member now";
+  ldapModify(std::string("dn: cn=ml-users,ou=groups,") + kSuffix + member("eve"));
+  EXPECT_TRUE(waitFor(
+      [&] { return httpRequest(port_, "GET", "/api/v1/whoami", "", token).status == 401; }));
+  EXPECT_EQ(user("eve")["teams"].dump(), "{}");
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/whoami", "", aliceToken).status, 200)
+      << "others are left as they are";
+  EXPECT_EQ(user("alice")["teams"].dump(), R"({"ml":"member"})");
+}
+
 TEST_F(LdapLoginTest, WrongPasswordsUnknownUsersAndUnmappedUsersAreRefused) {
   createTeam("ml");
   EXPECT_EQ(login("alice", "not-alices-pw").status, 401);
@@ -236,6 +271,42 @@ TEST_F(LdapLoginTest, OtherSpellingsOfANameAreNotTriedAgainstTheDirectory) {
   }
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/alice", "", adminToken_).status, 404)
       << "no spelling logged alice in";
+}
+
+// Attack, by a team-admin: an account named as a directory user who has not logged in yet. A
+// local account is checked first at login, so the directory user could not log in, and whoever
+// set its password would log in as them. Before, a team-admin could make such a service account,
+// and a platform admin such a person; both are refused now, naming the field, and the directory
+// user logs in as before. When the directory cannot be asked, the account is not made either.
+TEST_F(LdapLoginTest, NoLocalAccountTakesADirectoryUsersName) {
+  createTeam("ml");
+  auto eve = login("eve", "eve-ldap-pw");  // team-admin of ml through ml-leads
+  ASSERT_EQ(eve.status, 200) << eve.body;
+  const std::string eveToken = textOf(eve.parsed(), "token");
+  auto create = [&](const json& body, const std::string& token) {
+    return httpRequest(port_, "POST", "/api/v1/users", body.dump(), token);
+  };
+  auto squat = create({{"name", "alice"}, {"team", "ml"}, {"kind", "service"}}, eveToken);
+  EXPECT_EQ(squat.status, 409) << squat.body;
+  EXPECT_EQ(textOf(squat.parsed()["error"], "message").rfind("name: 'alice' is a user of the "
+                                                             "directory", 0),
+            0u)
+      << squat.body;
+  auto person = create({{"name", "alice"}, {"team", "ml"}, {"password", "chosen-by-the-admin"}},
+                       adminToken_);
+  EXPECT_EQ(person.status, 409) << person.body;
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/alice", "", adminToken_).status, 404);
+  EXPECT_EQ(login("alice", "alice-ldap-pw").status, 200) << "alice's logins are still hers";
+  // Names the directory does not have are made as before.
+  EXPECT_EQ(create({{"name", "ci-bot"}, {"team", "ml"}, {"kind", "service"}}, eveToken).status,
+            201);
+  // A member who may not create accounts is refused before the directory is asked.
+  auto member = create({{"name", "zed"}, {"team", "ml"}, {"kind", "service"}}, textOf(login("alice", "alice-ldap-pw").parsed(), "token"));
+  EXPECT_EQ(member.status, 403) << member.body;
+  slapd_.reset();
+  auto unsure = create({{"name", "ci-bot-2"}, {"team", "ml"}, {"kind", "service"}}, eveToken);
+  EXPECT_EQ(unsure.status, 503) << unsure.body;
+  EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/ci-bot-2", "", adminToken_).status, 404);
 }
 
 }  // namespace

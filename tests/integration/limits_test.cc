@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <cstring>
@@ -226,13 +227,13 @@ TEST_F(LimitsTest, AForgedHelloCannotEnlargeAHostOrAllotdsMemory) {
   EXPECT_LT(hosts.body.size(), 64u << 10);
 }
 
-// A connection to allotd from 127.0.0.2, another client than the harness's 127.0.0.1; -1 on
-// failure.
-int connectFrom127002(uint16_t port) {
+// A connection to allotd from 127.0.0.N (N 2 by default), another client than the harness's
+// 127.0.0.1; -1 on failure.
+int connectFrom127002(uint16_t port, uint8_t lastByte = 2) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in from{}, to{};
   from.sin_family = to.sin_family = AF_INET;
-  from.sin_addr.s_addr = htonl(0x7f000002);
+  from.sin_addr.s_addr = htonl(0x7f000000u | lastByte);
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   to.sin_port = htons(port);
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
@@ -292,6 +293,53 @@ TEST_F(LimitsTest, OneClientHoldingEveryConnectionItMayLeavesOthersServed) {
   HttpResult metrics = httpRequest(port_, "GET", "/metrics", "", adminToken_);
   EXPECT_NE(metrics.body.find("allot_connections_refused_total "), std::string::npos);
   EXPECT_EQ(metrics.body.find("allot_connections_refused_total 0\n"), std::string::npos);
+}
+
+class ConnectionTotalTest : public TestCluster {
+ protected:
+  static constexpr int kTotal = 24;
+  std::vector<std::string> serverFlags() const override {
+    writeFile(path("allotd.toml"), "[limits]\nmax_connections = " + std::to_string(kTotal) +
+                                       "\nmax_connections_per_client = 16\n");
+    return {"--heartbeat", "1s", "--config", path("allotd.toml")};
+  }
+};
+
+// Whether allotd closed `fd` (end of stream or a reset), without waiting.
+bool closedByPeer(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// Attack, unauthenticated: three clients, each under its own limit, together open more
+// connections than allotd may hold, and send nothing on them. Before, once they held every place,
+// each new connection from anyone (the CLI, the console, an agent reconnecting) was closed
+// unanswered until they let go. Now a new connection closes the one idle longest, and the agent's
+// stream, which is in use, is never closed for another.
+TEST_F(ConnectionTotalTest, ClientsHoldingEveryConnectionTogetherCannotKeepOthersOut) {
+  startAgent("gpu-a", "sim:2xA100");
+  ASSERT_TRUE(waitForHostState("gpu-a", "online"));
+  std::vector<int> held;
+  for (int i = 0; i < kTotal + 6; ++i) {
+    const int fd = connectFrom127002(port_, static_cast<uint8_t>(2 + i % 3));
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    held.push_back(fd);
+  }
+  // allotd has taken them all once the ones over the total are closed (with the agent's stream,
+  // seven); which ones were is allotd's choice.
+  EXPECT_TRUE(waitFor([&] {
+    return std::count_if(held.begin(), held.end(), closedByPeer) >= 7;
+  }));
+  HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
+  EXPECT_EQ(hosts.status, 200) << "a new client is served: " << hosts.body;
+  EXPECT_NE(hosts.body.find("\"online\""), std::string::npos) << "the agent's stream was kept";
+  EXPECT_TRUE(closedByPeer(held.front())) << "the connection idle longest made room";
+  HttpResult metrics = httpRequest(port_, "GET", "/metrics", "", adminToken_);
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.body.find("allot_idle_connections_closed_total 0\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("allot_idle_connections_closed_total "), std::string::npos);
+  for (int fd : held) ::close(fd);
 }
 
 // Attack: a valid token that may not open session 999 (there is none) announces a 100 MiB body

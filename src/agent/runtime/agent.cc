@@ -777,6 +777,7 @@ asio::awaitable<Status> Agent::converse(std::shared_ptr<Ws> ws, ServerAddress ad
   asio::co_spawn(ex, outbox->run(), asio::detached);
   TunnelEndpoint tunnels(
       ex, [outbox](std::string frame) { outbox->pushTunnel(std::move(frame)); }, tunnelResolver_);
+  outbox->useTunnelMux(tunnels.mux());
   auto reader = [&, ws]() -> asio::awaitable<void> {
     beast::flat_buffer buf;
     for (;;) {

@@ -1,7 +1,8 @@
 #pragma once
 // AgentOutbox: the one writer of an agent connection's WebSocket (a WebSocket allows one write in
 // flight). Two FIFOs: control messages (hello aside: status, telemetry, task output and result,
-// log chunks, in the order queued) and tunnel frames. The writer wakes when either gets one, so a
+// log chunks, in the order queued) and tunnel frames (whose bytes it tells the tunnel mux, for
+// backpressure). The writer wakes when either gets one, so a
 // tunnel DATA frame leaves at once rather than on the next tick, and drains control first, so a
 // status waits behind at most one 64 KiB tunnel frame. Tunnel frames are bounded by each stream's
 // credit window; control producers bound themselves by awaiting drained() (the socket's
@@ -18,6 +19,8 @@
 #include <string>
 #include <utility>
 
+#include "tunnel/tunnel_stream.h"
+
 namespace allot::agent {
 
 template <typename Ws>
@@ -33,9 +36,13 @@ class AgentOutbox : public std::enable_shared_from_this<AgentOutbox<Ws>> {
   }
   void pushTunnel(std::string frame) {
     if (done_) return;
+    tunnelBytes_ += frame.size();
     tunnel_.push_back(std::move(frame));
     wake_.cancel();
+    tellTunnelMux();
   }
+  // The mux whose frames this carries, told how many wait (tunnel/tunnel_stream.h, backpressure).
+  void useTunnelMux(std::weak_ptr<tunnel::TunnelMux> mux) { tunnelMux_ = std::move(mux); }
   // Waits until every queued control message is written; false once a write failed.
   boost::asio::awaitable<bool> drained() {
     auto self = this->shared_from_this();
@@ -48,6 +55,7 @@ class AgentOutbox : public std::enable_shared_from_this<AgentOutbox<Ws>> {
     done_ = true;
     control_.clear();
     tunnel_.clear();
+    tunnelBytes_ = 0;
     wake_.cancel();
     drainedWake_.cancel();
   }
@@ -66,6 +74,8 @@ class AgentOutbox : public std::enable_shared_from_this<AgentOutbox<Ws>> {
       } else if (!tunnel_.empty()) {
         msg = std::move(tunnel_.front());
         tunnel_.pop_front();
+        tunnelBytes_ -= msg.size();
+        tellTunnelMux();
       } else {
         co_await sleep(wake_);
         continue;
@@ -95,11 +105,17 @@ class AgentOutbox : public std::enable_shared_from_this<AgentOutbox<Ws>> {
     co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
   }
 
+  void tellTunnelMux() {
+    if (auto mux = tunnelMux_.lock()) mux->linkQueued(tunnelBytes_);
+  }
+
   std::shared_ptr<Ws> ws_;
   boost::asio::steady_timer wake_;
   boost::asio::steady_timer drainedWake_;
   std::deque<Message> control_;
   std::deque<std::string> tunnel_;
+  size_t tunnelBytes_ = 0;
+  std::weak_ptr<tunnel::TunnelMux> tunnelMux_;
   bool writingControl_ = false;
   bool failed_ = false;
   bool done_ = false;

@@ -86,6 +86,8 @@ class TunnelEndpoint {
   // The connection dropped: every stream is reset and its target closed.
   void shutdown();
   size_t streamCount() const { return mux_->streamCount(); }
+  // For the connection's writer to tell it how many bytes of frames wait (backpressure).
+  std::weak_ptr<tunnel::TunnelMux> mux() const { return mux_; }
 
  private:
   boost::asio::any_io_executor ex_;

@@ -16,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <utility>
@@ -395,6 +396,60 @@ class RecordingWs {
   asio::any_io_executor ex_;
   bool binary_ = false;
 };
+
+// Attack: one session's user sends many requests at once. Each stream's window bounds what it
+// has in flight, but 64 of them together queued 16 MiB on the host's connection, and a few
+// hundred would pass allotd's 64 MiB limit, which ends the connection and every session of the
+// host with it. Now the streams hold their data while the connection is congested, and the queue
+// stays near TunnelMux::kCongestedBytes however many there are; once it drains, every write ends.
+TEST(TunnelMuxTest, StreamsHoldTheirDataWhileTheConnectionIsCongested) {
+  asio::io_context io;
+  std::deque<std::string> queue;  // the connection's frames, written as the test says
+  size_t queued = 0;
+  size_t mostQueued = 0;
+  std::shared_ptr<tunnel::TunnelMux> mux;
+  mux = std::make_shared<tunnel::TunnelMux>(io.get_executor(), [&](std::string frame) {
+    queued += frame.size();
+    mostQueued = std::max(mostQueued, queued);
+    queue.push_back(std::move(frame));
+    mux->linkQueued(queued);
+  });
+  constexpr int kStreams = 64;
+  std::vector<std::shared_ptr<TunnelStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(mux->open({1, "echo"}));
+    mux->deliver({model::TunnelOp::kOpenOk, streams.back()->id(), ""});
+  }
+  int written = 0;
+  for (auto& stream : streams)
+    asio::co_spawn(
+        io,
+        [&, stream]() -> asio::awaitable<void> {
+          Status st = co_await stream->write(pattern(model::kTunnelWindow, stream->id()));
+          EXPECT_TRUE(st.ok()) << st.toString();
+          ++written;
+        },
+        asio::detached);
+  // The writers run until all of them wait; then the connection's writer drains a frame at a
+  // time, as the agent reads.
+  size_t dataBytes = 0;
+  for (;;) {
+    while (io.poll() > 0) {
+    }
+    if (queue.empty()) break;
+    auto frame = model::decodeTunnelFrame(queue.front());
+    ASSERT_TRUE(frame.ok());
+    if (frame->op == model::TunnelOp::kData) dataBytes += frame->payload.size();
+    queued -= queue.front().size();
+    queue.pop_front();
+    mux->linkQueued(queued);
+  }
+  EXPECT_EQ(written, kStreams);
+  EXPECT_EQ(dataBytes, size_t{kStreams} * model::kTunnelWindow);
+  // At most one DATA frame past the mark, and the OPENs before it.
+  EXPECT_LE(mostQueued, tunnel::TunnelMux::kCongestedBytes + model::kMaxTunnelData + 64 * 1024);
+  EXPECT_GT(mostQueued, tunnel::TunnelMux::kCongestedBytes / 2);
+}
 
 TEST(AgentOutboxTest, ControlInOrderBeforeTunnelFramesWhichAreNeverDropped) {
   asio::io_context io;

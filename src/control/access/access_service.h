@@ -83,6 +83,9 @@ class AccessService {
   // Accounts, team membership and API tokens (accounts.cc, docs/access.md). Platform
   // admins create humans; team-admins may also create service accounts of their own teams.
   Result<Change<CreatedUser>> createUser(const Principal& p, NewUser u);
+  // What createUser checks before it changes anything: whether `p` may create `u`, and `u`
+  // itself (for a route that has more to check, slowly, in between).
+  Status checkNewUser(const Principal& p, const NewUser& u) const;
   // One team and role, or a platform admin (role kPlatformAdmin, team optional): for tests and
   // tools that make simple accounts.
   Result<Change<CreatedUser>> createUser(const Principal& p, const std::string& name,
@@ -126,6 +129,14 @@ class AccessService {
   // teams Allot lacks are skipped. Refuses a local account of the same name and a user left with
   // no team.
   Result<Change<model::User>> syncDirectoryUser(const DirectoryLogin& login);
+  // The directory users holding a token that has not expired: whose access a recheck reads again
+  // (Server::directoryRecheckLoop), so that a group taken away ends what it granted without
+  // waiting for a login.
+  std::vector<std::string> directoryUsersWithTokens() const;
+  // The directory grants `name` nothing any more (its entry is gone, or it is in no group that
+  // grants a team Allot has): its teams and platform admin go, and every token it holds ends, as
+  // a login the directory refuses would leave it. NotFound for anyone but a directory user.
+  Result<Change<model::User>> withdrawDirectoryUser(const std::string& name);
   // Deletes a token (a session that logged out or went idle), whoever owns it.
   Result<Change<model::ApiToken>> endSession(const std::string& tokenId);
   Result<Change<model::Project>> createProject(const Principal& p, const std::string& name,

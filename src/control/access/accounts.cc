@@ -79,7 +79,7 @@ std::optional<Principal> AccessService::authenticate(std::string_view bearer) co
   return Principal::ofUser(u->second);
 }
 
-Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, NewUser n) {
+Status AccessService::checkNewUser(const Principal& p, const NewUser& n) const {
   if (!p.isUser()) return Status::PermissionDenied("hosts cannot create users");
   ALLOT_RETURN_IF_ERROR(validateName(n.name, "name"));
   for (const auto& [team, role] : n.teams) {
@@ -120,6 +120,11 @@ Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, NewUse
       return Status::InvalidArgument("uid: a directory user needs both uid and gid", "uid");
     ALLOT_RETURN_IF_ERROR(checkDirectoryIds(n.name, n.uid, n.gid));
   }
+  return Status::Ok();
+}
+
+Result<Change<CreatedUser>> AccessService::createUser(const Principal& p, NewUser n) {
+  ALLOT_RETURN_IF_ERROR(checkNewUser(p, n));
   Change<CreatedUser> c;
   model::User& u = c.value.user;
   u.name = n.name;

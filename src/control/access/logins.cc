@@ -2,6 +2,8 @@
 // groups, and the end of console sessions (docs/login.md). Checking passwords and talking to
 // the directory happen off the I/O thread in the API layer; these only change the world.
 
+#include <set>
+
 #include "control/access/access_service.h"
 #include "control/names.h"
 
@@ -74,6 +76,43 @@ Result<Change<model::User>> AccessService::syncDirectoryUser(const DirectoryLogi
   world_.users[u.name] = u;
   c.batch.add(store::PutUser{u});
   membership_.leftTeams(u, c.batch);  // the directory may have taken a group away
+  return c;
+}
+
+std::vector<std::string> AccessService::directoryUsersWithTokens() const {
+  const TimeMs now = clock_.nowMs();
+  std::set<std::string> out;
+  for (const auto& [id, t] : world_.tokens) {
+    if (t.expiresAt != 0 && t.expiresAt <= now) continue;
+    auto u = world_.users.find(t.owner);
+    // A disabled account's tokens grant nothing already.
+    if (u != world_.users.end() && u->second.source == model::UserSource::kLdap &&
+        !u->second.disabled)
+      out.insert(t.owner);
+  }
+  return {out.begin(), out.end()};
+}
+
+Result<Change<model::User>> AccessService::withdrawDirectoryUser(const std::string& name) {
+  auto it = world_.users.find(name);
+  if (it == world_.users.end() || it->second.source != model::UserSource::kLdap)
+    return Status::NotFound("no directory user '" + name + "'");
+  Change<model::User> c;
+  model::User u = it->second;
+  u.teams.clear();
+  u.platformAdmin = false;
+  c.value = u;
+  world_.users[name] = u;
+  c.batch.add(store::PutUser{u});
+  membership_.leftTeams(u, c.batch);
+  for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
+    if (t->second.owner == name) {
+      c.batch.add(store::DeleteToken{t->first});
+      t = world_.tokens.erase(t);
+    } else {
+      ++t;
+    }
+  }
   return c;
 }
 
