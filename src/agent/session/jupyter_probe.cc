@@ -1,5 +1,6 @@
 #include "agent/session/jupyter_probe.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -54,11 +57,28 @@ std::optional<std::string> get(const std::string& socketPath, const std::string&
   bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
   std::string resp;
   char buf[8192];
-  for (ssize_t n; ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
+  // One deadline for the whole answer: SO_RCVTIMEO bounds each recv alone, and a server that
+  // sends a byte at a time, each within it, held this loop (and the host's idle data) for ever.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  while (ok) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = left > 0 ? ::poll(&readable, 1, static_cast<int>(left)) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      ok = false;  // out of time: what came so far is not the whole answer
+      break;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n <= 0) break;
     resp.append(buf, static_cast<size_t>(n));
     if (resp.size() > (1 << 20)) break;  // a status is small; something else is answering
   }
   ::close(fd);
+  if (!ok) return std::nullopt;
   if (resp.rfind("HTTP/1.1 200", 0) != 0) return std::nullopt;
   const size_t body = resp.find("\r\n\r\n");
   if (body == std::string::npos) return std::nullopt;
