@@ -233,21 +233,23 @@ std::string LoginService::clearedSessionCookie() const {
          (config_.secureCookies ? "; Secure" : "");
 }
 
-std::string uniqueCookie(std::string_view header, std::string_view name) {
-  std::string_view found;
-  int seen = 0;
+std::vector<std::string_view> cookieValues(std::string_view header, std::string_view name) {
+  std::vector<std::string_view> out;
   while (!header.empty()) {
     auto semi = header.find(';');
     std::string_view part = header.substr(0, semi);
     header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
     while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
     auto eq = part.find('=');
-    if (eq != std::string_view::npos && part.substr(0, eq) == name) {
-      found = part.substr(eq + 1);
-      ++seen;
-    }
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      out.push_back(part.substr(eq + 1));
   }
-  return seen == 1 ? std::string(found) : std::string();
+  return out;
+}
+
+std::string uniqueCookie(std::string_view header, std::string_view name) {
+  const auto values = cookieValues(header, name);
+  return values.size() == 1 ? std::string(values.front()) : std::string();
 }
 
 std::string bearerTokenOf(const HttpRequest& req) {

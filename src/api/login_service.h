@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "api/http_types.h"
 #include "api/session_origin.h"
@@ -134,6 +136,8 @@ std::string sessionSecretOf(const HttpRequest& req);
 // Twice is refused, not resolved: a second one is what a page of a sibling domain (a session's)
 // would toss in to log the console in as someone else.
 std::string uniqueCookie(std::string_view header, std::string_view name);
+// Every value of the cookie `name` in a Cookie header, in order.
+std::vector<std::string_view> cookieValues(std::string_view header, std::string_view name);
 
 // 503 with Retry-After: the hashing pool is full or the directory is unreachable.
 ApiResponse unavailableResponse(const Status& st);

@@ -164,12 +164,21 @@ std::function<bool()> accessCheck(Server& server, const RequestCredential& cred,
   };
 }
 
-// The console session that the cookie of session id's own origin stands for, if it is there
-// once and valid.
+// The console session that the cookie of session id's own origin stands for. A page of another
+// session's origin can add a cookie of that name for this one (its Domain and Path are the page's
+// to choose), which the browser sends beside ours: one that stands for nothing here is passed
+// over, where refusing both would shut the user out of the session. Two that stand for different
+// console sessions are refused: which one the user meant is not ours to guess.
 std::optional<std::string> originConsoleSecret(Server& server, std::string_view cookies,
                                                int64_t id) {
-  return server.sessionAccess().consoleSecretOf(uniqueCookie(cookies, kOriginCookie), id,
-                                                server.clock().nowMs());
+  std::optional<std::string> found;
+  for (std::string_view value : cookieValues(cookies, kOriginCookie)) {
+    auto secret = server.sessionAccess().consoleSecretOf(value, id, server.clock().nowMs());
+    if (!secret) continue;
+    if (found && *found != *secret) return std::nullopt;
+    found = std::move(secret);
+  }
+  return found;
 }
 
 // The handoff's landing on session id's own origin: a valid ticket becomes this origin's cookie,

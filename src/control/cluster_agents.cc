@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/log.h"
 #include "common/utf8.h"
 #include "common/version.h"
 #include "control/cluster.h"
@@ -431,8 +432,10 @@ void Cluster::applyActual(const std::string& host, const model::ActualJob& a,
   if (it != world_.jobs.end() && model::rankOn(it->second, host) < 0 &&
       !model::isTerminal(it->second.state)) {
     // An agent speaks only for its own host: a report about work placed elsewhere (a forged one,
-    // or a stale one of a job requeued elsewhere) changes nothing.
-    spdlog::warn("agent report ignored: host={} job={} (the job is not placed on this host)", host,
+    // or a stale one of a job requeued elsewhere) changes nothing. Throttled: a message of a
+    // host's can name any number of them.
+    static ThrottledWarnings ignored("");
+    ignored.warn("agent report ignored: host={} job={} (the job is not placed on this host)", host,
                  a.id);
   }
   if (it == world_.jobs.end() || model::rankOn(it->second, host) < 0 ||
@@ -652,7 +655,8 @@ Status Cluster::agentLog(const std::string& host, const model::LogChunk& chunk) 
   auto it = world_.jobs.find(chunk.job);
   const int rank = it == world_.jobs.end() ? -1 : model::rankOn(it->second, host);
   if (rank < 0) {
-    spdlog::warn("agent output ignored: host={} job={} (the job is not placed on this host)", host,
+    static ThrottledWarnings ignored("");  // as many as a host sends
+    ignored.warn("agent output ignored: host={} job={} (the job is not placed on this host)", host,
                  chunk.job);
     return Status::NotFound("no job " + std::to_string(chunk.job) + " on host " + host);
   }

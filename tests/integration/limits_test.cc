@@ -483,6 +483,42 @@ TEST_F(LimitsTest, AgentMessagesThatDoNotDecodeAreRefusedWhole) {
   ASSERT_TRUE(serverRunning());
 }
 
+// Attack, a host credential's holder: reports about another host's job, thousands in one
+// message. Each was a line in allotd's log, so a host could fill allotd's disk with them; they
+// are throttled now (one each 10 s), and the job on the other host is left as it was.
+TEST_F(LimitsTest, ReportsAboutOtherHostsJobsDoNotFloodTheLog) {
+  startAgent("gpu-b", "sim:2xA100");
+  createTeam("ml");
+  const std::string alice = createUser("alice", "ml");
+  const int64_t id = submit(alice, {"--gpus", "1"}, {"sleep", "600"});
+  ASSERT_TRUE(waitForJobState(alice, id, "running"));
+  startAgent("gpu-a", "sim:2xA100");
+  const json credential = json::parse(readFile(path("agents/gpu-a/credential.json")));
+  killAgent("gpu-a");
+  HostStream forged(port_, credential.at("token").get<std::string>());
+  ASSERT_TRUE(forged.send(helloWith(2, "A100").dump()));
+  json jobs = json::array();
+  for (int i = 0; i < 5000; ++i)
+    jobs.push_back({{"id", id}, {"state", "exited"}, {"exit_code", 1}});
+  for (int round = 0; round < 4; ++round)
+    ASSERT_TRUE(forged.send(json{{"type", "status"}, {"jobs", jobs}}.dump()));
+  // Heard: a good report after them reaches the metric.
+  ASSERT_TRUE(forged.send(
+      json{{"type", "status"}, {"jobs", json::array()}, {"refused_desired", 3}}.dump()));
+  ASSERT_TRUE(waitFor([&] {
+    HttpResult m = httpRequest(port_, "GET", "/metrics", "", adminToken_);
+    return m.body.find("allot_agent_desired_refused_total{host=\"gpu-a\"} 3") != std::string::npos;
+  }));
+  const std::string log = readFile(path("proc/allotd.1.err"));
+  size_t lines = 0;
+  for (size_t at = log.find("agent report ignored"); at != std::string::npos;
+       at = log.find("agent report ignored", at + 1))
+    ++lines;
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 2u) << "20,000 reports";
+  EXPECT_EQ(textOf(job(alice, id), "state"), "running");
+}
+
 // Attack, a host credential's holder: hellos one after another on one stream. Each committed the
 // host and pushed its whole desired state (a review); a second one now ends the connection.
 TEST_F(LimitsTest, ASecondHelloOnOneStreamEndsIt) {

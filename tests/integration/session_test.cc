@@ -443,6 +443,21 @@ TEST_F(SessionTest, ASessionIsServedOnlyAtItsOwnOriginAndTheConsoleCookieIsHande
       httpRequest(port_, "GET", base + "api/status", "", "", {{"Host", own}, {"Cookie", ownCookie}})
           .status,
       200);
+  // Attack, by another session's owner: a page of their session's origin sets a cookie of the
+  // same name for this one (Domain and Path are the page's to choose), which the browser then
+  // sends beside this origin's own. Before, two such cookies were refused, shutting the user out
+  // of this session; the value that stands for nothing here is now passed over, before or after.
+  for (const std::string& cookies : {"allot_origin=set-by-a-sibling; " + ownCookie,
+                                     ownCookie + "; allot_origin=set-by-a-sibling"})
+    EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "",
+                          {{"Host", own}, {"Cookie", cookies}})
+                  .status,
+              200)
+        << cookies;
+  EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "",
+                        {{"Host", own}, {"Cookie", "allot_origin=set-by-a-sibling"}})
+                .status,
+            401);
   auto foreign = httpRequest(port_, "POST", base + "api/kernels", "{}", "",
                              {{"Host", own}, {"Cookie", ownCookie}, {"Origin", console}});
   EXPECT_EQ(foreign.status, 403) << foreign.body;

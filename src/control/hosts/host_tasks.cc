@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/log.h"
 #include "control/authz.h"
 #include "control/hosts/host_service.h"
 #include "control/names.h"
@@ -77,7 +78,8 @@ Change<int> HostService::agentTaskResult(const std::string& name, const model::H
   if (it == world_.hosts.end()) return c;
   model::Host& h = it->second;
   if (!h.task || h.task->id != r.id) {
-    spdlog::info("host task result ignored: host={} id={} (not waited for)", name, r.id);
+    static ThrottledWarnings ignored("");  // as many as a host sends
+    ignored.warn("host task result ignored: host={} id={} (not waited for)", name, r.id);
     return c;
   }
   const model::HostTask task = *h.task;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/log.h"
 #include "common/version.h"
 #include "control/authz.h"
 #include "control/images/image_policy.h"
@@ -176,7 +177,8 @@ Change<int> ImageCacheService::agentReport(const std::string& host, model::Image
   for (const auto& i : report.images) done.insert(i.ref);
   for (const auto& pp : report.prepulls) {
     if (!pp.failed) continue;
-    spdlog::warn("image cache: prepull of {} on host {} failed: {}", pp.ref, host, pp.message);
+    static ThrottledWarnings failures("");  // as many, and as long, as a host's report says
+    failures.warn("image cache: prepull of {} on host {} failed: {}", pp.ref, host, pp.message);
     done.insert(pp.ref);
   }
   const size_t before = h.imagePrepulls.size();
