@@ -35,6 +35,25 @@ TEST_F(SshKeyClusterTest, AUserHoldsAtMost32Keys) {
   EXPECT_EQ(cluster_->access().listSshKeys(alice_, "")->size(), 32u);
 }
 
+// Attack, any user: keys as long as a key may be (16 KiB, mostly comment), as many as allowed.
+// They go into the desired state of every host where the user has a session, once a session, so
+// a few hundred sessions of such users passed what one message to an agent may carry, holding
+// every job of the host. A user's keys together may take 64 KiB.
+TEST_F(SshKeyClusterTest, AUsersKeysTogetherTakeAtMost64KiB) {
+  const std::string comment(15'000, 'c');
+  for (unsigned char i = 0; i < 4; ++i) {
+    auto added = cluster_->access().addSshKey(alice_, "", syntheticKey(i) + " " + comment);
+    ASSERT_TRUE(added.ok()) << int(i) << ": " << added.status().toString();
+  }
+  auto over = cluster_->access().addSshKey(alice_, "", syntheticKey(4) + " " + comment);
+  EXPECT_EQ(over.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(over.status().message().find("over 64 KiB"), std::string::npos)
+      << over.status().message();
+  EXPECT_TRUE(cluster_->access().addSshKey(alice_, "", syntheticKey(5)).ok())
+      << "an ordinary key still fits";
+  EXPECT_EQ(cluster_->access().listSshKeys(alice_, "")->size(), 5u);
+}
+
 TEST_F(SshKeyClusterTest, UsersManageTheirOwnKeys) {
   clock_.advance(5000);
   auto added = cluster_->access().addSshKey(alice_, "", kKey);

@@ -14,6 +14,11 @@ namespace {
 
 // Enough for every machine a person works from; a bound so a user cannot bloat their document.
 constexpr size_t kMaxSshKeysPerUser = 32;
+// A user's keys, as the authorized_keys lines they become, go in the desired state of every host
+// where the user has a session, once a session. 32 keys of 16 KiB each let a few hundred such
+// sessions pass the 64 MiB one message to an agent may carry, which would hold every job of the
+// host; 64 KiB is a hundred ordinary keys (an RSA-4096 line is about 750 bytes).
+constexpr size_t kMaxSshKeyBytesPerUser = 64 * 1024;
 
 // The user whose keys `p` may manage: their own, or anyone's for a platform admin. Everyone else's
 // are NotFound with the text an unknown user gets, so names do not leak.
@@ -44,6 +49,13 @@ Result<Change<model::SshKey>> AccessService::addSshKey(const Principal& p, const
     return Status::FailedPrecondition("user '" + u.name + "' already has " +
                                       std::to_string(kMaxSshKeysPerUser) +
                                       " SSH keys; remove some first");
+  size_t bytes = model::authorizedKeysLine(*key).size();
+  for (const auto& k : u.sshKeys) bytes += model::authorizedKeysLine(k).size();
+  if (bytes > kMaxSshKeyBytesPerUser)
+    return Status::FailedPrecondition("user '" + u.name + "': with this key, the SSH keys would take " +
+                                      std::to_string(bytes) + " bytes, over " +
+                                      std::to_string(kMaxSshKeyBytesPerUser / 1024) +
+                                      " KiB; remove some, or shorten their comments");
   key->addedAt = clock_.nowMs();
   u.sshKeys.push_back(*key);
   Change<model::SshKey> c;
