@@ -85,26 +85,26 @@ ConnectionLimiter::Slot::~Slot() { giveBack(); }
 
 void ConnectionLimiter::Slot::giveBack() {
   if (!limiter_) return;
-  busy();
   // A slot the limiter closed is no longer in its idle list, which is how it tells.
-  if (closing_) --limiter_->closing_;
+  if (!busy()) --limiter_->closing_;
   limiter_->release(client_);
   limiter_.reset();
 }
 
 void ConnectionLimiter::Slot::idle(std::function<void()> close) {
-  if (!limiter_) return;
-  busy();
-  if (closing_) return;
+  if (!limiter_ || !busy()) return;
   idleSince_ = limiter_->nextIdle_++;
   limiter_->idle_.emplace(idleSince_, std::move(close));
 }
 
-void ConnectionLimiter::Slot::busy() {
-  if (!limiter_ || idleSince_ == 0) return;
-  // Gone from the list: the limiter closed it (closing_ is then set).
-  if (limiter_->idle_.erase(idleSince_) == 0) closing_ = true;
-  idleSince_ = 0;
+bool ConnectionLimiter::Slot::busy() {
+  if (!limiter_) return false;
+  if (idleSince_ != 0) {
+    // Gone from the list: the limiter closed it.
+    if (limiter_->idle_.erase(idleSince_) == 0) closing_ = true;
+    idleSince_ = 0;
+  }
+  return !closing_;
 }
 
 }  // namespace allot::api

@@ -47,10 +47,11 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
     Slot& operator=(Slot&& other) noexcept;  // gives this slot's place back first
     ~Slot();
 
-    // The connection waits for a request: `close` ends it (cancels what it waits for), which the
-    // limiter may call from admit() until busy().
+    // The connection waits for a request: `close` ends it (closes its socket), which the limiter
+    // may call from admit() until busy(). busy() is false when it did: the connection is over,
+    // even if what it waited for had come just before.
     void idle(std::function<void()> close);
-    void busy();
+    bool busy();
 
    private:
     friend class ConnectionLimiter;

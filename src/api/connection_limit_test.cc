@@ -71,13 +71,15 @@ TEST(ConnectionLimiter, AtTheTotalANewConnectionClosesTheOneIdleLongest) {
   EXPECT_EQ(closed, std::vector<std::string>{"b"});
   EXPECT_EQ(limiter->closedForRoom(), 1u);
   // a turns busy before anyone needs its place: it is kept, and nothing else is idle.
-  held[0].busy();
+  EXPECT_TRUE(held[0].busy());
   EXPECT_FALSE(limiter->admit("10.0.1.2"));
   EXPECT_EQ(closed, std::vector<std::string>{"b"});
   // b's connection, closed, asks to wait again: it is ending, so it is not listed (nor closed
   // twice), and once it ends its place is the only one given back.
   held[1].idle([&] { closed.push_back("b again"); });
   EXPECT_EQ(limiter->idle(), 0u);
+  // What b had read when it was closed is not served: its connection is over.
+  EXPECT_FALSE(held[1].busy());
   held.erase(held.begin() + 1);
   EXPECT_EQ(limiter->open(), 3u);
   EXPECT_FALSE(limiter->admit("10.0.1.3"));

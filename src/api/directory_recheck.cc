@@ -19,14 +19,27 @@ namespace asio = boost::asio;
 
 namespace {
 
-// One user: their teams as the directory grants them now, or nothing when it grants none. A
-// directory that cannot be asked changes nothing (the next round tries again).
+// Whether `name` is still a directory user whose tokens grant something: the lookup took a
+// worker's time, and an admin may have disabled or removed the account meanwhile (a sync would
+// make a removed one again).
+bool stillToRecheck(Server& s, const std::string& name) {
+  const auto& users = s.cluster().world().users;
+  auto it = users.find(name);
+  return it != users.end() && it->second.source == model::UserSource::kLdap &&
+         !it->second.disabled;
+}
+
+// One user: their teams as the directory grants them now, or nothing when it grants none. Only
+// a search that worked and found no entry says the user is gone: a directory that cannot be
+// asked, a missing base (a restore, an edit) or several entries change nothing, and the next
+// round tries again.
 asio::awaitable<void> recheckUser(Server& s, const std::string& name) {
   auto found = co_await s.login().directoryLookup(name);
-  if (!found.ok() && found.status().code() != Code::kUnauthenticated) {
+  if (!found.ok() && found.status().code() != Code::kNotFound) {
     spdlog::warn("directory recheck of '{}': {}", name, found.status().message());
     co_return;
   }
+  if (!stillToRecheck(s, name)) co_return;
   std::optional<control::DirectoryLogin> grants;
   if (found.ok()) {
     auto access = auth::mapGroups(s.login().config().ldap, *found);

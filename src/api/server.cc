@@ -75,8 +75,8 @@ struct RequestRead {
 // only from a caller with a valid credential; anyone else is held to the API's limit, so no one
 // unauthenticated makes allotd buffer 256 MiB.
 template <typename Stream>
-asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream, beast::flat_buffer& buffer,
-                                         ConnectionLimiter::Slot& slot) {
+asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
+                                         beast::flat_buffer& buffer) {
   const size_t apiLimit = server.config().maxBodyBytes;
   http::request_parser<http::string_body> parser;
   // The largest any request may send (Beast checks a Content-Length against it as it reads the
@@ -89,8 +89,6 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream, beast::
   size_t limit = apiLimit;
   RequestRead read;
   if (!ec) {
-    // A request has come: from here the connection is not closed to make room for another.
-    slot.busy();
     // Asked only of a body that may be over the API's limit: most requests pay nothing.
     const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
     if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get())) {
@@ -487,12 +485,11 @@ asio::awaitable<void> Server::session(tcp::socket socket, ConnectionLimiter::Slo
   }
   beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls_);
   beast::get_lowest_layer(stream).expires_after(kHandshakeTimeout);
-  slot.idle([&stream] { beast::get_lowest_layer(stream).cancel(); });
+  slot.idle([&stream] { beast::get_lowest_layer(stream).close(); });
   auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
                                               asio::as_tuple(use_awaitable));
-  slot.busy();
-  if (ec) {
-    // Plain HTTP to the TLS port ends here, unanswered.
+  if (!slot.busy() || ec) {
+    // Plain HTTP to the TLS port ends here, unanswered; so does a handshake closed to make room.
     spdlog::debug("TLS handshake failed: {}", ec.message());
     co_return;
   }
@@ -602,11 +599,14 @@ asio::awaitable<void> Server::serveHttp(Stream& stream, ConnectionLimiter::Slot&
   SessionProxyState proxy;  // this connection's tunnel to a session, kept between requests
   for (;;) {
     beast::get_lowest_layer(stream).expires_after(kIdleTimeout);
-    // Waiting for a request: closed first when allotd has no place left for a new connection
-    // (api/connection_limit.h).
-    slot.idle([&stream] { beast::get_lowest_layer(stream).cancel(); });
-    RequestRead read = co_await readRequest(*this, stream, buffer, slot);
-    slot.busy();
+    // Until the whole request is in, the connection may be closed first when allotd has no place
+    // left for a new one (api/connection_limit.h): a header followed by a body that trickles in
+    // must not hold a place for the idle timeout. Closed, not only cancelled, so that its
+    // descriptor is free at once (a TLS shutdown would wait for the peer). A request read whole
+    // just as its connection was closed is dropped unanswered, as if it had come a moment later.
+    slot.idle([&stream] { beast::get_lowest_layer(stream).close(); });
+    RequestRead read = co_await readRequest(*this, stream, buffer);
+    if (!slot.busy()) break;
     if (read.tooLargeFor) {
       auto out = encodeTooLarge(*read.tooLargeFor);
       co_await writeResponse(stream, out);

@@ -74,7 +74,8 @@ Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(LDAP* ld, const LdapCo
                                                           const std::string& base,
                                                           const std::string& filter,
                                                           std::vector<const char*> attrs,
-                                                          int sizeLimit) {
+                                                          int sizeLimit,
+                                                          bool* baseMissing = nullptr) {
   attrs.push_back(nullptr);
   timeval op = toTimeval(c.operationTimeoutMs);
   LDAPMessage* res = nullptr;
@@ -85,6 +86,7 @@ Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(LDAP* ld, const LdapCo
   if (rc != LDAP_SUCCESS && rc != LDAP_SIZELIMIT_EXCEEDED && rc != LDAP_NO_SUCH_OBJECT)
     return Status::Unavailable("ldap: search under '" + base + "' failed: " + ldap_err2string(rc));
   if (rc == LDAP_SIZELIMIT_EXCEEDED) return Status::Unauthenticated("several entries match");
+  if (baseMissing != nullptr) *baseMissing = rc == LDAP_NO_SUCH_OBJECT;
   return owned;
 }
 
@@ -98,18 +100,22 @@ Result<LdapHandle> serviceConnection(const LdapConfig& c) {
   return service;
 }
 
-// The user's one entry: its DN and ids, and memberOf when groups are read from it.
+// The user's one entry: its DN and ids, and memberOf when groups are read from it. NotFound
+// only when the search worked and found none; Unauthenticated when it found several; Unavailable
+// when the search failed or its base is not there (a restore or an edit under way says nothing
+// of whether the user is).
 Result<DirectoryUser> findUser(LDAP* service, const LdapConfig& c, const std::string& user) {
   DirectoryUser out;
   out.name = user;
+  bool baseMissing = false;
   auto found = search(service, c, c.userBase, buildFilter(c.userFilter, user, ""),
-                      {"uidNumber", "gidNumber", "memberOf"}, 2);
-  if (!found.ok()) {
-    if (found.status().code() == Code::kUnauthenticated) return kInvalidLogin;
-    return found.status();
-  }
+                      {"uidNumber", "gidNumber", "memberOf"}, 2, &baseMissing);
+  if (!found.ok()) return found.status();
+  if (baseMissing)
+    return Status::Unavailable("ldap: the user base '" + c.userBase + "' is not there");
   LDAPMessage* first = ldap_first_entry(service, found->get());
-  if (!first || ldap_next_entry(service, first)) return kInvalidLogin;
+  if (!first) return Status::NotFound("no entry");
+  if (ldap_next_entry(service, first)) return Status::Unauthenticated("several entries match");
   out.dn = entryDn(service, first);
   out.uid = number(service, first, "uidNumber");
   out.gid = number(service, first, "gidNumber");
@@ -140,7 +146,11 @@ Result<DirectoryUser> LdapDirectory::login(const std::string& user,
   auto service = serviceConnection(config_);
   if (!service.ok()) return service.status();
   auto out = findUser(service->get(), config_, user);
-  if (!out.ok()) return out.status();
+  if (!out.ok()) {
+    const Code code = out.status().code();
+    return code == Code::kNotFound || code == Code::kUnauthenticated ? kInvalidLogin
+                                                                     : out.status();
+  }
   {
     auto asUser = connect(config_);
     if (!asUser.ok()) return asUser.status();
@@ -168,14 +178,17 @@ Result<bool> LdapDirectory::hasUser(const std::string& user) const {
   if (user.empty()) return false;
   auto service = serviceConnection(config_);
   if (!service.ok()) return service.status();
+  bool baseMissing = false;
   auto found =
       search(service->get(), config_, config_.userBase, buildFilter(config_.userFilter, user, ""),
-             {"1.1"}, 2);  // "1.1": no attributes, the entry's presence is the answer
+             {"1.1"}, 2, &baseMissing);  // "1.1": no attributes, the entry's presence is the answer
   if (!found.ok()) {
     // Several entries: the name is taken in the directory all the same.
     if (found.status().code() == Code::kUnauthenticated) return true;
     return found.status();
   }
+  if (baseMissing)
+    return Status::Unavailable("ldap: the user base '" + config_.userBase + "' is not there");
   return ldap_first_entry(service->get(), found->get()) != nullptr;
 }
 

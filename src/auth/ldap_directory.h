@@ -21,7 +21,8 @@ class LdapDirectory {
   // Unavailable as for login.
   Result<bool> hasUser(const std::string& user) const;
   // The user's entry and groups as they are now, as the service account (no password): what a
-  // login would learn. Unauthenticated when the user filter finds no entry, or several.
+  // login would learn. NotFound only when a search that worked found no entry; Unauthenticated
+  // when it found several; Unavailable when it could not tell (the user base missing included).
   Result<DirectoryUser> lookup(const std::string& user) const;
   const LdapConfig& config() const { return config_; }
 

@@ -78,6 +78,10 @@ Status readLdap(const toml::table& s, auth::LdapConfig& out) {
   if (out.url.rfind("ldap://", 0) != 0 && out.url.rfind("ldaps://", 0) != 0)
     return Status::InvalidArgument("ldap.url: expected ldap://HOST[:PORT] or ldaps://...");
   out.startTls = s["start_tls"].value_or(out.startTls);
+  // libldap takes a list of urls, tried in turn: one url here, so that the one checked below is
+  // the only one used.
+  if (out.url.find_first_of(", \t") != std::string::npos)
+    return Status::InvalidArgument("ldap.url: one url, without spaces or commas");
   // Every login sends a user's password to the directory, and every search the service
   // account's: over plain ldap:// to another machine, anyone on the path reads them. So that takes
   // StartTLS, or saying so.

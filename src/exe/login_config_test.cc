@@ -34,6 +34,11 @@ TEST(LoginConfig, PlainLdapToAnotherMachineTakesStartTlsOrSayingSo) {
   for (const char* url : {"ldaps://ldap.example.org", "ldap://127.0.0.1:3890", "ldap://localhost",
                           "ldap://[::1]:389"})
     EXPECT_TRUE(readLdapUrl(url).ok()) << url;
+  // libldap would try the urls of a list in turn: the loopback first, then the other in the
+  // clear. One url only.
+  for (const char* url : {"ldap://127.0.0.1:389,ldap://dc.example.org",
+                          "ldap://127.0.0.1 ldap://dc.example.org"})
+    EXPECT_FALSE(readLdapUrl(url, "start_tls = true\n").ok()) << url;
 }
 
 }  // namespace
