@@ -62,7 +62,8 @@ TEST(ConnectionLimiter, AtTheTotalANewConnectionClosesTheOneIdleLongest) {
   auto limiter = ConnectionLimiter::create({.total = 3, .perClient = 0});
   std::vector<std::string> closed;
   std::vector<ConnectionLimiter::Slot> held;
-  for (const char* who : {"a", "b", "c"}) held.push_back(*limiter->admit(std::string("10.0.0.") + who));
+  for (const char* who : {"a", "b", "c"})
+    held.push_back(*limiter->admit(std::string("10.0.0.") + who));
   held[1].idle([&] { closed.push_back("b"); });
   held[0].idle([&] { closed.push_back("a"); });  // idle since after b
   // c serves a request: never closed for another.

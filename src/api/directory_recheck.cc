@@ -25,8 +25,7 @@ namespace {
 bool stillToRecheck(Server& s, const std::string& name) {
   const auto& users = s.cluster().world().users;
   auto it = users.find(name);
-  return it != users.end() && it->second.source == model::UserSource::kLdap &&
-         !it->second.disabled;
+  return it != users.end() && it->second.source == model::UserSource::kLdap && !it->second.disabled;
 }
 
 // One user: their teams as the directory grants them now, or nothing when it grants none. Only

@@ -57,9 +57,8 @@ LoginService::LoginService(auth::LoginConfig config, const Clock& clock,
                            std::unique_ptr<auth::WorkerPool> pool)
     : config_(std::move(config)),
       clock_(clock),
-      limiters_(std::make_shared<LoginLimiters>(
-          LoginLimiters{auth::FailureLimiter(config_.accountLimit),
-                        auth::FailureLimiter(config_.addressLimit)})),
+      limiters_(std::make_shared<LoginLimiters>(LoginLimiters{
+          auth::FailureLimiter(config_.accountLimit), auth::FailureLimiter(config_.addressLimit)})),
       pool_(std::move(pool)) {
   if (config_.ldap.enabled()) directory_.emplace(config_.ldap);
 }
@@ -110,8 +109,8 @@ asio::awaitable<Result<auth::DirectoryUser>> LoginService::directoryLookup(std::
 asio::awaitable<Result<bool>> LoginService::directoryHasUser(std::string user) {
   if (!directory_) co_return false;
   const auth::LdapDirectory* dir = &*directory_;
-  auto work = std::make_shared<std::function<Result<bool>()>>(
-      [dir, user] { return dir->hasUser(user); });
+  auto work =
+      std::make_shared<std::function<Result<bool>()>>([dir, user] { return dir->hasUser(user); });
   Result<bool> r = co_await offload<bool>(*pool_, work);
   co_return r;
 }

@@ -117,9 +117,10 @@ void registerAccessRoutes(Router& router, Server& s) {
     auto inDirectory = co_await s.login().directoryHasUser(n.name);
     if (!inDirectory.ok()) co_return unavailableResponse(inDirectory.status());
     if (*inDirectory)
-      co_return ApiResponse::error(Status::AlreadyExists(
-          "name: '" + n.name + "' is a user of the directory, who logs in with their directory "
-          "password; choose another name"));
+      co_return ApiResponse::error(
+          Status::AlreadyExists("name: '" + n.name +
+                                "' is a user of the directory, who logs in with their directory "
+                                "password; choose another name"));
     if (in.has("password")) {
       TRY_ASSIGN(password, in.requiredString("password"));
       if (Status st = auth::checkPasswordPolicy(password, "password"); !st.ok())

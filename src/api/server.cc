@@ -469,8 +469,9 @@ asio::awaitable<void> Server::acceptLoop() {
     }
     if (connectionLimiter_->closedForRoom() != metrics_.idleConnectionsClosed) {
       metrics_.idleConnectionsClosed = connectionLimiter_->closedForRoom();
-      refusals.warn("at the limit of {} connections: the one idle longest was closed for one from {}",
-                    connectionLimiter_->limits().total, address);
+      refusals.warn(
+          "at the limit of {} connections: the one idle longest was closed for one from {}",
+          connectionLimiter_->limits().total, address);
     }
     socket.set_option(tcp::no_delay(true), ec);
     asio::co_spawn(io_, session(std::move(socket), std::move(*slot)), asio::detached);

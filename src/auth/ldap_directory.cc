@@ -70,12 +70,9 @@ std::string entryDn(LDAP* ld, LDAPMessage* entry) {
   return out;
 }
 
-Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(LDAP* ld, const LdapConfig& c,
-                                                          const std::string& base,
-                                                          const std::string& filter,
-                                                          std::vector<const char*> attrs,
-                                                          int sizeLimit,
-                                                          bool* baseMissing = nullptr) {
+Result<std::unique_ptr<LDAPMessage, MessageFreer>> search(
+    LDAP* ld, const LdapConfig& c, const std::string& base, const std::string& filter,
+    std::vector<const char*> attrs, int sizeLimit, bool* baseMissing = nullptr) {
   attrs.push_back(nullptr);
   timeval op = toTimeval(c.operationTimeoutMs);
   LDAPMessage* res = nullptr;
@@ -148,8 +145,7 @@ Result<DirectoryUser> LdapDirectory::login(const std::string& user,
   auto out = findUser(service->get(), config_, user);
   if (!out.ok()) {
     const Code code = out.status().code();
-    return code == Code::kNotFound || code == Code::kUnauthenticated ? kInvalidLogin
-                                                                     : out.status();
+    return code == Code::kNotFound || code == Code::kUnauthenticated ? kInvalidLogin : out.status();
   }
   {
     auto asUser = connect(config_);

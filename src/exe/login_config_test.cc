@@ -36,8 +36,8 @@ TEST(LoginConfig, PlainLdapToAnotherMachineTakesStartTlsOrSayingSo) {
     EXPECT_TRUE(readLdapUrl(url).ok()) << url;
   // libldap would try the urls of a list in turn: the loopback first, then the other in the
   // clear. One url only.
-  for (const char* url : {"ldap://127.0.0.1:389,ldap://dc.example.org",
-                          "ldap://127.0.0.1 ldap://dc.example.org"})
+  for (const char* url :
+       {"ldap://127.0.0.1:389,ldap://dc.example.org", "ldap://127.0.0.1 ldap://dc.example.org"})
     EXPECT_FALSE(readLdapUrl(url, "start_tls = true\n").ok()) << url;
 }
 

@@ -207,13 +207,12 @@ TEST_F(LdapLoginTest, ATokenGrantsNoMoreThanTheDirectoryDoesNow) {
   const std::string aliceToken = textOf(alice.parsed(), "token");
   ASSERT_EQ(user("eve")["teams"].dump(), R"({"ml":"team-admin"})");
   auto member = [](const std::string& who) {
-    return std::string("\nchangetype: modify\ndelete: member\nmember: uid=") + who +
-           ",ou=people," + kSuffix + "\n";
+    return std::string("\nchangetype: modify\ndelete: member\nmember: uid=") + who + ",ou=people," +
+           kSuffix + "\n";
   };
   // eve is ml-leads' only member, which a groupOfNames must have: dave takes her place.
   ldapModify(std::string("dn: cn=ml-leads,ou=groups,") + kSuffix +
-             "\nchangetype: modify\nreplace: member\nmember: uid=dave,ou=people," + kSuffix +
-             "\n");
+             "\nchangetype: modify\nreplace: member\nmember: uid=dave,ou=people," + kSuffix + "\n");
   EXPECT_TRUE(waitFor([&] { return user("eve")["teams"].dump() == R"({"ml":"member"})"; }))
       << user("eve").dump();
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/whoami", "", token).status, 200)
@@ -288,12 +287,14 @@ TEST_F(LdapLoginTest, NoLocalAccountTakesADirectoryUsersName) {
   };
   auto squat = create({{"name", "alice"}, {"team", "ml"}, {"kind", "service"}}, eveToken);
   EXPECT_EQ(squat.status, 409) << squat.body;
-  EXPECT_EQ(textOf(squat.parsed()["error"], "message").rfind("name: 'alice' is a user of the "
-                                                             "directory", 0),
+  EXPECT_EQ(textOf(squat.parsed()["error"], "message")
+                .rfind("name: 'alice' is a user of the "
+                       "directory",
+                       0),
             0u)
       << squat.body;
-  auto person = create({{"name", "alice"}, {"team", "ml"}, {"password", "chosen-by-the-admin"}},
-                       adminToken_);
+  auto person =
+      create({{"name", "alice"}, {"team", "ml"}, {"password", "chosen-by-the-admin"}}, adminToken_);
   EXPECT_EQ(person.status, 409) << person.body;
   EXPECT_EQ(httpRequest(port_, "GET", "/api/v1/users/alice", "", adminToken_).status, 404);
   EXPECT_EQ(login("alice", "alice-ldap-pw").status, 200) << "alice's logins are still hers";
@@ -301,7 +302,8 @@ TEST_F(LdapLoginTest, NoLocalAccountTakesADirectoryUsersName) {
   EXPECT_EQ(create({{"name", "ci-bot"}, {"team", "ml"}, {"kind", "service"}}, eveToken).status,
             201);
   // A member who may not create accounts is refused before the directory is asked.
-  auto member = create({{"name", "zed"}, {"team", "ml"}, {"kind", "service"}}, textOf(login("alice", "alice-ldap-pw").parsed(), "token"));
+  auto member = create({{"name", "zed"}, {"team", "ml"}, {"kind", "service"}},
+                       textOf(login("alice", "alice-ldap-pw").parsed(), "token"));
   EXPECT_EQ(member.status, 403) << member.body;
   slapd_.reset();
   auto unsure = create({{"name", "ci-bot-2"}, {"team", "ml"}, {"kind", "service"}}, eveToken);

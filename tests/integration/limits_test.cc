@@ -328,9 +328,7 @@ TEST_F(ConnectionTotalTest, ClientsHoldingEveryConnectionTogetherCannotKeepOther
   }
   // allotd has taken them all once the ones over the total are closed (with the agent's stream,
   // seven); which ones were is allotd's choice.
-  EXPECT_TRUE(waitFor([&] {
-    return std::count_if(held.begin(), held.end(), closedByPeer) >= 7;
-  }));
+  EXPECT_TRUE(waitFor([&] { return std::count_if(held.begin(), held.end(), closedByPeer) >= 7; }));
   HttpResult hosts = httpRequest(port_, "GET", "/api/v1/hosts", "", adminToken_);
   EXPECT_EQ(hosts.status, 200) << "a new client is served: " << hosts.body;
   EXPECT_NE(hosts.body.find("\"online\""), std::string::npos) << "the agent's stream was kept";

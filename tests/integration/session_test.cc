@@ -449,10 +449,10 @@ TEST_F(SessionTest, ASessionIsServedOnlyAtItsOwnOriginAndTheConsoleCookieIsHande
   // of this session; the value that stands for nothing here is now passed over, before or after.
   for (const std::string& cookies : {"allot_origin=set-by-a-sibling; " + ownCookie,
                                      ownCookie + "; allot_origin=set-by-a-sibling"})
-    EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "",
-                          {{"Host", own}, {"Cookie", cookies}})
-                  .status,
-              200)
+    EXPECT_EQ(
+        httpRequest(port_, "GET", base + "api/status", "", "", {{"Host", own}, {"Cookie", cookies}})
+            .status,
+        200)
         << cookies;
   EXPECT_EQ(httpRequest(port_, "GET", base + "api/status", "", "",
                         {{"Host", own}, {"Cookie", "allot_origin=set-by-a-sibling"}})

@@ -52,10 +52,10 @@ Result<Change<model::SshKey>> AccessService::addSshKey(const Principal& p, const
   size_t bytes = model::authorizedKeysLine(*key).size();
   for (const auto& k : u.sshKeys) bytes += model::authorizedKeysLine(k).size();
   if (bytes > kMaxSshKeyBytesPerUser)
-    return Status::FailedPrecondition("user '" + u.name + "': with this key, the SSH keys would take " +
-                                      std::to_string(bytes) + " bytes, over " +
-                                      std::to_string(kMaxSshKeyBytesPerUser / 1024) +
-                                      " KiB; remove some, or shorten their comments");
+    return Status::FailedPrecondition(
+        "user '" + u.name + "': with this key, the SSH keys would take " + std::to_string(bytes) +
+        " bytes, over " + std::to_string(kMaxSshKeyBytesPerUser / 1024) +
+        " KiB; remove some, or shorten their comments");
   key->addedAt = clock_.nowMs();
   u.sshKeys.push_back(*key);
   Change<model::SshKey> c;
