@@ -45,8 +45,8 @@ std::optional<ConnectionLimiter::Slot> ConnectionLimiter::admit(const std::strin
   }
   if (limits_.total > 0 && open_ - closing_ >= limits_.total) {
     if (idle_.empty()) return std::nullopt;
-    // The closer only cancels the connection's wait; its coroutine ends on a later turn and gives
-    // the place back then. Counted as closing meanwhile, so the next admit closes another.
+    // The closer closes the connection's socket; its coroutine ends on a later turn and gives the
+    // place back then. Counted as closing meanwhile, so the next admit closes another.
     auto longest = idle_.begin();
     auto close = std::move(longest->second);
     idle_.erase(longest);

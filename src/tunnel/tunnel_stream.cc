@@ -67,8 +67,11 @@ asio::awaitable<Status> TunnelStream::write(std::string bytes) {
                                            ": write after close");
     if (phase_ != Phase::kOpen)
       co_return Status::FailedPrecondition("tunnel stream " + std::to_string(id_) + " is not open");
-    const auto mux = mux_.lock();
-    const bool congested = mux && mux->congested();
+    // Not held while this waits: the mux's owner drops it when the connection ends.
+    const bool congested = [this] {
+      const auto mux = mux_.lock();
+      return mux && mux->congested();
+    }();
     if (sendCredit_ == 0 || congested) {
       co_await sleepUntilWoken(writeWake_);
       continue;

@@ -2,9 +2,9 @@
 // AgentOutbox: the one writer of an agent connection's WebSocket (a WebSocket allows one write in
 // flight). Two FIFOs: control messages (hello aside: status, telemetry, task output and result,
 // log chunks, in the order queued) and tunnel frames (whose bytes it tells the tunnel mux, for
-// backpressure). The writer wakes when either gets one, so a
-// tunnel DATA frame leaves at once rather than on the next tick, and drains control first, so a
-// status waits behind at most one 64 KiB tunnel frame. Tunnel frames are bounded by each stream's
+// backpressure). The writer wakes when either gets one, so a tunnel DATA frame leaves at once
+// rather than on the next tick, and drains control first, so a status waits behind at most one
+// 64 KiB tunnel frame. Tunnel frames are bounded by each stream's
 // credit window; control producers bound themselves by awaiting drained() (the socket's
 // backpressure, as when they wrote themselves).
 //
