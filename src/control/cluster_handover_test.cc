@@ -98,6 +98,33 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
             "GPU 1: XID 79");
 }
 
+// Attack, a host credential's holder: a task result of megabytes (an honest agent sends the last
+// 256 KiB of the output, and a line of reason). It was kept whole in the host's transitions, in
+// memory and on disk, and its reason written as one line of the log; now it is bounded as the
+// agent bounds it, keeping the output's end.
+TEST_F(HandoverTest, WhatAHostReportsOfATaskIsKeptWithinBounds) {
+  commissionNewHosts();
+  joinOnly("gpu-01", 2);
+  cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
+  model::HostTaskResult r;
+  r.id = host("gpu-01").task->id;
+  r.failedStep = "health";
+  r.reason = std::string(3 << 20, 'r');
+  r.output = std::string(3 << 20, 'o') + "\xc3\xa9the end\n";
+  model::HealthReport health;
+  health.problems.assign(10'000, std::string(1 << 10, 'p'));
+  r.health = health;
+  cluster_->hosts().agentTaskResult("gpu-01", r);
+  EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
+  auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");
+  ASSERT_FALSE(log.empty());
+  const auto& failed = log.back();
+  EXPECT_LE(failed.output.size(), 256u * 1024);
+  EXPECT_TRUE(failed.output.ends_with("\xc3\xa9the end\n"));
+  EXPECT_LE(failed.reason.size(), 20u * 1024);
+  EXPECT_LE(host("gpu-01").adminReason.size(), 20u * 1024);
+}
+
 TEST_F(HandoverTest, AssignDrainsWipesRunsTheTeamsProfileAndChangesTheOwner) {
   joinHost("gpu-01", 2);
   const int64_t spot = runningSpotJob();

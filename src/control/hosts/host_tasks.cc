@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "control/authz.h"
 #include "control/hosts/host_service.h"
 #include "control/names.h"
@@ -17,6 +18,37 @@ using model::AdminState;
 namespace {
 
 constexpr size_t kMaxFollowedOutput = 256 * 1024;
+
+// What a host reports of a task, bounded as an honest agent bounds it (the output's last 256 KiB,
+// as the agent's runner keeps it) and its lines to a line's worth: a host's credential must not
+// store megabytes in each transition, nor write them into one line of allotd's log.
+model::HostTaskResult boundedTaskResult(model::HostTaskResult r) {
+  constexpr size_t kMaxOutput = 256 * 1024;
+  constexpr size_t kMaxLine = 4096;
+  // Problems are joined into the failure's reason: 16 of 1 KiB at most (a host has at most 64
+  // GPUs, and its checks report a handful).
+  constexpr size_t kMaxItems = 16;
+  constexpr size_t kMaxItem = 1024;
+  if (r.output.size() > kMaxOutput) {
+    size_t from = r.output.size() - kMaxOutput;
+    // Not in the middle of a character: past its continuation bytes.
+    while (from < r.output.size() && (static_cast<unsigned char>(r.output[from]) & 0xC0) == 0x80)
+      ++from;
+    r.output.erase(0, from);
+  }
+  r.failedStep = cutUtf8(r.failedStep, 64);
+  r.reason = cutUtf8(r.reason, kMaxLine);
+  if (r.health) {
+    if (r.health->problems.size() > kMaxItems) r.health->problems.resize(kMaxItems);
+    for (auto& problem : r.health->problems) problem = cutUtf8(problem, kMaxItem);
+    // One model a GPU: as many as an inventory may claim.
+    if (r.health->gpuModels.size() > 64) r.health->gpuModels.resize(64);
+    for (auto& model : r.health->gpuModels) model = cutUtf8(model, 256);
+    for (auto* text : {&r.health->driverVersion, &r.health->cudaVersion, &r.health->burnIn})
+      *text = cutUtf8(*text, kMaxLine);
+  }
+  return r;
+}
 
 std::string joinProblems(const model::HostTaskResult& r) {
   if (!r.health || r.health->problems.empty()) return r.reason;
@@ -71,7 +103,9 @@ void HostService::startTask(model::Host& h, model::HostTask task, store::WriteBa
                h.task->hook ? h.task->hook->profile : "-", h.task->health.has_value());
 }
 
-Change<int> HostService::agentTaskResult(const std::string& name, const model::HostTaskResult& r) {
+Change<int> HostService::agentTaskResult(const std::string& name,
+                                         const model::HostTaskResult& reported) {
+  const model::HostTaskResult r = boundedTaskResult(reported);
   Change<int> c;
   c.value = 0;
   auto it = world_.hosts.find(name);
