@@ -174,18 +174,16 @@ Result<bool> LdapDirectory::hasUser(const std::string& user) const {
   if (user.empty()) return false;
   auto service = serviceConnection(config_);
   if (!service.ok()) return service.status();
-  bool baseMissing = false;
-  auto found =
-      search(service->get(), config_, config_.userBase, buildFilter(config_.userFilter, user, ""),
-             {"1.1"}, 2, &baseMissing);  // "1.1": no attributes, the entry's presence is the answer
-  if (!found.ok()) {
-    // Several entries: the name is taken in the directory all the same.
-    if (found.status().code() == Code::kUnauthenticated) return true;
-    return found.status();
+  auto found = findUser(service->get(), config_, user);
+  if (found.ok()) return true;
+  switch (found.status().code()) {
+    case Code::kNotFound:
+      return false;
+    case Code::kUnauthenticated:
+      return true;  // several entries: the name is taken in the directory all the same
+    default:
+      return found.status();
   }
-  if (baseMissing)
-    return Status::Unavailable("ldap: the user base '" + config_.userBase + "' is not there");
-  return ldap_first_entry(service->get(), found->get()) != nullptr;
 }
 
 }  // namespace allot::auth

@@ -39,6 +39,20 @@ class HandoverTest : public ClusterTest {
     auto msg = nlohmann::json::parse(cluster_->desiredMessage(name));
     return msg.value("task", nlohmann::json());
   }
+  // gpu-01 joined and under commissioning, and the agent's report that its health check failed
+  // with `problems`; the test sends it.
+  model::HostTaskResult failedCommissioningHealth(std::vector<std::string> problems) {
+    commissionNewHosts();
+    joinOnly("gpu-01", 2);
+    cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
+    model::HostTaskResult r;
+    r.id = host("gpu-01").task->id;
+    r.failedStep = "health";
+    model::HealthReport health;
+    health.problems = std::move(problems);
+    r.health = health;
+    return r;
+  }
   // The agent reporting that every step of the host's current task went well.
   Change<int> taskSucceeds(const std::string& name, int gpus = 2) {
     model::HostTaskResult r;
@@ -82,16 +96,9 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
 }
 
 TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
-  commissionNewHosts();
-  joinOnly("gpu-01", 2);
-  cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
-  model::HostTaskResult r;
-  r.id = host("gpu-01").task->id;
-  r.failedStep = "health";
-  model::HealthReport health;
-  health.problems = {"driver 535.54 is older than the required 550.0", "GPU 1: XID 79"};
-  r.health = health;
-  cluster_->hosts().agentTaskResult("gpu-01", r);
+  cluster_->hosts().agentTaskResult(
+      "gpu-01", failedCommissioningHealth(
+                    {"driver 535.54 is older than the required 550.0", "GPU 1: XID 79"}));
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   EXPECT_EQ(host("gpu-01").adminReason,
             "commissioning failed: health check: driver 535.54 is older than the required 550.0; "
@@ -103,17 +110,10 @@ TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
 // memory and on disk, and its reason written as one line of the log; now it is bounded as the
 // agent bounds it, keeping the output's end.
 TEST_F(HandoverTest, WhatAHostReportsOfATaskIsKeptWithinBounds) {
-  commissionNewHosts();
-  joinOnly("gpu-01", 2);
-  cluster_->agentConnected("gpu-01", &link_, inventory(2), {});
-  model::HostTaskResult r;
-  r.id = host("gpu-01").task->id;
-  r.failedStep = "health";
+  model::HostTaskResult r =
+      failedCommissioningHealth(std::vector<std::string>(10'000, std::string(1 << 10, 'p')));
   r.reason = std::string(3 << 20, 'r');
   r.output = std::string(3 << 20, 'o') + "\xc3\xa9the end\n";
-  model::HealthReport health;
-  health.problems.assign(10'000, std::string(1 << 10, 'p'));
-  r.health = health;
   cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   auto log = *cluster_->hosts().hostTransitions(admin_, "gpu-01");

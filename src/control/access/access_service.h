@@ -130,7 +130,7 @@ class AccessService {
   // no team.
   Result<Change<model::User>> syncDirectoryUser(const DirectoryLogin& login);
   // The directory users holding a token that has not expired: whose access a recheck reads again
-  // (Server::directoryRecheckLoop), so that a group taken away ends what it granted without
+  // (api/directory_recheck.h), so that a group taken away ends what it granted without
   // waiting for a login.
   std::vector<std::string> directoryUsersWithTokens() const;
   // The directory grants `name` nothing any more (its entry is gone, or it is in no group that

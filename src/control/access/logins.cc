@@ -10,17 +10,25 @@
 namespace allot::control {
 namespace {
 
-// An owner's expired login tokens go when they log in again, so repeated logins do not pile up.
-void dropExpiredTokens(World& w, const std::string& owner, TimeMs now, store::WriteBatch& b) {
+// Deletes the tokens of `owner` that `drop` picks.
+template <typename Pred>
+void dropTokens(World& w, const std::string& owner, Pred drop, store::WriteBatch& b) {
   for (auto it = w.tokens.begin(); it != w.tokens.end();) {
     const auto& t = it->second;
-    if (t.owner == owner && t.expiresAt != 0 && t.expiresAt <= now) {
+    if (t.owner == owner && drop(t)) {
       b.add(store::DeleteToken{t.id});
       it = w.tokens.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+// An owner's expired login tokens go when they log in again, so repeated logins do not pile up.
+void dropExpiredTokens(World& w, const std::string& owner, TimeMs now, store::WriteBatch& b) {
+  dropTokens(
+      w, owner, [now](const model::ApiToken& t) { return t.expiresAt != 0 && t.expiresAt <= now; },
+      b);
 }
 
 }  // namespace
@@ -105,14 +113,8 @@ Result<Change<model::User>> AccessService::withdrawDirectoryUser(const std::stri
   world_.users[name] = u;
   c.batch.add(store::PutUser{u});
   membership_.leftTeams(u, c.batch);
-  for (auto t = world_.tokens.begin(); t != world_.tokens.end();) {
-    if (t->second.owner == name) {
-      c.batch.add(store::DeleteToken{t->first});
-      t = world_.tokens.erase(t);
-    } else {
-      ++t;
-    }
-  }
+  dropTokens(
+      world_, name, [](const model::ApiToken&) { return true; }, c.batch);
   return c;
 }
 
