@@ -40,7 +40,7 @@ class HandoverTest : public ClusterTest {
     return msg.value("task", nlohmann::json());
   }
   // gpu-01 joined and under commissioning, and the agent's report that its health check failed
-  // with `problems`; the test sends it.
+  // with `problems`; the test sends it. Call it before naming cluster_: it makes a new one.
   model::HostTaskResult failedCommissioningHealth(std::vector<std::string> problems) {
     commissionNewHosts();
     joinOnly("gpu-01", 2);
@@ -96,9 +96,10 @@ TEST_F(HandoverTest, ANewHostIsCommissionedBeforeItTakesWork) {
 }
 
 TEST_F(HandoverTest, AFailedCommissioningFencesTheHostSayingWhy) {
-  cluster_->hosts().agentTaskResult(
-      "gpu-01", failedCommissioningHealth(
-                    {"driver 535.54 is older than the required 550.0", "GPU 1: XID 79"}));
+  // Made first: the set-up makes cluster_ anew.
+  const model::HostTaskResult r = failedCommissioningHealth(
+      {"driver 535.54 is older than the required 550.0", "GPU 1: XID 79"});
+  cluster_->hosts().agentTaskResult("gpu-01", r);
   EXPECT_EQ(host("gpu-01").adminState, AdminState::kFailed);
   EXPECT_EQ(host("gpu-01").adminReason,
             "commissioning failed: health check: driver 535.54 is older than the required 550.0; "
