@@ -109,11 +109,14 @@ Status JobDir::create() const {
   return Status::Ok();
 }
 
-Status JobDir::remove() const {
-  for (const std::string* dir : {&path_, &dataPath_}) {
-    if (int err = removeTree(*dir); err != 0) return ioError("remove", *dir, err);
+Status JobDir::remove(TreeRemover& remover, bool* setAside) const {
+  // The records are the agent's own, a few files; the data is what the job left.
+  if (split()) {
+    if (int err = removeTree(path_); err != 0) return ioError("remove", path_, err);
   }
-  return Status::Ok();
+  const TreeRemover::Removal data = remover.remove(dataPath_);
+  if (setAside != nullptr) *setAside = data.setAside;
+  return data.error == 0 ? Status::Ok() : ioError("remove", dataPath_, data.error);
 }
 
 Status JobDir::writeFile(const std::string& name, const std::string& content) const {

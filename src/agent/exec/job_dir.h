@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "agent/exec/executor.h"
+#include "agent/exec/tree_remover.h"
 #include "common/status.h"
 
 namespace allot::agent {
@@ -73,7 +74,9 @@ class JobDir {
   // Creates both directories (the records' mode 0700), work/ and an empty output.log, replacing
   // anything left there.
   Status create() const;
-  Status remove() const;
+  // Removes both: the records at once, the data through `remover`, which sets aside what it
+  // cannot remove in its budget (*setAside then says so).
+  Status remove(TreeRemover& remover, bool* setAside = nullptr) const;
 
   Status writeRecord(const JobRecord& r) const;
   Result<JobRecord> readRecord() const;

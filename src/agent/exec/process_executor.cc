@@ -161,6 +161,9 @@ ProcessExecutor::ProcessExecutor(std::string workDir, std::string shimPath, cons
       shimServer_(std::make_unique<ShimServer>(shimPath_, clock, cgroupBases())),
       // Without groups to join a standby would save only the spawn; not worth a process.
       standbyTarget_(cgroups != nullptr && cgroups->mode() != "none" ? std::max(0, standbys) : 0) {
+  // What an agent before this one set aside and did not finish removing.
+  remover_.sweep(workDir_ + "/jobs");
+  remover_.sweep(scratchRoot_);
   adoptAll();
   if (cgroups_ != nullptr) {
     for (const auto& [id, job] : jobs_) cgroups_->skipSlotsOf(job.cgroups);
@@ -179,6 +182,11 @@ ProcessExecutor::~ProcessExecutor() {
     }
     (void)CgroupManager::remove(s.cgroups);
   }
+}
+
+void ProcessExecutor::setScratchRoot(std::string root) {
+  scratchRoot_ = std::move(root);
+  remover_.sweep(scratchRoot_);
 }
 
 void ProcessExecutor::setShimServer(bool enabled) {
@@ -217,7 +225,7 @@ void ProcessExecutor::adoptFrom(const std::string& root, std::set<int64_t>& seen
       // The agent stopped before it wrote the spec, so before it started anything.
       spdlog::warn("removing incomplete job directory {}: {}", job.dir.path(),
                    record.status().message());
-      (void)job.dir.remove();
+      (void)job.dir.remove(remover_);
       continue;
     }
     job.actual.id = id;
@@ -260,7 +268,7 @@ void ProcessExecutor::removeOrphanedData(const std::set<int64_t>& known) {
     spdlog::warn("removing {} job directories with no records (their jobs ended with the host)",
                  orphans.size());
   for (const auto& p : orphans) {
-    if (int err = removeTree(p.string()); err != 0)
+    if (int err = remover_.remove(p.string()).error; err != 0)
       spdlog::warn("cannot remove {}: {}", p.string(), std::strerror(err));
   }
 }
@@ -338,7 +346,7 @@ int ProcessExecutor::begin(const JobSpec& spec) {
   // be another user's, and is removed first, a link or a file in its place too.
   if (!scratchError && ::mkdir(scratch.c_str(), 0755) != 0) {
     if (errno == EEXIST) {
-      if (int err = removeTree(scratch); err != 0)
+      if (int err = remover_.remove(scratch).error; err != 0)
         scratchError = std::error_code(err, std::generic_category());
       else if (::mkdir(scratch.c_str(), 0755) != 0)
         scratchError = std::error_code(errno, std::generic_category());
@@ -917,15 +925,25 @@ void ProcessExecutor::forget(int64_t id) {
   const bool shimGone = !job.shim || job.shimReaped;
   if (!shimGone) shimsToReap_.push_back(*job.shim);
   // The directories first: deleting the job's files uncharges their pages from its memory group.
-  Status removed = job.dir.remove();
+  // What the loop cannot remove in a bounded time is set aside for the remover's thread.
+  bool dataSetAside = false;
+  Status removed = job.dir.remove(remover_, &dataSetAside);
   if (!removed.ok()) spdlog::warn("job={}: {}", id, removed.message());
   // Its scratch goes with it, as a session's does; until this, a job's stayed until the wipe.
-  if (int err = removeTree(scratchPath(id)); err != 0)
-    spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id), std::strerror(err));
+  const TreeRemover::Removal scratch = remover_.remove(scratchPath(id));
+  if (scratch.error != 0) {
+    spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id),
+                 std::strerror(scratch.error));
+  }
+  if (dataSetAside || scratch.setAside)
+    spdlog::info("job={} left too many files to remove at once; the rest goes in the background",
+                 id);
   // Kept for another job only once nothing of this one's can still join them: a shim that has not
-  // joined yet (a start that timed out) would otherwise join the next job's groups; and not while
-  // a record left behind still names them.
-  releaseCgroups(std::move(job.cgroups), shimGone && removed.ok());
+  // joined yet (a start that timed out) would otherwise join the next job's groups; not while a
+  // record left behind still names them; and not while files of this one's, still being removed,
+  // are charged to its memory group.
+  releaseCgroups(std::move(job.cgroups),
+                 shimGone && removed.ok() && !dataSetAside && !scratch.setAside);
   jobs_.erase(it);
 }
 

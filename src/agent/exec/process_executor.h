@@ -99,7 +99,7 @@ class ProcessExecutor final : public Executor {
 
   // Where each job's scratch directory (<root>/<job id>, $ALLOT_SCRATCH) is made; default
   // <workDir>/scratch. Set before the first start().
-  void setScratchRoot(std::string root) { scratchRoot_ = std::move(root); }
+  void setScratchRoot(std::string root);
   // $ALLOT_SCRATCH of job `id`: made as it starts, removed when it is forgotten.
   std::string scratchPath(int64_t id) const { return scratchRoot_ + "/" + std::to_string(id); }
   // Workloads run as their owner (docs/access.md): the shim drops to JobSpec::runAs (setgroups,
@@ -257,6 +257,8 @@ class ProcessExecutor final : public Executor {
   const Clock& clock_;
   CgroupManager* cgroups_;
   std::map<int64_t, Job> jobs_;
+  // Removes jobs' data and scratch, what it cannot in a bounded time on a thread of its own.
+  TreeRemover remover_;
   // Groups of forgotten jobs that still held a dying process; removed on a later poll().
   std::vector<std::vector<std::string>> cgroupsToRemove_;
   // Shims of forgotten jobs and retired standbys, still to be reaped once they exit.

@@ -19,6 +19,7 @@
 
 #include "agent/exec/container_config.h"
 #include "agent/exec/proc.h"
+#include "agent/exec/tree_remover.h"
 
 namespace allot::agent {
 namespace {
@@ -388,6 +389,51 @@ TEST_F(ProcessExecutorTest, ForgetRemovesTheJobAndItsDirectory) {
   EXPECT_FALSE(fs::exists(jobFile(30, "")));
   exec_ = makeExecutor();
   EXPECT_FALSE(exec_->knows(30));
+}
+
+// Whether dir holds a tree a TreeRemover set aside and has not finished removing.
+bool holdsASetAsideTree(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind(TreeRemover::kAsidePrefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// A job can leave more files than the agent's loop may take the time to remove: forget() frees
+// the job's places at once, and the rest is removed in the background, through no link the job
+// left.
+TEST_F(ProcessExecutorTest, WhatAJobLeavesBeyondTheBudgetIsRemovedInTheBackground) {
+  exec_->setScratchRoot(workDir_ + "/scratch-root");
+  const std::string n = std::to_string(TreeRemover::kDefaultBudget + 100);
+  ActualJob started = exec_->start(shellJob(
+      30, "mkdir many && cd many && seq " + n + " | xargs touch && ln -s / root && cd " +
+              "$ALLOT_SCRATCH && seq " + n + " | xargs touch && ln -s / root"));
+  ASSERT_NE(started.state, ActualState::kFailedToStart) << started.message;
+  ASSERT_EQ(waitForEnd(30).exitCode, 0) << readFile(exec_->logPath(30));
+  exec_->forget(30);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(jobFile(30, ""))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(workDir_ + "/scratch-root/30")));
+  EXPECT_TRUE(eventually([&] {
+    return !holdsASetAsideTree(workDir_ + "/jobs") &&
+           !holdsASetAsideTree(workDir_ + "/scratch-root");
+  }));
+  EXPECT_TRUE(fs::exists("/etc/hostname") || fs::exists("/etc/passwd"));
+}
+
+// An agent that stopped while it removed a job's files in the background left them set aside:
+// the next one removes them.
+TEST_F(ProcessExecutorTest, WhatAnEarlierAgentSetAsideIsRemovedByTheNext) {
+  exec_.reset();
+  for (const std::string& dir : {workDir_ + "/jobs", workDir_ + "/scratch"}) {
+    const fs::path aside = fs::path(dir) / (std::string(TreeRemover::kAsidePrefix) + "77");
+    fs::create_directories(aside / "d");
+    std::ofstream(aside / "d" / "f") << "x";
+  }
+  exec_ = makeExecutor();
+  EXPECT_TRUE(eventually([&] {
+    return !holdsASetAsideTree(workDir_ + "/jobs") && !holdsASetAsideTree(workDir_ + "/scratch");
+  }));
 }
 
 TEST_F(ProcessExecutorTest, LeftoverBackgroundProcessesDieWithTheJob) {

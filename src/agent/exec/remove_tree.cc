@@ -96,18 +96,25 @@ int removeEntry(std::vector<Level>& levels, const Entry& entry, bool& rescanTop)
   return 0;
 }
 
-// Removes the directory levels[0] holds (at topPath), with all it holds. Leaves the descriptors
-// it still holds in `levels` for the caller to close.
-int removeAll(std::vector<Level>& levels, const std::string& topPath) {
+// Removes the directory levels[0] holds (at topPath), with all it holds, or stops with
+// EINPROGRESS once it has removed or hoisted maxEntries entries. Entering a directory does not
+// count (it is counted when it is removed): at most kRemoveTreeMaxDepth are entered before one
+// is removed or hoisted, so each call makes progress, and a budget bounds its work. Leaves the
+// descriptors it still holds in `levels` for the caller to close.
+int removeAll(std::vector<Level>& levels, const std::string& topPath, size_t maxEntries) {
   std::vector<char> buffer(kBufferBytes);
   bool rescanTop = false;
+  size_t removed = 0;
   for (;;) {
     Level& dir = levels.back();
     const bool top = levels.size() == 1;
     if (!dir.pending.empty()) {
+      if (removed >= maxEntries) return EINPROGRESS;
       const Entry entry = std::move(dir.pending.back());
       dir.pending.pop_back();
+      const size_t depth = levels.size();
       if (int err = removeEntry(levels, entry, rescanTop); err != 0) return err;
+      if (levels.size() == depth) ++removed;  // else entered
       continue;
     }
     // Everything read is gone. For a directory that fit in one read (a job's usually do) that is
@@ -117,7 +124,10 @@ int removeAll(std::vector<Level>& levels, const std::string& topPath) {
       dir.readSince = false;
       const int err = removeLevel(levels, topPath);
       if (err == 0 && top) return 0;
-      if (err == 0) continue;
+      if (err == 0) {
+        ++removed;
+        continue;
+      }
       if (err != ENOTEMPTY && err != EEXIST) return err;
     }
     const ssize_t n = ::getdents64(dir.fd, buffer.data(), buffer.size());
@@ -142,12 +152,15 @@ int removeAll(std::vector<Level>& levels, const std::string& topPath) {
     }
     if (int err = removeLevel(levels, topPath); err != 0) return err;
     if (top) return 0;
+    ++removed;
   }
 }
 
 }  // namespace
 
-int removeTree(const std::string& path) {
+int removeTree(const std::string& path) { return removeTreeWithin(path, SIZE_MAX); }
+
+int removeTreeWithin(const std::string& path, size_t maxEntries) {
   const int top = ::open(path.c_str(), kDirFlags);
   if (top < 0) {
     if (errno == ENOENT) return 0;
@@ -157,7 +170,7 @@ int removeTree(const std::string& path) {
   std::vector<Level> levels;
   levels.reserve(kRemoveTreeMaxDepth);
   levels.push_back({top, "", {}, false});
-  const int err = removeAll(levels, path);
+  const int err = removeAll(levels, path, maxEntries);
   for (const Level& level : levels) ::close(level.fd);
   return err;
 }

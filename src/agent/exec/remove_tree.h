@@ -29,11 +29,19 @@
 // directory it may write on the same file system, a directory holding what it could not delete
 // itself; the agent, as root, then deletes that too.
 
+#include <cstddef>
 #include <string>
 
 namespace allot::agent {
 
 int removeTree(const std::string& path);
+
+// removeTree, stopping with EINPROGRESS once it has removed maxEntries entries (files and
+// directories; a subtree hoisted counts as one): what was removed by then stays removed, the rest
+// is still at path. So a caller that may not wait (the agent's loop) bounds its time, and calls
+// again to go on; each call with maxEntries >= 1 makes progress. TreeRemover (tree_remover.h)
+// is built on it.
+int removeTreeWithin(const std::string& path, size_t maxEntries);
 
 // How many directories removeTree() holds open at most.
 inline constexpr size_t kRemoveTreeMaxDepth = 64;

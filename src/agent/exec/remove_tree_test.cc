@@ -135,6 +135,31 @@ TEST_F(RemoveTreeTest, RemovesATreeDeeperThanTheDescriptorsItMayHold) {
   EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
 }
 
+// A bounded call removes its budget's worth and says the rest is left; the next calls go on, and
+// each makes progress even where the tree is deeper than the budget.
+TEST_F(RemoveTreeTest, ABudgetStopsTheRemovalAndTheNextCallGoesOn) {
+  const fs::path tree = fs::path(dir_) / "tree";
+  fs::create_directories(tree);
+  for (int i = 0; i < 100; ++i) touch(tree / std::to_string(i));
+  EXPECT_EQ(removeTreeWithin(tree.string(), 10), EINPROGRESS);
+  size_t left = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(tree)) ++left;
+  EXPECT_EQ(left, 90u);
+  EXPECT_EQ(removeTreeWithin(tree.string(), 1000), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+
+  fs::create_directories(tree);
+  makeDeep(tree.string(), 3 * kRemoveTreeMaxDepth);
+  int calls = 0;
+  int err = EINPROGRESS;
+  while (err == EINPROGRESS && calls < 100'000) {
+    err = removeTreeWithin(tree.string(), 1);
+    ++calls;
+  }
+  EXPECT_EQ(err, 0) << "after " << calls << " calls";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
 // The owner of the tree may fill its top with names a hoisted subtree could be given: they are
 // random, so a deep tree still goes however many the owner made.
 TEST_F(RemoveTreeTest, NamesMadeAtTheTopDoNotStopAHoist) {

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include "agent/exec/remove_tree.h"
 
 namespace allot::agent {
 namespace fs = std::filesystem;
@@ -287,9 +290,10 @@ class Wipe {
         continue;
       }
       uintmax_t size = sizeOf(p);
-      std::error_code rec;
-      fs::remove_all(p, rec);
-      if (rec) return setFailure("cannot remove " + p.string() + ": " + rec.message());
+      // What a tenant left may be any tree (removeTree's rules): fs::remove_all held a descriptor
+      // per level, so a deep enough one failed the wipe and kept the host from its next team.
+      if (int err = removeTree(p.string()); err != 0)
+        return setFailure("cannot remove " + p.string() + ": " + std::strerror(err));
       ++count;
       bytes += size;
     }

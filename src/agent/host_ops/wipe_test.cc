@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +148,32 @@ TEST_F(WipeTest, RemovesEveryTraceOfTheTenantAndKillsItsStrayProcesses) {
   EXPECT_NE(r.output.find("killed 2 stray processes: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(std::to_string(strays_[0]) + " (sleep"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("GPU 1: free (0 MiB used, no processes)"), std::string::npos) << r.output;
+}
+
+// A tenant can leave a tree far deeper than the agent may hold directories open: the wipe still
+// removes it, so no tenant keeps a host from its next team. (fs::remove_all held a descriptor
+// per level and failed.)
+TEST_F(WipeTest, RemovesATreeDeeperThanTheDescriptorsTheAgentMayHold) {
+  fs::path deep = home_ / "alice" / "deep";
+  fs::create_directories(deep);
+  for (int i = 0; i < 300; ++i) deep /= "d";  // 300 levels: under PATH_MAX, over the limit below
+  fs::create_directories(deep);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlim_t open = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd")) open += e.exists() ? 1 : 0;
+    const rlim_t limit = open + 100;
+    rlimit r{limit, limit};
+    if (::setrlimit(RLIMIT_NOFILE, &r) != 0) ::_exit(100);
+    ::_exit(runWipe(options(true)).ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "100: setrlimit failed; 1: the wipe failed";
+  EXPECT_TRUE(fs::is_empty(home_));
+  EXPECT_TRUE(fs::exists(outside_ / "precious.txt"));
 }
 
 TEST_F(WipeTest, LeavesNothingOfTheTenantsSessionsOrTeamDirectories) {

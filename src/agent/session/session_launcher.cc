@@ -242,11 +242,9 @@ void SessionLauncher::forget(int64_t id) {
   storageSeenAt_.erase(id);
   std::error_code ec;
   fs::remove(tokenPath(id), ec);
-  // Scratch storage is the session's alone and ends with it; local and shared are kept.
-  if (auto st = storage_.find(id); st != storage_.end()) {
-    if (st->second.kind == "scratch") fs::remove_all(st->second.path, ec);
-    storage_.erase(st);
-  }
+  // Scratch storage is the job's scratch directory, which the executor's forget() removes (in
+  // the background when it is large); local and shared storage are kept.
+  storage_.erase(id);
 }
 
 void SessionLauncher::refreshUsage(TimeMs now) {

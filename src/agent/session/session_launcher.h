@@ -67,7 +67,8 @@ class SessionLauncher {
   model::ActualSession report(const model::DesiredJob& d, const std::string& workPath);
   // The Unix socket the session's Jupyter listens on.
   static std::string socketPath(const std::string& workPath);
-  // Drops what is kept about a session the executor forgot; removes its scratch storage.
+  // Drops what is kept about a session the executor forgot (whose forget() removes its scratch
+  // storage, the job's scratch directory).
   void forget(int64_t id);
   // Every kUsageEveryMs (every kProbeEveryMs while a session is in its first minute), measures
   // each running session's storage like du, on a thread of its own (a shared directory may be
