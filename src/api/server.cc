@@ -67,7 +67,9 @@ struct RequestRead {
   std::optional<HttpRequest> request;  // empty: the connection ends (closed, timed out, bad)
   std::optional<size_t> tooLargeFor;   // set: the body is over this limit; answer 413 and close
   std::optional<Status> unreadable;    // set: the request is malformed; answer 400 and close
-  bool busy = false;  // kSessionBodiesAtOnce large bodies are under way: answer 503 and close
+  // kSessionBodiesAtOnce large bodies are under way, or kSessionBodiesPerUser of the caller's:
+  // answer 503 and close
+  bool busy = false;
   std::shared_ptr<void> largeBody;  // one of those, given back when the request is done with
 };
 
@@ -91,8 +93,10 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
   if (!ec) {
     // Asked only of a body that may be over the API's limit: most requests pay nothing.
     const bool large = parser.chunked() || parser.content_length().value_or(0) > limit;
-    if (large && isSessionPath(parser.get().target()) && mayUseSessions(server, parser.get())) {
-      read.largeBody = server.holdSessionBody();
+    std::optional<std::string> caller;
+    if (large && isSessionPath(parser.get().target()) &&
+        (caller = sessionCaller(server, parser.get()))) {
+      read.largeBody = server.holdSessionBody(*caller);
       if (!read.largeBody) {
         read.busy = true;
         co_return read;
@@ -409,10 +413,17 @@ asio::awaitable<void> Server::commitStep(control::Step step) {
   if (step.wakeScheduler) wakeScheduler();
 }
 
-std::shared_ptr<void> Server::holdSessionBody() {
-  if (sessionBodies_ >= kSessionBodiesAtOnce) return nullptr;
+std::shared_ptr<void> Server::holdSessionBody(const std::string& user) {
+  auto mine = sessionBodiesOf_.find(user);
+  const size_t held = mine == sessionBodiesOf_.end() ? 0 : mine->second;
+  if (sessionBodies_ >= kSessionBodiesAtOnce || held >= kSessionBodiesPerUser) return nullptr;
   ++sessionBodies_;
-  return std::shared_ptr<void>(&sessionBodies_, [](size_t* held) { --*held; });
+  ++sessionBodiesOf_[user];
+  return std::shared_ptr<void>(&sessionBodies_, [this, user](size_t* total) {
+    --*total;
+    if (auto it = sessionBodiesOf_.find(user); it != sessionBodiesOf_.end() && --it->second == 0)
+      sessionBodiesOf_.erase(it);
+  });
 }
 
 asio::awaitable<void> Server::waitForJobNews(int64_t job, std::chrono::milliseconds timeout) {
@@ -620,7 +631,9 @@ asio::awaitable<void> Server::serveHttp(Stream& stream, ConnectionLimiter::Slot&
     }
     if (read.busy) {
       auto res = unavailableResponse(Status::Unavailable(
-          "too many large uploads to sessions under way; try again in a moment"));
+          "too many large uploads to sessions are under way (at most " +
+          std::to_string(kSessionBodiesPerUser) + " of one user's, " +
+          std::to_string(kSessionBodiesAtOnce) + " in all); try again in a moment"));
       auto out = encodeResponse(HttpRequest{}, std::move(res));
       out.keep_alive(false);
       co_await writeResponse(stream, out);

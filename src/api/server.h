@@ -100,9 +100,9 @@ class Server {
   const Router& router() const { return router_; }
   const ServerMetrics& metrics() const { return metrics_; }
   ServerMetrics& metrics() { return metrics_; }
-  // One of the kSessionBodiesAtOnce large bodies a session may be sent, held until the result is
-  // released; null when all are taken.
-  std::shared_ptr<void> holdSessionBody();
+  // One of the kSessionBodiesAtOnce large bodies sessions may be sent, for `user`, held until the
+  // result is released; null when all are taken, or the user holds kSessionBodiesPerUser.
+  std::shared_ptr<void> holdSessionBody(const std::string& user);
   telemetry::TelemetryStore& telemetry() { return *telemetry_; }
   // Reads of what loadAll leaves in the store (the audit log); blocks the caller briefly.
   store::Store& store() { return *store_; }
@@ -189,6 +189,7 @@ class Server {
   // Session bodies past the API's limit under way (holdSessionBody). Before io_: the requests
   // holding them live in coroutine frames, which go with io_.
   size_t sessionBodies_ = 0;
+  std::map<std::string, size_t> sessionBodiesOf_;  // by user; users holding none are not here
   Router router_;
   // Before io_: streams' subscribers (in coroutine frames) leave it when io_ is destroyed.
   EventHub events_;

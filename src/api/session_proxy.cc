@@ -236,7 +236,7 @@ std::optional<ApiResponse> loginRedirect(Server& server, const HttpRequest& req,
 
 bool isSessionPath(std::string_view target) { return target.rfind("/sessions/", 0) == 0; }
 
-bool mayUseSessions(Server& server, const HttpRequest& header) {
+std::optional<std::string> sessionCaller(Server& server, const HttpRequest& header) {
   std::string secret = bearerTokenOf(header);
   if (secret.empty()) {
     const int64_t host = sessionOfHost(header[http::field::host], server.sessionOrigins().domain);
@@ -247,11 +247,12 @@ bool mayUseSessions(Server& server, const HttpRequest& header) {
   // console session's idle clock: the request itself checks those once it is read. Anyone else
   // is held to the API's body limit, so a valid token alone does not make allotd buffer 256 MiB.
   auto p = secret.empty() ? std::nullopt : server.cluster().access().authenticate(secret);
-  if (!p || p->kind == control::Principal::Kind::kHost) return false;
+  if (!p || p->kind == control::Principal::Kind::kHost) return std::nullopt;
   const std::string_view target = header.target();
   bool bare = false;
   const int64_t id = sessionIdOf(target.substr(0, target.find('?')), &bare);
-  return id != 0 && server.cluster().sessions().open(*p, id).ok();
+  if (id == 0 || !server.cluster().sessions().open(*p, id).ok()) return std::nullopt;
+  return p->name;
 }
 
 template <typename Stream>

@@ -15,6 +15,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,11 +41,13 @@ bool isSessionPath(std::string_view target);
 // How many bodies past the API's limit are read or forwarded at once, across all connections:
 // each may hold kSessionBodyLimit of allotd's memory. Those beyond wait their turn (503).
 inline constexpr size_t kSessionBodiesAtOnce = 4;
+// How many of those one user may hold: a user sending bodies slowly keeps the others' turn.
+inline constexpr size_t kSessionBodiesPerUser = 2;
 
-// Whether a request to a session (its header is enough) carries a credential that is valid now
-// (a bearer token, a console cookie, or the cookie of the session origin it was sent to) and
-// that may open the session it names. Touches no idle clock.
-bool mayUseSessions(Server& server, const HttpRequest& header);
+// The user a request to a session is from (its header is enough), when it carries a credential
+// that is valid now (a bearer token, a console cookie, or the cookie of the session origin it was
+// sent to) and that may open the session it names; nullopt otherwise. Touches no idle clock.
+std::optional<std::string> sessionCaller(Server& server, const HttpRequest& header);
 
 // Serves `req` (read from `stream`, with `buffer` holding whatever was read past it). Returns
 // whether the connection may carry another request.

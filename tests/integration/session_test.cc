@@ -569,6 +569,52 @@ TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
       << saved.status << " " << saved.body.substr(0, 300);
 }
 
+// One user sending large bodies slowly held every turn allotd gives them (four at once), so
+// nobody else could save a large notebook. A user now holds at most two of them.
+TEST_F(SessionTest, OneUserSendingLargeBodiesSlowlyLeavesOthersTheirTurn) {
+  const std::string carol = createUser("carol", "red");
+  json s = create({"--name", "slow"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "slow");
+  cliJson(alice_, {"session", "share", id, "--with", "carol"});
+  const std::string file = "/sessions/" + id + "/api/contents/big.txt";
+  const std::string body =
+      json{{"type", "file"}, {"format", "text"}, {"content", std::string(2 << 20, 'x')}}.dump();
+
+  // Alice starts two uploads and sends only their headers and a little of each body.
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<tcp::socket>> held;
+  for (int i = 0; i < 2; ++i) {
+    auto sock = std::make_unique<tcp::socket>(io);
+    sock->connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+    const std::string head = "PUT " + file + " HTTP/1.1\r\nHost: localhost\r\n" +
+                             "Authorization: Bearer " + alice_ + "\r\n" +
+                             "Content-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 100);
+    boost::asio::write(*sock, boost::asio::buffer(head));
+    held.push_back(std::move(sock));
+  }
+  // Her third waits its turn once allotd has read both headers (a third that came first went).
+  int third = 0;
+  for (int i = 0; i < 200 && third != 503; ++i) {
+    third = httpRequest(port_, "PUT", file, body, alice_).status;
+    if (third != 503) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(third, 503);
+  // Carol's goes through meanwhile.
+  auto carols = httpRequest(port_, "PUT", "/sessions/" + id + "/api/contents/carol.txt", body, carol);
+  EXPECT_TRUE(carols.status == 200 || carols.status == 201)
+      << carols.status << " " << carols.body.substr(0, 300);
+  // Alice's turn comes back once her slow uploads end.
+  held.clear();
+  int again = 0;
+  for (int i = 0; i < 200 && again != 200 && again != 201; ++i) {
+    again = httpRequest(port_, "PUT", file, body, alice_).status;
+    if (again == 503) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(again == 200 || again == 201) << again;
+}
+
 // Finding 6 of the tenant-boundary review: a user the session was shared with kept reaching it
 // through the proxy after leaving its team. Every proxied request checks, and the share ends.
 // Issue 18: a kernel's WebSocket held open through allotd stops executing code once the token
