@@ -76,6 +76,20 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
   return out;
 }
 
+// What grew within inventoryGrowth's tolerances keeps the figure allotd had. Taken as the new
+// figure, each hello would move the mark the next is measured against, and a host reconnecting
+// often could claim 2% more GPU memory and 5% more memory every time: any size, in steps no check
+// sees.
+void keepAdmittedSizes(const model::Host& h, model::Inventory& inv) {
+  for (auto& g : inv.gpus) {
+    for (const auto& o : h.gpus) {
+      const bool same = !g.uuid.empty() ? o.uuid == g.uuid : o.index == g.index;
+      if (same && o.model == g.model && g.memoryMib > o.memoryMib) g.memoryMib = o.memoryMib;
+    }
+  }
+  if (h.memoryMib > 0 && inv.memoryMib > h.memoryMib) inv.memoryMib = h.memoryMib;
+}
+
 }  // namespace
 
 // ---- Agents ------------------------------------------------------------------------------
@@ -262,6 +276,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // compromised host would otherwise draw other teams' larger jobs, and their secrets, to it.
   const bool admitted =
       h.adminState == model::AdminState::kAvailable || h.adminState == model::AdminState::kDraining;
+  model::Inventory seen = inv;
   if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
     spdlog::warn("host {}: its agent claims {}", host, grew);
     if (admitted) {
@@ -269,10 +284,13 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
                             "its inventory changed (" + grew + "); check the host, then resume it",
                             c.batch);
     }
+  } else {
+    keepAdmittedSizes(h, seen);
   }
-  // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
-  // indexes; a GPU that vanished shows up as its jobs failing on the host.
-  model::applyInventory(h, inv);
+  // The agent's inventory is the truth about its hardware, but for growth within the tolerances.
+  // GPUs that held jobs keep their indexes; a GPU that vanished shows up as its jobs failing on
+  // the host.
+  model::applyInventory(h, seen);
   if (h.adminState == model::AdminState::kRegistering) {
     // First word from a new host: check it before it takes work.
     hosts_.transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);

@@ -289,6 +289,32 @@ TEST_F(ClusterTest, ReportingNothingFirstDoesNotLetAHostGrowUnfenced) {
   EXPECT_NE(h.adminReason.find("4096 CPUs, not 16"), std::string::npos) << h.adminReason;
 }
 
+// Attack: a host's credential reconnects again and again, each time claiming a little more GPU
+// memory and memory than the time before, under the growth one hello may show. The figures stay
+// those allotd admitted, so the steps do not add up: the second is measured against the admitted
+// figures, over the tolerance, and fenced. (Before, twenty steps reached 40% more, unfenced.)
+TEST_F(ClusterTest, GrowthWithinTheTolerancesDoesNotAddUpAcrossReconnections) {
+  joinHost("gpu-01", 2);
+  const model::Host admitted = cluster_->world().hosts.at("gpu-01");
+  model::Inventory claim = inventory(2);
+  auto claimMore = [&] {
+    for (auto& g : claim.gpus) g.memoryMib += g.memoryMib / 60;  // 1.7% more than the last
+    claim.memoryMib += claim.memoryMib / 25;                      // 4% more
+    cluster_->agentDisconnected("gpu-01", &link_);
+    cluster_->agentConnected("gpu-01", &link_, claim, {});
+    return cluster_->world().hosts.at("gpu-01");
+  };
+  const model::Host first = claimMore();
+  EXPECT_EQ(first.adminState, model::AdminState::kAvailable) << first.adminReason;
+  EXPECT_EQ(first.memoryMib, admitted.memoryMib);
+  for (size_t g = 0; g < first.gpus.size(); ++g)
+    EXPECT_EQ(first.gpus[g].memoryMib, admitted.gpus[g].memoryMib) << g;
+  const model::Host second = claimMore();
+  EXPECT_EQ(second.adminState, model::AdminState::kMaintenance);
+  EXPECT_NE(second.adminReason.find("more memory on GPU 0"), std::string::npos)
+      << second.adminReason;
+}
+
 // A retired host keeps its credential while a job still runs there (retiring leaves running work
 // alone, and it reports through it); once the last one ends, the credential goes, so the
 // decommissioned machine cannot go on speaking as the host.
