@@ -187,6 +187,48 @@ TEST_F(LeaseTest, HeldHostTakesOnlyWorkThatEndsInTime) {
   EXPECT_EQ(cluster_->leases().onHost("gpu-01")->id, id);
 }
 
+// A pass decides on a snapshot, and its decisions are applied up to a pass later. By then a job
+// may no longer end before the lease holding its host starts, or a lease may have begun to hold
+// the host: such a placement is dropped, and the next pass decides on the world as it is.
+TEST_F(LeaseTest, APlacementIsCheckedAgainstTheLeaseHoldsOfWhenItIsApplied) {
+  joinHost("gpu-01", 2);
+  approvedLease({"gpu-01"}, kHour, kHour);
+  const int64_t justInTime = submitFor(bob_, 1, kHour - 1'000);  // ends 1 s before the lease
+  auto begun = cluster_->beginPass();
+  ASSERT_TRUE(begun.value.has_value());
+  auto decided = cluster_->decider()(*begun.value);
+  ASSERT_TRUE(decided.ok());
+  ASSERT_EQ(decided->placements.size(), 1u);
+  clock_.advance(2'000);  // the decision's own time
+  auto done = cluster_->finishPass(*begun.value, std::move(decided));
+  cluster_->passDurable(done.value);
+  EXPECT_TRUE(done.value.placed.empty());
+  EXPECT_EQ(done.value.stale, 1);
+  EXPECT_TRUE(place().empty()) << "it no longer ends before the lease starts";
+  EXPECT_EQ(cluster_->waitOf(justInTime)->kind, sched::WaitKind::kHeldForLease);
+  ASSERT_TRUE(cluster_->cancelJob(bob_, justInTime).ok());
+
+  // A lease that comes within the hold's horizon while the pass decides.
+  joinHost("gpu-02", 2);
+  const TimeMs horizon = 24 * kHour;
+  auto c = cluster_->leases().create(carol_, hostsLease({"gpu-02"}, horizon + 1'000, kHour));
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_TRUE(cluster_->leases().approve(admin_, c->value.id, "").ok());
+  const int64_t unbounded = submitFor(bob_, 1, 0);
+  begun = cluster_->beginPass();
+  ASSERT_TRUE(begun.value.has_value());
+  decided = cluster_->decider()(*begun.value);
+  ASSERT_TRUE(decided.ok());
+  ASSERT_EQ(decided->placements.size(), 1u);
+  EXPECT_EQ(decided->placements[0].slices[0].host, "gpu-02");
+  clock_.advance(2'000);
+  done = cluster_->finishPass(*begun.value, std::move(decided));
+  cluster_->passDurable(done.value);
+  EXPECT_TRUE(done.value.placed.empty());
+  EXPECT_TRUE(place().empty()) << "gpu-02 is held for its lease now";
+  EXPECT_EQ(cluster_->waitOf(unbounded)->kind, sched::WaitKind::kHeldForLease);
+}
+
 TEST_F(LeaseTest, StartPreemptsWithNoticeAndAssignsTheHosts) {
   joinHost("gpu-01", 2);
   joinHost("gpu-02", 2);

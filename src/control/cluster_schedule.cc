@@ -363,20 +363,32 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     seen.reserve(s.hosts.size());
     for (const auto& h : s.hosts) seen.emplace(h.name, &h);
   }
+  // Lease holds as they are now, not at the snapshot's time: a hold that began since (its lease
+  // came within the horizon) makes the host's view differ, and what was placed there is dropped.
+  const TimeMs now = clock_.nowMs();
   std::optional<std::map<std::string, LeaseHold>> holds;
+  auto holdsNow = [&]() -> const std::map<std::string, LeaseHold>& {
+    if (!holds) holds = leaseHolds(now);
+    return *holds;
+  };
   std::map<std::string, bool> hostSame;
   auto hostAsSeen = [&](const std::string& name) {
     if (auto known = hostSame.find(name); known != hostSame.end()) return known->second;
     auto h = world_.hosts.find(name);
     auto before = seen.find(name);
     bool same = h != world_.hosts.end() && before != seen.end();
-    if (same) {
-      if (!holds) holds = leaseHolds(s.now);
-      same = hostView(name, h->second, *holds) == *before->second;
-    }
+    if (same) same = hostView(name, h->second, holdsNow()) == *before->second;
     return hostSame[name] = same;
   };
-  auto now = clock_.nowMs();
+  // The pass found the job would end before the lease holding a host starts, counting from the
+  // snapshot's time; applied later, it must still.
+  auto endsBeforeHolds = [&](const Job& j, const sched::Placement& pl) {
+    return std::all_of(pl.slices.begin(), pl.slices.end(), [&](const sched::Slice& slice) {
+      auto held = holdsNow().find(slice.host);
+      return held == holdsNow().end() ||
+             (j.maxRuntimeMs > 0 && now + j.maxRuntimeMs <= held->second.startAt);
+    });
+  };
   std::unordered_set<int64_t> dropped;  // placements decided but not made
   for (auto& pl : decisions->placements) {
     auto found = world_.jobs.find(pl.jobId);
@@ -384,7 +396,8 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
                          !blockedReason(found->second);
     if (!quotasSame || !jobSame ||
         !std::all_of(pl.slices.begin(), pl.slices.end(),
-                     [&](const sched::Slice& slice) { return hostAsSeen(slice.host); })) {
+                     [&](const sched::Slice& slice) { return hostAsSeen(slice.host); }) ||
+        !endsBeforeHolds(found->second, pl)) {
       ++c.value.stale;
       dropped.insert(pl.jobId);
       continue;
