@@ -110,9 +110,15 @@ Status JobDir::create() const {
 }
 
 Status JobDir::remove(TreeRemover& remover, bool* setAside) const {
-  // The records are the agent's own, a few files; the data is what the job left.
+  // The records are the agent's own, a few files, removed at once: data set aside with them would
+  // still read as a job's to whoever lists the directories (the Jupyter fork server does).
   if (split()) {
     if (int err = removeTree(path_); err != 0) return ioError("remove", path_, err);
+  } else {
+    for (const char* record : {"spec.json", "shim.json", "pid", "status.json"}) {
+      const std::string file = path_ + "/" + record;
+      if (::unlink(file.c_str()) != 0 && errno != ENOENT) return ioError("remove", file, errno);
+    }
   }
   const TreeRemover::Removal data = remover.remove(dataPath_);
   if (setAside != nullptr) *setAside = data.setAside;

@@ -414,6 +414,12 @@ TEST_F(ProcessExecutorTest, WhatAJobLeavesBeyondTheBudgetIsRemovedInTheBackgroun
   exec_->forget(30);
   EXPECT_FALSE(fs::exists(fs::symlink_status(jobFile(30, ""))));
   EXPECT_FALSE(fs::exists(fs::symlink_status(workDir_ + "/scratch-root/30")));
+  // What was set aside holds no records: it reads as nobody's job (the fork server lists these).
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(workDir_ + "/jobs", ec)) {
+    for (const char* record : {"spec.json", "shim.json", "pid", "status.json"})
+      EXPECT_FALSE(fs::exists(e.path() / record)) << e.path() << "/" << record;
+  }
   EXPECT_TRUE(eventually([&] {
     return !holdsASetAsideTree(workDir_ + "/jobs") &&
            !holdsASetAsideTree(workDir_ + "/scratch-root");

@@ -130,7 +130,10 @@ int removeAll(std::vector<Level>& levels, const std::string& topPath, size_t max
       }
       if (err != ENOTEMPTY && err != EEXIST) return err;
     }
-    const ssize_t n = ::getdents64(dir.fd, buffer.data(), buffer.size());
+    ssize_t n = ::getdents64(dir.fd, buffer.data(), buffer.size());
+    // Removed meanwhile by another removal of the same tree (the wipe beside the executor's
+    // background one): Linux reads a deleted directory as ENOENT. It is empty, then.
+    if (n < 0 && errno == ENOENT) n = 0;
     if (n < 0) return errno;
     for (ssize_t at = 0; at < n;) {
       const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.data() + at);

@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "agent/test_dirs.h"
 
@@ -158,6 +160,25 @@ TEST_F(RemoveTreeTest, ABudgetStopsTheRemovalAndTheNextCallGoesOn) {
   }
   EXPECT_EQ(err, 0) << "after " << calls << " calls";
   EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+}
+
+// The wipe and the agent's background removal can remove one tree at the same time: each finds
+// directories the other removed (a deleted directory reads as ENOENT) and still succeeds.
+TEST_F(RemoveTreeTest, TwoRemovalsOfOneTreeAtOnceBothSucceed) {
+  for (int round = 0; round < 8; ++round) {
+    const fs::path tree = fs::path(dir_) / "tree";
+    for (int d = 0; d < 40; ++d) {
+      fs::create_directories(tree / std::to_string(d) / "sub");
+      for (int f = 0; f < 5; ++f) touch(tree / std::to_string(d) / "sub" / std::to_string(f));
+    }
+    int other = -1;
+    std::thread second([&] { other = removeTree(tree.string()); });
+    const int mine = removeTree(tree.string());
+    second.join();
+    ASSERT_EQ(mine, 0) << std::strerror(mine) << " in round " << round;
+    ASSERT_EQ(other, 0) << std::strerror(other) << " in round " << round;
+    ASSERT_FALSE(fs::exists(fs::symlink_status(tree)));
+  }
 }
 
 // The owner of the tree may fill its top with names a hoisted subtree could be given: they are
