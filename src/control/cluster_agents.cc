@@ -47,6 +47,39 @@ bool rankFailed(const Rank& r) {
 // What a new inventory claims beyond what the host had: GPUs it did not have, other models,
 // more GPU memory, more CPUs or memory, another GPU provider. Empty when it claims no more (GPUs
 // that vanished are not growth: a GPU off the bus shows as its jobs failing).
+std::string gpuKey(const model::Gpu& g) {
+  return !g.uuid.empty() ? g.uuid : "#" + std::to_string(g.index);
+}
+
+// What a hello in service is measured against (model::Host::admittedMemoryMib).
+int64_t admittedGpuMemory(const model::Host& h, const model::Gpu& held) {
+  auto it = h.admittedGpuMemoryMib.find(gpuKey(held));
+  return it != h.admittedGpuMemoryMib.end() ? it->second : held.memoryMib;
+}
+int64_t admittedMemory(const model::Host& h) {
+  return h.admittedMemoryMib > 0 ? h.admittedMemoryMib : h.memoryMib;
+}
+
+// The figures a hello is measured against from now on. Out of service (an admin looks before it
+// serves again) they are the new ones; in service they stay, those unknown taken from what the
+// host held before the hello (`before`).
+void admitSizes(model::Host& h, const model::Host& before, bool inService) {
+  if (inService) {
+    if (h.admittedMemoryMib == 0) h.admittedMemoryMib = before.memoryMib;
+    for (const auto& g : before.gpus) h.admittedGpuMemoryMib.emplace(gpuKey(g), g.memoryMib);
+  } else {
+    h.admittedMemoryMib = h.memoryMib;
+    h.admittedGpuMemoryMib.clear();
+  }
+  // Only the GPUs it has: one that comes back is new hardware, fenced as such.
+  std::map<std::string, int64_t> kept;
+  for (const auto& g : h.gpus) {
+    auto it = h.admittedGpuMemoryMib.find(gpuKey(g));
+    kept[gpuKey(g)] = it != h.admittedGpuMemoryMib.end() ? it->second : g.memoryMib;
+  }
+  h.admittedGpuMemoryMib = std::move(kept);
+}
+
 std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
   std::vector<std::string> what;
   for (const auto& g : inv.gpus) {
@@ -58,7 +91,7 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
       what.push_back("a GPU " + std::to_string(g.index) + " (" + g.model + ") it did not have");
     } else if (old->model != g.model) {
       what.push_back("GPU " + std::to_string(g.index) + " as " + g.model + ", not " + old->model);
-    } else if (g.memoryMib > old->memoryMib + old->memoryMib / 50) {
+    } else if (const int64_t was = admittedGpuMemory(h, *old); g.memoryMib > was + was / 50) {
       // ECC off or a new driver moves the total a little; 2% more is another GPU.
       what.push_back("more memory on GPU " + std::to_string(g.index));
     }
@@ -66,28 +99,13 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
   if (inv.cpus > h.cpus && h.cpus > 0)
     what.push_back(std::to_string(inv.cpus) + " CPUs, not " + std::to_string(h.cpus));
   // Memory moves a little with kernels and firmware; 5% more is a different machine.
-  if (h.memoryMib > 0 && inv.memoryMib > h.memoryMib + h.memoryMib / 20)
-    what.push_back(std::to_string(inv.memoryMib) + " MiB of memory, not " +
-                   std::to_string(h.memoryMib));
+  if (const int64_t was = admittedMemory(h); was > 0 && inv.memoryMib > was + was / 20)
+    what.push_back(std::to_string(inv.memoryMib) + " MiB of memory, not " + std::to_string(was));
   if (inv.gpuProvider != h.gpuProvider && !h.gpuProvider.empty())
     what.push_back("GPU provider " + inv.gpuProvider + ", not " + h.gpuProvider);
   std::string out;
   for (const auto& w : what) out += (out.empty() ? "" : "; ") + w;
   return out;
-}
-
-// What grew within inventoryGrowth's tolerances keeps the figure allotd had. Taken as the new
-// figure, each hello would move the mark the next is measured against, and a host reconnecting
-// often could claim 2% more GPU memory and 5% more memory every time: any size, in steps no check
-// sees.
-void keepAdmittedSizes(const model::Host& h, model::Inventory& inv) {
-  for (auto& g : inv.gpus) {
-    for (const auto& o : h.gpus) {
-      const bool same = !g.uuid.empty() ? o.uuid == g.uuid : o.index == g.index;
-      if (same && o.model == g.model && g.memoryMib > o.memoryMib) g.memoryMib = o.memoryMib;
-    }
-  }
-  if (h.memoryMib > 0 && inv.memoryMib > h.memoryMib) inv.memoryMib = h.memoryMib;
 }
 
 }  // namespace
@@ -276,7 +294,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // compromised host would otherwise draw other teams' larger jobs, and their secrets, to it.
   const bool admitted =
       h.adminState == model::AdminState::kAvailable || h.adminState == model::AdminState::kDraining;
-  model::Inventory seen = inv;
+  const model::Host before = h;
   if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
     spdlog::warn("host {}: its agent claims {}", host, grew);
     if (admitted) {
@@ -284,13 +302,13 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
                             "its inventory changed (" + grew + "); check the host, then resume it",
                             c.batch);
     }
-  } else {
-    keepAdmittedSizes(h, seen);
   }
-  // The agent's inventory is the truth about its hardware, but for growth within the tolerances.
-  // GPUs that held jobs keep their indexes; a GPU that vanished shows up as its jobs failing on
-  // the host.
-  model::applyInventory(h, seen);
+  // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
+  // indexes; a GPU that vanished shows up as its jobs failing on the host.
+  model::applyInventory(h, inv);
+  admitSizes(h, before,
+             h.adminState == model::AdminState::kAvailable ||
+                 h.adminState == model::AdminState::kDraining);
   if (h.adminState == model::AdminState::kRegistering) {
     // First word from a new host: check it before it takes work.
     hosts_.transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);

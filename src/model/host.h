@@ -168,6 +168,12 @@ struct Host {
   // What its health checks expect: the GPUs it had when commissioned (count -1: not yet known).
   int expectedGpuCount = -1;
   std::vector<std::string> expectedGpuModels;
+  // The sizes allotd last took from its agent while it was out of service (joining,
+  // commissioning, in maintenance, fenced for growth until an admin resumed it). A hello while it
+  // is in service is measured against these, so that rises within the fence's tolerances cannot
+  // add up over reconnections. 0 / absent: the figures it holds (documents written before these).
+  int64_t admittedMemoryMib = 0;
+  std::map<std::string, int64_t> admittedGpuMemoryMib;  // by GPU: its UUID, else "#<index>"
   TimeMs healthCheckedAt = 0;  // the last health check that passed
   // Its contour (an admin setting, kept when the agent re-reports): only work of this contour
   // runs here. Empty only in documents written before contours; allotd loads those as the

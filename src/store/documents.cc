@@ -185,6 +185,8 @@ json toStoreDoc(const Host& h) {
   }
   out["expected_gpu_count"] = h.expectedGpuCount;
   out["expected_gpu_models"] = h.expectedGpuModels;
+  if (h.admittedMemoryMib > 0) out["admitted_memory_mib"] = h.admittedMemoryMib;
+  if (!h.admittedGpuMemoryMib.empty()) out["admitted_gpu_memory_mib"] = h.admittedGpuMemoryMib;
   out["health_checked_ms"] = h.healthCheckedAt;
   out["contour"] = h.contour;
   if (h.credentialReset) out["credential_reset"] = true;
@@ -235,6 +237,9 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   }
   h.expectedGpuCount = d.value("expected_gpu_count", -1);
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
+  h.admittedMemoryMib = d.value("admitted_memory_mib", int64_t{0});
+  h.admittedGpuMemoryMib =
+      d.value("admitted_gpu_memory_mib", std::map<std::string, int64_t>{});
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
   h.contour = d.value("contour", "");  // empty: written before contours
   h.credentialReset = d.value("credential_reset", false);

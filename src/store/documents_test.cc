@@ -133,6 +133,14 @@ TEST(StoreDocuments, HostRoundTrip) {
   EXPECT_TRUE(back.simulated);
   ASSERT_EQ(back.gpus.size(), 1u);
   EXPECT_EQ(back.gpus[0].model, "A100");
+  EXPECT_EQ(back.admittedMemoryMib, 0);  // written without: the figures held count
+  EXPECT_TRUE(back.admittedGpuMemoryMib.empty());
+  // The sizes later hellos are measured against outlive a restart.
+  h.admittedMemoryMib = 65536;
+  h.admittedGpuMemoryMib = {{"GPU-1", 81920}};
+  back = hostFromStoreDoc(toStoreDoc(h)).value();
+  EXPECT_EQ(back.admittedMemoryMib, 65536);
+  EXPECT_EQ(back.admittedGpuMemoryMib, h.admittedGpuMemoryMib);
 }
 
 TEST(StoreDocuments, HostAdminStateRoundTripsAndShowsInTheApi) {
