@@ -44,9 +44,6 @@ bool rankFailed(const Rank& r) {
          (r.state == RankState::kExited && !(r.exitCode && *r.exitCode == 0));
 }
 
-// What a new inventory claims beyond what the host had: GPUs it did not have, other models,
-// more GPU memory, more CPUs or memory, another GPU provider. Empty when it claims no more (GPUs
-// that vanished are not growth: a GPU off the bus shows as its jobs failing).
 std::string gpuKey(const model::Gpu& g) {
   return !g.uuid.empty() ? g.uuid : "#" + std::to_string(g.index);
 }
@@ -80,6 +77,10 @@ void admitSizes(model::Host& h, const model::Host& before, bool inService) {
   h.admittedGpuMemoryMib = std::move(kept);
 }
 
+// What a new inventory claims beyond what the host had (its sizes: beyond what it was admitted
+// with): GPUs it did not have, other models, more GPU memory, more CPUs or memory, another GPU
+// provider. Empty when it claims no more (GPUs that vanished are not growth: a GPU off the bus
+// shows as its jobs failing).
 std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
   std::vector<std::string> what;
   for (const auto& g : inv.gpus) {

@@ -304,7 +304,7 @@ TEST_F(ClusterTest, GrowthWithinTheTolerancesDoesNotAddUpAcrossReconnections) {
   };
   auto claimMore = [&] {
     for (auto& g : claim.gpus) g.memoryMib += g.memoryMib / 60;  // 1.7% more than the last
-    claim.memoryMib += claim.memoryMib / 25;                      // 4% more
+    claim.memoryMib += claim.memoryMib / 25;                     // 4% more
     return hello(claim);
   };
   const model::Host first = claimMore();

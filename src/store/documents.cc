@@ -238,8 +238,7 @@ static Host hostFromStoreDocOrThrow(const json& d) {
   h.expectedGpuCount = d.value("expected_gpu_count", -1);
   h.expectedGpuModels = d.value("expected_gpu_models", std::vector<std::string>{});
   h.admittedMemoryMib = d.value("admitted_memory_mib", int64_t{0});
-  h.admittedGpuMemoryMib =
-      d.value("admitted_gpu_memory_mib", std::map<std::string, int64_t>{});
+  h.admittedGpuMemoryMib = d.value("admitted_gpu_memory_mib", std::map<std::string, int64_t>{});
   h.healthCheckedAt = d.value("health_checked_ms", TimeMs{0});
   h.contour = d.value("contour", "");  // empty: written before contours
   h.credentialReset = d.value("credential_reset", false);

@@ -587,10 +587,11 @@ TEST_F(SessionTest, OneUserSendingLargeBodiesSlowlyLeavesOthersTheirTurn) {
   for (int i = 0; i < 2; ++i) {
     auto sock = std::make_unique<tcp::socket>(io);
     sock->connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
-    const std::string head = "PUT " + file + " HTTP/1.1\r\nHost: localhost\r\n" +
-                             "Authorization: Bearer " + alice_ + "\r\n" +
-                             "Content-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 100);
+    const std::string head =
+        "PUT " + file + " HTTP/1.1\r\nHost: localhost\r\n" + "Authorization: Bearer " + alice_ +
+        "\r\n" +
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body.substr(0, 100);
     boost::asio::write(*sock, boost::asio::buffer(head));
     held.push_back(std::move(sock));
   }
@@ -602,7 +603,8 @@ TEST_F(SessionTest, OneUserSendingLargeBodiesSlowlyLeavesOthersTheirTurn) {
   }
   EXPECT_EQ(third, 503);
   // Carol's goes through meanwhile.
-  auto carols = httpRequest(port_, "PUT", "/sessions/" + id + "/api/contents/carol.txt", body, carol);
+  auto carols =
+      httpRequest(port_, "PUT", "/sessions/" + id + "/api/contents/carol.txt", body, carol);
   EXPECT_TRUE(carols.status == 200 || carols.status == 201)
       << carols.status << " " << carols.body.substr(0, 300);
   // Alice's turn comes back once her slow uploads end.

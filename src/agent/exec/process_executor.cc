@@ -932,8 +932,7 @@ void ProcessExecutor::forget(int64_t id) {
   // Its scratch goes with it, as a session's does; until this, a job's stayed until the wipe.
   const TreeRemover::Removal scratch = remover_.remove(scratchPath(id));
   if (scratch.error != 0) {
-    spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id),
-                 std::strerror(scratch.error));
+    spdlog::warn("job={}: cannot remove {}: {}", id, scratchPath(id), std::strerror(scratch.error));
   }
   if (dataSetAside || scratch.setAside)
     spdlog::info("job={} left too many files to remove at once; the rest goes in the background",

@@ -406,9 +406,9 @@ bool holdsASetAsideTree(const std::string& dir) {
 TEST_F(ProcessExecutorTest, WhatAJobLeavesBeyondTheBudgetIsRemovedInTheBackground) {
   exec_->setScratchRoot(workDir_ + "/scratch-root");
   const std::string n = std::to_string(TreeRemover::kDefaultBudget + 100);
-  ActualJob started = exec_->start(shellJob(
-      30, "mkdir many && cd many && seq " + n + " | xargs touch && ln -s / root && cd " +
-              "$ALLOT_SCRATCH && seq " + n + " | xargs touch && ln -s / root"));
+  ActualJob started = exec_->start(
+      shellJob(30, "mkdir many && cd many && seq " + n + " | xargs touch && ln -s / root && cd " +
+                       "$ALLOT_SCRATCH && seq " + n + " | xargs touch && ln -s / root"));
   ASSERT_NE(started.state, ActualState::kFailedToStart) << started.message;
   ASSERT_EQ(waitForEnd(30).exitCode, 0) << readFile(exec_->logPath(30));
   exec_->forget(30);

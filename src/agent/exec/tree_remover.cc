@@ -2,16 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>  // AT_FDCWD
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>  // renameat2, RENAME_NOREPLACE
+#include <cstdio>   // renameat2, RENAME_NOREPLACE
 #include <cstdlib>  // arc4random
 #include <cstring>
-
-#include <spdlog/spdlog.h>
 
 #include "agent/exec/remove_tree.h"
 

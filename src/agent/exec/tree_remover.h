@@ -41,8 +41,10 @@ class TreeRemover {
   TreeRemover& operator=(const TreeRemover&) = delete;
 
   struct Removal {
-    int error = 0;          // 0: path is gone (removed or set aside); else an errno (see removeTree)
-    bool setAside = false;  // part of it is still being removed in the background
+    // 0: path is gone (removed, or set aside); else an errno (see removeTree).
+    int error = 0;
+    // Part of it is still being removed in the background.
+    bool setAside = false;
   };
   Removal remove(const std::string& path);
 
