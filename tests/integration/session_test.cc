@@ -567,6 +567,38 @@ TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
   auto saved = httpRequest(port_, "PUT", file, body, alice_);
   EXPECT_TRUE(saved.status == 200 || saved.status == 201)
       << saved.status << " " << saved.body.substr(0, 300);
+  // Whole: allotd forwards the header and then the body as it came.
+  auto back = httpRequest(port_, "GET", file + "?content=1&type=file&format=text", "", alice_);
+  ASSERT_EQ(back.status, 200) << back.body.substr(0, 300);
+  EXPECT_EQ(textOf(back.parsed(), "content"), std::string(5 << 20, 'x'));
+}
+
+// A TRACE with a body is one Beast refuses to serialize (it throws): allotd answers it, and
+// CONNECT, with 405 itself, and goes on serving. Jupyter serves neither.
+TEST_F(SessionTest, MethodsJupyterDoesNotServeAreRefusedHere) {
+  json s = create({"--name", "trace"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "trace");
+  const std::string contents = "/sessions/" + id + "/api/contents";
+  for (const std::string method : {"TRACE", "CONNECT"}) {
+    // Raw: Beast's own client refuses to write such a request.
+    boost::asio::io_context io;
+    tcp::socket sock(io);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+    const std::string request = method + " " + contents + " HTTP/1.1\r\nHost: localhost\r\n" +
+                                "Authorization: Bearer " + alice_ + "\r\n" +
+                                "Content-Length: 6\r\nConnection: close\r\n\r\na body";
+    boost::asio::write(sock, boost::asio::buffer(request));
+    std::string answer;
+    boost::system::error_code ec;
+    for (char chunk[4096]; !ec;) {
+      const size_t n = sock.read_some(boost::asio::buffer(chunk), ec);
+      answer.append(chunk, n);
+    }
+    EXPECT_EQ(answer.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << answer;
+    EXPECT_NE(answer.find(method), std::string::npos) << answer;
+  }
+  EXPECT_EQ(httpRequest(port_, "GET", contents, "", alice_).status, 200);
 }
 
 // One user sending large bodies slowly held every turn allotd gives them (four at once), so
