@@ -106,6 +106,13 @@ asio::awaitable<RequestRead> readRequest(Server& server, Stream& stream,
     if (parser.content_length() && *parser.content_length() > limit) {
       ec = http::error::body_limit;
     } else {
+      // A client that waits for leave to send its body (curl does past 1 MiB) has it now, not
+      // after its own timeout of a second.
+      if (parser.get().version() == 11 &&
+          beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        co_await asio::async_write(stream, asio::buffer(kContinue), asio::as_tuple(use_awaitable));
+      }
       parser.body_limit(limit);  // what a chunked body may add up to
       auto [bec, bn] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));

@@ -386,6 +386,9 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     req.set(http::field::cookie, cookies);
   req.erase("X-CSRF-Token");
   req.erase(http::field::origin);
+  // allotd has the whole body already (and said 100 Continue itself): Jupyter's own 100 would be
+  // taken below for its answer, and the real one never reach the client.
+  req.erase(http::field::expect);
   req.set(http::field::host, "localhost");
   beast::error_code peerError;
   const auto peer = beast::get_lowest_layer(stream).socket().remote_endpoint(peerError);

@@ -573,6 +573,36 @@ TEST_F(SessionTest, LargeBodiesAreTakenOnlyFromCallersWhoMayUseSessions) {
   EXPECT_EQ(textOf(back.parsed(), "content"), std::string(5 << 20, 'x'));
 }
 
+// curl sends "Expect: 100-continue" with a body past 1 MiB and waits for leave to send it.
+// allotd gives it at once; and Jupyter, which answers such a header with its own 100, no longer
+// gets it: the proxy took that 100 for Jupyter's answer, and the client never saw the real one.
+TEST_F(SessionTest, AnUploadThatAsksToContinueGetsLeaveAndItsAnswer) {
+  json s = create({"--name", "expect"});
+  const std::string id = std::to_string(s["id"].get<int64_t>());
+  openWhenRunning(alice_, "expect");
+  const std::string body =
+      json{{"type", "file"}, {"format", "text"}, {"content", std::string(2 << 20, 'y')}}.dump();
+  boost::asio::io_context io;
+  tcp::socket sock(io);
+  sock.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+  const timeval wait{10, 0};  // what this test waits for an answer at most
+  ASSERT_EQ(::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
+  const std::string head = "PUT /sessions/" + id + "/api/contents/expect.txt HTTP/1.1\r\n" +
+                           "Host: localhost\r\nAuthorization: Bearer " + alice_ + "\r\n" +
+                           "Content-Type: application/json\r\nExpect: 100-continue\r\n" +
+                           "Connection: close\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n";
+  boost::asio::write(sock, boost::asio::buffer(head));
+  char chunk[4096];
+  boost::system::error_code ec;
+  std::string leave(chunk, sock.read_some(boost::asio::buffer(chunk), ec));
+  EXPECT_EQ(leave, "HTTP/1.1 100 Continue\r\n\r\n") << ec.message();
+  boost::asio::write(sock, boost::asio::buffer(body));
+  std::string answer;
+  while (!ec) answer.append(chunk, sock.read_some(boost::asio::buffer(chunk), ec));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer.substr(0, 300);
+}
+
 // A TRACE with a body is one Beast refuses to serialize (it throws): allotd answers it, and
 // CONNECT, with 405 itself, and goes on serving. Jupyter serves neither.
 TEST_F(SessionTest, MethodsJupyterDoesNotServeAreRefusedHere) {
