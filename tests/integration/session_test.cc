@@ -590,8 +590,8 @@ TEST_F(SessionTest, AnUploadThatAsksToContinueGetsLeaveAndItsAnswer) {
   const std::string head = "PUT /sessions/" + id + "/api/contents/expect.txt HTTP/1.1\r\n" +
                            "Host: localhost\r\nAuthorization: Bearer " + alice_ + "\r\n" +
                            "Content-Type: application/json\r\nExpect: 100-continue\r\n" +
-                           "Connection: close\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n";
+                           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\n\r\n";
   boost::asio::write(sock, boost::asio::buffer(head));
   char chunk[4096];
   boost::system::error_code ec;
