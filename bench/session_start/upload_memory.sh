@@ -13,7 +13,8 @@ dir=/tmp/allot-upload-memory
 export ALLOT_STATE_DIR=$dir/state ALLOT_AGENT_DIR=$dir/agent ALLOT_LISTEN=127.0.0.1:7180 \
   ALLOT_REGISTRY_LISTEN=127.0.0.1:7185 ALLOT_AGENT_NAME=upload-memory ALLOT_BIN=$bin
 server=http://127.0.0.1:7180
-stop() { scripts/run-local.sh stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
+# stop-all: the session ends too, not left for a later agent to adopt.
+stop() { scripts/run-local.sh stop-all >/dev/null 2>&1 || true; rm -rf "$dir"; }
 stop
 trap stop EXIT
 mkdir -p "$dir"
@@ -25,12 +26,17 @@ id=$("$bin/allot" -o json session create --team upload --name upload --gpus 0 |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
 python3 -c "import json, sys; json.dump({'type': 'file', 'format': 'text',
   'content': 'x' * ($mib << 20)}, open('$dir/body.json', 'w'))"
+ready=no
 for _ in $(seq 60); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ALLOT_TOKEN" \
-    "$server/sessions/$id/api/contents")" = 200 ] && break
+  if [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ALLOT_TOKEN" \
+    "$server/sessions/$id/api/contents")" = 200 ]; then
+    ready=yes
+    break
+  fi
   sleep 1
 done
-pid=$(pgrep -f "$bin/allotd .*127.0.0.1:7180" | head -1)
+[ "$ready" = yes ] || { echo "session $id's Jupyter did not answer within 60 s" >&2; exit 1; }
+pid=$(cat "$dir/state/allotd.pid")
 before=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 put=$(curl -s -o /dev/null -w '%{http_code} in %{time_total} s' -X PUT \
   -H "Authorization: Bearer $ALLOT_TOKEN" -H 'Content-Type: application/json' \

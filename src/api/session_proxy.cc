@@ -373,6 +373,7 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
     ApiResponse res = ApiResponse::error(Status::InvalidArgument(
         std::string(req.method_string()) + " is not allowed on a session", "method"));
     res.status = http::status::method_not_allowed;
+    res.headers.emplace_back("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE");
     co_return co_await reply(stream, req, res);
   }
 
@@ -424,7 +425,9 @@ asio::awaitable<bool> serveSession(Server& server, Stream& stream, beast::flat_b
   }
   auto t = state.stream;
   server.cluster().sessions().proxied(id);
-  Status sent = co_await t->write(std::move(wire).str());
+  // Named, not a temporary in the co_await: GCC 12 may destroy such a temporary twice.
+  std::string head = std::move(wire).str();
+  Status sent = co_await t->write(std::move(head));
   if (sent.ok() && !body.empty()) sent = co_await t->write(std::move(body));
   if (!sent.ok()) {
     state.stream.reset();

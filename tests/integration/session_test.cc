@@ -627,6 +627,7 @@ TEST_F(SessionTest, MethodsJupyterDoesNotServeAreRefusedHere) {
     }
     EXPECT_EQ(answer.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << answer;
     EXPECT_NE(answer.find(method), std::string::npos) << answer;
+    EXPECT_NE(answer.find("Allow: GET, HEAD"), std::string::npos) << answer;
   }
   EXPECT_EQ(httpRequest(port_, "GET", contents, "", alice_).status, 200);
 }
