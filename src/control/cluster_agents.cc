@@ -48,27 +48,26 @@ std::string gpuKey(const model::Gpu& g) {
   return !g.uuid.empty() ? g.uuid : "#" + std::to_string(g.index);
 }
 
-// What a hello in service is measured against (model::Host::admittedMemoryMib).
+// What a hello is measured against (model::Host::admittedMemoryMib), where it is not known yet (a
+// host stored before these were kept): the figures the host holds.
+void knowAdmittedSizes(model::Host& h) {
+  if (h.admittedMemoryMib == 0) h.admittedMemoryMib = h.memoryMib;
+  for (const auto& g : h.gpus) h.admittedGpuMemoryMib.emplace(gpuKey(g), g.memoryMib);
+}
+
 int64_t admittedGpuMemory(const model::Host& h, const model::Gpu& held) {
   auto it = h.admittedGpuMemoryMib.find(gpuKey(held));
   return it != h.admittedGpuMemoryMib.end() ? it->second : held.memoryMib;
 }
-int64_t admittedMemory(const model::Host& h) {
-  return h.admittedMemoryMib > 0 ? h.admittedMemoryMib : h.memoryMib;
-}
 
-// The figures a hello is measured against from now on. Out of service (an admin looks before it
-// serves again) they are the new ones; in service they stay, those unknown taken from what the
-// host held before the hello (`before`).
-void admitSizes(model::Host& h, const model::Host& before, bool inService) {
-  if (inService) {
-    if (h.admittedMemoryMib == 0) h.admittedMemoryMib = before.memoryMib;
-    for (const auto& g : before.gpus) h.admittedGpuMemoryMib.emplace(gpuKey(g), g.memoryMib);
-  } else {
+// After a hello: out of service (an admin looks before it serves again) the figures it reported
+// are the mark from now on; in service the mark stays. Only for the GPUs it has: one that comes
+// back is new hardware, fenced as such.
+void admitSizes(model::Host& h, bool inService) {
+  if (!inService) {
     h.admittedMemoryMib = h.memoryMib;
     h.admittedGpuMemoryMib.clear();
   }
-  // Only the GPUs it has: one that comes back is new hardware, fenced as such.
   std::map<std::string, int64_t> kept;
   for (const auto& g : h.gpus) {
     auto it = h.admittedGpuMemoryMib.find(gpuKey(g));
@@ -100,7 +99,7 @@ std::string inventoryGrowth(const model::Host& h, const model::Inventory& inv) {
   if (inv.cpus > h.cpus && h.cpus > 0)
     what.push_back(std::to_string(inv.cpus) + " CPUs, not " + std::to_string(h.cpus));
   // Memory moves a little with kernels and firmware; 5% more is a different machine.
-  if (const int64_t was = admittedMemory(h); was > 0 && inv.memoryMib > was + was / 20)
+  if (const int64_t was = h.admittedMemoryMib; was > 0 && inv.memoryMib > was + was / 20)
     what.push_back(std::to_string(inv.memoryMib) + " MiB of memory, not " + std::to_string(was));
   if (inv.gpuProvider != h.gpuProvider && !h.gpuProvider.empty())
     what.push_back("GPU provider " + inv.gpuProvider + ", not " + h.gpuProvider);
@@ -295,7 +294,7 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // compromised host would otherwise draw other teams' larger jobs, and their secrets, to it.
   const bool admitted =
       h.adminState == model::AdminState::kAvailable || h.adminState == model::AdminState::kDraining;
-  const model::Host before = h;
+  knowAdmittedSizes(h);
   if (std::string grew = inventoryGrowth(h, inv); !grew.empty()) {
     spdlog::warn("host {}: its agent claims {}", host, grew);
     if (admitted) {
@@ -307,9 +306,8 @@ Change<int> Cluster::agentConnected(const std::string& host, AgentLink* link,
   // The agent's inventory is the truth about its hardware. GPUs that held jobs keep their
   // indexes; a GPU that vanished shows up as its jobs failing on the host.
   model::applyInventory(h, inv);
-  admitSizes(h, before,
-             h.adminState == model::AdminState::kAvailable ||
-                 h.adminState == model::AdminState::kDraining);
+  admitSizes(h, h.adminState == model::AdminState::kAvailable ||
+                    h.adminState == model::AdminState::kDraining);
   if (h.adminState == model::AdminState::kRegistering) {
     // First word from a new host: check it before it takes work.
     hosts_.transitionHost(h, model::AdminState::kCommissioning, kSystemActor, "new host", c.batch);

@@ -11,6 +11,7 @@
 #include "common/time_format.h"
 #include "control/authz.h"
 #include "control/cluster.h"
+#include "sched/lease_hold.h"
 #include "sched/quota/quota.h"
 
 namespace allot::control {
@@ -386,7 +387,7 @@ Change<FinishedPass> Cluster::finishPass(const sched::Snapshot& s,
     return std::all_of(pl.slices.begin(), pl.slices.end(), [&](const sched::Slice& slice) {
       auto held = holdsNow().find(slice.host);
       return held == holdsNow().end() ||
-             (j.maxRuntimeMs > 0 && now + j.maxRuntimeMs <= held->second.startAt);
+             sched::endsBeforeLease(now, j.maxRuntimeMs, held->second.startAt);
     });
   };
   std::unordered_set<int64_t> dropped;  // placements decided but not made

@@ -3,6 +3,8 @@
 
 #include "sched/fleet_pass.h"
 
+#include "sched/lease_hold.h"
+
 namespace allot::sched::fleet_pass {
 
 Status Pass::validate() const {
@@ -86,10 +88,9 @@ pl::ModelSet Pass::mask(const Request& r, Phase phase, const std::string& model,
     // PROD hosts run only PROD work, and so on for every contour.
     if (!ignoreContour && kind.contour != r.contour) continue;
     if (r.images && !kind.images) continue;
-    // A host held for a lease takes only work whose declared runtime ends before the lease
-    // starts; work without one could still hold it then.
+    // A host held for a lease takes only work that ends before the lease starts.
     if (!ignoreHolds && kind.heldFrom > 0 &&
-        (r.maxRuntimeMs <= 0 || s_.now + r.maxRuntimeMs > kind.heldFrom))
+        !endsBeforeLease(s_.now, r.maxRuntimeMs, kind.heldFrom))
       continue;
     switch (phase) {
       case Phase::kOwn:

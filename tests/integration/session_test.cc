@@ -50,6 +50,22 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = boost::asio::ip::tcp;
 
+// A plain connection to allotd on loopback, for requests sent in parts or that Beast's own client
+// refuses to write.
+tcp::socket rawConnection(boost::asio::io_context& io, uint16_t port) {
+  tcp::socket sock(io);
+  sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  return sock;
+}
+
+// What the server sends until it closes the connection (or a read fails).
+std::string readUntilClosed(tcp::socket& sock) {
+  std::string out;
+  boost::system::error_code ec;
+  for (char chunk[4096]; !ec;) out.append(chunk, sock.read_some(boost::asio::buffer(chunk), ec));
+  return out;
+}
+
 // A WebSocket to allotd on loopback with the given extra handshake headers; throws on refusal
 // (the HTTP status is in the exception's text).
 std::unique_ptr<websocket::stream<tcp::socket>> openWebSocket(
@@ -583,8 +599,7 @@ TEST_F(SessionTest, AnUploadThatAsksToContinueGetsLeaveAndItsAnswer) {
   const std::string body =
       json{{"type", "file"}, {"format", "text"}, {"content", std::string(2 << 20, 'y')}}.dump();
   boost::asio::io_context io;
-  tcp::socket sock(io);
-  sock.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+  tcp::socket sock = rawConnection(io, port_);
   const timeval wait{10, 0};  // what this test waits for an answer at most
   ASSERT_EQ(::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
   const std::string head = "PUT /sessions/" + id + "/api/contents/expect.txt HTTP/1.1\r\n" +
@@ -598,8 +613,7 @@ TEST_F(SessionTest, AnUploadThatAsksToContinueGetsLeaveAndItsAnswer) {
   std::string leave(chunk, sock.read_some(boost::asio::buffer(chunk), ec));
   EXPECT_EQ(leave, "HTTP/1.1 100 Continue\r\n\r\n") << ec.message();
   boost::asio::write(sock, boost::asio::buffer(body));
-  std::string answer;
-  while (!ec) answer.append(chunk, sock.read_some(boost::asio::buffer(chunk), ec));
+  const std::string answer = readUntilClosed(sock);
   EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer.substr(0, 300);
 }
 
@@ -613,18 +627,12 @@ TEST_F(SessionTest, MethodsJupyterDoesNotServeAreRefusedHere) {
   for (const std::string method : {"TRACE", "CONNECT"}) {
     // Raw: Beast's own client refuses to write such a request.
     boost::asio::io_context io;
-    tcp::socket sock(io);
-    sock.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+    tcp::socket sock = rawConnection(io, port_);
     const std::string request = method + " " + contents + " HTTP/1.1\r\nHost: localhost\r\n" +
                                 "Authorization: Bearer " + alice_ + "\r\n" +
                                 "Content-Length: 6\r\nConnection: close\r\n\r\na body";
     boost::asio::write(sock, boost::asio::buffer(request));
-    std::string answer;
-    boost::system::error_code ec;
-    for (char chunk[4096]; !ec;) {
-      const size_t n = sock.read_some(boost::asio::buffer(chunk), ec);
-      answer.append(chunk, n);
-    }
+    const std::string answer = readUntilClosed(sock);
     EXPECT_EQ(answer.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << answer;
     EXPECT_NE(answer.find(method), std::string::npos) << answer;
     EXPECT_NE(answer.find("Allow: GET, HEAD"), std::string::npos) << answer;
@@ -648,8 +656,7 @@ TEST_F(SessionTest, OneUserSendingLargeBodiesSlowlyLeavesOthersTheirTurn) {
   boost::asio::io_context io;
   std::vector<std::unique_ptr<tcp::socket>> held;
   for (int i = 0; i < 2; ++i) {
-    auto sock = std::make_unique<tcp::socket>(io);
-    sock->connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)});
+    auto sock = std::make_unique<tcp::socket>(rawConnection(io, port_));
     const std::string head =
         "PUT " + file + " HTTP/1.1\r\nHost: localhost\r\n" + "Authorization: Bearer " + alice_ +
         "\r\n" +

@@ -395,7 +395,7 @@ TEST_F(ProcessExecutorTest, ForgetRemovesTheJobAndItsDirectory) {
 bool holdsASetAsideTree(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(TreeRemover::kAsidePrefix, 0) == 0) return true;
+    if (e.path().filename().string().rfind(kAsidePrefix, 0) == 0) return true;
   }
   return false;
 }
@@ -432,7 +432,7 @@ TEST_F(ProcessExecutorTest, WhatAJobLeavesBeyondTheBudgetIsRemovedInTheBackgroun
 TEST_F(ProcessExecutorTest, WhatAnEarlierAgentSetAsideIsRemovedByTheNext) {
   exec_.reset();
   for (const std::string& dir : {workDir_ + "/jobs", workDir_ + "/scratch"}) {
-    const fs::path aside = fs::path(dir) / (std::string(TreeRemover::kAsidePrefix) + "77");
+    const fs::path aside = fs::path(dir) / (std::string(kAsidePrefix) + "77");
     fs::create_directories(aside / "d");
     std::ofstream(aside / "d" / "f") << "x";
   }

@@ -40,20 +40,11 @@ bool isDots(const char* name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
-// Moves parent/name into top under a random name, so that it is removed from there with fewer
-// directories held open. Random: the owner of the tree may have filled the top with any names it
-// can guess. 0 also when the entry is gone already.
+// Moves parent/name into top, so that it is removed from there with fewer directories held
+// open. 0 also when the entry is gone already.
 int hoist(int parent, const std::string& name, int top) {
-  for (int tries = 0; tries < 16; ++tries) {
-    const uint64_t tag = (uint64_t{::arc4random()} << 32) | ::arc4random();
-    const std::string to = ".allot-removing-" + std::to_string(tag);
-    int done = ::renameat2(parent, name.c_str(), top, to.c_str(), RENAME_NOREPLACE);
-    // A file system without RENAME_NOREPLACE: a random name taken already is as unlikely.
-    if (done != 0 && errno == EINVAL) done = ::renameat(parent, name.c_str(), top, to.c_str());
-    if (done == 0 || errno == ENOENT) return 0;
-    if (errno != EEXIST && errno != ENOTEMPTY) return errno;
-  }
-  return EEXIST;
+  const int err = renameAside(parent, name, top, nullptr);
+  return err == ENOENT ? 0 : err;
 }
 
 // Removes the directory levels.back() holds, which looks empty: the top one by its path, any
@@ -160,6 +151,22 @@ int removeAll(std::vector<Level>& levels, const std::string& topPath, size_t max
 }
 
 }  // namespace
+
+int renameAside(int fromDir, const std::string& name, int toDir, std::string* given) {
+  for (int tries = 0; tries < 16; ++tries) {
+    const uint64_t tag = (uint64_t{::arc4random()} << 32) | ::arc4random();
+    const std::string to = kAsidePrefix + std::to_string(tag);
+    int done = ::renameat2(fromDir, name.c_str(), toDir, to.c_str(), RENAME_NOREPLACE);
+    // A file system without RENAME_NOREPLACE: a random name taken already is as unlikely.
+    if (done != 0 && errno == EINVAL) done = ::renameat(fromDir, name.c_str(), toDir, to.c_str());
+    if (done == 0) {
+      if (given != nullptr) *given = to;
+      return 0;
+    }
+    if (errno != EEXIST && errno != ENOTEMPTY) return errno;
+  }
+  return EEXIST;
+}
 
 int removeTree(const std::string& path) { return removeTreeWithin(path, SIZE_MAX); }
 

@@ -43,6 +43,14 @@ int removeTree(const std::string& path);
 // is built on it.
 int removeTreeWithin(const std::string& path, size_t maxEntries);
 
+// What names an entry renamed aside to be removed starts with.
+inline constexpr const char* kAsidePrefix = ".allot-removing-";
+
+// Renames fromDir/name into toDir as kAsidePrefix and a random number (RENAME_NOREPLACE): a name
+// nobody who may write toDir can have taken or guessed. 0, with *given (when not null) the new
+// name; ENOENT when name is gone; else an errno.
+int renameAside(int fromDir, const std::string& name, int toDir, std::string* given);
+
 // How many directories removeTree() holds open at most.
 inline constexpr size_t kRemoveTreeMaxDepth = 64;
 

@@ -1,29 +1,20 @@
 #include "agent/exec/tree_remover.h"
 
 #include <dirent.h>
-#include <fcntl.h>  // AT_FDCWD
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
-#include <cstdio>   // renameat2, RENAME_NOREPLACE
-#include <cstdlib>  // arc4random
 #include <cstring>
+#include <filesystem>
 
 #include "agent/exec/remove_tree.h"
 
 namespace allot::agent {
-namespace {
 
-std::string parentOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
+namespace fs = std::filesystem;
 
 TreeRemover::~TreeRemover() {
   {
@@ -37,21 +28,17 @@ TreeRemover::~TreeRemover() {
 TreeRemover::Removal TreeRemover::remove(const std::string& path) {
   const int err = removeTreeWithin(path, budget_);
   if (err != EINPROGRESS) return {err, false};
-  const std::string parent = parentOf(path);
-  for (int tries = 0; tries < 16; ++tries) {
-    const uint64_t tag = (uint64_t{::arc4random()} << 32) | ::arc4random();
-    const std::string aside = parent + "/" + kAsidePrefix + std::to_string(tag);
-    int done = ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE);
-    // A file system without RENAME_NOREPLACE: a random name taken already is as unlikely.
-    if (done != 0 && errno == EINVAL) done = ::rename(path.c_str(), aside.c_str());
-    if (done == 0) {
-      setAside(aside);
-      return {0, true};
-    }
-    if (errno == ENOENT) return {0, false};
-    if (errno != EEXIST && errno != ENOTEMPTY) return {errno, false};
-  }
-  return {EEXIST, false};
+  const fs::path p(path);
+  const int parent =
+      ::open(p.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (parent < 0) return {errno, false};
+  std::string aside;
+  const int moved = renameAside(parent, p.filename().string(), parent, &aside);
+  ::close(parent);
+  if (moved == ENOENT) return {0, false};
+  if (moved != 0) return {moved, false};
+  setAside((p.parent_path() / aside).string());
+  return {0, true};
 }
 
 void TreeRemover::sweep(const std::string& dir) {

@@ -6,10 +6,10 @@
 //
 // remove() removes up to `budget` entries on the caller's thread, which is all of a job's
 // directories as jobs usually leave them. Whatever is left is renamed aside in the same parent,
-// to a random `.allot-removing-<n>` name, and a thread of the remover's own (started when first
-// needed, at a lower priority) removes it from there. The path is free at once: a job of the same
-// id can have it. The parent must be a directory only the agent may write (removeTree's rule), so
-// nobody else can make or take those names.
+// to a random kAsidePrefix name (renameAside), and a thread of the remover's own (started when
+// first needed, at a lower priority) removes it from there. The path is free at once: a job of the
+// same id can have it. The parent must be a directory only the agent may write (removeTree's rule),
+// so nobody else can make or take those names.
 //
 // A remover destroyed (the agent stopping) stops between two slices of `budget` entries; what is
 // left keeps its aside name, and the next agent's sweep() of the same parent takes it up.
@@ -25,6 +25,8 @@
 #include <string>
 #include <thread>
 
+#include "agent/exec/remove_tree.h"
+
 namespace allot::agent {
 
 class TreeRemover {
@@ -32,8 +34,6 @@ class TreeRemover {
   // Entries one call of remove() removes at most on the caller's thread: a few tens of
   // milliseconds on ext4.
   static constexpr size_t kDefaultBudget = 4096;
-  // What names a tree set aside starts with.
-  static constexpr const char* kAsidePrefix = ".allot-removing-";
 
   explicit TreeRemover(size_t budget = kDefaultBudget) : budget_(budget > 0 ? budget : 1) {}
   ~TreeRemover();

@@ -68,13 +68,13 @@ TEST_F(TreeRemoverTest, WhatTheBudgetDoesNotCoverIsSetAsideAndRemovedInTheBackgr
 // sweep removes it, and nothing else in that directory.
 TEST_F(TreeRemoverTest, ASweepFinishesWhatAnEarlierAgentSetAside) {
   const fs::path parent = fs::path(dir_) / "jobs";
-  fill(parent / (std::string(TreeRemover::kAsidePrefix) + "1234"), 50);
+  fill(parent / (std::string(kAsidePrefix) + "1234"), 50);
   fill(parent / "8", 2);
   std::ofstream(parent / ".allot-other") << "kept";
   TreeRemover remover(10);
   remover.sweep(parent.string());
   remover.waitUntilIdle();
-  EXPECT_FALSE(fs::exists(parent / (std::string(TreeRemover::kAsidePrefix) + "1234")));
+  EXPECT_FALSE(fs::exists(parent / (std::string(kAsidePrefix) + "1234")));
   EXPECT_TRUE(fs::exists(parent / "8" / "sub" / "1"));
   EXPECT_TRUE(fs::exists(parent / ".allot-other"));
 }
