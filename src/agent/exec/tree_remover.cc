@@ -29,8 +29,9 @@ TreeRemover::Removal TreeRemover::remove(const std::string& path) {
   const int err = removeTreeWithin(path, budget_);
   if (err != EINPROGRESS) return {err, false};
   const fs::path p(path);
-  const int parent =
-      ::open(p.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  // The parent is one of the agent's roots (its jobs directory, the scratch root) as configured,
+  // followed like the path itself was; the entry in it is renamed, never followed.
+  const int parent = ::open(p.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent < 0) return {errno, false};
   std::string aside;
   const int moved = renameAside(parent, p.filename().string(), parent, &aside);
