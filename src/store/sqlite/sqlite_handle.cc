@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "store/sqlite/wal_coalescing_vfs.h"
+
 namespace allot::store::sqlite {
 namespace {
 
@@ -38,9 +40,9 @@ Status lastError(sqlite3* db, int rc, const std::string& what) {
   return statusFromCode(rc, what + ": " + reason);
 }
 
-Result<DbHandle> openConnection(const std::string& path, int flags) {
+Result<DbHandle> openConnection(const std::string& path, int flags, const char* vfs) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, vfs);
   DbHandle db(raw);  // closes it on every path, including a failed open
   if (rc != SQLITE_OK) {
     return statusFromCode(rc, raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
@@ -51,7 +53,11 @@ Result<DbHandle> openConnection(const std::string& path, int flags) {
 }
 
 Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchronous) {
-  auto db = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  // A commit's frames in one write where every commit syncs the WAL: the coalescing VFS is
+  // correct only then (wal_coalescing_vfs.h).
+  const bool everyCommitSyncs = synchronous == "FULL" || synchronous == "EXTRA";
+  auto db = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           everyCommitSyncs ? walCoalescingVfsName() : nullptr);
   if (!db.ok()) return db.status();
   auto mode = pragmaText(db->get(), "journal_mode = WAL");
   if (!mode.ok()) return mode.status();
@@ -67,7 +73,8 @@ namespace {
 Status zeroFillWal(sqlite3* db, int64_t frames) {
   auto pageSize = pragmaInt(db, "page_size");
   if (!pageSize.ok()) return pageSize.status();
-  // SQLite's own handle on the WAL, so that no second descriptor of ours could drop its locks.
+  // The connection's own handle on the WAL (through its VFS), so that no second descriptor of
+  // ours could drop its locks.
   sqlite3_file* wal = nullptr;
   int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
   if (rc != SQLITE_OK) return lastError(db, rc, "cannot find the WAL file");

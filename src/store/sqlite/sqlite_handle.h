@@ -31,12 +31,14 @@ Status statusFromCode(int rc, std::string message);
 Status lastError(sqlite3* db, int rc, const std::string& what);
 
 // Opens a connection with extended result codes and a busy timeout. `flags` are
-// SQLITE_OPEN_* flags. The error names only SQLite's reason; callers add the path.
-Result<DbHandle> openConnection(const std::string& path, int flags);
+// SQLITE_OPEN_* flags; `vfs` a registered VFS's name (nullptr: SQLite's default). The error names
+// only SQLite's reason; callers add the path.
+Result<DbHandle> openConnection(const std::string& path, int flags, const char* vfs = nullptr);
 
 // Opens (creating if needed) a database for writing in WAL mode, so that a second, read-only
 // connection can read while this one writes, with `PRAGMA synchronous = <synchronous>` ("FULL":
-// every COMMIT fsyncs the WAL; "NORMAL": a COMMIT survives the process, not a power cut).
+// every COMMIT fsyncs the WAL; "NORMAL": a COMMIT survives the process, not a power cut). With
+// "FULL" or "EXTRA", a commit's WAL frames go to the file in one write (wal_coalescing_vfs.h).
 Result<DbHandle> openWalWriter(const std::string& path, std::string_view synchronous);
 
 // Zero-fills db's WAL file past its end until it holds `frames` frames, and syncs it, as
