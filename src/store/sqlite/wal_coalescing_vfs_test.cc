@@ -227,6 +227,16 @@ Status spillATransaction(sqlite3* db) {
               "INSERT INTO t(v) SELECT randomblob(1000) FROM n");
 }
 
+// Calls `call` while writes to WAL files fail; how many writes it tried.
+template <typename Call>
+size_t whileWritesFail(Call call) {
+  walWrites = {};
+  walWrites.failWith = SQLITE_IOERR_WRITE;
+  call();
+  walWrites.failWith = SQLITE_OK;
+  return walWrites.sizes.size();
+}
+
 // A write that fails when a file control needs what is pending: SQLite may not act on a file
 // control's result, so the commit's sync reports it.
 TEST_F(WalCoalescingVfsTest, AWriteAFileControlFindsFailingFailsTheCommit) {
@@ -237,12 +247,12 @@ TEST_F(WalCoalescingVfsTest, AWriteAFileControlFindsFailingFailsTheCommit) {
   ASSERT_TRUE(spillATransaction(db.get()).ok());
   sqlite3_file* wal = walOf(db.get());
   ASSERT_NE(wal, nullptr);
-  walWrites = {};
-  walWrites.failWith = SQLITE_IOERR_WRITE;
   int moved = 0;
-  (void)wal->pMethods->xFileControl(wal, SQLITE_FCNTL_HAS_MOVED, &moved);
-  walWrites.failWith = SQLITE_OK;
-  ASSERT_EQ(walWrites.sizes.size(), 1u) << "nothing was pending";
+  ASSERT_EQ(whileWritesFail([&] {
+              (void)wal->pMethods->xFileControl(wal, SQLITE_FCNTL_HAS_MOVED, &moved);
+            }),
+            1u)
+      << "nothing was pending";
   EXPECT_FALSE(exec(db.get(), "COMMIT").ok());
   if (sqlite3_get_autocommit(db.get()) == 0) (void)exec(db.get(), "ROLLBACK");
   EXPECT_EQ(rowsOn(path), 10);
@@ -261,12 +271,11 @@ TEST_F(WalCoalescingVfsTest, AWriteFailureSQLiteWasToldOfIsNotReportedAgain) {
   ASSERT_TRUE(spillATransaction(db.get()).ok());
   sqlite3_file* wal = walOf(db.get());
   ASSERT_NE(wal, nullptr);
-  walWrites = {};
-  walWrites.failWith = SQLITE_IOERR_WRITE;
   sqlite3_int64 size = 0;
-  EXPECT_EQ(wal->pMethods->xFileSize(wal, &size), SQLITE_IOERR_WRITE);
-  walWrites.failWith = SQLITE_OK;
-  ASSERT_EQ(walWrites.sizes.size(), 1u) << "nothing was pending";
+  int rc = SQLITE_OK;
+  ASSERT_EQ(whileWritesFail([&] { rc = wal->pMethods->xFileSize(wal, &size); }), 1u)
+      << "nothing was pending";
+  EXPECT_EQ(rc, SQLITE_IOERR_WRITE);
   ASSERT_TRUE(exec(db.get(), "ROLLBACK").ok());
   ASSERT_TRUE(insertRows(db.get(), 5, 500).ok());
   EXPECT_EQ(rowsOn(path), 15);
