@@ -1,6 +1,5 @@
 #include "store/sqlite/wal_coalescing_vfs.h"
 
-#include <cstring>
 #include <mutex>
 #include <new>
 #include <utility>
