@@ -121,6 +121,22 @@ class WalCoalescingVfsTest : public ::testing::Test {
     return text.ok() ? *text : text.status().toString();
   }
 
+  // A transaction in progress whose pages spill into the WAL (a small page cache) before it
+  // commits.
+  static Status spillATransaction(sqlite3* db) {
+    ALLOT_RETURN_IF_ERROR(exec(db, "PRAGMA cache_size = 8; BEGIN"));
+    return insertRows(db, 300, 1000);
+  }
+
+  // A connection through the coalescing VFS with ten rows committed and such a transaction.
+  DbHandle openWithASpilledTransaction(const std::string& path) {
+    auto db = openDb(kCoalescingOverCounting, path);
+    if (db == nullptr) return nullptr;
+    EXPECT_TRUE(insertRows(db.get(), 10, 500).ok());
+    EXPECT_TRUE(spillATransaction(db.get()).ok());
+    return db;
+  }
+
   test::ScratchDir dir_{"allot-wal-coalescing"};
 };
 
@@ -219,14 +235,6 @@ sqlite3_file* walOf(sqlite3* db) {
   return wal;
 }
 
-// A transaction in progress whose pages spill into the WAL (a small page cache) before it commits.
-Status spillATransaction(sqlite3* db) {
-  ALLOT_RETURN_IF_ERROR(exec(db, "PRAGMA cache_size = 8; BEGIN"));
-  return exec(db,
-              "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) "
-              "INSERT INTO t(v) SELECT randomblob(1000) FROM n");
-}
-
 // Calls `call` while writes to WAL files fail; how many writes it tried.
 template <typename Call>
 size_t whileWritesFail(Call call) {
@@ -241,10 +249,8 @@ size_t whileWritesFail(Call call) {
 // control's result, so the commit's sync reports it.
 TEST_F(WalCoalescingVfsTest, AWriteAFileControlFindsFailingFailsTheCommit) {
   const std::string path = dir_.file("file-control.db");
-  auto db = openDb(kCoalescingOverCounting, path);
+  auto db = openWithASpilledTransaction(path);
   ASSERT_NE(db, nullptr);
-  ASSERT_TRUE(insertRows(db.get(), 10, 500).ok());
-  ASSERT_TRUE(spillATransaction(db.get()).ok());
   sqlite3_file* wal = walOf(db.get());
   ASSERT_NE(wal, nullptr);
   int moved = 0;
@@ -265,10 +271,8 @@ TEST_F(WalCoalescingVfsTest, AWriteAFileControlFindsFailingFailsTheCommit) {
 // abandons the transaction; the next transaction is not failed for it again.
 TEST_F(WalCoalescingVfsTest, AWriteFailureSQLiteWasToldOfIsNotReportedAgain) {
   const std::string path = dir_.file("told.db");
-  auto db = openDb(kCoalescingOverCounting, path);
+  auto db = openWithASpilledTransaction(path);
   ASSERT_NE(db, nullptr);
-  ASSERT_TRUE(insertRows(db.get(), 10, 500).ok());
-  ASSERT_TRUE(spillATransaction(db.get()).ok());
   sqlite3_file* wal = walOf(db.get());
   ASSERT_NE(wal, nullptr);
   sqlite3_int64 size = 0;
